@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build with every core, run the whole test suite (GPU cases
+# included), run the GPU cases under compute-sanitizer (memcheck, racecheck), run the profiler's
+# standard suite and the PyTorch comparison. Logs go under $OUT (the device tool brings them back).
+#   scripts/device-check.sh [tests|bench|all]   (default: all)
+set -uo pipefail
+what=${1:-all}
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+status=0
+step() { echo "== $*"; }
+
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+step configure
+cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DBARACUDA_WARNINGS_AS_ERRORS=ON >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
+step build
+cmake --build build/device -j16 >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
+
+if [[ $what == tests || $what == all ]]; then
+  step "tests (all cases, GPU included)"
+  ./build/device/tests/baracuda_tests --gtest_color=no >"$OUT/tests.log" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) \]|tests ran" "$OUT/tests.log" | head -40
+  # The sanitizers slow kernels ~100x: every GPU case except the one past 2^31 elements.
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer $tool"
+    compute-sanitizer --tool "$tool" --error-exitcode 3 ./build/device/tests/baracuda_tests --gtest_color=no \
+      --gtest_filter='*cuda*:-*Large*' >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) \]" "$OUT/sanitizer-$tool.log" | head -10
+  done
+fi
+
+if [[ $what == bench || $what == all ]]; then
+  step "profiler standard suite"
+  ./build/device/tools/profiler/baracuda-profiler --json "$OUT/profiler.json" >"$OUT/profiler.txt" 2>&1 || status=1
+  cat "$OUT/profiler.txt"
+  if [[ -f bench/compare_torch.py ]]; then
+    step "PyTorch side by side"
+    PYTHONUNBUFFERED=1 python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
+      --out "$OUT/compare.md" 2>&1 | tee "$OUT/compare.log" || status=1
+  fi
+fi
+echo "== device-check exit status $status"
+exit $status

@@ -1,0 +1,51 @@
+#pragma once
+// The CPU elementwise launcher: OpenMP across elements; the contiguous loop is plain enough for the
+// compiler to vectorize, the strided one walks offsets with the shared Walker.
+#include "common/elementwise.hpp"
+#include "ops/binary_param_problem.hpp"
+
+namespace baracuda::detail::cpu {
+
+// Below this many elements a parallel region costs more than it saves.
+inline constexpr int64_t kParallelThreshold = 1 << 15;
+
+template <class T, class Op, int kIn, int kOut>
+Status run_elementwise(const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
+  static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
+  Operands<T, kIn, kOut> p;
+  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const T*>(t.in[k]);
+  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<T*>(t.out[k]);
+  const int64_t n = t.shape.numel();
+  if (t.path == ElementwisePath::strided) {
+    const Strides* strides[kIn + kOut];
+    for (int k = 0; k < kIn; ++k) strides[k] = &t.in_strides[k];
+    for (int k = 0; k < kOut; ++k) strides[kIn + k] = &t.out_strides[k];
+    const Walker<kIn + kOut> walker = make_walker<kIn + kOut>(t.shape, strides);
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t off[kIn + kOut];
+      walker.offsets(i, off);
+      apply_at(op, p, off);
+    }
+    return Status::ok();
+  }
+#pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
+  for (int64_t i = 0; i < n; ++i) apply_contiguous(op, p, i);
+  return Status::ok();
+}
+
+// A deterministic split reduction (see LerpBackwardReduce): items in parallel, then each output
+// sums its splits in order.
+template <class Reduction>
+Status run_split_reduction(const Reduction& k) {
+  const int64_t items = k.items();
+#pragma omp parallel for schedule(static) if (items * k.r / k.s > kParallelThreshold)
+  for (int64_t t = 0; t < items; ++t) k.item(t);
+  if (k.s > 1) {
+#pragma omp parallel for schedule(static) if (k.m * k.s > kParallelThreshold)
+    for (int64_t j = 0; j < k.m; ++j) k.finalize(j);
+  }
+  return Status::ok();
+}
+
+}  // namespace baracuda::detail::cpu

@@ -1,0 +1,17 @@
+#pragma once
+// The CUDA runtime as the rest of the library sees it, with no CUDA header needed. Implemented in
+// src/cuda/device.cpp, or in src/cuda/no_cuda.cpp when the library is built without CUDA.
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/stream.hpp"
+
+namespace baracuda::detail {
+
+struct CudaDeviceInfo {
+  int arch = 0;  // compute capability * 10
+  int sm_count = 0;
+};
+// Cached per device; an error (no GPU, bad ordinal) comes back as a Status.
+Expected<CudaDeviceInfo> cuda_device_info(int device);
+Status cuda_synchronize(CUstream_st* stream, int device);
+
+}  // namespace baracuda::detail

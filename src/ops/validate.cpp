@@ -1,0 +1,102 @@
+#include "ops/validate.hpp"
+
+#include "cuda/runtime.hpp"
+
+namespace baracuda::detail {
+
+Status plan_error(StatusCode code, std::string_view plan, std::string_view field, std::string_view what,
+                  int64_t needed, int64_t got) {
+  std::string message(plan);
+  message += ": ";
+  message += field;
+  message += ": ";
+  message += what;
+  return Status::error(code, std::move(message), needed, got);
+}
+
+Status check_shape(std::string_view plan, std::string_view field, const Shape& shape) {
+  if (shape.rank < 0 || shape.rank > kMaxRank)
+    return plan_error(StatusCode::invalid_problem, plan, std::string(field) + ".rank",
+                      "rank " + std::to_string(shape.rank) + " is outside 0.." + std::to_string(kMaxRank));
+  for (int d = 0; d < shape.rank; ++d)
+    if (shape.dims[d] < 0)
+      return plan_error(StatusCode::invalid_problem, plan, std::string(field) + "[" + std::to_string(d) + "]",
+                        "size " + std::to_string(shape.dims[d]) + " is negative");
+  return Status::ok();
+}
+
+Status check_view(std::string_view plan, std::string_view field, const AnyTensorRef& view, DType dtype,
+                  const Shape& shape, ViewRole role) {
+  const std::string f(field);
+  if (view.dtype != dtype)
+    return plan_error(StatusCode::invalid_problem, plan, f + ".dtype",
+                      "is " + std::string(dtype_name(view.dtype)) + " but the descriptor says " +
+                          std::string(dtype_name(dtype)));
+  if (Status s = check_shape(plan, f + ".shape", view.shape); !s) return s;
+  if (!(view.shape == shape))
+    return plan_error(StatusCode::invalid_problem, plan, f + ".shape",
+                      "is " + view.shape.to_string() + " but must be " + shape.to_string());
+  for (int d = 0; d < view.rank(); ++d) {
+    if (view.strides[d] < 0)
+      return plan_error(StatusCode::invalid_problem, plan, f + ".strides[" + std::to_string(d) + "]",
+                        "stride " + std::to_string(view.strides[d]) + " is negative");
+    if (role == ViewRole::output && view.strides[d] == 0 && view.shape.dims[d] > 1)
+      return plan_error(StatusCode::invalid_problem, plan, f + ".strides[" + std::to_string(d) + "]",
+                        "an output must not overlap itself (zero stride on a dim of size " +
+                            std::to_string(view.shape.dims[d]) + ")");
+  }
+  if (view.numel() == 0) return Status::ok();
+  if (view.data == nullptr)
+    return plan_error(StatusCode::invalid_problem, plan, f + ".data", "is null for a non-empty view");
+  if (reinterpret_cast<uintptr_t>(view.data) % dtype_size(dtype) != 0)
+    return plan_error(StatusCode::misaligned_operand, plan, f + ".data",
+                      "is not aligned to its " + std::to_string(dtype_size(dtype)) + "-byte element");
+  const int64_t needed = view.extent();
+  if (needed > view.capacity)
+    return plan_error(StatusCode::buffer_too_small, plan, f + ".capacity",
+                      "the view reaches " + std::to_string(needed) + " elements but the buffer holds " +
+                          std::to_string(view.capacity),
+                      needed, view.capacity);
+  return Status::ok();
+}
+
+Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed) {
+  if (needed == 0) return Status::ok();
+  if (workspace.size < needed || workspace.data == nullptr)
+    return plan_error(StatusCode::workspace_too_small, plan, "workspace.size",
+                      "needs " + std::to_string(needed) + " bytes but got " +
+                          std::to_string(workspace.data ? workspace.size : 0),
+                      static_cast<int64_t>(needed), static_cast<int64_t>(workspace.data ? workspace.size : 0));
+  if (!aligned16(workspace.data))
+    return plan_error(StatusCode::misaligned_operand, plan, "workspace.data", "must be 16-byte aligned");
+  return Status::ok();
+}
+
+Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream,
+                                        const PlanPreference& preference) {
+  if (preference.backend && *preference.backend != stream.backend())
+    return plan_error(StatusCode::invalid_problem, plan, "preference.backend",
+                      "asks for " + std::string(backend_name(*preference.backend)) + " but the stream is " +
+                          std::string(backend_name(stream.backend())));
+  BackendTarget target;
+  target.backend = stream.backend();
+  if (stream.backend() == Backend::cpu) return target;
+  Expected<CudaDeviceInfo> info = cuda_device_info(stream.device());
+  if (!info) return plan_error(info.status().code(), plan, "stream", info.status().message());
+  target.device = stream.device();
+  target.arch = info->arch;
+  target.sm_count = info->sm_count;
+  return target;
+}
+
+Status check_stream(std::string_view plan, const Stream& stream, const BackendTarget& target) {
+  if (stream.backend() != target.backend || (target.backend == Backend::cuda && stream.device() != target.device))
+    return plan_error(StatusCode::invalid_problem, plan, "stream",
+                      "the plan was selected for " + std::string(backend_name(target.backend)) +
+                          (target.backend == Backend::cuda ? " device " + std::to_string(target.device) : "") +
+                          " but run on " + std::string(backend_name(stream.backend())) +
+                          (stream.backend() == Backend::cuda ? " device " + std::to_string(stream.device()) : ""));
+  return Status::ok();
+}
+
+}  // namespace baracuda::detail

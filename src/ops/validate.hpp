@@ -1,0 +1,46 @@
+#pragma once
+// Validation shared by every op family. Every error names the plan and the field at fault:
+//   "<Plan>: <field>: <what is wrong>".
+#include <string>
+#include <string_view>
+
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/stream.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda::detail {
+
+Status plan_error(StatusCode code, std::string_view plan, std::string_view field, std::string_view what,
+                  int64_t needed = 0, int64_t got = 0);
+
+// Rank within 0..kMaxRank and no negative size.
+Status check_shape(std::string_view plan, std::string_view field, const Shape& shape);
+
+enum class ViewRole : unsigned char { input, output };
+// The view has `dtype` and exactly `shape`, non-negative strides, an element-aligned non-null
+// pointer when non-empty, stays inside its capacity and, as an output, does not overlap itself
+// through a zero stride.
+Status check_view(std::string_view plan, std::string_view field, const AnyTensorRef& view, DType dtype,
+                  const Shape& shape, ViewRole role);
+
+// The workspace is at least `needed` bytes and 16-byte aligned.
+Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed);
+
+// What select learns about the stream's backend: for CUDA, the device's arch and SM count.
+struct BackendTarget {
+  Backend backend = Backend::cpu;
+  int device = -1;
+  int arch = 0;
+  int sm_count = 0;
+};
+Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream,
+                                        const PlanPreference& preference);
+
+// The stream given to run() must be of the backend and device the plan was selected for.
+Status check_stream(std::string_view plan, const Stream& stream, const BackendTarget& target);
+
+// 16-byte alignment of a pointer (for the vectorized path).
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+}  // namespace baracuda::detail

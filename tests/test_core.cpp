@@ -1,0 +1,128 @@
+// The vocabulary: 16-bit float conversions, shapes and views, Status / Expected, SKU printing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "baracuda/baracuda.hpp"
+
+namespace baracuda {
+namespace {
+
+TEST(Half, EveryBitPatternRoundTripsThroughFloat) {
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const half h = half::from_bits(static_cast<uint16_t>(bits));
+    const float f = static_cast<float>(h);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(static_cast<float>(half(f))));
+      continue;
+    }
+    EXPECT_EQ(half(f).bits, bits) << "bits " << bits;
+  }
+}
+
+TEST(Half, RoundsToNearestEven) {
+  EXPECT_EQ(half(1.0f).bits, 0x3c00);
+  EXPECT_EQ(half(65504.0f).bits, 0x7bff);
+  EXPECT_EQ(half(65520.0f).bits, 0x7c00);             // rounds up to infinity
+  EXPECT_EQ(half(1.0f + 1.0f / 2048).bits, 0x3c00);   // halfway: to even (down)
+  EXPECT_EQ(half(1.0f + 3.0f / 2048).bits, 0x3c02);   // halfway: to even (up)
+  EXPECT_EQ(half(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
+  EXPECT_EQ(half(std::ldexp(1.0f, -25)).bits, 0x0000);  // halfway to zero: even
+  EXPECT_EQ(half(-0.0f).bits, 0x8000);
+  EXPECT_EQ(half(-2.5f).bits, 0xc100);
+}
+
+TEST(BFloat16, RoundsToNearestEvenAndKeepsNaN) {
+  EXPECT_EQ(bfloat16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(bfloat16(1.0f + 1.0f / 256).bits, 0x3f80);  // halfway: to even
+  EXPECT_EQ(bfloat16(1.0f + 3.0f / 256).bits, 0x3f82);
+  EXPECT_TRUE(std::isnan(static_cast<float>(bfloat16(NAN))));
+  for (uint32_t bits = 0; bits < 0x10000; bits += 7) {
+    const float f = static_cast<float>(bfloat16::from_bits(static_cast<uint16_t>(bits)));
+    if (!std::isnan(f)) {
+      EXPECT_EQ(bfloat16(f).bits, bits);
+    }
+  }
+}
+
+TEST(DTypes, SizesAndNames) {
+  EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_EQ(dtype_size(DType::i64), 8u);
+  EXPECT_EQ(dtype_name(DType::f16), "f16");
+  EXPECT_TRUE(is_index(DType::i32));
+  EXPECT_FALSE(is_index(DType::f32));
+  EXPECT_EQ(dtype_of_v<bfloat16>, DType::bf16);
+}
+
+TEST(Views, ContiguityExtentAndTypedVeneer) {
+  float data[24] = {};
+  TensorRef<float, 3> t(data, {2, 3, 4});
+  AnyTensorRef any = t;
+  EXPECT_EQ(any.dtype, DType::f32);
+  EXPECT_EQ(any.rank(), 3);
+  EXPECT_EQ(any.strides[0], 12);
+  EXPECT_TRUE(any.is_contiguous());
+  EXPECT_EQ(any.extent(), 24);
+  TensorRef<float, 2> transposed(data, {4, 3}, {1, 4}, 12);
+  EXPECT_FALSE(AnyTensorRef(transposed).is_contiguous());
+  EXPECT_EQ(AnyTensorRef(transposed).extent(), 12);
+  TensorRef<float, 2> broadcast(data, {5, 3}, {0, 1}, 3);
+  EXPECT_EQ(AnyTensorRef(broadcast).extent(), 3);
+  TensorRef<float, 2> empty(data, {0, 3});
+  EXPECT_EQ(AnyTensorRef(empty).extent(), 0);
+  TensorMut<float, 1> m(data, {24});
+  AnyTensorRef from_mut = m;
+  EXPECT_EQ(from_mut.data, data);
+}
+
+TEST(Shapes, RankNumelAndPrinting) {
+  Shape s{2, 3, 5};
+  EXPECT_EQ(s.rank, 3);
+  EXPECT_EQ(s.numel(), 30);
+  EXPECT_EQ(Shape{}.numel(), 1);
+  EXPECT_EQ(s.to_string(), "[2, 3, 5]");
+  EXPECT_EQ((Shape{1, 2, 3, 4, 5, 6, 7, 8, 9}).rank, 9);  // validation rejects it, not the constructor
+}
+
+TEST(Status, CodesMessagesAndExpected) {
+  Status ok;
+  EXPECT_TRUE(ok.is_ok());
+  Status err = Status::error(StatusCode::buffer_too_small, "X: args.a.capacity: short", 10, 4);
+  EXPECT_FALSE(err);
+  EXPECT_EQ(err.needed(), 10);
+  EXPECT_EQ(err.got(), 4);
+  EXPECT_EQ(err.to_string(), "buffer_too_small: X: args.a.capacity: short");
+  Expected<int> value = 3;
+  EXPECT_TRUE(value.has_value());
+  EXPECT_TRUE(value.status().is_ok());
+  Expected<int> missing = err;
+  EXPECT_FALSE(missing);
+  EXPECT_EQ(missing.status().code(), StatusCode::buffer_too_small);
+}
+
+TEST(Sku, PrintsEveryField) {
+  KernelSku sku;
+  sku.category = "elementwise";
+  sku.op = "lerp";
+  sku.element = DType::bf16;
+  sku.layout = Layout::contiguous;
+  sku.arch = 90;
+  sku.backend = Backend::cuda;
+  sku.variant = "vectorized";
+  EXPECT_EQ(sku.to_string(), "elementwise.lerp.bf16.contiguous.cuda.sm90.vectorized");
+  EXPECT_EQ(sku.precision.to_string(), "compute=f32 accumulate=f32 bit-stable deterministic");
+}
+
+TEST(Streams, DefaultFollowsTheDevices) {
+  EXPECT_EQ(Stream::host().backend(), Backend::cpu);
+  EXPECT_TRUE(Stream::host().synchronize());
+  const Backend expected = cuda_device_count() > 0 ? Backend::cuda : Backend::cpu;
+  EXPECT_EQ(Stream::default_stream().backend(), expected);
+  if (cuda_device_count() == 0) {
+    EXPECT_FALSE(cuda_unavailable_reason().empty());
+  }
+}
+
+}  // namespace
+}  // namespace baracuda

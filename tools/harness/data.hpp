@@ -1,0 +1,52 @@
+#pragma once
+// Test and profiler data: a tensor on either backend with a double-precision host mirror of its
+// whole buffer, random fills, NaN poisoning, and dtype-aware tolerances.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "baracuda/core/tensor.hpp"
+#include "harness/buffer.hpp"
+
+namespace baracuda::harness {
+
+// Rounds a double to what `dtype` stores, and back.
+double quantize(DType dtype, double value);
+void encode(DType dtype, const double* values, size_t count, void* out);
+void decode(DType dtype, const void* in, size_t count, double* values);
+
+// Relative tolerance for a result of `dtype` computed in f32 (f64 for f64) and rounded once.
+double tolerance(DType dtype);
+
+struct Tensor {
+  DType dtype = DType::f32;
+  Shape shape;
+  Strides strides{};
+  int64_t offset = 0;    // elements between the buffer's start and the view's first element
+  int64_t capacity = 0;  // elements the view may reach, from its first element
+  Buffer buffer;
+  std::vector<double> host;  // mirror of the buffer: offset + capacity elements
+
+  AnyTensorRef ref() const;
+  AnyTensorMut mut();
+  // Offset (from the view's first element) of the element at `linear` in row-major order.
+  int64_t element_offset(int64_t linear) const;
+  double at(int64_t linear) const { return host[static_cast<size_t>(offset + element_offset(linear))]; }
+  Status upload();    // host -> buffer
+  Status download();  // buffer -> host
+};
+
+struct TensorSpec {
+  Shape shape;
+  Strides strides{};     // all zero: contiguous (a zero stride on a dim of size > 1 is kept only
+  bool strided = false;  //   when `strided` is set, so broadcast views can be asked for)
+  int64_t offset = 0;    // misalign the first element by this many elements
+};
+
+// A tensor whose whole buffer holds random values in [lo, hi), quantized to dtype.
+Expected<Tensor> random_tensor(Backend backend, DType dtype, const TensorSpec& spec, std::mt19937_64& rng,
+                               double lo = -1.0, double hi = 1.0);
+// Sets every element of the buffer to NaN (outputs are poisoned before a run).
+Status poison(Tensor& tensor);
+
+}  // namespace baracuda::harness
