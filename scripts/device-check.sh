@@ -31,14 +31,11 @@ if [[ $what == tests || $what == all ]]; then
 fi
 
 if [[ $what == bench || $what == all ]]; then
-  step "profiler standard suite"
-  ./build/device/tools/profiler/baracuda-profiler --json "$OUT/profiler.json" >"$OUT/profiler.txt" 2>&1 || status=1
-  cat "$OUT/profiler.txt"
-  if [[ -f bench/compare_torch.py ]]; then
-    step "PyTorch side by side"
-    PYTHONUNBUFFERED=1 python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
-      --out "$OUT/compare.md" 2>&1 | tee "$OUT/compare.log" || status=1
-  fi
+  # compare_torch.py runs the profiler's standard suite (printing its table) and times PyTorch.
+  step "profiler standard suite and PyTorch side by side"
+  PYTHONUNBUFFERED=1 python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
+    ${BENCH_OPS:+--ops=$BENCH_OPS} --commit "${BARACUDA_COMMIT:-unknown}" \
+    --out "$OUT/compare.md" 2>&1 | tee "$OUT/compare.log" || status=1
 fi
 echo "== device-check exit status $status"
 exit $status

@@ -1,0 +1,67 @@
+#include "profiler/case_tensor.hpp"
+
+#include <cmath>
+
+#include "harness/data.hpp"
+
+namespace baracuda::profiler {
+namespace {
+// splitmix64: fast enough to fill gigabytes, well mixed.
+double uniform01(uint64_t i, uint64_t seed) {
+  uint64_t z = i * 0x9E3779B97F4A7C15ull + seed * 0xD1B54A32D192ED03ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+}  // namespace
+
+Status CaseTensor::allocate(const Stream& stream, DType dtype, Shape shape, int sets) {
+  dtype_ = dtype;
+  shape_ = shape;
+  buffers_.clear();
+  for (int s = 0; s < sets; ++s) {
+    Expected<harness::Buffer> b = harness::Buffer::allocate(stream.backend(), bytes(), std::max(0, stream.device()));
+    if (!b) return b.status();
+    buffers_.push_back(std::move(*b));
+  }
+  host0_.assign(bytes(), 0);
+  return Status::ok();
+}
+
+Status CaseTensor::allocate_random(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, double lo,
+                                   double hi) {
+  if (Status s = allocate(stream, dtype, shape, sets); !s) return s;
+  std::vector<unsigned char> bytes_host(bytes());
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<double> values(kChunk);
+  for (int s = 0; s < sets; ++s) {
+    for (int64_t start = 0; start < numel(); start += kChunk) {
+      const int64_t count = std::min(kChunk, numel() - start);
+      for (int64_t i = 0; i < count; ++i) values[i] = lo + (hi - lo) * uniform01(start + i, seed * 131 + s);
+      harness::encode(dtype, values.data(), count, bytes_host.data() + start * dtype_size(dtype));
+    }
+    if (Status st = buffers_[s].upload(bytes_host.data(), bytes_host.size()); !st) return st;
+    if (s == 0) host0_ = bytes_host;
+  }
+  return Status::ok();
+}
+
+Status CaseTensor::allocate_output(const Stream& stream, DType dtype, Shape shape, int sets) {
+  if (Status s = allocate(stream, dtype, shape, sets); !s) return s;
+  std::vector<double> nan(static_cast<size_t>(numel()), NAN);
+  harness::encode(dtype, nan.data(), nan.size(), host0_.data());
+  for (harness::Buffer& b : buffers_)
+    if (Status s = b.upload(host0_.data(), host0_.size()); !s) return s;
+  return Status::ok();
+}
+
+Status CaseTensor::download_set0() { return buffers_[0].download(host0_.data(), host0_.size()); }
+
+double CaseTensor::at(int64_t i) const {
+  double v = 0;
+  harness::decode(dtype_, host0_.data() + i * dtype_size(dtype_), 1, &v);
+  return v;
+}
+
+}  // namespace baracuda::profiler

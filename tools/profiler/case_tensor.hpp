@@ -1,0 +1,35 @@
+#pragma once
+// A contiguous tensor for profiler cases: `sets` buffers to rotate through, random contents (never
+// zeros alone), and the host bytes of set 0 for verification.
+#include <vector>
+
+#include "baracuda/baracuda.hpp"
+#include "harness/buffer.hpp"
+
+namespace baracuda::profiler {
+
+class CaseTensor {
+ public:
+  // Random values in [lo, hi), a different stream of them per set.
+  Status allocate_random(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, double lo = -1.0,
+                         double hi = 1.0);
+  // Poisoned with NaN, to be written by the op.
+  Status allocate_output(const Stream& stream, DType dtype, Shape shape, int sets);
+  Status download_set0();  // refresh the host copy of set 0 (for outputs)
+
+  AnyTensorRef ref(int set) const { return AnyTensorRef::contiguous(buffers_[set].data(), dtype_, shape_); }
+  AnyTensorMut mut(int set) { return AnyTensorMut::contiguous(buffers_[set].data(), dtype_, shape_); }
+  double at(int64_t i) const;  // element i of set 0's host copy
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return shape_.numel(); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+ private:
+  Status allocate(const Stream& stream, DType dtype, Shape shape, int sets);
+  DType dtype_ = DType::f32;
+  Shape shape_;
+  std::vector<harness::Buffer> buffers_;
+  std::vector<unsigned char> host0_;
+};
+
+}  // namespace baracuda::profiler
