@@ -196,6 +196,26 @@ TEST_P(BinaryParamTest, ForwardTensorWeightBroadcasts) {
   }
 }
 
+// Rows of whole 16-byte vectors with a broadcast operand take the row-vectorized kernel on CUDA.
+TEST_P(BinaryParamTest, ForwardBroadcastRowsTakeTheRowVectorizedKernel) {
+  const std::string rows = backend() == Backend::cuda ? "strided_vectorized" : "strided";
+  const Shape shape{33, 128};
+  for (Shape weight_shape : {Shape{128}, Shape{33, 1}, Shape{}}) {
+    SCOPED_TRACE(weight_shape.to_string());
+    EXPECT_EQ(check_forward(tensor_desc(shape, weight_shape), contiguous(shape), contiguous(shape),
+                            contiguous(shape), contiguous(weight_shape)),
+              rows);
+  }
+  // Output rows padded to 136 elements (a whole number of vectors for every dtype).
+  EXPECT_EQ(check_forward(scalar_desc(shape, 0.3), contiguous(shape), contiguous(shape),
+                          with_strides(shape, {136, 1})),
+            rows);
+  // Rows not a whole number of vectors: the element-wise row kernel.
+  EXPECT_EQ(check_forward(tensor_desc({9, 1031}, {1031}), contiguous({9, 1031}), contiguous({9, 1031}),
+                          contiguous({9, 1031}), contiguous({1031})),
+            "strided");
+}
+
 TEST_P(BinaryParamTest, BackwardScalarWeightAtEdgeSizes) {
   for (int64_t n : {0, 1, 3, 4097, 100003}) {
     SCOPED_TRACE(n);

@@ -30,36 +30,51 @@ struct Walker {
     for (int d = 0; d < rank; ++d) n *= sizes[d];
     return n;
   }
-  BARACUDA_HD void offsets(int64_t linear, int64_t (&off)[NT]) const {
+  // Offsets of element `linear` of the first `dims` dims (all by default); linear must be in
+  // range, so the outermost dim needs no division.
+  BARACUDA_HD void offsets(int64_t linear, int64_t (&off)[NT], int dims = -1) const {
+    if (dims < 0) dims = rank;
     for (int t = 0; t < NT; ++t) off[t] = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      const int64_t i = linear % sizes[d];
-      linear /= sizes[d];
+    for (int d = dims - 1; d > 0; --d) {
+      const int64_t q = linear / sizes[d];
+      const int64_t i = linear - q * sizes[d];
+      linear = q;
       for (int t = 0; t < NT; ++t) off[t] += i * strides[t][d];
     }
+    if (dims > 0)
+      for (int t = 0; t < NT; ++t) off[t] += linear * strides[t][0];
   }
+  // The innermost dim's size (1 for rank 0) and each tensor's stride along it.
+  BARACUDA_HD int64_t inner_size() const { return rank ? sizes[rank - 1] : 1; }
+  BARACUDA_HD int64_t inner_stride(int t) const { return rank ? strides[t][rank - 1] : 0; }
 };
+
+// Drops size-1 dims (and dims not selected by `keep`) and merges adjacent dims that every tensor
+// steps through as one. Returns the collapsed rank.
+inline int collapse_dims(const Shape& shape, const Strides* const* strides, int count, const bool* keep,
+                         int64_t* sizes, int64_t (*out_strides)[kMaxRank]) {
+  int rank = 0;
+  for (int d = 0; d < shape.rank; ++d) {
+    if (shape.dims[d] == 1 || (keep && !keep[d])) continue;
+    bool merge = rank > 0;
+    for (int t = 0; t < count && merge; ++t) merge = out_strides[t][rank - 1] == (*strides[t])[d] * shape.dims[d];
+    if (merge) {
+      sizes[rank - 1] *= shape.dims[d];
+      for (int t = 0; t < count; ++t) out_strides[t][rank - 1] = (*strides[t])[d];
+      continue;
+    }
+    sizes[rank] = shape.dims[d];
+    for (int t = 0; t < count; ++t) out_strides[t][rank] = (*strides[t])[d];
+    ++rank;
+  }
+  return rank;
+}
 
 // Builds a Walker over the dims of `shape` selected by `keep` (all dims when keep is null).
 template <int NT>
-Walker<NT> make_walker(const Shape& shape, const Strides* const (&strides)[NT],
-                       const bool* keep = nullptr) {
+Walker<NT> make_walker(const Shape& shape, const Strides* const (&strides)[NT], const bool* keep = nullptr) {
   Walker<NT> w;
-  for (int d = 0; d < shape.rank; ++d) {
-    if (shape.dims[d] == 1 || (keep && !keep[d])) continue;
-    // Merge into the previous walker dim when every tensor steps through both as one.
-    bool merge = w.rank > 0;
-    for (int t = 0; t < NT && merge; ++t)
-      merge = w.strides[t][w.rank - 1] == (*strides[t])[d] * shape.dims[d];
-    if (merge) {
-      w.sizes[w.rank - 1] *= shape.dims[d];
-      for (int t = 0; t < NT; ++t) w.strides[t][w.rank - 1] = (*strides[t])[d];
-      continue;
-    }
-    w.sizes[w.rank] = shape.dims[d];
-    for (int t = 0; t < NT; ++t) w.strides[t][w.rank] = (*strides[t])[d];
-    ++w.rank;
-  }
+  w.rank = collapse_dims(shape, strides, NT, keep, w.sizes, w.strides);
   return w;
 }
 

@@ -4,26 +4,18 @@
 #include <algorithm>
 
 #include "ops/binary_param_problem.hpp"
+#include "ops/elementwise_layout.hpp"
 #include "ops/validate.hpp"
 
 namespace baracuda {
 namespace {
 
+using detail::path_name;
 using detail::plan_error;
 using detail::ViewRole;
 
 constexpr std::string_view kForward = "BinaryParamPlan";
 constexpr std::string_view kBackward = "BinaryParamBackwardPlan";
-
-std::string_view path_name(ElementwisePath path) {
-  switch (path) {
-    case ElementwisePath::vectorized: return "vectorized";
-    case ElementwisePath::contiguous: return "contiguous";
-    case ElementwisePath::strided: return "strided";
-    case ElementwisePath::broadcast_reduce: return "broadcast_reduce";
-  }
-  return "?";
-}
 
 bool weight_is_broadcast(const BinaryParamDescriptor& desc) {
   return desc.weight_mode == WeightMode::tensor && desc.weight_shape.numel() != desc.shape.numel();
@@ -59,15 +51,11 @@ Status check_descriptor(std::string_view plan, const BinaryParamDescriptor& desc
 Expected<std::optional<ElementwisePath>> parse_variant(std::string_view plan, const PlanPreference& preference,
                                                        Backend backend, bool allow_reduce, bool require_reduce) {
   if (preference.variant.empty()) return std::optional<ElementwisePath>{};
-  for (ElementwisePath path : {ElementwisePath::vectorized, ElementwisePath::contiguous, ElementwisePath::strided,
-                               ElementwisePath::broadcast_reduce}) {
-    if (preference.variant != path_name(path)) continue;
-    const bool ok = (path != ElementwisePath::vectorized || backend == Backend::cuda) &&
-                    (path != ElementwisePath::broadcast_reduce || allow_reduce) &&
-                    (!require_reduce || path == ElementwisePath::broadcast_reduce);
-    if (!ok) break;
-    return std::optional<ElementwisePath>{path};
-  }
+  const std::optional<ElementwisePath> path = detail::parse_path(preference.variant);
+  const bool cuda_only = path == ElementwisePath::vectorized || path == ElementwisePath::strided_vectorized;
+  if (path && (!cuda_only || backend == Backend::cuda) && (*path != ElementwisePath::broadcast_reduce || allow_reduce) &&
+      (!require_reduce || *path == ElementwisePath::broadcast_reduce))
+    return path;
   return plan_error(StatusCode::unsupported, plan, "preference.variant",
                     "'" + preference.variant + "' is not a variant this plan can run on " +
                         std::string(backend_name(backend)) + " for this problem");
@@ -83,34 +71,6 @@ View expand_weight(const BinaryParamDescriptor& desc, const View& weight) {
   for (int d = 0; d < desc.weight_shape.rank; ++d)
     out.strides[d + offset] = desc.weight_shape.dims[d] == 1 ? 0 : weight.strides[d];
   return out;
-}
-
-// The layout-driven choice shared by forward and backward: contiguous (vectorized on CUDA when
-// every pointer is 16-byte aligned) or strided.
-ElementwisePath layout_path(Backend backend, std::initializer_list<AnyTensorRef> views) {
-  bool contiguous = true, aligned = true;
-  for (const AnyTensorRef& v : views) {
-    contiguous = contiguous && v.is_contiguous();
-    aligned = aligned && detail::aligned16(v.data);
-  }
-  if (!contiguous) return ElementwisePath::strided;
-  return backend == Backend::cuda && aligned ? ElementwisePath::vectorized : ElementwisePath::contiguous;
-}
-
-// A forced contiguous or vectorized path must fit the views.
-Status check_forced_path(std::string_view plan, std::optional<ElementwisePath> forced,
-                         std::initializer_list<AnyTensorRef> views) {
-  if (!forced || (*forced != ElementwisePath::contiguous && *forced != ElementwisePath::vectorized))
-    return Status::ok();
-  for (const AnyTensorRef& v : views) {
-    if (!v.is_contiguous())
-      return plan_error(StatusCode::invalid_problem, plan, "preference.variant",
-                        "'" + std::string(path_name(*forced)) + "' needs contiguous views");
-    if (*forced == ElementwisePath::vectorized && !detail::aligned16(v.data))
-      return plan_error(StatusCode::misaligned_operand, plan, "preference.variant",
-                        "'vectorized' needs 16-byte aligned pointers");
-  }
-  return Status::ok();
 }
 
 PrecisionGuarantee guarantee_for(DType dtype) {
@@ -172,21 +132,24 @@ Status BinaryParamPlan::can_implement(const BinaryParamArgs& args) const {
   }
   if (Status s = detail::check_view(kForward, "args.out", args.out, desc_.dtype, shape, ViewRole::output); !s)
     return s;
+  if (!forced_path_) return Status::ok();
   if (desc_.weight_mode == WeightMode::tensor)
-    return check_forced_path(kForward, forced_path_, {args.a, args.b, expand_weight(desc_, args.weight), args.out});
-  return check_forced_path(kForward, forced_path_, {args.a, args.b, args.out});
+    return detail::check_forced_path(kForward, *forced_path_, shape,
+                                     {args.a, args.b, expand_weight(desc_, args.weight), args.out}, 3);
+  return detail::check_forced_path(kForward, *forced_path_, shape, {args.a, args.b, args.out}, 2);
 }
 
 ElementwisePath BinaryParamPlan::path_for(const BinaryParamArgs& args) const {
   if (forced_path_) return *forced_path_;
   if (desc_.weight_mode == WeightMode::tensor)
-    return layout_path(backend_, {args.a, args.b, expand_weight(desc_, args.weight), args.out});
-  return layout_path(backend_, {args.a, args.b, args.out});
+    return detail::layout_path(backend_, desc_.shape, {args.a, args.b, expand_weight(desc_, args.weight), args.out}, 3);
+  return detail::layout_path(backend_, desc_.shape, {args.a, args.b, args.out}, 2);
 }
 
 KernelSku BinaryParamPlan::sku() const {
   ElementwisePath path = backend_ == Backend::cuda ? ElementwisePath::vectorized : ElementwisePath::contiguous;
-  if (weight_is_broadcast(desc_)) path = ElementwisePath::strided;
+  if (weight_is_broadcast(desc_))
+    path = backend_ == Backend::cuda ? ElementwisePath::strided_vectorized : ElementwisePath::strided;
   return make_sku(desc_, "lerp", backend_, arch_, forced_path_.value_or(path));
 }
 
@@ -263,19 +226,27 @@ Status BinaryParamBackwardPlan::can_implement(const BinaryParamBackwardArgs& arg
   }
   if (Status s = detail::check_view(kBackward, "args.da", args.da, dt, shape, ViewRole::output); !s) return s;
   if (Status s = detail::check_view(kBackward, "args.db", args.db, dt, shape, ViewRole::output); !s) return s;
-  if (desc_.weight_mode == WeightMode::scalar) return check_forced_path(kBackward, forced_path_, {args.dout, args.da, args.db});
+  if (desc_.weight_mode == WeightMode::scalar)
+    return forced_path_ ? detail::check_forced_path(kBackward, *forced_path_, shape, {args.dout, args.da, args.db}, 1)
+                        : Status::ok();
   Status s = detail::check_view(kBackward, "args.dweight", args.dweight, dt, desc_.weight_shape, ViewRole::output);
   if (!s) return s;
-  return check_forced_path(kBackward, forced_path_,
-                           {args.dout, args.a, args.b, expand_weight(desc_, args.weight), args.da, args.db,
-                            expand_weight(desc_, args.dweight)});
+  if (!forced_path_ || *forced_path_ == ElementwisePath::broadcast_reduce) return Status::ok();
+  return detail::check_forced_path(kBackward, *forced_path_, shape,
+                                   {args.dout, args.a, args.b, expand_weight(desc_, args.weight), args.da, args.db,
+                                    expand_weight(desc_, args.dweight)},
+                                   4);
 }
 
 ElementwisePath BinaryParamBackwardPlan::path_for(const BinaryParamBackwardArgs& args) const {
   if (weight_is_broadcast(desc_)) return ElementwisePath::broadcast_reduce;
   if (forced_path_) return *forced_path_;
-  if (desc_.weight_mode == WeightMode::scalar) return layout_path(backend_, {args.dout, args.da, args.db});
-  return layout_path(backend_, {args.dout, args.a, args.b, args.weight, args.da, args.db, args.dweight});
+  if (desc_.weight_mode == WeightMode::scalar)
+    return detail::layout_path(backend_, desc_.shape, {args.dout, args.da, args.db}, 1);
+  return detail::layout_path(backend_, desc_.shape,
+                             {args.dout, args.a, args.b, expand_weight(desc_, args.weight), args.da, args.db,
+                              expand_weight(desc_, args.dweight)},
+                             4);
 }
 
 KernelSku BinaryParamBackwardPlan::sku() const {

@@ -51,7 +51,8 @@ struct BinaryParamBackwardArgs {
 enum class ElementwisePath : unsigned char {
   vectorized,        // contiguous, every pointer 16-byte aligned: 16-byte accesses
   contiguous,        // contiguous, some pointer not 16-byte aligned: one element per access
-  strided,           // general strides (zero strides broadcast)
+  strided,           // general strides (zero strides broadcast): offsets computed per row
+  strided_vectorized,  // rows of 16-byte vectors; an input may be broadcast along the row (stride 0)
   broadcast_reduce,  // backward with a broadcast weight: dweight reduced in a fixed order
 };
 

@@ -1,9 +1,11 @@
 #pragma once
-// The CUDA elementwise launcher. Three kernel shapes reuse one functor:
+// The CUDA elementwise launcher. Every kernel shape reuses one functor:
 //  - vectorized: contiguous, 16-byte aligned; each thread loads kUnroll 16-byte vectors of every
 //    input before computing, so enough bytes are in flight to saturate HBM;
 //  - contiguous: same layout, any alignment, one element per access;
-//  - strided: offsets from the shared Walker (64-bit), zero strides broadcast.
+//  - strided: offsets from the shared Walker (64-bit), zero strides broadcast; computed once per
+//    row (the innermost collapsed dim) when rows are long, else per element;
+//  - strided_vectorized: rows of 16-byte vectors, inputs broadcast along a row allowed.
 #include <algorithm>
 
 #include "common/elementwise.hpp"
@@ -14,7 +16,12 @@
 namespace baracuda::detail::cuda {
 
 inline constexpr int kThreads = 256;
-inline constexpr int kUnroll = 4;
+// Vectors per input per thread, loaded before use: 128 bytes in flight per thread for one and two
+// inputs (a single-input op needs twice the unroll to keep as many bytes in flight).
+template <int kIn>
+inline constexpr int kUnroll = kIn == 1 ? 8 : 4;
+// Rows shorter than this go to the per-element strided kernel (a row kernel would idle threads).
+inline constexpr int64_t kMinRowLength = 128;
 // Grid-stride kernels launch at most this many blocks per SM; each thread then loops.
 inline constexpr int kBlocksPerSm = 8;
 
@@ -24,10 +31,11 @@ __global__ void __launch_bounds__(kThreads)
   using Acc = typename Op::Acc;
   constexpr int kV = Vec16<T>::kSize;
   const int64_t vectors = n / kV;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * kUnroll + threadIdx.x;
-  Vec16<T> in[kUnroll][Op::kIn];
+  constexpr int kU = kUnroll<Op::kIn>;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * kU + threadIdx.x;
+  Vec16<T> in[kU][Op::kIn];
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
+  for (int u = 0; u < kU; ++u) {
     const int64_t v = first + u * kThreads;
     if (v < vectors) {
 #pragma unroll
@@ -35,7 +43,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
+  for (int u = 0; u < kU; ++u) {
     const int64_t v = first + u * kThreads;
     if (v < vectors) {
       Vec16<T> out[Op::kOut];
@@ -79,6 +87,67 @@ __global__ void __launch_bounds__(kThreads) elementwise_strided_kernel(
   }
 }
 
+// One row (the innermost collapsed dim) per blockIdx.y step: the row's offsets are computed once,
+// then threads step along it with each tensor's inner stride.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) elementwise_rows_kernel(
+    Op op, Operands<T, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
+  constexpr int NT = Op::kIn + Op::kOut;
+  const int64_t inner = walker.inner_size();
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    int64_t base[NT];
+    walker.offsets(row, base, walker.rank - 1);
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < inner;
+         i += static_cast<int64_t>(gridDim.x) * kThreads) {
+      int64_t off[NT];
+      for (int t = 0; t < NT; ++t) off[t] = base[t] + i * walker.inner_stride(t);
+      apply_at(op, p, off);
+    }
+  }
+}
+
+// Rows of 16-byte vectors (see rows_vectorizable): an input with inner stride 0 is one value per
+// row, loaded once and used for every lane.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) elementwise_rows_vectorized_kernel(
+    Op op, Operands<T, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
+  using Acc = typename Op::Acc;
+  constexpr int NT = Op::kIn + Op::kOut;
+  constexpr int kV = Vec16<T>::kSize;
+  const int64_t vectors = walker.inner_size() / kV;
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    int64_t base[NT];
+    walker.offsets(row, base, walker.rank - 1);
+    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < vectors;
+         v += static_cast<int64_t>(gridDim.x) * kThreads) {
+      Vec16<T> in[Op::kIn];
+#pragma unroll
+      for (int k = 0; k < Op::kIn; ++k) {
+        if (walker.inner_stride(k) == 0) {
+          const T value = p.in[k][base[k]];
+#pragma unroll
+          for (int e = 0; e < kV; ++e) in[k].v[e] = value;
+        } else {
+          in[k] = load16(p.in[k] + base[k] + v * kV);
+        }
+      }
+      Vec16<T> out[Op::kOut];
+#pragma unroll
+      for (int e = 0; e < kV; ++e) {
+        Acc x[Op::kIn];
+        Acc y[Op::kOut];
+#pragma unroll
+        for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(in[k].v[e]);
+        op(x, y);
+#pragma unroll
+        for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = static_cast<T>(y[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
+    }
+  }
+}
+
 inline unsigned grid_stride_blocks(int64_t n, int sm_count) {
   const int64_t needed = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(sm_count) * kBlocksPerSm)));
@@ -94,7 +163,7 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
   cudaStream_t s = native(stream);
   switch (t.path) {
     case ElementwisePath::vectorized: {
-      const int64_t per_block = int64_t(kThreads) * kUnroll * Vec16<T>::kSize;
+      const int64_t per_block = int64_t(kThreads) * kUnroll<kIn> * Vec16<T>::kSize;
       const int64_t blocks = std::max<int64_t>(1, (n + per_block - 1) / per_block);
       elementwise_vectorized_kernel<T, Op><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(op, p, n);
       return last_launch_status("elementwise_vectorized_kernel");
@@ -107,6 +176,20 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       for (int k = 0; k < kIn; ++k) strides[k] = &t.in_strides[k];
       for (int k = 0; k < kOut; ++k) strides[kIn + k] = &t.out_strides[k];
       const Walker<kIn + kOut> walker = make_walker<kIn + kOut>(t.shape, strides);
+      const int64_t inner = walker.inner_size();
+      const int64_t rows = n / inner;
+      const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
+      if (t.path == ElementwisePath::strided_vectorized) {
+        const int64_t vectors = inner / Vec16<T>::kSize;
+        const dim3 grid(static_cast<unsigned>((vectors + kThreads - 1) / kThreads), grid_y);
+        elementwise_rows_vectorized_kernel<T, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
+        return last_launch_status("elementwise_rows_vectorized_kernel");
+      }
+      if (inner >= kMinRowLength) {
+        const dim3 grid(static_cast<unsigned>(std::min<int64_t>((inner + kThreads - 1) / kThreads, 1024)), grid_y);
+        elementwise_rows_kernel<T, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
+        return last_launch_status("elementwise_rows_kernel");
+      }
       elementwise_strided_kernel<T, Op><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, walker, n);
       return last_launch_status("elementwise_strided_kernel");
     }

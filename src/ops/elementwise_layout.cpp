@@ -1,0 +1,85 @@
+#include "ops/elementwise_layout.hpp"
+
+#include <vector>
+
+#include "common/elementwise.hpp"
+#include "ops/validate.hpp"
+
+namespace baracuda::detail {
+
+namespace {
+constexpr ElementwisePath kPaths[] = {ElementwisePath::vectorized, ElementwisePath::contiguous,
+                                      ElementwisePath::strided, ElementwisePath::strided_vectorized,
+                                      ElementwisePath::broadcast_reduce};
+}
+
+std::string_view path_name(ElementwisePath path) {
+  switch (path) {
+    case ElementwisePath::vectorized: return "vectorized";
+    case ElementwisePath::contiguous: return "contiguous";
+    case ElementwisePath::strided: return "strided";
+    case ElementwisePath::strided_vectorized: return "strided_vectorized";
+    case ElementwisePath::broadcast_reduce: return "broadcast_reduce";
+  }
+  return "?";
+}
+
+std::optional<ElementwisePath> parse_path(std::string_view name) {
+  for (ElementwisePath p : kPaths)
+    if (name == path_name(p)) return p;
+  return std::nullopt;
+}
+
+bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs) {
+  std::vector<const Strides*> strides;
+  int64_t vector = 0;
+  for (const AnyTensorRef& v : views) {
+    if (!aligned16(v.data)) return false;
+    strides.push_back(&v.strides);
+    vector = 16 / static_cast<int64_t>(dtype_size(v.dtype));
+  }
+  int64_t sizes[kMaxRank];
+  int64_t collapsed[16][kMaxRank];
+  const int count = static_cast<int>(strides.size());
+  if (count > 16) return false;
+  const int rank = collapse_dims(shape, strides.data(), count, nullptr, sizes, collapsed);
+  if (rank == 0 || sizes[rank - 1] % vector != 0) return false;
+  for (int t = 0; t < count; ++t) {
+    const int64_t inner = collapsed[t][rank - 1];
+    if (inner != 1 && !(t < inputs && inner == 0)) return false;
+    for (int d = 0; d + 1 < rank; ++d)
+      if (collapsed[t][d] % vector != 0) return false;
+  }
+  return true;
+}
+
+ElementwisePath layout_path(Backend backend, const Shape& shape, std::initializer_list<AnyTensorRef> views,
+                            int inputs) {
+  bool contiguous = true, aligned = true;
+  for (const AnyTensorRef& v : views) {
+    contiguous = contiguous && v.is_contiguous();
+    aligned = aligned && aligned16(v.data);
+  }
+  if (contiguous) return backend == Backend::cuda && aligned ? ElementwisePath::vectorized : ElementwisePath::contiguous;
+  if (backend == Backend::cuda && rows_vectorizable(shape, views, inputs)) return ElementwisePath::strided_vectorized;
+  return ElementwisePath::strided;
+}
+
+Status check_forced_path(std::string_view plan, ElementwisePath forced, const Shape& shape,
+                         std::initializer_list<AnyTensorRef> views, int inputs) {
+  const std::string name(path_name(forced));
+  if (forced == ElementwisePath::strided_vectorized && !rows_vectorizable(shape, views, inputs))
+    return plan_error(StatusCode::invalid_problem, plan, "preference.variant",
+                      "'" + name + "' needs 16-byte aligned rows of whole vectors with unit or zero inner strides");
+  if (forced != ElementwisePath::contiguous && forced != ElementwisePath::vectorized) return Status::ok();
+  for (const AnyTensorRef& v : views) {
+    if (!v.is_contiguous())
+      return plan_error(StatusCode::invalid_problem, plan, "preference.variant", "'" + name + "' needs contiguous views");
+    if (forced == ElementwisePath::vectorized && !aligned16(v.data))
+      return plan_error(StatusCode::misaligned_operand, plan, "preference.variant",
+                        "'vectorized' needs 16-byte aligned pointers");
+  }
+  return Status::ok();
+}
+
+}  // namespace baracuda::detail
