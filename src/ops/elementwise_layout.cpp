@@ -32,10 +32,11 @@ std::optional<ElementwisePath> parse_path(std::string_view name) {
 
 bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs) {
   std::vector<const Strides*> strides;
+  std::vector<const void*> data;
   int64_t vector = 0;
   for (const AnyTensorRef& v : views) {
-    if (!aligned16(v.data)) return false;
     strides.push_back(&v.strides);
+    data.push_back(v.data);
     vector = 16 / static_cast<int64_t>(dtype_size(v.dtype));
   }
   int64_t sizes[kMaxRank];
@@ -46,7 +47,9 @@ bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> v
   if (rank == 0 || sizes[rank - 1] % vector != 0) return false;
   for (int t = 0; t < count; ++t) {
     const int64_t inner = collapsed[t][rank - 1];
-    if (inner != 1 && !(t < inputs && inner == 0)) return false;
+    // An input broadcast along the row is one scalar load per row: no vector constraints.
+    if (t < inputs && inner == 0) continue;
+    if (inner != 1 || !aligned16(data[t])) return false;
     for (int d = 0; d + 1 < rank; ++d)
       if (collapsed[t][d] % vector != 0) return false;
   }

@@ -18,9 +18,9 @@ std::optional<ElementwisePath> parse_path(std::string_view name);
 ElementwisePath layout_path(Backend backend, const Shape& shape, std::initializer_list<AnyTensorRef> views,
                             int inputs);
 
-// After collapsing dims: the innermost has a multiple of a 16-byte vector's elements, every output
-// steps through it with stride 1 and every input with 1 or 0 (broadcast), every other stride is a
-// multiple of the vector, and every pointer is 16-byte aligned.
+// After collapsing dims: the innermost has a multiple of a 16-byte vector's elements; each input is
+// either broadcast along it (stride 0: one scalar per row) or, like every output, steps through it
+// with stride 1 from a 16-byte aligned pointer with every other stride a multiple of the vector.
 bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs);
 
 // A forced path must fit the views: a status naming preference.variant when it does not.

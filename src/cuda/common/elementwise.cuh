@@ -19,7 +19,10 @@ inline constexpr int kThreads = 256;
 // Vectors per input per thread, loaded before use: 128 bytes in flight per thread for one and two
 // inputs (a single-input op needs twice the unroll to keep as many bytes in flight).
 template <int kIn>
-inline constexpr int kUnroll = kIn == 1 ? 8 : 4;
+#ifndef BARACUDA_UNROLL_ONE_INPUT
+#define BARACUDA_UNROLL_ONE_INPUT 8
+#endif
+inline constexpr int kUnroll = kIn == 1 ? BARACUDA_UNROLL_ONE_INPUT : 4;
 // Rows shorter than this go to the per-element strided kernel (a row kernel would idle threads).
 inline constexpr int64_t kMinRowLength = 128;
 // Grid-stride kernels launch at most this many blocks per SM; each thread then loops.

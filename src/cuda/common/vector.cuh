@@ -20,7 +20,11 @@ __device__ __forceinline__ Vec16<T> load16(const T* p) {
 
 template <class T>
 __device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
+#if BARACUDA_STREAMING_STORES
+  __stcs(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&v));
+#else
   *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
+#endif
 }
 
 }  // namespace baracuda::detail::cuda
