@@ -33,35 +33,39 @@ __global__ void __launch_bounds__(kThreads)
     elementwise_vectorized_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, int64_t n) {
   using Acc = typename Op::Acc;
   constexpr int kV = Vec16<T>::kSize;
-  const int64_t vectors = n / kV;
   constexpr int kU = kUnroll<Op::kIn>;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * kU + threadIdx.x;
-  Vec16<T> in[kU][Op::kIn];
+  const int64_t vectors = n / kV;
+  const int64_t tiles = (vectors + int64_t(kThreads) * kU - 1) / (int64_t(kThreads) * kU);
+  // Grid-stride over tiles of kThreads * kU vectors: the grid may be sized to what is resident.
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t first = tile * kThreads * kU + threadIdx.x;
+    Vec16<T> in[kU][Op::kIn];
 #pragma unroll
-  for (int u = 0; u < kU; ++u) {
-    const int64_t v = first + u * kThreads;
-    if (v < vectors) {
+    for (int u = 0; u < kU; ++u) {
+      const int64_t v = first + u * kThreads;
+      if (v < vectors) {
 #pragma unroll
-      for (int k = 0; k < Op::kIn; ++k) in[u][k] = load16(p.in[k] + v * kV);
-    }
-  }
-#pragma unroll
-  for (int u = 0; u < kU; ++u) {
-    const int64_t v = first + u * kThreads;
-    if (v < vectors) {
-      Vec16<T> out[Op::kOut];
-#pragma unroll
-      for (int e = 0; e < kV; ++e) {
-        Acc x[Op::kIn];
-        Acc y[Op::kOut];
-#pragma unroll
-        for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(in[u][k].v[e]);
-        op(x, y);
-#pragma unroll
-        for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = static_cast<T>(y[k]);
+        for (int k = 0; k < Op::kIn; ++k) in[u][k] = load16(p.in[k] + v * kV);
       }
+    }
 #pragma unroll
-      for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + v * kV, out[k]);
+    for (int u = 0; u < kU; ++u) {
+      const int64_t v = first + u * kThreads;
+      if (v < vectors) {
+        Vec16<T> out[Op::kOut];
+#pragma unroll
+        for (int e = 0; e < kV; ++e) {
+          Acc x[Op::kIn];
+          Acc y[Op::kOut];
+#pragma unroll
+          for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(in[u][k].v[e]);
+          op(x, y);
+#pragma unroll
+          for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = static_cast<T>(y[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + v * kV, out[k]);
+      }
     }
   }
   // The last n % kV elements (fewer than one vector) go to the first threads of block 0.
@@ -167,7 +171,12 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
   switch (t.path) {
     case ElementwisePath::vectorized: {
       const int64_t per_block = int64_t(kThreads) * kUnroll<kIn> * Vec16<T>::kSize;
-      const int64_t blocks = std::max<int64_t>(1, (n + per_block - 1) / per_block);
+      int64_t blocks = std::max<int64_t>(1, (n + per_block - 1) / per_block);
+#if BARACUDA_PERSISTENT
+      int resident = 0;
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, elementwise_vectorized_kernel<T, Op>, kThreads, 0);
+      blocks = std::min<int64_t>(blocks, int64_t(std::max(resident, 1)) * sm_count * BARACUDA_PERSISTENT);
+#endif
       elementwise_vectorized_kernel<T, Op><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(op, p, n);
       return last_launch_status("elementwise_vectorized_kernel");
     }
