@@ -6,3 +6,4 @@
 #include "baracuda/core/stream.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/binary_param.hpp"
+#include "baracuda/ops/indexing.hpp"

@@ -1,0 +1,68 @@
+#pragma once
+// Shared by the CPU and CUDA backends: how an indexed problem (gather or scatter-add along `dim`)
+// maps a source row to its place in the table. The walked tensor ("values": out for a gather, the
+// added values for a scatter) is cut into R rows of L elements:
+//  - rows mode (index_select, embedding: the index is 1-D along dim): a row is one (prefix, j)
+//    position over dims [0, dim], and its L elements are the dims after dim; the whole row shares
+//    one index value;
+//  - element mode (gather, scatter_add): every element is a row (L = 1) with its own index value.
+// A row's destination in the table is its table offset with dim's coordinate replaced by the index
+// value; that offset is also the sort key of the deterministic scatter (unique per destination row
+// as long as the table does not overlap itself).
+#include <cstdint>
+
+#include "common/elementwise.hpp"
+
+namespace baracuda::detail {
+
+// Walker tensor order: values, index, table with its dim stride zeroed, and a marker (stride 1 at
+// dim, 0 elsewhere) whose only job is to keep dim from being merged with its neighbours.
+inline constexpr int kRowTensors = 4;
+inline constexpr int kColumnTensors = 2;  // values, table
+
+struct IndexedLayout {
+  Walker<kRowTensors> rows;        // over dims [0, dim] (rows mode) or every dim (element mode)
+  Walker<kColumnTensors> columns;  // over dims after dim (rows mode); rank 0 in element mode
+  int64_t row_count = 0;           // R
+  int64_t row_length = 1;          // L
+  int64_t dim_size = 0;            // the table's size along dim: valid index values are [0, dim_size)
+  int64_t table_dim_stride = 0;
+  int64_t padding = -1;            // skipped index value, or -1
+  int64_t sentinel_key = 0;        // sorts after every valid key (the table's extent)
+
+  // Row r's values offset, and its table offset when its index value is valid.
+  template <class Idx>
+  BARACUDA_HD bool locate(const Idx* index, int64_t r, int64_t& values_off, int64_t& table_off) const {
+    int64_t off[kRowTensors];
+    rows.offsets(r, off);
+    const int64_t i = static_cast<int64_t>(index[off[1]]);
+    values_off = off[0];
+    table_off = off[2] + i * table_dim_stride;
+    return i >= 0 && i < dim_size && i != padding;
+  }
+  // Offsets of element c within a row, in the values and the table.
+  BARACUDA_HD void column(int64_t c, int64_t& values_step, int64_t& table_step) const {
+    if (columns.rank == 0) {
+      values_step = table_step = 0;
+      return;
+    }
+    int64_t off[kColumnTensors];
+    columns.offsets(c, off);
+    values_step = off[0];
+    table_step = off[1];
+  }
+  template <class Idx>
+  BARACUDA_HD int64_t key(const Idx* index, int64_t r) const {
+    int64_t v, t;
+    return locate(index, r, v, t) ? t : sentinel_key;
+  }
+};
+
+// Counts index values outside [0, dim_size) (the padding value is not an error).
+template <class Idx>
+BARACUDA_HD bool bad_index(Idx value, int64_t dim_size, int64_t padding) {
+  const int64_t i = static_cast<int64_t>(value);
+  return (i < 0 || i >= dim_size) && i != padding;
+}
+
+}  // namespace baracuda::detail

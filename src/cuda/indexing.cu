@@ -1,0 +1,406 @@
+// CUDA kernels of the indexing family.
+//  - gather: rows in parallel, `lanes` threads per row (a power of two up to a block, fitted to the
+//    row's length), 16-byte vectors when rows allow; invalid index values write zeros.
+//  - scatter-add, atomic: the same walk, adding with atomics.
+//  - scatter-add, sorted (deterministic): keys (the destination's table offset) and positions are
+//    radix-sorted (stable); the sorted rows are cut into windows; each window sums its runs of equal
+//    keys in sorted (= original) order in the accumulator type, adding complete runs straight into
+//    the table and leaving runs that cross a window edge as partial sums; a fix-up pass sums each
+//    crossing run's partials in window order. No atomics, so every run gives the same bits.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cub/device/device_radix_sort.cuh>
+
+#include "common/dispatch.hpp"
+#include "cuda/common/check.cuh"
+#include "cuda/common/vector.cuh"
+#include "cuda/runtime.hpp"
+#include "ops/indexing_problem.hpp"
+
+namespace baracuda::detail::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Threads per row: the row's work units rounded up to a power of two, at most a block.
+int lanes_for(int64_t units) {
+  int lanes = 1;
+  while (lanes < kThreads && lanes < units) lanes *= 2;
+  return lanes;
+}
+
+unsigned row_blocks(int64_t rows, int lanes, int sm_count) {
+  const int64_t rows_per_block = kThreads / lanes;
+  const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(sm_count) * 32)));
+}
+
+template <class Idx>
+__global__ void count_bad_kernel(const Idx* index, Walker<1> walker, int64_t n, int64_t dim_size, int64_t padding,
+                                 unsigned long long* counter) {
+  unsigned long long bad = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t off[1];
+    walker.offsets(i, off);
+    bad += bad_index(index[off[0]], dim_size, padding) ? 1 : 0;
+  }
+  for (int o = 16; o > 0; o /= 2) bad += __shfl_down_sync(0xffffffffu, bad, o);
+  if ((threadIdx.x & 31) == 0 && bad) atomicAdd(counter, bad);
+}
+
+template <class Idx>
+Status count_bad(const Stream& stream, const IndexedProblem& p, int sm_count) {
+  if (!p.bad_index_count) return Status::ok();
+  const Strides* strides[1] = {&p.index_view.strides};
+  const Walker<1> walker = make_walker<1>(p.index_view.shape, strides);
+  const int64_t n = p.index_view.numel();
+  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, sm_count * 8));
+  count_bad_kernel<Idx><<<blocks, kThreads, 0, native(stream)>>>(
+      static_cast<const Idx*>(p.index_view.data), walker, n, p.layout.dim_size, p.layout.padding,
+      reinterpret_cast<unsigned long long*>(p.bad_index_count));
+  return last_launch_status("count_bad_kernel");
+}
+
+// Row r of the walk handled by `lanes` threads of the block: calls f(r, lane) for each row.
+template <class F>
+__device__ __forceinline__ void for_each_row(int64_t rows, int lanes, F&& f) {
+  const int rows_per_block = kThreads / lanes;
+  const int lane = threadIdx.x % lanes;
+  for (int64_t r = int64_t(blockIdx.x) * rows_per_block + threadIdx.x / lanes; r < rows;
+       r += int64_t(gridDim.x) * rows_per_block)
+    f(r, lane);
+}
+
+template <class Bits, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    gather_vectorized_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
+  constexpr int kV = Vec16<Bits>::kSize;
+  const int64_t vectors = layout.row_length / kV;
+  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
+    int64_t values_off, table_off;
+    const bool valid = layout.locate(index, r, values_off, table_off);
+    for (int64_t v = lane; v < vectors; v += lanes) {
+      Vec16<Bits> x;
+      if (valid) {
+        x = load16(table + table_off + v * kV);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kV; ++e) x.v[e] = Bits{0};
+      }
+      store16(values + values_off + v * kV, x);
+    }
+  });
+}
+
+template <class Bits, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    gather_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
+  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
+    int64_t values_off, table_off;
+    const bool valid = layout.locate(index, r, values_off, table_off);
+    for (int64_t c = lane; c < layout.row_length; c += lanes) {
+      int64_t dv, dt;
+      layout.column(c, dv, dt);
+      values[values_off + dv] = valid ? table[table_off + dt] : Bits{0};
+    }
+  });
+}
+
+template <class Bits, class Idx>
+Status gather(const Stream& stream, const IndexedProblem& p, int sm_count) {
+  const IndexedLayout& layout = p.layout;
+  Bits* values = static_cast<Bits*>(p.values);
+  const Bits* table = static_cast<const Bits*>(p.table);
+  const Idx* index = static_cast<const Idx*>(p.index);
+  if (p.vectorized_rows) {
+    const int lanes = lanes_for(layout.row_length / Vec16<Bits>::kSize);
+    gather_vectorized_kernel<Bits, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, native(stream)>>>(
+        layout, values, table, index, lanes);
+    if (Status s = last_launch_status("gather_vectorized_kernel"); !s) return s;
+  } else {
+    const int lanes = lanes_for(layout.row_length);
+    gather_kernel<Bits, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, native(stream)>>>(
+        layout, values, table, index, lanes);
+    if (Status s = last_launch_status("gather_kernel"); !s) return s;
+  }
+  return count_bad<Idx>(stream, p, sm_count);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scatter-add
+
+template <class T, class Acc>
+__device__ __forceinline__ void add_into(T* p, Acc v) {
+  *p = static_cast<T>(static_cast<Acc>(*p) + v);
+}
+
+template <class T, class Acc>
+__device__ __forceinline__ void atomic_add_into(T* p, Acc v) {
+  atomicAdd(p, static_cast<T>(v));
+}
+
+template <class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
+  using Acc = acc_t<T>;
+  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
+    int64_t values_off, table_off;
+    if (!layout.locate(index, r, values_off, table_off)) return;
+    for (int64_t c = lane; c < layout.row_length; c += lanes) {
+      int64_t dv, dt;
+      layout.column(c, dv, dt);
+      atomic_add_into(table + table_off + dt, static_cast<Acc>(values[values_off + dv]));
+    }
+  });
+}
+
+// f32 rows of whole 4-vectors: one vector reduction (red.global.add.v4.f32, sm_90) per 16 bytes.
+template <class Idx>
+__global__ void __launch_bounds__(kThreads)
+    scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int lanes) {
+  const int64_t vectors = layout.row_length / 4;
+  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
+    int64_t values_off, table_off;
+    if (!layout.locate(index, r, values_off, table_off)) return;
+    for (int64_t v = lane; v < vectors; v += lanes) {
+      const float4 x = *reinterpret_cast<const float4*>(values + values_off + v * 4);
+      float* dst = table + table_off + v * 4;
+#if __CUDA_ARCH__ >= 900
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "f"(x.x), "f"(x.y), "f"(x.z),
+                   "f"(x.w)
+                   : "memory");
+#else
+      atomicAdd(dst, x.x);
+      atomicAdd(dst + 1, x.y);
+      atomicAdd(dst + 2, x.z);
+      atomicAdd(dst + 3, x.w);
+#endif
+    }
+  });
+}
+
+// The sorted scatter's scratch within the workspace.
+struct SortedBuffers {
+  uint64_t* keys_in;
+  uint64_t* keys;  // sorted
+  int64_t* positions_in;
+  int64_t* positions;  // sorted
+  void* partials;
+  void* sort_temp;
+  size_t sort_temp_bytes;
+};
+
+size_t round_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+int64_t window_rows(const IndexedLayout& layout) {
+  return layout.columns.rank == 0 ? kElementsPerWindow : kRowsPerWindow;
+}
+
+SortedBuffers carve(void* workspace, int64_t rows, const SortedScatterWorkspace& sizes) {
+  char* p = static_cast<char*>(workspace);
+  SortedBuffers b;
+  b.keys_in = reinterpret_cast<uint64_t*>(p);
+  b.keys = reinterpret_cast<uint64_t*>(p + sizes.keys);
+  b.positions_in = reinterpret_cast<int64_t*>(p + 2 * sizes.keys);
+  b.positions = reinterpret_cast<int64_t*>(p + 2 * sizes.keys + sizes.positions);
+  b.partials = p + 2 * sizes.keys + 2 * sizes.positions;
+  b.sort_temp = p + 2 * sizes.keys + 2 * sizes.positions + sizes.partials;
+  b.sort_temp_bytes = sizes.sort_temp;
+  (void)rows;
+  return b;
+}
+
+template <class Idx>
+__global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, uint64_t* keys, int64_t* positions) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < layout.row_count;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    keys[r] = static_cast<uint64_t>(layout.key(index, r));
+    positions[r] = r;
+  }
+}
+
+// Sums the runs of window w (see the file comment). `lane` of `group` threads share the columns.
+template <class T, class Idx>
+__device__ void sum_window(const IndexedLayout& layout, const T* values, T* table, const Idx* index,
+                           const uint64_t* keys, const int64_t* positions, acc_t<T>* partials, int64_t window,
+                           int64_t w, int lane, int group) {
+  using Acc = acc_t<T>;
+  const int64_t rows = layout.row_count, length = layout.row_length;
+  const int64_t start = w * window, end = min(start + window, rows);
+  const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
+  int64_t s = start;
+  while (s < end && keys[s] != sentinel) {
+    const uint64_t key = keys[s];
+    int64_t e = s + 1;
+    while (e < end && keys[e] == key) ++e;
+    const bool from_previous = s == start && start > 0 && keys[start - 1] == key;
+    const bool into_next = e == end && end < rows && keys[end] == key;
+    for (int64_t c = lane; c < length; c += group) {
+      int64_t dv, dt;
+      layout.column(c, dv, dt);
+      Acc sum = 0;
+      for (int64_t i = s; i < e; ++i) {
+        int64_t values_off, table_off;
+        layout.locate(index, positions[i], values_off, table_off);
+        sum += static_cast<Acc>(values[values_off + dv]);
+      }
+      if (!from_previous && !into_next) {
+        add_into(table + key + dt, sum);
+      } else {
+        partials[(w * 2 + (from_previous ? 0 : 1)) * length + c] = sum;
+      }
+    }
+    s = e;
+  }
+}
+
+// For a run that starts in window w and crosses into the next: its partials, in window order.
+template <class T>
+__device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint64_t* keys,
+                              const acc_t<T>* partials, int64_t window, int64_t w, int lane, int group) {
+  using Acc = acc_t<T>;
+  const int64_t rows = layout.row_count, length = layout.row_length;
+  const int64_t start = w * window, end = min(start + window, rows);
+  const uint64_t key = keys[end - 1];
+  if (key == static_cast<uint64_t>(layout.sentinel_key) || end >= rows || keys[end] != key) return;
+  if (keys[start] == key && start > 0 && keys[start - 1] == key) return;  // started in an earlier window
+  for (int64_t c = lane; c < length; c += group) {
+    int64_t dv, dt;
+    layout.column(c, dv, dt);
+    Acc sum = partials[(w * 2 + 1) * length + c];
+    for (int64_t next = w + 1;; ++next) {
+      sum += partials[(next * 2) * length + c];
+      const int64_t next_end = min((next + 1) * window, rows);
+      if (!(next_end < rows && keys[next_end] == key && keys[next_end - 1] == key)) break;
+    }
+    add_into(table + key + dt, sum);
+  }
+}
+
+template <class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    sum_windows_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, const uint64_t* keys,
+                       const int64_t* positions, acc_t<T>* partials, int64_t window, int64_t windows, int lanes) {
+  for_each_row(windows, lanes, [&](int64_t w, int lane) {
+    sum_window(layout, values, table, index, keys, positions, partials, window, w, lane, lanes);
+  });
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    fix_up_kernel(IndexedLayout layout, T* table, const uint64_t* keys, const acc_t<T>* partials, int64_t window,
+                  int64_t windows, int lanes) {
+  for_each_row(windows, lanes, [&](int64_t w, int lane) {
+    fix_up_window(layout, table, keys, partials, window, w, lane, lanes);
+  });
+}
+
+int key_bits(int64_t sentinel) {
+  int bits = 1;
+  while (bits < 64 && (uint64_t{1} << bits) <= static_cast<uint64_t>(sentinel)) ++bits;
+  return bits;
+}
+
+template <class T, class Idx>
+Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) {
+  using Acc = acc_t<T>;
+  const IndexedLayout& layout = p.layout;
+  const T* values = static_cast<const T*>(p.values);
+  T* table = static_cast<T*>(p.table);
+  const Idx* index = static_cast<const Idx*>(p.index);
+  cudaStream_t s = native(stream);
+  if (p.variant == IndexVariant::atomic) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (p.vectorized_rows) {
+        const int lanes = lanes_for(layout.row_length / 4);
+        scatter_atomic_v4_kernel<Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(
+            layout, values, table, index, lanes);
+        if (Status st = last_launch_status("scatter_atomic_v4_kernel"); !st) return st;
+        return count_bad<Idx>(stream, p, sm_count);
+      }
+    }
+    const int lanes = lanes_for(layout.row_length);
+    scatter_atomic_kernel<T, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(
+        layout, values, table, index, lanes);
+    if (Status st = last_launch_status("scatter_atomic_kernel"); !st) return st;
+    return count_bad<Idx>(stream, p, sm_count);
+  }
+  const int64_t rows = layout.row_count;
+  const SortedScatterWorkspace sizes = sorted_scatter_workspace(rows, layout.row_length, p.desc.dtype);
+  const SortedBuffers b = carve(p.workspace, rows, sizes);
+  const unsigned key_blocks = static_cast<unsigned>(std::clamp<int64_t>((rows + kThreads - 1) / kThreads, 1, sm_count * 8));
+  scatter_keys_kernel<Idx><<<key_blocks, kThreads, 0, s>>>(layout, index, b.keys_in, b.positions_in);
+  if (Status st = last_launch_status("scatter_keys_kernel"); !st) return st;
+  size_t temp_bytes = b.sort_temp_bytes;
+  if (Status st = cuda_status(cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys,
+                                                              b.positions_in, b.positions, rows, 0,
+                                                              key_bits(layout.sentinel_key), s),
+                              "cub::DeviceRadixSort::SortPairs");
+      !st)
+    return st;
+  const int64_t window = window_rows(layout);
+  const int64_t windows = (rows + window - 1) / window;
+  const int lanes = layout.columns.rank == 0 ? 1 : lanes_for(layout.row_length);
+  Acc* partials = static_cast<Acc*>(b.partials);
+  sum_windows_kernel<T, Idx><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(
+      layout, values, table, index, b.keys, b.positions, partials, window, windows, lanes);
+  if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
+  fix_up_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, table, b.keys, partials, window,
+                                                                             windows, lanes);
+  if (Status st = last_launch_status("fix_up_kernel"); !st) return st;
+  return count_bad<Idx>(stream, p, sm_count);
+}
+
+template <class F>
+Status dispatch_index(DType index_dtype, F&& f) {
+  if (index_dtype == DType::i32) return f(std::type_identity<int32_t>{});
+  return f(std::type_identity<int64_t>{});
+}
+
+}  // namespace
+
+SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype) {
+  SortedScatterWorkspace w;
+  const size_t n = static_cast<size_t>(std::max<int64_t>(rows, 1));
+  w.keys = round_up(n * sizeof(uint64_t));
+  w.positions = round_up(n * sizeof(int64_t));
+  const int64_t window = row_length > 1 ? kRowsPerWindow : kElementsPerWindow;
+  const size_t windows = (n + window - 1) / window;
+  w.partials = round_up(windows * 2 * static_cast<size_t>(std::max<int64_t>(row_length, 1)) *
+                        (dtype == DType::f64 ? 8 : 4));
+  size_t temp = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+                                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
+                                  static_cast<int64_t>(n), 0, 64);
+  w.sort_temp = round_up(temp);
+  return w;
+}
+
+Status indexed_gather(const Stream& stream, const IndexedProblem& p) {
+  DeviceGuard guard(stream.device());
+  const int sm_count = cuda_device_info(stream.device())->sm_count;
+  return dispatch_index(p.desc.index_dtype, [&](auto index_tag) {
+    using Idx = typename decltype(index_tag)::type;
+    switch (dtype_size(p.desc.dtype)) {
+      case 2: return gather<uint16_t, Idx>(stream, p, sm_count);
+      case 4: return gather<uint32_t, Idx>(stream, p, sm_count);
+      default: return gather<uint64_t, Idx>(stream, p, sm_count);
+    }
+  });
+}
+
+Status indexed_scatter_add(const Stream& stream, const IndexedProblem& p) {
+  DeviceGuard guard(stream.device());
+  const int sm_count = cuda_device_info(stream.device())->sm_count;
+  return dispatch_index(p.desc.index_dtype, [&](auto index_tag) {
+    using Idx = typename decltype(index_tag)::type;
+    return dispatch_float<__half, __nv_bfloat16>(p.desc.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return scatter_add<T, Idx>(stream, p, sm_count);
+    });
+  });
+}
+
+}  // namespace baracuda::detail::cuda

@@ -1,0 +1,48 @@
+#pragma once
+// What the indexing plans hand to a backend: views resolved into the canonical problem (see
+// src/common/indexing.hpp), the variant, and the workspace.
+#include "baracuda/ops/indexing.hpp"
+#include "common/indexing.hpp"
+
+namespace baracuda::detail {
+
+struct IndexedProblem {
+  IndexedProblemDesc desc;
+  IndexVariant variant = IndexVariant::copy;
+  bool vectorized_rows = false;  // rows of whole 16-byte vectors, aligned (CUDA fast path)
+  IndexedLayout layout;
+  void* values = nullptr;       // out (gather) or the added values (scatter)
+  void* table = nullptr;        // src (gather) or dst (scatter)
+  const void* index = nullptr;  // first element of the index view
+  AnyTensorRef index_view;      // as given, for counting bad values
+  int64_t* bad_index_count = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_size = 0;
+};
+
+// Builds the layout from the views: values and index walk desc.shape, table has desc.table_shape.
+// `index_strides` are already expanded to desc.shape (zero off dim for a 1-D index).
+IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides& values_strides,
+                                  const Strides& index_strides, const Strides& table_strides,
+                                  int64_t table_extent);
+
+// The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
+struct SortedScatterWorkspace {
+  size_t keys = 0, positions = 0, partials = 0, sort_temp = 0;
+  size_t total() const { return 2 * keys + 2 * positions + partials + sort_temp; }
+};
+inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
+inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
+
+namespace cpu {
+Status indexed_gather(const IndexedProblem& problem);
+Status indexed_scatter_add(const IndexedProblem& problem);
+}  // namespace cpu
+namespace cuda {
+Status indexed_gather(const Stream& stream, const IndexedProblem& problem);
+Status indexed_scatter_add(const Stream& stream, const IndexedProblem& problem);
+// Bytes of scratch the sorted scatter needs for `rows` rows of `row_length` (device sort included).
+SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype);
+}  // namespace cuda
+
+}  // namespace baracuda::detail

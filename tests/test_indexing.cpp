@@ -1,0 +1,454 @@
+// Indexing family: gather, scatter-add, index_select and embedding, forward and backward, on every
+// backend and float dtype with i32 and i64 indices, against a double-precision reference.
+#include <cstring>
+
+#include "reference/indexing_reference.hpp"
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using harness::TensorSpec;
+using reference::IndexedCase;
+using testing::BackendDType;
+using testing::unwrap;
+
+TensorSpec contiguous(Shape shape) { return {shape, {}, false, 0}; }
+TensorSpec with_strides(Shape shape, Strides strides) { return {shape, strides, true, 0}; }
+
+class IndexingTest : public ::testing::TestWithParam<BackendDType> {
+ protected:
+  void SetUp() override {
+    BARACUDA_SKIP_UNLESS_AVAILABLE(GetParam().backend);
+    rng_ = testing::rng_for_test();
+  }
+  Backend backend() const { return GetParam().backend; }
+  DType dtype() const { return GetParam().dtype; }
+  Stream stream() const { return testing::stream_for(backend()); }
+  Tensor values(const TensorSpec& spec) { return unwrap(harness::random_tensor(backend(), dtype(), spec, rng_)); }
+  Tensor output(const TensorSpec& spec) {
+    Tensor t = values(spec);
+    EXPECT_TRUE(harness::poison(t).is_ok());
+    return t;
+  }
+  // Index values drawn from [lo, hi) (truncated toward zero).
+  Tensor index(const TensorSpec& spec, DType index_dtype, int64_t lo, int64_t hi) {
+    Tensor t = unwrap(harness::random_tensor(backend(), index_dtype, spec, rng_, 0.0, 1.0));
+    std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
+    for (double& v : t.host) v = static_cast<double>(dist(rng_));
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  }
+  int64_t* counter() {
+    counter_ = unwrap(harness::Buffer::allocate(backend(), sizeof(int64_t)));
+    const int64_t zero = 0;
+    EXPECT_TRUE(counter_.upload(&zero, sizeof zero).is_ok());
+    return static_cast<int64_t*>(counter_.data());
+  }
+  int64_t counted() {
+    int64_t n = -1;
+    EXPECT_TRUE(counter_.download(&n, sizeof n).is_ok());
+    return n;
+  }
+  static int64_t expected_bad(const IndexedCase& c, const Tensor& index, int64_t dim_size) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < index.shape.numel(); ++i) {
+      const int64_t k = static_cast<int64_t>(index.at(i));
+      bad += (k < 0 || k >= dim_size) && k != c.padding;
+    }
+    return bad;
+  }
+
+  template <class Plan>
+  std::string check_gather(const typename Plan::Descriptor& desc, const IndexedCase& c, Tensor& table,
+                           Tensor& idx, Tensor& out, const std::function<typename Plan::Args(int64_t*)>& args) {
+    Plan plan = unwrap(Plan::select(stream(), desc));
+    int64_t* count = counter();
+    const typename Plan::Args a = args(count);
+    const Status s = plan.run(stream(), {}, a);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(out.download().is_ok());
+    const std::vector<double> want = reference::gather(c, idx, table);
+    EXPECT_TRUE(testing::all_close(out, [&](int64_t i) { return want[i]; }, 0.0));
+    EXPECT_EQ(counted(), expected_bad(c, idx, table.shape.dims[c.dim]));
+    return plan.sku(a).variant;
+  }
+
+  template <class Plan>
+  std::string check_scatter(const typename Plan::Descriptor& desc, const IndexedCase& c, Tensor& vals, Tensor& idx,
+                            Tensor& table, const std::function<typename Plan::Args(int64_t*)>& args,
+                            const PlanPreference& pref = {}) {
+    Plan plan = unwrap(Plan::select(stream(), desc, pref));
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    std::vector<double> expected, magnitude;
+    reference::scatter_add(c, vals, idx, table, expected, magnitude);
+    int64_t* count = counter();
+    const typename Plan::Args a = args(count);
+    const Status s = plan.run(stream(), {ws.data(), ws.size()}, a);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(table.download().is_ok());
+    const double tol = harness::tolerance(dtype());
+    int64_t bad = 0;
+    for (int64_t t = 0; t < table.shape.numel(); ++t) {
+      const double got = table.at(t);
+      if (std::isnan(got) || std::fabs(got - expected[t]) > tol * (1.0 + magnitude[t])) {
+        if (bad++ < 3) ADD_FAILURE() << "table[" << t << "] = " << got << ", want " << expected[t];
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_EQ(counted(), expected_bad(c, idx, table.shape.dims[c.dim]));
+    return plan.sku(a).variant;
+  }
+
+  // Every scatter variant this backend and dtype offer: the default, sorted, and atomic on CUDA.
+  std::vector<PlanPreference> scatter_variants() const {
+    std::vector<PlanPreference> prefs(2);
+    prefs[1].variant = "sorted";
+    if (backend() == Backend::cuda) {
+      PlanPreference atomic;
+      atomic.variant = "atomic";
+      prefs.push_back(atomic);
+    }
+    return prefs;
+  }
+
+  std::mt19937_64 rng_;
+  harness::Buffer counter_;
+};
+
+TEST_P(IndexingTest, EmbeddingForwardWithPaddingAndBadIndices) {
+  for (DType idx_t : {DType::i32, DType::i64}) {
+    for (int64_t d : {64, 33, 1}) {  // whole 16-byte rows, odd rows, single elements
+      for (std::optional<int64_t> padding : {std::optional<int64_t>{}, std::optional<int64_t>{0},
+                                             std::optional<int64_t>{-1}}) {
+        const int64_t v = 37, n = 101;
+        SCOPED_TRACE(std::to_string(d) + " " + std::string(dtype_name(idx_t)));
+        Tensor weight = values(contiguous({v, d})), out = output(contiguous({n, d}));
+        Tensor indices = index(contiguous({n}), idx_t, -3, v + 3);
+        IndexedCase c{{n, d}, 0, true, padding ? (*padding + v) % v : -1};
+        EmbeddingDescriptor desc{dtype(), idx_t, v, d, n, padding};
+        const std::string variant = check_gather<EmbeddingPlan>(desc, c, weight, indices, out, [&](int64_t* count) {
+          return EmbeddingArgs{weight.ref(), indices.ref(), out.mut(), count};
+        });
+        if (backend() == Backend::cuda && d == 64) {
+          EXPECT_EQ(variant, "copy.rows_vectorized");
+        }
+      }
+    }
+  }
+}
+
+TEST_P(IndexingTest, EmbeddingBackwardDuplicatesPaddingAndBadIndices) {
+  struct Case {
+    int64_t lo, hi;
+    std::optional<int64_t> padding;
+  };
+  const int64_t v = 23, n = 300;
+  // Many duplicates, all equal, padding at 0 and V-1, negative and too-large values.
+  for (const Case& k : {Case{0, 5, {}}, Case{7, 8, {}}, Case{-4, v + 4, 0}, Case{-4, v + 4, v - 1}, Case{0, v, -1}}) {
+    for (int64_t d : {64, 7}) {
+      for (const PlanPreference& pref : scatter_variants()) {
+        SCOPED_TRACE("[" + std::to_string(k.lo) + ", " + std::to_string(k.hi) + ") d " + std::to_string(d) +
+                     " variant " + pref.variant);
+        Tensor dout = values(contiguous({n, d})), dweight = values(contiguous({v, d}));
+        Tensor indices = index(contiguous({n}), DType::i64, k.lo, k.hi);
+        IndexedCase c{{n, d}, 0, true, k.padding ? (*k.padding + v) % v : -1};
+        EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, k.padding};
+        check_scatter<EmbeddingBackwardPlan>(desc, c, dout, indices, dweight, [&](int64_t* count) {
+          return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+        }, pref);
+      }
+    }
+  }
+}
+
+TEST_P(IndexingTest, EmbeddingBackwardStridedViewsAndLongRuns) {
+  // A strided dout (rows with gaps), a dweight with padded rows, i32 indices, and a run of one
+  // index much longer than a window (so sums cross windows).
+  const int64_t v = 11, n = 700, d = 48;
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE(pref.variant);
+    Tensor dout = values(with_strides({n, d}, {d + 5, 1}));
+    Tensor dweight = values(with_strides({v, d}, {d + 16, 1}));
+    Tensor indices = index(with_strides({n}, {2}), DType::i32, 0, 3);
+    IndexedCase c{{n, d}, 0, true, -1};
+    check_scatter<EmbeddingBackwardPlan>(EmbeddingDescriptor{dtype(), DType::i32, v, d, n, {}}, c, dout, indices,
+                                         dweight, [&](int64_t* count) {
+                                           return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+                                         }, pref);
+  }
+}
+
+TEST_P(IndexingTest, SortedScatterIsBitIdenticalAcrossRuns) {
+  const int64_t v = 50, n = 4000, d = 40;
+  Tensor dout = values(contiguous({n, d})), dweight = values(contiguous({v, d}));
+  Tensor indices = index(contiguous({n}), DType::i64, 0, 6);
+  const std::vector<double> initial = dweight.host;
+  PlanPreference pref;
+  pref.determinism = Determinism::required;
+  EmbeddingBackwardPlan plan = unwrap(EmbeddingBackwardPlan::select(stream(), {dtype(), DType::i64, v, d, n, {}}, pref));
+  EXPECT_TRUE(plan.precision_guarantee().deterministic);
+  EXPECT_EQ(plan.precision_guarantee().accumulator, dtype() == DType::f64 ? DType::f64 : DType::f32);
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+  const size_t bytes = dweight.host.size() * dtype_size(dtype());
+  std::vector<unsigned char> first(bytes), again(bytes);
+  for (int run = 0; run < 10; ++run) {
+    dweight.host = initial;
+    ASSERT_OK(dweight.upload());
+    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {dout.ref(), indices.ref(), dweight.mut(), nullptr}));
+    ASSERT_OK(dweight.buffer.download(run == 0 ? first.data() : again.data(), bytes));
+    if (run > 0) {
+      ASSERT_EQ(std::memcmp(first.data(), again.data(), bytes), 0) << "run " << run;
+    }
+  }
+}
+
+TEST_P(IndexingTest, IndexSelectForwardAndBackwardAlongEveryDim) {
+  const Shape src{6, 9, 10};
+  for (int dim : {0, 1, 2, -1}) {
+    const int d = dim < 0 ? dim + 3 : dim;
+    const int64_t k = 13;
+    Shape out_shape = src;
+    out_shape.dims[d] = k;
+    SCOPED_TRACE(dim);
+    // src column-major, out with gaps.
+    Tensor table = values(with_strides(src, {1, 6, 54}));
+    Strides gaps = contiguous_strides(out_shape);
+    for (int64_t& s : gaps) s *= 2;
+    Tensor out = output(with_strides(out_shape, gaps));
+    Tensor idx = index(contiguous({k}), DType::i64, -1, src.dims[d] + 1);
+    IndexedCase c{out_shape, d, true, -1};
+    check_gather<IndexSelectPlan>({dtype(), DType::i64, src, dim, k}, c, table, idx, out, [&](int64_t* count) {
+      return IndexSelectArgs{table.ref(), idx.ref(), out.mut(), count};
+    });
+    for (const PlanPreference& pref : scatter_variants()) {
+      Tensor dout = values(contiguous(out_shape)), dsrc = values(with_strides(src, {1, 6, 54}));
+      check_scatter<IndexSelectBackwardPlan>({dtype(), DType::i64, src, dim, k}, c, dout, idx, dsrc,
+                                             [&](int64_t* count) {
+                                               return IndexSelectBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+                                             }, pref);
+    }
+  }
+}
+
+TEST_P(IndexingTest, GatherAndScatterAddAlongEveryDim) {
+  const Shape src{7, 8, 9};
+  for (int dim : {0, 1, 2}) {
+    const Shape idx_shape{5, 6, 4};  // smaller than src off dim, as torch.gather allows
+    SCOPED_TRACE(dim);
+    for (DType idx_t : {DType::i32, DType::i64}) {
+      Tensor table = values(contiguous(src));
+      Tensor out = output(with_strides(idx_shape, {1, 5, 30}));
+      Tensor idx = index(with_strides(idx_shape, {24 * 2, 4 * 2, 2}), idx_t, -2, src.dims[dim] + 2);
+      IndexedCase c{idx_shape, dim, false, -1};
+      check_gather<GatherPlan>({dtype(), idx_t, src, idx_shape, dim}, c, table, idx, out, [&](int64_t* count) {
+        return GatherArgs{table.ref(), idx.ref(), out.mut(), count};
+      });
+      for (const PlanPreference& pref : scatter_variants()) {
+        Tensor dout = values(contiguous(idx_shape)), dsrc = values(with_strides(src, {1, 7, 56}));
+        check_scatter<GatherBackwardPlan>({dtype(), idx_t, src, idx_shape, dim}, c, dout, idx, dsrc,
+                                          [&](int64_t* count) {
+                                            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+                                          }, pref);
+        Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(src));
+        check_scatter<ScatterAddPlan>({dtype(), idx_t, src, idx_shape, dim}, c, addend, idx, dst,
+                                      [&](int64_t* count) {
+                                        return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
+                                      }, pref);
+      }
+    }
+  }
+}
+
+TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
+  for (const PlanPreference& pref : scatter_variants()) {
+    // Every element of a long index row hits one destination element.
+    const Shape long_idx{2, 3000};
+    Tensor vals = values(contiguous(long_idx)), table = values(contiguous({2, 7}));
+    Tensor idx = index(contiguous(long_idx), DType::i64, 4, 5);
+    IndexedCase c{long_idx, 1, false, -1};
+    check_scatter<ScatterAddPlan>({dtype(), DType::i64, {2, 7}, long_idx, 1}, c, vals, idx, table,
+                                  [&](int64_t* count) { return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count}; },
+                                  pref);
+  }
+}
+
+// Backward against forward: <dtable, v> = d/de <dout, forward(table + e v)> (exact: linear).
+TEST_P(IndexingTest, BackwardsMatchFiniteDifferencesOfForwards) {
+  if (dtype() != DType::f64) GTEST_SKIP() << "finite differences are checked in f64";
+  const Shape src{9, 6};
+  const Shape idx_shape{9, 6};
+  Tensor table = values(contiguous(src)), out = output(contiguous(idx_shape)), dout = values(contiguous(idx_shape));
+  Tensor idx = index(contiguous(idx_shape), DType::i64, -1, 7);
+  Tensor dtable = values(contiguous(src));
+  for (double& x : dtable.host) x = 0;
+  ASSERT_OK(dtable.upload());
+  GatherPlan forward = unwrap(GatherPlan::select(stream(), {dtype(), DType::i64, src, idx_shape, 1}));
+  GatherBackwardPlan backward = unwrap(GatherBackwardPlan::select(stream(), {dtype(), DType::i64, src, idx_shape, 1}));
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), backward.workspace_size()));
+  ASSERT_OK(backward.run(stream(), {ws.data(), ws.size()}, {dout.ref(), idx.ref(), dtable.mut(), nullptr}));
+  ASSERT_OK(dtable.download());
+  auto loss = [&]() {
+    EXPECT_TRUE(forward.run(stream(), {}, {table.ref(), idx.ref(), out.mut(), nullptr}).is_ok());
+    EXPECT_TRUE(out.download().is_ok());
+    double l = 0;
+    for (int64_t i = 0; i < idx_shape.numel(); ++i) l += dout.at(i) * out.at(i);
+    return l;
+  };
+  std::uniform_real_distribution<double> dist(-1, 1);
+  const std::vector<double> saved = table.host;
+  std::vector<double> dir(saved.size());
+  double analytic = 0;
+  for (size_t i = 0; i < dir.size(); ++i) analytic += (dir[i] = dist(rng_)) * dtable.host[i];
+  const double eps = 1e-3;
+  for (size_t i = 0; i < dir.size(); ++i) table.host[i] = saved[i] + eps * dir[i];
+  ASSERT_OK(table.upload());
+  const double plus = loss();
+  for (size_t i = 0; i < dir.size(); ++i) table.host[i] = saved[i] - eps * dir[i];
+  ASSERT_OK(table.upload());
+  const double minus = loss();
+  EXPECT_NEAR((plus - minus) / (2 * eps), analytic, 1e-9 * (1 + std::fabs(analytic)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Indexing, IndexingTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+// The forward copies also integers.
+class IndexingIntegerTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override { BARACUDA_SKIP_UNLESS_AVAILABLE(GetParam()); }
+};
+
+TEST_P(IndexingIntegerTest, GatherCopiesIntegersExactly) {
+  std::mt19937_64 rng(5);
+  for (DType dt : {DType::i32, DType::i64}) {
+    Tensor src = unwrap(harness::random_tensor(GetParam(), dt, contiguous({4, 9}), rng, -1e6, 1e6));
+    Tensor idx = unwrap(harness::random_tensor(GetParam(), DType::i64, contiguous({4, 5}), rng, 0, 9));
+    Tensor out = unwrap(harness::random_tensor(GetParam(), dt, contiguous({4, 5}), rng, 0, 1));
+    const Stream s = testing::stream_for(GetParam());
+    GatherPlan plan = unwrap(GatherPlan::select(s, {dt, DType::i64, {4, 9}, {4, 5}, 1}));
+    ASSERT_OK(plan.run(s, {}, {src.ref(), idx.ref(), out.mut(), nullptr}));
+    ASSERT_OK(out.download());
+    const std::vector<double> want = reference::gather({{4, 5}, 1, false, -1}, idx, src);
+    for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(out.at(i), want[i]);
+  }
+}
+
+constexpr const char* kGather = "GatherPlan";
+constexpr const char* kEmbBwd = "EmbeddingBackwardPlan";
+
+TEST_P(IndexingIntegerTest, ErrorsNameThePlanAndTheField) {
+  const Stream s = testing::stream_for(GetParam());
+  using testing::is_error;
+  EXPECT_TRUE(is_error(GatherPlan::select(s, {DType::f32, DType::f32, {4, 5}, {4, 5}, 1}).status(),
+                       StatusCode::unsupported, kGather, "descriptor.index_dtype"));
+  EXPECT_TRUE(is_error(GatherBackwardPlan::select(s, {DType::i32, DType::i64, {4, 5}, {4, 5}, 1}).status(),
+                       StatusCode::unsupported, "GatherBackwardPlan", "descriptor.dtype"));
+  EXPECT_TRUE(is_error(GatherPlan::select(s, {DType::f32, DType::i64, {4, 5}, {4, 5}, 2}).status(),
+                       StatusCode::invalid_problem, kGather, "descriptor.dim"));
+  EXPECT_TRUE(is_error(GatherPlan::select(s, {DType::f32, DType::i64, {4, 5}, {6, 5}, 1}).status(),
+                       StatusCode::invalid_problem, kGather, "descriptor.index_shape[0]"));
+  EXPECT_TRUE(is_error(GatherPlan::select(s, {DType::f32, DType::i64, {4, 5}, {4}, 0}).status(),
+                       StatusCode::invalid_problem, kGather, "descriptor.index_shape"));
+  EXPECT_TRUE(is_error(EmbeddingBackwardPlan::select(s, {DType::f32, DType::i64, 10, 4, 3, 10}).status(),
+                       StatusCode::invalid_problem, kEmbBwd, "descriptor.padding_idx"));
+  EXPECT_TRUE(is_error(EmbeddingBackwardPlan::select(s, {DType::f32, DType::i64, -1, 4, 3, {}}).status(),
+                       StatusCode::invalid_problem, kEmbBwd, "descriptor.num_embeddings"));
+  EXPECT_TRUE(is_error(IndexSelectPlan::select(s, {DType::f32, DType::i64, {4, 5}, 0, -2}).status(),
+                       StatusCode::invalid_problem, "IndexSelectPlan", "descriptor.num_indices"));
+  PlanPreference pref;
+  pref.variant = "atomic";
+  pref.determinism = Determinism::required;
+  EXPECT_TRUE(is_error(EmbeddingBackwardPlan::select(s, {DType::f32, DType::i64, 10, 4, 3, {}}, pref).status(),
+                       StatusCode::unsupported, kEmbBwd, "preference.variant"));
+  pref.variant = "sorted";
+  EXPECT_TRUE(is_error(GatherPlan::select(s, {DType::f32, DType::i64, {4, 5}, {4, 5}, 1}, pref).status(),
+                       StatusCode::unsupported, kGather, "preference.variant"));
+  if (GetParam() == Backend::cpu) {
+    pref = {};
+    pref.variant = "atomic";
+    EXPECT_TRUE(is_error(EmbeddingBackwardPlan::select(s, {DType::f32, DType::i64, 10, 4, 3, {}}, pref).status(),
+                         StatusCode::unsupported, kEmbBwd, "preference.variant"));
+  }
+}
+
+TEST_P(IndexingIntegerTest, RunRejectsBadViewsAndWorkspaces) {
+  std::mt19937_64 rng(9);
+  const Stream s = testing::stream_for(GetParam());
+  auto make = [&](Shape shape, DType dt) { return unwrap(harness::random_tensor(GetParam(), dt, contiguous(shape), rng, 0, 3)); };
+  Tensor dout = make({6, 4}, DType::f32), idx = make({6}, DType::i64), dweight = make({10, 4}, DType::f32);
+  Tensor idx32 = make({6}, DType::i32), wrong = make({9, 4}, DType::f32);
+  PlanPreference sorted;
+  sorted.variant = "sorted";
+  EmbeddingBackwardPlan plan = unwrap(EmbeddingBackwardPlan::select(s, {DType::f32, DType::i64, 10, 4, 6, {}}, sorted));
+  ASSERT_GT(plan.workspace_size(), 0u);
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(GetParam(), plan.workspace_size()));
+  using testing::is_error;
+  const Workspace w{ws.data(), ws.size()};
+  EXPECT_TRUE(is_error(plan.run(s, w, {dout.ref(), idx32.ref(), dweight.mut(), nullptr}), StatusCode::invalid_problem,
+                       kEmbBwd, "args.indices.dtype"));
+  EXPECT_TRUE(is_error(plan.run(s, w, {dout.ref(), idx.ref(), wrong.mut(), nullptr}), StatusCode::invalid_problem,
+                       kEmbBwd, "args.dweight.shape"));
+  AnyTensorRef short_dout = dout.ref();
+  short_dout.capacity = 20;
+  EXPECT_TRUE(is_error(plan.run(s, w, {short_dout, idx.ref(), dweight.mut(), nullptr}), StatusCode::buffer_too_small,
+                       kEmbBwd, "args.dout.capacity"));
+  EXPECT_TRUE(is_error(plan.run(s, {ws.data(), 8}, {dout.ref(), idx.ref(), dweight.mut(), nullptr}),
+                       StatusCode::workspace_too_small, kEmbBwd, "workspace.size"));
+  EXPECT_TRUE(is_error(plan.run(s, w, {dout.ref(), idx.ref(), dweight.mut(),
+                                       reinterpret_cast<int64_t*>(static_cast<char*>(ws.data()) + 4)}),
+                       StatusCode::misaligned_operand, kEmbBwd, "args.bad_index_count"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Indexing, IndexingIntegerTest, ::testing::Values(Backend::cpu, Backend::cuda),
+                         [](const auto& info) { return std::string(backend_name(info.param)); });
+
+// i64 index values past 2^31 address rows past 2^31 (GPU: a 4 GiB table).
+TEST(IndexingLarge, IndicesPastTwoToThe31) {
+  BARACUDA_SKIP_UNLESS_AVAILABLE(Backend::cuda);
+  const int64_t v = (int64_t{1} << 31) + 64, d = 1;
+  harness::Buffer weight = unwrap(harness::Buffer::allocate(Backend::cuda, static_cast<size_t>(v) * 2));
+  const std::vector<int64_t> rows = {0, (int64_t{1} << 31) - 1, int64_t{1} << 31, v - 1, v, -1};
+  std::vector<uint16_t> values(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    values[i] = bfloat16(static_cast<float>(i + 1)).bits;
+    if (rows[i] >= 0 && rows[i] < v) ASSERT_OK(weight.upload(&values[i], 2, static_cast<size_t>(rows[i]) * 2));
+  }
+  harness::Buffer indices = unwrap(harness::Buffer::allocate(Backend::cuda, rows.size() * 8));
+  ASSERT_OK(indices.upload(rows.data(), rows.size() * 8));
+  harness::Buffer out = unwrap(harness::Buffer::allocate(Backend::cuda, rows.size() * 2));
+  harness::Buffer count = unwrap(harness::Buffer::allocate(Backend::cuda, 8));
+  const int64_t zero = 0;
+  ASSERT_OK(count.upload(&zero, 8));
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const EmbeddingDescriptor desc{DType::bf16, DType::i64, v, d, n, {}};
+  EmbeddingPlan plan = unwrap(EmbeddingPlan::select(Stream::cuda(), desc));
+  ASSERT_OK(plan.run(Stream::cuda(), {},
+                     {AnyTensorRef::contiguous(weight.data(), DType::bf16, {v, d}),
+                      AnyTensorRef::contiguous(indices.data(), DType::i64, {n}),
+                      AnyTensorMut::contiguous(out.data(), DType::bf16, {n, d}), static_cast<int64_t*>(count.data())}));
+  std::vector<uint16_t> got(rows.size());
+  ASSERT_OK(out.download(got.data(), got.size() * 2));
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(got[i], rows[i] >= 0 && rows[i] < v ? values[i] : 0) << i;
+  int64_t bad = 0;
+  ASSERT_OK(count.download(&bad, 8));
+  EXPECT_EQ(bad, 2);
+  // Backward into the same rows (sorted: keys past 2^31).
+  PlanPreference pref;
+  pref.determinism = Determinism::required;
+  EmbeddingBackwardPlan backward = unwrap(EmbeddingBackwardPlan::select(Stream::cuda(), desc, pref));
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(Backend::cuda, backward.workspace_size()));
+  ASSERT_OK(backward.run(Stream::cuda(), {ws.data(), ws.size()},
+                         {AnyTensorRef::contiguous(out.data(), DType::bf16, {n, d}),
+                          AnyTensorRef::contiguous(indices.data(), DType::i64, {n}),
+                          AnyTensorMut::contiguous(weight.data(), DType::bf16, {v, d}), nullptr}));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= v) continue;
+    uint16_t w = 0;
+    ASSERT_OK(weight.download(&w, 2, static_cast<size_t>(rows[i]) * 2));
+    EXPECT_EQ(static_cast<float>(bfloat16::from_bits(w)), 2.0f * static_cast<float>(i + 1)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace baracuda
