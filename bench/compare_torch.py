@@ -19,7 +19,9 @@ import subprocess
 import sys
 import tempfile
 
-import torch
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU with PyTorch
+
+import torch  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -49,15 +51,14 @@ def rand(shape, dtype, lo=-1.0, hi=1.0):
     return (torch.rand(shape, device="cuda", dtype=torch.float64) * (hi - lo) + lo).to(dtype)
 
 
-# Each builder takes (shape, dtype) and returns (bytes per set, make_set(), run(set_data)).
+# Each builder takes (shape, dtype) and returns (make_set(), run(set_data)).
 def lerp_forward(feature_weight):
     def build(shape, dtype):
         def make():
             a, b = rand(shape, dtype), rand(shape, dtype)
             w = rand(shape[-1:], dtype, -0.5, 1.5) if feature_weight else 0.3
             return a, b, w
-        size = torch.tensor([], dtype=dtype).element_size() * math.prod(shape)
-        return 3 * size, make, lambda s: torch.lerp(s[0], s[1], s[2])
+        return make, lambda s: torch.lerp(s[0], s[1], s[2])
     return build
 
 
@@ -70,9 +71,43 @@ def lerp_backward(feature_weight):
             out = torch.lerp(a, b, w)
             inputs = (a, b, w) if feature_weight else (a, b)
             return out, inputs, rand(shape, dtype)
-        size = torch.tensor([], dtype=dtype).element_size() * math.prod(shape)
-        run = lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
-        return (5 if feature_weight else 3) * size, make, run
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+# Indexing cases: shape [A, B, K] as in tools/profiler/cases/indexing.cpp.
+def indices(shape, count, skewed=False):
+    u = torch.rand(shape, device="cuda", dtype=torch.float64)
+    v = torch.floor(torch.exp(u * math.log(count + 1))) - 1 if skewed else torch.floor(u * count)
+    return v.clamp(0, count - 1).long()
+
+
+def embedding_forward(shape, dtype):
+    a, b, k = shape
+    return (lambda: (rand((a, b), dtype), indices((k,), a))), lambda s: torch.nn.functional.embedding(s[1], s[0])
+
+
+def embedding_backward(skewed):
+    def build(shape, dtype):
+        a, b, k = shape
+        make = lambda: (rand((k, b), dtype), indices((k,), a, skewed))
+        return make, lambda s: torch.ops.aten.embedding_dense_backward(s[0], s[1], a, -1, False)
+    return build
+
+
+def along_dim1(op):
+    def build(shape, dtype):
+        a, b, k = shape
+        one_d = op in ("index_select", "index_select_backward")
+        make = lambda: (rand((a, b), dtype), indices((k,) if one_d else (a, k), b), rand((a, k), dtype))
+        run = {
+            "index_select": lambda s: torch.index_select(s[0], 1, s[1]),
+            "gather": lambda s: torch.gather(s[0], 1, s[1]),
+            "index_select_backward": lambda s: torch.zeros_like(s[0]).index_add_(1, s[1], s[2]),
+            "gather_backward": lambda s: torch.zeros_like(s[0]).scatter_add_(1, s[1], s[2]),
+            "scatter_add": lambda s: s[0].scatter_add_(1, s[1], s[2]),
+        }[op]
+        return make, run
     return build
 
 
@@ -81,17 +116,60 @@ TORCH_CASES = {
     "lerp_feature_weight": lerp_forward(True),
     "lerp_backward": lerp_backward(False),
     "lerp_feature_weight_backward": lerp_backward(True),
+    "embedding": embedding_forward,
+    "embedding_backward": embedding_backward(False),
+    "embedding_backward_deterministic": embedding_backward(False),
+    "embedding_backward_skewed": embedding_backward(True),
+    "embedding_backward_skewed_deterministic": embedding_backward(True),
+    "index_select": along_dim1("index_select"),
+    "gather": along_dim1("gather"),
+    "index_select_backward": along_dim1("index_select_backward"),
+    "gather_backward": along_dim1("gather_backward"),
+    "gather_backward_deterministic": along_dim1("gather_backward"),
+    "scatter_add": along_dim1("scatter_add"),
 }
 
 
-def time_torch(op, shape, dtype):
-    bytes_per_set, make, run = TORCH_CASES[op](shape, dtype)
+def time_torch(op, shape, dtype, bytes_per_set):
+    make, run = TORCH_CASES[op](shape, dtype)
     sets = rotation_sets(bytes_per_set)
     data = [make() for _ in range(sets)]
     ms = time_median(lambda i: run(data[i]), sets)
     del data
     torch.cuda.empty_cache()
     return ms
+
+
+def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
+    """jax.ops.segment_sum for the embedding-backward cases (wall clock around a jitted call)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except Exception:  # noqa: BLE001 - JAX is optional
+        return None
+    import time
+    a, b, k = shape
+    jdt = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16, "f64": jnp.float64}[dtype_name]
+    if dtype_name == "f64":
+        jax.config.update("jax_enable_x64", True)
+    f = jax.jit(lambda d, i: jax.ops.segment_sum(d, i, num_segments=a))
+    sets = rotation_sets(bytes_per_set)
+    data = []
+    for s in range(sets):
+        key = jax.random.PRNGKey(s)
+        d = jax.random.uniform(key, (k, b), minval=-1.0, maxval=1.0).astype(jdt)
+        u = jax.random.uniform(jax.random.PRNGKey(1000 + s), (k,))
+        idx = (jnp.floor(jnp.exp(u * math.log(a + 1))) - 1) if skewed else jnp.floor(u * a)
+        data.append((d, jnp.clip(idx, 0, a - 1).astype(jnp.int32)))
+    for i in range(5):
+        f(*data[i % sets]).block_until_ready()
+    times = []
+    for i in range(50):
+        t0 = time.perf_counter()
+        f(*data[i % sets]).block_until_ready()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
 
 
 def main():
@@ -122,26 +200,33 @@ def main():
     for case in ours["cases"]:
         if case["op"] not in TORCH_CASES or case["dtype"] not in DTYPES:
             continue
-        torch_ms = time_torch(case["op"], tuple(case["shape"]), DTYPES[case["dtype"]])
+        shape = tuple(case["shape"])
+        torch_ms = time_torch(case["op"], shape, DTYPES[case["dtype"]], case["bytes"])
         torch_gbps = case["bytes"] / (torch_ms * 1e6)
+        jax_ms = None
+        if case["op"].startswith("embedding_backward"):
+            jax_ms = time_jax_segment_sum(shape, case["dtype"], "skewed" in case["op"], case["bytes"])
         rows.append((case["op"], case["variant"], case["dtype"], "x".join(map(str, case["shape"])),
                      "ok" if case["verified"] else "FAIL", case["median_ms"], torch_ms,
                      torch_ms / case["median_ms"], 100 * case["copy_fraction"],
-                     100 * torch_gbps / ours["copy_gbps"]))
+                     100 * torch_gbps / ours["copy_gbps"], jax_ms))
 
     header = ("case", "variant", "dtype", "shape", "verified", "ours ms", "torch ms", "speed-up",
-              "ours % copy", "torch % copy")
+              "ours % copy", "torch % copy", "jax ms")
     lines = [f"# baracuda vs PyTorch {torch.__version__} on {ours['device']}",
              "",
              f"date {datetime.date.today().isoformat()}, commit {args.commit}, copy bandwidth "
              f"{ours['copy_gbps']:.1f} GB/s (device-to-device, read + write, same run). Medians of 100 runs, "
-             f"inputs rotated past 3x L2. % copy counts the fewest bytes each op must move.",
+             f"inputs rotated past 3x L2. % copy counts the fewest bytes each op must move. Backward "
+             f"indexing cases zero the gradient inside the timed region (PyTorch's ops allocate and zero "
+             f"it). jax ms: jax.ops.segment_sum, jitted, wall-clock median of 50 calls.",
              "",
              "| " + " | ".join(header) + " |",
              "|" + "---|" * len(header)]
     for r in rows:
+        jax = f"{r[10]:.4f}" if r[10] is not None else "-"
         lines.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]:.4f} | {r[6]:.4f} | {r[7]:.2f}x "
-                     f"| {r[8]:.1f} | {r[9]:.1f} |")
+                     f"| {r[8]:.1f} | {r[9]:.1f} | {jax} |")
     table = "\n".join(lines) + "\n"
     print(table)
     if args.out:

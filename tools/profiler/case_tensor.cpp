@@ -47,6 +47,25 @@ Status CaseTensor::allocate_random(const Stream& stream, DType dtype, Shape shap
   return Status::ok();
 }
 
+Status CaseTensor::allocate_indices(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed,
+                                    int64_t range, bool skewed) {
+  if (Status s = allocate(stream, dtype, shape, sets); !s) return s;
+  std::vector<double> values(static_cast<size_t>(numel()));
+  std::vector<unsigned char> bytes_host(bytes());
+  const double log_range = std::log(static_cast<double>(range) + 1.0);
+  for (int s = 0; s < sets; ++s) {
+    for (int64_t i = 0; i < numel(); ++i) {
+      const double u = uniform01(i, seed * 131 + s);
+      const double v = skewed ? std::floor(std::exp(u * log_range)) - 1.0 : std::floor(u * static_cast<double>(range));
+      values[i] = std::min<double>(std::max(v, 0.0), static_cast<double>(range - 1));
+    }
+    harness::encode(dtype, values.data(), values.size(), bytes_host.data());
+    if (Status st = buffers_[s].upload(bytes_host.data(), bytes_host.size()); !st) return st;
+    if (s == 0) host0_ = bytes_host;
+  }
+  return Status::ok();
+}
+
 Status CaseTensor::allocate_output(const Stream& stream, DType dtype, Shape shape, int sets) {
   if (Status s = allocate(stream, dtype, shape, sets); !s) return s;
   std::vector<double> nan(static_cast<size_t>(numel()), NAN);
@@ -57,6 +76,12 @@ Status CaseTensor::allocate_output(const Stream& stream, DType dtype, Shape shap
 }
 
 Status CaseTensor::download_set0() { return buffers_[0].download(host0_.data(), host0_.size()); }
+
+double HostSnapshot::at(int64_t i) const {
+  double v = 0;
+  harness::decode(dtype, bytes.data() + i * dtype_size(dtype), 1, &v);
+  return v;
+}
 
 double CaseTensor::at(int64_t i) const {
   double v = 0;

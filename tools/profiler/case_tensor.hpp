@@ -8,11 +8,21 @@
 
 namespace baracuda::profiler {
 
+// Host bytes of a tensor at one moment (e.g. a destination before an accumulating op).
+struct HostSnapshot {
+  DType dtype = DType::f32;
+  std::vector<unsigned char> bytes;
+  double at(int64_t i) const;
+};
+
 class CaseTensor {
  public:
   // Random values in [lo, hi), a different stream of them per set.
   Status allocate_random(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, double lo = -1.0,
                          double hi = 1.0);
+  // Index values in [0, range): uniform, or log-uniform (skewed: small values far more frequent).
+  Status allocate_indices(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, int64_t range,
+                          bool skewed);
   // Poisoned with NaN, to be written by the op.
   Status allocate_output(const Stream& stream, DType dtype, Shape shape, int sets);
   Status download_set0();  // refresh the host copy of set 0 (for outputs)
@@ -20,6 +30,8 @@ class CaseTensor {
   AnyTensorRef ref(int set) const { return AnyTensorRef::contiguous(buffers_[set].data(), dtype_, shape_); }
   AnyTensorMut mut(int set) { return AnyTensorMut::contiguous(buffers_[set].data(), dtype_, shape_); }
   double at(int64_t i) const;  // element i of set 0's host copy
+  void* data(int set) const { return buffers_[set].data(); }
+  HostSnapshot snapshot() const { return {dtype_, host0_}; }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
