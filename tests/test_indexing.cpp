@@ -126,7 +126,7 @@ TEST_P(IndexingTest, EmbeddingForwardWithPaddingAndBadIndices) {
         SCOPED_TRACE(std::to_string(d) + " " + std::string(dtype_name(idx_t)));
         Tensor weight = values(contiguous({v, d})), out = output(contiguous({n, d}));
         Tensor indices = index(contiguous({n}), idx_t, -3, v + 3);
-        IndexedCase c{{n, d}, 0, true, padding ? (*padding + v) % v : -1};
+        IndexedCase c{{n, d}, 0, true, padding ? (*padding + v) % v : reference::kNoPadding};
         EmbeddingDescriptor desc{dtype(), idx_t, v, d, n, padding};
         const std::string variant = check_gather<EmbeddingPlan>(desc, c, weight, indices, out, [&](int64_t* count) {
           return EmbeddingArgs{weight.ref(), indices.ref(), out.mut(), count};
@@ -153,7 +153,7 @@ TEST_P(IndexingTest, EmbeddingBackwardDuplicatesPaddingAndBadIndices) {
                      " variant " + pref.variant);
         Tensor dout = values(contiguous({n, d})), dweight = values(contiguous({v, d}));
         Tensor indices = index(contiguous({n}), DType::i64, k.lo, k.hi);
-        IndexedCase c{{n, d}, 0, true, k.padding ? (*k.padding + v) % v : -1};
+        IndexedCase c{{n, d}, 0, true, k.padding ? (*k.padding + v) % v : reference::kNoPadding};
         EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, k.padding};
         check_scatter<EmbeddingBackwardPlan>(desc, c, dout, indices, dweight, [&](int64_t* count) {
           return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
@@ -172,7 +172,7 @@ TEST_P(IndexingTest, EmbeddingBackwardStridedViewsAndLongRuns) {
     Tensor dout = values(with_strides({n, d}, {d + 5, 1}));
     Tensor dweight = values(with_strides({v, d}, {d + 16, 1}));
     Tensor indices = index(with_strides({n}, {2}), DType::i32, 0, 3);
-    IndexedCase c{{n, d}, 0, true, -1};
+    IndexedCase c{{n, d}, 0, true};
     check_scatter<EmbeddingBackwardPlan>(EmbeddingDescriptor{dtype(), DType::i32, v, d, n, {}}, c, dout, indices,
                                          dweight, [&](int64_t* count) {
                                            return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
@@ -218,7 +218,7 @@ TEST_P(IndexingTest, IndexSelectForwardAndBackwardAlongEveryDim) {
     for (int64_t& s : gaps) s *= 2;
     Tensor out = output(with_strides(out_shape, gaps));
     Tensor idx = index(contiguous({k}), DType::i64, -1, src.dims[d] + 1);
-    IndexedCase c{out_shape, d, true, -1};
+    IndexedCase c{out_shape, d, true};
     check_gather<IndexSelectPlan>({dtype(), DType::i64, src, dim, k}, c, table, idx, out, [&](int64_t* count) {
       return IndexSelectArgs{table.ref(), idx.ref(), out.mut(), count};
     });
@@ -241,7 +241,7 @@ TEST_P(IndexingTest, GatherAndScatterAddAlongEveryDim) {
       Tensor table = values(contiguous(src));
       Tensor out = output(with_strides(idx_shape, {1, 5, 30}));
       Tensor idx = index(with_strides(idx_shape, {24 * 2, 4 * 2, 2}), idx_t, -2, src.dims[dim] + 2);
-      IndexedCase c{idx_shape, dim, false, -1};
+      IndexedCase c{idx_shape, dim, false};
       check_gather<GatherPlan>({dtype(), idx_t, src, idx_shape, dim}, c, table, idx, out, [&](int64_t* count) {
         return GatherArgs{table.ref(), idx.ref(), out.mut(), count};
       });
@@ -267,7 +267,7 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
     const Shape long_idx{2, 3000};
     Tensor vals = values(contiguous(long_idx)), table = values(contiguous({2, 7}));
     Tensor idx = index(contiguous(long_idx), DType::i64, 4, 5);
-    IndexedCase c{long_idx, 1, false, -1};
+    IndexedCase c{long_idx, 1, false};
     check_scatter<ScatterAddPlan>({dtype(), DType::i64, {2, 7}, long_idx, 1}, c, vals, idx, table,
                                   [&](int64_t* count) { return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count}; },
                                   pref);
@@ -329,7 +329,7 @@ TEST_P(IndexingIntegerTest, GatherCopiesIntegersExactly) {
     GatherPlan plan = unwrap(GatherPlan::select(s, {dt, DType::i64, {4, 9}, {4, 5}, 1}));
     ASSERT_OK(plan.run(s, {}, {src.ref(), idx.ref(), out.mut(), nullptr}));
     ASSERT_OK(out.download());
-    const std::vector<double> want = reference::gather({{4, 5}, 1, false, -1}, idx, src);
+    const std::vector<double> want = reference::gather({{4, 5}, 1, false}, idx, src);
     for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(out.at(i), want[i]);
   }
 }

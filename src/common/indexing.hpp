@@ -19,6 +19,8 @@ namespace baracuda::detail {
 // dim, 0 elsewhere) whose only job is to keep dim from being merged with its neighbours.
 inline constexpr int kRowTensors = 4;
 inline constexpr int kColumnTensors = 2;  // values, table
+// "No padding index": a value no index can equal (-1 is an index value to count as bad).
+inline constexpr int64_t kNoPadding = INT64_MIN;
 
 struct IndexedLayout {
   Walker<kRowTensors> rows;        // over dims [0, dim] (rows mode) or every dim (element mode)
@@ -27,7 +29,7 @@ struct IndexedLayout {
   int64_t row_length = 1;          // L
   int64_t dim_size = 0;            // the table's size along dim: valid index values are [0, dim_size)
   int64_t table_dim_stride = 0;
-  int64_t padding = -1;            // skipped index value, or -1
+  int64_t padding = kNoPadding;    // the skipped index value (embedding's padding_idx)
   int64_t sentinel_key = 0;        // sorts after every valid key (the table's extent)
 
   // Row r's values offset, and its table offset when its index value is valid.

@@ -31,7 +31,7 @@ IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides&
   layout.row_length = layout.columns.numel();
   layout.dim_size = desc.table_shape.dims[desc.dim];
   layout.table_dim_stride = table_strides[desc.dim];
-  layout.padding = desc.padding_idx.value_or(-1);
+  layout.padding = desc.padding_idx.value_or(kNoPadding);
   layout.sentinel_key = table_extent;
   return layout;
 }

@@ -4,6 +4,7 @@
 // `shape` (or is 1-D along dim when broadcast); the table (gather's src, scatter's dst) has `shape`
 // except along dim.
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "harness/data.hpp"
@@ -23,11 +24,13 @@ inline double at_coords(const harness::Tensor& t, const int64_t* coords) {
   return t.host[static_cast<size_t>(t.offset + off)];
 }
 
+inline constexpr int64_t kNoPadding = INT64_MIN;
+
 struct IndexedCase {
   Shape shape;
   int dim = 0;
   bool broadcast_index = false;
-  int64_t padding = -1;
+  int64_t padding = kNoPadding;
 };
 
 // The index value that element `linear` of `shape` uses.
