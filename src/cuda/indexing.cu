@@ -108,6 +108,25 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
+// Element mode: the walk's innermost dim is stepped by the threads of a row (no division per
+// element); every element looks up its own index value.
+template <class Bits, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    gather_elements_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
+  const Walker<kRowTensors>& w = layout.rows;
+  const int64_t inner = w.inner_size();
+  for_each_row(layout.row_count / inner, lanes, [&](int64_t r, int lane) {
+    int64_t base[kRowTensors];
+    w.offsets(r, base, w.rank - 1);
+    for (int64_t c = lane; c < inner; c += lanes) {
+      const int64_t i = static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]);
+      const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
+      values[base[0] + c * w.inner_stride(0)] =
+          valid ? table[base[2] + c * w.inner_stride(2) + i * layout.table_dim_stride] : Bits{0};
+    }
+  });
+}
+
 template <class Bits, class Idx>
 Status gather(const Stream& stream, const IndexedProblem& p, int sm_count) {
   const IndexedLayout& layout = p.layout;
@@ -119,6 +138,12 @@ Status gather(const Stream& stream, const IndexedProblem& p, int sm_count) {
     gather_vectorized_kernel<Bits, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, native(stream)>>>(
         layout, values, table, index, lanes);
     if (Status s = last_launch_status("gather_vectorized_kernel"); !s) return s;
+  } else if (layout.columns.rank == 0 && layout.rows.rank > 0) {
+    const int64_t inner = layout.rows.inner_size();
+    const int lanes = lanes_for(inner);
+    gather_elements_kernel<Bits, Idx><<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0,
+                                        native(stream)>>>(layout, values, table, index, lanes);
+    if (Status s = last_launch_status("gather_elements_kernel"); !s) return s;
   } else {
     const int lanes = lanes_for(layout.row_length);
     gather_kernel<Bits, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, native(stream)>>>(
@@ -154,6 +179,54 @@ __global__ void __launch_bounds__(kThreads)
       atomic_add_into(table + table_off + dt, static_cast<Acc>(values[values_off + dv]));
     }
   });
+}
+
+template <class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    scatter_atomic_elements_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
+  using Acc = acc_t<T>;
+  const Walker<kRowTensors>& w = layout.rows;
+  const int64_t inner = w.inner_size();
+  for_each_row(layout.row_count / inner, lanes, [&](int64_t r, int lane) {
+    int64_t base[kRowTensors];
+    w.offsets(r, base, w.rank - 1);
+    for (int64_t c = lane; c < inner; c += lanes) {
+      const int64_t i = static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]);
+      if (i < 0 || i >= layout.dim_size || i == layout.padding) continue;
+      atomic_add_into(table + base[2] + c * w.inner_stride(2) + i * layout.table_dim_stride,
+                      static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]));
+    }
+  });
+}
+
+// Element mode along the innermost dim (torch.gather's backward along the last dim): a block
+// accumulates one destination row of `dim_size` in shared memory (shared-memory atomics), then
+// adds it into the table with one coalesced pass.
+template <class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index) {
+  using Acc = acc_t<T>;
+  extern __shared__ unsigned char shared_bytes[];
+  Acc* row_sum = reinterpret_cast<Acc*>(shared_bytes);
+  const Walker<kRowTensors>& w = layout.rows;
+  const int64_t inner = w.inner_size(), rows = layout.row_count / inner;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) row_sum[j] = Acc(0);
+    __syncthreads();
+    int64_t base[kRowTensors];
+    w.offsets(r, base, w.rank - 1);
+    for (int64_t c = threadIdx.x; c < inner; c += blockDim.x) {
+      const int64_t i = static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]);
+      if (i < 0 || i >= layout.dim_size || i == layout.padding) continue;
+      atomicAdd(row_sum + i, static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]));
+    }
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) {
+      const Acc sum = row_sum[j];
+      if (sum != Acc(0)) add_into(table + base[2] + j * layout.table_dim_stride, sum);
+    }
+    __syncthreads();
+  }
 }
 
 // f32 rows of whole 4-vectors: one vector reduction (red.global.add.v4.f32, sm_90) per 16 bytes.
@@ -288,6 +361,65 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
+// Rows mode, rows of whole 16-byte vectors: a block stages each window's keys and row offsets in
+// shared memory, then every thread sums whole vectors of columns (kV accumulators) down each run.
+// Same runs, same order and same partial slots as sum_window.
+template <class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    sum_windows_vectorized_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index,
+                                  const uint64_t* keys, const int64_t* positions, acc_t<T>* partials, int64_t windows,
+                                  int lanes) {
+  using Acc = acc_t<T>;
+  constexpr int kV = Vec16<T>::kSize;
+  constexpr int kWindow = static_cast<int>(kRowsPerWindow);
+  // One window per group of `lanes` threads; lanes >= kWindow, so the groups' offsets fit.
+  __shared__ int64_t offsets[kThreads];
+  const int groups = kThreads / lanes;
+  const int group = threadIdx.x / lanes, lane = threadIdx.x % lanes;
+  const int64_t rows = layout.row_count, length = layout.row_length;
+  const int64_t vectors = length / kV;
+  const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
+  for (int64_t base = int64_t(blockIdx.x) * groups; base < windows; base += int64_t(gridDim.x) * groups) {
+    const int64_t w = base + group;
+    const int64_t start = w * kWindow, end = w < windows ? min(start + kWindow, rows) : start;
+    __syncthreads();
+    for (int i = lane; i < kWindow; i += lanes) {
+      int64_t values_off = 0, table_off;
+      if (start + i < end) layout.locate(index, positions[start + i], values_off, table_off);
+      offsets[group * kWindow + i] = values_off;
+    }
+    __syncthreads();
+    int64_t s = start;
+    while (s < end && keys[s] != sentinel) {
+      const uint64_t key = keys[s];
+      int64_t e = s + 1;
+      while (e < end && keys[e] == key) ++e;
+      const bool from_previous = s == start && start > 0 && keys[start - 1] == key;
+      const bool into_next = e == end && end < rows && keys[end] == key;
+      for (int64_t v = lane; v < vectors; v += lanes) {
+        Acc sum[kV] = {};
+        for (int64_t i = s; i < e; ++i) {
+          const Vec16<T> x = load16(values + offsets[group * kWindow + (i - start)] + v * kV);
+#pragma unroll
+          for (int k = 0; k < kV; ++k) sum[k] += static_cast<Acc>(x.v[k]);
+        }
+        if (!from_previous && !into_next) {
+          T* dst = table + key + v * kV;
+          Vec16<T> y = load16(dst);
+#pragma unroll
+          for (int k = 0; k < kV; ++k) y.v[k] = static_cast<T>(static_cast<Acc>(y.v[k]) + sum[k]);
+          store16(dst, y);
+        } else {
+          Acc* slot = partials + (w * 2 + (from_previous ? 0 : 1)) * length + v * kV;
+#pragma unroll
+          for (int k = 0; k < kV; ++k) slot[k] = sum[k];
+        }
+      }
+      s = e;
+    }
+  }
+}
+
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     fix_up_kernel(IndexedLayout layout, T* table, const uint64_t* keys, const acc_t<T>* partials, int64_t window,
@@ -321,6 +453,22 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
         return count_bad<Idx>(stream, p, sm_count);
       }
     }
+    if (p.shared_rows) {
+      const size_t bytes = static_cast<size_t>(layout.dim_size) * sizeof(Acc);
+      const int64_t rows = layout.row_count / layout.rows.inner_size();
+      const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t(sm_count) * 16));
+      scatter_shared_row_kernel<T, Idx><<<blocks, kThreads, bytes, s>>>(layout, values, table, index);
+      if (Status st = last_launch_status("scatter_shared_row_kernel"); !st) return st;
+      return count_bad<Idx>(stream, p, sm_count);
+    }
+    if (layout.columns.rank == 0 && layout.rows.rank > 0) {
+      const int64_t inner = layout.rows.inner_size();
+      const int lanes = lanes_for(inner);
+      scatter_atomic_elements_kernel<T, Idx><<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0,
+                                               s>>>(layout, values, table, index, lanes);
+      if (Status st = last_launch_status("scatter_atomic_elements_kernel"); !st) return st;
+      return count_bad<Idx>(stream, p, sm_count);
+    }
     const int lanes = lanes_for(layout.row_length);
     scatter_atomic_kernel<T, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(
         layout, values, table, index, lanes);
@@ -344,9 +492,17 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   const int64_t windows = (rows + window - 1) / window;
   const int lanes = layout.columns.rank == 0 ? 1 : lanes_for(layout.row_length);
   Acc* partials = static_cast<Acc*>(b.partials);
-  sum_windows_kernel<T, Idx><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(
-      layout, values, table, index, b.keys, b.positions, partials, window, windows, lanes);
-  if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
+  if (p.vectorized_rows) {
+    // At least kRowsPerWindow lanes per window, so a block's windows fit its offsets in shared memory.
+    const int vector_lanes = std::max<int>(lanes_for(layout.row_length / Vec16<T>::kSize), int(kRowsPerWindow));
+    sum_windows_vectorized_kernel<T, Idx><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
+        layout, values, table, index, b.keys, b.positions, partials, windows, vector_lanes);
+    if (Status st = last_launch_status("sum_windows_vectorized_kernel"); !st) return st;
+  } else {
+    sum_windows_kernel<T, Idx><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(
+        layout, values, table, index, b.keys, b.positions, partials, window, windows, lanes);
+    if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
+  }
   fix_up_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, table, b.keys, partials, window,
                                                                              windows, lanes);
   if (Status st = last_launch_status("fix_up_kernel"); !st) return st;

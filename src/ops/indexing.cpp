@@ -36,6 +36,12 @@ IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides&
   return layout;
 }
 
+bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layout) {
+  const size_t acc = desc.dtype == DType::f64 ? 8 : 4;
+  return desc.scatter && !desc.broadcast_index && layout.rows.rank > 0 && layout.rows.inner_stride(3) == 1 &&
+         static_cast<size_t>(layout.dim_size) * acc <= kSharedRowBytes;
+}
+
 }  // namespace detail
 
 namespace {
@@ -357,14 +363,16 @@ KernelSku IndexPlan<Op>::sku(const Args& args) const {
   const ResolvedViews v = Traits<Op>::views(args);
   const bool contiguous = v.values.is_contiguous() && v.index.is_contiguous() && v.table.is_contiguous();
   k.layout = contiguous ? Layout::contiguous : Layout::strided;
-  // The CUDA 16-byte row kernels: the gather copy, and f32's vector atomics.
-  const bool has_vector_kernel =
-      variant_ == IndexVariant::copy || (variant_ == IndexVariant::atomic && problem_.dtype == DType::f32);
-  if (backend_ == Backend::cuda && has_vector_kernel && problem_.broadcast_index) {
+  // The CUDA 16-byte row kernels: the gather copy, the sorted sums, and f32's vector atomics.
+  const bool has_vector_kernel = variant_ != IndexVariant::atomic || problem_.dtype == DType::f32;
+  if (backend_ == Backend::cuda) {
     const detail::IndexedLayout layout =
         detail::make_indexed_layout(problem_, v.values.strides, expanded_index_strides(problem_, v.index),
                                     v.table.strides, v.table.extent());
-    if (vectorizable_rows(layout, v.values.data, v.table.data, problem_.dtype)) k.variant += "_vectorized";
+    if (has_vector_kernel && problem_.broadcast_index &&
+        vectorizable_rows(layout, v.values.data, v.table.data, problem_.dtype))
+      k.variant += "_vectorized";
+    if (variant_ == IndexVariant::atomic && detail::shared_rows_apply(problem_, layout)) k.variant += "_shared";
   }
   return k;
 }
@@ -392,6 +400,8 @@ Status IndexPlan<Op>::run(const Stream& stream, Workspace workspace, const Args&
   p.workspace_size = workspace.size;
   p.vectorized_rows = backend_ == Backend::cuda && problem_.broadcast_index &&
                       vectorizable_rows(p.layout, p.values, p.table, problem_.dtype);
+  p.shared_rows = backend_ == Backend::cuda && variant_ == IndexVariant::atomic &&
+                  detail::shared_rows_apply(problem_, p.layout);
   if (backend_ == Backend::cpu)
     return problem_.scatter ? detail::cpu::indexed_scatter_add(p) : detail::cpu::indexed_gather(p);
 #if BARACUDA_HAS_CUDA

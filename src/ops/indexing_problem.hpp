@@ -10,6 +10,7 @@ struct IndexedProblem {
   IndexedProblemDesc desc;
   IndexVariant variant = IndexVariant::copy;
   bool vectorized_rows = false;  // rows of whole 16-byte vectors, aligned (CUDA fast path)
+  bool shared_rows = false;      // atomic scatter along the innermost dim, row summed in shared memory
   IndexedLayout layout;
   void* values = nullptr;       // out (gather) or the added values (scatter)
   void* table = nullptr;        // src (gather) or dst (scatter)
@@ -33,6 +34,11 @@ struct SortedScatterWorkspace {
 };
 inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
 inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
+inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row of shared_rows
+
+// Element-mode atomic scatter whose innermost walked dim is dim itself, with a destination row that
+// fits in shared memory (CUDA).
+bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layout);
 
 namespace cpu {
 Status indexed_gather(const IndexedProblem& problem);
