@@ -81,15 +81,18 @@ __global__ void __launch_bounds__(kThreads)
   for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
     int64_t values_off, table_off;
     const bool valid = layout.locate(index, r, values_off, table_off);
-    for (int64_t v = lane; v < vectors; v += lanes) {
-      Vec16<Bits> x;
+    // Two vectors per thread per step, both loaded before either is stored.
+    for (int64_t v = lane; v < vectors; v += 2 * lanes) {
+      const bool second = v + lanes < vectors;
+      Vec16<Bits> x, y;
+#pragma unroll
+      for (int e = 0; e < kV; ++e) x.v[e] = y.v[e] = Bits{0};
       if (valid) {
         x = load16(table + table_off + v * kV);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kV; ++e) x.v[e] = Bits{0};
+        if (second) y = load16(table + table_off + (v + lanes) * kV);
       }
       store16(values + values_off + v * kV, x);
+      if (second) store16(values + values_off + (v + lanes) * kV, y);
     }
   });
 }
@@ -329,7 +332,9 @@ __device__ void sum_window(const IndexedLayout& layout, const T* values, T* tabl
   }
 }
 
-// For a run that starts in window w and crosses into the next: its partials, in window order.
+// For a run that starts in window w and crosses into the next: its partials, in window order. The
+// run's last window is found by binary search in the sorted keys, so the partials' loads are
+// independent of each other (the sum itself stays in window order).
 template <class T>
 __device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint64_t* keys,
                               const acc_t<T>* partials, int64_t window, int64_t w, int lane, int group) {
@@ -339,15 +344,27 @@ __device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint6
   const uint64_t key = keys[end - 1];
   if (key == static_cast<uint64_t>(layout.sentinel_key) || end >= rows || keys[end] != key) return;
   if (keys[start] == key && start > 0 && keys[start - 1] == key) return;  // started in an earlier window
+  int64_t lo = end, hi = rows;  // the first position past the run
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] == key) lo = mid + 1;
+    else hi = mid;
+  }
+  const int64_t last = (lo - 1) / window;  // the run's last window
   for (int64_t c = lane; c < length; c += group) {
     int64_t dv, dt;
     layout.column(c, dv, dt);
     Acc sum = partials[(w * 2 + 1) * length + c];
-    for (int64_t next = w + 1;; ++next) {
-      sum += partials[(next * 2) * length + c];
-      const int64_t next_end = min((next + 1) * window, rows);
-      if (!(next_end < rows && keys[next_end] == key && keys[next_end - 1] == key)) break;
+    int64_t next = w + 1;
+    for (; next + 4 <= last + 1; next += 4) {
+      const Acc p0 = partials[(next * 2) * length + c], p1 = partials[((next + 1) * 2) * length + c];
+      const Acc p2 = partials[((next + 2) * 2) * length + c], p3 = partials[((next + 3) * 2) * length + c];
+      sum += p0;
+      sum += p1;
+      sum += p2;
+      sum += p3;
     }
+    for (; next <= last; ++next) sum += partials[(next * 2) * length + c];
     add_into(table + key + dt, sum);
   }
 }
