@@ -14,9 +14,9 @@ using harness::TensorSpec;
 using testing::BackendDType;
 using testing::unwrap;
 
-TensorSpec contiguous(Shape shape) { return {shape, {}, false, 0}; }
-TensorSpec with_strides(Shape shape, Strides strides) { return {shape, strides, true, 0}; }
-TensorSpec misaligned(Shape shape) { return {shape, {}, false, 1}; }
+using testing::contiguous;
+using testing::misaligned;
+using testing::with_strides;
 
 // The weight element (linear index into weight_shape) that output element `i` reads.
 int64_t weight_index(const Shape& shape, const Shape& weight_shape, int64_t i) {

@@ -14,8 +14,8 @@ using reference::IndexedCase;
 using testing::BackendDType;
 using testing::unwrap;
 
-TensorSpec contiguous(Shape shape) { return {shape, {}, false, 0}; }
-TensorSpec with_strides(Shape shape, Strides strides) { return {shape, strides, true, 0}; }
+using testing::contiguous;
+using testing::with_strides;
 
 class IndexingTest : public ::testing::TestWithParam<BackendDType> {
  protected:

@@ -21,4 +21,11 @@ Status dispatch_float(DType dtype, F&& f) {
   }
 }
 
+// Index tensors are i32 or i64 (validated by the plans).
+template <class F>
+Status dispatch_index(DType index_dtype, F&& f) {
+  if (index_dtype == DType::i32) return f(std::type_identity<int32_t>{});
+  return f(std::type_identity<int64_t>{});
+}
+
 }  // namespace baracuda::detail

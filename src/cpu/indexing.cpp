@@ -117,12 +117,6 @@ Status scatter_add(const IndexedProblem& p) {
   return Status::ok();
 }
 
-template <class F>
-Status dispatch_index(DType index_dtype, F&& f) {
-  if (index_dtype == DType::i32) return f(std::type_identity<int32_t>{});
-  return f(std::type_identity<int64_t>{});
-}
-
 }  // namespace
 
 Status indexed_gather(const IndexedProblem& p) {

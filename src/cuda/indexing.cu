@@ -297,6 +297,22 @@ __global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, uint
   }
 }
 
+// Calls f(s, e, key, from_previous, into_next) for each run [s, e) of equal keys in the window
+// [start, end) of the sorted keys, stopping at the sentinel (invalid rows sort last). A run that
+// continues from the previous window or into the next one is a partial sum of its destination.
+template <class F>
+__device__ __forceinline__ void for_each_run(const uint64_t* keys, int64_t start, int64_t end, int64_t rows,
+                                             uint64_t sentinel, F&& f) {
+  int64_t s = start;
+  while (s < end && keys[s] != sentinel) {
+    const uint64_t key = keys[s];
+    int64_t e = s + 1;
+    while (e < end && keys[e] == key) ++e;
+    f(s, e, key, s == start && start > 0 && keys[start - 1] == key, e == end && end < rows && keys[end] == key);
+    s = e;
+  }
+}
+
 // Sums the runs of window w (see the file comment). `lane` of `group` threads share the columns.
 template <class T, class Idx>
 __device__ void sum_window(const IndexedLayout& layout, const T* values, T* table, const Idx* index,
@@ -306,13 +322,8 @@ __device__ void sum_window(const IndexedLayout& layout, const T* values, T* tabl
   const int64_t rows = layout.row_count, length = layout.row_length;
   const int64_t start = w * window, end = min(start + window, rows);
   const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
-  int64_t s = start;
-  while (s < end && keys[s] != sentinel) {
-    const uint64_t key = keys[s];
-    int64_t e = s + 1;
-    while (e < end && keys[e] == key) ++e;
-    const bool from_previous = s == start && start > 0 && keys[start - 1] == key;
-    const bool into_next = e == end && end < rows && keys[end] == key;
+  for_each_run(keys, start, end, rows, sentinel, [&](int64_t s, int64_t e, uint64_t key, bool from_previous,
+                                                     bool into_next) {
     for (int64_t c = lane; c < length; c += group) {
       int64_t dv, dt;
       layout.column(c, dv, dt);
@@ -328,8 +339,7 @@ __device__ void sum_window(const IndexedLayout& layout, const T* values, T* tabl
         partials[(w * 2 + (from_previous ? 0 : 1)) * length + c] = sum;
       }
     }
-    s = e;
-  }
+  });
 }
 
 // For a run that starts in window w and crosses into the next: its partials, in window order. The
@@ -406,13 +416,8 @@ __global__ void __launch_bounds__(kThreads)
       offsets[group * kWindow + i] = values_off;
     }
     __syncthreads();
-    int64_t s = start;
-    while (s < end && keys[s] != sentinel) {
-      const uint64_t key = keys[s];
-      int64_t e = s + 1;
-      while (e < end && keys[e] == key) ++e;
-      const bool from_previous = s == start && start > 0 && keys[start - 1] == key;
-      const bool into_next = e == end && end < rows && keys[end] == key;
+    for_each_run(keys, start, end, rows, sentinel, [&](int64_t s, int64_t e, uint64_t key, bool from_previous,
+                                                       bool into_next) {
       for (int64_t v = lane; v < vectors; v += lanes) {
         Acc sum[kV] = {};
         for (int64_t i = s; i < e; ++i) {
@@ -432,8 +437,7 @@ __global__ void __launch_bounds__(kThreads)
           for (int k = 0; k < kV; ++k) slot[k] = sum[k];
         }
       }
-      s = e;
-    }
+    });
   }
 }
 
@@ -524,12 +528,6 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
                                                                              windows, lanes);
   if (Status st = last_launch_status("fix_up_kernel"); !st) return st;
   return count_bad<Idx>(stream, p, sm_count);
-}
-
-template <class F>
-Status dispatch_index(DType index_dtype, F&& f) {
-  if (index_dtype == DType::i32) return f(std::type_identity<int32_t>{});
-  return f(std::type_identity<int64_t>{});
 }
 
 }  // namespace

@@ -29,6 +29,12 @@ inline std::vector<BackendDType> all_float_cases() {
   return cases;
 }
 
+// View specs for harness tensors: contiguous, explicitly strided (zero strides broadcast), or with
+// the first element one element past a 16-byte boundary.
+inline harness::TensorSpec contiguous(Shape shape) { return {shape, {}, false, 0}; }
+inline harness::TensorSpec with_strides(Shape shape, Strides strides) { return {shape, strides, true, 0}; }
+inline harness::TensorSpec misaligned(Shape shape) { return {shape, {}, false, 1}; }
+
 inline Stream stream_for(Backend backend) { return backend == Backend::cuda ? Stream::cuda() : Stream::host(); }
 
 // Empty when the backend can run here; otherwise why not.

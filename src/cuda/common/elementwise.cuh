@@ -28,6 +28,22 @@ inline constexpr int64_t kMinRowLength = 128;
 // Grid-stride kernels launch at most this many blocks per SM; each thread then loops.
 inline constexpr int kBlocksPerSm = 8;
 
+// Applies op to every lane of a 16-byte vector of each input, in the compute type.
+template <class T, class Op>
+__device__ __forceinline__ void apply_vector(const Op& op, const Vec16<T> (&in)[Op::kIn], Vec16<T> (&out)[Op::kOut]) {
+  using Acc = typename Op::Acc;
+#pragma unroll
+  for (int e = 0; e < Vec16<T>::kSize; ++e) {
+    Acc x[Op::kIn];
+    Acc y[Op::kOut];
+#pragma unroll
+    for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(in[k].v[e]);
+    op(x, y);
+#pragma unroll
+    for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = static_cast<T>(y[k]);
+  }
+}
+
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
     elementwise_vectorized_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, int64_t n) {
@@ -53,16 +69,7 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t v = first + u * kThreads;
       if (v < vectors) {
         Vec16<T> out[Op::kOut];
-#pragma unroll
-        for (int e = 0; e < kV; ++e) {
-          Acc x[Op::kIn];
-          Acc y[Op::kOut];
-#pragma unroll
-          for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(in[u][k].v[e]);
-          op(x, y);
-#pragma unroll
-          for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = static_cast<T>(y[k]);
-        }
+        apply_vector(op, in[u], out);
 #pragma unroll
         for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + v * kV, out[k]);
       }
@@ -139,16 +146,7 @@ __global__ void __launch_bounds__(kThreads) elementwise_rows_vectorized_kernel(
         }
       }
       Vec16<T> out[Op::kOut];
-#pragma unroll
-      for (int e = 0; e < kV; ++e) {
-        Acc x[Op::kIn];
-        Acc y[Op::kOut];
-#pragma unroll
-        for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(in[k].v[e]);
-        op(x, y);
-#pragma unroll
-        for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = static_cast<T>(y[k]);
-      }
+      apply_vector(op, in, out);
 #pragma unroll
       for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
     }
