@@ -274,6 +274,48 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
   }
 }
 
+// accumulate = false overwrites the output: it starts as NaN on the device and the reference
+// assumes zeros, so an element the op leaves unwritten fails.
+TEST_P(IndexingTest, OverwriteModeWritesEveryElement) {
+  auto poisoned_table = [&](const TensorSpec& spec) {
+    Tensor t = values(spec);
+    EXPECT_TRUE(harness::poison(t).is_ok());
+    std::fill(t.host.begin(), t.host.end(), 0.0);  // what the reference starts from
+    return t;
+  };
+  const Shape src{7, 8, 9};
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE(pref.variant);
+    // Along the innermost dim, the index covering every line (the fused overwrite on CUDA), and an
+    // index smaller off dim (zeroed first), and along dim 0.
+    for (const auto& [idx_shape, dim] : {std::pair{Shape{7, 8, 5}, 2}, std::pair{Shape{5, 6, 4}, 2},
+                                         std::pair{Shape{4, 8, 9}, 0}}) {
+      Tensor dout = values(contiguous(idx_shape)), dsrc = poisoned_table(contiguous(src));
+      Tensor idx = index(contiguous(idx_shape), DType::i64, -1, src.dims[dim] + 1);
+      GatherDescriptor desc{dtype(), DType::i64, src, idx_shape, dim};
+      desc.accumulate = false;
+      check_scatter<GatherBackwardPlan>(desc, {idx_shape, dim, false}, dout, idx, dsrc, [&](int64_t* count) {
+        return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+      }, pref);
+    }
+    const int64_t v = 19, n = 50, d = 16;
+    Tensor dout = values(contiguous({n, d})), dweight = poisoned_table(contiguous({v, d}));
+    Tensor indices = index(contiguous({n}), DType::i32, 0, v);
+    EmbeddingDescriptor desc{dtype(), DType::i32, v, d, n, {}};
+    desc.accumulate = false;
+    check_scatter<EmbeddingBackwardPlan>(desc, {{n, d}, 0, true}, dout, indices, dweight, [&](int64_t* count) {
+      return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+    }, pref);
+    // Nothing to add still overwrites.
+    Tensor none = values(contiguous({0, d})), empty_idx = index(contiguous({0}), DType::i32, 0, 1);
+    Tensor dweight2 = poisoned_table(contiguous({v, d}));
+    desc.num_indices = 0;
+    check_scatter<EmbeddingBackwardPlan>(desc, {{0, d}, 0, true}, none, empty_idx, dweight2, [&](int64_t* count) {
+      return EmbeddingBackwardArgs{none.ref(), empty_idx.ref(), dweight2.mut(), count};
+    }, pref);
+  }
+}
+
 // Backward against forward: <dtable, v> = d/de <dout, forward(table + e v)> (exact: linear).
 TEST_P(IndexingTest, BackwardsMatchFiniteDifferencesOfForwards) {
   if (dtype() != DType::f64) GTEST_SKIP() << "finite differences are checked in f64";

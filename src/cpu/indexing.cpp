@@ -58,6 +58,21 @@ Status gather(const IndexedProblem& p) {
   return Status::ok();
 }
 
+// Zeroes every element of a (strided) view: an overwriting scatter's table before its sums.
+template <class Bits>
+void zero_view(const AnyTensorRef& view) {
+  Bits* data = static_cast<Bits*>(const_cast<void*>(view.data));
+  const Strides* strides[1] = {&view.strides};
+  const Walker<1> walker = make_walker<1>(view.shape, strides);
+  const int64_t n = view.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off[1];
+    walker.offsets(i, off);
+    data[off[0]] = Bits{0};
+  }
+}
+
 struct KeyPosition {
   int64_t key;
   int64_t position;
@@ -71,6 +86,8 @@ Status scatter_add(const IndexedProblem& p) {
   T* table = static_cast<T*>(p.table);
   const Idx* index = static_cast<const Idx*>(p.index);
   const int64_t rows = layout.row_count, length = layout.row_length;
+  if (!p.desc.accumulate) zero_view<T>(p.table_view);
+  if (rows == 0 || p.desc.shape.numel() == 0) return Status::ok();
   KeyPosition* pairs = static_cast<KeyPosition*>(p.workspace);
 #pragma omp parallel for schedule(static) if (rows > kParallelThreshold)
   for (int64_t r = 0; r < rows; ++r) pairs[r] = {layout.key(index, r), r};

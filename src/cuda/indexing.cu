@@ -63,6 +63,30 @@ Status count_bad(const Stream& stream, const IndexedProblem& p, int sm_count) {
   return last_launch_status("count_bad_kernel");
 }
 
+template <class Bits>
+__global__ void zero_view_kernel(Bits* data, Walker<1> walker, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t off[1];
+    walker.offsets(i, off);
+    data[off[0]] = Bits{0};
+  }
+}
+
+// Zeroes every element of a (strided) view: an overwriting scatter's table before its sums.
+template <class Bits>
+Status zero_view(const Stream& stream, const AnyTensorRef& view, int sm_count) {
+  Bits* data = static_cast<Bits*>(const_cast<void*>(view.data));
+  if (view.is_contiguous())
+    return cuda_status(cudaMemsetAsync(data, 0, static_cast<size_t>(view.numel()) * sizeof(Bits), native(stream)),
+                       "cudaMemsetAsync");
+  const Strides* strides[1] = {&view.strides};
+  const Walker<1> walker = make_walker<1>(view.shape, strides);
+  const int64_t n = view.numel();
+  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, sm_count * 8));
+  zero_view_kernel<Bits><<<blocks, kThreads, 0, native(stream)>>>(data, walker, n);
+  return last_launch_status("zero_view_kernel");
+}
+
 // Row r of the walk handled by `lanes` threads of the block: calls f(r, lane) for each row.
 template <class F>
 __device__ __forceinline__ void for_each_row(int64_t rows, int lanes, F&& f) {
@@ -207,26 +231,54 @@ __global__ void __launch_bounds__(kThreads)
 // adds it into the table with one coalesced pass.
 template <class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index) {
+    scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite) {
   using Acc = acc_t<T>;
+  constexpr int kBatch = 8;  // loads issued back to back before they are used
   extern __shared__ unsigned char shared_bytes[];
   Acc* row_sum = reinterpret_cast<Acc*>(shared_bytes);
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size(), rows = layout.row_count / inner;
+  const int64_t step = int64_t(blockDim.x) * kBatch;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) row_sum[j] = Acc(0);
     __syncthreads();
     int64_t base[kRowTensors];
     w.offsets(r, base, w.rank - 1);
-    for (int64_t c = threadIdx.x; c < inner; c += blockDim.x) {
-      const int64_t i = static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]);
-      if (i < 0 || i >= layout.dim_size || i == layout.padding) continue;
-      atomicAdd(row_sum + i, static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]));
+    for (int64_t c0 = threadIdx.x; c0 < inner; c0 += step) {
+      int64_t idx[kBatch];
+      Acc v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int64_t c = c0 + u * int64_t(blockDim.x);
+        idx[u] = c < inner ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
+        v[u] = c < inner ? static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]) : Acc(0);
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u)
+        if (idx[u] >= 0 && idx[u] < layout.dim_size && idx[u] != layout.padding) atomicAdd(row_sum + idx[u], v[u]);
     }
     __syncthreads();
-    for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) {
-      const Acc sum = row_sum[j];
-      if (sum != Acc(0)) add_into(table + base[2] + j * layout.table_dim_stride, sum);
+    T* line = table + base[2];
+    for (int64_t j0 = threadIdx.x; j0 < layout.dim_size; j0 += step) {
+      T old[kBatch];
+      if (!overwrite) {
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const int64_t j = j0 + u * int64_t(blockDim.x);
+          old[u] = j < layout.dim_size ? line[j * layout.table_dim_stride] : T{};
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int64_t j = j0 + u * int64_t(blockDim.x);
+        if (j >= layout.dim_size) continue;
+        const Acc sum = row_sum[j];
+        if (overwrite) {
+          line[j * layout.table_dim_stride] = static_cast<T>(sum);
+        } else if (sum != Acc(0)) {
+          line[j * layout.table_dim_stride] = static_cast<T>(static_cast<Acc>(old[u]) + sum);
+        }
+      }
     }
     __syncthreads();
   }
@@ -464,6 +516,12 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   T* table = static_cast<T*>(p.table);
   const Idx* index = static_cast<const Idx*>(p.index);
   cudaStream_t s = native(stream);
+  // Overwriting: the shared-row kernel writes every table element itself when the walk covers every
+  // line of the table; otherwise the table is zeroed first and the sums are added.
+  const bool fused_overwrite = !p.desc.accumulate && p.shared_rows && covers_every_table_line(p.desc);
+  if (!p.desc.accumulate && !fused_overwrite)
+    if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
+  if (layout.row_count == 0 || p.desc.shape.numel() == 0) return Status::ok();
   if (p.variant == IndexVariant::atomic) {
     if constexpr (std::is_same_v<T, float>) {
       if (p.vectorized_rows) {
@@ -478,7 +536,7 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
       const size_t bytes = static_cast<size_t>(layout.dim_size) * sizeof(Acc);
       const int64_t rows = layout.row_count / layout.rows.inner_size();
       const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t(sm_count) * 16));
-      scatter_shared_row_kernel<T, Idx><<<blocks, kThreads, bytes, s>>>(layout, values, table, index);
+      scatter_shared_row_kernel<T, Idx><<<blocks, kThreads, bytes, s>>>(layout, values, table, index, fused_overwrite);
       if (Status st = last_launch_status("scatter_shared_row_kernel"); !st) return st;
       return count_bad<Idx>(stream, p, sm_count);
     }

@@ -42,6 +42,12 @@ bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layo
          static_cast<size_t>(layout.dim_size) * acc <= kSharedRowBytes;
 }
 
+bool covers_every_table_line(const IndexedProblemDesc& desc) {
+  for (int d = 0; d < desc.shape.rank; ++d)
+    if (d != desc.dim && desc.shape.dims[d] != desc.table_shape.dims[d]) return false;
+  return true;
+}
+
 }  // namespace detail
 
 namespace {
@@ -158,7 +164,10 @@ template <> struct Traits<GatherOp> {
 template <> struct Traits<GatherBackwardOp> {
   static constexpr std::string_view kPlan = "GatherBackwardPlan", kOp = "gather_backward";
   static Expected<IndexedProblemDesc> problem(const GatherDescriptor& d) {
-    return along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.index_shape, d.dim);
+    Expected<IndexedProblemDesc> p =
+        along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.index_shape, d.dim);
+    if (p) p->accumulate = d.accumulate;
+    return p;
   }
   static ResolvedViews views(const GatherBackwardArgs& a) {
     return {a.dout, a.index, a.dsrc, "args.dout", "args.index", "args.dsrc", a.bad_index_count};
@@ -167,7 +176,10 @@ template <> struct Traits<GatherBackwardOp> {
 template <> struct Traits<ScatterAddOp> {
   static constexpr std::string_view kPlan = "ScatterAddPlan", kOp = "scatter_add";
   static Expected<IndexedProblemDesc> problem(const ScatterAddDescriptor& d) {
-    return along_dim(kPlan, true, d.dtype, d.index_dtype, d.dst_shape, "descriptor.dst_shape", d.index_shape, d.dim);
+    Expected<IndexedProblemDesc> p =
+        along_dim(kPlan, true, d.dtype, d.index_dtype, d.dst_shape, "descriptor.dst_shape", d.index_shape, d.dim);
+    if (p) p->accumulate = d.accumulate;
+    return p;
   }
   static ResolvedViews views(const ScatterAddArgs& a) {
     return {a.src, a.index, a.dst, "args.src", "args.index", "args.dst", a.bad_index_count};
@@ -186,8 +198,11 @@ template <> struct Traits<IndexSelectOp> {
 template <> struct Traits<IndexSelectBackwardOp> {
   static constexpr std::string_view kPlan = "IndexSelectBackwardPlan", kOp = "index_select_backward";
   static Expected<IndexedProblemDesc> problem(const IndexSelectDescriptor& d) {
-    return select_along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.dim,
-                            d.num_indices, "descriptor.num_indices");
+    Expected<IndexedProblemDesc> p = select_along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape,
+                                                      "descriptor.src_shape", d.dim, d.num_indices,
+                                                      "descriptor.num_indices");
+    if (p) p->accumulate = d.accumulate;
+    return p;
   }
   static ResolvedViews views(const IndexSelectBackwardArgs& a) {
     return {a.dout, a.index, a.dsrc, "args.dout", "args.index", "args.dsrc", a.bad_index_count};
@@ -202,7 +217,11 @@ template <> struct Traits<EmbeddingOp> {
 };
 template <> struct Traits<EmbeddingBackwardOp> {
   static constexpr std::string_view kPlan = "EmbeddingBackwardPlan", kOp = "embedding_backward";
-  static Expected<IndexedProblemDesc> problem(const EmbeddingDescriptor& d) { return embedding(kPlan, true, d); }
+  static Expected<IndexedProblemDesc> problem(const EmbeddingDescriptor& d) {
+    Expected<IndexedProblemDesc> p = embedding(kPlan, true, d);
+    if (p) p->accumulate = d.accumulate;
+    return p;
+  }
   static ResolvedViews views(const EmbeddingBackwardArgs& a) {
     return {a.dout, a.indices, a.dweight, "args.dout", "args.indices", "args.dweight", a.bad_index_count};
   }
@@ -382,8 +401,10 @@ Status IndexPlan<Op>::run(const Stream& stream, Workspace workspace, const Args&
   constexpr std::string_view plan_name = Traits<Op>::kPlan;
   if (Status s = detail::check_stream(plan_name, stream, {backend_, device_, arch_, 0}); !s) return s;
   if (Status s = can_implement(args); !s) return s;
-  if (problem_.shape.numel() == 0) return Status::ok();
-  if (Status s = detail::check_workspace(plan_name, workspace, workspace_); !s) return s;
+  // Nothing to walk: a no-op, unless an overwriting scatter still has its table to zero.
+  const bool zero_only = problem_.shape.numel() == 0 && problem_.scatter && !problem_.accumulate;
+  if (problem_.shape.numel() == 0 && !zero_only) return Status::ok();
+  if (Status s = detail::check_workspace(plan_name, workspace, zero_only ? 0 : workspace_); !s) return s;
   const ResolvedViews v = Traits<Op>::views(args);
   detail::IndexedProblem p;
   p.desc = problem_;
@@ -395,6 +416,7 @@ Status IndexPlan<Op>::run(const Stream& stream, Workspace workspace, const Args&
   p.table = const_cast<void*>(v.table.data);
   p.index = v.index.data;
   p.index_view = v.index;
+  p.table_view = v.table;
   p.bad_index_count = v.bad_index_count;
   p.workspace = workspace.data;
   p.workspace_size = workspace.size;

@@ -16,6 +16,7 @@ struct IndexedProblem {
   void* table = nullptr;        // src (gather) or dst (scatter)
   const void* index = nullptr;  // first element of the index view
   AnyTensorRef index_view;      // as given, for counting bad values
+  AnyTensorRef table_view;      // as given, for zeroing it when overwriting
   int64_t* bad_index_count = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;
@@ -39,6 +40,9 @@ inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row 
 // Element-mode atomic scatter whose innermost walked dim is dim itself, with a destination row that
 // fits in shared memory (CUDA).
 bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layout);
+// The walk reaches every line of the table along dim (so a shared-row kernel writes every table
+// element and can overwrite without zeroing first).
+bool covers_every_table_line(const IndexedProblemDesc& desc);
 
 namespace cpu {
 Status indexed_gather(const IndexedProblem& problem);

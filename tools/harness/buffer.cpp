@@ -110,16 +110,4 @@ Status copy_bytes(const Stream& stream, void* dst, const void* src, size_t bytes
 #endif
 }
 
-Status zero_bytes(const Stream& stream, void* dst, size_t bytes) {
-  if (stream.backend() == Backend::cpu) {
-    std::memset(dst, 0, bytes);
-    return Status::ok();
-  }
-#if BARACUDA_HAS_CUDA
-  return cuda_error(cudaMemsetAsync(dst, 0, bytes, stream.cuda_stream()), "cudaMemsetAsync");
-#else
-  return Status::error(StatusCode::unsupported, "built without CUDA");
-#endif
-}
-
 }  // namespace baracuda::harness

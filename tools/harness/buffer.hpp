@@ -34,7 +34,5 @@ class Buffer {
 
 // Device-to-device (or host) copy of `bytes` on the stream, for the copy-bandwidth reference.
 Status copy_bytes(const Stream& stream, void* dst, const void* src, size_t bytes);
-// Sets `bytes` to zero on the stream (a gradient buffer before an accumulating op).
-Status zero_bytes(const Stream& stream, void* dst, size_t bytes);
 
 }  // namespace baracuda::harness

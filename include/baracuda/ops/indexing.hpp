@@ -16,8 +16,9 @@
 // stream's memory (device memory on CUDA) that the plan adds to, so a caller can detect them
 // without losing its CUDA context.
 //
-// Accumulating ops (the backward ones and scatter-add) add into their output: zero it first for a
-// plain gradient. They have two variants: "atomic" (fast; not deterministic) and "sorted" (a stable
+// Accumulating ops (the backward ones and scatter-add) add into their output when the descriptor's
+// `accumulate` is true (the default), and overwrite it (as if it were zeroed first, with the
+// zeroing fused where the kernel writes every element) when it is false. Forward plans ignore it. They have two variants: "atomic" (fast; not deterministic) and "sorted" (a stable
 // sort of the destination indices, then each destination summed in the original order in the
 // accumulator type: bit-identical across runs). "sorted" is chosen when determinism is required and
 // for 16-bit types (so that they accumulate in f32); "atomic" otherwise on CUDA. The CPU kernels
@@ -37,6 +38,7 @@ struct GatherDescriptor {
   Shape src_shape;
   Shape index_shape;  // same rank as src; index_shape[d] <= src_shape[d] for d != dim; out has it
   int dim = 0;        // negative counts from the end
+  bool accumulate = true;  // backward: add into dsrc (true) or overwrite it (false)
 };
 struct GatherArgs {
   AnyTensorRef src;
@@ -57,6 +59,7 @@ struct ScatterAddDescriptor {
   Shape dst_shape;
   Shape index_shape;  // src has it; same rank as dst; index_shape[d] <= dst_shape[d] for d != dim
   int dim = 0;
+  bool accumulate = true;  // add into dst (true) or overwrite it (false)
 };
 struct ScatterAddArgs {
   AnyTensorRef src;
@@ -71,6 +74,7 @@ struct IndexSelectDescriptor {
   Shape src_shape;
   int dim = 0;
   int64_t num_indices = 0;  // index is 1-D; out is src_shape with dim's size replaced by it
+  bool accumulate = true;   // backward: add into dsrc (true) or overwrite it (false)
 };
 struct IndexSelectArgs {
   AnyTensorRef src;
@@ -92,6 +96,7 @@ struct EmbeddingDescriptor {
   int64_t embedding_dim = 0;   // D
   int64_t num_indices = 0;     // N: indices are 1-D (flatten them), out is [N, D]
   std::optional<int64_t> padding_idx;  // rows with this index are zeros and get no gradient
+  bool accumulate = true;              // backward: add into dweight (true) or overwrite it (false)
 };
 struct EmbeddingArgs {
   AnyTensorRef weight;   // [V, D]
@@ -117,6 +122,7 @@ struct IndexedProblemDesc {
   int dim = 0;
   bool broadcast_index = false;  // index is 1-D along dim (index_select, embedding)
   std::optional<int64_t> padding_idx;
+  bool accumulate = true;  // scatter: add into the table, or overwrite it
 };
 enum class IndexVariant : unsigned char { copy, atomic, sorted };
 }  // namespace detail

@@ -2,8 +2,9 @@
 //   embedding*:     weight [A, B] (V x D), K indices, values [K, B]
 //   index_select*:  src [A, B], K indices along dim 1, values [A, K]
 //   gather*, scatter_add: src [A, B], index [A, K] along dim 1, values [A, K]
-// Backward cases zero their gradient before each run, inside the timed region, as PyTorch's ops
-// do; scatter_add accumulates into its destination as Tensor.scatter_add_ does.
+// Backward cases overwrite their gradient (accumulate = false: the zeroing is part of the op, as in
+// PyTorch's ops, which allocate and zero it); scatter_add accumulates into its destination as
+// Tensor.scatter_add_ does.
 #include <cmath>
 #include <unordered_map>
 
@@ -21,7 +22,7 @@ struct Spec {
   Geometry geometry;
   bool skewed = false;         // log-uniform index values
   bool deterministic = false;  // Determinism::required
-  bool zero_first = false;     // zero the table before each run (backward ops)
+  bool overwrite = false;      // accumulate = false (backward ops)
 };
 
 struct Dims {
@@ -36,43 +37,71 @@ Dims dims_of(const Shape& s) { return {s.dims[0], s.rank > 1 ? s.dims[1] : 1, s.
 
 template <class Plan> struct Op;
 template <> struct Op<EmbeddingPlan> {
-  static EmbeddingDescriptor desc(DType dt, const Dims& d) { return {dt, DType::i64, d.a, d.b, d.k, {}}; }
+  static EmbeddingDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+    EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
+    desc.accumulate = !overwrite;
+    return desc;
+  }
   static EmbeddingArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
     return {table, index, values, nullptr};
   }
 };
 template <> struct Op<EmbeddingBackwardPlan> {
-  static EmbeddingDescriptor desc(DType dt, const Dims& d) { return {dt, DType::i64, d.a, d.b, d.k, {}}; }
+  static EmbeddingDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+    EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
+    desc.accumulate = !overwrite;
+    return desc;
+  }
   static EmbeddingBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
     return {values, index, table, nullptr};
   }
 };
 template <> struct Op<IndexSelectPlan> {
-  static IndexSelectDescriptor desc(DType dt, const Dims& d) { return {dt, DType::i64, d.table(), 1, d.k}; }
+  static IndexSelectDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+    IndexSelectDescriptor desc{dt, DType::i64, d.table(), 1, d.k};
+    desc.accumulate = !overwrite;
+    return desc;
+  }
   static IndexSelectArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
     return {table, index, values, nullptr};
   }
 };
 template <> struct Op<IndexSelectBackwardPlan> {
-  static IndexSelectDescriptor desc(DType dt, const Dims& d) { return {dt, DType::i64, d.table(), 1, d.k}; }
+  static IndexSelectDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+    IndexSelectDescriptor desc{dt, DType::i64, d.table(), 1, d.k};
+    desc.accumulate = !overwrite;
+    return desc;
+  }
   static IndexSelectBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
     return {values, index, table, nullptr};
   }
 };
 template <> struct Op<GatherPlan> {
-  static GatherDescriptor desc(DType dt, const Dims& d) { return {dt, DType::i64, d.table(), {d.a, d.k}, 1}; }
+  static GatherDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+    GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
+    desc.accumulate = !overwrite;
+    return desc;
+  }
   static GatherArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
     return {table, index, values, nullptr};
   }
 };
 template <> struct Op<GatherBackwardPlan> {
-  static GatherDescriptor desc(DType dt, const Dims& d) { return {dt, DType::i64, d.table(), {d.a, d.k}, 1}; }
+  static GatherDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+    GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
+    desc.accumulate = !overwrite;
+    return desc;
+  }
   static GatherBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
     return {values, index, table, nullptr};
   }
 };
 template <> struct Op<ScatterAddPlan> {
-  static ScatterAddDescriptor desc(DType dt, const Dims& d) { return {dt, DType::i64, d.table(), {d.a, d.k}, 1}; }
+  static ScatterAddDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+    ScatterAddDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
+    desc.accumulate = !overwrite;
+    return desc;
+  }
   static ScatterAddArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
     return {values, index, table, nullptr};
   }
@@ -93,7 +122,7 @@ class IndexCase : public ProfilerCase {
     // Gather: read each selected element once, write it once. Scatter: read the values once and
     // write the table once (zeroing and sums fused in the ideal); scatter_add also reads the table.
     if (!kScatter) return index + 2 * values;
-    return index + values + s * d.table().numel() * (spec_.zero_first ? 1 : 2);
+    return index + values + s * d.table().numel() * (spec_.overwrite ? 1 : 2);
   }
 
   Status setup(const CaseConfig& c, int sets) override {
@@ -101,7 +130,7 @@ class IndexCase : public ProfilerCase {
     dims_ = dims_of(c.shape);
     PlanPreference pref = c.preference;
     if (spec_.deterministic) pref.determinism = Determinism::required;
-    Expected<Plan> plan = Plan::select(c.stream, Op<Plan>::desc(c.dtype, dims_), pref);
+    Expected<Plan> plan = Plan::select(c.stream, Op<Plan>::desc(c.dtype, dims_, spec_.overwrite), pref);
     if (!plan) return plan.status();
     plan_ = *plan;
     Expected<harness::Buffer> ws =
@@ -116,7 +145,7 @@ class IndexCase : public ProfilerCase {
     if (kScatter) {
       if (Status s = values_.allocate_random(c.stream, c.dtype, dims_.values(g), sets, c.seed + 1); !s) return s;
       if (Status s = table_.allocate_random(c.stream, c.dtype, dims_.table(), sets, c.seed + 2); !s) return s;
-      if (!spec_.zero_first) table_before_ = table_.snapshot();  // set 0 before any run
+      if (!spec_.overwrite) table_before_ = table_.snapshot();  // set 0 before any run
       return Status::ok();
     }
     if (Status s = table_.allocate_random(c.stream, c.dtype, dims_.table(), sets, c.seed + 1); !s) return s;
@@ -126,8 +155,6 @@ class IndexCase : public ProfilerCase {
   KernelSku sku() const override { return plan_.sku(args(0)); }
 
   Status run(int set) override {
-    if (spec_.zero_first)
-      if (Status s = harness::zero_bytes(config_.stream, table_.data(set), table_.bytes()); !s) return s;
     return plan_.run(config_.stream, {workspace_.data(), workspace_.size()}, args(set));
   }
 
@@ -204,7 +231,7 @@ class IndexCase : public ProfilerCase {
         static_cast<int64_t>(sum.size()), static_cast<int64_t>(sum.size()), tol,
         [&](int64_t i) { return table_.at(sampled[i / cols] * cols + i % cols); },
         [&](int64_t i) {
-          const double before = spec_.zero_first ? 0.0 : table_before_.at(sampled[i / cols] * cols + i % cols);
+          const double before = spec_.overwrite ? 0.0 : table_before_.at(sampled[i / cols] * cols + i % cols);
           return before + sum[i];
         },
         [&](int64_t i) { return magnitude[i]; });
@@ -226,7 +253,7 @@ std::vector<KernelSku> skus_of(const Stream& stream, DType dtype, Spec spec) {
     PlanPreference pref;
     pref.variant = variant;
     if (spec.deterministic) pref.determinism = Determinism::required;
-    if (Expected<Plan> plan = Plan::select(stream, Op<Plan>::desc(dtype, {1024, 1024, 1024}), pref)) {
+    if (Expected<Plan> plan = Plan::select(stream, Op<Plan>::desc(dtype, {1024, 1024, 1024}, spec.overwrite), pref)) {
       bool seen = false;
       for (const KernelSku& k : out) seen = seen || k.to_string() == plan->sku().to_string();
       if (!seen) out.push_back(plan->sku());
