@@ -274,6 +274,25 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
   }
 }
 
+// 16-bit defaults accumulate in f32: on CUDA the shared-row kernel along the last dim, sorted
+// elsewhere; the CPU is always sorted.
+TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
+  if (dtype() != DType::f16 && dtype() != DType::bf16) GTEST_SKIP() << "16-bit defaults only";
+  const Shape src{4, 64}, idx_shape{4, 32};
+  for (int dim : {1, 0}) {
+    GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), {dtype(), DType::i64, src, idx_shape, dim}));
+    EXPECT_EQ(plan.precision_guarantee().accumulator, DType::f32);
+    Tensor dout = values(contiguous(idx_shape)), dsrc = values(contiguous(src));
+    Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 4);
+    const std::string variant = plan.sku({dout.ref(), idx.ref(), dsrc.mut(), nullptr}).variant;
+    if (backend() == Backend::cuda && dim == 1) {
+      EXPECT_EQ(variant, "atomic.elements_shared");
+    } else {
+      EXPECT_EQ(variant, "sorted.elements");
+    }
+  }
+}
+
 // accumulate = false overwrites the output: it starts as NaN on the device and the reference
 // assumes zeros, so an element the op leaves unwritten fails.
 TEST_P(IndexingTest, OverwriteModeWritesEveryElement) {

@@ -42,6 +42,14 @@ bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layo
          static_cast<size_t>(layout.dim_size) * acc <= kSharedRowBytes;
 }
 
+bool shared_rows_possible(const IndexedProblemDesc& desc) {
+  int last = desc.shape.rank - 1;
+  while (last > desc.dim && desc.shape.dims[last] == 1) --last;
+  const size_t acc = desc.dtype == DType::f64 ? 8 : 4;
+  return desc.scatter && !desc.broadcast_index && last == desc.dim &&
+         static_cast<size_t>(desc.table_shape.dims[desc.dim]) * acc <= kSharedRowBytes;
+}
+
 bool covers_every_table_line(const IndexedProblemDesc& desc) {
   for (int d = 0; d < desc.shape.rank; ++d)
     if (d != desc.dim && desc.shape.dims[d] != desc.table_shape.dims[d]) return false;
@@ -292,8 +300,15 @@ Expected<IndexPlan<Op>> IndexPlan<Op>::select(const Stream& stream, const Descri
   }
   // Scatter-add: sorted (deterministic, f32 accumulation) or atomic (CUDA only).
   const bool sixteen_bit = problem->dtype == DType::f16 || problem->dtype == DType::bf16;
-  IndexVariant variant = (target->backend == Backend::cpu || required || sixteen_bit) ? IndexVariant::sorted
-                                                                                       : IndexVariant::atomic;
+  IndexVariant variant = (target->backend == Backend::cpu || required) ? IndexVariant::sorted : IndexVariant::atomic;
+  if (variant == IndexVariant::atomic && sixteen_bit && preference.variant.empty()) {
+    // 16-bit: only the shared-row kernel accumulates in f32 among the atomic kernels.
+    if (detail::shared_rows_possible(*problem)) {
+      plan.sorted_fallback_ = true;
+    } else {
+      variant = IndexVariant::sorted;
+    }
+  }
   if (preference.variant == "sorted") {
     variant = IndexVariant::sorted;
   } else if (preference.variant == "atomic") {
@@ -307,7 +322,7 @@ Expected<IndexPlan<Op>> IndexPlan<Op>::select(const Stream& stream, const Descri
                       "'" + preference.variant + "' is not a variant of this plan (atomic, sorted)");
   }
   plan.variant_ = variant;
-  if (variant == IndexVariant::sorted) {
+  if (variant == IndexVariant::sorted || plan.sorted_fallback_) {
     int64_t rows = 0, length = 0;
     rows_and_length(*problem, rows, length);
     size_t bytes = 0;
@@ -355,7 +370,7 @@ PrecisionGuarantee IndexPlan<Op>::precision_guarantee() const {
   } else {
     // Sorted sums in f32 (f64 for f64); atomic adds into the output itself, in its own type.
     g.compute = wide;
-    g.accumulator = variant_ == IndexVariant::atomic ? problem_.dtype : wide;
+    g.accumulator = variant_ == IndexVariant::atomic && !sorted_fallback_ ? problem_.dtype : wide;
   }
   g.deterministic = g.bit_stable = variant_ != IndexVariant::atomic;
   return g;
@@ -391,7 +406,9 @@ KernelSku IndexPlan<Op>::sku(const Args& args) const {
     if (has_vector_kernel && problem_.broadcast_index &&
         vectorizable_rows(layout, v.values.data, v.table.data, problem_.dtype))
       k.variant += "_vectorized";
-    if (variant_ == IndexVariant::atomic && detail::shared_rows_apply(problem_, layout)) k.variant += "_shared";
+    const bool shared = variant_ == IndexVariant::atomic && detail::shared_rows_apply(problem_, layout);
+    if (shared) k.variant += "_shared";
+    if (sorted_fallback_ && !shared) k.variant = "sorted.elements";
   }
   return k;
 }
@@ -424,6 +441,7 @@ Status IndexPlan<Op>::run(const Stream& stream, Workspace workspace, const Args&
                       vectorizable_rows(p.layout, p.values, p.table, problem_.dtype);
   p.shared_rows = backend_ == Backend::cuda && variant_ == IndexVariant::atomic &&
                   detail::shared_rows_apply(problem_, p.layout);
+  if (sorted_fallback_ && !p.shared_rows) p.variant = IndexVariant::sorted;
   if (backend_ == Backend::cpu)
     return problem_.scatter ? detail::cpu::indexed_scatter_add(p) : detail::cpu::indexed_gather(p);
 #if BARACUDA_HAS_CUDA

@@ -40,6 +40,8 @@ inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row 
 // Element-mode atomic scatter whose innermost walked dim is dim itself, with a destination row that
 // fits in shared memory (CUDA).
 bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layout);
+// From the shapes alone: dim is the innermost dim of the walk and its row fits in shared memory.
+bool shared_rows_possible(const IndexedProblemDesc& desc);
 // The walk reaches every line of the table along dim (so a shared-row kernel writes every table
 // element and can overwrite without zeroing first).
 bool covers_every_table_line(const IndexedProblemDesc& desc);

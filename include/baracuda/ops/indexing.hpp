@@ -20,9 +20,12 @@
 // `accumulate` is true (the default), and overwrite it (as if it were zeroed first, with the
 // zeroing fused where the kernel writes every element) when it is false. Forward plans ignore it. They have two variants: "atomic" (fast; not deterministic) and "sorted" (a stable
 // sort of the destination indices, then each destination summed in the original order in the
-// accumulator type: bit-identical across runs). "sorted" is chosen when determinism is required and
-// for 16-bit types (so that they accumulate in f32); "atomic" otherwise on CUDA. The CPU kernels
-// are always deterministic.
+// accumulator type: bit-identical across runs). "sorted" is chosen when determinism is required;
+// otherwise "atomic" on CUDA, except that 16-bit types must accumulate in f32: for them "atomic" is
+// the default only along the innermost dim, where a block sums each destination row in f32 in
+// shared memory (falling back to "sorted" when the views' strides do not allow it), and "sorted"
+// elsewhere; asking for "atomic" by name gives 16-bit atomics. The CPU kernels are always
+// deterministic ("sorted").
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
@@ -147,6 +150,7 @@ class IndexPlan {
   Descriptor desc_;
   detail::IndexedProblemDesc problem_;
   detail::IndexVariant variant_ = detail::IndexVariant::copy;
+  bool sorted_fallback_ = false;  // a 16-bit default "atomic" runs "sorted" where shared rows do not apply
   Backend backend_ = Backend::cpu;
   int arch_ = 0;
   int device_ = -1;
