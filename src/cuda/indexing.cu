@@ -135,11 +135,11 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
-// Element mode: the walk's innermost dim is stepped by the threads of a row (no division per
-// element); every element looks up its own index value.
-template <class Bits, class Idx>
-__global__ void __launch_bounds__(kThreads)
-    gather_elements_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
+// Element mode: calls f(values_off, table_off, valid) for every element, the walk's innermost dim
+// stepped by the `lanes` threads of a row (no division per element); every element looks up its
+// own index value.
+template <class Idx, class F>
+__device__ __forceinline__ void for_each_element(const IndexedLayout& layout, const Idx* index, int lanes, F&& f) {
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size();
   for_each_row(layout.row_count / inner, lanes, [&](int64_t r, int lane) {
@@ -147,10 +147,17 @@ __global__ void __launch_bounds__(kThreads)
     w.offsets(r, base, w.rank - 1);
     for (int64_t c = lane; c < inner; c += lanes) {
       const int64_t i = static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]);
-      const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
-      values[base[0] + c * w.inner_stride(0)] =
-          valid ? table[base[2] + c * w.inner_stride(2) + i * layout.table_dim_stride] : Bits{0};
+      f(base[0] + c * w.inner_stride(0), base[2] + c * w.inner_stride(2) + i * layout.table_dim_stride,
+        i >= 0 && i < layout.dim_size && i != layout.padding);
     }
+  });
+}
+
+template <class Bits, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    gather_elements_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
+  for_each_element(layout, index, lanes, [&](int64_t values_off, int64_t table_off, bool valid) {
+    values[values_off] = valid ? table[table_off] : Bits{0};
   });
 }
 
@@ -211,18 +218,8 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     scatter_atomic_elements_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
-  using Acc = acc_t<T>;
-  const Walker<kRowTensors>& w = layout.rows;
-  const int64_t inner = w.inner_size();
-  for_each_row(layout.row_count / inner, lanes, [&](int64_t r, int lane) {
-    int64_t base[kRowTensors];
-    w.offsets(r, base, w.rank - 1);
-    for (int64_t c = lane; c < inner; c += lanes) {
-      const int64_t i = static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]);
-      if (i < 0 || i >= layout.dim_size || i == layout.padding) continue;
-      atomic_add_into(table + base[2] + c * w.inner_stride(2) + i * layout.table_dim_stride,
-                      static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]));
-    }
+  for_each_element(layout, index, lanes, [&](int64_t values_off, int64_t table_off, bool valid) {
+    if (valid) atomic_add_into(table + table_off, static_cast<acc_t<T>>(values[values_off]));
   });
 }
 
