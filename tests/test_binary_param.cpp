@@ -11,7 +11,6 @@ namespace {
 
 using harness::Tensor;
 using harness::TensorSpec;
-using testing::BackendDType;
 using testing::unwrap;
 
 using testing::contiguous;
@@ -32,15 +31,8 @@ int64_t weight_index(const Shape& shape, const Shape& weight_shape, int64_t i) {
   return w;
 }
 
-class BinaryParamTest : public ::testing::TestWithParam<BackendDType> {
+class BinaryParamTest : public testing::BackendDTypeTest {
  protected:
-  void SetUp() override {
-    BARACUDA_SKIP_UNLESS_AVAILABLE(GetParam().backend);
-    rng_ = testing::rng_for_test();
-  }
-  Backend backend() const { return GetParam().backend; }
-  DType dtype() const { return GetParam().dtype; }
-  Stream stream() const { return testing::stream_for(backend()); }
   double tol() const { return harness::tolerance(dtype()); }
   Tensor make(const TensorSpec& spec, double lo = -1.0, double hi = 1.0) {
     return unwrap(harness::random_tensor(backend(), dtype(), spec, rng_, lo, hi));
@@ -124,8 +116,6 @@ class BinaryParamTest : public ::testing::TestWithParam<BackendDType> {
     }
     return plan.sku(args).variant;
   }
-
-  std::mt19937_64 rng_;
 };
 
 std::string fast_contiguous(Backend backend) { return backend == Backend::cuda ? "vectorized" : "contiguous"; }

@@ -11,21 +11,13 @@ namespace {
 using harness::Tensor;
 using harness::TensorSpec;
 using reference::IndexedCase;
-using testing::BackendDType;
 using testing::unwrap;
 
 using testing::contiguous;
 using testing::with_strides;
 
-class IndexingTest : public ::testing::TestWithParam<BackendDType> {
+class IndexingTest : public testing::BackendDTypeTest {
  protected:
-  void SetUp() override {
-    BARACUDA_SKIP_UNLESS_AVAILABLE(GetParam().backend);
-    rng_ = testing::rng_for_test();
-  }
-  Backend backend() const { return GetParam().backend; }
-  DType dtype() const { return GetParam().dtype; }
-  Stream stream() const { return testing::stream_for(backend()); }
   Tensor values(const TensorSpec& spec) { return unwrap(harness::random_tensor(backend(), dtype(), spec, rng_)); }
   Tensor output(const TensorSpec& spec) {
     Tensor t = values(spec);
@@ -113,7 +105,6 @@ class IndexingTest : public ::testing::TestWithParam<BackendDType> {
     return prefs;
   }
 
-  std::mt19937_64 rng_;
   harness::Buffer counter_;
 };
 

@@ -4,12 +4,11 @@
 #include <algorithm>
 
 #include "common/elementwise.hpp"
+#include "cpu/parallel.hpp"
 #include "ops/binary_param_problem.hpp"
 
 namespace baracuda::detail::cpu {
 
-// Below this many elements a parallel region costs more than it saves.
-inline constexpr int64_t kParallelThreshold = 1 << 15;
 // Elements of a row handled by one strided work item.
 inline constexpr int64_t kChunk = 4096;
 

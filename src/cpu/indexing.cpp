@@ -6,12 +6,12 @@
 #include <algorithm>
 
 #include "common/dispatch.hpp"
+#include "cpu/parallel.hpp"
 #include "ops/indexing_problem.hpp"
 
 namespace baracuda::detail::cpu {
 namespace {
 
-constexpr int64_t kParallelThreshold = 1 << 15;
 constexpr int64_t kColumnChunk = 256;
 
 template <class Idx>
@@ -19,16 +19,15 @@ void count_bad_indices(const IndexedProblem& p) {
   if (!p.bad_index_count) return;
   const AnyTensorRef& v = p.index_view;
   const Idx* index = static_cast<const Idx*>(v.data);
+  const Strides* strides[1] = {&v.strides};
+  const Walker<1> walker = make_walker<1>(v.shape, strides);
   int64_t bad = 0;
   const int64_t n = v.numel();
 #pragma omp parallel for reduction(+ : bad) if (n > kParallelThreshold)
   for (int64_t i = 0; i < n; ++i) {
-    int64_t off = 0, rest = i;
-    for (int d = v.rank() - 1; d >= 0; --d) {
-      off += (rest % v.shape.dims[d]) * v.strides[d];
-      rest /= v.shape.dims[d];
-    }
-    bad += bad_index(index[off], p.layout.dim_size, p.layout.padding) ? 1 : 0;
+    int64_t off[1];
+    walker.offsets(i, off);
+    bad += bad_index(index[off[0]], p.layout.dim_size, p.layout.padding) ? 1 : 0;
   }
   *p.bad_index_count += bad;
 }

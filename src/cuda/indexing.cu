@@ -15,14 +15,13 @@
 
 #include "common/dispatch.hpp"
 #include "cuda/common/check.cuh"
+#include "cuda/common/launch.cuh"
 #include "cuda/common/vector.cuh"
 #include "cuda/runtime.hpp"
 #include "ops/indexing_problem.hpp"
 
 namespace baracuda::detail::cuda {
 namespace {
-
-constexpr int kThreads = 256;
 
 // Threads per row: the row's work units rounded up to a power of two, at most a block.
 int lanes_for(int64_t units) {
@@ -56,7 +55,7 @@ Status count_bad(const Stream& stream, const IndexedProblem& p, int sm_count) {
   const Strides* strides[1] = {&p.index_view.strides};
   const Walker<1> walker = make_walker<1>(p.index_view.shape, strides);
   const int64_t n = p.index_view.numel();
-  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, sm_count * 8));
+  const unsigned blocks = grid_stride_blocks(n, sm_count);
   count_bad_kernel<Idx><<<blocks, kThreads, 0, native(stream)>>>(
       static_cast<const Idx*>(p.index_view.data), walker, n, p.layout.dim_size, p.layout.padding,
       reinterpret_cast<unsigned long long*>(p.bad_index_count));
@@ -82,7 +81,7 @@ Status zero_view(const Stream& stream, const AnyTensorRef& view, int sm_count) {
   const Strides* strides[1] = {&view.strides};
   const Walker<1> walker = make_walker<1>(view.shape, strides);
   const int64_t n = view.numel();
-  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, sm_count * 8));
+  const unsigned blocks = grid_stride_blocks(n, sm_count);
   zero_view_kernel<Bits><<<blocks, kThreads, 0, native(stream)>>>(data, walker, n);
   return last_launch_status("zero_view_kernel");
 }
@@ -554,7 +553,7 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   const int64_t rows = layout.row_count;
   const SortedScatterWorkspace sizes = sorted_scatter_workspace(rows, layout.row_length, p.desc.dtype);
   const SortedBuffers b = carve(p.workspace, rows, sizes);
-  const unsigned key_blocks = static_cast<unsigned>(std::clamp<int64_t>((rows + kThreads - 1) / kThreads, 1, sm_count * 8));
+  const unsigned key_blocks = grid_stride_blocks(rows, sm_count);
   scatter_keys_kernel<Idx><<<key_blocks, kThreads, 0, s>>>(layout, index, b.keys_in, b.positions_in);
   if (Status st = last_launch_status("scatter_keys_kernel"); !st) return st;
   size_t temp_bytes = b.sort_temp_bytes;

@@ -172,10 +172,7 @@ template <> struct Traits<GatherOp> {
 template <> struct Traits<GatherBackwardOp> {
   static constexpr std::string_view kPlan = "GatherBackwardPlan", kOp = "gather_backward";
   static Expected<IndexedProblemDesc> problem(const GatherDescriptor& d) {
-    Expected<IndexedProblemDesc> p =
-        along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.index_shape, d.dim);
-    if (p) p->accumulate = d.accumulate;
-    return p;
+    return along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.index_shape, d.dim);
   }
   static ResolvedViews views(const GatherBackwardArgs& a) {
     return {a.dout, a.index, a.dsrc, "args.dout", "args.index", "args.dsrc", a.bad_index_count};
@@ -184,10 +181,7 @@ template <> struct Traits<GatherBackwardOp> {
 template <> struct Traits<ScatterAddOp> {
   static constexpr std::string_view kPlan = "ScatterAddPlan", kOp = "scatter_add";
   static Expected<IndexedProblemDesc> problem(const ScatterAddDescriptor& d) {
-    Expected<IndexedProblemDesc> p =
-        along_dim(kPlan, true, d.dtype, d.index_dtype, d.dst_shape, "descriptor.dst_shape", d.index_shape, d.dim);
-    if (p) p->accumulate = d.accumulate;
-    return p;
+    return along_dim(kPlan, true, d.dtype, d.index_dtype, d.dst_shape, "descriptor.dst_shape", d.index_shape, d.dim);
   }
   static ResolvedViews views(const ScatterAddArgs& a) {
     return {a.src, a.index, a.dst, "args.src", "args.index", "args.dst", a.bad_index_count};
@@ -206,11 +200,8 @@ template <> struct Traits<IndexSelectOp> {
 template <> struct Traits<IndexSelectBackwardOp> {
   static constexpr std::string_view kPlan = "IndexSelectBackwardPlan", kOp = "index_select_backward";
   static Expected<IndexedProblemDesc> problem(const IndexSelectDescriptor& d) {
-    Expected<IndexedProblemDesc> p = select_along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape,
-                                                      "descriptor.src_shape", d.dim, d.num_indices,
-                                                      "descriptor.num_indices");
-    if (p) p->accumulate = d.accumulate;
-    return p;
+    return select_along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.dim,
+                            d.num_indices, "descriptor.num_indices");
   }
   static ResolvedViews views(const IndexSelectBackwardArgs& a) {
     return {a.dout, a.index, a.dsrc, "args.dout", "args.index", "args.dsrc", a.bad_index_count};
@@ -225,11 +216,7 @@ template <> struct Traits<EmbeddingOp> {
 };
 template <> struct Traits<EmbeddingBackwardOp> {
   static constexpr std::string_view kPlan = "EmbeddingBackwardPlan", kOp = "embedding_backward";
-  static Expected<IndexedProblemDesc> problem(const EmbeddingDescriptor& d) {
-    Expected<IndexedProblemDesc> p = embedding(kPlan, true, d);
-    if (p) p->accumulate = d.accumulate;
-    return p;
-  }
+  static Expected<IndexedProblemDesc> problem(const EmbeddingDescriptor& d) { return embedding(kPlan, true, d); }
   static ResolvedViews views(const EmbeddingBackwardArgs& a) {
     return {a.dout, a.indices, a.dweight, "args.dout", "args.indices", "args.dweight", a.bad_index_count};
   }
@@ -284,6 +271,7 @@ Expected<IndexPlan<Op>> IndexPlan<Op>::select(const Stream& stream, const Descri
   if (!target) return target.status();
   Expected<IndexedProblemDesc> problem = Traits<Op>::problem(desc);
   if (!problem) return problem.status();
+  problem->accumulate = desc.accumulate;  // every descriptor has it; only scatters read it
   IndexPlan plan;
   plan.desc_ = desc;
   plan.problem_ = *problem;

@@ -67,6 +67,20 @@ inline std::mt19937_64 rng_for_test() {
   return std::mt19937_64(std::hash<std::string>{}(std::string(info->test_suite_name()) + info->name()) + ++counter);
 }
 
+// A case on one (backend, dtype): skipped, with the reason, where the backend cannot run here;
+// fresh random data from rng_ for every case.
+class BackendDTypeTest : public ::testing::TestWithParam<BackendDType> {
+ protected:
+  void SetUp() override {
+    BARACUDA_SKIP_UNLESS_AVAILABLE(GetParam().backend);
+    rng_ = rng_for_test();
+  }
+  Backend backend() const { return GetParam().backend; }
+  DType dtype() const { return GetParam().dtype; }
+  Stream stream() const { return stream_for(backend()); }
+  std::mt19937_64 rng_;
+};
+
 // Compares every element of `out` (downloaded) with ref(linear index); NaN (unwritten) fails.
 inline ::testing::AssertionResult all_close(const harness::Tensor& out, const std::function<double(int64_t)>& ref,
                                             double tol) {

@@ -77,6 +77,10 @@ Status CaseTensor::allocate_output(const Stream& stream, DType dtype, Shape shap
 
 Status CaseTensor::download_set0() { return buffers_[0].download(host0_.data(), host0_.size()); }
 
+Expected<harness::Buffer> allocate_workspace(const Stream& stream, size_t bytes) {
+  return harness::Buffer::allocate(stream.backend(), bytes, std::max(0, stream.device()));
+}
+
 double HostSnapshot::at(int64_t i) const {
   double v = 0;
   harness::decode(dtype, bytes.data() + i * dtype_size(dtype), 1, &v);

@@ -15,6 +15,9 @@ struct HostSnapshot {
   double at(int64_t i) const;
 };
 
+// A plan's workspace on the stream's backend (an empty buffer when it needs none).
+Expected<harness::Buffer> allocate_workspace(const Stream& stream, size_t bytes);
+
 class CaseTensor {
  public:
   // Random values in [lo, hi), a different stream of them per set.

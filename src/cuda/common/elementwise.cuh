@@ -10,12 +10,12 @@
 
 #include "common/elementwise.hpp"
 #include "cuda/common/check.cuh"
+#include "cuda/common/launch.cuh"
 #include "cuda/common/vector.cuh"
 #include "ops/binary_param_problem.hpp"
 
 namespace baracuda::detail::cuda {
 
-inline constexpr int kThreads = 256;
 // Vectors per input per thread, loaded before use: 128 bytes in flight per thread for one and two
 // inputs (a single-input op needs twice the unroll to keep as many bytes in flight).
 template <int kIn>
@@ -25,8 +25,6 @@ template <int kIn>
 inline constexpr int kUnroll = kIn == 1 ? BARACUDA_UNROLL_ONE_INPUT : 4;
 // Rows shorter than this go to the per-element strided kernel (a row kernel would idle threads).
 inline constexpr int64_t kMinRowLength = 128;
-// Grid-stride kernels launch at most this many blocks per SM; each thread then loops.
-inline constexpr int kBlocksPerSm = 8;
 
 // Applies op to every lane of a 16-byte vector of each input, in the compute type.
 template <class T, class Op>
@@ -151,11 +149,6 @@ __global__ void __launch_bounds__(kThreads) elementwise_rows_vectorized_kernel(
       for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
     }
   }
-}
-
-inline unsigned grid_stride_blocks(int64_t n, int sm_count) {
-  const int64_t needed = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(sm_count) * kBlocksPerSm)));
 }
 
 template <class T, class Op, int kIn, int kOut>

@@ -84,8 +84,7 @@ class LerpBackwardCase : public ProfilerCase {
     Expected<BinaryParamBackwardPlan> plan = BinaryParamBackwardPlan::select(c.stream, desc_, c.preference);
     if (!plan) return plan.status();
     plan_ = *plan;
-    Expected<harness::Buffer> ws =
-        harness::Buffer::allocate(c.stream.backend(), plan_.workspace_size(), std::max(0, c.stream.device()));
+    Expected<harness::Buffer> ws = allocate_workspace(c.stream, plan_.workspace_size());
     if (!ws) return ws.status();
     workspace_ = std::move(*ws);
     if (Status s = dout_.allocate_random(c.stream, c.dtype, c.shape, sets, c.seed); !s) return s;

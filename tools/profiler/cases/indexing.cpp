@@ -133,8 +133,7 @@ class IndexCase : public ProfilerCase {
     Expected<Plan> plan = Plan::select(c.stream, Op<Plan>::desc(c.dtype, dims_, spec_.overwrite), pref);
     if (!plan) return plan.status();
     plan_ = *plan;
-    Expected<harness::Buffer> ws =
-        harness::Buffer::allocate(c.stream.backend(), plan_.workspace_size(), std::max(0, c.stream.device()));
+    Expected<harness::Buffer> ws = allocate_workspace(c.stream, plan_.workspace_size());
     if (!ws) return ws.status();
     workspace_ = std::move(*ws);
     const Geometry g = spec_.geometry;
