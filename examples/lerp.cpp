@@ -1,7 +1,6 @@
 // The README's worked example: select a lerp plan, check it, size its workspace, run it, on the
 // CPU or on a GPU, whichever the default stream is.
 #include <baracuda/baracuda.hpp>
-
 #include <cstdio>
 #include <vector>
 
@@ -38,7 +37,9 @@ int main() {
     std::printf("select failed: %s\n", plan.status().to_string().c_str());
     return 1;
   }
-  BinaryParamArgs args{TensorRef<float, 2>(da, {rows, cols}), TensorRef<float, 2>(db, {rows, cols}), {},
+  BinaryParamArgs args{TensorRef<float, 2>(da, {rows, cols}),
+                       TensorRef<float, 2>(db, {rows, cols}),
+                       {},
                        TensorMut<float, 2>(dout, {rows, cols})};
   if (Status s = plan->can_implement(args); !s) {
     std::printf("can_implement: %s\n", s.to_string().c_str());

@@ -74,7 +74,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     TensorSpec dout, a, b, w, da, db, dw;
   };
   static BackwardSpecs all_contiguous(Shape shape, Shape weight_shape) {
-    return {contiguous(shape),  contiguous(shape), contiguous(shape),       contiguous(weight_shape),
+    return {contiguous(shape), contiguous(shape), contiguous(shape),       contiguous(weight_shape),
             contiguous(shape), contiguous(shape), contiguous(weight_shape)};
   }
 
@@ -87,15 +87,21 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     Tensor w = tensor ? make(s.w, -0.5, 1.5) : Tensor{}, dw = tensor ? output(s.dw) : Tensor{};
     BinaryParamBackwardPlan plan = unwrap(BinaryParamBackwardPlan::select(stream(), desc, pref));
     harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-    BinaryParamBackwardArgs args{dout.ref(), tensor ? a.ref() : AnyTensorRef{}, tensor ? b.ref() : AnyTensorRef{},
-                                 tensor ? w.ref() : AnyTensorRef{}, da.mut(), db.mut(),
+    BinaryParamBackwardArgs args{dout.ref(),
+                                 tensor ? a.ref() : AnyTensorRef{},
+                                 tensor ? b.ref() : AnyTensorRef{},
+                                 tensor ? w.ref() : AnyTensorRef{},
+                                 da.mut(),
+                                 db.mut(),
                                  tensor ? dw.mut() : AnyTensorMut{}};
     const Status st = plan.run(stream(), {workspace.data(), workspace.size()}, args);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_TRUE(da.download().is_ok() && db.download().is_ok());
     auto wv = [&](int64_t i) { return tensor ? w.at(weight_index(desc.shape, desc.weight_shape, i)) : desc.weight; };
-    EXPECT_TRUE(testing::all_close(da, [&](int64_t i) { return reference::lerp_da(dout.at(i), wv(i)); }, tol()));
-    EXPECT_TRUE(testing::all_close(db, [&](int64_t i) { return reference::lerp_db(dout.at(i), wv(i)); }, tol()));
+    EXPECT_TRUE(testing::all_close(
+        da, [&](int64_t i) { return reference::lerp_da(dout.at(i), wv(i)); }, tol()));
+    EXPECT_TRUE(testing::all_close(
+        db, [&](int64_t i) { return reference::lerp_db(dout.at(i), wv(i)); }, tol()));
     if (tensor) {
       EXPECT_TRUE(dw.download().is_ok());
       const int64_t m = desc.weight_shape.numel();
@@ -164,9 +170,9 @@ TEST_P(BinaryParamTest, ForwardRankEightStrided) {
   const Shape shape{2, 1, 3, 2, 2, 1, 3, 2};
   Strides out_strides = contiguous_strides(shape);
   for (int64_t& s : out_strides) s *= 2;
-  EXPECT_EQ(check_forward(scalar_desc(shape, 0.4), contiguous(shape), contiguous(shape),
-                          with_strides(shape, out_strides)),
-            "strided");
+  EXPECT_EQ(
+      check_forward(scalar_desc(shape, 0.4), contiguous(shape), contiguous(shape), with_strides(shape, out_strides)),
+      "strided");
 }
 
 TEST_P(BinaryParamTest, ForwardTensorWeightSameShape) {
@@ -180,8 +186,8 @@ TEST_P(BinaryParamTest, ForwardTensorWeightBroadcasts) {
   const Shape shape{33, 65};
   for (Shape weight_shape : {Shape{65}, Shape{33, 1}, Shape{1}, Shape{}}) {
     SCOPED_TRACE(weight_shape.to_string());
-    EXPECT_EQ(check_forward(tensor_desc(shape, weight_shape), contiguous(shape), contiguous(shape),
-                            contiguous(shape), contiguous(weight_shape)),
+    EXPECT_EQ(check_forward(tensor_desc(shape, weight_shape), contiguous(shape), contiguous(shape), contiguous(shape),
+                            contiguous(weight_shape)),
               "strided");
   }
 }
@@ -192,13 +198,12 @@ TEST_P(BinaryParamTest, ForwardBroadcastRowsTakeTheRowVectorizedKernel) {
   const Shape shape{33, 128};
   for (Shape weight_shape : {Shape{128}, Shape{33, 1}, Shape{}}) {
     SCOPED_TRACE(weight_shape.to_string());
-    EXPECT_EQ(check_forward(tensor_desc(shape, weight_shape), contiguous(shape), contiguous(shape),
-                            contiguous(shape), contiguous(weight_shape)),
+    EXPECT_EQ(check_forward(tensor_desc(shape, weight_shape), contiguous(shape), contiguous(shape), contiguous(shape),
+                            contiguous(weight_shape)),
               rows);
   }
   // Output rows padded to 136 elements (a whole number of vectors for every dtype).
-  EXPECT_EQ(check_forward(scalar_desc(shape, 0.3), contiguous(shape), contiguous(shape),
-                          with_strides(shape, {136, 1})),
+  EXPECT_EQ(check_forward(scalar_desc(shape, 0.3), contiguous(shape), contiguous(shape), with_strides(shape, {136, 1})),
             rows);
   // Rows not a whole number of vectors: the element-wise row kernel.
   EXPECT_EQ(check_forward(tensor_desc({9, 1031}, {1031}), contiguous({9, 1031}), contiguous({9, 1031}),
@@ -352,8 +357,8 @@ TEST_P(BinaryParamErrors, SelectRejectsBadDescriptors) {
   EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
                                 "descriptor.shape[1]"));
   desc.shape = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  EXPECT_TRUE(testing::is_error(BinaryParamBackwardPlan::select(stream(), desc).status(),
-                                StatusCode::invalid_problem, kBwd, "descriptor.shape.rank"));
+  EXPECT_TRUE(testing::is_error(BinaryParamBackwardPlan::select(stream(), desc).status(), StatusCode::invalid_problem,
+                                kBwd, "descriptor.shape.rank"));
   desc.shape = {4, 6};
   desc.weight_mode = WeightMode::tensor;
   desc.weight_shape = {5};
@@ -372,15 +377,15 @@ TEST_P(BinaryParamErrors, SelectRejectsBadPreferences) {
   const BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::f32, {4, 6}, WeightMode::tensor, 0.5, {6}};
   PlanPreference pref;
   pref.variant = "warp_specialized";
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc, pref).status(), StatusCode::unsupported,
-                                kFwd, "preference.variant"));
+  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc, pref).status(), StatusCode::unsupported, kFwd,
+                                "preference.variant"));
   pref.variant = "strided";  // a broadcast weight's gradient must be reduced
-  EXPECT_TRUE(testing::is_error(BinaryParamBackwardPlan::select(stream(), desc, pref).status(),
-                                StatusCode::unsupported, kBwd, "preference.variant"));
+  EXPECT_TRUE(testing::is_error(BinaryParamBackwardPlan::select(stream(), desc, pref).status(), StatusCode::unsupported,
+                                kBwd, "preference.variant"));
   pref.variant.clear();
   pref.backend = GetParam() == Backend::cpu ? Backend::cuda : Backend::cpu;
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc, pref).status(),
-                                StatusCode::invalid_problem, kFwd, "preference.backend"));
+  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc, pref).status(), StatusCode::invalid_problem,
+                                kFwd, "preference.backend"));
 }
 
 TEST_P(BinaryParamErrors, RunRejectsBadViewsAndChangesNothing) {
@@ -408,8 +413,8 @@ TEST_P(BinaryParamErrors, RunRejectsBadViewsAndChangesNothing) {
   EXPECT_EQ(s.got(), 23);
   AnyTensorRef odd = a.ref();
   odd.data = static_cast<const char*>(odd.data) + 2;
-  EXPECT_TRUE(testing::is_error(run({odd, b.ref(), w.ref(), out.mut()}), StatusCode::misaligned_operand, kFwd,
-                                "args.a.data"));
+  EXPECT_TRUE(
+      testing::is_error(run({odd, b.ref(), w.ref(), out.mut()}), StatusCode::misaligned_operand, kFwd, "args.a.data"));
   AnyTensorMut overlapping = out.mut();
   overlapping.strides = {0, 1};
   EXPECT_TRUE(testing::is_error(run({a.ref(), b.ref(), w.ref(), overlapping}), StatusCode::invalid_problem, kFwd,

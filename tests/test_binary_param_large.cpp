@@ -35,7 +35,8 @@ TEST(BinaryParamLarge, LerpPastTwoToThe31Elements) {
   const double w = 0.3;
   const BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::bf16, {n}, WeightMode::scalar, w, {}};
   const BinaryParamArgs args{AnyTensorRef::contiguous(da.data(), DType::bf16, {n}),
-                             AnyTensorRef::contiguous(db.data(), DType::bf16, {n}), {},
+                             AnyTensorRef::contiguous(db.data(), DType::bf16, {n}),
+                             {},
                              AnyTensorMut::contiguous(dout.data(), DType::bf16, {n})};
   // The vectorized kernel on a 1-D view, then the strided kernel on a 2-D view of the same bytes.
   for (const char* variant : {"", "strided"}) {
@@ -56,8 +57,8 @@ TEST(BinaryParamLarge, LerpPastTwoToThe31Elements) {
       ++checked;
       if (!(std::fabs(got - want) <= harness::tolerance(DType::bf16) * (1 + std::fabs(want)))) ++bad;
     };
-    for (int64_t i = 0; i < n; i += 997) check(i);                                  // a sample throughout
-    for (int64_t i = (int64_t{1} << 31) - 4096; i < n; ++i) check(i);               // across 2^31 to the end
+    for (int64_t i = 0; i < n; i += 997) check(i);                     // a sample throughout
+    for (int64_t i = (int64_t{1} << 31) - 4096; i < n; ++i) check(i);  // across 2^31 to the end
     EXPECT_EQ(bad, 0) << "of " << checked << " checked elements";
   }
 }

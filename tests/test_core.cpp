@@ -24,9 +24,9 @@ TEST(Half, EveryBitPatternRoundTripsThroughFloat) {
 TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(half(1.0f).bits, 0x3c00);
   EXPECT_EQ(half(65504.0f).bits, 0x7bff);
-  EXPECT_EQ(half(65520.0f).bits, 0x7c00);             // rounds up to infinity
-  EXPECT_EQ(half(1.0f + 1.0f / 2048).bits, 0x3c00);   // halfway: to even (down)
-  EXPECT_EQ(half(1.0f + 3.0f / 2048).bits, 0x3c02);   // halfway: to even (up)
+  EXPECT_EQ(half(65520.0f).bits, 0x7c00);               // rounds up to infinity
+  EXPECT_EQ(half(1.0f + 1.0f / 2048).bits, 0x3c00);     // halfway: to even (down)
+  EXPECT_EQ(half(1.0f + 3.0f / 2048).bits, 0x3c02);     // halfway: to even (up)
   EXPECT_EQ(half(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
   EXPECT_EQ(half(std::ldexp(1.0f, -25)).bits, 0x0000);  // halfway to zero: even
   EXPECT_EQ(half(-0.0f).bits, 0x8000);

@@ -53,8 +53,8 @@ class IndexingTest : public testing::BackendDTypeTest {
   }
 
   template <class Plan>
-  std::string check_gather(const typename Plan::Descriptor& desc, const IndexedCase& c, Tensor& table,
-                           Tensor& idx, Tensor& out, const std::function<typename Plan::Args(int64_t*)>& args) {
+  std::string check_gather(const typename Plan::Descriptor& desc, const IndexedCase& c, Tensor& table, Tensor& idx,
+                           Tensor& out, const std::function<typename Plan::Args(int64_t*)>& args) {
     Plan plan = unwrap(Plan::select(stream(), desc));
     int64_t* count = counter();
     const typename Plan::Args a = args(count);
@@ -62,7 +62,8 @@ class IndexingTest : public testing::BackendDTypeTest {
     EXPECT_TRUE(s.is_ok()) << s.to_string();
     EXPECT_TRUE(out.download().is_ok());
     const std::vector<double> want = reference::gather(c, idx, table);
-    EXPECT_TRUE(testing::all_close(out, [&](int64_t i) { return want[i]; }, 0.0));
+    EXPECT_TRUE(testing::all_close(
+        out, [&](int64_t i) { return want[i]; }, 0.0));
     EXPECT_EQ(counted(), expected_bad(c, idx, table.shape.dims[c.dim]));
     return plan.sku(a).variant;
   }
@@ -111,8 +112,8 @@ class IndexingTest : public testing::BackendDTypeTest {
 TEST_P(IndexingTest, EmbeddingForwardWithPaddingAndBadIndices) {
   for (DType idx_t : {DType::i32, DType::i64}) {
     for (int64_t d : {64, 33, 1}) {  // whole 16-byte rows, odd rows, single elements
-      for (std::optional<int64_t> padding : {std::optional<int64_t>{}, std::optional<int64_t>{0},
-                                             std::optional<int64_t>{-1}}) {
+      for (std::optional<int64_t> padding :
+           {std::optional<int64_t>{}, std::optional<int64_t>{0}, std::optional<int64_t>{-1}}) {
         const int64_t v = 37, n = 101;
         SCOPED_TRACE(std::to_string(d) + " " + std::string(dtype_name(idx_t)));
         Tensor weight = values(contiguous({v, d})), out = output(contiguous({n, d}));
@@ -146,9 +147,12 @@ TEST_P(IndexingTest, EmbeddingBackwardDuplicatesPaddingAndBadIndices) {
         Tensor indices = index(contiguous({n}), DType::i64, k.lo, k.hi);
         IndexedCase c{{n, d}, 0, true, k.padding ? (*k.padding + v) % v : reference::kNoPadding};
         EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, k.padding};
-        check_scatter<EmbeddingBackwardPlan>(desc, c, dout, indices, dweight, [&](int64_t* count) {
-          return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
-        }, pref);
+        check_scatter<EmbeddingBackwardPlan>(
+            desc, c, dout, indices, dweight,
+            [&](int64_t* count) {
+              return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+            },
+            pref);
       }
     }
   }
@@ -164,10 +168,12 @@ TEST_P(IndexingTest, EmbeddingBackwardStridedViewsAndLongRuns) {
     Tensor dweight = values(with_strides({v, d}, {d + 16, 1}));
     Tensor indices = index(with_strides({n}, {2}), DType::i32, 0, 3);
     IndexedCase c{{n, d}, 0, true};
-    check_scatter<EmbeddingBackwardPlan>(EmbeddingDescriptor{dtype(), DType::i32, v, d, n, {}}, c, dout, indices,
-                                         dweight, [&](int64_t* count) {
-                                           return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
-                                         }, pref);
+    check_scatter<EmbeddingBackwardPlan>(
+        EmbeddingDescriptor{dtype(), DType::i32, v, d, n, {}}, c, dout, indices, dweight,
+        [&](int64_t* count) {
+          return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+        },
+        pref);
   }
 }
 
@@ -178,7 +184,8 @@ TEST_P(IndexingTest, SortedScatterIsBitIdenticalAcrossRuns) {
   const std::vector<double> initial = dweight.host;
   PlanPreference pref;
   pref.determinism = Determinism::required;
-  EmbeddingBackwardPlan plan = unwrap(EmbeddingBackwardPlan::select(stream(), {dtype(), DType::i64, v, d, n, {}}, pref));
+  EmbeddingBackwardPlan plan =
+      unwrap(EmbeddingBackwardPlan::select(stream(), {dtype(), DType::i64, v, d, n, {}}, pref));
   EXPECT_TRUE(plan.precision_guarantee().deterministic);
   EXPECT_EQ(plan.precision_guarantee().accumulator, dtype() == DType::f64 ? DType::f64 : DType::f32);
   harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
@@ -215,10 +222,12 @@ TEST_P(IndexingTest, IndexSelectForwardAndBackwardAlongEveryDim) {
     });
     for (const PlanPreference& pref : scatter_variants()) {
       Tensor dout = values(contiguous(out_shape)), dsrc = values(with_strides(src, {1, 6, 54}));
-      check_scatter<IndexSelectBackwardPlan>({dtype(), DType::i64, src, dim, k}, c, dout, idx, dsrc,
-                                             [&](int64_t* count) {
-                                               return IndexSelectBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
-                                             }, pref);
+      check_scatter<IndexSelectBackwardPlan>(
+          {dtype(), DType::i64, src, dim, k}, c, dout, idx, dsrc,
+          [&](int64_t* count) {
+            return IndexSelectBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+          },
+          pref);
     }
   }
 }
@@ -238,15 +247,19 @@ TEST_P(IndexingTest, GatherAndScatterAddAlongEveryDim) {
       });
       for (const PlanPreference& pref : scatter_variants()) {
         Tensor dout = values(contiguous(idx_shape)), dsrc = values(with_strides(src, {1, 7, 56}));
-        check_scatter<GatherBackwardPlan>({dtype(), idx_t, src, idx_shape, dim}, c, dout, idx, dsrc,
-                                          [&](int64_t* count) {
-                                            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
-                                          }, pref);
+        check_scatter<GatherBackwardPlan>(
+            {dtype(), idx_t, src, idx_shape, dim}, c, dout, idx, dsrc,
+            [&](int64_t* count) {
+              return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+            },
+            pref);
         Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(src));
-        check_scatter<ScatterAddPlan>({dtype(), idx_t, src, idx_shape, dim}, c, addend, idx, dst,
-                                      [&](int64_t* count) {
-                                        return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
-                                      }, pref);
+        check_scatter<ScatterAddPlan>(
+            {dtype(), idx_t, src, idx_shape, dim}, c, addend, idx, dst,
+            [&](int64_t* count) {
+              return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
+            },
+            pref);
       }
     }
   }
@@ -259,9 +272,12 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
     Tensor vals = values(contiguous(long_idx)), table = values(contiguous({2, 7}));
     Tensor idx = index(contiguous(long_idx), DType::i64, 4, 5);
     IndexedCase c{long_idx, 1, false};
-    check_scatter<ScatterAddPlan>({dtype(), DType::i64, {2, 7}, long_idx, 1}, c, vals, idx, table,
-                                  [&](int64_t* count) { return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count}; },
-                                  pref);
+    check_scatter<ScatterAddPlan>(
+        {dtype(), DType::i64, {2, 7}, long_idx, 1}, c, vals, idx, table,
+        [&](int64_t* count) {
+          return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count};
+        },
+        pref);
   }
 }
 
@@ -298,31 +314,40 @@ TEST_P(IndexingTest, OverwriteModeWritesEveryElement) {
     SCOPED_TRACE(pref.variant);
     // Along the innermost dim, the index covering every line (the fused overwrite on CUDA), and an
     // index smaller off dim (zeroed first), and along dim 0.
-    for (const auto& [idx_shape, dim] : {std::pair{Shape{7, 8, 5}, 2}, std::pair{Shape{5, 6, 4}, 2},
-                                         std::pair{Shape{4, 8, 9}, 0}}) {
+    for (const auto& [idx_shape, dim] :
+         {std::pair{Shape{7, 8, 5}, 2}, std::pair{Shape{5, 6, 4}, 2}, std::pair{Shape{4, 8, 9}, 0}}) {
       Tensor dout = values(contiguous(idx_shape)), dsrc = poisoned_table(contiguous(src));
       Tensor idx = index(contiguous(idx_shape), DType::i64, -1, src.dims[dim] + 1);
       GatherDescriptor desc{dtype(), DType::i64, src, idx_shape, dim};
       desc.accumulate = false;
-      check_scatter<GatherBackwardPlan>(desc, {idx_shape, dim, false}, dout, idx, dsrc, [&](int64_t* count) {
-        return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
-      }, pref);
+      check_scatter<GatherBackwardPlan>(
+          desc, {idx_shape, dim, false}, dout, idx, dsrc,
+          [&](int64_t* count) {
+            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+          },
+          pref);
     }
     const int64_t v = 19, n = 50, d = 16;
     Tensor dout = values(contiguous({n, d})), dweight = poisoned_table(contiguous({v, d}));
     Tensor indices = index(contiguous({n}), DType::i32, 0, v);
     EmbeddingDescriptor desc{dtype(), DType::i32, v, d, n, {}};
     desc.accumulate = false;
-    check_scatter<EmbeddingBackwardPlan>(desc, {{n, d}, 0, true}, dout, indices, dweight, [&](int64_t* count) {
-      return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
-    }, pref);
+    check_scatter<EmbeddingBackwardPlan>(
+        desc, {{n, d}, 0, true}, dout, indices, dweight,
+        [&](int64_t* count) {
+          return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+        },
+        pref);
     // Nothing to add still overwrites.
     Tensor none = values(contiguous({0, d})), empty_idx = index(contiguous({0}), DType::i32, 0, 1);
     Tensor dweight2 = poisoned_table(contiguous({v, d}));
     desc.num_indices = 0;
-    check_scatter<EmbeddingBackwardPlan>(desc, {{0, d}, 0, true}, none, empty_idx, dweight2, [&](int64_t* count) {
-      return EmbeddingBackwardArgs{none.ref(), empty_idx.ref(), dweight2.mut(), count};
-    }, pref);
+    check_scatter<EmbeddingBackwardPlan>(
+        desc, {{0, d}, 0, true}, none, empty_idx, dweight2,
+        [&](int64_t* count) {
+          return EmbeddingBackwardArgs{none.ref(), empty_idx.ref(), dweight2.mut(), count};
+        },
+        pref);
   }
 }
 
@@ -427,7 +452,9 @@ TEST_P(IndexingIntegerTest, ErrorsNameThePlanAndTheField) {
 TEST_P(IndexingIntegerTest, RunRejectsBadViewsAndWorkspaces) {
   std::mt19937_64 rng(9);
   const Stream s = testing::stream_for(GetParam());
-  auto make = [&](Shape shape, DType dt) { return unwrap(harness::random_tensor(GetParam(), dt, contiguous(shape), rng, 0, 3)); };
+  auto make = [&](Shape shape, DType dt) {
+    return unwrap(harness::random_tensor(GetParam(), dt, contiguous(shape), rng, 0, 3));
+  };
   Tensor dout = make({6, 4}, DType::f32), idx = make({6}, DType::i64), dweight = make({10, 4}, DType::f32);
   Tensor idx32 = make({6}, DType::i32), wrong = make({9, 4}, DType::f32);
   PlanPreference sorted;
@@ -447,9 +474,10 @@ TEST_P(IndexingIntegerTest, RunRejectsBadViewsAndWorkspaces) {
                        kEmbBwd, "args.dout.capacity"));
   EXPECT_TRUE(is_error(plan.run(s, {ws.data(), 8}, {dout.ref(), idx.ref(), dweight.mut(), nullptr}),
                        StatusCode::workspace_too_small, kEmbBwd, "workspace.size"));
-  EXPECT_TRUE(is_error(plan.run(s, w, {dout.ref(), idx.ref(), dweight.mut(),
-                                       reinterpret_cast<int64_t*>(static_cast<char*>(ws.data()) + 4)}),
-                       StatusCode::misaligned_operand, kEmbBwd, "args.bad_index_count"));
+  EXPECT_TRUE(is_error(
+      plan.run(s, w,
+               {dout.ref(), idx.ref(), dweight.mut(), reinterpret_cast<int64_t*>(static_cast<char*>(ws.data()) + 4)}),
+      StatusCode::misaligned_operand, kEmbBwd, "args.bad_index_count"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Indexing, IndexingIntegerTest, ::testing::Values(Backend::cpu, Backend::cuda),

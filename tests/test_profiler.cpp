@@ -19,9 +19,9 @@ Expected<Options> parse(std::vector<const char*> args) {
 }
 
 TEST(ProfilerOptions, ParsesEveryOption) {
-  Expected<Options> o = parse({"--ops=lerp,lerp_backward", "--dtypes", "bf16,f32", "--shapes=16384x4096,1000",
-                               "--backend=cpu", "--variant=strided", "--deterministic", "--iterations=7",
-                               "--warmup", "3", "--seed=9", "--json=out.json"});
+  Expected<Options> o =
+      parse({"--ops=lerp,lerp_backward", "--dtypes", "bf16,f32", "--shapes=16384x4096,1000", "--backend=cpu",
+             "--variant=strided", "--deterministic", "--iterations=7", "--warmup", "3", "--seed=9", "--json=out.json"});
   ASSERT_TRUE(o) << o.status().to_string();
   EXPECT_EQ(o->ops, (std::vector<std::string>{"lerp", "lerp_backward"}));
   EXPECT_EQ(o->dtypes, (std::vector<DType>{DType::bf16, DType::f32}));
@@ -57,19 +57,21 @@ TEST(ProfilerOptions, BadOptionsNameTheOption) {
 
 TEST(ProfilerVerification, PassesWithinToleranceAndFailsOutside) {
   auto want = [](int64_t i) { return std::sin(static_cast<double>(i)); };
-  Verification ok = verify_sampled(1000, 1000, 1e-3, [&](int64_t i) { return want(i) + 1e-4; }, want);
+  Verification ok = verify_sampled(
+      1000, 1000, 1e-3, [&](int64_t i) { return want(i) + 1e-4; }, want);
   EXPECT_TRUE(ok.passed);
   EXPECT_EQ(ok.checked, 1000);
   EXPECT_NEAR(ok.max_error, 1e-4 / 1.0, 1e-4);
-  Verification off_by_one = verify_sampled(1000, 1000, 1e-3,
-                                           [&](int64_t i) { return want(i) + (i == 999 ? 0.5 : 0.0); }, want);
+  Verification off_by_one = verify_sampled(
+      1000, 1000, 1e-3, [&](int64_t i) { return want(i) + (i == 999 ? 0.5 : 0.0); }, want);
   EXPECT_FALSE(off_by_one.passed);
   EXPECT_NE(off_by_one.note.find("element 999"), std::string::npos);
-  Verification nan = verify_sampled(10, 10, 1e-3, [&](int64_t i) { return i == 3 ? NAN : want(i); }, want);
+  Verification nan = verify_sampled(
+      10, 10, 1e-3, [&](int64_t i) { return i == 3 ? NAN : want(i); }, want);
   EXPECT_FALSE(nan.passed);
   // Sampling still checks the last element, where a tail bug would hide.
-  Verification sampled = verify_sampled(1 << 20, 1000, 1e-3,
-                                        [&](int64_t i) { return want(i) + (i == (1 << 20) - 1 ? 1.0 : 0.0); }, want);
+  Verification sampled = verify_sampled(
+      1 << 20, 1000, 1e-3, [&](int64_t i) { return want(i) + (i == (1 << 20) - 1 ? 1.0 : 0.0); }, want);
   EXPECT_FALSE(sampled.passed);
   EXPECT_LT(sampled.checked, 1 << 20);
   EXPECT_FALSE(combine({ok, off_by_one}).passed);
@@ -98,8 +100,8 @@ class WrongKernelCase : public ProfilerCase {
     return Status::ok();
   }
   Verification verify() override {
-    return verify_sampled(n_, n_, 1e-6, [&](int64_t i) { return out_[i]; },
-                          [](int64_t i) { return 2.0 * static_cast<double>(i); });
+    return verify_sampled(
+        n_, n_, 1e-6, [&](int64_t i) { return out_[i]; }, [](int64_t i) { return 2.0 * static_cast<double>(i); });
   }
 
  private:

@@ -12,12 +12,17 @@ namespace baracuda::detail {
 template <class Half, class BFloat16, class F>
 Status dispatch_float(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::f16: return f(std::type_identity<Half>{});
-    case DType::bf16: return f(std::type_identity<BFloat16>{});
-    case DType::f32: return f(std::type_identity<float>{});
-    case DType::f64: return f(std::type_identity<double>{});
-    default: return Status::error(StatusCode::unsupported, "dtype " + std::string(dtype_name(dtype)) +
-                                                               " has no floating-point kernel");
+    case DType::f16:
+      return f(std::type_identity<Half>{});
+    case DType::bf16:
+      return f(std::type_identity<BFloat16>{});
+    case DType::f32:
+      return f(std::type_identity<float>{});
+    case DType::f64:
+      return f(std::type_identity<double>{});
+    default:
+      return Status::error(StatusCode::unsupported,
+                           "dtype " + std::string(dtype_name(dtype)) + " has no floating-point kernel");
   }
 }
 

@@ -13,9 +13,16 @@
 namespace baracuda::detail {
 
 // f32 accumulation for 16-bit floats and f32, f64 for f64.
-template <class T> struct acc_type { using type = float; };
-template <> struct acc_type<double> { using type = double; };
-template <class T> using acc_t = typename acc_type<T>::type;
+template <class T>
+struct acc_type {
+  using type = float;
+};
+template <>
+struct acc_type<double> {
+  using type = double;
+};
+template <class T>
+using acc_t = typename acc_type<T>::type;
 
 // Maps a linear index over `sizes` (row-major) to an element offset in each of NT tensors.
 // Built on the host with size-1 dims dropped and mergeable dims merged, so the loop is short.
@@ -51,8 +58,8 @@ struct Walker {
 
 // Drops size-1 dims (and dims not selected by `keep`) and merges adjacent dims that every tensor
 // steps through as one. Returns the collapsed rank.
-inline int collapse_dims(const Shape& shape, const Strides* const* strides, int count, const bool* keep,
-                         int64_t* sizes, int64_t (*out_strides)[kMaxRank]) {
+inline int collapse_dims(const Shape& shape, const Strides* const* strides, int count, const bool* keep, int64_t* sizes,
+                         int64_t (*out_strides)[kMaxRank]) {
   int rank = 0;
   for (int d = 0; d < shape.rank; ++d) {
     if (shape.dims[d] == 1 || (keep && !keep[d])) continue;

@@ -29,8 +29,8 @@ struct IndexedLayout {
   int64_t row_length = 1;          // L
   int64_t dim_size = 0;            // the table's size along dim: valid index values are [0, dim_size)
   int64_t table_dim_stride = 0;
-  int64_t padding = kNoPadding;    // the skipped index value (embedding's padding_idx)
-  int64_t sentinel_key = 0;        // sorts after every valid key (the table's extent)
+  int64_t padding = kNoPadding;  // the skipped index value (embedding's padding_idx)
+  int64_t sentinel_key = 0;      // sorts after every valid key (the table's extent)
 
   // Row r's values offset, and its table offset when its index value is valid.
   template <class Idx>

@@ -4,9 +4,7 @@ namespace baracuda {
 
 std::string_view backend_name(Backend backend) { return backend == Backend::cuda ? "cuda" : "cpu"; }
 
-std::string_view layout_name(Layout layout) {
-  return layout == Layout::contiguous ? "contiguous" : "strided";
-}
+std::string_view layout_name(Layout layout) { return layout == Layout::contiguous ? "contiguous" : "strided"; }
 
 std::string PrecisionGuarantee::to_string() const {
   std::string s = "compute=";

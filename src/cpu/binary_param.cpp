@@ -6,9 +6,8 @@ namespace baracuda::detail::cpu {
 Status binary_param_forward(const BinaryParamForwardProblem& problem) {
   return dispatch_float<half, bfloat16>(problem.desc.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return binary_param_forward_typed<T>(problem, [](const auto& op, const auto& tensors) {
-      return run_elementwise<T>(op, tensors);
-    });
+    return binary_param_forward_typed<T>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); });
   });
 }
 

@@ -139,9 +139,12 @@ Status indexed_gather(const IndexedProblem& p) {
   return dispatch_index(p.desc.index_dtype, [&](auto index_tag) {
     using Idx = typename decltype(index_tag)::type;
     switch (dtype_size(p.desc.dtype)) {
-      case 2: return gather<uint16_t, Idx>(p);
-      case 4: return gather<uint32_t, Idx>(p);
-      default: return gather<uint64_t, Idx>(p);
+      case 2:
+        return gather<uint16_t, Idx>(p);
+      case 4:
+        return gather<uint32_t, Idx>(p);
+      default:
+        return gather<uint64_t, Idx>(p);
     }
   });
 }

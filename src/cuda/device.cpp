@@ -49,12 +49,10 @@ namespace detail {
 
 Expected<CudaDeviceInfo> cuda_device_info(int device) {
   const DeviceTable& t = devices();
-  if (t.count == 0)
-    return Status::error(StatusCode::backend_error, "no CUDA device is usable (" + t.reason + ")");
+  if (t.count == 0) return Status::error(StatusCode::backend_error, "no CUDA device is usable (" + t.reason + ")");
   if (device < 0 || device >= t.count || device >= DeviceTable::kMaxDevices)
-    return Status::error(StatusCode::invalid_problem, "CUDA device " + std::to_string(device) +
-                                                          " does not exist (" + std::to_string(t.count) +
-                                                          " present)");
+    return Status::error(StatusCode::invalid_problem, "CUDA device " + std::to_string(device) + " does not exist (" +
+                                                          std::to_string(t.count) + " present)");
   return t.info[device];
 }
 
@@ -65,8 +63,8 @@ Status cuda_synchronize(CUstream_st* stream, int device) {
   const cudaError_t err = cudaStreamSynchronize(stream);
   if (previous != device) cudaSetDevice(previous);
   if (err != cudaSuccess)
-    return Status::error(StatusCode::backend_error,
-                         std::string("cudaStreamSynchronize: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+    return Status::error(StatusCode::backend_error, std::string("cudaStreamSynchronize: ") + cudaGetErrorName(err) +
+                                                        ": " + cudaGetErrorString(err));
   return Status::ok();
 }
 

@@ -174,8 +174,9 @@ Status gather(const Stream& stream, const IndexedProblem& p, int sm_count) {
   } else if (layout.columns.rank == 0 && layout.rows.rank > 0) {
     const int64_t inner = layout.rows.inner_size();
     const int lanes = lanes_for(inner);
-    gather_elements_kernel<Bits, Idx><<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0,
-                                        native(stream)>>>(layout, values, table, index, lanes);
+    gather_elements_kernel<Bits, Idx>
+        <<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0, native(stream)>>>(layout, values, table,
+                                                                                                 index, lanes);
     if (Status s = last_launch_status("gather_elements_kernel"); !s) return s;
   } else {
     const int lanes = lanes_for(layout.row_length);
@@ -292,8 +293,7 @@ __global__ void __launch_bounds__(kThreads)
       const float4 x = *reinterpret_cast<const float4*>(values + values_off + v * 4);
       float* dst = table + table_off + v * 4;
 #if __CUDA_ARCH__ >= 900
-      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "f"(x.x), "f"(x.y), "f"(x.z),
-                   "f"(x.w)
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "f"(x.x), "f"(x.y), "f"(x.z), "f"(x.w)
                    : "memory");
 #else
       atomicAdd(dst, x.x);
@@ -370,43 +370,45 @@ __device__ void sum_window(const IndexedLayout& layout, const T* values, T* tabl
   const int64_t rows = layout.row_count, length = layout.row_length;
   const int64_t start = w * window, end = min(start + window, rows);
   const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
-  for_each_run(keys, start, end, rows, sentinel, [&](int64_t s, int64_t e, uint64_t key, bool from_previous,
-                                                     bool into_next) {
-    for (int64_t c = lane; c < length; c += group) {
-      int64_t dv, dt;
-      layout.column(c, dv, dt);
-      Acc sum = 0;
-      for (int64_t i = s; i < e; ++i) {
-        int64_t values_off, table_off;
-        layout.locate(index, positions[i], values_off, table_off);
-        sum += static_cast<Acc>(values[values_off + dv]);
-      }
-      if (!from_previous && !into_next) {
-        add_into(table + key + dt, sum);
-      } else {
-        partials[(w * 2 + (from_previous ? 0 : 1)) * length + c] = sum;
-      }
-    }
-  });
+  for_each_run(keys, start, end, rows, sentinel,
+               [&](int64_t s, int64_t e, uint64_t key, bool from_previous, bool into_next) {
+                 for (int64_t c = lane; c < length; c += group) {
+                   int64_t dv, dt;
+                   layout.column(c, dv, dt);
+                   Acc sum = 0;
+                   for (int64_t i = s; i < e; ++i) {
+                     int64_t values_off, table_off;
+                     layout.locate(index, positions[i], values_off, table_off);
+                     sum += static_cast<Acc>(values[values_off + dv]);
+                   }
+                   if (!from_previous && !into_next) {
+                     add_into(table + key + dt, sum);
+                   } else {
+                     partials[(w * 2 + (from_previous ? 0 : 1)) * length + c] = sum;
+                   }
+                 }
+               });
 }
 
 // For a run that starts in window w and crosses into the next: its partials, in window order. The
 // run's last window is found by binary search in the sorted keys, so the partials' loads are
 // independent of each other (the sum itself stays in window order).
 template <class T>
-__device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint64_t* keys,
-                              const acc_t<T>* partials, int64_t window, int64_t w, int lane, int group) {
+__device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint64_t* keys, const acc_t<T>* partials,
+                              int64_t window, int64_t w, int lane, int group) {
   using Acc = acc_t<T>;
   const int64_t rows = layout.row_count, length = layout.row_length;
   const int64_t start = w * window, end = min(start + window, rows);
   const uint64_t key = keys[end - 1];
   if (key == static_cast<uint64_t>(layout.sentinel_key) || end >= rows || keys[end] != key) return;
   if (keys[start] == key && start > 0 && keys[start - 1] == key) return;  // started in an earlier window
-  int64_t lo = end, hi = rows;  // the first position past the run
+  int64_t lo = end, hi = rows;                                            // the first position past the run
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] == key) lo = mid + 1;
-    else hi = mid;
+    if (keys[mid] == key)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   const int64_t last = (lo - 1) / window;  // the run's last window
   for (int64_t c = lane; c < length; c += group) {
@@ -464,28 +466,28 @@ __global__ void __launch_bounds__(kThreads)
       offsets[group * kWindow + i] = values_off;
     }
     __syncthreads();
-    for_each_run(keys, start, end, rows, sentinel, [&](int64_t s, int64_t e, uint64_t key, bool from_previous,
-                                                       bool into_next) {
-      for (int64_t v = lane; v < vectors; v += lanes) {
-        Acc sum[kV] = {};
-        for (int64_t i = s; i < e; ++i) {
-          const Vec16<T> x = load16(values + offsets[group * kWindow + (i - start)] + v * kV);
+    for_each_run(keys, start, end, rows, sentinel,
+                 [&](int64_t s, int64_t e, uint64_t key, bool from_previous, bool into_next) {
+                   for (int64_t v = lane; v < vectors; v += lanes) {
+                     Acc sum[kV] = {};
+                     for (int64_t i = s; i < e; ++i) {
+                       const Vec16<T> x = load16(values + offsets[group * kWindow + (i - start)] + v * kV);
 #pragma unroll
-          for (int k = 0; k < kV; ++k) sum[k] += static_cast<Acc>(x.v[k]);
-        }
-        if (!from_previous && !into_next) {
-          T* dst = table + key + v * kV;
-          Vec16<T> y = load16(dst);
+                       for (int k = 0; k < kV; ++k) sum[k] += static_cast<Acc>(x.v[k]);
+                     }
+                     if (!from_previous && !into_next) {
+                       T* dst = table + key + v * kV;
+                       Vec16<T> y = load16(dst);
 #pragma unroll
-          for (int k = 0; k < kV; ++k) y.v[k] = static_cast<T>(static_cast<Acc>(y.v[k]) + sum[k]);
-          store16(dst, y);
-        } else {
-          Acc* slot = partials + (w * 2 + (from_previous ? 0 : 1)) * length + v * kV;
+                       for (int k = 0; k < kV; ++k) y.v[k] = static_cast<T>(static_cast<Acc>(y.v[k]) + sum[k]);
+                       store16(dst, y);
+                     } else {
+                       Acc* slot = partials + (w * 2 + (from_previous ? 0 : 1)) * length + v * kV;
 #pragma unroll
-          for (int k = 0; k < kV; ++k) slot[k] = sum[k];
-        }
-      }
-    });
+                       for (int k = 0; k < kV; ++k) slot[k] = sum[k];
+                     }
+                   }
+                 });
   }
 }
 
@@ -493,9 +495,8 @@ template <class T>
 __global__ void __launch_bounds__(kThreads)
     fix_up_kernel(IndexedLayout layout, T* table, const uint64_t* keys, const acc_t<T>* partials, int64_t window,
                   int64_t windows, int lanes) {
-  for_each_row(windows, lanes, [&](int64_t w, int lane) {
-    fix_up_window(layout, table, keys, partials, window, w, lane, lanes);
-  });
+  for_each_row(windows, lanes,
+               [&](int64_t w, int lane) { fix_up_window(layout, table, keys, partials, window, w, lane, lanes); });
 }
 
 int key_bits(int64_t sentinel) {
@@ -522,8 +523,8 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
     if constexpr (std::is_same_v<T, float>) {
       if (p.vectorized_rows) {
         const int lanes = lanes_for(layout.row_length / 4);
-        scatter_atomic_v4_kernel<Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(
-            layout, values, table, index, lanes);
+        scatter_atomic_v4_kernel<Idx>
+            <<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
         if (Status st = last_launch_status("scatter_atomic_v4_kernel"); !st) return st;
         return count_bad<Idx>(stream, p, sm_count);
       }
@@ -539,14 +540,14 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
     if (layout.columns.rank == 0 && layout.rows.rank > 0) {
       const int64_t inner = layout.rows.inner_size();
       const int lanes = lanes_for(inner);
-      scatter_atomic_elements_kernel<T, Idx><<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0,
-                                               s>>>(layout, values, table, index, lanes);
+      scatter_atomic_elements_kernel<T, Idx><<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0, s>>>(
+          layout, values, table, index, lanes);
       if (Status st = last_launch_status("scatter_atomic_elements_kernel"); !st) return st;
       return count_bad<Idx>(stream, p, sm_count);
     }
     const int lanes = lanes_for(layout.row_length);
-    scatter_atomic_kernel<T, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(
-        layout, values, table, index, lanes);
+    scatter_atomic_kernel<T, Idx>
+        <<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
     if (Status st = last_launch_status("scatter_atomic_kernel"); !st) return st;
     return count_bad<Idx>(stream, p, sm_count);
   }
@@ -557,10 +558,10 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   scatter_keys_kernel<Idx><<<key_blocks, kThreads, 0, s>>>(layout, index, b.keys_in, b.positions_in);
   if (Status st = last_launch_status("scatter_keys_kernel"); !st) return st;
   size_t temp_bytes = b.sort_temp_bytes;
-  if (Status st = cuda_status(cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys,
-                                                              b.positions_in, b.positions, rows, 0,
-                                                              key_bits(layout.sentinel_key), s),
-                              "cub::DeviceRadixSort::SortPairs");
+  if (Status st =
+          cuda_status(cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys, b.positions_in,
+                                                      b.positions, rows, 0, key_bits(layout.sentinel_key), s),
+                      "cub::DeviceRadixSort::SortPairs");
       !st)
     return st;
   const int64_t window = window_rows(layout);
@@ -593,8 +594,8 @@ SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length
   w.positions = round_up(n * sizeof(int64_t));
   const int64_t window = row_length > 1 ? kRowsPerWindow : kElementsPerWindow;
   const size_t windows = (n + window - 1) / window;
-  w.partials = round_up(windows * 2 * static_cast<size_t>(std::max<int64_t>(row_length, 1)) *
-                        (dtype == DType::f64 ? 8 : 4));
+  w.partials =
+      round_up(windows * 2 * static_cast<size_t>(std::max<int64_t>(row_length, 1)) * (dtype == DType::f64 ? 8 : 4));
   size_t temp = 0;
   cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
                                   static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
@@ -609,9 +610,12 @@ Status indexed_gather(const Stream& stream, const IndexedProblem& p) {
   return dispatch_index(p.desc.index_dtype, [&](auto index_tag) {
     using Idx = typename decltype(index_tag)::type;
     switch (dtype_size(p.desc.dtype)) {
-      case 2: return gather<uint16_t, Idx>(stream, p, sm_count);
-      case 4: return gather<uint32_t, Idx>(stream, p, sm_count);
-      default: return gather<uint64_t, Idx>(stream, p, sm_count);
+      case 2:
+        return gather<uint16_t, Idx>(stream, p, sm_count);
+      case 4:
+        return gather<uint32_t, Idx>(stream, p, sm_count);
+      default:
+        return gather<uint64_t, Idx>(stream, p, sm_count);
     }
   });
 }

@@ -53,7 +53,8 @@ Expected<std::optional<ElementwisePath>> parse_variant(std::string_view plan, co
   if (preference.variant.empty()) return std::optional<ElementwisePath>{};
   const std::optional<ElementwisePath> path = detail::parse_path(preference.variant);
   const bool cuda_only = path == ElementwisePath::vectorized || path == ElementwisePath::strided_vectorized;
-  if (path && (!cuda_only || backend == Backend::cuda) && (*path != ElementwisePath::broadcast_reduce || allow_reduce) &&
+  if (path && (!cuda_only || backend == Backend::cuda) &&
+      (*path != ElementwisePath::broadcast_reduce || allow_reduce) &&
       (!require_reduce || *path == ElementwisePath::broadcast_reduce))
     return path;
   return plan_error(StatusCode::unsupported, plan, "preference.variant",
@@ -81,14 +82,13 @@ PrecisionGuarantee guarantee_for(DType dtype) {
   return g;
 }
 
-KernelSku make_sku(const BinaryParamDescriptor& desc, std::string op, Backend backend, int arch,
-                   ElementwisePath path) {
+KernelSku make_sku(const BinaryParamDescriptor& desc, std::string op, Backend backend, int arch, ElementwisePath path) {
   KernelSku sku;
   sku.category = "elementwise";
   sku.op = std::move(op);
   sku.element = desc.dtype;
   sku.layout = (path == ElementwisePath::vectorized || path == ElementwisePath::contiguous) ? Layout::contiguous
-                                                                                           : Layout::strided;
+                                                                                            : Layout::strided;
   sku.arch = arch;
   sku.backend = backend;
   sku.variant = std::string(path_name(path));
@@ -98,9 +98,7 @@ KernelSku make_sku(const BinaryParamDescriptor& desc, std::string op, Backend ba
 
 }  // namespace
 
-std::string_view binary_param_kind_name(BinaryParamKind kind) {
-  return kind == BinaryParamKind::lerp ? "lerp" : "?";
-}
+std::string_view binary_param_kind_name(BinaryParamKind kind) { return kind == BinaryParamKind::lerp ? "lerp" : "?"; }
 
 // ---------------------------------------------------------------------------------------------
 // Forward
@@ -126,12 +124,11 @@ Status BinaryParamPlan::can_implement(const BinaryParamArgs& args) const {
   if (Status s = detail::check_view(kForward, "args.a", args.a, desc_.dtype, shape, ViewRole::input); !s) return s;
   if (Status s = detail::check_view(kForward, "args.b", args.b, desc_.dtype, shape, ViewRole::input); !s) return s;
   if (desc_.weight_mode == WeightMode::tensor) {
-    Status s = detail::check_view(kForward, "args.weight", args.weight, desc_.dtype, desc_.weight_shape,
-                                  ViewRole::input);
+    Status s =
+        detail::check_view(kForward, "args.weight", args.weight, desc_.dtype, desc_.weight_shape, ViewRole::input);
     if (!s) return s;
   }
-  if (Status s = detail::check_view(kForward, "args.out", args.out, desc_.dtype, shape, ViewRole::output); !s)
-    return s;
+  if (Status s = detail::check_view(kForward, "args.out", args.out, desc_.dtype, shape, ViewRole::output); !s) return s;
   if (!forced_path_) return Status::ok();
   if (desc_.weight_mode == WeightMode::tensor)
     return detail::check_forced_path(kForward, *forced_path_, shape,
@@ -183,8 +180,8 @@ Expected<BinaryParamBackwardPlan> BinaryParamBackwardPlan::select(const Stream& 
   if (!target) return target.status();
   if (Status s = check_descriptor(kBackward, desc); !s) return s;
   const bool broadcast = weight_is_broadcast(desc);
-  auto forced = parse_variant(kBackward, preference, target->backend, desc.weight_mode == WeightMode::tensor,
-                              broadcast);
+  auto forced =
+      parse_variant(kBackward, preference, target->backend, desc.weight_mode == WeightMode::tensor, broadcast);
   if (!forced) return forced.status();
   BinaryParamBackwardPlan plan;
   plan.desc_ = desc;
@@ -269,7 +266,15 @@ Status BinaryParamBackwardPlan::run(const Stream& stream, Workspace workspace,
   const ElementwisePath path = path_for(args);
   const size_t needed = path == ElementwisePath::broadcast_reduce ? workspace_size() : 0;
   if (Status s = detail::check_workspace(kBackward, workspace, needed); !s) return s;
-  detail::BinaryParamBackwardProblem problem{desc_, path, args.dout, args.a, args.b, {}, args.da, args.db, {},
+  detail::BinaryParamBackwardProblem problem{desc_,
+                                             path,
+                                             args.dout,
+                                             args.a,
+                                             args.b,
+                                             {},
+                                             args.da,
+                                             args.db,
+                                             {},
                                              path == ElementwisePath::broadcast_reduce ? reduce_splits_ : 1,
                                              workspace.data};
   if (desc_.weight_mode == WeightMode::tensor) {

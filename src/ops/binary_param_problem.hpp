@@ -57,12 +57,13 @@ template <class T, class Launch>
 Status binary_param_forward_typed(const BinaryParamForwardProblem& p, Launch&& launch) {
   using Acc = acc_t<T>;
   if (p.desc.weight_mode == WeightMode::scalar) {
-    ElementwiseTensors<2, 1> t{p.path, p.desc.shape, {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
+    ElementwiseTensors<2, 1> t{p.path,       p.desc.shape,   {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
                                {p.out.data}, {p.out.strides}};
     return launch(LerpScalarForward<Acc>{static_cast<Acc>(p.desc.weight)}, t);
   }
-  ElementwiseTensors<3, 1> t{p.path, p.desc.shape, {p.a.data, p.b.data, p.weight.data},
-                             {p.a.strides, p.b.strides, p.weight.strides}, {p.out.data}, {p.out.strides}};
+  ElementwiseTensors<3, 1> t{
+      p.path,       p.desc.shape,   {p.a.data, p.b.data, p.weight.data}, {p.a.strides, p.b.strides, p.weight.strides},
+      {p.out.data}, {p.out.strides}};
   return launch(LerpTensorForward<Acc>{}, t);
 }
 
@@ -77,9 +78,8 @@ LerpBackwardReduce<T> make_lerp_backward_reduce(const BinaryParamBackwardProblem
   k.db = static_cast<T*>(p.db.data);
   k.dw = static_cast<T*>(p.dweight.data);
   k.partial = static_cast<acc_t<T>*>(p.workspace);
-  const Strides* const strides[kLerpBackwardTensors] = {&p.dout.strides, &p.a.strides, &p.b.strides,
-                                                        &p.weight.strides, &p.da.strides, &p.db.strides,
-                                                        &p.dweight.strides};
+  const Strides* const strides[kLerpBackwardTensors] = {
+      &p.dout.strides, &p.a.strides, &p.b.strides, &p.weight.strides, &p.da.strides, &p.db.strides, &p.dweight.strides};
   bool broadcast[kMaxRank];
   weight_broadcast_dims(p.desc, broadcast);
   bool kept[kMaxRank];
@@ -99,12 +99,13 @@ template <class T, class Launch, class Reduce>
 Status binary_param_backward_typed(const BinaryParamBackwardProblem& p, Launch&& launch, Reduce&& reduce) {
   using Acc = acc_t<T>;
   if (p.desc.weight_mode == WeightMode::scalar) {
-    ElementwiseTensors<1, 2> t{p.path, p.desc.shape, {p.dout.data}, {p.dout.strides},
-                               {p.da.data, p.db.data}, {p.da.strides, p.db.strides}};
+    ElementwiseTensors<1, 2> t{p.path,           p.desc.shape,           {p.dout.data},
+                               {p.dout.strides}, {p.da.data, p.db.data}, {p.da.strides, p.db.strides}};
     return launch(LerpScalarBackward<Acc>{static_cast<Acc>(p.desc.weight)}, t);
   }
   if (p.path == ElementwisePath::broadcast_reduce) return reduce(make_lerp_backward_reduce<T>(p));
-  ElementwiseTensors<4, 3> t{p.path, p.desc.shape,
+  ElementwiseTensors<4, 3> t{p.path,
+                             p.desc.shape,
                              {p.dout.data, p.a.data, p.b.data, p.weight.data},
                              {p.dout.strides, p.a.strides, p.b.strides, p.weight.strides},
                              {p.da.data, p.db.data, p.dweight.data},

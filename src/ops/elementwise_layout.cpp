@@ -15,11 +15,16 @@ constexpr ElementwisePath kPaths[] = {ElementwisePath::vectorized, ElementwisePa
 
 std::string_view path_name(ElementwisePath path) {
   switch (path) {
-    case ElementwisePath::vectorized: return "vectorized";
-    case ElementwisePath::contiguous: return "contiguous";
-    case ElementwisePath::strided: return "strided";
-    case ElementwisePath::strided_vectorized: return "strided_vectorized";
-    case ElementwisePath::broadcast_reduce: return "broadcast_reduce";
+    case ElementwisePath::vectorized:
+      return "vectorized";
+    case ElementwisePath::contiguous:
+      return "contiguous";
+    case ElementwisePath::strided:
+      return "strided";
+    case ElementwisePath::strided_vectorized:
+      return "strided_vectorized";
+    case ElementwisePath::broadcast_reduce:
+      return "broadcast_reduce";
   }
   return "?";
 }
@@ -63,7 +68,8 @@ ElementwisePath layout_path(Backend backend, const Shape& shape, std::initialize
     contiguous = contiguous && v.is_contiguous();
     aligned = aligned && aligned16(v.data);
   }
-  if (contiguous) return backend == Backend::cuda && aligned ? ElementwisePath::vectorized : ElementwisePath::contiguous;
+  if (contiguous)
+    return backend == Backend::cuda && aligned ? ElementwisePath::vectorized : ElementwisePath::contiguous;
   if (backend == Backend::cuda && rows_vectorizable(shape, views, inputs)) return ElementwisePath::strided_vectorized;
   return ElementwisePath::strided;
 }
@@ -77,7 +83,8 @@ Status check_forced_path(std::string_view plan, ElementwisePath forced, const Sh
   if (forced != ElementwisePath::contiguous && forced != ElementwisePath::vectorized) return Status::ok();
   for (const AnyTensorRef& v : views) {
     if (!v.is_contiguous())
-      return plan_error(StatusCode::invalid_problem, plan, "preference.variant", "'" + name + "' needs contiguous views");
+      return plan_error(StatusCode::invalid_problem, plan, "preference.variant",
+                        "'" + name + "' needs contiguous views");
     if (forced == ElementwisePath::vectorized && !aligned16(v.data))
       return plan_error(StatusCode::misaligned_operand, plan, "preference.variant",
                         "'vectorized' needs 16-byte aligned pointers");

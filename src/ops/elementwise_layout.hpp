@@ -15,8 +15,7 @@ std::optional<ElementwisePath> parse_path(std::string_view name);
 // Every pointer 16-byte aligned; all views contiguous: vectorized on CUDA (contiguous on the CPU,
 // whose loop the compiler vectorizes). Otherwise strided_vectorized on CUDA when rows_vectorizable,
 // else strided. Outputs come after inputs in `views`.
-ElementwisePath layout_path(Backend backend, const Shape& shape, std::initializer_list<AnyTensorRef> views,
-                            int inputs);
+ElementwisePath layout_path(Backend backend, const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs);
 
 // After collapsing dims: the innermost has a multiple of a 16-byte vector's elements; each input is
 // either broadcast along it (stride 0: one scalar per row) or, like every output, steps through it

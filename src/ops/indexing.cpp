@@ -12,8 +12,7 @@ namespace baracuda {
 namespace detail {
 
 IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides& values_strides,
-                                  const Strides& index_strides, const Strides& table_strides,
-                                  int64_t table_extent) {
+                                  const Strides& index_strides, const Strides& table_strides, int64_t table_extent) {
   Strides table_without_dim = table_strides, marker{};
   table_without_dim[desc.dim] = 0;
   marker[desc.dim] = 1;
@@ -105,9 +104,9 @@ Expected<IndexedProblemDesc> along_dim(std::string_view plan, bool scatter, DTyp
   if (!d) return d.status();
   for (int k = 0; k < table.rank; ++k)
     if (k != *d && index.dims[k] > table.dims[k])
-      return plan_error(StatusCode::invalid_problem, plan, "descriptor.index_shape[" + std::to_string(k) + "]",
-                        "size " + std::to_string(index.dims[k]) + " exceeds " + table_field + "'s " +
-                            std::to_string(table.dims[k]));
+      return plan_error(
+          StatusCode::invalid_problem, plan, "descriptor.index_shape[" + std::to_string(k) + "]",
+          "size " + std::to_string(index.dims[k]) + " exceeds " + table_field + "'s " + std::to_string(table.dims[k]));
   IndexedProblemDesc p;
   p.scatter = scatter;
   p.dtype = dtype;
@@ -120,15 +119,14 @@ Expected<IndexedProblemDesc> along_dim(std::string_view plan, bool scatter, DTyp
 
 // index_select / its backward / embedding: a 1-D index along dim of the table.
 Expected<IndexedProblemDesc> select_along_dim(std::string_view plan, bool scatter, DType dtype, DType index_dtype,
-                                              const Shape& table, const char* table_field, int dim,
-                                              int64_t num_indices, const char* count_field) {
+                                              const Shape& table, const char* table_field, int dim, int64_t num_indices,
+                                              const char* count_field) {
   if (Status s = check_dtypes(plan, dtype, index_dtype, scatter); !s) return s;
   if (Status s = detail::check_shape(plan, table_field, table); !s) return s;
   Expected<int> d = normalize_dim(plan, dim, table.rank);
   if (!d) return d.status();
   if (num_indices < 0)
-    return plan_error(StatusCode::invalid_problem, plan, count_field,
-                      std::to_string(num_indices) + " is negative");
+    return plan_error(StatusCode::invalid_problem, plan, count_field, std::to_string(num_indices) + " is negative");
   IndexedProblemDesc p;
   p.scatter = scatter;
   p.dtype = dtype;
@@ -145,9 +143,9 @@ Expected<IndexedProblemDesc> embedding(std::string_view plan, bool scatter, cons
   if (e.num_embeddings < 0 || e.embedding_dim < 0)
     return plan_error(StatusCode::invalid_problem, plan,
                       e.num_embeddings < 0 ? "descriptor.num_embeddings" : "descriptor.embedding_dim", "is negative");
-  Expected<IndexedProblemDesc> p = select_along_dim(plan, scatter, e.dtype, e.index_dtype,
-                                                    {e.num_embeddings, e.embedding_dim}, "descriptor.weight", 0,
-                                                    e.num_indices, "descriptor.num_indices");
+  Expected<IndexedProblemDesc> p =
+      select_along_dim(plan, scatter, e.dtype, e.index_dtype, {e.num_embeddings, e.embedding_dim}, "descriptor.weight",
+                       0, e.num_indices, "descriptor.num_indices");
   if (!p) return p;
   if (e.padding_idx) {
     if (*e.padding_idx < -e.num_embeddings || *e.padding_idx >= e.num_embeddings)
@@ -158,9 +156,11 @@ Expected<IndexedProblemDesc> embedding(std::string_view plan, bool scatter, cons
   return p;
 }
 
-template <class Op> struct Traits;
+template <class Op>
+struct Traits;
 
-template <> struct Traits<GatherOp> {
+template <>
+struct Traits<GatherOp> {
   static constexpr std::string_view kPlan = "GatherPlan", kOp = "gather";
   static Expected<IndexedProblemDesc> problem(const GatherDescriptor& d) {
     return along_dim(kPlan, false, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.index_shape, d.dim);
@@ -169,7 +169,8 @@ template <> struct Traits<GatherOp> {
     return {a.out, a.index, a.src, "args.out", "args.index", "args.src", a.bad_index_count};
   }
 };
-template <> struct Traits<GatherBackwardOp> {
+template <>
+struct Traits<GatherBackwardOp> {
   static constexpr std::string_view kPlan = "GatherBackwardPlan", kOp = "gather_backward";
   static Expected<IndexedProblemDesc> problem(const GatherDescriptor& d) {
     return along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.index_shape, d.dim);
@@ -178,7 +179,8 @@ template <> struct Traits<GatherBackwardOp> {
     return {a.dout, a.index, a.dsrc, "args.dout", "args.index", "args.dsrc", a.bad_index_count};
   }
 };
-template <> struct Traits<ScatterAddOp> {
+template <>
+struct Traits<ScatterAddOp> {
   static constexpr std::string_view kPlan = "ScatterAddPlan", kOp = "scatter_add";
   static Expected<IndexedProblemDesc> problem(const ScatterAddDescriptor& d) {
     return along_dim(kPlan, true, d.dtype, d.index_dtype, d.dst_shape, "descriptor.dst_shape", d.index_shape, d.dim);
@@ -187,7 +189,8 @@ template <> struct Traits<ScatterAddOp> {
     return {a.src, a.index, a.dst, "args.src", "args.index", "args.dst", a.bad_index_count};
   }
 };
-template <> struct Traits<IndexSelectOp> {
+template <>
+struct Traits<IndexSelectOp> {
   static constexpr std::string_view kPlan = "IndexSelectPlan", kOp = "index_select";
   static Expected<IndexedProblemDesc> problem(const IndexSelectDescriptor& d) {
     return select_along_dim(kPlan, false, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.dim,
@@ -197,7 +200,8 @@ template <> struct Traits<IndexSelectOp> {
     return {a.out, a.index, a.src, "args.out", "args.index", "args.src", a.bad_index_count};
   }
 };
-template <> struct Traits<IndexSelectBackwardOp> {
+template <>
+struct Traits<IndexSelectBackwardOp> {
   static constexpr std::string_view kPlan = "IndexSelectBackwardPlan", kOp = "index_select_backward";
   static Expected<IndexedProblemDesc> problem(const IndexSelectDescriptor& d) {
     return select_along_dim(kPlan, true, d.dtype, d.index_dtype, d.src_shape, "descriptor.src_shape", d.dim,
@@ -207,14 +211,16 @@ template <> struct Traits<IndexSelectBackwardOp> {
     return {a.dout, a.index, a.dsrc, "args.dout", "args.index", "args.dsrc", a.bad_index_count};
   }
 };
-template <> struct Traits<EmbeddingOp> {
+template <>
+struct Traits<EmbeddingOp> {
   static constexpr std::string_view kPlan = "EmbeddingPlan", kOp = "embedding";
   static Expected<IndexedProblemDesc> problem(const EmbeddingDescriptor& d) { return embedding(kPlan, false, d); }
   static ResolvedViews views(const EmbeddingArgs& a) {
     return {a.out, a.indices, a.weight, "args.out", "args.indices", "args.weight", a.bad_index_count};
   }
 };
-template <> struct Traits<EmbeddingBackwardOp> {
+template <>
+struct Traits<EmbeddingBackwardOp> {
   static constexpr std::string_view kPlan = "EmbeddingBackwardPlan", kOp = "embedding_backward";
   static Expected<IndexedProblemDesc> problem(const EmbeddingDescriptor& d) { return embedding(kPlan, true, d); }
   static ResolvedViews views(const EmbeddingBackwardArgs& a) {
@@ -229,9 +235,7 @@ void rows_and_length(const IndexedProblemDesc& p, int64_t& rows, int64_t& length
   for (int d = 0; d < p.shape.rank; ++d) ((!p.broadcast_index || d <= p.dim) ? rows : length) *= p.shape.dims[d];
 }
 
-Shape index_shape_of(const IndexedProblemDesc& p) {
-  return p.broadcast_index ? Shape{p.shape.dims[p.dim]} : p.shape;
-}
+Shape index_shape_of(const IndexedProblemDesc& p) { return p.broadcast_index ? Shape{p.shape.dims[p.dim]} : p.shape; }
 
 Strides expanded_index_strides(const IndexedProblemDesc& p, const AnyTensorRef& index) {
   if (!p.broadcast_index) return index.strides;
@@ -242,9 +246,12 @@ Strides expanded_index_strides(const IndexedProblemDesc& p, const AnyTensorRef& 
 
 std::string_view variant_name(IndexVariant v) {
   switch (v) {
-    case IndexVariant::copy: return "copy";
-    case IndexVariant::atomic: return "atomic";
-    case IndexVariant::sorted: return "sorted";
+    case IndexVariant::copy:
+      return "copy";
+    case IndexVariant::atomic:
+      return "atomic";
+    case IndexVariant::sorted:
+      return "sorted";
   }
   return "?";
 }
@@ -344,8 +351,7 @@ Status IndexPlan<Op>::can_implement(const Args& args) const {
                          scatter ? ViewRole::output : ViewRole::input);
   if (!s) return s;
   if (v.bad_index_count && reinterpret_cast<uintptr_t>(v.bad_index_count) % alignof(int64_t) != 0)
-    return plan_error(StatusCode::misaligned_operand, plan_name, "args.bad_index_count",
-                      "is not aligned to 8 bytes");
+    return plan_error(StatusCode::misaligned_operand, plan_name, "args.bad_index_count", "is not aligned to 8 bytes");
   return Status::ok();
 }
 
@@ -388,9 +394,8 @@ KernelSku IndexPlan<Op>::sku(const Args& args) const {
   // The CUDA 16-byte row kernels: the gather copy, the sorted sums, and f32's vector atomics.
   const bool has_vector_kernel = variant_ != IndexVariant::atomic || problem_.dtype == DType::f32;
   if (backend_ == Backend::cuda) {
-    const detail::IndexedLayout layout =
-        detail::make_indexed_layout(problem_, v.values.strides, expanded_index_strides(problem_, v.index),
-                                    v.table.strides, v.table.extent());
+    const detail::IndexedLayout layout = detail::make_indexed_layout(
+        problem_, v.values.strides, expanded_index_strides(problem_, v.index), v.table.strides, v.table.extent());
     if (has_vector_kernel && problem_.broadcast_index &&
         vectorizable_rows(layout, v.values.data, v.table.data, problem_.dtype))
       k.variant += "_vectorized";
@@ -427,8 +432,8 @@ Status IndexPlan<Op>::run(const Stream& stream, Workspace workspace, const Args&
   p.workspace_size = workspace.size;
   p.vectorized_rows = backend_ == Backend::cuda && problem_.broadcast_index &&
                       vectorizable_rows(p.layout, p.values, p.table, problem_.dtype);
-  p.shared_rows = backend_ == Backend::cuda && variant_ == IndexVariant::atomic &&
-                  detail::shared_rows_apply(problem_, p.layout);
+  p.shared_rows =
+      backend_ == Backend::cuda && variant_ == IndexVariant::atomic && detail::shared_rows_apply(problem_, p.layout);
   if (sorted_fallback_ && !p.shared_rows) p.variant = IndexVariant::sorted;
   if (backend_ == Backend::cpu)
     return problem_.scatter ? detail::cpu::indexed_scatter_add(p) : detail::cpu::indexed_gather(p);

@@ -25,16 +25,15 @@ struct IndexedProblem {
 // Builds the layout from the views: values and index walk desc.shape, table has desc.table_shape.
 // `index_strides` are already expanded to desc.shape (zero off dim for a 1-D index).
 IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides& values_strides,
-                                  const Strides& index_strides, const Strides& table_strides,
-                                  int64_t table_extent);
+                                  const Strides& index_strides, const Strides& table_strides, int64_t table_extent);
 
 // The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
 struct SortedScatterWorkspace {
   size_t keys = 0, positions = 0, partials = 0, sort_temp = 0;
   size_t total() const { return 2 * keys + 2 * positions + partials + sort_temp; }
 };
-inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
-inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
+inline constexpr int64_t kRowsPerWindow = 32;          // rows mode: one block sums a window of rows
+inline constexpr int64_t kElementsPerWindow = 32;      // element mode: one thread sums a window
 inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row of shared_rows
 
 // Element-mode atomic scatter whose innermost walked dim is dim itself, with a destination row that

@@ -4,8 +4,8 @@
 
 namespace baracuda::detail {
 
-Status plan_error(StatusCode code, std::string_view plan, std::string_view field, std::string_view what,
-                  int64_t needed, int64_t got) {
+Status plan_error(StatusCode code, std::string_view plan, std::string_view field, std::string_view what, int64_t needed,
+                  int64_t got) {
   std::string message(plan);
   message += ": ";
   message += field;
@@ -29,9 +29,9 @@ Status check_view(std::string_view plan, std::string_view field, const AnyTensor
                   const Shape& shape, ViewRole role) {
   const std::string f(field);
   if (view.dtype != dtype)
-    return plan_error(StatusCode::invalid_problem, plan, f + ".dtype",
-                      "is " + std::string(dtype_name(view.dtype)) + " but the descriptor says " +
-                          std::string(dtype_name(dtype)));
+    return plan_error(
+        StatusCode::invalid_problem, plan, f + ".dtype",
+        "is " + std::string(dtype_name(view.dtype)) + " but the descriptor says " + std::string(dtype_name(dtype)));
   if (Status s = check_shape(plan, f + ".shape", view.shape); !s) return s;
   if (!(view.shape == shape))
     return plan_error(StatusCode::invalid_problem, plan, f + ".shape",
@@ -63,17 +63,16 @@ Status check_view(std::string_view plan, std::string_view field, const AnyTensor
 Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed) {
   if (needed == 0) return Status::ok();
   if (workspace.size < needed || workspace.data == nullptr)
-    return plan_error(StatusCode::workspace_too_small, plan, "workspace.size",
-                      "needs " + std::to_string(needed) + " bytes but got " +
-                          std::to_string(workspace.data ? workspace.size : 0),
-                      static_cast<int64_t>(needed), static_cast<int64_t>(workspace.data ? workspace.size : 0));
+    return plan_error(
+        StatusCode::workspace_too_small, plan, "workspace.size",
+        "needs " + std::to_string(needed) + " bytes but got " + std::to_string(workspace.data ? workspace.size : 0),
+        static_cast<int64_t>(needed), static_cast<int64_t>(workspace.data ? workspace.size : 0));
   if (!aligned16(workspace.data))
     return plan_error(StatusCode::misaligned_operand, plan, "workspace.data", "must be 16-byte aligned");
   return Status::ok();
 }
 
-Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream,
-                                        const PlanPreference& preference) {
+Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream, const PlanPreference& preference) {
   if (preference.backend && *preference.backend != stream.backend())
     return plan_error(StatusCode::invalid_problem, plan, "preference.backend",
                       "asks for " + std::string(backend_name(*preference.backend)) + " but the stream is " +

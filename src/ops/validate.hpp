@@ -34,8 +34,7 @@ struct BackendTarget {
   int arch = 0;
   int sm_count = 0;
 };
-Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream,
-                                        const PlanPreference& preference);
+Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream, const PlanPreference& preference);
 
 // The stream given to run() must be of the backend and device the plan was selected for.
 Status check_stream(std::string_view plan, const Stream& stream, const BackendTarget& target);

@@ -43,15 +43,15 @@ inline std::string unavailable(Backend backend) {
   return "no CUDA device: " + std::string(cuda_unavailable_reason());
 }
 
-#define BARACUDA_SKIP_UNLESS_AVAILABLE(backend)                          \
-  do {                                                                   \
+#define BARACUDA_SKIP_UNLESS_AVAILABLE(backend)                                                         \
+  do {                                                                                                  \
     if (std::string why = ::baracuda::testing::unavailable(backend); !why.empty()) GTEST_SKIP() << why; \
   } while (0)
 
-#define ASSERT_OK(expr)                                      \
-  do {                                                       \
-    const ::baracuda::Status status_ = (expr);               \
-    ASSERT_TRUE(status_.is_ok()) << status_.to_string();     \
+#define ASSERT_OK(expr)                                  \
+  do {                                                   \
+    const ::baracuda::Status status_ = (expr);           \
+    ASSERT_TRUE(status_.is_ok()) << status_.to_string(); \
   } while (0)
 
 template <class T>
@@ -90,7 +90,8 @@ inline ::testing::AssertionResult all_close(const harness::Tensor& out, const st
   for (int64_t i = 0; i < n; ++i) {
     const double got = out.at(i), want = ref(i);
     if (std::isnan(got) || std::fabs(got - want) > tol * (1.0 + std::fabs(want))) {
-      if (bad++ < 3) first += " [" + std::to_string(i) + "] got " + std::to_string(got) + " want " + std::to_string(want) + ";";
+      if (bad++ < 3)
+        first += " [" + std::to_string(i) + "] got " + std::to_string(got) + " want " + std::to_string(want) + ";";
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();

@@ -16,8 +16,8 @@ namespace {
 Status cuda_error(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status::ok();
   cudaGetLastError();
-  return Status::error(StatusCode::backend_error, std::string(what) + ": " + cudaGetErrorName(err) + ": " +
-                                                      cudaGetErrorString(err));
+  return Status::error(StatusCode::backend_error,
+                       std::string(what) + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
 }
 }  // namespace
 #endif
@@ -30,7 +30,8 @@ Expected<Buffer> Buffer::allocate(Backend backend, size_t bytes, int device) {
   const size_t padded = bytes == 0 ? 16 : (bytes + 255) / 256 * 256;
   if (backend == Backend::cpu) {
     b.data_ = std::aligned_alloc(256, padded);
-    if (!b.data_) return Status::error(StatusCode::backend_error, "host allocation of " + std::to_string(bytes) + " bytes failed");
+    if (!b.data_)
+      return Status::error(StatusCode::backend_error, "host allocation of " + std::to_string(bytes) + " bytes failed");
     return b;
   }
 #if BARACUDA_HAS_CUDA
@@ -79,7 +80,8 @@ Status Buffer::upload(const void* host, size_t bytes, size_t offset) {
     return Status::ok();
   }
 #if BARACUDA_HAS_CUDA
-  return cuda_error(cudaMemcpy(static_cast<char*>(data_) + offset, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  return cuda_error(cudaMemcpy(static_cast<char*>(data_) + offset, host, bytes, cudaMemcpyHostToDevice),
+                    "cudaMemcpy H2D");
 #else
   return Status::error(StatusCode::unsupported, "built without CUDA");
 #endif
@@ -92,7 +94,8 @@ Status Buffer::download(void* host, size_t bytes, size_t offset) const {
     return Status::ok();
   }
 #if BARACUDA_HAS_CUDA
-  return cuda_error(cudaMemcpy(host, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  return cuda_error(cudaMemcpy(host, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyDeviceToHost),
+                    "cudaMemcpy D2H");
 #else
   return Status::error(StatusCode::unsupported, "built without CUDA");
 #endif
@@ -104,7 +107,8 @@ Status copy_bytes(const Stream& stream, void* dst, const void* src, size_t bytes
     return Status::ok();
   }
 #if BARACUDA_HAS_CUDA
-  return cuda_error(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream.cuda_stream()), "cudaMemcpyAsync D2D");
+  return cuda_error(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream.cuda_stream()),
+                    "cudaMemcpyAsync D2D");
 #else
   return Status::error(StatusCode::unsupported, "built without CUDA");
 #endif

@@ -7,25 +7,44 @@ namespace baracuda::harness {
 
 double quantize(DType dtype, double value) {
   switch (dtype) {
-    case DType::f16: return static_cast<float>(half(static_cast<float>(value)));
-    case DType::bf16: return static_cast<float>(bfloat16(static_cast<float>(value)));
-    case DType::f32: return static_cast<float>(value);
-    case DType::i32: return static_cast<double>(static_cast<int32_t>(value));
-    case DType::i64: return static_cast<double>(static_cast<int64_t>(value));
-    default: return value;
+    case DType::f16:
+      return static_cast<float>(half(static_cast<float>(value)));
+    case DType::bf16:
+      return static_cast<float>(bfloat16(static_cast<float>(value)));
+    case DType::f32:
+      return static_cast<float>(value);
+    case DType::i32:
+      return static_cast<double>(static_cast<int32_t>(value));
+    case DType::i64:
+      return static_cast<double>(static_cast<int64_t>(value));
+    default:
+      return value;
   }
 }
 
 void encode(DType dtype, const double* values, size_t count, void* out) {
   for (size_t i = 0; i < count; ++i) {
     switch (dtype) {
-      case DType::f16: static_cast<half*>(out)[i] = half(static_cast<float>(values[i])); break;
-      case DType::bf16: static_cast<bfloat16*>(out)[i] = bfloat16(static_cast<float>(values[i])); break;
-      case DType::f32: static_cast<float*>(out)[i] = static_cast<float>(values[i]); break;
-      case DType::f64: static_cast<double*>(out)[i] = values[i]; break;
-      case DType::i32: static_cast<int32_t*>(out)[i] = static_cast<int32_t>(values[i]); break;
-      case DType::i64: static_cast<int64_t*>(out)[i] = static_cast<int64_t>(values[i]); break;
-      default: break;
+      case DType::f16:
+        static_cast<half*>(out)[i] = half(static_cast<float>(values[i]));
+        break;
+      case DType::bf16:
+        static_cast<bfloat16*>(out)[i] = bfloat16(static_cast<float>(values[i]));
+        break;
+      case DType::f32:
+        static_cast<float*>(out)[i] = static_cast<float>(values[i]);
+        break;
+      case DType::f64:
+        static_cast<double*>(out)[i] = values[i];
+        break;
+      case DType::i32:
+        static_cast<int32_t*>(out)[i] = static_cast<int32_t>(values[i]);
+        break;
+      case DType::i64:
+        static_cast<int64_t*>(out)[i] = static_cast<int64_t>(values[i]);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -33,23 +52,41 @@ void encode(DType dtype, const double* values, size_t count, void* out) {
 void decode(DType dtype, const void* in, size_t count, double* values) {
   for (size_t i = 0; i < count; ++i) {
     switch (dtype) {
-      case DType::f16: values[i] = static_cast<float>(static_cast<const half*>(in)[i]); break;
-      case DType::bf16: values[i] = static_cast<float>(static_cast<const bfloat16*>(in)[i]); break;
-      case DType::f32: values[i] = static_cast<const float*>(in)[i]; break;
-      case DType::f64: values[i] = static_cast<const double*>(in)[i]; break;
-      case DType::i32: values[i] = static_cast<const int32_t*>(in)[i]; break;
-      case DType::i64: values[i] = static_cast<double>(static_cast<const int64_t*>(in)[i]); break;
-      default: values[i] = std::numeric_limits<double>::quiet_NaN(); break;
+      case DType::f16:
+        values[i] = static_cast<float>(static_cast<const half*>(in)[i]);
+        break;
+      case DType::bf16:
+        values[i] = static_cast<float>(static_cast<const bfloat16*>(in)[i]);
+        break;
+      case DType::f32:
+        values[i] = static_cast<const float*>(in)[i];
+        break;
+      case DType::f64:
+        values[i] = static_cast<const double*>(in)[i];
+        break;
+      case DType::i32:
+        values[i] = static_cast<const int32_t*>(in)[i];
+        break;
+      case DType::i64:
+        values[i] = static_cast<double>(static_cast<const int64_t*>(in)[i]);
+        break;
+      default:
+        values[i] = std::numeric_limits<double>::quiet_NaN();
+        break;
     }
   }
 }
 
 double tolerance(DType dtype) {
   switch (dtype) {
-    case DType::f16: return 2e-3;   // 2^-10 unit roundoff, a few roundings
-    case DType::bf16: return 1.6e-2;  // 2^-7
-    case DType::f32: return 2e-6;
-    default: return 1e-12;
+    case DType::f16:
+      return 2e-3;  // 2^-10 unit roundoff, a few roundings
+    case DType::bf16:
+      return 1.6e-2;  // 2^-7
+    case DType::f32:
+      return 2e-6;
+    default:
+      return 1e-12;
   }
 }
 
@@ -85,8 +122,8 @@ Status Tensor::download() {
   return Status::ok();
 }
 
-Expected<Tensor> random_tensor(Backend backend, DType dtype, const TensorSpec& spec, std::mt19937_64& rng,
-                               double lo, double hi) {
+Expected<Tensor> random_tensor(Backend backend, DType dtype, const TensorSpec& spec, std::mt19937_64& rng, double lo,
+                               double hi) {
   Tensor t;
   t.dtype = dtype;
   t.shape = spec.shape;

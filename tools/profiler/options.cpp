@@ -101,17 +101,23 @@ Expected<Options> parse_options(int argc, const char* const* argv) {
         o.shapes.push_back(*s);
       }
     } else if (arg == "--backend") {
-      if (value == "cpu") o.backend = Backend::cpu;
-      else if (value == "cuda") o.backend = Backend::cuda;
-      else return bad("--backend: '" + value + "' is not cpu or cuda");
+      if (value == "cpu")
+        o.backend = Backend::cpu;
+      else if (value == "cuda")
+        o.backend = Backend::cuda;
+      else
+        return bad("--backend: '" + value + "' is not cpu or cuda");
     } else if (arg == "--variant") {
       o.variant = value;
     } else if (arg == "--iterations" || arg == "--warmup" || arg == "--seed") {
       Expected<int64_t> v = parse_int(arg, value, arg == "--iterations" ? 1 : 0);
       if (!v) return v.status();
-      if (arg == "--iterations") o.iterations = static_cast<int>(*v);
-      else if (arg == "--warmup") o.warmup = static_cast<int>(*v);
-      else o.seed = static_cast<uint64_t>(*v);
+      if (arg == "--iterations")
+        o.iterations = static_cast<int>(*v);
+      else if (arg == "--warmup")
+        o.warmup = static_cast<int>(*v);
+      else
+        o.seed = static_cast<uint64_t>(*v);
     } else if (arg == "--json") {
       o.json_path = value;
     } else if (arg == "--deterministic") {

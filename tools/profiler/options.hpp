@@ -9,9 +9,9 @@
 namespace baracuda::profiler {
 
 struct Options {
-  std::vector<std::string> ops;  // empty: every registered op
-  std::vector<DType> dtypes;     // empty: every dtype each op supports
-  std::vector<Shape> shapes;     // empty: each op's standard shapes
+  std::vector<std::string> ops;    // empty: every registered op
+  std::vector<DType> dtypes;       // empty: every dtype each op supports
+  std::vector<Shape> shapes;       // empty: each op's standard shapes
   std::optional<Backend> backend;  // empty: CUDA where a GPU is, else CPU
   std::string variant;
   bool deterministic = false;

@@ -26,7 +26,8 @@ Verification verify_sampled(int64_t total, int64_t max_checks, double tolerance,
     const double err = std::fabs(g - w) / (1.0 + (scale ? scale(i) : std::fabs(w)));
     ++v.checked;
     if (std::isnan(g) || std::isnan(err) || err > tolerance) {
-      if (v.passed) v.note = "element " + std::to_string(i) + ": got " + std::to_string(g) + ", want " + std::to_string(w);
+      if (v.passed)
+        v.note = "element " + std::to_string(i) + ": got " + std::to_string(g) + ", want " + std::to_string(w);
       v.passed = false;
       v.max_error = std::isnan(err) ? INFINITY : std::max(v.max_error, err);
       return;

@@ -46,8 +46,8 @@ class ProfilerCase {
   virtual ~ProfilerCase() = default;
   virtual Status setup(const CaseConfig& config, int sets) = 0;
   virtual KernelSku sku() const = 0;
-  virtual Status run(int set) = 0;       // enqueue one run on input set `set`
-  virtual Verification verify() = 0;     // after run(0) has completed
+  virtual Status run(int set) = 0;    // enqueue one run on input set `set`
+  virtual Verification verify() = 0;  // after run(0) has completed
   // The fewest bytes the op must move for this dtype and shape (each input read once, each output
   // written once); known before setup, so the rotation can be sized from it.
   virtual double bytes_moved(const CaseConfig& config) const = 0;
@@ -89,8 +89,8 @@ struct CaseResult {
 };
 
 struct RunSettings {
-  int iterations = 0;  // 0: 100 on CUDA, 10 on CPU
-  int warmup = 0;      // 0: 10 on CUDA, 2 on CPU
+  int iterations = 0;      // 0: 100 on CUDA, 10 on CPU
+  int warmup = 0;          // 0: 10 on CUDA, 2 on CPU
   size_t cache_bytes = 0;  // working set to exceed by rotation (0: 3x the device's L2, 64 MiB on CPU)
 };
 

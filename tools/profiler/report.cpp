@@ -91,27 +91,27 @@ void print_table(std::ostream& out, const Report& report) {
   }
   for (const std::string& n : notes) out << "  note: " << n << "\n";
   if (sampled)
-    out << "  note: " << sampled << " large case(s) verified on an evenly spaced sample of about 2^20 elements per output\n";
+    out << "  note: " << sampled
+        << " large case(s) verified on an evenly spaced sample of about 2^20 elements per output\n";
   out << (all_passed(report) ? "all cases verified\n" : "SOME CASES FAILED\n");
 }
 
 void write_json(std::ostream& out, const Report& report) {
-  out << "{\n  \"device\": " << json_string(report.device) << ",\n  \"backend\": "
-      << json_string(std::string(backend_name(report.backend))) << ",\n  \"copy_gbps\": "
-      << json_number(report.copy_gbps) << ",\n  \"cases\": [";
+  out << "{\n  \"device\": " << json_string(report.device)
+      << ",\n  \"backend\": " << json_string(std::string(backend_name(report.backend)))
+      << ",\n  \"copy_gbps\": " << json_number(report.copy_gbps) << ",\n  \"cases\": [";
   for (size_t i = 0; i < report.results.size(); ++i) {
     const CaseResult& r = report.results[i];
     out << (i ? "," : "") << "\n    {\"op\": " << json_string(r.op) << ", \"sku\": " << json_string(r.sku.to_string())
-        << ", \"variant\": " << json_string(r.sku.variant) << ", \"dtype\": "
-        << json_string(std::string(dtype_name(r.dtype))) << ", \"shape\": " << json_shape(r.shape)
-        << ", \"status\": " << json_string(r.status.to_string()) << ", \"verified\": "
-        << (r.status.is_ok() && r.verification.passed ? "true" : "false")
+        << ", \"variant\": " << json_string(r.sku.variant)
+        << ", \"dtype\": " << json_string(std::string(dtype_name(r.dtype))) << ", \"shape\": " << json_shape(r.shape)
+        << ", \"status\": " << json_string(r.status.to_string())
+        << ", \"verified\": " << (r.status.is_ok() && r.verification.passed ? "true" : "false")
         << ", \"max_error\": " << json_number(r.verification.max_error)
-        << ", \"tolerance\": " << json_number(r.verification.tolerance)
-        << ", \"checked\": " << r.verification.checked << ", \"median_ms\": " << json_number(r.timing.median_ms)
-        << ", \"min_ms\": " << json_number(r.timing.min_ms) << ", \"iterations\": " << r.timing.iterations
-        << ", \"bytes\": " << json_number(r.bytes) << ", \"gbps\": " << json_number(r.gbps)
-        << ", \"copy_fraction\": " << json_number(r.copy_fraction) << "}";
+        << ", \"tolerance\": " << json_number(r.verification.tolerance) << ", \"checked\": " << r.verification.checked
+        << ", \"median_ms\": " << json_number(r.timing.median_ms) << ", \"min_ms\": " << json_number(r.timing.min_ms)
+        << ", \"iterations\": " << r.timing.iterations << ", \"bytes\": " << json_number(r.bytes)
+        << ", \"gbps\": " << json_number(r.gbps) << ", \"copy_fraction\": " << json_number(r.copy_fraction) << "}";
   }
   out << "\n  ]\n}\n";
 }

@@ -20,7 +20,11 @@ struct half {
   half() = default;
   explicit half(float value);
   explicit operator float() const;
-  static half from_bits(uint16_t b) { half h; h.bits = b; return h; }
+  static half from_bits(uint16_t b) {
+    half h;
+    h.bits = b;
+    return h;
+  }
 };
 
 // bfloat16, bit-compatible with CUDA's __nv_bfloat16. Conversions round to nearest even.
@@ -29,19 +33,52 @@ struct bfloat16 {
   bfloat16() = default;
   explicit bfloat16(float value);
   explicit operator float() const;
-  static bfloat16 from_bits(uint16_t b) { bfloat16 h; h.bits = b; return h; }
+  static bfloat16 from_bits(uint16_t b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
 };
 
-template <class T> struct dtype_of;
-template <> struct dtype_of<half> { static constexpr DType value = DType::f16; };
-template <> struct dtype_of<bfloat16> { static constexpr DType value = DType::bf16; };
-template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
-template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
-template <class T> inline constexpr DType dtype_of_v = dtype_of<T>::value;
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<half> {
+  static constexpr DType value = DType::f16;
+};
+template <>
+struct dtype_of<bfloat16> {
+  static constexpr DType value = DType::bf16;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::f64;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr DType value = DType::i8;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr DType value = DType::u8;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::i64;
+};
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::boolean;
+};
+template <class T>
+inline constexpr DType dtype_of_v = dtype_of<T>::value;
 
 }  // namespace baracuda

@@ -10,12 +10,12 @@ namespace baracuda {
 
 enum class StatusCode : uint8_t {
   ok,
-  unsupported,         // valid request this backend, dtype or variant cannot do
-  invalid_problem,     // the descriptor or the views are wrong
-  buffer_too_small,    // a view reaches past its buffer's capacity (needed/got in elements)
-  misaligned_operand,  // a pointer is not aligned to its element (or to what the plan needs)
-  workspace_too_small, // needed/got in bytes
-  backend_error,       // the backend (CUDA) failed; the message names its error
+  unsupported,          // valid request this backend, dtype or variant cannot do
+  invalid_problem,      // the descriptor or the views are wrong
+  buffer_too_small,     // a view reaches past its buffer's capacity (needed/got in elements)
+  misaligned_operand,   // a pointer is not aligned to its element (or to what the plan needs)
+  workspace_too_small,  // needed/got in bytes
+  backend_error,        // the backend (CUDA) failed; the message names its error
 };
 
 std::string_view status_code_name(StatusCode code);
@@ -53,7 +53,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : storage_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : storage_(std::move(value)) {}         // NOLINT: implicit by design
   Expected(Status status) : storage_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool has_value() const { return storage_.index() == 0; }

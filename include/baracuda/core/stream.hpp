@@ -15,9 +15,7 @@ class Stream {
   // The host stream: CPU kernels, run synchronously on the calling thread (OpenMP inside).
   static Stream host() { return Stream(Backend::cpu, nullptr, -1); }
   // A CUDA stream on a device; nullptr is the device's legacy default stream.
-  static Stream cuda(CUstream_st* stream = nullptr, int device = 0) {
-    return Stream(Backend::cuda, stream, device);
-  }
+  static Stream cuda(CUstream_st* stream = nullptr, int device = 0) { return Stream(Backend::cuda, stream, device); }
   // CUDA device 0's default stream where a GPU is present, else the host stream.
   static Stream default_stream();
 

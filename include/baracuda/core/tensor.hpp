@@ -98,10 +98,11 @@ struct TensorRef {
 
   TensorRef() = default;
   TensorRef(const T* ptr, std::array<int64_t, N> sizes, int64_t capacity_elems = -1)
-      : data(ptr), shape(sizes), strides(detail::row_major<N>(sizes)),
+      : data(ptr),
+        shape(sizes),
+        strides(detail::row_major<N>(sizes)),
         capacity(capacity_elems >= 0 ? capacity_elems : detail::shape_of<N>(sizes).numel()) {}
-  TensorRef(const T* ptr, std::array<int64_t, N> sizes, std::array<int64_t, N> elem_strides,
-            int64_t capacity_elems)
+  TensorRef(const T* ptr, std::array<int64_t, N> sizes, std::array<int64_t, N> elem_strides, int64_t capacity_elems)
       : data(ptr), shape(sizes), strides(elem_strides), capacity(capacity_elems) {}
 
   operator AnyTensorRef() const {  // NOLINT: the typed veneer converts implicitly
@@ -120,10 +121,11 @@ struct TensorMut {
 
   TensorMut() = default;
   TensorMut(T* ptr, std::array<int64_t, N> sizes, int64_t capacity_elems = -1)
-      : data(ptr), shape(sizes), strides(detail::row_major<N>(sizes)),
+      : data(ptr),
+        shape(sizes),
+        strides(detail::row_major<N>(sizes)),
         capacity(capacity_elems >= 0 ? capacity_elems : detail::shape_of<N>(sizes).numel()) {}
-  TensorMut(T* ptr, std::array<int64_t, N> sizes, std::array<int64_t, N> elem_strides,
-            int64_t capacity_elems)
+  TensorMut(T* ptr, std::array<int64_t, N> sizes, std::array<int64_t, N> elem_strides, int64_t capacity_elems)
       : data(ptr), shape(sizes), strides(elem_strides), capacity(capacity_elems) {}
 
   operator AnyTensorMut() const {  // NOLINT

@@ -49,11 +49,11 @@ struct BinaryParamBackwardArgs {
 
 // How a backend walks the problem; chosen by the plan from the views, never by the caller.
 enum class ElementwisePath : unsigned char {
-  vectorized,        // contiguous, every pointer 16-byte aligned: 16-byte accesses
-  contiguous,        // contiguous, some pointer not 16-byte aligned: one element per access
-  strided,           // general strides (zero strides broadcast): offsets computed per row
+  vectorized,          // contiguous, every pointer 16-byte aligned: 16-byte accesses
+  contiguous,          // contiguous, some pointer not 16-byte aligned: one element per access
+  strided,             // general strides (zero strides broadcast): offsets computed per row
   strided_vectorized,  // rows of 16-byte vectors; an input may be broadcast along the row (stride 0)
-  broadcast_reduce,  // backward with a broadcast weight: dweight reduced in a fixed order
+  broadcast_reduce,    // backward with a broadcast weight: dweight reduced in a fixed order
 };
 
 class BinaryParamPlan {
@@ -81,8 +81,7 @@ class BinaryParamPlan {
 
 class BinaryParamBackwardPlan {
  public:
-  static Expected<BinaryParamBackwardPlan> select(const Stream& stream,
-                                                  const BinaryParamDescriptor& desc,
+  static Expected<BinaryParamBackwardPlan> select(const Stream& stream, const BinaryParamDescriptor& desc,
                                                   const PlanPreference& preference = {});
   Status can_implement(const BinaryParamBackwardArgs& args) const;
   // Partial sums of dweight when the weight is broadcast and the reduction is split.

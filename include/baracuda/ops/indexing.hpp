@@ -18,14 +18,13 @@
 //
 // Accumulating ops (the backward ones and scatter-add) add into their output when the descriptor's
 // `accumulate` is true (the default), and overwrite it (as if it were zeroed first, with the
-// zeroing fused where the kernel writes every element) when it is false. Forward plans ignore it. They have two variants: "atomic" (fast; not deterministic) and "sorted" (a stable
-// sort of the destination indices, then each destination summed in the original order in the
-// accumulator type: bit-identical across runs). "sorted" is chosen when determinism is required;
-// otherwise "atomic" on CUDA, except that 16-bit types must accumulate in f32: for them "atomic" is
-// the default only along the innermost dim, where a block sums each destination row in f32 in
-// shared memory (falling back to "sorted" when the views' strides do not allow it), and "sorted"
-// elsewhere; asking for "atomic" by name gives 16-bit atomics. The CPU kernels are always
-// deterministic ("sorted").
+// zeroing fused where the kernel writes every element) when it is false. Forward plans ignore it. They have two
+// variants: "atomic" (fast; not deterministic) and "sorted" (a stable sort of the destination indices, then each
+// destination summed in the original order in the accumulator type: bit-identical across runs). "sorted" is chosen when
+// determinism is required; otherwise "atomic" on CUDA, except that 16-bit types must accumulate in f32: for them
+// "atomic" is the default only along the innermost dim, where a block sums each destination row in f32 in shared memory
+// (falling back to "sorted" when the views' strides do not allow it), and "sorted" elsewhere; asking for "atomic" by
+// name gives 16-bit atomics. The CPU kernels are always deterministic ("sorted").
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
@@ -39,8 +38,8 @@ struct GatherDescriptor {
   DType dtype = DType::f32;  // f16, bf16, f32, f64, i32, i64 (backward: floating only)
   DType index_dtype = DType::i64;
   Shape src_shape;
-  Shape index_shape;  // same rank as src; index_shape[d] <= src_shape[d] for d != dim; out has it
-  int dim = 0;        // negative counts from the end
+  Shape index_shape;       // same rank as src; index_shape[d] <= src_shape[d] for d != dim; out has it
+  int dim = 0;             // negative counts from the end
   bool accumulate = true;  // backward: add into dsrc (true) or overwrite it (false)
 };
 struct GatherArgs {
@@ -95,9 +94,9 @@ struct IndexSelectBackwardArgs {
 struct EmbeddingDescriptor {
   DType dtype = DType::f32;
   DType index_dtype = DType::i64;
-  int64_t num_embeddings = 0;  // V
-  int64_t embedding_dim = 0;   // D
-  int64_t num_indices = 0;     // N: indices are 1-D (flatten them), out is [N, D]
+  int64_t num_embeddings = 0;          // V
+  int64_t embedding_dim = 0;           // D
+  int64_t num_indices = 0;             // N: indices are 1-D (flatten them), out is [N, D]
   std::optional<int64_t> padding_idx;  // rows with this index are zeros and get no gradient
   bool accumulate = true;              // backward: add into dweight (true) or overwrite it (false)
 };
@@ -157,13 +156,34 @@ class IndexPlan {
   size_t workspace_ = 0;
 };
 
-struct GatherOp { using Descriptor = GatherDescriptor; using Args = GatherArgs; };
-struct GatherBackwardOp { using Descriptor = GatherDescriptor; using Args = GatherBackwardArgs; };
-struct ScatterAddOp { using Descriptor = ScatterAddDescriptor; using Args = ScatterAddArgs; };
-struct IndexSelectOp { using Descriptor = IndexSelectDescriptor; using Args = IndexSelectArgs; };
-struct IndexSelectBackwardOp { using Descriptor = IndexSelectDescriptor; using Args = IndexSelectBackwardArgs; };
-struct EmbeddingOp { using Descriptor = EmbeddingDescriptor; using Args = EmbeddingArgs; };
-struct EmbeddingBackwardOp { using Descriptor = EmbeddingDescriptor; using Args = EmbeddingBackwardArgs; };
+struct GatherOp {
+  using Descriptor = GatherDescriptor;
+  using Args = GatherArgs;
+};
+struct GatherBackwardOp {
+  using Descriptor = GatherDescriptor;
+  using Args = GatherBackwardArgs;
+};
+struct ScatterAddOp {
+  using Descriptor = ScatterAddDescriptor;
+  using Args = ScatterAddArgs;
+};
+struct IndexSelectOp {
+  using Descriptor = IndexSelectDescriptor;
+  using Args = IndexSelectArgs;
+};
+struct IndexSelectBackwardOp {
+  using Descriptor = IndexSelectDescriptor;
+  using Args = IndexSelectBackwardArgs;
+};
+struct EmbeddingOp {
+  using Descriptor = EmbeddingDescriptor;
+  using Args = EmbeddingArgs;
+};
+struct EmbeddingBackwardOp {
+  using Descriptor = EmbeddingDescriptor;
+  using Args = EmbeddingBackwardArgs;
+};
 
 using GatherPlan = IndexPlan<GatherOp>;
 using GatherBackwardPlan = IndexPlan<GatherBackwardOp>;

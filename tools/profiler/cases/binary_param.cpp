@@ -1,9 +1,9 @@
 // Profiler cases of the BinaryParam family: lerp with a scalar weight and with a per-feature weight
 // (shape [D], broadcast over the rows), forward and backward.
+#include "harness/data.hpp"
 #include "profiler/case_tensor.hpp"
 #include "profiler/profiler.hpp"
 #include "reference/binary_param_reference.hpp"
-#include "harness/data.hpp"
 
 namespace baracuda::profiler {
 namespace {
@@ -14,7 +14,11 @@ constexpr int64_t kMaxChecks = 1 << 20;
 Shape feature_shape(const Shape& shape) { return shape.rank == 0 ? Shape{} : Shape{shape.dims[shape.rank - 1]}; }
 
 BinaryParamDescriptor descriptor(const CaseConfig& c, bool tensor_weight) {
-  return {BinaryParamKind::lerp, c.dtype, c.shape, tensor_weight ? WeightMode::tensor : WeightMode::scalar, 0.3,
+  return {BinaryParamKind::lerp,
+          c.dtype,
+          c.shape,
+          tensor_weight ? WeightMode::tensor : WeightMode::scalar,
+          0.3,
           tensor_weight ? feature_shape(c.shape) : Shape{}};
 }
 
@@ -50,9 +54,7 @@ class LerpForwardCase : public ProfilerCase {
     const int64_t d = desc_.weight_shape.numel();
     return verify_sampled(
         out_.numel(), kMaxChecks, harness::tolerance(config_.dtype), [&](int64_t i) { return out_.at(i); },
-        [&](int64_t i) {
-          return reference::lerp(a_.at(i), b_.at(i), tensor_weight_ ? w_.at(i % d) : desc_.weight);
-        });
+        [&](int64_t i) { return reference::lerp(a_.at(i), b_.at(i), tensor_weight_ ? w_.at(i % d) : desc_.weight); });
   }
 
  private:
@@ -101,9 +103,7 @@ class LerpBackwardCase : public ProfilerCase {
 
   KernelSku sku() const override { return plan_.sku(args(0)); }
 
-  Status run(int set) override {
-    return plan_.run(config_.stream, {workspace_.data(), workspace_.size()}, args(set));
-  }
+  Status run(int set) override { return plan_.run(config_.stream, {workspace_.data(), workspace_.size()}, args(set)); }
 
   Verification verify() override {
     for (CaseTensor* t : {&da_, &db_})
@@ -111,11 +111,12 @@ class LerpBackwardCase : public ProfilerCase {
     const double tol = harness::tolerance(config_.dtype);
     const int64_t d = desc_.weight_shape.numel();
     auto w = [&](int64_t i) { return tensor_weight_ ? w_.at(i % d) : desc_.weight; };
-    std::vector<Verification> parts{
-        verify_sampled(da_.numel(), kMaxChecks, tol, [&](int64_t i) { return da_.at(i); },
-                       [&](int64_t i) { return reference::lerp_da(dout_.at(i), w(i)); }),
-        verify_sampled(db_.numel(), kMaxChecks, tol, [&](int64_t i) { return db_.at(i); },
-                       [&](int64_t i) { return reference::lerp_db(dout_.at(i), w(i)); })};
+    std::vector<Verification> parts{verify_sampled(
+                                        da_.numel(), kMaxChecks, tol, [&](int64_t i) { return da_.at(i); },
+                                        [&](int64_t i) { return reference::lerp_da(dout_.at(i), w(i)); }),
+                                    verify_sampled(
+                                        db_.numel(), kMaxChecks, tol, [&](int64_t i) { return db_.at(i); },
+                                        [&](int64_t i) { return reference::lerp_db(dout_.at(i), w(i)); })};
     if (tensor_weight_) {
       if (Status s = dw_.download_set0(); !s) return {false, 0, 0, 0, 0, s.to_string()};
       // Column sums, judged against the sum of their terms' magnitudes (as in the tests).
@@ -131,9 +132,9 @@ class LerpBackwardCase : public ProfilerCase {
         }
         return sum;
       };
-      parts.push_back(verify_sampled(d, std::max<int64_t>(1, kMaxChecks / std::max<int64_t>(rows, 1)), tol,
-                                     [&](int64_t k) { return dw_.at(k); }, column_sum,
-                                     [&](int64_t) { return magnitude; }));
+      parts.push_back(verify_sampled(
+          d, std::max<int64_t>(1, kMaxChecks / std::max<int64_t>(rows, 1)), tol, [&](int64_t k) { return dw_.at(k); },
+          column_sum, [&](int64_t) { return magnitude; }));
     }
     return combine(parts);
   }
@@ -142,7 +143,7 @@ class LerpBackwardCase : public ProfilerCase {
   BinaryParamBackwardArgs args(int set) const {
     auto& self = const_cast<LerpBackwardCase&>(*this);
     if (!tensor_weight_) return {dout_.ref(set), {}, {}, {}, self.da_.mut(set), self.db_.mut(set), {}};
-    return {dout_.ref(set),     a_.ref(set),        b_.ref(set),       w_.ref(set),
+    return {dout_.ref(set),    a_.ref(set),       b_.ref(set),      w_.ref(set),
             self.da_.mut(set), self.db_.mut(set), self.dw_.mut(set)};
   }
   bool tensor_weight_;

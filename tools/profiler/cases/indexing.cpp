@@ -35,8 +35,10 @@ struct Dims {
 
 Dims dims_of(const Shape& s) { return {s.dims[0], s.rank > 1 ? s.dims[1] : 1, s.rank > 2 ? s.dims[2] : 1}; }
 
-template <class Plan> struct Op;
-template <> struct Op<EmbeddingPlan> {
+template <class Plan>
+struct Op;
+template <>
+struct Op<EmbeddingPlan> {
   static EmbeddingDescriptor desc(DType dt, const Dims& d, bool overwrite) {
     EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
     desc.accumulate = !overwrite;
@@ -46,7 +48,8 @@ template <> struct Op<EmbeddingPlan> {
     return {table, index, values, nullptr};
   }
 };
-template <> struct Op<EmbeddingBackwardPlan> {
+template <>
+struct Op<EmbeddingBackwardPlan> {
   static EmbeddingDescriptor desc(DType dt, const Dims& d, bool overwrite) {
     EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
     desc.accumulate = !overwrite;
@@ -56,7 +59,8 @@ template <> struct Op<EmbeddingBackwardPlan> {
     return {values, index, table, nullptr};
   }
 };
-template <> struct Op<IndexSelectPlan> {
+template <>
+struct Op<IndexSelectPlan> {
   static IndexSelectDescriptor desc(DType dt, const Dims& d, bool overwrite) {
     IndexSelectDescriptor desc{dt, DType::i64, d.table(), 1, d.k};
     desc.accumulate = !overwrite;
@@ -66,7 +70,8 @@ template <> struct Op<IndexSelectPlan> {
     return {table, index, values, nullptr};
   }
 };
-template <> struct Op<IndexSelectBackwardPlan> {
+template <>
+struct Op<IndexSelectBackwardPlan> {
   static IndexSelectDescriptor desc(DType dt, const Dims& d, bool overwrite) {
     IndexSelectDescriptor desc{dt, DType::i64, d.table(), 1, d.k};
     desc.accumulate = !overwrite;
@@ -76,7 +81,8 @@ template <> struct Op<IndexSelectBackwardPlan> {
     return {values, index, table, nullptr};
   }
 };
-template <> struct Op<GatherPlan> {
+template <>
+struct Op<GatherPlan> {
   static GatherDescriptor desc(DType dt, const Dims& d, bool overwrite) {
     GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
     desc.accumulate = !overwrite;
@@ -86,7 +92,8 @@ template <> struct Op<GatherPlan> {
     return {table, index, values, nullptr};
   }
 };
-template <> struct Op<GatherBackwardPlan> {
+template <>
+struct Op<GatherBackwardPlan> {
   static GatherDescriptor desc(DType dt, const Dims& d, bool overwrite) {
     GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
     desc.accumulate = !overwrite;
@@ -96,7 +103,8 @@ template <> struct Op<GatherBackwardPlan> {
     return {values, index, table, nullptr};
   }
 };
-template <> struct Op<ScatterAddPlan> {
+template <>
+struct Op<ScatterAddPlan> {
   static ScatterAddDescriptor desc(DType dt, const Dims& d, bool overwrite) {
     ScatterAddDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
     desc.accumulate = !overwrite;
@@ -153,9 +161,7 @@ class IndexCase : public ProfilerCase {
 
   KernelSku sku() const override { return plan_.sku(args(0)); }
 
-  Status run(int set) override {
-    return plan_.run(config_.stream, {workspace_.data(), workspace_.size()}, args(set));
-  }
+  Status run(int set) override { return plan_.run(config_.stream, {workspace_.data(), workspace_.size()}, args(set)); }
 
   Verification verify() override {
     CaseTensor& out = kScatter ? table_ : values_;
@@ -176,9 +182,12 @@ class IndexCase : public ProfilerCase {
   // The index value and table element of values element (r, c).
   int64_t index_of(int64_t r, int64_t c) const {
     switch (spec_.geometry) {
-      case Geometry::embedding: return static_cast<int64_t>(index_.at(r));
-      case Geometry::index_select: return static_cast<int64_t>(index_.at(c));
-      default: return static_cast<int64_t>(index_.at(r * dims_.k + c));
+      case Geometry::embedding:
+        return static_cast<int64_t>(index_.at(r));
+      case Geometry::index_select:
+        return static_cast<int64_t>(index_.at(c));
+      default:
+        return static_cast<int64_t>(index_.at(r * dims_.k + c));
     }
   }
   int64_t table_element(int64_t r, int64_t c, int64_t idx) const {
@@ -187,17 +196,19 @@ class IndexCase : public ProfilerCase {
 
   Verification verify_gather() const {
     const int64_t cols = values_.shape().dims[1];
-    return verify_sampled(values_.numel(), kMaxChecks, 0.0, [&](int64_t i) { return values_.at(i); },
-                          [&](int64_t i) {
-                            const int64_t r = i / cols, c = i % cols;
-                            return table_.at(table_element(r, c, index_of(r, c)));
-                          });
+    return verify_sampled(
+        values_.numel(), kMaxChecks, 0.0, [&](int64_t i) { return values_.at(i); },
+        [&](int64_t i) {
+          const int64_t r = i / cols, c = i % cols;
+          return table_.at(table_element(r, c, index_of(r, c)));
+        });
   }
 
   // Sums every contribution to a sample of table rows, then compares those rows.
   Verification verify_scatter() const {
     const int64_t rows = dims_.a, cols = dims_.b;
-    const int64_t sample_rows = std::max<int64_t>(1, std::min<int64_t>(rows, kMaxChecks / 64 / std::max<int64_t>(cols, 1)));
+    const int64_t sample_rows =
+        std::max<int64_t>(1, std::min<int64_t>(rows, kMaxChecks / 64 / std::max<int64_t>(cols, 1)));
     const int64_t step = std::max<int64_t>(1, rows / sample_rows);
     std::unordered_map<int64_t, size_t> slot;  // table row -> sample slot
     for (int64_t r = 0; r < rows; r += step) slot.emplace(r, slot.size());
@@ -295,8 +306,8 @@ const bool registered = [] {
   add<EmbeddingBackwardPlan, true>("embedding_backward_skewed", "aten.embedding_dense_backward (log-uniform)",
                                    {Geometry::embedding, true, false, true}, {DType::f32}, skewed_shapes);
   add<EmbeddingBackwardPlan, true>("embedding_backward_skewed_deterministic",
-                                   "aten.embedding_dense_backward (log-uniform)", {Geometry::embedding, true, true, true},
-                                   {DType::f32}, skewed_shapes);
+                                   "aten.embedding_dense_backward (log-uniform)",
+                                   {Geometry::embedding, true, true, true}, {DType::f32}, skewed_shapes);
   add<IndexSelectBackwardPlan, true>("index_select_backward", "zeros().index_add_(1, idx, dout)",
                                      {Geometry::index_select, false, false, true}, kBenchFloats, along_dim1_shapes);
   add<GatherBackwardPlan, true>("gather_backward", "zeros().scatter_add_(1, idx, dout)",
