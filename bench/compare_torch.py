@@ -87,6 +87,11 @@ def embedding_forward(shape, dtype):
     return (lambda: (rand((a, b), dtype), indices((k,), a))), lambda s: torch.nn.functional.embedding(s[1], s[0])
 
 
+def index_select_rows(shape, dtype):
+    a, b, k = shape
+    return (lambda: (rand((a, b), dtype), indices((k,), a))), lambda s: torch.index_select(s[0], 0, s[1])
+
+
 def embedding_backward(skewed):
     def build(shape, dtype):
         a, b, k = shape
@@ -121,12 +126,15 @@ TORCH_CASES = {
     "embedding_backward_deterministic": embedding_backward(False),
     "embedding_backward_skewed": embedding_backward(True),
     "embedding_backward_skewed_deterministic": embedding_backward(True),
+    "index_select_rows": index_select_rows,
     "index_select": along_dim1("index_select"),
     "gather": along_dim1("gather"),
     "index_select_backward": along_dim1("index_select_backward"),
     "gather_backward": along_dim1("gather_backward"),
     "gather_backward_deterministic": along_dim1("gather_backward"),
     "scatter_add": along_dim1("scatter_add"),
+    "scatter_add_deterministic": along_dim1("scatter_add"),
+    "index_select_backward_deterministic": along_dim1("index_select_backward"),
 }
 
 

@@ -202,6 +202,43 @@ TEST_P(IndexingTest, SortedScatterIsBitIdenticalAcrossRuns) {
   }
 }
 
+// Along the innermost dim CUDA sorts each destination line in shared memory (chunks of 1024
+// entries): lines of 3000 entries over 37 slots cross chunks with long runs of equal indices.
+TEST_P(IndexingTest, SortedLineScatterIsBitIdenticalAcrossRuns) {
+  const Shape src{5, 37}, idx_shape{5, 3000};
+  Tensor dout = values(contiguous(idx_shape)), dsrc = values(contiguous(src));
+  Tensor idx = index(contiguous(idx_shape), DType::i32, -3, 40);
+  const std::vector<double> initial = dsrc.host;
+  PlanPreference pref;
+  pref.determinism = Determinism::required;
+  GatherBackwardPlan plan =
+      unwrap(GatherBackwardPlan::select(stream(), {dtype(), DType::i32, src, idx_shape, 1}, pref));
+  const GatherBackwardArgs args{dout.ref(), idx.ref(), dsrc.mut(), nullptr};
+  EXPECT_EQ(plan.sku(args).variant, backend() == Backend::cuda ? "sorted.elements_shared" : "sorted.elements");
+  EXPECT_EQ(plan.workspace_size() == 0, backend() == Backend::cuda);
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+  const size_t bytes = dsrc.host.size() * dtype_size(dtype());
+  std::vector<unsigned char> first(bytes), again(bytes);
+  for (int run = 0; run < 10; ++run) {
+    dsrc.host = initial;
+    ASSERT_OK(dsrc.upload());
+    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, args));
+    ASSERT_OK(dsrc.buffer.download(run == 0 ? first.data() : again.data(), bytes));
+    if (run > 0) {
+      ASSERT_EQ(std::memcmp(first.data(), again.data(), bytes), 0) << "run " << run;
+    }
+  }
+  // And the sums are right.
+  dsrc.host = initial;
+  ASSERT_OK(dsrc.upload());
+  check_scatter<GatherBackwardPlan>(
+      {dtype(), DType::i32, src, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dsrc,
+      [&](int64_t* count) {
+        return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+      },
+      pref);
+}
+
 TEST_P(IndexingTest, IndexSelectForwardAndBackwardAlongEveryDim) {
   const Shape src{6, 9, 10};
   for (int dim : {0, 1, 2, -1}) {
@@ -298,6 +335,10 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
       EXPECT_EQ(variant, "sorted.elements");
     }
   }
+  // index_select's backward along the last dim is the same line sum.
+  IndexSelectBackwardPlan plan = unwrap(IndexSelectBackwardPlan::select(stream(), {dtype(), DType::i64, src, 1, 32}));
+  EXPECT_EQ(plan.precision_guarantee().accumulator, DType::f32);
+  EXPECT_EQ(plan.sku().variant, backend() == Backend::cuda ? "atomic.rows_shared" : "sorted.rows");
 }
 
 // accumulate = false overwrites the output: it starts as NaN on the device and the reference

@@ -11,6 +11,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cub/block/block_discontinuity.cuh>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "common/dispatch.hpp"
@@ -101,9 +104,17 @@ __global__ void __launch_bounds__(kThreads)
     gather_vectorized_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
   constexpr int kV = Vec16<Bits>::kSize;
   const int64_t vectors = layout.row_length / kV;
-  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
-    int64_t values_off, table_off;
-    const bool valid = layout.locate(index, r, values_off, table_off);
+  const int rows_per_block = kThreads / lanes;
+  const int lane = threadIdx.x % lanes;
+  const int64_t step = int64_t(gridDim.x) * rows_per_block;
+  int64_t r = int64_t(blockIdx.x) * rows_per_block + threadIdx.x / lanes;
+  int64_t values_off = 0, table_off = 0;
+  bool valid = r < layout.row_count && layout.locate(index, r, values_off, table_off);
+  for (; r < layout.row_count; r += step) {
+    // The next row's index value is loaded before this row's data, so its latency hides behind the copy.
+    int64_t next_values_off = 0, next_table_off = 0;
+    const bool next_valid =
+        r + step < layout.row_count && layout.locate(index, r + step, next_values_off, next_table_off);
     // Two vectors per thread per step, both loaded before either is stored.
     for (int64_t v = lane; v < vectors; v += 2 * lanes) {
       const bool second = v + lanes < vectors;
@@ -117,7 +128,10 @@ __global__ void __launch_bounds__(kThreads)
       store16(values + values_off + v * kV, x);
       if (second) store16(values + values_off + (v + lanes) * kV, y);
     }
-  });
+    values_off = next_values_off;
+    table_off = next_table_off;
+    valid = next_valid;
+  }
 }
 
 template <class Bits, class Idx>
@@ -134,30 +148,57 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
-// Element mode: calls f(values_off, table_off, valid) for every element, the walk's innermost dim
-// stepped by the `lanes` threads of a row (no division per element); every element looks up its
-// own index value.
+// Element mode: every element looks up its own index value. The `lanes` threads of a walk line step
+// along its innermost dim (no division per element), kElementBatch elements at a time: the batch's
+// index values are loaded back to back, then f(values_off, table_off, valid, inside) gets the batch
+// (`inside`: the element exists; `valid`: it exists and its index value is in range, not padding).
+inline constexpr int kElementBatch = 4;
+
 template <class Idx, class F>
-__device__ __forceinline__ void for_each_element(const IndexedLayout& layout, const Idx* index, int lanes, F&& f) {
+__device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layout, const Idx* index, int lanes,
+                                                       F&& f) {
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size();
   for_each_row(layout.row_count / inner, lanes, [&](int64_t r, int lane) {
     int64_t base[kRowTensors];
     w.offsets(r, base, w.rank - 1);
-    for (int64_t c = lane; c < inner; c += lanes) {
-      const int64_t i = static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]);
-      f(base[0] + c * w.inner_stride(0), base[2] + c * w.inner_stride(2) + i * layout.table_dim_stride,
-        i >= 0 && i < layout.dim_size && i != layout.padding);
+    for (int64_t c0 = lane; c0 < inner; c0 += int64_t(lanes) * kElementBatch) {
+      int64_t values_off[kElementBatch], table_off[kElementBatch], value[kElementBatch];
+      bool valid[kElementBatch], inside[kElementBatch];
+#pragma unroll
+      for (int u = 0; u < kElementBatch; ++u) {
+        const int64_t c = c0 + u * int64_t(lanes);
+        inside[u] = c < inner;
+        value[u] = inside[u] ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
+      }
+#pragma unroll
+      for (int u = 0; u < kElementBatch; ++u) {
+        const int64_t c = c0 + u * int64_t(lanes);
+        valid[u] = inside[u] && value[u] >= 0 && value[u] < layout.dim_size && value[u] != layout.padding;
+        values_off[u] = base[0] + c * w.inner_stride(0);
+        table_off[u] = base[2] + c * w.inner_stride(2) + value[u] * layout.table_dim_stride;
+      }
+      f(values_off, table_off, valid, inside);
     }
   });
 }
 
+using ElementOffsets = int64_t[kElementBatch];
+using ElementFlags = bool[kElementBatch];
+
 template <class Bits, class Idx>
 __global__ void __launch_bounds__(kThreads)
     gather_elements_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
-  for_each_element(layout, index, lanes, [&](int64_t values_off, int64_t table_off, bool valid) {
-    values[values_off] = valid ? table[table_off] : Bits{0};
-  });
+  for_each_element_batch(layout, index, lanes,
+                         [&](const ElementOffsets& values_off, const ElementOffsets& table_off,
+                             const ElementFlags& valid, const ElementFlags& inside) {
+                           Bits x[kElementBatch];
+#pragma unroll
+                           for (int u = 0; u < kElementBatch; ++u) x[u] = valid[u] ? table[table_off[u]] : Bits{0};
+#pragma unroll
+                           for (int u = 0; u < kElementBatch; ++u)
+                             if (inside[u]) values[values_off[u]] = x[u];
+                         });
 }
 
 template <class Bits, class Idx>
@@ -173,7 +214,7 @@ Status gather(const Stream& stream, const IndexedProblem& p, int sm_count) {
     if (Status s = last_launch_status("gather_vectorized_kernel"); !s) return s;
   } else if (layout.columns.rank == 0 && layout.rows.rank > 0) {
     const int64_t inner = layout.rows.inner_size();
-    const int lanes = lanes_for(inner);
+    const int lanes = lanes_for((inner + kElementBatch - 1) / kElementBatch);
     gather_elements_kernel<Bits, Idx>
         <<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0, native(stream)>>>(layout, values, table,
                                                                                                  index, lanes);
@@ -218,41 +259,131 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     scatter_atomic_elements_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
-  for_each_element(layout, index, lanes, [&](int64_t values_off, int64_t table_off, bool valid) {
-    if (valid) atomic_add_into(table + table_off, static_cast<acc_t<T>>(values[values_off]));
-  });
+  using Acc = acc_t<T>;
+  for_each_element_batch(layout, index, lanes,
+                         [&](const ElementOffsets& values_off, const ElementOffsets& table_off,
+                             const ElementFlags& valid, const ElementFlags&) {
+                           Acc x[kElementBatch];
+#pragma unroll
+                           for (int u = 0; u < kElementBatch; ++u)
+                             x[u] = valid[u] ? static_cast<Acc>(values[values_off[u]]) : Acc(0);
+#pragma unroll
+                           for (int u = 0; u < kElementBatch; ++u)
+                             if (valid[u]) atomic_add_into(table + table_off[u], x[u]);
+                         });
 }
 
-// Element mode along the innermost dim (torch.gather's backward along the last dim): a block
-// accumulates one destination row of `dim_size` in shared memory (shared-memory atomics), then
-// adds it into the table with one coalesced pass.
+// Element mode along the innermost dim (torch.gather's backward along the last dim, index_select's
+// backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
+// 16-bit types), then writes or adds the line with one coalesced pass. Two ways to sum a line:
+//  - atomic: shared-memory atomics; the order of the additions varies from run to run;
+//  - sorted: chunks of kSortedChunk entries are radix-sorted by index value in shared memory
+//    (stable), each run of equal values is summed by a segmented block scan (a fixed tree), and the
+//    run's last entry adds the sum to its slot: one writer per slot per chunk, so the same bits on
+//    every run.
+inline constexpr int kSortedItems = 4;  // entries per thread per chunk
+inline constexpr int kSortedChunk = kThreads * kSortedItems;
+
 template <class T, class Idx>
-__global__ void __launch_bounds__(kThreads)
-    scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite) {
+__device__ __forceinline__ void sum_line_atomic(const IndexedLayout& layout, const int64_t* base, const T* values,
+                                                const Idx* index, acc_t<T>* line_sum) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // loads issued back to back before they are used
-  extern __shared__ unsigned char shared_bytes[];
-  Acc* row_sum = reinterpret_cast<Acc*>(shared_bytes);
   const Walker<kRowTensors>& w = layout.rows;
-  const int64_t inner = w.inner_size(), rows = layout.row_count / inner;
+  const int64_t inner = w.inner_size(), step = int64_t(blockDim.x) * kBatch;
+  for (int64_t c0 = threadIdx.x; c0 < inner; c0 += step) {
+    int64_t idx[kBatch];
+    Acc v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t c = c0 + u * int64_t(blockDim.x);
+      idx[u] = c < inner ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
+      v[u] = c < inner ? static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]) : Acc(0);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (idx[u] >= 0 && idx[u] < layout.dim_size && idx[u] != layout.padding) atomicAdd(line_sum + idx[u], v[u]);
+  }
+}
+
+// A run's partial sum in the segmented scan; `head` marks the first entry of a run.
+template <class Acc>
+struct RunSum {
+  Acc sum;
+  int head;
+};
+struct RunSumOp {
+  template <class Acc>
+  __device__ RunSum<Acc> operator()(const RunSum<Acc>& a, const RunSum<Acc>& b) const {
+    return b.head ? b : RunSum<Acc>{a.sum + b.sum, a.head};
+  }
+};
+struct KeysDiffer {
+  __device__ bool operator()(unsigned a, unsigned b) const { return a != b; }
+};
+
+template <class T, class Idx>
+__device__ __forceinline__ void sum_line_sorted(const IndexedLayout& layout, const int64_t* base, const T* values,
+                                                const Idx* index, acc_t<T>* line_sum, int key_bits) {
+  using Acc = acc_t<T>;
+  using Sort = cub::BlockRadixSort<unsigned, kThreads, kSortedItems, Acc>;
+  using Flags = cub::BlockDiscontinuity<unsigned, kThreads>;
+  using Scan = cub::BlockScan<RunSum<Acc>, kThreads>;
+  __shared__ union {
+    typename Sort::TempStorage sort;
+    typename Flags::TempStorage flags;
+    typename Scan::TempStorage scan;
+  } temp;
+  const Walker<kRowTensors>& w = layout.rows;
+  const int64_t inner = w.inner_size();
+  // Invalid and padding entries take the key dim_size, which sorts after every slot.
+  const unsigned skipped = static_cast<unsigned>(layout.dim_size);
+  for (int64_t c0 = 0; c0 < inner; c0 += kSortedChunk) {
+    unsigned key[kSortedItems];
+    Acc v[kSortedItems];
+#pragma unroll
+    for (int u = 0; u < kSortedItems; ++u) {
+      const int64_t c = c0 + u * int64_t(kThreads) + threadIdx.x;  // coalesced loads
+      const int64_t i = c < inner ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
+      const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
+      key[u] = valid ? static_cast<unsigned>(i) : skipped;
+      v[u] = valid ? static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]) : Acc(0);
+    }
+    Sort(temp.sort).Sort(key, v, 0, key_bits);
+    __syncthreads();
+    int head[kSortedItems], tail[kSortedItems];
+    Flags(temp.flags).FlagHeadsAndTails(head, tail, key, KeysDiffer{});
+    __syncthreads();
+    RunSum<Acc> run[kSortedItems];
+#pragma unroll
+    for (int u = 0; u < kSortedItems; ++u) run[u] = {v[u], head[u]};
+    Scan(temp.scan).InclusiveScan(run, run, RunSumOp{});
+#pragma unroll
+    for (int u = 0; u < kSortedItems; ++u)
+      if (tail[u] && key[u] != skipped) line_sum[key[u]] += run[u].sum;
+    __syncthreads();  // the next chunk reuses temp and adds to the same slots
+  }
+}
+
+template <class T, bool kSorted, class Idx>
+__global__ void __launch_bounds__(kThreads) scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table,
+                                                                      const Idx* index, bool overwrite, int key_bits) {
+  using Acc = acc_t<T>;
+  constexpr int kBatch = 8;
+  extern __shared__ unsigned char shared_bytes[];
+  Acc* line_sum = reinterpret_cast<Acc*>(shared_bytes);
+  const Walker<kRowTensors>& w = layout.rows;
+  const int64_t rows = layout.row_count / w.inner_size();
   const int64_t step = int64_t(blockDim.x) * kBatch;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) row_sum[j] = Acc(0);
+    for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) line_sum[j] = Acc(0);
     __syncthreads();
     int64_t base[kRowTensors];
     w.offsets(r, base, w.rank - 1);
-    for (int64_t c0 = threadIdx.x; c0 < inner; c0 += step) {
-      int64_t idx[kBatch];
-      Acc v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int64_t c = c0 + u * int64_t(blockDim.x);
-        idx[u] = c < inner ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
-        v[u] = c < inner ? static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]) : Acc(0);
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u)
-        if (idx[u] >= 0 && idx[u] < layout.dim_size && idx[u] != layout.padding) atomicAdd(row_sum + idx[u], v[u]);
+    if constexpr (kSorted) {
+      sum_line_sorted(layout, base, values, index, line_sum, key_bits);
+    } else {
+      sum_line_atomic(layout, base, values, index, line_sum);
     }
     __syncthreads();
     T* line = table + base[2];
@@ -269,7 +400,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int u = 0; u < kBatch; ++u) {
         const int64_t j = j0 + u * int64_t(blockDim.x);
         if (j >= layout.dim_size) continue;
-        const Acc sum = row_sum[j];
+        const Acc sum = line_sum[j];
         if (overwrite) {
           line[j * layout.table_dim_stride] = static_cast<T>(sum);
         } else if (sum != Acc(0)) {
@@ -519,6 +650,22 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   if (!p.desc.accumulate && !fused_overwrite)
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
   if (layout.row_count == 0 || p.desc.shape.numel() == 0) return Status::ok();
+  if (p.shared_rows) {
+    const bool sorted = p.variant == IndexVariant::sorted;
+    const auto kernel = sorted ? scatter_shared_row_kernel<T, true, Idx> : scatter_shared_row_kernel<T, false, Idx>;
+    const size_t bytes = static_cast<size_t>(layout.dim_size) * sizeof(Acc);
+    // The line can take the 48 KB a block gets by default, beside the sort's static shared memory.
+    if (Status st = cuda_status(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+            "cudaFuncSetAttribute");
+        !st)
+      return st;
+    const int64_t rows = layout.row_count / layout.rows.inner_size();
+    const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t(sm_count) * 16));
+    kernel<<<blocks, kThreads, bytes, s>>>(layout, values, table, index, fused_overwrite, key_bits(layout.dim_size));
+    if (Status st = last_launch_status("scatter_shared_row_kernel"); !st) return st;
+    return count_bad<Idx>(stream, p, sm_count);
+  }
   if (p.variant == IndexVariant::atomic) {
     if constexpr (std::is_same_v<T, float>) {
       if (p.vectorized_rows) {
@@ -529,17 +676,9 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
         return count_bad<Idx>(stream, p, sm_count);
       }
     }
-    if (p.shared_rows) {
-      const size_t bytes = static_cast<size_t>(layout.dim_size) * sizeof(Acc);
-      const int64_t rows = layout.row_count / layout.rows.inner_size();
-      const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t(sm_count) * 16));
-      scatter_shared_row_kernel<T, Idx><<<blocks, kThreads, bytes, s>>>(layout, values, table, index, fused_overwrite);
-      if (Status st = last_launch_status("scatter_shared_row_kernel"); !st) return st;
-      return count_bad<Idx>(stream, p, sm_count);
-    }
     if (layout.columns.rank == 0 && layout.rows.rank > 0) {
       const int64_t inner = layout.rows.inner_size();
-      const int lanes = lanes_for(inner);
+      const int lanes = lanes_for((inner + kElementBatch - 1) / kElementBatch);
       scatter_atomic_elements_kernel<T, Idx><<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0, s>>>(
           layout, values, table, index, lanes);
       if (Status st = last_launch_status("scatter_atomic_elements_kernel"); !st) return st;

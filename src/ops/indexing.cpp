@@ -35,17 +35,12 @@ IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides&
   return layout;
 }
 
-bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layout) {
-  const size_t acc = desc.dtype == DType::f64 ? 8 : 4;
-  return desc.scatter && !desc.broadcast_index && layout.rows.rank > 0 && layout.rows.inner_stride(3) == 1 &&
-         static_cast<size_t>(layout.dim_size) * acc <= kSharedRowBytes;
-}
-
-bool shared_rows_possible(const IndexedProblemDesc& desc) {
+bool shared_rows(const IndexedProblemDesc& desc) {
   int last = desc.shape.rank - 1;
   while (last > desc.dim && desc.shape.dims[last] == 1) --last;
   const size_t acc = desc.dtype == DType::f64 ? 8 : 4;
-  return desc.scatter && !desc.broadcast_index && last == desc.dim &&
+  // dims[dim] > 1 keeps dim in the walk (a size-1 dim is dropped), so it is the walk's innermost.
+  return desc.scatter && last == desc.dim && desc.shape.dims[desc.dim] > 1 &&
          static_cast<size_t>(desc.table_shape.dims[desc.dim]) * acc <= kSharedRowBytes;
 }
 
@@ -293,35 +288,32 @@ Expected<IndexPlan<Op>> IndexPlan<Op>::select(const Stream& stream, const Descri
     plan.variant_ = IndexVariant::copy;
     return plan;
   }
-  // Scatter-add: sorted (deterministic, f32 accumulation) or atomic (CUDA only).
+  // Scatter-add: sorted (deterministic, f32 accumulation) or atomic (CUDA only). Along the innermost
+  // dim, CUDA sums each destination line in shared memory, in f32, with either variant.
+  const bool cuda = target->backend == Backend::cuda;
+  plan.shared_rows_ = cuda && detail::shared_rows(*problem);
   const bool sixteen_bit = problem->dtype == DType::f16 || problem->dtype == DType::bf16;
-  IndexVariant variant = (target->backend == Backend::cpu || required) ? IndexVariant::sorted : IndexVariant::atomic;
-  if (variant == IndexVariant::atomic && sixteen_bit && preference.variant.empty()) {
-    // 16-bit: only the shared-row kernel accumulates in f32 among the atomic kernels.
-    if (detail::shared_rows_possible(*problem)) {
-      plan.sorted_fallback_ = true;
-    } else {
-      variant = IndexVariant::sorted;
-    }
-  }
+  // 16-bit types accumulate in f32 by default: atomically only in the shared line.
+  const bool atomic_default = cuda && !required && (!sixteen_bit || plan.shared_rows_);
+  IndexVariant variant = atomic_default ? IndexVariant::atomic : IndexVariant::sorted;
   if (preference.variant == "sorted") {
     variant = IndexVariant::sorted;
   } else if (preference.variant == "atomic") {
-    if (target->backend == Backend::cpu || required)
+    if (!cuda || required)
       return plan_error(StatusCode::unsupported, plan_name, "preference.variant",
-                        target->backend == Backend::cpu ? "'atomic' is not a CPU variant (the CPU kernel is sorted)"
-                                                        : "'atomic' is not deterministic, but determinism is required");
+                        !cuda ? "'atomic' is not a CPU variant (the CPU kernel is sorted)"
+                              : "'atomic' is not deterministic, but determinism is required");
     variant = IndexVariant::atomic;
   } else if (!preference.variant.empty()) {
     return plan_error(StatusCode::unsupported, plan_name, "preference.variant",
                       "'" + preference.variant + "' is not a variant of this plan (atomic, sorted)");
   }
   plan.variant_ = variant;
-  if (variant == IndexVariant::sorted || plan.sorted_fallback_) {
+  if (variant == IndexVariant::sorted && !plan.shared_rows_) {
     int64_t rows = 0, length = 0;
     rows_and_length(*problem, rows, length);
     size_t bytes = 0;
-    if (target->backend == Backend::cpu) {
+    if (!cuda) {
       bytes = static_cast<size_t>(rows) * 16;  // (key, position) pairs sorted in place
     } else {
 #if BARACUDA_HAS_CUDA
@@ -364,7 +356,7 @@ PrecisionGuarantee IndexPlan<Op>::precision_guarantee() const {
   } else {
     // Sorted sums in f32 (f64 for f64); atomic adds into the output itself, in its own type.
     g.compute = wide;
-    g.accumulator = variant_ == IndexVariant::atomic && !sorted_fallback_ ? problem_.dtype : wide;
+    g.accumulator = variant_ == IndexVariant::atomic && !shared_rows_ ? problem_.dtype : wide;
   }
   g.deterministic = g.bit_stable = variant_ != IndexVariant::atomic;
   return g;
@@ -380,7 +372,8 @@ KernelSku IndexPlan<Op>::sku() const {
   sku.layout = Layout::contiguous;
   sku.arch = arch_;
   sku.backend = backend_;
-  sku.variant = std::string(variant_name(variant_)) + (problem_.broadcast_index ? ".rows" : ".elements");
+  sku.variant = std::string(variant_name(variant_)) + (problem_.broadcast_index ? ".rows" : ".elements") +
+                (shared_rows_ ? "_shared" : "");
   sku.precision = precision_guarantee();
   return sku;
 }
@@ -399,9 +392,6 @@ KernelSku IndexPlan<Op>::sku(const Args& args) const {
     if (has_vector_kernel && problem_.broadcast_index &&
         vectorizable_rows(layout, v.values.data, v.table.data, problem_.dtype))
       k.variant += "_vectorized";
-    const bool shared = variant_ == IndexVariant::atomic && detail::shared_rows_apply(problem_, layout);
-    if (shared) k.variant += "_shared";
-    if (sorted_fallback_ && !shared) k.variant = "sorted.elements";
   }
   return k;
 }
@@ -432,9 +422,7 @@ Status IndexPlan<Op>::run(const Stream& stream, Workspace workspace, const Args&
   p.workspace_size = workspace.size;
   p.vectorized_rows = backend_ == Backend::cuda && problem_.broadcast_index &&
                       vectorizable_rows(p.layout, p.values, p.table, problem_.dtype);
-  p.shared_rows =
-      backend_ == Backend::cuda && variant_ == IndexVariant::atomic && detail::shared_rows_apply(problem_, p.layout);
-  if (sorted_fallback_ && !p.shared_rows) p.variant = IndexVariant::sorted;
+  p.shared_rows = shared_rows_;
   if (backend_ == Backend::cpu)
     return problem_.scatter ? detail::cpu::indexed_scatter_add(p) : detail::cpu::indexed_gather(p);
 #if BARACUDA_HAS_CUDA

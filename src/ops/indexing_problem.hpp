@@ -10,7 +10,7 @@ struct IndexedProblem {
   IndexedProblemDesc desc;
   IndexVariant variant = IndexVariant::copy;
   bool vectorized_rows = false;  // rows of whole 16-byte vectors, aligned (CUDA fast path)
-  bool shared_rows = false;      // atomic scatter along the innermost dim, row summed in shared memory
+  bool shared_rows = false;      // scatter along the innermost dim, each line summed in shared memory
   IndexedLayout layout;
   void* values = nullptr;       // out (gather) or the added values (scatter)
   void* table = nullptr;        // src (gather) or dst (scatter)
@@ -36,11 +36,10 @@ inline constexpr int64_t kRowsPerWindow = 32;          // rows mode: one block s
 inline constexpr int64_t kElementsPerWindow = 32;      // element mode: one thread sums a window
 inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row of shared_rows
 
-// Element-mode atomic scatter whose innermost walked dim is dim itself, with a destination row that
-// fits in shared memory (CUDA).
-bool shared_rows_apply(const IndexedProblemDesc& desc, const IndexedLayout& layout);
-// From the shapes alone: dim is the innermost dim of the walk and its row fits in shared memory.
-bool shared_rows_possible(const IndexedProblemDesc& desc);
+// CUDA scatter whose walk has dim innermost with one index value per element (element mode, or a
+// 1-D index with nothing after dim) and whose destination line fits in shared memory: each line is
+// summed in shared memory. Decided from the shapes alone (strides do not move dim in the walk).
+bool shared_rows(const IndexedProblemDesc& desc);
 // The walk reaches every line of the table along dim (so a shared-row kernel writes every table
 // element and can overwrite without zeroing first).
 bool covers_every_table_line(const IndexedProblemDesc& desc);

@@ -19,12 +19,12 @@
 // Accumulating ops (the backward ones and scatter-add) add into their output when the descriptor's
 // `accumulate` is true (the default), and overwrite it (as if it were zeroed first, with the
 // zeroing fused where the kernel writes every element) when it is false. Forward plans ignore it. They have two
-// variants: "atomic" (fast; not deterministic) and "sorted" (a stable sort of the destination indices, then each
-// destination summed in the original order in the accumulator type: bit-identical across runs). "sorted" is chosen when
-// determinism is required; otherwise "atomic" on CUDA, except that 16-bit types must accumulate in f32: for them
-// "atomic" is the default only along the innermost dim, where a block sums each destination row in f32 in shared memory
-// (falling back to "sorted" when the views' strides do not allow it), and "sorted" elsewhere; asking for "atomic" by
-// name gives 16-bit atomics. The CPU kernels are always deterministic ("sorted").
+// variants: "atomic" (fast; not deterministic) and "sorted" (bit-identical across runs: equal destination indices are
+// put in a fixed order by a stable sort and summed in the accumulator type). "sorted" is chosen when determinism is
+// required, and always on the CPU; otherwise "atomic" on CUDA. Along the innermost dim (gather's and index_select's
+// backward along the last dim) CUDA sums each destination line in f32 in shared memory with either variant, so
+// there 16-bit types default to "atomic" too; elsewhere they default to "sorted" (f32 sums), and asking for
+// "atomic" by name gives 16-bit atomics.
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
@@ -149,7 +149,7 @@ class IndexPlan {
   Descriptor desc_;
   detail::IndexedProblemDesc problem_;
   detail::IndexVariant variant_ = detail::IndexVariant::copy;
-  bool sorted_fallback_ = false;  // a 16-bit default "atomic" runs "sorted" where shared rows do not apply
+  bool shared_rows_ = false;  // CUDA, along the innermost dim: each destination line summed in shared memory
   Backend backend_ = Backend::cpu;
   int arch_ = 0;
   int device_ = -1;

@@ -1,5 +1,6 @@
 // Profiler cases of the indexing family. A case's shape is [A, B, K]:
 //   embedding*:     weight [A, B] (V x D), K indices, values [K, B]
+//   index_select_rows: src [A, B], K indices along dim 0, values [K, B]
 //   index_select*:  src [A, B], K indices along dim 1, values [A, K]
 //   gather*, scatter_add: src [A, B], index [A, K] along dim 1, values [A, K]
 // Backward cases overwrite their gradient (accumulate = false: the zeroing is part of the op, as in
@@ -16,7 +17,10 @@
 namespace baracuda::profiler {
 namespace {
 
-enum class Geometry { embedding, index_select, gather };
+enum class Geometry { embedding, index_select_rows, index_select, gather };
+
+// Geometries whose index picks whole rows of the table (dim 0).
+bool picks_rows(Geometry g) { return g == Geometry::embedding || g == Geometry::index_select_rows; }
 
 struct Spec {
   Geometry geometry;
@@ -29,8 +33,8 @@ struct Dims {
   int64_t a, b, k;
   Shape table() const { return {a, b}; }
   Shape index(Geometry g) const { return g == Geometry::gather ? Shape{a, k} : Shape{k}; }
-  Shape values(Geometry g) const { return g == Geometry::embedding ? Shape{k, b} : Shape{a, k}; }
-  int64_t index_range(Geometry g) const { return g == Geometry::embedding ? a : b; }
+  Shape values(Geometry g) const { return picks_rows(g) ? Shape{k, b} : Shape{a, k}; }
+  int64_t index_range(Geometry g) const { return picks_rows(g) ? a : b; }
 };
 
 Dims dims_of(const Shape& s) { return {s.dims[0], s.rank > 1 ? s.dims[1] : 1, s.rank > 2 ? s.dims[2] : 1}; }
@@ -39,9 +43,9 @@ template <class Plan>
 struct Op;
 template <>
 struct Op<EmbeddingPlan> {
-  static EmbeddingDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+  static EmbeddingDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
     EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
-    desc.accumulate = !overwrite;
+    desc.accumulate = !spec.overwrite;
     return desc;
   }
   static EmbeddingArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
@@ -50,9 +54,9 @@ struct Op<EmbeddingPlan> {
 };
 template <>
 struct Op<EmbeddingBackwardPlan> {
-  static EmbeddingDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+  static EmbeddingDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
     EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
-    desc.accumulate = !overwrite;
+    desc.accumulate = !spec.overwrite;
     return desc;
   }
   static EmbeddingBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
@@ -61,9 +65,9 @@ struct Op<EmbeddingBackwardPlan> {
 };
 template <>
 struct Op<IndexSelectPlan> {
-  static IndexSelectDescriptor desc(DType dt, const Dims& d, bool overwrite) {
-    IndexSelectDescriptor desc{dt, DType::i64, d.table(), 1, d.k};
-    desc.accumulate = !overwrite;
+  static IndexSelectDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
+    IndexSelectDescriptor desc{dt, DType::i64, d.table(), picks_rows(spec.geometry) ? 0 : 1, d.k};
+    desc.accumulate = !spec.overwrite;
     return desc;
   }
   static IndexSelectArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
@@ -72,9 +76,9 @@ struct Op<IndexSelectPlan> {
 };
 template <>
 struct Op<IndexSelectBackwardPlan> {
-  static IndexSelectDescriptor desc(DType dt, const Dims& d, bool overwrite) {
-    IndexSelectDescriptor desc{dt, DType::i64, d.table(), 1, d.k};
-    desc.accumulate = !overwrite;
+  static IndexSelectDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
+    IndexSelectDescriptor desc{dt, DType::i64, d.table(), picks_rows(spec.geometry) ? 0 : 1, d.k};
+    desc.accumulate = !spec.overwrite;
     return desc;
   }
   static IndexSelectBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
@@ -83,9 +87,9 @@ struct Op<IndexSelectBackwardPlan> {
 };
 template <>
 struct Op<GatherPlan> {
-  static GatherDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+  static GatherDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
     GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
-    desc.accumulate = !overwrite;
+    desc.accumulate = !spec.overwrite;
     return desc;
   }
   static GatherArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
@@ -94,9 +98,9 @@ struct Op<GatherPlan> {
 };
 template <>
 struct Op<GatherBackwardPlan> {
-  static GatherDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+  static GatherDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
     GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
-    desc.accumulate = !overwrite;
+    desc.accumulate = !spec.overwrite;
     return desc;
   }
   static GatherBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
@@ -105,9 +109,9 @@ struct Op<GatherBackwardPlan> {
 };
 template <>
 struct Op<ScatterAddPlan> {
-  static ScatterAddDescriptor desc(DType dt, const Dims& d, bool overwrite) {
+  static ScatterAddDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
     ScatterAddDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
-    desc.accumulate = !overwrite;
+    desc.accumulate = !spec.overwrite;
     return desc;
   }
   static ScatterAddArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
@@ -138,7 +142,7 @@ class IndexCase : public ProfilerCase {
     dims_ = dims_of(c.shape);
     PlanPreference pref = c.preference;
     if (spec_.deterministic) pref.determinism = Determinism::required;
-    Expected<Plan> plan = Plan::select(c.stream, Op<Plan>::desc(c.dtype, dims_, spec_.overwrite), pref);
+    Expected<Plan> plan = Plan::select(c.stream, Op<Plan>::desc(c.dtype, dims_, spec_), pref);
     if (!plan) return plan.status();
     plan_ = *plan;
     Expected<harness::Buffer> ws = allocate_workspace(c.stream, plan_.workspace_size());
@@ -183,6 +187,7 @@ class IndexCase : public ProfilerCase {
   int64_t index_of(int64_t r, int64_t c) const {
     switch (spec_.geometry) {
       case Geometry::embedding:
+      case Geometry::index_select_rows:
         return static_cast<int64_t>(index_.at(r));
       case Geometry::index_select:
         return static_cast<int64_t>(index_.at(c));
@@ -191,7 +196,7 @@ class IndexCase : public ProfilerCase {
     }
   }
   int64_t table_element(int64_t r, int64_t c, int64_t idx) const {
-    return spec_.geometry == Geometry::embedding ? idx * dims_.b + c : r * dims_.b + idx;
+    return picks_rows(spec_.geometry) ? idx * dims_.b + c : r * dims_.b + idx;
   }
 
   Verification verify_gather() const {
@@ -223,7 +228,7 @@ class IndexCase : public ProfilerCase {
         const double v = values_.at(r * value_cols + c);
         sum[it->second * cols + element % cols] += v;
         magnitude[it->second * cols + element % cols] += std::fabs(v);
-        if (spec_.geometry == Geometry::embedding && c == 0) {
+        if (picks_rows(spec_.geometry) && c == 0) {
           // Embedding rows: add the rest of the row here (the whole row shares the index).
           for (int64_t cc = 1; cc < value_cols; ++cc) {
             const double w = values_.at(r * value_cols + cc);
@@ -231,7 +236,7 @@ class IndexCase : public ProfilerCase {
             magnitude[it->second * cols + cc] += std::fabs(w);
           }
         }
-        if (spec_.geometry == Geometry::embedding) break;
+        if (picks_rows(spec_.geometry)) break;
       }
     }
     std::vector<int64_t> sampled(slot.size());
@@ -263,7 +268,7 @@ std::vector<KernelSku> skus_of(const Stream& stream, DType dtype, Spec spec) {
     PlanPreference pref;
     pref.variant = variant;
     if (spec.deterministic) pref.determinism = Determinism::required;
-    if (Expected<Plan> plan = Plan::select(stream, Op<Plan>::desc(dtype, {1024, 1024, 1024}, spec.overwrite), pref)) {
+    if (Expected<Plan> plan = Plan::select(stream, Op<Plan>::desc(dtype, {1024, 1024, 1024}, spec), pref)) {
       bool seen = false;
       for (const KernelSku& k : out) seen = seen || k.to_string() == plan->sku().to_string();
       if (!seen) out.push_back(plan->sku());
@@ -296,6 +301,8 @@ const std::vector<DType> kBenchFloats = {DType::f32, DType::bf16};
 
 const bool registered = [] {
   add<EmbeddingPlan, false>("embedding", "F.embedding", {Geometry::embedding}, kFloats, embedding_shapes);
+  add<IndexSelectPlan, false>("index_select_rows", "torch.index_select(src, 0, idx)", {Geometry::index_select_rows},
+                              kFloats, embedding_shapes);
   add<IndexSelectPlan, false>("index_select", "torch.index_select(src, 1, idx)", {Geometry::index_select}, kFloats,
                               along_dim1_shapes);
   add<GatherPlan, false>("gather", "torch.gather(src, 1, idx)", {Geometry::gather}, kFloats, along_dim1_shapes);
@@ -310,12 +317,16 @@ const bool registered = [] {
                                    {Geometry::embedding, true, true, true}, {DType::f32}, skewed_shapes);
   add<IndexSelectBackwardPlan, true>("index_select_backward", "zeros().index_add_(1, idx, dout)",
                                      {Geometry::index_select, false, false, true}, kBenchFloats, along_dim1_shapes);
+  add<IndexSelectBackwardPlan, true>("index_select_backward_deterministic", "zeros().index_add_(1, idx, dout)",
+                                     {Geometry::index_select, false, true, true}, kBenchFloats, along_dim1_shapes);
   add<GatherBackwardPlan, true>("gather_backward", "zeros().scatter_add_(1, idx, dout)",
                                 {Geometry::gather, false, false, true}, kBenchFloats, along_dim1_shapes);
   add<GatherBackwardPlan, true>("gather_backward_deterministic", "zeros().scatter_add_(1, idx, dout)",
                                 {Geometry::gather, false, true, true}, kBenchFloats, along_dim1_shapes);
   add<ScatterAddPlan, true>("scatter_add", "dst.scatter_add_(1, idx, src)", {Geometry::gather, false, false, false},
                             kBenchFloats, along_dim1_shapes);
+  add<ScatterAddPlan, true>("scatter_add_deterministic", "dst.scatter_add_(1, idx, src)",
+                            {Geometry::gather, false, true, false}, kBenchFloats, along_dim1_shapes);
   return true;
 }();
 
