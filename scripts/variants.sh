@@ -12,5 +12,5 @@ for spec in "$@"; do
     || { echo "$name: build failed"; tail -20 "$OUT/build-$name.log"; continue; }
   echo "== $name ($flags)"
   "build/v-$name/tools/profiler/baracuda-profiler" --ops="$ops" --dtypes="${VARIANT_DTYPES:-f32,bf16}" \
-    --shapes="${VARIANT_SHAPES:-16384x4096}" 2>/dev/null | grep -vE "^ *note|^all cases"
+    ${VARIANT_SHAPES:+--shapes=$VARIANT_SHAPES} 2>/dev/null | grep -vE "^ *note|^all cases"
 done

@@ -202,8 +202,8 @@ TEST_P(IndexingTest, SortedScatterIsBitIdenticalAcrossRuns) {
   }
 }
 
-// Along the innermost dim CUDA sorts each destination line in shared memory (chunks of 1024
-// entries): lines of 3000 entries over 37 slots cross chunks with long runs of equal indices.
+// Along the innermost dim CUDA sums each destination line in shared memory in a fixed order, 1024
+// entries at a time: lines of 3000 entries over 37 slots, with many equal indices in every warp.
 TEST_P(IndexingTest, SortedLineScatterIsBitIdenticalAcrossRuns) {
   const Shape src{5, 37}, idx_shape{5, 3000};
   Tensor dout = values(contiguous(idx_shape)), dsrc = values(contiguous(src));

@@ -11,9 +11,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cub/block/block_discontinuity.cuh>
-#include <cub/block/block_radix_sort.cuh>
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "common/dispatch.hpp"
@@ -99,6 +96,15 @@ __device__ __forceinline__ void for_each_row(int64_t rows, int lanes, F&& f) {
     f(r, lane);
 }
 
+#ifndef BARACUDA_ROW_VECTORS
+#define BARACUDA_ROW_VECTORS 4
+#endif
+#ifndef BARACUDA_ROW_PREFETCH
+#define BARACUDA_ROW_PREFETCH 1
+#endif
+// Vectors per thread per step of the row gather, all loaded before any is stored.
+inline constexpr int kRowVectors = BARACUDA_ROW_VECTORS;
+
 template <class Bits, class Idx>
 __global__ void __launch_bounds__(kThreads)
     gather_vectorized_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
@@ -111,26 +117,34 @@ __global__ void __launch_bounds__(kThreads)
   int64_t values_off = 0, table_off = 0;
   bool valid = r < layout.row_count && layout.locate(index, r, values_off, table_off);
   for (; r < layout.row_count; r += step) {
+#if BARACUDA_ROW_PREFETCH
     // The next row's index value is loaded before this row's data, so its latency hides behind the copy.
     int64_t next_values_off = 0, next_table_off = 0;
     const bool next_valid =
         r + step < layout.row_count && layout.locate(index, r + step, next_values_off, next_table_off);
-    // Two vectors per thread per step, both loaded before either is stored.
-    for (int64_t v = lane; v < vectors; v += 2 * lanes) {
-      const bool second = v + lanes < vectors;
-      Vec16<Bits> x, y;
+#else
+    valid = layout.locate(index, r, values_off, table_off);
+#endif
+    for (int64_t v0 = lane; v0 < vectors; v0 += int64_t(kRowVectors) * lanes) {
+      Vec16<Bits> x[kRowVectors];
 #pragma unroll
-      for (int e = 0; e < kV; ++e) x.v[e] = y.v[e] = Bits{0};
-      if (valid) {
-        x = load16(table + table_off + v * kV);
-        if (second) y = load16(table + table_off + (v + lanes) * kV);
+      for (int k = 0; k < kRowVectors; ++k) {
+        const int64_t v = v0 + k * int64_t(lanes);
+#pragma unroll
+        for (int e = 0; e < kV; ++e) x[k].v[e] = Bits{0};
+        if (valid && v < vectors) x[k] = load16(table + table_off + v * kV);
       }
-      store16(values + values_off + v * kV, x);
-      if (second) store16(values + values_off + (v + lanes) * kV, y);
+#pragma unroll
+      for (int k = 0; k < kRowVectors; ++k) {
+        const int64_t v = v0 + k * int64_t(lanes);
+        if (v < vectors) store16(values + values_off + v * kV, x[k]);
+      }
     }
+#if BARACUDA_ROW_PREFETCH
     values_off = next_values_off;
     table_off = next_table_off;
     valid = next_valid;
+#endif
   }
 }
 
@@ -152,7 +166,10 @@ __global__ void __launch_bounds__(kThreads)
 // along its innermost dim (no division per element), kElementBatch elements at a time: the batch's
 // index values are loaded back to back, then f(values_off, table_off, valid, inside) gets the batch
 // (`inside`: the element exists; `valid`: it exists and its index value is in range, not padding).
-inline constexpr int kElementBatch = 4;
+#ifndef BARACUDA_ELEMENT_BATCH
+#define BARACUDA_ELEMENT_BATCH 4
+#endif
+inline constexpr int kElementBatch = BARACUDA_ELEMENT_BATCH;
 
 template <class Idx, class F>
 __device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layout, const Idx* index, int lanes,
@@ -208,7 +225,8 @@ Status gather(const Stream& stream, const IndexedProblem& p, int sm_count) {
   const Bits* table = static_cast<const Bits*>(p.table);
   const Idx* index = static_cast<const Idx*>(p.index);
   if (p.vectorized_rows) {
-    const int lanes = lanes_for(layout.row_length / Vec16<Bits>::kSize);
+    const int64_t vectors = layout.row_length / Vec16<Bits>::kSize;
+    const int lanes = lanes_for((vectors + kRowVectors - 1) / kRowVectors);
     gather_vectorized_kernel<Bits, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, native(stream)>>>(
         layout, values, table, index, lanes);
     if (Status s = last_launch_status("gather_vectorized_kernel"); !s) return s;
@@ -277,12 +295,12 @@ __global__ void __launch_bounds__(kThreads)
 // backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
 // 16-bit types), then writes or adds the line with one coalesced pass. Two ways to sum a line:
 //  - atomic: shared-memory atomics; the order of the additions varies from run to run;
-//  - sorted: chunks of kSortedChunk entries are radix-sorted by index value in shared memory
-//    (stable), each run of equal values is summed by a segmented block scan (a fixed tree), and the
-//    run's last entry adds the sum to its slot: one writer per slot per chunk, so the same bits on
-//    every run.
-inline constexpr int kSortedItems = 4;  // entries per thread per chunk
-inline constexpr int kSortedChunk = kThreads * kSortedItems;
+//  - sorted (deterministic): in each round of one entry per thread, the lanes of a warp holding the
+//    same index value are matched (__match_any_sync) and the lowest one sums them in lane order;
+//    then the warps take turns, in warp order, adding their sums into the line. Every slot sums its
+//    entries in one fixed order (round, warp, lane), so every run gives the same bits.
+inline constexpr int kLineItems = 4;  // entries per thread loaded back to back
+inline constexpr int kLineWarps = kThreads / 32;
 
 template <class T, class Idx>
 __device__ __forceinline__ void sum_line_atomic(const IndexedLayout& layout, const int64_t* base, const T* values,
@@ -306,62 +324,49 @@ __device__ __forceinline__ void sum_line_atomic(const IndexedLayout& layout, con
   }
 }
 
-// A run's partial sum in the segmented scan; `head` marks the first entry of a run.
-template <class Acc>
-struct RunSum {
-  Acc sum;
-  int head;
-};
-struct RunSumOp {
-  template <class Acc>
-  __device__ RunSum<Acc> operator()(const RunSum<Acc>& a, const RunSum<Acc>& b) const {
-    return b.head ? b : RunSum<Acc>{a.sum + b.sum, a.head};
-  }
-};
-struct KeysDiffer {
-  __device__ bool operator()(unsigned a, unsigned b) const { return a != b; }
-};
-
 template <class T, class Idx>
-__device__ __forceinline__ void sum_line_sorted(const IndexedLayout& layout, const int64_t* base, const T* values,
-                                                const Idx* index, acc_t<T>* line_sum, int key_bits) {
+__device__ __forceinline__ void sum_line_ordered(const IndexedLayout& layout, const int64_t* base, const T* values,
+                                                 const Idx* index, acc_t<T>* line_sum) {
   using Acc = acc_t<T>;
-  using Sort = cub::BlockRadixSort<unsigned, kThreads, kSortedItems, Acc>;
-  using Flags = cub::BlockDiscontinuity<unsigned, kThreads>;
-  using Scan = cub::BlockScan<RunSum<Acc>, kThreads>;
-  __shared__ union {
-    typename Sort::TempStorage sort;
-    typename Flags::TempStorage flags;
-    typename Scan::TempStorage scan;
-  } temp;
+  __shared__ Acc stage[kThreads];  // each round's values, read by the lowest lane of each match
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size();
-  // Invalid and padding entries take the key dim_size, which sorts after every slot.
-  const unsigned skipped = static_cast<unsigned>(layout.dim_size);
-  for (int64_t c0 = 0; c0 < inner; c0 += kSortedChunk) {
-    unsigned key[kSortedItems];
-    Acc v[kSortedItems];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  Acc* warp_stage = stage + warp * 32;
+  for (int64_t c0 = 0; c0 < inner; c0 += int64_t(kThreads) * kLineItems) {
+    int64_t key[kLineItems];
+    Acc v[kLineItems];
 #pragma unroll
-    for (int u = 0; u < kSortedItems; ++u) {
+    for (int u = 0; u < kLineItems; ++u) {
       const int64_t c = c0 + u * int64_t(kThreads) + threadIdx.x;  // coalesced loads
       const int64_t i = c < inner ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
       const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
-      key[u] = valid ? static_cast<unsigned>(i) : skipped;
+      key[u] = valid ? i : -1;
       v[u] = valid ? static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]) : Acc(0);
     }
-    Sort(temp.sort).Sort(key, v, 0, key_bits);
-    __syncthreads();
-    int head[kSortedItems], tail[kSortedItems];
-    Flags(temp.flags).FlagHeadsAndTails(head, tail, key, KeysDiffer{});
-    __syncthreads();
-    RunSum<Acc> run[kSortedItems];
+    Acc sum[kLineItems];
+    bool leads[kLineItems];
 #pragma unroll
-    for (int u = 0; u < kSortedItems; ++u) run[u] = {v[u], head[u]};
-    Scan(temp.scan).InclusiveScan(run, run, RunSumOp{});
+    for (int u = 0; u < kLineItems; ++u) {
+      warp_stage[lane] = v[u];
+      const unsigned group = __match_any_sync(0xffffffffu, static_cast<unsigned>(key[u]));
+      __syncwarp();
+      leads[u] = key[u] >= 0 && lane == __ffs(group) - 1;
+      sum[u] = Acc(0);
+      if (leads[u])
+        for (unsigned m = group; m; m &= m - 1) sum[u] += warp_stage[__ffs(m) - 1];
+      __syncwarp();  // the stage is rewritten next round
+    }
+    for (int turn = 0; turn < kLineWarps; ++turn) {
+      if (warp == turn) {
 #pragma unroll
-    for (int u = 0; u < kSortedItems; ++u)
-      if (tail[u] && key[u] != skipped) line_sum[key[u]] += run[u].sum;
-    __syncthreads();  // the next chunk reuses temp and adds to the same slots
+        for (int u = 0; u < kLineItems; ++u) {
+          if (leads[u]) line_sum[key[u]] += sum[u];
+          __syncwarp();  // a later round may add to the same slot from another lane
+        }
+      }
+      __syncthreads();
+    }
   }
 }
 
@@ -381,7 +386,7 @@ __global__ void __launch_bounds__(kThreads) scatter_shared_row_kernel(IndexedLay
     int64_t base[kRowTensors];
     w.offsets(r, base, w.rank - 1);
     if constexpr (kSorted) {
-      sum_line_sorted(layout, base, values, index, line_sum, key_bits);
+      sum_line_ordered(layout, base, values, index, line_sum);
     } else {
       sum_line_atomic(layout, base, values, index, line_sum);
     }
@@ -654,7 +659,7 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
     const bool sorted = p.variant == IndexVariant::sorted;
     const auto kernel = sorted ? scatter_shared_row_kernel<T, true, Idx> : scatter_shared_row_kernel<T, false, Idx>;
     const size_t bytes = static_cast<size_t>(layout.dim_size) * sizeof(Acc);
-    // The line can take the 48 KB a block gets by default, beside the sort's static shared memory.
+    // The line can take the 48 KB a block gets by default, beside the kernel's static shared memory.
     if (Status st = cuda_status(
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
             "cudaFuncSetAttribute");
