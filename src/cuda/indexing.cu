@@ -96,35 +96,18 @@ __device__ __forceinline__ void for_each_row(int64_t rows, int lanes, F&& f) {
     f(r, lane);
 }
 
-#ifndef BARACUDA_ROW_VECTORS
-#define BARACUDA_ROW_VECTORS 4
-#endif
-#ifndef BARACUDA_ROW_PREFETCH
-#define BARACUDA_ROW_PREFETCH 1
-#endif
-// Vectors per thread per step of the row gather, all loaded before any is stored.
-inline constexpr int kRowVectors = BARACUDA_ROW_VECTORS;
+// Vectors per thread per step of the row gather, all loaded before any is stored (8 measured best:
+// 2 -> 84.5%, 4 -> 87.3%, 8 -> 87.7% of copy for bf16 embedding rows; bench/NOTES.md).
+inline constexpr int kRowVectors = 8;
 
 template <class Bits, class Idx>
 __global__ void __launch_bounds__(kThreads)
     gather_vectorized_kernel(IndexedLayout layout, Bits* values, const Bits* table, const Idx* index, int lanes) {
   constexpr int kV = Vec16<Bits>::kSize;
   const int64_t vectors = layout.row_length / kV;
-  const int rows_per_block = kThreads / lanes;
-  const int lane = threadIdx.x % lanes;
-  const int64_t step = int64_t(gridDim.x) * rows_per_block;
-  int64_t r = int64_t(blockIdx.x) * rows_per_block + threadIdx.x / lanes;
-  int64_t values_off = 0, table_off = 0;
-  bool valid = r < layout.row_count && layout.locate(index, r, values_off, table_off);
-  for (; r < layout.row_count; r += step) {
-#if BARACUDA_ROW_PREFETCH
-    // The next row's index value is loaded before this row's data, so its latency hides behind the copy.
-    int64_t next_values_off = 0, next_table_off = 0;
-    const bool next_valid =
-        r + step < layout.row_count && layout.locate(index, r + step, next_values_off, next_table_off);
-#else
-    valid = layout.locate(index, r, values_off, table_off);
-#endif
+  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
+    int64_t values_off, table_off;
+    const bool valid = layout.locate(index, r, values_off, table_off);
     for (int64_t v0 = lane; v0 < vectors; v0 += int64_t(kRowVectors) * lanes) {
       Vec16<Bits> x[kRowVectors];
 #pragma unroll
@@ -140,12 +123,7 @@ __global__ void __launch_bounds__(kThreads)
         if (v < vectors) store16(values + values_off + v * kV, x[k]);
       }
     }
-#if BARACUDA_ROW_PREFETCH
-    values_off = next_values_off;
-    table_off = next_table_off;
-    valid = next_valid;
-#endif
-  }
+  });
 }
 
 template <class Bits, class Idx>
@@ -166,10 +144,7 @@ __global__ void __launch_bounds__(kThreads)
 // along its innermost dim (no division per element), kElementBatch elements at a time: the batch's
 // index values are loaded back to back, then f(values_off, table_off, valid, inside) gets the batch
 // (`inside`: the element exists; `valid`: it exists and its index value is in range, not padding).
-#ifndef BARACUDA_ELEMENT_BATCH
-#define BARACUDA_ELEMENT_BATCH 4
-#endif
-inline constexpr int kElementBatch = BARACUDA_ELEMENT_BATCH;
+inline constexpr int kElementBatch = 8;  // 4 -> 8: bf16 gather 48.4% -> 54.6% of copy
 
 template <class Idx, class F>
 __device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layout, const Idx* index, int lanes,
@@ -293,104 +268,110 @@ __global__ void __launch_bounds__(kThreads)
 
 // Element mode along the innermost dim (torch.gather's backward along the last dim, index_select's
 // backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
-// 16-bit types), then writes or adds the line with one coalesced pass. Two ways to sum a line:
+// 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it. The
+// entries (index value, value) come in tiles of kLineTile, one tile ahead: the next tile's loads are
+// issued before the current tile is summed and its line written. Two ways to sum a tile:
 //  - atomic: shared-memory atomics; the order of the additions varies from run to run;
-//  - sorted (deterministic): in each round of one entry per thread, the lanes of a warp holding the
-//    same index value are matched (__match_any_sync) and the lowest one sums them in lane order;
-//    then the warps take turns, in warp order, adding their sums into the line. Every slot sums its
-//    entries in one fixed order (round, warp, lane), so every run gives the same bits.
-inline constexpr int kLineItems = 4;  // entries per thread loaded back to back
+//  - ordered (the "sorted" variant): in each round of one entry per thread, the lanes of a warp
+//    holding the same index value are matched (__match_any_sync) and the lowest one sums them in
+//    lane order; then the warps take turns, in warp order, adding their sums into the line. Every
+//    slot sums its entries in one fixed order (tile, round, warp, lane): the same bits every run.
+inline constexpr int kLineItems = 4;  // entries per thread per tile
+inline constexpr int kLineTile = kThreads * kLineItems;
 inline constexpr int kLineWarps = kThreads / 32;
 
-template <class T, class Idx>
-__device__ __forceinline__ void sum_line_atomic(const IndexedLayout& layout, const int64_t* base, const T* values,
-                                                const Idx* index, acc_t<T>* line_sum) {
-  using Acc = acc_t<T>;
-  constexpr int kBatch = 8;  // loads issued back to back before they are used
-  const Walker<kRowTensors>& w = layout.rows;
-  const int64_t inner = w.inner_size(), step = int64_t(blockDim.x) * kBatch;
-  for (int64_t c0 = threadIdx.x; c0 < inner; c0 += step) {
-    int64_t idx[kBatch];
-    Acc v[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int64_t c = c0 + u * int64_t(blockDim.x);
-      idx[u] = c < inner ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
-      v[u] = c < inner ? static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]) : Acc(0);
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      if (idx[u] >= 0 && idx[u] < layout.dim_size && idx[u] != layout.padding) atomicAdd(line_sum + idx[u], v[u]);
-  }
-}
+template <class Acc>
+struct LineTile {
+  int64_t key[kLineItems];  // the index value, or -1 for an entry to skip
+  Acc value[kLineItems];
+};
 
+// Tile `tile` of walk line `line`: coalesced loads, values loaded independently of their index.
 template <class T, class Idx>
-__device__ __forceinline__ void sum_line_ordered(const IndexedLayout& layout, const int64_t* base, const T* values,
-                                                 const Idx* index, acc_t<T>* line_sum) {
-  using Acc = acc_t<T>;
-  __shared__ Acc stage[kThreads];  // each round's values, read by the lowest lane of each match
+__device__ __forceinline__ void load_line_tile(const IndexedLayout& layout, const T* values, const Idx* index,
+                                               int64_t line, int64_t tile, LineTile<acc_t<T>>& t) {
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size();
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  Acc* warp_stage = stage + warp * 32;
-  for (int64_t c0 = 0; c0 < inner; c0 += int64_t(kThreads) * kLineItems) {
-    int64_t key[kLineItems];
-    Acc v[kLineItems];
+  int64_t base[kRowTensors];
+  w.offsets(line, base, w.rank - 1);
 #pragma unroll
-    for (int u = 0; u < kLineItems; ++u) {
-      const int64_t c = c0 + u * int64_t(kThreads) + threadIdx.x;  // coalesced loads
-      const int64_t i = c < inner ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
-      const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
-      key[u] = valid ? i : -1;
-      v[u] = valid ? static_cast<Acc>(values[base[0] + c * w.inner_stride(0)]) : Acc(0);
-    }
-    Acc sum[kLineItems];
-    bool leads[kLineItems];
-#pragma unroll
-    for (int u = 0; u < kLineItems; ++u) {
-      warp_stage[lane] = v[u];
-      const unsigned group = __match_any_sync(0xffffffffu, static_cast<unsigned>(key[u]));
-      __syncwarp();
-      leads[u] = key[u] >= 0 && lane == __ffs(group) - 1;
-      sum[u] = Acc(0);
-      if (leads[u])
-        for (unsigned m = group; m; m &= m - 1) sum[u] += warp_stage[__ffs(m) - 1];
-      __syncwarp();  // the stage is rewritten next round
-    }
-    for (int turn = 0; turn < kLineWarps; ++turn) {
-      if (warp == turn) {
-#pragma unroll
-        for (int u = 0; u < kLineItems; ++u) {
-          if (leads[u]) line_sum[key[u]] += sum[u];
-          __syncwarp();  // a later round may add to the same slot from another lane
-        }
-      }
-      __syncthreads();
-    }
+  for (int u = 0; u < kLineItems; ++u) {
+    const int64_t c = tile * kLineTile + u * int64_t(kThreads) + threadIdx.x;
+    const bool inside = c < inner;
+    const int64_t i = inside ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
+    const acc_t<T> v = inside ? static_cast<acc_t<T>>(values[base[0] + c * w.inner_stride(0)]) : acc_t<T>(0);
+    const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
+    t.key[u] = valid ? i : -1;
+    t.value[u] = v;
   }
 }
 
-template <class T, bool kSorted, class Idx>
-__global__ void __launch_bounds__(kThreads) scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table,
-                                                                      const Idx* index, bool overwrite, int key_bits) {
+template <class Acc>
+__device__ __forceinline__ void add_tile_atomic(const LineTile<Acc>& t, Acc* line_sum) {
+#pragma unroll
+  for (int u = 0; u < kLineItems; ++u)
+    if (t.key[u] >= 0) atomicAdd(line_sum + t.key[u], t.value[u]);
+}
+
+template <class Acc>
+__device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* line_sum) {
+  __shared__ Acc stage[kThreads];  // each round's values, read by the lowest lane of each match
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  Acc* warp_stage = stage + warp * 32;
+  Acc sum[kLineItems];
+  bool leads[kLineItems];
+#pragma unroll
+  for (int u = 0; u < kLineItems; ++u) {
+    warp_stage[lane] = t.value[u];
+    const unsigned group = __match_any_sync(0xffffffffu, static_cast<unsigned>(t.key[u]));
+    __syncwarp();
+    leads[u] = t.key[u] >= 0 && lane == __ffs(group) - 1;
+    sum[u] = Acc(0);
+    if (leads[u])
+      for (unsigned m = group; m; m &= m - 1) sum[u] += warp_stage[__ffs(m) - 1];
+    __syncwarp();  // the stage is rewritten next round
+  }
+  for (int turn = 0; turn < kLineWarps; ++turn) {
+    if (warp == turn) {
+#pragma unroll
+      for (int u = 0; u < kLineItems; ++u) {
+        if (leads[u]) line_sum[t.key[u]] += sum[u];
+        __syncwarp();  // a later round may add to the same slot from another lane
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <class T, bool kOrdered, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite) {
   using Acc = acc_t<T>;
-  constexpr int kBatch = 8;
+  constexpr int kBatch = 8;  // write-back loads issued back to back
   extern __shared__ unsigned char shared_bytes[];
   Acc* line_sum = reinterpret_cast<Acc*>(shared_bytes);
   const Walker<kRowTensors>& w = layout.rows;
-  const int64_t rows = layout.row_count / w.inner_size();
+  const int64_t inner = w.inner_size(), lines = layout.row_count / inner;
+  const int64_t tiles = (inner + kLineTile - 1) / kLineTile;
   const int64_t step = int64_t(blockDim.x) * kBatch;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) line_sum[j] = Acc(0);
+  for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) line_sum[j] = Acc(0);
+  __syncthreads();
+  LineTile<Acc> next;
+  if (blockIdx.x < lines) load_line_tile(layout, values, index, blockIdx.x, 0, next);
+  for (int64_t r = blockIdx.x; r < lines; r += gridDim.x) {
+    for (int64_t k = 0; k < tiles; ++k) {
+      const LineTile<Acc> tile = next;
+      const int64_t next_line = k + 1 < tiles ? r : r + gridDim.x;
+      if (next_line < lines) load_line_tile(layout, values, index, next_line, k + 1 < tiles ? k + 1 : 0, next);
+      if constexpr (kOrdered) {
+        add_tile_ordered(tile, line_sum);
+      } else {
+        add_tile_atomic(tile, line_sum);
+      }
+    }
     __syncthreads();
     int64_t base[kRowTensors];
     w.offsets(r, base, w.rank - 1);
-    if constexpr (kSorted) {
-      sum_line_ordered(layout, base, values, index, line_sum);
-    } else {
-      sum_line_atomic(layout, base, values, index, line_sum);
-    }
-    __syncthreads();
     T* line = table + base[2];
     for (int64_t j0 = threadIdx.x; j0 < layout.dim_size; j0 += step) {
       T old[kBatch];
@@ -406,6 +387,7 @@ __global__ void __launch_bounds__(kThreads) scatter_shared_row_kernel(IndexedLay
         const int64_t j = j0 + u * int64_t(blockDim.x);
         if (j >= layout.dim_size) continue;
         const Acc sum = line_sum[j];
+        line_sum[j] = Acc(0);  // ready for the next line
         if (overwrite) {
           line[j * layout.table_dim_stride] = static_cast<T>(sum);
         } else if (sum != Acc(0)) {
@@ -656,8 +638,8 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
   if (layout.row_count == 0 || p.desc.shape.numel() == 0) return Status::ok();
   if (p.shared_rows) {
-    const bool sorted = p.variant == IndexVariant::sorted;
-    const auto kernel = sorted ? scatter_shared_row_kernel<T, true, Idx> : scatter_shared_row_kernel<T, false, Idx>;
+    const bool ordered = p.variant == IndexVariant::sorted;
+    const auto kernel = ordered ? scatter_shared_row_kernel<T, true, Idx> : scatter_shared_row_kernel<T, false, Idx>;
     const size_t bytes = static_cast<size_t>(layout.dim_size) * sizeof(Acc);
     // The line can take the 48 KB a block gets by default, beside the kernel's static shared memory.
     if (Status st = cuda_status(
@@ -667,7 +649,7 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
       return st;
     const int64_t rows = layout.row_count / layout.rows.inner_size();
     const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t(sm_count) * 16));
-    kernel<<<blocks, kThreads, bytes, s>>>(layout, values, table, index, fused_overwrite, key_bits(layout.dim_size));
+    kernel<<<blocks, kThreads, bytes, s>>>(layout, values, table, index, fused_overwrite);
     if (Status st = last_launch_status("scatter_shared_row_kernel"); !st) return st;
     return count_bad<Idx>(stream, p, sm_count);
   }
