@@ -282,7 +282,7 @@ inline constexpr int kLineWarps = kThreads / 32;
 
 template <class Acc>
 struct LineTile {
-  int64_t key[kLineItems];  // the index value, or -1 for an entry to skip
+  int key[kLineItems];  // the index value (a line fits in shared memory), or -1 for an entry to skip
   Acc value[kLineItems];
 };
 
@@ -301,7 +301,7 @@ __device__ __forceinline__ void load_line_tile(const IndexedLayout& layout, cons
     const int64_t i = inside ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
     const acc_t<T> v = inside ? static_cast<acc_t<T>>(values[base[0] + c * w.inner_stride(0)]) : acc_t<T>(0);
     const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
-    t.key[u] = valid ? i : -1;
+    t.key[u] = valid ? static_cast<int>(i) : -1;
     t.value[u] = v;
   }
 }
@@ -343,8 +343,14 @@ __device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* li
   }
 }
 
+#ifndef BARACUDA_LINE_MIN_BLOCKS
+#define BARACUDA_LINE_MIN_BLOCKS 1
+#endif
+#ifndef BARACUDA_LINE_PREFETCH
+#define BARACUDA_LINE_PREFETCH 1
+#endif
 template <class T, bool kOrdered, class Idx>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, BARACUDA_LINE_MIN_BLOCKS)
     scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
@@ -360,9 +366,14 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.x < lines) load_line_tile(layout, values, index, blockIdx.x, 0, next);
   for (int64_t r = blockIdx.x; r < lines; r += gridDim.x) {
     for (int64_t k = 0; k < tiles; ++k) {
+#if BARACUDA_LINE_PREFETCH
       const LineTile<Acc> tile = next;
       const int64_t next_line = k + 1 < tiles ? r : r + gridDim.x;
       if (next_line < lines) load_line_tile(layout, values, index, next_line, k + 1 < tiles ? k + 1 : 0, next);
+#else
+      LineTile<Acc> tile;
+      load_line_tile(layout, values, index, r, k, tile);
+#endif
       if constexpr (kOrdered) {
         add_tile_ordered(tile, line_sum);
       } else {
