@@ -343,14 +343,10 @@ __device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* li
   }
 }
 
-#ifndef BARACUDA_LINE_MIN_BLOCKS
-#define BARACUDA_LINE_MIN_BLOCKS 1
-#endif
-#ifndef BARACUDA_LINE_PREFETCH
-#define BARACUDA_LINE_PREFETCH 1
-#endif
+// Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
+// 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md).
 template <class T, bool kOrdered, class Idx>
-__global__ void __launch_bounds__(kThreads, BARACUDA_LINE_MIN_BLOCKS)
+__global__ void __launch_bounds__(kThreads, 5)
     scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
@@ -366,14 +362,9 @@ __global__ void __launch_bounds__(kThreads, BARACUDA_LINE_MIN_BLOCKS)
   if (blockIdx.x < lines) load_line_tile(layout, values, index, blockIdx.x, 0, next);
   for (int64_t r = blockIdx.x; r < lines; r += gridDim.x) {
     for (int64_t k = 0; k < tiles; ++k) {
-#if BARACUDA_LINE_PREFETCH
       const LineTile<Acc> tile = next;
       const int64_t next_line = k + 1 < tiles ? r : r + gridDim.x;
       if (next_line < lines) load_line_tile(layout, values, index, next_line, k + 1 < tiles ? k + 1 : 0, next);
-#else
-      LineTile<Acc> tile;
-      load_line_tile(layout, values, index, r, k, tile);
-#endif
       if constexpr (kOrdered) {
         add_tile_ordered(tile, line_sum);
       } else {
