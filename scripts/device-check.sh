@@ -20,14 +20,14 @@ cmake --build build/device -j16 >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 
 if [[ $what == tests || $what == all ]]; then
   step "tests (all cases, GPU included)"
   ./build/device/tests/baracuda_tests --gtest_color=no >"$OUT/tests.log" 2>&1 || status=1
-  grep -E "^\[  (PASSED|FAILED) \]|tests ran" "$OUT/tests.log" | head -40
+  grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$OUT/tests.log" | head -40
   grep -B2 -A12 -E "Failure$" "$OUT/tests.log" | head -80  # the first failures, in full
   # The sanitizers slow kernels ~100x: every GPU case except the one past 2^31 elements.
   for tool in memcheck racecheck; do
     step "compute-sanitizer $tool"
     compute-sanitizer --tool "$tool" --error-exitcode 3 ./build/device/tests/baracuda_tests --gtest_color=no \
       --gtest_filter='*cuda*:-*Large*' >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) \]" "$OUT/sanitizer-$tool.log" | head -10
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)  \]" "$OUT/sanitizer-$tool.log" | head -10
   done
 fi
 
