@@ -94,6 +94,27 @@ class IndexingTest : public testing::BackendDTypeTest {
     return plan.sku(a).variant;
   }
 
+  // Runs `plan` 10 times from the table's current contents (restored before each run) and expects
+  // the same bytes every time; leaves the table as it found it.
+  template <class Plan>
+  void expect_bit_identical_runs(const Plan& plan, const typename Plan::Args& args, Tensor& table) {
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    const std::vector<double> initial = table.host;
+    const size_t bytes = table.host.size() * dtype_size(dtype());
+    std::vector<unsigned char> first(bytes), again(bytes);
+    for (int run = 0; run < 10; ++run) {
+      table.host = initial;
+      ASSERT_OK(table.upload());
+      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, args));
+      ASSERT_OK(table.buffer.download(run == 0 ? first.data() : again.data(), bytes));
+      if (run > 0) {
+        ASSERT_EQ(std::memcmp(first.data(), again.data(), bytes), 0) << "run " << run;
+      }
+    }
+    table.host = initial;
+    ASSERT_OK(table.upload());
+  }
+
   // Every scatter variant this backend and dtype offer: the default, sorted, and atomic on CUDA.
   std::vector<PlanPreference> scatter_variants() const {
     std::vector<PlanPreference> prefs(2);
@@ -181,25 +202,13 @@ TEST_P(IndexingTest, SortedScatterIsBitIdenticalAcrossRuns) {
   const int64_t v = 50, n = 4000, d = 40;
   Tensor dout = values(contiguous({n, d})), dweight = values(contiguous({v, d}));
   Tensor indices = index(contiguous({n}), DType::i64, 0, 6);
-  const std::vector<double> initial = dweight.host;
   PlanPreference pref;
   pref.determinism = Determinism::required;
   EmbeddingBackwardPlan plan =
       unwrap(EmbeddingBackwardPlan::select(stream(), {dtype(), DType::i64, v, d, n, {}}, pref));
   EXPECT_TRUE(plan.precision_guarantee().deterministic);
   EXPECT_EQ(plan.precision_guarantee().accumulator, dtype() == DType::f64 ? DType::f64 : DType::f32);
-  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-  const size_t bytes = dweight.host.size() * dtype_size(dtype());
-  std::vector<unsigned char> first(bytes), again(bytes);
-  for (int run = 0; run < 10; ++run) {
-    dweight.host = initial;
-    ASSERT_OK(dweight.upload());
-    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {dout.ref(), indices.ref(), dweight.mut(), nullptr}));
-    ASSERT_OK(dweight.buffer.download(run == 0 ? first.data() : again.data(), bytes));
-    if (run > 0) {
-      ASSERT_EQ(std::memcmp(first.data(), again.data(), bytes), 0) << "run " << run;
-    }
-  }
+  expect_bit_identical_runs(plan, {dout.ref(), indices.ref(), dweight.mut(), nullptr}, dweight);
 }
 
 // Along the innermost dim CUDA sums each destination line in shared memory in a fixed order, 1024
@@ -208,7 +217,6 @@ TEST_P(IndexingTest, SortedLineScatterIsBitIdenticalAcrossRuns) {
   const Shape src{5, 37}, idx_shape{5, 3000};
   Tensor dout = values(contiguous(idx_shape)), dsrc = values(contiguous(src));
   Tensor idx = index(contiguous(idx_shape), DType::i32, -3, 40);
-  const std::vector<double> initial = dsrc.host;
   PlanPreference pref;
   pref.determinism = Determinism::required;
   GatherBackwardPlan plan =
@@ -216,27 +224,31 @@ TEST_P(IndexingTest, SortedLineScatterIsBitIdenticalAcrossRuns) {
   const GatherBackwardArgs args{dout.ref(), idx.ref(), dsrc.mut(), nullptr};
   EXPECT_EQ(plan.sku(args).variant, backend() == Backend::cuda ? "sorted.elements_shared" : "sorted.elements");
   EXPECT_EQ(plan.workspace_size() == 0, backend() == Backend::cuda);
-  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-  const size_t bytes = dsrc.host.size() * dtype_size(dtype());
-  std::vector<unsigned char> first(bytes), again(bytes);
-  for (int run = 0; run < 10; ++run) {
-    dsrc.host = initial;
-    ASSERT_OK(dsrc.upload());
-    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, args));
-    ASSERT_OK(dsrc.buffer.download(run == 0 ? first.data() : again.data(), bytes));
-    if (run > 0) {
-      ASSERT_EQ(std::memcmp(first.data(), again.data(), bytes), 0) << "run " << run;
-    }
-  }
+  expect_bit_identical_runs(plan, args, dsrc);
   // And the sums are right.
-  dsrc.host = initial;
-  ASSERT_OK(dsrc.upload());
   check_scatter<GatherBackwardPlan>(
       {dtype(), DType::i32, src, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dsrc,
       [&](int64_t* count) {
         return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
       },
       pref);
+}
+
+// More lines than a GPU grid's blocks (the line kernel's grid is 16 blocks per SM), each of two
+// tiles: a block carries its next tile's entries across lines.
+TEST_P(IndexingTest, LineScatterWithMoreLinesThanBlocks) {
+  const Shape table_shape{2500, 50}, idx_shape{2500, 1100};
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE(pref.variant);
+    Tensor vals = values(contiguous(idx_shape)), table = values(contiguous(table_shape));
+    Tensor idx = index(contiguous(idx_shape), DType::i64, -1, 51);
+    check_scatter<ScatterAddPlan>(
+        {dtype(), DType::i64, table_shape, idx_shape, 1}, {idx_shape, 1, false}, vals, idx, table,
+        [&](int64_t* count) {
+          return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count};
+        },
+        pref);
+  }
 }
 
 TEST_P(IndexingTest, IndexSelectForwardAndBackwardAlongEveryDim) {

@@ -2,7 +2,9 @@
 //  - gather: rows in parallel, `lanes` threads per row (a power of two up to a block, fitted to the
 //    row's length), 16-byte vectors when rows allow; invalid index values write zeros.
 //  - scatter-add, atomic: the same walk, adding with atomics.
-//  - scatter-add, sorted (deterministic): keys (the destination's table offset) and positions are
+//  - scatter-add along the innermost dim (either variant): one destination line per block, summed in
+//    shared memory (see scatter_shared_row_kernel); no workspace.
+//  - scatter-add, sorted (deterministic), elsewhere: keys (the destination's table offset) and positions are
 //    radix-sorted (stable); the sorted rows are cut into windows; each window sums its runs of equal
 //    keys in sorted (= original) order in the accumulator type, adding complete runs straight into
 //    the table and leaving runs that cross a window edge as partial sums; a fix-up pass sums each
