@@ -92,6 +92,12 @@ def index_select_rows(shape, dtype):
     return (lambda: (rand((a, b), dtype), indices((k,), a))), lambda s: torch.index_select(s[0], 0, s[1])
 
 
+def gather_rows_backward(shape, dtype):
+    a, b, k = shape
+    make = lambda: (rand((a, b), dtype), indices((k, b), a), rand((k, b), dtype))
+    return make, lambda s: torch.zeros_like(s[0]).scatter_add_(0, s[1], s[2])
+
+
 def embedding_backward(skewed):
     def build(shape, dtype):
         a, b, k = shape
@@ -133,6 +139,8 @@ TORCH_CASES = {
     "gather_backward": along_dim1("gather_backward"),
     "gather_backward_deterministic": along_dim1("gather_backward"),
     "scatter_add": along_dim1("scatter_add"),
+    "gather_rows_backward": gather_rows_backward,
+    "gather_rows_backward_deterministic": gather_rows_backward,
     "scatter_add_deterministic": along_dim1("scatter_add"),
     "index_select_backward_deterministic": along_dim1("index_select_backward"),
 }

@@ -3,6 +3,7 @@
 //   index_select_rows: src [A, B], K indices along dim 0, values [K, B]
 //   index_select*:  src [A, B], K indices along dim 1, values [A, K]
 //   gather*, scatter_add: src [A, B], index [A, K] along dim 1, values [A, K]
+//   gather_rows*:   src [A, B], index [K, B] along dim 0, values [K, B]
 // Backward cases overwrite their gradient (accumulate = false: the zeroing is part of the op, as in
 // PyTorch's ops, which allocate and zero it); scatter_add accumulates into its destination as
 // Tensor.scatter_add_ does.
@@ -17,10 +18,14 @@
 namespace baracuda::profiler {
 namespace {
 
-enum class Geometry { embedding, index_select_rows, index_select, gather };
+enum class Geometry { embedding, index_select_rows, index_select, gather, gather_rows };
 
-// Geometries whose index picks whole rows of the table (dim 0).
-bool picks_rows(Geometry g) { return g == Geometry::embedding || g == Geometry::index_select_rows; }
+// Geometries whose index runs along dim 0 of the table.
+bool picks_rows(Geometry g) {
+  return g == Geometry::embedding || g == Geometry::index_select_rows || g == Geometry::gather_rows;
+}
+// Geometries with one index value per element (gather and its backward, scatter_add).
+bool per_element(Geometry g) { return g == Geometry::gather || g == Geometry::gather_rows; }
 
 struct Spec {
   Geometry geometry;
@@ -32,7 +37,7 @@ struct Spec {
 struct Dims {
   int64_t a, b, k;
   Shape table() const { return {a, b}; }
-  Shape index(Geometry g) const { return g == Geometry::gather ? Shape{a, k} : Shape{k}; }
+  Shape index(Geometry g) const { return !per_element(g) ? Shape{k} : picks_rows(g) ? Shape{k, b} : Shape{a, k}; }
   Shape values(Geometry g) const { return picks_rows(g) ? Shape{k, b} : Shape{a, k}; }
   int64_t index_range(Geometry g) const { return picks_rows(g) ? a : b; }
 };
@@ -88,7 +93,7 @@ struct Op<IndexSelectBackwardPlan> {
 template <>
 struct Op<GatherPlan> {
   static GatherDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
+    GatherDescriptor desc{dt, DType::i64, d.table(), d.index(spec.geometry), picks_rows(spec.geometry) ? 0 : 1};
     desc.accumulate = !spec.overwrite;
     return desc;
   }
@@ -99,7 +104,7 @@ struct Op<GatherPlan> {
 template <>
 struct Op<GatherBackwardPlan> {
   static GatherDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    GatherDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
+    GatherDescriptor desc{dt, DType::i64, d.table(), d.index(spec.geometry), picks_rows(spec.geometry) ? 0 : 1};
     desc.accumulate = !spec.overwrite;
     return desc;
   }
@@ -191,6 +196,8 @@ class IndexCase : public ProfilerCase {
         return static_cast<int64_t>(index_.at(r));
       case Geometry::index_select:
         return static_cast<int64_t>(index_.at(c));
+      case Geometry::gather_rows:
+        return static_cast<int64_t>(index_.at(r * dims_.b + c));
       default:
         return static_cast<int64_t>(index_.at(r * dims_.k + c));
     }
@@ -228,7 +235,8 @@ class IndexCase : public ProfilerCase {
         const double v = values_.at(r * value_cols + c);
         sum[it->second * cols + element % cols] += v;
         magnitude[it->second * cols + element % cols] += std::fabs(v);
-        if (picks_rows(spec_.geometry) && c == 0) {
+        const bool row_index = picks_rows(spec_.geometry) && !per_element(spec_.geometry);
+        if (row_index && c == 0) {
           // Embedding rows: add the rest of the row here (the whole row shares the index).
           for (int64_t cc = 1; cc < value_cols; ++cc) {
             const double w = values_.at(r * value_cols + cc);
@@ -236,7 +244,7 @@ class IndexCase : public ProfilerCase {
             magnitude[it->second * cols + cc] += std::fabs(w);
           }
         }
-        if (picks_rows(spec_.geometry)) break;
+        if (row_index) break;
       }
     }
     std::vector<int64_t> sampled(slot.size());
@@ -296,6 +304,11 @@ std::vector<Shape> along_dim1_shapes(Backend b) {
   return b == Backend::cuda ? std::vector<Shape>{{8192, 4096, 1024}} : std::vector<Shape>{{1024, 1024, 256}};
 }
 
+// gather along dim 0: src [4096, 8192], index [1024, 8192] (the dim-1 case transposed).
+std::vector<Shape> gather_rows_shapes(Backend b) {
+  return b == Backend::cuda ? std::vector<Shape>{{4096, 8192, 1024}} : std::vector<Shape>{{1024, 1024, 256}};
+}
+
 const std::vector<DType> kFloats = {DType::f32, DType::bf16, DType::f16, DType::f64};
 const std::vector<DType> kBenchFloats = {DType::f32, DType::bf16};
 
@@ -323,6 +336,10 @@ const bool registered = [] {
                                 {Geometry::gather, false, false, true}, kBenchFloats, along_dim1_shapes);
   add<GatherBackwardPlan, true>("gather_backward_deterministic", "zeros().scatter_add_(1, idx, dout)",
                                 {Geometry::gather, false, true, true}, kBenchFloats, along_dim1_shapes);
+  add<GatherBackwardPlan, true>("gather_rows_backward", "zeros().scatter_add_(0, idx, dout)",
+                                {Geometry::gather_rows, false, false, true}, kBenchFloats, gather_rows_shapes);
+  add<GatherBackwardPlan, true>("gather_rows_backward_deterministic", "zeros().scatter_add_(0, idx, dout)",
+                                {Geometry::gather_rows, false, true, true}, kBenchFloats, gather_rows_shapes);
   add<ScatterAddPlan, true>("scatter_add", "dst.scatter_add_(1, idx, src)", {Geometry::gather, false, false, false},
                             kBenchFloats, along_dim1_shapes);
   add<ScatterAddPlan, true>("scatter_add_deterministic", "dst.scatter_add_(1, idx, src)",
