@@ -1,6 +1,7 @@
 // Indexing family: gather, scatter-add, index_select and embedding, forward and backward, on every
 // backend and float dtype with i32 and i64 indices, against a double-precision reference.
 #include <cstring>
+#include <tuple>
 
 #include "reference/indexing_reference.hpp"
 #include "support/backend.hpp"
@@ -314,19 +315,25 @@ TEST_P(IndexingTest, GatherAndScatterAddAlongEveryDim) {
   }
 }
 
+// Every element of a long index line hits one destination element: along the last dim (CUDA's line
+// kernel) and along dim 0 (the sorted windows: runs of 3000 cross ~94 windows, and the two columns'
+// runs meet inside a window), plus a few bad values.
 TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
   for (const PlanPreference& pref : scatter_variants()) {
-    // Every element of a long index row hits one destination element.
-    const Shape long_idx{2, 3000};
-    Tensor vals = values(contiguous(long_idx)), table = values(contiguous({2, 7}));
-    Tensor idx = index(contiguous(long_idx), DType::i64, 4, 5);
-    IndexedCase c{long_idx, 1, false};
-    check_scatter<ScatterAddPlan>(
-        {dtype(), DType::i64, {2, 7}, long_idx, 1}, c, vals, idx, table,
-        [&](int64_t* count) {
-          return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count};
-        },
-        pref);
+    for (const auto& [idx_shape, table_shape, dim] :
+         {std::tuple{Shape{2, 3000}, Shape{2, 7}, 1}, std::tuple{Shape{3000, 2}, Shape{7, 2}, 0}}) {
+      SCOPED_TRACE(dim);
+      Tensor vals = values(contiguous(idx_shape)), table = values(contiguous(table_shape));
+      Tensor idx = index(contiguous(idx_shape), DType::i64, 4, 5);
+      for (int64_t i : {5, 17, 2999}) idx.host[i] = static_cast<double>(i == 17 ? -1 : 7);
+      ASSERT_OK(idx.upload());
+      check_scatter<ScatterAddPlan>(
+          {dtype(), DType::i64, table_shape, idx_shape, dim}, {idx_shape, dim, false}, vals, idx, table,
+          [&](int64_t* count) {
+            return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count};
+          },
+          pref);
+    }
   }
 }
 

@@ -4,7 +4,7 @@
 //  - scatter-add, atomic: the same walk, adding with atomics.
 //  - scatter-add along the innermost dim (either variant): one destination line per block, summed in
 //    shared memory (see scatter_shared_row_kernel); no workspace.
-//  - scatter-add, sorted (deterministic), elsewhere: keys (the destination's table offset) and positions are
+//  - scatter-add, sorted (deterministic), elsewhere: keys (the destination's table offset) and values offsets are
 //    radix-sorted (stable); the sorted rows are cut into windows; each window sums its runs of equal
 //    keys in sorted (= original) order in the accumulator type, adding complete runs straight into
 //    the table and leaving runs that cross a window edge as partial sums; a fix-up pass sums each
@@ -430,9 +430,9 @@ __global__ void __launch_bounds__(kThreads)
 // The sorted scatter's scratch within the workspace.
 struct SortedBuffers {
   uint64_t* keys_in;
-  uint64_t* keys;  // sorted
-  int64_t* positions_in;
-  int64_t* positions;  // sorted
+  uint64_t* keys;       // sorted
+  int64_t* offsets_in;  // each row's values offset: the sort's payload
+  int64_t* offsets;     // sorted
   void* partials;
   void* sort_temp;
   size_t sort_temp_bytes;
@@ -449,21 +449,25 @@ SortedBuffers carve(void* workspace, int64_t rows, const SortedScatterWorkspace&
   SortedBuffers b;
   b.keys_in = reinterpret_cast<uint64_t*>(p);
   b.keys = reinterpret_cast<uint64_t*>(p + sizes.keys);
-  b.positions_in = reinterpret_cast<int64_t*>(p + 2 * sizes.keys);
-  b.positions = reinterpret_cast<int64_t*>(p + 2 * sizes.keys + sizes.positions);
-  b.partials = p + 2 * sizes.keys + 2 * sizes.positions;
-  b.sort_temp = p + 2 * sizes.keys + 2 * sizes.positions + sizes.partials;
+  b.offsets_in = reinterpret_cast<int64_t*>(p + 2 * sizes.keys);
+  b.offsets = reinterpret_cast<int64_t*>(p + 2 * sizes.keys + sizes.offsets);
+  b.partials = p + 2 * sizes.keys + 2 * sizes.offsets;
+  b.sort_temp = p + 2 * sizes.keys + 2 * sizes.offsets + sizes.partials;
   b.sort_temp_bytes = sizes.sort_temp;
   (void)rows;
   return b;
 }
 
+// Each row's sort key (its destination's table offset, or the sentinel for a skipped row) and its
+// values offset, so the sums read the values without locating the row again.
 template <class Idx>
-__global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, uint64_t* keys, int64_t* positions) {
+__global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, uint64_t* keys, int64_t* offsets) {
   for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < layout.row_count;
        r += int64_t(gridDim.x) * blockDim.x) {
-    keys[r] = static_cast<uint64_t>(layout.key(index, r));
-    positions[r] = r;
+    int64_t values_off, table_off;
+    const bool valid = layout.locate(index, r, values_off, table_off);
+    keys[r] = static_cast<uint64_t>(valid ? table_off : layout.sentinel_key);
+    offsets[r] = values_off;
   }
 }
 
@@ -484,10 +488,9 @@ __device__ __forceinline__ void for_each_run(const uint64_t* keys, int64_t start
 }
 
 // Sums the runs of window w (see the file comment). `lane` of `group` threads share the columns.
-template <class T, class Idx>
-__device__ void sum_window(const IndexedLayout& layout, const T* values, T* table, const Idx* index,
-                           const uint64_t* keys, const int64_t* positions, acc_t<T>* partials, int64_t window,
-                           int64_t w, int lane, int group) {
+template <class T>
+__device__ void sum_window(const IndexedLayout& layout, const T* values, T* table, const uint64_t* keys,
+                           const int64_t* offsets, acc_t<T>* partials, int64_t window, int64_t w, int lane, int group) {
   using Acc = acc_t<T>;
   const int64_t rows = layout.row_count, length = layout.row_length;
   const int64_t start = w * window, end = min(start + window, rows);
@@ -498,11 +501,7 @@ __device__ void sum_window(const IndexedLayout& layout, const T* values, T* tabl
                    int64_t dv, dt;
                    layout.column(c, dv, dt);
                    Acc sum = 0;
-                   for (int64_t i = s; i < e; ++i) {
-                     int64_t values_off, table_off;
-                     layout.locate(index, positions[i], values_off, table_off);
-                     sum += static_cast<Acc>(values[values_off + dv]);
-                   }
+                   for (int64_t i = s; i < e; ++i) sum += static_cast<Acc>(values[offsets[i] + dv]);
                    if (!from_previous && !into_next) {
                      add_into(table + key + dt, sum);
                    } else {
@@ -551,23 +550,62 @@ __device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint6
   }
 }
 
-template <class T, class Idx>
+template <class T>
 __global__ void __launch_bounds__(kThreads)
-    sum_windows_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, const uint64_t* keys,
-                       const int64_t* positions, acc_t<T>* partials, int64_t window, int64_t windows, int lanes) {
+    sum_windows_kernel(IndexedLayout layout, const T* values, T* table, const uint64_t* keys, const int64_t* offsets,
+                       acc_t<T>* partials, int64_t window, int64_t windows, int lanes) {
   for_each_row(windows, lanes, [&](int64_t w, int lane) {
-    sum_window(layout, values, table, index, keys, positions, partials, window, w, lane, lanes);
+    sum_window(layout, values, table, keys, offsets, partials, window, w, lane, lanes);
   });
+}
+
+// Rows of one element (element mode): one thread per window, its keys, offsets and values all loaded
+// up front (independent loads), then its runs summed in registers. Same runs, same order and same
+// partial slots as sum_window.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    sum_element_windows_kernel(IndexedLayout layout, const T* values, T* table, const uint64_t* keys,
+                               const int64_t* offsets, acc_t<T>* partials, int64_t windows) {
+  using Acc = acc_t<T>;
+  constexpr int kWindow = static_cast<int>(kElementsPerWindow);
+  const int64_t rows = layout.row_count;
+  const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
+  for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < windows; w += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t start = w * kWindow;
+    uint64_t key[kWindow];
+    Acc v[kWindow];
+#pragma unroll
+    for (int j = 0; j < kWindow; ++j) key[j] = start + j < rows ? keys[start + j] : sentinel;
+#pragma unroll
+    for (int j = 0; j < kWindow; ++j) v[j] = key[j] != sentinel ? static_cast<Acc>(values[offsets[start + j]]) : Acc(0);
+    const bool continues = start > 0 && key[0] != sentinel && keys[start - 1] == key[0];
+    const uint64_t after = start + kWindow < rows ? keys[start + kWindow] : sentinel;
+    Acc sum = 0;
+#pragma unroll
+    for (int j = 0; j < kWindow; ++j) {
+      sum += v[j];
+      if (j + 1 < kWindow && key[j + 1] == key[j]) continue;  // the run goes on
+      if (key[j] != sentinel) {
+        const bool from_previous = continues && key[j] == key[0];  // the window's first run
+        const bool into_next = j + 1 == kWindow && after == key[j];
+        if (!from_previous && !into_next) {
+          add_into(table + key[j], sum);
+        } else {
+          partials[w * 2 + (from_previous ? 0 : 1)] = sum;
+        }
+      }
+      sum = 0;
+    }
+  }
 }
 
 // Rows mode, rows of whole 16-byte vectors: a block stages each window's keys and row offsets in
 // shared memory, then every thread sums whole vectors of columns (kV accumulators) down each run.
 // Same runs, same order and same partial slots as sum_window.
-template <class T, class Idx>
+template <class T>
 __global__ void __launch_bounds__(kThreads)
-    sum_windows_vectorized_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index,
-                                  const uint64_t* keys, const int64_t* positions, acc_t<T>* partials, int64_t windows,
-                                  int lanes) {
+    sum_windows_vectorized_kernel(IndexedLayout layout, const T* values, T* table, const uint64_t* keys,
+                                  const int64_t* row_offsets, acc_t<T>* partials, int64_t windows, int lanes) {
   using Acc = acc_t<T>;
   constexpr int kV = Vec16<T>::kSize;
   constexpr int kWindow = static_cast<int>(kRowsPerWindow);
@@ -582,11 +620,8 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t w = base + group;
     const int64_t start = w * kWindow, end = w < windows ? min(start + kWindow, rows) : start;
     __syncthreads();
-    for (int i = lane; i < kWindow; i += lanes) {
-      int64_t values_off = 0, table_off;
-      if (start + i < end) layout.locate(index, positions[start + i], values_off, table_off);
-      offsets[group * kWindow + i] = values_off;
-    }
+    for (int i = lane; i < kWindow; i += lanes)
+      offsets[group * kWindow + i] = start + i < end ? row_offsets[start + i] : 0;
     __syncthreads();
     for_each_run(keys, start, end, rows, sentinel,
                  [&](int64_t s, int64_t e, uint64_t key, bool from_previous, bool into_next) {
@@ -685,13 +720,12 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   const SortedScatterWorkspace sizes = sorted_scatter_workspace(rows, layout.row_length, p.desc.dtype);
   const SortedBuffers b = carve(p.workspace, rows, sizes);
   const unsigned key_blocks = grid_stride_blocks(rows, sm_count);
-  scatter_keys_kernel<Idx><<<key_blocks, kThreads, 0, s>>>(layout, index, b.keys_in, b.positions_in);
+  scatter_keys_kernel<Idx><<<key_blocks, kThreads, 0, s>>>(layout, index, b.keys_in, b.offsets_in);
   if (Status st = last_launch_status("scatter_keys_kernel"); !st) return st;
   size_t temp_bytes = b.sort_temp_bytes;
-  if (Status st =
-          cuda_status(cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys, b.positions_in,
-                                                      b.positions, rows, 0, key_bits(layout.sentinel_key), s),
-                      "cub::DeviceRadixSort::SortPairs");
+  if (Status st = cuda_status(cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys, b.offsets_in,
+                                                              b.offsets, rows, 0, key_bits(layout.sentinel_key), s),
+                              "cub::DeviceRadixSort::SortPairs");
       !st)
     return st;
   const int64_t window = window_rows(layout);
@@ -701,12 +735,16 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   if (p.vectorized_rows) {
     // At least kRowsPerWindow lanes per window, so a block's windows fit its offsets in shared memory.
     const int vector_lanes = std::max<int>(lanes_for(layout.row_length / Vec16<T>::kSize), int(kRowsPerWindow));
-    sum_windows_vectorized_kernel<T, Idx><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
-        layout, values, table, index, b.keys, b.positions, partials, windows, vector_lanes);
+    sum_windows_vectorized_kernel<T><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
+        layout, values, table, b.keys, b.offsets, partials, windows, vector_lanes);
     if (Status st = last_launch_status("sum_windows_vectorized_kernel"); !st) return st;
+  } else if (layout.columns.rank == 0) {
+    sum_element_windows_kernel<T><<<grid_stride_blocks(windows, sm_count), kThreads, 0, s>>>(
+        layout, values, table, b.keys, b.offsets, partials, windows);
+    if (Status st = last_launch_status("sum_element_windows_kernel"); !st) return st;
   } else {
-    sum_windows_kernel<T, Idx><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(
-        layout, values, table, index, b.keys, b.positions, partials, window, windows, lanes);
+    sum_windows_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(
+        layout, values, table, b.keys, b.offsets, partials, window, windows, lanes);
     if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
   }
   fix_up_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, table, b.keys, partials, window,
@@ -721,7 +759,7 @@ SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length
   SortedScatterWorkspace w;
   const size_t n = static_cast<size_t>(std::max<int64_t>(rows, 1));
   w.keys = round_up(n * sizeof(uint64_t));
-  w.positions = round_up(n * sizeof(int64_t));
+  w.offsets = round_up(n * sizeof(int64_t));
   const int64_t window = row_length > 1 ? kRowsPerWindow : kElementsPerWindow;
   const size_t windows = (n + window - 1) / window;
   w.partials =

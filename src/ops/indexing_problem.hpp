@@ -29,8 +29,8 @@ IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides&
 
 // The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
 struct SortedScatterWorkspace {
-  size_t keys = 0, positions = 0, partials = 0, sort_temp = 0;
-  size_t total() const { return 2 * keys + 2 * positions + partials + sort_temp; }
+  size_t keys = 0, offsets = 0, partials = 0, sort_temp = 0;
+  size_t total() const { return 2 * keys + 2 * offsets + partials + sort_temp; }
 };
 inline constexpr int64_t kRowsPerWindow = 32;          // rows mode: one block sums a window of rows
 inline constexpr int64_t kElementsPerWindow = 32;      // element mode: one thread sums a window
