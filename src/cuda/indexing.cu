@@ -440,11 +440,7 @@ struct SortedBuffers {
 
 size_t round_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-int64_t window_rows(const IndexedLayout& layout) {
-  return layout.columns.rank == 0 ? kElementsPerWindow : kRowsPerWindow;
-}
-
-SortedBuffers carve(void* workspace, int64_t rows, const SortedScatterWorkspace& sizes) {
+SortedBuffers carve(void* workspace, const SortedScatterWorkspace& sizes) {
   char* p = static_cast<char*>(workspace);
   SortedBuffers b;
   b.keys_in = reinterpret_cast<uint64_t*>(p);
@@ -454,7 +450,6 @@ SortedBuffers carve(void* workspace, int64_t rows, const SortedScatterWorkspace&
   b.partials = p + 2 * sizes.keys + 2 * sizes.offsets;
   b.sort_temp = p + 2 * sizes.keys + 2 * sizes.offsets + sizes.partials;
   b.sort_temp_bytes = sizes.sort_temp;
-  (void)rows;
   return b;
 }
 
@@ -718,7 +713,7 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   }
   const int64_t rows = layout.row_count;
   const SortedScatterWorkspace sizes = sorted_scatter_workspace(rows, layout.row_length, p.desc.dtype);
-  const SortedBuffers b = carve(p.workspace, rows, sizes);
+  const SortedBuffers b = carve(p.workspace, sizes);
   const unsigned key_blocks = grid_stride_blocks(rows, sm_count);
   scatter_keys_kernel<Idx><<<key_blocks, kThreads, 0, s>>>(layout, index, b.keys_in, b.offsets_in);
   if (Status st = last_launch_status("scatter_keys_kernel"); !st) return st;
@@ -728,7 +723,7 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
                               "cub::DeviceRadixSort::SortPairs");
       !st)
     return st;
-  const int64_t window = window_rows(layout);
+  const int64_t window = sorted_window(layout.row_length);
   const int64_t windows = (rows + window - 1) / window;
   const int lanes = layout.columns.rank == 0 ? 1 : lanes_for(layout.row_length);
   Acc* partials = static_cast<Acc*>(b.partials);
@@ -760,7 +755,7 @@ SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length
   const size_t n = static_cast<size_t>(std::max<int64_t>(rows, 1));
   w.keys = round_up(n * sizeof(uint64_t));
   w.offsets = round_up(n * sizeof(int64_t));
-  const int64_t window = row_length > 1 ? kRowsPerWindow : kElementsPerWindow;
+  const int64_t window = sorted_window(row_length);
   const size_t windows = (n + window - 1) / window;
   w.partials =
       round_up(windows * 2 * static_cast<size_t>(std::max<int64_t>(row_length, 1)) * (dtype == DType::f64 ? 8 : 4));

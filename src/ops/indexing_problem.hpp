@@ -32,8 +32,10 @@ struct SortedScatterWorkspace {
   size_t keys = 0, offsets = 0, partials = 0, sort_temp = 0;
   size_t total() const { return 2 * keys + 2 * offsets + partials + sort_temp; }
 };
-inline constexpr int64_t kRowsPerWindow = 32;          // rows mode: one block sums a window of rows
-inline constexpr int64_t kElementsPerWindow = 32;      // element mode: one thread sums a window
+inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
+inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
+// The sorted scatter's window for rows of `row_length` elements.
+inline int64_t sorted_window(int64_t row_length) { return row_length > 1 ? kRowsPerWindow : kElementsPerWindow; }
 inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row of shared_rows
 
 // CUDA scatter whose walk has dim innermost with one index value per element (element mode, or a

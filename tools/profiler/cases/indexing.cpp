@@ -8,6 +8,7 @@
 // PyTorch's ops, which allocate and zero it); scatter_add accumulates into its destination as
 // Tensor.scatter_add_ does.
 #include <cmath>
+#include <type_traits>
 #include <unordered_map>
 
 #include "harness/buffer.hpp"
@@ -44,85 +45,22 @@ struct Dims {
 
 Dims dims_of(const Shape& s) { return {s.dims[0], s.rank > 1 ? s.dims[1] : 1, s.rank > 2 ? s.dims[2] : 1}; }
 
+// The plan's descriptor for a case, by descriptor type (forward and backward plans share one).
 template <class Plan>
-struct Op;
-template <>
-struct Op<EmbeddingPlan> {
-  static EmbeddingDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
-    desc.accumulate = !spec.overwrite;
-    return desc;
+typename Plan::Descriptor describe(DType dt, const Dims& d, const Spec& spec) {
+  using Descriptor = typename Plan::Descriptor;
+  const int dim = picks_rows(spec.geometry) ? 0 : 1;
+  Descriptor desc;
+  if constexpr (std::is_same_v<Descriptor, EmbeddingDescriptor>) {
+    desc = {dt, DType::i64, d.a, d.b, d.k, {}};
+  } else if constexpr (std::is_same_v<Descriptor, IndexSelectDescriptor>) {
+    desc = {dt, DType::i64, d.table(), dim, d.k};
+  } else {  // GatherDescriptor, ScatterAddDescriptor
+    desc = {dt, DType::i64, d.table(), d.index(spec.geometry), dim};
   }
-  static EmbeddingArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
-    return {table, index, values, nullptr};
-  }
-};
-template <>
-struct Op<EmbeddingBackwardPlan> {
-  static EmbeddingDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    EmbeddingDescriptor desc{dt, DType::i64, d.a, d.b, d.k, {}};
-    desc.accumulate = !spec.overwrite;
-    return desc;
-  }
-  static EmbeddingBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
-    return {values, index, table, nullptr};
-  }
-};
-template <>
-struct Op<IndexSelectPlan> {
-  static IndexSelectDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    IndexSelectDescriptor desc{dt, DType::i64, d.table(), picks_rows(spec.geometry) ? 0 : 1, d.k};
-    desc.accumulate = !spec.overwrite;
-    return desc;
-  }
-  static IndexSelectArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
-    return {table, index, values, nullptr};
-  }
-};
-template <>
-struct Op<IndexSelectBackwardPlan> {
-  static IndexSelectDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    IndexSelectDescriptor desc{dt, DType::i64, d.table(), picks_rows(spec.geometry) ? 0 : 1, d.k};
-    desc.accumulate = !spec.overwrite;
-    return desc;
-  }
-  static IndexSelectBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
-    return {values, index, table, nullptr};
-  }
-};
-template <>
-struct Op<GatherPlan> {
-  static GatherDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    GatherDescriptor desc{dt, DType::i64, d.table(), d.index(spec.geometry), picks_rows(spec.geometry) ? 0 : 1};
-    desc.accumulate = !spec.overwrite;
-    return desc;
-  }
-  static GatherArgs args(AnyTensorRef table, AnyTensorRef index, AnyTensorMut values) {
-    return {table, index, values, nullptr};
-  }
-};
-template <>
-struct Op<GatherBackwardPlan> {
-  static GatherDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    GatherDescriptor desc{dt, DType::i64, d.table(), d.index(spec.geometry), picks_rows(spec.geometry) ? 0 : 1};
-    desc.accumulate = !spec.overwrite;
-    return desc;
-  }
-  static GatherBackwardArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
-    return {values, index, table, nullptr};
-  }
-};
-template <>
-struct Op<ScatterAddPlan> {
-  static ScatterAddDescriptor desc(DType dt, const Dims& d, const Spec& spec) {
-    ScatterAddDescriptor desc{dt, DType::i64, d.table(), {d.a, d.k}, 1};
-    desc.accumulate = !spec.overwrite;
-    return desc;
-  }
-  static ScatterAddArgs args(AnyTensorMut table, AnyTensorRef index, AnyTensorRef values) {
-    return {values, index, table, nullptr};
-  }
-};
+  desc.accumulate = !spec.overwrite;
+  return desc;
+}
 
 constexpr int64_t kMaxChecks = 1 << 20;
 
@@ -147,7 +85,7 @@ class IndexCase : public ProfilerCase {
     dims_ = dims_of(c.shape);
     PlanPreference pref = c.preference;
     if (spec_.deterministic) pref.determinism = Determinism::required;
-    Expected<Plan> plan = Plan::select(c.stream, Op<Plan>::desc(c.dtype, dims_, spec_), pref);
+    Expected<Plan> plan = Plan::select(c.stream, describe<Plan>(c.dtype, dims_, spec_), pref);
     if (!plan) return plan.status();
     plan_ = *plan;
     Expected<harness::Buffer> ws = allocate_workspace(c.stream, plan_.workspace_size());
@@ -180,11 +118,12 @@ class IndexCase : public ProfilerCase {
 
  private:
   auto args(int set) const {
+    // Every op's args list (values or table, index, table or values, counter) in its own roles.
     auto& self = const_cast<IndexCase&>(*this);
     if constexpr (kScatter) {
-      return Op<Plan>::args(self.table_.mut(set), index_.ref(set), values_.ref(set));
+      return typename Plan::Args{values_.ref(set), index_.ref(set), self.table_.mut(set), nullptr};
     } else {
-      return Op<Plan>::args(table_.ref(set), index_.ref(set), self.values_.mut(set));
+      return typename Plan::Args{table_.ref(set), index_.ref(set), self.values_.mut(set), nullptr};
     }
   }
 
@@ -276,7 +215,7 @@ std::vector<KernelSku> skus_of(const Stream& stream, DType dtype, Spec spec) {
     PlanPreference pref;
     pref.variant = variant;
     if (spec.deterministic) pref.determinism = Determinism::required;
-    if (Expected<Plan> plan = Plan::select(stream, Op<Plan>::desc(dtype, {1024, 1024, 1024}, spec), pref)) {
+    if (Expected<Plan> plan = Plan::select(stream, describe<Plan>(dtype, {1024, 1024, 1024}, spec), pref)) {
       bool seen = false;
       for (const KernelSku& k : out) seen = seen || k.to_string() == plan->sku().to_string();
       if (!seen) out.push_back(plan->sku());
