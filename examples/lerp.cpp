@@ -26,13 +26,12 @@ int main() {
 #endif
 
   BinaryParamDescriptor desc;  // out = a + 0.25 * (b - a)
-  desc.kind = BinaryParamKind::lerp;
   desc.dtype = DType::f32;
   desc.shape = {rows, cols};
   desc.weight_mode = WeightMode::scalar;
   desc.weight = 0.25;
 
-  Expected<BinaryParamPlan> plan = BinaryParamPlan::select(stream, desc);
+  Expected<LerpPlan> plan = LerpPlan::select(stream, desc);
   if (!plan) {
     std::printf("select failed: %s\n", plan.status().to_string().c_str());
     return 1;

@@ -43,10 +43,10 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     return t;
   }
   BinaryParamDescriptor scalar_desc(Shape shape, double w) const {
-    return {BinaryParamKind::lerp, dtype(), shape, WeightMode::scalar, w, {}};
+    return {dtype(), shape, WeightMode::scalar, w, {}};
   }
   BinaryParamDescriptor tensor_desc(Shape shape, Shape weight_shape) const {
-    return {BinaryParamKind::lerp, dtype(), shape, WeightMode::tensor, 0.0, weight_shape};
+    return {dtype(), shape, WeightMode::tensor, 0.0, weight_shape};
   }
 
   // Runs the forward plan and compares with the reference; returns the variant that ran.
@@ -56,7 +56,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     Tensor a = make(a_spec), b = make(b_spec), out = output(out_spec);
     const bool tensor = desc.weight_mode == WeightMode::tensor;
     Tensor w = tensor ? make(w_spec, -0.5, 1.5) : Tensor{};
-    BinaryParamPlan plan = unwrap(BinaryParamPlan::select(stream(), desc, pref));
+    LerpPlan plan = unwrap(LerpPlan::select(stream(), desc, pref));
     BinaryParamArgs args{a.ref(), b.ref(), tensor ? w.ref() : AnyTensorRef{}, out.mut()};
     EXPECT_TRUE(plan.run(stream(), {}, args).is_ok()) << plan.run(stream(), {}, args).to_string();
     EXPECT_TRUE(out.download().is_ok());
@@ -85,7 +85,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     Tensor dout = make(s.dout), da = output(s.da), db = output(s.db);
     Tensor a = tensor ? make(s.a) : Tensor{}, b = tensor ? make(s.b) : Tensor{};
     Tensor w = tensor ? make(s.w, -0.5, 1.5) : Tensor{}, dw = tensor ? output(s.dw) : Tensor{};
-    BinaryParamBackwardPlan plan = unwrap(BinaryParamBackwardPlan::select(stream(), desc, pref));
+    LerpBackwardPlan plan = unwrap(LerpBackwardPlan::select(stream(), desc, pref));
     harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
     BinaryParamBackwardArgs args{dout.ref(),
                                  tensor ? a.ref() : AnyTensorRef{},
@@ -137,7 +137,7 @@ TEST_P(BinaryParamTest, ForwardScalarWeightAtEdgeSizes) {
 TEST_P(BinaryParamTest, ForwardScalarWeightEndpointsAreExact) {
   Tensor a = make(contiguous({1000})), b = make(contiguous({1000})), out = output(contiguous({1000}));
   for (double w : {0.0, 1.0}) {
-    BinaryParamPlan plan = unwrap(BinaryParamPlan::select(stream(), scalar_desc({1000}, w)));
+    LerpPlan plan = unwrap(LerpPlan::select(stream(), scalar_desc({1000}, w)));
     ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), {}, out.mut()}));
     ASSERT_OK(out.download());
     for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(out.at(i), w == 0.0 ? a.at(i) : b.at(i)) << i;
@@ -261,12 +261,12 @@ TEST_P(BinaryParamTest, BackwardRespectsTheWorkspaceLimit) {
   const BinaryParamDescriptor desc = tensor_desc({8, 30011}, {8, 1});
   PlanPreference small;
   small.workspace_limit = 8 * 16 * 8;  // at most 16 splits per weight element
-  BinaryParamBackwardPlan plan = unwrap(BinaryParamBackwardPlan::select(stream(), desc, small));
+  LerpBackwardPlan plan = unwrap(LerpBackwardPlan::select(stream(), desc, small));
   EXPECT_LE(plan.workspace_size(), small.workspace_limit);
   EXPECT_EQ(check_backward(desc, all_contiguous(desc.shape, desc.weight_shape), small), "broadcast_reduce");
   PlanPreference none;
   none.workspace_limit = 0;
-  EXPECT_EQ(unwrap(BinaryParamBackwardPlan::select(stream(), desc, none)).workspace_size(), 0u);
+  EXPECT_EQ(unwrap(LerpBackwardPlan::select(stream(), desc, none)).workspace_size(), 0u);
   EXPECT_EQ(check_backward(desc, all_contiguous(desc.shape, desc.weight_shape), none), "broadcast_reduce");
 }
 
@@ -277,7 +277,7 @@ TEST_P(BinaryParamTest, BackwardIsBitIdenticalAcrossRuns) {
          db = output(contiguous(desc.shape)), dw = output(contiguous(desc.weight_shape));
   PlanPreference pref;
   pref.determinism = Determinism::required;
-  BinaryParamBackwardPlan plan = unwrap(BinaryParamBackwardPlan::select(stream(), desc, pref));
+  LerpBackwardPlan plan = unwrap(LerpBackwardPlan::select(stream(), desc, pref));
   EXPECT_TRUE(plan.precision_guarantee().deterministic);
   harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
   const size_t bytes = dw.host.size() * dtype_size(dtype());
@@ -300,8 +300,8 @@ TEST_P(BinaryParamTest, GradientMatchesFiniteDifferencesOfForward) {
   Tensor a = make(contiguous(shape)), b = make(contiguous(shape)), w = make(contiguous(desc.weight_shape));
   Tensor dout = make(contiguous(shape)), out = output(contiguous(shape));
   Tensor da = output(contiguous(shape)), db = output(contiguous(shape)), dw = output(contiguous(desc.weight_shape));
-  BinaryParamPlan forward = unwrap(BinaryParamPlan::select(stream(), desc));
-  BinaryParamBackwardPlan backward = unwrap(BinaryParamBackwardPlan::select(stream(), desc));
+  LerpPlan forward = unwrap(LerpPlan::select(stream(), desc));
+  LerpBackwardPlan backward = unwrap(LerpBackwardPlan::select(stream(), desc));
   harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), backward.workspace_size()));
   ASSERT_OK(backward.run(stream(), {workspace.data(), workspace.size()},
                          {dout.ref(), a.ref(), b.ref(), w.ref(), da.mut(), db.mut(), dw.mut()}));
@@ -345,46 +345,46 @@ class BinaryParamErrors : public ::testing::TestWithParam<Backend> {
   Stream stream() const { return testing::stream_for(GetParam()); }
 };
 
-constexpr const char* kFwd = "BinaryParamPlan";
-constexpr const char* kBwd = "BinaryParamBackwardPlan";
+constexpr const char* kFwd = "LerpPlan";
+constexpr const char* kBwd = "LerpBackwardPlan";
 
 TEST_P(BinaryParamErrors, SelectRejectsBadDescriptors) {
-  BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::i32, {4}, WeightMode::scalar, 0.5, {}};
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc).status(), StatusCode::unsupported, kFwd,
+  BinaryParamDescriptor desc{DType::i32, {4}, WeightMode::scalar, 0.5, {}};
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::unsupported, kFwd,
                                 "descriptor.dtype"));
   desc.dtype = DType::f32;
   desc.shape = {4, -3};
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
                                 "descriptor.shape[1]"));
   desc.shape = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  EXPECT_TRUE(testing::is_error(BinaryParamBackwardPlan::select(stream(), desc).status(), StatusCode::invalid_problem,
+  EXPECT_TRUE(testing::is_error(LerpBackwardPlan::select(stream(), desc).status(), StatusCode::invalid_problem,
                                 kBwd, "descriptor.shape.rank"));
   desc.shape = {4, 6};
   desc.weight_mode = WeightMode::tensor;
   desc.weight_shape = {5};
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
                                 "descriptor.weight_shape[0]"));
   desc.weight_shape = {1, 4, 6};
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
                                 "descriptor.weight_shape"));
   desc.weight_shape = {6};
-  desc.kind = static_cast<BinaryParamKind>(9);
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
-                                "descriptor.kind"));
+  desc.weight_mode = static_cast<WeightMode>(9);
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
+                                "descriptor.weight_mode"));
 }
 
 TEST_P(BinaryParamErrors, SelectRejectsBadPreferences) {
-  const BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::f32, {4, 6}, WeightMode::tensor, 0.5, {6}};
+  const BinaryParamDescriptor desc{DType::f32, {4, 6}, WeightMode::tensor, 0.5, {6}};
   PlanPreference pref;
   pref.variant = "warp_specialized";
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc, pref).status(), StatusCode::unsupported, kFwd,
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc, pref).status(), StatusCode::unsupported, kFwd,
                                 "preference.variant"));
   pref.variant = "strided";  // a broadcast weight's gradient must be reduced
-  EXPECT_TRUE(testing::is_error(BinaryParamBackwardPlan::select(stream(), desc, pref).status(), StatusCode::unsupported,
+  EXPECT_TRUE(testing::is_error(LerpBackwardPlan::select(stream(), desc, pref).status(), StatusCode::unsupported,
                                 kBwd, "preference.variant"));
   pref.variant.clear();
   pref.backend = GetParam() == Backend::cpu ? Backend::cuda : Backend::cpu;
-  EXPECT_TRUE(testing::is_error(BinaryParamPlan::select(stream(), desc, pref).status(), StatusCode::invalid_problem,
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc, pref).status(), StatusCode::invalid_problem,
                                 kFwd, "preference.backend"));
 }
 
@@ -395,8 +395,8 @@ TEST_P(BinaryParamErrors, RunRejectsBadViewsAndChangesNothing) {
   auto make = [&](Shape s) { return unwrap(harness::random_tensor(be, f32, {s, {}, false, 0}, rng)); };
   Tensor a = make({4, 6}), b = make({4, 6}), out = make({4, 6}), w = make({6}), small = make({4, 5});
   const std::vector<double> out_before = out.host;
-  const BinaryParamDescriptor desc{BinaryParamKind::lerp, f32, {4, 6}, WeightMode::tensor, 0.5, {6}};
-  BinaryParamPlan plan = unwrap(BinaryParamPlan::select(stream(), desc));
+  const BinaryParamDescriptor desc{f32, {4, 6}, WeightMode::tensor, 0.5, {6}};
+  LerpPlan plan = unwrap(LerpPlan::select(stream(), desc));
   auto run = [&](BinaryParamArgs args) { return plan.run(stream(), {}, args); };
 
   EXPECT_TRUE(testing::is_error(run({a.ref(), small.ref(), w.ref(), out.mut()}), StatusCode::invalid_problem, kFwd,
@@ -445,8 +445,8 @@ TEST_P(BinaryParamErrors, ForcedVariantsMustFitTheViews) {
   Tensor a = make({64}, 1), b = make({64}, 0), out = make({64}, 0);
   PlanPreference pref;
   pref.variant = "vectorized";
-  const BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::f32, {64}, WeightMode::scalar, 0.5, {}};
-  auto plan = BinaryParamPlan::select(stream(), desc, pref);
+  const BinaryParamDescriptor desc{DType::f32, {64}, WeightMode::scalar, 0.5, {}};
+  auto plan = LerpPlan::select(stream(), desc, pref);
   if (GetParam() == Backend::cpu) {
     EXPECT_TRUE(testing::is_error(plan.status(), StatusCode::unsupported, kFwd, "preference.variant"));
     return;
@@ -459,10 +459,10 @@ TEST_P(BinaryParamErrors, ForcedVariantsMustFitTheViews) {
 TEST_P(BinaryParamErrors, BackwardNeedsItsWorkspace) {
   std::mt19937_64 rng(3);
   auto make = [&](Shape s) { return unwrap(harness::random_tensor(GetParam(), DType::f32, {s, {}, false, 0}, rng)); };
-  const BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::f32, {4, 5000}, WeightMode::tensor, 0.5, {4, 1}};
+  const BinaryParamDescriptor desc{DType::f32, {4, 5000}, WeightMode::tensor, 0.5, {4, 1}};
   Tensor dout = make(desc.shape), a = make(desc.shape), b = make(desc.shape), w = make(desc.weight_shape);
   Tensor da = make(desc.shape), db = make(desc.shape), dw = make(desc.weight_shape);
-  BinaryParamBackwardPlan plan = unwrap(BinaryParamBackwardPlan::select(stream(), desc));
+  LerpBackwardPlan plan = unwrap(LerpBackwardPlan::select(stream(), desc));
   ASSERT_GT(plan.workspace_size(), 0u);
   harness::Buffer ws = unwrap(harness::Buffer::allocate(GetParam(), plan.workspace_size()));
   const BinaryParamBackwardArgs args{dout.ref(), a.ref(), b.ref(), w.ref(), da.mut(), db.mut(), dw.mut()};
@@ -477,8 +477,8 @@ TEST_P(BinaryParamErrors, BackwardNeedsItsWorkspace) {
 }
 
 TEST_P(BinaryParamErrors, EmptyProblemIsANoOp) {
-  const BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::f32, {0, 5}, WeightMode::scalar, 0.5, {}};
-  BinaryParamPlan plan = unwrap(BinaryParamPlan::select(stream(), desc));
+  const BinaryParamDescriptor desc{DType::f32, {0, 5}, WeightMode::scalar, 0.5, {}};
+  LerpPlan plan = unwrap(LerpPlan::select(stream(), desc));
   AnyTensorRef empty = AnyTensorRef::contiguous(nullptr, DType::f32, {0, 5});
   AnyTensorMut empty_out = AnyTensorMut::contiguous(nullptr, DType::f32, {0, 5});
   ASSERT_OK(plan.run(stream(), {}, {empty, empty, {}, empty_out}));

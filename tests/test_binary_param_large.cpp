@@ -33,7 +33,7 @@ TEST(BinaryParamLarge, LerpPastTwoToThe31Elements) {
   ASSERT_OK(da.upload(a.data(), bytes));
   ASSERT_OK(db.upload(b.data(), bytes));
   const double w = 0.3;
-  const BinaryParamDescriptor desc{BinaryParamKind::lerp, DType::bf16, {n}, WeightMode::scalar, w, {}};
+  const BinaryParamDescriptor desc{DType::bf16, {n}, WeightMode::scalar, w, {}};
   const BinaryParamArgs args{AnyTensorRef::contiguous(da.data(), DType::bf16, {n}),
                              AnyTensorRef::contiguous(db.data(), DType::bf16, {n}),
                              {},
@@ -43,7 +43,7 @@ TEST(BinaryParamLarge, LerpPastTwoToThe31Elements) {
     SCOPED_TRACE(variant);
     PlanPreference pref;
     pref.variant = variant;
-    BinaryParamPlan plan = unwrap(BinaryParamPlan::select(Stream::cuda(), desc, pref));
+    LerpPlan plan = unwrap(LerpPlan::select(Stream::cuda(), desc, pref));
     std::fill(out.begin(), out.end(), uint16_t{0xffff});  // NaN
     ASSERT_OK(dout.upload(out.data(), bytes));
     ASSERT_OK(plan.run(Stream::cuda(), {}, args));

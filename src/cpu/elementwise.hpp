@@ -5,7 +5,7 @@
 
 #include "common/elementwise.hpp"
 #include "cpu/parallel.hpp"
-#include "ops/binary_param_problem.hpp"
+#include "ops/elementwise_layout.hpp"
 
 namespace baracuda::detail::cpu {
 
@@ -47,7 +47,7 @@ Status run_elementwise(const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
   return Status::ok();
 }
 
-// A deterministic split reduction (see LerpBackwardReduce): items in parallel, then each output
+// A deterministic split reduction (see BroadcastWeightBackward): items in parallel, then each output
 // sums its splits in order.
 template <class Reduction>
 Status run_split_reduction(const Reduction& k) {

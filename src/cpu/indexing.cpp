@@ -160,3 +160,19 @@ Status indexed_scatter_add(const IndexedProblem& p) {
 }
 
 }  // namespace baracuda::detail::cpu
+
+namespace baracuda::detail::cpu {
+
+// The CPU scatter is always sorted: (key, position) pairs sorted in place in the workspace.
+ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant>, bool) {
+  int64_t rows = 0, length = 0;
+  rows_and_length(problem, rows, length);
+  const size_t bytes = problem.shape.numel() == 0 ? 0 : static_cast<size_t>(rows) * 16;
+  return {IndexVariant::sorted, false, bytes};
+}
+
+Status launch(const LaunchContext&, const IndexedProblem& problem) {
+  return problem.desc.scatter ? indexed_scatter_add(problem) : indexed_gather(problem);
+}
+
+}  // namespace baracuda::detail::cpu

@@ -56,12 +56,18 @@ Expected<CudaDeviceInfo> cuda_device_info(int device) {
   return t.info[device];
 }
 
+DeviceScope::DeviceScope(int device) : device_(device) {
+  cudaGetDevice(&previous_);
+  if (previous_ != device_) cudaSetDevice(device_);
+}
+
+DeviceScope::~DeviceScope() {
+  if (previous_ != device_) cudaSetDevice(previous_);
+}
+
 Status cuda_synchronize(CUstream_st* stream, int device) {
-  int previous = 0;
-  cudaGetDevice(&previous);
-  if (previous != device) cudaSetDevice(device);
+  const DeviceScope scope(device);
   const cudaError_t err = cudaStreamSynchronize(stream);
-  if (previous != device) cudaSetDevice(previous);
   if (err != cudaSuccess)
     return Status::error(StatusCode::backend_error, std::string("cudaStreamSynchronize: ") + cudaGetErrorName(err) +
                                                         ": " + cudaGetErrorString(err));

@@ -1,5 +1,6 @@
 // Built instead of the CUDA backend when BARACUDA_ENABLE_CUDA is OFF: no device is ever usable.
 #include "cuda/runtime.hpp"
+#include "ops/indexing_problem.hpp"
 
 namespace baracuda {
 
@@ -10,8 +11,14 @@ namespace detail {
 Expected<CudaDeviceInfo> cuda_device_info(int) {
   return Status::error(StatusCode::unsupported, "baracuda was built without CUDA");
 }
+DeviceScope::DeviceScope(int device) : device_(device) {}
+DeviceScope::~DeviceScope() = default;
 Status cuda_synchronize(CUstream_st*, int) {
   return Status::error(StatusCode::unsupported, "baracuda was built without CUDA");
 }
+// Never reached: select fails first, as no CUDA stream resolves to a device.
+namespace cuda {
+ScatterStrategy scatter_strategy(const IndexedProblemDesc&, std::optional<IndexVariant>, bool) { return {}; }
+}  // namespace cuda
 }  // namespace detail
 }  // namespace baracuda

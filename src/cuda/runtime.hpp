@@ -14,4 +14,17 @@ struct CudaDeviceInfo {
 Expected<CudaDeviceInfo> cuda_device_info(int device);
 Status cuda_synchronize(CUstream_st* stream, int device);
 
+// Makes `device` current for a scope and restores the previous one (a no-op without CUDA).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+  int device_ = -1;
+};
+
 }  // namespace baracuda::detail

@@ -1,28 +1,21 @@
 #pragma once
-// What the BinaryParam plans hand to a backend: the validated views, with the weight expanded to
-// the output's rank (zero strides where it is broadcast), and the path the plan chose. The
-// dispatch from (mode, dtype) to a functor is written here once; a backend supplies
-//   launch(op, const ElementwiseTensors<kIn, kOut>&)        for the elementwise paths, and
-//   reduce(const LerpBackwardReduce<T>&)                     for the broadcast-reduce backward.
+// What the BinaryParam plans hand to a backend: the validated views, with the weight expanded to the
+// output's rank (zero strides where it is broadcast), the path the plan chose, and which op's math
+// (an index into BinaryParamMaths). The dispatch from (op, mode, dtype) to a functor is written here
+// once; a backend supplies
+//   launch(op, const ElementwiseTensors<kIn, kOut>&)             for the elementwise paths, and
+//   reduce(const BroadcastWeightBackward<Math, T>&)               for the broadcast-reduce backward.
 #include "baracuda/ops/binary_param.hpp"
 #include "common/binary_param_math.hpp"
 #include "common/dispatch.hpp"
+#include "ops/elementwise_layout.hpp"
+#include "ops/launch.hpp"
 
 namespace baracuda::detail {
 
-template <int kIn_, int kOut_>
-struct ElementwiseTensors {
-  static constexpr int kIn = kIn_, kOut = kOut_;
-  ElementwisePath path = ElementwisePath::strided;
-  Shape shape;
-  const void* in[kIn] = {};
-  Strides in_strides[kIn] = {};
-  void* out[kOut] = {};
-  Strides out_strides[kOut] = {};
-};
-
 struct BinaryParamForwardProblem {
   BinaryParamDescriptor desc;
+  int math = 0;  // index into BinaryParamMaths
   ElementwisePath path = ElementwisePath::strided;
   AnyTensorRef a, b, weight;  // weight expanded to desc.shape's rank (tensor mode)
   AnyTensorMut out;
@@ -30,12 +23,24 @@ struct BinaryParamForwardProblem {
 
 struct BinaryParamBackwardProblem {
   BinaryParamDescriptor desc;
+  int math = 0;
   ElementwisePath path = ElementwisePath::strided;
   AnyTensorRef dout, a, b, weight;  // weight expanded (tensor mode)
   AnyTensorMut da, db, dweight;     // dweight expanded (tensor mode)
   int64_t reduce_splits = 1;
   void* workspace = nullptr;
 };
+
+// Calls f(std::type_identity<Math>{}) for the op's math.
+template <class F, size_t I = 0>
+Status dispatch_math(int math, F&& f) {
+  if constexpr (I < std::tuple_size_v<BinaryParamMaths>) {
+    if (math == static_cast<int>(I)) return f(std::type_identity<std::tuple_element_t<I, BinaryParamMaths>>{});
+    return dispatch_math<F, I + 1>(math, std::forward<F>(f));
+  } else {
+    return Status::error(StatusCode::invalid_problem, "no BinaryParam op " + std::to_string(math));
+  }
+}
 
 // The weight's shape right-aligned to `shape`: for each out dim, is the weight broadcast there?
 inline void weight_broadcast_dims(const BinaryParamDescriptor& desc, bool (&broadcast)[kMaxRank]) {
@@ -53,23 +58,23 @@ inline void weight_reduce_sizes(const BinaryParamDescriptor& desc, int64_t& m, i
   for (int d = 0; d < desc.shape.rank; ++d) (broadcast[d] ? r : m) *= desc.shape.dims[d];
 }
 
-template <class T, class Launch>
+template <class Math, class T, class Launch>
 Status binary_param_forward_typed(const BinaryParamForwardProblem& p, Launch&& launch) {
   using Acc = acc_t<T>;
   if (p.desc.weight_mode == WeightMode::scalar) {
     ElementwiseTensors<2, 1> t{p.path,       p.desc.shape,   {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
                                {p.out.data}, {p.out.strides}};
-    return launch(LerpScalarForward<Acc>{static_cast<Acc>(p.desc.weight)}, t);
+    return launch(ScalarWeightForward<Math, Acc>{static_cast<Acc>(p.desc.weight)}, t);
   }
   ElementwiseTensors<3, 1> t{
       p.path,       p.desc.shape,   {p.a.data, p.b.data, p.weight.data}, {p.a.strides, p.b.strides, p.weight.strides},
       {p.out.data}, {p.out.strides}};
-  return launch(LerpTensorForward<Acc>{}, t);
+  return launch(TensorWeightForward<Math, Acc>{}, t);
 }
 
-template <class T>
-LerpBackwardReduce<T> make_lerp_backward_reduce(const BinaryParamBackwardProblem& p) {
-  LerpBackwardReduce<T> k{};
+template <class Math, class T>
+BroadcastWeightBackward<Math, T> make_broadcast_weight_backward(const BinaryParamBackwardProblem& p) {
+  BroadcastWeightBackward<Math, T> k{};
   k.dout = static_cast<const T*>(p.dout.data);
   k.a = static_cast<const T*>(p.a.data);
   k.b = static_cast<const T*>(p.b.data);
@@ -78,14 +83,14 @@ LerpBackwardReduce<T> make_lerp_backward_reduce(const BinaryParamBackwardProblem
   k.db = static_cast<T*>(p.db.data);
   k.dw = static_cast<T*>(p.dweight.data);
   k.partial = static_cast<acc_t<T>*>(p.workspace);
-  const Strides* const strides[kLerpBackwardTensors] = {
+  const Strides* const strides[kBinaryParamBackwardTensors] = {
       &p.dout.strides, &p.a.strides, &p.b.strides, &p.weight.strides, &p.da.strides, &p.db.strides, &p.dweight.strides};
   bool broadcast[kMaxRank];
   weight_broadcast_dims(p.desc, broadcast);
   bool kept[kMaxRank];
   for (int d = 0; d < kMaxRank; ++d) kept[d] = !broadcast[d];
-  k.kept = make_walker<kLerpBackwardTensors>(p.desc.shape, strides, kept);
-  k.reduced = make_walker<kLerpBackwardTensors>(p.desc.shape, strides, broadcast);
+  k.kept = make_walker<kBinaryParamBackwardTensors>(p.desc.shape, strides, kept);
+  k.reduced = make_walker<kBinaryParamBackwardTensors>(p.desc.shape, strides, broadcast);
   weight_reduce_sizes(p.desc, k.m, k.r);
   k.s = p.reduce_splits;
   // Coalescing: neighbouring items should touch neighbouring elements along the innermost dim.
@@ -95,32 +100,32 @@ LerpBackwardReduce<T> make_lerp_backward_reduce(const BinaryParamBackwardProblem
   return k;
 }
 
-template <class T, class Launch, class Reduce>
+template <class Math, class T, class Launch, class Reduce>
 Status binary_param_backward_typed(const BinaryParamBackwardProblem& p, Launch&& launch, Reduce&& reduce) {
   using Acc = acc_t<T>;
   if (p.desc.weight_mode == WeightMode::scalar) {
     ElementwiseTensors<1, 2> t{p.path,           p.desc.shape,           {p.dout.data},
                                {p.dout.strides}, {p.da.data, p.db.data}, {p.da.strides, p.db.strides}};
-    return launch(LerpScalarBackward<Acc>{static_cast<Acc>(p.desc.weight)}, t);
+    return launch(ScalarWeightBackward<Math, Acc>{static_cast<Acc>(p.desc.weight)}, t);
   }
-  if (p.path == ElementwisePath::broadcast_reduce) return reduce(make_lerp_backward_reduce<T>(p));
+  if (p.path == ElementwisePath::broadcast_reduce) return reduce(make_broadcast_weight_backward<Math, T>(p));
   ElementwiseTensors<4, 3> t{p.path,
                              p.desc.shape,
                              {p.dout.data, p.a.data, p.b.data, p.weight.data},
                              {p.dout.strides, p.a.strides, p.b.strides, p.weight.strides},
                              {p.da.data, p.db.data, p.dweight.data},
                              {p.da.strides, p.db.strides, p.dweight.strides}};
-  return launch(LerpTensorBackward<Acc>{}, t);
+  return launch(TensorWeightBackward<Math, Acc>{}, t);
 }
 
 // Backend entry points.
 namespace cpu {
-Status binary_param_forward(const BinaryParamForwardProblem& problem);
-Status binary_param_backward(const BinaryParamBackwardProblem& problem);
+Status launch(const LaunchContext& ctx, const BinaryParamForwardProblem& problem);
+Status launch(const LaunchContext& ctx, const BinaryParamBackwardProblem& problem);
 }  // namespace cpu
 namespace cuda {
-Status binary_param_forward(const Stream& stream, const BinaryParamForwardProblem& problem);
-Status binary_param_backward(const Stream& stream, const BinaryParamBackwardProblem& problem);
+Status launch(const LaunchContext& ctx, const BinaryParamForwardProblem& problem);
+Status launch(const LaunchContext& ctx, const BinaryParamBackwardProblem& problem);
 }  // namespace cuda
 
 }  // namespace baracuda::detail

@@ -7,12 +7,6 @@
 
 namespace baracuda::detail {
 
-namespace {
-constexpr ElementwisePath kPaths[] = {ElementwisePath::vectorized, ElementwisePath::contiguous,
-                                      ElementwisePath::strided, ElementwisePath::strided_vectorized,
-                                      ElementwisePath::broadcast_reduce};
-}
-
 std::string_view path_name(ElementwisePath path) {
   switch (path) {
     case ElementwisePath::vectorized:
@@ -27,12 +21,6 @@ std::string_view path_name(ElementwisePath path) {
       return "broadcast_reduce";
   }
   return "?";
-}
-
-std::optional<ElementwisePath> parse_path(std::string_view name) {
-  for (ElementwisePath p : kPaths)
-    if (name == path_name(p)) return p;
-  return std::nullopt;
 }
 
 bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs) {

@@ -5,12 +5,33 @@
 #include <optional>
 #include <string_view>
 
-#include "baracuda/ops/binary_param.hpp"
+#include "baracuda/core/plan.hpp"
 
 namespace baracuda::detail {
 
+// How a backend walks an elementwise problem; the values are indices into an elementwise op's
+// variant list (its schema), which lists them in this order.
+enum class ElementwisePath : unsigned char {
+  vectorized,          // contiguous, every pointer 16-byte aligned: 16-byte accesses
+  contiguous,          // contiguous, some pointer not 16-byte aligned: one element per access
+  strided,             // general strides (zero strides broadcast): offsets computed per row
+  strided_vectorized,  // rows of 16-byte vectors; an input may be broadcast along the row (stride 0)
+  broadcast_reduce,    // backward with a broadcast operand: its gradient reduced in a fixed order
+};
+
+// The views of an elementwise launch: kIn inputs and kOut outputs over one shape.
+template <int kIn_, int kOut_>
+struct ElementwiseTensors {
+  static constexpr int kIn = kIn_, kOut = kOut_;
+  ElementwisePath path = ElementwisePath::strided;
+  Shape shape;
+  const void* in[kIn] = {};
+  Strides in_strides[kIn] = {};
+  void* out[kOut] = {};
+  Strides out_strides[kOut] = {};
+};
+
 std::string_view path_name(ElementwisePath path);
-std::optional<ElementwisePath> parse_path(std::string_view name);
 
 // Every pointer 16-byte aligned; all views contiguous: vectorized on CUDA (contiguous on the CPU,
 // whose loop the compiler vectorizes). Otherwise strided_vectorized on CUDA when rows_vectorizable,

@@ -3,8 +3,30 @@
 // src/common/indexing.hpp), the variant, and the workspace.
 #include "baracuda/ops/indexing.hpp"
 #include "common/indexing.hpp"
+#include "ops/launch.hpp"
 
 namespace baracuda::detail {
+
+// What every indexing plan reduces to (see src/ops/indexing.cpp).
+struct IndexedProblemDesc {
+  bool scatter = false;  // gather (false) or scatter-add (true)
+  DType dtype = DType::f32;
+  DType index_dtype = DType::i64;
+  Shape shape;        // the shape walked: out (gather) or the added values (scatter)
+  Shape table_shape;  // src (gather) or dst (scatter)
+  int dim = 0;
+  bool broadcast_index = false;  // index is 1-D along dim (index_select, embedding)
+  std::optional<int64_t> padding_idx;
+  bool accumulate = true;  // scatter: add into the table, or overwrite it
+};
+enum class IndexVariant : unsigned char { copy, atomic, sorted };
+
+// How a backend runs a scatter, decided at select.
+struct ScatterStrategy {
+  IndexVariant variant = IndexVariant::sorted;
+  bool shared_rows = false;  // CUDA: each destination line summed in shared memory
+  size_t workspace = 0;      // bytes
+};
 
 struct IndexedProblem {
   IndexedProblemDesc desc;
@@ -20,6 +42,7 @@ struct IndexedProblem {
   int64_t* bad_index_count = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;
+  int sm_count = 0;  // CUDA: the device's, from select
 };
 
 // Builds the layout from the views: values and index walk desc.shape, table has desc.table_shape.
@@ -38,19 +61,25 @@ inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread s
 inline int64_t sorted_window(int64_t row_length) { return row_length > 1 ? kRowsPerWindow : kElementsPerWindow; }
 inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row of shared_rows
 
-// CUDA scatter whose walk has dim innermost with one index value per element (element mode, or a
-// 1-D index with nothing after dim) and whose destination line fits in shared memory: each line is
-// summed in shared memory. Decided from the shapes alone (strides do not move dim in the walk).
-bool shared_rows(const IndexedProblemDesc& desc);
 // The walk reaches every line of the table along dim (so a shared-row kernel writes every table
 // element and can overwrite without zeroing first).
 bool covers_every_table_line(const IndexedProblemDesc& desc);
 
+// R rows of L elements, from the shapes alone (see IndexedLayout).
+void rows_and_length(const IndexedProblemDesc& p, int64_t& rows, int64_t& length);
+
+// Each backend's scatter policy: the default variant (or the forced one), its kernel and workspace.
 namespace cpu {
+ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
+                                 bool deterministic);
+Status launch(const LaunchContext& ctx, const IndexedProblem& problem);
 Status indexed_gather(const IndexedProblem& problem);
 Status indexed_scatter_add(const IndexedProblem& problem);
 }  // namespace cpu
 namespace cuda {
+ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
+                                 bool deterministic);
+Status launch(const LaunchContext& ctx, const IndexedProblem& problem);
 Status indexed_gather(const Stream& stream, const IndexedProblem& problem);
 Status indexed_scatter_add(const Stream& stream, const IndexedProblem& problem);
 // Bytes of scratch the sorted scatter needs for `rows` rows of `row_length` (device sort included).

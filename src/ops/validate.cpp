@@ -72,12 +72,12 @@ Status check_workspace(std::string_view plan, const Workspace& workspace, size_t
   return Status::ok();
 }
 
-Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream, const PlanPreference& preference) {
+Expected<PlanTarget> resolve_backend(std::string_view plan, const Stream& stream, const PlanPreference& preference) {
   if (preference.backend && *preference.backend != stream.backend())
     return plan_error(StatusCode::invalid_problem, plan, "preference.backend",
                       "asks for " + std::string(backend_name(*preference.backend)) + " but the stream is " +
                           std::string(backend_name(stream.backend())));
-  BackendTarget target;
+  PlanTarget target;
   target.backend = stream.backend();
   if (stream.backend() == Backend::cpu) return target;
   Expected<CudaDeviceInfo> info = cuda_device_info(stream.device());
@@ -88,7 +88,7 @@ Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& str
   return target;
 }
 
-Status check_stream(std::string_view plan, const Stream& stream, const BackendTarget& target) {
+Status check_stream(std::string_view plan, const Stream& stream, const PlanTarget& target) {
   if (stream.backend() != target.backend || (target.backend == Backend::cuda && stream.device() != target.device))
     return plan_error(StatusCode::invalid_problem, plan, "stream",
                       "the plan was selected for " + std::string(backend_name(target.backend)) +

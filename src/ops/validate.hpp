@@ -28,16 +28,17 @@ Status check_view(std::string_view plan, std::string_view field, const AnyTensor
 Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed);
 
 // What select learns about the stream's backend: for CUDA, the device's arch and SM count.
-struct BackendTarget {
-  Backend backend = Backend::cpu;
-  int device = -1;
-  int arch = 0;
-  int sm_count = 0;
-};
-Expected<BackendTarget> resolve_backend(std::string_view plan, const Stream& stream, const PlanPreference& preference);
+Expected<PlanTarget> resolve_backend(std::string_view plan, const Stream& stream, const PlanPreference& preference);
 
 // The stream given to run() must be of the backend and device the plan was selected for.
-Status check_stream(std::string_view plan, const Stream& stream, const BackendTarget& target);
+Status check_stream(std::string_view plan, const Stream& stream, const PlanTarget& target);
+
+std::string dtype_list(std::span<const DType> dtypes);
+std::string variant_list(std::span<const VariantInfo> variants);
+// Resolves preference.variant against the schema: its index, or none when not forced.
+Expected<std::optional<int>> forced_variant(const OpSchema& schema, Backend backend, const PlanPreference& preference);
+// Contiguous when every present view is.
+Layout layout_of(std::span<const AnyTensorRef> views);
 
 // 16-byte alignment of a pointer (for the vectorized path).
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

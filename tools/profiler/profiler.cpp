@@ -188,7 +188,7 @@ Expected<double> measure_copy_gbps(const Stream& stream, size_t bytes, int itera
   return 2.0 * static_cast<double>(bytes) / (t->median_ms * 1e6);
 }
 
-size_t l2_bytes(const Stream& stream) {
+size_t l2_bytes([[maybe_unused]] const Stream& stream) {
 #if BARACUDA_HAS_CUDA
   if (stream.backend() == Backend::cuda) {
     int l2 = 0;
@@ -199,7 +199,7 @@ size_t l2_bytes(const Stream& stream) {
   return 0;
 }
 
-std::string device_name(const Stream& stream) {
+std::string device_name([[maybe_unused]] const Stream& stream) {
 #if BARACUDA_HAS_CUDA
   if (stream.backend() == Backend::cuda) {
     cudaDeviceProp prop{};

@@ -1,13 +1,20 @@
 #pragma once
-// What a caller may ask of plan selection, and what a plan reports about the kernel it runs.
+// What a caller may ask of plan selection, what a plan reports about the kernel it runs, and the one
+// plan type every op uses: Plan<Op>, whose life cycle (select -> can_implement -> workspace_size ->
+// run) is written once (src/ops/plan_impl.hpp) over hooks each op family supplies in src/ops/.
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
+#include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
@@ -41,9 +48,109 @@ struct KernelSku {
   Layout layout = Layout::contiguous;
   int arch = 0;  // compute capability * 10 of the device (90 for Hopper); 0 on the CPU
   Backend backend = Backend::cpu;
-  std::string variant;  // e.g. "vec16", "strided"
+  std::string variant;  // e.g. "vectorized", "sorted.rows"
   PrecisionGuarantee precision;
   std::string to_string() const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// An op described as data: read by select, the tests, the profiler and the docs.
+
+// A kernel variant a plan can be forced to (PlanPreference::variant).
+struct VariantInfo {
+  std::string_view name;
+  bool deterministic = true;  // bit-identical across runs
+  bool cpu = true;            // the backends that have it
+  bool cuda = true;
+  std::string_view summary;  // one line for the op matrix
+  bool on(Backend backend) const { return backend == Backend::cuda ? cuda : cpu; }
+};
+
+struct OpSchema {
+  std::string_view plan;      // "LerpPlan": errors name it
+  std::string_view op;        // "lerp": SKUs and the profiler name it
+  std::string_view category;  // "elementwise", "indexing"
+  std::span<const DType> dtypes;        // of descriptor.dtype
+  std::span<const DType> index_dtypes;  // of descriptor.index_dtype; empty when the op has none
+  std::span<const VariantInfo> variants;
+  bool variant_by_views = false;  // with no forced variant, the views pick it at run (elementwise paths)
+};
+
+// One tensor argument of an op's Args, as data: its field and whether the op reads or writes it.
+template <class Args>
+struct ArgField {
+  using ReadView = AnyTensorRef Args::*;
+  using WrittenView = AnyTensorMut Args::*;
+  std::string_view name;     // "a": errors say "args.a"
+  ReadView in = nullptr;     // a view the op reads, or
+  WrittenView out = nullptr;  // one it writes
+  AnyTensorRef get(const Args& args) const { return out ? AnyTensorRef(args.*out) : args.*in; }
+  void set(Args& args, const AnyTensorMut& view) const {
+    if (out)
+      args.*out = view;
+    else
+      args.*in = view;
+  }
+};
+
+// What one argument must be for a given descriptor (ArgField order).
+struct ArgSpec {
+  std::string_view name;
+  bool output = false;       // written (no zero strides on dims of size > 1)
+  bool accumulates = false;  // an output the op adds into (its old contents matter)
+  bool present = true;       // false: this descriptor does not use the argument (it may be empty)
+  DType dtype = DType::f32;
+  Shape shape;
+  int64_t index_bound = 0;  // an index tensor: values in [0, index_bound) are valid; 0 otherwise
+};
+
+namespace detail {
+// What select learns about the stream's backend, once: for CUDA the device's arch and SM count.
+struct PlanTarget {
+  Backend backend = Backend::cpu;
+  int device = -1;
+  int arch = 0;
+  int sm_count = 0;
+};
+// What select decided, fixed for the plan's life (so runs are reproducible).
+struct PlanChoice {
+  int variant = -1;      // index into the schema's variants; -1: the views pick it at run
+  size_t workspace = 0;  // bytes
+  int64_t knob = 0;      // a family's own select-time decision (e.g. how a reduction is split)
+};
+}  // namespace detail
+
+// The plan of every op. `Op` is a tag naming the op's Descriptor and Args (see ops/*.hpp); its hooks
+// (validation, variants, argument table, kernels) live in the op family's src/ops/ file.
+template <class Op>
+class Plan {
+ public:
+  using Descriptor = typename Op::Descriptor;
+  using Args = typename Op::Args;
+
+  // Validates the descriptor and picks a kernel variant for the stream's backend and device.
+  static Expected<Plan> select(const Stream& stream, const Descriptor& desc, const PlanPreference& preference = {});
+  // Checks the views against the descriptor: dtypes, shapes, strides, capacities, alignment.
+  Status can_implement(const Args& args) const;
+  size_t workspace_size() const { return choice_.workspace; }
+  // The kernel used for contiguous, aligned views (or the forced variant).
+  KernelSku sku() const;
+  // The kernel these args would run.
+  KernelSku sku(const Args& args) const;
+  PrecisionGuarantee precision_guarantee() const;
+  // can_implement, then the kernels, queued on `stream` (which must be the one selected for).
+  Status run(const Stream& stream, Workspace workspace, const Args& args) const;
+  const Descriptor& descriptor() const { return desc_; }
+
+  static const OpSchema& schema();
+  static std::span<const ArgField<Args>> arg_fields();
+  // Every argument's required dtype and shape for this plan's descriptor, in arg_fields() order.
+  std::vector<ArgSpec> arg_specs() const;
+
+ private:
+  Descriptor desc_{};
+  detail::PlanTarget target_;
+  detail::PlanChoice choice_;
 };
 
 }  // namespace baracuda

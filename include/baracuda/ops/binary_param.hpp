@@ -1,28 +1,24 @@
 #pragma once
-// Binary elementwise ops with a parameter: out = f(a, b; w). The first kind is Lerp,
-//   out = a + w * (b - a)            (torch.lerp, jax.numpy lerp-style interpolation)
-// with w either a scalar (the descriptor's `weight`) or a tensor broadcastable to the output shape
-// (right-aligned, as torch.lerp allows). The backward computes, in one pass over dout,
-//   da = (1 - w) * dout,  db = w * dout,  and for a tensor weight  dweight = sum((b - a) * dout)
-// where the sum runs over the dimensions along which the weight is broadcast (in a fixed order, so
-// the result is deterministic and needs no atomics).
+// Binary elementwise ops with a parameter: out = f(a, b; w), w either a scalar (the descriptor's
+// `weight`) or a tensor broadcastable to the output shape (right-aligned, as PyTorch broadcasts).
+//   LerpPlan       out = a + w (b - a)       torch.lerp
+//   AddcmulPlan    out = a + w b             torch.addcmul(a, b, w); with a scalar w, torch.add(a, b, alpha=w)
+// Each has a backward plan that computes, in one pass over dout, da and db, and for a tensor weight
+// dweight, summed over the dims along which the weight is broadcast in a fixed order (deterministic,
+// no atomics):
+//   lerp:    da = (1 - w) dout,  db = w dout,  dweight = sum((b - a) dout)
+//   addcmul: da = dout,          db = w dout,  dweight = sum(b dout)
 //
 // Views: a, b, weight and dout may be strided or broadcast (zero strides); outputs may be strided
 // but must not overlap themselves (no zero stride on a dimension of size > 1). Every view of the
-// output shape has exactly that shape; the weight view has exactly `weight_shape`.
+// output shape has exactly that shape; the weight views have exactly `weight_shape`.
 #include "baracuda/core/plan.hpp"
-#include "baracuda/core/status.hpp"
-#include "baracuda/core/stream.hpp"
-#include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
-enum class BinaryParamKind : unsigned char { lerp };
 enum class WeightMode : unsigned char { scalar, tensor };
-std::string_view binary_param_kind_name(BinaryParamKind kind);
 
 struct BinaryParamDescriptor {
-  BinaryParamKind kind = BinaryParamKind::lerp;
   DType dtype = DType::f32;  // a, b, weight, out (and every gradient) share it
   Shape shape;               // the output shape
   WeightMode weight_mode = WeightMode::scalar;
@@ -39,7 +35,7 @@ struct BinaryParamArgs {
 
 struct BinaryParamBackwardArgs {
   AnyTensorRef dout;
-  AnyTensorRef a;       // tensor mode only (dweight needs b - a)
+  AnyTensorRef a;       // tensor mode only (dweight needs them)
   AnyTensorRef b;       // tensor mode only
   AnyTensorRef weight;  // tensor mode only
   AnyTensorMut da;
@@ -47,59 +43,29 @@ struct BinaryParamBackwardArgs {
   AnyTensorMut dweight;  // tensor mode only; shape weight_shape, overwritten (not accumulated)
 };
 
-// How a backend walks the problem; chosen by the plan from the views, never by the caller.
-enum class ElementwisePath : unsigned char {
-  vectorized,          // contiguous, every pointer 16-byte aligned: 16-byte accesses
-  contiguous,          // contiguous, some pointer not 16-byte aligned: one element per access
-  strided,             // general strides (zero strides broadcast): offsets computed per row
-  strided_vectorized,  // rows of 16-byte vectors; an input may be broadcast along the row (stride 0)
-  broadcast_reduce,    // backward with a broadcast weight: dweight reduced in a fixed order
+struct LerpOp {
+  using Descriptor = BinaryParamDescriptor;
+  using Args = BinaryParamArgs;
+};
+struct LerpBackwardOp {
+  using Descriptor = BinaryParamDescriptor;
+  using Args = BinaryParamBackwardArgs;
+};
+struct AddcmulOp {
+  using Descriptor = BinaryParamDescriptor;
+  using Args = BinaryParamArgs;
+};
+struct AddcmulBackwardOp {
+  using Descriptor = BinaryParamDescriptor;
+  using Args = BinaryParamBackwardArgs;
 };
 
-class BinaryParamPlan {
- public:
-  static Expected<BinaryParamPlan> select(const Stream& stream, const BinaryParamDescriptor& desc,
-                                          const PlanPreference& preference = {});
-  Status can_implement(const BinaryParamArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  // The kernel used for contiguous, aligned views (or the forced variant).
-  KernelSku sku() const;
-  // The kernel these args would run.
-  KernelSku sku(const BinaryParamArgs& args) const;
-  PrecisionGuarantee precision_guarantee() const;
-  Status run(const Stream& stream, Workspace workspace, const BinaryParamArgs& args) const;
-  const BinaryParamDescriptor& descriptor() const { return desc_; }
-
- private:
-  ElementwisePath path_for(const BinaryParamArgs& args) const;
-  BinaryParamDescriptor desc_;
-  Backend backend_ = Backend::cpu;
-  int arch_ = 0;
-  int device_ = -1;
-  std::optional<ElementwisePath> forced_path_;
-};
-
-class BinaryParamBackwardPlan {
- public:
-  static Expected<BinaryParamBackwardPlan> select(const Stream& stream, const BinaryParamDescriptor& desc,
-                                                  const PlanPreference& preference = {});
-  Status can_implement(const BinaryParamBackwardArgs& args) const;
-  // Partial sums of dweight when the weight is broadcast and the reduction is split.
-  size_t workspace_size() const;
-  KernelSku sku() const;
-  KernelSku sku(const BinaryParamBackwardArgs& args) const;
-  PrecisionGuarantee precision_guarantee() const;
-  Status run(const Stream& stream, Workspace workspace, const BinaryParamBackwardArgs& args) const;
-  const BinaryParamDescriptor& descriptor() const { return desc_; }
-
- private:
-  ElementwisePath path_for(const BinaryParamBackwardArgs& args) const;
-  BinaryParamDescriptor desc_;
-  Backend backend_ = Backend::cpu;
-  int arch_ = 0;
-  int device_ = -1;
-  std::optional<ElementwisePath> forced_path_;
-  int64_t reduce_splits_ = 1;  // splits of the dweight reduction (fixed at select: deterministic)
-};
+using LerpPlan = Plan<LerpOp>;
+using LerpBackwardPlan = Plan<LerpBackwardOp>;
+using AddcmulPlan = Plan<AddcmulOp>;
+using AddcmulBackwardPlan = Plan<AddcmulBackwardOp>;
+// The family's first op kept its family's name.
+using BinaryParamPlan = LerpPlan;
+using BinaryParamBackwardPlan = LerpBackwardPlan;
 
 }  // namespace baracuda

@@ -17,20 +17,14 @@
 // without losing its CUDA context.
 //
 // Accumulating ops (the backward ones and scatter-add) add into their output when the descriptor's
-// `accumulate` is true (the default), and overwrite it (as if it were zeroed first, with the
-// zeroing fused where the kernel writes every element) when it is false. Forward plans ignore it. They have two
-// variants: "atomic" (fast; not deterministic) and "sorted" (bit-identical across runs: equal destination indices are
-// put in a fixed order by a stable sort and summed in the accumulator type). "sorted" is chosen when determinism is
-// required, and always on the CPU; otherwise "atomic" on CUDA. Along the innermost dim (gather's and index_select's
-// backward along the last dim) CUDA sums each destination line in f32 in shared memory with either variant, so
-// there 16-bit types default to "atomic" too; elsewhere they default to "sorted" (f32 sums), and asking for
-// "atomic" by name gives 16-bit atomics.
+// `accumulate` is true (the default), and overwrite it (as if it were zeroed first) when it is
+// false; forward plans ignore it. Their variants: "atomic" (CUDA only, the fast default; not
+// deterministic) and "sorted" (every destination sums its contributions in one fixed order, in f32
+// for 16-bit types: bit-identical across runs; chosen when determinism is required, and always on
+// the CPU). precision_guarantee() says which ran and what it accumulates in.
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
-#include "baracuda/core/status.hpp"
-#include "baracuda/core/stream.hpp"
-#include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
@@ -113,49 +107,6 @@ struct EmbeddingBackwardArgs {
   int64_t* bad_index_count = nullptr;
 };
 
-namespace detail {
-// What every indexing plan reduces to (see src/ops/indexing.cpp).
-struct IndexedProblemDesc {
-  bool scatter = false;  // gather (false) or scatter-add (true)
-  DType dtype = DType::f32;
-  DType index_dtype = DType::i64;
-  Shape shape;        // the shape walked: out (gather) or the added values (scatter)
-  Shape table_shape;  // src (gather) or dst (scatter)
-  int dim = 0;
-  bool broadcast_index = false;  // index is 1-D along dim (index_select, embedding)
-  std::optional<int64_t> padding_idx;
-  bool accumulate = true;  // scatter: add into the table, or overwrite it
-};
-enum class IndexVariant : unsigned char { copy, atomic, sorted };
-}  // namespace detail
-
-// One plan type for every indexing op; Op names the op's descriptor and args (below).
-template <class Op>
-class IndexPlan {
- public:
-  using Descriptor = typename Op::Descriptor;
-  using Args = typename Op::Args;
-  static Expected<IndexPlan> select(const Stream& stream, const Descriptor& desc,
-                                    const PlanPreference& preference = {});
-  Status can_implement(const Args& args) const;
-  size_t workspace_size() const { return workspace_; }
-  KernelSku sku() const;
-  KernelSku sku(const Args& args) const;
-  PrecisionGuarantee precision_guarantee() const;
-  Status run(const Stream& stream, Workspace workspace, const Args& args) const;
-  const Descriptor& descriptor() const { return desc_; }
-
- private:
-  Descriptor desc_;
-  detail::IndexedProblemDesc problem_;
-  detail::IndexVariant variant_ = detail::IndexVariant::copy;
-  bool shared_rows_ = false;  // CUDA, along the innermost dim: each destination line summed in shared memory
-  Backend backend_ = Backend::cpu;
-  int arch_ = 0;
-  int device_ = -1;
-  size_t workspace_ = 0;
-};
-
 struct GatherOp {
   using Descriptor = GatherDescriptor;
   using Args = GatherArgs;
@@ -185,12 +136,12 @@ struct EmbeddingBackwardOp {
   using Args = EmbeddingBackwardArgs;
 };
 
-using GatherPlan = IndexPlan<GatherOp>;
-using GatherBackwardPlan = IndexPlan<GatherBackwardOp>;
-using ScatterAddPlan = IndexPlan<ScatterAddOp>;
-using IndexSelectPlan = IndexPlan<IndexSelectOp>;
-using IndexSelectBackwardPlan = IndexPlan<IndexSelectBackwardOp>;
-using EmbeddingPlan = IndexPlan<EmbeddingOp>;
-using EmbeddingBackwardPlan = IndexPlan<EmbeddingBackwardOp>;
+using GatherPlan = Plan<GatherOp>;
+using GatherBackwardPlan = Plan<GatherBackwardOp>;
+using ScatterAddPlan = Plan<ScatterAddOp>;
+using IndexSelectPlan = Plan<IndexSelectOp>;
+using IndexSelectBackwardPlan = Plan<IndexSelectBackwardOp>;
+using EmbeddingPlan = Plan<EmbeddingOp>;
+using EmbeddingBackwardPlan = Plan<EmbeddingBackwardOp>;
 
 }  // namespace baracuda

@@ -12,7 +12,7 @@
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/vector.cuh"
-#include "ops/binary_param_problem.hpp"
+#include "ops/elementwise_layout.hpp"
 
 namespace baracuda::detail::cuda {
 
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kThreads) split_reduction_finalize_kernel(Redu
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; j < k.m; j += step) k.finalize(j);
 }
 
-// A deterministic split reduction (see LerpBackwardReduce): one launch for the items, one that sums
+// A deterministic split reduction (see BroadcastWeightBackward): one launch for the items, one that sums
 // each output's splits in order.
 template <class Reduction>
 Status run_split_reduction(const Stream& stream, int sm_count, const Reduction& k) {

@@ -1,0 +1,105 @@
+// Scatter-add, sorted (deterministic), for the walks the line scatter does not take: each row's key
+// (its destination's table offset) and values offset are radix-sorted (stable), then the runs of
+// equal keys are summed by window with a fix-up pass (sorted_window.cuh). No atomics, so every run
+// gives the same bits.
+#include <algorithm>
+#include <cub/device/device_radix_sort.cuh>
+
+#include "cuda/common/check.cuh"
+#include "cuda/common/launch.cuh"
+#include "cuda/common/sorted_window.cuh"
+#include "cuda/indexing/strategies.hpp"
+
+namespace baracuda::detail::cuda {
+namespace {
+
+// The sorted scatter's scratch within the workspace.
+struct SortedBuffers {
+  uint64_t* keys_in;
+  uint64_t* keys;       // sorted
+  int64_t* offsets_in;  // each row's values offset: the sort's payload
+  int64_t* offsets;     // sorted
+  void* partials;
+  void* sort_temp;
+  size_t sort_temp_bytes;
+};
+
+size_t round_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+SortedBuffers carve(void* workspace, const SortedScatterWorkspace& sizes) {
+  char* p = static_cast<char*>(workspace);
+  SortedBuffers b;
+  b.keys_in = reinterpret_cast<uint64_t*>(p);
+  b.keys = reinterpret_cast<uint64_t*>(p + sizes.keys);
+  b.offsets_in = reinterpret_cast<int64_t*>(p + 2 * sizes.keys);
+  b.offsets = reinterpret_cast<int64_t*>(p + 2 * sizes.keys + sizes.offsets);
+  b.partials = p + 2 * sizes.keys + 2 * sizes.offsets;
+  b.sort_temp = p + 2 * sizes.keys + 2 * sizes.offsets + sizes.partials;
+  b.sort_temp_bytes = sizes.sort_temp;
+  return b;
+}
+
+// Each row's sort key (its destination's table offset, or the sentinel for a skipped row) and its
+// values offset, so the sums read the values without locating the row again.
+template <class Idx>
+__global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, uint64_t* keys, int64_t* offsets) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < layout.row_count;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    int64_t values_off, table_off;
+    const bool valid = layout.locate(index, r, values_off, table_off);
+    keys[r] = static_cast<uint64_t>(valid ? table_off : layout.sentinel_key);
+    offsets[r] = values_off;
+  }
+}
+
+int key_bits(int64_t sentinel) {
+  int bits = 1;
+  while (bits < 64 && (uint64_t{1} << bits) <= static_cast<uint64_t>(sentinel)) ++bits;
+  return bits;
+}
+
+}  // namespace
+
+template <class T, class Idx>
+Status scatter_sorted(const Stream& stream, const IndexedProblem& p, int sm_count) {
+  const IndexedLayout& layout = p.layout;
+  cudaStream_t s = native(stream);
+  const int64_t rows = layout.row_count;
+  const SortedScatterWorkspace sizes = sorted_scatter_workspace(rows, layout.row_length, p.desc.dtype);
+  const SortedBuffers b = carve(p.workspace, sizes);
+  const unsigned key_blocks = grid_stride_blocks(rows, sm_count);
+  scatter_keys_kernel<Idx>
+      <<<key_blocks, kThreads, 0, s>>>(layout, static_cast<const Idx*>(p.index), b.keys_in, b.offsets_in);
+  if (Status st = last_launch_status("scatter_keys_kernel"); !st) return st;
+  size_t temp_bytes = b.sort_temp_bytes;
+  if (Status st = cuda_status(cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys, b.offsets_in,
+                                                              b.offsets, rows, 0, key_bits(layout.sentinel_key), s),
+                              "cub::DeviceRadixSort::SortPairs");
+      !st)
+    return st;
+  return sum_sorted_runs<T>(s, layout, p.vectorized_rows, static_cast<const T*>(p.values), static_cast<T*>(p.table),
+                            b.keys, b.offsets, static_cast<acc_t<T>*>(b.partials), sm_count);
+}
+
+#define BARACUDA_INSTANTIATE(T, Idx) template Status scatter_sorted<T, Idx>(const Stream&, const IndexedProblem&, int);
+BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
+#undef BARACUDA_INSTANTIATE
+
+SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype) {
+  SortedScatterWorkspace w;
+  const size_t n = static_cast<size_t>(std::max<int64_t>(rows, 1));
+  w.keys = round_up(n * sizeof(uint64_t));
+  w.offsets = round_up(n * sizeof(int64_t));
+  const int64_t window = sorted_window(row_length);
+  const size_t windows = (n + window - 1) / window;
+  w.partials =
+      round_up(windows * 2 * static_cast<size_t>(std::max<int64_t>(row_length, 1)) * (dtype == DType::f64 ? 8 : 4));
+  size_t temp = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+                                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
+                                  static_cast<int64_t>(n), 0, 64);
+  w.sort_temp = round_up(temp);
+  return w;
+}
+
+}  // namespace baracuda::detail::cuda

@@ -1,0 +1,44 @@
+#pragma once
+// The strategies of the CUDA indexing family, one translation unit each (src/cuda/indexing/*.cu);
+// src/cuda/indexing.cu picks one per problem and counts the bad index values after it. Each is a
+// function template instantiated in its own .cu for every type pair below, so its kernels are
+// compiled once.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "ops/indexing_problem.hpp"
+
+// X(T, Idx) for each element type T a strategy is compiled for, with each index type.
+#define BARACUDA_INDEX_TYPES(X, T) X(T, int32_t) X(T, int64_t)
+// Gather moves bits: one element type per size.
+#define BARACUDA_GATHER_TYPES(X) \
+  BARACUDA_INDEX_TYPES(X, uint16_t) BARACUDA_INDEX_TYPES(X, uint32_t) BARACUDA_INDEX_TYPES(X, uint64_t)
+// Scatter-add sums: the floating-point types of dispatch_float.
+#define BARACUDA_SCATTER_TYPES(X) \
+  BARACUDA_INDEX_TYPES(X, __half) \
+  BARACUDA_INDEX_TYPES(X, __nv_bfloat16) BARACUDA_INDEX_TYPES(X, float) BARACUDA_INDEX_TYPES(X, double)
+
+namespace baracuda::detail::cuda {
+
+// Gather (gather.cu): rows of the table into `values`; invalid index values write zeros.
+template <class Bits, class Idx>
+Status gather(const Stream& stream, const IndexedProblem& p, int sm_count);
+
+// Scatter-add with atomics (scatter_atomic.cu), rows or elements.
+template <class T, class Idx>
+Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_count);
+
+// Scatter-add of p.shared_rows problems (scatter_line.cu): a destination line per block, summed in
+// shared memory, atomic or ordered by p.variant. `overwrite`: write every table element rather than
+// add to it (the walk covers every line of the table); no workspace.
+template <class T, class Idx>
+Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
+
+// Deterministic scatter-add (scatter_sorted.cu): rows sorted by destination, summed by window in
+// p.workspace (sorted_scatter_workspace).
+template <class T, class Idx>
+Status scatter_sorted(const Stream& stream, const IndexedProblem& p, int sm_count);
+
+}  // namespace baracuda::detail::cuda
