@@ -1,4 +1,4 @@
-// CUDA entry of the indexing family: the device, the dtype / index dispatch, the zeroing of an
+// CUDA entry of the indexing family: the dtype / index dispatch, the zeroing of an
 // overwritten table, the strategy (src/cuda/indexing/, see strategies.hpp) and the bad-index count.
 //  - gather: gather.cu;
 //  - scatter-add along the innermost dim (either variant): scatter_line.cu;
@@ -11,7 +11,6 @@
 #include "cuda/common/check.cuh"
 #include "cuda/common/zero_view.cuh"
 #include "cuda/indexing/strategies.hpp"
-#include "cuda/runtime.hpp"
 #include "ops/indexing_problem.hpp"
 
 namespace baracuda::detail::cuda {
@@ -35,11 +34,16 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
 
 }  // namespace
 
-Status indexed_gather(const Stream& stream, const IndexedProblem& p) {
-  DeviceGuard guard(stream.device());
-  const int sm_count = cuda_device_info(stream.device())->sm_count;
+Status launch(const LaunchContext& ctx, const IndexedProblem& p) {
+  const Stream& stream = ctx.stream;
+  const int sm_count = ctx.target.sm_count;
   return dispatch_index(p.desc.index_dtype, [&](auto index_tag) {
     using Idx = typename decltype(index_tag)::type;
+    if (p.desc.scatter)
+      return dispatch_float<__half, __nv_bfloat16>(p.desc.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        return scatter_add<T, Idx>(stream, p, sm_count);
+      });
     const size_t size = dtype_size(p.desc.dtype);
     if (Status st = size == 2   ? gather<uint16_t, Idx>(stream, p, sm_count)
                     : size == 4 ? gather<uint32_t, Idx>(stream, p, sm_count)
@@ -47,18 +51,6 @@ Status indexed_gather(const Stream& stream, const IndexedProblem& p) {
         !st)
       return st;
     return count_bad<Idx>(stream, p, sm_count);
-  });
-}
-
-Status indexed_scatter_add(const Stream& stream, const IndexedProblem& p) {
-  DeviceGuard guard(stream.device());
-  const int sm_count = cuda_device_info(stream.device())->sm_count;
-  return dispatch_index(p.desc.index_dtype, [&](auto index_tag) {
-    using Idx = typename decltype(index_tag)::type;
-    return dispatch_float<__half, __nv_bfloat16>(p.desc.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return scatter_add<T, Idx>(stream, p, sm_count);
-    });
   });
 }
 

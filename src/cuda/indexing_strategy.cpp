@@ -1,5 +1,5 @@
 // The CUDA indexing policy, decided at select: which scatter kernel, which default variant, and the
-// workspace; and the entry from the plan life cycle.
+// workspace.
 #include "ops/indexing_problem.hpp"
 
 namespace baracuda::detail::cuda {
@@ -33,10 +33,6 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
     s.workspace = sorted_scatter_workspace(rows, length, problem.dtype).total();
   }
   return s;
-}
-
-Status launch(const LaunchContext& ctx, const IndexedProblem& problem) {
-  return problem.desc.scatter ? indexed_scatter_add(ctx.stream, problem) : indexed_gather(ctx.stream, problem);
 }
 
 }  // namespace baracuda::detail::cuda

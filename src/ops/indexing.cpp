@@ -258,7 +258,6 @@ struct IndexHooks {
     p.vectorized_rows = ctx.target.backend == Backend::cuda && p.desc.broadcast_index &&
                         vectorizable_rows(p.layout, p.values, p.table, p.desc.dtype);
     p.shared_rows = ctx.choice.knob != 0;
-    p.sm_count = ctx.target.sm_count;
     return p;
   }
 };

@@ -42,7 +42,6 @@ struct IndexedProblem {
   int64_t* bad_index_count = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;
-  int sm_count = 0;  // CUDA: the device's, from select
 };
 
 // Builds the layout from the views: values and index walk desc.shape, table has desc.table_shape.
@@ -80,8 +79,6 @@ namespace cuda {
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
                                  bool deterministic);
 Status launch(const LaunchContext& ctx, const IndexedProblem& problem);
-Status indexed_gather(const Stream& stream, const IndexedProblem& problem);
-Status indexed_scatter_add(const Stream& stream, const IndexedProblem& problem);
 // Bytes of scratch the sorted scatter needs for `rows` rows of `row_length` (device sort included).
 SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype);
 }  // namespace cuda
