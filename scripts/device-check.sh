@@ -2,7 +2,9 @@
 # One call on the GPU machine: build with every core, run the whole test suite (GPU cases
 # included), run the GPU cases under compute-sanitizer (memcheck, racecheck), run the profiler's
 # standard suite and the PyTorch comparison. Logs go under $OUT (the device tool brings them back).
-#   scripts/device-check.sh [tests|bench|all]   (default: all)
+#   scripts/device-check.sh [tests|bench|speed|all]   (default: all)
+# speed: the profiler of this tree beside the one of the source tree in $BASELINE (e.g. a `git
+# archive` of the previous commit, carried along), case by case (bench/compare_builds.py).
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-$PWD/device-out}
@@ -15,6 +17,10 @@ step configure
 cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DBARACUDA_WARNINGS_AS_ERRORS=ON >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
 step build
+if [[ $what == speed && -n ${BASELINE:-} ]]; then  # the baseline builds beside this tree
+  (cmake -S "$BASELINE" -B build/base -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DBARACUDA_BUILD_TESTS=OFF && cmake --build build/base -j8 --target baracuda-profiler) >"$OUT/build-base.log" 2>&1 &
+fi
 cmake --build build/device -j16 >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 
 if [[ $what == tests || $what == all ]]; then
@@ -37,6 +43,12 @@ if [[ $what == bench || $what == all ]]; then
   PYTHONUNBUFFERED=1 python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
     ${BENCH_OPS:+--ops=$BENCH_OPS} --commit "${BARACUDA_COMMIT:-unknown}" \
     --out "$OUT/compare.md" 2>&1 | tee "$OUT/compare.log" || status=1
+fi
+if [[ $what == speed ]]; then
+  wait
+  step "speed: this tree against $BASELINE"
+  PYTHONUNBUFFERED=1 python3 bench/compare_builds.py --before build/base/tools/profiler/baracuda-profiler \
+    --after build/device/tools/profiler/baracuda-profiler --out "$OUT/speed.md" || status=1
 fi
 echo "== device-check exit status $status"
 exit $status

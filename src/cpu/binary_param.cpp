@@ -5,25 +5,19 @@
 namespace baracuda::detail::cpu {
 
 Status launch(const LaunchContext&, const BinaryParamForwardProblem& problem) {
-  return dispatch_math(problem.math, [&](auto math) {
-    using Math = typename decltype(math)::type;
-    return dispatch_float<half, bfloat16>(problem.desc.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return binary_param_forward_typed<Math, T>(
-          problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); });
-    });
+  return dispatch_binary_param<half, bfloat16>(problem, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_param_forward_typed<typename decltype(math)::type, T>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); });
   });
 }
 
 Status launch(const LaunchContext&, const BinaryParamBackwardProblem& problem) {
-  return dispatch_math(problem.math, [&](auto math) {
-    using Math = typename decltype(math)::type;
-    return dispatch_float<half, bfloat16>(problem.desc.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return binary_param_backward_typed<Math, T>(
-          problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); },
-          [](const auto& reduction) { return run_split_reduction(reduction); });
-    });
+  return dispatch_binary_param<half, bfloat16>(problem, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_param_backward_typed<typename decltype(math)::type, T>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); },
+        [](const auto& reduction) { return run_split_reduction(reduction); });
   });
 }
 

@@ -8,28 +8,23 @@
 namespace baracuda::detail::cuda {
 
 Status launch(const LaunchContext& ctx, const BinaryParamForwardProblem& problem) {
-  return dispatch_math(problem.math, [&](auto math) {
-    using Math = typename decltype(math)::type;
-    return dispatch_float<__half, __nv_bfloat16>(problem.desc.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return binary_param_forward_typed<Math, T>(problem, [&](const auto& op, const auto& tensors) {
-        return run_elementwise<T>(ctx.stream, ctx.target.sm_count, op, tensors);
-      });
-    });
+  return dispatch_binary_param<__half, __nv_bfloat16>(problem, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_param_forward_typed<typename decltype(math)::type, T>(
+        problem, [&](const auto& op, const auto& tensors) {
+          return run_elementwise<T>(ctx.stream, ctx.target.sm_count, op, tensors);
+        });
   });
 }
 
 Status launch(const LaunchContext& ctx, const BinaryParamBackwardProblem& problem) {
   const int sm_count = ctx.target.sm_count;
-  return dispatch_math(problem.math, [&](auto math) {
-    using Math = typename decltype(math)::type;
-    return dispatch_float<__half, __nv_bfloat16>(problem.desc.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return binary_param_backward_typed<Math, T>(
-          problem,
-          [&](const auto& op, const auto& tensors) { return run_elementwise<T>(ctx.stream, sm_count, op, tensors); },
-          [&](const auto& reduction) { return run_split_reduction(ctx.stream, sm_count, reduction); });
-    });
+  return dispatch_binary_param<__half, __nv_bfloat16>(problem, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_param_backward_typed<typename decltype(math)::type, T>(
+        problem,
+        [&](const auto& op, const auto& tensors) { return run_elementwise<T>(ctx.stream, sm_count, op, tensors); },
+        [&](const auto& reduction) { return run_split_reduction(ctx.stream, sm_count, reduction); });
   });
 }
 

@@ -75,7 +75,8 @@ constexpr int math_index() {
     int index = -1;
     ((std::is_same_v<Math, std::tuple_element_t<I, BinaryParamMaths>> ? index = static_cast<int>(I) : 0), ...);
     return index;
-  }(std::make_index_sequence<std::tuple_size_v<BinaryParamMaths>>{});
+  }
+  (std::make_index_sequence<std::tuple_size_v<BinaryParamMaths>>{});
 }
 
 // What the two directions share: every view has the descriptor's dtype; the weight is a tensor only
@@ -97,7 +98,8 @@ struct BinaryParamHooksBase {
     }
   }
   static ElementwisePath default_path(const PlanTarget& t, bool broadcast_rows) {
-    if (t.backend == Backend::cuda) return broadcast_rows ? ElementwisePath::strided_vectorized : ElementwisePath::vectorized;
+    if (t.backend == Backend::cuda)
+      return broadcast_rows ? ElementwisePath::strided_vectorized : ElementwisePath::vectorized;
     return broadcast_rows ? ElementwisePath::strided : ElementwisePath::contiguous;
   }
 };
@@ -152,8 +154,8 @@ struct BinaryParamForwardHooks : BinaryParamHooksBase {
 template <class Math>
 struct BinaryParamBackwardHooks : BinaryParamHooksBase {
   using Args = BinaryParamBackwardArgs;
-  static constexpr OpSchema kSchema{Math::kBackwardPlan, Math::kBackwardOp, "elementwise", kFloats, {},
-                                    kBackwardVariants,   true};
+  static constexpr OpSchema kSchema{
+      Math::kBackwardPlan, Math::kBackwardOp, "elementwise", kFloats, {}, kBackwardVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"dout", &Args::dout},
                                                {"a", &Args::a},
                                                {"b", &Args::b},
@@ -210,8 +212,7 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase {
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
     if (c.variant < 0 || c.variant == kBroadcastReduce) return Status::ok();
     return with_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return check_forced_path(kSchema.plan, static_cast<ElementwisePath>(c.variant), d.shape, v,
-                               inputs);
+      return check_forced_path(kSchema.plan, static_cast<ElementwisePath>(c.variant), d.shape, v, inputs);
     });
   }
   static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
@@ -220,7 +221,16 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase {
   }
   static BinaryParamBackwardProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
     const ElementwisePath p = path(ctx.target, d, ctx.choice, &a);
-    BinaryParamBackwardProblem problem{d,    math_index<Math>(), p,    a.dout, a.a, a.b, {}, a.da, a.db, {},
+    BinaryParamBackwardProblem problem{d,
+                                       math_index<Math>(),
+                                       p,
+                                       a.dout,
+                                       a.a,
+                                       a.b,
+                                       {},
+                                       a.da,
+                                       a.db,
+                                       {},
                                        p == ElementwisePath::broadcast_reduce ? ctx.choice.knob : 1,
                                        ctx.workspace.data};
     if (d.weight_mode == WeightMode::tensor) {

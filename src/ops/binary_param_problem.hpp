@@ -42,6 +42,15 @@ Status dispatch_math(int math, F&& f) {
   }
 }
 
+// Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the problem's op and element type
+// (the backend's own 16-bit types).
+template <class Half, class BFloat16, class Problem, class F>
+Status dispatch_binary_param(const Problem& p, F&& f) {
+  return dispatch_math(p.math, [&](auto math) {
+    return dispatch_float<Half, BFloat16>(p.desc.dtype, [&](auto element) { return f(math, element); });
+  });
+}
+
 // The weight's shape right-aligned to `shape`: for each out dim, is the weight broadcast there?
 inline void weight_broadcast_dims(const BinaryParamDescriptor& desc, bool (&broadcast)[kMaxRank]) {
   const int offset = desc.shape.rank - desc.weight_shape.rank;

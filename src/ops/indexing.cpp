@@ -171,7 +171,7 @@ struct IndexHooks {
 
   static IndexedProblemDesc problem_of(const Descriptor& d) {
     IndexedProblemDesc p = Op::describe(d).value();  // select validated it
-    p.accumulate = d.accumulate;                    // every descriptor has it; only scatters read it
+    p.accumulate = d.accumulate;                     // every descriptor has it; only scatters read it
     return p;
   }
   static Status check(const Descriptor& d) { return Op::describe(d).status(); }
@@ -227,8 +227,9 @@ struct IndexHooks {
   static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
     const IndexedProblemDesc p = problem_of(d);
     const IndexVariant v = variant_of(c);
-    KernelShape k{std::string(variant_name(v)) + (p.broadcast_index ? ".rows" : ".elements") + (c.knob ? "_shared" : ""),
-                  Layout::contiguous};
+    KernelShape k{
+        std::string(variant_name(v)) + (p.broadcast_index ? ".rows" : ".elements") + (c.knob ? "_shared" : ""),
+        Layout::contiguous};
     if (!a) return k;
     const AnyTensorRef views[] = {Op::kFields[0].get(*a), Op::kFields[1].get(*a), Op::kFields[2].get(*a)};
     k.layout = layout_of(views);
@@ -279,7 +280,8 @@ struct IndexOpBase {
 };
 
 constexpr OpSchema index_schema(std::string_view plan, std::string_view op, bool scatter) {
-  return {plan, op, "indexing", scatter ? std::span<const DType>(kFloats) : std::span<const DType>(kCopyable),
+  return {plan,        op,
+          "indexing",  scatter ? std::span<const DType>(kFloats) : std::span<const DType>(kCopyable),
           kIndexTypes, scatter ? std::span<const VariantInfo>(kScatterVariants) : kGatherVariants};
 }
 

@@ -49,7 +49,9 @@ std::array<ArgSpec, kArgCount<Op>> specs_of(const typename Op::Descriptor& desc)
 }
 
 template <class Args>
-concept HasBadIndexCount = requires(Args a) { a.bad_index_count; };
+concept HasBadIndexCount = requires(Args a) {
+  a.bad_index_count;
+};
 
 }  // namespace baracuda::detail
 
@@ -78,14 +80,14 @@ Expected<Plan<Op>> Plan<Op>::select(const Stream& stream, const Descriptor& desc
   Expected<detail::PlanTarget> target = detail::resolve_backend(s.plan, stream, preference);
   if (!target) return target.status();
   if (std::find(s.dtypes.begin(), s.dtypes.end(), desc.dtype) == s.dtypes.end())
-    return detail::plan_error(StatusCode::unsupported, s.plan, "descriptor.dtype",
-                              std::string(dtype_name(desc.dtype)) + " is not supported (supported: " +
-                                  detail::dtype_list(s.dtypes) + ")");
+    return detail::plan_error(
+        StatusCode::unsupported, s.plan, "descriptor.dtype",
+        std::string(dtype_name(desc.dtype)) + " is not supported (supported: " + detail::dtype_list(s.dtypes) + ")");
   if constexpr (requires { desc.index_dtype; }) {
     if (std::find(s.index_dtypes.begin(), s.index_dtypes.end(), desc.index_dtype) == s.index_dtypes.end())
       return detail::plan_error(StatusCode::unsupported, s.plan, "descriptor.index_dtype",
-                                std::string(dtype_name(desc.index_dtype)) + " is not an index type (supported: " +
-                                    detail::dtype_list(s.index_dtypes) + ")");
+                                std::string(dtype_name(desc.index_dtype)) +
+                                    " is not an index type (supported: " + detail::dtype_list(s.index_dtypes) + ")");
   }
   if (Status st = Hooks::check(desc); !st) return st;
   Expected<std::optional<int>> forced = detail::forced_variant(s, target->backend, preference);
@@ -109,9 +111,9 @@ Status Plan<Op>::can_implement(const Args& args) const {
   for (int i = 0; i < detail::kArgCount<Op>; ++i) {
     const ArgSpec& spec = specs[i];
     if (!spec.present) continue;
-    Status s = detail::check_view(Hooks::kSchema.plan, "args." + std::string(spec.name),
-                                  Hooks::kFields[i].get(args), spec.dtype, spec.shape,
-                                  spec.output ? detail::ViewRole::output : detail::ViewRole::input);
+    Status s =
+        detail::check_view(Hooks::kSchema.plan, "args." + std::string(spec.name), Hooks::kFields[i].get(args),
+                           spec.dtype, spec.shape, spec.output ? detail::ViewRole::output : detail::ViewRole::input);
     if (!s) return s;
   }
   if constexpr (detail::HasBadIndexCount<Args>) {

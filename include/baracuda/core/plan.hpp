@@ -67,9 +67,9 @@ struct VariantInfo {
 };
 
 struct OpSchema {
-  std::string_view plan;      // "LerpPlan": errors name it
-  std::string_view op;        // "lerp": SKUs and the profiler name it
-  std::string_view category;  // "elementwise", "indexing"
+  std::string_view plan;                // "LerpPlan": errors name it
+  std::string_view op;                  // "lerp": SKUs and the profiler name it
+  std::string_view category;            // "elementwise", "indexing"
   std::span<const DType> dtypes;        // of descriptor.dtype
   std::span<const DType> index_dtypes;  // of descriptor.index_dtype; empty when the op has none
   std::span<const VariantInfo> variants;
@@ -81,8 +81,8 @@ template <class Args>
 struct ArgField {
   using ReadView = AnyTensorRef Args::*;
   using WrittenView = AnyTensorMut Args::*;
-  std::string_view name;     // "a": errors say "args.a"
-  ReadView in = nullptr;     // a view the op reads, or
+  std::string_view name;      // "a": errors say "args.a"
+  ReadView in = nullptr;      // a view the op reads, or
   WrittenView out = nullptr;  // one it writes
   AnyTensorRef get(const Args& args) const { return out ? AnyTensorRef(args.*out) : args.*in; }
   void set(Args& args, const AnyTensorMut& view) const {
