@@ -49,17 +49,6 @@ struct IndexedProblem {
 IndexedLayout make_indexed_layout(const IndexedProblemDesc& desc, const Strides& values_strides,
                                   const Strides& index_strides, const Strides& table_strides, int64_t table_extent);
 
-// The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
-struct SortedScatterWorkspace {
-  size_t keys = 0, offsets = 0, partials = 0, sort_temp = 0;
-  size_t total() const { return 2 * keys + 2 * offsets + partials + sort_temp; }
-};
-inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
-inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
-// The sorted scatter's window for rows of `row_length` elements.
-inline int64_t sorted_window(int64_t row_length) { return row_length > 1 ? kRowsPerWindow : kElementsPerWindow; }
-inline constexpr int64_t kSharedRowBytes = 48 * 1024;  // the shared-memory row of shared_rows
-
 // The walk reaches every line of the table along dim (so a shared-row kernel writes every table
 // element and can overwrite without zeroing first).
 bool covers_every_table_line(const IndexedProblemDesc& desc);
@@ -79,8 +68,6 @@ namespace cuda {
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
                                  bool deterministic);
 Status launch(const LaunchContext& ctx, const IndexedProblem& problem);
-// Bytes of scratch the sorted scatter needs for `rows` rows of `row_length` (device sort included).
-SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype);
 }  // namespace cuda
 
 }  // namespace baracuda::detail

@@ -16,6 +16,11 @@
 
 namespace baracuda::detail::cuda {
 
+inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
+inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
+// The window for rows of `row_length` elements.
+inline int64_t sorted_window(int64_t row_length) { return row_length > 1 ? kRowsPerWindow : kElementsPerWindow; }
+
 // Calls f(s, e, key, from_previous, into_next) for each run [s, e) of equal keys in the window
 // [start, end) of the sorted keys, stopping at the sentinel (invalid rows sort last). A run that
 // continues from the previous window or into the next one is a partial sum of its destination.

@@ -22,6 +22,17 @@
 
 namespace baracuda::detail::cuda {
 
+// The shared-memory line of scatter_line: a destination line of up to this many bytes of sums.
+inline constexpr int64_t kSharedRowBytes = 48 * 1024;
+
+// The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
+struct SortedScatterWorkspace {
+  size_t keys = 0, offsets = 0, partials = 0, sort_temp = 0;
+  size_t total() const { return 2 * keys + 2 * offsets + partials + sort_temp; }
+};
+// Bytes of scratch the sorted scatter needs for `rows` rows of `row_length` (device sort included).
+SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype);
+
 // Gather (gather.cu): rows of the table into `values`; invalid index values write zeros.
 template <class Bits, class Idx>
 Status gather(const Stream& stream, const IndexedProblem& p, int sm_count);

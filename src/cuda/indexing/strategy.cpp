@@ -1,6 +1,6 @@
 // The CUDA indexing policy, decided at select: which scatter kernel, which default variant, and the
 // workspace.
-#include "ops/indexing_problem.hpp"
+#include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
 namespace {
