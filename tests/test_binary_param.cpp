@@ -476,6 +476,14 @@ TEST_P(BinaryParamErrors, BackwardNeedsItsWorkspace) {
       StatusCode::invalid_problem, kBwd, "args.dweight.shape"));
 }
 
+TEST_P(BinaryParamErrors, DefaultConstructedPlanRunsNothing) {
+  const LerpPlan plan;
+  AnyTensorRef empty = AnyTensorRef::contiguous(nullptr, DType::f32, {0});
+  EXPECT_TRUE(testing::is_error(plan.run(stream(), {}, {empty, empty, {}, {}}), StatusCode::invalid_problem, kFwd,
+                                "plan"));
+  EXPECT_TRUE(plan.arg_specs().empty());
+}
+
 TEST_P(BinaryParamErrors, EmptyProblemIsANoOp) {
   const BinaryParamDescriptor desc{DType::f32, {0, 5}, WeightMode::scalar, 0.5, {}};
   LerpPlan plan = unwrap(LerpPlan::select(stream(), desc));

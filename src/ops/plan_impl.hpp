@@ -69,6 +69,7 @@ std::span<const ArgField<typename Op::Args>> Plan<Op>::arg_fields() {
 
 template <class Op>
 std::vector<ArgSpec> Plan<Op>::arg_specs() const {
+  if (!selected_) return {};
   const auto specs = detail::specs_of<Op>(desc_);
   return {specs.begin(), specs.end()};
 }
@@ -101,12 +102,16 @@ Expected<Plan<Op>> Plan<Op>::select(const Stream& stream, const Descriptor& desc
   plan.desc_ = desc;
   plan.target_ = *target;
   plan.choice_ = *choice;
+  plan.selected_ = true;
   return plan;
 }
 
 template <class Op>
 Status Plan<Op>::can_implement(const Args& args) const {
   using Hooks = detail::OpHooks<Op>;
+  if (!selected_)
+    return detail::plan_error(StatusCode::invalid_problem, Hooks::kSchema.plan, "plan",
+                              "was default-constructed, not made by select");
   const auto specs = detail::specs_of<Op>(desc_);
   for (int i = 0; i < detail::kArgCount<Op>; ++i) {
     const ArgSpec& spec = specs[i];
@@ -161,6 +166,7 @@ template <class Op>
 Status Plan<Op>::run(const Stream& stream, Workspace workspace, const Args& args) const {
   using Hooks = detail::OpHooks<Op>;
   const std::string_view name = Hooks::kSchema.plan;
+  if (!selected_) return can_implement(args);  // its error
   if (Status s = detail::check_stream(name, stream, target_); !s) return s;
   if (Status s = can_implement(args); !s) return s;
   if (Hooks::nothing_to_do(desc_)) return Status::ok();

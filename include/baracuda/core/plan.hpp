@@ -151,6 +151,7 @@ class Plan {
   Descriptor desc_{};
   detail::PlanTarget target_;
   detail::PlanChoice choice_;
+  bool selected_ = false;  // a default-constructed plan runs nothing
 };
 
 }  // namespace baracuda
