@@ -52,30 +52,34 @@ def rand(shape, dtype, lo=-1.0, hi=1.0):
 
 
 # Each builder takes (shape, dtype) and returns (make_set(), run(set_data)).
-def lerp_forward(feature_weight):
+def binary_param_forward(fn, feature_weight):
     def build(shape, dtype):
         def make():
             a, b = rand(shape, dtype), rand(shape, dtype)
             w = rand(shape[-1:], dtype, -0.5, 1.5) if feature_weight else 0.3
             return a, b, w
-        return make, lambda s: torch.lerp(s[0], s[1], s[2])
+        return make, lambda s: fn(s[0], s[1], s[2])
     return build
 
 
-def lerp_backward(feature_weight):
+def binary_param_backward(fn, feature_weight):
     def build(shape, dtype):
         def make():
             a = rand(shape, dtype).requires_grad_()
             b = rand(shape, dtype).requires_grad_()
             w = rand(shape[-1:], dtype, -0.5, 1.5).requires_grad_() if feature_weight else 0.3
-            out = torch.lerp(a, b, w)
+            out = fn(a, b, w)
             inputs = (a, b, w) if feature_weight else (a, b)
             return out, inputs, rand(shape, dtype)
         return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
     return build
 
 
-# Indexing cases: shape [A, B, K] as in tools/profiler/cases/indexing.cpp.
+def add_scaled(a, b, alpha):
+    return torch.add(a, b, alpha=alpha)
+
+
+# Indexing cases: shape [A, B, K] as in tools/harness/rows/indexing.cpp.
 def indices(shape, count, skewed=False):
     u = torch.rand(shape, device="cuda", dtype=torch.float64)
     v = torch.floor(torch.exp(u * math.log(count + 1))) - 1 if skewed else torch.floor(u * count)
@@ -122,32 +126,47 @@ def along_dim1(op):
     return build
 
 
+# The PyTorch peer of every profiled op, keyed by the peer string the op table gives it (the
+# profiler's --list --json and its results carry it): an op's deterministic twin shares its peer.
 TORCH_CASES = {
-    "lerp": lerp_forward(False),
-    "lerp_feature_weight": lerp_forward(True),
-    "lerp_backward": lerp_backward(False),
-    "lerp_feature_weight_backward": lerp_backward(True),
-    "embedding": embedding_forward,
-    "embedding_backward": embedding_backward(False),
-    "embedding_backward_deterministic": embedding_backward(False),
-    "embedding_backward_skewed": embedding_backward(True),
-    "embedding_backward_skewed_deterministic": embedding_backward(True),
-    "index_select_rows": index_select_rows,
-    "index_select": along_dim1("index_select"),
-    "gather": along_dim1("gather"),
-    "index_select_backward": along_dim1("index_select_backward"),
-    "gather_backward": along_dim1("gather_backward"),
-    "gather_backward_deterministic": along_dim1("gather_backward"),
-    "scatter_add": along_dim1("scatter_add"),
-    "gather_rows_backward": gather_rows_backward,
-    "gather_rows_backward_deterministic": gather_rows_backward,
-    "scatter_add_deterministic": along_dim1("scatter_add"),
-    "index_select_backward_deterministic": along_dim1("index_select_backward"),
+    "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
+    "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
+    "autograd of torch.lerp(a, b, 0.3)": binary_param_backward(torch.lerp, False),
+    "autograd of torch.lerp(a, b, w[D])": binary_param_backward(torch.lerp, True),
+    "torch.add(a, b, alpha=0.3)": binary_param_forward(add_scaled, False),
+    "torch.addcmul(a, b, w[D])": binary_param_forward(torch.addcmul, True),
+    "autograd of torch.add(a, b, alpha=0.3)": binary_param_backward(add_scaled, False),
+    "autograd of torch.addcmul(a, b, w[D])": binary_param_backward(torch.addcmul, True),
+    "F.embedding": embedding_forward,
+    "aten.embedding_dense_backward": embedding_backward(False),
+    "aten.embedding_dense_backward (log-uniform)": embedding_backward(True),
+    "torch.index_select(src, 0, idx)": index_select_rows,
+    "torch.index_select(src, 1, idx)": along_dim1("index_select"),
+    "torch.gather(src, 1, idx)": along_dim1("gather"),
+    "zeros().index_add_(1, idx, dout)": along_dim1("index_select_backward"),
+    "zeros().scatter_add_(1, idx, dout)": along_dim1("gather_backward"),
+    "zeros().scatter_add_(0, idx, dout)": gather_rows_backward,
+    "dst.scatter_add_(1, idx, src)": along_dim1("scatter_add"),
 }
 
 
-def time_torch(op, shape, dtype, bytes_per_set):
-    make, run = TORCH_CASES[op](shape, dtype)
+def check_peers(profiler, ops):
+    """Fails, naming them, when a profiled op's PyTorch peer has no builder here."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ops.json")
+        cmd = [profiler, "--list", f"--json={path}"] + ([f"--ops={ops}"] if ops else [])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(path):
+            sys.exit(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+        listed = json.load(open(path))["ops"]
+    missing = [f"{op['op']} ({op['torch']})" for op in listed if op["torch"] not in TORCH_CASES]
+    if missing:
+        sys.exit("bench/compare_torch.py has no PyTorch builder for these profiled ops (add one to "
+                 "TORCH_CASES, keyed by the peer string of the op table):\n  " + "\n  ".join(missing))
+
+
+def time_torch(peer, shape, dtype, bytes_per_set):
+    make, run = TORCH_CASES[peer](shape, dtype)
     sets = rotation_sets(bytes_per_set)
     data = [make() for _ in range(sets)]
     ms = time_median(lambda i: run(data[i]), sets)
@@ -197,6 +216,7 @@ def main():
     ap.add_argument("--commit", default=os.environ.get("BARACUDA_COMMIT", "unknown"))
     args = ap.parse_args()
 
+    check_peers(args.profiler, args.ops)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ours.json")
         cmd = [args.profiler, f"--json={path}"]
@@ -213,11 +233,14 @@ def main():
 
     torch.manual_seed(0)
     rows = []
+    unmatched = sorted({case["op"] for case in ours["cases"] if case.get("torch") not in TORCH_CASES})
+    if unmatched:
+        sys.exit("no PyTorch builder for the profiled ops: " + ", ".join(unmatched))
     for case in ours["cases"]:
-        if case["op"] not in TORCH_CASES or case["dtype"] not in DTYPES:
+        if case["dtype"] not in DTYPES:
             continue
         shape = tuple(case["shape"])
-        torch_ms = time_torch(case["op"], shape, DTYPES[case["dtype"]], case["bytes"])
+        torch_ms = time_torch(case["torch"], shape, DTYPES[case["dtype"]], case["bytes"])
         torch_gbps = case["bytes"] / (torch_ms * 1e6)
         jax_ms = None
         if case["op"].startswith("embedding_backward"):

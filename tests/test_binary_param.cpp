@@ -3,7 +3,7 @@
 // every error path.
 #include <cstring>
 
-#include "reference/binary_param_reference.hpp"
+#include "harness/reference/binary_param_reference.hpp"
 #include "support/backend.hpp"
 
 namespace baracuda {

@@ -1,7 +1,7 @@
 // Lerp past 2^31 elements on the GPU: 64-bit indexing in the vectorized and the strided kernels.
 #include <cstring>
 
-#include "reference/binary_param_reference.hpp"
+#include "harness/reference/binary_param_reference.hpp"
 #include "support/backend.hpp"
 
 namespace baracuda {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <tuple>
 
-#include "reference/indexing_reference.hpp"
+#include "harness/reference/indexing_reference.hpp"
 #include "support/backend.hpp"
 
 namespace baracuda {

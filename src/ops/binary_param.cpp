@@ -164,6 +164,10 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase {
                                                {"db", nullptr, &Args::db},
                                                {"dweight", nullptr, &Args::dweight}};
   static constexpr int kBroadcastReduce = static_cast<int>(ElementwisePath::broadcast_reduce);
+  // An empty output still has a dweight to write (zeros: a sum of nothing) when the weight is not empty.
+  static bool nothing_to_do(const Descriptor& d) {
+    return d.shape.numel() == 0 && (d.weight_mode == WeightMode::scalar || d.weight_shape.numel() == 0);
+  }
 
   static Status check(const Descriptor& d) { return check_descriptor(kSchema.plan, d); }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {

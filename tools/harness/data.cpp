@@ -90,6 +90,21 @@ double tolerance(DType dtype) {
   }
 }
 
+double unit_roundoff(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return 0x1p-11;
+    case DType::bf16:
+      return 0x1p-8;
+    case DType::f32:
+      return 0x1p-24;
+    case DType::f64:
+      return 0x1p-53;
+    default:
+      return 0.0;
+  }
+}
+
 AnyTensorRef Tensor::ref() const {
   const char* base = static_cast<const char*>(buffer.data()) + offset * static_cast<int64_t>(dtype_size(dtype));
   return {base, dtype, shape, strides, capacity};
@@ -100,7 +115,7 @@ AnyTensorMut Tensor::mut() {
   return {base, dtype, shape, strides, capacity};
 }
 
-int64_t Tensor::element_offset(int64_t linear) const {
+int64_t element_offset(const Shape& shape, const Strides& strides, int64_t linear) {
   int64_t off = 0;
   for (int d = shape.rank - 1; d >= 0; --d) {
     off += (linear % shape.dims[d]) * strides[d];
@@ -144,6 +159,27 @@ Expected<Tensor> random_tensor(Backend backend, DType dtype, const TensorSpec& s
 Status poison(Tensor& tensor) {
   for (double& v : tensor.host) v = std::numeric_limits<double>::quiet_NaN();
   return tensor.upload();
+}
+
+double HostView::at_offset(int64_t offset) const {
+  if (values) return values[offset];
+  double v = 0;
+  decode(dtype, bytes + offset * static_cast<int64_t>(dtype_size(dtype)), 1, &v);
+  return v;
+}
+
+double HostView::at_coords(const int64_t* coords) const {
+  int64_t off = 0;
+  for (int d = 0; d < shape.rank; ++d) off += coords[d] * strides[d];
+  return at_offset(off);
+}
+
+HostView HostView::of(const Tensor& tensor) {
+  return {tensor.dtype, tensor.shape, tensor.strides, tensor.host.data() + tensor.offset, nullptr};
+}
+
+HostView HostView::contiguous(DType dtype, const Shape& shape, const unsigned char* bytes) {
+  return {dtype, shape, contiguous_strides(shape), nullptr, bytes};
 }
 
 }  // namespace baracuda::harness

@@ -17,6 +17,11 @@ void decode(DType dtype, const void* in, size_t count, double* values);
 
 // Relative tolerance for a result of `dtype` computed in f32 (f64 for f64) and rounded once.
 double tolerance(DType dtype);
+// The relative error of one rounding to `dtype` (0 for integers).
+double unit_roundoff(DType dtype);
+
+// Offset (in elements, from the first element) of the element at `linear` in row-major order.
+int64_t element_offset(const Shape& shape, const Strides& strides, int64_t linear);
 
 struct Tensor {
   DType dtype = DType::f32;
@@ -30,7 +35,7 @@ struct Tensor {
   AnyTensorRef ref() const;
   AnyTensorMut mut();
   // Offset (from the view's first element) of the element at `linear` in row-major order.
-  int64_t element_offset(int64_t linear) const;
+  int64_t element_offset(int64_t linear) const { return harness::element_offset(shape, strides, linear); }
   double at(int64_t linear) const { return host[static_cast<size_t>(offset + element_offset(linear))]; }
   Status upload();    // host -> buffer
   Status download();  // buffer -> host
@@ -48,5 +53,22 @@ Expected<Tensor> random_tensor(Backend backend, DType dtype, const TensorSpec& s
                                double lo = -1.0, double hi = 1.0);
 // Sets every element of the buffer to NaN (outputs are poisoned before a run).
 Status poison(Tensor& tensor);
+
+// A read-only host view of a tensor for the references: elements through its strides, from a decoded
+// mirror (a Tensor's) or from the raw bytes of its dtype (the profiler's buffers).
+struct HostView {
+  DType dtype = DType::f32;
+  Shape shape;
+  Strides strides{};
+  const double* values = nullptr;        // the view's first element in a decoded mirror, or
+  const unsigned char* bytes = nullptr;  // in raw bytes
+
+  int64_t numel() const { return shape.numel(); }
+  double at_offset(int64_t offset) const;
+  double at(int64_t linear) const { return at_offset(element_offset(shape, strides, linear)); }
+  double at_coords(const int64_t* coords) const;
+  static HostView of(const Tensor& tensor);
+  static HostView contiguous(DType dtype, const Shape& shape, const unsigned char* bytes);
+};
 
 }  // namespace baracuda::harness

@@ -81,16 +81,4 @@ Expected<harness::Buffer> allocate_workspace(const Stream& stream, size_t bytes)
   return harness::Buffer::allocate(stream.backend(), bytes, std::max(0, stream.device()));
 }
 
-double HostSnapshot::at(int64_t i) const {
-  double v = 0;
-  harness::decode(dtype, bytes.data() + i * dtype_size(dtype), 1, &v);
-  return v;
-}
-
-double CaseTensor::at(int64_t i) const {
-  double v = 0;
-  harness::decode(dtype_, host0_.data() + i * dtype_size(dtype_), 1, &v);
-  return v;
-}
-
 }  // namespace baracuda::profiler

@@ -5,6 +5,7 @@
 
 #include "baracuda/baracuda.hpp"
 #include "harness/buffer.hpp"
+#include "harness/data.hpp"
 
 namespace baracuda::profiler {
 
@@ -12,7 +13,7 @@ namespace baracuda::profiler {
 struct HostSnapshot {
   DType dtype = DType::f32;
   std::vector<unsigned char> bytes;
-  double at(int64_t i) const;
+  harness::HostView view(const Shape& shape) const { return harness::HostView::contiguous(dtype, shape, bytes.data()); }
 };
 
 // A plan's workspace on the stream's backend (an empty buffer when it needs none).
@@ -32,9 +33,9 @@ class CaseTensor {
 
   AnyTensorRef ref(int set) const { return AnyTensorRef::contiguous(buffers_[set].data(), dtype_, shape_); }
   AnyTensorMut mut(int set) { return AnyTensorMut::contiguous(buffers_[set].data(), dtype_, shape_); }
-  double at(int64_t i) const;  // element i of set 0's host copy
   void* data(int set) const { return buffers_[set].data(); }
   HostSnapshot snapshot() const { return {dtype_, host0_}; }
+  harness::HostView host_view() const { return harness::HostView::contiguous(dtype_, shape_, host0_.data()); }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }

@@ -1,6 +1,7 @@
 // baracuda-profiler: verify and time every registered plan, and print the table.
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "profiler/options.hpp"
@@ -19,14 +20,21 @@ int fail_usage(const std::string& message) {
 
 bool contains(const std::vector<DType>& v, DType d) { return std::find(v.begin(), v.end(), d) != v.end(); }
 
-void print_list(const Stream& stream) {
+void print_list(const std::vector<const OpEntry*>& ops, const Stream& stream) {
   std::cout << "ops and plan SKUs on " << backend_name(stream.backend()) << ":\n";
-  for (const OpEntry& op : registered_ops()) {
-    std::cout << op.name << "  (" << op.family << "; compared with " << op.torch << ")\n";
-    for (DType d : op.dtypes)
-      for (const KernelSku& sku : op.skus(stream, d))
+  for (const OpEntry* op : ops) {
+    std::cout << op->name << "  (" << op->family << "; compared with " << op->torch << ")\n";
+    for (DType d : op->dtypes)
+      for (const KernelSku& sku : op->skus(stream, d))
         std::cout << "  " << sku.to_string() << "  [" << sku.precision.to_string() << "]\n";
   }
+}
+
+bool write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  std::ofstream out(path);
+  write(out);
+  if (!out) std::cerr << "baracuda-profiler: could not write " << path << "\n";
+  return static_cast<bool>(out);
 }
 
 }  // namespace
@@ -43,10 +51,6 @@ int main(int argc, char** argv) {
   if (backend == Backend::cuda && cuda_device_count() == 0)
     return fail_usage("--backend=cuda: no CUDA device (" + std::string(cuda_unavailable_reason()) + ")");
   const Stream stream = backend == Backend::cuda ? Stream::cuda() : Stream::host();
-  if (o.list) {
-    print_list(stream);
-    return 0;
-  }
   std::vector<const OpEntry*> ops;
   for (const OpEntry& op : registered_ops())
     if (o.ops.empty() || std::find(o.ops.begin(), o.ops.end(), op.name) != o.ops.end()) ops.push_back(&op);
@@ -54,6 +58,11 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const OpEntry& op : registered_ops()) known = known || op.name == name;
     if (!known) return fail_usage("--ops: unknown op '" + name + "' (see --list)");
+  }
+  if (o.list) {
+    print_list(ops, stream);
+    if (o.json_path.empty()) return 0;
+    return write_file(o.json_path, [&](std::ostream& out) { write_list_json(out, ops, stream); }) ? 0 : 1;
   }
 
   Report report;
@@ -96,13 +105,6 @@ int main(int argc, char** argv) {
     report.results.push_back(run_case(*p.op, *c, config, settings, report.copy_gbps));
   }
   print_table(std::cout, report);
-  if (!o.json_path.empty()) {
-    std::ofstream json(o.json_path);
-    write_json(json, report);
-    if (!json) {
-      std::cerr << "baracuda-profiler: could not write " << o.json_path << "\n";
-      return 1;
-    }
-  }
+  if (!o.json_path.empty() && !write_file(o.json_path, [&](std::ostream& out) { write_json(out, report); })) return 1;
   return all_passed(report) ? 0 : 1;
 }

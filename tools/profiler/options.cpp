@@ -40,8 +40,8 @@ reference, times it (median of many runs, inputs rotated past the L2 cache) and 
   --iterations=N      timed runs per case (default: 100 on cuda, 10 on cpu)
   --warmup=N          untimed runs first (default: 10 on cuda, 2 on cpu)
   --seed=N            seed of the random inputs (default: 1)
-  --json=FILE         also write the results as JSON
-  --list              print every op, plan SKU and precision guarantee, then exit
+  --json=FILE         also write the results as JSON (with --list: the ops, their PyTorch peers and SKUs)
+  --list              print every op (or those of --ops), plan SKU and precision guarantee, then exit
   --help              this text
 Exit status: 0 when every case verified, 1 when any failed, 2 for bad options.
 )";

@@ -138,6 +138,7 @@ CaseResult run_case(const OpEntry& op, ProfilerCase& c, const CaseConfig& config
                     double copy_gbps) {
   CaseResult r;
   r.op = op.name;
+  r.torch = op.torch;
   r.dtype = config.dtype;
   r.shape = config.shape;
   const bool gpu = config.stream.backend() == Backend::cuda;

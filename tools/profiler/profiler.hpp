@@ -77,6 +77,7 @@ struct Timing {
 
 struct CaseResult {
   std::string op;
+  std::string torch;  // the op's PyTorch peer (compare_torch.py's builder key)
   KernelSku sku;
   DType dtype = DType::f32;
   Shape shape;

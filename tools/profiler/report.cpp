@@ -102,8 +102,8 @@ void write_json(std::ostream& out, const Report& report) {
       << ",\n  \"copy_gbps\": " << json_number(report.copy_gbps) << ",\n  \"cases\": [";
   for (size_t i = 0; i < report.results.size(); ++i) {
     const CaseResult& r = report.results[i];
-    out << (i ? "," : "") << "\n    {\"op\": " << json_string(r.op) << ", \"sku\": " << json_string(r.sku.to_string())
-        << ", \"variant\": " << json_string(r.sku.variant)
+    out << (i ? "," : "") << "\n    {\"op\": " << json_string(r.op) << ", \"torch\": " << json_string(r.torch)
+        << ", \"sku\": " << json_string(r.sku.to_string()) << ", \"variant\": " << json_string(r.sku.variant)
         << ", \"dtype\": " << json_string(std::string(dtype_name(r.dtype))) << ", \"shape\": " << json_shape(r.shape)
         << ", \"status\": " << json_string(r.status.to_string())
         << ", \"verified\": " << (r.status.is_ok() && r.verification.passed ? "true" : "false")
@@ -112,6 +112,21 @@ void write_json(std::ostream& out, const Report& report) {
         << ", \"median_ms\": " << json_number(r.timing.median_ms) << ", \"min_ms\": " << json_number(r.timing.min_ms)
         << ", \"iterations\": " << r.timing.iterations << ", \"bytes\": " << json_number(r.bytes)
         << ", \"gbps\": " << json_number(r.gbps) << ", \"copy_fraction\": " << json_number(r.copy_fraction) << "}";
+  }
+  out << "\n  ]\n}\n";
+}
+
+void write_list_json(std::ostream& out, const std::vector<const OpEntry*>& ops, const Stream& stream) {
+  out << "{\n  \"backend\": " << json_string(std::string(backend_name(stream.backend()))) << ",\n  \"ops\": [";
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpEntry& op = *ops[i];
+    std::string dtypes, skus;
+    for (DType d : op.dtypes) {
+      dtypes += (dtypes.empty() ? "" : ", ") + json_string(std::string(dtype_name(d)));
+      for (const KernelSku& sku : op.skus(stream, d)) skus += (skus.empty() ? "" : ", ") + json_string(sku.to_string());
+    }
+    out << (i ? "," : "") << "\n    {\"op\": " << json_string(op.name) << ", \"family\": " << json_string(op.family)
+        << ", \"torch\": " << json_string(op.torch) << ", \"dtypes\": [" << dtypes << "], \"skus\": [" << skus << "]}";
   }
   out << "\n  ]\n}\n";
 }

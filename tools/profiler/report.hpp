@@ -17,6 +17,8 @@ struct Report {
 
 void print_table(std::ostream& out, const Report& report);
 void write_json(std::ostream& out, const Report& report);
+// --list --json: every op with its PyTorch peer, dtypes and plan SKUs on the stream.
+void write_list_json(std::ostream& out, const std::vector<const OpEntry*>& ops, const Stream& stream);
 // True when every case ran and verified.
 bool all_passed(const Report& report);
 
