@@ -2,7 +2,7 @@
 # One call on the GPU machine: build with every core, run the whole test suite (GPU cases
 # included), run the GPU cases under compute-sanitizer (memcheck, racecheck), run the profiler's
 # standard suite and the PyTorch comparison. Logs go under $OUT (the device tool brings them back).
-#   scripts/device-check.sh [tests|bench|speed|all]   (default: all)
+#   scripts/device-check.sh [tests|racecheck|bench|speed|all]   (default: all)
 # speed: the profiler of this tree beside the one of the source tree in $BASELINE (e.g. a `git
 # archive` of the previous commit, carried along), case by case (bench/compare_builds.py).
 set -uo pipefail
@@ -23,16 +23,22 @@ if [[ $what == speed && -n ${BASELINE:-} ]]; then  # the baseline builds beside 
 fi
 cmake --build build/device -j16 >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 
-if [[ $what == tests || $what == all ]]; then
-  step "tests (all cases, GPU included)"
-  ./build/device/tests/baracuda_tests --gtest_color=no >"$OUT/tests.log" 2>&1 || status=1
-  grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$OUT/tests.log" | head -40
-  grep -B2 -A12 -E "Failure$" "$OUT/tests.log" | head -80  # the first failures, in full
-  # The sanitizers slow kernels ~100x: every GPU case except the one past 2^31 elements.
+if [[ $what == tests || $what == all || $what == racecheck ]]; then
+  if [[ $what != racecheck ]]; then
+    step "tests (all cases, GPU included)"
+    ./build/device/tests/baracuda_tests --gtest_color=no >"$OUT/tests.log" 2>&1 || status=1
+    grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$OUT/tests.log" | head -40
+    grep -B2 -A12 -E "Failure$" "$OUT/tests.log" | head -80  # the first failures, in full
+  fi
+  # The sanitizers slow kernels ~100x: every GPU case except the ones past 2^31 elements; racecheck
+  # skips the bit-identity drivers too (ten runs of kernels the other cases already run once).
   for tool in memcheck racecheck; do
+    filter='*cuda*:-*Large*'
+    [[ $tool == racecheck ]] && filter='*cuda*:-*Large*:*BitIdentical*'
+    [[ $what == racecheck && $tool == memcheck ]] && continue
     step "compute-sanitizer $tool"
     compute-sanitizer --tool "$tool" --error-exitcode 3 ./build/device/tests/baracuda_tests --gtest_color=no \
-      --gtest_filter='*cuda*:-*Large*' >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
+      --gtest_filter="$filter" >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)  \]" "$OUT/sanitizer-$tool.log" | head -10
   done
 fi
@@ -48,7 +54,7 @@ if [[ $what == speed ]]; then
   wait
   step "speed: this tree against $BASELINE"
   PYTHONUNBUFFERED=1 python3 bench/compare_builds.py --before build/base/tools/profiler/baracuda-profiler \
-    --after build/device/tools/profiler/baracuda-profiler --out "$OUT/speed.md" || status=1
+    --after build/device/tools/profiler/baracuda-profiler --rounds "${SPEED_ROUNDS:-2}" --out "$OUT/speed.md" || status=1
 fi
 echo "== device-check exit status $status"
 exit $status
