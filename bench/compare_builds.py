@@ -39,11 +39,12 @@ def main():
     ap.add_argument("--after", required=True)
     ap.add_argument("--dtypes", default="f32,bf16")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--ops", default="", help="comma-separated op names (default: every op --before lists)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     before, after, failed = {}, {}, []
     with tempfile.TemporaryDirectory() as tmp:
-        for op in op_names(args.before):
+        for op in args.ops.split(",") if args.ops else op_names(args.before):
             for _ in range(args.rounds):
                 for build, results in ((args.before, before), (args.after, after)):
                     for key, case in run(build, op, args.dtypes, tmp).items():

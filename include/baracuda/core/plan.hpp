@@ -120,6 +120,14 @@ struct PlanChoice {
 };
 }  // namespace detail
 
+// An op's tag names its Descriptor and Args; every op derives its own, so that Plan<Op> is its type:
+//   struct LerpOp : OpTag<BinaryParamDescriptor, BinaryParamArgs> {};
+template <class DescriptorT, class ArgsT>
+struct OpTag {
+  using Descriptor = DescriptorT;
+  using Args = ArgsT;
+};
+
 // The plan of every op. `Op` is a tag naming the op's Descriptor and Args (see ops/*.hpp); its hooks
 // (validation, variants, argument table, kernels) live in the op family's src/ops/ file.
 template <class Op>

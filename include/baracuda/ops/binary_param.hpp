@@ -43,22 +43,10 @@ struct BinaryParamBackwardArgs {
   AnyTensorMut dweight;  // tensor mode only; shape weight_shape, overwritten (not accumulated)
 };
 
-struct LerpOp {
-  using Descriptor = BinaryParamDescriptor;
-  using Args = BinaryParamArgs;
-};
-struct LerpBackwardOp {
-  using Descriptor = BinaryParamDescriptor;
-  using Args = BinaryParamBackwardArgs;
-};
-struct AddcmulOp {
-  using Descriptor = BinaryParamDescriptor;
-  using Args = BinaryParamArgs;
-};
-struct AddcmulBackwardOp {
-  using Descriptor = BinaryParamDescriptor;
-  using Args = BinaryParamBackwardArgs;
-};
+struct LerpOp : OpTag<BinaryParamDescriptor, BinaryParamArgs> {};
+struct LerpBackwardOp : OpTag<BinaryParamDescriptor, BinaryParamBackwardArgs> {};
+struct AddcmulOp : OpTag<BinaryParamDescriptor, BinaryParamArgs> {};
+struct AddcmulBackwardOp : OpTag<BinaryParamDescriptor, BinaryParamBackwardArgs> {};
 
 using LerpPlan = Plan<LerpOp>;
 using LerpBackwardPlan = Plan<LerpBackwardOp>;

@@ -107,34 +107,13 @@ struct EmbeddingBackwardArgs {
   int64_t* bad_index_count = nullptr;
 };
 
-struct GatherOp {
-  using Descriptor = GatherDescriptor;
-  using Args = GatherArgs;
-};
-struct GatherBackwardOp {
-  using Descriptor = GatherDescriptor;
-  using Args = GatherBackwardArgs;
-};
-struct ScatterAddOp {
-  using Descriptor = ScatterAddDescriptor;
-  using Args = ScatterAddArgs;
-};
-struct IndexSelectOp {
-  using Descriptor = IndexSelectDescriptor;
-  using Args = IndexSelectArgs;
-};
-struct IndexSelectBackwardOp {
-  using Descriptor = IndexSelectDescriptor;
-  using Args = IndexSelectBackwardArgs;
-};
-struct EmbeddingOp {
-  using Descriptor = EmbeddingDescriptor;
-  using Args = EmbeddingArgs;
-};
-struct EmbeddingBackwardOp {
-  using Descriptor = EmbeddingDescriptor;
-  using Args = EmbeddingBackwardArgs;
-};
+struct GatherOp : OpTag<GatherDescriptor, GatherArgs> {};
+struct GatherBackwardOp : OpTag<GatherDescriptor, GatherBackwardArgs> {};
+struct ScatterAddOp : OpTag<ScatterAddDescriptor, ScatterAddArgs> {};
+struct IndexSelectOp : OpTag<IndexSelectDescriptor, IndexSelectArgs> {};
+struct IndexSelectBackwardOp : OpTag<IndexSelectDescriptor, IndexSelectBackwardArgs> {};
+struct EmbeddingOp : OpTag<EmbeddingDescriptor, EmbeddingArgs> {};
+struct EmbeddingBackwardOp : OpTag<EmbeddingDescriptor, EmbeddingBackwardArgs> {};
 
 using GatherPlan = Plan<GatherOp>;
 using GatherBackwardPlan = Plan<GatherBackwardOp>;
