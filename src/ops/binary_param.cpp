@@ -80,7 +80,10 @@ constexpr int math_index() {
 }
 
 // What the two directions share: every view has the descriptor's dtype; the weight is a tensor only
-// in tensor mode; nothing is accumulated; no atomics anywhere in this family.
+// in tensor mode; nothing is accumulated; no atomics anywhere in this family. The views' path is
+// picked the same way in both: `Hooks` supplies kSchema and with_views (its views in launch order,
+// the weight expanded, and how many are inputs).
+template <class Hooks>
 struct BinaryParamHooksBase {
   using Descriptor = BinaryParamDescriptor;
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }
@@ -97,15 +100,40 @@ struct BinaryParamHooksBase {
       s.shape = d.shape;
     }
   }
-  static ElementwisePath default_path(const PlanTarget& t, bool broadcast_rows) {
-    if (t.backend == Backend::cuda)
-      return broadcast_rows ? ElementwisePath::strided_vectorized : ElementwisePath::vectorized;
-    return broadcast_rows ? ElementwisePath::strided : ElementwisePath::contiguous;
+  // The forced variant, else the one the views allow (or, with no views, the one contiguous aligned
+  // views get).
+  template <class Args>
+  static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
+    if (c.variant >= 0) return static_cast<ElementwisePath>(c.variant);
+    if (!a) {
+      const bool broadcast = weight_is_broadcast(d);
+      if (t.backend == Backend::cuda)
+        return broadcast ? ElementwisePath::strided_vectorized : ElementwisePath::vectorized;
+      return broadcast ? ElementwisePath::strided : ElementwisePath::contiguous;
+    }
+    return Hooks::with_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
+      return layout_path(t.backend, d.shape, v, inputs);
+    });
+  }
+  // A forced variant must fit the views.
+  template <class Args>
+  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
+    if (c.variant < 0) return Status::ok();
+    return Hooks::with_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
+      return check_forced_path(Hooks::kSchema.plan, static_cast<ElementwisePath>(c.variant), d.shape, v, inputs);
+    });
+  }
+  template <class Args>
+  static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
+    const ElementwisePath p = path(t, d, c, a);
+    return {std::string(path_name(p)), layout_of_path(p)};
   }
 };
 
 template <class Math>
-struct BinaryParamForwardHooks : BinaryParamHooksBase {
+struct BinaryParamForwardHooks : BinaryParamHooksBase<BinaryParamForwardHooks<Math>> {
+  using Base = BinaryParamHooksBase<BinaryParamForwardHooks<Math>>;
+  using typename Base::Descriptor;
   using Args = BinaryParamArgs;
   static constexpr OpSchema kSchema{Math::kPlan, Math::kOp, "elementwise", kFloats, {}, kForwardVariants, true};
   static constexpr ArgField<Args> kFields[] = {
@@ -113,7 +141,7 @@ struct BinaryParamForwardHooks : BinaryParamHooksBase {
 
   static Status check(const Descriptor& d) { return check_descriptor(kSchema.plan, d); }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
-    fill(d, specs);
+    Base::fill(d, specs);
     specs[2].shape = d.weight_shape;
     specs[2].present = d.weight_mode == WeightMode::tensor;
   }
@@ -127,32 +155,17 @@ struct BinaryParamForwardHooks : BinaryParamHooksBase {
     if (d.weight_mode == WeightMode::tensor) return f({a.a, a.b, expand_weight(d, a.weight), a.out}, 3);
     return f({a.a, a.b, a.out}, 2);
   }
-  static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    if (c.variant >= 0) return static_cast<ElementwisePath>(c.variant);
-    if (!a) return default_path(t, weight_is_broadcast(d));
-    return with_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return layout_path(t.backend, d.shape, v, inputs);
-    });
-  }
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
-    if (c.variant < 0) return Status::ok();
-    return with_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return check_forced_path(kSchema.plan, static_cast<ElementwisePath>(c.variant), d.shape, v, inputs);
-    });
-  }
-  static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    const ElementwisePath p = path(t, d, c, a);
-    return {std::string(path_name(p)), layout_of_path(p)};
-  }
   static BinaryParamForwardProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
-    BinaryParamForwardProblem p{d, math_index<Math>(), path(ctx.target, d, ctx.choice, &a), a.a, a.b, {}, a.out};
+    BinaryParamForwardProblem p{d, math_index<Math>(), Base::path(ctx.target, d, ctx.choice, &a), a.a, a.b, {}, a.out};
     if (d.weight_mode == WeightMode::tensor) p.weight = expand_weight(d, a.weight);
     return p;
   }
 };
 
 template <class Math>
-struct BinaryParamBackwardHooks : BinaryParamHooksBase {
+struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<Math>> {
+  using Base = BinaryParamHooksBase<BinaryParamBackwardHooks<Math>>;
+  using typename Base::Descriptor;
   using Args = BinaryParamBackwardArgs;
   static constexpr OpSchema kSchema{
       Math::kBackwardPlan, Math::kBackwardOp, "elementwise", kFloats, {}, kBackwardVariants, true};
@@ -171,7 +184,7 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase {
 
   static Status check(const Descriptor& d) { return check_descriptor(kSchema.plan, d); }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
-    fill(d, specs);
+    Base::fill(d, specs);
     const bool tensor = d.weight_mode == WeightMode::tensor;
     specs[3].shape = specs[6].shape = d.weight_shape;
     specs[1].present = specs[2].present = specs[3].present = specs[6].present = tensor;
@@ -206,25 +219,8 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase {
     if (d.weight_mode == WeightMode::scalar) return f({a.dout, a.da, a.db}, 1);
     return f({a.dout, a.a, a.b, expand_weight(d, a.weight), a.da, a.db, expand_weight(d, a.dweight)}, 4);
   }
-  static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    if (c.variant >= 0) return static_cast<ElementwisePath>(c.variant);
-    if (!a) return default_path(t, false);
-    return with_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return layout_path(t.backend, d.shape, v, inputs);
-    });
-  }
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
-    if (c.variant < 0 || c.variant == kBroadcastReduce) return Status::ok();
-    return with_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return check_forced_path(kSchema.plan, static_cast<ElementwisePath>(c.variant), d.shape, v, inputs);
-    });
-  }
-  static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    const ElementwisePath p = path(t, d, c, a);
-    return {std::string(path_name(p)), layout_of_path(p)};
-  }
   static BinaryParamBackwardProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
-    const ElementwisePath p = path(ctx.target, d, ctx.choice, &a);
+    const ElementwisePath p = Base::path(ctx.target, d, ctx.choice, &a);
     BinaryParamBackwardProblem problem{d,
                                        math_index<Math>(),
                                        p,

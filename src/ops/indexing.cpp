@@ -273,7 +273,7 @@ constexpr ArgField<Args> out(std::string_view name, AnyTensorMut Args::*field) {
 }
 
 // Gather-shaped ops: (table, index, values); scatter-shaped ones: (values, index, table).
-template <class Args, bool kScatter_>
+template <bool kScatter_>
 struct IndexOpBase {
   static constexpr bool kScatter = kScatter_;
   static constexpr int kValues = kScatter ? 0 : 2, kIndex = 1, kTable = kScatter ? 2 : 0;
@@ -285,7 +285,7 @@ constexpr OpSchema index_schema(std::string_view plan, std::string_view op, bool
           kIndexTypes, scatter ? std::span<const VariantInfo>(kScatterVariants) : kGatherVariants};
 }
 
-struct GatherTraits : IndexOpBase<GatherArgs, false> {
+struct GatherTraits : IndexOpBase<false> {
   using Descriptor = GatherDescriptor;
   using Args = GatherArgs;
   static constexpr OpSchema kSchema = index_schema("GatherPlan", "gather", false);
@@ -296,7 +296,7 @@ struct GatherTraits : IndexOpBase<GatherArgs, false> {
                      d.dim);
   }
 };
-struct GatherBackwardTraits : IndexOpBase<GatherBackwardArgs, true> {
+struct GatherBackwardTraits : IndexOpBase<true> {
   using Descriptor = GatherDescriptor;
   using Args = GatherBackwardArgs;
   static constexpr OpSchema kSchema = index_schema("GatherBackwardPlan", "gather_backward", true);
@@ -307,7 +307,7 @@ struct GatherBackwardTraits : IndexOpBase<GatherBackwardArgs, true> {
                      d.dim);
   }
 };
-struct ScatterAddTraits : IndexOpBase<ScatterAddArgs, true> {
+struct ScatterAddTraits : IndexOpBase<true> {
   using Descriptor = ScatterAddDescriptor;
   using Args = ScatterAddArgs;
   static constexpr OpSchema kSchema = index_schema("ScatterAddPlan", "scatter_add", true);
@@ -318,7 +318,7 @@ struct ScatterAddTraits : IndexOpBase<ScatterAddArgs, true> {
                      d.dim);
   }
 };
-struct IndexSelectTraits : IndexOpBase<IndexSelectArgs, false> {
+struct IndexSelectTraits : IndexOpBase<false> {
   using Descriptor = IndexSelectDescriptor;
   using Args = IndexSelectArgs;
   static constexpr OpSchema kSchema = index_schema("IndexSelectPlan", "index_select", false);
@@ -329,7 +329,7 @@ struct IndexSelectTraits : IndexOpBase<IndexSelectArgs, false> {
                             d.num_indices, "descriptor.num_indices");
   }
 };
-struct IndexSelectBackwardTraits : IndexOpBase<IndexSelectBackwardArgs, true> {
+struct IndexSelectBackwardTraits : IndexOpBase<true> {
   using Descriptor = IndexSelectDescriptor;
   using Args = IndexSelectBackwardArgs;
   static constexpr OpSchema kSchema = index_schema("IndexSelectBackwardPlan", "index_select_backward", true);
@@ -340,7 +340,7 @@ struct IndexSelectBackwardTraits : IndexOpBase<IndexSelectBackwardArgs, true> {
                             d.num_indices, "descriptor.num_indices");
   }
 };
-struct EmbeddingTraits : IndexOpBase<EmbeddingArgs, false> {
+struct EmbeddingTraits : IndexOpBase<false> {
   using Descriptor = EmbeddingDescriptor;
   using Args = EmbeddingArgs;
   static constexpr OpSchema kSchema = index_schema("EmbeddingPlan", "embedding", false);
@@ -348,7 +348,7 @@ struct EmbeddingTraits : IndexOpBase<EmbeddingArgs, false> {
                                                out("out", &Args::out)};
   static Expected<IndexedProblemDesc> describe(const Descriptor& d) { return embedding(kSchema.plan, false, d); }
 };
-struct EmbeddingBackwardTraits : IndexOpBase<EmbeddingBackwardArgs, true> {
+struct EmbeddingBackwardTraits : IndexOpBase<true> {
   using Descriptor = EmbeddingDescriptor;
   using Args = EmbeddingBackwardArgs;
   static constexpr OpSchema kSchema = index_schema("EmbeddingBackwardPlan", "embedding_backward", true);

@@ -138,6 +138,16 @@ PrecisionGuarantee Plan<Op>::precision_guarantee() const {
 
 template <class Op>
 KernelSku Plan<Op>::sku() const {
+  return sku_of(nullptr);
+}
+
+template <class Op>
+KernelSku Plan<Op>::sku(const Args& args) const {
+  return sku_of(&args);
+}
+
+template <class Op>
+KernelSku Plan<Op>::sku_of(const Args* args) const {
   using Hooks = detail::OpHooks<Op>;
   KernelSku sku;
   sku.category = std::string(Hooks::kSchema.category);
@@ -146,19 +156,10 @@ KernelSku Plan<Op>::sku() const {
   if constexpr (requires { desc_.index_dtype; }) sku.index = desc_.index_dtype;
   sku.arch = target_.arch;
   sku.backend = target_.backend;
-  detail::KernelShape shape = Hooks::kernel(target_, desc_, choice_, nullptr);
+  detail::KernelShape shape = Hooks::kernel(target_, desc_, choice_, args);
   sku.variant = std::move(shape.variant);
   sku.layout = shape.layout;
   sku.precision = precision_guarantee();
-  return sku;
-}
-
-template <class Op>
-KernelSku Plan<Op>::sku(const Args& args) const {
-  KernelSku sku = this->sku();
-  detail::KernelShape shape = detail::OpHooks<Op>::kernel(target_, desc_, choice_, &args);
-  sku.variant = std::move(shape.variant);
-  sku.layout = shape.layout;
   return sku;
 }
 

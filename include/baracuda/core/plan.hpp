@@ -156,6 +156,7 @@ class Plan {
   std::vector<ArgSpec> arg_specs() const;
 
  private:
+  KernelSku sku_of(const Args* args) const;  // args null: contiguous, aligned views
   Descriptor desc_{};
   detail::PlanTarget target_;
   detail::PlanChoice choice_;
