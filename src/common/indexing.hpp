@@ -19,8 +19,9 @@ namespace baracuda::detail {
 // dim, 0 elsewhere) whose only job is to keep dim from being merged with its neighbours.
 inline constexpr int kRowTensors = 4;
 inline constexpr int kColumnTensors = 2;  // values, table
-// "No padding index": a value no index can equal (-1 is an index value to count as bad).
-inline constexpr int64_t kNoPadding = INT64_MIN;
+// "No padding index": the padding value is compared only with index values already in range, so
+// an out-of-range one stands for none (and every index value outside [0, dim_size) counts as bad).
+inline constexpr int64_t kNoPadding = -1;
 
 struct IndexedLayout {
   Walker<kRowTensors> rows;        // over dims [0, dim] (rows mode) or every dim (element mode)
@@ -39,8 +40,10 @@ struct IndexedLayout {
     rows.offsets(r, off);
     const int64_t i = static_cast<int64_t>(index[off[1]]);
     values_off = off[0];
-    table_off = off[2] + i * table_dim_stride;
-    return i >= 0 && i < dim_size && i != padding;
+    // Range first: an index value of INT64_MAX must not reach the multiplication.
+    const bool valid = i >= 0 && i < dim_size && i != padding;
+    table_off = off[2] + (valid ? i : 0) * table_dim_stride;
+    return valid;
   }
   // Offsets of element c within a row, in the values and the table.
   BARACUDA_HD void column(int64_t c, int64_t& values_step, int64_t& table_step) const {
@@ -60,11 +63,12 @@ struct IndexedLayout {
   }
 };
 
-// Counts index values outside [0, dim_size) (the padding value is not an error).
+// An index value to count as bad: outside [0, dim_size) (the padding value, when there is one, is
+// inside it: skipped, not an error).
 template <class Idx>
-BARACUDA_HD bool bad_index(Idx value, int64_t dim_size, int64_t padding) {
+BARACUDA_HD bool bad_index(Idx value, int64_t dim_size) {
   const int64_t i = static_cast<int64_t>(value);
-  return (i < 0 || i >= dim_size) && i != padding;
+  return i < 0 || i >= dim_size;
 }
 
 }  // namespace baracuda::detail

@@ -27,7 +27,7 @@ void count_bad_indices(const IndexedProblem& p) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t off[1];
     walker.offsets(i, off);
-    bad += bad_index(index[off[0]], p.layout.dim_size, p.layout.padding) ? 1 : 0;
+    bad += bad_index(index[off[0]], p.layout.dim_size) ? 1 : 0;
   }
   *p.bad_index_count += bad;
 }
@@ -167,7 +167,7 @@ namespace baracuda::detail::cpu {
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant>, bool) {
   int64_t rows = 0, length = 0;
   rows_and_length(problem, rows, length);
-  const size_t bytes = problem.shape.numel() == 0 ? 0 : static_cast<size_t>(rows) * 16;
+  const CheckedSize bytes = problem.shape.numel() == 0 ? CheckedSize(0) : CheckedSize(rows) * static_cast<int64_t>(sizeof(KeyPosition));
   return {IndexVariant::sorted, false, bytes};
 }
 

@@ -211,6 +211,7 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<
     const int64_t budget = static_cast<int64_t>(std::min<size_t>(pref.workspace_limit, SIZE_MAX / 2) / acc);
     if (splits > 1 && m * splits > budget) splits = std::max<int64_t>(1, budget / std::max<int64_t>(m, 1));
     c.knob = splits;
+    // m * splits <= m + target_items (splits is a ceiling of target_items / m): no overflow.
     c.workspace = splits > 1 ? static_cast<size_t>(m * splits) * acc : 0;
     return c;
   }

@@ -52,8 +52,10 @@ Status dispatch_binary_param(const Problem& p, F&& f) {
 }
 
 // The weight's shape right-aligned to `shape`: for each out dim, is the weight broadcast there?
+// (Dims past the output's rank are false: every entry is written.)
 inline void weight_broadcast_dims(const BinaryParamDescriptor& desc, bool (&broadcast)[kMaxRank]) {
   const int offset = desc.shape.rank - desc.weight_shape.rank;
+  for (bool& b : broadcast) b = false;
   for (int d = 0; d < desc.shape.rank; ++d)
     broadcast[d] = d < offset || (desc.weight_shape.dims[d - offset] == 1 && desc.shape.dims[d] != 1);
 }

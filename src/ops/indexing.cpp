@@ -89,6 +89,7 @@ Expected<IndexedProblemDesc> along_dim(std::string_view plan, bool scatter, DTyp
   p.shape = index;
   p.table_shape = table;
   p.dim = *d;
+  p.size_field = "descriptor.index_shape";
   return p;
 }
 
@@ -110,6 +111,9 @@ Expected<IndexedProblemDesc> select_along_dim(std::string_view plan, bool scatte
   p.shape.dims[*d] = num_indices;
   p.dim = *d;
   p.broadcast_index = true;
+  p.size_field = count_field;
+  // The walked shape (out, or the added values) is the table with dim resized: within the limits too.
+  if (Status s = check_shape(plan, count_field, p.shape); !s) return s;
   return p;
 }
 
@@ -197,7 +201,11 @@ struct IndexHooks {
     const bool deterministic = pref.determinism == Determinism::required;
     const ScatterStrategy s = t.backend == Backend::cuda ? cuda::scatter_strategy(p, forced_variant, deterministic)
                                                          : cpu::scatter_strategy(p, forced_variant, deterministic);
-    return PlanChoice{static_cast<int>(s.variant) - 1, s.workspace, s.shared_rows};
+    if (!s.workspace.below(kMaxBytes))
+      return plan_error(StatusCode::invalid_problem, Op::kSchema.plan, p.size_field,
+                        "the " + std::string(variant_name(s.variant)) +
+                            " scatter's workspace for this many entries would reach 2^63 bytes");
+    return PlanChoice{static_cast<int>(s.variant) - 1, static_cast<size_t>(s.workspace.value()), s.shared_rows};
   }
   static bool nothing_to_do(const Descriptor& d) {
     const IndexedProblemDesc p = problem_of(d);

@@ -2,6 +2,7 @@
 // What the indexing plans hand to a backend: views resolved into the canonical problem (see
 // src/common/indexing.hpp), the variant, and the workspace.
 #include "baracuda/ops/indexing.hpp"
+#include "common/checked.hpp"
 #include "common/indexing.hpp"
 #include "ops/launch.hpp"
 
@@ -18,6 +19,7 @@ struct IndexedProblemDesc {
   bool broadcast_index = false;  // index is 1-D along dim (index_select, embedding)
   std::optional<int64_t> padding_idx;
   bool accumulate = true;  // scatter: add into the table, or overwrite it
+  std::string_view size_field;  // the descriptor field that sets the walk's size (errors name it)
 };
 enum class IndexVariant : unsigned char { copy, atomic, sorted };
 
@@ -25,7 +27,7 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 struct ScatterStrategy {
   IndexVariant variant = IndexVariant::sorted;
   bool shared_rows = false;  // CUDA: each destination line summed in shared memory
-  size_t workspace = 0;      // bytes
+  CheckedSize workspace = 0;  // bytes; select refuses a problem whose workspace reaches kMaxBytes
 };
 
 struct IndexedProblem {

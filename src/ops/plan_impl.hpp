@@ -143,7 +143,8 @@ KernelSku Plan<Op>::sku() const {
 
 template <class Op>
 KernelSku Plan<Op>::sku(const Args& args) const {
-  return sku_of(&args);
+  // Views that can_implement rejects run nothing: they are not read, and the plan's own SKU answers.
+  return sku_of(can_implement(args) ? &args : nullptr);
 }
 
 template <class Op>

@@ -1,5 +1,8 @@
 #include "ops/validate.hpp"
 
+#include <algorithm>
+
+#include "common/checked.hpp"
 #include "cuda/runtime.hpp"
 
 namespace baracuda::detail {
@@ -18,12 +21,48 @@ Status check_shape(std::string_view plan, std::string_view field, const Shape& s
   if (shape.rank < 0 || shape.rank > kMaxRank)
     return plan_error(StatusCode::invalid_problem, plan, std::string(field) + ".rank",
                       "rank " + std::to_string(shape.rank) + " is outside 0.." + std::to_string(kMaxRank));
-  for (int d = 0; d < shape.rank; ++d)
+  CheckedSize elements = 1;  // zero sizes count as one, so the strides of any view of it are bounded too
+  for (int d = 0; d < shape.rank; ++d) {
     if (shape.dims[d] < 0)
       return plan_error(StatusCode::invalid_problem, plan, std::string(field) + "[" + std::to_string(d) + "]",
                         "size " + std::to_string(shape.dims[d]) + " is negative");
+    elements *= std::max<int64_t>(shape.dims[d], 1);
+  }
+  if (!elements.below(kMaxElements))
+    return plan_error(StatusCode::invalid_problem, plan, field,
+                      shape.to_string() + " has 2^62 elements or more (the limit of every shape)");
   return Status::ok();
 }
+
+namespace {
+
+// A sufficient test that no two elements of an output share an address: with its dims of size > 1
+// ordered by stride, each stride steps past everything the smaller ones reach (so a written element
+// is written once, and parallel writers never race). It rejects a few exotic interleavings that do
+// not overlap (shape [3, 2], strides [2, 3]); no framework produces those.
+Status check_no_self_overlap(std::string_view plan, const std::string& field, const AnyTensorRef& view) {
+  int order[kMaxRank];  // the dims of size > 1, by stride (an insertion sort: at most 8)
+  int n = 0;
+  for (int d = 0; d < view.rank(); ++d) {
+    if (view.shape.dims[d] <= 1) continue;
+    int k = n++;
+    for (; k > 0 && view.strides[order[k - 1]] > view.strides[d]; --k) order[k] = order[k - 1];
+    order[k] = d;
+  }
+  CheckedSize reach = 0;  // the furthest offset the dims so far reach
+  for (int k = 0; k < n; ++k) {
+    const int d = order[k];
+    if (!(reach.below(view.strides[d])))
+      return plan_error(StatusCode::invalid_problem, plan, field + ".strides[" + std::to_string(d) + "]",
+                        "an output must not overlap itself (stride " + std::to_string(view.strides[d]) +
+                            " does not step past the " + std::to_string(reach.saturated()) +
+                            " elements its smaller strides span)");
+    reach += CheckedSize(view.shape.dims[d] - 1) * view.strides[d];
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Status check_view(std::string_view plan, std::string_view field, const AnyTensorRef& view, DType dtype,
                   const Shape& shape, ViewRole role) {
@@ -47,12 +86,19 @@ Status check_view(std::string_view plan, std::string_view field, const AnyTensor
                             std::to_string(view.shape.dims[d]) + ")");
   }
   if (view.numel() == 0) return Status::ok();
+  if (role == ViewRole::output)
+    if (Status s = check_no_self_overlap(plan, f, view); !s) return s;
   if (view.data == nullptr)
     return plan_error(StatusCode::invalid_problem, plan, f + ".data", "is null for a non-empty view");
   if (reinterpret_cast<uintptr_t>(view.data) % dtype_size(dtype) != 0)
     return plan_error(StatusCode::misaligned_operand, plan, f + ".data",
                       "is not aligned to its " + std::to_string(dtype_size(dtype)) + "-byte element");
-  const int64_t needed = view.extent();
+  CheckedSize reach = 1;  // one past the furthest element
+  for (int d = 0; d < view.rank(); ++d) reach += CheckedSize(view.shape.dims[d] - 1) * view.strides[d];
+  if (!reach.below(kMaxElements) || !(reach * static_cast<int64_t>(dtype_size(dtype))).below(kMaxBytes))
+    return plan_error(StatusCode::invalid_problem, plan, f + ".strides",
+                      "the view reaches past 2^62 elements or 2^63 bytes (the limit of every view)");
+  const int64_t needed = reach.value();
   if (needed > view.capacity)
     return plan_error(StatusCode::buffer_too_small, plan, f + ".capacity",
                       "the view reaches " + std::to_string(needed) + " elements but the buffer holds " +

@@ -143,7 +143,7 @@ class Plan {
   size_t workspace_size() const { return choice_.workspace; }
   // The kernel used for contiguous, aligned views (or the forced variant).
   KernelSku sku() const;
-  // The kernel these args would run.
+  // The kernel these args would run (sku() when can_implement rejects them: they would run nothing).
   KernelSku sku(const Args& args) const;
   PrecisionGuarantee precision_guarantee() const;
   // can_implement, then the kernels, queued on `stream` (which must be the one selected for).

@@ -13,6 +13,12 @@
 namespace baracuda {
 
 inline constexpr int kMaxRank = 8;
+// The largest problems a plan accepts; past them select or can_implement returns an error naming
+// the field. Every element count (the product of a shape's sizes, zero sizes counted as one) and
+// every view's extent is below kMaxElements; every view's extent in bytes and every workspace is
+// below kMaxBytes. So no offset or size the library computes can wrap.
+inline constexpr int64_t kMaxElements = int64_t{1} << 62;
+inline constexpr int64_t kMaxBytes = INT64_MAX;  // 2^63 - 1
 
 // A shape of rank 0..kMaxRank. Rank 0 is a scalar (one element).
 struct Shape {
@@ -22,13 +28,13 @@ struct Shape {
   Shape() = default;
   Shape(std::initializer_list<int64_t> sizes);  // more than kMaxRank sizes sets rank past kMaxRank
   int64_t operator[](int d) const { return dims[d]; }
-  int64_t numel() const;  // product of dims; 1 for rank 0
+  int64_t numel() const;  // product of dims; 1 for rank 0; INT64_MAX when the product overflows
   bool operator==(const Shape& other) const;
   std::string to_string() const;
 };
 
 using Strides = std::array<int64_t, kMaxRank>;
-Strides contiguous_strides(const Shape& shape);
+Strides contiguous_strides(const Shape& shape);  // saturated at INT64_MAX where they overflow
 
 struct AnyTensorRef {
   const void* data = nullptr;
@@ -41,7 +47,8 @@ struct AnyTensorRef {
   int64_t numel() const { return shape.numel(); }
   // Row-major with no gaps (dims of size 1 may have any stride).
   bool is_contiguous() const;
-  // One past the furthest element the view reaches; 0 for an empty view.
+  // One past the furthest element the view reaches; 0 for an empty view; INT64_MAX when that
+  // overflows or a stride is negative (so no capacity covers it).
   int64_t extent() const;
   static AnyTensorRef contiguous(const void* data, DType dtype, Shape shape, int64_t capacity = -1);
 };
@@ -81,7 +88,8 @@ std::array<int64_t, N> row_major(const std::array<int64_t, N>& shape) {
   int64_t step = 1;
   for (int d = N - 1; d >= 0; --d) {
     s[d] = step;
-    step *= shape[d];
+    // Saturates rather than wrapping: an absurd shape then fails validation by its extent.
+    if (__builtin_mul_overflow(step, shape[d], &step)) step = INT64_MAX;
   }
   return s;
 }

@@ -9,13 +9,13 @@
 namespace baracuda::detail::cuda {
 
 template <class Idx>
-__global__ void count_bad_kernel(const Idx* index, Walker<1> walker, int64_t n, int64_t dim_size, int64_t padding,
+__global__ void count_bad_kernel(const Idx* index, Walker<1> walker, int64_t n, int64_t dim_size,
                                  unsigned long long* counter) {
   unsigned long long bad = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[1];
     walker.offsets(i, off);
-    bad += bad_index(index[off[0]], dim_size, padding) ? 1 : 0;
+    bad += bad_index(index[off[0]], dim_size) ? 1 : 0;
   }
   for (int o = 16; o > 0; o /= 2) bad += __shfl_down_sync(0xffffffffu, bad, o);
   if ((threadIdx.x & 31) == 0 && bad) atomicAdd(counter, bad);
@@ -29,7 +29,7 @@ Status count_bad(const Stream& stream, const IndexedProblem& p, int sm_count) {
   const int64_t n = p.index_view.numel();
   const unsigned blocks = grid_stride_blocks(n, sm_count);
   count_bad_kernel<Idx><<<blocks, kThreads, 0, native(stream)>>>(
-      static_cast<const Idx*>(p.index_view.data), walker, n, p.layout.dim_size, p.layout.padding,
+      static_cast<const Idx*>(p.index_view.data), walker, n, p.layout.dim_size,
       reinterpret_cast<unsigned long long*>(p.bad_index_count));
   return last_launch_status("count_bad_kernel");
 }

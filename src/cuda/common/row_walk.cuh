@@ -59,7 +59,7 @@ __device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layo
         const int64_t c = c0 + u * int64_t(lanes);
         valid[u] = inside[u] && value[u] >= 0 && value[u] < layout.dim_size && value[u] != layout.padding;
         values_off[u] = base[0] + c * w.inner_stride(0);
-        table_off[u] = base[2] + c * w.inner_stride(2) + value[u] * layout.table_dim_stride;
+        table_off[u] = base[2] + c * w.inner_stride(2) + (valid[u] ? value[u] : 0) * layout.table_dim_stride;
       }
       f(values_off, table_off, valid, inside);
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 
+#include "common/checked.hpp"
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/sorted_window.cuh"
@@ -87,18 +88,21 @@ BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
 
 SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype) {
   SortedScatterWorkspace w;
-  const size_t n = static_cast<size_t>(std::max<int64_t>(rows, 1));
-  w.keys = round_up(n * sizeof(uint64_t));
-  w.offsets = round_up(n * sizeof(int64_t));
+  const int64_t n = std::max<int64_t>(rows, 1);  // rows and row_length are below kMaxElements
+  const CheckedSize keys = round_up_to(CheckedSize(n) * 8, 256);
   const int64_t window = sorted_window(row_length);
-  const size_t windows = (n + window - 1) / window;
-  w.partials =
-      round_up(windows * 2 * static_cast<size_t>(std::max<int64_t>(row_length, 1)) * (dtype == DType::f64 ? 8 : 4));
+  const CheckedSize partials = round_up_to(CheckedSize((n + window - 1) / window) * 2 *
+                                               std::max<int64_t>(row_length, 1) * (dtype == DType::f64 ? 8 : 4),
+                                           256);
+  // Past kMaxBytes the plan is refused at select; the sort is not even asked its scratch size.
+  if (!(keys * 4 + partials).below(kMaxBytes)) return {};
+  w.keys = w.offsets = static_cast<size_t>(keys.value());
+  w.partials = static_cast<size_t>(partials.value());
   size_t temp = 0;
   cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-                                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
-                                  static_cast<int64_t>(n), 0, 64);
+                                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), n, 0, 64);
   w.sort_temp = round_up(temp);
+  w.fits = true;
   return w;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "common/checked.hpp"
 #include "ops/indexing_problem.hpp"
 
 // X(T, Idx) for each element type T a strategy is compiled for, with each index type.
@@ -28,7 +29,12 @@ inline constexpr int64_t kSharedRowBytes = 48 * 1024;
 // The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
 struct SortedScatterWorkspace {
   size_t keys = 0, offsets = 0, partials = 0, sort_temp = 0;
-  size_t total() const { return 2 * keys + 2 * offsets + partials + sort_temp; }
+  bool fits = false;  // the total is below kMaxBytes (else the sizes are zero and the plan is refused)
+  CheckedSize total() const {
+    if (!fits) return CheckedSize::poisoned();
+    return CheckedSize(2) * static_cast<int64_t>(keys) + CheckedSize(2) * static_cast<int64_t>(offsets) +
+           static_cast<int64_t>(partials) + static_cast<int64_t>(sort_temp);
+  }
 };
 // Bytes of scratch the sorted scatter needs for `rows` rows of `row_length` (device sort included).
 SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype);
