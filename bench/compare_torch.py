@@ -126,6 +126,25 @@ def along_dim1(op):
     return build
 
 
+# Softmax cases: [rows, length] along dim, x spread over [-8, 8) as in tools/harness/rows/softmax.cpp.
+def softmax_forward(fn, dim, out_dtype=None):
+    def build(shape, dtype):
+        extra = {"dtype": out_dtype} if out_dtype is not None else {}
+        return (lambda: rand(shape, dtype, -8.0, 8.0)), lambda x: fn(x, dim, **extra)
+    return build
+
+
+def softmax_backward(log, dim):
+    op = torch.ops.aten._log_softmax_backward_data if log else torch.ops.aten._softmax_backward_data
+
+    def build(shape, dtype):
+        def make():
+            x = rand(shape, dtype, -8.0, 8.0)
+            return (torch.log_softmax if log else torch.softmax)(x, dim), rand(shape, dtype)
+        return make, lambda s: op(s[1], s[0], dim, dtype)
+    return build
+
+
 # The PyTorch peer of every profiled op, keyed by the peer string the op table gives it (the
 # profiler's --list --json and its results carry it): an op's deterministic twin shares its peer.
 TORCH_CASES = {
@@ -147,6 +166,13 @@ TORCH_CASES = {
     "zeros().scatter_add_(1, idx, dout)": along_dim1("gather_backward"),
     "zeros().scatter_add_(0, idx, dout)": gather_rows_backward,
     "dst.scatter_add_(1, idx, src)": along_dim1("scatter_add"),
+    "torch.softmax(x, -1)": softmax_forward(torch.softmax, -1),
+    "torch.log_softmax(x, -1)": softmax_forward(torch.log_softmax, -1),
+    "torch.softmax(x, 0)": softmax_forward(torch.softmax, 0),
+    "torch.softmax(x, -1, dtype=torch.float32)": softmax_forward(torch.softmax, -1, torch.float32),
+    "aten._softmax_backward_data(dy, y, -1)": softmax_backward(False, -1),
+    "aten._log_softmax_backward_data(dy, y, -1)": softmax_backward(True, -1),
+    "aten._softmax_backward_data(dy, y, 0)": softmax_backward(False, 0),
 }
 
 

@@ -2,7 +2,8 @@
 # One call on the GPU machine: build with every core, run the whole test suite (GPU cases
 # included), run the GPU cases under compute-sanitizer (memcheck, racecheck), run the profiler's
 # standard suite and the PyTorch comparison. Logs go under $OUT (the device tool brings them back).
-#   scripts/device-check.sh [tests|racecheck|bench|speed|all]   (default: all)
+#   scripts/device-check.sh [tests|racecheck|fuzz|bench|speed|all]   (default: all)
+# fuzz: the plan fuzzer on the CUDA backend under memcheck (FUZZ_RUNS cases, default 10000; FUZZ_SEED).
 # speed: the profiler of this tree beside the one of the source tree in $BASELINE (e.g. a `git
 # archive` of the previous commit, carried along), case by case (bench/compare_builds.py).
 set -uo pipefail
@@ -41,6 +42,14 @@ if [[ $what == tests || $what == all || $what == racecheck ]]; then
       --gtest_filter="$filter" >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)  \]" "$OUT/sanitizer-$tool.log" | head -10
   done
+fi
+
+if [[ $what == tests || $what == all || $what == fuzz ]]; then
+  # The plan fuzzer (tests/fuzz/) on the CUDA backend, every kernel launch under memcheck.
+  step "fuzzer on CUDA under compute-sanitizer memcheck (${FUZZ_RUNS:-10000} cases)"
+  compute-sanitizer --tool memcheck --error-exitcode 3 ./build/device/tests/fuzz/baracuda-fuzz --backend cuda \
+    --runs "${FUZZ_RUNS:-10000}" --seed "${FUZZ_SEED:-1}" >"$OUT/fuzz-cuda.log" 2>&1 || status=1
+  grep -vE "^========= (Program hit|    Saved host backtrace|        Host Frame)" "$OUT/fuzz-cuda.log" | tail -25
 fi
 
 if [[ $what == bench || $what == all ]]; then

@@ -7,3 +7,4 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/binary_param.hpp"
 #include "baracuda/ops/indexing.hpp"
+#include "baracuda/ops/softmax.hpp"

@@ -64,7 +64,11 @@ inline int collapse_dims(const Shape& shape, const Strides* const* strides, int 
   for (int d = 0; d < shape.rank; ++d) {
     if (shape.dims[d] == 1 || (keep && !keep[d])) continue;
     bool merge = rank > 0;
-    for (int t = 0; t < count && merge; ++t) merge = out_strides[t][rank - 1] == (*strides[t])[d] * shape.dims[d];
+    for (int t = 0; t < count && merge; ++t) {
+      // The strides of an empty view are unchecked: their product may overflow (then no merge).
+      int64_t step = 0;
+      merge = !__builtin_mul_overflow((*strides[t])[d], shape.dims[d], &step) && out_strides[t][rank - 1] == step;
+    }
     if (merge) {
       sizes[rank - 1] *= shape.dims[d];
       for (int t = 0; t < count; ++t) out_strides[t][rank - 1] = (*strides[t])[d];

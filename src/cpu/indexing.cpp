@@ -86,7 +86,10 @@ Status scatter_add(const IndexedProblem& p) {
   const Idx* index = static_cast<const Idx*>(p.index);
   const int64_t rows = layout.row_count, length = layout.row_length;
   if (!p.desc.accumulate) zero_view<T>(p.table_view);
-  if (rows == 0 || p.desc.shape.numel() == 0) return Status::ok();
+  if (rows == 0 || p.desc.shape.numel() == 0) {  // nothing to add; the index values still count
+    count_bad_indices<Idx>(p);
+    return Status::ok();
+  }
   KeyPosition* pairs = static_cast<KeyPosition*>(p.workspace);
 #pragma omp parallel for schedule(static) if (rows > kParallelThreshold)
   for (int64_t r = 0; r < rows; ++r) pairs[r] = {layout.key(index, r), r};

@@ -23,7 +23,8 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   const bool fused_overwrite = !p.desc.accumulate && p.shared_rows && covers_every_table_line(p.desc);
   if (!p.desc.accumulate && !fused_overwrite)
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
-  if (p.layout.row_count == 0 || p.desc.shape.numel() == 0) return Status::ok();
+  // Nothing to add (a 1-D index along an empty table): its values are still counted.
+  if (p.layout.row_count == 0 || p.desc.shape.numel() == 0) return count_bad<Idx>(stream, p, sm_count);
   if (Status st = p.shared_rows                       ? scatter_line<T, Idx>(stream, p, fused_overwrite, sm_count)
                   : p.variant == IndexVariant::atomic ? scatter_atomic<T, Idx>(stream, p, sm_count)
                                                       : scatter_sorted<T, Idx>(stream, p, sm_count);
@@ -45,6 +46,7 @@ Status launch(const LaunchContext& ctx, const IndexedProblem& p) {
         return scatter_add<T, Idx>(stream, p, sm_count);
       });
     const size_t size = dtype_size(p.desc.dtype);
+    if (p.desc.shape.numel() == 0) return count_bad<Idx>(stream, p, sm_count);
     if (Status st = size == 2   ? gather<uint16_t, Idx>(stream, p, sm_count)
                     : size == 4 ? gather<uint32_t, Idx>(stream, p, sm_count)
                                 : gather<uint64_t, Idx>(stream, p, sm_count);

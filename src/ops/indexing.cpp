@@ -209,8 +209,9 @@ struct IndexHooks {
   }
   static bool nothing_to_do(const Descriptor& d) {
     const IndexedProblemDesc p = problem_of(d);
-    // An overwriting scatter with nothing to add still zeroes its table.
-    return p.shape.numel() == 0 && !(p.scatter && !p.accumulate);
+    // An overwriting scatter with nothing to add still zeroes its table, and the values of a 1-D
+    // index along an empty table are still counted.
+    return index_shape_of(p).numel() == 0 && !(p.scatter && !p.accumulate);
   }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice& c) {
     PrecisionGuarantee g;

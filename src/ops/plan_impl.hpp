@@ -48,6 +48,21 @@ std::array<ArgSpec, kArgCount<Op>> specs_of(const typename Op::Descriptor& desc)
   return specs;
 }
 
+// The args with the strides of every empty view zeroed. An empty view has no element, so its strides
+// are not checked and may be anything; a kernel that walks a non-empty problem beside it (an index
+// along an empty table, a dweight beside an empty dout) must not multiply them.
+template <class Op>
+typename Op::Args without_empty_strides(const typename Op::Args& args) {
+  typename Op::Args out = args;
+  for (const auto& field : OpHooks<Op>::kFields) {
+    const AnyTensorRef v = field.get(args);
+    if (v.numel() != 0) continue;
+    AnyTensorMut cleared{const_cast<void*>(v.data), v.dtype, v.shape, Strides{}, v.capacity};
+    field.set(out, cleared);
+  }
+  return out;
+}
+
 template <class Args>
 concept HasBadIndexCount = requires(Args a) {
   a.bad_index_count;
@@ -174,7 +189,7 @@ Status Plan<Op>::run(const Stream& stream, Workspace workspace, const Args& args
   if (Hooks::nothing_to_do(desc_)) return Status::ok();
   if (Status s = detail::check_workspace(name, workspace, choice_.workspace); !s) return s;
   const detail::LaunchContext ctx{stream, target_, choice_, workspace};
-  const auto problem = Hooks::problem(ctx, desc_, args);
+  const auto problem = Hooks::problem(ctx, desc_, detail::without_empty_strides<Op>(args));
   if (target_.backend == Backend::cpu) return detail::cpu::launch(ctx, problem);
 #if BARACUDA_HAS_CUDA
   const detail::DeviceScope device(target_.device);

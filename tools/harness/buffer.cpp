@@ -1,5 +1,6 @@
 #include "harness/buffer.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -27,7 +28,7 @@ Expected<Buffer> Buffer::allocate(Backend backend, size_t bytes, int device) {
   b.backend_ = backend;
   b.device_ = device;
   b.size_ = bytes;
-  const size_t padded = bytes == 0 ? 16 : (bytes + 255) / 256 * 256;
+  const size_t padded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;  // aligned_alloc: a multiple of 256
   if (backend == Backend::cpu) {
     b.data_ = std::aligned_alloc(256, padded);
     if (!b.data_)
@@ -75,6 +76,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 
 Status Buffer::upload(const void* host, size_t bytes, size_t offset) {
   if (offset + bytes > size_) return Status::error(StatusCode::buffer_too_small, "upload past the buffer");
+  if (bytes == 0) return Status::ok();  // (an empty vector's data() may be null: memcpy forbids it)
   if (backend_ == Backend::cpu) {
     std::memcpy(static_cast<char*>(data_) + offset, host, bytes);
     return Status::ok();
@@ -89,6 +91,7 @@ Status Buffer::upload(const void* host, size_t bytes, size_t offset) {
 
 Status Buffer::download(void* host, size_t bytes, size_t offset) const {
   if (offset + bytes > size_) return Status::error(StatusCode::buffer_too_small, "download past the buffer");
+  if (bytes == 0) return Status::ok();
   if (backend_ == Backend::cpu) {
     std::memcpy(host, static_cast<const char*>(data_) + offset, bytes);
     return Status::ok();

@@ -183,5 +183,6 @@ std::unique_ptr<OpRow> make_row(RowSpec<Plan> spec) {
 // Each family's rows (tools/harness/rows/<family>.cpp), gathered by op_table().
 std::vector<std::unique_ptr<OpRow>> binary_param_rows();
 std::vector<std::unique_ptr<OpRow>> indexing_rows();
+std::vector<std::unique_ptr<OpRow>> softmax_rows();
 
 }  // namespace baracuda::harness

@@ -29,12 +29,19 @@ struct IndexedCase {
 
 // Calls visit(linear, index value, coords with coords[dim] replaced by that value) for every element
 // of c.shape whose index value is a valid row of a table `dim_size` long along dim, and returns how
-// many index values it used were out of range (each 1-D index value counts once, and only when
-// some element uses it; the padding index is neither visited nor counted).
+// many index values were out of range (each 1-D index value counts once, used or not; the padding
+// index is neither visited nor counted).
 template <class Visit>
 int64_t for_each_indexed(const IndexedCase& c, const harness::HostView& index, int64_t dim_size, Visit visit) {
   const int64_t n = c.shape.numel();
   int64_t coords[kMaxRank] = {}, bad = 0;
+  if (n == 0 && c.broadcast_index) {  // an empty walk uses no index value, but each still counts
+    for (int64_t j = 0; j < c.shape.dims[c.dim]; ++j) {
+      const int64_t k = static_cast<int64_t>(index.at_offset(j * index.strides[0]));
+      bad += k < 0 || k >= dim_size ? 1 : 0;
+    }
+    return bad;
+  }
   for (int64_t i = 0; i < n; ++i) {
     if (i > 0) {  // next coordinates, row-major
       for (int d = c.shape.rank - 1; d >= 0 && ++coords[d] == c.shape.dims[d]; --d) coords[d] = 0;
@@ -44,11 +51,11 @@ int64_t for_each_indexed(const IndexedCase& c, const harness::HostView& index, i
       for (int d = 0; d < c.shape.rank; ++d) first_use = first_use && (d == c.dim || coords[d] == 0);
     const int64_t k = static_cast<int64_t>(c.broadcast_index ? index.at_offset(coords[c.dim] * index.strides[0])
                                                              : index.at_coords(coords));
-    if (k == c.padding) continue;
     if (k < 0 || k >= dim_size) {
       bad += first_use ? 1 : 0;
       continue;
     }
+    if (k == c.padding) continue;
     int64_t table_coords[kMaxRank];
     std::copy(coords, coords + c.shape.rank, table_coords);
     table_coords[c.dim] = k;

@@ -1,0 +1,460 @@
+// CUDA kernels of the softmax family (which variant runs which shape: ops/softmax_problem.hpp). One
+// row's partial is the fold of its elements' (common/softmax_math.hpp), reduced over the threads
+// that hold the row by common/reduce.cuh: fixed trees, so every run gives the same bits.
+//   warp_row, block_row, cluster_row: a row held in registers by a group (`lanes` threads of a warp,
+//     a block, or a cluster of blocks): x read once, y written once. The group's threads take the
+//     row's 16-byte vectors in turn (chunk c of thread k is vector c * group + k), so each load
+//     instruction of a warp is contiguous.
+//   split_row: pieces of split_length elements of a row, a block each: the pieces' partials go to
+//     the workspace, then a second kernel folds them in order and reads its piece again to write
+//     it. x is read twice; rows go in batches of kSplitBatchBytes of x so that the second read can
+//     still find the batch in L2.
+//   outer: dim is not innermost: each thread owns a vector of neighbouring columns (the problem's
+//     rows, contiguous in memory) and `slices` threads per column walk dim in turn; their partials
+//     fold in a fixed tree in shared memory (and, when a cluster shares a tile of columns, across
+//     its blocks in rank order); then each walks its positions again to write them.
+// Views whose accesses cannot be 16-byte vectors (ops/softmax.cpp, `vectorizable`) run the same
+// kernels one element at a time, along any strides.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "cuda/common/check.cuh"
+#include "cuda/common/reduce.cuh"
+#include "cuda/common/vector.cuh"
+#include "ops/softmax_problem.hpp"
+
+namespace baracuda::detail::cuda {
+namespace {
+
+template <class Math, class Load, class Store>
+struct Types {
+  using A = typename Math::Value;
+  using Partial = typename Math::Partial;
+  static constexpr int kIn = Math::kInputs;
+  // Elements per access: 16 bytes of the narrower type (two 16-byte accesses of the wider).
+  static constexpr int kVector = static_cast<int>(16 / (sizeof(Load) < sizeof(Store) ? sizeof(Load) : sizeof(Store)));
+  // Vectors of each input a thread holds at most: 128 bytes of A values (SoftmaxShape::held).
+  static constexpr int kMaxChunks = 128 / (static_cast<int>(sizeof(A)) * kIn) / kVector;
+};
+
+template <class Math>
+struct Combine {
+  __device__ __forceinline__ typename Math::Partial operator()(const typename Math::Partial& a,
+                                                               const typename Math::Partial& b) const {
+    return Math::combine(a, b);
+  }
+};
+
+// Everything a kernel reads of the problem.
+struct Args {
+  const void* in[2];
+  void* out;
+  Walker<kSoftmaxTensors> walk;
+  int64_t stride[kSoftmaxTensors];  // along dim
+  int64_t length, rows;
+  SoftmaxKind kind;
+  bool vectorized;
+  int lanes;                                // warp_row: threads per row; outer: threads across columns
+  int64_t splits, split_length, first_row;  // split_row
+  void* partials;                           // split_row: the workspace
+};
+
+// V elements from position p of a line with step `stride` (elements at or past `limit` read as
+// `fill`): 16-byte loads when vectorized and the vector is whole, else one element at a time.
+template <int V, class T, class A>
+__device__ __forceinline__ void load_vector(const T* line, int64_t stride, int64_t p, int64_t limit, bool vectorized,
+                                            A fill, A* out) {
+  constexpr int kPer = Vec16<T>::kSize;
+  if (vectorized && p + V <= limit) {
+#pragma unroll
+    for (int k = 0; k < V / kPer; ++k) {
+      const Vec16<T> raw = load16(line + p + k * kPer);
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) out[k * kPer + j] = static_cast<A>(raw.v[j]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) out[j] = p + j < limit ? static_cast<A>(line[(p + j) * stride]) : fill;
+  }
+}
+
+template <int V, class T, class A>
+__device__ __forceinline__ void store_vector(T* line, int64_t stride, int64_t p, int64_t limit, bool vectorized,
+                                             const A* v) {
+  constexpr int kPer = Vec16<T>::kSize;
+  if (vectorized && p + V <= limit) {
+#pragma unroll
+    for (int k = 0; k < V / kPer; ++k) {
+      Vec16<T> raw;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) raw.v[j] = static_cast<T>(v[k * kPer + j]);
+      store16(line + p + k * kPer, raw);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (p + j < limit) line[(p + j) * stride] = static_cast<T>(v[j]);
+  }
+}
+
+// The kColumns neighbouring values at position l of a line of columns (fill at or past `length`):
+// one or two 16-byte loads when kColumns makes a vector, else one element.
+template <int kColumns, class Math, class T>
+__device__ __forceinline__ void load_columns(const T* line, int64_t stride, int64_t l, int64_t length,
+                                             typename Math::Value* out) {
+  load_vector<kColumns>(line + (l < length ? l * stride : 0), 1, 0, l < length ? kColumns : 0, kColumns > 1,
+                        Math::fill(), out);
+}
+
+// The outputs of V positions whose inputs are v[t][first .. first + V).
+template <int V, class Math, int N>
+__device__ __forceinline__ void outputs(const typename Math::Writer& w,
+                                        const typename Math::Value (&v)[Math::kInputs][N], int first,
+                                        typename Math::Value (&o)[V]) {
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    typename Math::Value e[Math::kInputs];
+#pragma unroll
+    for (int t = 0; t < Math::kInputs; ++t) e[t] = v[t][first + j];
+    o[j] = w(e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// warp_row, block_row, cluster_row
+
+template <class Math, class Load, class Store, int kChunks, ReduceScope kScope>
+__global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads : kMaxBlockThreads) held_rows(Args a) {
+  using T = Types<Math, Load, Store>;
+  using A = typename T::A;
+  constexpr int V = T::kVector, kIn = T::kIn;
+  __shared__ ReduceScratch<typename T::Partial> scratch;
+  const Math math{a.kind};
+  // The group of threads that holds a row, this thread's rank in it, and the rows it takes.
+  int group = blockDim.x, rank = threadIdx.x;
+  int64_t first = blockIdx.x, step = gridDim.x;
+  if constexpr (kScope == ReduceScope::warp) {
+    group = a.lanes;
+    rank = threadIdx.x % a.lanes;
+    const int rows_per_block = blockDim.x / a.lanes;
+    first = int64_t(blockIdx.x) * rows_per_block;
+    step = int64_t(gridDim.x) * rows_per_block;
+  } else if constexpr (kScope == ReduceScope::cluster) {
+    const int blocks = static_cast<int>(cluster_blocks());
+    group = blockDim.x * blocks;
+    rank = static_cast<int>(cluster_block_rank()) * blockDim.x + threadIdx.x;
+    first = blockIdx.x / blocks;
+    step = gridDim.x / blocks;
+  }
+  const Load* in[2] = {static_cast<const Load*>(a.in[0]), static_cast<const Load*>(a.in[1])};
+  Store* out = static_cast<Store*>(a.out);
+  for (int64_t first_row = first; first_row < a.rows; first_row += step) {
+    // A warp's last groups may have no row left: they load nothing but still take part in shuffles.
+    const int64_t row = first_row + (kScope == ReduceScope::warp ? threadIdx.x / group : 0);
+    const int64_t length = row < a.rows ? a.length : 0;
+    int64_t base[kSoftmaxTensors] = {};
+    if (length > 0) a.walk.offsets(row, base);
+    A v[kIn][kChunks * V];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t p = (int64_t(c) * group + rank) * V;
+#pragma unroll
+      for (int t = 0; t < kIn; ++t)
+        load_vector<V>(in[t] + base[t], a.stride[t], p, length, a.vectorized, Math::fill(), &v[t][c * V]);
+    }
+    const typename Math::Writer w =
+        math.writer(group_allreduce<kScope>(math.partial(v), Combine<Math>{}, Math::identity(), scratch, group));
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      A o[V];
+      outputs<V, Math>(w, v, c * V, o);
+      store_vector<V>(out + base[2], a.stride[2], (int64_t(c) * group + rank) * V, length, a.vectorized, o);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// split_row: block (x, y) takes piece x of row first_row + y.
+
+inline constexpr int kSplitUnroll = 2;  // vectors per thread in flight
+
+template <class Math, class Load, class Store, class F>
+__device__ __forceinline__ void for_each_piece_batch(const Args& a, const int64_t (&base)[kSoftmaxTensors], F&& f) {
+  using T = Types<Math, Load, Store>;
+  constexpr int V = T::kVector;
+  const Load* in[2] = {static_cast<const Load*>(a.in[0]), static_cast<const Load*>(a.in[1])};
+  const int64_t begin = int64_t(blockIdx.x) * a.split_length;
+  const int64_t end = begin + a.split_length < a.length ? begin + a.split_length : a.length;
+  const int64_t step = int64_t(blockDim.x) * V;
+  for (int64_t p0 = begin + int64_t(threadIdx.x) * V; p0 < end; p0 += step * kSplitUnroll) {
+    typename T::A v[T::kIn][kSplitUnroll * V];
+#pragma unroll
+    for (int u = 0; u < kSplitUnroll; ++u)
+#pragma unroll
+      for (int t = 0; t < T::kIn; ++t)
+        load_vector<V>(in[t] + base[t], a.stride[t], p0 + u * step, end, a.vectorized, Math::fill(), &v[t][u * V]);
+    f(v, p0, step, end);
+  }
+}
+
+template <class Math, class Load, class Store>
+__global__ void __launch_bounds__(kSplitThreads) split_partials(Args a) {
+  using T = Types<Math, Load, Store>;
+  __shared__ ReduceScratch<typename T::Partial> scratch;
+  const Math math{a.kind};
+  int64_t base[kSoftmaxTensors];
+  a.walk.offsets(a.first_row + blockIdx.y, base);
+  typename T::Partial part = Math::identity();
+  for_each_piece_batch<Math, Load, Store>(
+      a, base, [&](const auto& v, int64_t, int64_t, int64_t) { part = Math::combine(part, math.partial(v)); });
+  part = block_allreduce(part, Combine<Math>{}, Math::identity(), scratch);
+  if (threadIdx.x == 0) static_cast<typename T::Partial*>(a.partials)[blockIdx.y * a.splits + blockIdx.x] = part;
+}
+
+template <class Math, class Load, class Store>
+__global__ void __launch_bounds__(kSplitThreads) split_apply(Args a) {
+  using T = Types<Math, Load, Store>;
+  constexpr int V = T::kVector;
+  __shared__ ReduceScratch<typename T::Partial> scratch;
+  const Math math{a.kind};
+  const auto* parts = static_cast<const typename T::Partial*>(a.partials) + int64_t(blockIdx.y) * a.splits;
+  typename T::Partial total = Math::identity();
+  for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x) total = Math::combine(total, parts[s]);
+  const typename Math::Writer w = math.writer(block_allreduce(total, Combine<Math>{}, Math::identity(), scratch));
+  int64_t base[kSoftmaxTensors];
+  a.walk.offsets(a.first_row + blockIdx.y, base);
+  Store* out = static_cast<Store*>(a.out) + base[2];
+  for_each_piece_batch<Math, Load, Store>(a, base, [&](const auto& v, int64_t p0, int64_t step, int64_t end) {
+#pragma unroll
+    for (int u = 0; u < kSplitUnroll; ++u) {
+      typename T::A o[V];
+      outputs<V, Math>(w, v, u * V, o);
+      store_vector<V>(out, a.stride[2], p0 + u * step, end, a.vectorized, o);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// outer: kColumns neighbouring columns per thread (a 16-byte vector of them, or one when the views
+// do not allow vectors). A tile of `lanes` column vectors is one block's, or one cluster's (sm_90,
+// few tiles and a long dim): its blocks walk interleaved slices of dim and fold their partials
+// through distributed shared memory.
+
+template <class Math, class Load, class Store, int kColumns>
+__global__ void __launch_bounds__(kOuterThreads) outer_columns(Args a) {
+  using T = Types<Math, Load, Store>;
+  using A = typename T::A;
+  using Partial = typename T::Partial;
+  // Positions along dim loaded at once: about 32 values of each thread in flight.
+  constexpr int kIn = T::kIn, U = std::clamp(32 / (kColumns * kIn), 2, 8);
+  constexpr bool kVectors = kColumns > 1;
+  __shared__ Partial scratch[kOuterThreads][kColumns];
+  const Math math{a.kind};
+  const Load* in[2] = {static_cast<const Load*>(a.in[0]), static_cast<const Load*>(a.in[1])};
+  Store* out = static_cast<Store*>(a.out);
+  const int lanes = a.lanes, slices = blockDim.x / a.lanes;
+  const int lane = threadIdx.x % lanes, slice = threadIdx.x / lanes;
+  const int blocks = static_cast<int>(cluster_blocks());
+  // This thread's slice among the cluster's, and their count.
+  const int64_t first = (int64_t(cluster_block_rank()) * slices + slice) * U, step = int64_t(blocks) * slices * U;
+  const int64_t units = ceil_div(a.rows, kColumns), tiles = ceil_div(units, lanes);
+  for (int64_t tile = blockIdx.x / blocks; tile < tiles; tile += gridDim.x / blocks) {
+    const int64_t unit = tile * lanes + lane;
+    const bool active = unit < units;
+    int64_t base[kSoftmaxTensors] = {};
+    if (active) a.walk.offsets(unit * kColumns, base);
+
+    Partial part[kColumns];
+#pragma unroll
+    for (int j = 0; j < kColumns; ++j) part[j] = Math::identity();
+    for (int64_t l0 = first; l0 < a.length; l0 += step) {
+      A v[kIn][U][kColumns];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int t = 0; t < kIn; ++t)
+          load_columns<kColumns, Math>(in[t] + base[t], a.stride[t], l0 + u, active ? a.length : 0, v[t][u]);
+#pragma unroll
+      for (int j = 0; j < kColumns; ++j) {
+        A column[kIn][U];
+#pragma unroll
+        for (int t = 0; t < kIn; ++t)
+#pragma unroll
+          for (int u = 0; u < U; ++u) column[t][u] = v[t][u][j];
+        part[j] = Math::combine(part[j], math.partial(column));
+      }
+    }
+    // The block's slices of each column fold in a fixed tree, then the cluster's blocks in rank order.
+#pragma unroll
+    for (int j = 0; j < kColumns; ++j) scratch[threadIdx.x][j] = part[j];
+    __syncthreads();
+    for (int half = slices / 2; half > 0; half /= 2) {
+      if (slice < half)
+#pragma unroll
+        for (int j = 0; j < kColumns; ++j)
+          scratch[threadIdx.x][j] = Math::combine(scratch[threadIdx.x][j], scratch[threadIdx.x + half * lanes][j]);
+      __syncthreads();
+    }
+    cluster_sync();
+    typename Math::Writer w[kColumns];
+#pragma unroll
+    for (int j = 0; j < kColumns; ++j) w[j] = math.writer(cluster_fold(&scratch[lane][j], Combine<Math>{}));
+    cluster_sync();  // before the next tile's partials
+
+    for (int64_t l0 = first; l0 < a.length; l0 += step) {
+      A v[U][kIn][kColumns];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int t = 0; t < kIn; ++t)
+          load_columns<kColumns, Math>(in[t] + base[t], a.stride[t], l0 + u, active ? a.length : 0, v[u][t]);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t l = l0 + u;
+        A o[kColumns];
+#pragma unroll
+        for (int j = 0; j < kColumns; ++j) {
+          A e[kIn];
+#pragma unroll
+          for (int t = 0; t < kIn; ++t) e[t] = v[u][t][j];
+          o[j] = w[j](e);
+        }
+        if (active && l < a.length)
+          store_vector<kColumns>(out + base[2] + l * a.stride[2], 1, 0, kColumns, kVectors, o);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+
+// Calls f(std::integral_constant<int, C>{}) for chunks == C, C a power of two up to kMax.
+template <int kMax, int C = 1, class F>
+Status with_chunks(int chunks, F&& f) {
+  if constexpr (C <= kMax) {
+    if (chunks == C) return f(std::integral_constant<int, C>{});
+    return with_chunks<kMax, C * 2>(chunks, std::forward<F>(f));
+  } else {
+    return Status::error(StatusCode::invalid_problem,
+                         "softmax: no kernel holds " + std::to_string(chunks) + " vectors per thread");
+  }
+}
+
+unsigned blocks_for(int64_t work, int64_t cap) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(work, cap)));
+}
+
+template <class Math, class Load, class Store>
+struct Launcher {
+  using T = Types<Math, Load, Store>;
+  const LaunchContext& ctx;
+  const SoftmaxProblem& p;
+  Args a;
+
+  Launcher(const LaunchContext& c, const SoftmaxProblem& problem) : ctx(c), p(problem), a{} {
+    a.in[0] = p.in[0];
+    a.in[1] = p.in[1];
+    a.out = p.out;
+    a.walk = p.walk;
+    for (int t = 0; t < kSoftmaxTensors; ++t) a.stride[t] = p.dim_stride[t];
+    a.length = p.length;
+    a.rows = p.rows;
+    a.kind = p.kind;
+    a.vectorized = p.vectorized;
+    a.lanes = p.geometry.lanes;
+    a.splits = p.geometry.splits;
+    a.split_length = p.geometry.split_length;
+    a.partials = p.workspace;
+  }
+
+  int64_t sms() const { return ctx.target.sm_count; }
+  cudaStream_t stream() const { return native(ctx.stream); }
+
+  template <ReduceScope kScope>
+  Status held() {
+    const SoftmaxGeometry& g = p.geometry;
+    return with_chunks<T::kMaxChunks>(g.chunks, [&](auto chunks) {
+      const auto kernel = held_rows<Math, Load, Store, decltype(chunks)::value, kScope>;
+      if constexpr (kScope == ReduceScope::cluster) {
+        return launch_clusters(kernel, blocks_for(p.rows, sms()), g.threads, g.cluster, "softmax cluster_row");
+      } else {
+        const int64_t rows_per_block = kScope == ReduceScope::warp ? g.threads / g.lanes : 1;
+        const unsigned blocks = blocks_for(ceil_div(p.rows, rows_per_block), sms() * (2048 / g.threads) * 4);
+        kernel<<<blocks, g.threads, 0, stream()>>>(a);
+        return last_launch_status("softmax held_rows");
+      }
+    });
+  }
+
+  Status split() {
+    const SoftmaxGeometry& g = p.geometry;
+    for (int64_t first = 0; first < p.rows; first += g.batch_rows) {
+      a.first_row = first;
+      const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(std::min(g.batch_rows, p.rows - first)));
+      split_partials<Math, Load, Store><<<grid, g.threads, 0, stream()>>>(a);
+      split_apply<Math, Load, Store><<<grid, g.threads, 0, stream()>>>(a);
+      if (Status s = last_launch_status("softmax split_row"); !s) return s;
+    }
+    return Status::ok();
+  }
+
+  // A launch in clusters of `cluster` blocks (sm_90; a plain launch for one).
+  template <class Kernel>
+  Status launch_clusters(Kernel kernel, unsigned blocks, int threads, int cluster, const char* what) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(blocks * cluster);
+    config.blockDim = dim3(threads);
+    config.stream = stream();
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster;
+    attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = cluster > 1 ? 1 : 0;
+    return cuda_status(cudaLaunchKernelEx(&config, kernel, a), what);
+  }
+
+  template <int kColumns>
+  Status outer() {
+    const SoftmaxGeometry& g = p.geometry;
+    const int64_t tiles = ceil_div(ceil_div(p.rows, kColumns), g.lanes);
+    return launch_clusters(outer_columns<Math, Load, Store, kColumns>,
+                           blocks_for(tiles, sms() * (2048 / g.threads) / g.cluster), g.threads, g.cluster,
+                           "softmax outer");
+  }
+
+  Status run() {
+    switch (p.variant) {
+      case SoftmaxVariant::warp_row:
+        return held<ReduceScope::warp>();
+      case SoftmaxVariant::block_row:
+        return held<ReduceScope::block>();
+      case SoftmaxVariant::cluster_row:
+        return held<ReduceScope::cluster>();
+      case SoftmaxVariant::split_row:
+        return split();
+      case SoftmaxVariant::outer:
+        return p.vectorized ? outer<T::kVector>() : outer<1>();
+      case SoftmaxVariant::rows:
+        break;
+    }
+    return Status::error(StatusCode::unsupported, "softmax: the rows variant is the CPU's");
+  }
+};
+
+}  // namespace
+
+Status launch(const LaunchContext& ctx, const SoftmaxProblem& problem) {
+  return dispatch_softmax<__half, __nv_bfloat16>(problem, [&](auto math, auto load, auto store) {
+    return Launcher<typename decltype(math)::type, typename decltype(load)::type, typename decltype(store)::type>(
+               ctx, problem)
+        .run();
+  });
+}
+
+}  // namespace baracuda::detail::cuda

@@ -1,0 +1,197 @@
+#pragma once
+// What the softmax plans hand to a backend: a tensor seen as `rows` rows of `length` elements along
+// dim (the rows walked by a Walker over the other dims), the kernel the plan chose at select and its
+// geometry, and the dispatch from dtypes to the typed math. The kernel shapes (which variant holds
+// how long a row, with how many threads) are decided here, from the shape alone, for select (which
+// must know whether a forced variant fits and how much workspace it needs) and for the CUDA launcher.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "baracuda/ops/softmax.hpp"
+#include "common/checked.hpp"
+#include "common/dispatch.hpp"
+#include "common/elementwise.hpp"
+#include "common/softmax_math.hpp"
+#include "ops/launch.hpp"
+
+namespace baracuda::detail {
+
+// In schema order (src/ops/softmax.cpp lists them with their backends).
+enum class SoftmaxVariant : unsigned char { warp_row, block_row, cluster_row, split_row, outer, rows };
+
+// Tensors of a problem, in Walker order: forward (x, -, y), backward (y, dy, dx).
+inline constexpr int kSoftmaxTensors = 3;
+
+// The sizes that decide a kernel.
+struct SoftmaxShape {
+  int64_t length = 0;         // elements along dim
+  int64_t rows = 0;           // the product of the other sizes
+  bool innermost = true;      // no dim after `dim` has a size > 1
+  int vector = 1;             // elements per 16-byte access of the narrower dtype (the wider takes two)
+  int held = 0;               // elements of each input one thread holds at most in registers (128 bytes)
+  int64_t input_bytes = 0;    // bytes of every input element along a row (for the split's batches)
+  int64_t partial_bytes = 0;  // one partial result (forward: max and sum; backward: a sum)
+};
+
+inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool backward) {
+  const DType out = d.out_dtype.value_or(d.dtype);
+  const int64_t in_size = static_cast<int64_t>(dtype_size(d.dtype)), out_size = static_cast<int64_t>(dtype_size(out));
+  const int64_t acc = d.dtype == DType::f64 ? 8 : 4;
+  const int inputs = backward ? 2 : 1;
+  SoftmaxShape s;
+  s.length = d.shape.dims[dim];
+  s.rows = 1;
+  for (int k = 0; k < d.shape.rank; ++k) {
+    if (k != dim) s.rows *= d.shape.dims[k];  // below kMaxElements: check_shape bounded the product
+    if (k > dim && d.shape.dims[k] > 1) s.innermost = false;
+  }
+  s.vector = static_cast<int>(16 / std::min(in_size, out_size));
+  s.held = static_cast<int>(128 / (acc * inputs));
+  s.input_bytes = backward ? 2 * out_size : in_size;
+  s.partial_bytes = backward ? acc : 2 * acc;
+  return s;
+}
+
+// How the CUDA kernels of a variant cover the rows (see src/cuda/softmax.cu).
+struct SoftmaxGeometry {
+  int threads = 0;            // per block
+  int lanes = 0;              // warp_row: threads per row (a power of two <= 32); outer: threads across columns
+  int cluster = 1;            // cluster_row: blocks per row; outer: blocks per tile of columns
+  int chunks = 0;             // warp/block/cluster_row: 16-byte vectors of each input held per thread
+  int slices = 0;             // outer: threads along dim per column
+  int64_t splits = 0;         // split_row: blocks per row
+  int64_t split_length = 0;   // split_row: elements per block (a multiple of the vector)
+  int64_t batch_rows = 0;     // split_row: rows per pair of launches
+  CheckedSize workspace = 0;  // bytes
+};
+
+inline constexpr int kWarpRowThreads = 128;
+inline constexpr int kMaxBlockThreads = 1024;
+inline constexpr int kMaxCluster = 8;  // the portable cluster size
+inline constexpr int kSplitThreads = 512;
+inline constexpr int64_t kSplitLength = 16384;  // a row splits into length / kSplitLength blocks ...
+inline constexpr int64_t kMaxSplits = 1024;     // ... up to this many
+// x's bytes per pair of split launches: small enough that the second read of a batch still finds
+// it in L2 (50 MB on H100, 60 MB on H200; the outputs pass through L2 too).
+inline constexpr int64_t kSplitBatchBytes = int64_t{16} << 20;
+inline constexpr int kOuterThreads = 256;
+
+BARACUDA_HD int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+inline int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// The longest row a held variant keeps in registers: (blocks per row) x threads x held elements.
+inline int64_t held_capacity(SoftmaxVariant v, const SoftmaxShape& s) {
+  const int64_t threads = v == SoftmaxVariant::warp_row ? 32 : kMaxBlockThreads;
+  return threads * s.held * (v == SoftmaxVariant::cluster_row ? kMaxCluster : 1);
+}
+
+// The geometry of `variant` for this shape, or nullopt when the variant cannot run it (a held
+// variant whose row does not fit; a cluster before sm_90).
+inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, const SoftmaxShape& s, int arch,
+                                                       int sm_count) {
+  SoftmaxGeometry g;
+  const int64_t v = s.vector, length = std::max<int64_t>(s.length, 1);
+  switch (variant) {
+    case SoftmaxVariant::warp_row:
+    case SoftmaxVariant::block_row:
+    case SoftmaxVariant::cluster_row: {
+      if (length > held_capacity(variant, s) || (variant == SoftmaxVariant::cluster_row && arch < 90))
+        return std::nullopt;
+      if (variant == SoftmaxVariant::warp_row) {
+        g.threads = kWarpRowThreads;
+        g.lanes = static_cast<int>(std::min<int64_t>(32, pow2_at_least(ceil_div(length, v))));
+        g.chunks = static_cast<int>(pow2_at_least(ceil_div(length, g.lanes * v)));
+        return g;
+      }
+      // The fewest blocks per row (a cluster has two at least), then the fewest vectors per thread,
+      // then threads in whole warps.
+      if (variant == SoftmaxVariant::cluster_row) {
+        g.cluster = 2;
+        while (g.cluster < kMaxCluster && length > int64_t{g.cluster} * kMaxBlockThreads * s.held) g.cluster *= 2;
+      }
+      const int64_t group = int64_t{g.cluster} * kMaxBlockThreads * v;
+      g.chunks = static_cast<int>(pow2_at_least(ceil_div(length, group)));
+      g.threads = static_cast<int>(32 * ceil_div(ceil_div(length, int64_t{g.cluster} * v * g.chunks), 32));
+      return g;
+    }
+    case SoftmaxVariant::split_row: {
+      g.threads = kSplitThreads;
+      g.splits = std::clamp<int64_t>(ceil_div(length, kSplitLength), 1, kMaxSplits);
+      g.split_length = v * ceil_div(ceil_div(length, g.splits), v);
+      g.splits = ceil_div(length, g.split_length);
+      const int64_t row_bytes = length > kSplitBatchBytes ? kSplitBatchBytes : length * s.input_bytes;
+      g.batch_rows = std::clamp<int64_t>(kSplitBatchBytes / row_bytes, 1, 65535);
+      g.workspace = CheckedSize(std::min(s.rows, g.batch_rows)) * g.splits * s.partial_bytes;
+      return g;
+    }
+    case SoftmaxVariant::outer: {
+      // Narrow column groups (down to a 32-byte sector per row) until there are tiles for every SM;
+      // then, with still too few tiles to fill the device and a long dim, a cluster per tile.
+      const int64_t column_vectors = ceil_div(std::max<int64_t>(s.rows, 1), v);
+      int lanes = 32;
+      while (lanes > 2 && ceil_div(column_vectors, lanes) < 2 * int64_t{sm_count}) lanes /= 2;
+      g.lanes = static_cast<int>(std::min<int64_t>(lanes, pow2_at_least(column_vectors)));
+      g.slices = static_cast<int>(std::min<int64_t>(kOuterThreads / g.lanes, pow2_at_least(ceil_div(length, 4))));
+      g.threads = g.lanes * g.slices;
+      const int64_t tiles = ceil_div(column_vectors, g.lanes), resident = int64_t{sm_count} * (2048 / g.threads);
+      while (arch >= 90 && g.cluster < kMaxCluster && tiles * g.cluster < resident &&
+             length >= int64_t{g.cluster} * 2 * g.slices * 8)
+        g.cluster *= 2;
+      return g;
+    }
+    case SoftmaxVariant::rows:
+      return g;
+  }
+  return std::nullopt;
+}
+
+// What a backend runs.
+struct SoftmaxProblem {
+  bool backward = false;
+  SoftmaxKind kind = SoftmaxKind::softmax;
+  DType in_dtype = DType::f32;   // x (forward) / dx (backward)
+  DType out_dtype = DType::f32;  // y (forward) / y and dy (backward)
+  SoftmaxVariant variant = SoftmaxVariant::rows;
+  SoftmaxGeometry geometry;
+  int64_t length = 0;
+  int64_t rows = 0;
+  Walker<kSoftmaxTensors> walk;  // the rows: every dim but `dim`, collapsed
+  int64_t dim_stride[kSoftmaxTensors] = {};
+  const void* in[2] = {};   // forward: x, x; backward: y, dy
+  void* out = nullptr;      // forward: y; backward: dx
+  bool vectorized = false;  // CUDA: 16-byte accesses along the variant's contiguous direction
+  void* workspace = nullptr;
+};
+
+// Calls f(std::type_identity<Math>{}, std::type_identity<Load>{}, std::type_identity<Store>{}) with the
+// problem's math (in its compute type) and the element types it loads and stores (the backend's own
+// 16-bit types). Only out_dtype == in_dtype or f32 exist (select checked).
+template <class Half, class BFloat16, class F>
+Status dispatch_softmax(const SoftmaxProblem& p, F&& f) {
+  return dispatch_float<Half, BFloat16>(p.in_dtype, [&](auto in) {
+    using X = typename decltype(in)::type;
+    using Acc = acc_t<X>;
+    auto with = [&](auto out) {
+      using Y = typename decltype(out)::type;
+      if (p.backward)
+        return f(std::type_identity<SoftmaxBackwardMath<Acc>>{}, std::type_identity<Y>{}, std::type_identity<X>{});
+      return f(std::type_identity<SoftmaxForwardMath<Acc>>{}, std::type_identity<X>{}, std::type_identity<Y>{});
+    };
+    return p.out_dtype == p.in_dtype ? with(std::type_identity<X>{}) : with(std::type_identity<float>{});
+  });
+}
+
+namespace cpu {
+Status launch(const LaunchContext& ctx, const SoftmaxProblem& problem);
+}  // namespace cpu
+namespace cuda {
+Status launch(const LaunchContext& ctx, const SoftmaxProblem& problem);
+}  // namespace cuda
+
+}  // namespace baracuda::detail

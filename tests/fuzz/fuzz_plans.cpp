@@ -1,0 +1,1163 @@
+// The fuzz case (fuzz_plans.hpp). What depends on a plan's types is small: one descriptor generator
+// per descriptor type (the fuzz_descriptor overloads) and fuzz_plan<Plan>, which reads the rest from
+// the plan itself (schema(), arg_fields(), arg_specs()). Views, buffers, their contents and the
+// invariants work on ArgSpecs, for every plan alike.
+#include "fuzz_plans.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <utility>
+
+#include "fuzz_input.hpp"
+#include "harness/buffer.hpp"
+
+namespace baracuda::fuzz {
+namespace {
+
+constexpr int64_t kMaxBufferElements = int64_t{1} << 16;  // the most elements a view's buffer holds
+constexpr size_t kMaxWorkspace = size_t{1} << 22;         // the most workspace bytes a case allocates
+constexpr std::byte kCanary{0xA5};                        // what output buffers hold where their view is not
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int kDTypeCount = static_cast<int>(DType::boolean) + 1;
+
+// The checks throw without the plan's name; fuzz_one adds it.
+[[noreturn]] void fail(const std::string& detail) { throw FuzzFailure("", detail); }
+
+// ---------------------------------------------------------------------------------------------
+// Arithmetic on sizes the fuzzer makes itself: views may be absurd, and the fuzzer must not
+// overflow where it expects the library not to.
+
+int64_t saturating_mul(int64_t a, int64_t b) {  // a, b >= 0
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? kInt64Max : r;
+}
+int64_t saturating_add(int64_t a, int64_t b) {  // a, b >= 0
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? kInt64Max : r;
+}
+
+// The dims a Shape stores: a rank past kMaxRank (or negative) has no more.
+int stored_rank(const Shape& s) { return std::clamp(s.rank, 0, kMaxRank); }
+
+// Elements of a shape (saturated); 0 when a size is 0. Negative sizes count as 1.
+int64_t exact_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < stored_rank(s); ++d) {
+    if (s.dims[d] == 0) return 0;
+    n = saturating_mul(n, std::max<int64_t>(s.dims[d], 1));
+  }
+  return n;
+}
+
+// One past the furthest element a view reaches through its positive strides (saturated); 0 when
+// empty. For a valid view (sizes and strides >= 0) this is its true extent.
+int64_t reach(const Shape& s, const Strides& strides) {
+  if (exact_numel(s) == 0) return 0;
+  int64_t last = 0;
+  for (int d = 0; d < stored_rank(s); ++d)
+    if (s.dims[d] > 1 && strides[d] > 0) last = saturating_add(last, saturating_mul(s.dims[d] - 1, strides[d]));
+  return saturating_add(last, 1);
+}
+
+size_t element_bytes(DType dtype) { return std::max<size_t>(dtype_size(dtype), 1); }  // 1 outside the enum
+
+std::string dims_string(const int64_t* values, int count) {
+  std::string s = "[";
+  for (int d = 0; d < count; ++d) s += (d ? ", " : "") + std::to_string(values[d]);
+  return s + "]";
+}
+
+std::string describe(const AnyTensorRef& v) {
+  return std::string(dtype_name(v.dtype)) + " shape " + dims_string(v.shape.dims.data(), stored_rank(v.shape)) +
+         (v.shape.rank == stored_rank(v.shape) ? "" : " (rank " + std::to_string(v.shape.rank) + ")") + " strides " +
+         dims_string(v.strides.data(), stored_rank(v.shape)) + " capacity " + std::to_string(v.capacity);
+}
+
+// A view the fuzzer may walk: its offsets stay in [0, capacity), and there are not too many.
+bool walkable(const AnyTensorRef& v) {
+  if (v.shape.rank < 0 || v.shape.rank > kMaxRank) return false;
+  for (int d = 0; d < v.shape.rank; ++d)
+    if (v.shape.dims[d] < 0 || v.strides[d] < 0) return false;
+  const int64_t n = exact_numel(v.shape);
+  return n == 0 || (n <= 4 * kMaxBufferElements && reach(v.shape, v.strides) <= v.capacity);
+}
+
+// The view's distinct elements: its broadcast dims (zero strides) collapsed to size 1. Each element
+// of it stands for `copies` of the view's.
+AnyTensorRef distinct_elements(AnyTensorRef v, int64_t& copies) {
+  copies = 1;
+  for (int d = 0; d < stored_rank(v.shape); ++d) {
+    if (v.strides[d] != 0 || v.shape.dims[d] <= 1) continue;
+    copies = saturating_mul(copies, v.shape.dims[d]);
+    v.shape.dims[d] = 1;
+  }
+  return v;
+}
+
+// Calls f(offset) for every element of a walkable view, in row-major order.
+template <class F>
+void for_each_offset(const AnyTensorRef& v, F&& f) {
+  const int64_t n = exact_numel(v.shape);
+  std::array<int64_t, kMaxRank> coord{};
+  int64_t offset = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    f(offset);
+    for (int d = v.shape.rank - 1; d >= 0; --d) {
+      if (++coord[d] < v.shape.dims[d]) {
+        offset += v.strides[d];
+        break;
+      }
+      offset -= (v.shape.dims[d] - 1) * v.strides[d];
+      coord[d] = 0;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Descriptors: all decisions from the input. Sizes are mostly small so that most cases are cheap
+// and get past select; the rest are the values that break naive size arithmetic.
+
+constexpr int64_t kAbsurdSizes[] = {int64_t{1} << 31,
+                                    (int64_t{1} << 31) - 1,
+                                    int64_t{1} << 32,
+                                    (int64_t{1} << 32) + 1,
+                                    int64_t{1} << 40,
+                                    int64_t{1} << 62,
+                                    kInt64Max,
+                                    3037000500 /* its square passes INT64_MAX */,
+                                    -1,
+                                    -(int64_t{1} << 31),
+                                    kInt64Min};
+
+int64_t fuzz_size(FuzzInput& in) {
+  switch (in.consume_weighted({72, 6, 12, 7, 3})) {
+    case 0:
+      return in.consume_int<int64_t>(1, 9);
+    case 1:
+      return 0;
+    case 2:
+      return in.consume_int<int64_t>(10, 300);
+    case 3:
+      return in.pick(kAbsurdSizes);
+    default:
+      return in.consume_int64();
+  }
+}
+
+constexpr int kBadRanks[] = {kMaxRank + 1, 100, -1};
+
+int fuzz_rank(FuzzInput& in) {
+  switch (in.consume_weighted({62, 8, 20, 6, 4})) {
+    case 0:
+      return in.consume_int(1, 3);
+    case 1:
+      return 0;
+    case 2:
+      return in.consume_int(4, 5);
+    case 3:
+      return in.consume_int(6, kMaxRank);
+    default:
+      return in.pick(kBadRanks);
+  }
+}
+
+// A shape of rank 0..9 or 100 (past kMaxRank only the stored dims are set).
+Shape fuzz_shape(FuzzInput& in) {
+  Shape s;
+  s.rank = fuzz_rank(in);
+  for (int d = 0; d < stored_rank(s); ++d) s.dims[d] = fuzz_size(in);
+  return s;
+}
+
+// A dim of a rank-`rank` tensor (negative counts from the end), or now and then one that is not.
+int fuzz_dim(FuzzInput& in, int rank) {
+  if (rank > 0 && rank <= kMaxRank && !in.chance(10)) return in.consume_int(-rank, rank - 1);
+  switch (in.consume_weighted({1, 1, 1, 1, 1})) {
+    case 0:
+      return rank;
+    case 1:
+      return -rank - 1;
+    case 2:
+      return std::numeric_limits<int>::min();
+    case 3:
+      return std::numeric_limits<int>::max();
+    default:
+      return in.consume_int(std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+  }
+}
+
+// Mostly a dtype the plan supports (else few cases get past select), else any DType, else a value
+// outside the enum.
+DType fuzz_dtype(FuzzInput& in, std::span<const DType> supported) {
+  switch (in.consume_weighted({88, 8, 4})) {
+    case 0:
+      if (!supported.empty()) return in.pick(supported);
+      [[fallthrough]];
+    case 1:
+      return static_cast<DType>(in.consume_int(0, kDTypeCount - 1));
+    default:
+      return static_cast<DType>(in.consume_int(kDTypeCount, 255));
+  }
+}
+
+// A weight shape broadcastable to `shape` (a suffix of it with some sizes 1), or now and then any.
+Shape fuzz_broadcast_shape(FuzzInput& in, const Shape& shape) {
+  if (shape.rank < 0 || shape.rank > kMaxRank || in.chance(20)) return fuzz_shape(in);
+  Shape w;
+  w.rank = in.consume_int(0, shape.rank);
+  for (int d = 0; d < w.rank; ++d) w.dims[d] = in.chance(40) ? 1 : shape.dims[d + shape.rank - w.rank];
+  return w;
+}
+
+// An index shape of the table's rank no larger than the table off `dim`, or now and then any.
+Shape fuzz_index_shape(FuzzInput& in, const Shape& table, int dim) {
+  if (table.rank < 0 || table.rank > kMaxRank || in.chance(20)) return fuzz_shape(in);
+  Shape index = table;
+  const int along = dim < 0 ? dim + table.rank : dim;  // a wild dim makes every dim "off dim"
+  for (int d = 0; d < table.rank; ++d) {
+    if (d == along)
+      index.dims[d] = fuzz_size(in);
+    else if (table.dims[d] > 0 && in.chance(50))
+      index.dims[d] = in.consume_int<int64_t>(0, table.dims[d]);
+  }
+  return index;
+}
+
+void fuzz_along_dim(FuzzInput& in, Shape& table, Shape& index, int& dim) {
+  table = fuzz_shape(in);
+  dim = fuzz_dim(in, table.rank);
+  index = fuzz_index_shape(in, table, dim);
+}
+
+double fuzz_weight(FuzzInput& in) {
+  constexpr double kSpecial[] = {0.5,
+                                 0.0,
+                                 -0.0,
+                                 1.0,
+                                 -1.0,
+                                 std::numeric_limits<double>::quiet_NaN(),
+                                 std::numeric_limits<double>::infinity(),
+                                 -std::numeric_limits<double>::infinity(),
+                                 1e300,
+                                 -1e300,
+                                 std::numeric_limits<double>::denorm_min()};
+  return in.chance(60) ? in.consume_int(-2000, 2000) / 1000.0 : in.pick(kSpecial);
+}
+
+std::optional<int64_t> fuzz_padding(FuzzInput& in, int64_t rows) {
+  switch (in.consume_weighted({40, 40, 10, 10})) {
+    case 0:
+      return std::nullopt;
+    case 1:
+      return rows > 0 ? in.consume_int<int64_t>(-rows, rows - 1) : in.consume_int<int64_t>(-2, 2);
+    case 2:
+      return in.pick(kAbsurdSizes);
+    default:
+      return in.consume_int64();
+  }
+}
+
+// What every indexing descriptor has.
+template <class Descriptor>
+void fuzz_index_types(FuzzInput& in, const OpSchema& schema, Descriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.accumulate = in.consume_bool();
+}
+
+// One generator per descriptor type; a new op family adds its overload.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryParamDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+  switch (in.consume_weighted({47, 47, 6})) {
+    case 0:
+      d.weight_mode = WeightMode::scalar;
+      break;
+    case 1:
+      d.weight_mode = WeightMode::tensor;
+      break;
+    default:
+      d.weight_mode = static_cast<WeightMode>(in.consume_int(2, 255));
+  }
+  d.weight = fuzz_weight(in);
+  d.weight_shape = fuzz_broadcast_shape(in, d.shape);
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatherDescriptor& d) {
+  fuzz_index_types(in, schema, d);
+  fuzz_along_dim(in, d.src_shape, d.index_shape, d.dim);
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ScatterAddDescriptor& d) {
+  fuzz_index_types(in, schema, d);
+  fuzz_along_dim(in, d.dst_shape, d.index_shape, d.dim);
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, IndexSelectDescriptor& d) {
+  fuzz_index_types(in, schema, d);
+  d.src_shape = fuzz_shape(in);
+  d.dim = fuzz_dim(in, d.src_shape.rank);
+  d.num_indices = fuzz_size(in);
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, EmbeddingDescriptor& d) {
+  fuzz_index_types(in, schema, d);
+  d.num_embeddings = fuzz_size(in);
+  d.embedding_dim = fuzz_size(in);
+  d.num_indices = fuzz_size(in);
+  d.padding_idx = fuzz_padding(in, d.num_embeddings);
+}
+
+std::string fuzz_variant(FuzzInput& in, std::span<const VariantInfo> variants) {
+  switch (in.consume_weighted({65, 28, 7})) {
+    case 0:
+      return "";
+    case 1:
+      if (!variants.empty()) return std::string(in.pick(variants).name);
+      [[fallthrough]];
+    default:
+      return in.consume_string(12);
+  }
+}
+
+PlanPreference fuzz_preference(FuzzInput& in, const OpSchema& schema) {
+  PlanPreference p;
+  switch (in.consume_weighted({70, 25, 5})) {
+    case 0:
+      p.determinism = Determinism::any;
+      break;
+    case 1:
+      p.determinism = Determinism::required;
+      break;
+    default:
+      p.determinism = static_cast<Determinism>(in.consume_int(2, 255));
+  }
+  switch (in.consume_weighted({75, 10, 10, 5})) {
+    case 0:
+      break;  // no limit
+    case 1:
+      p.workspace_limit = 0;
+      break;
+    case 2:
+      p.workspace_limit = in.consume_int<size_t>(1, 4096);
+      break;
+    default:
+      p.workspace_limit = in.consume_uint64();
+  }
+  switch (in.consume_weighted({80, 12, 8})) {
+    case 0:
+      break;  // any backend
+    case 1:
+      p.backend = Backend::cpu;
+      break;
+    default:
+      p.backend = Backend::cuda;
+  }
+  p.variant = fuzz_variant(in, schema.variants);
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory, on the plan's backend.
+
+// Exactly `initial.size()` bytes holding `initial`: on the CPU its own heap block (so that
+// AddressSanitizer sees the first byte past it), on CUDA a device buffer.
+class FuzzBuffer {
+ public:
+  FuzzBuffer(Backend backend, std::vector<std::byte> initial) : backend_(backend), initial_(std::move(initial)) {
+    if (backend_ == Backend::cpu) {
+      host_.reset(new std::byte[initial_.size()]);
+      std::copy(initial_.begin(), initial_.end(), host_.get());
+      return;
+    }
+    Expected<harness::Buffer> b = harness::Buffer::allocate(Backend::cuda, initial_.size());
+    if (!b) throw std::runtime_error("fuzzer: device allocation failed: " + b.status().to_string());
+    device_ = std::move(*b);
+    if (Status s = device_.upload(initial_.data(), initial_.size()); !s)
+      throw std::runtime_error("fuzzer: upload failed: " + s.to_string());
+  }
+  std::byte* data() const { return backend_ == Backend::cpu ? host_.get() : static_cast<std::byte*>(device_.data()); }
+  const std::vector<std::byte>& initial() const { return initial_; }
+  // The contents now (on CUDA, downloaded at the first call: call it after run).
+  std::span<const std::byte> current() {
+    if (backend_ == Backend::cpu) return {host_.get(), initial_.size()};
+    if (downloaded_.size() == initial_.size()) return downloaded_;
+    downloaded_.resize(initial_.size());
+    if (Status s = device_.download(downloaded_.data(), downloaded_.size()); !s)
+      fail("downloading a buffer after run failed (a kernel faulted?): " + s.to_string());
+    return downloaded_;
+  }
+
+ private:
+  Backend backend_;
+  std::vector<std::byte> initial_;
+  std::unique_ptr<std::byte[]> host_;
+  harness::Buffer device_;
+  std::vector<std::byte> downloaded_;
+};
+
+// A workspace of `size` bytes, 16-byte aligned (or none: data null).
+class FuzzWorkspace {
+ public:
+  FuzzWorkspace(Backend backend, size_t size, bool null) : size_(size) {
+    if (null) return;
+    if (backend == Backend::cpu) {
+      host_.reset(std::aligned_alloc(16, (std::max<size_t>(size, 1) + 15) / 16 * 16));
+      return;
+    }
+    Expected<harness::Buffer> b = harness::Buffer::allocate(Backend::cuda, size);
+    if (!b) throw std::runtime_error("fuzzer: device allocation failed: " + b.status().to_string());
+    device_ = std::move(*b);
+  }
+  Workspace get() const { return {host_ ? host_.get() : device_.data(), size_}; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  size_t size_;
+  std::unique_ptr<void, Free> host_;
+  harness::Buffer device_;
+};
+
+// Exactly what the plan needs, or a few bytes short, or none, or more; never past kMaxWorkspace (a
+// plan that needs more must refuse the smaller one it gets).
+FuzzWorkspace fuzz_workspace(FuzzInput& in, Backend backend, size_t needed) {
+  size_t size = needed;
+  bool null = false;
+  switch (in.consume_weighted({75, 12, 8, 5})) {
+    case 0:
+      break;
+    case 1:
+      size = needed - std::min(needed, in.consume_int<size_t>(1, 16));
+      break;
+    case 2:
+      null = true;
+      break;
+    default:
+      size = needed + in.consume_int<size_t>(1, 64);
+  }
+  return FuzzWorkspace(backend, std::min(size, kMaxWorkspace), null);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contents.
+
+// A value of `dtype` at `out`: small numbers exact in every float type, and now and then NaN or an
+// infinity when `specials`; one arbitrary byte for a DType outside the enum.
+void store_value(DType dtype, SplitMix64& rng, bool specials, std::byte* out) {
+  if (!is_floating(dtype)) {
+    const int64_t v = rng.below(17) - 8;
+    const auto put = [&](auto x) { std::memcpy(out, &x, sizeof x); };
+    switch (dtype) {
+      case DType::i32:
+        return put(static_cast<int32_t>(v));
+      case DType::i64:
+        return put(v);
+      case DType::i8:
+        return put(static_cast<int8_t>(v));
+      case DType::u8:
+      case DType::boolean:
+        return put(static_cast<uint8_t>(v & 1));
+      default:
+        return put(static_cast<uint8_t>(rng.next()));
+    }
+  }
+  double v = static_cast<double>(rng.below(2001) - 1000) / 256.0;
+  if (specials && rng.below(8) == 0) {
+    constexpr double kSpecial[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                   -std::numeric_limits<double>::infinity()};
+    v = kSpecial[rng.below(3)];
+  }
+  const auto put = [&](auto x) { std::memcpy(out, &x, sizeof x); };
+  switch (dtype) {
+    case DType::f16:
+      return put(half(static_cast<float>(v)).bits);
+    case DType::bf16:
+      return put(bfloat16(static_cast<float>(v)).bits);
+    case DType::f32:
+      return put(static_cast<float>(v));
+    default:
+      return put(v);
+  }
+}
+
+void fill_random_bytes(std::vector<std::byte>& bytes, SplitMix64& rng) {
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    const uint64_t r = rng.next();
+    std::memcpy(bytes.data() + i, &r, std::min<size_t>(8, bytes.size() - i));
+  }
+}
+
+// How a case's index values are drawn: mostly valid, any mix, or all bad.
+enum class IndexMix : unsigned char { mostly_valid, mixed, all_bad };
+
+// Valid values in [0, bound), and the classic wrong ones: -1, bound, bound + 1, the type's extremes,
+// anything.
+int64_t index_value(DType index_dtype, int64_t bound, IndexMix mix, SplitMix64& rng) {
+  int kind = 0;
+  if (mix == IndexMix::all_bad) kind = 1 + static_cast<int>(rng.below(6));
+  if (mix == IndexMix::mixed) kind = static_cast<int>(rng.below(7));
+  if (mix == IndexMix::mostly_valid && rng.below(10) == 0) kind = 1 + static_cast<int>(rng.below(6));
+  const bool i32 = index_dtype == DType::i32;
+  switch (kind) {
+    case 0:
+      return rng.below(bound);
+    case 1:
+      return -1;
+    case 2:
+      return bound;
+    case 3:
+      return saturating_add(bound, 1);
+    case 4:
+      return i32 ? std::numeric_limits<int32_t>::min() : kInt64Min;
+    case 5:
+      return i32 ? std::numeric_limits<int32_t>::max() : kInt64Max;
+    default:
+      return static_cast<int64_t>(rng.next());
+  }
+}
+
+int64_t load_index(DType index_dtype, const std::byte* p) {
+  if (index_dtype == DType::i32) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  int64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views: each field's view over its own buffer, honest (the spec's dtype and shape, any valid
+// layout) or now and then with one mutation that the plan must refuse or survive.
+
+enum class Mutation : unsigned char {
+  none,
+  dtype,            // another dtype, or one outside the enum
+  shape,            // one size off by one, or one dim more or less
+  rank,             // rank kMaxRank + 1 or 100 in the Shape's rank field
+  zero_stride,      // an output overlapping itself (or a broadcast input)
+  negative_stride,  //
+  huge_stride,      // INT64_MAX, 2^62, 2^40: extents that overflow
+  overlap,          // strides too small: elements alias
+  short_capacity,   // the buffer one element short of the view
+  zero_capacity,    //
+  null_data,        // null with capacity 0
+  misaligned,       // the first element one byte into the buffer
+};
+constexpr int kMutationCount = static_cast<int>(Mutation::misaligned);
+
+struct FieldCase {
+  ArgSpec spec;
+  AnyTensorMut view;                 // what the plan is given
+  std::optional<FuzzBuffer> memory;  // the view's buffer (none: a default, empty view)
+  size_t lead = 0;                   // bytes of the buffer before view.data
+};
+
+// The mutated dtype/shape the view will have.
+void mutate_type(FuzzInput& in, Mutation m, AnyTensorMut& v) {
+  if (m == Mutation::dtype) {
+    DType other = static_cast<DType>(in.consume_int(0, 255));
+    v.dtype = other == v.dtype ? static_cast<DType>(static_cast<int>(other) + 1) : other;
+  } else if (m == Mutation::shape) {
+    if (v.shape.rank > 0 && in.consume_bool()) {
+      int64_t& size = v.shape.dims[in.consume_int(0, stored_rank(v.shape) - 1)];
+      size = in.consume_bool() && size > kInt64Min ? size - 1 : saturating_add(std::max<int64_t>(size, 0), 1);
+    } else if (v.shape.rank < kMaxRank && in.consume_bool()) {
+      v.shape.dims[v.shape.rank++] = 1;  // same elements, one dim more
+    } else {
+      --v.shape.rank;  // may be -1
+    }
+  } else if (m == Mutation::rank) {
+    v.shape.rank = in.consume_bool() ? kMaxRank + 1 : 100;
+  }
+}
+
+// Strides that pack `shape` with its dims in `order` (innermost last), each stride widened by a
+// factor (1: no gap); saturated, so that absurd shapes stay representable.
+Strides packed_strides(const Shape& shape, const std::array<int, kMaxRank>& order,
+                       const std::array<int64_t, kMaxRank>& widen) {
+  Strides strides{};
+  int64_t step = 1;
+  for (int k = stored_rank(shape) - 1; k >= 0; --k) {
+    const int d = order[k];
+    strides[d] = saturating_mul(step, widen[d]);
+    step = saturating_mul(strides[d], std::max<int64_t>(shape.dims[d], 1));
+  }
+  return strides;
+}
+
+// A valid layout: contiguous, with gaps, transposed, or (inputs) broadcast.
+//
+// A broadcast input is walked element by element over a few bytes of buffer, so a big one is a long
+// run. On the CPU a plan whose outputs are smaller than its work takes a workspace in proportion to
+// it (the scatters' sort): it must refuse a huge broadcast, or it got its workspace size wrong (what
+// this looks for). On CUDA the atomic scatter may legitimately walk one for hours: only small ones
+// there. A huge view fits no buffer unless its huge dims are broadcast: that is then its likeliest
+// layout.
+Strides fuzz_layout(FuzzInput& in, const Shape& shape, bool output, Backend backend) {
+  const int rank = stored_rank(shape);
+  std::array<int, kMaxRank> order{};
+  std::iota(order.begin(), order.end(), 0);
+  std::array<int64_t, kMaxRank> widen;
+  widen.fill(1);
+  const bool huge = exact_numel(shape) > kMaxBufferElements;
+  const int broadcast = (output || (huge && backend != Backend::cpu)) ? 0 : (huge ? 100 : 15);
+  switch (in.consume_weighted({55, 15, 15, broadcast})) {
+    case 0:
+      break;
+    case 1:
+      for (int d = 0; d < rank; ++d) widen[d] = in.consume_int<int64_t>(1, 3);
+      break;
+    case 2:
+      for (int k = rank - 1; k > 0; --k) std::swap(order[k], order[in.consume_int(0, k)]);
+      break;
+    default:
+      Strides strides = packed_strides(shape, order, widen);
+      for (int d = 0; d < rank; ++d)
+        if (shape.dims[d] > kMaxBufferElements || in.consume_bool()) strides[d] = 0;
+      return strides;
+  }
+  return packed_strides(shape, order, widen);
+}
+
+void mutate_strides(FuzzInput& in, Mutation m, AnyTensorMut& v) {
+  const int rank = stored_rank(v.shape);
+  if (rank == 0) return;
+  int64_t& stride = v.strides[in.consume_int(0, rank - 1)];
+  const bool few = exact_numel(v.shape) <= kMaxBufferElements;  // aliasing views of many elements: too slow
+  constexpr int64_t kHuge[] = {kInt64Max, int64_t{1} << 62, int64_t{1} << 40, int64_t{1} << 32};
+  switch (m) {
+    case Mutation::zero_stride:
+      if (few) stride = 0;
+      break;
+    case Mutation::negative_stride:
+      stride = in.consume_bool() ? -1 : -std::max<int64_t>(stride, 1);
+      break;
+    case Mutation::huge_stride:
+      stride = in.pick(kHuge);
+      break;
+    case Mutation::overlap:
+      if (few)
+        for (int d = 0; d < rank; ++d) v.strides[d] = std::min<int64_t>(v.strides[d], 1);
+      break;
+    default:
+      break;
+  }
+}
+
+// Sizes the view's buffer (its true reach, a little more, never past kMaxBufferElements) and places the
+// view in it.
+size_t place_view(FuzzInput& in, Mutation m, AnyTensorMut& v) {
+  v.capacity = reach(v.shape, v.strides);
+  size_t lead = 0;
+  if (in.chance(20)) {
+    v.capacity = saturating_add(v.capacity, in.consume_int<int64_t>(1, 4));  // spare elements after
+    lead = in.consume_int<size_t>(1, 3) * element_bytes(v.dtype);            // and before the view
+  }
+  v.capacity = std::min(v.capacity, kMaxBufferElements);
+  if (m == Mutation::short_capacity) v.capacity -= 1;  // may be -1
+  if (m == Mutation::zero_capacity) v.capacity = 0;
+  if (m == Mutation::null_data) v.capacity = 0;
+  if (m == Mutation::misaligned) lead = 1;
+  return lead;
+}
+
+// The buffer's first contents: canary bytes with values at the view's elements (outputs, whose
+// old contents matter when they accumulate), index values (index fields), values (inputs), or
+// arbitrary bytes (fields the descriptor does not use).
+std::vector<std::byte> initial_contents(const ArgSpec& spec, const AnyTensorMut& v, size_t lead, FuzzInput& in,
+                                        SplitMix64& rng) {
+  const size_t esize = element_bytes(v.dtype);
+  std::vector<std::byte> bytes(lead + static_cast<size_t>(std::max<int64_t>(v.capacity, 0)) * esize);
+  const bool specials = in.chance(15);
+  if (!spec.present) {
+    fill_random_bytes(bytes, rng);
+  } else if (spec.output) {
+    std::fill(bytes.begin(), bytes.end(), kCanary);
+    if (walkable(v))
+      for_each_offset(v, [&](int64_t off) { store_value(v.dtype, rng, specials, &bytes[lead + off * esize]); });
+  } else if (spec.index_bound > 0 && is_index(v.dtype)) {
+    const auto mix = static_cast<IndexMix>(in.consume_weighted({70, 15, 15}));
+    fill_random_bytes(bytes, rng);
+    for (size_t at = lead; at + esize <= bytes.size(); at += esize) {
+      const int64_t value = index_value(v.dtype, spec.index_bound, mix, rng);
+      if (v.dtype == DType::i32) {
+        const auto narrow = static_cast<int32_t>(value);
+        std::memcpy(&bytes[at], &narrow, sizeof narrow);
+      } else {
+        std::memcpy(&bytes[at], &value, sizeof value);
+      }
+    }
+  } else {
+    fill_random_bytes(bytes, rng);
+    for (size_t at = lead; at + esize <= bytes.size(); at += esize) store_value(v.dtype, rng, specials, &bytes[at]);
+  }
+  return bytes;
+}
+
+// A field the descriptor does not use: left empty, given garbage, or given a view of its spec.
+AnyTensorMut unused_view(FuzzInput& in, const ArgSpec& spec, Backend backend, bool& allocate) {
+  AnyTensorMut v;
+  allocate = true;
+  switch (in.consume_weighted({50, 30, 20})) {
+    case 0:
+      allocate = false;
+      return v;
+    case 1:
+      v.dtype = static_cast<DType>(in.consume_int(0, 255));
+      v.shape = fuzz_shape(in);
+      break;
+    default:
+      v.dtype = spec.dtype;
+      v.shape = spec.shape;
+  }
+  v.strides = fuzz_layout(in, v.shape, spec.output, backend);
+  return v;
+}
+
+FieldCase make_field(FuzzInput& in, const ArgSpec& spec, Backend backend, SplitMix64& rng) {
+  FieldCase f{spec, {}, std::nullopt, 0};
+  Mutation m = Mutation::none;
+  bool allocate = true;
+  if (!spec.present) {
+    f.view = unused_view(in, spec, backend, allocate);
+  } else {
+    if (in.chance(10)) m = static_cast<Mutation>(in.consume_int(1, kMutationCount));
+    f.view.dtype = spec.dtype;
+    f.view.shape = spec.shape;
+    mutate_type(in, m, f.view);
+    f.view.strides = fuzz_layout(in, f.view.shape, spec.output, backend);
+    mutate_strides(in, m, f.view);
+  }
+  if (!allocate) return f;
+  f.lead = place_view(in, m, f.view);
+  if (m == Mutation::null_data) return f;  // data null, capacity 0: no buffer
+  f.memory.emplace(backend, initial_contents(spec, f.view, f.lead, in, rng));
+  f.view.data = f.memory->data() + f.lead;
+  return f;
+}
+
+// The bad_index_count slot: none, an int64 holding a preset value, or a misaligned one.
+struct CountCase {
+  std::optional<FuzzBuffer> memory;
+  size_t offset = 0;
+  int64_t preset = 0;
+  int64_t* pointer() const { return memory ? reinterpret_cast<int64_t*>(memory->data() + offset) : nullptr; }
+  int64_t now() {
+    int64_t v;
+    std::memcpy(&v, memory->current().data() + offset, sizeof v);
+    return v;
+  }
+};
+
+CountCase make_count(FuzzInput& in, Backend backend) {
+  CountCase c;
+  const size_t kind = in.consume_weighted({60, 30, 10});
+  if (kind == 1) return c;
+  c.offset = kind == 2 ? in.consume_int<size_t>(1, 7) : 0;
+  c.preset = in.consume_int<int64_t>(0, int64_t{1} << 20);
+  std::vector<std::byte> bytes(c.offset + sizeof(int64_t));
+  std::memcpy(bytes.data() + c.offset, &c.preset, sizeof c.preset);
+  c.memory.emplace(backend, std::move(bytes));
+  return c;
+}
+
+struct CaseArgs {
+  std::vector<FieldCase> fields;  // in arg_fields() order
+  CountCase count;
+  // The index fields are known: the plan takes no index, or one has index_bound > 0. (ArgSpec says
+  // index_bound 0 both for "not an index" and for an index into a dim of size 0, where every value
+  // is bad; such a case cannot tell its index field, and skips the index checks.)
+  bool index_known = true;
+};
+
+CaseArgs make_case_args(FuzzInput& in, Backend backend, const OpSchema& schema, const std::vector<ArgSpec>& specs,
+                        bool has_count) {
+  SplitMix64 rng(in.consume_uint64());
+  CaseArgs c;
+  c.index_known = schema.index_dtypes.empty() ||
+                  std::any_of(specs.begin(), specs.end(), [](const ArgSpec& s) { return s.index_bound > 0; });
+  c.fields.reserve(specs.size());
+  for (const ArgSpec& spec : specs) c.fields.push_back(make_field(in, spec, backend, rng));
+  if (has_count) c.count = make_count(in, backend);
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invariants.
+
+std::string field_name(const ArgSpec& spec) { return "args." + std::string(spec.name); }
+
+// 1. A refusal names the plan: "<Plan>: <field>: ...".
+void expect_named(const OpSchema& schema, std::string_view call, const Status& s) {
+  if (s.is_ok()) return;
+  const std::string prefix = std::string(schema.plan) + ": ";
+  if (s.message().empty())
+    fail(std::string(call) + " returned " + std::string(status_code_name(s.code())) + " with an empty message");
+  if (!s.message().starts_with(prefix))
+    fail(std::string(call) + "'s error does not start with '" + prefix + "': " + s.to_string());
+}
+
+void expect_refusal(const OpSchema& schema, std::string_view call, const Status& s) {
+  if (s.is_ok()) fail(std::string(call) + " returned ok");
+  expect_named(schema, call, s);
+}
+
+// Why a view breaks the contract can_implement enforces (tensor.hpp; check_view in
+// src/ops/validate.hpp), or "": a view run accepted must keep it.
+std::string contract_violation(const AnyTensorRef& v, const ArgSpec& spec) {
+  if (v.dtype != spec.dtype) return "its dtype is not the spec's " + std::string(dtype_name(spec.dtype));
+  if (v.shape.rank < 0 || v.shape.rank > kMaxRank) return "its rank is outside 0..kMaxRank";
+  if (!(v.shape == spec.shape)) return "its shape is not the spec's " + spec.shape.to_string();
+  for (int d = 0; d < v.shape.rank; ++d) {
+    if (v.shape.dims[d] < 0) return "a size is negative";
+    if (v.strides[d] < 0) return "a stride is negative";
+  }
+  if (exact_numel(v.shape) == 0) return "";
+  for (int d = 0; d < v.shape.rank; ++d)
+    if (spec.output && v.strides[d] == 0 && v.shape.dims[d] > 1)
+      return "an output has a zero stride on a dim of size > 1";
+  if (!v.data) return "its data is null";
+  if (reinterpret_cast<uintptr_t>(v.data) % dtype_size(v.dtype) != 0) return "its data is misaligned";
+  if (const int64_t extent = reach(v.shape, v.strides); extent > v.capacity)
+    return "it reaches " + (extent == kInt64Max ? std::string("past INT64_MAX") : std::to_string(extent)) +
+           " elements but its buffer holds " + std::to_string(v.capacity);
+  return "";
+}
+
+// The bytes of the buffer that the view's elements occupy.
+std::vector<bool> covered_bytes(const FieldCase& f) {
+  std::vector<bool> covered(f.memory->initial().size(), false);
+  const size_t esize = element_bytes(f.view.dtype);
+  for_each_offset(f.view, [&](int64_t off) {
+    std::fill_n(covered.begin() + static_cast<ptrdiff_t>(f.lead + off * esize), esize, true);
+  });
+  return covered;
+}
+
+// 3a, 3b. Inputs and unused fields unchanged; outputs unchanged outside their view.
+void check_untouched(FieldCase& f) {
+  if (!f.memory) return;
+  const bool output = f.spec.present && f.spec.output;
+  const std::vector<bool> covered = output ? covered_bytes(f) : std::vector<bool>();
+  const std::span<const std::byte> now = f.memory->current();
+  const std::vector<std::byte>& before = f.memory->initial();
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (now[i] == before[i] || (output && covered[i])) continue;
+    const std::string what = output           ? "outside its view"
+                             : f.spec.present ? "(an input)"
+                                              : "(unused by this descriptor)";
+    fail(field_name(f.spec) + " " + what + ": byte " + std::to_string(i) + " of " + std::to_string(now.size()) +
+         " changed; view " + describe(f.view) + ", first element at byte " + std::to_string(f.lead));
+  }
+}
+
+bool is_index_field(const FieldCase& f) { return f.spec.present && f.spec.index_bound > 0; }
+
+// Index values of a (valid) index view outside [0, index_bound) (saturated).
+int64_t bad_values(const FieldCase& f) {
+  int64_t bad = 0, copies = 1;
+  const size_t esize = element_bytes(f.view.dtype);
+  for_each_offset(distinct_elements(f.view, copies), [&](int64_t off) {
+    const int64_t i = load_index(f.view.dtype, &f.memory->initial()[f.lead + off * esize]);
+    bad += i < 0 || i >= f.spec.index_bound;
+  });
+  return saturating_mul(bad, copies);
+}
+
+// 3c. The counter grew by the number of bad index values.
+void check_bad_index_count(CaseArgs& c) {
+  if (!c.count.memory) return;
+  int64_t expected = c.count.preset;
+  for (const FieldCase& f : c.fields)
+    if (is_index_field(f) && f.memory) expected = saturating_add(expected, bad_values(f));
+  if (const int64_t got = c.count.now(); got != expected)
+    fail("bad_index_count went from " + std::to_string(c.count.preset) + " to " + std::to_string(got) + ", expected " +
+         std::to_string(expected) + " (the index view holds " + std::to_string(expected - c.count.preset) +
+         " values outside [0, index_bound))");
+}
+
+bool is_zero(DType dtype, const std::byte* p) {
+  const size_t n = element_bytes(dtype);
+  for (size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<unsigned>(p[i]);
+    // Little endian: a float's sign bit is the top bit of its last byte; -0 is zero too.
+    if ((is_floating(dtype) && i == n - 1 ? (b & 0x7fu) : b) != 0) return false;
+  }
+  return true;
+}
+
+// 3d. With every index value bad, nothing is read or added: a gather's output is zeros, an
+// accumulating scatter's table is unchanged, an overwriting one's is zeros.
+void check_all_bad(CaseArgs& c) {
+  const bool any_index = std::any_of(c.fields.begin(), c.fields.end(), is_index_field);
+  const bool all_bad = std::all_of(c.fields.begin(), c.fields.end(), [](const FieldCase& f) {
+    return !is_index_field(f) ||
+           (!f.memory ? exact_numel(f.view.shape) == 0 : bad_values(f) == exact_numel(f.view.shape));
+  });
+  if (!any_index || !all_bad) return;
+  for (FieldCase& f : c.fields) {
+    if (!f.spec.present || !f.spec.output || !f.memory) continue;
+    const std::span<const std::byte> now = f.memory->current();
+    const size_t esize = element_bytes(f.view.dtype);
+    for_each_offset(f.view, [&](int64_t off) {
+      const size_t at = f.lead + static_cast<size_t>(off) * esize;
+      const bool kept = f.spec.accumulates ? std::equal(&now[at], &now[at] + esize, &f.memory->initial()[at])
+                                           : is_zero(f.view.dtype, &now[at]);
+      if (!kept)
+        fail("every index value is bad, yet " + field_name(f.spec) + " element at offset " + std::to_string(off) +
+             (f.spec.accumulates ? " changed" : " is not zero") + "; view " + describe(f.view));
+    });
+  }
+}
+
+// A run that refused its args (before any kernel: not a backend error) wrote nothing.
+void check_nothing_written(CaseArgs& c) {
+  for (FieldCase& f : c.fields)
+    if (f.memory && !std::ranges::equal(f.memory->current(), f.memory->initial()))
+      fail("run refused its args but wrote " + field_name(f.spec) + " " + describe(f.view));
+  if (c.count.memory && c.count.now() != c.count.preset) fail("run refused its args but changed bad_index_count");
+}
+
+// Everything run must have ensured when it returned ok.
+void check_after_run(CaseArgs& c) {
+  for (const FieldCase& f : c.fields) {
+    if (!f.spec.present) continue;
+    if (std::string why = contract_violation(f.view, f.spec); !why.empty())
+      fail("run accepted " + field_name(f.spec) + " although " + why + ": " + describe(f.view));
+    // A valid view's distinct elements are walkable, unless aliasing made very many (never made here).
+    int64_t copies;
+    if (!walkable(distinct_elements(f.view, copies)))
+      throw std::runtime_error("fuzzer: cannot walk " + field_name(f.spec) + ": " + describe(f.view));
+  }
+  if (c.count.offset % alignof(int64_t) != 0) fail("run accepted a misaligned bad_index_count");
+  for (FieldCase& f : c.fields) check_untouched(f);
+  if (!c.index_known) return;
+  check_bad_index_count(c);
+  check_all_bad(c);
+}
+
+// The case's views, for a failure report.
+std::string describe(const CaseArgs& c) {
+  std::string s;
+  for (const FieldCase& f : c.fields) {
+    s += "\n    " + field_name(f.spec) + " (spec " + std::string(dtype_name(f.spec.dtype)) + " " +
+         f.spec.shape.to_string();
+    if (!f.spec.present) s += ", unused";
+    if (f.spec.output) s += f.spec.accumulates ? ", accumulated" : ", output";
+    if (f.spec.index_bound) s += ", index_bound " + std::to_string(f.spec.index_bound);
+    s += "): " + (f.memory || f.view.data ? describe(f.view) + ", first element at byte " + std::to_string(f.lead)
+                                          : describe(f.view) + ", data null");
+    if (is_index_field(f) && f.memory && walkable(f.view) && exact_numel(f.view.shape) <= 64) {
+      s += ", values";
+      const size_t esize = element_bytes(f.view.dtype);
+      for_each_offset(f.view, [&](int64_t off) {
+        s += " " + std::to_string(load_index(f.view.dtype, &f.memory->initial()[f.lead + off * esize]));
+      });
+    }
+  }
+  if (c.count.memory) s += "\n    bad_index_count preset " + std::to_string(c.count.preset);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan-generic driver.
+
+enum class Stage : unsigned char { select, run, ran };
+struct CaseOutcome {
+  Stage stage = Stage::ran;
+  StatusCode code = StatusCode::ok;
+};
+
+template <class Args>
+constexpr bool kHasBadIndexCount = requires(Args a) {
+  a.bad_index_count;
+};
+
+template <class Plan>
+typename Plan::Args assemble(const CaseArgs& c) {
+  typename Plan::Args args{};
+  const auto fields = Plan::arg_fields();
+  for (size_t i = 0; i < fields.size(); ++i) fields[i].set(args, c.fields[i].view);
+  if constexpr (kHasBadIndexCount<typename Plan::Args>) args.bad_index_count = c.count.pointer();
+  return args;
+}
+
+// 2. A plan not made by select refuses everything.
+template <class Plan>
+void check_default_plan(const Stream& stream, const typename Plan::Args& args) {
+  const Plan plan{};
+  expect_refusal(Plan::schema(), "a default-constructed plan's can_implement", plan.can_implement(args));
+  expect_refusal(Plan::schema(), "a default-constructed plan's run", plan.run(stream, Workspace{}, args));
+  if (!plan.arg_specs().empty()) fail("a default-constructed plan has arg_specs()");
+}
+
+// 1. What a selected plan answers for any descriptor select accepted.
+template <class Plan>
+void check_selected(const Plan& plan) {
+  const OpSchema& schema = Plan::schema();
+  const KernelSku sku = plan.sku();
+  if (sku.op != schema.op) fail("sku() names op '" + sku.op + "', not '" + std::string(schema.op) + "'");
+  (void)sku.to_string();
+  (void)plan.precision_guarantee().to_string();
+  (void)plan.workspace_size();
+  if (plan.arg_specs().size() != Plan::arg_fields().size())
+    fail("arg_specs() has " + std::to_string(plan.arg_specs().size()) + " entries for " +
+         std::to_string(Plan::arg_fields().size()) + " fields");
+}
+
+void synchronize(const Stream& stream) {
+  if (stream.backend() == Backend::cuda && !stream.synchronize())
+    fail("the CUDA stream failed after run (a kernel faulted? run this case under compute-sanitizer)");
+}
+
+// The calls that take args, on a selected plan.
+template <class Plan>
+CaseOutcome fuzz_args(FuzzInput& in, const Stream& stream, const Plan& plan, CaseArgs& c) {
+  const OpSchema& schema = Plan::schema();
+  const typename Plan::Args args = assemble<Plan>(c);
+  if (in.chance(25)) (void)plan.sku(args).to_string();  // any args, valid or not
+  if (in.chance(3)) check_default_plan<Plan>(stream, args);
+  const Status implementable = plan.can_implement(args);
+  expect_named(schema, "can_implement", implementable);
+
+  const FuzzWorkspace workspace = fuzz_workspace(in, stream.backend(), plan.workspace_size());
+  const Status ran = plan.run(stream, workspace.get(), args);
+  synchronize(stream);
+  expect_named(schema, "run", ran);
+  if (!implementable && ran.code() != implementable.code())
+    fail("can_implement refused (" + implementable.to_string() + ") but run returned " + ran.to_string());
+  if (!ran) {
+    if (ran.code() != StatusCode::backend_error) check_nothing_written(c);
+    return {Stage::run, ran.code()};
+  }
+  check_after_run(c);
+  return {Stage::ran, StatusCode::ok};
+}
+
+template <class Plan>
+CaseOutcome fuzz_plan(FuzzInput& in, const Stream& stream) {
+  using Args = typename Plan::Args;
+  const OpSchema& schema = Plan::schema();
+  if (in.chance(3)) check_default_plan<Plan>(stream, Args{});
+
+  typename Plan::Descriptor desc;
+  fuzz_descriptor(in, schema, desc);
+  const PlanPreference preference = fuzz_preference(in, schema);
+  const Expected<Plan> selected = Plan::select(stream, desc, preference);
+  if (!selected) {
+    expect_named(schema, "select", selected.status());
+    return {Stage::select, selected.status().code()};
+  }
+  const Plan& plan = *selected;
+  check_selected(plan);
+
+  CaseArgs c = make_case_args(in, stream.backend(), schema, plan.arg_specs(), kHasBadIndexCount<Args>);
+  try {
+    return fuzz_args(in, stream, plan, c);
+  } catch (const FuzzFailure& f) {
+    fail(f.what() + describe(c));  // with the views, so that the report says what the case was
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The registry: every plan the fuzzer drives. A new plan is one line here (and, for a new
+// descriptor type, one fuzz_descriptor overload).
+
+struct PlanEntry {
+  std::string_view name;
+  CaseOutcome (*fuzz)(FuzzInput&, const Stream&);
+};
+
+template <class Plan>
+PlanEntry entry() {
+  return {Plan::schema().plan, &fuzz_plan<Plan>};
+}
+
+std::span<const PlanEntry> registry() {
+  static const PlanEntry kPlans[] = {
+      entry<LerpPlan>(),
+      entry<LerpBackwardPlan>(),
+      entry<AddcmulPlan>(),
+      entry<AddcmulBackwardPlan>(),
+      entry<GatherPlan>(),
+      entry<GatherBackwardPlan>(),
+      entry<ScatterAddPlan>(),
+      entry<IndexSelectPlan>(),
+      entry<IndexSelectBackwardPlan>(),
+      entry<EmbeddingPlan>(),
+      entry<EmbeddingBackwardPlan>(),
+  };
+  return kPlans;
+}
+
+void record(PlanCounts& counts, const CaseOutcome& outcome) {
+  switch (outcome.stage) {
+    case Stage::select:
+      ++counts.rejected_at_select[outcome.code];
+      break;
+    case Stage::run:
+      ++counts.rejected_at_run[outcome.code];
+      break;
+    case Stage::ran:
+      ++counts.ran;
+  }
+}
+
+int64_t sum(const std::map<StatusCode, int64_t>& counts) {
+  int64_t n = 0;
+  for (const auto& [code, count] : counts) n += count;
+  return n;
+}
+
+}  // namespace
+
+int64_t PlanCounts::select_rejections() const { return sum(rejected_at_select); }
+int64_t PlanCounts::run_rejections() const { return sum(rejected_at_run); }
+
+void PlanCounts::add(const PlanCounts& other) {
+  for (const auto& [code, count] : other.rejected_at_select) rejected_at_select[code] += count;
+  for (const auto& [code, count] : other.rejected_at_run) rejected_at_run[code] += count;
+  ran += other.ran;
+}
+
+std::vector<std::string_view> fuzzed_plan_names() {
+  std::vector<std::string_view> names;
+  for (const PlanEntry& e : registry()) names.push_back(e.name);
+  return names;
+}
+
+std::string_view fuzzed_plan(std::span<const uint8_t> bytes) {
+  FuzzInput in(bytes);
+  return in.pick(registry()).name;
+}
+
+void fuzz_one(std::span<const uint8_t> bytes, Backend backend, FuzzStats& stats) {
+  FuzzInput in(bytes);
+  const PlanEntry& plan = in.pick(registry());
+  const Stream stream = backend == Backend::cuda ? Stream::cuda() : Stream::host();
+  CaseOutcome outcome;
+  try {
+    outcome = plan.fuzz(in, stream);
+  } catch (const FuzzFailure& f) {
+    throw FuzzFailure(std::string(plan.name), f.what());
+  } catch (const std::exception& e) {
+    throw FuzzFailure(std::string(plan.name), std::string("an exception escaped: ") + e.what());
+  }
+  PlanCounts counts;
+  record(counts, outcome);
+  stats.plans[std::string(plan.name)].add(counts);
+  stats.total.add(counts);
+}
+
+}  // namespace baracuda::fuzz
