@@ -2,12 +2,15 @@
 # One call on the GPU machine: build with every core, run the whole test suite (GPU cases
 # included), run the GPU cases under compute-sanitizer (memcheck, racecheck), run the profiler's
 # standard suite and the PyTorch comparison. Logs go under $OUT (the device tool brings them back).
-#   scripts/device-check.sh [tests|racecheck|fuzz|bench|speed|all]   (default: all)
+#   scripts/device-check.sh [STEP[,STEP...]]   steps: tests, memcheck, racecheck, fuzz, bench, speed;
+#   all (the default) is tests,memcheck,racecheck,fuzz,bench
 # fuzz: the plan fuzzer on the CUDA backend under memcheck (FUZZ_RUNS cases, default 10000; FUZZ_SEED).
 # speed: the profiler of this tree beside the one of the source tree in $BASELINE (e.g. a `git
 # archive` of the previous commit, carried along), case by case (bench/compare_builds.py).
 set -uo pipefail
 what=${1:-all}
+[[ $what == all ]] && what=tests,memcheck,racecheck,fuzz,bench
+want() { [[ ",$what," == *",$1,"* ]]; }
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 status=0
@@ -18,33 +21,31 @@ step configure
 cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DBARACUDA_WARNINGS_AS_ERRORS=ON >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
 step build
-if [[ $what == speed && -n ${BASELINE:-} ]]; then  # the baseline builds beside this tree
+if want speed && [[ -n ${BASELINE:-} ]]; then  # the baseline builds beside this tree
   (cmake -S "$BASELINE" -B build/base -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DBARACUDA_BUILD_TESTS=OFF && cmake --build build/base -j8 --target baracuda-profiler) >"$OUT/build-base.log" 2>&1 &
 fi
 cmake --build build/device -j16 >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 
-if [[ $what == tests || $what == all || $what == racecheck ]]; then
-  if [[ $what != racecheck ]]; then
-    step "tests (all cases, GPU included)"
-    ./build/device/tests/baracuda_tests --gtest_color=no >"$OUT/tests.log" 2>&1 || status=1
-    grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$OUT/tests.log" | head -40
-    grep -B2 -A12 -E "Failure$" "$OUT/tests.log" | head -80  # the first failures, in full
-  fi
-  # The sanitizers slow kernels ~100x: every GPU case except the ones past 2^31 elements; racecheck
-  # skips the bit-identity drivers too (ten runs of kernels the other cases already run once).
-  for tool in memcheck racecheck; do
-    filter='*cuda*:-*Large*'
-    [[ $tool == racecheck ]] && filter='*cuda*:-*Large*:*BitIdentical*'
-    [[ $what == racecheck && $tool == memcheck ]] && continue
-    step "compute-sanitizer $tool"
-    compute-sanitizer --tool "$tool" --error-exitcode 3 ./build/device/tests/baracuda_tests --gtest_color=no \
-      --gtest_filter="$filter" >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)  \]" "$OUT/sanitizer-$tool.log" | head -10
-  done
+if want tests; then
+  step "tests (all cases, GPU included)"
+  ./build/device/tests/baracuda_tests --gtest_color=no >"$OUT/tests.log" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$OUT/tests.log" | head -40
+  grep -B2 -A12 -E "Failure$" "$OUT/tests.log" | head -80  # the first failures, in full
 fi
+# The sanitizers slow kernels ~100x: every GPU case except the ones past 2^31 elements; racecheck
+# skips the bit-identity drivers too (ten runs of kernels the other cases already run once).
+for tool in memcheck racecheck; do
+  want $tool || continue
+  filter='*cuda*:-*Large*'
+  [[ $tool == racecheck ]] && filter='*cuda*:-*Large*:*BitIdentical*'
+  step "compute-sanitizer $tool"
+  compute-sanitizer --tool "$tool" --error-exitcode 3 ./build/device/tests/baracuda_tests --gtest_color=no \
+    --gtest_filter="$filter" >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)  \]" "$OUT/sanitizer-$tool.log" | head -10
+done
 
-if [[ $what == tests || $what == all || $what == fuzz ]]; then
+if want fuzz; then
   # The plan fuzzer (tests/fuzz/) on the CUDA backend, every kernel launch under memcheck.
   step "fuzzer on CUDA under compute-sanitizer memcheck (${FUZZ_RUNS:-10000} cases)"
   compute-sanitizer --tool memcheck --error-exitcode 3 ./build/device/tests/fuzz/baracuda-fuzz --backend cuda \
@@ -52,14 +53,14 @@ if [[ $what == tests || $what == all || $what == fuzz ]]; then
   grep -vE "^========= (Program hit|    Saved host backtrace|        Host Frame)" "$OUT/fuzz-cuda.log" | tail -25
 fi
 
-if [[ $what == bench || $what == all ]]; then
+if want bench; then
   # compare_torch.py runs the profiler's standard suite (printing its table) and times PyTorch.
   step "profiler standard suite and PyTorch side by side"
   PYTHONUNBUFFERED=1 python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
     ${BENCH_OPS:+--ops=$BENCH_OPS} --commit "${BARACUDA_COMMIT:-unknown}" \
     --out "$OUT/compare.md" 2>&1 | tee "$OUT/compare.log" || status=1
 fi
-if [[ $what == speed ]]; then
+if want speed; then
   wait
   step "speed: this tree against $BASELINE"
   PYTHONUNBUFFERED=1 python3 bench/compare_builds.py --before build/base/tools/profiler/baracuda-profiler \

@@ -315,6 +315,15 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, EmbeddingDescriptor&
   d.padding_idx = fuzz_padding(in, d.num_embeddings);
 }
 
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, SoftmaxDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.out_dtype = in.chance(70) ? std::nullopt : std::optional<DType>(fuzz_dtype(in, schema.dtypes));
+  d.shape = fuzz_shape(in);
+  d.dim = fuzz_dim(in, d.shape.rank);
+  d.kind = in.chance(95) ? (in.consume_bool() ? SoftmaxKind::softmax : SoftmaxKind::log_softmax)
+                         : static_cast<SoftmaxKind>(in.consume_int(2, 255));
+}
+
 std::string fuzz_variant(FuzzInput& in, std::span<const VariantInfo> variants) {
   switch (in.consume_weighted({65, 28, 7})) {
     case 0:
@@ -1097,6 +1106,8 @@ std::span<const PlanEntry> registry() {
       entry<IndexSelectBackwardPlan>(),
       entry<EmbeddingPlan>(),
       entry<EmbeddingBackwardPlan>(),
+      entry<SoftmaxPlan>(),
+      entry<SoftmaxBackwardPlan>(),
   };
   return kPlans;
 }
