@@ -78,7 +78,10 @@ class SoftmaxTest : public testing::BackendDTypeTest {
     PlanPreference pref;
     pref.variant = variant;
     Expected<SoftmaxBackwardPlan> plan = SoftmaxBackwardPlan::select(stream(), d, pref);
-    if (!plan) return false;
+    if (!plan) {  // a forced variant that does not hold this row (the backward holds half the forward's)
+      EXPECT_NE(plan.status().message().find("preference.variant"), std::string::npos) << plan.status().to_string();
+      return false;
+    }
     harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan->workspace_size()));
     const Status s = plan->run(stream(), {ws.data(), ws.size()}, {y, dy, dx});
     EXPECT_TRUE(s.is_ok()) << s.to_string();
@@ -182,7 +185,7 @@ TEST_P(SoftmaxTest, F32OutputsOfAnyInputUnderEveryVariant) {
         EXPECT_TRUE(matches(y, want.outputs[1], DType::f32));
         Tensor dy = random(DType::f32, shape);
         Tensor dx = output(dtype(), shape);
-        ASSERT_TRUE(backward(d, variant, y.ref(), dy.ref(), dx.mut()));
+        if (!backward(d, variant, y.ref(), dy.ref(), dx.mut())) continue;
         ASSERT_OK(dx.download());
         EXPECT_TRUE(matches(dx, backward_reference(d, y, dy).outputs[2], dtype()));
       }
