@@ -150,6 +150,24 @@ TEST_P(HostileTest, ExtremeIndexValuesAreSkippedAndCounted) {
   EXPECT_EQ((read<int64_t, 1>(count)[0]), 9);
 }
 
+// A broadcast index (a zero stride) describing 2^40 values over one stored element, along an empty
+// table: every value is counted (as PyTorch checks every index), in the time of one element (once a
+// count walked all 2^40 copies: a hang).
+TEST_P(HostileTest, BroadcastIndexIsCountedByWhatItStores) {
+  IndexSelectDescriptor d;
+  d.src_shape = {4, 0};
+  d.num_indices = int64_t{1} << 40;
+  const IndexSelectBackwardPlan plan = unwrap(IndexSelectBackwardPlan::select(stream(), d));
+  Buffer index = buffer<int64_t>({9}), count = buffer<int64_t>({5});
+  IndexSelectBackwardArgs args;
+  args.dout = {nullptr, DType::f32, {int64_t{1} << 40, 0}, {0, 1}, 0};
+  args.index = {index.data(), DType::i64, {int64_t{1} << 40}, {0}, 1};
+  args.dsrc = {nullptr, DType::f32, {4, 0}, {0, 1}, 0};
+  args.bad_index_count = static_cast<int64_t*>(count.data());
+  ASSERT_OK(plan.run(stream(), {}, args));
+  EXPECT_EQ((read<int64_t, 1>(count)[0]), 5 + (int64_t{1} << 40));
+}
+
 // sku(args) once walked a rank-100 shape past its array; it now answers sku() for views that
 // can_implement rejects.
 TEST_P(HostileTest, SkuOfRejectedArgsReadsNothing) {

@@ -63,6 +63,20 @@ struct IndexedLayout {
   }
 };
 
+// The index view's distinct elements, for counting bad values: a walker over its dims with non-zero
+// strides, and how many times each element repeats along the zero-stride (broadcast) dims. So a
+// broadcast index costs what it stores, not what it describes.
+inline Walker<1> distinct_elements(const AnyTensorRef& index, int64_t& repeats) {
+  bool stored[kMaxRank] = {};
+  repeats = 1;
+  for (int d = 0; d < index.rank(); ++d) {
+    stored[d] = index.strides[d] != 0;
+    if (!stored[d]) repeats *= index.shape.dims[d];  // a factor of numel: below kMaxElements
+  }
+  const Strides* strides[1] = {&index.strides};
+  return make_walker<1>(index.shape, strides, stored);
+}
+
 // An index value to count as bad: outside [0, dim_size) (the padding value, when there is one, is
 // inside it: skipped, not an error).
 template <class Idx>

@@ -19,17 +19,17 @@ void count_bad_indices(const IndexedProblem& p) {
   if (!p.bad_index_count) return;
   const AnyTensorRef& v = p.index_view;
   const Idx* index = static_cast<const Idx*>(v.data);
-  const Strides* strides[1] = {&v.strides};
-  const Walker<1> walker = make_walker<1>(v.shape, strides);
+  int64_t repeats = 1;
+  const Walker<1> walker = distinct_elements(v, repeats);
   int64_t bad = 0;
-  const int64_t n = v.numel();
+  const int64_t n = v.numel() == 0 ? 0 : walker.numel();
 #pragma omp parallel for reduction(+ : bad) if (n > kParallelThreshold)
   for (int64_t i = 0; i < n; ++i) {
     int64_t off[1];
     walker.offsets(i, off);
     bad += bad_index(index[off[0]], p.layout.dim_size) ? 1 : 0;
   }
-  *p.bad_index_count += bad;
+  *p.bad_index_count += bad * repeats;
 }
 
 // Copies are done on the element's bits: one kernel per element size.

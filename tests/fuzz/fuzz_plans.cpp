@@ -124,12 +124,16 @@ void for_each_offset(const AnyTensorRef& v, F&& f) {
 // Descriptors: all decisions from the input. Sizes are mostly small so that most cases are cheap
 // and get past select; the rest are the values that break naive size arithmetic.
 
+// 2^k + 1 for k = 60..62: times 16, 8 or 4 (bytes per element or record) it wraps to a small size.
 constexpr int64_t kAbsurdSizes[] = {int64_t{1} << 31,
                                     (int64_t{1} << 31) - 1,
                                     int64_t{1} << 32,
                                     (int64_t{1} << 32) + 1,
                                     int64_t{1} << 40,
+                                    (int64_t{1} << 60) + 1,
+                                    (int64_t{1} << 61) + 1,
                                     int64_t{1} << 62,
+                                    (int64_t{1} << 62) + 1,
                                     kInt64Max,
                                     3037000500 /* its square passes INT64_MAX */,
                                     -1,
@@ -605,22 +609,17 @@ Strides packed_strides(const Shape& shape, const std::array<int, kMaxRank>& orde
   return strides;
 }
 
-// A valid layout: contiguous, with gaps, transposed, or (inputs) broadcast.
-//
-// A broadcast input is walked element by element over a few bytes of buffer, so a big one is a long
-// run. On the CPU a plan whose outputs are smaller than its work takes a workspace in proportion to
-// it (the scatters' sort): it must refuse a huge broadcast, or it got its workspace size wrong (what
-// this looks for). On CUDA the atomic scatter may legitimately walk one for hours: only small ones
-// there. A huge view fits no buffer unless its huge dims are broadcast: that is then its likeliest
-// layout.
-Strides fuzz_layout(FuzzInput& in, const Shape& shape, bool output, Backend backend) {
+// A valid layout: contiguous, with gaps, transposed, or (inputs) broadcast. A huge view fits no
+// buffer unless its huge dims are broadcast, so when `huge_broadcasts` allows it, that is its
+// likeliest layout; otherwise only views of few elements are broadcast.
+Strides fuzz_layout(FuzzInput& in, const Shape& shape, bool output, bool huge_broadcasts) {
   const int rank = stored_rank(shape);
   std::array<int, kMaxRank> order{};
   std::iota(order.begin(), order.end(), 0);
   std::array<int64_t, kMaxRank> widen;
   widen.fill(1);
   const bool huge = exact_numel(shape) > kMaxBufferElements;
-  const int broadcast = (output || (huge && backend != Backend::cpu)) ? 0 : (huge ? 100 : 15);
+  const int broadcast = (output || (huge && !huge_broadcasts)) ? 0 : (huge ? 100 : 15);
   switch (in.consume_weighted({55, 15, 15, broadcast})) {
     case 0:
       break;
@@ -715,7 +714,7 @@ std::vector<std::byte> initial_contents(const ArgSpec& spec, const AnyTensorMut&
 }
 
 // A field the descriptor does not use: left empty, given garbage, or given a view of its spec.
-AnyTensorMut unused_view(FuzzInput& in, const ArgSpec& spec, Backend backend, bool& allocate) {
+AnyTensorMut unused_view(FuzzInput& in, const ArgSpec& spec, bool huge_broadcasts, bool& allocate) {
   AnyTensorMut v;
   allocate = true;
   switch (in.consume_weighted({50, 30, 20})) {
@@ -730,22 +729,22 @@ AnyTensorMut unused_view(FuzzInput& in, const ArgSpec& spec, Backend backend, bo
       v.dtype = spec.dtype;
       v.shape = spec.shape;
   }
-  v.strides = fuzz_layout(in, v.shape, spec.output, backend);
+  v.strides = fuzz_layout(in, v.shape, spec.output, huge_broadcasts);
   return v;
 }
 
-FieldCase make_field(FuzzInput& in, const ArgSpec& spec, Backend backend, SplitMix64& rng) {
+FieldCase make_field(FuzzInput& in, const ArgSpec& spec, Backend backend, bool huge_broadcasts, SplitMix64& rng) {
   FieldCase f{spec, {}, std::nullopt, 0};
   Mutation m = Mutation::none;
   bool allocate = true;
   if (!spec.present) {
-    f.view = unused_view(in, spec, backend, allocate);
+    f.view = unused_view(in, spec, huge_broadcasts, allocate);
   } else {
     if (in.chance(10)) m = static_cast<Mutation>(in.consume_int(1, kMutationCount));
     f.view.dtype = spec.dtype;
     f.view.shape = spec.shape;
     mutate_type(in, m, f.view);
-    f.view.strides = fuzz_layout(in, f.view.shape, spec.output, backend);
+    f.view.strides = fuzz_layout(in, f.view.shape, spec.output, huge_broadcasts);
     mutate_strides(in, m, f.view);
   }
   if (!allocate) return f;
@@ -790,14 +789,20 @@ struct CaseArgs {
   bool index_known = true;
 };
 
+// Huge broadcast inputs (more elements than a buffer holds) are made only where a plan must refuse
+// them: a broadcast view is walked element by element, so accepting a huge one is a long run. A
+// plan with a CPU workspace sizes it by its work (the scatters' sort), so it asks for more than a
+// case gives, unless it got that size wrong (a wrapped product: what these look for). A plan
+// without one (a gather, a CUDA atomic scatter) may legitimately walk a huge view for hours.
 CaseArgs make_case_args(FuzzInput& in, Backend backend, const OpSchema& schema, const std::vector<ArgSpec>& specs,
-                        bool has_count) {
+                        size_t workspace, bool has_count) {
+  const bool huge_broadcasts = backend == Backend::cpu && workspace > 0;
   SplitMix64 rng(in.consume_uint64());
   CaseArgs c;
   c.index_known = schema.index_dtypes.empty() ||
                   std::any_of(specs.begin(), specs.end(), [](const ArgSpec& s) { return s.index_bound > 0; });
   c.fields.reserve(specs.size());
-  for (const ArgSpec& spec : specs) c.fields.push_back(make_field(in, spec, backend, rng));
+  for (const ArgSpec& spec : specs) c.fields.push_back(make_field(in, spec, backend, huge_broadcasts, rng));
   if (has_count) c.count = make_count(in, backend);
   return c;
 }
@@ -1071,7 +1076,8 @@ CaseOutcome fuzz_plan(FuzzInput& in, const Stream& stream) {
   const Plan& plan = *selected;
   check_selected(plan);
 
-  CaseArgs c = make_case_args(in, stream.backend(), schema, plan.arg_specs(), kHasBadIndexCount<Args>);
+  CaseArgs c =
+      make_case_args(in, stream.backend(), schema, plan.arg_specs(), plan.workspace_size(), kHasBadIndexCount<Args>);
   try {
     return fuzz_args(in, stream, plan, c);
   } catch (const FuzzFailure& f) {
