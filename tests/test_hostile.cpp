@@ -239,6 +239,18 @@ TEST_P(HostileTest, SelfOverlappingOutputIsAnError) {
   ASSERT_OK(plan.run(stream(), {}, args));
 }
 
+// A default-constructed plan (its descriptor never validated) answers every member without a throw.
+TEST_P(HostileTest, DefaultConstructedPlanAnswersEveryMember) {
+  const GatherPlan plan;
+  GatherArgs args;
+  EXPECT_TRUE(is_error(plan.run(stream(), {}, args), StatusCode::invalid_problem, "GatherPlan", "plan"));
+  EXPECT_EQ(plan.sku().variant, "unselected");
+  EXPECT_EQ(plan.sku(args).variant, "unselected");
+  EXPECT_EQ(plan.workspace_size(), 0u);
+  EXPECT_TRUE(plan.arg_specs().empty());
+  (void)plan.precision_guarantee();
+}
+
 // Garbage enum values and absurd preferences are errors with messages, never UB.
 TEST_P(HostileTest, GarbageEnumsAreErrors) {
   BinaryParamDescriptor desc;

@@ -146,8 +146,11 @@ Status Plan<Op>::can_implement(const Args& args) const {
   return Status::ok();
 }
 
+// A default-constructed plan's descriptor was never validated: its descriptive members answer
+// without the hooks (which may assume a valid one).
 template <class Op>
 PrecisionGuarantee Plan<Op>::precision_guarantee() const {
+  if (!selected_) return {};
   return detail::OpHooks<Op>::precision(desc_, choice_);
 }
 
@@ -159,7 +162,7 @@ KernelSku Plan<Op>::sku() const {
 template <class Op>
 KernelSku Plan<Op>::sku(const Args& args) const {
   // Views that can_implement rejects run nothing: they are not read, and the plan's own SKU answers.
-  return sku_of(can_implement(args) ? &args : nullptr);
+  return sku_of(selected_ && can_implement(args) ? &args : nullptr);
 }
 
 template <class Op>
@@ -172,6 +175,10 @@ KernelSku Plan<Op>::sku_of(const Args* args) const {
   if constexpr (requires { desc_.index_dtype; }) sku.index = desc_.index_dtype;
   sku.arch = target_.arch;
   sku.backend = target_.backend;
+  if (!selected_) {
+    sku.variant = "unselected";
+    return sku;
+  }
   detail::KernelShape shape = Hooks::kernel(target_, desc_, choice_, args);
   sku.variant = std::move(shape.variant);
   sku.layout = shape.layout;

@@ -1014,6 +1014,11 @@ void check_default_plan(const Stream& stream, const typename Plan::Args& args) {
   expect_refusal(Plan::schema(), "a default-constructed plan's can_implement", plan.can_implement(args));
   expect_refusal(Plan::schema(), "a default-constructed plan's run", plan.run(stream, Workspace{}, args));
   if (!plan.arg_specs().empty()) fail("a default-constructed plan has arg_specs()");
+  // Its descriptive members answer without reading the (never validated) default descriptor.
+  if (plan.sku().variant != "unselected" || plan.sku(args).variant != "unselected")
+    fail("a default-constructed plan's sku() names a kernel");
+  (void)plan.precision_guarantee();
+  if (plan.workspace_size() != 0) fail("a default-constructed plan needs a workspace");
 }
 
 // 1. What a selected plan answers for any descriptor select accepted.
