@@ -170,7 +170,8 @@ namespace baracuda::detail::cpu {
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant>, bool) {
   int64_t rows = 0, length = 0;
   rows_and_length(problem, rows, length);
-  const CheckedSize bytes = problem.shape.numel() == 0 ? CheckedSize(0) : CheckedSize(rows) * static_cast<int64_t>(sizeof(KeyPosition));
+  const CheckedSize bytes =
+      problem.shape.numel() == 0 ? CheckedSize(0) : CheckedSize(rows) * static_cast<int64_t>(sizeof(KeyPosition));
   return {IndexVariant::sorted, false, bytes};
 }
 

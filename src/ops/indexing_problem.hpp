@@ -18,7 +18,7 @@ struct IndexedProblemDesc {
   int dim = 0;
   bool broadcast_index = false;  // index is 1-D along dim (index_select, embedding)
   std::optional<int64_t> padding_idx;
-  bool accumulate = true;  // scatter: add into the table, or overwrite it
+  bool accumulate = true;       // scatter: add into the table, or overwrite it
   std::string_view size_field;  // the descriptor field that sets the walk's size (errors name it)
 };
 enum class IndexVariant : unsigned char { copy, atomic, sorted };
@@ -26,7 +26,7 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 // How a backend runs a scatter, decided at select.
 struct ScatterStrategy {
   IndexVariant variant = IndexVariant::sorted;
-  bool shared_rows = false;  // CUDA: each destination line summed in shared memory
+  bool shared_rows = false;   // CUDA: each destination line summed in shared memory
   CheckedSize workspace = 0;  // bytes; select refuses a problem whose workspace reaches kMaxBytes
 };
 

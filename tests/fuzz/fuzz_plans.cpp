@@ -276,20 +276,18 @@ void fuzz_index_types(FuzzInput& in, const OpSchema& schema, Descriptor& d) {
   d.accumulate = in.consume_bool();
 }
 
+// One of an enum's two values, or now and then a value past them (an invalid enum a caller cast).
+template <class E>
+E fuzz_enum(FuzzInput& in, E first, E second, int garbage_percent) {
+  if (in.chance(garbage_percent)) return static_cast<E>(in.consume_int(2, 255));
+  return in.consume_bool() ? second : first;
+}
+
 // One generator per descriptor type; a new op family adds its overload.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryParamDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.shape = fuzz_shape(in);
-  switch (in.consume_weighted({47, 47, 6})) {
-    case 0:
-      d.weight_mode = WeightMode::scalar;
-      break;
-    case 1:
-      d.weight_mode = WeightMode::tensor;
-      break;
-    default:
-      d.weight_mode = static_cast<WeightMode>(in.consume_int(2, 255));
-  }
+  d.weight_mode = fuzz_enum(in, WeightMode::scalar, WeightMode::tensor, 6);
   d.weight = fuzz_weight(in);
   d.weight_shape = fuzz_broadcast_shape(in, d.shape);
 }
@@ -324,8 +322,7 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, SoftmaxDescriptor& d
   d.out_dtype = in.chance(70) ? std::nullopt : std::optional<DType>(fuzz_dtype(in, schema.dtypes));
   d.shape = fuzz_shape(in);
   d.dim = fuzz_dim(in, d.shape.rank);
-  d.kind = in.chance(95) ? (in.consume_bool() ? SoftmaxKind::softmax : SoftmaxKind::log_softmax)
-                         : static_cast<SoftmaxKind>(in.consume_int(2, 255));
+  d.kind = fuzz_enum(in, SoftmaxKind::softmax, SoftmaxKind::log_softmax, 5);
 }
 
 std::string fuzz_variant(FuzzInput& in, std::span<const VariantInfo> variants) {
@@ -342,16 +339,7 @@ std::string fuzz_variant(FuzzInput& in, std::span<const VariantInfo> variants) {
 
 PlanPreference fuzz_preference(FuzzInput& in, const OpSchema& schema) {
   PlanPreference p;
-  switch (in.consume_weighted({70, 25, 5})) {
-    case 0:
-      p.determinism = Determinism::any;
-      break;
-    case 1:
-      p.determinism = Determinism::required;
-      break;
-    default:
-      p.determinism = static_cast<Determinism>(in.consume_int(2, 255));
-  }
+  p.determinism = fuzz_enum(in, Determinism::any, Determinism::required, 5);
   switch (in.consume_weighted({75, 10, 10, 5})) {
     case 0:
       break;  // no limit
