@@ -4,11 +4,17 @@
 // in any grouping (each kernel fixes its own order, so every run gives the same bits), and the
 // row's total then gives each output element.
 //
+// Sparsemax and entmax15 (SparseForwardMath) need several reductions of a row in turn: a backend
+// gives them a Fold (any number of reductions of the row, each with its own partial type) instead
+// of one partial.
+//
 // Edge values follow from the formulas, as in PyTorch's two-pass softmax: exp(v - max) of a NaN is
 // NaN and of a +inf is exp(inf - inf) = NaN, so such a row sums to NaN; a -inf contributes exactly 0
 // (softmax_term guards -inf - -inf, so a -inf piece of a row never poisons the rest); a row of only
 // -inf has max -inf and sum 0, so every output is 0/0 = NaN.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "baracuda/ops/softmax.hpp"
@@ -50,6 +56,20 @@ BARACUDA_HD A softmax_log(A x) {
 }
 
 template <class A>
+BARACUDA_HD A softmax_sqrt(A x) {
+#if defined(__CUDA_ARCH__)
+  return sqrt(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+
+// Sparsemax and entmax15: the kinds whose forward needs several passes over a row.
+BARACUDA_HD constexpr bool is_sparse(SoftmaxKind kind) {
+  return kind == SoftmaxKind::sparsemax || kind == SoftmaxKind::entmax15;
+}
+
+template <class A>
 BARACUDA_HD A minus_infinity() {
   return -std::numeric_limits<A>::infinity();
 }
@@ -79,6 +99,7 @@ template <class A>
 struct SoftmaxForwardMath {
   using Value = A;
   static constexpr int kInputs = 1;
+  static constexpr bool kIterative = false;  // one partial per row (no Fold)
   using Partial = SoftmaxStats<A>;
   SoftmaxKind kind = SoftmaxKind::softmax;
 
@@ -117,6 +138,7 @@ template <class A>
 struct SoftmaxBackwardMath {
   using Value = A;
   static constexpr int kInputs = 2;
+  static constexpr bool kIterative = false;
   using Partial = A;
   SoftmaxKind kind = SoftmaxKind::softmax;
 
@@ -140,6 +162,218 @@ struct SoftmaxBackwardMath {
     }
   };
   BARACUDA_HD Writer writer(const Partial& total) const { return {total, kind == SoftmaxKind::log_softmax}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Sparsemax and entmax15.
+//
+// Both map a row x to y = max(z - tau, 0)^kPower with z = (x - max) * scale (sparsemax: kPower 1,
+// scale 1; entmax15: kPower 2, scale 1/2, as (alpha - 1) x with alpha = 1.5) and tau the one root of
+//   f(t) = sum over {z > t} of (z - t)^kPower - 1,
+// a convex, decreasing function. Shifted by the max (z <= 0, the max at 0), tau lies in [-1, 0).
+// The exact support S = {z > tau} and tau come without a sort: passes over the row, each measuring
+// the support {z > t} and the sums of (z - t) and (z - t)^2 over it at two points t at once:
+//   - lo: a point known to be at or below tau (f(lo) >= 0), and its support, a superset of S;
+//   - the closed form of lo's support (tau if that support is S): sparsemax (s1 - 1) / count
+//     (Michelot's algorithm, never past tau), entmax15 the smaller root of sum (z - t)^2 = 1;
+//   - entmax15: Newton's step from lo (from below on a convex function: never past tau);
+//   - sparsemax: a bisection of (lo, hi) in the compute type's bit patterns, hi the lowest point
+//     known to be past tau, so that no row needs more than about (the type's bits) passes.
+// The search ends when the closed form of lo's support holds that support's count (no z in
+// (lo, closed form]: the support is consistent with its tau). The closed form measured from a
+// distant lo loses digits (sums of many (z - lo) near 1, a difference of squares for entmax15), so
+// tau is taken from the sums measured at the closed form itself (each z - t small), and the search
+// goes on from there unless that moves tau by no more than a few ulps (z that near tau are ties, to
+// the precision of the type). When lo and hi hold the same count (no z between them), the closed
+// form of lo's support is the next probe, and ends the search so. Typical rows take 3 to 6 passes.
+template <class A, int kPower>
+struct ThresholdStats {
+  int64_t count[2];  // of {z > t}
+  A sum[2][kPower];  // of (z - t), and of (z - t)^2 for entmax15
+};
+
+// max with NaN sticky (a NaN row is NaN throughout).
+template <class A>
+BARACUDA_HD A nan_max(A a, A b) {
+  return a != a ? a : b != b ? b : a > b ? a : b;
+}
+
+// The point halfway between a and b (a < b <= 0) in the order of the compute type's bit patterns:
+// bisection by exponent first, then mantissa, as a sorted list of the type's values would be cut.
+template <class A>
+BARACUDA_HD A bit_midpoint(A a, A b) {
+  using Bits = std::conditional_t<sizeof(A) == 4, uint32_t, uint64_t>;
+  const A na = A(0) - a, nb = A(0) - b;  // 0 <= nb < na (b = -0 gives +0): positive values' bits are in their order
+  Bits ka, kb;
+  memcpy(&ka, &na, sizeof(A));
+  memcpy(&kb, &nb, sizeof(A));
+  const Bits mid = kb + (ka - kb) / 2;
+  A m;
+  memcpy(&m, &mid, sizeof(A));
+  return -m;
+}
+
+template <class A, int kPower>
+struct SparseForwardMath {
+  using Value = A;
+  static constexpr int kInputs = 1;
+  static constexpr bool kIterative = true;
+  using Stats = ThresholdStats<A, kPower>;
+  using Partial = Stats;  // the widest value a fold reduces (what a backend's scratch must hold)
+  // Enough passes for the bisection to pin any tau of the type; the search rarely nears it.
+  static constexpr int kMaxPasses = sizeof(A) == 4 ? 40 : 72;
+  SoftmaxKind kind = SoftmaxKind::sparsemax;
+
+  BARACUDA_HD static A fill() { return minus_infinity<A>(); }  // never in a support
+
+  struct Writer {
+    A shift, scale, tau;  // z = x * scale + shift
+    BARACUDA_HD A operator()(const A (&in)[kInputs]) const {
+      A d = in[0] * scale + shift - tau;
+      d = d < A(0) ? A(0) : d;  // -inf entries give 0; a NaN tau (a NaN row) gives NaN
+      return kPower == 1 ? d : d * d;
+    }
+  };
+
+  // The closed-form tau of the support measured at t (count > 0).
+  BARACUDA_HD static A closed_form(A t, A count, const A (&sum)[kPower]) {
+    if constexpr (kPower == 1) {
+      return t + (sum[0] - A(1)) / count;
+    } else {
+      // The smaller root u of count u^2 - 2 s1 u + s2 - 1 = 0, as (s2 - 1) / (s1 + sqrt(disc)): no
+      // cancellation when s2 is near 1.
+      A disc = sum[0] * sum[0] - count * (sum[1] - A(1));
+      disc = disc > A(0) ? disc : A(0);
+      return t + (sum[1] - A(1)) / (sum[0] + softmax_sqrt(disc));
+    }
+  }
+
+  // fold(identity, element, combine): the reduction of the whole row, element(acc, x) folding each
+  // value (missing ones are fill()) into a partial and combine(a, b) merging partials.
+  template <class Fold>
+  BARACUDA_HD Writer solve(Fold&& fold) const {
+    const A max = fold(minus_infinity<A>(), [](A& m, A x) { m = nan_max(m, x); },
+                       [](A a, A b) { return nan_max(a, b); });
+    const A scale = kPower == 1 ? A(1) : A(0.5);
+    if (!(max > minus_infinity<A>() && max < -minus_infinity<A>()))  // NaN, +inf, or only -inf
+      return {A(0), A(0), max - max};                                  // NaN everywhere
+    const A shift = -max * scale;
+    auto measure = [&](A t0, A t1) {
+      Stats init{};
+      const A t[2] = {t0, t1};
+      return fold(
+          init,
+          [&](Stats& s, A x) {
+            const A z = x * scale + shift;
+            BARACUDA_UNROLL
+            for (int j = 0; j < 2; ++j) {
+              const A d = z - t[j];
+              if (d > A(0)) {
+                s.count[j] += 1;
+                s.sum[j][0] += d;
+                if constexpr (kPower == 2) s.sum[j][1] += d * d;
+              }
+            }
+          },
+          [](const Stats& a, const Stats& b) {
+            Stats c;
+            BARACUDA_UNROLL
+            for (int j = 0; j < 2; ++j) {
+              c.count[j] = a.count[j] + b.count[j];
+              BARACUDA_UNROLL
+              for (int k = 0; k < kPower; ++k) c.sum[j][k] = a.sum[j][k] + b.sum[j][k];
+            }
+            return c;
+          });
+    };
+    // Ties to the type's precision: a refined tau this close to its probe ends the search.
+    const A slack = sizeof(A) == 4 ? A(1.0 / (1 << 20)) : A(1.0 / (int64_t{1} << 48));
+    // lo = -1 is at or below tau (the max alone gives f(-1) >= 0); hi = 0 is past it (f(0) = -1).
+    A lo = -1, lo_sum[kPower] = {}, hi = 0;
+    int64_t lo_count = 0, hi_count = 0;
+    A probe[2] = {A(-1), bit_midpoint(A(-1), A(0))};
+    int closed = -1;          // which probe is the closed form of lo's support (none in the first pass)
+    int64_t closed_base = 0;  // the count of the support it came from
+    for (int pass = 0; pass < kMaxPasses; ++pass) {
+      const Stats s = measure(probe[0], probe[1]);
+      if (closed >= 0 && s.count[closed] == closed_base) {  // the closed form holds its support
+        const A refined = closed_form(probe[closed], A(s.count[closed]), s.sum[closed]);
+        if (refined <= probe[closed] - slack * probe[closed]) return {shift, scale, refined};
+      }
+      bool moved = false;
+      BARACUDA_UNROLL
+      for (int j = 0; j < 2; ++j) {
+        const A f = s.sum[j][kPower - 1] - A(1);
+        if (f >= A(0) && (probe[j] > lo || lo_count == 0)) {
+          lo = probe[j];
+          lo_count = s.count[j];
+          BARACUDA_UNROLL
+          for (int k = 0; k < kPower; ++k) lo_sum[k] = s.sum[j][k];
+          moved = true;
+        } else if (f < A(0) && probe[j] < hi) {
+          hi = probe[j];
+          hi_count = s.count[j];
+          moved = true;
+        }
+      }
+      const A tau = closed_form(lo, A(lo_count), lo_sum);
+      if (!moved) return {shift, scale, tau};  // stalled: lo's support is the best known
+      closed = kPower == 1 || lo_count == hi_count ? 0 : 1;
+      closed_base = lo_count;
+      probe[closed] = tau;
+      if (lo_count == hi_count) {
+        probe[1] = tau;  // no z in (lo, hi]: only tau's refinement is left
+      } else if constexpr (kPower == 1) {
+        probe[1] = tau < hi ? bit_midpoint(tau > lo ? tau : lo, hi) : tau;
+      } else {
+        probe[0] = lo + (lo_sum[1] - A(1)) / (A(2) * lo_sum[0]);  // Newton's step
+      }
+    }
+    return {shift, scale, closed_form(lo, A(lo_count), lo_sum)};
+  }
+};
+
+// The backward of sparsemax and entmax15: inputs (y, dy); a partial sums g dy and g with g = [y > 0]
+// (sparsemax) or sqrt(y) (entmax15), and dx = g (dy - sum(g dy) / sum(g)).
+template <class A>
+struct SparseBackwardMath {
+  using Value = A;
+  static constexpr int kInputs = 2;
+  static constexpr bool kIterative = false;
+  struct Partial {
+    A weighted, weight;  // sum of g dy, sum of g
+  };
+  SoftmaxKind kind = SoftmaxKind::sparsemax;
+
+  BARACUDA_HD static A fill() { return A(0); }  // y = 0: off the support
+  BARACUDA_HD static Partial identity() { return {A(0), A(0)}; }
+  BARACUDA_HD static Partial combine(const Partial& a, const Partial& b) {
+    return {a.weighted + b.weighted, a.weight + b.weight};
+  }
+  BARACUDA_HD static A gain(A y, bool entmax) {
+    if (!(y > A(0))) return y != y ? y : A(0);  // a NaN y makes its row's gradient NaN
+    return entmax ? softmax_sqrt(y) : A(1);
+  }
+  template <int N>
+  BARACUDA_HD Partial partial(const A (&in)[kInputs][N]) const {
+    Partial p = identity();
+    BARACUDA_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const A g = gain(in[0][i], kind == SoftmaxKind::entmax15);
+      p.weighted += g * in[1][i];
+      p.weight += g;
+    }
+    return p;
+  }
+
+  struct Writer {
+    A mean;
+    bool entmax;
+    BARACUDA_HD A operator()(const A (&in)[kInputs]) const { return gain(in[0], entmax) * (in[1] - mean); }
+  };
+  BARACUDA_HD Writer writer(const Partial& total) const {
+    return {total.weight > A(0) ? total.weighted / total.weight : A(0), kind == SoftmaxKind::entmax15};
+  }
 };
 
 }  // namespace baracuda::detail

@@ -1,6 +1,7 @@
 // CPU kernels of the softmax family. Both read a row twice (its partial, then its outputs) in
 // pieces of kBlock elements: each piece's partial (common/softmax_math.hpp) folds into the row's in
-// order, so the bits never depend on the thread count.
+// order, so the bits never depend on the thread count. The multi-pass forward (sparsemax, entmax15)
+// reads its row once per pass of its solve, in the same pieces, by rows only.
 //   rows:  rows in parallel; with fewer rows than threads, the pieces of one row in parallel.
 //   outer: kColumns neighbouring rows (in memory order, the columns of a dim that is not innermost)
 //          per work item, each tile of kBlock positions x kColumns loaded row by row.
@@ -67,6 +68,52 @@ struct Kernel {
       }
       return total;
     }
+    // The multi-pass forward's Fold (common/softmax_math.hpp): pieces of kRowPiece elements, in
+    // parallel when `parallel`, combined in order.
+    struct Fold {
+      const Row& row;
+      bool parallel;
+      template <class P, class Element, class Combine>
+      P operator()(P identity, Element element, Combine combine) const {
+        const int64_t length = row.k.p.length, pieces = ceil_div(length, kRowPiece);
+        auto piece = [&](int64_t c) {
+          P acc = identity;
+          for (int64_t i = c * kRowPiece, end = std::min(length, (c + 1) * kRowPiece); i < end; ++i)
+            element(acc, row.k.at(0, row.offset(0, i)));
+          return acc;
+        };
+        if (!parallel || pieces == 1) {
+          P total = identity;
+          for (int64_t c = 0; c < pieces; ++c) total = combine(total, piece(c));
+          return total;
+        }
+        std::vector<P> partial(static_cast<size_t>(pieces));
+#pragma omp parallel for schedule(static)
+        for (int64_t c = 0; c < pieces; ++c) partial[c] = piece(c);
+        P total = identity;
+        for (const P& part : partial) total = combine(total, part);
+        return total;
+      }
+    };
+    typename Math::Writer writer(bool parallel) const {
+      if constexpr (Math::kIterative) {
+        return k.math.solve(Fold{*this, parallel});
+      } else {
+        const int64_t length = k.p.length, pieces = ceil_div(length, kRowPiece);
+        std::vector<Partial> partial(static_cast<size_t>(parallel ? pieces : 0));
+        Partial total = Math::identity();
+        if (!parallel) {
+          for (int64_t c = 0; c < pieces; ++c)
+            total = Math::combine(total, piece(c * kRowPiece, std::min(length, (c + 1) * kRowPiece)));
+          return k.math.writer(total);
+        }
+#pragma omp parallel for schedule(static)
+        for (int64_t c = 0; c < pieces; ++c) partial[c] = piece(c * kRowPiece, std::min(length, (c + 1) * kRowPiece));
+        for (const Partial& part : partial) total = Math::combine(total, part);
+        return k.math.writer(total);
+      }
+    }
+
     void write(const typename Math::Writer& w, int64_t begin, int64_t end) const {
       for (int64_t i = begin; i < end; ++i) {
         A v[kIn];
@@ -86,22 +133,15 @@ struct Kernel {
         int64_t base[kSoftmaxTensors];
         p.walk.offsets(r, base);
         const Row<kUnit> row{*this, base, p.dim_stride};
-        Partial total = Math::identity();
-        for (int64_t c = 0; c < pieces; ++c) total = Math::combine(total, row.piece(c * kRowPiece, piece_end(c)));
-        row.write(math.writer(total), 0, p.length);
+        row.write(row.writer(false), 0, p.length);
       }
       return;
     }
-    std::vector<Partial> partial(static_cast<size_t>(pieces));
-    for (int64_t r = 0; r < p.rows; ++r) {
+    for (int64_t r = 0; r < p.rows; ++r) {  // few long rows: the pieces of each in parallel
       int64_t base[kSoftmaxTensors];
       p.walk.offsets(r, base);
       const Row<kUnit> row{*this, base, p.dim_stride};
-#pragma omp parallel for schedule(static)
-      for (int64_t c = 0; c < pieces; ++c) partial[c] = row.piece(c * kRowPiece, piece_end(c));
-      Partial total = Math::identity();
-      for (const Partial& part : partial) total = Math::combine(total, part);
-      const typename Math::Writer w = math.writer(total);
+      const typename Math::Writer w = row.writer(true);
 #pragma omp parallel for schedule(static)
       for (int64_t c = 0; c < pieces; ++c) row.write(w, c * kRowPiece, piece_end(c));
     }
@@ -146,7 +186,10 @@ Status launch(const LaunchContext&, const SoftmaxProblem& problem) {
     const Kernel<typename decltype(math)::type, typename decltype(load)::type, typename decltype(store)::type> k{
         problem};
     if (problem.variant == SoftmaxVariant::outer) {
-      k.outer();
+      if constexpr (decltype(math)::type::kIterative)
+        return Status::error(StatusCode::unsupported, "softmax: the outer variant has no multi-pass forward");
+      else
+        k.outer();
     } else {
       bool unit = true;
       for (int64_t s : problem.dim_stride) unit = unit && s == 1;

@@ -13,6 +13,9 @@
 //     rows, contiguous in memory) and `slices` threads per column walk dim in turn; their partials
 //     fold in a fixed tree in shared memory (and, when a cluster shares a tile of columns, across
 //     its blocks in rank order); then each walks its positions again to write them.
+//   pass_row: the multi-pass forward (sparsemax, entmax15) of a row no group holds, or along a dim
+//     that is not innermost: a block per row reads it from memory once per pass of its solve.
+// The held variants run the multi-pass forward too: each pass of its solve folds the registers.
 // Views whose accesses cannot be 16-byte vectors (ops/softmax.cpp, `vectorizable`) run the same
 // kernels one element at a time, along any strides.
 #include <cuda_bf16.h>
@@ -124,6 +127,45 @@ __device__ __forceinline__ void outputs(const typename Math::Writer& w,
   }
 }
 
+// The multi-pass forward's Fold (common/softmax_math.hpp) over a group of threads: each folds the
+// values `each` hands it, then the group reduces (the Scratch of the math's widest partial serves
+// every partial type of its solve). Every thread of the group ends with the same bits, so they all
+// take the same number of passes.
+template <ReduceScope kScope, class Scratch, class Each>
+struct GroupFold {
+  Each each;  // each(f): f(value) for every value of the row this thread holds or reads
+  Scratch& scratch;
+  int width;
+  template <class P, class Element, class Combine>
+  __device__ __forceinline__ P operator()(P identity, Element element, Combine combine) const {
+    static_assert(sizeof(ReduceScratch<P>) <= sizeof(Scratch) && alignof(ReduceScratch<P>) <= alignof(Scratch));
+    P acc = identity;
+    each([&](auto value) { element(acc, value); });
+    return group_allreduce<kScope>(acc, combine, identity, reinterpret_cast<ReduceScratch<P>&>(scratch), width);
+  }
+};
+template <ReduceScope kScope, class Scratch, class Each>
+__device__ __forceinline__ GroupFold<kScope, Scratch, Each> group_fold(Each each, Scratch& scratch, int width) {
+  return {each, scratch, width};
+}
+
+// The row's Writer from what this thread holds: one reduction of partials, or the math's solve.
+template <ReduceScope kScope, class Math, int N>
+__device__ __forceinline__ typename Math::Writer held_writer(const Math& math,
+                                                             const typename Math::Value (&v)[Math::kInputs][N],
+                                                             ReduceScratch<typename Math::Partial>& scratch,
+                                                             int group) {
+  if constexpr (Math::kIterative) {
+    auto each = [&](auto f) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) f(v[0][i]);
+    };
+    return math.solve(group_fold<kScope>(each, scratch, group));
+  } else {
+    return math.writer(group_allreduce<kScope>(math.partial(v), Combine<Math>{}, Math::identity(), scratch, group));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // warp_row, block_row, cluster_row
 
@@ -175,8 +217,7 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
       for (int t = 0; t < kIn; ++t)
         load_vector<V>(in[t] + base[t], a.stride[t], p, length, a.vectorized, Math::fill(), &v[t][c * V]);
     }
-    const typename Math::Writer w =
-        math.writer(group_allreduce<kScope>(math.partial(v), Combine<Math>{}, Math::identity(), scratch, group));
+    const typename Math::Writer w = held_writer<kScope>(math, v, scratch, group);
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       A o[V];
@@ -340,6 +381,40 @@ __global__ void __launch_bounds__(kOuterThreads) outer_columns(Args a) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// pass_row: block b takes rows b, b + gridDim.x, ...; its threads take the row's vectors in turn.
+
+template <class Math, class Load, class Store>
+__global__ void __launch_bounds__(kPassThreads) pass_rows(Args a) {
+  using T = Types<Math, Load, Store>;
+  using A = typename T::A;
+  constexpr int V = T::kVector;
+  __shared__ ReduceScratch<typename T::Partial> scratch;
+  const Math math{a.kind};
+  const Load* in = static_cast<const Load*>(a.in[0]);
+  Store* out = static_cast<Store*>(a.out);
+  const int64_t step = int64_t(blockDim.x) * V;
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    int64_t base[kSoftmaxTensors];
+    a.walk.offsets(row, base);
+    auto each = [&](auto f) {
+      for (int64_t p = int64_t(threadIdx.x) * V; p < a.length; p += step) {
+        A v[V];
+        load_vector<V>(in + base[0], a.stride[0], p, a.length, a.vectorized, Math::fill(), v);
+#pragma unroll
+        for (int j = 0; j < V; ++j) f(v[j]);
+      }
+    };
+    const typename Math::Writer w = math.solve(group_fold<ReduceScope::block>(each, scratch, 32));
+    for (int64_t p = int64_t(threadIdx.x) * V; p < a.length; p += step) {
+      A v[1][V], o[V];
+      load_vector<V>(in + base[0], a.stride[0], p, a.length, a.vectorized, Math::fill(), v[0]);
+      outputs<V, Math>(w, v, 0, o);
+      store_vector<V>(out + base[2], a.stride[2], p, a.length, a.vectorized, o);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Host side
 
 // Calls f(std::integral_constant<int, C>{}) for chunks == C, C a power of two up to kMax.
@@ -446,14 +521,22 @@ struct Launcher {
       case SoftmaxVariant::cluster_row:
         return held<ReduceScope::cluster>();
       case SoftmaxVariant::split_row:
-        return split();
       case SoftmaxVariant::outer:
-        return p.vectorized ? outer<T::kVector>() : outer<1>();
+        if constexpr (!Math::kIterative) return p.variant == SoftmaxVariant::outer ? outer_either() : split();
+        break;
+      case SoftmaxVariant::pass_row:
+        if constexpr (Math::kIterative) {
+          pass_rows<Math, Load, Store><<<blocks_for(p.rows, sms() * (2048 / kPassThreads) * 4), kPassThreads, 0,
+                                         stream()>>>(a);
+          return last_launch_status("softmax pass_row");
+        }
+        break;
       case SoftmaxVariant::rows:
         break;
     }
-    return Status::error(StatusCode::unsupported, "softmax: the rows variant is the CPU's");
+    return Status::error(StatusCode::unsupported, "softmax: no CUDA kernel of this variant runs this kind");
   }
+  Status outer_either() { return p.vectorized ? outer<T::kVector>() : outer<1>(); }
 };
 
 }  // namespace

@@ -21,6 +21,8 @@ constexpr VariantInfo kVariants[] = {
      "sm_90: a row of up to 8 x 1024 x 128 bytes (262144 f32, forward) in a cluster of 2 to 8 blocks"},
     {"split_row", true, false, true, "any row: pieces of it per block, partials through the workspace, a second read"},
     {"outer", true, true, true, "dim not innermost: threads own vectors of columns and walk dim twice"},
+    {"pass_row", true, false, true,
+     "sparsemax / entmax15 forward: a block per row, reading it from memory once per pass (any length, strides)"},
     {"rows", true, true, false, "CPU: rows in parallel (a long row's pieces in parallel), two passes"},
 };
 
@@ -42,19 +44,22 @@ Status check_descriptor(std::string_view plan, const SoftmaxDescriptor& d) {
     return plan_error(StatusCode::unsupported, plan, "descriptor.out_dtype",
                       std::string(dtype_name(out)) + " is neither the input's dtype (" +
                           std::string(dtype_name(d.dtype)) + ") nor f32");
-  if (d.kind != SoftmaxKind::softmax && d.kind != SoftmaxKind::log_softmax)
+  if (d.kind != SoftmaxKind::softmax && d.kind != SoftmaxKind::log_softmax && !is_sparse(d.kind))
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.kind", "is not a SoftmaxKind");
   return Status::ok();
 }
 
 // The variant of a problem, from its shape: rows held in registers while they fit, by the smallest
-// unit that holds them; a dim that is not innermost walked along its columns.
+// unit that holds them; a dim that is not innermost walked along its columns. The multi-pass forward
+// (sparsemax, entmax15) reads any row it cannot hold once per pass, a block a row (on the CPU: the
+// rows variant, along any strides).
 SoftmaxVariant default_variant(const PlanTarget& t, const SoftmaxShape& s) {
-  if (!s.innermost) return SoftmaxVariant::outer;
-  if (t.backend == Backend::cpu) return SoftmaxVariant::rows;
+  const SoftmaxVariant unheld = s.multi_pass ? SoftmaxVariant::pass_row : SoftmaxVariant::split_row;
+  if (t.backend == Backend::cpu) return s.innermost || s.multi_pass ? SoftmaxVariant::rows : SoftmaxVariant::outer;
+  if (!s.innermost) return s.multi_pass ? unheld : SoftmaxVariant::outer;
   for (SoftmaxVariant v : {SoftmaxVariant::warp_row, SoftmaxVariant::block_row, SoftmaxVariant::cluster_row})
     if (softmax_geometry(v, s, t.arch, t.sm_count)) return v;
-  return SoftmaxVariant::split_row;
+  return unheld;
 }
 
 // The rows of the views: a Walker over every dim but `dim`, and the strides along it.
@@ -105,6 +110,8 @@ std::string geometry_name(SoftmaxVariant v, const SoftmaxGeometry& g) {
       return x(g.splits, g.split_length);
     case SoftmaxVariant::outer:
       return x(g.lanes, g.slices, g.cluster);
+    case SoftmaxVariant::pass_row:
+      return x(g.threads);
     case SoftmaxVariant::rows:
       return "";
   }
@@ -159,6 +166,11 @@ struct SoftmaxHooks : SoftmaxArgTable<kBackward> {
                                      std::optional<int> forced) {
     const SoftmaxShape s = shape_of(d);
     const SoftmaxVariant v = forced ? static_cast<SoftmaxVariant>(*forced) : default_variant(t, s);
+    if (!variant_runs(v, s))
+      return plan_error(StatusCode::unsupported, kSchema.plan, "preference.variant",
+                        "'" + pref.variant + "' does not run " +
+                            (s.multi_pass ? "the sparsemax / entmax15 forward (it needs several passes per row)"
+                                          : "this kind (pass_row is the sparsemax / entmax15 forward's)"));
     const std::optional<SoftmaxGeometry> g = softmax_geometry(v, s, t.arch, t.sm_count);
     if (!g)
       return plan_error(StatusCode::unsupported, kSchema.plan, "preference.variant",

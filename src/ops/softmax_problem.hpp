@@ -19,7 +19,7 @@
 namespace baracuda::detail {
 
 // In schema order (src/ops/softmax.cpp lists them with their backends).
-enum class SoftmaxVariant : unsigned char { warp_row, block_row, cluster_row, split_row, outer, rows };
+enum class SoftmaxVariant : unsigned char { warp_row, block_row, cluster_row, split_row, outer, pass_row, rows };
 
 // Tensors of a problem, in Walker order: forward (x, -, y), backward (y, dy, dx).
 inline constexpr int kSoftmaxTensors = 3;
@@ -33,6 +33,7 @@ struct SoftmaxShape {
   int held = 0;               // elements of each input one thread holds at most in registers (128 bytes)
   int64_t input_bytes = 0;    // bytes of every input element along a row (for the split's batches)
   int64_t partial_bytes = 0;  // one partial result (forward: max and sum; backward: a sum)
+  bool multi_pass = false;    // the sparsemax / entmax15 forward: several reductions of each row
 };
 
 inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool backward) {
@@ -51,6 +52,7 @@ inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool back
   s.held = static_cast<int>(128 / (acc * inputs));
   s.input_bytes = backward ? 2 * out_size : in_size;
   s.partial_bytes = backward ? acc : 2 * acc;
+  s.multi_pass = !backward && is_sparse(d.kind);
   return s;
 }
 
@@ -77,6 +79,7 @@ inline constexpr int64_t kMaxSplits = 1024;     // ... up to this many
 // it in L2 (50 MB on H100, 60 MB on H200; the outputs pass through L2 too).
 inline constexpr int64_t kSplitBatchBytes = int64_t{16} << 20;
 inline constexpr int kOuterThreads = 256;
+inline constexpr int kPassThreads = 512;
 
 BARACUDA_HD int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 inline int64_t pow2_at_least(int64_t n) {
@@ -105,7 +108,9 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
         return std::nullopt;
       if (variant == SoftmaxVariant::warp_row) {
         g.threads = kWarpRowThreads;
-        g.lanes = static_cast<int>(std::min<int64_t>(32, pow2_at_least(ceil_div(length, v))));
+        // A multi-pass row takes a whole warp: the passes a row needs depend on its values, and the
+        // rows of one warp's shuffles must take them together.
+        g.lanes = s.multi_pass ? 32 : static_cast<int>(std::min<int64_t>(32, pow2_at_least(ceil_div(length, v))));
         g.chunks = static_cast<int>(pow2_at_least(ceil_div(length, g.lanes * v)));
         return g;
       }
@@ -145,10 +150,20 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
         g.cluster *= 2;
       return g;
     }
+    case SoftmaxVariant::pass_row:
+      g.threads = kPassThreads;
+      return g;
     case SoftmaxVariant::rows:
       return g;
   }
   return std::nullopt;
+}
+
+// Whether `variant` runs the direction and kind of this shape: the multi-pass forward has no split
+// or outer kernel (their one partial per piece or column does not iterate), and pass_row is its own.
+inline bool variant_runs(SoftmaxVariant variant, const SoftmaxShape& s) {
+  if (variant == SoftmaxVariant::pass_row) return s.multi_pass;
+  return !s.multi_pass || (variant != SoftmaxVariant::split_row && variant != SoftmaxVariant::outer);
 }
 
 // What a backend runs.
@@ -170,8 +185,8 @@ struct SoftmaxProblem {
 };
 
 // Calls f(std::type_identity<Math>{}, std::type_identity<Load>{}, std::type_identity<Store>{}) with the
-// problem's math (in its compute type) and the element types it loads and stores (the backend's own
-// 16-bit types). Only out_dtype == in_dtype or f32 exist (select checked).
+// problem's math (in its compute type; the kind picks it) and the element types it loads and stores
+// (the backend's own 16-bit types). Only out_dtype == in_dtype or f32 exist (select checked).
 template <class Half, class BFloat16, class F>
 Status dispatch_softmax(const SoftmaxProblem& p, F&& f) {
   return dispatch_float<Half, BFloat16>(p.in_dtype, [&](auto in) {
@@ -179,9 +194,17 @@ Status dispatch_softmax(const SoftmaxProblem& p, F&& f) {
     using Acc = acc_t<X>;
     auto with = [&](auto out) {
       using Y = typename decltype(out)::type;
+      auto run = [&](auto math) {
+        if (p.backward) return f(math, std::type_identity<Y>{}, std::type_identity<X>{});
+        return f(math, std::type_identity<X>{}, std::type_identity<Y>{});
+      };
+      const bool sparse = is_sparse(p.kind);
       if (p.backward)
-        return f(std::type_identity<SoftmaxBackwardMath<Acc>>{}, std::type_identity<Y>{}, std::type_identity<X>{});
-      return f(std::type_identity<SoftmaxForwardMath<Acc>>{}, std::type_identity<X>{}, std::type_identity<Y>{});
+        return sparse ? run(std::type_identity<SparseBackwardMath<Acc>>{})
+                      : run(std::type_identity<SoftmaxBackwardMath<Acc>>{});
+      if (p.kind == SoftmaxKind::sparsemax) return run(std::type_identity<SparseForwardMath<Acc, 1>>{});
+      if (p.kind == SoftmaxKind::entmax15) return run(std::type_identity<SparseForwardMath<Acc, 2>>{});
+      return run(std::type_identity<SoftmaxForwardMath<Acc>>{});
     };
     return p.out_dtype == p.in_dtype ? with(std::type_identity<X>{}) : with(std::type_identity<float>{});
   });
