@@ -5,13 +5,20 @@ Runs baracuda-profiler's standard suite (or the ops given), then times PyTorch's
 of every case it can do on the same shapes and dtypes: CUDA events, warm-up, the median of many
 runs, inputs rotated through enough buffer sets that the working set exceeds 3x the L2 cache,
 fresh random data. Prints one table: case, ours, PyTorch, speed-up, our fraction of the copy
-bandwidth (measured by the profiler in the same run).
+bandwidth (measured by the profiler in the same run), and for some cases further peers (EXTRA_PEERS:
+torch.compile, Liger-Kernel, the entmax package) in columns of their own. A peer that is not
+installed, refuses a shape or fails shows "—" and a footnote saying why; the run goes on.
 
     python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
-        [--ops lerp,lerp_backward] [--out bench/results/DATE.md]
+        [--ops lerp,lerp_backward] [--out bench/results/DATE.md] [--no-extras]
+
+Liger-Kernel and entmax are pure-Python wheels: `pip download` them into .whl/ (git-ignored) and
+`python3 -m pip install --no-deps --no-index .whl/*.whl` on the GPU machine, which has no internet.
 """
 import argparse
 import datetime
+import importlib
+import importlib.metadata
 import json
 import math
 import os
@@ -145,6 +152,71 @@ def softmax_backward(log, dim):
     return build
 
 
+# Sparsemax and 1.5-entmax along the last dim: the best composite of PyTorch ops, the sort-based
+# closed form that the entmax package and Liger-Kernel's reference use. The sort runs in the input
+# dtype (exact); the cumulative sums and the threshold in f32 (f64 for f64), so bf16 rows of 32000
+# stay correct.
+def accumulate_type(x):
+    return torch.promote_types(x.dtype, torch.float32)
+
+
+def ranks(z):
+    return torch.arange(1, z.shape[-1] + 1, device=z.device, dtype=accumulate_type(z))
+
+
+def sparsemax(x):
+    z = torch.sort(x, -1, descending=True).values
+    cumsum = torch.cumsum(z, -1, dtype=accumulate_type(x))
+    # The support is the prefix of the sorted row where 1 + k z_k > z_1 + ... + z_k.
+    size = (ranks(z) * z > cumsum - 1).sum(-1, keepdim=True)
+    tau = (cumsum.gather(-1, size - 1) - 1) / size
+    return torch.clamp(x - tau, min=0).to(x.dtype)
+
+
+def entmax15(x):
+    z = torch.sort(x, -1, descending=True).values
+    top = z[..., :1].to(accumulate_type(x))
+    # 1.5-entmax of x is (x/2 - tau)_+^2. Shifted by the max, the values near the support are small, so
+    # mean_sq - mean^2 does not cancel in f32.
+    half = (z - top) * 0.5
+    k = ranks(z)
+    mean = torch.cumsum(half, -1) / k
+    mean_sq = torch.cumsum(half * half, -1) / k
+    delta = (1 - k * (mean_sq - mean * mean)) / k
+    tau = mean - torch.sqrt(torch.clamp(delta, min=0))
+    size = (tau <= half).sum(-1, keepdim=True)
+    return torch.square(torch.clamp((x - top) * 0.5 - tau.gather(-1, size - 1), min=0)).to(x.dtype)
+
+
+# Their backward from the saved output, the closed form autograd of the composite amounts to:
+# sums in f32, the rest in the gradient's dtype.
+def sparsemax_backward(y, dy):
+    support = y > 0
+    total = torch.where(support, dy, 0).sum(-1, keepdim=True, dtype=accumulate_type(dy))
+    return torch.where(support, dy - (total / support.sum(-1, keepdim=True)).to(dy.dtype), 0)
+
+
+def entmax15_backward(y, dy):
+    g = torch.sqrt(y)
+    g_dy = g * dy
+    acc = accumulate_type(y)
+    q = g_dy.sum(-1, keepdim=True, dtype=acc) / g.sum(-1, keepdim=True, dtype=acc)
+    return torch.addcmul(g_dy, g, q.to(y.dtype), value=-1)
+
+
+def sparse_forward(fn):
+    def build(shape, dtype):
+        return (lambda: rand(shape, dtype, -8.0, 8.0)), fn
+    return build
+
+
+def sparse_backward(forward, backward):
+    def build(shape, dtype):
+        make = lambda: (forward(rand(shape, dtype, -8.0, 8.0)), rand(shape, dtype))
+        return make, lambda s: backward(s[0], s[1])
+    return build
+
+
 # The PyTorch peer of every profiled op, keyed by the peer string the op table gives it (the
 # profiler's --list --json and its results carry it): an op's deterministic twin shares its peer.
 TORCH_CASES = {
@@ -173,7 +245,85 @@ TORCH_CASES = {
     "aten._softmax_backward_data(dy, y, -1)": softmax_backward(False, -1),
     "aten._log_softmax_backward_data(dy, y, -1)": softmax_backward(True, -1),
     "aten._softmax_backward_data(dy, y, 0)": softmax_backward(False, 0),
+    "sparsemax(x, -1)": sparse_forward(sparsemax),
+    "entmax15(x, -1)": sparse_forward(entmax15),
+    "sparsemax_backward(y, dy, -1)": sparse_backward(sparsemax, sparsemax_backward),
+    "entmax15_backward(y, dy, -1)": sparse_backward(entmax15, entmax15_backward),
 }
+
+
+# Further peers, each in a column of its own. Their packages are optional, so each builder imports
+# what it needs when it runs: a missing one is a footnote, not a failed run.
+def peer_attr(module, name):
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def compiled_softmax(shape, dtype):
+    # A fresh dynamo cache for each case: its recompile limit (8 per function) would otherwise send
+    # later shapes back to eager without a word. The first call (untimed) compiles.
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.softmax(x, -1), dynamic=False)
+    return (lambda: rand(shape, dtype, -8.0, 8.0)), f
+
+
+def peer_forward(module, name, *args):
+    def build(shape, dtype):
+        fn = peer_attr(module, name)
+        return (lambda: rand(shape, dtype, -8.0, 8.0)), lambda x: fn(x, *args)
+    return build
+
+
+class SavedContext:
+    """Stands in for autograd's ctx: what a forward saves, for calling its backward directly."""
+
+    def __init__(self, inputs):
+        self.needs_input_grad = (True,) + (False,) * (inputs - 1)
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+
+def peer_backward(module, name, *args):
+    """The backward of a peer's autograd.Function, called on what its forward saved: the kernels
+    autograd would run, without the engine's walk of the graph on the CPU."""
+    def build(shape, dtype):
+        fn = peer_attr(module, name)
+
+        def make():
+            ctx = SavedContext(1 + len(args))
+            with torch.no_grad():
+                fn.forward(ctx, rand(shape, dtype, -8.0, 8.0), *args)
+            return ctx, rand(shape, dtype)
+        return make, lambda s: fn.backward(s[0], s[1])
+    return build
+
+
+EXTRA_COLUMNS = ("compile ms", "liger ms", "entmax ms", "entmax bisect ms")
+# Forward peers' outputs are checked against the PyTorch column's on the same inputs.
+EXTRA_FORWARD = {
+    "torch.softmax(x, -1)": {"compile ms": compiled_softmax,
+                             "liger ms": peer_forward("liger_kernel.ops.softmax", "LigerSoftmaxFunction.apply")},
+    "sparsemax(x, -1)": {"liger ms": peer_forward("liger_kernel.ops.sparsemax", "LigerSparsemaxFunction.apply", -1),
+                         "entmax ms": peer_forward("entmax", "sparsemax", -1),
+                         "entmax bisect ms": peer_forward("entmax", "sparsemax_bisect", -1)},
+    "entmax15(x, -1)": {"entmax ms": peer_forward("entmax", "entmax15", -1),
+                        "entmax bisect ms": peer_forward("entmax", "entmax_bisect", 1.5, -1)},
+}
+EXTRA_BACKWARD = {
+    "aten._softmax_backward_data(dy, y, -1)": {
+        "liger ms": peer_backward("liger_kernel.ops.softmax", "LigerSoftmaxFunction")},
+    "sparsemax_backward(y, dy, -1)": {
+        "liger ms": peer_backward("liger_kernel.ops.sparsemax", "LigerSparsemaxFunction", -1),
+        "entmax ms": peer_backward("entmax.activations", "SparsemaxFunction", -1),
+        "entmax bisect ms": peer_backward("entmax.root_finding", "SparsemaxBisectFunction", -1)},
+    "entmax15_backward(y, dy, -1)": {
+        "entmax ms": peer_backward("entmax.activations", "Entmax15Function", -1),
+        "entmax bisect ms": peer_backward("entmax.root_finding", "EntmaxBisectFunction", 1.5, -1)},
+}
+EXTRA_PEERS = {**EXTRA_FORWARD, **EXTRA_BACKWARD}
 
 
 def check_peers(profiler, ops):
@@ -191,14 +341,69 @@ def check_peers(profiler, ops):
                  "TORCH_CASES, keyed by the peer string of the op table):\n  " + "\n  ".join(missing))
 
 
-def time_torch(peer, shape, dtype, bytes_per_set):
-    make, run = TORCH_CASES[peer](shape, dtype)
+def time_peer(build, shape, dtype, bytes_per_set):
+    """The median ms of one peer, and its output on the first input set: every peer of a case draws
+    its inputs from the same seed, so their outputs can be compared."""
+    make, run = build(shape, dtype)
     sets = rotation_sets(bytes_per_set)
+    torch.manual_seed(0)
     data = [make() for _ in range(sets)]
+    first = run(data[0])  # untimed: torch.compile compiles here
     ms = time_median(lambda i: run(data[i]), sets)
     del data
     torch.cuda.empty_cache()
-    return ms
+    return ms, first
+
+
+def time_extra(build, shape, dtype, bytes_per_set, expected):
+    """(ms or None, note or None): the note says why a peer has no time, or how far its output is
+    from `expected` (the torch column's on the same inputs; None where outputs are not compared)."""
+    ms, out, note = None, None, None
+    try:
+        ms, out = time_peer(build, shape, dtype, bytes_per_set)
+    except Exception as e:  # noqa: BLE001 - a peer missing, refusing the shape or failing is a footnote
+        lines = [line for line in str(e).splitlines() if line.strip()] or [""]
+        note = f"{type(e).__name__}: {lines[0].strip()}"[:200]
+    torch.cuda.empty_cache()  # after the traceback, which held the failed peer's tensors, is gone
+    if ms is not None and expected is not None and isinstance(out, torch.Tensor):
+        tolerance = 1e-4 if expected.dtype in (torch.float32, torch.float64) else 1e-2
+        diff = (out.float() - expected.float()).abs().max().item()
+        if not diff <= tolerance:  # NaN included
+            note = f"output differs from the torch column's by up to {diff:.3g} (tolerance {tolerance:g})"
+    return ms, note
+
+
+def package_version(name):
+    try:
+        return importlib.metadata.version(name)
+    except Exception:  # noqa: BLE001 - not installed
+        return "not installed"
+
+
+def extra_cells(rows):
+    """The extra peers' columns that this run has, each row's cells, its fastest peer's ms (peers
+    with a note left out) and the footnotes: one per distinct column and reason, naming its cases."""
+    columns = [c for c in EXTRA_COLUMNS if any(c in r["extras"] for r in rows)]
+    notes = {}
+    cells, fastest = [], []
+    for r in rows:
+        row_cells, best = [], r["torch_ms"]
+        for c in columns:
+            if c not in r["extras"]:
+                row_cells.append("-")
+                continue
+            ms, note = r["extras"][c]
+            text = f"{ms:.4f}" if ms is not None else "—"
+            if note is not None:
+                notes.setdefault((c, note), []).append(f"{r['op']} {r['dtype']} {r['shape']}")
+                text += f" [{list(notes).index((c, note)) + 1}]"
+            elif ms is not None:
+                best = min(best, ms)
+            row_cells.append(text)
+        cells.append(row_cells)
+        fastest.append(best)
+    footnotes = [f"- [{i + 1}] {c}: {note} ({'; '.join(cases)})" for i, ((c, note), cases) in enumerate(notes.items())]
+    return columns, cells, fastest, footnotes
 
 
 def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
@@ -240,6 +445,7 @@ def main():
     ap.add_argument("--dtypes", default="")
     ap.add_argument("--out", default="")
     ap.add_argument("--commit", default=os.environ.get("BARACUDA_COMMIT", "unknown"))
+    ap.add_argument("--no-extras", dest="extras", action="store_false", help="time PyTorch only, no EXTRA_PEERS")
     args = ap.parse_args()
 
     check_peers(args.profiler, args.ops)
@@ -265,33 +471,58 @@ def main():
     for case in ours["cases"]:
         if case["dtype"] not in DTYPES:
             continue
-        shape = tuple(case["shape"])
-        torch_ms = time_torch(case["torch"], shape, DTYPES[case["dtype"]], case["bytes"])
-        torch_gbps = case["bytes"] / (torch_ms * 1e6)
+        shape, dtype, peer = tuple(case["shape"]), DTYPES[case["dtype"]], case["torch"]
+        torch_ms, expected = time_peer(TORCH_CASES[peer], shape, dtype, case["bytes"])
+        expected = expected if args.extras and peer in EXTRA_FORWARD else None
+        extras = {}
+        for column, build in (EXTRA_PEERS.get(peer, {}) if args.extras else {}).items():
+            extras[column] = time_extra(build, shape, dtype, case["bytes"], expected)
+        del expected
         jax_ms = None
         if case["op"].startswith("embedding_backward"):
             jax_ms = time_jax_segment_sum(shape, case["dtype"], "skewed" in case["op"], case["bytes"])
-        rows.append((case["op"], case["variant"], case["dtype"], "x".join(map(str, case["shape"])),
-                     "ok" if case["verified"] else "FAIL", case["median_ms"], torch_ms,
-                     torch_ms / case["median_ms"], 100 * case["copy_fraction"],
-                     100 * torch_gbps / ours["copy_gbps"], jax_ms))
+        rows.append({"op": case["op"], "variant": case["variant"], "dtype": case["dtype"],
+                     "shape": "x".join(map(str, case["shape"])), "verified": "ok" if case["verified"] else "FAIL",
+                     "ours_ms": case["median_ms"], "torch_ms": torch_ms, "ours_copy": 100 * case["copy_fraction"],
+                     "torch_copy": 100 * case["bytes"] / (torch_ms * 1e6) / ours["copy_gbps"], "jax_ms": jax_ms,
+                     "extras": extras})
 
+    columns, cells, fastest, footnotes = extra_cells(rows)
     header = ("case", "variant", "dtype", "shape", "verified", "ours ms", "torch ms", "speed-up",
-              "ours % copy", "torch % copy", "jax ms")
+              "ours % copy", "torch % copy", "jax ms", *columns, *(["vs fastest"] if columns else []))
+    extras_text = ""
+    if columns:
+        extras_text = (
+            f" Further peers: compile ms is torch.compile (default mode, dynamic=False, compiled before the "
+            f"timed runs); liger ms Liger-Kernel {package_version('liger-kernel')}; entmax ms and entmax bisect "
+            f"ms the entmax package {package_version('entmax')} (sort-based; bisection, 50 iterations). Their "
+            f"backward columns call the peer's autograd.Function backward directly on what its forward saved "
+            f"(the kernels autograd runs, not the engine's walk on the CPU). Forward peers' outputs are compared "
+            f"with the torch column's on the same inputs. Each time is GPU time between events around one "
+            f"Python call, so a peer that takes longer to launch its kernels than to run them is timed at its "
+            f"launch rate. vs fastest: our speed-up over the fastest of torch ms and the further peers "
+            f"(those without a footnote).")
     lines = [f"# baracuda vs PyTorch {torch.__version__} on {ours['device']}",
              "",
              f"date {datetime.date.today().isoformat()}, commit {args.commit}, copy bandwidth "
              f"{ours['copy_gbps']:.1f} GB/s (device-to-device, read + write, same run). Medians of 100 runs, "
              f"inputs rotated past 3x L2. % copy counts the fewest bytes each op must move. Backward "
              f"indexing cases zero the gradient inside the timed region (PyTorch's ops allocate and zero "
-             f"it). jax ms: jax.ops.segment_sum, jitted, wall-clock median of 50 calls.",
+             f"it). jax ms: jax.ops.segment_sum, jitted, wall-clock median of 50 calls. torch ms of sparsemax "
+             f"and entmax15 is the sort-based composite (sort in the input dtype, f32 cumulative sums and "
+             f"threshold); of their backward, the closed form on the saved output." + extras_text,
              "",
              "| " + " | ".join(header) + " |",
              "|" + "---|" * len(header)]
-    for r in rows:
-        jax = f"{r[10]:.4f}" if r[10] is not None else "-"
-        lines.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]:.4f} | {r[6]:.4f} | {r[7]:.2f}x "
-                     f"| {r[8]:.1f} | {r[9]:.1f} | {jax} |")
+    for r, row_cells, best in zip(rows, cells, fastest):
+        jax = f"{r['jax_ms']:.4f}" if r["jax_ms"] is not None else "-"
+        vs_fastest = [f"{best / r['ours_ms']:.2f}x"] if columns else []
+        lines.append("| " + " | ".join([r["op"], r["variant"], r["dtype"], r["shape"], r["verified"],
+                                        f"{r['ours_ms']:.4f}", f"{r['torch_ms']:.4f}",
+                                        f"{r['torch_ms'] / r['ours_ms']:.2f}x", f"{r['ours_copy']:.1f}",
+                                        f"{r['torch_copy']:.1f}", jax, *row_cells, *vs_fastest]) + " |")
+    if footnotes:
+        lines += [""] + footnotes
     table = "\n".join(lines) + "\n"
     print(table)
     if args.out:

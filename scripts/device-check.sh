@@ -56,6 +56,11 @@ fi
 if want bench; then
   # compare_torch.py runs the profiler's standard suite (printing its table) and times PyTorch.
   step "profiler standard suite and PyTorch side by side"
+  # Pure-Python peers (Liger-Kernel, entmax) travel as wheels in .whl/ (bench/compare_torch.py).
+  if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  fi
   PYTHONUNBUFFERED=1 python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
     ${BENCH_OPS:+--ops=$BENCH_OPS} --commit "${BARACUDA_COMMIT:-unknown}" \
     --out "$OUT/compare.md" 2>&1 | tee "$OUT/compare.log" || status=1

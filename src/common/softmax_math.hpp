@@ -292,13 +292,15 @@ struct SparseForwardMath {
     A lo = -1, lo_sum[kPower] = {}, hi = 0;
     int64_t lo_count = 0, hi_count = 0;
     A probe[2] = {A(-1), bit_midpoint(A(-1), A(0))};
-    int closed = -1;          // which probe is the closed form of lo's support (none in the first pass)
-    int64_t closed_base = 0;  // the count of the support it came from
+    // probe[kClosed] is the closed form of lo's support, from the second pass on (a fixed index:
+    // registers, not local memory).
+    constexpr int kClosed = kPower == 1 ? 0 : 1;
+    int64_t closed_base = -1;  // the count of the support it came from
     for (int pass = 0; pass < kMaxPasses; ++pass) {
       const Stats s = measure(probe[0], probe[1]);
-      if (closed >= 0 && s.count[closed] == closed_base) {  // the closed form holds its support
-        const A refined = closed_form(probe[closed], A(s.count[closed]), s.sum[closed]);
-        if (refined <= probe[closed] - slack * probe[closed]) return {shift, scale, refined};
+      if (s.count[kClosed] == closed_base) {  // the closed form holds its support
+        const A refined = closed_form(probe[kClosed], A(s.count[kClosed]), s.sum[kClosed]);
+        if (refined <= probe[kClosed] - slack * probe[kClosed]) return {shift, scale, refined};
       }
       bool moved = false;
       BARACUDA_UNROLL
@@ -318,11 +320,10 @@ struct SparseForwardMath {
       }
       const A tau = closed_form(lo, A(lo_count), lo_sum);
       if (!moved) return {shift, scale, tau};  // stalled: lo's support is the best known
-      closed = kPower == 1 || lo_count == hi_count ? 0 : 1;
       closed_base = lo_count;
-      probe[closed] = tau;
+      probe[kClosed] = tau;
       if (lo_count == hi_count) {
-        probe[1] = tau;  // no z in (lo, hi]: only tau's refinement is left
+        probe[1 - kClosed] = tau;  // no z in (lo, hi]: only tau's refinement is left
       } else if constexpr (kPower == 1) {
         probe[1] = tau < hi ? bit_midpoint(tau > lo ? tau : lo, hi) : tau;
       } else {

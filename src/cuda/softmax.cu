@@ -176,10 +176,17 @@ __device__ __forceinline__ typename Math::Writer held_writer(const Math& math,
 #define BARACUDA_SOFTMAX_WARP_MIN_BLOCKS 8
 #endif
 inline constexpr int kWarpRowMinBlocks = BARACUDA_SOFTMAX_WARP_MIN_BLOCKS;
+// The multi-pass forward keeps its search's state beside the row: at a floor of 8 blocks (64
+// registers) the rows of 32 values a thread spilled 136-160 bytes (sparsemax / entmax15, f32).
+#ifndef BARACUDA_SPARSE_WARP_MIN_BLOCKS
+#define BARACUDA_SPARSE_WARP_MIN_BLOCKS 4
+#endif
+template <class Math>
+inline constexpr int kWarpMinBlocks = Math::kIterative ? BARACUDA_SPARSE_WARP_MIN_BLOCKS : kWarpRowMinBlocks;
 
 template <class Math, class Load, class Store, int kChunks, ReduceScope kScope>
 __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads : kMaxBlockThreads,
-                                  kScope == ReduceScope::warp ? kWarpRowMinBlocks : 1) held_rows(Args a) {
+                                  kScope == ReduceScope::warp ? kWarpMinBlocks<Math> : 1) held_rows(Args a) {
   using T = Types<Math, Load, Store>;
   using A = typename T::A;
   constexpr int V = T::kVector, kIn = T::kIn;
