@@ -1,8 +1,13 @@
 // Softmax family: what the op table's random inputs do not reach, on every backend and dtype under
 // every variant: PyTorch's edge values (-inf entries, rows of -inf, NaN, +inf, magnitudes of 1e30,
-// ties); rows of 2^24 elements; the split kernel's row batches; in-place runs; and which kernel
-// select picks on either side of each threshold.
+// ties) for every kind, forward and backward; rows of 2^24 elements; the split kernel's row batches; in-place runs;
+// which kernel select picks on either side of each threshold. For sparsemax and entmax15 also: exact results on ties
+// and at the threshold, rows adversarial to the threshold search, every extent up to 2^20, rows that sum to 1 with
+// exact zeros off the support, strided views along every axis, and their gradients against finite differences of their
+// forward.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "harness/reference/softmax_reference.hpp"
@@ -17,9 +22,15 @@ using testing::unwrap;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+constexpr SoftmaxKind kKinds[] = {SoftmaxKind::softmax, SoftmaxKind::log_softmax, SoftmaxKind::sparsemax,
+                                  SoftmaxKind::entmax15};
+constexpr SoftmaxKind kSparseKinds[] = {SoftmaxKind::sparsemax, SoftmaxKind::entmax15};
+
 SoftmaxDescriptor along(DType dtype, Shape shape, int dim, SoftmaxKind kind = SoftmaxKind::softmax) {
   return {dtype, std::nullopt, shape, dim, kind};
 }
+
+std::string name(SoftmaxKind kind) { return std::string(reference::softmax_kind_name(kind)); }
 
 // The plan's own choice ("") and every variant of the schema the backend has.
 std::vector<std::string> variants(Backend backend) {
@@ -29,9 +40,10 @@ std::vector<std::string> variants(Backend backend) {
   return names;
 }
 
-// Every element of `got` against the reference: NaN where it is NaN, exactly where it is 0 or
-// infinite (what -inf entries give), else within the dtype's tolerance (relative to the reference's
-// scale, as the op table judges it).
+// Every element of `got` against the reference: NaN where it is NaN, exactly where it is infinite or
+// an exact 0 (a 0 of no scale: what -inf entries give, and the sparse kinds' entries clearly off the
+// support), else within the dtype's tolerance (relative to the reference's scale, as the op table
+// judges it).
 ::testing::AssertionResult matches(const Tensor& got, const harness::RefOutput& want, DType dtype) {
   const double tol = harness::tolerance(dtype);
   const DType accumulator = dtype == DType::f64 ? DType::f64 : DType::f32;
@@ -39,7 +51,7 @@ std::vector<std::string> variants(Backend backend) {
     const double g = got.at(i), w = want.value(i);
     bool ok = std::fabs(g - w) <= tol * (1 + want.verify_scale(i, tol, accumulator));
     if (std::isnan(w)) ok = std::isnan(g);
-    if (w == 0 || std::isinf(w)) ok = g == w;
+    if ((w == 0 && want.magnitude(i) == 0) || std::isinf(w)) ok = g == w;
     if (!ok)
       return ::testing::AssertionFailure()
              << "element " << i << ": got " << g << ", want " << w << " (tolerance " << tol << ")";
@@ -47,15 +59,66 @@ std::vector<std::string> variants(Backend backend) {
   return ::testing::AssertionSuccess();
 }
 
+// What a sparse kind's rows must also be, where the reference's row is a number: summing to 1 within
+// the tolerance grown as a random walk over the support (sum(y) = 1 is what the threshold solves for),
+// and one output for equal inputs of a row (tied entries are all in or all out, with one value).
+::testing::AssertionResult sparse_rows_hold(const SoftmaxDescriptor& d, const Tensor& x, const Tensor& y,
+                                            const harness::RefOutput& want, DType dtype) {
+  const double tol = harness::tolerance(dtype);
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  bool failed = false;
+  reference::for_each_softmax_row(d.shape, d.dim, [&](auto index, int64_t length) {
+    if (failed || length == 0 || std::isnan(want.value(index(0)))) return;
+    double sum = 0;
+    int64_t support = 0;
+    std::vector<std::pair<double, int64_t>> by_input;  // (x, the element holding it), sorted: ties adjacent
+    for (int64_t l = 0; l < length; ++l) {
+      sum += y.at(index(l));
+      support += y.at(index(l)) > 0;
+      by_input.emplace_back(x.at(index(l)), index(l));
+    }
+    std::sort(by_input.begin(), by_input.end());
+    for (size_t k = 1; k < by_input.size() && !failed; ++k) {
+      const auto [a, b] = std::pair(by_input[k - 1], by_input[k]);
+      if (a.first != b.first || y.at(a.second) == y.at(b.second)) continue;
+      failed = true;
+      result = ::testing::AssertionFailure()
+               << "elements " << a.second << " and " << b.second << " hold x = " << a.first
+               << " but y = " << y.at(a.second) << " and " << y.at(b.second);
+    }
+    if (!failed && !(std::fabs(sum - 1) <= tol * (1 + std::sqrt(static_cast<double>(support))))) {
+      failed = true;
+      result = ::testing::AssertionFailure()
+               << "the row from element " << index(0) << " sums to " << sum << " over a support of " << support;
+    }
+  });
+  return result;
+}
+
+// Sets element `linear` (row-major) of a tensor's host mirror.
+void set(Tensor& t, int64_t linear, double value) {
+  t.host[static_cast<size_t>(t.offset + t.element_offset(linear))] = harness::quantize(t.dtype, value);
+}
+
 class SoftmaxTest : public testing::BackendDTypeTest {
  protected:
   Tensor random(DType dtype, const Shape& shape, double lo = -1.0, double hi = 1.0) {
     return unwrap(harness::random_tensor(backend(), dtype, testing::contiguous(shape), rng_, lo, hi));
   }
-  Tensor output(DType dtype, const Shape& shape) {
-    Tensor t = random(dtype, shape);
+  Tensor output(DType dtype, const harness::TensorSpec& spec) {
+    Tensor t = unwrap(harness::random_tensor(backend(), dtype, spec, rng_));
     EXPECT_TRUE(harness::poison(t).is_ok());
     return t;
+  }
+  Tensor output(DType dtype, const Shape& shape) { return output(dtype, testing::contiguous(shape)); }
+
+  // A forced variant that does not hold a row, or does not run a kind (the sparse forward is neither
+  // split_row's nor outer's, pass_row runs nothing else), is unsupported; the plan's own choice always
+  // selects.
+  static void expect_variant_rejected(const std::string& variant, const Status& s) {
+    EXPECT_FALSE(variant.empty()) << "the plan's own choice does not select: " << s.to_string();
+    EXPECT_EQ(s.code(), StatusCode::unsupported) << s.to_string();
+    EXPECT_NE(s.message().find("preference.variant"), std::string::npos) << s.to_string();
   }
 
   // Runs the forward with `variant` on x into y: false (with no failure) when select rejects the
@@ -65,7 +128,7 @@ class SoftmaxTest : public testing::BackendDTypeTest {
     pref.variant = variant;
     Expected<SoftmaxPlan> plan = SoftmaxPlan::select(stream(), d, pref);
     if (!plan) {
-      EXPECT_NE(plan.status().message().find("preference.variant"), std::string::npos) << plan.status().to_string();
+      expect_variant_rejected(variant, plan.status());
       return false;
     }
     harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan->workspace_size()));
@@ -79,7 +142,7 @@ class SoftmaxTest : public testing::BackendDTypeTest {
     pref.variant = variant;
     Expected<SoftmaxBackwardPlan> plan = SoftmaxBackwardPlan::select(stream(), d, pref);
     if (!plan) {  // a forced variant that does not hold this row (the backward holds half the forward's)
-      EXPECT_NE(plan.status().message().find("preference.variant"), std::string::npos) << plan.status().to_string();
+      expect_variant_rejected(variant, plan.status());
       return false;
     }
     harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan->workspace_size()));
@@ -102,6 +165,43 @@ class SoftmaxTest : public testing::BackendDTypeTest {
     io.outputs[2] = harness::RefOutput(y.shape.numel(), y.shape.numel());
     reference::softmax_backward(d, io);
     return io;
+  }
+
+  // The forward of every variant on x (into y laid out as `y_spec`; contiguous by default) against
+  // the reference, the sparse kinds' row checks, and `also` of each variant's y. Returns the plan's
+  // own choice's y.
+  Tensor forward_under_every_variant(const SoftmaxDescriptor& d, const Tensor& x,
+                                     std::optional<harness::TensorSpec> y_spec = std::nullopt,
+                                     const std::function<void(const Tensor&)>& also = {}) {
+    const harness::RefIO want = forward_reference(d, x);
+    Tensor kept;
+    for (const std::string& variant : variants(backend())) {
+      SCOPED_TRACE(name(d.kind) + " " + d.shape.to_string() + " dim " + std::to_string(d.dim) + ", variant " +
+                   (variant.empty() ? "(default)" : variant));
+      Tensor y = output(dtype(), y_spec.value_or(testing::contiguous(d.shape)));
+      if (!forward(d, variant, x.ref(), y.mut())) continue;
+      EXPECT_TRUE(y.download().is_ok());
+      EXPECT_TRUE(matches(y, want.outputs[1], dtype()));
+      if (reference::is_sparse_kind(d.kind)) {
+        EXPECT_TRUE(sparse_rows_hold(d, x, y, want.outputs[1], dtype()));
+      }
+      if (also) also(y);
+      if (variant.empty()) kept = std::move(y);
+    }
+    return kept;
+  }
+  // The backward of every variant from y and dy (into dx laid out as `dx_spec`) against the reference.
+  void backward_under_every_variant(const SoftmaxDescriptor& d, const Tensor& y, const Tensor& dy,
+                                    std::optional<harness::TensorSpec> dx_spec = std::nullopt) {
+    const harness::RefIO want = backward_reference(d, y, dy);
+    for (const std::string& variant : variants(backend())) {
+      SCOPED_TRACE(name(d.kind) + " backward " + d.shape.to_string() + " dim " + std::to_string(d.dim) + ", variant " +
+                   (variant.empty() ? "(default)" : variant));
+      Tensor dx = output(dtype(), dx_spec.value_or(testing::contiguous(d.shape)));
+      if (!backward(d, variant, y.ref(), dy.ref(), dx.mut())) continue;
+      EXPECT_TRUE(dx.download().is_ok());
+      EXPECT_TRUE(matches(dx, want.outputs[2], dtype()));
+    }
   }
 };
 
@@ -134,17 +234,11 @@ TEST_P(SoftmaxTest, EdgeValuesFollowPyTorchUnderEveryVariant) {
       for (int64_t r = 0; r < 7; ++r)
         for (int64_t l = 0; l < length; ++l) x.host[dim == 1 ? r * length + l : l * 7 + r] = rows[r][l];
       ASSERT_OK(x.upload());
-      for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+      for (SoftmaxKind kind : kKinds) {
         const SoftmaxDescriptor d = along(dtype(), shape, dim, kind);
-        const harness::RefIO want = forward_reference(d, x);
-        for (const std::string& variant : variants(backend())) {
-          SCOPED_TRACE("length " + std::to_string(length) + ", dim " + std::to_string(dim) + ", " +
-                       (kind == SoftmaxKind::softmax ? "softmax" : "log_softmax") + ", variant " + variant);
-          Tensor y = output(dtype(), shape);
-          if (!forward(d, variant, x.ref(), y.mut())) continue;
-          ASSERT_OK(y.download());
-          EXPECT_TRUE(matches(y, want.outputs[1], dtype()));
-        }
+        const Tensor y = forward_under_every_variant(d, x);
+        if (y.shape.rank == 0) continue;
+        backward_under_every_variant(d, y, random(dtype(), shape));  // y's NaN rows give NaN rows
       }
     }
   }
@@ -152,19 +246,21 @@ TEST_P(SoftmaxTest, EdgeValuesFollowPyTorchUnderEveryVariant) {
 
 TEST_P(SoftmaxTest, InPlaceUnderEveryVariant) {
   for (const auto& [shape, dim] : {std::pair<Shape, int>{{3, 1000}, 1}, {{100, 8}, 0}, {{40000}, 0}}) {
-    for (const std::string& variant : variants(backend())) {
-      SCOPED_TRACE(shape.to_string() + " dim " + std::to_string(dim) + ", variant " + variant);
-      const SoftmaxDescriptor d = along(dtype(), shape, dim, SoftmaxKind::log_softmax);
-      Tensor x = random(dtype(), shape, -4, 4);
-      const harness::RefIO want = forward_reference(d, x);
-      if (!forward(d, variant, x.ref(), x.mut())) continue;  // y is x
-      ASSERT_OK(x.download());
-      EXPECT_TRUE(matches(x, want.outputs[1], dtype()));
-      Tensor dy = random(dtype(), shape);
-      const harness::RefIO grad = backward_reference(d, x, dy);
-      if (!backward(d, variant, x.ref(), dy.ref(), dy.mut())) continue;  // dx is dy
-      ASSERT_OK(dy.download());
-      EXPECT_TRUE(matches(dy, grad.outputs[2], dtype()));
+    for (SoftmaxKind kind : {SoftmaxKind::log_softmax, SoftmaxKind::sparsemax, SoftmaxKind::entmax15}) {
+      for (const std::string& variant : variants(backend())) {
+        SCOPED_TRACE(name(kind) + " " + shape.to_string() + " dim " + std::to_string(dim) + ", variant " + variant);
+        const SoftmaxDescriptor d = along(dtype(), shape, dim, kind);
+        Tensor x = random(dtype(), shape, -4, 4);
+        const harness::RefIO want = forward_reference(d, x);
+        if (!forward(d, variant, x.ref(), x.mut())) continue;  // y is x
+        ASSERT_OK(x.download());
+        EXPECT_TRUE(matches(x, want.outputs[1], dtype()));
+        Tensor dy = random(dtype(), shape);
+        const harness::RefIO grad = backward_reference(d, x, dy);
+        if (!backward(d, variant, x.ref(), dy.ref(), dy.mut())) continue;  // dx is dy
+        ASSERT_OK(dy.download());
+        EXPECT_TRUE(matches(dy, grad.outputs[2], dtype()));
+      }
     }
   }
 }
@@ -172,13 +268,13 @@ TEST_P(SoftmaxTest, InPlaceUnderEveryVariant) {
 // out_dtype f32 (torch.softmax(x, dtype=torch.float32)): y and dy in f32, dx in the input's dtype.
 TEST_P(SoftmaxTest, F32OutputsOfAnyInputUnderEveryVariant) {
   for (const auto& [shape, dim] : {std::pair<Shape, int>{{3, 300}, 1}, {{100, 8}, 0}, {{2, 40000}, 1}}) {
-    for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+    for (SoftmaxKind kind : kKinds) {
       SoftmaxDescriptor d = along(dtype(), shape, dim, kind);
       d.out_dtype = DType::f32;
       Tensor x = random(dtype(), shape, -8, 8);
       const harness::RefIO want = forward_reference(d, x);
       for (const std::string& variant : variants(backend())) {
-        SCOPED_TRACE(shape.to_string() + " dim " + std::to_string(dim) + ", variant " + variant);
+        SCOPED_TRACE(name(kind) + " " + shape.to_string() + " dim " + std::to_string(dim) + ", variant " + variant);
         Tensor y = output(DType::f32, shape);
         if (!forward(d, variant, x.ref(), y.mut())) continue;
         ASSERT_OK(y.download());
@@ -188,6 +284,235 @@ TEST_P(SoftmaxTest, F32OutputsOfAnyInputUnderEveryVariant) {
         if (!backward(d, variant, y.ref(), dy.ref(), dx.mut())) continue;
         ASSERT_OK(dx.download());
         EXPECT_TRUE(matches(dx, backward_reference(d, y, dy).outputs[2], dtype()));
+      }
+    }
+  }
+}
+
+// Rows whose sparsemax or entmax15 is exactly known (dyadic values, computed exactly by the closed form
+// of any support the kernel may settle on): ties inside the support; ties exactly at the threshold,
+// out of the support as the sort-based definition has them (sparsemax [1, 0] is [1, 0]); a dominant
+// entry (one-hot); all equal (uniform).
+struct KnownRow {
+  SoftmaxKind kind;
+  std::vector<double> x, y;
+};
+std::vector<KnownRow> known_rows() {
+  constexpr auto kSparsemax = SoftmaxKind::sparsemax, kEntmax15 = SoftmaxKind::entmax15;
+  return {
+      {kSparsemax, {1, 0}, {1, 0}},
+      {kSparsemax, {1, 1, 0.5}, {0.5, 0.5, 0}},
+      {kSparsemax, {1, 0, 0}, {1, 0, 0}},  // a tied pair at the threshold: both out
+      {kSparsemax, {3, 3, 1, 1}, {0.5, 0.5, 0, 0}},
+      {kSparsemax, {-1, 0.5, -1, 0.5, -1}, {0, 0.5, 0, 0.5, 0}},
+      {kSparsemax, {1, 0.5, 0.25, 0.125}, {0.75, 0.25, 0, 0}},  // 0.25 at the threshold
+      {kSparsemax, {10, 0, 0, 0, 0}, {1, 0, 0, 0, 0}},
+      {kSparsemax, {0.25, 0.25, 0.25, 0.25}, {0.25, 0.25, 0.25, 0.25}},
+      {kEntmax15, {0, -2}, {1, 0}},  // z = x / 2 = [0, -1]: -1 at the threshold
+      {kEntmax15, {4, 0, -1}, {1, 0, 0}},
+      {kEntmax15, {1, 1, 1, 1}, {0.25, 0.25, 0.25, 0.25}},
+      {kEntmax15, {-3, 1, -3, 1, 1, 1}, {0, 0.25, 0, 0.25, 0.25, 0.25}},  // four tied at the top: tau = -1/2
+  };
+}
+
+// Each known row alone, and spread over (row 0) or at the end of (row 1) rows of 300, 2500 and 40000
+// entries padded with -100 (far below any threshold: exactly 0, and no change to the rest), so that
+// every kernel holds it, along the last dim and along dim 0; then the backward from the output, with
+// random dy.
+TEST_P(SoftmaxTest, SparseKindsAreExactOnTiesAndAtTheThreshold) {
+  for (const KnownRow& known : known_rows()) {
+    const int64_t n = static_cast<int64_t>(known.x.size());
+    for (int64_t length : {n, int64_t{300}, int64_t{2500}, int64_t{40000}}) {
+      // Row 0 holds the known row at every (length / n)-th entry, row 1 at its last n entries.
+      std::vector<std::vector<double>> x(2, std::vector<double>(static_cast<size_t>(length), -100.0));
+      std::vector<std::vector<double>> want(2, std::vector<double>(static_cast<size_t>(length), 0.0));
+      for (int64_t k = 0; k < n; ++k) {
+        for (int r = 0; r < 2; ++r) {
+          const int64_t at = r == 0 ? k * (length / n) : length - n + k;
+          x[r][at] = known.x[k];
+          want[r][at] = known.y[k];
+        }
+      }
+      for (int dim : {1, 0}) {
+        if (dim == 0 && length > 2500) continue;  // long columns: the op table ({20000, 8} along dim 0)
+        SCOPED_TRACE(name(known.kind) + " of " + ::testing::PrintToString(known.x) + " in rows of " +
+                     std::to_string(length) + " along dim " + std::to_string(dim));
+        const Shape shape = dim == 1 ? Shape{2, length} : Shape{length, 2};
+        auto linear = [&](int r, int64_t l) { return dim == 1 ? r * length + l : l * 2 + r; };
+        Tensor xt = random(dtype(), shape);
+        for (int r = 0; r < 2; ++r)
+          for (int64_t l = 0; l < length; ++l) set(xt, linear(r, l), x[r][l]);
+        ASSERT_OK(xt.upload());
+        const SoftmaxDescriptor d = along(dtype(), shape, dim, known.kind);
+        const harness::RefIO ref = forward_reference(d, xt);
+        for (int r = 0; r < 2; ++r)  // the reference itself gets them exactly
+          for (int64_t l = 0; l < length; ++l) ASSERT_EQ(ref.outputs[1].value(linear(r, l)), want[r][l]) << l;
+        // Bit for bit: every value is exact in every dtype.
+        const Tensor y = forward_under_every_variant(d, xt, std::nullopt, [&](const Tensor& y) {
+          int64_t wrong = 0;
+          std::string first;
+          for (int r = 0; r < 2; ++r) {
+            for (int64_t l = 0; l < length; ++l) {
+              if (y.at(linear(r, l)) == want[r][l]) continue;
+              if (wrong++ == 0)
+                first = "row " + std::to_string(r) + " entry " + std::to_string(l) + ": got " +
+                        ::testing::PrintToString(y.at(linear(r, l))) + ", want " + std::to_string(want[r][l]);
+            }
+          }
+          EXPECT_EQ(wrong, 0) << first;
+        });
+        if (y.shape.rank == 0) continue;  // (failed above)
+        backward_under_every_variant(d, y, random(dtype(), shape));
+      }
+    }
+  }
+}
+
+// Rows that make threshold searches slow or inexact, against the sort-based reference: geometric
+// sequences (each of Michelot's steps drops about one entry; in 16-bit types their tails underflow
+// into a long tie at the top), ramps of 10^5 entries 1e-7 apart (supports of thousands, entries dense
+// at the threshold; in 16-bit types, runs of ties), and magnitudes of 1e30 (the shift by the max must
+// come first: unshifted, a threshold near 1e30 cannot tell its support's entries apart).
+TEST_P(SoftmaxTest, SparseKindsOnRowsAdversarialToTheThresholdSearch) {
+  const double huge = dtype() == DType::f16 ? 3e4 : 1e30;  // f16 tops out at 65504
+  std::vector<std::vector<double>> rows = {
+      {huge, huge - huge * 1e-6, 0, -huge},
+      {huge, huge, huge - huge * 1e-6, -huge},
+      {huge, huge * (1 - 0x1p-20), -huge},
+  };
+  for (int64_t n : {64, 2000}) {
+    std::vector<double> down(static_cast<size_t>(n)), up(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      down[i] = -std::ldexp(1.0, static_cast<int>(-i));  // -1, -1/2, -1/4, ...: sorted, the top is the last
+      up[i] = std::ldexp(1.0, static_cast<int>(-i)) / 16;
+    }
+    rows.push_back(down);
+    rows.push_back(up);
+  }
+  std::vector<double> ramp(100000), falling(100000);
+  for (size_t i = 0; i < ramp.size(); ++i) {
+    ramp[i] = static_cast<double>(i) * 1e-7;
+    falling[i] = 1 - static_cast<double>(i) * 1e-7;
+  }
+  rows.push_back(ramp);
+  rows.push_back(falling);
+  for (const std::vector<double>& row : rows) {
+    const int64_t n = static_cast<int64_t>(row.size());
+    Tensor x = random(dtype(), {1, n});
+    for (int64_t l = 0; l < n; ++l) set(x, l, row[l]);
+    ASSERT_OK(x.upload());
+    for (SoftmaxKind kind : kSparseKinds) {
+      SCOPED_TRACE(name(kind) + " of a row of " + std::to_string(n) + " from " + std::to_string(row[0]));
+      const SoftmaxDescriptor d = along(dtype(), {1, n}, 1, kind);
+      const Tensor y = forward_under_every_variant(d, x);
+      if (y.shape.rank == 0) continue;
+      backward_under_every_variant(d, y, random(dtype(), {1, n}));
+    }
+  }
+}
+
+// Random rows at every extent from 1 to 2^20 (on the CPU, 2^20 in f32 alone: the reference's sort of
+// it in every dtype would cost more than the kernels), forward and backward.
+TEST_P(SoftmaxTest, SparseKindsAtEveryExtent) {
+  for (int64_t n : {1, 2, 3, 255, 256, 1025, 32000, 100003, 1 << 20}) {
+    if (n == 1 << 20 && backend() == Backend::cpu && dtype() != DType::f32) continue;
+    const Shape shape = n <= 1025 ? Shape{5, n} : Shape{1, n};
+    Tensor x = random(dtype(), shape, -2, 2);
+    for (SoftmaxKind kind : kSparseKinds) {
+      const SoftmaxDescriptor d = along(dtype(), shape, 1, kind);
+      const Tensor y = forward_under_every_variant(d, x);
+      if (y.shape.rank == 0) continue;
+      backward_under_every_variant(d, y, random(dtype(), shape));
+    }
+  }
+}
+
+// Every axis of a rank-4 tensor, through strided views: x padded (or broadcast along one dim), y and dx
+// column-major, dy padded.
+TEST_P(SoftmaxTest, SparseKindsAlongEveryAxisOfStridedViews) {
+  const Shape shape{4, 5, 6, 37};
+  const Strides padded{1208, 240, 40, 1};  // rows of 40 for 37, and a gap of 8 between dim-0 blocks
+  const Strides broadcast{1208, 0, 40, 1};
+  const Strides column_major{1, 4, 20, 120};
+  for (int dim : {0, 1, 2, 3}) {
+    for (SoftmaxKind kind : kSparseKinds) {
+      const SoftmaxDescriptor d = along(dtype(), shape, dim, kind);
+      Tensor y;
+      for (const Strides& x_strides : {padded, broadcast}) {
+        Tensor x =
+            unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides(shape, x_strides), rng_, -2, 2));
+        y = forward_under_every_variant(d, x, testing::with_strides(shape, column_major));
+      }
+      if (y.shape.rank == 0) continue;
+      Tensor dy = unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides(shape, padded), rng_));
+      backward_under_every_variant(d, y, dy, testing::with_strides(shape, column_major));
+    }
+  }
+}
+
+// The sparse kinds' backward against finite differences of their forward, in f64: <dx, v> equals the
+// central difference of L = <dy, forward(x)> along v. The maps are smooth (sparsemax: linear) only
+// while the support stays put, so entries within 1e-3 (in z) of the threshold are first moved 2e-3
+// below it, far beyond the step's reach (1e-5). (The op table's own finite differences see only
+// softmax and log_softmax: on its random rows the support moves within the step too often.)
+TEST_P(SoftmaxTest, SparseGradientsMatchFiniteDifferencesOfTheForward) {
+  if (dtype() != DType::f64) GTEST_SKIP() << "finite differences are f64's";
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (const auto& [shape, dim] :
+       {std::pair<Shape, int>{{4, 37}, 1}, {{37, 4}, 0}, {{2, 3000}, 1}, {{1, 40000}, 1}, {{3, 1}, 1}}) {
+    for (SoftmaxKind kind : kSparseKinds) {
+      SCOPED_TRACE(name(kind) + " " + shape.to_string() + " dim " + std::to_string(dim));
+      const SoftmaxDescriptor d = along(dtype(), shape, dim, kind);
+      const double shrink = kind == SoftmaxKind::entmax15 ? 0.5 : 1.0, gap = 1e-3;
+      Tensor x = random(dtype(), shape);
+      reference::for_each_softmax_row(shape, dim, [&](auto index, int64_t length) {
+        int64_t top = 0;
+        for (int64_t l = 1; l < length; ++l)
+          if (x.at(index(l)) > x.at(index(top))) top = l;
+        const double max = x.at(index(top));
+        for (int moves = 0;; ++moves) {
+          ASSERT_LT(moves, 1000) << "the threshold does not settle";
+          std::vector<double> z;
+          for (int64_t l = 0; l < length; ++l) z.push_back((x.at(index(l)) - max) * shrink);
+          const double tau = shrink == 1.0 ? reference::sparsemax_threshold(z) : reference::entmax15_threshold(z);
+          ASSERT_GE(-tau, gap) << "the max is near the threshold";
+          bool moved = false;
+          for (int64_t l = 0; l < length; ++l) {
+            if (std::fabs(z[l] - tau) >= gap) continue;
+            set(x, index(l), max + (tau - 2 * gap) / shrink);  // off the support, lowering tau: look again
+            moved = true;
+          }
+          if (!moved) break;
+        }
+      });
+      ASSERT_OK(x.upload());
+      Tensor y = output(dtype(), shape), dy = random(dtype(), shape);
+      ASSERT_TRUE(forward(d, "", x.ref(), y.mut()));
+      ASSERT_OK(y.download());
+      auto loss = [&](double step, const std::vector<double>& v) {
+        Tensor shifted = random(dtype(), shape), out = output(dtype(), shape);
+        for (int64_t i = 0; i < shape.numel(); ++i) set(shifted, i, x.at(i) + step * v[i]);
+        EXPECT_TRUE(shifted.upload().is_ok());
+        EXPECT_TRUE(forward(d, "", shifted.ref(), out.mut()));
+        EXPECT_TRUE(out.download().is_ok());
+        double l = 0;
+        for (int64_t i = 0; i < shape.numel(); ++i) l += dy.at(i) * out.at(i);
+        return l;
+      };
+      std::vector<double> v(static_cast<size_t>(shape.numel()));
+      for (double& e : v) e = dist(rng_);
+      const double eps = 1e-5, numeric = (loss(eps, v) - loss(-eps, v)) / (2 * eps);
+      for (const std::string& variant : variants(backend())) {
+        SCOPED_TRACE("variant " + (variant.empty() ? std::string("(default)") : variant));
+        Tensor dx = output(dtype(), shape);
+        if (!backward(d, variant, y.ref(), dy.ref(), dx.mut())) continue;
+        ASSERT_OK(dx.download());
+        double analytic = 0, magnitude = 0;
+        for (int64_t i = 0; i < shape.numel(); ++i) {
+          analytic += v[i] * dx.at(i);
+          magnitude += std::fabs(v[i] * dx.at(i));
+        }
+        EXPECT_NEAR(numeric, analytic, 1e-7 * (1 + magnitude));
       }
     }
   }

@@ -172,24 +172,29 @@ struct SoftmaxBackwardMath {
 //   f(t) = sum over {z > t} of (z - t)^kPower - 1,
 // a convex, decreasing function. Shifted by the max (z <= 0, the max at 0), tau lies in [-1, 0).
 // The exact support S = {z > tau} and tau come without a sort: passes over the row, each measuring
-// the support {z > t} and the sums of (z - t) and (z - t)^2 over it at two points t at once:
-//   - lo: a point known to be at or below tau (f(lo) >= 0), and its support, a superset of S;
-//   - the closed form of lo's support (tau if that support is S): sparsemax (s1 - 1) / count
-//     (Michelot's algorithm, never past tau), entmax15 the smaller root of sum (z - t)^2 = 1;
+// the support {z > t} and the sums of (z - t) and (z - t)^2 over it at a few points t at once (four
+// spread over [-1, 0) in the first pass, two after). A point with f(t) >= 0 is at or below tau
+// (the highest such is lo, its support a superset of S); one with f(t) < 0 is past it (the lowest
+// is hi). The next pass measures:
+//   - the closed form of lo's support (tau itself once that support is S): sparsemax
+//     (s1 - 1) / count from lo (Michelot's algorithm, never past tau), entmax15 the smaller root of
+//     sum (z - t)^2 = 1;
 //   - entmax15: Newton's step from lo (from below on a convex function: never past tau);
-//   - sparsemax: a bisection of (lo, hi) in the compute type's bit patterns, hi the lowest point
-//     known to be past tau, so that no row needs more than about (the type's bits) passes.
-// The search ends when the closed form of lo's support holds that support's count (no z in
-// (lo, closed form]: the support is consistent with its tau). The closed form measured from a
-// distant lo loses digits (sums of many (z - lo) near 1, a difference of squares for entmax15), so
-// tau is taken from the sums measured at the closed form itself (each z - t small), and the search
-// goes on from there unless that moves tau by no more than a few ulps (z that near tau are ties, to
-// the precision of the type). When lo and hi hold the same count (no z between them), the closed
-// form of lo's support is the next probe, and ends the search so. Typical rows take 3 to 6 passes.
-template <class A, int kPower>
+//   - sparsemax: the secant of f between lo and hi (f is convex: its root is past tau, so tau is
+//     bracketed from both sides), every other pass a bisection of (lo, hi) in the compute type's
+//     bit patterns instead, which bounds the passes by about twice the type's bits.
+// The search ends when lo's support is S: when the closed form measured last holds the count it
+// came from (no z in (lo, closed form]), or lo and hi hold the same count (no z between them). Tau
+// is then the closed form from the nearer of those points: from a distant one it loses digits (sums
+// of many (z - t) near 1, a difference of squares for entmax15); where neither is near, one more
+// pass measures at tau itself. Typical rows take 3 to 6 passes, the worst we tried 13.
+//
+// Count: int64_t, or A where a backend knows rows are shorter than 2^24 elements (exact integers
+// in f32): fewer instructions and shuffled words than a 64-bit count.
+template <class A, int kPower, class Count, int kPoints>
 struct ThresholdStats {
-  int64_t count[2];  // of {z > t}
-  A sum[2][kPower];  // of (z - t), and of (z - t)^2 for entmax15
+  Count count[kPoints];    // of {z > t}
+  A sum[kPoints][kPower];  // of (z - t), and of (z - t)^2 for entmax15
 };
 
 // max with NaN sticky (a NaN row is NaN throughout).
@@ -203,7 +208,7 @@ BARACUDA_HD A nan_max(A a, A b) {
 template <class A>
 BARACUDA_HD A bit_midpoint(A a, A b) {
   using Bits = std::conditional_t<sizeof(A) == 4, uint32_t, uint64_t>;
-  const A na = A(0) - a, nb = A(0) - b;  // 0 <= nb < na (b = -0 gives +0): positive values' bits are in their order
+  const A na = A(0) - a, nb = A(0) - b;  // 0 <= nb < na (b = -0 gives +0): positive values' bits are in order
   Bits ka, kb;
   memcpy(&ka, &na, sizeof(A));
   memcpy(&kb, &nb, sizeof(A));
@@ -218,10 +223,11 @@ struct SparseForwardMath {
   using Value = A;
   static constexpr int kInputs = 1;
   static constexpr bool kIterative = true;
-  using Stats = ThresholdStats<A, kPower>;
-  using Partial = Stats;  // the widest value a fold reduces (what a backend's scratch must hold)
+  static constexpr int kFirstPoints = 4;
+  // The widest value a fold reduces (what a backend's reduction scratch must hold).
+  using Partial = ThresholdStats<A, kPower, int64_t, kFirstPoints>;
   // Enough passes for the bisection to pin any tau of the type; the search rarely nears it.
-  static constexpr int kMaxPasses = sizeof(A) == 4 ? 40 : 72;
+  static constexpr int kMaxPasses = sizeof(A) == 4 ? 72 : 136;
   SoftmaxKind kind = SoftmaxKind::sparsemax;
 
   BARACUDA_HD static A fill() { return minus_infinity<A>(); }  // never in a support
@@ -235,22 +241,29 @@ struct SparseForwardMath {
     }
   };
 
-  // The closed-form tau of the support measured at t (count > 0).
-  BARACUDA_HD static A closed_form(A t, A count, const A (&sum)[kPower]) {
+  // The closed-form tau of the support measured at t (count > 0), and whether it is well
+  // conditioned there (t near it, relative to the support's spread from t).
+  struct Closed {
+    A tau;
+    bool near;
+  };
+  BARACUDA_HD static Closed closed_form(A t, A count, const A (&sum)[kPower]) {
     if constexpr (kPower == 1) {
-      return t + (sum[0] - A(1)) / count;
+      // sum[0] - 1 loses what the sum's rounding lost, relative to sum[0]: near while that is <= 2.
+      return {t + (sum[0] - A(1)) / count, sum[0] <= A(2)};
     } else {
-      // The smaller root u of count u^2 - 2 s1 u + s2 - 1 = 0, as (s2 - 1) / (s1 + sqrt(disc)): no
-      // cancellation when s2 is near 1.
+      // The smaller root u of count u^2 - 2 s1 u + s2 - 1 = 0, as (s2 - 1) / (s1 + sqrt(disc)), which
+      // does not cancel when s2 is near 1; disc cancels unless u is small beside the mean of z - t.
       A disc = sum[0] * sum[0] - count * (sum[1] - A(1));
       disc = disc > A(0) ? disc : A(0);
-      return t + (sum[1] - A(1)) / (sum[0] + softmax_sqrt(disc));
+      const A u = (sum[1] - A(1)) / (sum[0] + softmax_sqrt(disc));
+      return {t + u, A(4) * u * count <= sum[0]};
     }
   }
 
   // fold(identity, element, combine): the reduction of the whole row, element(acc, x) folding each
   // value (missing ones are fill()) into a partial and combine(a, b) merging partials.
-  template <class Fold>
+  template <class Count = int64_t, class Fold>
   BARACUDA_HD Writer solve(Fold&& fold) const {
     const A max = fold(minus_infinity<A>(), [](A& m, A x) { m = nan_max(m, x); },
                        [](A a, A b) { return nan_max(a, b); });
@@ -258,15 +271,20 @@ struct SparseForwardMath {
     if (!(max > minus_infinity<A>() && max < -minus_infinity<A>()))  // NaN, +inf, or only -inf
       return {A(0), A(0), max - max};                                  // NaN everywhere
     const A shift = -max * scale;
-    auto measure = [&](A t0, A t1) {
-      Stats init{};
-      const A t[2] = {t0, t1};
-      return fold(
-          init,
+
+    // lo = -1 is at or below tau (the max alone gives f(-1) >= 0); hi = 0 is past it (f(0) = -1).
+    A lo = -1, lo_sum[kPower] = {}, hi = 0, hi_f = -1;
+    Count lo_count = 0, hi_count = 0;
+    // Measures at the K points t, then moves lo and hi; false when neither moved.
+    auto measure = [&](const auto& t, auto& stats) {
+      using Stats = std::remove_reference_t<decltype(stats)>;
+      constexpr int K = sizeof(t) / sizeof(t[0]);
+      stats = fold(
+          Stats{},
           [&](Stats& s, A x) {
             const A z = x * scale + shift;
             BARACUDA_UNROLL
-            for (int j = 0; j < 2; ++j) {
+            for (int j = 0; j < K; ++j) {
               const A d = z - t[j];
               if (d > A(0)) {
                 s.count[j] += 1;
@@ -278,59 +296,65 @@ struct SparseForwardMath {
           [](const Stats& a, const Stats& b) {
             Stats c;
             BARACUDA_UNROLL
-            for (int j = 0; j < 2; ++j) {
+            for (int j = 0; j < K; ++j) {
               c.count[j] = a.count[j] + b.count[j];
               BARACUDA_UNROLL
               for (int k = 0; k < kPower; ++k) c.sum[j][k] = a.sum[j][k] + b.sum[j][k];
             }
             return c;
           });
-    };
-    // Ties to the type's precision: a refined tau this close to its probe ends the search.
-    const A slack = sizeof(A) == 4 ? A(1.0 / (1 << 20)) : A(1.0 / (int64_t{1} << 48));
-    // lo = -1 is at or below tau (the max alone gives f(-1) >= 0); hi = 0 is past it (f(0) = -1).
-    A lo = -1, lo_sum[kPower] = {}, hi = 0;
-    int64_t lo_count = 0, hi_count = 0;
-    A probe[2] = {A(-1), bit_midpoint(A(-1), A(0))};
-    // probe[kClosed] is the closed form of lo's support, from the second pass on (a fixed index:
-    // registers, not local memory).
-    constexpr int kClosed = kPower == 1 ? 0 : 1;
-    int64_t closed_base = -1;  // the count of the support it came from
-    for (int pass = 0; pass < kMaxPasses; ++pass) {
-      const Stats s = measure(probe[0], probe[1]);
-      if (s.count[kClosed] == closed_base) {  // the closed form holds its support
-        const A refined = closed_form(probe[kClosed], A(s.count[kClosed]), s.sum[kClosed]);
-        if (refined <= probe[kClosed] - slack * probe[kClosed]) return {shift, scale, refined};
-      }
       bool moved = false;
       BARACUDA_UNROLL
-      for (int j = 0; j < 2; ++j) {
-        const A f = s.sum[j][kPower - 1] - A(1);
-        if (f >= A(0) && (probe[j] > lo || lo_count == 0)) {
-          lo = probe[j];
-          lo_count = s.count[j];
+      for (int j = 0; j < K; ++j) {
+        const A f = stats.sum[j][kPower - 1] - A(1);
+        if (f >= A(0) && (t[j] > lo || lo_count == 0)) {
+          lo = t[j];
+          lo_count = stats.count[j];
           BARACUDA_UNROLL
-          for (int k = 0; k < kPower; ++k) lo_sum[k] = s.sum[j][k];
+          for (int k = 0; k < kPower; ++k) lo_sum[k] = stats.sum[j][k];
           moved = true;
-        } else if (f < A(0) && probe[j] < hi) {
-          hi = probe[j];
-          hi_count = s.count[j];
+        } else if (f < A(0) && t[j] < hi) {
+          hi = t[j];
+          hi_f = f;
+          hi_count = stats.count[j];
           moved = true;
         }
       }
-      const A tau = closed_form(lo, A(lo_count), lo_sum);
-      if (!moved) return {shift, scale, tau};  // stalled: lo's support is the best known
+      return moved;
+    };
+
+    const A first[kFirstPoints] = {A(-1), A(-0.25), A(-0.0625), A(-0.015625)};
+    ThresholdStats<A, kPower, Count, kFirstPoints> opening;
+    measure(first, opening);
+    // probe[kClosed] is the closed form of lo's support (a fixed index: registers, not local memory).
+    constexpr int kClosed = kPower == 1 ? 0 : 1;
+    A probe[2];
+    Count closed_base = -1;  // the count of the support probe[kClosed] came from
+    for (int pass = 0; pass < kMaxPasses; ++pass) {
+      const Closed c = closed_form(lo, A(lo_count), lo_sum);
+      if (lo_count == hi_count && c.near) return {shift, scale, c.tau};  // no z in (lo, hi]
       closed_base = lo_count;
-      probe[kClosed] = tau;
+      probe[kClosed] = c.tau;
       if (lo_count == hi_count) {
-        probe[1 - kClosed] = tau;  // no z in (lo, hi]: only tau's refinement is left
+        probe[1 - kClosed] = c.tau;  // only tau's precision is left to gain
       } else if constexpr (kPower == 1) {
-        probe[1] = tau < hi ? bit_midpoint(tau > lo ? tau : lo, hi) : tau;
+        const A from = c.tau > lo ? c.tau : lo, lo_f = lo_sum[0] - A(1);
+        const A secant = lo + lo_f * ((hi - lo) / (lo_f - hi_f));
+        probe[1] = !(c.tau < hi)                                      ? c.tau
+                   : pass % 2 == 0 && secant > from && secant < hi ? secant
+                                                                     : bit_midpoint(from, hi);
       } else {
         probe[0] = lo + (lo_sum[1] - A(1)) / (A(2) * lo_sum[0]);  // Newton's step
       }
+      ThresholdStats<A, kPower, Count, 2> s;
+      const bool moved = measure(probe, s);
+      if (s.count[kClosed] == closed_base) {  // the closed form holds its support: it is S
+        const Closed refined = closed_form(probe[kClosed], A(s.count[kClosed]), s.sum[kClosed]);
+        if (refined.near || c.near) return {shift, scale, c.near ? c.tau : refined.tau};
+      }
+      if (!moved) break;  // stalled: lo's support is the best known
     }
-    return {shift, scale, closed_form(lo, A(lo_count), lo_sum)};
+    return {shift, scale, closed_form(lo, A(lo_count), lo_sum).tau};
   }
 };
 

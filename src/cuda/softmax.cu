@@ -160,7 +160,8 @@ __device__ __forceinline__ typename Math::Writer held_writer(const Math& math,
 #pragma unroll
       for (int i = 0; i < N; ++i) f(v[0][i]);
     };
-    return math.solve(group_fold<kScope>(each, scratch, group));
+    // Counts as A: a held row is far below 2^24 elements.
+    return math.template solve<typename Math::Value>(group_fold<kScope>(each, scratch, group));
   } else {
     return math.writer(group_allreduce<kScope>(math.partial(v), Combine<Math>{}, Math::identity(), scratch, group));
   }

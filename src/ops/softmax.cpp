@@ -21,10 +21,12 @@ constexpr VariantInfo kVariants[] = {
      "sm_90: a row of up to 8 x 1024 x 128 bytes (262144 f32, forward) in a cluster of 2 to 8 blocks"},
     {"split_row", true, false, true, "any row: pieces of it per block, partials through the workspace, a second read"},
     {"outer", true, true, true, "dim not innermost: threads own vectors of columns and walk dim twice"},
+    {"rows", true, true, false, "CPU: rows in parallel (a long row's pieces in parallel), two passes"},
     {"pass_row", true, false, true,
      "sparsemax / entmax15 forward: a block per row, reading it from memory once per pass (any length, strides)"},
-    {"rows", true, true, false, "CPU: rows in parallel (a long row's pieces in parallel), two passes"},
 };
+// The backward has no multi-pass kernel: its schema stops before pass_row.
+constexpr std::span<const VariantInfo> kBackwardVariants(kVariants, static_cast<size_t>(SoftmaxVariant::pass_row));
 
 SoftmaxVariant variant_of(const PlanChoice& c) { return static_cast<SoftmaxVariant>(c.variant); }
 
@@ -134,7 +136,8 @@ struct SoftmaxArgTable<false> {
 template <>
 struct SoftmaxArgTable<true> {
   using Args = SoftmaxBackwardArgs;
-  static constexpr OpSchema kSchema{"SoftmaxBackwardPlan", "softmax_backward", "reduction", kFloats, {}, kVariants};
+  static constexpr OpSchema kSchema{"SoftmaxBackwardPlan", "softmax_backward", "reduction", kFloats, {},
+                                    kBackwardVariants};
   static constexpr ArgField<Args> kFields[] = {
       {"y", &Args::y, nullptr}, {"dy", &Args::dy, nullptr}, {"dx", nullptr, &Args::dx}};
   static void views_of(const Args& a, AnyTensorRef (&views)[kSoftmaxTensors]) {

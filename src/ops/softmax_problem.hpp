@@ -19,7 +19,8 @@
 namespace baracuda::detail {
 
 // In schema order (src/ops/softmax.cpp lists them with their backends).
-enum class SoftmaxVariant : unsigned char { warp_row, block_row, cluster_row, split_row, outer, pass_row, rows };
+// pass_row last: the backward's schema lists the variants before it.
+enum class SoftmaxVariant : unsigned char { warp_row, block_row, cluster_row, split_row, outer, rows, pass_row };
 
 // Tensors of a problem, in Walker order: forward (x, -, y), backward (y, dy, dx).
 inline constexpr int kSoftmaxTensors = 3;

@@ -322,7 +322,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, SoftmaxDescriptor& d
   d.out_dtype = in.chance(70) ? std::nullopt : std::optional<DType>(fuzz_dtype(in, schema.dtypes));
   d.shape = fuzz_shape(in);
   d.dim = fuzz_dim(in, d.shape.rank);
-  d.kind = fuzz_enum(in, SoftmaxKind::softmax, SoftmaxKind::log_softmax, 5);
+  d.kind = in.consume_bool() ? fuzz_enum(in, SoftmaxKind::softmax, SoftmaxKind::log_softmax, 5)
+                             : fuzz_enum(in, SoftmaxKind::sparsemax, SoftmaxKind::entmax15, 5);
 }
 
 std::string fuzz_variant(FuzzInput& in, std::span<const VariantInfo> variants) {

@@ -1,6 +1,9 @@
-// Op-table rows of the softmax family: softmax and log_softmax (one plan, the descriptor's kind),
-// forward and backward. Edge values (-inf, NaN, 1e30, ties) are tests/test_softmax.cpp's: the
-// table's inputs are random.
+// Op-table rows of the softmax family: softmax, log_softmax, sparsemax and entmax15 (one plan, the
+// descriptor's kind), forward and backward. Edge values (-inf, NaN, 1e30, ties, rows adversarial to
+// the threshold search) and the sparse kinds' gradients against their forward are
+// tests/test_softmax.cpp's: the table's inputs are random.
+#include <tuple>
+
 #include "harness/op_row.hpp"
 #include "harness/reference/softmax_reference.hpp"
 
@@ -22,50 +25,70 @@ std::vector<int64_t> threshold_lengths(bool backward) {
   return lengths;
 }
 
-// Every kind of sample with softmax and log_softmax: lengths along the last dim from 1 to 100003;
-// every dim of a rank-4 tensor; outer dims with columns in whole vectors and not; strided,
-// transposed, broadcast and misaligned views; rank 8; empty shapes. (f32 outputs of other inputs are
-// tests/test_softmax.cpp's: the table judges an output by its input dtype's tolerance.)
+// Which kinds take a sample: softmax and log_softmax take every one; sparsemax and entmax15, whose
+// forward makes several passes over a row, a subset that still reaches every length and threshold,
+// every dim of a rank-4 tensor, outer dims, every kind of view, rank 8 and empty shapes.
+enum class Kinds { dense, sparse, all };
+
+// Every kind of sample: lengths along the last dim from 1 to 100003; every dim of a rank-4 tensor;
+// outer dims with columns in whole vectors and not; strided, transposed, broadcast and misaligned
+// views; rank 8; empty shapes. (f32 outputs of other inputs are tests/test_softmax.cpp's: the table
+// judges an output by its input dtype's tolerance.)
+//
+// The sparse kinds' backward samples are padded where the others are contiguous: the table's finite
+// differences (tests/test_op_table.cpp) take the contiguous samples, and a sparse map's support moves
+// within their step on random inputs (of n values in [-1, 1), one lies within the step of the
+// threshold with probability ~6e-5 n: a row of 4099 fails one run in five). Padded rows keep
+// their 16-byte vectors, so the same kernels run; tests/test_softmax.cpp checks the sparse gradients
+// by finite differences on rows kept clear of the threshold, and contiguous views at every extent.
 std::vector<Sample<Desc>> samples(bool backward) {
   std::vector<Sample<Desc>> out;
-  auto add = [&](Desc d, Views views = Views::contiguous, std::string_view only = {}) {
-    for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+  auto add = [&](Kinds kinds, Desc d, Views views = Views::contiguous, std::string_view only = {}) {
+    for (SoftmaxKind kind :
+         {SoftmaxKind::softmax, SoftmaxKind::log_softmax, SoftmaxKind::sparsemax, SoftmaxKind::entmax15}) {
+      const bool sparse = reference::is_sparse_kind(kind);
+      if (sparse ? kinds == Kinds::dense : kinds == Kinds::sparse) continue;
       d.kind = kind;
-      std::string note =
-          std::string(kind == SoftmaxKind::softmax ? "softmax" : "log_softmax") + " dim " + std::to_string(d.dim);
-      out.push_back({d, views, only, std::nullopt, std::move(note)});
+      const bool padded = backward && sparse && views == Views::contiguous;
+      std::string note = std::string(reference::softmax_kind_name(kind)) + " dim " + std::to_string(d.dim);
+      if (padded) note += ", padded: no finite differences";
+      out.push_back({d, padded ? Views::padded : views, only, std::nullopt, std::move(note)});
     }
   };
-  for (int64_t length : {1, 2, 3, 4, 5, 8, 255, 256, 1025, 4099, 32000}) add(along({3, length}, 1));
-  add(along({100003}, 0));
-  for (int64_t length : threshold_lengths(backward)) add(along({2, length}, -1));
+  for (int64_t length : {1, 2, 3, 4, 5, 8, 255, 256, 1025, 4099, 32000}) add(Kinds::all, along({3, length}, 1));
+  add(Kinds::all, along({100003}, 0));
+  for (int64_t length : threshold_lengths(backward)) {
+    add(Kinds::dense, along({2, length}, -1));
+    add(Kinds::sparse, along({1, length}, -1));  // one row: the sparse forward makes several passes
+  }
   for (int dim : {0, 1, 2, 3, -1}) {
-    add(along({3, 5, 7, 11}, dim));
-    add(along({4, 6, 8, 16}, dim));  // inner sizes in whole 16-byte vectors
+    add(Kinds::all, along({3, 5, 7, 11}, dim));
+    add(Kinds::all, along({4, 6, 8, 16}, dim));  // inner sizes in whole 16-byte vectors
   }
-  add(along({1000, 3}, 0));
-  add(along({257, 64}, 0));
-  add(along({2000, 128}, 0));
-  add(along({3, 40000}, 0));  // enough columns for the widest outer column groups
-  add(along({20000, 8}, 0));  // few columns along a long dim: a cluster of blocks per tile (sm_90)
-  add(along({9000, 3}, 0));
-  add(along({5, 300, 8}, 1));
-  add(along({2, 1, 3, 2, 2, 1, 3, 2}, 3));
-  add(along({7, 1, 5}, 1));  // a dim of size 1
-  add(along({0, 5}, 1));
-  add(along({4, 0}, 1));
-  add(along({4, 0}, 0));
-  for (const auto& [shape, dim] : {std::pair<Shape, int>{{37, 53}, 1},
-                                   {{37, 53}, 0},
-                                   {{5, 7, 11}, 1},
-                                   {{33, 128}, 1},
-                                   {{33, 128}, 0},
-                                   {{3, 1031}, 1},
-                                   {{2, 1030}, 1}}) {
-    for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) add(along(shape, dim), v);
+  add(Kinds::all, along({1000, 3}, 0));
+  add(Kinds::all, along({257, 64}, 0));
+  add(Kinds::dense, along({2000, 128}, 0));
+  add(Kinds::all, along({3, 40000}, 0));  // enough columns for the widest outer column groups
+  add(Kinds::all, along({20000, 8}, 0));  // few columns along a long dim: a cluster of blocks per tile (sm_90)
+  add(Kinds::dense, along({9000, 3}, 0));
+  add(Kinds::all, along({5, 300, 8}, 1));
+  add(Kinds::all, along({2, 1, 3, 2, 2, 1, 3, 2}, 3));
+  add(Kinds::all, along({7, 1, 5}, 1));  // a dim of size 1
+  add(Kinds::all, along({0, 5}, 1));
+  add(Kinds::all, along({4, 0}, 1));
+  add(Kinds::all, along({4, 0}, 0));
+  for (const auto& [kinds, shape, dim] : {std::tuple<Kinds, Shape, int>{Kinds::all, {37, 53}, 1},
+                                          {Kinds::all, {37, 53}, 0},
+                                          {Kinds::all, {5, 7, 11}, 1},
+                                          {Kinds::all, {33, 128}, 1},
+                                          {Kinds::dense, {33, 128}, 0},
+                                          {Kinds::all, {3, 1031}, 1},
+                                          {Kinds::dense, {2, 1030}, 1}}) {
+    for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned})
+      add(kinds, along(shape, dim), v);
   }
-  add(along({3, 1031}, 1), Views::misaligned, backward ? "dx" : "y");  // only the output misaligned
-  add(along({4, 6, 8, 16}, 1), Views::padded, backward ? "dy" : "x");
+  add(Kinds::all, along({3, 1031}, 1), Views::misaligned, backward ? "dx" : "y");  // only the output misaligned
+  add(Kinds::all, along({4, 6, 8, 16}, 1), Views::padded, backward ? "dy" : "x");
   return out;
 }
 std::vector<Sample<Desc>> forward_samples() { return samples(false); }
@@ -113,6 +136,11 @@ std::vector<Shape> dim0_shapes(Backend backend) {
   if (backend == Backend::cuda) return {{32000, 1024}};
   return {{4000, 1024}};
 }
+// sparsemax and entmax15 at the sizes their users run them (attention rows, vocabulary rows).
+std::vector<Shape> sparse_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{8192, 1024}, {32768, 256}, {1024, 32000}};
+  return {{1024, 1024}, {4096, 256}, {64, 32000}};
+}
 
 template <SoftmaxKind kKind, int kDim, bool kF32Out = false>
 Desc describe(DType dtype, const Shape& shape) {
@@ -121,13 +149,16 @@ Desc describe(DType dtype, const Shape& shape) {
 
 std::vector<BenchSample<Desc>> bench(bool backward) {
   constexpr auto kSoftmax = SoftmaxKind::softmax, kLog = SoftmaxKind::log_softmax;
+  constexpr auto kSparsemax = SoftmaxKind::sparsemax, kEntmax15 = SoftmaxKind::entmax15;
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   if (backward)
     return {
         {"softmax_backward", "aten._softmax_backward_data(dy, y, -1)", dtypes, last_dim_shapes, describe<kSoftmax, -1>},
         {"log_softmax_backward", "aten._log_softmax_backward_data(dy, y, -1)", dtypes, last_dim_shapes,
          describe<kLog, -1>},
-        {"softmax_backward_dim0", "aten._softmax_backward_data(dy, y, 0)", dtypes, dim0_shapes, describe<kSoftmax, 0>}};
+        {"softmax_backward_dim0", "aten._softmax_backward_data(dy, y, 0)", dtypes, dim0_shapes, describe<kSoftmax, 0>},
+        {"sparsemax_backward", "sparsemax_backward(y, dy, -1)", dtypes, sparse_shapes, describe<kSparsemax, -1>},
+        {"entmax15_backward", "entmax15_backward(y, dy, -1)", dtypes, sparse_shapes, describe<kEntmax15, -1>}};
   return {{"softmax", "torch.softmax(x, -1)", dtypes, last_dim_shapes, describe<kSoftmax, -1>},
           {"log_softmax", "torch.log_softmax(x, -1)", dtypes, last_dim_shapes, describe<kLog, -1>},
           {"softmax_dim0", "torch.softmax(x, 0)", dtypes, dim0_shapes, describe<kSoftmax, 0>},
@@ -135,7 +166,9 @@ std::vector<BenchSample<Desc>> bench(bool backward) {
            "torch.softmax(x, -1, dtype=torch.float32)",
            {DType::bf16},
            last_dim_shapes,
-           describe<kSoftmax, -1, true>}};
+           describe<kSoftmax, -1, true>},
+          {"sparsemax", "sparsemax(x, -1)", dtypes, sparse_shapes, describe<kSparsemax, -1>},
+          {"entmax15", "entmax15(x, -1)", dtypes, sparse_shapes, describe<kEntmax15, -1>}};
 }
 
 // x spans enough of exp's range that the shift by the row max matters.
