@@ -262,15 +262,19 @@ struct SparseForwardMath {
   }
 
   // fold(identity, element, combine): the reduction of the whole row, element(acc, x) folding each
-  // value (missing ones are fill()) into a partial and combine(a, b) merging partials.
+  // value (missing ones are fill()) into a partial and combine(a, b) merging partials;
+  // fold.any(p): whether p holds for any group whose reductions share this one's instructions.
   template <class Count = int64_t, class Fold>
   BARACUDA_HD Writer solve(Fold&& fold) const {
-    const A max = fold(minus_infinity<A>(), [](A& m, A x) { m = nan_max(m, x); },
-                       [](A a, A b) { return nan_max(a, b); });
+    const A max = fold(
+        minus_infinity<A>(), [](A& m, A x) { m = nan_max(m, x); }, [](A a, A b) { return nan_max(a, b); });
     const A scale = kPower == 1 ? A(1) : A(0.5);
-    if (!(max > minus_infinity<A>() && max < -minus_infinity<A>()))  // NaN, +inf, or only -inf
-      return {A(0), A(0), max - max};                                  // NaN everywhere
     const A shift = -max * scale;
+    // The result, once `done`. Groups that share a fold's reductions (the rows of one warp) take
+    // every pass together: a finished one measures along, its result kept (fold.any).
+    Writer result{shift, scale, A(0)};
+    bool done = !(max > minus_infinity<A>() && max < -minus_infinity<A>());  // NaN, +inf, or only -inf:
+    if (done) result = {A(0), A(0), max - max};                              // NaN everywhere
 
     // lo = -1 is at or below tau (the max alone gives f(-1) >= 0); hi = 0 is past it (f(0) = -1).
     A lo = -1, lo_sum[kPower] = {}, hi = 0, hi_f = -1;
@@ -332,7 +336,11 @@ struct SparseForwardMath {
     Count closed_base = -1;  // the count of the support probe[kClosed] came from
     for (int pass = 0; pass < kMaxPasses; ++pass) {
       const Closed c = closed_form(lo, A(lo_count), lo_sum);
-      if (lo_count == hi_count && c.near) return {shift, scale, c.tau};  // no z in (lo, hi]
+      if (!done && lo_count == hi_count && c.near) {  // no z in (lo, hi]
+        result.tau = c.tau;
+        done = true;
+      }
+      if (!fold.any(!done)) return result;
       closed_base = lo_count;
       probe[kClosed] = c.tau;
       if (lo_count == hi_count) {
@@ -340,21 +348,29 @@ struct SparseForwardMath {
       } else if constexpr (kPower == 1) {
         const A from = c.tau > lo ? c.tau : lo, lo_f = lo_sum[0] - A(1);
         const A secant = lo + lo_f * ((hi - lo) / (lo_f - hi_f));
-        probe[1] = !(c.tau < hi)                                      ? c.tau
+        probe[1] = !(c.tau < hi)                                   ? c.tau
                    : pass % 2 == 0 && secant > from && secant < hi ? secant
-                                                                     : bit_midpoint(from, hi);
+                                                                   : bit_midpoint(from, hi);
       } else {
         probe[0] = lo + (lo_sum[1] - A(1)) / (A(2) * lo_sum[0]);  // Newton's step
       }
       ThresholdStats<A, kPower, Count, 2> s;
       const bool moved = measure(probe, s);
+      if (done) continue;
       if (s.count[kClosed] == closed_base) {  // the closed form holds its support: it is S
         const Closed refined = closed_form(probe[kClosed], A(s.count[kClosed]), s.sum[kClosed]);
-        if (refined.near || c.near) return {shift, scale, c.near ? c.tau : refined.tau};
+        if (refined.near || c.near) {
+          result.tau = c.near ? c.tau : refined.tau;
+          done = true;
+        }
       }
-      if (!moved) break;  // stalled: lo's support is the best known
+      if (!done && !moved) {  // stalled: lo's support is the best known
+        result.tau = c.tau;
+        done = true;
+      }
     }
-    return {shift, scale, closed_form(lo, A(lo_count), lo_sum).tau};
+    if (!done) result.tau = closed_form(lo, A(lo_count), lo_sum).tau;
+    return result;
   }
 };
 

@@ -73,6 +73,7 @@ struct Kernel {
     struct Fold {
       const Row& row;
       bool parallel;
+      static bool any(bool p) { return p; }  // one row per fold
       template <class P, class Element, class Combine>
       P operator()(P identity, Element element, Combine combine) const {
         const int64_t length = row.k.p.length, pieces = ceil_div(length, kRowPiece);

@@ -57,7 +57,7 @@ inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool back
   return s;
 }
 
-// How the CUDA kernels of a variant cover the rows (see src/cuda/softmax.cu).
+// How the CUDA kernels of a variant cover the rows (see src/cuda/softmax/kernels.cuh).
 struct SoftmaxGeometry {
   int threads = 0;            // per block
   int lanes = 0;              // warp_row: threads per row (a power of two <= 32); outer: threads across columns
@@ -71,6 +71,7 @@ struct SoftmaxGeometry {
 };
 
 inline constexpr int kWarpRowThreads = 128;
+inline constexpr int64_t kMultiPassValues = 16;
 inline constexpr int kMaxBlockThreads = 1024;
 inline constexpr int kMaxCluster = 8;  // the portable cluster size
 inline constexpr int kSplitThreads = 512;
@@ -109,9 +110,11 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
         return std::nullopt;
       if (variant == SoftmaxVariant::warp_row) {
         g.threads = kWarpRowThreads;
-        // A multi-pass row takes a whole warp: the passes a row needs depend on its values, and the
-        // rows of one warp's shuffles must take them together.
-        g.lanes = s.multi_pass ? 32 : static_cast<int>(std::min<int64_t>(32, pow2_at_least(ceil_div(length, v))));
+        // The fewest lanes whose vectors cover the row, so that each lane's loads are in flight
+        // together; the multi-pass forward takes about 16 values a lane instead: more rows to a warp
+        // share each pass's shuffles and steps of the search.
+        const int64_t per_lane = s.multi_pass ? kMultiPassValues : v;
+        g.lanes = static_cast<int>(std::min<int64_t>(32, pow2_at_least(ceil_div(length, per_lane))));
         g.chunks = static_cast<int>(pow2_at_least(ceil_div(length, g.lanes * v)));
         return g;
       }

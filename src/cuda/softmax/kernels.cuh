@@ -1,3 +1,4 @@
+#pragma once
 // CUDA kernels of the softmax family (which variant runs which shape: ops/softmax_problem.hpp). One
 // row's partial is the fold of its elements' (common/softmax_math.hpp), reduced over the threads
 // that hold the row by common/reduce.cuh: fixed trees, so every run gives the same bits.
@@ -30,8 +31,7 @@
 #include "cuda/common/vector.cuh"
 #include "ops/softmax_problem.hpp"
 
-namespace baracuda::detail::cuda {
-namespace {
+namespace baracuda::detail::cuda::softmax {
 
 template <class Math, class Load, class Store>
 struct Types {
@@ -142,6 +142,11 @@ struct GroupFold {
     P acc = identity;
     each([&](auto value) { element(acc, value); });
     return group_allreduce<kScope>(acc, combine, identity, reinterpret_cast<ReduceScratch<P>&>(scratch), width);
+  }
+  // The rows of a warp's groups share its shuffles: one goes on while any does.
+  __device__ __forceinline__ bool any(bool p) const {
+    if constexpr (kScope == ReduceScope::warp) return __any_sync(0xffffffffu, p);
+    return p;
   }
 };
 template <ReduceScope kScope, class Scratch, class Each>
@@ -534,8 +539,8 @@ struct Launcher {
         break;
       case SoftmaxVariant::pass_row:
         if constexpr (Math::kIterative) {
-          pass_rows<Math, Load, Store><<<blocks_for(p.rows, sms() * (2048 / kPassThreads) * 4), kPassThreads, 0,
-                                         stream()>>>(a);
+          pass_rows<Math, Load, Store>
+              <<<blocks_for(p.rows, sms() * (2048 / kPassThreads) * 4), kPassThreads, 0, stream()>>>(a);
           return last_launch_status("softmax pass_row");
         }
         break;
@@ -547,14 +552,23 @@ struct Launcher {
   Status outer_either() { return p.vectorized ? outer<T::kVector>() : outer<1>(); }
 };
 
-}  // namespace
-
-Status launch(const LaunchContext& ctx, const SoftmaxProblem& problem) {
+// Runs the problem when its math is one of Maths: each kernel file compiles the kernels of its own
+// maths only (one file for all took four minutes of one core to build).
+template <class... Maths>
+Status launch_maths(const LaunchContext& ctx, const SoftmaxProblem& problem) {
   return dispatch_softmax<__half, __nv_bfloat16>(problem, [&](auto math, auto load, auto store) {
-    return Launcher<typename decltype(math)::type, typename decltype(load)::type, typename decltype(store)::type>(
-               ctx, problem)
-        .run();
+    using Math = typename decltype(math)::type;
+    if constexpr ((std::is_same_v<Math, Maths> || ...))
+      return Launcher<Math, typename decltype(load)::type, typename decltype(store)::type>(ctx, problem).run();
+    else
+      return Status::error(StatusCode::unsupported, "softmax: the problem's math is another kernel file's");
   });
 }
 
-}  // namespace baracuda::detail::cuda
+// The kernel files (src/cuda/softmax/*.cu), one per math.
+Status launch_softmax_forward(const LaunchContext& ctx, const SoftmaxProblem& problem);
+Status launch_backward(const LaunchContext& ctx, const SoftmaxProblem& problem);
+Status launch_sparsemax_forward(const LaunchContext& ctx, const SoftmaxProblem& problem);
+Status launch_entmax15_forward(const LaunchContext& ctx, const SoftmaxProblem& problem);
+
+}  // namespace baracuda::detail::cuda::softmax
