@@ -442,7 +442,7 @@ Status with_chunks(int chunks, F&& f) {
   }
 }
 
-unsigned blocks_for(int64_t work, int64_t cap) {
+inline unsigned blocks_for(int64_t work, int64_t cap) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(work, cap)));
 }
 
