@@ -33,7 +33,7 @@ struct SoftmaxShape {
   int vector = 1;             // elements per 16-byte access of the narrower dtype (the wider takes two)
   int held = 0;               // elements of each input one thread holds at most in registers (128 bytes)
   int64_t input_bytes = 0;    // bytes of every input element along a row (for the split's batches)
-  int64_t partial_bytes = 0;  // one partial result (forward: max and sum; backward: a sum)
+  int64_t partial_bytes = 0;  // one partial result (forward: max and sum; backward: one or two sums)
   bool multi_pass = false;    // the sparsemax / entmax15 forward: several reductions of each row
 };
 
@@ -52,7 +52,7 @@ inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool back
   s.vector = static_cast<int>(16 / std::min(in_size, out_size));
   s.held = static_cast<int>(128 / (acc * inputs));
   s.input_bytes = backward ? 2 * out_size : in_size;
-  s.partial_bytes = backward ? acc : 2 * acc;
+  s.partial_bytes = backward && !is_sparse(d.kind) ? acc : 2 * acc;  // SparseBackwardMath sums two
   s.multi_pass = !backward && is_sparse(d.kind);
   return s;
 }
