@@ -74,6 +74,7 @@ inline constexpr int kWarpRowThreads = 128;
 inline constexpr int64_t kMultiPassValues = 16;
 inline constexpr int kMaxBlockThreads = 1024;
 inline constexpr int kMaxCluster = 8;  // the portable cluster size
+inline constexpr int64_t kClusterBlockThreads = 512;
 inline constexpr int kSplitThreads = 512;
 inline constexpr int64_t kSplitLength = 16384;  // a row splits into length / kSplitLength blocks ...
 inline constexpr int64_t kMaxSplits = 1024;     // ... up to this many
@@ -120,11 +121,16 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
       }
       // The fewest blocks per row (a cluster has two at least), then the fewest vectors per thread,
       // then threads in whole warps.
+      // A cluster's blocks take at most kClusterBlockThreads threads while kMaxCluster such blocks
+      // hold the row: two blocks then share an SM, one's loads in flight while the other reduces
+      // and stores (one block of 1024 threads per SM left each SM idle between its rows).
+      int64_t block_threads = kMaxBlockThreads;
       if (variant == SoftmaxVariant::cluster_row) {
+        if (length <= int64_t{kMaxCluster} * kClusterBlockThreads * s.held) block_threads = kClusterBlockThreads;
         g.cluster = 2;
-        while (g.cluster < kMaxCluster && length > int64_t{g.cluster} * kMaxBlockThreads * s.held) g.cluster *= 2;
+        while (g.cluster < kMaxCluster && length > g.cluster * block_threads * s.held) g.cluster *= 2;
       }
-      const int64_t group = int64_t{g.cluster} * kMaxBlockThreads * v;
+      const int64_t group = g.cluster * block_threads * v;
       g.chunks = static_cast<int>(pow2_at_least(ceil_div(length, group)));
       g.threads = static_cast<int>(32 * ceil_div(ceil_div(length, int64_t{g.cluster} * v * g.chunks), 32));
       return g;
