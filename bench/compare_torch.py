@@ -133,23 +133,33 @@ def along_dim1(op):
     return build
 
 
-# Softmax cases: [rows, length] along dim, x spread over [-8, 8) as in tools/harness/rows/softmax.cpp.
-def softmax_forward(fn, dim, out_dtype=None):
+# Softmax-family cases: [rows, length] along dim, x spread over [-8, 8) as in
+# tools/harness/rows/softmax.cpp.
+def logits(shape, dtype):
+    return rand(shape, dtype, -8.0, 8.0)
+
+
+def on_logits(run):
+    """A forward case: run(x) on fresh logits."""
+    return lambda shape, dtype: ((lambda: logits(shape, dtype)), run)
+
+
+def from_saved(forward, backward):
+    """A backward case: backward(y, dy) with y = forward(logits) saved and a random dy."""
     def build(shape, dtype):
-        extra = {"dtype": out_dtype} if out_dtype is not None else {}
-        return (lambda: rand(shape, dtype, -8.0, 8.0)), lambda x: fn(x, dim, **extra)
+        return (lambda: (forward(logits(shape, dtype)), rand(shape, dtype))), lambda s: backward(s[0], s[1])
     return build
+
+
+def softmax_forward(fn, dim, out_dtype=None):
+    extra = {"dtype": out_dtype} if out_dtype is not None else {}
+    return on_logits(lambda x: fn(x, dim, **extra))
 
 
 def softmax_backward(log, dim):
     op = torch.ops.aten._log_softmax_backward_data if log else torch.ops.aten._softmax_backward_data
-
-    def build(shape, dtype):
-        def make():
-            x = rand(shape, dtype, -8.0, 8.0)
-            return (torch.log_softmax if log else torch.softmax)(x, dim), rand(shape, dtype)
-        return make, lambda s: op(s[1], s[0], dim, dtype)
-    return build
+    forward = torch.log_softmax if log else torch.softmax
+    return from_saved(lambda x: forward(x, dim), lambda y, dy: op(dy, y, dim, y.dtype))
 
 
 # Sparsemax and 1.5-entmax along the last dim: the best composite of PyTorch ops, the sort-based
@@ -204,19 +214,6 @@ def entmax15_backward(y, dy):
     return torch.addcmul(g_dy, g, q.to(y.dtype), value=-1)
 
 
-def sparse_forward(fn):
-    def build(shape, dtype):
-        return (lambda: rand(shape, dtype, -8.0, 8.0)), fn
-    return build
-
-
-def sparse_backward(forward, backward):
-    def build(shape, dtype):
-        make = lambda: (forward(rand(shape, dtype, -8.0, 8.0)), rand(shape, dtype))
-        return make, lambda s: backward(s[0], s[1])
-    return build
-
-
 # The PyTorch peer of every profiled op, keyed by the peer string the op table gives it (the
 # profiler's --list --json and its results carry it): an op's deterministic twin shares its peer.
 TORCH_CASES = {
@@ -245,10 +242,10 @@ TORCH_CASES = {
     "aten._softmax_backward_data(dy, y, -1)": softmax_backward(False, -1),
     "aten._log_softmax_backward_data(dy, y, -1)": softmax_backward(True, -1),
     "aten._softmax_backward_data(dy, y, 0)": softmax_backward(False, 0),
-    "sparsemax(x, -1)": sparse_forward(sparsemax),
-    "entmax15(x, -1)": sparse_forward(entmax15),
-    "sparsemax_backward(y, dy, -1)": sparse_backward(sparsemax, sparsemax_backward),
-    "entmax15_backward(y, dy, -1)": sparse_backward(entmax15, entmax15_backward),
+    "sparsemax(x, -1)": on_logits(sparsemax),
+    "entmax15(x, -1)": on_logits(entmax15),
+    "sparsemax_backward(y, dy, -1)": from_saved(sparsemax, sparsemax_backward),
+    "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
 }
 
 
@@ -265,14 +262,13 @@ def compiled_softmax(shape, dtype):
     # A fresh dynamo cache for each case: its recompile limit (8 per function) would otherwise send
     # later shapes back to eager without a word. The first call (untimed) compiles.
     torch._dynamo.reset()
-    f = torch.compile(lambda x: torch.softmax(x, -1), dynamic=False)
-    return (lambda: rand(shape, dtype, -8.0, 8.0)), f
+    return on_logits(torch.compile(lambda x: torch.softmax(x, -1), dynamic=False))(shape, dtype)
 
 
 def peer_forward(module, name, *args):
     def build(shape, dtype):
         fn = peer_attr(module, name)
-        return (lambda: rand(shape, dtype, -8.0, 8.0)), lambda x: fn(x, *args)
+        return on_logits(lambda x: fn(x, *args))(shape, dtype)
     return build
 
 
@@ -295,7 +291,7 @@ def peer_backward(module, name, *args):
         def make():
             ctx = SavedContext(1 + len(args))
             with torch.no_grad():
-                fn.forward(ctx, rand(shape, dtype, -8.0, 8.0), *args)
+                fn.forward(ctx, logits(shape, dtype), *args)
             return ctx, rand(shape, dtype)
         return make, lambda s: fn.backward(s[0], s[1])
     return build

@@ -68,50 +68,44 @@ struct Kernel {
       }
       return total;
     }
-    // The multi-pass forward's Fold (common/softmax_math.hpp): pieces of kRowPiece elements, in
-    // parallel when `parallel`, combined in order.
+    // The fold of the row's pieces of kRowPiece elements (piece(begin, end) gives one's partial),
+    // in parallel when `parallel`, combined in order: the same bits either way.
+    template <class P, class Piece, class Combine>
+    P fold_pieces(P identity, Piece piece, Combine combine, bool parallel) const {
+      const int64_t length = k.p.length, pieces = ceil_div(length, kRowPiece);
+      auto piece_at = [&](int64_t c) { return piece(c * kRowPiece, std::min(length, (c + 1) * kRowPiece)); };
+      P total = identity;
+      if (!parallel) {  // (no omp construct at all: this runs once per row inside a parallel loop)
+        for (int64_t c = 0; c < pieces; ++c) total = combine(total, piece_at(c));
+        return total;
+      }
+      std::vector<P> partial(static_cast<size_t>(pieces));
+#pragma omp parallel for schedule(static)
+      for (int64_t c = 0; c < pieces; ++c) partial[c] = piece_at(c);
+      for (const P& part : partial) total = combine(total, part);
+      return total;
+    }
+    // The multi-pass forward's Fold (common/softmax_math.hpp), over the row's pieces.
     struct Fold {
       const Row& row;
       bool parallel;
       static bool any(bool p) { return p; }  // one row per fold
       template <class P, class Element, class Combine>
       P operator()(P identity, Element element, Combine combine) const {
-        const int64_t length = row.k.p.length, pieces = ceil_div(length, kRowPiece);
-        auto piece = [&](int64_t c) {
+        auto piece = [&](int64_t begin, int64_t end) {
           P acc = identity;
-          for (int64_t i = c * kRowPiece, end = std::min(length, (c + 1) * kRowPiece); i < end; ++i)
-            element(acc, row.k.at(0, row.offset(0, i)));
+          for (int64_t i = begin; i < end; ++i) element(acc, row.k.at(0, row.offset(0, i)));
           return acc;
         };
-        if (!parallel || pieces == 1) {
-          P total = identity;
-          for (int64_t c = 0; c < pieces; ++c) total = combine(total, piece(c));
-          return total;
-        }
-        std::vector<P> partial(static_cast<size_t>(pieces));
-#pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < pieces; ++c) partial[c] = piece(c);
-        P total = identity;
-        for (const P& part : partial) total = combine(total, part);
-        return total;
+        return row.fold_pieces(identity, piece, combine, parallel);
       }
     };
     typename Math::Writer writer(bool parallel) const {
       if constexpr (Math::kIterative) {
         return k.math.solve(Fold{*this, parallel});
       } else {
-        const int64_t length = k.p.length, pieces = ceil_div(length, kRowPiece);
-        std::vector<Partial> partial(static_cast<size_t>(parallel ? pieces : 0));
-        Partial total = Math::identity();
-        if (!parallel) {
-          for (int64_t c = 0; c < pieces; ++c)
-            total = Math::combine(total, piece(c * kRowPiece, std::min(length, (c + 1) * kRowPiece)));
-          return k.math.writer(total);
-        }
-#pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < pieces; ++c) partial[c] = piece(c * kRowPiece, std::min(length, (c + 1) * kRowPiece));
-        for (const Partial& part : partial) total = Math::combine(total, part);
-        return k.math.writer(total);
+        auto part = [&](int64_t begin, int64_t end) { return piece(begin, end); };
+        return k.math.writer(fold_pieces(Math::identity(), part, Math::combine, parallel));
       }
     }
 

@@ -33,9 +33,21 @@ struct SoftmaxShape {
   int vector = 1;             // elements per 16-byte access of the narrower dtype (the wider takes two)
   int held = 0;               // elements of each input one thread holds at most in registers (128 bytes)
   int64_t input_bytes = 0;    // bytes of every input element along a row (for the split's batches)
-  int64_t partial_bytes = 0;  // one partial result (forward: max and sum; backward: one or two sums)
+  int64_t partial_bytes = 0;  // sizeof the math's Partial (what split_row keeps per piece)
   bool multi_pass = false;    // the sparsemax / entmax15 forward: several reductions of each row
 };
+
+// Calls f(std::type_identity<Math>{}) with the math of a kind and direction in compute type Acc:
+// the one place that maps kinds to maths (the backends' dispatch and the partials' size use it).
+template <class Acc, class F>
+decltype(auto) with_math(SoftmaxKind kind, bool backward, F&& f) {
+  if (backward)
+    return is_sparse(kind) ? f(std::type_identity<SparseBackwardMath<Acc>>{})
+                           : f(std::type_identity<SoftmaxBackwardMath<Acc>>{});
+  if (kind == SoftmaxKind::sparsemax) return f(std::type_identity<SparseForwardMath<Acc, 1>>{});
+  if (kind == SoftmaxKind::entmax15) return f(std::type_identity<SparseForwardMath<Acc, 2>>{});
+  return f(std::type_identity<SoftmaxForwardMath<Acc>>{});
+}
 
 inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool backward) {
   const DType out = d.out_dtype.value_or(d.dtype);
@@ -52,7 +64,9 @@ inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool back
   s.vector = static_cast<int>(16 / std::min(in_size, out_size));
   s.held = static_cast<int>(128 / (acc * inputs));
   s.input_bytes = backward ? 2 * out_size : in_size;
-  s.partial_bytes = backward && !is_sparse(d.kind) ? acc : 2 * acc;  // SparseBackwardMath sums two
+  auto partial_size = [](auto math) { return int64_t{sizeof(typename decltype(math)::type::Partial)}; };
+  s.partial_bytes = d.dtype == DType::f64 ? with_math<double>(d.kind, backward, partial_size)
+                                          : with_math<float>(d.kind, backward, partial_size);
   s.multi_pass = !backward && is_sparse(d.kind);
   return s;
 }
@@ -211,13 +225,7 @@ Status dispatch_softmax(const SoftmaxProblem& p, F&& f) {
         if (p.backward) return f(math, std::type_identity<Y>{}, std::type_identity<X>{});
         return f(math, std::type_identity<X>{}, std::type_identity<Y>{});
       };
-      const bool sparse = is_sparse(p.kind);
-      if (p.backward)
-        return sparse ? run(std::type_identity<SparseBackwardMath<Acc>>{})
-                      : run(std::type_identity<SoftmaxBackwardMath<Acc>>{});
-      if (p.kind == SoftmaxKind::sparsemax) return run(std::type_identity<SparseForwardMath<Acc, 1>>{});
-      if (p.kind == SoftmaxKind::entmax15) return run(std::type_identity<SparseForwardMath<Acc, 2>>{});
-      return run(std::type_identity<SoftmaxForwardMath<Acc>>{});
+      return with_math<Acc>(p.kind, p.backward, run);
     };
     return p.out_dtype == p.in_dtype ? with(std::type_identity<X>{}) : with(std::type_identity<float>{});
   });

@@ -490,12 +490,6 @@ struct Launcher {
 
   Status split() {
     const SoftmaxGeometry& g = p.geometry;
-    // The workspace select sized (SoftmaxShape::partial_bytes) must hold this math's partials.
-    const CheckedSize needed =
-        CheckedSize(std::min(p.rows, g.batch_rows)) * g.splits * int64_t{sizeof(typename T::Partial)};
-    if (needed.saturated() > g.workspace.saturated())
-      return Status::error(StatusCode::invalid_problem,
-                           "softmax split_row: the workspace is smaller than its partials");
     for (int64_t first = 0; first < p.rows; first += g.batch_rows) {
       a.first_row = first;
       const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(std::min(g.batch_rows, p.rows - first)));
