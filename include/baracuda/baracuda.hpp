@@ -7,4 +7,5 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/binary_param.hpp"
 #include "baracuda/ops/indexing.hpp"
+#include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/softmax.hpp"

@@ -7,7 +7,18 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/hd.hpp"
+
 namespace baracuda::detail {
+
+// a / b rounded up, for a >= 0 and b > 0.
+BARACUDA_HD int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+// The least power of two >= n (1 for n <= 1).
+inline int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
 
 class CheckedSize {
  public:

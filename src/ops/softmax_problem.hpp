@@ -98,13 +98,6 @@ inline constexpr int64_t kSplitBatchBytes = int64_t{16} << 20;
 inline constexpr int kOuterThreads = 256;
 inline constexpr int kPassThreads = 512;
 
-BARACUDA_HD int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
-inline int64_t pow2_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 // The longest row a held variant keeps in registers: (blocks per row) x threads x held elements.
 inline int64_t held_capacity(SoftmaxVariant v, const SoftmaxShape& s) {
   const int64_t threads = v == SoftmaxVariant::warp_row ? 32 : kMaxBlockThreads;

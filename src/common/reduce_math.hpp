@@ -1,0 +1,470 @@
+#pragma once
+// The reduction family's formulas, once for both backends. Each kind's forward is a Math:
+//   using Acc, State;
+//   State identity() const;                         the state of no element
+//   void fold(State&, Acc x, int64_t i) const;      one more element (i: its index in the reduced set)
+//   State combine(const State& a, const State& b) const;   a's elements come first in the order
+//   ReduceValue<Acc> finish(const State&) const;    the output (value, index)
+// A kernel folds the elements of an output into states in an order it fixes, then combines them in
+// a fixed tree: the same inputs give the same bits on every run. The extremes (with the index as
+// tie-break) and the counts give the same result in any order.
+//
+// The backward of the kinds that need more than the forward's output (the ties of amax / amin, the
+// mean of var / std, the zeros of prod) first reduces a statistic with one of the maths here
+// (ReduceStats), then maps every element through ReduceGrad.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "baracuda/ops/reduce.hpp"
+#include "common/hd.hpp"
+
+namespace baracuda::detail {
+
+namespace reduce_fn {
+template <class A>
+BARACUDA_HD A exp(A x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(A) == 4)
+    return __expf(x);
+  else
+    return ::exp(x);
+#else
+  return std::exp(x);
+#endif
+}
+template <class A>
+BARACUDA_HD A log(A x) {
+#if defined(__CUDA_ARCH__)
+  return ::log(x);
+#else
+  return std::log(x);
+#endif
+}
+template <class A>
+BARACUDA_HD A sqrt(A x) {
+#if defined(__CUDA_ARCH__)
+  return ::sqrt(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+template <class A>
+BARACUDA_HD A pow(A x, A y) {
+#if defined(__CUDA_ARCH__)
+  return ::pow(x, y);
+#else
+  return std::pow(x, y);
+#endif
+}
+template <class A>
+BARACUDA_HD A abs(A x) {
+  return x < A(0) ? -x : x == A(0) ? A(0) : x;  // |-0| = +0; NaN stays NaN
+}
+template <class A>
+BARACUDA_HD bool isnan(A x) {
+  return x != x;
+}
+template <class A>
+BARACUDA_HD A inf() {
+  return std::numeric_limits<A>::infinity();
+}
+template <class A>
+BARACUDA_HD A nan() {
+  return std::numeric_limits<A>::quiet_NaN();
+}
+template <class A>
+BARACUDA_HD A sign(A x) {
+  return x > A(0) ? A(1) : x < A(0) ? A(-1) : x;  // 0 and NaN stay
+}
+}  // namespace reduce_fn
+
+// What every math may need besides the elements: from the descriptor, at select.
+struct ReduceParams {
+  ReduceKind kind = ReduceKind::sum;
+  int64_t count = 0;        // elements per output
+  double correction = 1.0;  // var, std
+  double p = 2.0;           // norm
+};
+
+template <class Acc>
+struct ReduceValue {
+  Acc value = 0;
+  int64_t index = 0;
+};
+
+// What the backward reduces before its map (ReduceStats): per kind, see the stats maths.
+template <class Acc>
+struct GradStat {
+  Acc value = 0;
+  Acc scale = 1;
+  int64_t count = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Sums: sum, mean, and norm for finite p != inf (of |x|, x^2 or |x|^p).
+enum class SumTerm : unsigned char { value, abs, square, pow };
+
+template <class A, SumTerm kTerm>
+struct SumMath {
+  using Acc = A;
+  using State = A;
+  ReduceParams params;
+  A p = 2;
+
+  explicit SumMath(const ReduceParams& prm) : params(prm), p(static_cast<A>(prm.p)) {}
+  BARACUDA_HD State identity() const { return A(0); }
+  BARACUDA_HD A term(A x) const {
+    if constexpr (kTerm == SumTerm::abs) return reduce_fn::abs(x);
+    if constexpr (kTerm == SumTerm::square) return x * x;
+    if constexpr (kTerm == SumTerm::pow) return reduce_fn::pow(reduce_fn::abs(x), p);
+    return x;
+  }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const { s += term(x); }
+  BARACUDA_HD State combine(const State& a, const State& b) const { return a + b; }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const {
+    if (params.kind == ReduceKind::mean) return {s / static_cast<A>(params.count), 0};
+    if (params.kind == ReduceKind::norm) {
+      if constexpr (kTerm == SumTerm::square) return {reduce_fn::sqrt(s), 0};
+      if constexpr (kTerm == SumTerm::pow) return {reduce_fn::pow(s, A(1) / p), 0};
+    }
+    return {s, 0};
+  }
+};
+
+template <class A>
+struct ProdMath {
+  using Acc = A;
+  using State = A;
+  explicit ProdMath(const ReduceParams&) {}
+  BARACUDA_HD State identity() const { return A(1); }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const { s *= x; }
+  BARACUDA_HD State combine(const State& a, const State& b) const { return a * b; }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const { return {s, 0}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Extremes: amax, amin, max, min, argmax, argmin, and norm's p = +-inf (of |x|). A NaN beats every
+// number and the smaller index breaks ties, so the result does not depend on the order.
+template <class A, bool kMax, bool kAbs>
+struct ExtremeMath {
+  using Acc = A;
+  struct State {
+    A value;
+    int64_t index;
+  };
+  explicit ExtremeMath(const ReduceParams&) {}
+  BARACUDA_HD static A key(A x) { return kAbs ? reduce_fn::abs(x) : x; }
+  // Whether (a, i) comes before (b, j): the greater (kMax) or lesser value, NaN first, then the index.
+  BARACUDA_HD static bool before(A a, int64_t i, A b, int64_t j) {
+    const bool a_nan = reduce_fn::isnan(a), b_nan = reduce_fn::isnan(b);
+    if (a_nan || b_nan) return a_nan && (!b_nan || i < j);
+    if (a == b) return i < j;
+    return kMax ? a > b : a < b;
+  }
+  BARACUDA_HD State identity() const {
+    return {kMax ? -reduce_fn::inf<A>() : reduce_fn::inf<A>(), std::numeric_limits<int64_t>::max()};
+  }
+  BARACUDA_HD void fold(State& s, A x, int64_t i) const {
+    const A k = key(x);
+    if (before(k, i, s.value, s.index)) s = {k, i};
+  }
+  BARACUDA_HD State combine(const State& a, const State& b) const {
+    return before(b.value, b.index, a.value, a.index) ? b : a;
+  }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const { return {s.value, s.index}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// var and std: Welford's running mean and sum of squared deviations, pieces merged by Chan's formula.
+template <class A>
+struct VarMath {
+  using Acc = A;
+  struct State {
+    A mean;
+    A m2;
+    int64_t n;
+  };
+  ReduceParams params;
+  explicit VarMath(const ReduceParams& prm) : params(prm) {}
+  BARACUDA_HD State identity() const { return {A(0), A(0), 0}; }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const {
+    s.n += 1;
+    const A delta = x - s.mean;
+    s.mean += delta / static_cast<A>(s.n);
+    s.m2 += delta * (x - s.mean);
+  }
+  BARACUDA_HD State combine(const State& a, const State& b) const {
+    if (b.n == 0) return a;
+    if (a.n == 0) return b;
+    const int64_t n = a.n + b.n;
+    const A delta = b.mean - a.mean;
+    const A wb = static_cast<A>(b.n) / static_cast<A>(n);
+    return {a.mean + delta * wb, a.m2 + b.m2 + delta * delta * static_cast<A>(a.n) * wb, n};
+  }
+  // n - correction, at least 0 (as PyTorch's): m2 / 0 is inf, or NaN when m2 is 0 (one element, none).
+  BARACUDA_HD A divisor(const State& s) const {
+    const double d = static_cast<double>(s.n) - params.correction;
+    return static_cast<A>(d > 0 ? d : 0.0);
+  }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const {
+    const A var = s.m2 / divisor(s);
+    return {params.kind == ReduceKind::std ? reduce_fn::sqrt(var) : var, 0};
+  }
+  // The backward's statistic: the mean, and what (x - mean) dout divides by.
+  BARACUDA_HD GradStat<A> stat(const State& s) const {
+    const A d = divisor(s);
+    return {s.mean, params.kind == ReduceKind::std ? d * reduce_fn::sqrt(s.m2 / d) : d / A(2), s.n};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// logsumexp: the running max and the sum of exp(x - max). A -inf adds nothing; +inf makes the
+// result +inf; NaN propagates.
+template <class A>
+struct LogSumExpMath {
+  using Acc = A;
+  struct State {
+    A max;
+    A sum;
+  };
+  explicit LogSumExpMath(const ReduceParams&) {}
+  // exp(v - max) for v <= max, with -inf contributing 0 even when max is -inf or +inf.
+  BARACUDA_HD static A term(A v, A max) {
+    if (v == -reduce_fn::inf<A>()) return A(0);
+    if (max == reduce_fn::inf<A>()) return v == max ? A(1) : A(0);
+    return reduce_fn::exp(v - max);
+  }
+  BARACUDA_HD State identity() const { return {-reduce_fn::inf<A>(), A(0)}; }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const {
+    if (reduce_fn::isnan(x) || reduce_fn::isnan(s.max)) {
+      s.max = reduce_fn::nan<A>();
+      return;
+    }
+    if (x > s.max) {
+      s.sum = s.sum * term(s.max, x) + A(1);
+      s.max = x;
+    } else {
+      s.sum += term(x, s.max);
+    }
+  }
+  BARACUDA_HD State combine(const State& a, const State& b) const {
+    if (reduce_fn::isnan(a.max) || reduce_fn::isnan(b.max)) return {reduce_fn::nan<A>(), A(0)};
+    const A max = a.max > b.max ? a.max : b.max;
+    return {max, a.sum * term(a.max, max) + b.sum * term(b.max, max)};
+  }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const {
+    if (reduce_fn::isnan(s.max)) return {s.max, 0};
+    if (s.max == reduce_fn::inf<A>() || s.max == -reduce_fn::inf<A>()) return {s.max, 0};
+    return {s.max + reduce_fn::log(s.sum), 0};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// any, all, count_nonzero: an exact count (of nonzero elements; of zeros for all). NaN is nonzero.
+template <class A>
+struct CountMath {
+  using Acc = A;
+  using State = int64_t;
+  ReduceParams params;
+  explicit CountMath(const ReduceParams& prm) : params(prm) {}
+  BARACUDA_HD State identity() const { return 0; }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const {
+    const bool zero = x == A(0);
+    s += params.kind == ReduceKind::all ? zero : !zero;
+  }
+  BARACUDA_HD State combine(const State& a, const State& b) const { return a + b; }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const {
+    if (params.kind == ReduceKind::any) return {s > 0 ? A(1) : A(0), 0};
+    if (params.kind == ReduceKind::all) return {s == 0 ? A(1) : A(0), 0};
+    return {static_cast<A>(s), s};  // count_nonzero (exact in the index slot), norm's p = 0
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The backward's statistics.
+
+// The extreme and how many elements attain it (amax / amin, norm's +-inf): the gradient is split
+// evenly among the ties, as PyTorch's.
+template <class A, bool kMax, bool kAbs>
+struct TiesMath {
+  using Acc = A;
+  struct State {
+    A value;
+    int64_t ties;
+  };
+  explicit TiesMath(const ReduceParams&) {}
+  BARACUDA_HD static A key(A x) { return kAbs ? reduce_fn::abs(x) : x; }
+  BARACUDA_HD static bool beats(A a, A b) {
+    if (reduce_fn::isnan(a) || reduce_fn::isnan(b)) return reduce_fn::isnan(a) && !reduce_fn::isnan(b);
+    return kMax ? a > b : a < b;
+  }
+  BARACUDA_HD State identity() const { return {kMax ? -reduce_fn::inf<A>() : reduce_fn::inf<A>(), 0}; }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const { s = combine(s, State{key(x), 1}); }
+  BARACUDA_HD State combine(const State& a, const State& b) const {
+    if (beats(b.value, a.value)) return b;
+    if (beats(a.value, b.value)) return a;
+    return {a.value, a.ties + b.ties};
+  }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const { return {s.value, s.ties}; }
+  BARACUDA_HD GradStat<A> stat(const State& s) const { return {s.value, A(1), s.ties}; }
+};
+
+// prod's backward: the product of the nonzero elements and how many are zero.
+template <class A>
+struct ZerosMath {
+  using Acc = A;
+  struct State {
+    A product;
+    int64_t zeros;
+  };
+  explicit ZerosMath(const ReduceParams&) {}
+  BARACUDA_HD State identity() const { return {A(1), 0}; }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const {
+    if (x == A(0))
+      s.zeros += 1;
+    else
+      s.product *= x;
+  }
+  BARACUDA_HD State combine(const State& a, const State& b) const { return {a.product * b.product, a.zeros + b.zeros}; }
+  BARACUDA_HD ReduceValue<A> finish(const State& s) const { return {s.product, s.zeros}; }
+  BARACUDA_HD GradStat<A> stat(const State& s) const { return {s.product, A(1), s.zeros}; }
+};
+
+// Calls f(std::type_identity<Math>{}) with the forward math of the kind (compute type A): the one
+// map from kinds to maths.
+template <class A, class F>
+decltype(auto) with_reduce_math(const ReduceParams& prm, F&& f) {
+  switch (prm.kind) {
+    case ReduceKind::sum:
+    case ReduceKind::mean:
+      return f(std::type_identity<SumMath<A, SumTerm::value>>{});
+    case ReduceKind::norm:
+      if (prm.p == 1.0) return f(std::type_identity<SumMath<A, SumTerm::abs>>{});
+      if (prm.p == 2.0) return f(std::type_identity<SumMath<A, SumTerm::square>>{});
+      if (prm.p == INFINITY) return f(std::type_identity<ExtremeMath<A, true, true>>{});
+      if (prm.p == -INFINITY) return f(std::type_identity<ExtremeMath<A, false, true>>{});
+      if (prm.p == 0.0) return f(std::type_identity<CountMath<A>>{});
+      return f(std::type_identity<SumMath<A, SumTerm::pow>>{});
+    case ReduceKind::prod:
+      return f(std::type_identity<ProdMath<A>>{});
+    case ReduceKind::amax:
+    case ReduceKind::max:
+    case ReduceKind::argmax:
+      return f(std::type_identity<ExtremeMath<A, true, false>>{});
+    case ReduceKind::amin:
+    case ReduceKind::min:
+    case ReduceKind::argmin:
+      return f(std::type_identity<ExtremeMath<A, false, false>>{});
+    case ReduceKind::var:
+    case ReduceKind::std:
+      return f(std::type_identity<VarMath<A>>{});
+    case ReduceKind::logsumexp:
+      return f(std::type_identity<LogSumExpMath<A>>{});
+    case ReduceKind::any:
+    case ReduceKind::all:
+    case ReduceKind::count_nonzero:
+      return f(std::type_identity<CountMath<A>>{});
+  }
+  return f(std::type_identity<SumMath<A, SumTerm::value>>{});
+}
+
+// The kinds whose outputs count (their value is exact in the index slot): count_nonzero, norm p = 0.
+BARACUDA_HD constexpr bool counts(ReduceKind kind, double p) {
+  return kind == ReduceKind::count_nonzero || (kind == ReduceKind::norm && p == 0.0);
+}
+
+// The backward's statistic of a kind, or none (sum, mean, max, min, finite-p norm and logsumexp read
+// only the forward's outputs). Calls f(std::type_identity<Math>{}) or returns `none()`.
+enum class ReduceStats : unsigned char { none, ties, zeros, moments };
+
+BARACUDA_HD constexpr ReduceStats reduce_stats(ReduceKind kind, double p) {
+  switch (kind) {
+    case ReduceKind::amax:
+    case ReduceKind::amin:
+      return ReduceStats::ties;
+    case ReduceKind::norm:
+      return p == INFINITY || p == -INFINITY ? ReduceStats::ties : ReduceStats::none;
+    case ReduceKind::prod:
+      return ReduceStats::zeros;
+    case ReduceKind::var:
+    case ReduceKind::std:
+      return ReduceStats::moments;
+    default:
+      return ReduceStats::none;
+  }
+}
+
+template <class A, class F>
+decltype(auto) with_stats_math(const ReduceParams& prm, F&& f) {
+  const bool abs = prm.kind == ReduceKind::norm;
+  const bool max = prm.kind == ReduceKind::amax || (abs && prm.p > 0);
+  switch (reduce_stats(prm.kind, prm.p)) {
+    case ReduceStats::zeros:
+      return f(std::type_identity<ZerosMath<A>>{});
+    case ReduceStats::moments:
+      return f(std::type_identity<VarMath<A>>{});
+    case ReduceStats::ties:
+    case ReduceStats::none:
+      break;
+  }
+  if (abs)
+    return max ? f(std::type_identity<TiesMath<A, true, true>>{}) : f(std::type_identity<TiesMath<A, false, true>>{});
+  return max ? f(std::type_identity<TiesMath<A, true, false>>{}) : f(std::type_identity<TiesMath<A, false, false>>{});
+}
+
+// The kinds with a gradient (argmax, argmin, any, all, count_nonzero have none).
+BARACUDA_HD constexpr bool differentiable(ReduceKind kind) {
+  return kind != ReduceKind::argmax && kind != ReduceKind::argmin && kind != ReduceKind::any &&
+         kind != ReduceKind::all && kind != ReduceKind::count_nonzero;
+}
+
+// One element of the gradient. `out` is the forward's output of its row (where the kind reads it),
+// `stat` the backward's statistic (the stats math's GradStat: ties: the extreme and how many attain
+// it; zeros: the product of the nonzero elements and how many are zero; moments: the mean and what
+// (x - mean) dout divides by), `mine` whether this element is the one `indices` names (max, min).
+template <class A>
+struct ReduceGrad {
+  ReduceParams params;
+  A p = 2, inv_count = 0;
+
+  explicit ReduceGrad(const ReduceParams& prm)
+      : params(prm), p(static_cast<A>(prm.p)), inv_count(A(1) / static_cast<A>(prm.count)) {}
+
+  BARACUDA_HD A operator()(A x, A dout, A out, const GradStat<A>& stat, bool mine) const {
+    switch (params.kind) {
+      case ReduceKind::sum:
+        return dout;
+      case ReduceKind::mean:
+        return dout * inv_count;
+      case ReduceKind::max:
+      case ReduceKind::min:
+        return mine ? dout : A(0);
+      case ReduceKind::amax:
+      case ReduceKind::amin:
+        return x == stat.value ? dout / static_cast<A>(stat.count) : A(0);
+      case ReduceKind::prod:
+        if (stat.count == 0) return dout * (stat.value / x);
+        return stat.count == 1 && x == A(0) ? dout * stat.value : A(0);
+      case ReduceKind::var:
+      case ReduceKind::std:
+        return dout * (x - stat.value) / stat.scale;
+      case ReduceKind::logsumexp:
+        return x == -reduce_fn::inf<A>() ? A(0) : dout * reduce_fn::exp(x - out);
+      case ReduceKind::norm:
+        return norm(x, dout, out, stat);
+      default:
+        return A(0);
+    }
+  }
+  BARACUDA_HD A norm(A x, A dout, A out, const GradStat<A>& stat) const {
+    if (params.p == INFINITY || params.p == -INFINITY)
+      return reduce_fn::abs(x) == stat.value ? dout * reduce_fn::sign(x) / static_cast<A>(stat.count) : A(0);
+    if (params.p == 0.0 || out == A(0)) return A(0);
+    if (params.p == 1.0) return dout * reduce_fn::sign(x);
+    if (params.p == 2.0) return dout * x / out;
+    return dout * reduce_fn::sign(x) * reduce_fn::pow(reduce_fn::abs(x) / out, p - A(1));
+  }
+};
+
+}  // namespace baracuda::detail

@@ -1,0 +1,308 @@
+#pragma once
+// CUDA kernels of the reduction family, over any Math of src/common/reduce_math.hpp. Each output's
+// elements are folded into states in a fixed order, the states combined in a fixed tree:
+//   rows:       a group of `group` threads per output (a sub-warp, a warp, or a block), thread
+//               `lane` folding vectors lane, lane + group, ... of the output's elements, element j of
+//               a vector into its own state (V independent chains in flight); then the thread's V
+//               states pairwise, then the group's (common/reduce.cuh). Without 16-byte loads (strided
+//               elements) the threads read the same elements one at a time: the same order, the same
+//               bits.
+//   split_rows: the rows kernel over pieces of each output's elements, a block per piece; the pieces'
+//               states go to the workspace and a second kernel folds them in order.
+//   columns:    `lanes` threads across units of outputs (a 16-byte vector of neighbouring outputs, or
+//               one), `slices` threads along the reduced elements (slice s folds elements s, s +
+//               slices, ...), the slices' states combined pairwise in shared memory; long walks split
+//               over blocks as split_rows.
+// The backward's statistic runs through the same kernels into the workspace; then `map` writes dx.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "cuda/common/check.cuh"
+#include "cuda/common/launch.cuh"
+#include "cuda/common/reduce.cuh"
+#include "cuda/common/vector.cuh"
+#include "ops/reduce_problem.hpp"
+
+namespace baracuda::detail::cuda::reduce {
+
+using Half = __half;
+using BFloat16 = __nv_bfloat16;
+
+// Where a whole state goes: the forward's outputs, or the backward's statistics.
+struct OutputSink {
+  template <class Math>
+  __device__ void operator()(const ReduceProblem& p, const Math& m, int64_t, const int64_t (&off)[3],
+                             const typename Math::State& s) const {
+    store_output<Half, BFloat16>(p, off, m.finish(s));
+  }
+};
+struct StatsSink {
+  template <class Math>
+  __device__ void operator()(const ReduceProblem& p, const Math& m, int64_t o, const int64_t (&)[3],
+                             const typename Math::State& s) const {
+    static_cast<GradStat<typename Math::Acc>*>(p.stats)[o] = m.stat(s);
+  }
+};
+
+// Element e of an output's reduced set, from the output's first element.
+__device__ __forceinline__ int64_t element_offset(const Walker<1>& w, int64_t e) {
+  if (w.rank <= 1) return e * (w.rank ? w.strides[0][0] : 0);
+  int64_t off[1];
+  w.offsets(e, off);
+  return off[0];
+}
+
+template <class State, class Math, int N>
+__device__ __forceinline__ State combine_pairwise(const Math& m, State (&s)[N]) {
+#pragma unroll
+  for (int width = 1; width < N; width *= 2)
+#pragma unroll
+    for (int j = 0; j < N; j += 2 * width) s[j] = m.combine(s[j], s[j + width]);
+  return s[0];
+}
+
+// The fold of elements [begin, end) of the output whose first element is at `base`, by thread `lane`
+// of a group of `group` (begin is a multiple of the vector; with kVec, x + base is 16-byte aligned and
+// the elements are unit-stride).
+template <class X, class Math, bool kVec>
+__device__ __forceinline__ typename Math::State fold_row(const ReduceProblem& p, const Math& m, int64_t base,
+                                                         int64_t begin, int64_t end, int lane, int group) {
+  using A = typename Math::Acc;
+  using State = typename Math::State;
+  constexpr int V = Vec16<X>::kSize;
+  const X* x = static_cast<const X*>(p.x) + base;
+  State slot[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) slot[j] = m.identity();
+  const int64_t full = end / V;  // vectors wholly inside
+  int64_t v = begin / V + lane;
+  if constexpr (kVec) {
+    constexpr int kUnroll = 4;  // loads in flight per thread
+    for (; v + int64_t(kUnroll - 1) * group < full; v += int64_t(kUnroll) * group) {
+      Vec16<X> in[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) in[u] = load16(x + (v + int64_t(u) * group) * V);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int j = 0; j < V; ++j) m.fold(slot[j], to_acc<A>(in[u].v[j]), (v + int64_t(u) * group) * V + j);
+    }
+    for (; v < full; v += group) {
+      const Vec16<X> in = load16(x + v * V);
+#pragma unroll
+      for (int j = 0; j < V; ++j) m.fold(slot[j], to_acc<A>(in.v[j]), v * V + j);
+    }
+    if (v == full && full * V < end) {  // the last, partial vector
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (full * V + j < end) m.fold(slot[j], to_acc<A>(x[full * V + j]), full * V + j);
+    }
+  } else {
+    for (; v * V < end; v += group) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int64_t e = v * V + j;
+        if (e < end) m.fold(slot[j], to_acc<A>(x[element_offset(p.reduced, e)]), e);
+      }
+    }
+  }
+  return combine_pairwise(m, slot);
+}
+
+template <class State>
+struct RowScratch {
+  ReduceScratch<State> reduce;
+};
+
+// rows: a group per output, grid-stride over the outputs. Every lane of a warp runs every round
+// (the group reductions shuffle with every lane).
+template <class X, class Math, class Sink, bool kVec>
+__global__ void __launch_bounds__(1024) rows_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+  using State = typename Math::State;
+  const int group = p.geometry.group;
+  const int per_block = blockDim.x / group;
+  const int lane = threadIdx.x % group;
+  __shared__ ReduceScratch<State> scratch;
+  for (int64_t first = int64_t(blockIdx.x) * per_block; first < p.outputs; first += int64_t(gridDim.x) * per_block) {
+    const int64_t o = first + threadIdx.x / group;
+    const bool active = o < p.outputs;
+    int64_t off[3] = {};
+    State s = m.identity();
+    if (active) {
+      p.kept.offsets(o, off);
+      s = fold_row<X, Math, kVec>(p, m, off[0], 0, p.params.count, lane, group);
+    }
+    auto combine = [&](const State& a, const State& b) { return m.combine(a, b); };
+    if (group <= 32)
+      s = warp_allreduce(s, combine, group);
+    else
+      s = block_allreduce(s, combine, m.identity(), scratch);
+    if (active && lane == 0) sink(p, m, o, off, s);
+  }
+}
+
+// split_rows: block (o, split) folds piece `split` of output o into the workspace.
+template <class X, class Math, bool kVec>
+__global__ void __launch_bounds__(kReduceBlock) split_kernel(const ReduceProblem p, const Math m) {
+  using State = typename Math::State;
+  __shared__ ReduceScratch<State> scratch;
+  const int64_t begin = int64_t(blockIdx.y) * p.geometry.piece;
+  const int64_t end = std::min(p.params.count, begin + p.geometry.piece);
+  State* partial = static_cast<State*>(p.partials) + int64_t(blockIdx.y) * p.outputs;
+  for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
+    int64_t off[3];
+    p.kept.offsets(o, off);
+    State s = fold_row<X, Math, kVec>(p, m, off[0], begin, end, threadIdx.x, blockDim.x);
+    s = block_allreduce(
+        s, [&](const State& a, const State& b) { return m.combine(a, b); }, m.identity(), scratch);
+    if (threadIdx.x == 0) partial[o] = s;
+  }
+}
+
+// The pieces' states of every output, folded in split order.
+template <class Math, class Sink>
+__global__ void __launch_bounds__(kReduceBlock) finish_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+  using State = typename Math::State;
+  const State* partial = static_cast<const State*>(p.partials);
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < p.outputs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    State s = partial[o];
+    for (int split = 1; split < p.geometry.splits; ++split) s = m.combine(s, partial[int64_t(split) * p.outputs + o]);
+    int64_t off[3];
+    p.kept.offsets(o, off);
+    sink(p, m, o, off, s);
+  }
+}
+
+// columns: tile blockIdx.x of lanes x units, split blockIdx.y of the reduced elements.
+template <class X, class Math, class Sink, int kUnit, bool kVec>
+__global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+  using A = typename Math::Acc;
+  using State = typename Math::State;
+  __shared__ State shared[kReduceBlock][kUnit];
+  const int lanes = p.geometry.lanes, slices = p.geometry.slices;
+  const int lane = threadIdx.x % lanes, slice = threadIdx.x / lanes;
+  const int64_t begin = int64_t(blockIdx.y) * p.geometry.piece;
+  const int64_t end = std::min(p.params.count, begin + p.geometry.piece);
+  const int64_t units = ceil_div(p.outputs, kUnit);
+  const X* x = static_cast<const X*>(p.x);
+  const int64_t step = p.kept.inner_stride(0);  // between neighbouring outputs of a unit
+  for (int64_t tile = blockIdx.x; tile * lanes < units; tile += gridDim.x) {
+    const int64_t unit = tile * lanes + lane;
+    const bool active = unit < units;
+    const int64_t o = unit * kUnit;
+    State s[kUnit];
+#pragma unroll
+    for (int j = 0; j < kUnit; ++j) s[j] = m.identity();
+    int64_t off[3] = {};
+    if (active) {
+      p.kept.offsets(o, off);
+      for (int64_t e = begin + slice; e < end; e += slices) {
+        const int64_t at = off[0] + element_offset(p.reduced, e);
+        if constexpr (kVec) {
+          const Vec16<X> in = load16(x + at);
+#pragma unroll
+          for (int j = 0; j < kUnit; ++j) m.fold(s[j], to_acc<A>(in.v[j]), e);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kUnit; ++j)
+            if (kUnit == 1 || o + j < p.outputs) m.fold(s[j], to_acc<A>(x[at + j * step]), e);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kUnit; ++j) shared[threadIdx.x][j] = s[j];
+    __syncthreads();
+    for (int half = slices / 2; half > 0; half /= 2) {
+      if (slice < half)
+#pragma unroll
+        for (int j = 0; j < kUnit; ++j)
+          shared[threadIdx.x][j] = m.combine(shared[threadIdx.x][j], shared[threadIdx.x + half * lanes][j]);
+      __syncthreads();
+    }
+    if (active && slice == 0) {
+      for (int j = 0; j < kUnit && o + j < p.outputs; ++j) {
+        if (gridDim.y > 1) {
+          static_cast<State*>(p.partials)[int64_t(blockIdx.y) * p.outputs + o + j] = shared[threadIdx.x][j];
+        } else {
+          int64_t at[3];
+          for (int t = 0; t < 3; ++t) at[t] = off[t] + j * p.kept.inner_stride(t);
+          sink(p, m, o + j, at, shared[threadIdx.x][j]);
+        }
+      }
+    }
+    __syncthreads();  // shared is rewritten by the next tile
+  }
+}
+
+inline unsigned capped_blocks(int64_t wanted, int sm_count, int per_sm) {
+  return static_cast<unsigned>(std::clamp<int64_t>(wanted, 1, int64_t(sm_count) * per_sm));
+}
+
+// Runs the problem's variant with `m`, each whole state going to `sink`.
+template <class X, class Math, class Sink>
+Status reduce_with(const LaunchContext& ctx, const ReduceProblem& p, const Math& m, const Sink& sink) {
+  const ReduceGeometry& g = p.geometry;
+  const int sms = ctx.target.sm_count;
+  cudaStream_t stream = native(ctx.stream);
+  auto finish = [&]() {
+    finish_kernel<Math, Sink>
+        <<<capped_blocks(ceil_div(p.outputs, kReduceBlock), sms, 8), kReduceBlock, 0, stream>>>(p, m, sink);
+  };
+  switch (p.variant) {
+    case ReduceVariant::rows: {
+      const int threads = g.group <= 32 ? kReduceBlock : g.group;
+      const unsigned blocks = capped_blocks(ceil_div(p.outputs, threads / g.group), sms, 2048 / threads * 4);
+      if (p.vectorized)
+        rows_kernel<X, Math, Sink, true><<<blocks, threads, 0, stream>>>(p, m, sink);
+      else
+        rows_kernel<X, Math, Sink, false><<<blocks, threads, 0, stream>>>(p, m, sink);
+      break;
+    }
+    case ReduceVariant::split_rows: {
+      const dim3 grid(capped_blocks(p.outputs, sms, 64), static_cast<unsigned>(g.splits));
+      if (p.vectorized)
+        split_kernel<X, Math, true><<<grid, kReduceBlock, 0, stream>>>(p, m);
+      else
+        split_kernel<X, Math, false><<<grid, kReduceBlock, 0, stream>>>(p, m);
+      finish();
+      break;
+    }
+    case ReduceVariant::columns: {
+      constexpr int V = Vec16<X>::kSize;
+      const int64_t unit = p.vectorized || (p.kept.rank > 0 && p.kept.inner_size() % V == 0) ? V : 1;
+      const dim3 grid(capped_blocks(ceil_div(ceil_div(p.outputs, unit), g.lanes), sms, 64),
+                      static_cast<unsigned>(g.splits));
+      if (p.vectorized)
+        columns_kernel<X, Math, Sink, V, true><<<grid, kReduceBlock, 0, stream>>>(p, m, sink);
+      else if (unit == V)
+        columns_kernel<X, Math, Sink, V, false><<<grid, kReduceBlock, 0, stream>>>(p, m, sink);
+      else
+        columns_kernel<X, Math, Sink, 1, false><<<grid, kReduceBlock, 0, stream>>>(p, m, sink);
+      if (g.splits > 1) finish();
+      break;
+    }
+  }
+  return last_launch_status("reduce");
+}
+
+// The forward of the maths InGroup<Math> admits (each kernel file instantiates one group).
+template <template <class> class InGroup>
+Status launch_forward_group(const LaunchContext& ctx, const ReduceProblem& p) {
+  return dispatch_reduce<false, Half, BFloat16>(p, [&](auto x, auto math) -> Status {
+    using Math = typename decltype(math)::type;
+    if constexpr (InGroup<Math>::value)
+      return reduce_with<typename decltype(x)::type>(ctx, p, Math(p.params), OutputSink{});
+    else
+      return Status::error(StatusCode::unsupported, "reduce: no kernel of this kind in this group");
+  });
+}
+
+Status launch_forward_sums(const LaunchContext& ctx, const ReduceProblem& p);
+Status launch_forward_extremes(const LaunchContext& ctx, const ReduceProblem& p);
+Status launch_forward_moments(const LaunchContext& ctx, const ReduceProblem& p);
+Status launch_backward(const LaunchContext& ctx, const ReduceProblem& p);
+
+}  // namespace baracuda::detail::cuda::reduce
