@@ -2,7 +2,8 @@
 // The reduction family's formulas, once for both backends. Each kind's forward is a Math:
 //   using Acc, State;
 //   State identity() const;                         the state of no element
-//   void fold(State&, Acc x, int64_t i) const;      one more element (i: its index in the reduced set)
+//   void fold(State&, Acc x, int64_t i) const;      one more element (i: its index in the reduced set;
+//                                                   one state folds its elements in increasing i)
 //   State combine(const State& a, const State& b) const;   a's elements come first in the order
 //   ReduceValue<Acc> finish(const State&) const;    the output (value, index)
 // A kernel folds the elements of an output into states in an order it fixes, then combines them in
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "baracuda/ops/reduce.hpp"
 #include "common/hd.hpp"
@@ -165,9 +167,13 @@ struct ExtremeMath {
   BARACUDA_HD State identity() const {
     return {kMax ? -reduce_fn::inf<A>() : reduce_fn::inf<A>(), std::numeric_limits<int64_t>::max()};
   }
+  // Elements come in increasing index, so a tie keeps the state, and so does anything after a NaN;
+  // the identity (no element yet) is no tie: an element equal to its value (-inf for max) replaces it.
   BARACUDA_HD void fold(State& s, A x, int64_t i) const {
     const A k = key(x);
-    if (before(k, i, s.value, s.index)) s = {k, i};
+    const bool better = kMax ? k > s.value : k < s.value;
+    const bool none = s.index == std::numeric_limits<int64_t>::max();
+    if (better || none || (reduce_fn::isnan(k) && !reduce_fn::isnan(s.value))) s = {k, i};
   }
   BARACUDA_HD State combine(const State& a, const State& b) const {
     return before(b.value, b.index, a.value, a.index) ? b : a;
@@ -191,7 +197,16 @@ struct VarMath {
   BARACUDA_HD void fold(State& s, A x, int64_t) const {
     s.n += 1;
     const A delta = x - s.mean;
+#if defined(__CUDA_ARCH__)
+    // f32 on the GPU: the approximate division (2 ulp) instead of the IEEE one (a dozen instructions
+    // per element, which made var compute-bound); the mean's rounding is of the same order.
+    if constexpr (sizeof(A) == 4)
+      s.mean += __fdividef(delta, static_cast<A>(s.n));
+    else
+      s.mean += delta / static_cast<A>(s.n);
+#else
     s.mean += delta / static_cast<A>(s.n);
+#endif
     s.m2 += delta * (x - s.mean);
   }
   BARACUDA_HD State combine(const State& a, const State& b) const {
@@ -300,7 +315,14 @@ struct TiesMath {
     return kMax ? a > b : a < b;
   }
   BARACUDA_HD State identity() const { return {kMax ? -reduce_fn::inf<A>() : reduce_fn::inf<A>(), 0}; }
-  BARACUDA_HD void fold(State& s, A x, int64_t) const { s = combine(s, State{key(x), 1}); }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const {
+    const A k = key(x);
+    if (k == s.value) {
+      s.ties += 1;
+    } else if (beats(k, s.value)) {
+      s = {k, 1};
+    }
+  }
   BARACUDA_HD State combine(const State& a, const State& b) const {
     if (beats(b.value, a.value)) return b;
     if (beats(a.value, b.value)) return a;
@@ -431,31 +453,64 @@ struct ReduceGrad {
   explicit ReduceGrad(const ReduceParams& prm)
       : params(prm), p(static_cast<A>(prm.p)), inv_count(A(1) / static_cast<A>(prm.count)) {}
 
-  BARACUDA_HD A operator()(A x, A dout, A out, const GradStat<A>& stat, bool mine) const {
-    switch (params.kind) {
-      case ReduceKind::sum:
-        return dout;
-      case ReduceKind::mean:
-        return dout * inv_count;
+  // The gradient's form of each kind: a kernel instantiated per form has no switch per element.
+  enum class Form : unsigned char { scale, indexed, ties, zeros, moments, logsumexp, norm };
+  BARACUDA_HD static Form form_of(ReduceKind kind) {
+    switch (kind) {
       case ReduceKind::max:
       case ReduceKind::min:
-        return mine ? dout : A(0);
+        return Form::indexed;
       case ReduceKind::amax:
       case ReduceKind::amin:
-        return x == stat.value ? dout / static_cast<A>(stat.count) : A(0);
+        return Form::ties;
       case ReduceKind::prod:
-        if (stat.count == 0) return dout * (stat.value / x);
-        return stat.count == 1 && x == A(0) ? dout * stat.value : A(0);
+        return Form::zeros;
       case ReduceKind::var:
       case ReduceKind::std:
-        return dout * (x - stat.value) / stat.scale;
+        return Form::moments;
       case ReduceKind::logsumexp:
-        return x == -reduce_fn::inf<A>() ? A(0) : dout * reduce_fn::exp(x - out);
+        return Form::logsumexp;
       case ReduceKind::norm:
-        return norm(x, dout, out, stat);
+        return Form::norm;
       default:
-        return A(0);
+        return Form::scale;
     }
+  }
+
+  template <Form kForm>
+  BARACUDA_HD A apply(A x, A dout, A out, const GradStat<A>& stat, bool mine) const {
+    if constexpr (kForm == Form::scale) return params.kind == ReduceKind::mean ? dout * inv_count : dout;
+    if constexpr (kForm == Form::indexed) return mine ? dout : A(0);
+    if constexpr (kForm == Form::ties) return x == stat.value ? dout / static_cast<A>(stat.count) : A(0);
+    if constexpr (kForm == Form::zeros) {
+      if (stat.count == 0) return dout * (stat.value / x);
+      return stat.count == 1 && x == A(0) ? dout * stat.value : A(0);
+    }
+    if constexpr (kForm == Form::moments) return dout * (x - stat.value) / stat.scale;
+    if constexpr (kForm == Form::logsumexp) return x == -reduce_fn::inf<A>() ? A(0) : dout * reduce_fn::exp(x - out);
+    if constexpr (kForm == Form::norm) return norm(x, dout, out, stat);
+    return A(0);
+  }
+  // Calls f(std::integral_constant<Form, form>{}) with the kind's form.
+  template <class F>
+  static decltype(auto) with_form(ReduceKind kind, F&& f) {
+    switch (form_of(kind)) {
+      case Form::indexed:
+        return f(std::integral_constant<Form, Form::indexed>{});
+      case Form::ties:
+        return f(std::integral_constant<Form, Form::ties>{});
+      case Form::zeros:
+        return f(std::integral_constant<Form, Form::zeros>{});
+      case Form::moments:
+        return f(std::integral_constant<Form, Form::moments>{});
+      case Form::logsumexp:
+        return f(std::integral_constant<Form, Form::logsumexp>{});
+      case Form::norm:
+        return f(std::integral_constant<Form, Form::norm>{});
+      case Form::scale:
+        break;
+    }
+    return f(std::integral_constant<Form, Form::scale>{});
   }
   BARACUDA_HD A norm(A x, A dout, A out, const GradStat<A>& stat) const {
     if (params.p == INFINITY || params.p == -INFINITY)

@@ -154,23 +154,26 @@ void gradient(const ReduceProblem& p) {
     return p.index_dtype == DType::i32 ? static_cast<const int32_t*>(p.indices)[off]
                                        : static_cast<const int64_t*>(p.indices)[off];
   };
+  ReduceGrad<A>::with_form(p.params.kind, [&](auto form) {
 #pragma omp parallel for schedule(static) if (w.numel() > kParallelThreshold)
-  for (int64_t l = 0; l < lines; ++l) {
-    int64_t off[kMapTensors];
-    w.offsets(l * inner, off);
-    for (int64_t i = 0; i < inner; ++i) {
-      int64_t at[kMapTensors];
-      for (int t = 0; t < kMapTensors; ++t) at[t] = off[t] + i * w.inner_stride(t);
-      const A xv = x ? to_acc<A>(x[at[kMapX]]) : A(0);
-      const GradStat<A> stat = stats ? stats[at[kMapStats]] : GradStat<A>{};
-      const bool mine = index_at(at[kMapIndices]) == at[kMapReducedIndex];
-      const A g = grad(xv, load(p.dout, at[kMapDout]), load(p.out, at[kMapOut]), stat, mine);
-      if constexpr (std::is_arithmetic_v<X>)
-        dx[at[kMapDx]] = static_cast<X>(g);
-      else
-        dx[at[kMapDx]] = X(static_cast<float>(g));
+    for (int64_t l = 0; l < lines; ++l) {
+      int64_t off[kMapTensors];
+      w.offsets(l * inner, off);
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t at[kMapTensors];
+        for (int t = 0; t < kMapTensors; ++t) at[t] = off[t] + i * w.inner_stride(t);
+        const A xv = x ? to_acc<A>(x[at[kMapX]]) : A(0);
+        const GradStat<A> stat = stats ? stats[at[kMapStats]] : GradStat<A>{};
+        const bool mine = index_at(at[kMapIndices]) == at[kMapReducedIndex];
+        const A g = grad.template apply<decltype(form)::value>(xv, load(p.dout, at[kMapDout]), load(p.out, at[kMapOut]),
+                                                               stat, mine);
+        if constexpr (std::is_arithmetic_v<X>)
+          dx[at[kMapDx]] = static_cast<X>(g);
+        else
+          dx[at[kMapDx]] = X(static_cast<float>(g));
+      }
     }
-  }
+  });
 }
 
 }  // namespace

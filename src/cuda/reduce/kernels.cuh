@@ -3,7 +3,7 @@
 // elements are folded into states in a fixed order, the states combined in a fixed tree:
 //   rows:       a group of `group` threads per output (a sub-warp, a warp, or a block), thread
 //               `lane` folding vectors lane, lane + group, ... of the output's elements, element j of
-//               a vector into its own state (V independent chains in flight); then the thread's V
+//               a vector into state j % kRowSlots (independent chains in flight); then the thread's
 //               states pairwise, then the group's (common/reduce.cuh). Without 16-byte loads (strided
 //               elements) the threads read the same elements one at a time: the same order, the same
 //               bits.
@@ -54,6 +54,11 @@ __device__ __forceinline__ int64_t element_offset(const Walker<1>& w, int64_t e)
   return off[0];
 }
 
+// A row thread's states: element j of a vector goes to state j % kRowSlots (independent chains in
+// flight; for 16-bit inputs two elements share one, which keeps the registers of 8-element vectors).
+template <class X>
+inline constexpr int kRowSlots = Vec16<X>::kSize < 4 ? Vec16<X>::kSize : 4;
+
 template <class State, class Math, int N>
 __device__ __forceinline__ State combine_pairwise(const Math& m, State (&s)[N]) {
 #pragma unroll
@@ -73,9 +78,9 @@ __device__ __forceinline__ typename Math::State fold_row(const ReduceProblem& p,
   using State = typename Math::State;
   constexpr int V = Vec16<X>::kSize;
   const X* x = static_cast<const X*>(p.x) + base;
-  State slot[V];
+  State slot[kRowSlots<X>];
 #pragma unroll
-  for (int j = 0; j < V; ++j) slot[j] = m.identity();
+  for (State& st : slot) st = m.identity();
   const int64_t full = end / V;  // vectors wholly inside
   int64_t v = begin / V + lane;
   if constexpr (kVec) {
@@ -87,39 +92,35 @@ __device__ __forceinline__ typename Math::State fold_row(const ReduceProblem& p,
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-        for (int j = 0; j < V; ++j) m.fold(slot[j], to_acc<A>(in[u].v[j]), (v + int64_t(u) * group) * V + j);
+        for (int j = 0; j < V; ++j)
+          m.fold(slot[j % kRowSlots<X>], to_acc<A>(in[u].v[j]), (v + int64_t(u) * group) * V + j);
     }
     for (; v < full; v += group) {
       const Vec16<X> in = load16(x + v * V);
 #pragma unroll
-      for (int j = 0; j < V; ++j) m.fold(slot[j], to_acc<A>(in.v[j]), v * V + j);
+      for (int j = 0; j < V; ++j) m.fold(slot[j % kRowSlots<X>], to_acc<A>(in.v[j]), v * V + j);
     }
     if (v == full && full * V < end) {  // the last, partial vector
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        if (full * V + j < end) m.fold(slot[j], to_acc<A>(x[full * V + j]), full * V + j);
+        if (full * V + j < end) m.fold(slot[j % kRowSlots<X>], to_acc<A>(x[full * V + j]), full * V + j);
     }
   } else {
     for (; v * V < end; v += group) {
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         const int64_t e = v * V + j;
-        if (e < end) m.fold(slot[j], to_acc<A>(x[element_offset(p.reduced, e)]), e);
+        if (e < end) m.fold(slot[j % kRowSlots<X>], to_acc<A>(x[element_offset(p.reduced, e)]), e);
       }
     }
   }
   return combine_pairwise(m, slot);
 }
 
-template <class State>
-struct RowScratch {
-  ReduceScratch<State> reduce;
-};
-
 // rows: a group per output, grid-stride over the outputs. Every lane of a warp runs every round
 // (the group reductions shuffle with every lane).
 template <class X, class Math, class Sink, bool kVec>
-__global__ void __launch_bounds__(1024) rows_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+__global__ void __launch_bounds__(kReduceBlock) rows_kernel(const ReduceProblem p, const Math m, const Sink sink) {
   using State = typename Math::State;
   const int group = p.geometry.group;
   const int per_block = blockDim.x / group;
@@ -161,18 +162,24 @@ __global__ void __launch_bounds__(kReduceBlock) split_kernel(const ReduceProblem
   }
 }
 
-// The pieces' states of every output, folded in split order.
+// The pieces' states of every output: a block per output, thread t folding splits t, t + block, ...
+// in order, then the block's states in its fixed tree.
 template <class Math, class Sink>
 __global__ void __launch_bounds__(kReduceBlock) finish_kernel(const ReduceProblem p, const Math m, const Sink sink) {
   using State = typename Math::State;
+  __shared__ ReduceScratch<State> scratch;
   const State* partial = static_cast<const State*>(p.partials);
-  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < p.outputs;
-       o += int64_t(gridDim.x) * blockDim.x) {
-    State s = partial[o];
-    for (int split = 1; split < p.geometry.splits; ++split) s = m.combine(s, partial[int64_t(split) * p.outputs + o]);
-    int64_t off[3];
-    p.kept.offsets(o, off);
-    sink(p, m, o, off, s);
+  for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
+    State s = m.identity();
+    for (int split = threadIdx.x; split < p.geometry.splits; split += blockDim.x)
+      s = m.combine(s, partial[int64_t(split) * p.outputs + o]);
+    s = block_allreduce(
+        s, [&](const State& a, const State& b) { return m.combine(a, b); }, m.identity(), scratch);
+    if (threadIdx.x == 0) {
+      int64_t off[3];
+      p.kept.offsets(o, off);
+      sink(p, m, o, off, s);
+    }
   }
 }
 
@@ -199,17 +206,36 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
     int64_t off[3] = {};
     if (active) {
       p.kept.offsets(o, off);
-      for (int64_t e = begin + slice; e < end; e += slices) {
+      // The unit's values of element e (outputs past the end read as the identity's fold: skipped).
+      auto load = [&](int64_t e, A(&v)[kUnit]) {
         const int64_t at = off[0] + element_offset(p.reduced, e);
         if constexpr (kVec) {
           const Vec16<X> in = load16(x + at);
 #pragma unroll
-          for (int j = 0; j < kUnit; ++j) m.fold(s[j], to_acc<A>(in.v[j]), e);
+          for (int j = 0; j < kUnit; ++j) v[j] = to_acc<A>(in.v[j]);
         } else {
 #pragma unroll
-          for (int j = 0; j < kUnit; ++j)
-            if (kUnit == 1 || o + j < p.outputs) m.fold(s[j], to_acc<A>(x[at + j * step]), e);
+          for (int j = 0; j < kUnit; ++j) v[j] = kUnit == 1 || o + j < p.outputs ? to_acc<A>(x[at + j * step]) : A(0);
         }
+      };
+      auto fold = [&](int64_t e, const A(&v)[kUnit]) {
+#pragma unroll
+        for (int j = 0; j < kUnit; ++j)
+          if (kUnit == 1 || o + j < p.outputs) m.fold(s[j], v[j], e);
+      };
+      constexpr int kUnroll = 4;  // loads in flight per thread
+      int64_t e = begin + slice;
+      for (; e + int64_t(kUnroll - 1) * slices < end; e += int64_t(kUnroll) * slices) {
+        A v[kUnroll][kUnit];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) load(e + u * int64_t(slices), v[u]);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) fold(e + u * int64_t(slices), v[u]);
+      }
+      for (; e < end; e += slices) {
+        A v[kUnit];
+        load(e, v);
+        fold(e, v);
       }
     }
 #pragma unroll
@@ -249,7 +275,7 @@ Status reduce_with(const LaunchContext& ctx, const ReduceProblem& p, const Math&
   cudaStream_t stream = native(ctx.stream);
   auto finish = [&]() {
     finish_kernel<Math, Sink>
-        <<<capped_blocks(ceil_div(p.outputs, kReduceBlock), sms, 8), kReduceBlock, 0, stream>>>(p, m, sink);
+        <<<capped_blocks(p.outputs, sms, 2048 / kReduceBlock * 4), kReduceBlock, 0, stream>>>(p, m, sink);
   };
   switch (p.variant) {
     case ReduceVariant::rows: {
