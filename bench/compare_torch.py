@@ -214,6 +214,49 @@ def entmax15_backward(y, dy):
     return torch.addcmul(g_dy, g, q.to(y.dtype), value=-1)
 
 
+# Reduction cases: [rows, length] along the last dim or dim 0, x in [0.5, 1.5) as in
+# tools/harness/rows/reduce.cpp.
+REDUCTIONS = {"sum": torch.sum, "mean": torch.mean, "amax": torch.amax, "argmax": torch.argmax, "var": torch.var,
+              "std": torch.std, "logsumexp": torch.logsumexp, "prod": torch.prod}
+
+
+def reduction(fn, dim):
+    return lambda x: fn(x, dim)
+
+
+def vector_norm(dim):
+    return lambda x: torch.linalg.vector_norm(x, 2, dim)
+
+
+def reduce_values(shape, dtype):
+    return rand(shape, dtype, 0.5, 1.5)
+
+
+def on_values(run):
+    """A forward case: run(x) on fresh x."""
+    return lambda shape, dtype: ((lambda: reduce_values(shape, dtype)), run)
+
+
+def reduce_backward(forward):
+    """The gradient of x from a random dout through autograd, materialized: sum's and mean's backward
+    return an expanded view of dout, which our plan writes out in full."""
+    def build(shape, dtype):
+        def make():
+            x = reduce_values(shape, dtype).requires_grad_()
+            out = forward(x)
+            return out, x, rand(out.shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)[0].contiguous()
+    return build
+
+
+REDUCE_CASES = {
+    **{f"torch.{name}(x, {dim})": on_values(reduction(fn, dim)) for name, fn in REDUCTIONS.items() for dim in (-1, 0)},
+    **{f"torch.linalg.vector_norm(x, 2, {dim})": on_values(vector_norm(dim)) for dim in (-1, 0)},
+    **{f"autograd of torch.{name}(x, -1)": reduce_backward(reduction(REDUCTIONS[name], -1))
+       for name in ("sum", "mean", "amax", "var", "logsumexp")},
+}
+
+
 # The PyTorch peer of every profiled op, keyed by the peer string the op table gives it (the
 # profiler's --list --json and its results carry it): an op's deterministic twin shares its peer.
 TORCH_CASES = {
@@ -246,6 +289,7 @@ TORCH_CASES = {
     "entmax15(x, -1)": on_logits(entmax15),
     "sparsemax_backward(y, dy, -1)": from_saved(sparsemax, sparsemax_backward),
     "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
+    **REDUCE_CASES,
 }
 
 

@@ -251,17 +251,18 @@ struct LogSumExpMath {
     return reduce_fn::exp(v - max);
   }
   BARACUDA_HD State identity() const { return {-reduce_fn::inf<A>(), A(0)}; }
+  // The common case (x <= max, both finite) costs a subtraction, an exp and an add; x - max is NaN
+  // only where both are the same infinity (their terms do not matter: finish answers that infinity)
+  // or one is NaN (then max becomes NaN and stays).
   BARACUDA_HD void fold(State& s, A x, int64_t) const {
-    if (reduce_fn::isnan(x) || reduce_fn::isnan(s.max)) {
-      s.max = reduce_fn::nan<A>();
-      return;
-    }
     if (x > s.max) {
       s.sum = s.sum * term(s.max, x) + A(1);
       s.max = x;
-    } else {
-      s.sum += term(x, s.max);
+      return;
     }
+    const A d = x - s.max;
+    s.sum += d == d ? reduce_fn::exp(d) : A(0);
+    if (reduce_fn::isnan(x)) s.max = x;
   }
   BARACUDA_HD State combine(const State& a, const State& b) const {
     if (reduce_fn::isnan(a.max) || reduce_fn::isnan(b.max)) return {reduce_fn::nan<A>(), A(0)};

@@ -264,7 +264,7 @@ struct ReduceArgTable<true> {
     const DType out = out_dtype_of(d);
     specs[0] = {specs[0].name, false, false, reads_x(d.kind), d.dtype, d.shape};
     specs[1] = {specs[1].name, false, false, reads_out(d.kind), out, out_shape(d)};
-    specs[2] = {specs[2].name, false, false, has_indices(d.kind), d.index_dtype, out_shape(d)};
+    specs[2] = {specs[2].name, false, false, has_indices(d.kind), d.index_dtype, out_shape(d), params_of(d).count};
     specs[3] = {specs[3].name, false, false, true, out, out_shape(d)};
     specs[4] = {specs[4].name, true, false, true, d.dtype, d.shape};
   }

@@ -158,10 +158,10 @@ inline ReduceGeometry reduce_geometry(ReduceVariant variant, const ReduceShape& 
   switch (variant) {
     case ReduceVariant::rows:
       // A (sub-)warp per output with about 4 vectors a lane; a wider group (up to a block) while the
-      // outputs leave the device idle and each thread keeps 16 vectors (fewer make the group's
+      // outputs leave half the device idle and each thread keeps 16 vectors (fewer make the group's
       // reduction the cost: bf16 [8192, 4096] sum at 64 threads an output, 8 vectors each, 73% of copy).
       g.group = static_cast<int>(std::min<int64_t>(32, pow2_at_least(ceil_div(vectors, 4))));
-      while (g.group < kReduceMaxGroup && outputs * g.group < resident && vectors >= int64_t{g.group} * 32)
+      while (g.group < kReduceMaxGroup && outputs * g.group < resident / 2 && vectors >= int64_t{g.group} * 32)
         g.group *= 2;
       return g;
     case ReduceVariant::split_rows: {

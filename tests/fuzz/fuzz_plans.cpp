@@ -326,6 +326,77 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, SoftmaxDescriptor& d
                              : fuzz_enum(in, SoftmaxKind::sparsemax, SoftmaxKind::entmax15, 5);
 }
 
+// The reduced dims: mostly a subset of the rank's dims in any order (some negative), or none (every
+// dim); now and then wild ones (repeated, past the rank, below -rank) or a count past the rank,
+// kMaxRank or below 0.
+ReduceDims fuzz_reduce_dims(FuzzInput& in, int rank) {
+  ReduceDims dims;
+  const int stored = std::clamp(rank, 0, kMaxRank);
+  switch (in.consume_weighted({70, 15, 10, 5})) {
+    case 0:
+      for (int k = 0; k < stored; ++k)
+        if (in.chance(50)) dims.dims[dims.count++] = in.consume_bool() ? k - rank : k;
+      for (int k = dims.count - 1; k > 0; --k) std::swap(dims.dims[k], dims.dims[in.consume_int(0, k)]);
+      return dims;
+    case 1:
+      return dims;
+    case 2:
+      dims.count = in.consume_int(1, kMaxRank);
+      for (int i = 0; i < dims.count; ++i) dims.dims[i] = fuzz_dim(in, rank);
+      if (dims.count > 1 && in.chance(50)) dims.dims[dims.count - 1] = dims.dims[0];  // a repeat
+      return dims;
+    default:
+      dims.count = in.consume_bool() ? in.consume_int(kMaxRank + 1, 1000) : in.consume_int(-1000, -1);
+      for (int& d : dims.dims) d = fuzz_dim(in, rank);
+      return dims;
+  }
+}
+
+// A var / std correction or a norm's p: ordinary values, the edges (0, negative, huge), NaN and inf.
+double fuzz_parameter(FuzzInput& in, double usual) {
+  constexpr double kSpecial[] = {0.0,
+                                 1.0,
+                                 2.0,
+                                 3.0,
+                                 0.5,
+                                 -1.0,
+                                 -0.0,
+                                 std::numeric_limits<double>::infinity(),
+                                 -std::numeric_limits<double>::infinity(),
+                                 std::numeric_limits<double>::quiet_NaN(),
+                                 1e300,
+                                 -1e300,
+                                 std::numeric_limits<double>::denorm_min()};
+  return in.chance(75) ? usual : in.pick(kSpecial);
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ReduceDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+  d.dims = fuzz_reduce_dims(in, d.shape.rank);
+  d.keepdim = in.consume_bool();
+  d.kind = in.chance(95)
+               ? static_cast<ReduceKind>(in.consume_int(0, static_cast<int>(ReduceKind::count_nonzero)))
+               : static_cast<ReduceKind>(in.consume_int(static_cast<int>(ReduceKind::count_nonzero) + 1, 255));
+  switch (in.consume_weighted({70, 18, 8, 4})) {
+    case 0:
+      d.out_dtype = std::nullopt;
+      break;
+    case 1:
+      d.out_dtype = fuzz_dtype(in, schema.dtypes);
+      break;
+    case 2:  // the count and boolean kinds' own
+      d.out_dtype = in.consume_bool() ? DType::boolean : DType::i64;
+      break;
+    default:
+      d.out_dtype = fuzz_dtype(in, {});
+      break;
+  }
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.correction = fuzz_parameter(in, 1.0);
+  d.p = fuzz_parameter(in, 2.0);
+}
+
 std::string fuzz_variant(FuzzInput& in, std::span<const VariantInfo> variants) {
   switch (in.consume_weighted({65, 28, 7})) {
     case 0:
@@ -1108,6 +1179,8 @@ std::span<const PlanEntry> registry() {
       entry<EmbeddingBackwardPlan>(),
       entry<SoftmaxPlan>(),
       entry<SoftmaxBackwardPlan>(),
+      entry<ReducePlan>(),
+      entry<ReduceBackwardPlan>(),
   };
   return kPlans;
 }

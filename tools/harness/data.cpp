@@ -17,6 +17,8 @@ double quantize(DType dtype, double value) {
       return static_cast<double>(static_cast<int32_t>(value));
     case DType::i64:
       return static_cast<double>(static_cast<int64_t>(value));
+    case DType::boolean:
+      return value == 0 ? 0.0 : value == 1 ? 1.0 : kBoolPoison;
     default:
       return value;
   }
@@ -42,6 +44,9 @@ void encode(DType dtype, const double* values, size_t count, void* out) {
         break;
       case DType::i64:
         static_cast<int64_t*>(out)[i] = static_cast<int64_t>(values[i]);
+        break;
+      case DType::boolean:  // false, true, or a byte that is neither (an output's poison)
+        static_cast<unsigned char*>(out)[i] = values[i] == 0 ? 0 : values[i] == 1 ? 1 : kBoolPoison;
         break;
       default:
         break;
@@ -69,6 +74,9 @@ void decode(DType dtype, const void* in, size_t count, double* values) {
         break;
       case DType::i64:
         values[i] = static_cast<double>(static_cast<const int64_t*>(in)[i]);
+        break;
+      case DType::boolean:  // the byte: a bool output that is neither 0 nor 1 was not written
+        values[i] = static_cast<const unsigned char*>(in)[i];
         break;
       default:
         values[i] = std::numeric_limits<double>::quiet_NaN();

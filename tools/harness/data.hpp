@@ -10,7 +10,12 @@
 
 namespace baracuda::harness {
 
-// Rounds a double to what `dtype` stores, and back.
+// What a bool buffer holds where it is poisoned: a byte that is neither false nor true (decoded as
+// its value, so that an unwritten bool output compares unequal to both).
+inline constexpr unsigned char kBoolPoison = 0xA5;
+
+// Rounds a double to what `dtype` stores, and back. Bools are bytes: 0 and 1 encode false and
+// true, any other value kBoolPoison.
 double quantize(DType dtype, double value);
 void encode(DType dtype, const double* values, size_t count, void* out);
 void decode(DType dtype, const void* in, size_t count, double* values);

@@ -184,5 +184,6 @@ std::unique_ptr<OpRow> make_row(RowSpec<Plan> spec) {
 std::vector<std::unique_ptr<OpRow>> binary_param_rows();
 std::vector<std::unique_ptr<OpRow>> indexing_rows();
 std::vector<std::unique_ptr<OpRow>> softmax_rows();
+std::vector<std::unique_ptr<OpRow>> reduce_rows();
 
 }  // namespace baracuda::harness

@@ -58,6 +58,14 @@ void RefOutput::add(int64_t i, double term) {
   }
 }
 
+void RefOutput::set(int64_t i, double value, double magnitude, int64_t terms) {
+  if (const int64_t s = slot(i); s >= 0) {
+    value_[s] = value;
+    magnitude_[s] = magnitude;
+    terms_[s] = terms;
+  }
+}
+
 double RefOutput::value(int64_t i) const {
   const int64_t s = slot(i);
   return s >= 0 ? value_[s] : std::numeric_limits<double>::quiet_NaN();
@@ -102,7 +110,7 @@ RefOutput& RefIO::out(std::string_view name) { return outputs[index_of(name)]; }
 std::span<const OpRow* const> op_table() {
   static const std::vector<std::unique_ptr<OpRow>> rows = [] {
     std::vector<std::unique_ptr<OpRow>> all;
-    for (auto family : {binary_param_rows, indexing_rows, softmax_rows})
+    for (auto family : {binary_param_rows, indexing_rows, softmax_rows, reduce_rows})
       for (std::unique_ptr<OpRow>& row : family()) all.push_back(std::move(row));
     return all;
   }();
@@ -118,6 +126,7 @@ std::span<const OpRow* const> op_table() {
 // Tensors for the tests
 
 double poison_value(DType dtype) {
+  if (dtype == DType::boolean) return kBoolPoison;
   return is_floating(dtype) ? std::numeric_limits<double>::quiet_NaN() : -999999.0;  // random ints stay in +-1000
 }
 

@@ -62,6 +62,9 @@ class RefOutput {
   bool wanted(int64_t i) const { return slot(i) >= 0; }
   void set(int64_t i, double value);  // a value (its magnitude is its own)
   void add(int64_t i, double term);   // a term of a sum (the magnitude sums the terms')
+  // A value computed from `terms` elements otherwise than as their sum (a product, a root of a sum):
+  // its error scale and term count, as a sum's would be kept.
+  void set(int64_t i, double value, double magnitude, int64_t terms);
   double value(int64_t i) const;      // of a wanted element
   double magnitude(int64_t i) const;  // the scale its tolerance is relative to
   int64_t terms(int64_t i) const;     // how many values it sums (1 for a value)
@@ -173,7 +176,8 @@ std::span<const OpRow* const> op_table();
 // index argument's values spread over [-2, index_bound + 2), so bad values occur), outputs poisoned
 // or, where the op accumulates into them, random.
 
-// What an output holds before a run where the op does not read it: NaN, or a sentinel for integers.
+// What an output holds before a run where the op does not read it: NaN, a sentinel for integers, a
+// byte that is neither false nor true for bools.
 double poison_value(DType dtype);
 // The view layout of an argument under `views`.
 TensorSpec layout(const ArgSpec& spec, Views views);

@@ -162,20 +162,25 @@ __global__ void __launch_bounds__(kReduceBlock) split_kernel(const ReduceProblem
   }
 }
 
-// The pieces' states of every output: a block per output, thread t folding splits t, t + block, ...
-// in order, then the block's states in its fixed tree.
+// The pieces' states of every output: `group` threads per output (as many as there are splits, up
+// to a block), thread t folding splits t, t + group, ... in order, then the group's states in its
+// fixed tree.
 template <class Math, class Sink>
-__global__ void __launch_bounds__(kReduceBlock) finish_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+__global__ void __launch_bounds__(kReduceBlock)
+    finish_kernel(const ReduceProblem p, const Math m, const Sink sink, int group) {
   using State = typename Math::State;
   __shared__ ReduceScratch<State> scratch;
   const State* partial = static_cast<const State*>(p.partials);
-  for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
+  const int per_block = blockDim.x / group, lane = threadIdx.x % group;
+  auto combine = [&](const State& a, const State& b) { return m.combine(a, b); };
+  for (int64_t first = int64_t(blockIdx.x) * per_block; first < p.outputs; first += int64_t(gridDim.x) * per_block) {
+    const int64_t o = first + threadIdx.x / group;
     State s = m.identity();
-    for (int split = threadIdx.x; split < p.geometry.splits; split += blockDim.x)
-      s = m.combine(s, partial[int64_t(split) * p.outputs + o]);
-    s = block_allreduce(
-        s, [&](const State& a, const State& b) { return m.combine(a, b); }, m.identity(), scratch);
-    if (threadIdx.x == 0) {
+    if (o < p.outputs)
+      for (int split = lane; split < p.geometry.splits; split += group)
+        s = m.combine(s, partial[int64_t(split) * p.outputs + o]);
+    s = group <= 32 ? warp_allreduce(s, combine, group) : block_allreduce(s, combine, m.identity(), scratch);
+    if (o < p.outputs && lane == 0) {
       int64_t off[3];
       p.kept.offsets(o, off);
       sink(p, m, o, off, s);
@@ -274,8 +279,11 @@ Status reduce_with(const LaunchContext& ctx, const ReduceProblem& p, const Math&
   const int sms = ctx.target.sm_count;
   cudaStream_t stream = native(ctx.stream);
   auto finish = [&]() {
+    const int group = static_cast<int>(std::min<int64_t>(kReduceBlock, pow2_at_least(g.splits)));
+    const int threads = group <= 32 ? kReduceBlock : group;
     finish_kernel<Math, Sink>
-        <<<capped_blocks(p.outputs, sms, 2048 / kReduceBlock * 4), kReduceBlock, 0, stream>>>(p, m, sink);
+        <<<capped_blocks(ceil_div(p.outputs, threads / group), sms, 2048 / threads * 4), threads, 0, stream>>>(
+            p, m, sink, group);
   };
   switch (p.variant) {
     case ReduceVariant::rows: {
