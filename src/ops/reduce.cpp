@@ -161,7 +161,7 @@ ReduceShape shape_of(const ReduceDescriptor& d, bool backward) {
   for (int k = d.shape.rank - 1; k >= 0; --k) {
     if (d.shape.dims[k] == 1) continue;
     s.innermost = mask[k];
-    if (!mask[k]) s.column_vector = d.shape.dims[k] % vector_of(d.dtype) == 0 ? vector_of(d.dtype) : 1;
+    if (!mask[k]) s.column_vector = d.shape.dims[k] % column_unit(d.dtype) == 0 ? column_unit(d.dtype) : 1;
     break;
   }
   s.vector = vector_of(d.dtype);
@@ -362,11 +362,12 @@ struct ReduceHooks : ReduceArgTable<kBackward> {
     const int64_t v = s.vector;
     const bool columns = p.variant == ReduceVariant::columns;
     if (columns) {
-      if (s.column_vector != v || p.kept.rank == 0 || p.kept.inner_stride(0) != 1) return false;
+      const int64_t unit = column_unit(p.dtype);
+      if (s.column_vector != unit || p.kept.rank == 0 || p.kept.inner_stride(0) != 1) return false;
       for (int k = 0; k + 1 < p.kept.rank; ++k)
-        if (p.kept.strides[0][k] % v != 0) return false;
+        if (p.kept.strides[0][k] % unit != 0) return false;
       for (int k = 0; k < p.reduced.rank; ++k)
-        if (p.reduced.strides[0][k] % v != 0) return false;
+        if (p.reduced.strides[0][k] % unit != 0) return false;
       return true;
     }
     (void)a;

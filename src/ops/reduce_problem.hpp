@@ -120,6 +120,9 @@ BARACUDA_HD void store_output(const ReduceProblem& p, const int64_t (&offsets)[3
 }
 
 inline int vector_of(DType dtype) { return static_cast<int>(16 / dtype_size(dtype)); }
+// Neighbouring outputs a columns thread folds at once: 4 (16 bytes of f32, 8 of a 16-bit type; more
+// states than 4 cost registers: bf16 columns with 8 ran at 11-33% of copy), 2 of f64.
+inline int column_unit(DType dtype) { return std::min(vector_of(dtype), 4); }
 
 // Calls f(std::type_identity<X>{}, std::type_identity<Math>{}) with x's element type (the backend's
 // own 16-bit types) and the math the pass reduces with: the kind's forward math, or with kStats
@@ -179,20 +182,22 @@ inline ReduceGeometry reduce_geometry(ReduceVariant variant, const ReduceShape& 
     case ReduceVariant::columns: {
       // A warp across 32 units of outputs (16-byte vectors of them, or single ones: a row's 512 bytes
       // at a time), fewer only where there are fewer units; the rest of the block along the reduced
-      // elements; splits along them until the tiles fill the device twice, each slice keeping 16
+      // elements; splits along them until the tiles fill the device twice, each slice keeping 32
       // elements (fewer make the partials' traffic and their finish the cost).
       const int64_t units = ceil_div(outputs, s.column_vector);
       g.lanes = static_cast<int>(std::min<int64_t>(32, pow2_at_least(units)));
       g.slices = kReduceBlock / g.lanes;
       const int64_t tiles = ceil_div(units, g.lanes);
       const int64_t wanted = std::clamp<int64_t>(ceil_div(2 * resident / kReduceBlock, tiles), 1,
-                                                 std::max<int64_t>(1, s.count / (int64_t{g.slices} * 16)));
+                                                 std::max<int64_t>(1, s.count / (int64_t{g.slices} * 32)));
       g.piece = std::max(ceil_div(std::max<int64_t>(s.count, 1), wanted), ceil_div(s.count, kReduceMaxSplits));
       g.splits = static_cast<int>(std::max<int64_t>(1, ceil_div(s.count, g.piece)));
       break;
     }
   }
-  if (g.splits > 1) g.workspace = CheckedSize(g.splits) * s.outputs * s.state_bytes;
+  // split_rows always folds through the workspace (one split included); columns only when split.
+  if (g.splits > 1 || variant == ReduceVariant::split_rows)
+    g.workspace = CheckedSize(g.splits) * s.outputs * s.state_bytes;
   return g;
 }
 

@@ -26,8 +26,11 @@
 // output has x's rank with size 1 at every reduced dim; without, the reduced dims are dropped.
 //
 // Numerics: 16-bit and f32 inputs compute and accumulate in f32, f64 in f64. NaN propagates through
-// sum, mean, prod, amax/amin, max/min, var, std, norm and logsumexp (as PyTorch); logsumexp of a row
-// of -inf is -inf, and of a row with +inf is +inf. Over an empty reduced set: sum 0, prod 1, mean,
+// sum, mean, prod, amax/amin, max/min, var, std, norm (p != 0: norm's p = 0 counts a NaN as nonzero,
+// as PyTorch) and logsumexp; logsumexp of a row of -inf is -inf, and of a row with +inf is +inf.
+// Gradients follow their formulas: var / std of a row holding an infinity give NaN (PyTorch: +-inf),
+// std of a constant row 0 / 0 = NaN (as PyTorch). On the GPU, var's f32 running mean divides with
+// the approximate (2 ulp) division. Over an empty reduced set: sum 0, prod 1, mean,
 // var and std NaN, logsumexp -inf, norm 0, any false, all true, count 0; amax, amin, max, min, argmax
 // and argmin are an error at select (PyTorch refuses them too). var / std with n - correction <= 0
 // give inf or NaN as PyTorch's (0 / 0 = NaN, x / 0 = inf).
@@ -93,9 +96,10 @@ struct ReduceArgs {
   AnyTensorMut indices;  // max, min, argmax, argmin
 };
 
-// The gradient of x, from the forward's outputs (the views each kind reads: x for prod, amax / amin,
-// var / std, norm and logsumexp; out for prod, amax / amin, std, norm and logsumexp; indices for
-// max / min; the others need no view but dy). Every element of dx is written (not accumulated).
+// The gradient of x, from the forward's outputs. The views each kind reads: x for prod, amax /
+// amin, var / std, norm and logsumexp; out for norm and logsumexp; indices for max / min; dout always
+// (the others may be empty). prod, amax / amin and var / std reduce what they need from x again (the
+// zeros, the ties, the mean) in a first pass. Every element of dx is written (not accumulated).
 struct ReduceBackwardArgs {
   AnyTensorRef x;
   AnyTensorRef out;

@@ -188,6 +188,12 @@ __global__ void __launch_bounds__(kReduceBlock)
   }
 }
 
+// kUnit neighbouring elements, loaded as one (8 or 16 bytes; the views were checked aligned).
+template <class X, int kUnit>
+struct alignas(sizeof(X) * kUnit) Elements {
+  X v[kUnit];
+};
+
 // columns: tile blockIdx.x of lanes x units, split blockIdx.y of the reduced elements.
 template <class X, class Math, class Sink, int kUnit, bool kVec>
 __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProblem p, const Math m, const Sink sink) {
@@ -215,7 +221,7 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
       auto load = [&](int64_t e, A(&v)[kUnit]) {
         const int64_t at = off[0] + element_offset(p.reduced, e);
         if constexpr (kVec) {
-          const Vec16<X> in = load16(x + at);
+          const Elements<X, kUnit> in = *reinterpret_cast<const Elements<X, kUnit>*>(x + at);
 #pragma unroll
           for (int j = 0; j < kUnit; ++j) v[j] = to_acc<A>(in.v[j]);
         } else {
@@ -305,7 +311,7 @@ Status reduce_with(const LaunchContext& ctx, const ReduceProblem& p, const Math&
       break;
     }
     case ReduceVariant::columns: {
-      constexpr int V = Vec16<X>::kSize;
+      constexpr int V = Vec16<X>::kSize < 4 ? Vec16<X>::kSize : 4;  // column_unit
       const int64_t unit = p.vectorized || (p.kept.rank > 0 && p.kept.inner_size() % V == 0) ? V : 1;
       const dim3 grid(capped_blocks(ceil_div(ceil_div(p.outputs, unit), g.lanes), sms, 64),
                       static_cast<unsigned>(g.splits));
