@@ -302,11 +302,17 @@ def peer_attr(module, name):
     return obj
 
 
-def compiled_softmax(shape, dtype):
-    # A fresh dynamo cache for each case: its recompile limit (8 per function) would otherwise send
-    # later shapes back to eager without a word. The first call (untimed) compiles.
-    torch._dynamo.reset()
-    return on_logits(torch.compile(lambda x: torch.softmax(x, -1), dynamic=False))(shape, dtype)
+def compiled(fn, inputs=None):
+    """torch.compile of fn on the case's inputs (softmax's logits by default). A fresh dynamo cache
+    for each case: its recompile limit (8 per function) would otherwise send later shapes back to
+    eager without a word. The first call (untimed) compiles."""
+    def build(shape, dtype):
+        torch._dynamo.reset()
+        return (inputs or on_logits)(torch.compile(fn, dynamic=False))(shape, dtype)
+    return build
+
+
+compiled_softmax = compiled(lambda x: torch.softmax(x, -1))
 
 
 def peer_forward(module, name, *args):
@@ -351,6 +357,8 @@ EXTRA_FORWARD = {
                          "entmax bisect ms": peer_forward("entmax", "sparsemax_bisect", -1)},
     "entmax15(x, -1)": {"entmax ms": peer_forward("entmax", "entmax15", -1),
                         "entmax bisect ms": peer_forward("entmax", "entmax_bisect", 1.5, -1)},
+    **{f"torch.{name}(x, {dim})": {"compile ms": compiled(reduction(REDUCTIONS[name], dim), on_values)}
+       for name in ("sum", "logsumexp") for dim in (-1, 0)},
 }
 EXTRA_BACKWARD = {
     "aten._softmax_backward_data(dy, y, -1)": {

@@ -158,15 +158,16 @@ ReduceShape shape_of(const ReduceDescriptor& d, bool backward) {
   ReduceShape s;
   s.count = prm.count;
   s.outputs = out_shape(d).numel();
-  for (int k = d.shape.rank - 1; k >= 0; --k) {
-    if (d.shape.dims[k] == 1) continue;
-    s.innermost = mask[k];
-    if (!mask[k]) s.column_vector = d.shape.dims[k] % column_unit(d.dtype) == 0 ? column_unit(d.dtype) : 1;
-    break;
-  }
   s.vector = vector_of(d.dtype);
   const bool stats = backward && reduce_stats(d.kind, d.p) != ReduceStats::none;
   s.state_bytes = stats || !backward ? state_bytes(prm, d.dtype, stats) : 0;
+  const int unit = column_unit(static_cast<int>(dtype_size(d.dtype)), s.state_bytes);
+  for (int k = d.shape.rank - 1; k >= 0; --k) {
+    if (d.shape.dims[k] == 1) continue;
+    s.innermost = mask[k];
+    if (!mask[k]) s.column_vector = d.shape.dims[k] % unit == 0 ? unit : 1;
+    break;
+  }
   return s;
 }
 
@@ -362,7 +363,7 @@ struct ReduceHooks : ReduceArgTable<kBackward> {
     const int64_t v = s.vector;
     const bool columns = p.variant == ReduceVariant::columns;
     if (columns) {
-      const int64_t unit = column_unit(p.dtype);
+      const int64_t unit = column_unit(static_cast<int>(dtype_size(p.dtype)), s.state_bytes);
       if (s.column_vector != unit || p.kept.rank == 0 || p.kept.inner_stride(0) != 1) return false;
       for (int k = 0; k + 1 < p.kept.rank; ++k)
         if (p.kept.strides[0][k] % unit != 0) return false;

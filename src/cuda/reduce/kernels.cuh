@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
         for (int j = 0; j < kUnit; ++j)
           if (kUnit == 1 || o + j < p.outputs) m.fold(s[j], v[j], e);
       };
-      constexpr int kUnroll = 4;  // loads in flight per thread
+      constexpr int kUnroll = kUnit * sizeof(X) >= 16 ? 4 : 8;  // 64 bytes in flight per thread
       int64_t e = begin + slice;
       for (; e + int64_t(kUnroll - 1) * slices < end; e += int64_t(kUnroll) * slices) {
         A v[kUnroll][kUnit];
@@ -311,7 +311,7 @@ Status reduce_with(const LaunchContext& ctx, const ReduceProblem& p, const Math&
       break;
     }
     case ReduceVariant::columns: {
-      constexpr int V = Vec16<X>::kSize < 4 ? Vec16<X>::kSize : 4;  // column_unit
+      constexpr int V = column_unit(sizeof(X), sizeof(typename Math::State));
       const int64_t unit = p.vectorized || (p.kept.rank > 0 && p.kept.inner_size() % V == 0) ? V : 1;
       const dim3 grid(capped_blocks(ceil_div(ceil_div(p.outputs, unit), g.lanes), sms, 64),
                       static_cast<unsigned>(g.splits));
