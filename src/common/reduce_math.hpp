@@ -392,6 +392,23 @@ decltype(auto) with_reduce_math(const ReduceParams& prm, F&& f) {
   return f(std::type_identity<SumMath<A, SumTerm::value>>{});
 }
 
+// The kinds whose result is one of the elements (an ExtremeMath; none exists for an empty set).
+BARACUDA_HD constexpr bool picks_element(ReduceKind kind, double p) {
+  switch (kind) {
+    case ReduceKind::amax:
+    case ReduceKind::amin:
+    case ReduceKind::max:
+    case ReduceKind::min:
+    case ReduceKind::argmax:
+    case ReduceKind::argmin:
+      return true;
+    case ReduceKind::norm:
+      return p == INFINITY || p == -INFINITY;
+    default:
+      return false;
+  }
+}
+
 // The kinds whose outputs count (their value is exact in the index slot): count_nonzero, norm p = 0.
 BARACUDA_HD constexpr bool counts(ReduceKind kind, double p) {
   return kind == ReduceKind::count_nonzero || (kind == ReduceKind::norm && p == 0.0);

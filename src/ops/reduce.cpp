@@ -52,23 +52,6 @@ bool has_values(ReduceKind k) { return k != ReduceKind::argmax && k != ReduceKin
 bool has_indices(ReduceKind k) {
   return k == ReduceKind::max || k == ReduceKind::min || k == ReduceKind::argmax || k == ReduceKind::argmin;
 }
-// The kinds whose result is an element (none exists for an empty reduced set).
-bool picks_element(const ReduceDescriptor& d) {
-  switch (d.kind) {
-    case ReduceKind::amax:
-    case ReduceKind::amin:
-    case ReduceKind::max:
-    case ReduceKind::min:
-    case ReduceKind::argmax:
-    case ReduceKind::argmin:
-      return true;
-    case ReduceKind::norm:
-      return std::isinf(d.p);
-    default:
-      return false;
-  }
-}
-
 DType natural_out_dtype(const ReduceDescriptor& d) {
   if (d.kind == ReduceKind::any || d.kind == ReduceKind::all) return DType::boolean;
   if (d.kind == ReduceKind::count_nonzero) return DType::i64;
@@ -145,7 +128,7 @@ Status check_descriptor(std::string_view plan, const ReduceDescriptor& d, bool b
   if (std::isnan(d.p)) return plan_error(StatusCode::invalid_problem, plan, "descriptor.p", "is NaN");
   if (std::isnan(d.correction) || std::isinf(d.correction))
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.correction", "is not finite");
-  if (picks_element(d) && params_of(d).count == 0)
+  if (picks_element(d.kind, d.p) && params_of(d).count == 0)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.shape",
                       std::string(kind_name(d.kind)) + " of an empty set of elements (a reduced dim has size 0)");
   return Status::ok();
