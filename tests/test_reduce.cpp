@@ -14,6 +14,7 @@
 
 #include "harness/reference/reduce_reference.hpp"
 #include "support/backend.hpp"
+#include "support/matches.hpp"
 
 namespace baracuda {
 namespace {
@@ -76,20 +77,8 @@ std::vector<std::string> variants(Backend backend) {
 }
 std::string variant_label(const std::string& variant) { return variant.empty() ? "(default)" : variant; }
 
-// Every element of `got` against the reference: NaN where it is NaN, exactly where it is infinite
-// or an exact 0 of no scale, else within `tol` relative to the reference's scale (as the op table
-// judges it).
 ::testing::AssertionResult matches(const Tensor& got, const harness::RefOutput& want, double tol, DType accumulator) {
-  for (int64_t i = 0; i < got.shape.numel(); ++i) {
-    const double g = got.at(i), w = want.value(i);
-    bool ok = std::fabs(g - w) <= tol * (1 + want.verify_scale(i, tol, accumulator));
-    if (std::isnan(w)) ok = std::isnan(g);
-    if ((w == 0 && want.magnitude(i) == 0) || std::isinf(w)) ok = g == w;
-    if (!ok)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << g << ", want " << w << " (tolerance " << tol << ")";
-  }
-  return ::testing::AssertionSuccess();
+  return baracuda::testing::matches_reference(got, want, tol, accumulator);
 }
 
 // The bytes of a tensor's buffer.

@@ -12,6 +12,7 @@
 
 #include "harness/reference/softmax_reference.hpp"
 #include "support/backend.hpp"
+#include "support/matches.hpp"
 
 namespace baracuda {
 namespace {
@@ -40,23 +41,11 @@ std::vector<std::string> variants(Backend backend) {
   return names;
 }
 
-// Every element of `got` against the reference: NaN where it is NaN, exactly where it is infinite or
-// an exact 0 (a 0 of no scale: what -inf entries give, and the sparse kinds' entries clearly off the
-// support), else within the dtype's tolerance (relative to the reference's scale, as the op table
-// judges it).
+// Within the dtype's tolerance (support/matches.hpp; an exact 0 of no scale is what -inf entries
+// give, and the sparse kinds' entries clearly off the support).
 ::testing::AssertionResult matches(const Tensor& got, const harness::RefOutput& want, DType dtype) {
-  const double tol = harness::tolerance(dtype);
-  const DType accumulator = dtype == DType::f64 ? DType::f64 : DType::f32;
-  for (int64_t i = 0; i < got.shape.numel(); ++i) {
-    const double g = got.at(i), w = want.value(i);
-    bool ok = std::fabs(g - w) <= tol * (1 + want.verify_scale(i, tol, accumulator));
-    if (std::isnan(w)) ok = std::isnan(g);
-    if ((w == 0 && want.magnitude(i) == 0) || std::isinf(w)) ok = g == w;
-    if (!ok)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << g << ", want " << w << " (tolerance " << tol << ")";
-  }
-  return ::testing::AssertionSuccess();
+  return baracuda::testing::matches_reference(got, want, harness::tolerance(dtype),
+                                              dtype == DType::f64 ? DType::f64 : DType::f32);
 }
 
 // What a sparse kind's rows must also be, where the reference's row is a number: summing to 1 within
