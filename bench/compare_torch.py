@@ -257,6 +257,22 @@ REDUCE_CASES = {
 }
 
 
+SCANS = {"cumsum": torch.cumsum, "cumprod": torch.cumprod, "cummax": torch.cummax, "cummin": torch.cummin,
+         "logcumsumexp": torch.logcumsumexp}
+
+
+def scan_values(fn, dim):
+    """cummax / cummin return (values, indices): the values are compared with the other peers'."""
+    return lambda x: (lambda out: out[0] if isinstance(out, tuple) else out)(fn(x, dim))
+
+
+SCAN_CASES = {
+    **{f"torch.{name}(x, {dim})": on_values(scan_values(fn, dim)) for name, fn in SCANS.items() for dim in (-1, 0)},
+    **{f"autograd of torch.{name}(x, {dim})": reduce_backward(scan_values(SCANS[name], dim))
+       for name in SCANS for dim in (-1, 0)},
+}
+
+
 # The PyTorch peer of every profiled op, keyed by the peer string the op table gives it (the
 # profiler's --list --json and its results carry it): an op's deterministic twin shares its peer.
 TORCH_CASES = {
@@ -290,6 +306,7 @@ TORCH_CASES = {
     "sparsemax_backward(y, dy, -1)": from_saved(sparsemax, sparsemax_backward),
     "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
     **REDUCE_CASES,
+    **SCAN_CASES,
 }
 
 
@@ -359,6 +376,8 @@ EXTRA_FORWARD = {
                         "entmax bisect ms": peer_forward("entmax", "entmax_bisect", 1.5, -1)},
     **{f"torch.{name}(x, {dim})": {"compile ms": compiled(reduction(REDUCTIONS[name], dim), on_values)}
        for name in ("sum", "logsumexp") for dim in (-1, 0)},
+    **{f"torch.cumsum(x, {dim})": {"compile ms": compiled(scan_values(torch.cumsum, dim), on_values)}
+       for dim in (-1, 0)},
 }
 EXTRA_BACKWARD = {
     "aten._softmax_backward_data(dy, y, -1)": {

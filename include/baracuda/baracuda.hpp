@@ -8,4 +8,5 @@
 #include "baracuda/ops/binary_param.hpp"
 #include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/reduce.hpp"
+#include "baracuda/ops/scan.hpp"
 #include "baracuda/ops/softmax.hpp"

@@ -114,7 +114,7 @@ struct SumMath {
   ReduceParams params;
   A p = 2;
 
-  explicit SumMath(const ReduceParams& prm) : params(prm), p(static_cast<A>(prm.p)) {}
+  BARACUDA_HD explicit SumMath(const ReduceParams& prm) : params(prm), p(static_cast<A>(prm.p)) {}
   BARACUDA_HD State identity() const { return A(0); }
   BARACUDA_HD A term(A x) const {
     if constexpr (kTerm == SumTerm::abs) return reduce_fn::abs(x);
@@ -138,7 +138,7 @@ template <class A>
 struct ProdMath {
   using Acc = A;
   using State = A;
-  explicit ProdMath(const ReduceParams&) {}
+  BARACUDA_HD explicit ProdMath(const ReduceParams&) {}
   BARACUDA_HD State identity() const { return A(1); }
   BARACUDA_HD void fold(State& s, A x, int64_t) const { s *= x; }
   BARACUDA_HD State combine(const State& a, const State& b) const { return a * b; }
@@ -155,7 +155,7 @@ struct ExtremeMath {
     A value;
     int64_t index;
   };
-  explicit ExtremeMath(const ReduceParams&) {}
+  BARACUDA_HD explicit ExtremeMath(const ReduceParams&) {}
   BARACUDA_HD static A key(A x) { return kAbs ? reduce_fn::abs(x) : x; }
   // Whether (a, i) comes before (b, j): the greater (kMax) or lesser value, NaN first, then the index.
   BARACUDA_HD static bool before(A a, int64_t i, A b, int64_t j) {
@@ -192,7 +192,7 @@ struct VarMath {
     int64_t n;
   };
   ReduceParams params;
-  explicit VarMath(const ReduceParams& prm) : params(prm) {}
+  BARACUDA_HD explicit VarMath(const ReduceParams& prm) : params(prm) {}
   BARACUDA_HD State identity() const { return {A(0), A(0), 0}; }
   BARACUDA_HD void fold(State& s, A x, int64_t) const {
     s.n += 1;
@@ -243,7 +243,7 @@ struct LogSumExpMath {
     A max;
     A sum;
   };
-  explicit LogSumExpMath(const ReduceParams&) {}
+  BARACUDA_HD explicit LogSumExpMath(const ReduceParams&) {}
   // exp(v - max) for v <= max, with -inf contributing 0 even when max is -inf or +inf.
   BARACUDA_HD static A term(A v, A max) {
     if (v == -reduce_fn::inf<A>()) return A(0);
@@ -283,7 +283,7 @@ struct CountMath {
   using Acc = A;
   using State = int64_t;
   ReduceParams params;
-  explicit CountMath(const ReduceParams& prm) : params(prm) {}
+  BARACUDA_HD explicit CountMath(const ReduceParams& prm) : params(prm) {}
   BARACUDA_HD State identity() const { return 0; }
   BARACUDA_HD void fold(State& s, A x, int64_t) const {
     const bool zero = x == A(0);
@@ -309,7 +309,7 @@ struct TiesMath {
     A value;
     int64_t ties;
   };
-  explicit TiesMath(const ReduceParams&) {}
+  BARACUDA_HD explicit TiesMath(const ReduceParams&) {}
   BARACUDA_HD static A key(A x) { return kAbs ? reduce_fn::abs(x) : x; }
   BARACUDA_HD static bool beats(A a, A b) {
     if (reduce_fn::isnan(a) || reduce_fn::isnan(b)) return reduce_fn::isnan(a) && !reduce_fn::isnan(b);
@@ -341,7 +341,7 @@ struct ZerosMath {
     A product;
     int64_t zeros;
   };
-  explicit ZerosMath(const ReduceParams&) {}
+  BARACUDA_HD explicit ZerosMath(const ReduceParams&) {}
   BARACUDA_HD State identity() const { return {A(1), 0}; }
   BARACUDA_HD void fold(State& s, A x, int64_t) const {
     if (x == A(0))

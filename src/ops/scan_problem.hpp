@@ -1,0 +1,252 @@
+#pragma once
+// What the scan plans hand to a backend: x seen as `lines` lines of `n` elements along the scanned
+// dim (a Walker over the other dims gives each line's first offsets, one stride per view along the
+// dim), the kernel the plan chose at select and its geometry. The forward folds each line with its
+// kind's math (common/scan_math.hpp); the backward scans AffineMath states the other way.
+#include <algorithm>
+
+#include "baracuda/ops/scan.hpp"
+#include "common/checked.hpp"
+#include "common/dispatch.hpp"
+#include "common/elementwise.hpp"
+#include "common/scan_math.hpp"
+#include "ops/launch.hpp"
+#include "ops/reduce_problem.hpp"  // to_acc, store_value, store_index
+
+namespace baracuda::detail {
+
+// In schema order (src/ops/scan.cpp lists them with their backends).
+enum class ScanVariant : unsigned char { rows, columns };
+
+// The views, in Walker order (the forward has x, out, indices; the backward all five).
+enum ScanTensor : int { kScanX, kScanOut, kScanIndices, kScanDout, kScanDx, kScanTensors };
+
+// The sizes that decide a kernel, from the descriptor alone.
+struct ScanShape {
+  int64_t lines = 0;        // product of the other dims
+  int64_t n = 0;            // the scanned dim's size
+  bool innermost = true;    // the scanned dim is the last of size > 1 (or none is): lines are contiguous
+  int vector = 1;           // elements per 16-byte access of x
+  int column_vector = 1;    // columns: lines per unit (the vector when the innermost other size is a multiple)
+  int64_t state_bytes = 0;  // sizeof the math's State (the partials of a split line)
+};
+
+// How the CUDA kernels cover the problem (src/cuda/scan/scan.cu): blocks of kScanBlock threads,
+// `lanes` units of lines (rows: one line; columns: a 16-byte vector of neighbouring lines, or one)
+// by `slices` threads along them, each thread folding `items` consecutive elements of its unit per
+// tile; a line longer than a block's share is cut into `pieces` of `piece` elements (whole tiles),
+// each piece's total through the workspace.
+struct ScanGeometry {
+  int lanes = 1;
+  int slices = 1;
+  int items = 1;
+  int64_t tile = 1;  // slices x items: the elements of a unit a block scans at once
+  int64_t piece = 0;
+  int64_t pieces = 1;
+  CheckedSize workspace;  // lines x pieces states (split lines only)
+};
+
+// What a backend runs.
+struct ScanProblem {
+  bool backward = false;
+  ScanKind kind = ScanKind::cumsum;
+  bool reverse = false;
+  DType dtype = DType::f32;        // x (and dx)
+  DType out_dtype = DType::f32;    // out (and dout)
+  DType index_dtype = DType::i64;  // indices
+  ScanVariant variant = ScanVariant::rows;
+  ScanGeometry geometry;
+  int64_t n = 0;
+  int64_t lines = 0;
+  Walker<kScanTensors> walk;         // the lines: every view's offsets of a line's element 0
+  int64_t along[kScanTensors] = {};  // every view's stride along the scanned dim
+  int unit = 1;                      // columns: lines per thread (the 16-byte vector, or 1)
+  bool vector[kScanTensors] = {};    // CUDA: 16-byte accesses of the view (rows: along its lines;
+                                     // columns: across a unit of lines)
+  const void* x = nullptr;
+  void* out = nullptr;  // the backward reads it
+  void* indices = nullptr;
+  const void* dout = nullptr;
+  void* dx = nullptr;
+  void* partials = nullptr;  // in the workspace: lines x pieces states
+};
+
+// Whether the kernel walks a line from its last element to its first: the forward with reverse, the
+// backward (a reversed scan) without.
+BARACUDA_HD bool descending(const ScanProblem& p) { return p.backward != p.reverse; }
+
+// A value of a view of a floating dtype (x's, or out's) in the compute type A.
+template <class Half, class BFloat16, class A>
+BARACUDA_HD A load_as(const void* base, DType dtype, int64_t offset) {
+  switch (dtype) {
+    case DType::f16:
+      return to_acc<A>(static_cast<const Half*>(base)[offset]);
+    case DType::bf16:
+      return to_acc<A>(static_cast<const BFloat16*>(base)[offset]);
+    case DType::f64:
+      return static_cast<A>(static_cast<const double*>(base)[offset]);
+    default:
+      return static_cast<A>(static_cast<const float*>(base)[offset]);
+  }
+}
+BARACUDA_HD int64_t load_index(const void* base, DType dtype, int64_t offset) {
+  return dtype == DType::i32 ? static_cast<const int32_t*>(base)[offset] : static_cast<const int64_t*>(base)[offset];
+}
+
+// The per-element work of a pass, written once for both backends: element() reads what element i
+// of a line contributes (`line`: every view's offset of the line's element 0), fold() adds it to a
+// state, emit() writes the output of element i from the state after it.
+//   ScanForward:  the element is x[i]; the output finish(state) (and its index).
+//   ScanBackward: the element is ScanGrad's affine map and factor; the output dx[i] = c s[i].
+template <class Half, class BFloat16, class X, class MathT>
+struct ScanForward {
+  using Math = MathT;
+  using A = typename Math::Acc;
+  using State = typename Math::State;
+  using Element = A;
+  using Input = X;
+  static constexpr int kOutput = kScanOut;  // the view output() goes to
+  const ScanProblem& p;
+  Math math{ReduceParams{}};
+
+  // The view a CUDA kernel may load 16 bytes at a time, and the element of one of its values.
+  BARACUDA_HD int vector_view() const { return kScanX; }
+  BARACUDA_HD Element element_from(A x, int64_t) const { return x; }
+  BARACUDA_HD A output(const State& s, const Element&) const { return math.finish(s).value; }
+  BARACUDA_HD void emit_index(const int64_t (&line)[kScanTensors], int64_t i, const State& s) const {
+    if (p.indices)
+      store_index(p.indices, p.index_dtype, line[kScanIndices] + i * p.along[kScanIndices], math.finish(s).index);
+  }
+
+  BARACUDA_HD Element element(const int64_t (&line)[kScanTensors], int64_t i) const {
+    return to_acc<A>(static_cast<const X*>(p.x)[line[kScanX] + i * p.along[kScanX]]);
+  }
+  BARACUDA_HD void fold(State& s, const Element& e, int64_t i) const { math.fold(s, e, i); }
+  BARACUDA_HD void emit(const int64_t (&line)[kScanTensors], int64_t i, const State& s, const Element&) const {
+    const ReduceValue<A> r = math.finish(s);
+    store_value<Half, BFloat16>(p.out, p.out_dtype, line[kScanOut] + i * p.along[kScanOut], r);
+    if (p.indices) store_index(p.indices, p.index_dtype, line[kScanIndices] + i * p.along[kScanIndices], r.index);
+  }
+};
+
+template <class Half, class BFloat16, class X>
+struct ScanBackward {
+  using A = acc_t<X>;
+  using Math = AffineMath<A>;
+  using State = typename Math::State;
+  struct Element {
+    State map;
+    A c;
+  };
+  using Input = X;
+  static constexpr int kOutput = kScanDx;
+  const ScanProblem& p;
+  Math math{};
+
+  // cumsum's elements are dout alone: 16-byte loads of it (the other kinds read neighbours).
+  BARACUDA_HD int vector_view() const { return p.kind == ScanKind::cumsum ? kScanDout : -1; }
+  BARACUDA_HD Element element_from(A dout, int64_t i) const {
+    const bool has_next = p.reverse ? i > 0 : i + 1 < p.n;
+    return {{has_next ? A(1) : A(0), dout}, A(1)};
+  }
+  BARACUDA_HD A output(const State& s, const Element& e) const { return e.c * s.b; }
+  BARACUDA_HD void emit_index(const int64_t (&)[kScanTensors], int64_t, const State&) const {}
+
+  BARACUDA_HD A value(const void* base, int t, const int64_t (&line)[kScanTensors], int64_t i) const {
+    return load_as<Half, BFloat16, A>(base, t == kScanX ? p.dtype : p.out_dtype, line[t] + i * p.along[t]);
+  }
+  BARACUDA_HD int64_t index(const int64_t (&line)[kScanTensors], int64_t i) const {
+    return load_index(p.indices, p.index_dtype, line[kScanIndices] + i * p.along[kScanIndices]);
+  }
+  BARACUDA_HD Element element(const int64_t (&line)[kScanTensors], int64_t i) const {
+    ScanGradInput<A> in;
+    const int64_t next = p.reverse ? i - 1 : i + 1, prev = p.reverse ? i + 1 : i - 1;
+    in.i = i;
+    in.has_next = next >= 0 && next < p.n;
+    in.dout = value(p.dout, kScanDout, line, i);
+    switch (p.kind) {
+      case ScanKind::cumprod:
+        if (in.has_next) in.x_next = value(p.x, kScanX, line, next);
+        if (prev >= 0 && prev < p.n) in.out_prev = value(p.out, kScanOut, line, prev);
+        break;
+      case ScanKind::logcumsumexp:
+        in.x = value(p.x, kScanX, line, i);
+        in.out = value(p.out, kScanOut, line, i);
+        if (in.has_next) in.out_next = value(p.out, kScanOut, line, next);
+        break;
+      case ScanKind::cummax:
+      case ScanKind::cummin:
+        in.index = index(line, i);
+        if (in.has_next) in.index_next = index(line, next);
+        break;
+      case ScanKind::cumsum:
+        break;
+    }
+    Element e;
+    ScanGrad::element(p.kind, in, e.map, e.c);
+    return e;
+  }
+  BARACUDA_HD void fold(State& s, const Element& e, int64_t) const { math.fold(s, e.map); }
+  BARACUDA_HD void emit(const int64_t (&line)[kScanTensors], int64_t i, const State& s, const Element& e) const {
+    const A g = output(s, e);
+    X* dx = static_cast<X*>(p.dx) + line[kScanDx] + i * p.along[kScanDx];
+    if constexpr (std::is_arithmetic_v<X>)
+      *dx = static_cast<X>(g);
+    else
+      *dx = X(static_cast<float>(g));
+  }
+};
+
+// Calls f(std::type_identity<Step>{}) with the pass's Step, over the backend's own 16-bit types.
+template <class Half, class BFloat16, class F>
+Status dispatch_scan(const ScanProblem& p, F&& f) {
+  return dispatch_float<Half, BFloat16>(p.dtype, [&](auto x) {
+    using X = typename decltype(x)::type;
+    if (p.backward) return f(std::type_identity<ScanBackward<Half, BFloat16, X>>{});
+    return with_scan_math<acc_t<X>>(p.kind, [&](auto math) {
+      return f(std::type_identity<ScanForward<Half, BFloat16, X, typename decltype(math)::type>>{});
+    });
+  });
+}
+
+inline constexpr int kScanBlock = 256;
+inline constexpr int64_t kScanResidentThreads = 2048;  // per SM
+
+// The CUDA kernels' geometry. rows: a unit is one line, each thread 2 vectors of it a tile, as many
+// threads along a line as fill its tile (up to the block), the rest of the block on other lines;
+// columns: 32 units across a warp (fewer where there are fewer), 4 elements of each a thread a tile
+// (2 of 16-bit units of 8 lines).
+// Lines whose blocks leave half the device idle are cut into pieces until the blocks fill it twice.
+inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int sm_count) {
+  ScanGeometry g;
+  const int64_t fill = int64_t{std::max(sm_count, 1)} * kScanResidentThreads / kScanBlock;
+  const int64_t n = std::max<int64_t>(s.n, 1);
+  int64_t units = 0;
+  if (variant == ScanVariant::rows) {
+    g.items = 2 * s.vector;
+    g.slices = static_cast<int>(std::min<int64_t>(kScanBlock, pow2_at_least(ceil_div(n, g.items))));
+    g.lanes = kScanBlock / g.slices;
+    units = s.lines;
+  } else {
+    g.items = s.vector <= 4 ? 4 : 2;  // of 4 to 8 lines each: 16 elements a thread
+    units = ceil_div(s.lines, s.column_vector);
+    g.lanes = static_cast<int>(std::min<int64_t>(32, pow2_at_least(std::max<int64_t>(units, 1))));
+    g.slices = kScanBlock / g.lanes;
+  }
+  g.tile = int64_t{g.slices} * g.items;
+  const int64_t line_blocks = std::max<int64_t>(1, ceil_div(units, g.lanes)), tiles = ceil_div(n, g.tile);
+  const int64_t wanted = line_blocks * 2 > fill ? 1 : std::min(tiles, ceil_div(2 * fill, line_blocks));
+  g.piece = g.tile * ceil_div(tiles, wanted);
+  g.pieces = ceil_div(n, g.piece);
+  if (g.pieces > 1) g.workspace = CheckedSize(s.lines) * g.pieces * s.state_bytes;
+  return g;
+}
+
+namespace cpu {
+Status launch(const LaunchContext& ctx, const ScanProblem& problem);
+}  // namespace cpu
+namespace cuda {
+Status launch(const LaunchContext& ctx, const ScanProblem& problem);
+}  // namespace cuda
+
+}  // namespace baracuda::detail
