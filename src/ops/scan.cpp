@@ -54,6 +54,7 @@ Status check_descriptor(std::string_view plan, const ScanDescriptor& d) {
 // The shape with the scanned dim last of the others' order: sizes of the lines and the scan.
 ScanShape shape_of(const ScanDescriptor& d, bool backward) {
   ScanShape s;
+  s.backward = backward;
   const int dim = dim_of(d);
   s.n = d.shape.rank ? d.shape.dims[dim] : 1;
   s.lines = s.n ? d.shape.numel() / s.n : 0;

@@ -29,7 +29,13 @@ struct ScanShape {
   int vector = 1;           // elements per 16-byte access of x
   int column_vector = 1;    // columns: lines per unit (the vector when the innermost other size is a multiple)
   int64_t state_bytes = 0;  // sizeof the math's State (the partials of a split line)
+  bool backward = false;    // its elements are 3 values (an affine map and a factor), not 1
 };
+
+// CUDA rows: elements a thread folds per tile, in whole 16-byte vectors: 16 (f64 8; 64 bytes of f32
+// in flight), the backward, whose elements take 3 registers each, 8 (f64 4). More spill past the
+// 80 registers of 3 blocks an SM.
+constexpr int scan_row_items(bool backward, int vector) { return std::min(4 * vector, 16) / (backward ? 2 : 1); }
 
 // How the CUDA kernels cover the problem (src/cuda/scan/scan.cu): blocks of kScanBlock threads,
 // `lanes` units of lines (rows: one line; columns: a 16-byte vector of neighbouring lines, or one)
@@ -212,7 +218,7 @@ Status dispatch_scan(const ScanProblem& p, F&& f) {
 inline constexpr int kScanBlock = 256;
 inline constexpr int64_t kScanResidentThreads = 2048;  // per SM
 
-// The CUDA kernels' geometry. rows: a unit is one line, each thread 2 vectors of it a tile, as many
+// The CUDA kernels' geometry. rows: a unit is one line, each thread scan_row_items of it a tile, as many
 // threads along a line as fill its tile (up to the block), the rest of the block on other lines;
 // columns: 32 units across a warp (fewer where there are fewer), 4 elements of each a thread a tile
 // (2 of 16-bit units of 8 lines).
@@ -223,7 +229,7 @@ inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int s
   const int64_t n = std::max<int64_t>(s.n, 1);
   int64_t units = 0;
   if (variant == ScanVariant::rows) {
-    g.items = 2 * s.vector;
+    g.items = scan_row_items(s.backward, s.vector);
     g.slices = static_cast<int>(std::min<int64_t>(kScanBlock, pow2_at_least(ceil_div(n, g.items))));
     g.lanes = kScanBlock / g.slices;
     units = s.lines;

@@ -93,13 +93,15 @@ struct Layout {
   using X = typename Step::Input;
   static constexpr int kVector = 16 / static_cast<int>(sizeof(X));
   static constexpr int kWidth = kColumns ? kVector : 1;
-  static constexpr int kItems = kColumns ? (kVector <= 4 ? 4 : 2) : 2 * kVector;
+  static constexpr int kItems =
+      kColumns ? (kVector <= 4 ? 4 : 2) : scan_row_items(Step::kOutput == kScanDx, kVector);  // as scan_geometry
   using P = Pack<typename Step::State, kWidth>;
 };
 
 // One pass over every block's piece of its lines: totals (the first launch of a split) or outputs.
 template <class Step, bool kColumns>
-__global__ void __launch_bounds__(kScanBlock) scan_kernel(const ScanProblem p, bool emit) {
+// At least 3 blocks an SM on rows (80 registers), 2 on columns (128), for loads in flight.
+__global__ void __launch_bounds__(kScanBlock, kColumns ? 2 : 3) scan_kernel(const ScanProblem p, bool emit) {
   using L = Layout<Step, kColumns>;
   using X = typename L::X;
   using A = acc_t<X>;
@@ -119,6 +121,17 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(const ScanProblem p, b
   const int vector_view = step.vector_view();
   const bool vector_in = vector_view >= 0 && p.vector[vector_view], vector_out = p.vector[Step::kOutput];
   const int64_t units = ceil_div(p.lines, p.unit), line_blocks = ceil_div(units, g.lanes);
+  // Calls f(m) for the thread's items in the walk's order, m a constant after unrolling (an index
+  // computed from `down` would put the items' arrays in local memory).
+  auto in_order = [&](auto&& f) {
+    if (down) {
+#pragma unroll
+      for (int m = kItems - 1; m >= 0; --m) f(m);
+    } else {
+#pragma unroll
+      for (int m = 0; m < kItems; ++m) f(m);
+    }
+  };
 
   for (int64_t block = blockIdx.x; block < line_blocks; block += gridDim.x) {
     const int64_t first = (block * g.lanes + lane) * p.unit;
@@ -138,7 +151,8 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(const ScanProblem p, b
       const int64_t i0 = lo + (down ? tiles - 1 - k : k) * g.tile + int64_t{slice} * kItems;
       // 1. Load.
       Element e[kItems][kWidth];
-      const bool whole = kColumns ? width == kWidth : i0 + kItems <= hi;
+      // Every element of the thread's unit there (a lane past the last line has none).
+      const bool whole = kColumns ? width == kWidth : width > 0 && i0 + kItems <= hi;
       if (vector_in && whole) {
         const X* in = static_cast<const X*>(vector_view == kScanX ? p.x : p.dout) + base[vector_view];
 #pragma unroll
@@ -167,11 +181,9 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(const ScanProblem p, b
 #pragma unroll
       for (int j = 0; j < kWidth; ++j) {
         mine.s[j] = step.math.identity();
-#pragma unroll
-        for (int r = 0; r < kItems; ++r) {
-          const int m = down ? kItems - 1 - r : r;
+        in_order([&](int m) {
           if (j < width && i0 + m < hi) step.fold(mine.s[j], e[m][j], i0 + m);
-        }
+        });
       }
       P state = scanner.exclusive(step.math, mine, carry, scratch);
       if (!emit) continue;
@@ -179,9 +191,7 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(const ScanProblem p, b
       A result[kItems][kWidth];
 #pragma unroll
       for (int j = 0; j < kWidth; ++j)
-#pragma unroll
-        for (int r = 0; r < kItems; ++r) {
-          const int m = down ? kItems - 1 - r : r;
+        in_order([&](int m) {
           if (j < width && i0 + m < hi) {
             step.fold(state.s[j], e[m][j], i0 + m);
             result[m][j] = step.output(state.s[j], e[m][j]);
@@ -190,7 +200,7 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(const ScanProblem p, b
             step.emit_index(off, i0 + m, state.s[j]);
             if (!(vector_out && whole)) step.emit(off, i0 + m, state.s[j], e[m][j]);
           }
-        }
+        });
       if (vector_out && whole) {
         X* out = static_cast<X*>(Step::kOutput == kScanOut ? p.out : p.dx) + base[Step::kOutput];
 #pragma unroll
