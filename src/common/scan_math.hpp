@@ -52,8 +52,11 @@ struct AffineMath {
     A b;
   };
   BARACUDA_HD State identity() const { return {A(1), A(0)}; }
-  BARACUDA_HD void fold(State& s, const State& e) const { s = {e.a * s.a, e.b + e.a * s.b}; }
+  BARACUDA_HD void fold(State& s, const State& e) const { s = combine(s, e); }
+  // A factor of 0 cuts the line: nothing before it reaches past it, not even a NaN or an inf
+  // (cummax's runs of one index; cumprod past a zero).
   BARACUDA_HD State combine(const State& first, const State& second) const {
+    if (second.a == A(0)) return second;
     return {second.a * first.a, second.b + second.a * first.b};
   }
 };

@@ -155,7 +155,8 @@ struct ScanBackward {
     const bool has_next = p.reverse ? i > 0 : i + 1 < p.n;
     return {{has_next ? A(1) : A(0), dout}, A(1)};
   }
-  BARACUDA_HD A output(const State& s, const Element& e) const { return e.c * s.b; }
+  // c = 0 (not the element a run of cummax's indices names; x = -inf) gives 0 whatever s is.
+  BARACUDA_HD A output(const State& s, const Element& e) const { return e.c == A(0) ? A(0) : e.c * s.b; }
   BARACUDA_HD void emit_index(const int64_t (&)[kScanTensors], int64_t, const State&) const {}
 
   BARACUDA_HD A value(const void* base, int t, const int64_t (&line)[kScanTensors], int64_t i) const {

@@ -19,7 +19,8 @@
 //   cummax/cummin  dx[i] = the sum of dout[j] over the j whose indices[j] is i
 //   logcumsumexp   dx[i] = exp(x[i] - out[i]) s[i],  s[i] = dout[i] + exp(out[i] - out[i+1]) s[i+1]
 //                  (0 where x[i] is -inf; every factor is <= 1: no overflow)
-// (with reverse, i+1 and i-1 swap). The views each kind reads: dout always; x for cumprod and
+// (with reverse, i+1 and i-1 swap). A factor of 0 (x[i+1] = 0; a run of cummax's indices ending) cuts
+// the sum there: a NaN or inf of dout past it does not reach the elements before it. The views each kind reads: dout always; x for cumprod and
 // logcumsumexp; out for cumprod and logcumsumexp; indices for cummax / cummin (as the forward wrote
 // them: the gradient of a run of equal indices goes to the element that starts it).
 //
