@@ -71,7 +71,10 @@ ScanShape shape_of(const ScanDescriptor& d, bool backward) {
   for (int k = d.shape.rank - 1; k >= 0; --k) {
     if (d.shape.dims[k] == 1) continue;
     s.innermost = k == dim;
-    if (k != dim) s.column_vector = d.shape.dims[k] % s.vector == 0 ? s.vector : 1;
+    // columns: as many neighbouring lines a thread as divide the innermost size, up to a vector
+    // (16-byte accesses need the whole vector; fewer still share the walk's bookkeeping).
+    if (k != dim)
+      while (s.column_vector < s.vector && d.shape.dims[k] % (2 * s.column_vector) == 0) s.column_vector *= 2;
     break;
   }
   return s;

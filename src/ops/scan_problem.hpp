@@ -23,11 +23,12 @@ enum ScanTensor : int { kScanX, kScanOut, kScanIndices, kScanDout, kScanDx, kSca
 
 // The sizes that decide a kernel, from the descriptor alone.
 struct ScanShape {
-  int64_t lines = 0;        // product of the other dims
-  int64_t n = 0;            // the scanned dim's size
-  bool innermost = true;    // the scanned dim is the last of size > 1 (or none is): lines are contiguous
-  int vector = 1;           // elements per 16-byte access of x
-  int column_vector = 1;    // columns: lines per unit (the vector when the innermost other size is a multiple)
+  int64_t lines = 0;      // product of the other dims
+  int64_t n = 0;          // the scanned dim's size
+  bool innermost = true;  // the scanned dim is the last of size > 1 (or none is): lines are contiguous
+  int vector = 1;         // elements per 16-byte access of x
+  int column_vector =
+      1;  // columns: lines per unit (the largest power of 2 up to the vector dividing the innermost other size)
   int64_t state_bytes = 0;  // sizeof the math's State (the partials of a split line)
   bool backward = false;    // its elements are 3 values (an affine map and a factor), not 1
 };
