@@ -397,6 +397,32 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ReduceDescriptor& d)
   d.p = fuzz_parameter(in, 2.0);
 }
 
+// A scan: any dim (a scalar's 0 and -1 among them), both directions, kinds past the enum now and
+// then; out dtypes none, f32, a supported one or any.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ScanDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+  d.dim = fuzz_dim(in, d.shape.rank);
+  d.kind = in.chance(95) ? static_cast<ScanKind>(in.consume_int(0, static_cast<int>(ScanKind::logcumsumexp)))
+                         : static_cast<ScanKind>(in.consume_int(static_cast<int>(ScanKind::logcumsumexp) + 1, 255));
+  d.reverse = in.consume_bool();
+  switch (in.consume_weighted({70, 15, 10, 5})) {
+    case 0:
+      d.out_dtype = std::nullopt;
+      break;
+    case 1:
+      d.out_dtype = DType::f32;
+      break;
+    case 2:
+      d.out_dtype = fuzz_dtype(in, schema.dtypes);
+      break;
+    default:
+      d.out_dtype = fuzz_dtype(in, {});
+      break;
+  }
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+}
+
 std::string fuzz_variant(FuzzInput& in, std::span<const VariantInfo> variants) {
   switch (in.consume_weighted({65, 28, 7})) {
     case 0:
@@ -1181,6 +1207,8 @@ std::span<const PlanEntry> registry() {
       entry<SoftmaxBackwardPlan>(),
       entry<ReducePlan>(),
       entry<ReduceBackwardPlan>(),
+      entry<ScanPlan>(),
+      entry<ScanBackwardPlan>(),
   };
   return kPlans;
 }

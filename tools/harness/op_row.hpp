@@ -185,5 +185,6 @@ std::vector<std::unique_ptr<OpRow>> binary_param_rows();
 std::vector<std::unique_ptr<OpRow>> indexing_rows();
 std::vector<std::unique_ptr<OpRow>> softmax_rows();
 std::vector<std::unique_ptr<OpRow>> reduce_rows();
+std::vector<std::unique_ptr<OpRow>> scan_rows();
 
 }  // namespace baracuda::harness
