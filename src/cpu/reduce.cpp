@@ -136,24 +136,10 @@ void gradient(const ReduceProblem& p) {
   const auto* stats = static_cast<const GradStat<A>*>(p.stats);
   const Walker<kMapTensors>& w = p.map;
   const int64_t inner = w.inner_size(), lines = w.numel() / std::max<int64_t>(inner, 1);
-  auto load = [&](const void* base, int64_t off) -> A {
-    if (!base) return A(0);
-    switch (p.out_dtype) {
-      case DType::f16:
-        return to_acc<A>(static_cast<const half*>(base)[off]);
-      case DType::bf16:
-        return to_acc<A>(static_cast<const bfloat16*>(base)[off]);
-      case DType::f64:
-        return static_cast<A>(static_cast<const double*>(base)[off]);
-      default:
-        return static_cast<A>(static_cast<const float*>(base)[off]);
-    }
+  auto load = [&](const void* base, int64_t off) {
+    return base ? load_as<half, bfloat16, A>(base, p.out_dtype, off) : A(0);
   };
-  auto index_at = [&](int64_t off) -> int64_t {
-    if (!p.indices) return -1;
-    return p.index_dtype == DType::i32 ? static_cast<const int32_t*>(p.indices)[off]
-                                       : static_cast<const int64_t*>(p.indices)[off];
-  };
+  auto index_at = [&](int64_t off) { return p.indices ? load_index(p.indices, p.index_dtype, off) : int64_t{-1}; };
   ReduceGrad<A>::with_form(p.params.kind, [&](auto form) {
 #pragma omp parallel for schedule(static) if (w.numel() > kParallelThreshold)
     for (int64_t l = 0; l < lines; ++l) {

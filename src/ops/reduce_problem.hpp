@@ -112,6 +112,24 @@ BARACUDA_HD void store_index(void* base, DType dtype, int64_t offset, int64_t in
     static_cast<int64_t*>(base)[offset] = index;
 }
 
+// A value of a view of a floating dtype (x's, or out's) in the compute type A.
+template <class Half, class BFloat16, class A>
+BARACUDA_HD A load_as(const void* base, DType dtype, int64_t offset) {
+  switch (dtype) {
+    case DType::f16:
+      return to_acc<A>(static_cast<const Half*>(base)[offset]);
+    case DType::bf16:
+      return to_acc<A>(static_cast<const BFloat16*>(base)[offset]);
+    case DType::f64:
+      return static_cast<A>(static_cast<const double*>(base)[offset]);
+    default:
+      return static_cast<A>(static_cast<const float*>(base)[offset]);
+  }
+}
+BARACUDA_HD int64_t load_index(const void* base, DType dtype, int64_t offset) {
+  return dtype == DType::i32 ? static_cast<const int32_t*>(base)[offset] : static_cast<const int64_t*>(base)[offset];
+}
+
 // Writes a finished output of the forward (value and, for the indexed kinds, its index).
 template <class Half, class BFloat16, class A>
 BARACUDA_HD void store_output(const ReduceProblem& p, const int64_t (&offsets)[3], const ReduceValue<A>& r) {

@@ -82,24 +82,6 @@ struct ScanProblem {
 // backward (a reversed scan) without.
 BARACUDA_HD bool descending(const ScanProblem& p) { return p.backward != p.reverse; }
 
-// A value of a view of a floating dtype (x's, or out's) in the compute type A.
-template <class Half, class BFloat16, class A>
-BARACUDA_HD A load_as(const void* base, DType dtype, int64_t offset) {
-  switch (dtype) {
-    case DType::f16:
-      return to_acc<A>(static_cast<const Half*>(base)[offset]);
-    case DType::bf16:
-      return to_acc<A>(static_cast<const BFloat16*>(base)[offset]);
-    case DType::f64:
-      return static_cast<A>(static_cast<const double*>(base)[offset]);
-    default:
-      return static_cast<A>(static_cast<const float*>(base)[offset]);
-  }
-}
-BARACUDA_HD int64_t load_index(const void* base, DType dtype, int64_t offset) {
-  return dtype == DType::i32 ? static_cast<const int32_t*>(base)[offset] : static_cast<const int64_t*>(base)[offset];
-}
-
 // The per-element work of a pass, written once for both backends: element() reads what element i
 // of a line contributes (`line`: every view's offset of the line's element 0), fold() adds it to a
 // state, emit() writes the output of element i from the state after it.

@@ -20,9 +20,9 @@
 //   logcumsumexp   dx[i] = exp(x[i] - out[i]) s[i],  s[i] = dout[i] + exp(out[i] - out[i+1]) s[i+1]
 //                  (0 where x[i] is -inf; every factor is <= 1: no overflow)
 // (with reverse, i+1 and i-1 swap). A factor of 0 (x[i+1] = 0; a run of cummax's indices ending) cuts
-// the sum there: a NaN or inf of dout past it does not reach the elements before it. The views each kind reads: dout always; x for cumprod and
-// logcumsumexp; out for cumprod and logcumsumexp; indices for cummax / cummin (as the forward wrote
-// them: the gradient of a run of equal indices goes to the element that starts it).
+// the sum there: a NaN or inf of dout past it does not reach the elements before it. The views each kind reads: dout
+// always; x for cumprod and logcumsumexp; out for cumprod and logcumsumexp; indices for cummax / cummin (as the forward
+// wrote them: the gradient of a run of equal indices goes to the element that starts it).
 //
 // Numerics: 16-bit and f32 inputs compute and accumulate in f32, f64 in f64. NaN propagates as in
 // PyTorch. Determinism: no atomics, a fixed order: the same shape, dim and kernel give the same bits

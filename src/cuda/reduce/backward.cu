@@ -14,9 +14,7 @@ __device__ __forceinline__ A load_out(const void* base, int64_t off) {
 }
 
 __device__ __forceinline__ int64_t load_index(const ReduceProblem& p, int64_t off) {
-  if (!p.indices) return -1;
-  return p.index_dtype == DType::i32 ? int64_t(static_cast<const int32_t*>(p.indices)[off])
-                                     : static_cast<const int64_t*>(p.indices)[off];
+  return p.indices ? detail::load_index(p.indices, p.index_dtype, off) : -1;
 }
 
 // What the map reads beside x at one element (or, along a line of one output, once per line).
