@@ -35,6 +35,19 @@ BARACUDA_HD A exp(A x) {
   return std::exp(x);
 #endif
 }
+// a * b rounded on its own, never contracted with an add into an fma: a combine evaluated at
+// several places (the chain of a scan's pieces) must give the same bits at each.
+template <class A>
+BARACUDA_HD A mul(A a, A b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(A) == 4)
+    return __fmul_rn(a, b);
+  else
+    return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
 template <class A>
 BARACUDA_HD A log(A x) {
 #if defined(__CUDA_ARCH__)
@@ -267,7 +280,7 @@ struct LogSumExpMath {
   BARACUDA_HD State combine(const State& a, const State& b) const {
     if (reduce_fn::isnan(a.max) || reduce_fn::isnan(b.max)) return {reduce_fn::nan<A>(), A(0)};
     const A max = a.max > b.max ? a.max : b.max;
-    return {max, a.sum * term(a.max, max) + b.sum * term(b.max, max)};
+    return {max, reduce_fn::mul(a.sum, term(a.max, max)) + reduce_fn::mul(b.sum, term(b.max, max))};
   }
   BARACUDA_HD ReduceValue<A> finish(const State& s) const {
     if (reduce_fn::isnan(s.max)) return {s.max, 0};

@@ -57,7 +57,7 @@ struct AffineMath {
   // (cummax's runs of one index; cumprod past a zero).
   BARACUDA_HD State combine(const State& first, const State& second) const {
     if (second.a == A(0)) return second;
-    return {second.a * first.a, second.b + second.a * first.b};
+    return {reduce_fn::mul(second.a, first.a), second.b + reduce_fn::mul(second.a, first.b)};
   }
 };
 
