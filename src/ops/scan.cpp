@@ -235,7 +235,7 @@ struct ScanHooks : ScanArgTable<kBackward> {
   }
   static ScanProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
     ScanProblem p = problem_of(ctx.target, d, ctx.choice, a);
-    p.chain = ctx.workspace.data;
+    p.partials = ctx.workspace.data;
     return p;
   }
 };

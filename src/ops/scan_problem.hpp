@@ -29,7 +29,7 @@ struct ScanShape {
   int vector = 1;         // elements per 16-byte access of x
   int column_vector =
       1;  // columns: lines per unit (the largest power of 2 up to the vector dividing the innermost other size)
-  int64_t state_bytes = 0;  // sizeof the math's State (the chain of a split line)
+  int64_t state_bytes = 0;  // sizeof the math's State (the partials of a split line)
   bool backward = false;    // its elements are 3 values (an affine map and a factor), not 1
 };
 
@@ -42,8 +42,7 @@ constexpr int scan_row_items(bool backward, int vector) { return std::min(4 * ve
 // `lanes` units of lines (rows: one line; columns: a 16-byte vector of neighbouring lines, or one)
 // by `slices` threads along them, each thread folding `items` consecutive elements of its unit per
 // tile. When the blocks of whole lines would leave the device's threads idle, the lines are cut into
-// `pieces` of one tile each, linked through the workspace (`flag_bytes` of flags, then each
-// piece's tree aggregate: src/cuda/scan/scan.cu).
+// `pieces` of `piece` elements (whole tiles), each piece's total through the workspace.
 struct ScanGeometry {
   int lanes = 1;
   int slices = 1;
@@ -51,8 +50,7 @@ struct ScanGeometry {
   int64_t tile = 1;  // slices x items: the elements of a unit a block scans at once
   int64_t piece = 0;
   int64_t pieces = 1;
-  int64_t flag_bytes = 0;  // a ticket counter and a flag per block of lines and piece, zeroed per run
-  CheckedSize workspace;   // flag_bytes, then lines x pieces states (split lines only)
+  CheckedSize workspace;  // lines x pieces states (split lines only)
 };
 // What a backend runs.
 struct ScanProblem {
@@ -76,7 +74,7 @@ struct ScanProblem {
   void* indices = nullptr;
   const void* dout = nullptr;
   void* dx = nullptr;
-  void* chain = nullptr;  // the workspace of split lines (ScanGeometry)
+  void* partials = nullptr;  // in the workspace: lines x pieces states
 };
 
 // Whether the kernel walks a line from its last element to its first: the forward with reverse, the
@@ -201,6 +199,7 @@ Status dispatch_scan(const ScanProblem& p, F&& f) {
 }
 
 inline constexpr int kScanBlock = 256;
+inline constexpr int64_t kScanResidentThreads = 2048;  // per SM
 // Blocks an SM holds (the kernels' __launch_bounds__): rows 3 (80 registers), columns 2 (128).
 constexpr int scan_blocks_per_sm(ScanVariant v) { return v == ScanVariant::columns ? 2 : 3; }
 
@@ -209,7 +208,9 @@ constexpr int scan_blocks_per_sm(ScanVariant v) { return v == ScanVariant::colum
 // a line (up to the block) where they do not, never more than its tile needs; the rest of the block
 // on other lines. columns: 32 units across a warp (fewer where there are fewer), 4 elements of each
 // a thread a tile (2 of 16-bit units of 8 lines).
-// Blocks that leave the device's threads idle cut their lines into pieces of one tile.
+// Blocks that leave the device's threads idle cut their lines into pieces until the blocks fill it
+// twice (two passes: the pieces' totals, then their scans from the prefixes: a single pass linking
+// the pieces through the workspace was 2-4x slower, bench/NOTES.md).
 inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int sm_count) {
   ScanGeometry g;
   const int64_t resident = int64_t{std::max(sm_count, 1)} * scan_blocks_per_sm(variant) * kScanBlock;  // threads
@@ -230,13 +231,11 @@ inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int s
   g.tile = int64_t{g.slices} * g.items;
   const int64_t line_blocks = ceil_div(units, g.lanes), tiles = ceil_div(n, g.tile);
   const bool split = tiles > 1 && line_blocks * kScanBlock < resident;
-  g.piece = split ? g.tile : tiles * g.tile;
-  g.pieces = split ? tiles : 1;
-  if (split) {
-    const CheckedSize flags = CheckedSize(line_blocks) * g.pieces * int64_t{sizeof(unsigned)} + 16 + 15;
-    g.flag_bytes = flags.saturated() / 16 * 16;  // 16-byte aligned states after them
-    g.workspace = flags + CheckedSize(lines) * g.pieces * s.state_bytes;
-  }
+  const int64_t fill = int64_t{std::max(sm_count, 1)} * kScanResidentThreads / kScanBlock;  // blocks
+  const int64_t wanted = split ? std::min(tiles, ceil_div(2 * fill, line_blocks)) : 1;
+  g.piece = g.tile * ceil_div(tiles, wanted);
+  g.pieces = ceil_div(n, g.piece);
+  if (g.pieces > 1) g.workspace = CheckedSize(lines) * g.pieces * s.state_bytes;
   return g;
 }
 

@@ -7,13 +7,9 @@
 //      memory, in a fixed order) gives each thread the state before its run, the carry from the
 //      earlier tiles included;
 //   3. each thread folds its run again from there, writing every element's output.
-// Split lines (scan_geometry): a block scans one piece (one tile) of its lines, taking the pieces
-// in the walk's order from a ticket counter. The pieces' aggregates form a Fenwick tree: piece c
-// publishes the aggregate of pieces [c + 1 - 2^k, c], k the trailing ones of c, combining the ones
-// published by pieces c - 1, c - 2, ..., c - 2^(k-1) with its own; its prefix combines, left to
-// right, those of the aligned blocks that [0, c) splits into (one per bit of c). Each tree's shape
-// and each combine's order depend on c alone, so every run gives the same bits, and no piece waits
-// on another's prefix (the counter hands out pieces; no atomic touches a value).
+// Pieces of a split line: a first launch writes each piece's total to the workspace, `partials`
+// turns the totals of each line into exclusive prefixes (the same scan over threads), and the second
+// launch starts each piece from its prefix. Every order is fixed: the same bits on every run.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -92,116 +88,6 @@ struct Scanner {
   }
 };
 
-// The workspace of split lines (ScanGeometry): a ticket counter, a flag per block of lines and
-// piece, then every line's tree aggregate of each piece.
-
-// The flags' memory order: a piece's states, then (one lane, after the warp's barrier) its flag
-// with release; flags read relaxed while waiting, then one acquire fence before the states.
-__device__ __forceinline__ unsigned load_relaxed(const unsigned* flag) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-  return v;
-}
-__device__ __forceinline__ void store_release(unsigned* flag, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(v) : "memory");
-}
-__device__ __forceinline__ void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-// A state another block published, from L2 (never a stale L1 line).
-template <class T>
-__device__ __forceinline__ T load_published(const T* from) {
-  static_assert(sizeof(T) % 4 == 0, "states are whole 32-bit words");
-  unsigned words[sizeof(T) / 4];
-#pragma unroll
-  for (int w = 0; w < static_cast<int>(sizeof(T) / 4); ++w)
-    words[w] = __ldcg(reinterpret_cast<const unsigned*>(from) + w);
-  T out;
-  memcpy(&out, words, sizeof(T));
-  return out;
-}
-
-template <class State>
-struct Chain {
-  unsigned long long* counter;
-  unsigned* flags;  // line blocks x pieces: the piece's tree aggregates are out
-  State* trees;     // lines x pieces
-  int64_t pieces;
-
-  __device__ explicit Chain(const ScanProblem& p) : pieces(p.geometry.pieces) {
-    char* base = static_cast<char*>(p.chain);
-    counter = reinterpret_cast<unsigned long long*>(base);
-    flags = reinterpret_cast<unsigned*>(base + 16);
-    trees = reinterpret_cast<State*>(base + p.geometry.flag_bytes);
-  }
-
-  // The next piece of work for the block (every thread calls it; `ticket` is shared).
-  __device__ int64_t take(int64_t& ticket) const {
-    __syncthreads();  // every thread has read the last one
-    if (threadIdx.x == 0) ticket = static_cast<int64_t>(atomicAdd(counter, 1ull));
-    __syncthreads();
-    return ticket;
-  }
-
-  // Warp 0: until the pieces each lane names (none: -1) have their tree aggregates out.
-  __device__ static void wait_for(const unsigned* flag, int64_t piece) {
-    while (!__all_sync(0xffffffffu, piece < 0 || load_relaxed(flag + piece) != 0)) __nanosleep(32);
-    __syncwarp();
-    fence_acquire();
-  }
-
-  // Piece c of the block's lines: every thread calls it with its lane's aggregate of the piece and
-  // gets the lane's prefix, the combine of the earlier pieces (`lanes` units of `unit` lines a
-  // block). Thread t < lanes of warp 0 (lane t: split rows have one lane) does lane t's lines.
-  template <class Math, class P>
-  __device__ P prefix(const Math& m, const P& aggregate, int64_t block, int64_t c, int64_t lines, int lanes, int unit,
-                      int lane, P* shared) const {
-    constexpr int kWidth = sizeof(P::s) / sizeof(P::s[0]);
-    if (threadIdx.x < 32) {
-      const int t = static_cast<int>(threadIdx.x);
-      const unsigned* flag = flags + block * pieces;
-      const int64_t line0 = (block * lanes + t) * unit;
-      const int count = t < lanes ? static_cast<int>(std::clamp<int64_t>(lines - line0, 0, unit)) : 0;
-      auto tree = [&](int j, int64_t piece) { return load_published(trees + (line0 + j) * pieces + piece); };
-      // 1. The tree aggregate of pieces [c + 1 - 2^k, c]: those of c - 2^i, i < k, before its own.
-      const int k = __ffsll(static_cast<long long>(c + 1)) - 1;
-      for (int i = t; i < 32 * ((k + 31) / 32); i += 32) wait_for(flag, i < k ? c - (int64_t{1} << i) : -1);
-      for (int j = 0; j < count; ++j) {
-        typename Math::State s = aggregate.s[j];
-        for (int i = 0; i < k; ++i) s = m.combine(tree(j, c - (int64_t{1} << i)), s);
-        trees[(line0 + j) * pieces + c] = s;
-      }
-      __syncwarp();
-      if (t == 0) store_release(flags + block * pieces + c, 1);
-      // 2. The prefix: [0, c) as aligned blocks, one per bit of c from the top, each the tree
-      // aggregate of its last piece; lane t waits for the t-th.
-      for (int n0 = 0; n0 < __popcll(static_cast<unsigned long long>(c)); n0 += 32) {
-        int64_t start = 0, mine = -1;
-        for (int b = 62, n = 0; b >= 0; --b)
-          if ((c >> b) & 1) {
-            if (n++ == n0 + t) mine = start + (int64_t{1} << b) - 1;
-            start += int64_t{1} << b;
-          }
-        wait_for(flag, mine);
-      }
-      P p;
-      for (int j = 0; j < kWidth; ++j) p.s[j] = m.identity();
-      for (int j = 0; j < count; ++j) {
-        bool first = true;
-        int64_t start = 0;
-        for (int b = 62; b >= 0; --b)
-          if ((c >> b) & 1) {
-            const typename Math::State s = tree(j, start + (int64_t{1} << b) - 1);
-            p.s[j] = first ? s : m.combine(p.s[j], s);
-            first = false;
-            start += int64_t{1} << b;
-          }
-      }
-      if (t < lanes) shared[t] = p;
-    }
-    __syncthreads();
-    return shared[lane];  // (piece 0's: unused)
-  }
-};
-
 template <class Step, bool kColumns>
 struct Layout {
   using X = typename Step::Input;
@@ -212,12 +98,10 @@ struct Layout {
   using P = Pack<typename Step::State, kWidth>;
 };
 
-// The scan of every block's lines, or (kChained) of its piece of them, taken in order. Two kernels:
-// the chain's registers would spill the arrays of the other's tiles.
-template <class Step, bool kColumns, bool kChained>
+// One pass over every block's piece of its lines: totals (the first launch of a split) or outputs.
+template <class Step, bool kColumns>
 // At least 3 blocks an SM on rows (80 registers), 2 on columns (128), for loads in flight.
-__global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? ScanVariant::columns : ScanVariant::rows))
-    scan_kernel(const ScanProblem p) {
+__global__ void __launch_bounds__(kScanBlock, kColumns ? 2 : 3) scan_kernel(const ScanProblem p, bool emit) {
   using L = Layout<Step, kColumns>;
   using X = typename L::X;
   using A = acc_t<X>;
@@ -225,8 +109,6 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
   using Element = typename Step::Element;
   constexpr int kWidth = L::kWidth, kItems = L::kItems, kVector = L::kVector;
   __shared__ P scratch[kScanBlock];
-  __shared__ P lane_prefix[32];
-  __shared__ int64_t ticket;
 
   const Step step{p};
   const ScanGeometry& g = p.geometry;
@@ -234,10 +116,11 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
   const bool down = descending(p);
   const int lane = kColumns ? tid % g.lanes : tid / g.slices, slice = kColumns ? tid / g.lanes : tid % g.slices;
   const Scanner scanner{g.lanes, g.slices, lane, down ? g.slices - 1 - slice : slice, !kColumns, down};
+  const int64_t piece = blockIdx.y, lo = piece * g.piece, hi = std::min(p.n, lo + g.piece);
+  const int64_t tiles = ceil_div(hi - lo, g.tile);
   const int vector_view = step.vector_view();
   const bool vector_in = vector_view >= 0 && p.vector[vector_view], vector_out = p.vector[Step::kOutput];
   const int64_t units = ceil_div(p.lines, p.unit), line_blocks = ceil_div(units, g.lanes);
-  const Chain<typename Step::State> chain(p);
   // Calls f(m) for the thread's items in the walk's order, m a constant after unrolling (an index
   // computed from `down` would put the items' arrays in local memory).
   auto in_order = [&](auto&& f) {
@@ -250,11 +133,7 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
     }
   };
 
-  // Work item = the piece's rank in the walk x line_blocks + the block of lines.
-  for (int64_t item = kChained ? chain.take(ticket) : blockIdx.x; item < line_blocks * g.pieces;
-       item = kChained ? chain.take(ticket) : item + gridDim.x) {
-    const int64_t block = item % line_blocks, c = item / line_blocks, piece = down ? g.pieces - 1 - c : c;
-    const int64_t lo = piece * g.piece, hi = std::min(p.n, lo + g.piece), tiles = ceil_div(hi - lo, g.tile);
+  for (int64_t block = blockIdx.x; block < line_blocks; block += gridDim.x) {
     const int64_t first = (block * g.lanes + lane) * p.unit;
     const int width = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(p.unit, p.lines - first)));
     int64_t base[kScanTensors] = {};
@@ -263,7 +142,10 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
       for (int t = 0; t < kScanTensors; ++t) off[t] = base[t] + j * p.walk.inner_stride(t);
     };
     P carry;
-    for (int j = 0; j < kWidth; ++j) carry.s[j] = step.math.identity();
+    for (int j = 0; j < kWidth; ++j)
+      carry.s[j] = emit && g.pieces > 1 && j < width
+                       ? static_cast<const typename Step::State*>(p.partials)[(first + j) * g.pieces + piece]
+                       : step.math.identity();
 
     for (int64_t k = 0; k < tiles; ++k) {
       const int64_t i0 = lo + (down ? tiles - 1 - k : k) * g.tile + int64_t{slice} * kItems;
@@ -304,10 +186,7 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
         });
       }
       P state = scanner.exclusive(step.math, mine, carry, scratch);
-      if constexpr (kChained) {  // one tile: carry is its aggregate
-        const P before = chain.prefix(step.math, carry, block, c, p.lines, g.lanes, p.unit, lane, lane_prefix);
-        if (c > 0) state = combine(step.math, before, state);
-      }
+      if (!emit) continue;
       // 3. Fold again from there, writing each element's output.
       A result[kItems][kWidth];
 #pragma unroll
@@ -340,6 +219,40 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
         }
       }
     }
+    if (!emit && scanner.rank == 0)
+      for (int j = 0; j < width; ++j)
+        static_cast<typename Step::State*>(p.partials)[(first + j) * g.pieces + piece] = carry.s[j];
+  }
+}
+
+// The pieces' totals of each line become exclusive prefixes, in the walk's order: `slices` threads
+// a line, each over `per` consecutive pieces.
+template <class Step>
+__global__ void __launch_bounds__(kScanBlock) partials_kernel(const ScanProblem p, int slices, int64_t per) {
+  using State = typename Step::State;
+  using P = Pack<State, 1>;
+  __shared__ P scratch[kScanBlock];
+  const Step step{p};
+  const int lanes = kScanBlock / slices, lane = static_cast<int>(threadIdx.x) / slices;
+  const int slice = static_cast<int>(threadIdx.x) % slices;
+  const bool down = descending(p);
+  const Scanner scanner{lanes, slices, lane, slice, true, false};
+  const int64_t pieces = p.geometry.pieces, blocks = ceil_div(p.lines, lanes);
+  for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
+    const int64_t line = block * lanes + lane;
+    State* totals = static_cast<State*>(p.partials) + (line < p.lines ? line * pieces : 0);
+    // Rank r of the walk is piece r, or pieces - 1 - r for a descending walk.
+    auto at = [&](int64_t r) -> State& { return totals[down ? pieces - 1 - r : r]; };
+    const int64_t begin = slice * per, end = line < p.lines ? std::min(pieces, begin + per) : 0;
+    P mine{{step.math.identity()}};
+    for (int64_t r = begin; r < end; ++r) mine.s[0] = step.math.combine(mine.s[0], at(r));
+    P carry{{step.math.identity()}};
+    P before = scanner.exclusive(step.math, mine, carry, scratch);
+    for (int64_t r = begin; r < end; ++r) {
+      const State total = at(r);
+      at(r) = before.s[0];
+      before.s[0] = step.math.combine(before.s[0], total);
+    }
   }
 }
 
@@ -349,16 +262,16 @@ template <class Step, bool kColumns>
 Status run(const LaunchContext& ctx, const ScanProblem& p) {
   cudaStream_t stream = native(ctx.stream);
   const ScanGeometry& g = p.geometry;
-  const int64_t line_blocks = ceil_div(ceil_div(p.lines, p.unit), g.lanes);
-  const unsigned grid = capped(line_blocks * g.pieces);
-  if (g.pieces == 1) {
-    scan_kernel<Step, kColumns, false><<<grid, kScanBlock, 0, stream>>>(p);
-  } else {  // tickets and flags from 0
-    if (Status s = cuda_status(cudaMemsetAsync(p.chain, 0, static_cast<size_t>(g.flag_bytes), stream), "scan flags");
-        !s)
-      return s;
-    scan_kernel<Step, kColumns, true><<<grid, kScanBlock, 0, stream>>>(p);
+  const dim3 grid(capped(ceil_div(ceil_div(p.lines, p.unit), g.lanes)), static_cast<unsigned>(g.pieces));
+  if (g.pieces > 1) {
+    scan_kernel<Step, kColumns><<<grid, kScanBlock, 0, stream>>>(p, false);
+    if (Status s = last_launch_status("scan totals"); !s) return s;
+    const int slices = static_cast<int>(std::min<int64_t>(kScanBlock, pow2_at_least(ceil_div(g.pieces, 4))));
+    partials_kernel<Step><<<capped(ceil_div(p.lines, kScanBlock / slices)), kScanBlock, 0, stream>>>(
+        p, slices, ceil_div(g.pieces, slices));
+    if (Status s = last_launch_status("scan partials"); !s) return s;
   }
+  scan_kernel<Step, kColumns><<<grid, kScanBlock, 0, stream>>>(p, true);
   return last_launch_status("scan");
 }
 
