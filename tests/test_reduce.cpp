@@ -96,7 +96,10 @@ struct Outputs {
 class ReduceTest : public testing::BackendDTypeTest {
  protected:
   double tol() const { return harness::tolerance(dtype()); }
-  DType accumulator() const { return dtype() == DType::f64 ? DType::f64 : DType::f32; }
+  DType accumulator() const {
+    if (!is_floating(dtype())) return DType::i64;
+    return dtype() == DType::f64 ? DType::f64 : DType::f32;
+  }
 
   // A tensor holding `values` (row-major, rounded to dtype).
   Tensor filled(DType dtype, const Shape& shape, const std::vector<double>& values) {
@@ -826,6 +829,143 @@ TEST_P(ReduceTest, SelectPicksTheKernelByShape) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Reduce, ReduceTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+// ---------------------------------------------------------------------------------------------
+// Integers (i32, i64) and bools, on both backends under every variant: sums past 2^31 exact in the
+// i64 out and wrapped in an i32 one, i64 sums and products that wrap, the extremes of the type's
+// range and ties, the empty reduced set, bools; the kinds, out dtypes and backward plans refused.
+
+class ReduceIntegerTest : public ReduceTest {
+ protected:
+  bool boolean() const { return dtype() == DType::boolean; }
+  // The default's value of the first output of x's one row, checked against the reference under
+  // every variant.
+  double row_value(ReduceKind kind, const std::vector<double>& values, std::optional<DType> out = std::nullopt) {
+    Desc d = reduce(dtype(), {1, static_cast<int64_t>(values.size())}, {1}, {kind});
+    d.out_dtype = out;
+    const Outputs o = forward_under_every_variant(d, filled(dtype(), d.shape, values));
+    return (reference::reduce_has_values(kind) ? o.out : o.indices).at(0);
+  }
+};
+
+TEST_P(ReduceIntegerTest, SumsAndProductsAreExactOrWrap) {
+  if (boolean()) GTEST_SKIP() << "bool takes any, all and count_nonzero";
+  const bool i32 = dtype() == DType::i32;
+  if (i32) {
+    const double top = 0x1p31 - 1;  // 3 x (2^31 - 1) = 6442450941; mod 2^32: 2147483645
+    EXPECT_EQ(row_value(ReduceKind::sum, {top, top, top}), 6442450941.0);
+    EXPECT_EQ(row_value(ReduceKind::sum, {top, top, top}, DType::i32), 2147483645.0);
+    EXPECT_EQ(row_value(ReduceKind::prod, {65536, 65536, 3}), 0x1p32 * 3);
+    EXPECT_EQ(row_value(ReduceKind::prod, {65536, 65536, 3}, DType::i32), 0.0);
+  } else {
+    EXPECT_EQ(row_value(ReduceKind::sum, {0x1p62, 0x1p62, 0x1p62}), -0x1p62);  // 3 x 2^62 - 2^64
+    EXPECT_EQ(row_value(ReduceKind::prod, {0x1p32, 0x1p31, 3}), -0x1p63);      // 3 x 2^63 - 2^64
+  }
+  // Long rows and columns of values across the type's range (both backends' pieces and splits).
+  const double bound = i32 ? 0x1p31 : 0x1p62;
+  for (const auto& [shape, dims] : {std::pair<Shape, ReduceDims>{{2, 70001}, {1}}, {{20001, 3}, {0}}}) {
+    const Tensor x = random(dtype(), shape, -bound, bound);
+    for (ReduceKind kind : {ReduceKind::sum, ReduceKind::prod}) {
+      for (std::optional<DType> out : {std::optional<DType>{}, std::optional<DType>{dtype()}}) {
+        Desc d = reduce(dtype(), shape, dims, {kind});
+        d.out_dtype = out;
+        forward_under_every_variant(d, x);
+      }
+    }
+  }
+}
+
+// amax / amin / max / min / argmax / argmin: rows of nothing but the type's lowest (for max) or
+// highest (for min) value give it and index 0 (no kernel's identity passes for an element); values
+// in [0, 3) tie everywhere: the first index.
+TEST_P(ReduceIntegerTest, ExtremesOfTheRangeAndTies) {
+  if (boolean()) GTEST_SKIP() << "bool takes any, all and count_nonzero";
+  const double lowest = dtype() == DType::i32 ? -0x1p31 : -0x1p63;
+  const double highest = dtype() == DType::i32 ? 0x1p31 - 1 : 0x1p62;  // (2^63 - 1 is no double)
+  for (int64_t length : {6, 300, 20000}) {
+    EXPECT_EQ(row_value(ReduceKind::amax, std::vector<double>(length, lowest)), lowest);
+    EXPECT_EQ(row_value(ReduceKind::argmax, std::vector<double>(length, lowest)), 0.0);
+    EXPECT_EQ(row_value(ReduceKind::min, std::vector<double>(length, highest)), highest);
+    EXPECT_EQ(row_value(ReduceKind::argmin, std::vector<double>(length, highest)), 0.0);
+    for (const auto& [shape, dims] : {std::pair<Shape, ReduceDims>{{3, length}, {1}}, {{length, 3}, {0}}}) {
+      const Tensor x = random(dtype(), shape, 0, 3);
+      for (ReduceKind kind : {ReduceKind::amax, ReduceKind::amin, ReduceKind::max, ReduceKind::min, ReduceKind::argmax,
+                              ReduceKind::argmin})
+        forward_under_every_variant(reduce(dtype(), shape, dims, {kind}), x);
+    }
+  }
+}
+
+// any, all and count_nonzero of zeros, of ones, of one nonzero element.
+TEST_P(ReduceIntegerTest, CountsAnyAndAll) {
+  for (int64_t length : {5, 300, 20000}) {
+    std::vector<double> zeros(length, 0), ones(length, 1), one = zeros;
+    one[length / 2] = 1;
+    for (const auto& [values, any, all, count] :
+         {std::tuple{zeros, 0.0, 0.0, 0.0}, {ones, 1.0, 1.0, double(length)}, {one, 1.0, 0.0, 1.0}}) {
+      EXPECT_EQ(row_value(ReduceKind::any, values), any);
+      EXPECT_EQ(row_value(ReduceKind::all, values), all);
+      EXPECT_EQ(row_value(ReduceKind::count_nonzero, values), count);
+    }
+  }
+}
+
+// The empty reduced set: sum 0, prod 1, any false, all true, count 0 (the extremes are refused).
+TEST_P(ReduceIntegerTest, EmptyReducedSets) {
+  const Tensor x = random(dtype(), {3, 0});
+  for (ReduceKind kind : {ReduceKind::sum, ReduceKind::prod, ReduceKind::any, ReduceKind::all,
+                          ReduceKind::count_nonzero, ReduceKind::amax, ReduceKind::argmin}) {
+    const std::vector<DType> takes = reference::reduce_dtypes(kind);
+    if (std::find(takes.begin(), takes.end(), dtype()) == takes.end()) continue;
+    const Desc d = reduce(dtype(), {3, 0}, {1}, {kind});
+    if (reference::reduce_picks_element(kind, 2.0)) {
+      EXPECT_TRUE(testing::is_error(ReducePlan::select(stream(), d).status(), StatusCode::invalid_problem, "ReducePlan",
+                                    "descriptor.shape"));
+      continue;
+    }
+    const Outputs o = forward_under_every_variant(d, x);
+    const double want = kind == ReduceKind::prod || kind == ReduceKind::all ? 1 : 0;
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(o.out.at(i), want) << describe(d);
+  }
+}
+
+// What integers and bools are refused: the kinds PyTorch refuses too, out dtypes other than i64 or
+// x's for a sum or product (x's alone for the others), and every backward (no gradient).
+TEST_P(ReduceIntegerTest, RefusedKindsOutDtypesAndGradients) {
+  using testing::is_error;
+  for (const KindSpec& k : every_kind()) {
+    const Desc d = reduce(dtype(), {4, 5}, {1}, k);
+    SCOPED_TRACE(describe(d));
+    const std::vector<DType> takes = reference::reduce_dtypes(k.kind);
+    if (std::find(takes.begin(), takes.end(), dtype()) == takes.end()) {
+      EXPECT_TRUE(is_error(ReducePlan::select(stream(), d).status(), StatusCode::unsupported, "ReducePlan",
+                           "descriptor.dtype"));
+      continue;
+    }
+    const ReducePlan plan = unwrap(ReducePlan::select(stream(), d));
+    EXPECT_EQ(plan.precision_guarantee().accumulator, DType::i64);
+    EXPECT_TRUE(is_error(ReduceBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                         "ReduceBackwardPlan", "descriptor.dtype"));
+    if (!reference::reduce_has_values(k.kind)) continue;
+    const DType natural = plan.arg_specs()[1].dtype;
+    for (DType out : {DType::f32, DType::f16, DType::i32, DType::i64, DType::boolean}) {
+      Desc o = d;
+      o.out_dtype = out;
+      const bool sums = k.kind == ReduceKind::sum || k.kind == ReduceKind::prod;
+      if (out == natural || (sums && out == dtype())) {
+        EXPECT_TRUE(ReducePlan::select(stream(), o).has_value()) << dtype_name(out);
+      } else {
+        EXPECT_TRUE(is_error(ReducePlan::select(stream(), o).status(), StatusCode::unsupported, "ReducePlan",
+                             "descriptor.out_dtype"))
+            << dtype_name(out);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Reduce, ReduceIntegerTest,
+                         ::testing::ValuesIn(testing::cases_of({DType::i32, DType::i64, DType::boolean})),
+                         testing::case_name);
 
 }  // namespace
 }  // namespace baracuda

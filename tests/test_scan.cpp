@@ -91,7 +91,10 @@ struct Outputs {
 class ScanTest : public testing::BackendDTypeTest {
  protected:
   double tol() const { return harness::tolerance(dtype()); }
-  DType accumulator() const { return dtype() == DType::f64 ? DType::f64 : DType::f32; }
+  DType accumulator() const {
+    if (!is_floating(dtype())) return DType::i64;
+    return dtype() == DType::f64 ? DType::f64 : DType::f32;
+  }
 
   // A tensor holding `values` (row-major, rounded to dtype), laid out as the op table lays out an
   // input under `views`.
@@ -923,6 +926,71 @@ TEST_P(ScanTest, EveryVariantOnBothSidesOfTheSplit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scan, ScanTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+// ---------------------------------------------------------------------------------------------
+// Integer cumsums (i32, i64) on both backends under every variant: past 2^31 exact in the i64 out,
+// wrapped in an i32 one; i64 sums that wrap; long lines along rows and columns in both directions,
+// empty lines; the other kinds, other out dtypes and the backward refused.
+
+class ScanIntegerTest : public ScanTest {};
+
+TEST_P(ScanIntegerTest, CumsumsAreExactOrWrap) {
+  const bool i32 = dtype() == DType::i32;
+  const double top = i32 ? 0x1p31 - 1 : 0x1p62;
+  std::optional<Outputs> o =
+      forward(scan(dtype(), {3}, 0, ScanKind::cumsum), "", filled(dtype(), {3}, {top, top, top}));
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->out.dtype, DType::i64);
+  EXPECT_EQ(o->out.at(2), i32 ? 6442450941.0 : -0x1p62);  // i64: 3 x 2^62 - 2^64
+  if (i32) {
+    Desc d = scan(dtype(), {3}, 0, ScanKind::cumsum);
+    d.out_dtype = DType::i32;
+    o = forward(d, "", filled(dtype(), {3}, {top, top, top}));
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->out.at(1), -2.0);          // 2^32 - 2 mod 2^32
+    EXPECT_EQ(o->out.at(2), 2147483645.0);  // 3 x (2^31 - 1) - 2^32
+  }
+  const double bound = i32 ? 0x1p31 : 0x1p62;
+  for (const auto& [shape, dim] : {std::pair<Shape, int>{{2, 70001}, 1}, {{20001, 3}, 0}, {{3, 0}, 1}}) {
+    const Tensor x = random(dtype(), shape, -bound, bound);
+    for (bool reverse : {false, true})
+      for (std::optional<DType> out : {std::optional<DType>{}, std::optional<DType>{dtype()}}) {
+        Desc d = scan(dtype(), shape, dim, ScanKind::cumsum, reverse);
+        d.out_dtype = out;
+        forward_under_every_variant(d, x);
+      }
+  }
+}
+
+TEST_P(ScanIntegerTest, RefusedKindsOutDtypesAndGradients) {
+  using testing::is_error;
+  for (ScanKind kind : kKinds) {
+    const Desc d = scan(dtype(), {4, 5}, 1, kind);
+    SCOPED_TRACE(describe(d));
+    EXPECT_TRUE(is_error(ScanBackwardPlan::select(stream(), d).status(), StatusCode::unsupported, "ScanBackwardPlan",
+                         "descriptor.dtype"));
+    if (kind != ScanKind::cumsum) {
+      EXPECT_TRUE(
+          is_error(ScanPlan::select(stream(), d).status(), StatusCode::unsupported, "ScanPlan", "descriptor.dtype"));
+      continue;
+    }
+    EXPECT_EQ(unwrap(ScanPlan::select(stream(), d)).precision_guarantee().accumulator, DType::i64);
+    for (DType out : {DType::f32, DType::f64, DType::i32, DType::i64, DType::boolean}) {
+      Desc o = d;
+      o.out_dtype = out;
+      if (out == DType::i64 || out == dtype()) {
+        EXPECT_TRUE(ScanPlan::select(stream(), o).has_value()) << dtype_name(out);
+      } else {
+        EXPECT_TRUE(is_error(ScanPlan::select(stream(), o).status(), StatusCode::unsupported, "ScanPlan",
+                             "descriptor.out_dtype"))
+            << dtype_name(out);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scan, ScanIntegerTest, ::testing::ValuesIn(testing::cases_of({DType::i32, DType::i64})),
+                         testing::case_name);
 
 }  // namespace
 }  // namespace baracuda

@@ -9,8 +9,17 @@
 
 namespace baracuda::detail {
 
-template <class Half, class BFloat16, class F>
+// The floating types, and the types listed in `Also` (of int32_t, int64_t, bool: the ops that also
+// take integers, as the reductions do); any other dtype is an unsupported error.
+template <class Half, class BFloat16, class... Also, class F>
 Status dispatch_float(DType dtype, F&& f) {
+  Status status;
+  [[maybe_unused]] auto also = [&](auto type) {
+    if (dtype != dtype_of_v<typename decltype(type)::type>) return false;
+    static_cast<void>(status = f(type));  // (nvcc counts operator='s Status& as a discarded Status)
+    return true;
+  };
+  if ((also(std::type_identity<Also>{}) || ...)) return status;
   switch (dtype) {
     case DType::f16:
       return f(std::type_identity<Half>{});
@@ -21,8 +30,7 @@ Status dispatch_float(DType dtype, F&& f) {
     case DType::f64:
       return f(std::type_identity<double>{});
     default:
-      return Status::error(StatusCode::unsupported,
-                           "dtype " + std::string(dtype_name(dtype)) + " has no floating-point kernel");
+      return Status::error(StatusCode::unsupported, "dtype " + std::string(dtype_name(dtype)) + " has no kernel here");
   }
 }
 

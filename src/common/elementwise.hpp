@@ -6,16 +6,18 @@
 //   void operator()(const Acc (&in)[kIn], Acc (&out)[kOut]) const;
 // and every kernel shape (contiguous, vectorized, strided) of every backend reuses it.
 #include <cstdint>
+#include <type_traits>
 
 #include "baracuda/core/tensor.hpp"
 #include "common/hd.hpp"
 
 namespace baracuda::detail {
 
-// f32 accumulation for 16-bit floats and f32, f64 for f64.
+// f32 accumulation for 16-bit floats and f32, f64 for f64; integers and bools in int64 (where an op
+// takes them: the reductions' maths wrap as two's complement, reduce_fn::add / mul).
 template <class T>
 struct acc_type {
-  using type = float;
+  using type = std::conditional_t<std::is_integral_v<T>, int64_t, float>;
 };
 template <>
 struct acc_type<double> {
@@ -23,6 +25,24 @@ struct acc_type<double> {
 };
 template <class T>
 using acc_t = typename acc_type<T>::type;
+// The DType of acc_t (a plan's precision guarantee).
+inline DType acc_dtype(DType dtype) {
+  if (dtype == DType::f64) return DType::f64;
+  return is_floating(dtype) ? DType::f32 : DType::i64;
+}
+// Calls f(std::type_identity<acc_t<T>>{}) for the element type T of dtype (the host's sizes of the
+// backends' states).
+template <class F>
+decltype(auto) with_acc_type(DType dtype, F&& f) {
+  switch (acc_dtype(dtype)) {
+    case DType::f64:
+      return f(std::type_identity<double>{});
+    case DType::i64:
+      return f(std::type_identity<int64_t>{});
+    default:
+      return f(std::type_identity<float>{});
+  }
+}
 
 // Maps a linear index over `sizes` (row-major) to an element offset in each of NT tensors.
 // Built on the host with size-1 dims dropped and mergeable dims merged, so the loop is short.

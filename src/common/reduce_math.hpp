@@ -36,17 +36,22 @@ BARACUDA_HD A exp(A x) {
 #endif
 }
 // a * b rounded on its own, never contracted with an add into an fma: a combine evaluated at
-// several places (the chain of a scan's pieces) must give the same bits at each.
+// several places (the chain of a scan's pieces) must give the same bits at each. Integers wrap as
+// two's complement (as PyTorch's and JAX's do), computed in uint64_t, whose overflow is defined.
 template <class A>
 BARACUDA_HD A mul(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  } else {
 #if defined(__CUDA_ARCH__)
-  if constexpr (sizeof(A) == 4)
-    return __fmul_rn(a, b);
-  else
-    return __dmul_rn(a, b);
+    if constexpr (sizeof(A) == 4)
+      return __fmul_rn(a, b);
+    else
+      return __dmul_rn(a, b);
 #else
-  return a * b;
+    return a * b;
 #endif
+  }
 }
 template <class A>
 BARACUDA_HD A log(A x) {
@@ -78,7 +83,10 @@ BARACUDA_HD A abs(A x) {
 }
 template <class A>
 BARACUDA_HD bool isnan(A x) {
-  return x != x;
+  if constexpr (std::is_integral_v<A>)
+    return false;
+  else
+    return x != x;
 }
 template <class A>
 BARACUDA_HD A inf() {
@@ -87,6 +95,29 @@ BARACUDA_HD A inf() {
 template <class A>
 BARACUDA_HD A nan() {
   return std::numeric_limits<A>::quiet_NaN();
+}
+// The ends of A's order, which no element passes: +-inf, or an integer's extremes.
+template <class A>
+BARACUDA_HD A lowest() {
+  if constexpr (std::is_integral_v<A>)
+    return std::numeric_limits<A>::lowest();
+  else
+    return -inf<A>();
+}
+template <class A>
+BARACUDA_HD A highest() {
+  if constexpr (std::is_integral_v<A>)
+    return std::numeric_limits<A>::max();
+  else
+    return inf<A>();
+}
+// a + b; integers wrap as mul's do.
+template <class A>
+BARACUDA_HD A add(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else
+    return a + b;
 }
 template <class A>
 BARACUDA_HD A sign(A x) {
@@ -127,7 +158,9 @@ struct SumMath {
   ReduceParams params;
   A p = 2;
 
-  BARACUDA_HD explicit SumMath(const ReduceParams& prm) : params(prm), p(static_cast<A>(prm.p)) {}
+  // (p only for kTerm pow: another kind's p may be anything, even past an integer A's range)
+  BARACUDA_HD explicit SumMath(const ReduceParams& prm)
+      : params(prm), p(static_cast<A>(kTerm == SumTerm::pow ? prm.p : 2.0)) {}
   BARACUDA_HD State identity() const { return A(0); }
   BARACUDA_HD A term(A x) const {
     if constexpr (kTerm == SumTerm::abs) return reduce_fn::abs(x);
@@ -135,8 +168,8 @@ struct SumMath {
     if constexpr (kTerm == SumTerm::pow) return reduce_fn::pow(reduce_fn::abs(x), p);
     return x;
   }
-  BARACUDA_HD void fold(State& s, A x, int64_t) const { s += term(x); }
-  BARACUDA_HD State combine(const State& a, const State& b) const { return a + b; }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const { s = reduce_fn::add(s, term(x)); }
+  BARACUDA_HD State combine(const State& a, const State& b) const { return reduce_fn::add(a, b); }
   BARACUDA_HD ReduceValue<A> finish(const State& s) const {
     if (params.kind == ReduceKind::mean) return {s / static_cast<A>(params.count), 0};
     if (params.kind == ReduceKind::norm) {
@@ -153,8 +186,8 @@ struct ProdMath {
   using State = A;
   BARACUDA_HD explicit ProdMath(const ReduceParams&) {}
   BARACUDA_HD State identity() const { return A(1); }
-  BARACUDA_HD void fold(State& s, A x, int64_t) const { s *= x; }
-  BARACUDA_HD State combine(const State& a, const State& b) const { return a * b; }
+  BARACUDA_HD void fold(State& s, A x, int64_t) const { s = reduce_fn::mul(s, x); }
+  BARACUDA_HD State combine(const State& a, const State& b) const { return reduce_fn::mul(a, b); }
   BARACUDA_HD ReduceValue<A> finish(const State& s) const { return {s, 0}; }
 };
 
@@ -178,7 +211,7 @@ struct ExtremeMath {
     return kMax ? a > b : a < b;
   }
   BARACUDA_HD State identity() const {
-    return {kMax ? -reduce_fn::inf<A>() : reduce_fn::inf<A>(), std::numeric_limits<int64_t>::max()};
+    return {kMax ? reduce_fn::lowest<A>() : reduce_fn::highest<A>(), std::numeric_limits<int64_t>::max()};
   }
   // Elements come in increasing index, so a tie keeps the state, and so does anything after a NaN;
   // the identity (no element yet) is no tie: an element equal to its value (-inf for max) replaces it.
@@ -368,20 +401,25 @@ struct ZerosMath {
 };
 
 // Calls f(std::type_identity<Math>{}) with the forward math of the kind (compute type A): the one
-// map from kinds to maths.
+// map from kinds to maths. An integer A has only the kinds integers take (reduce_takes_integers):
+// the others' maths are not compiled for it.
 template <class A, class F>
 decltype(auto) with_reduce_math(const ReduceParams& prm, F&& f) {
+  constexpr bool kFloat = !std::is_integral_v<A>;
   switch (prm.kind) {
     case ReduceKind::sum:
     case ReduceKind::mean:
-      return f(std::type_identity<SumMath<A, SumTerm::value>>{});
+      break;
     case ReduceKind::norm:
-      if (prm.p == 1.0) return f(std::type_identity<SumMath<A, SumTerm::abs>>{});
-      if (prm.p == 2.0) return f(std::type_identity<SumMath<A, SumTerm::square>>{});
-      if (prm.p == INFINITY) return f(std::type_identity<ExtremeMath<A, true, true>>{});
-      if (prm.p == -INFINITY) return f(std::type_identity<ExtremeMath<A, false, true>>{});
-      if (prm.p == 0.0) return f(std::type_identity<CountMath<A>>{});
-      return f(std::type_identity<SumMath<A, SumTerm::pow>>{});
+      if constexpr (kFloat) {
+        if (prm.p == 1.0) return f(std::type_identity<SumMath<A, SumTerm::abs>>{});
+        if (prm.p == 2.0) return f(std::type_identity<SumMath<A, SumTerm::square>>{});
+        if (prm.p == INFINITY) return f(std::type_identity<ExtremeMath<A, true, true>>{});
+        if (prm.p == -INFINITY) return f(std::type_identity<ExtremeMath<A, false, true>>{});
+        if (prm.p == 0.0) return f(std::type_identity<CountMath<A>>{});
+        return f(std::type_identity<SumMath<A, SumTerm::pow>>{});
+      }
+      break;
     case ReduceKind::prod:
       return f(std::type_identity<ProdMath<A>>{});
     case ReduceKind::amax:
@@ -394,15 +432,35 @@ decltype(auto) with_reduce_math(const ReduceParams& prm, F&& f) {
       return f(std::type_identity<ExtremeMath<A, false, false>>{});
     case ReduceKind::var:
     case ReduceKind::std:
-      return f(std::type_identity<VarMath<A>>{});
+      if constexpr (kFloat) return f(std::type_identity<VarMath<A>>{});
+      break;
     case ReduceKind::logsumexp:
-      return f(std::type_identity<LogSumExpMath<A>>{});
+      if constexpr (kFloat) return f(std::type_identity<LogSumExpMath<A>>{});
+      break;
     case ReduceKind::any:
     case ReduceKind::all:
     case ReduceKind::count_nonzero:
       return f(std::type_identity<CountMath<A>>{});
   }
   return f(std::type_identity<SumMath<A, SumTerm::value>>{});
+}
+
+// The kinds integer inputs take (sums and products wrap in int64; PyTorch refuses the mean, var,
+// norm or logsumexp of integers too), and those bool inputs take.
+BARACUDA_HD constexpr bool reduce_takes_integers(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::mean:
+    case ReduceKind::var:
+    case ReduceKind::std:
+    case ReduceKind::norm:
+    case ReduceKind::logsumexp:
+      return false;
+    default:
+      return true;
+  }
+}
+BARACUDA_HD constexpr bool reduce_takes_bools(ReduceKind kind) {
+  return kind == ReduceKind::any || kind == ReduceKind::all || kind == ReduceKind::count_nonzero;
 }
 
 // The kinds whose result is one of the elements (an ExtremeMath; none exists for an empty set).

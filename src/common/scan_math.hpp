@@ -61,20 +61,23 @@ struct AffineMath {
   }
 };
 
-// Calls f(std::type_identity<Math>{}) with the forward math of the kind (compute type A).
+// Calls f(std::type_identity<Math>{}) with the forward math of the kind (compute type A). An
+// integer A takes cumsum alone (the others' maths are not compiled for it).
 template <class A, class F>
 decltype(auto) with_scan_math(ScanKind kind, F&& f) {
-  switch (kind) {
-    case ScanKind::cumprod:
-      return f(std::type_identity<ProdMath<A>>{});
-    case ScanKind::cummax:
-      return f(std::type_identity<ScanExtremeMath<A, true>>{});
-    case ScanKind::cummin:
-      return f(std::type_identity<ScanExtremeMath<A, false>>{});
-    case ScanKind::logcumsumexp:
-      return f(std::type_identity<LogSumExpMath<A>>{});
-    case ScanKind::cumsum:
-      break;
+  if constexpr (!std::is_integral_v<A>) {
+    switch (kind) {
+      case ScanKind::cumprod:
+        return f(std::type_identity<ProdMath<A>>{});
+      case ScanKind::cummax:
+        return f(std::type_identity<ScanExtremeMath<A, true>>{});
+      case ScanKind::cummin:
+        return f(std::type_identity<ScanExtremeMath<A, false>>{});
+      case ScanKind::logcumsumexp:
+        return f(std::type_identity<LogSumExpMath<A>>{});
+      case ScanKind::cumsum:
+        break;
+    }
   }
   return f(std::type_identity<SumMath<A, SumTerm::value>>{});
 }

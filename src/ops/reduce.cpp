@@ -25,6 +25,9 @@ namespace baracuda::detail {
 namespace {
 
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+// The forward's: integers and bools take the kinds reduce_takes_integers / reduce_takes_bools name.
+constexpr DType kForwardDTypes[] = {DType::f32, DType::f64, DType::f16,    DType::bf16,
+                                    DType::i32, DType::i64, DType::boolean};
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 
 // In ReduceVariant order.
@@ -52,10 +55,20 @@ bool has_values(ReduceKind k) { return k != ReduceKind::argmax && k != ReduceKin
 bool has_indices(ReduceKind k) {
   return k == ReduceKind::max || k == ReduceKind::min || k == ReduceKind::argmax || k == ReduceKind::argmin;
 }
+// As PyTorch's: an integer sum or product is i64 (torch.sum promotes).
 DType natural_out_dtype(const ReduceDescriptor& d) {
   if (d.kind == ReduceKind::any || d.kind == ReduceKind::all) return DType::boolean;
   if (d.kind == ReduceKind::count_nonzero) return DType::i64;
+  if (!is_floating(d.dtype) && (d.kind == ReduceKind::sum || d.kind == ReduceKind::prod)) return DType::i64;
   return d.dtype;
+}
+// The out dtype a descriptor may ask for besides the natural one: f32 for a floating value kind
+// (torch.sum(x, dtype=f32)); x's own for an integer sum or product (jnp.sum keeps it; it wraps).
+std::optional<DType> other_out_dtype(const ReduceDescriptor& d) {
+  if (!has_values(d.kind)) return std::nullopt;
+  if (is_floating(d.dtype)) return natural_out_dtype(d) == d.dtype ? std::optional(DType::f32) : std::nullopt;
+  if (d.kind == ReduceKind::sum || d.kind == ReduceKind::prod) return d.dtype;
+  return std::nullopt;
 }
 DType out_dtype_of(const ReduceDescriptor& d) { return d.out_dtype.value_or(natural_out_dtype(d)); }
 
@@ -115,15 +128,26 @@ Status check_descriptor(std::string_view plan, const ReduceDescriptor& d, bool b
   if (backward && !differentiable(d.kind))
     return plan_error(StatusCode::unsupported, plan, "descriptor.kind",
                       std::string(kind_name(d.kind)) + " has no gradient");
+  const bool boolean = d.dtype == DType::boolean;
+  if (!is_floating(d.dtype) && !(boolean ? reduce_takes_bools(d.kind) : reduce_takes_integers(d.kind)))
+    return plan_error(StatusCode::unsupported, plan, "descriptor.dtype",
+                      std::string(kind_name(d.kind)) + " of " + std::string(dtype_name(d.dtype)) +
+                          " is not supported (" +
+                          (boolean ? "bool takes any, all and count_nonzero"
+                                   : "integers take sum, prod, amax, amin, max, min, argmax, argmin, any, all and "
+                                     "count_nonzero") +
+                          ")");
   if (d.out_dtype) {
     const DType out = *d.out_dtype, natural = natural_out_dtype(d);
-    const bool values = natural == d.dtype;  // a floating-point result: natural or f32
-    if (!has_values(d.kind) || (out != natural && !(values && out == DType::f32)))
-      return plan_error(StatusCode::unsupported, plan, "descriptor.out_dtype",
-                        std::string(dtype_name(out)) + " is not an output dtype of " + std::string(kind_name(d.kind)) +
-                            (has_values(d.kind) ? " of " + std::string(dtype_name(d.dtype)) + " (" +
-                                                      std::string(dtype_name(natural)) + (values ? " or f32)" : ")")
-                                                : " (it has only indices)"));
+    const std::optional<DType> other = other_out_dtype(d);
+    if (!has_values(d.kind) || (out != natural && out != other))
+      return plan_error(
+          StatusCode::unsupported, plan, "descriptor.out_dtype",
+          std::string(dtype_name(out)) + " is not an output dtype of " + std::string(kind_name(d.kind)) +
+              (has_values(d.kind)
+                   ? " of " + std::string(dtype_name(d.dtype)) + " (" + std::string(dtype_name(natural)) +
+                         (other && *other != natural ? " or " + std::string(dtype_name(*other)) + ")" : ")")
+                   : " (it has only indices)"));
   }
   if (std::isnan(d.p)) return plan_error(StatusCode::invalid_problem, plan, "descriptor.p", "is NaN");
   if (std::isnan(d.correction) || std::isinf(d.correction))
@@ -216,7 +240,7 @@ struct ReduceArgTable;
 template <>
 struct ReduceArgTable<false> {
   using Args = ReduceArgs;
-  static constexpr OpSchema kSchema{"ReducePlan", "reduce", "reduction", kFloats, kIndexTypes, kVariants};
+  static constexpr OpSchema kSchema{"ReducePlan", "reduce", "reduction", kForwardDTypes, kIndexTypes, kVariants};
   static constexpr ArgField<Args> kFields[] = {
       {"x", &Args::x, nullptr}, {"out", nullptr, &Args::out}, {"indices", nullptr, &Args::indices}};
   static void arg_specs(const ReduceDescriptor& d, std::span<ArgSpec> specs) {
@@ -278,7 +302,7 @@ struct ReduceHooks : ReduceArgTable<kBackward> {
   }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
     PrecisionGuarantee g;
-    g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
+    g.compute = g.accumulator = acc_dtype(d.dtype);
     return g;
   }
 

@@ -79,7 +79,8 @@ BARACUDA_HD A to_acc(const T& v) {
     return static_cast<A>(static_cast<float>(v));
 }
 
-// One output: its value in `dtype` (a count kind's i64 is the exact count; bool is value != 0).
+// One output: its value in `dtype` (bool is value != 0; an integer wraps; a floating math's i64 is a
+// count kind's, exact in the index slot).
 template <class Half, class BFloat16, class A>
 BARACUDA_HD void store_value(void* base, DType dtype, int64_t offset, const ReduceValue<A>& r) {
   switch (dtype) {
@@ -98,8 +99,11 @@ BARACUDA_HD void store_value(void* base, DType dtype, int64_t offset, const Redu
     case DType::boolean:
       static_cast<bool*>(base)[offset] = r.value != A(0);
       break;
+    case DType::i32:
+      if constexpr (std::is_integral_v<A>) static_cast<int32_t*>(base)[offset] = static_cast<int32_t>(r.value);
+      break;
     case DType::i64:
-      static_cast<int64_t*>(base)[offset] = r.index;
+      static_cast<int64_t*>(base)[offset] = std::is_integral_v<A> ? static_cast<int64_t>(r.value) : r.index;
       break;
     default:
       break;
@@ -147,26 +151,30 @@ BARACUDA_HD constexpr int column_unit(int element_bytes, int64_t state_bytes) {
 }
 
 // Calls f(std::type_identity<X>{}, std::type_identity<Math>{}) with x's element type (the backend's
-// own 16-bit types) and the math the pass reduces with: the kind's forward math, or with kStats
-// its backward's statistic.
+// own 16-bit types; the forward's also i32, i64 and bool) and the math the pass reduces with: the
+// kind's forward math, or with kStats its backward's statistic (floating x only: integers have no
+// gradient).
 template <bool kStats, class Half, class BFloat16, class F>
 Status dispatch_reduce(const ReduceProblem& p, F&& f) {
-  return dispatch_float<Half, BFloat16>(p.dtype, [&](auto x) {
+  auto each = [&](auto x) {
     using Acc = acc_t<typename decltype(x)::type>;
     auto run = [&](auto math) { return f(x, math); };
     if constexpr (kStats)
       return with_stats_math<Acc>(p.params, run);
     else
       return with_reduce_math<Acc>(p.params, run);
-  });
+  };
+  if constexpr (kStats)
+    return dispatch_float<Half, BFloat16>(p.dtype, each);
+  else
+    return dispatch_float<Half, BFloat16, int32_t, int64_t, bool>(p.dtype, each);
 }
 
 // sizeof the State the pass reduces (its partials' size).
 inline int64_t state_bytes(const ReduceParams& params, DType dtype, bool stats) {
   auto size = [](auto math) { return int64_t{sizeof(typename decltype(math)::type::State)}; };
-  if (dtype == DType::f64)
-    return stats ? with_stats_math<double>(params, size) : with_reduce_math<double>(params, size);
-  return stats ? with_stats_math<float>(params, size) : with_reduce_math<float>(params, size);
+  if (stats) return dtype == DType::f64 ? with_stats_math<double>(params, size) : with_stats_math<float>(params, size);
+  return with_acc_type(dtype, [&](auto a) { return with_reduce_math<typename decltype(a)::type>(params, size); });
 }
 
 inline constexpr int kReduceBlock = 256;            // threads of a split, a column tile, the map

@@ -12,6 +12,7 @@ namespace baracuda::detail {
 namespace {
 
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+constexpr DType kForwardDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 
 // In ScanVariant order.
@@ -31,7 +32,10 @@ std::string_view kind_name(ScanKind kind) {
 }
 
 bool has_indices(ScanKind k) { return k == ScanKind::cummax || k == ScanKind::cummin; }
-DType out_dtype_of(const ScanDescriptor& d) { return d.out_dtype.value_or(d.dtype); }
+// As PyTorch's: an integer cumsum is i64 (torch.cumsum promotes); x's own dtype may be asked for (it
+// wraps), or f32 for a floating x.
+DType natural_out_dtype(const ScanDescriptor& d) { return is_floating(d.dtype) ? d.dtype : DType::i64; }
+DType out_dtype_of(const ScanDescriptor& d) { return d.out_dtype.value_or(natural_out_dtype(d)); }
 // The scanned dim in [0, rank) (a scalar's is 0); select has checked it.
 int dim_of(const ScanDescriptor& d) { return d.dim < 0 ? d.dim + std::max(d.shape.rank, 1) : d.dim; }
 
@@ -43,11 +47,18 @@ Status check_descriptor(std::string_view plan, const ScanDescriptor& d) {
                       std::to_string(d.dim) + " is not a dim of a rank-" + std::to_string(d.shape.rank) + " tensor");
   if (static_cast<unsigned>(d.kind) > static_cast<unsigned>(ScanKind::logcumsumexp))
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.kind", "is not a ScanKind");
-  if (d.out_dtype && *d.out_dtype != d.dtype && *d.out_dtype != DType::f32)
+  const bool floating = is_floating(d.dtype);
+  if (!floating && d.kind != ScanKind::cumsum)
+    return plan_error(StatusCode::unsupported, plan, "descriptor.dtype",
+                      std::string(kind_name(d.kind)) + " of " + std::string(dtype_name(d.dtype)) +
+                          " is not supported (integers take cumsum)");
+  const DType other = floating ? DType::f32 : d.dtype;
+  if (d.out_dtype && *d.out_dtype != natural_out_dtype(d) && *d.out_dtype != other)
     return plan_error(StatusCode::unsupported, plan, "descriptor.out_dtype",
                       std::string(dtype_name(*d.out_dtype)) + " is not an output dtype of " +
                           std::string(kind_name(d.kind)) + " of " + std::string(dtype_name(d.dtype)) + " (" +
-                          std::string(dtype_name(d.dtype)) + " or f32)");
+                          std::string(dtype_name(natural_out_dtype(d))) + " or " + std::string(dtype_name(other)) +
+                          ")");
   return Status::ok();
 }
 
@@ -62,12 +73,12 @@ ScanShape shape_of(const ScanDescriptor& d, bool backward) {
     if (k != dim && d.shape.dims[k] == 0) s.lines = 0;
   s.vector = static_cast<int>(16 / dtype_size(d.dtype));
   const bool f64 = d.dtype == DType::f64;
+  auto size = [](auto m) { return int64_t{sizeof(typename decltype(m)::type::State)}; };
   if (backward)
     s.state_bytes = f64 ? sizeof(AffineMath<double>::State) : sizeof(AffineMath<float>::State);
   else
     s.state_bytes =
-        f64 ? with_scan_math<double>(d.kind, [](auto m) { return int64_t{sizeof(typename decltype(m)::type::State)}; })
-            : with_scan_math<float>(d.kind, [](auto m) { return int64_t{sizeof(typename decltype(m)::type::State)}; });
+        with_acc_type(d.dtype, [&](auto a) { return with_scan_math<typename decltype(a)::type>(d.kind, size); });
   for (int k = d.shape.rank - 1; k >= 0; --k) {
     if (d.shape.dims[k] == 1) continue;
     s.innermost = k == dim;
@@ -92,7 +103,7 @@ struct ScanArgTable;
 template <>
 struct ScanArgTable<false> {
   using Args = ScanArgs;
-  static constexpr OpSchema kSchema{"ScanPlan", "scan", "reduction", kFloats, kIndexTypes, kVariants};
+  static constexpr OpSchema kSchema{"ScanPlan", "scan", "reduction", kForwardDTypes, kIndexTypes, kVariants};
   static constexpr ArgField<Args> kFields[] = {
       {"x", &Args::x, nullptr}, {"out", nullptr, &Args::out}, {"indices", nullptr, &Args::indices}};
   static void arg_specs(const ScanDescriptor& d, std::span<ArgSpec> specs) {
@@ -149,7 +160,7 @@ struct ScanHooks : ScanArgTable<kBackward> {
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
     PrecisionGuarantee g;
-    g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
+    g.compute = g.accumulator = acc_dtype(d.dtype);
     return g;
   }
 

@@ -186,12 +186,16 @@ struct ScanBackward {
   }
 };
 
-// Calls f(std::type_identity<Step>{}) with the pass's Step, over the backend's own 16-bit types.
+// Calls f(std::type_identity<Step>{}) with the pass's Step, over the backend's own 16-bit types:
+// the forward's x also i32 or i64 (cumsum), the backward's floating only.
 template <class Half, class BFloat16, class F>
 Status dispatch_scan(const ScanProblem& p, F&& f) {
-  return dispatch_float<Half, BFloat16>(p.dtype, [&](auto x) {
+  if (p.backward)
+    return dispatch_float<Half, BFloat16>(p.dtype, [&](auto x) {
+      return f(std::type_identity<ScanBackward<Half, BFloat16, typename decltype(x)::type>>{});
+    });
+  return dispatch_float<Half, BFloat16, int32_t, int64_t>(p.dtype, [&](auto x) {
     using X = typename decltype(x)::type;
-    if (p.backward) return f(std::type_identity<ScanBackward<Half, BFloat16, X>>{});
     return with_scan_math<acc_t<X>>(p.kind, [&](auto math) {
       return f(std::type_identity<ScanForward<Half, BFloat16, X, typename decltype(math)::type>>{});
     });

@@ -398,7 +398,7 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ReduceDescriptor& d)
 }
 
 // A scan: any dim (a scalar's 0 and -1 among them), both directions, kinds past the enum now and
-// then; out dtypes none, f32, a supported one or any.
+// then; out dtypes none, f32 or i64 (an integer cumsum's), a supported one or any.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ScanDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.shape = fuzz_shape(in);
@@ -411,7 +411,7 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ScanDescriptor& d) {
       d.out_dtype = std::nullopt;
       break;
     case 1:
-      d.out_dtype = DType::f32;
+      d.out_dtype = in.consume_bool() ? DType::f32 : DType::i64;
       break;
     case 2:
       d.out_dtype = fuzz_dtype(in, schema.dtypes);

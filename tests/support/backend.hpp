@@ -22,11 +22,15 @@ inline std::string case_name(const ::testing::TestParamInfo<BackendDType>& info)
   return std::string(backend_name(info.param.backend)) + "_" + std::string(dtype_name(info.param.dtype));
 }
 
-inline std::vector<BackendDType> all_float_cases() {
+// Every backend at each of `dtypes`.
+inline std::vector<BackendDType> cases_of(std::initializer_list<DType> dtypes) {
   std::vector<BackendDType> cases;
   for (Backend b : {Backend::cpu, Backend::cuda})
-    for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16}) cases.push_back({b, d});
+    for (DType d : dtypes) cases.push_back({b, d});
   return cases;
+}
+inline std::vector<BackendDType> all_float_cases() {
+  return cases_of({DType::f32, DType::f64, DType::f16, DType::bf16});
 }
 
 // View specs for harness tensors: contiguous, explicitly strided (zero strides broadcast), or with

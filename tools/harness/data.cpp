@@ -93,8 +93,10 @@ double tolerance(DType dtype) {
       return 1.6e-2;  // 2^-7
     case DType::f32:
       return 2e-6;
-    default:
+    case DType::f64:
       return 1e-12;
+    default:
+      return 0.0;  // integers and bools: exact
   }
 }
 
@@ -159,7 +161,8 @@ Expected<Tensor> random_tensor(Backend backend, DType dtype, const TensorSpec& s
   t.buffer = std::move(*buffer);
   t.host.resize(elements);
   std::uniform_real_distribution<double> dist(lo, hi);
-  for (double& v : t.host) v = quantize(dtype, dist(rng));
+  const bool whole = !is_floating(dtype);  // integers and bools: whole numbers in [lo, hi)
+  for (double& v : t.host) v = quantize(dtype, whole ? std::floor(dist(rng)) : dist(rng));
   if (Status s = t.upload(); !s) return s;
   return t;
 }

@@ -20,7 +20,8 @@ double quantize(DType dtype, double value);
 void encode(DType dtype, const double* values, size_t count, void* out);
 void decode(DType dtype, const void* in, size_t count, double* values);
 
-// Relative tolerance for a result of `dtype` computed in f32 (f64 for f64) and rounded once.
+// Relative tolerance for a result of `dtype` computed in f32 (f64 for f64) and rounded once; 0 for
+// integers and bools (exact).
 double tolerance(DType dtype);
 // The relative error of one rounding to `dtype` (0 for integers).
 double unit_roundoff(DType dtype);
@@ -53,7 +54,8 @@ struct TensorSpec {
   int64_t offset = 0;    // misalign the first element by this many elements
 };
 
-// A tensor whose whole buffer holds random values in [lo, hi), quantized to dtype.
+// A tensor whose whole buffer holds random values in [lo, hi), quantized to dtype (whole numbers for
+// integers and bools).
 Expected<Tensor> random_tensor(Backend backend, DType dtype, const TensorSpec& spec, std::mt19937_64& rng,
                                double lo = -1.0, double hi = 1.0);
 // Sets every element of the buffer to NaN (outputs are poisoned before a run).

@@ -68,6 +68,7 @@ class TypedProblem final : public Problem {
     only = sample.only;
     index_values = sample.index_values;
     note = std::move(sample.note);
+    value_ranges = std::move(sample.value_ranges);
   }
 
   const OpSchema& schema() const override { return Plan::schema(); }
@@ -160,6 +161,7 @@ class TypedRow final : public OpRow {
   std::vector<std::unique_ptr<Problem>> samples(DType dtype) const override {
     std::vector<std::unique_ptr<Problem>> out;
     for (Sample<Descriptor>& s : spec_.samples()) {
+      if (!s.dtypes.empty() && std::find(s.dtypes.begin(), s.dtypes.end(), dtype) == s.dtypes.end()) continue;
       s.desc.dtype = dtype;
       out.push_back(std::make_unique<TypedProblem<Plan>>(&spec_, std::move(s)));
     }

@@ -176,9 +176,15 @@ TensorSpec layout(const ArgSpec& spec, Views views) {
 }
 
 namespace {
-std::pair<double, double> value_range(const ArgSpec& spec, std::span<const ValueRange> ranges) {
+// The sample's own range, else for an integer whole numbers in [-1000, 1000), a bool 0 or 1, a float
+// the row's range or [-1, 1).
+std::pair<double, double> value_range(const ArgSpec& spec, std::span<const ValueRange> sample,
+                                      std::span<const ValueRange> row) {
+  for (const ValueRange& r : sample)
+    if (r.arg == spec.name) return {r.lo, r.hi};
+  if (spec.dtype == DType::boolean) return {0.0, 2.0};
   if (!is_floating(spec.dtype)) return {-1000.0, 1000.0};
-  for (const ValueRange& r : ranges)
+  for (const ValueRange& r : row)
     if (r.arg == spec.name) return {r.lo, r.hi};
   return {-1.0, 1.0};
 }
@@ -199,7 +205,7 @@ Expected<ProblemTensors> allocate(Problem& problem, Backend backend, std::span<c
     const ArgSpec& spec = t.specs[k];
     if (!spec.present) continue;
     const bool laid_out = !contiguous_only && (problem.only.empty() || problem.only == spec.name);
-    const auto [lo, hi] = value_range(spec, ranges);
+    const auto [lo, hi] = value_range(spec, problem.value_ranges, ranges);
     Expected<Tensor> tensor =
         random_tensor(backend, spec.dtype, layout(spec, laid_out ? problem.views : Views::contiguous), rng, lo, hi);
     if (!tensor) return tensor.status();

@@ -34,7 +34,7 @@ struct IndexRange {
   int64_t lo = 0, hi = 0;  // index values drawn from [lo, hi)
 };
 struct ValueRange {
-  std::string_view arg;  // a floating-point argument's random values lie in [lo, hi)
+  std::string_view arg;  // the argument's random values lie in [lo, hi) (integers: whole ones)
   double lo = -1.0, hi = 1.0;
 };
 
@@ -46,6 +46,8 @@ struct Sample {
   std::string_view only{};                   // give `views` to this argument alone; empty: to every one
   std::optional<IndexRange> index_values{};  // default: [-2, index_bound + 2), so bad values occur
   std::string note{};                        // what the shapes alone do not say (dim, padding, weight)
+  std::vector<DType> dtypes{};               // the dtypes it runs at; empty: every dtype of the schema
+  std::vector<ValueRange> value_ranges{};    // its own, before the row's (which hold for floats alone)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -135,6 +137,7 @@ class Problem {
   std::string_view only;
   std::optional<IndexRange> index_values;
   std::string note;
+  std::vector<ValueRange> value_ranges;  // the sample's own
 };
 
 // How a backward row's gradients map onto its forward's arguments.

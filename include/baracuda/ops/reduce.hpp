@@ -6,8 +6,9 @@
 //
 //   kind            out dtype           value                       backward (dx from dy)
 //   sum             x's (or f32)        sum x                       dy
+//                   integer x: i64 (or x's)
 //   mean            x's (or f32)        sum x / n                   dy / n
-//   prod            x's (or f32)        prod x                      dy * prod of the others (exact with zeros)
+//   prod            as sum's            prod x                      dy * prod of the others (exact with zeros)
 //   amax, amin      x's (or f32)        max / min x                 dy / (ties) at every element equal to out
 //   max, min        x's (or f32)        max / min x, and `indices`  dy at the element `indices` names
 //   argmax, argmin  index_dtype         `indices` only              none
@@ -19,21 +20,29 @@
 //   any, all        bool                some / every x != 0 (NaN counts as nonzero)                  none
 //   count_nonzero   i64                 how many x != 0                                              none
 //
+// dtypes: f32, f64, f16, bf16 for every kind; i32 and i64 for sum, prod, amax, amin, max, min,
+// argmax, argmin, any, all and count_nonzero (as PyTorch, which refuses the mean of integers; an
+// integer sum or product is i64 unless out_dtype asks for x's own, as jnp.sum keeps it; an f32 out
+// is for floating x); bool for any, all and count_nonzero. The backward takes the floating dtypes
+// alone (integers have no gradient): ReduceBackwardPlan refuses the others naming descriptor.dtype.
+//
 // Indices (max, min, argmax, argmin) count along the reduced dims in row-major order (for one dim,
 // PyTorch's index along it); ties give the first index, and a NaN is greater than everything (the
 // first NaN wins, as PyTorch's max / argmax). `dims` lists the reduced dims (negative counts from the
 // end; no repeats); an empty list reduces every dim (torch.sum(x), jnp.sum(x)). With keepdim the
 // output has x's rank with size 1 at every reduced dim; without, the reduced dims are dropped.
 //
-// Numerics: 16-bit and f32 inputs compute and accumulate in f32, f64 in f64. NaN propagates through
-// sum, mean, prod, amax/amin, max/min, var, std, norm (p != 0: norm's p = 0 counts a NaN as nonzero,
-// as PyTorch) and logsumexp; logsumexp of a row of -inf is -inf, and of a row with +inf is +inf.
-// Gradients follow their formulas: var / std of a row holding an infinity give NaN (PyTorch: +-inf),
-// std of a constant row 0 / 0 = NaN (as PyTorch). On the GPU, var's f32 running mean divides with
-// the approximate (2 ulp) division. Over an empty reduced set: sum 0, prod 1, mean,
-// var and std NaN, logsumexp -inf, norm 0, any false, all true, count 0; amax, amin, max, min, argmax
-// and argmin are an error at select (PyTorch refuses them too). var / std with n - correction <= 0
-// give inf or NaN as PyTorch's (0 / 0 = NaN, x / 0 = inf).
+// Numerics: 16-bit and f32 inputs compute and accumulate in f32, f64 in f64; integers and bools in
+// int64, exactly: sums and products wrap as two's complement (at 64 bits, then at 32 for an i32 out),
+// as PyTorch's and JAX's do. NaN propagates through sum, mean, prod, amax/amin, max/min, var, std,
+// norm (p != 0: norm's p = 0 counts a NaN as nonzero, as PyTorch) and logsumexp; logsumexp of a row
+// of -inf is -inf, and of a row with +inf is +inf. Gradients follow their formulas: var / std of a
+// row holding an infinity give NaN (PyTorch: +-inf), std of a constant row 0 / 0 = NaN (as
+// PyTorch). On the GPU, var's f32 running mean divides with the approximate (2 ulp) division. Over
+// an empty reduced set: sum 0, prod 1, mean, var and std NaN, logsumexp -inf, norm 0, any false,
+// all true, count 0; amax, amin, max, min, argmax and argmin are an error at select (PyTorch refuses
+// them too). var / std with n - correction <= 0 give inf or NaN as PyTorch's (0 / 0 = NaN, x / 0 =
+// inf).
 //
 // Determinism: every kernel is deterministic (no atomics: a fixed reduction order, the same bits on
 // every run). amax/amin/max/min/arg-kinds, any/all/count and an empty reduced set do not depend on
@@ -84,7 +93,8 @@ struct ReduceDescriptor {
   ReduceDims dims;
   bool keepdim = false;
   ReduceKind kind = ReduceKind::sum;
-  std::optional<DType> out_dtype;  // value kinds: nullopt or dtype, or f32 (torch.sum(x, dtype=f32))
+  std::optional<DType> out_dtype;  // value kinds: nullopt, the natural one or f32 (torch.sum(x, dtype=f32));
+                                   // an integer sum or prod: i64 or x's
   DType index_dtype = DType::i64;  // `indices` of max, min, argmax, argmin: i32 or i64
   double correction = 1.0;         // var, std: n - correction divides (1: Bessel's, torch's default)
   double p = 2.0;                  // norm: any p, including 0 and +-inf

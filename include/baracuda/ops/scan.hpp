@@ -5,6 +5,7 @@
 //
 //   kind            out dtype          out[i] (along dim; with reverse, over i..n-1 instead of 0..i)
 //   cumsum          x's (or f32)       x[0] + ... + x[i]
+//                   integer x: i64 (or x's)
 //   cumprod         x's (or f32)       x[0] * ... * x[i]
 //   cummax, cummin  x's (or f32)       max / min of x[0..i], and `indices`: where it is (index_dtype)
 //   logcumsumexp    x's (or f32)       log(exp x[0] + ... + exp x[i]), shifted by the running max
@@ -24,12 +25,16 @@
 // always; x for cumprod and logcumsumexp; out for cumprod and logcumsumexp; indices for cummax / cummin (as the forward
 // wrote them: the gradient of a run of equal indices goes to the element that starts it).
 //
-// Numerics: 16-bit and f32 inputs compute and accumulate in f32, f64 in f64. NaN propagates as in
-// PyTorch. Determinism: no atomics, a fixed order: the same shape, dim and kernel give the same bits
-// on every run and whatever the views' strides; cummax / cummin do not depend on the order at all.
-// The order: each thread folds a run of consecutive elements, runs are combined by a scan over the
-// threads of a block, blocks by a scan of their totals: the error of a cumsum is below
-// (run + log2(threads) + log2(blocks)) ulps of the running sum of |x|.
+// dtypes: f32, f64, f16, bf16 for every kind; i32 and i64 for cumsum (out i64, as torch.cumsum, or
+// x's own: it wraps as two's complement). The backward takes the floating dtypes alone.
+//
+// Numerics: 16-bit and f32 inputs compute and accumulate in f32, f64 in f64, integers in int64
+// (exact, wrapping). NaN propagates as in PyTorch. Determinism: no atomics, a fixed order: the same
+// shape, dim and kernel give the same bits on every run and whatever the views' strides; cummax /
+// cummin do not depend on the order at all. The order: each thread folds a run of consecutive
+// elements, runs are combined by a scan over the threads of a block, blocks by a scan of their
+// totals: the error of a cumsum is below (run + log2(threads) + log2(blocks)) ulps of the running
+// sum of |x|.
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
@@ -44,7 +49,7 @@ struct ScanDescriptor {
   int dim = -1;              // the scanned dim; negative counts from the end (0 or -1 for a scalar)
   ScanKind kind = ScanKind::cumsum;
   bool reverse = false;            // scan from the last element to the first (jax.lax.cumsum(reverse=True))
-  std::optional<DType> out_dtype;  // nullopt or dtype, or f32 (torch.cumsum(x, dtype=f32))
+  std::optional<DType> out_dtype;  // nullopt or dtype, or f32 (torch.cumsum(x, dtype=f32)); integer x: i64 or x's
   DType index_dtype = DType::i64;  // `indices` of cummax / cummin: i32 or i64
 };
 

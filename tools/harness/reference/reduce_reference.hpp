@@ -6,7 +6,8 @@
 // a NaN beats every number in the extremes (the first NaN's index), NaN propagates through the
 // value kinds, logsumexp of nothing but -inf is -inf and of a row with +inf is +inf, an empty
 // reduced set gives sum 0, prod 1, mean / var / std NaN, logsumexp -inf, norm 0, any false, all
-// true, count 0; var / std divide by max(n - correction, 0).
+// true, count 0; var / std divide by max(n - correction, 0). Integer sums and products are exact in
+// two's complement: they wrap at 64 bits and again at out's 32 when out is i32.
 //
 // Error scales (RefOutput): a sum of n terms keeps each term (RefOutput::add); a value the plan
 // computes from n elements by other means (a product, a norm, a standard deviation, a logsumexp)
@@ -59,6 +60,31 @@ inline bool reduce_picks_element(ReduceKind kind, double p) {
       return false;
   }
 }
+
+// The dtypes x may have for a kind: floats; i32 and i64 for all but the means, var, std, norm and
+// logsumexp; bool for any, all and count_nonzero.
+inline std::vector<DType> reduce_dtypes(ReduceKind kind) {
+  const bool real = kind == ReduceKind::mean || kind == ReduceKind::var || kind == ReduceKind::std ||
+                    kind == ReduceKind::norm || kind == ReduceKind::logsumexp;
+  const bool counts = kind == ReduceKind::any || kind == ReduceKind::all || kind == ReduceKind::count_nonzero;
+  constexpr DType kAll[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::boolean};
+  return {std::begin(kAll), std::end(kAll) - (real ? 3 : counts ? 0 : 1)};
+}
+
+// An integer sum (or product) of whole-number values, in 64-bit two's complement, and its value
+// wrapped to `out` (i32 or i64).
+struct IntegerFold {
+  bool product = false;
+  uint64_t bits = product ? 1 : 0;
+  void fold(double x) {
+    const auto b = static_cast<uint64_t>(static_cast<int64_t>(x));
+    bits = product ? bits * b : bits + b;
+  }
+  double value(DType out) const {
+    if (out == DType::i32) return static_cast<int32_t>(static_cast<uint32_t>(bits));
+    return static_cast<double>(static_cast<int64_t>(bits));
+  }
+};
 
 // x's dims split into kept and reduced; outputs row-major over the kept dims (with keepdim the
 // inserted size-1 dims do not change an output's row-major index), each output's elements row-major
@@ -198,6 +224,7 @@ inline void reduce_forward(const ReduceDescriptor& d, harness::RefIO& io) {
   const harness::HostView& x = io.in("x");
   harness::RefOutput& out = io.out("out");
   harness::RefOutput& indices = io.out("indices");
+  const DType out_dtype = io.specs[static_cast<size_t>(io.index_of("out"))].dtype;
   const ReduceLayout layout(d);
   const int64_t n = layout.count();
   const double nd = static_cast<double>(n);
@@ -207,6 +234,12 @@ inline void reduce_forward(const ReduceDescriptor& d, harness::RefIO& io) {
     layout.for_each(o, [&](int64_t e, int64_t l) { linear[e] = l; });
     auto value = [&](int64_t e) { return x.at(linear[e]); };
     auto magnitude = [&](int64_t e) { return std::fabs(x.at(linear[e])); };
+    if (!is_floating(d.dtype) && (d.kind == ReduceKind::sum || d.kind == ReduceKind::prod)) {
+      IntegerFold fold{d.kind == ReduceKind::prod};
+      for (int64_t e = 0; e < n; ++e) fold.fold(value(e));
+      out.set(o, fold.value(out_dtype));
+      continue;
+    }
     switch (d.kind) {
       case ReduceKind::sum:
       case ReduceKind::mean: {

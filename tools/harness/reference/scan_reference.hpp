@@ -11,7 +11,8 @@
 //                  with zeros; without them, prefix products divided, the same within f64's rounding)
 //   cummax/cummin  the sum of dout[j] over the j whose indices[j] is i
 //   logcumsumexp   sum_j dout[j] * exp(x[i] - out[j])   (0 where x[i] is -inf)
-// (with reverse "j >= i" is "j <= i" and i-1 is i+1).
+// (with reverse "j >= i" is "j <= i" and i-1 is i+1). An integer cumsum is exact, wrapping as
+// reduce_reference.hpp's IntegerFold.
 //
 // Error scales (RefOutput): a running sum keeps its terms' magnitudes and count, as RefOutput::add
 // would; a product, a logcumsumexp and a gradient get one accumulator rounding per element they
@@ -85,8 +86,17 @@ inline void scan_forward(const ScanDescriptor& d, harness::RefIO& io) {
   const harness::HostView& x = io.in("x");
   harness::RefOutput& out = io.out("out");
   harness::RefOutput& indices = io.out("indices");
+  const DType out_dtype = io.specs[static_cast<size_t>(io.index_of("out"))].dtype;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   for_each_scan_line(d, [&](auto at, int64_t n) {
+    if (!is_floating(d.dtype)) {  // an integer cumsum
+      reference::IntegerFold sum;
+      for (int64_t t = 0; t < n; ++t) {
+        sum.fold(x.at(at(t)));
+        out.set(at(t), sum.value(out_dtype));
+      }
+      return;
+    }
     double sum = 0, magnitude = 0, product = 1;
     double extreme = 0, max = -kInf, shifted = 0;  // logcumsumexp: the finite max, sum of exp(x - max)
     bool nan = false, inf = false;

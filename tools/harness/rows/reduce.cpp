@@ -1,9 +1,10 @@
 // Op-table rows of the reduction family: every ReduceKind (one plan pair, the descriptor's kind),
-// forward and backward. The table's inputs are random in [0.5, 1.5) (no zeros, no signs: a product
-// of a few hundred of them neither overflows nor underflows, and norms and their gradients stay away
-// from the kinks at 0); signed inputs, special values (NaN, +-inf, 1e30, ties, zeros), the empty
-// reduced set's values, var's corrections, f32 outputs, i32 indices and the gradients of the kinds
-// whose maps have kinks (the extremes) against finite differences are tests/test_reduce.cpp's.
+// forward and backward. The table's floating inputs are random in [0.5, 1.5) (no zeros, no signs: a
+// product of a few hundred of them neither overflows nor underflows, and norms and their gradients
+// stay away from the kinks at 0); integer ones whole numbers in [-1000, 1000) (products wrap), bools
+// 0 or 1, and a few samples of their own (sums past 2^31, wrapping, ties); signed inputs, special values (NaN, +-inf,
+// 1e30, ties, zeros), the empty reduced set's values, var's corrections, f32 outputs, i32 indices and the gradients of
+// the kinds whose maps have kinks (the extremes) against finite differences are tests/test_reduce.cpp's.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -138,6 +139,38 @@ bool kinked(const KindSpec& k) {
          k.kind == ReduceKind::min || (k.kind == ReduceKind::norm && std::isinf(k.p));
 }
 
+// Integer and bool samples of their own (the samples above run them too, at the kinds they take):
+// i32 values across their range, whose sums pass 2^31 (exact in i64; wrapped in an i32 out) and
+// whose products wrap; i64 values near 2^62, whose sums wrap too; values in [0, 4), for ties of the
+// extremes; bools mostly false or mostly true, for any and all.
+void integer_samples(std::vector<Sample<Desc>>& out) {
+  using K = ReduceKind;
+  auto add = [&](std::initializer_list<ReduceKind> kinds, Shape shape, ReduceDims dims, std::vector<DType> dtypes,
+                 double lo, double hi, std::optional<DType> out_dtype = std::nullopt) {
+    for (ReduceKind kind : kinds) {
+      Desc d;
+      d.shape = shape;
+      d.dims = dims;
+      d.kind = kind;
+      d.out_dtype = out_dtype;
+      std::string note = std::string(reference::reduce_kind_name(kind)) + " " + dims_label(dims, false) + ", x in [" +
+                         std::to_string(lo) + ", " + std::to_string(hi) + ")";
+      if (out_dtype) note += ", out " + std::string(dtype_name(*out_dtype));
+      out.push_back({d, Views::contiguous, {}, std::nullopt, std::move(note), dtypes, {{"x", lo, hi}}});
+    }
+  };
+  const std::vector<DType> ints = {DType::i32, DType::i64};
+  constexpr double k31 = 0x1p31, k62 = 0x1p62;
+  for (const auto& [shape, dims] : {std::pair<Shape, ReduceDims>{{5, 1000}, {1}}, {{1000, 5}, {0}}}) {
+    add({K::sum, K::prod, K::amax, K::argmin}, shape, dims, ints, -k31, k31);
+    add({K::sum, K::prod}, shape, dims, {DType::i32}, -k31, k31, DType::i32);
+    add({K::sum, K::prod, K::max}, shape, dims, {DType::i64}, -k62, k62);
+    add({K::amax, K::amin, K::max, K::min, K::argmax, K::argmin}, shape, dims, ints, 0, 4);
+    add({K::any, K::all, K::count_nonzero}, shape, dims, {DType::boolean}, 0, 1.002);
+    add({K::any, K::all, K::count_nonzero}, shape, dims, {DType::boolean}, 0.998, 2);
+  }
+}
+
 // Every kind of sample (the shapes of 2^15 elements or more, where the CPU kernels go parallel, take
 // few kinds: their OpenMP regions are what the drivers' runs cost most, and more so where tests run
 // side by side on 2 cores): dims sets (last, first, middle, all, several non-adjacent, negative; keepdim
@@ -169,7 +202,8 @@ std::vector<Sample<Desc>> samples(bool backward) {
       if (padded) note += ", padded: no finite differences";
       // The backward's indices (max, min): the driver's [-2, count + 2), so that a bad one (its
       // output's gradient is 0 throughout) occurs.
-      out.push_back({d, padded ? Views::padded : views, only, std::nullopt, std::move(note)});
+      out.push_back(
+          {d, padded ? Views::padded : views, only, std::nullopt, std::move(note), reference::reduce_dtypes(k.kind)});
     };
     const std::span<const ReduceKind> few = backward ? std::span<const ReduceKind>(kFewBackward) : kFewForward;
     if (kinds == Kinds::forward && backward) return;
@@ -256,6 +290,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
   add(kExtra, {40, 6}, D{0}, false, Views::misaligned);
   add(kMain, {3, 1031}, D{1}, false, Views::misaligned, backward ? "dx" : "out");  // only the output misaligned
   add(kMain, {16, 8, 24}, D{1}, true, Views::padded, backward ? "dout" : "out");
+  if (!backward) integer_samples(out);
   return out;
 }
 std::vector<Sample<Desc>> forward_samples() { return samples(false); }
@@ -404,6 +439,53 @@ std::vector<DescriptorError<Desc>> errors(bool backward) {
                  [](Desc& d) {
                    d.kind = ReduceKind::argmax;
                    d.out_dtype = d.dtype;
+                 },
+                 StatusCode::unsupported, "descriptor.out_dtype"});
+  }
+  // Integers and bools: the kinds and out dtypes they take (PyTorch refuses the mean of integers);
+  // the backward takes none (integers have no gradient).
+  const std::pair<std::string_view, Mutate> integer[] = {
+      {"mean of i32",
+       [](Desc& d) {
+         d.dtype = DType::i32;
+         d.kind = ReduceKind::mean;
+       }},
+      {"logsumexp of i64",
+       [](Desc& d) {
+         d.dtype = DType::i64;
+         d.kind = ReduceKind::logsumexp;
+       }},
+      {"sum of bool",
+       [](Desc& d) {
+         d.dtype = DType::boolean;
+         d.kind = ReduceKind::sum;
+       }},
+      {"amax of i32",
+       [](Desc& d) {
+         d.dtype = DType::i32;
+         d.kind = ReduceKind::amax;
+       }},
+  };
+  for (const auto& [label, mutate] : integer) {
+    Desc probe;
+    mutate(probe);
+    const std::vector<DType> takes = reference::reduce_dtypes(probe.kind);
+    if (backward || std::find(takes.begin(), takes.end(), probe.dtype) == takes.end())
+      e.push_back({label, mutate, StatusCode::unsupported, "descriptor.dtype"});
+  }
+  if (!backward) {
+    e.push_back({"f32 out_dtype of an i32 sum (i64 or i32)",
+                 [](Desc& d) {
+                   d.dtype = DType::i32;
+                   d.kind = ReduceKind::sum;
+                   d.out_dtype = DType::f32;
+                 },
+                 StatusCode::unsupported, "descriptor.out_dtype"});
+    e.push_back({"i64 out_dtype of an i32 amax (i32 only)",
+                 [](Desc& d) {
+                   d.dtype = DType::i32;
+                   d.kind = ReduceKind::amax;
+                   d.out_dtype = DType::i64;
                  },
                  StatusCode::unsupported, "descriptor.out_dtype"});
   }

@@ -1,7 +1,9 @@
 // Op-table rows of the scans: every ScanKind (one plan pair, the descriptor's kind), forward and
 // backward, in both directions. The table's x is random in [0.5, 1.3): of mean below 1, so that
 // products and cumprod's gradient (a sum of products) have tails f16 holds (x in [0.5, 1.5), of mean
-// 1, reaches 65504 once in a few thousand lines); the backward's saved `out` in [0.5, 1.5). Signed
+// 1, reaches 65504 once in a few thousand lines); the backward's saved `out` in [0.5, 1.5). Integer
+// x (cumsum's) is whole numbers in [-1000, 1000), and across i32's range or near 2^62 in a few
+// samples of its own (sums past 2^31, exact in i64 and wrapped in an i32 out; i64 sums that wrap). Signed
 // inputs, special values (NaN, +-inf, 1e30, rows of -inf), ties, cumprod's gradient through zeros,
 // long signed cumsums, f32 outputs, the gradients of cummax / cummin against finite differences and
 // which kernel select picks are tests/test_scan.cpp's.
@@ -18,6 +20,10 @@ namespace baracuda::harness {
 namespace {
 
 using Desc = ScanDescriptor;
+
+// The dtypes of cumsum's samples, and of the others'.
+const std::vector<DType> kFloats = {DType::f32, DType::f64, DType::f16, DType::bf16};
+const std::vector<DType> kForwardDTypes = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 
 constexpr ScanKind kKinds[] = {ScanKind::cumsum, ScanKind::cumprod, ScanKind::cummax, ScanKind::cummin,
                                ScanKind::logcumsumexp};
@@ -105,7 +111,8 @@ std::vector<Sample<Desc>> samples(bool backward) {
         if (reverse) note += " reverse";
         if (reference::scan_has_indices(kind)) note += ", " + std::string(dtype_name(d.index_dtype)) + " indices";
         if (padded) note += ", padded: no finite differences";
-        out.push_back({d, padded ? Views::padded : views, only, saved_indices(d, n, backward), std::move(note)});
+        out.push_back({d, padded ? Views::padded : views, only, saved_indices(d, n, backward), std::move(note),
+                       kind == ScanKind::cumsum ? kForwardDTypes : kFloats});
       }
     }
   };
@@ -194,6 +201,25 @@ std::vector<Sample<Desc>> samples(bool backward) {
   if (backward) {
     add(kMain, kOne, {40, 33}, 1, Views::broadcast, "out");
     add(kMain, kOne, {40, 33}, 0, Views::padded, "indices");
+    return out;
+  }
+  // Integer cumsums across i32's range (an i64 out, exact; an i32 out, wrapped) and near 2^62 (i64
+  // sums that wrap), along rows and columns.
+  for (const auto& [shape, dim] : {std::pair<Shape, int>{{3, 3000}, 1}, {{3000, 3}, 0}}) {
+    auto add_wide = [&](std::vector<DType> dtypes, double bound, std::optional<DType> out_dtype) {
+      Desc d;
+      d.shape = shape;
+      d.dim = dim;
+      d.out_dtype = out_dtype;
+      d.reverse = dim == 0;
+      std::string note = "cumsum dim " + std::to_string(dim) + ", x in +-" + std::to_string(bound);
+      if (out_dtype) note += ", out " + std::string(dtype_name(*out_dtype));
+      out.push_back(
+          {d, Views::contiguous, {}, std::nullopt, std::move(note), std::move(dtypes), {{"x", -bound, bound}}});
+    };
+    add_wide({DType::i32, DType::i64}, 0x1p31, std::nullopt);
+    add_wide({DType::i32}, 0x1p31, DType::i32);
+    add_wide({DType::i64}, 0x1p62, std::nullopt);
   }
   return out;
 }
@@ -201,8 +227,8 @@ std::vector<Sample<Desc>> forward_samples() { return samples(false); }
 std::vector<Sample<Desc>> backward_samples() { return samples(true); }
 
 // (Functions, not globals: the table is built during other files' static initialization.)
-std::vector<DescriptorError<Desc>> errors() {
-  return {
+std::vector<DescriptorError<Desc>> errors(bool backward) {
+  std::vector<DescriptorError<Desc>> e = {
       {"dim past the rank",
        [](Desc& d) {
          d.shape = {4, 5};
@@ -247,8 +273,29 @@ std::vector<DescriptorError<Desc>> errors() {
        [](Desc& d) { d.out_dtype = d.dtype == DType::f16 ? DType::bf16 : DType::f16; }, StatusCode::unsupported,
        "descriptor.out_dtype"},
       {"integer out_dtype", [](Desc& d) { d.out_dtype = DType::i64; }, StatusCode::unsupported, "descriptor.out_dtype"},
+      {"cumprod of i32 (integers take cumsum)",
+       [](Desc& d) {
+         d.dtype = DType::i32;
+         d.kind = ScanKind::cumprod;
+       },
+       StatusCode::unsupported, "descriptor.dtype"},
+      {"f32 out_dtype of an i64 cumsum (i64 only; the backward: no gradient)",
+       [](Desc& d) {
+         d.dtype = DType::i64;
+         d.kind = ScanKind::cumsum;
+         d.out_dtype = DType::f32;
+       },
+       StatusCode::unsupported, backward ? "descriptor.dtype" : "descriptor.out_dtype"},
       {"i8 indices", [](Desc& d) { d.index_dtype = DType::i8; }, StatusCode::unsupported, "descriptor.index_dtype"},
   };
+  if (backward)
+    e.push_back({"cumsum of i32: no gradient",
+                 [](Desc& d) {
+                   d.dtype = DType::i32;
+                   d.kind = ScanKind::cumsum;
+                 },
+                 StatusCode::unsupported, "descriptor.dtype"});
+  return e;
 }
 
 // The profiler's cases: on the GPU [8192, 4096] along the last dim and along dim 0, one line of
@@ -313,12 +360,12 @@ void backward_reference(const Desc& d, RefIO& io) { reference::scan_backward(d, 
 std::vector<std::unique_ptr<OpRow>> scan_rows() {
   std::vector<std::unique_ptr<OpRow>> rows;
   rows.push_back(make_row<ScanPlan>(
-      {forward_samples, forward_reference, harness::tolerance, forward_ranges(), errors(), bench(false)}));
+      {forward_samples, forward_reference, harness::tolerance, forward_ranges(), errors(false), bench(false)}));
   rows.push_back(make_row<ScanBackwardPlan>({backward_samples,
                                              backward_reference,
                                              harness::tolerance,
                                              backward_ranges(),
-                                             errors(),
+                                             errors(true),
                                              bench(true),
                                              forward_of<ScanPlan>,
                                              {"dout", "out", {{"dx", "x"}}}}));
