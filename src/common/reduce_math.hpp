@@ -36,8 +36,9 @@ BARACUDA_HD A exp(A x) {
 #endif
 }
 // a * b rounded on its own, never contracted with an add into an fma: a combine evaluated at
-// several places (a scan whose pieces link in one pass, bench/NOTES.md) must give the same bits at each. Integers wrap as
-// two's complement (as PyTorch's and JAX's do), computed in uint64_t, whose overflow is defined.
+// several places (a scan whose pieces link in one pass, bench/NOTES.md) must give the same bits at
+// each. Integers wrap as two's complement (as PyTorch's and JAX's do), computed in uint64_t, whose
+// overflow is defined.
 template <class A>
 BARACUDA_HD A mul(A a, A b) {
   if constexpr (std::is_integral_v<A>) {
