@@ -100,8 +100,9 @@ struct Layout {
 
 // One pass over every block's piece of its lines: totals (the first launch of a split) or outputs.
 template <class Step, bool kColumns>
-// At least 3 blocks an SM on rows (80 registers), 2 on columns (128), for loads in flight.
-__global__ void __launch_bounds__(kScanBlock, kColumns ? 2 : 3) scan_kernel(const ScanProblem p, bool emit) {
+// The blocks an SM holds, as scan_geometry counts them (rows 80 registers, columns 128).
+__global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? ScanVariant::columns : ScanVariant::rows))
+    scan_kernel(const ScanProblem p, bool emit) {
   using L = Layout<Step, kColumns>;
   using X = typename L::X;
   using A = acc_t<X>;
