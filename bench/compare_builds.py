@@ -21,9 +21,10 @@ def op_names(profiler):
     return [line.split()[0] for line in out.splitlines()[1:] if line and not line.startswith(" ")]
 
 
-def run(profiler, op, dtypes, tmp):
+def run(profiler, op, dtypes, tmp, options=()):
+    """One op's cases on one build, keyed by (op, dtype, shape); `options`: more profiler flags."""
     path = os.path.join(tmp, "cases.json")
-    cmd = [profiler, f"--ops={op}", f"--json={path}"] + ([f"--dtypes={dtypes}"] if dtypes else [])
+    cmd = [profiler, f"--ops={op}", f"--json={path}"] + ([f"--dtypes={dtypes}"] if dtypes else []) + list(options)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not os.path.exists(path):
         print(proc.stdout, proc.stderr, file=sys.stderr)
@@ -40,14 +41,16 @@ def main():
     ap.add_argument("--dtypes", default="f32,bf16")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--ops", default="", help="comma-separated op names (default: every op --before lists)")
+    ap.add_argument("--shapes", default="", help="the profiler's --shapes (default: each op's standard shapes)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    options = [f"--shapes={args.shapes}"] if args.shapes else []
     before, after, failed = {}, {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for op in args.ops.split(",") if args.ops else op_names(args.before):
             for _ in range(args.rounds):
                 for build, results in ((args.before, before), (args.after, after)):
-                    for key, case in run(build, op, args.dtypes, tmp).items():
+                    for key, case in run(build, op, args.dtypes, tmp, options).items():
                         if not case["verified"]:
                             failed.append((build, key))
                         if key not in results or case["median_ms"] < results[key]["median_ms"]:

@@ -5,10 +5,15 @@
 //            e % kSlots, so the compiler can keep independent sums in flight), combined pairwise.
 //   columns: kColumns neighbouring outputs (along the innermost kept dim) at a time: a piece's
 //            elements are read row by row, each column folding its own state.
+// Either way the elements are first loaded (and converted) into a tile of kTile values, rows by
+// columns (rows: kSlots columns, the slots), and each math folds a whole tile: the tile's loops
+// vectorize where one fold per element through a strided view does not.
 // The backward reduces its statistic the same way into the workspace, then maps every element.
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/parallel.hpp"
@@ -20,6 +25,106 @@ namespace {
 constexpr int64_t kPiece = 8192;  // reduced elements per work item
 constexpr int kSlots = 8;
 constexpr int kColumns = 64;
+constexpr int kTile = 2048;  // values loaded at once (8 KiB of f32)
+
+// exp(x) for the x <= 0 of logsumexp's terms, in f32 within 1 ulp (Cephes' expf: x = n ln2 + r,
+// a degree-6 polynomial of r, times 2^n); 0 below -87 (the true value is under 2^-125, nothing
+// beside the sum's own term of 1). The selects are bit masks: a float compare or a select of a
+// product keeps GCC (trapping math) from vectorizing the tile's loop. Other types keep std::exp.
+template <class A>
+A exp_nonpositive(A x) {
+  if constexpr (!std::is_same_v<A, float>) {
+    return reduce_fn::exp(x);
+  } else {
+    const uint32_t bits = std::bit_cast<uint32_t>(x), limit = std::bit_cast<uint32_t>(-87.0f);
+    const uint32_t under = bits > limit ? ~0u : 0u;  // x < -87 (x <= 0, not NaN)
+    const float clamped = std::bit_cast<float>((bits & ~under) | (limit & under));
+    const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+    const float r = (clamped - n * 0.693359375f) + n * 2.12194440e-4f;
+    float y = 1.9875691500e-4f;
+    y = y * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * r * r + r + 1.0f;
+    const float scale = std::bit_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
+    return std::bit_cast<float>(std::bit_cast<uint32_t>(y * scale) & ~under);
+  }
+}
+
+// A tile of values v[r * ld + c]: column c folds rows 0..rows-1 in order into its state;
+// element (r, c) is element first + r * row_step + c * col_step of its output's reduced set.
+// kCols > 0 fixes cols at compile time (rows' slots, full column blocks): loops over a handful of
+// columns with a runtime bound cost more in their prologues than in their work.
+template <class A, int kCols = 0>
+struct Tile {
+  const A* v;
+  int rows, runtime_cols;
+  int64_t ld;  // between rows in v
+  int64_t first, row_step, col_step;
+  int cols() const { return kCols ? kCols : runtime_cols; }
+  int64_t index(int r, int c) const { return first + r * row_step + c * col_step; }
+  A at(int r, int c) const { return v[r * ld + c]; }
+};
+
+// Column c of a tile, one fold per element.
+template <class Math, int kCols>
+void fold_column(const Math& math, const Tile<typename Math::Acc, kCols>& t, int c, typename Math::State& s) {
+  for (int r = 0; r < t.rows; ++r) math.fold(s, t.at(r, c), t.index(r, c));
+}
+
+// Any math: one fold per element, the columns innermost (sums vectorize across them).
+template <class Math, int kCols>
+void fold_tile(const Math& math, const Tile<typename Math::Acc, kCols>& t, typename Math::State* __restrict states) {
+  const typename Math::Acc* __restrict v = t.v;
+  for (int r = 0; r < t.rows; ++r)
+    for (int c = 0; c < t.cols(); ++c) math.fold(states[c], v[r * t.ld + c], t.index(r, c));
+}
+
+// var / std: each column's rows in two passes (their mean, then the squared deviations from it),
+// merged into the state by the math's own combine (Chan's formula): a division per column, not per
+// element.
+template <class A, int kCols>
+void fold_tile(const VarMath<A>& math, const Tile<A, kCols>& t, typename VarMath<A>::State* states) {
+  A mean[kColumns], m2[kColumns];
+  for (int c = 0; c < t.cols(); ++c) mean[c] = A(0), m2[c] = A(0);
+  for (int r = 0; r < t.rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < t.cols(); ++c) mean[c] += t.at(r, c);
+  for (int c = 0; c < t.cols(); ++c) mean[c] /= static_cast<A>(t.rows);
+  for (int r = 0; r < t.rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < t.cols(); ++c) {
+      const A d = t.at(r, c) - mean[c];
+      m2[c] += d * d;
+    }
+  for (int c = 0; c < t.cols(); ++c) states[c] = math.combine(states[c], {mean[c], m2[c], t.rows});
+}
+
+// logsumexp: each column's max, then the sum of exp(x - max) with the vectorized exp, merged by the
+// math's combine. A column with a NaN or an infinity folds element by element.
+template <class A, int kCols>
+void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t, typename LogSumExpMath<A>::State* states) {
+  A max[kColumns], sum[kColumns], probe[kColumns];
+  for (int c = 0; c < t.cols(); ++c) max[c] = t.at(0, c), sum[c] = A(0), probe[c] = A(0);
+  for (int r = 0; r < t.rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < t.cols(); ++c) {
+      const A x = t.at(r, c);
+      max[c] = x > max[c] ? x : max[c];
+      probe[c] += x - x;
+    }
+  for (int r = 0; r < t.rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < t.cols(); ++c) sum[c] += exp_nonpositive(t.at(r, c) - max[c]);
+  for (int c = 0; c < t.cols(); ++c) {
+    if (probe[c] != A(0))
+      fold_column(math, t, c, states[c]);
+    else
+      states[c] = math.combine(states[c], {max[c], sum[c]});
+  }
+}
 
 template <class X, class Math>
 struct Reducer {
@@ -41,27 +146,64 @@ struct Reducer {
   }
   A at(int64_t offset) const { return to_acc<A>(x[offset]); }
 
+  // n elements of an output's reduced set from e on, as A: in place where x is contiguous and of
+  // type A (a copy would cost as much as the fold), else loaded into v.
+  const A* load(int64_t base, int64_t e, int n, A* v) const {
+    const int64_t stride = p.reduced.rank ? p.reduced.strides[0][0] : 0;
+    if (p.reduced.rank <= 1 && stride == 1) {
+      const X* src = x + base + e;
+      if constexpr (std::is_same_v<X, A>) return src;
+      for (int i = 0; i < n; ++i) v[i] = to_acc<A>(src[i]);
+    } else if (p.reduced.rank <= 1) {
+      for (int i = 0; i < n; ++i) v[i] = at(base + (e + i) * stride);
+    } else {
+      for (int i = 0; i < n; ++i) v[i] = at(base + element(e + i));
+    }
+    return v;
+  }
+
   State fold_row(int64_t base, int64_t begin, int64_t end) const {
     State slot[kSlots];
     for (State& s : slot) s = math.identity();
-    int64_t e = begin;
-    if (p.reduced.rank <= 1) {
-      const int64_t stride = p.reduced.rank ? p.reduced.strides[0][0] : 0;
-      for (; e + kSlots <= end; e += kSlots)
-        for (int j = 0; j < kSlots; ++j) math.fold(slot[j], at(base + (e + j) * stride), e + j);
+    A buffer[kTile];
+    for (int64_t e = begin; e < end; e += kTile) {
+      const int n = static_cast<int>(std::min<int64_t>(kTile, end - e)), rows = n / kSlots;
+      const A* v = load(base, e, n, buffer);
+      if (rows) fold_tile(math, Tile<A, kSlots>{v, rows, kSlots, kSlots, e, kSlots, 1}, slot);
+      if (n % kSlots) fold_tile(math, Tile<A>{v + rows * kSlots, 1, n % kSlots, 0, e + rows * kSlots, 0, 1}, slot);
     }
-    for (; e < end; ++e) math.fold(slot[(e - begin) % kSlots], at(base + element(e)), e);
     for (int width = 1; width < kSlots; width *= 2)
       for (int j = 0; j < kSlots; j += 2 * width) slot[j] = math.combine(slot[j], slot[j + width]);
     return slot[0];
   }
 
-  // `columns` outputs from `base`, `step` apart in x: each folds its piece in order.
+  // `columns` outputs from `base`, `step` apart in x: each folds its piece in order, a tile of rows
+  // at a time (in place where the rows are contiguous runs of A, as load()).
   void fold_columns(int64_t base, int64_t step, int columns, int64_t begin, int64_t end, State* states) const {
     for (int j = 0; j < columns; ++j) states[j] = math.identity();
-    for (int64_t e = begin; e < end; ++e) {
-      const int64_t row = base + element(e);
-      for (int j = 0; j < columns; ++j) math.fold(states[j], at(row + j * step), e);
+    A buffer[kTile];
+    const int rows_per_tile = kTile / columns;
+    const bool in_place = std::is_same_v<X, A> && step == 1 && p.reduced.rank <= 1;
+    const int64_t ld = in_place ? (p.reduced.rank ? p.reduced.strides[0][0] : 0) : columns;
+    for (int64_t e = begin; e < end; e += rows_per_tile) {
+      const int rows = static_cast<int>(std::min<int64_t>(rows_per_tile, end - e));
+      const A* v = buffer;
+      if (in_place) {
+        v = reinterpret_cast<const A*>(x + base + element(e));
+      } else {
+        for (int r = 0; r < rows; ++r) {
+          const X* row = x + base + element(e + r);
+          A* to = buffer + r * columns;
+          if (step == 1)  // a loop the compiler vectorizes (16-bit conversions included)
+            for (int j = 0; j < columns; ++j) to[j] = to_acc<A>(row[j]);
+          else
+            for (int j = 0; j < columns; ++j) to[j] = to_acc<A>(row[j * step]);
+        }
+      }
+      if (columns == kColumns)
+        fold_tile(math, Tile<A, kColumns>{v, rows, columns, ld, e, 1, 0}, states);
+      else
+        fold_tile(math, Tile<A>{v, rows, columns, ld, e, 1, 0}, states);
     }
   }
 

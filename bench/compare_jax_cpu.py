@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The CPU backend's reductions and scans beside jitted JAX (XLA:CPU), in one run on this machine.
+
+Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
+shapes and dtypes: jax.jit, block_until_ready, the median of many wall-clock calls after a warm-up,
+inputs rotated through as many sets as the profiler uses (past 64 MiB), x uniform in [0.5, 1.5) as
+in tools/harness/rows/reduce.cpp; each case the faster of --rounds rounds, ours then JAX in each.
+Prints one markdown table: case, ours, JAX, JAX / ours.
+
+    python3 bench/compare_jax_cpu.py --profiler build/cpu/tools/profiler/baracuda-profiler \
+        [--ops sum,cumsum] [--dtypes f32,bf16] [--shapes 8192x4096] [--out table.md]
+
+cummax: ours also writes the i64 indices (torch.cummax's pair); lax.cummax writes the values only.
+"""
+import argparse
+import math
+import os
+import platform
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_builds import run as run_profiler  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f64": jnp.float64}
+
+
+def vjp_of(f):
+    """The gradient of x from dout through jax.vjp, as the profiler's backward cases."""
+    return lambda x, dout: jax.vjp(f, x)[1](dout)[0]
+
+
+# The JAX peer of each profiled op, as a function of x and the axis (the profiler's *_dim0 ops reduce
+# or scan dim 0, the others the last dim).
+FORWARD = {
+    "sum": lambda x, a: jnp.sum(x, a),
+    "amax": lambda x, a: jnp.max(x, a),
+    "argmax": lambda x, a: jnp.argmax(x, a),
+    "var": lambda x, a: jnp.var(x, a, ddof=1),
+    "logsumexp": lambda x, a: jax.nn.logsumexp(x, a),
+    "cumsum": lambda x, a: jnp.cumsum(x, a),
+    "cummax": lambda x, a: jax.lax.cummax(x, a % x.ndim),
+    "logcumsumexp": lambda x, a: jax.lax.cumlogsumexp(x, a % x.ndim),
+}
+BACKWARD = {"sum_backward": "sum", "cumsum_backward": "cumsum"}
+
+DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"
+               "cumsum,cumsum_dim0,cummax,cummax_dim0,logcumsumexp,logcumsumexp_dim0,sum_backward,cumsum_backward")
+
+
+def jax_case(op, shape, dtype):
+    """(jitted fn, make(seed) -> its arguments) for one profiled case."""
+    base = op.removesuffix("_dim0")
+    axis = 0 if op.endswith("_dim0") else -1
+    if op in BACKWARD:
+        forward = FORWARD[BACKWARD[op]]
+        fn = jax.jit(vjp_of(lambda x: forward(x, -1)))
+        out_shape = jax.eval_shape(lambda x: forward(x, -1), jax.ShapeDtypeStruct(shape, dtype)).shape
+    else:
+        fn = jax.jit(lambda x: FORWARD[base](x, axis))
+        out_shape = None
+
+    def make(seed):
+        key = jax.random.PRNGKey(seed)
+        x = jax.random.uniform(key, shape, jnp.float32, 0.5, 1.5).astype(dtype)
+        if out_shape is None:
+            return (x,)
+        dout = jax.random.uniform(jax.random.fold_in(key, 1), out_shape, jnp.float32, -1.0, 1.0).astype(dtype)
+        return x, dout
+    return fn, make
+
+
+def time_jax(op, shape, dtype, sets, iterations, warmup):
+    fn, make = jax_case(op, shape, dtype)
+    data = [jax.block_until_ready(make(s)) for s in range(sets)]
+    for i in range(warmup):
+        jax.block_until_ready(fn(*data[i % sets]))
+    times = []
+    for i in range(iterations):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*data[i % sets]))
+        times.append((time.perf_counter() - t0) * 1e3)
+        if len(times) >= 3 and sum(times) > 10e3:  # lax.cumlogsumexp takes 10 s a call at [8192, 4096]
+            break
+    times.sort()
+    return times[len(times) // 2]
+
+
+def profiler_sets(case_bytes):
+    """As the profiler on the CPU: enough input sets that one pass over them exceeds 64 MiB."""
+    return int(min(64, max(2, math.ceil((64 << 20) / max(case_bytes, 1)))))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profiler", required=True)
+    ap.add_argument("--ops", default=DEFAULT_OPS)
+    ap.add_argument("--dtypes", default="f32,bf16")
+    ap.add_argument("--shapes", default="8192x4096", help="shapes of every op (the profiler's --shapes)")
+    ap.add_argument("--vector", default="16777216", help="more shapes of cumsum (one long line)")
+    ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for op in args.ops.split(","):
+            shapes = args.shapes + ("," + args.vector if op == "cumsum" and args.vector else "")
+            options = ["--backend=cpu", f"--shapes={shapes}", f"--iterations={args.iterations}",
+                       f"--warmup={args.warmup}"]
+            # Each round times ours, then JAX: the faster median of the rounds, so that a burst of
+            # other work on the machine falls on both alike.
+            ours, theirs = {}, {}
+            for _ in range(args.rounds):
+                for key, case in run_profiler(args.profiler, op, args.dtypes, tmp, options).items():
+                    if key not in ours or case["median_ms"] < ours[key]["median_ms"] or not case["verified"]:
+                        ours[key] = case
+                    ms = time_jax(op, tuple(case["shape"]), DTYPES[key[1]], profiler_sets(case["bytes"]),
+                                  args.iterations, args.warmup)
+                    theirs[key] = min(theirs.get(key, ms), ms)
+            for (name, dtype, shape_text), case in ours.items():
+                jax_ms = theirs[(name, dtype, shape_text)]
+                rows.append((name, case["variant"], dtype, shape_text, "ok" if case["verified"] else "FAIL",
+                             case["median_ms"], jax_ms))
+                print(f"{name} {dtype} {shape_text}: ours {case['median_ms']:.3f} ms, jax {jax_ms:.3f} ms",
+                      file=sys.stderr)
+
+    lines = [f"# baracuda CPU vs jitted JAX {jax.__version__} ({platform.processor() or platform.machine()}, "
+             f"{os.cpu_count()} cores)",
+             "",
+             f"Medians of {args.iterations} wall-clock calls after {args.warmup} warm-up calls (the faster of "
+             f"{args.rounds} rounds, each ours then JAX; JAX's calls stop past 10 s, 3 at least), inputs rotated past "
+             f"64 MiB. JAX / ours > 1: ours is faster.",
+             "",
+             "| case | variant | dtype | shape | verified | ours ms | jax ms | jax / ours |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, variant, dtype, shape, verified, ours, theirs in rows:
+        flag = " **slower**" if theirs / ours < 1 else ""
+        lines.append(f"| {name} | {variant} | {dtype} | {shape} | {verified} | {ours:.3f} | {theirs:.3f} | "
+                     f"{theirs / ours:.2f}x{flag} |")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table)
+    sys.exit(0 if all(r[4] == "ok" for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()
