@@ -217,7 +217,7 @@ def entmax15_backward(y, dy):
 # Reduction cases: [rows, length] along the last dim or dim 0, x in [0.5, 1.5) as in
 # tools/harness/rows/reduce.cpp.
 REDUCTIONS = {"sum": torch.sum, "mean": torch.mean, "amax": torch.amax, "argmax": torch.argmax, "var": torch.var,
-              "std": torch.std, "logsumexp": torch.logsumexp, "prod": torch.prod}
+              "std": torch.std, "var_mean": torch.var_mean, "logsumexp": torch.logsumexp, "prod": torch.prod}
 
 
 def reduction(fn, dim):
@@ -239,12 +239,14 @@ def on_values(run):
 
 def reduce_backward(forward):
     """The gradient of x from a random dout through autograd, materialized: sum's and mean's backward
-    return an expanded view of dout, which our plan writes out in full."""
+    return an expanded view of dout, which our plan writes out in full. A forward of several outputs
+    (var_mean's var and mean) takes a random cotangent for each (our dout and dmean)."""
     def build(shape, dtype):
         def make():
             x = reduce_values(shape, dtype).requires_grad_()
             out = forward(x)
-            return out, x, rand(out.shape, dtype)
+            outs = out if isinstance(out, tuple) else (out,)
+            return outs, x, tuple(rand(o.shape, dtype) for o in outs)
         return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)[0].contiguous()
     return build
 
@@ -253,7 +255,7 @@ REDUCE_CASES = {
     **{f"torch.{name}(x, {dim})": on_values(reduction(fn, dim)) for name, fn in REDUCTIONS.items() for dim in (-1, 0)},
     **{f"torch.linalg.vector_norm(x, 2, {dim})": on_values(vector_norm(dim)) for dim in (-1, 0)},
     **{f"autograd of torch.{name}(x, -1)": reduce_backward(reduction(REDUCTIONS[name], -1))
-       for name in ("sum", "mean", "amax", "var", "logsumexp")},
+       for name in ("sum", "mean", "amax", "var", "var_mean", "logsumexp")},
 }
 
 

@@ -290,11 +290,17 @@ TEST_P(OpTableGradientTest, BackwardMatchesFiniteDifferencesOfItsForward) {
     const harness::Tensor* dout = arg(bt, g.cotangent);
     harness::Tensor* out = arg(ft, g.output);
     ASSERT_TRUE(dout && out);
+    // (cotangent, output) pairs of the loss: dout's, and those of the descriptor's further outputs.
+    std::vector<std::pair<const harness::Tensor*, harness::Tensor*>> terms = {{dout, out}};
+    for (const auto& [cotangent, output] : g.more_cotangents)
+      if (arg(bt, cotangent) && arg(ft, output)) terms.emplace_back(arg(bt, cotangent), arg(ft, output));
     auto loss = [&] {
       EXPECT_TRUE(ft.run(*forward, stream()).is_ok());
-      EXPECT_TRUE(out->download().is_ok());
       double l = 0;
-      for (int64_t j = 0; j < out->shape.numel(); ++j) l += dout->at(j) * out->at(j);
+      for (const auto& [d, y] : terms) {
+        EXPECT_TRUE(y->download().is_ok());
+        for (int64_t j = 0; j < y->shape.numel(); ++j) l += d->at(j) * y->at(j);
+      }
       return l;
     };
     for (const auto& [grad_name, input_name] : g.grads) {
@@ -395,6 +401,29 @@ TEST_P(OpTableErrorTest, ErrorsNameThePlanAndTheField) {
   expect_error(base->select(stream(), pref), StatusCode::invalid_problem, "preference.backend", "another backend");
   ASSERT_OK(base->select(stream(), {}));
 
+  // Arguments of other descriptors that must be left empty are refused when given; optional ones
+  // left empty run (the runs below reset the outputs this one writes).
+  for (size_t k = 0; k < t.specs.size(); ++k) {
+    const ArgSpec& spec = t.specs[k];
+    const int arg = static_cast<int>(k);
+    const std::string field = "args." + std::string(spec.name);
+    if (spec.refused) {
+      for (size_t j = 0; j < t.specs.size(); ++j) {
+        if (!t.specs[j].present) continue;
+        base->bind(0, arg, writable(base->view(0, static_cast<int>(j))));  // some present argument's view
+        expect_error(t.run(*base, stream()), StatusCode::invalid_problem, field, field + ": given, not used");
+        base->bind(0, arg, {});
+        break;
+      }
+    }
+    if (spec.present && spec.optional) {
+      const AnyTensorRef good = base->view(0, arg);
+      base->bind(0, arg, {});
+      EXPECT_TRUE(t.run(*base, stream()).is_ok()) << field << " left empty";
+      base->bind(0, arg, writable(good));
+    }
+  }
+
   // Views.
   for (size_t k = 0; k < t.specs.size(); ++k) {
     const ArgSpec& spec = t.specs[k];
@@ -427,7 +456,7 @@ TEST_P(OpTableErrorTest, ErrorsNameThePlanAndTheField) {
     expect_rejected(bad, StatusCode::misaligned_operand, field + ".data", "misaligned pointer");
     bad = good;
     bad.data = nullptr;
-    expect_rejected(bad, StatusCode::invalid_problem, field + ".data", "null pointer");
+    if (!spec.optional) expect_rejected(bad, StatusCode::invalid_problem, field + ".data", "null pointer");
     if (good.rank() > 0) {
       bad = good;
       bad.strides[0] = -1;

@@ -10,24 +10,21 @@
 // sides of each backend's pieces.
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <numeric>
-#include <set>
 
 #include "harness/reference/scan_reference.hpp"
-#include "support/backend.hpp"
-#include "support/matches.hpp"
+#include "support/plan_test.hpp"
 
 namespace baracuda {
 namespace {
 
 using harness::Tensor;
 using harness::Views;
+using testing::kInf;
+using testing::kNaN;
 using testing::unwrap;
+using testing::variant_label;
 using Desc = ScanDescriptor;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr ScanKind kKinds[] = {ScanKind::cumsum, ScanKind::cumprod, ScanKind::cummax, ScanKind::cummin,
                                ScanKind::logcumsumexp};
 
@@ -49,18 +46,8 @@ std::string describe(const Desc& d) {
   return s;
 }
 
-// The plan's own choice ("") and every variant of the schema the backend has.
-std::vector<std::string> variants(Backend backend) {
-  std::vector<std::string> names = {""};
-  for (const VariantInfo& v : ScanPlan::schema().variants)
-    if (v.on(backend)) names.emplace_back(v.name);
-  return names;
-}
-std::string variant_label(const std::string& variant) { return variant.empty() ? "(default)" : variant; }
-
-::testing::AssertionResult matches(const Tensor& got, const harness::RefOutput& want, double tol, DType accumulator) {
-  return baracuda::testing::matches_reference(got, want, tol, accumulator);
-}
+using ScanTest =
+    testing::PlanTest<ScanPlan, ScanBackwardPlan, reference::scan_forward, reference::scan_backward, describe>;
 
 // The same bits in every element of two views of one shape (decoded values: equal, or both NaN,
 // with one sign).
@@ -72,180 +59,6 @@ std::string variant_label(const std::string& variant) { return variant.empty() ?
   }
   return ::testing::AssertionSuccess();
 }
-
-// The bytes of a tensor's buffer.
-std::vector<unsigned char> bytes_of(const Tensor& t) {
-  std::vector<unsigned char> b(t.buffer.size());
-  EXPECT_TRUE(t.buffer.download(b.data(), b.size()).is_ok());
-  return b;
-}
-
-// The variant an SKU names ("rows.cumsum..." -> "rows").
-std::string variant_of(const KernelSku& sku) { return sku.variant.substr(0, sku.variant.find('.')); }
-
-// What a forward run wrote (an empty indices tensor where the kind has none).
-struct Outputs {
-  Tensor out, indices;
-};
-
-class ScanTest : public testing::BackendDTypeTest {
- protected:
-  double tol() const { return harness::tolerance(dtype()); }
-  DType accumulator() const {
-    if (!is_floating(dtype())) return DType::i64;
-    return dtype() == DType::f64 ? DType::f64 : DType::f32;
-  }
-
-  // A tensor holding `values` (row-major, rounded to dtype), laid out as the op table lays out an
-  // input under `views`.
-  Tensor filled(DType dtype, const Shape& shape, const std::vector<double>& values, Views views = Views::contiguous) {
-    const ArgSpec spec{"x", false, false, true, dtype, shape};
-    Tensor t = unwrap(harness::random_tensor(backend(), dtype, harness::layout(spec, views), rng_));
-    for (int64_t i = 0; i < shape.numel(); ++i)
-      t.host[static_cast<size_t>(t.offset + t.element_offset(i))] = harness::quantize(dtype, values[i]);
-    EXPECT_TRUE(t.upload().is_ok());
-    return t;
-  }
-  Tensor random(DType dtype, const Shape& shape, double lo = -1.0, double hi = 1.0) {
-    return unwrap(harness::random_tensor(backend(), dtype, testing::contiguous(shape), rng_, lo, hi));
-  }
-  // An output buffer poisoned (NaN, an integer sentinel), laid out as the op table lays out an
-  // output.
-  Tensor output(const ArgSpec& spec, Views views = Views::contiguous) {
-    Tensor t = unwrap(harness::random_tensor(backend(), spec.dtype, harness::layout(spec, views), rng_));
-    std::fill(t.host.begin(), t.host.end(), harness::poison_value(spec.dtype));
-    EXPECT_TRUE(t.upload().is_ok());
-    return t;
-  }
-  // x's values (row-major) as a tensor of x's dtype laid out under `views`.
-  Tensor relaid(const Tensor& x, Views views) {
-    std::vector<double> values(static_cast<size_t>(x.shape.numel()));
-    for (int64_t i = 0; i < x.shape.numel(); ++i) values[i] = x.at(i);
-    return filled(x.dtype, x.shape, values, views);
-  }
-
-  // A forced variant may not fit: select says so naming preference.variant; the plan's own choice
-  // always selects.
-  static void expect_variant_rejected(const std::string& variant, const Status& s) {
-    EXPECT_FALSE(variant.empty()) << "the plan's own choice does not select: " << s.to_string();
-    EXPECT_NE(s.message().find("preference.variant"), std::string::npos) << s.to_string();
-  }
-
-  // Runs the forward with `variant` on x, its outputs laid out under `views`: nullopt (with no
-  // failure) where select rejects the variant.
-  std::optional<Outputs> forward(const Desc& d, const std::string& variant, const Tensor& x,
-                                 Views views = Views::contiguous) {
-    PlanPreference pref;
-    pref.variant = variant;
-    Expected<ScanPlan> plan = ScanPlan::select(stream(), d, pref);
-    if (!plan) {
-      expect_variant_rejected(variant, plan.status());
-      return std::nullopt;
-    }
-    const std::vector<ArgSpec> specs = plan->arg_specs();
-    Outputs o;
-    ScanArgs args{x.ref(), (o.out = output(specs[1], views)).mut(), {}};
-    if (specs[2].present) args.indices = (o.indices = output(specs[2], views)).mut();
-    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan->workspace_size()));
-    const Status s = plan->run(stream(), {ws.data(), ws.size()}, args);
-    EXPECT_TRUE(s.is_ok()) << describe(d) << ": " << s.to_string();
-    if (!s) return std::nullopt;
-    EXPECT_TRUE(o.out.download().is_ok());
-    if (specs[2].present) {
-      EXPECT_TRUE(o.indices.download().is_ok());
-    }
-    return o;
-  }
-
-  // Runs the backward with `variant` from the forward's views, dx laid out under `views`: nullopt
-  // where the variant is rejected.
-  std::optional<Tensor> backward(const Desc& d, const std::string& variant, const Tensor& x, const Outputs& saved,
-                                 const Tensor& dout, Views views = Views::contiguous) {
-    PlanPreference pref;
-    pref.variant = variant;
-    Expected<ScanBackwardPlan> plan = ScanBackwardPlan::select(stream(), d, pref);
-    if (!plan) {
-      expect_variant_rejected(variant, plan.status());
-      return std::nullopt;
-    }
-    const std::vector<ArgSpec> specs = plan->arg_specs();
-    Tensor dx = output(specs[4], views);
-    ScanBackwardArgs args{specs[0].present ? x.ref() : AnyTensorRef{},
-                          specs[1].present ? saved.out.ref() : AnyTensorRef{},
-                          specs[2].present ? saved.indices.ref() : AnyTensorRef{}, dout.ref(), dx.mut()};
-    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan->workspace_size()));
-    const Status s = plan->run(stream(), {ws.data(), ws.size()}, args);
-    EXPECT_TRUE(s.is_ok()) << describe(d) << " backward: " << s.to_string();
-    if (!s) return std::nullopt;
-    EXPECT_TRUE(dx.download().is_ok());
-    return dx;
-  }
-
-  harness::RefIO forward_reference(const Desc& d, const Tensor& x) {
-    harness::RefIO io(unwrap(ScanPlan::select(stream(), d)).arg_specs());
-    io.inputs[0] = harness::HostView::of(x);
-    for (int k : {1, 2}) {
-      const int64_t n = io.specs[k].shape.numel();
-      if (io.specs[k].present) io.outputs[k] = harness::RefOutput(n, n);
-    }
-    reference::scan_forward(d, io);
-    return io;
-  }
-  harness::RefIO backward_reference(const Desc& d, const Tensor& x, const Outputs& saved, const Tensor& dout) {
-    harness::RefIO io(unwrap(ScanBackwardPlan::select(stream(), d)).arg_specs());
-    if (io.specs[0].present) io.inputs[0] = harness::HostView::of(x);
-    if (io.specs[1].present) io.inputs[1] = harness::HostView::of(saved.out);
-    if (io.specs[2].present) io.inputs[2] = harness::HostView::of(saved.indices);
-    io.inputs[3] = harness::HostView::of(dout);
-    io.outputs[4] = harness::RefOutput(d.shape.numel(), d.shape.numel());
-    reference::scan_backward(d, io);
-    return io;
-  }
-
-  // The forward under every variant against the reference (out judged at `out_tol`, indices
-  // exactly); returns the plan's own choice's outputs.
-  Outputs forward_under_every_variant(const Desc& d, const Tensor& x, std::optional<double> out_tol = std::nullopt) {
-    const harness::RefIO want = forward_reference(d, x);
-    Outputs kept;
-    for (const std::string& variant : variants(backend())) {
-      SCOPED_TRACE(describe(d) + ", variant " + variant_label(variant));
-      std::optional<Outputs> o = forward(d, variant, x);
-      if (!o) continue;
-      EXPECT_TRUE(matches(o->out, want.outputs[1], out_tol.value_or(tol()), accumulator()));
-      if (want.specs[2].present) {
-        EXPECT_TRUE(matches(o->indices, want.outputs[2], 0.0, accumulator()));
-      }
-      if (variant.empty()) kept = std::move(*o);
-    }
-    return kept;
-  }
-  // The backward under every variant against the reference (at `dx_tol`); returns the plan's own
-  // choice's dx.
-  Tensor backward_under_every_variant(const Desc& d, const Tensor& x, const Outputs& saved, const Tensor& dout,
-                                      std::optional<double> dx_tol = std::nullopt) {
-    const harness::RefIO want = backward_reference(d, x, saved, dout);
-    Tensor kept;
-    for (const std::string& variant : variants(backend())) {
-      SCOPED_TRACE(describe(d) + " backward, variant " + variant_label(variant));
-      std::optional<Tensor> dx = backward(d, variant, x, saved, dout);
-      if (!dx) continue;
-      EXPECT_TRUE(matches(*dx, want.outputs[4], dx_tol.value_or(tol()), accumulator()));
-      if (variant.empty()) kept = std::move(*dx);
-    }
-    return kept;
-  }
-  // dout for a descriptor's output (random, in the output's dtype).
-  Tensor dout_for(const Desc& d) {
-    const std::vector<ArgSpec> specs = unwrap(ScanBackwardPlan::select(stream(), d)).arg_specs();
-    return random(specs[3].dtype, specs[3].shape);
-  }
-  // The forward and then the backward under every variant, from the plan's own forward.
-  void both_under_every_variant(const Desc& d, const Tensor& x) {
-    const Outputs saved = forward_under_every_variant(d, x);
-    if (saved.out.shape.rank != d.shape.rank) return;  // the default failed (reported)
-    backward_under_every_variant(d, x, saved, dout_for(d));
-  }
-};
 
 // ---------------------------------------------------------------------------------------------
 // Signed inputs, every kind in both directions, forward and backward.
@@ -288,28 +101,6 @@ TEST_P(ScanTest, LongSignedCumsums) {
 // ---------------------------------------------------------------------------------------------
 // Special values.
 
-// Eight lines of `length`: signed values with zeros; two NaNs; a +inf; -infs; nothing but -inf;
-// -inf first and +inf last; huge magnitudes (1e30; f16 1e4) at 1 and last, -huge at 3; all equal.
-std::vector<std::vector<double>> special_lines(DType dtype, int64_t length, std::mt19937_64& rng) {
-  const double huge = dtype == DType::f16 ? 1e4 : 1e30;
-  std::uniform_real_distribution<double> dist(-2, 2);
-  std::vector<std::vector<double>> lines(8, std::vector<double>(static_cast<size_t>(length)));
-  for (int64_t l = 0; l < length; ++l) {
-    const double r = l % 7 == 3 ? 0.0 : dist(rng);
-    lines[0][l] = r;
-    lines[1][l] = l == length / 2 || l == length - 1 ? kNaN : r;
-    lines[2][l] = l == (length - 1) / 2 ? kInf : r;
-    lines[3][l] = l % 3 == 1 ? -kInf : r;
-    lines[4][l] = -kInf;
-    lines[5][l] = l == 0 ? -kInf : l == length - 1 ? kInf : r;
-    lines[6][l] = l == 1 || l == length - 1 ? huge : l == 3 ? -huge : r;
-    lines[7][l] = 0.25;
-  }
-  for (auto& line : lines)
-    for (double& v : line) v = harness::quantize(dtype, v);
-  return lines;
-}
-
 // x of `count` lines of `length` along `dim` (1: [count, length]; 0: [length, count]), line r from
 // pick(r).
 struct Lines {
@@ -334,7 +125,7 @@ Lines lines_along(int dim, int count, int64_t length, Pick pick) {
 // infinities is NaN in an order-dependent pattern: the finite line twice instead).
 TEST_P(ScanTest, SpecialValuesFollowPyTorch) {
   for (int64_t length : {5, 300, 9000}) {
-    const std::vector<std::vector<double>> lines = special_lines(dtype(), length, rng_);
+    const std::vector<std::vector<double>> lines = special_lines(length);
     const std::vector<double> halves(static_cast<size_t>(length), 0.5);
     for (int dim : {1, 0}) {
       for (ScanKind kind : kKinds) {
@@ -633,33 +424,16 @@ TEST_P(ScanTest, EveryKindIsBitIdenticalOverTenRunsAndUnderOtherViews) {
       for (bool reverse : {false, true}) {
         const Desc d = scan(dtype(), shape, dim, kind, reverse);
         const Tensor dout = dout_for(d);
-        std::set<std::string> tried;  // SKUs: the default is also one of the forced variants
-        for (const std::string& variant : variants(backend())) {
-          PlanPreference pref;
-          pref.variant = variant;
-          Expected<ScanPlan> plan = ScanPlan::select(stream(), d, pref);
-          if (plan && !tried.insert(plan->sku().to_string()).second) continue;
+        for (const std::string& variant : distinct_variants(d)) {
           SCOPED_TRACE(describe(d) + ", variant " + variant_label(variant));
           std::optional<Outputs> first = forward(d, variant, x);
           if (!first) continue;
           EXPECT_FALSE(std::isnan(first->out.at(0)));
           const bool indices = first->indices.buffer.size() > 0;
-          for (int run = 1; run < 10; ++run) {
-            std::optional<Outputs> again = forward(d, variant, x);
-            ASSERT_TRUE(again);
-            ASSERT_EQ(bytes_of(again->out), bytes_of(first->out)) << "run " << run;
-            if (indices) {
-              ASSERT_EQ(bytes_of(again->indices), bytes_of(first->indices)) << "run " << run;
-            }
-          }
+          ASSERT_NO_FATAL_FAILURE(assert_forward_reruns_identical(d, variant, x, *first));
           std::optional<Tensor> dx = backward(d, variant, x, *first, dout);
           ASSERT_TRUE(dx);
-          const std::vector<unsigned char> bytes = bytes_of(*dx);
-          for (int run = 1; run < 10; ++run) {
-            std::optional<Tensor> again = backward(d, variant, x, *first, dout);
-            ASSERT_TRUE(again);
-            ASSERT_EQ(bytes_of(*again), bytes) << "backward run " << run;
-          }
+          ASSERT_NO_FATAL_FAILURE(assert_backward_reruns_identical(d, variant, x, *first, dout, *dx));
           for (Views views : {Views::padded, Views::misaligned}) {
             SCOPED_TRACE(std::string(harness::views_name(views)) + " views");
             const Tensor laid_x = relaid(x, views);
@@ -681,58 +455,19 @@ TEST_P(ScanTest, EveryKindIsBitIdenticalOverTenRunsAndUnderOtherViews) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Every gradient against finite differences of its forward, in f64: <dx, v> equals the central
-// difference of L = <dout, forward(x)> along v. The lines' magnitudes are distinct (evenly spaced
-// in [0.5, 1.5], shuffled, random signs), so no two elements tie within the step's reach: cummax's
-// and cummin's maps are smooth there. (The op table's finite differences take cumsum, cumprod and
-// logcumsumexp on its random lines.)
+// Every gradient against finite differences of its forward, in f64, on lines of distinct
+// magnitudes (the fixture's check_gradient_against_finite_differences): cummax's and cummin's maps
+// are smooth there. (The op table's finite differences take cumsum, cumprod and logcumsumexp on its
+// random lines.)
 TEST_P(ScanTest, GradientsMatchFiniteDifferencesOfTheForward) {
   if (dtype() != DType::f64) GTEST_SKIP() << "finite differences are f64's";
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
   const std::pair<Shape, int> cases[] = {{{4, 37}, 1},    {{37, 4}, 0}, {{3, 5, 7}, 1},
                                          {{2, 3000}, -1}, {{6}, 0},     {Shape{}, -1}};
   for (const auto& [shape, dim] : cases) {
-    const int64_t n = shape.numel();
-    std::vector<double> values(static_cast<size_t>(n));
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng_);
-    for (int64_t i = 0; i < n; ++i)
-      values[i] = (dist(rng_) < 0 ? -1 : 1) * (0.5 + (static_cast<double>(order[i]) + 0.5) / static_cast<double>(n));
-    const Tensor x = filled(dtype(), shape, values);
-    for (ScanKind kind : kKinds) {
-      for (bool reverse : {false, true}) {
-        const Desc d = scan(dtype(), shape, dim, kind, reverse);
-        SCOPED_TRACE(describe(d));
-        std::optional<Outputs> saved = forward(d, "", x);
-        ASSERT_TRUE(saved);
-        const Tensor dout = dout_for(d);
-        std::vector<double> v(static_cast<size_t>(n));
-        for (double& e : v) e = dist(rng_);
-        auto loss = [&](double step) {
-          std::vector<double> shifted(static_cast<size_t>(n));
-          for (int64_t i = 0; i < n; ++i) shifted[i] = values[i] + step * v[i];
-          std::optional<Outputs> o = forward(d, "", filled(dtype(), shape, shifted));
-          EXPECT_TRUE(o);
-          double l = 0;
-          for (int64_t i = 0; o && i < n; ++i) l += dout.at(i) * o->out.at(i);
-          return l;
-        };
-        const double eps = 1e-6, numeric = (loss(eps) - loss(-eps)) / (2 * eps);
-        for (const std::string& variant : variants(backend())) {
-          SCOPED_TRACE("variant " + variant_label(variant));
-          std::optional<Tensor> dx = backward(d, variant, x, *saved, dout);
-          if (!dx) continue;
-          double analytic = 0, magnitude = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            analytic += v[i] * dx->at(i);
-            magnitude += std::fabs(v[i] * dx->at(i));
-          }
-          EXPECT_NEAR(numeric, analytic, 1e-7 * (1 + magnitude));
-          EXPECT_GT(magnitude, 0);  // a gradient that is 0 throughout would pass the difference
-        }
-      }
-    }
+    const Tensor x = filled(dtype(), shape, distinct_magnitudes(shape.numel()));
+    for (ScanKind kind : kKinds)
+      for (bool reverse : {false, true})
+        ASSERT_NO_FATAL_FAILURE(check_gradient_against_finite_differences(scan(dtype(), shape, dim, kind, reverse), x));
   }
 }
 
@@ -863,8 +598,8 @@ TEST_P(ScanTest, EmptyProblemsAndScalars) {
 TEST_P(ScanTest, SelectPicksTheKernelByShape) {
   auto picked = [&](const Shape& shape, int dim, bool backward_plan) {
     const Desc d = scan(dtype(), shape, dim, ScanKind::cumsum);
-    return variant_of(backward_plan ? unwrap(ScanBackwardPlan::select(stream(), d)).sku()
-                                    : unwrap(ScanPlan::select(stream(), d)).sku());
+    return testing::variant_of(backward_plan ? unwrap(ScanBackwardPlan::select(stream(), d)).sku()
+                                             : unwrap(ScanPlan::select(stream(), d)).sku());
   };
   for (bool backward_plan : {false, true}) {
     SCOPED_TRACE(backward_plan ? "backward" : "forward");
@@ -908,10 +643,8 @@ TEST_P(ScanTest, EveryVariantOnBothSidesOfTheSplit) {
       both_under_every_variant(d, x);
       if (!gpu) continue;
       for (const std::string& variant : variants(backend())) {
-        PlanPreference pref;
-        pref.variant = variant;
-        Expected<ScanPlan> forward_plan = ScanPlan::select(stream(), d, pref);
-        Expected<ScanBackwardPlan> backward_plan = ScanBackwardPlan::select(stream(), d, pref);
+        Expected<ScanPlan> forward_plan = ScanPlan::select(stream(), d, preferring(variant));
+        Expected<ScanBackwardPlan> backward_plan = ScanBackwardPlan::select(stream(), d, preferring(variant));
         if (!forward_plan || !backward_plan) continue;
         if (c.pieces) {
           EXPECT_GT(forward_plan->workspace_size(), 0u) << variant_label(variant) << ": no pieces";

@@ -5,7 +5,7 @@
 //   void fold(State&, Acc x, int64_t i) const;      one more element (i: its index in the reduced set;
 //                                                   one state folds its elements in increasing i)
 //   State combine(const State& a, const State& b) const;   a's elements come first in the order
-//   ReduceValue<Acc> finish(const State&) const;    the output (value, index)
+//   ReduceValue<Acc> finish(const State&) const;    the output (value, index; var_mean's mean)
 // A kernel folds the elements of an output into states in an order it fixes, then combines them in
 // a fixed tree: the same inputs give the same bits on every run. The extremes (with the index as
 // tie-break) and the counts give the same result in any order.
@@ -138,6 +138,7 @@ template <class Acc>
 struct ReduceValue {
   Acc value = 0;
   int64_t index = 0;
+  Acc mean = 0;  // var_mean: the mean beside the var
 };
 
 // What the backward reduces before its map (ReduceStats): per kind, see the stats maths.
@@ -229,7 +230,8 @@ struct ExtremeMath {
 };
 
 // ---------------------------------------------------------------------------------------------
-// var and std: Welford's running mean and sum of squared deviations, pieces merged by Chan's formula.
+// var, std and var_mean: Welford's running mean and sum of squared deviations, pieces merged by
+// Chan's formula. var_mean's mean is the state's (NaN over an empty set, as mean's).
 template <class A>
 struct VarMath {
   using Acc = A;
@@ -271,7 +273,7 @@ struct VarMath {
   }
   BARACUDA_HD ReduceValue<A> finish(const State& s) const {
     const A var = s.m2 / divisor(s);
-    return {params.kind == ReduceKind::std ? reduce_fn::sqrt(var) : var, 0};
+    return {params.kind == ReduceKind::std ? reduce_fn::sqrt(var) : var, 0, s.n ? s.mean : reduce_fn::nan<A>()};
   }
   // The backward's statistic: the mean, and what (x - mean) dout divides by.
   BARACUDA_HD GradStat<A> stat(const State& s) const {
@@ -433,6 +435,7 @@ decltype(auto) with_reduce_math(const ReduceParams& prm, F&& f) {
       return f(std::type_identity<ExtremeMath<A, false, false>>{});
     case ReduceKind::var:
     case ReduceKind::std:
+    case ReduceKind::var_mean:
       if constexpr (kFloat) return f(std::type_identity<VarMath<A>>{});
       break;
     case ReduceKind::logsumexp:
@@ -453,6 +456,7 @@ BARACUDA_HD constexpr bool reduce_takes_integers(ReduceKind kind) {
     case ReduceKind::mean:
     case ReduceKind::var:
     case ReduceKind::std:
+    case ReduceKind::var_mean:
     case ReduceKind::norm:
     case ReduceKind::logsumexp:
       return false;
@@ -501,6 +505,7 @@ BARACUDA_HD constexpr ReduceStats reduce_stats(ReduceKind kind, double p) {
       return ReduceStats::zeros;
     case ReduceKind::var:
     case ReduceKind::std:
+    case ReduceKind::var_mean:
       return ReduceStats::moments;
     default:
       return ReduceStats::none;
@@ -531,7 +536,8 @@ BARACUDA_HD constexpr bool differentiable(ReduceKind kind) {
          kind != ReduceKind::all && kind != ReduceKind::count_nonzero;
 }
 
-// One element of the gradient. `out` is the forward's output of its row (where the kind reads it),
+// One element of the gradient. `out` is the forward's output of its row (where the kind reads it;
+// var_mean reads its mean's gradient dmean there instead, 0 where dmean is empty),
 // `stat` the backward's statistic (the stats math's GradStat: ties: the extreme and how many attain
 // it; zeros: the product of the nonzero elements and how many are zero; moments: the mean and what
 // (x - mean) dout divides by), `mine` whether this element is the one `indices` names (max, min).
@@ -557,6 +563,7 @@ struct ReduceGrad {
         return Form::zeros;
       case ReduceKind::var:
       case ReduceKind::std:
+      case ReduceKind::var_mean:
         return Form::moments;
       case ReduceKind::logsumexp:
         return Form::logsumexp;
@@ -576,7 +583,10 @@ struct ReduceGrad {
       if (stat.count == 0) return dout * (stat.value / x);
       return stat.count == 1 && x == A(0) ? dout * stat.value : A(0);
     }
-    if constexpr (kForm == Form::moments) return dout * (x - stat.value) / stat.scale;
+    if constexpr (kForm == Form::moments) {
+      const A g = dout * (x - stat.value) / stat.scale;
+      return params.kind == ReduceKind::var_mean ? g + out * inv_count : g;
+    }
     if constexpr (kForm == Form::logsumexp) return x == -reduce_fn::inf<A>() ? A(0) : dout * reduce_fn::exp(x - out);
     if constexpr (kForm == Form::norm) return norm(x, dout, out, stat);
     return A(0);

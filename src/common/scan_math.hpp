@@ -19,6 +19,7 @@ namespace baracuda::detail {
 template <class A, bool kMax>
 struct ScanExtremeMath {
   using Acc = A;
+  static constexpr bool kIndexed = true;  // the scans write the state's index beside its value
   struct State {
     A value;
     int64_t index;
@@ -56,7 +57,8 @@ struct AffineMath {
   // A factor of 0 cuts the line: nothing before it reaches past it, not even a NaN or an inf
   // (cummax's runs of one index; cumprod past a zero).
   BARACUDA_HD State combine(const State& first, const State& second) const {
-    if (second.a == A(0)) return second;
+    // (the identity first: second's a times its b = 0 would be NaN for an infinite a)
+    if (second.a == A(0) || (first.a == A(1) && first.b == A(0))) return second;
     return {reduce_fn::mul(second.a, first.a), second.b + reduce_fn::mul(second.a, first.b)};
   }
 };

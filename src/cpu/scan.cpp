@@ -46,7 +46,10 @@ void scan(const ScanProblem& p) {
       for (int j = 0; j < width; ++j) {
         const typename Step::Element e = step.element(off[j], i);
         step.fold(states[j], e, i);
-        if (emit) step.emit(off[j], i, states[j], e);
+        if (emit) {
+          step.emit(off[j], i, states[j], e);
+          step.emit_index(off[j], i, states[j]);
+        }
       }
     }
   };

@@ -130,10 +130,13 @@ Status Plan<Op>::can_implement(const Args& args) const {
   const auto specs = detail::specs_of<Op>(desc_);
   for (int i = 0; i < detail::kArgCount<Op>; ++i) {
     const ArgSpec& spec = specs[i];
-    if (!spec.present) continue;
-    Status s =
-        detail::check_view(Hooks::kSchema.plan, "args." + std::string(spec.name), Hooks::kFields[i].get(args),
-                           spec.dtype, spec.shape, spec.output ? detail::ViewRole::output : detail::ViewRole::input);
+    const AnyTensorRef view = Hooks::kFields[i].get(args);
+    if (spec.refused && view.data)
+      return detail::plan_error(StatusCode::invalid_problem, Hooks::kSchema.plan, "args." + std::string(spec.name),
+                                "must be empty (data null): this descriptor does not use it");
+    if (!spec.present || (spec.optional && !view.data)) continue;
+    Status s = detail::check_view(Hooks::kSchema.plan, "args." + std::string(spec.name), view, spec.dtype, spec.shape,
+                                  spec.output ? detail::ViewRole::output : detail::ViewRole::input);
     if (!s) return s;
   }
   if constexpr (detail::HasBadIndexCount<Args>) {

@@ -45,8 +45,9 @@ constexpr VariantInfo kVariants[] = {
 ReduceVariant variant_of(const PlanChoice& c) { return static_cast<ReduceVariant>(c.variant); }
 
 std::string_view kind_name(ReduceKind kind) {
-  constexpr std::string_view kNames[] = {"sum",    "mean", "prod", "amax", "amin",      "max", "min", "argmax",
-                                         "argmin", "var",  "std",  "norm", "logsumexp", "any", "all", "count_nonzero"};
+  constexpr std::string_view kNames[] = {"sum",       "mean",   "prod",   "amax",          "amin",    "max",
+                                         "min",       "argmax", "argmin", "var",           "std",     "norm",
+                                         "logsumexp", "any",    "all",    "count_nonzero", "var_mean"};
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";
 }
@@ -123,7 +124,7 @@ Status check_descriptor(std::string_view plan, const ReduceDescriptor& d, bool b
                         "dim " + std::to_string(k) + " is repeated");
     seen[k] = true;
   }
-  if (static_cast<unsigned>(d.kind) > static_cast<unsigned>(ReduceKind::count_nonzero))
+  if (static_cast<unsigned>(d.kind) > static_cast<unsigned>(ReduceKind::var_mean))
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.kind", "is not a ReduceKind");
   if (backward && !differentiable(d.kind))
     return plan_error(StatusCode::unsupported, plan, "descriptor.kind",
@@ -241,8 +242,10 @@ template <>
 struct ReduceArgTable<false> {
   using Args = ReduceArgs;
   static constexpr OpSchema kSchema{"ReducePlan", "reduce", "reduction", kForwardDTypes, kIndexTypes, kVariants};
-  static constexpr ArgField<Args> kFields[] = {
-      {"x", &Args::x, nullptr}, {"out", nullptr, &Args::out}, {"indices", nullptr, &Args::indices}};
+  static constexpr ArgField<Args> kFields[] = {{"x", &Args::x, nullptr},
+                                               {"out", nullptr, &Args::out},
+                                               {"indices", nullptr, &Args::indices},
+                                               {"mean", nullptr, &Args::mean}};
   static void arg_specs(const ReduceDescriptor& d, std::span<ArgSpec> specs) {
     specs[0].dtype = d.dtype;
     specs[0].shape = d.shape;
@@ -252,6 +255,10 @@ struct ReduceArgTable<false> {
     specs[2].dtype = d.index_dtype;
     specs[2].shape = out_shape(d);
     specs[2].present = has_indices(d.kind);
+    specs[3].dtype = out_dtype_of(d);
+    specs[3].shape = out_shape(d);
+    specs[3].present = d.kind == ReduceKind::var_mean;
+    specs[3].refused = !specs[3].present;
   }
 };
 template <>
@@ -259,11 +266,9 @@ struct ReduceArgTable<true> {
   using Args = ReduceBackwardArgs;
   static constexpr OpSchema kSchema{"ReduceBackwardPlan", "reduce_backward", "reduction", kFloats,
                                     kIndexTypes,          kVariants};
-  static constexpr ArgField<Args> kFields[] = {{"x", &Args::x, nullptr},
-                                               {"out", &Args::out, nullptr},
-                                               {"indices", &Args::indices, nullptr},
-                                               {"dout", &Args::dout, nullptr},
-                                               {"dx", nullptr, &Args::dx}};
+  static constexpr ArgField<Args> kFields[] = {
+      {"x", &Args::x, nullptr},       {"out", &Args::out, nullptr}, {"indices", &Args::indices, nullptr},
+      {"dout", &Args::dout, nullptr}, {"dx", nullptr, &Args::dx},   {"dmean", &Args::dmean, nullptr}};
   static bool reads_x(ReduceKind k) {
     return k != ReduceKind::sum && k != ReduceKind::mean && k != ReduceKind::max && k != ReduceKind::min;
   }
@@ -275,6 +280,8 @@ struct ReduceArgTable<true> {
     specs[2] = {specs[2].name, false, false, has_indices(d.kind), d.index_dtype, out_shape(d), params_of(d).count};
     specs[3] = {specs[3].name, false, false, true, out, out_shape(d)};
     specs[4] = {specs[4].name, true, false, true, d.dtype, d.shape};
+    const bool mean = d.kind == ReduceKind::var_mean;
+    specs[5] = {specs[5].name, false, false, mean, out, out_shape(d), 0, mean, !mean};
   }
 };
 
@@ -330,9 +337,12 @@ struct ReduceHooks : ReduceArgTable<kBackward> {
       p.x = Table::reads_x(d.kind) ? a.x.data : nullptr;
       p.dout = a.dout.data;
       p.dx = a.dx.data;
-      p.out = Table::reads_out(d.kind) ? const_cast<void*>(a.out.data) : nullptr;
+      // var_mean reads no out: its dmean takes out's place (the map's kMapOut; empty: zeros).
+      const bool mean = d.kind == ReduceKind::var_mean;
+      const AnyTensorRef& out_view = mean ? a.dmean : a.out;
+      p.out = Table::reads_out(d.kind) || mean ? const_cast<void*>(out_view.data) : nullptr;
       p.indices = has_indices(d.kind) ? const_cast<void*>(a.indices.data) : nullptr;
-      const Strides x = p.x ? a.x.strides : none, out = p.out ? over_x(d, a.out) : none,
+      const Strides x = p.x ? a.x.strides : none, out = p.out ? over_x(d, out_view) : none,
                     indices = p.indices ? over_x(d, a.indices) : none, dout = over_x(d, a.dout),
                     stats = p.has_stats ? row_major_over(d, false) : none, index = row_major_over(d, true);
       const Strides* map[kMapTensors] = {};
@@ -352,8 +362,11 @@ struct ReduceHooks : ReduceArgTable<kBackward> {
       p.x = a.x.data;
       p.out = has_values(d.kind) ? a.out.data : nullptr;
       p.indices = has_indices(d.kind) ? a.indices.data : nullptr;
-      const Strides out = p.out ? over_x(d, a.out) : none, indices = p.indices ? over_x(d, a.indices) : none;
-      const Strides* walk[3] = {&a.x.strides, &out, &indices};
+      p.mean = d.kind == ReduceKind::var_mean ? a.mean.data : nullptr;
+      // The kept walker's third view: indices, or var_mean's mean (no kind writes both).
+      const Strides out = p.out ? over_x(d, a.out) : none;
+      const Strides third = p.indices ? over_x(d, a.indices) : p.mean ? over_x(d, a.mean) : none;
+      const Strides* walk[3] = {&a.x.strides, &out, &third};
       p.kept = make_walker<3>(d.shape, walk, kept);
       const Strides* along[1] = {&a.x.strides};
       p.reduced = make_walker<1>(d.shape, along, reduced);

@@ -53,12 +53,13 @@ struct ReduceProblem {
   ReduceVariant variant = ReduceVariant::rows;
   ReduceGeometry geometry;
   int64_t outputs = 0;
-  Walker<3> kept;           // the outputs: x, out, indices (forward)
+  Walker<3> kept;           // the outputs: x, out, indices or var_mean's mean (forward; no kind has both)
   Walker<1> reduced;        // an output's elements: x
   bool vectorized = false;  // CUDA rows / columns: 16-byte accesses of x
   const void* x = nullptr;
-  void* out = nullptr;
+  void* out = nullptr;  // the backward's: out where the kind reads it, or var_mean's dmean (kMapOut)
   void* indices = nullptr;
+  void* mean = nullptr;  // var_mean's, in out's dtype
   // The backward: the views of its map over x's shape (out, dout, indices broadcast along the reduced
   // dims; the statistics, one GradStat per output in the workspace; the reduced index, a virtual
   // tensor whose offset is an element's index in its reduced set).
@@ -134,11 +135,13 @@ BARACUDA_HD int64_t load_index(const void* base, DType dtype, int64_t offset) {
   return dtype == DType::i32 ? static_cast<const int32_t*>(base)[offset] : static_cast<const int64_t*>(base)[offset];
 }
 
-// Writes a finished output of the forward (value and, for the indexed kinds, its index).
+// Writes a finished output of the forward (value and, for the indexed kinds, its index; var_mean's
+// mean where the indexed kinds' index goes).
 template <class Half, class BFloat16, class A>
 BARACUDA_HD void store_output(const ReduceProblem& p, const int64_t (&offsets)[3], const ReduceValue<A>& r) {
   if (p.out) store_value<Half, BFloat16>(p.out, p.out_dtype, offsets[1], r);
   if (p.indices) store_index(p.indices, p.index_dtype, offsets[2], r.index);
+  if (p.mean) store_value<Half, BFloat16>(p.mean, p.out_dtype, offsets[2], ReduceValue<A>{r.mean});
 }
 
 inline int vector_of(DType dtype) { return static_cast<int>(16 / dtype_size(dtype)); }

@@ -210,21 +210,23 @@ struct ScanHooks : ScanArgTable<kBackward> {
     return p;
   }
 
-  // 16-byte accesses of view t (of x's element size): rows: unit stride along the lines, every
-  // line's first element aligned; columns: a whole vector of lines at unit stride, every other step
-  // a multiple of the vector.
+  // 16-byte accesses of view t: rows: unit stride along the lines, every line's first element
+  // aligned; columns: a whole vector of lines at unit stride, every other step a multiple of the
+  // vector. Values have x's element size; the indices' accesses cover the indices of a vector of x's
+  // elements (a run of a line, or a unit of lines) in whole 16-byte words.
   static bool vectorizable(const ScanProblem& p, const ScanShape& s, int t, const void* data) {
-    if (!data || !aligned16(data) || t == kScanIndices) return false;
-    const DType dtype = t == kScanOut || t == kScanDout ? p.out_dtype : p.dtype;
-    if (dtype != p.dtype) return false;
-    const int64_t v = s.vector;
+    if (!data || !aligned16(data)) return false;
+    const DType dtype = t == kScanIndices ? p.index_dtype : t == kScanOut || t == kScanDout ? p.out_dtype : p.dtype;
+    const int64_t v = 16 / static_cast<int64_t>(dtype_size(dtype));  // elements a 16-byte access
+    if (t == kScanIndices ? s.vector % v != 0 : dtype != p.dtype) return false;
     if (p.variant == ScanVariant::rows) {
       if (p.along[t] != 1) return false;
       for (int k = 0; k < p.walk.rank; ++k)
         if (p.walk.strides[t][k] % v != 0) return false;
       return true;
     }
-    if (s.column_vector != v || p.walk.rank == 0 || p.walk.inner_stride(t) != 1 || p.along[t] % v != 0) return false;
+    if (s.column_vector != s.vector || p.walk.rank == 0 || p.walk.inner_stride(t) != 1 || p.along[t] % v != 0)
+      return false;
     for (int k = 0; k + 1 < p.walk.rank; ++k)
       if (p.walk.strides[t][k] % v != 0) return false;
     return true;

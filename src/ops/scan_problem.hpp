@@ -50,7 +50,8 @@ struct ScanGeometry {
   int64_t tile = 1;  // slices x items: the elements of a unit a block scans at once
   int64_t piece = 0;
   int64_t pieces = 1;
-  CheckedSize workspace;  // lines x pieces states (split lines only)
+  bool piece_lanes = false;  // rows of a split: the lanes are consecutive pieces of one line, a warp each
+  CheckedSize workspace;     // lines x pieces states (split lines only)
 };
 // What a backend runs.
 struct ScanProblem {
@@ -83,7 +84,7 @@ BARACUDA_HD bool descending(const ScanProblem& p) { return p.backward != p.rever
 
 // The per-element work of a pass, written once for both backends: element() reads what element i
 // of a line contributes (`line`: every view's offset of the line's element 0), fold() adds it to a
-// state, emit() writes the output of element i from the state after it.
+// state, emit() writes the output of element i from the state after it (emit_index() its index).
 //   ScanForward:  the element is x[i]; the output finish(state) (and its index).
 //   ScanBackward: the element is ScanGrad's affine map and factor; the output dx[i] = c s[i].
 template <class Half, class BFloat16, class X, class MathT>
@@ -93,7 +94,8 @@ struct ScanForward {
   using State = typename Math::State;
   using Element = A;
   using Input = X;
-  static constexpr int kOutput = kScanOut;  // the view output() goes to
+  static constexpr int kOutput = kScanOut;                        // the view output() goes to
+  static constexpr bool kIndexed = requires { Math::kIndexed; };  // cummax / cummin: indices too
   const ScanProblem& p;
   Math math{ReduceParams{}};
 
@@ -101,9 +103,9 @@ struct ScanForward {
   BARACUDA_HD int vector_view() const { return kScanX; }
   BARACUDA_HD Element element_from(A x, int64_t) const { return x; }
   BARACUDA_HD A output(const State& s, const Element&) const { return math.finish(s).value; }
+  BARACUDA_HD int64_t index_of(const State& s) const { return math.finish(s).index; }
   BARACUDA_HD void emit_index(const int64_t (&line)[kScanTensors], int64_t i, const State& s) const {
-    if (p.indices)
-      store_index(p.indices, p.index_dtype, line[kScanIndices] + i * p.along[kScanIndices], math.finish(s).index);
+    if (p.indices) store_index(p.indices, p.index_dtype, line[kScanIndices] + i * p.along[kScanIndices], index_of(s));
   }
 
   BARACUDA_HD Element element(const int64_t (&line)[kScanTensors], int64_t i) const {
@@ -111,9 +113,7 @@ struct ScanForward {
   }
   BARACUDA_HD void fold(State& s, const Element& e, int64_t i) const { math.fold(s, e, i); }
   BARACUDA_HD void emit(const int64_t (&line)[kScanTensors], int64_t i, const State& s, const Element&) const {
-    const ReduceValue<A> r = math.finish(s);
-    store_value<Half, BFloat16>(p.out, p.out_dtype, line[kScanOut] + i * p.along[kScanOut], r);
-    if (p.indices) store_index(p.indices, p.index_dtype, line[kScanIndices] + i * p.along[kScanIndices], r.index);
+    store_value<Half, BFloat16>(p.out, p.out_dtype, line[kScanOut] + i * p.along[kScanOut], math.finish(s));
   }
 };
 
@@ -128,6 +128,7 @@ struct ScanBackward {
   };
   using Input = X;
   static constexpr int kOutput = kScanDx;
+  static constexpr bool kIndexed = false;
   const ScanProblem& p;
   Math math{};
 
@@ -212,9 +213,9 @@ constexpr int scan_blocks_per_sm(ScanVariant v) { return v == ScanVariant::colum
 // a line (up to the block) where they do not, never more than its tile needs; the rest of the block
 // on other lines. columns: 32 units across a warp (fewer where there are fewer), 4 elements of each
 // a thread a tile (2 of 16-bit units of 8 lines).
-// Blocks that leave the device's threads idle cut their lines into pieces until the blocks fill it
-// twice (two passes: the pieces' totals, then their scans from the prefixes: a single pass linking
-// the pieces through the workspace was 2-4x slower, bench/NOTES.md).
+// Blocks that leave the device's threads idle cut their lines into pieces until the blocks (rows: a
+// warp a piece) fill it twice (two passes: the pieces' totals, then their scans from the prefixes: a single pass
+// linking the pieces through the workspace was 2-4x slower, bench/NOTES.md).
 inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int sm_count) {
   ScanGeometry g;
   const int64_t resident = int64_t{std::max(sm_count, 1)} * scan_blocks_per_sm(variant) * kScanBlock;  // threads
@@ -233,9 +234,20 @@ inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int s
     g.slices = kScanBlock / g.lanes;
   }
   g.tile = int64_t{g.slices} * g.items;
-  const int64_t line_blocks = ceil_div(units, g.lanes), tiles = ceil_div(n, g.tile);
+  int64_t line_blocks = ceil_div(units, g.lanes), tiles = ceil_div(n, g.tile);
   const bool split = tiles > 1 && line_blocks * kScanBlock < resident;
-  const int64_t fill = int64_t{std::max(sm_count, 1)} * kScanResidentThreads / kScanBlock;  // blocks
+  int64_t fill = int64_t{std::max(sm_count, 1)} * kScanResidentThreads / kScanBlock;  // blocks
+  if (split && variant == ScanVariant::rows) {
+    // A warp a piece (the block's 8 warps on consecutive pieces of a line): no barrier in the
+    // pieces' scans (one line of 2^26: 0.312 ms against 0.347 with a block a piece, bench/NOTES.md).
+    g.piece_lanes = true;
+    g.slices = 32;
+    g.lanes = kScanBlock / 32;
+    g.tile = int64_t{g.slices} * g.items;
+    tiles = ceil_div(n, g.tile);
+    line_blocks = units;
+    fill *= g.lanes;  // warps
+  }
   const int64_t wanted = split ? std::min(tiles, ceil_div(2 * fill, line_blocks)) : 1;
   g.piece = g.tile * ceil_div(tiles, wanted);
   g.pieces = ceil_div(n, g.piece);

@@ -145,6 +145,9 @@ struct Gradient {
   std::string_view cotangent;  // the backward input that is the gradient of the forward's output ("dout")
   std::string_view output;     // that output ("out")
   std::vector<std::pair<std::string_view, std::string_view>> grads;  // backward output -> forward input
+  // The forward's further outputs and their cotangents (backward input -> forward output: var_mean's
+  // "dmean" -> "mean"), where the descriptor has them: their products join dout's in the loss.
+  std::vector<std::pair<std::string_view, std::string_view>> more_cotangents{};
 };
 
 // A case of the profiler's standard suite, as baracuda-profiler names it and bench/compare_torch.py

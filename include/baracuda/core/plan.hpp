@@ -102,6 +102,8 @@ struct ArgSpec {
   DType dtype = DType::f32;
   Shape shape;
   int64_t index_bound = 0;  // an index tensor: values in [0, index_bound) are valid; 0 otherwise
+  bool optional = false;    // present, yet it may be left empty (data null): the op reads zeros
+  bool refused = false;     // not present, and it must be left empty (data null): another descriptor's
 };
 
 namespace detail {

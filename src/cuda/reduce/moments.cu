@@ -1,4 +1,4 @@
-// Kernels of prod, var, std and logsumexp.
+// Kernels of prod, var, std, var_mean and logsumexp.
 #include "cuda/reduce/kernels.cuh"
 
 namespace baracuda::detail::cuda::reduce {

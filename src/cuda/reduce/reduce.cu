@@ -10,6 +10,7 @@ Status launch(const LaunchContext& ctx, const ReduceProblem& p) {
     case ReduceKind::prod:
     case ReduceKind::var:
     case ReduceKind::std:
+    case ReduceKind::var_mean:
     case ReduceKind::logsumexp:
       return reduce::launch_forward_moments(ctx, p);
     default:

@@ -7,9 +7,12 @@
 //      memory, in a fixed order) gives each thread the state before its run, the carry from the
 //      earlier tiles included;
 //   3. each thread folds its run again from there, writing every element's output.
-// Pieces of a split line: a first launch writes each piece's total to the workspace, `partials`
+// Pieces of a split line (rows: a warp a piece): a first launch writes each piece's total to the
+// workspace, last piece first (so that the second launch finds the first pieces in L2), `partials`
 // turns the totals of each line into exclusive prefixes (the same scan over threads), and the second
 // launch starts each piece from its prefix. Every order is fixed: the same bits on every run.
+// cummax / cummin write their indices 16 bytes at a time where the view allows (4x fewer sectors
+// than 8-byte stores 128 bytes apart).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -98,6 +101,27 @@ struct Layout {
   using P = Pack<typename Step::State, kWidth>;
 };
 
+// Writes the indices of kCount consecutive elements from `offset`, in 16-byte stores where they
+// make whole ones (the view allows them: ScanHooks::vectorizable).
+template <int kCount>
+__device__ __forceinline__ void store_indices(void* base, DType dtype, int64_t offset, const int64_t (&index)[kCount]) {
+  if (dtype == DType::i32 && kCount % 4 == 0) {
+#pragma unroll
+    for (int v = 0; v < kCount / 4; ++v) {
+      Vec16<int32_t> raw;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) raw.v[c] = static_cast<int32_t>(index[v * 4 + c]);
+      store16(static_cast<int32_t*>(base) + offset + v * 4, raw);
+    }
+  } else if (dtype == DType::i64 && kCount % 2 == 0) {
+#pragma unroll
+    for (int v = 0; v < kCount / 2; ++v)
+      store16(static_cast<int64_t*>(base) + offset + v * 2, Vec16<int64_t>{{index[v * 2], index[v * 2 + 1]}});
+  } else {
+    for (int c = 0; c < kCount; ++c) store_index(base, dtype, offset + c, index[c]);
+  }
+}
+
 // One pass over every block's piece of its lines: totals (the first launch of a split) or outputs.
 template <class Step, bool kColumns>
 // The blocks an SM holds, as scan_geometry counts them (rows 80 registers, columns 128).
@@ -117,11 +141,17 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
   const bool down = descending(p);
   const int lane = kColumns ? tid % g.lanes : tid / g.slices, slice = kColumns ? tid / g.lanes : tid % g.slices;
   const Scanner scanner{g.lanes, g.slices, lane, down ? g.slices - 1 - slice : slice, !kColumns, down};
-  const int64_t piece = blockIdx.y, lo = piece * g.piece, hi = std::min(p.n, lo + g.piece);
+  // The block's piece, or with piece_lanes the lane's. The first pass takes the pieces last to
+  // first, so that the second finds the first ones in L2. A lane past the last piece has no work.
+  const int64_t rank = g.piece_lanes ? int64_t{blockIdx.y} * g.lanes + lane : blockIdx.y;
+  const int64_t piece = emit ? rank : g.pieces - 1 - rank;
+  const bool some = piece >= 0 && piece < g.pieces;
+  const int64_t lo = some ? piece * g.piece : 0, hi = some ? std::min(p.n, lo + g.piece) : 0;
   const int64_t tiles = ceil_div(hi - lo, g.tile);
   const int vector_view = step.vector_view();
   const bool vector_in = vector_view >= 0 && p.vector[vector_view], vector_out = p.vector[Step::kOutput];
-  const int64_t units = ceil_div(p.lines, p.unit), line_blocks = ceil_div(units, g.lanes);
+  const bool vector_indices = Step::kIndexed && p.indices && p.vector[kScanIndices];
+  const int64_t units = ceil_div(p.lines, p.unit), line_blocks = g.piece_lanes ? units : ceil_div(units, g.lanes);
   // Calls f(m) for the thread's items in the walk's order, m a constant after unrolling (an index
   // computed from `down` would put the items' arrays in local memory).
   auto in_order = [&](auto&& f) {
@@ -135,8 +165,8 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
   };
 
   for (int64_t block = blockIdx.x; block < line_blocks; block += gridDim.x) {
-    const int64_t first = (block * g.lanes + lane) * p.unit;
-    const int width = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(p.unit, p.lines - first)));
+    const int64_t first = (g.piece_lanes ? block : block * g.lanes + lane) * p.unit;
+    const int width = some ? static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(p.unit, p.lines - first))) : 0;
     int64_t base[kScanTensors] = {};
     if (width > 0) p.walk.offsets(first, base);
     auto line_of = [&](int j, int64_t(&off)[kScanTensors]) {
@@ -190,6 +220,7 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
       if (!emit) continue;
       // 3. Fold again from there, writing each element's output.
       A result[kItems][kWidth];
+      int64_t indices[Step::kIndexed ? kItems : 1][kWidth];  // cummax / cummin
 #pragma unroll
       for (int j = 0; j < kWidth; ++j)
         in_order([&](int m) {
@@ -198,10 +229,25 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
             result[m][j] = step.output(state.s[j], e[m][j]);
             int64_t off[kScanTensors];
             line_of(j, off);
-            step.emit_index(off, i0 + m, state.s[j]);
             if (!(vector_out && whole)) step.emit(off, i0 + m, state.s[j], e[m][j]);
+            if constexpr (Step::kIndexed) {
+              indices[m][j] = step.index_of(state.s[j]);
+              if (!(vector_indices && whole)) step.emit_index(off, i0 + m, state.s[j]);
+            }
           }
         });
+      if constexpr (Step::kIndexed)
+        if (vector_indices && whole) {
+#pragma unroll
+          for (int v = 0; v < (kColumns ? kItems : kItems / kVector); ++v) {
+            int64_t run[kVector];  // the indices of the 16-byte access v of the values
+#pragma unroll
+            for (int c = 0; c < kVector; ++c) run[c] = kColumns ? indices[v][c] : indices[v * kVector + c][0];
+            if (!kColumns || i0 + v < hi)
+              store_indices(p.indices, p.index_dtype,
+                            base[kScanIndices] + (kColumns ? (i0 + v) * p.along[kScanIndices] : i0 + v * kVector), run);
+          }
+        }
       if (vector_out && whole) {
         X* out = static_cast<X*>(Step::kOutput == kScanOut ? p.out : p.dx) + base[Step::kOutput];
 #pragma unroll
@@ -263,7 +309,9 @@ template <class Step, bool kColumns>
 Status run(const LaunchContext& ctx, const ScanProblem& p) {
   cudaStream_t stream = native(ctx.stream);
   const ScanGeometry& g = p.geometry;
-  const dim3 grid(capped(ceil_div(ceil_div(p.lines, p.unit), g.lanes)), static_cast<unsigned>(g.pieces));
+  const int64_t units = ceil_div(p.lines, p.unit);
+  const dim3 grid(capped(g.piece_lanes ? units : ceil_div(units, g.lanes)),
+                  static_cast<unsigned>(g.piece_lanes ? ceil_div(g.pieces, g.lanes) : g.pieces));
   if (g.pieces > 1) {
     scan_kernel<Step, kColumns><<<grid, kScanBlock, 0, stream>>>(p, false);
     if (Status s = last_launch_status("scan totals"); !s) return s;

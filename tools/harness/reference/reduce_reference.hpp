@@ -6,8 +6,9 @@
 // a NaN beats every number in the extremes (the first NaN's index), NaN propagates through the
 // value kinds, logsumexp of nothing but -inf is -inf and of a row with +inf is +inf, an empty
 // reduced set gives sum 0, prod 1, mean / var / std NaN, logsumexp -inf, norm 0, any false, all
-// true, count 0; var / std divide by max(n - correction, 0). Integer sums and products are exact in
-// two's complement: they wrap at 64 bits and again at out's 32 when out is i32.
+// true, count 0; var / std divide by max(n - correction, 0); var_mean gives var's value and mean's.
+// Integer sums and products are exact in two's complement: they wrap at 64 bits and again at out's 32
+// when out is i32.
 //
 // Error scales (RefOutput): a sum of n terms keeps each term (RefOutput::add); a value the plan
 // computes from n elements by other means (a product, a norm, a standard deviation, a logsumexp)
@@ -28,8 +29,9 @@
 namespace baracuda::reference {
 
 inline std::string_view reduce_kind_name(ReduceKind kind) {
-  constexpr std::string_view kNames[] = {"sum",    "mean", "prod", "amax", "amin",      "max", "min", "argmax",
-                                         "argmin", "var",  "std",  "norm", "logsumexp", "any", "all", "count_nonzero"};
+  constexpr std::string_view kNames[] = {"sum",       "mean",   "prod",   "amax",          "amin",    "max",
+                                         "min",       "argmax", "argmin", "var",           "std",     "norm",
+                                         "logsumexp", "any",    "all",    "count_nonzero", "var_mean"};
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "an invalid kind";
 }
@@ -61,11 +63,11 @@ inline bool reduce_picks_element(ReduceKind kind, double p) {
   }
 }
 
-// The dtypes x may have for a kind: floats; i32 and i64 for all but the means, var, std, norm and
-// logsumexp; bool for any, all and count_nonzero.
+// The dtypes x may have for a kind: floats; i32 and i64 for all but the means, var, std, var_mean,
+// norm and logsumexp; bool for any, all and count_nonzero.
 inline std::vector<DType> reduce_dtypes(ReduceKind kind) {
   const bool real = kind == ReduceKind::mean || kind == ReduceKind::var || kind == ReduceKind::std ||
-                    kind == ReduceKind::norm || kind == ReduceKind::logsumexp;
+                    kind == ReduceKind::var_mean || kind == ReduceKind::norm || kind == ReduceKind::logsumexp;
   const bool counts = kind == ReduceKind::any || kind == ReduceKind::all || kind == ReduceKind::count_nonzero;
   constexpr DType kAll[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::boolean};
   return {std::begin(kAll), std::end(kAll) - (real ? 3 : counts ? 0 : 1)};
@@ -224,13 +226,14 @@ inline void reduce_forward(const ReduceDescriptor& d, harness::RefIO& io) {
   const harness::HostView& x = io.in("x");
   harness::RefOutput& out = io.out("out");
   harness::RefOutput& indices = io.out("indices");
+  harness::RefOutput& mean = io.out("mean");  // var_mean's
   const DType out_dtype = io.specs[static_cast<size_t>(io.index_of("out"))].dtype;
   const ReduceLayout layout(d);
   const int64_t n = layout.count();
   const double nd = static_cast<double>(n);
   std::vector<int64_t> linear(static_cast<size_t>(n));  // one output's elements (reused)
   for (int64_t o = 0; o < layout.outputs(); ++o) {
-    if (!out.wanted(o) && !indices.wanted(o)) continue;
+    if (!out.wanted(o) && !indices.wanted(o) && !mean.wanted(o)) continue;
     layout.for_each(o, [&](int64_t e, int64_t l) { linear[e] = l; });
     auto value = [&](int64_t e) { return x.at(linear[e]); };
     auto magnitude = [&](int64_t e) { return std::fabs(x.at(linear[e])); };
@@ -267,8 +270,13 @@ inline void reduce_forward(const ReduceDescriptor& d, harness::RefIO& io) {
         break;
       }
       case ReduceKind::var:
-      case ReduceKind::std: {
+      case ReduceKind::std:
+      case ReduceKind::var_mean: {
         const Moments m = moments_of(n, value, d.correction);
+        if (d.kind == ReduceKind::var_mean) {
+          if (n == 0) mean.set(o, std::nan(""));
+          for (int64_t e = 0; e < n; ++e) mean.add(o, value(e) / nd);
+        }
         if (n == 0 || m.divisor == 0) {
           out.set(o, m.m2 / m.divisor);  // NaN (0 / 0, or an empty set's NaN mean), or inf
           break;
@@ -324,14 +332,17 @@ inline void reduce_forward(const ReduceDescriptor& d, harness::RefIO& io) {
 }
 
 // dx of every element, from the views the header says each kind reads: x (prod, amax / amin,
-// var / std, norm, logsumexp), out (norm, logsumexp), indices (max, min) and dout. prod, amax /
-// amin and std take their statistic (the product, the extreme and its ties, the standard deviation)
-// from x. An index outside [0, count) names no element: its output's gradient is 0 throughout.
+// var / std / var_mean, norm, logsumexp), out (norm, logsumexp), indices (max, min), dout and
+// var_mean's dmean (empty: zeros). prod, amax / amin and std take their statistic (the product, the
+// extreme and its ties, the standard deviation) from x. An index outside [0, count) names no element: its output's
+// gradient is 0 throughout.
 inline void reduce_backward(const ReduceDescriptor& d, harness::RefIO& io) {
   const harness::HostView& x = io.in("x");
   const harness::HostView& out = io.in("out");
   const harness::HostView& indices = io.in("indices");
   const harness::HostView& dout = io.in("dout");
+  const harness::HostView& dmean = io.in("dmean");
+  const bool has_dmean = dmean.values || dmean.bytes;
   harness::RefOutput& dx = io.out("dx");
   const ReduceLayout layout(d);
   const int64_t n = layout.count();
@@ -393,13 +404,16 @@ inline void reduce_backward(const ReduceDescriptor& d, harness::RefIO& io) {
         break;
       }
       case ReduceKind::var:
-      case ReduceKind::std: {
+      case ReduceKind::std:
+      case ReduceKind::var_mean: {
         const Moments m = moments_of(n, value, d.correction);
         const double stdev = std::sqrt(m.m2 / m.divisor);
+        const double gmean = d.kind == ReduceKind::var_mean && has_dmean ? dmean.at(o) / nd : 0.0;
         each([&](int64_t e, int64_t i) {
           const double deviation = value(e) - m.mean, spread = std::fabs(value(e)) + std::fabs(m.mean);
-          if (d.kind == ReduceKind::var)
-            set_computed(dx, i, 2 * g * deviation / m.divisor, 2 * std::fabs(g) * spread / m.divisor, 2);
+          if (d.kind != ReduceKind::std)
+            set_computed(dx, i, 2 * g * deviation / m.divisor + gmean,
+                         2 * std::fabs(g) * spread / m.divisor + std::fabs(gmean), gmean != 0 ? 3 : 2);
           else
             set_computed(dx, i, g * deviation / (m.divisor * stdev), std::fabs(g) * spread / (m.divisor * stdev), n);
         });

@@ -28,24 +28,27 @@ struct KindSpec {
   double correction = 1.0;
 };
 
-// Every kind once (var and std with Bessel's correction, the 2-norm), and the further parameters
-// that take another path (norm's 1, 3, 0.5, +-inf and 0; var and std with correction 0).
+// Every kind once (var, std and var_mean with Bessel's correction, the 2-norm), and the further
+// parameters that take another path (norm's 1, 3, 0.5, +-inf and 0; var, std and var_mean with
+// correction 0).
 constexpr KindSpec kMainKinds[] = {
     {ReduceKind::sum},       {ReduceKind::mean}, {ReduceKind::prod}, {ReduceKind::amax},
     {ReduceKind::amin},      {ReduceKind::max},  {ReduceKind::min},  {ReduceKind::argmax},
     {ReduceKind::argmin},    {ReduceKind::var},  {ReduceKind::std},  {ReduceKind::norm},
     {ReduceKind::logsumexp}, {ReduceKind::any},  {ReduceKind::all},  {ReduceKind::count_nonzero},
+    {ReduceKind::var_mean},
 };
 constexpr KindSpec kExtraKinds[] = {
-    {ReduceKind::norm, 1.0},   {ReduceKind::norm, 3.0}, {ReduceKind::norm, 0.5},     {ReduceKind::norm, kInf},
-    {ReduceKind::norm, -kInf}, {ReduceKind::norm, 0.0}, {ReduceKind::var, 2.0, 0.0}, {ReduceKind::std, 2.0, 0.0},
+    {ReduceKind::norm, 1.0},     {ReduceKind::norm, 3.0},     {ReduceKind::norm, 0.5},
+    {ReduceKind::norm, kInf},    {ReduceKind::norm, -kInf},   {ReduceKind::norm, 0.0},
+    {ReduceKind::var, 2.0, 0.0}, {ReduceKind::std, 2.0, 0.0}, {ReduceKind::var_mean, 2.0, 0.0},
 };
 
 // Which kinds take a sample: every kind, or also the extra parameters; or, for the largest shapes,
 // one kind per math: forward, per fold (sums: mean and the 2-norm; extremes: amax, and argmin for
 // the indices; var; logsumexp; counts); backward (whose map is the same kernel for every kind), per
 // statistic it reduces first (none: mean; ties: amax; moments: var) and per saved view it reads
-// (logsumexp: out; max: indices).
+// (logsumexp: out; max: indices). var_mean runs var's kernels (its mean stored beside the var).
 // (`forward`: the few forward kinds, and no backward: the largest shapes, whose backward reduces its
 // statistics with the forward's kernels and maps elements as every other shape's.)
 enum class Kinds { main, extra, few, forward };
@@ -55,10 +58,14 @@ constexpr ReduceKind kFewForward[] = {ReduceKind::mean,         ReduceKind::norm
 constexpr ReduceKind kFewBackward[] = {ReduceKind::mean, ReduceKind::amax, ReduceKind::var, ReduceKind::logsumexp,
                                        ReduceKind::max};
 
+bool moments(ReduceKind kind) {
+  return kind == ReduceKind::var || kind == ReduceKind::std || kind == ReduceKind::var_mean;
+}
+
 std::string kind_label(const KindSpec& k) {
   std::string s(reference::reduce_kind_name(k.kind));
   if (k.kind == ReduceKind::norm) s += " p " + std::to_string(k.p);
-  if (k.kind == ReduceKind::var || k.kind == ReduceKind::std) s += " correction " + std::to_string(k.correction);
+  if (moments(k.kind)) s += " correction " + std::to_string(k.correction);
   return s;
 }
 
@@ -105,21 +112,19 @@ constexpr int64_t kLongestSum = 40000;
 
 // Whether the kind's result over `count` elements is a number the drivers can compare (they judge
 // NaN and inf as wrong): the extremes refuse an empty set (tests/test_reduce.cpp and the error
-// cases); mean, var, std and logsumexp of nothing, and var / std with n - correction <= 0, are NaN
-// or +-inf (test_reduce.cpp); std's gradient is NaN where the elements are all equal (std 0), which
-// a short row of 16-bit values often is. `repeated`: the view repeats one element over the reduced
-// set (a broadcast along the only reduced dim of size > 1), whose product may overflow f16 and whose
-// std is 0.
+// cases); mean, var, std, var_mean and logsumexp of nothing, and var / std / var_mean with
+// n - correction <= 0, are NaN or +-inf (test_reduce.cpp); std's gradient is NaN where the elements
+// are all equal (std 0), which a short row of 16-bit values often is. `repeated`: the view repeats one element over the
+// reduced set (a broadcast along the only reduced dim of size > 1), whose product may overflow f16 and whose std is 0.
 bool takes(const KindSpec& k, int64_t count, bool repeated, bool backward) {
   if (backward && !reference::reduce_differentiable(k.kind)) return false;
   if (k.kind == ReduceKind::sum && !backward && count > kLongestSum) return false;
   if (k.kind == ReduceKind::prod && repeated) return false;
   if (k.kind == ReduceKind::std && backward && (count < 5 || repeated)) return false;
-  if (count == 0 && (reference::reduce_picks_element(k.kind, k.p) || k.kind == ReduceKind::mean ||
-                     k.kind == ReduceKind::var || k.kind == ReduceKind::std || k.kind == ReduceKind::logsumexp))
+  if (count == 0 && (reference::reduce_picks_element(k.kind, k.p) || k.kind == ReduceKind::mean || moments(k.kind) ||
+                     k.kind == ReduceKind::logsumexp))
     return false;
-  if ((k.kind == ReduceKind::var || k.kind == ReduceKind::std) && static_cast<double>(count) - k.correction <= 0)
-    return false;
+  if (moments(k.kind) && static_cast<double>(count) - k.correction <= 0) return false;
   if (k.kind == ReduceKind::prod && count > kLongestProduct) return false;
   // A norm of p in (0, 1] grows as count^(1/p) (f16 again).
   if (k.kind == ReduceKind::norm && k.p > 0 && k.p <= 1 && !backward &&
@@ -343,8 +348,8 @@ std::vector<DescriptorError<Desc>> errors(bool backward) {
          d.dims = {1};
        },
        StatusCode::invalid_problem, "descriptor.shape[1]"},
-      {"unknown kind", [](Desc& d) { d.kind = static_cast<ReduceKind>(16); }, StatusCode::invalid_problem,
-       "descriptor.kind"},
+      {"unknown kind", [](Desc& d) { d.kind = static_cast<ReduceKind>(static_cast<int>(ReduceKind::var_mean) + 1); },
+       StatusCode::invalid_problem, "descriptor.kind"},
       {"unknown kind past the enum", [](Desc& d) { d.kind = static_cast<ReduceKind>(200); },
        StatusCode::invalid_problem, "descriptor.kind"},
       {"out_dtype neither the input's nor f32",
@@ -455,6 +460,11 @@ std::vector<DescriptorError<Desc>> errors(bool backward) {
          d.dtype = DType::i64;
          d.kind = ReduceKind::logsumexp;
        }},
+      {"var_mean of i32",
+       [](Desc& d) {
+         d.dtype = DType::i32;
+         d.kind = ReduceKind::var_mean;
+       }},
       {"sum of bool",
        [](Desc& d) {
          d.dtype = DType::boolean;
@@ -536,6 +546,7 @@ std::vector<BenchSample<Desc>> bench(bool backward) {
         {"mean_backward", "autograd of torch.mean(x, -1)", dtypes, last_dim_shapes, describe<K::mean, -1>},
         {"amax_backward", "autograd of torch.amax(x, -1)", dtypes, last_dim_shapes, describe<K::amax, -1>},
         {"var_backward", "autograd of torch.var(x, -1)", dtypes, last_dim_shapes, describe<K::var, -1>},
+        {"var_mean_backward", "autograd of torch.var_mean(x, -1)", dtypes, last_dim_shapes, describe<K::var_mean, -1>},
         {"logsumexp_backward", "autograd of torch.logsumexp(x, -1)", dtypes, last_dim_shapes,
          describe<K::logsumexp, -1>},
     };
@@ -552,6 +563,8 @@ std::vector<BenchSample<Desc>> bench(bool backward) {
       {"var_dim0", "torch.var(x, 0)", dtypes, dim0_shapes, describe<K::var, 0>},
       {"std", "torch.std(x, -1)", dtypes, last_dim_shapes, describe<K::std, -1>},
       {"std_dim0", "torch.std(x, 0)", dtypes, dim0_shapes, describe<K::std, 0>},
+      {"var_mean", "torch.var_mean(x, -1)", dtypes, last_dim_shapes, describe<K::var_mean, -1>},
+      {"var_mean_dim0", "torch.var_mean(x, 0)", dtypes, dim0_shapes, describe<K::var_mean, 0>},
       {"norm", "torch.linalg.vector_norm(x, 2, -1)", dtypes, last_dim_shapes, describe<K::norm, -1>},
       {"norm_dim0", "torch.linalg.vector_norm(x, 2, 0)", dtypes, dim0_shapes, describe<K::norm, 0>},
       {"logsumexp", "torch.logsumexp(x, -1)", dtypes, logsumexp_shapes, describe<K::logsumexp, -1>},
@@ -582,7 +595,7 @@ std::vector<std::unique_ptr<OpRow>> reduce_rows() {
                                                errors(true),
                                                bench(true),
                                                forward_of<ReducePlan>,
-                                               {"dout", "out", {{"dx", "x"}}}}));
+                                               {"dout", "out", {{"dx", "x"}}, {{"dmean", "mean"}}}}));
   return rows;
 }
 
