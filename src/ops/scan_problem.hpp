@@ -214,8 +214,8 @@ constexpr int scan_blocks_per_sm(ScanVariant v) { return v == ScanVariant::colum
 // on other lines. columns: 32 units across a warp (fewer where there are fewer), 4 elements of each
 // a thread a tile (2 of 16-bit units of 8 lines).
 // Blocks that leave the device's threads idle cut their lines into pieces until the blocks (rows: a
-// warp a piece) fill it twice (two passes: the pieces' totals, then their scans from the prefixes: a single pass
-// linking the pieces through the workspace was 2-4x slower, bench/NOTES.md).
+// warp a piece) fill it twice (two passes: the pieces' totals, then their scans from the prefixes: a
+// single pass linking the pieces through the workspace was 2-4x slower, bench/NOTES.md).
 inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int sm_count) {
   ScanGeometry g;
   const int64_t resident = int64_t{std::max(sm_count, 1)} * scan_blocks_per_sm(variant) * kScanBlock;  // threads
