@@ -66,6 +66,7 @@ Status check_descriptor(std::string_view plan, const ScanDescriptor& d) {
 ScanShape shape_of(const ScanDescriptor& d, bool backward) {
   ScanShape s;
   s.backward = backward;
+  s.indexed = !backward && has_indices(d.kind);
   const int dim = dim_of(d);
   s.n = d.shape.rank ? d.shape.dims[dim] : 1;
   s.lines = s.n ? d.shape.numel() / s.n : 0;

@@ -31,12 +31,14 @@ struct ScanShape {
       1;  // columns: lines per unit (the largest power of 2 up to the vector dividing the innermost other size)
   int64_t state_bytes = 0;  // sizeof the math's State (the partials of a split line)
   bool backward = false;    // its elements are 3 values (an affine map and a factor), not 1
+  bool indexed = false;     // cummax / cummin: each element's state and output carry an index
 };
 
 // CUDA rows: elements a thread folds per tile, in whole 16-byte vectors: 16 (f64 8; 64 bytes of f32
-// in flight), the backward, whose elements take 3 registers each, 8 (f64 4). More spill past the
-// 80 registers of 3 blocks an SM.
-constexpr int scan_row_items(bool backward, int vector) { return std::min(4 * vector, 16) / (backward ? 2 : 1); }
+// in flight); wide elements 8 (f64 4): the backward's take 3 registers each, cummax's a value and
+// two of index (16 spilled 628 bytes of f32 cummax). More spill past the 80 registers of 3 blocks
+// an SM.
+constexpr int scan_row_items(bool wide, int vector) { return std::min(4 * vector, 16) / (wide ? 2 : 1); }
 
 // How the CUDA kernels cover the problem (src/cuda/scan/scan.cu): blocks of kScanBlock threads,
 // `lanes` units of lines (rows: one line; columns: a 16-byte vector of neighbouring lines, or one)
@@ -222,7 +224,7 @@ inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int s
   const int64_t n = std::max<int64_t>(s.n, 1), lines = std::max<int64_t>(s.lines, 1);
   int64_t units = 0;
   if (variant == ScanVariant::rows) {
-    g.items = scan_row_items(s.backward, s.vector);
+    g.items = scan_row_items(s.backward || s.indexed, s.vector);
     const int64_t wanted = std::clamp<int64_t>(pow2_at_least(ceil_div(resident, lines)), 32, kScanBlock);
     g.slices = static_cast<int>(std::min(wanted, pow2_at_least(ceil_div(n, g.items))));
     g.lanes = kScanBlock / g.slices;

@@ -7,6 +7,8 @@ template <class Math>
 struct Extremes : std::false_type {};
 template <class A, bool kMax, bool kAbs>
 struct Extremes<ExtremeMath<A, kMax, kAbs>> : std::true_type {};
+template <class A, bool kMax, bool kAbs>
+struct Extremes<ExtremeValueMath<A, kMax, kAbs>> : std::true_type {};
 }  // namespace
 
 Status launch_forward_extremes(const LaunchContext& ctx, const ReduceProblem& p) {

@@ -217,36 +217,47 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
     int64_t off[3] = {};
     if (active) {
       p.kept.offsets(o, off);
-      // The unit's values of element e (outputs past the end read as the identity's fold: skipped).
-      auto load = [&](int64_t e, A(&v)[kUnit]) {
-        const int64_t at = off[0] + element_offset(p.reduced, e);
+      // The unit's elements at `at`, as loaded (converted when folded: 16-bit values keep half the
+      // registers in flight). A unit of several outputs is always whole: the dispatch takes one only
+      // where the innermost kept size is a multiple of it.
+      auto load = [&](const X* at) {
+        Elements<X, kUnit> in;
         if constexpr (kVec) {
-          const Elements<X, kUnit> in = *reinterpret_cast<const Elements<X, kUnit>*>(x + at);
-#pragma unroll
-          for (int j = 0; j < kUnit; ++j) v[j] = to_acc<A>(in.v[j]);
+          in = *reinterpret_cast<const Elements<X, kUnit>*>(at);
         } else {
 #pragma unroll
-          for (int j = 0; j < kUnit; ++j) v[j] = kUnit == 1 || o + j < p.outputs ? to_acc<A>(x[at + j * step]) : A(0);
+          for (int j = 0; j < kUnit; ++j) in.v[j] = at[j * step];
+        }
+        return in;
+      };
+      // Slice `slice`'s elements, at(e) the address of the unit's element e: loads of kUnroll
+      // elements in flight, then their folds in order.
+      auto walk = [&](auto at) {
+        constexpr int kUnroll = kUnit * sizeof(X) >= 16 ? 4 : 8;  // 64 bytes in flight per thread
+        int64_t e = begin + slice;
+        for (; e + int64_t(kUnroll - 1) * slices < end; e += int64_t(kUnroll) * slices) {
+          Elements<X, kUnit> in[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) in[u] = load(at(e + u * int64_t(slices)));
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+            for (int j = 0; j < kUnit; ++j) m.fold(s[j], to_acc<A>(in[u].v[j]), e + u * int64_t(slices));
+        }
+        for (; e < end; e += slices) {
+          const Elements<X, kUnit> in = load(at(e));
+#pragma unroll
+          for (int j = 0; j < kUnit; ++j) m.fold(s[j], to_acc<A>(in.v[j]), e);
         }
       };
-      auto fold = [&](int64_t e, const A(&v)[kUnit]) {
-#pragma unroll
-        for (int j = 0; j < kUnit; ++j)
-          if (kUnit == 1 || o + j < p.outputs) m.fold(s[j], v[j], e);
-      };
-      constexpr int kUnroll = kUnit * sizeof(X) >= 16 ? 4 : 8;  // 64 bytes in flight per thread
-      int64_t e = begin + slice;
-      for (; e + int64_t(kUnroll - 1) * slices < end; e += int64_t(kUnroll) * slices) {
-        A v[kUnroll][kUnit];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) load(e + u * int64_t(slices), v[u]);
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) fold(e + u * int64_t(slices), v[u]);
-      }
-      for (; e < end; e += slices) {
-        A v[kUnit];
-        load(e, v);
-        fold(e, v);
+      // One reduced dim (the common case) is a stride the compiler steps by; more go through the
+      // walker's divisions.
+      const X* first = x + off[0];
+      if (p.reduced.rank <= 1) {
+        const int64_t stride = p.reduced.rank ? p.reduced.strides[0][0] : 0;
+        walk([&](int64_t e) { return first + e * stride; });
+      } else {
+        walk([&](int64_t e) { return first + element_offset(p.reduced, e); });
       }
     }
 #pragma unroll
@@ -260,7 +271,7 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
       __syncthreads();
     }
     if (active && slice == 0) {
-      for (int j = 0; j < kUnit && o + j < p.outputs; ++j) {
+      for (int j = 0; j < kUnit; ++j) {
         if (gridDim.y > 1) {
           static_cast<State*>(p.partials)[int64_t(blockIdx.y) * p.outputs + o + j] = shared[threadIdx.x][j];
         } else {
