@@ -97,7 +97,8 @@ struct Layout {
   static constexpr int kVector = 16 / static_cast<int>(sizeof(X));
   static constexpr int kWidth = kColumns ? kVector : 1;
   static constexpr int kItems =
-      kColumns ? (kVector <= 4 ? 4 : 2) : scan_row_items(Step::kOutput == kScanDx || Step::kIndexed, kVector);  // as scan_geometry
+      kColumns ? (kVector <= 4 ? 4 : 2)
+               : scan_row_items(Step::kOutput == kScanDx || Step::kIndexed, kVector);  // as scan_geometry
   using P = Pack<typename Step::State, kWidth>;
 };
 
