@@ -335,6 +335,29 @@ struct LogSumExpMath {
     s.sum += d == d ? reduce_fn::exp(d) : A(0);
     if (reduce_fn::isnan(x)) s.max = x;
   }
+  // A run of elements at once (the GPU kernels' loads in flight): their max first, one rescale, then
+  // a branch-free exp each while the max is finite (a -inf element gives exp(-inf) = 0). The same
+  // value as folding them one by one, rounded differently; the per-element fold's branch on each
+  // new max cost more than the exp (bf16 logsumexp at 15% of copy along dim 0).
+  template <int N>
+  BARACUDA_HD void fold_block(State& s, const A (&x)[N]) const {
+    A max = s.max;
+    bool nan = false;
+    for (int k = 0; k < N; ++k) {
+      max = x[k] > max ? x[k] : max;
+      nan = nan || reduce_fn::isnan(x[k]);
+    }
+    if (max > s.max) {
+      s.sum *= term(s.max, max);
+      s.max = max;
+    }
+    if (s.max > -reduce_fn::inf<A>() && s.max < reduce_fn::inf<A>()) {
+      for (int k = 0; k < N; ++k) s.sum += reduce_fn::exp(x[k] - s.max);
+    } else if (!reduce_fn::isnan(s.max)) {
+      for (int k = 0; k < N; ++k) s.sum += term(x[k], s.max);
+    }
+    if (nan) s.max = reduce_fn::nan<A>();
+  }
   BARACUDA_HD State combine(const State& a, const State& b) const {
     if (reduce_fn::isnan(a.max) || reduce_fn::isnan(b.max)) return {reduce_fn::nan<A>(), A(0)};
     const A max = a.max > b.max ? a.max : b.max;

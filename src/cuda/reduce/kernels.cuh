@@ -68,6 +68,15 @@ __device__ __forceinline__ State combine_pairwise(const Math& m, State (&s)[N]) 
   return s[0];
 }
 
+// Maths that fold a run of elements at once (LogSumExpMath: one rescale a run). The others fold
+// element by element, the loads' elements in their order across the states (independent chains
+// interleaved: argmax bf16 slower by 8% with each state's run folded in turn).
+template <class Math>
+inline constexpr bool kFoldsBlocks = requires(const Math& m, typename Math::State& s,
+                                              const typename Math::Acc (&v)[4]) {
+  m.fold_block(s, v);
+};
+
 // The fold of elements [begin, end) of the output whose first element is at `base`, by thread `lane`
 // of a group of `group` (begin is a multiple of the vector; with kVec, x + base is 16-byte aligned and
 // the elements are unit-stride).
@@ -89,11 +98,25 @@ __device__ __forceinline__ typename Math::State fold_row(const ReduceProblem& p,
       Vec16<X> in[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) in[u] = load16(x + (v + int64_t(u) * group) * V);
+      if constexpr (kFoldsBlocks<Math>) {
+        // Slot k's elements of the loads, in order: j = k, k + kRowSlots, ... of each vector.
+        constexpr int R = kRowSlots<X>, kPer = V / R;
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
+        for (int k = 0; k < R; ++k) {
+          A run[kUnroll * kPer];
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-          m.fold(slot[j % kRowSlots<X>], to_acc<A>(in[u].v[j]), (v + int64_t(u) * group) * V + j);
+          for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+            for (int t = 0; t < kPer; ++t) run[u * kPer + t] = to_acc<A>(in[u].v[k + t * R]);
+          m.fold_block(slot[k], run);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+          for (int j = 0; j < V; ++j)
+            m.fold(slot[j % kRowSlots<X>], to_acc<A>(in[u].v[j]), (v + int64_t(u) * group) * V + j);
+      }
     }
     for (; v < full; v += group) {
       const Vec16<X> in = load16(x + v * V);
@@ -239,10 +262,20 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
           Elements<X, kUnit> in[kUnroll];
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) in[u] = load(at(e + u * int64_t(slices)));
+          if constexpr (kFoldsBlocks<Math>) {
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u)
+            for (int j = 0; j < kUnit; ++j) {
+              A run[kUnroll];
 #pragma unroll
-            for (int j = 0; j < kUnit; ++j) m.fold(s[j], to_acc<A>(in[u].v[j]), e + u * int64_t(slices));
+              for (int u = 0; u < kUnroll; ++u) run[u] = to_acc<A>(in[u].v[j]);
+              m.fold_block(s[j], run);
+            }
+          } else {
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+              for (int j = 0; j < kUnit; ++j) m.fold(s[j], to_acc<A>(in[u].v[j]), e + u * int64_t(slices));
+          }
         }
         for (; e < end; e += slices) {
           const Elements<X, kUnit> in = load(at(e));
