@@ -7,12 +7,16 @@
 //            elements are read row by row, each column folding its own state.
 // Either way the elements are first loaded (and converted) into a tile of kTile values, rows by
 // columns (rows: kSlots columns, the slots), and each math folds a whole tile: the tile's loops
-// vectorize where one fold per element through a strided view does not.
+// vectorize where one fold per element through a strided view does not. The extremes, whose result
+// does not depend on the order, fold a rows tile as kColumns wide columns instead (8 lanes are half
+// an AVX-512 vector). The tile loops are built per ISA (BARACUDA_CPU_CLONES); none reassociates a
+// column's fold, so the bits do not depend on the vector width either.
 // The backward reduces its statistic the same way into the workspace, then maps every element.
 #include <omp.h>
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -45,13 +49,15 @@ struct Tile {
 
 // Column c of a tile, one fold per element.
 template <class Math, int kCols>
-void fold_column(const Math& math, const Tile<typename Math::Acc, kCols>& t, int c, typename Math::State& s) {
+BARACUDA_CPU_CLONES void fold_column(const Math& math, const Tile<typename Math::Acc, kCols>& t, int c,
+                                     typename Math::State& s) {
   for (int r = 0; r < t.rows; ++r) math.fold(s, t.at(r, c), t.index(r, c));
 }
 
 // Any math: one fold per element, the columns innermost (sums vectorize across them).
 template <class Math, int kCols>
-void fold_tile(const Math& math, const Tile<typename Math::Acc, kCols>& t, typename Math::State* __restrict states) {
+BARACUDA_CPU_CLONES void fold_tile(const Math& math, const Tile<typename Math::Acc, kCols>& t,
+                                   typename Math::State* __restrict states) {
   const typename Math::Acc* __restrict v = t.v;
   for (int r = 0; r < t.rows; ++r)
     for (int c = 0; c < t.cols(); ++c) math.fold(states[c], v[r * t.ld + c], t.index(r, c));
@@ -61,7 +67,8 @@ void fold_tile(const Math& math, const Tile<typename Math::Acc, kCols>& t, typen
 // merged into the state by the math's own combine (Chan's formula): a division per column, not per
 // element.
 template <class A, int kCols>
-void fold_tile(const VarMath<A>& math, const Tile<A, kCols>& t, typename VarMath<A>::State* states) {
+BARACUDA_CPU_CLONES void fold_tile(const VarMath<A>& math, const Tile<A, kCols>& t,
+                                   typename VarMath<A>::State* states) {
   A mean[kColumns], m2[kColumns];
   for (int c = 0; c < t.cols(); ++c) mean[c] = A(0), m2[c] = A(0);
   for (int r = 0; r < t.rows; ++r)
@@ -80,7 +87,8 @@ void fold_tile(const VarMath<A>& math, const Tile<A, kCols>& t, typename VarMath
 // logsumexp: each column's max, then the sum of exp(x - max) with the vectorized exp, merged by the
 // math's combine. A column with a NaN or an infinity folds element by element.
 template <class A, int kCols>
-void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t, typename LogSumExpMath<A>::State* states) {
+BARACUDA_CPU_CLONES void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t,
+                                   typename LogSumExpMath<A>::State* states) {
   A max[kColumns], sum[kColumns], probe[kColumns];
   for (int c = 0; c < t.cols(); ++c) max[c] = t.at(0, c), sum[c] = A(0), probe[c] = A(0);
   for (int r = 0; r < t.rows; ++r)
@@ -100,6 +108,60 @@ void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t, typename L
       states[c] = math.combine(states[c], {max[c], sum[c]});
   }
 }
+
+// The extremes' order as integers, so that a column's best is an integer compare and two selects,
+// which vectorize (a float compare does not, under GCC's trapping math): a float's magnitude bits,
+// negated for a negative value (so -0 and +0 tie, as they compare), NaN above every number, the
+// whole order reversed (~) for the minimum.
+template <bool kMax, bool kAbs, class A>
+auto order_key(A x) {
+  if constexpr (std::is_integral_v<A>) {
+    return kMax ? x : ~x;
+  } else {
+    using I = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
+    const I bits = std::bit_cast<I>(x), mag = bits & std::numeric_limits<I>::max();
+    const I ord = kAbs || bits >= 0 ? mag : -mag;
+    const I key = kMax ? ord : ~ord;
+    return mag > std::bit_cast<I>(reduce_fn::inf<A>()) ? std::numeric_limits<I>::max() : key;
+  }
+}
+
+// The extremes: each column's first row holding its greatest key (a strict compare, so the first on
+// ties), then that element merged into the state by the math's combine, whose order (NaN first,
+// then the value, then the index) the keys follow: the same state as one fold per element.
+template <class A, bool kMax, bool kAbs, int kCols>
+BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const Tile<A, kCols>& t,
+                                   typename ExtremeMath<A, kMax, kAbs>::State* states) {
+  using Key = decltype(order_key<kMax, kAbs>(A()));
+  Key best[kColumns], row[kColumns];  // row as wide as the key: one vector width for both
+  for (int c = 0; c < t.cols(); ++c) best[c] = order_key<kMax, kAbs>(t.at(0, c)), row[c] = 0;
+  for (int r = 1; r < t.rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < t.cols(); ++c) {
+      const Key k = order_key<kMax, kAbs>(t.at(r, c));
+      const bool better = k > best[c];
+      best[c] = better ? k : best[c];
+      row[c] = better ? Key(r) : row[c];
+    }
+  for (int c = 0; c < t.cols(); ++c) {
+    const int r = static_cast<int>(row[c]);
+    states[c] = math.combine(states[c], {math.key(t.at(r, c)), t.index(r, c)});
+  }
+}
+
+// n values `stride` apart from src, as A: the contiguous loop vectorizes (16-bit conversions too).
+template <class A, class X>
+BARACUDA_CPU_CLONES void convert(const X* __restrict src, int64_t stride, int n, A* __restrict to) {
+  if (stride == 1)
+    for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i]);
+  else
+    for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i * stride]);
+}
+
+template <class Math>
+constexpr bool kAnyOrder = false;  // the result does not depend on the order of the folds
+template <class A, bool kMax, bool kAbs>
+constexpr bool kAnyOrder<ExtremeMath<A, kMax, kAbs>> = true;
 
 template <class X, class Math>
 struct Reducer {
@@ -125,12 +187,11 @@ struct Reducer {
   // type A (a copy would cost as much as the fold), else loaded into v.
   const A* load(int64_t base, int64_t e, int n, A* v) const {
     const int64_t stride = p.reduced.rank ? p.reduced.strides[0][0] : 0;
-    if (p.reduced.rank <= 1 && stride == 1) {
-      const X* src = x + base + e;
-      if constexpr (std::is_same_v<X, A>) return src;
-      for (int i = 0; i < n; ++i) v[i] = to_acc<A>(src[i]);
-    } else if (p.reduced.rank <= 1) {
-      for (int i = 0; i < n; ++i) v[i] = at(base + (e + i) * stride);
+    if (p.reduced.rank <= 1) {
+      const X* src = x + base + e * stride;
+      if constexpr (std::is_same_v<X, A>)
+        if (stride == 1) return src;
+      convert(src, stride, n, v);
     } else {
       for (int i = 0; i < n; ++i) v[i] = at(base + element(e + i));
     }
@@ -144,6 +205,18 @@ struct Reducer {
     for (int64_t e = begin; e < end; e += kTile) {
       const int n = static_cast<int>(std::min<int64_t>(kTile, end - e)), rows = n / kSlots;
       const A* v = load(base, e, n, buffer);
+      if constexpr (kAnyOrder<Math>) {
+        // kColumns wide columns, each column's best then merged into slot 0; the rest one by one
+        const int wide = n / kColumns;
+        if (wide) {
+          State column[kColumns];
+          for (State& s : column) s = math.identity();
+          fold_tile(math, Tile<A, kColumns>{v, wide, kColumns, kColumns, e, kColumns, 1}, column);
+          for (const State& s : column) slot[0] = math.combine(slot[0], s);
+        }
+        for (int i = wide * kColumns; i < n; ++i) math.fold(slot[0], v[i], e + i);
+        continue;
+      }
       if (rows) fold_tile(math, Tile<A, kSlots>{v, rows, kSlots, kSlots, e, kSlots, 1}, slot);
       if (n % kSlots) fold_tile(math, Tile<A>{v + rows * kSlots, 1, n % kSlots, 0, e + rows * kSlots, 0, 1}, slot);
     }
@@ -167,12 +240,7 @@ struct Reducer {
         v = reinterpret_cast<const A*>(x + base + element(e));
       } else {
         for (int r = 0; r < rows; ++r) {
-          const X* row = x + base + element(e + r);
-          A* to = buffer + r * columns;
-          if (step == 1)  // a loop the compiler vectorizes (16-bit conversions included)
-            for (int j = 0; j < columns; ++j) to[j] = to_acc<A>(row[j]);
-          else
-            for (int j = 0; j < columns; ++j) to[j] = to_acc<A>(row[j * step]);
+          convert(x + base + element(e + r), step, columns, buffer + r * columns);
         }
       }
       if (columns == kColumns)
