@@ -1,16 +1,15 @@
 // CPU kernels of the reduction family. Work is cut the same way whatever the thread count, so the
 // bits never depend on it: each output's reduced elements in pieces of kPiece, each piece folded
 // into its own states, the pieces' states combined in order.
-//   rows:    an output at a time: a piece is folded into kSlots states (element e into slot
-//            e % kSlots, so the compiler can keep independent sums in flight), combined pairwise.
+//   rows:    an output at a time: a piece is folded into kLanes states (element e into lane
+//            e % kLanes, so the compiler can keep independent sums in flight), combined pairwise.
 //   columns: kColumns neighbouring outputs (along the innermost kept dim) at a time: a piece's
 //            elements are read row by row, each column folding its own state.
 // Either way the elements are first loaded (and converted) into a tile of kTile values, rows by
-// columns (rows: kSlots columns, the slots), and each math folds a whole tile: the tile's loops
-// vectorize where one fold per element through a strided view does not. The extremes, whose result
-// does not depend on the order, fold a rows tile as kColumns wide columns instead (8 lanes are half
-// an AVX-512 vector). The tile loops are built per ISA (BARACUDA_CPU_CLONES); none reassociates a
-// column's fold, so the bits do not depend on the vector width either.
+// columns (rows: kLanes columns, the lanes), and each math folds a whole tile: the tile's loops
+// vectorize where one fold per element through a strided view does not. The tile loops are built
+// per ISA (BARACUDA_CPU_CLONES); none reassociates a column's fold, so the bits do not depend on the
+// vector width either.
 // The backward reduces its statistic the same way into the workspace, then maps every element.
 #include <omp.h>
 
@@ -84,13 +83,15 @@ BARACUDA_CPU_CLONES void fold_tile(const VarMath<A>& math, const Tile<A, kCols>&
   for (int c = 0; c < t.cols(); ++c) states[c] = math.combine(states[c], {mean[c], m2[c], t.rows});
 }
 
-// logsumexp: each column's max, then the sum of exp(x - max) with the vectorized exp, merged by the
-// math's combine. A column with a NaN or an infinity folds element by element.
+// logsumexp: each column's running max over the state's and the tile's, the state's sum rescaled to
+// it and the tile's exp(x - max) added, all with the vectorized exp (the math's combine would take
+// two scalar exps a column). A column with a NaN or an infinity, or a state whose max is NaN or +inf,
+// folds element by element.
 template <class A, int kCols>
 BARACUDA_CPU_CLONES void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t,
                                    typename LogSumExpMath<A>::State* states) {
-  A max[kColumns], sum[kColumns], probe[kColumns];
-  for (int c = 0; c < t.cols(); ++c) max[c] = t.at(0, c), sum[c] = A(0), probe[c] = A(0);
+  A old[kColumns], max[kColumns], sum[kColumns], probe[kColumns];
+  for (int c = 0; c < t.cols(); ++c) old[c] = max[c] = states[c].max, sum[c] = A(0), probe[c] = A(0);
   for (int r = 0; r < t.rows; ++r)
 #pragma omp simd
     for (int c = 0; c < t.cols(); ++c) {
@@ -101,12 +102,43 @@ BARACUDA_CPU_CLONES void fold_tile(const LogSumExpMath<A>& math, const Tile<A, k
   for (int r = 0; r < t.rows; ++r)
 #pragma omp simd
     for (int c = 0; c < t.cols(); ++c) sum[c] += exp_nonpositive(t.at(r, c) - max[c]);
+#pragma omp simd
+  for (int c = 0; c < t.cols(); ++c) old[c] = exp_nonpositive(old[c] - max[c]);  // -inf (none yet): 0
   for (int c = 0; c < t.cols(); ++c) {
-    if (probe[c] != A(0))
+    if (probe[c] != A(0) || !(states[c].max < reduce_fn::inf<A>()))
       fold_column(math, t, c, states[c]);
     else
-      states[c] = math.combine(states[c], {max[c], sum[c]});
+      states[c] = {max[c], states[c].sum * old[c] + sum[c]};
   }
+}
+
+// The rows kernel's lanes merged into one state: in a fixed tree by the math's combine, or for
+// logsumexp (64 lanes, two scalar exps each by the combine) every lane rescaled to the greatest max
+// with the vectorized exp, where every max is a number or -inf and one is a number.
+template <class Math>
+typename Math::State combine_tree(const Math& math, typename Math::State* lanes, int n) {
+  for (int width = 1; width < n; width *= 2)
+    for (int j = 0; j < n; j += 2 * width) lanes[j] = math.combine(lanes[j], lanes[j + width]);
+  return lanes[0];
+}
+template <class Math>
+typename Math::State merge_lanes(const Math& math, typename Math::State* lanes, int n) {
+  return combine_tree(math, lanes, n);
+}
+template <class A>
+typename LogSumExpMath<A>::State merge_lanes(const LogSumExpMath<A>& math, typename LogSumExpMath<A>::State* lanes,
+                                             int n) {
+  A max = -reduce_fn::inf<A>(), term[kColumns];
+  bool plain = true;
+  for (int j = 0; j < n; ++j) {
+    plain = plain && lanes[j].max < reduce_fn::inf<A>();
+    max = lanes[j].max > max ? lanes[j].max : max;
+  }
+  if (!plain || max == -reduce_fn::inf<A>()) return combine_tree(math, lanes, n);
+  for (int j = 0; j < n; ++j) term[j] = lanes[j].sum * exp_nonpositive(lanes[j].max - max);
+  for (int width = 1; width < n; width *= 2)
+    for (int j = 0; j < n; j += 2 * width) term[j] += term[j + width];
+  return {max, term[0]};
 }
 
 // The extremes' order as integers, so that a column's best is an integer compare and two selects,
@@ -158,10 +190,14 @@ BARACUDA_CPU_CLONES void convert(const X* __restrict src, int64_t stride, int n,
     for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i * stride]);
 }
 
+// The rows kernel's lanes: kSlots (sums: the compiler's vector of them), or kColumns where the math's
+// tile loops are the work (a tile as 32 rows of 64 columns fills four AVX-512 vectors a row).
 template <class Math>
-constexpr bool kAnyOrder = false;  // the result does not depend on the order of the folds
+constexpr int kLanes = kSlots;
 template <class A, bool kMax, bool kAbs>
-constexpr bool kAnyOrder<ExtremeMath<A, kMax, kAbs>> = true;
+constexpr int kLanes<ExtremeMath<A, kMax, kAbs>> = kColumns;
+template <class A>
+constexpr int kLanes<LogSumExpMath<A>> = kColumns;
 
 template <class X, class Math>
 struct Reducer {
@@ -199,30 +235,17 @@ struct Reducer {
   }
 
   State fold_row(int64_t base, int64_t begin, int64_t end) const {
-    State slot[kSlots];
-    for (State& s : slot) s = math.identity();
+    constexpr int kL = kLanes<Math>;
+    State lane[kL];
+    for (State& s : lane) s = math.identity();
     A buffer[kTile];
     for (int64_t e = begin; e < end; e += kTile) {
-      const int n = static_cast<int>(std::min<int64_t>(kTile, end - e)), rows = n / kSlots;
+      const int n = static_cast<int>(std::min<int64_t>(kTile, end - e)), rows = n / kL;
       const A* v = load(base, e, n, buffer);
-      if constexpr (kAnyOrder<Math>) {
-        // kColumns wide columns, each column's best then merged into slot 0; the rest one by one
-        const int wide = n / kColumns;
-        if (wide) {
-          State column[kColumns];
-          for (State& s : column) s = math.identity();
-          fold_tile(math, Tile<A, kColumns>{v, wide, kColumns, kColumns, e, kColumns, 1}, column);
-          for (const State& s : column) slot[0] = math.combine(slot[0], s);
-        }
-        for (int i = wide * kColumns; i < n; ++i) math.fold(slot[0], v[i], e + i);
-        continue;
-      }
-      if (rows) fold_tile(math, Tile<A, kSlots>{v, rows, kSlots, kSlots, e, kSlots, 1}, slot);
-      if (n % kSlots) fold_tile(math, Tile<A>{v + rows * kSlots, 1, n % kSlots, 0, e + rows * kSlots, 0, 1}, slot);
+      if (rows) fold_tile(math, Tile<A, kL>{v, rows, kL, kL, e, kL, 1}, lane);
+      if (n % kL) fold_tile(math, Tile<A>{v + rows * kL, 1, n % kL, 0, e + rows * kL, 0, 1}, lane);
     }
-    for (int width = 1; width < kSlots; width *= 2)
-      for (int j = 0; j < kSlots; j += 2 * width) slot[j] = math.combine(slot[j], slot[j + width]);
-    return slot[0];
+    return merge_lanes(math, lane, kL);
   }
 
   // `columns` outputs from `base`, `step` apart in x: each folds its piece in order, a tile of rows
