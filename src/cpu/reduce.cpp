@@ -334,37 +334,77 @@ void statistics(const ReduceProblem& p) {
   r.run([&](int64_t o, const int64_t(&)[3], const typename Math::State& s) { stats[o] = r.math.stat(s); });
 }
 
-// dx of every element: lines along the map's innermost dim in parallel.
+// n values of a floating view (out's or dout's dtype) from off, `stride` apart (0: one broadcast),
+// as A; zeros where the view is absent.
+template <class A>
+void gather(const void* base, DType dtype, int64_t off, int64_t stride, int n, A* to) {
+  if (!base) {
+    std::fill_n(to, n, A(0));
+    return;
+  }
+  static_cast<void>(dispatch_float<half, bfloat16>(dtype, [&](auto t) {
+    convert(static_cast<const typename decltype(t)::type*>(base) + off, stride, n, to);
+    return Status::ok();
+  }));
+}
+
+template <auto kForm, class A>
+BARACUDA_CPU_CLONES void apply_chunk(const ReduceGrad<A>& grad, const A* x, const A* dout, const A* out,
+                                     const GradStat<A>* stat, const bool* mine, int n, A* __restrict g) {
+  for (int i = 0; i < n; ++i) g[i] = grad.template apply<kForm>(x[i], dout[i], out[i], stat[i], mine[i]);
+}
+
+template <class X, class A>
+BARACUDA_CPU_CLONES void store(const A* __restrict g, int n, X* __restrict to, int64_t stride) {
+  for (int i = 0; i < n; ++i) {
+    if constexpr (std::is_arithmetic_v<X>)
+      to[i * stride] = static_cast<X>(g[i]);
+    else
+      to[i * stride] = X(static_cast<float>(g[i]));
+  }
+}
+
+// dx of every element: lines along the map's innermost dim in parallel, each in chunks: every view
+// of a chunk loaded into a buffer of A (one dtype switch a chunk, not one a view and element), the
+// chunk's gradient in a loop the compiler vectorizes, then stored.
 template <class X>
 void gradient(const ReduceProblem& p) {
   using A = acc_t<X>;
+  constexpr int kChunk = 1024;
   const ReduceGrad<A> grad(p.params);
   const X* x = static_cast<const X*>(p.x);
   X* dx = static_cast<X*>(p.dx);
   const auto* stats = static_cast<const GradStat<A>*>(p.stats);
   const Walker<kMapTensors>& w = p.map;
   const int64_t inner = w.inner_size(), lines = w.numel() / std::max<int64_t>(inner, 1);
-  auto load = [&](const void* base, int64_t off) {
-    return base ? load_as<half, bfloat16, A>(base, p.out_dtype, off) : A(0);
-  };
-  auto index_at = [&](int64_t off) { return p.indices ? load_index(p.indices, p.index_dtype, off) : int64_t{-1}; };
   ReduceGrad<A>::with_form(p.params.kind, [&](auto form) {
-#pragma omp parallel for schedule(static) if (w.numel() > kParallelThreshold)
-    for (int64_t l = 0; l < lines; ++l) {
-      int64_t off[kMapTensors];
-      w.offsets(l * inner, off);
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t at[kMapTensors];
-        for (int t = 0; t < kMapTensors; ++t) at[t] = off[t] + i * w.inner_stride(t);
-        const A xv = x ? to_acc<A>(x[at[kMapX]]) : A(0);
-        const GradStat<A> stat = stats ? stats[at[kMapStats]] : GradStat<A>{};
-        const bool mine = index_at(at[kMapIndices]) == at[kMapReducedIndex];
-        const A g = grad.template apply<decltype(form)::value>(xv, load(p.dout, at[kMapDout]), load(p.out, at[kMapOut]),
-                                                               stat, mine);
-        if constexpr (std::is_arithmetic_v<X>)
-          dx[at[kMapDx]] = static_cast<X>(g);
-        else
-          dx[at[kMapDx]] = X(static_cast<float>(g));
+#pragma omp parallel if (w.numel() > kParallelThreshold)
+    {
+      A xs[kChunk], douts[kChunk], outs[kChunk], g[kChunk];
+      GradStat<A> stat[kChunk];
+      bool mine[kChunk];
+      std::fill_n(xs, kChunk, A(0));
+      std::fill_n(stat, kChunk, GradStat<A>{});
+      std::fill_n(mine, kChunk, false);  // no indices: no element is the one they name
+#pragma omp for schedule(static)
+      for (int64_t l = 0; l < lines; ++l) {
+        int64_t off[kMapTensors];
+        w.offsets(l * inner, off);
+        for (int64_t i0 = 0; i0 < inner; i0 += kChunk) {
+          const int n = static_cast<int>(std::min<int64_t>(kChunk, inner - i0));
+          auto at = [&](int t) { return off[t] + i0 * w.inner_stride(t); };
+          if (x) convert(x + at(kMapX), w.inner_stride(kMapX), n, xs);
+          gather(p.dout, p.out_dtype, at(kMapDout), w.inner_stride(kMapDout), n, douts);
+          gather(p.out, p.out_dtype, at(kMapOut), w.inner_stride(kMapOut), n, outs);
+          if (stats)
+            for (int i = 0; i < n; ++i) stat[i] = stats[at(kMapStats) + i * w.inner_stride(kMapStats)];
+          if (p.indices)
+            for (int i = 0; i < n; ++i)
+              mine[i] = load_index(p.indices, p.index_dtype, at(kMapIndices) + i * w.inner_stride(kMapIndices)) ==
+                        at(kMapReducedIndex) + i * w.inner_stride(kMapReducedIndex);
+          apply_chunk<decltype(form)::value>(grad, xs, douts, outs, stat, mine, n, g);
+          store(g, n, dx + at(kMapDx), w.inner_stride(kMapDx));
+        }
       }
     }
   });
