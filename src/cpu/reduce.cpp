@@ -181,10 +181,13 @@ BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const
   }
 }
 
-// n values `stride` apart from src, as A: the contiguous loop vectorizes (16-bit conversions too).
+// n values `stride` apart from src (0: one, broadcast), as A: the contiguous loop vectorizes (16-bit
+// conversions too).
 template <class A, class X>
 BARACUDA_CPU_CLONES void convert(const X* __restrict src, int64_t stride, int n, A* __restrict to) {
-  if (stride == 1)
+  if (stride == 0)
+    std::fill_n(to, n, to_acc<A>(src[0]));
+  else if (stride == 1)
     for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i]);
   else
     for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i * stride]);
