@@ -159,8 +159,10 @@ auto order_key(A x) {
 }
 
 // The extremes: each column's first row holding its greatest key (a strict compare, so the first on
-// ties), then that element merged into the state by the math's combine, whose order (NaN first,
-// then the value, then the index) the keys follow: the same state as one fold per element.
+// ties), then that element replaces the state where its key is greater or the state has none: the
+// tile's elements come after the state's, and the keys follow the math's order (NaN first, then the
+// value, then the index), so this is the state one fold per element gives, without the combine's
+// branches on NaN (half the tile's time).
 template <class A, bool kMax, bool kAbs, int kCols>
 BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const Tile<A, kCols>& t,
                                    typename ExtremeMath<A, kMax, kAbs>::State* states) {
@@ -177,7 +179,10 @@ BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const
     }
   for (int c = 0; c < t.cols(); ++c) {
     const int r = static_cast<int>(row[c]);
-    states[c] = math.combine(states[c], {math.key(t.at(r, c)), t.index(r, c)});
+    auto& s = states[c];
+    const bool take = best[c] > order_key<kMax, kAbs>(s.value) || s.index == math.identity().index;
+    s.value = take ? math.key(t.at(r, c)) : s.value;
+    s.index = take ? t.index(r, c) : s.index;
   }
 }
 
@@ -191,6 +196,21 @@ BARACUDA_CPU_CLONES void convert(const X* __restrict src, int64_t stride, int n,
     for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i]);
   else
     for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i * stride]);
+}
+
+// `rows` runs of `columns` values (as convert's), `row_stride` apart from src, into rows of `to`: one
+// call a tile (a call a row of 64 16-bit values cost as much as its conversions).
+template <class A, class X>
+BARACUDA_CPU_CLONES void convert_rows(const X* src, int64_t row_stride, int64_t step, int rows, int columns,
+                                      A* __restrict to) {
+  for (int r = 0; r < rows; ++r) {
+    const X* __restrict from = src + r * row_stride;
+    A* __restrict row = to + r * columns;
+    if (step == 1)
+      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j]);
+    else
+      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j * step]);
+  }
 }
 
 // The rows kernel's lanes: kSlots (sums: the compiler's vector of them), or kColumns where the math's
@@ -264,10 +284,10 @@ struct Reducer {
       const A* v = buffer;
       if (in_place) {
         v = reinterpret_cast<const A*>(x + base + element(e));
+      } else if (p.reduced.rank <= 1) {
+        convert_rows(x + base + element(e), p.reduced.rank ? p.reduced.strides[0][0] : 0, step, rows, columns, buffer);
       } else {
-        for (int r = 0; r < rows; ++r) {
-          convert(x + base + element(e + r), step, columns, buffer + r * columns);
-        }
+        for (int r = 0; r < rows; ++r) convert(x + base + element(e + r), step, columns, buffer + r * columns);
       }
       if (columns == kColumns)
         fold_tile(math, Tile<A, kColumns>{v, rows, columns, ld, e, 1, 0}, states);
