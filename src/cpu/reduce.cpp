@@ -2,7 +2,8 @@
 // bits never depend on it: each output's reduced elements in pieces of kPiece, each piece folded
 // into its own states, the pieces' states combined in order.
 //   rows:    an output at a time: a piece is folded into kLanes states (element e into lane
-//            e % kLanes, so the compiler can keep independent sums in flight), combined pairwise.
+//            e % kLanes, so the compiler can keep independent sums in flight), merged in a fixed
+//            tree (merge_lanes).
 //   columns: kColumns neighbouring outputs (along the innermost kept dim) at a time: a piece's
 //            elements are read row by row, each column folding its own state.
 // Either way the elements are first loaded (and converted) into a tile of kTile values, rows by
@@ -10,7 +11,8 @@
 // vectorize where one fold per element through a strided view does not. The tile loops are built
 // per ISA (BARACUDA_CPU_CLONES); none reassociates a column's fold, so the bits do not depend on the
 // vector width either.
-// The backward reduces its statistic the same way into the workspace, then maps every element.
+// The backward reduces its statistic the same way into the workspace, then maps every element, a
+// chunk at a time.
 #include <omp.h>
 
 #include <algorithm>
@@ -25,6 +27,12 @@
 
 namespace baracuda::detail::cpu {
 namespace {
+
+// GCC vectorizes the tile loops (a float select, the exp's selects) only when asked (`omp simd`);
+// clang vectorizes what it can unasked, and warns of an asked loop it cannot.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 
 constexpr int64_t kPiece = 8192;  // reduced elements per work item
 constexpr int kSlots = 8;
