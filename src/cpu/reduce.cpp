@@ -1,18 +1,23 @@
 // CPU kernels of the reduction family. Work is cut the same way whatever the thread count, so the
 // bits never depend on it: each output's reduced elements in pieces of kPiece, each piece folded
 // into its own states, the pieces' states combined in order.
-//   rows:    an output at a time: a piece is folded into kSlots states (element e into slot
-//            e % kSlots, so the compiler can keep independent sums in flight), combined pairwise.
+//   rows:    an output at a time: a piece is folded into kLanes states (element e into lane
+//            e % kLanes, so the compiler can keep independent sums in flight), merged in a fixed
+//            tree (merge_lanes).
 //   columns: kColumns neighbouring outputs (along the innermost kept dim) at a time: a piece's
 //            elements are read row by row, each column folding its own state.
 // Either way the elements are first loaded (and converted) into a tile of kTile values, rows by
-// columns (rows: kSlots columns, the slots), and each math folds a whole tile: the tile's loops
-// vectorize where one fold per element through a strided view does not.
-// The backward reduces its statistic the same way into the workspace, then maps every element.
+// columns (rows: kLanes columns, the lanes), and each math folds a whole tile: the tile's loops
+// vectorize where one fold per element through a strided view does not. The tile loops are built
+// per ISA (BARACUDA_CPU_CLONES); none reassociates a column's fold, so the bits do not depend on the
+// vector width either.
+// The backward reduces its statistic the same way into the workspace, then maps every element, a
+// chunk at a time.
 #include <omp.h>
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -22,6 +27,12 @@
 
 namespace baracuda::detail::cpu {
 namespace {
+
+// GCC vectorizes the tile loops (a float select, the exp's selects) only when asked (`omp simd`);
+// clang vectorizes what it can unasked, and warns of an asked loop it cannot.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 
 constexpr int64_t kPiece = 8192;  // reduced elements per work item
 constexpr int kSlots = 8;
@@ -45,13 +56,15 @@ struct Tile {
 
 // Column c of a tile, one fold per element.
 template <class Math, int kCols>
-void fold_column(const Math& math, const Tile<typename Math::Acc, kCols>& t, int c, typename Math::State& s) {
+BARACUDA_CPU_CLONES void fold_column(const Math& math, const Tile<typename Math::Acc, kCols>& t, int c,
+                                     typename Math::State& s) {
   for (int r = 0; r < t.rows; ++r) math.fold(s, t.at(r, c), t.index(r, c));
 }
 
 // Any math: one fold per element, the columns innermost (sums vectorize across them).
 template <class Math, int kCols>
-void fold_tile(const Math& math, const Tile<typename Math::Acc, kCols>& t, typename Math::State* __restrict states) {
+BARACUDA_CPU_CLONES void fold_tile(const Math& math, const Tile<typename Math::Acc, kCols>& t,
+                                   typename Math::State* __restrict states) {
   const typename Math::Acc* __restrict v = t.v;
   for (int r = 0; r < t.rows; ++r)
     for (int c = 0; c < t.cols(); ++c) math.fold(states[c], v[r * t.ld + c], t.index(r, c));
@@ -61,7 +74,8 @@ void fold_tile(const Math& math, const Tile<typename Math::Acc, kCols>& t, typen
 // merged into the state by the math's own combine (Chan's formula): a division per column, not per
 // element.
 template <class A, int kCols>
-void fold_tile(const VarMath<A>& math, const Tile<A, kCols>& t, typename VarMath<A>::State* states) {
+BARACUDA_CPU_CLONES void fold_tile(const VarMath<A>& math, const Tile<A, kCols>& t,
+                                   typename VarMath<A>::State* states) {
   A mean[kColumns], m2[kColumns];
   for (int c = 0; c < t.cols(); ++c) mean[c] = A(0), m2[c] = A(0);
   for (int r = 0; r < t.rows; ++r)
@@ -77,12 +91,15 @@ void fold_tile(const VarMath<A>& math, const Tile<A, kCols>& t, typename VarMath
   for (int c = 0; c < t.cols(); ++c) states[c] = math.combine(states[c], {mean[c], m2[c], t.rows});
 }
 
-// logsumexp: each column's max, then the sum of exp(x - max) with the vectorized exp, merged by the
-// math's combine. A column with a NaN or an infinity folds element by element.
+// logsumexp: each column's running max over the state's and the tile's, the state's sum rescaled to
+// it and the tile's exp(x - max) added, all with the vectorized exp (the math's combine would take
+// two scalar exps a column). A column with a NaN or an infinity, or a state whose max is NaN or +inf,
+// folds element by element.
 template <class A, int kCols>
-void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t, typename LogSumExpMath<A>::State* states) {
-  A max[kColumns], sum[kColumns], probe[kColumns];
-  for (int c = 0; c < t.cols(); ++c) max[c] = t.at(0, c), sum[c] = A(0), probe[c] = A(0);
+BARACUDA_CPU_CLONES void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t,
+                                   typename LogSumExpMath<A>::State* states) {
+  A old[kColumns], max[kColumns], sum[kColumns], probe[kColumns];
+  for (int c = 0; c < t.cols(); ++c) old[c] = max[c] = states[c].max, sum[c] = A(0), probe[c] = A(0);
   for (int r = 0; r < t.rows; ++r)
 #pragma omp simd
     for (int c = 0; c < t.cols(); ++c) {
@@ -93,13 +110,125 @@ void fold_tile(const LogSumExpMath<A>& math, const Tile<A, kCols>& t, typename L
   for (int r = 0; r < t.rows; ++r)
 #pragma omp simd
     for (int c = 0; c < t.cols(); ++c) sum[c] += exp_nonpositive(t.at(r, c) - max[c]);
+#pragma omp simd
+  for (int c = 0; c < t.cols(); ++c) old[c] = exp_nonpositive(old[c] - max[c]);  // -inf (none yet): 0
   for (int c = 0; c < t.cols(); ++c) {
-    if (probe[c] != A(0))
+    if (probe[c] != A(0) || !(states[c].max < reduce_fn::inf<A>()))
       fold_column(math, t, c, states[c]);
     else
-      states[c] = math.combine(states[c], {max[c], sum[c]});
+      states[c] = {max[c], states[c].sum * old[c] + sum[c]};
   }
 }
+
+// The rows kernel's lanes merged into one state: in a fixed tree by the math's combine, or for
+// logsumexp (64 lanes, two scalar exps each by the combine) every lane rescaled to the greatest max
+// with the vectorized exp, where every max is a number or -inf and one is a number.
+template <class Math>
+typename Math::State combine_tree(const Math& math, typename Math::State* lanes, int n) {
+  for (int width = 1; width < n; width *= 2)
+    for (int j = 0; j < n; j += 2 * width) lanes[j] = math.combine(lanes[j], lanes[j + width]);
+  return lanes[0];
+}
+template <class Math>
+typename Math::State merge_lanes(const Math& math, typename Math::State* lanes, int n) {
+  return combine_tree(math, lanes, n);
+}
+template <class A>
+typename LogSumExpMath<A>::State merge_lanes(const LogSumExpMath<A>& math, typename LogSumExpMath<A>::State* lanes,
+                                             int n) {
+  A max = -reduce_fn::inf<A>(), term[kColumns];
+  bool plain = true;
+  for (int j = 0; j < n; ++j) {
+    plain = plain && lanes[j].max < reduce_fn::inf<A>();
+    max = lanes[j].max > max ? lanes[j].max : max;
+  }
+  if (!plain || max == -reduce_fn::inf<A>()) return combine_tree(math, lanes, n);
+  for (int j = 0; j < n; ++j) term[j] = lanes[j].sum * exp_nonpositive(lanes[j].max - max);
+  for (int width = 1; width < n; width *= 2)
+    for (int j = 0; j < n; j += 2 * width) term[j] += term[j + width];
+  return {max, term[0]};
+}
+
+// The extremes' order as integers, so that a column's best is an integer compare and two selects,
+// which vectorize (a float compare does not, under GCC's trapping math): a float's magnitude bits,
+// negated for a negative value (so -0 and +0 tie, as they compare), NaN above every number, the
+// whole order reversed (~) for the minimum.
+template <bool kMax, bool kAbs, class A>
+auto order_key(A x) {
+  if constexpr (std::is_integral_v<A>) {
+    return kMax ? x : ~x;
+  } else {
+    using I = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
+    const I bits = std::bit_cast<I>(x), mag = bits & std::numeric_limits<I>::max();
+    const I ord = kAbs || bits >= 0 ? mag : -mag;
+    const I key = kMax ? ord : ~ord;
+    return mag > std::bit_cast<I>(reduce_fn::inf<A>()) ? std::numeric_limits<I>::max() : key;
+  }
+}
+
+// The extremes: each column's first row holding its greatest key (a strict compare, so the first on
+// ties), then that element replaces the state where its key is greater or the state has none: the
+// tile's elements come after the state's, and the keys follow the math's order (NaN first, then the
+// value, then the index), so this is the state one fold per element gives, without the combine's
+// branches on NaN (half the tile's time).
+template <class A, bool kMax, bool kAbs, int kCols>
+BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const Tile<A, kCols>& t,
+                                   typename ExtremeMath<A, kMax, kAbs>::State* states) {
+  using Key = decltype(order_key<kMax, kAbs>(A()));
+  Key best[kColumns], row[kColumns];  // row as wide as the key: one vector width for both
+  for (int c = 0; c < t.cols(); ++c) best[c] = order_key<kMax, kAbs>(t.at(0, c)), row[c] = 0;
+  for (int r = 1; r < t.rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < t.cols(); ++c) {
+      const Key k = order_key<kMax, kAbs>(t.at(r, c));
+      const bool better = k > best[c];
+      best[c] = better ? k : best[c];
+      row[c] = better ? Key(r) : row[c];
+    }
+  for (int c = 0; c < t.cols(); ++c) {
+    const int r = static_cast<int>(row[c]);
+    auto& s = states[c];
+    const bool take = best[c] > order_key<kMax, kAbs>(s.value) || s.index == math.identity().index;
+    s.value = take ? math.key(t.at(r, c)) : s.value;
+    s.index = take ? t.index(r, c) : s.index;
+  }
+}
+
+// n values `stride` apart from src (0: one, broadcast), as A: the contiguous loop vectorizes (16-bit
+// conversions too).
+template <class A, class X>
+BARACUDA_CPU_CLONES void convert(const X* __restrict src, int64_t stride, int n, A* __restrict to) {
+  if (stride == 0)
+    std::fill_n(to, n, to_acc<A>(src[0]));
+  else if (stride == 1)
+    for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i]);
+  else
+    for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i * stride]);
+}
+
+// `rows` runs of `columns` values (as convert's), `row_stride` apart from src, into rows of `to`: one
+// call a tile (a call a row of 64 16-bit values cost as much as its conversions).
+template <class A, class X>
+BARACUDA_CPU_CLONES void convert_rows(const X* src, int64_t row_stride, int64_t step, int rows, int columns,
+                                      A* __restrict to) {
+  for (int r = 0; r < rows; ++r) {
+    const X* __restrict from = src + r * row_stride;
+    A* __restrict row = to + r * columns;
+    if (step == 1)
+      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j]);
+    else
+      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j * step]);
+  }
+}
+
+// The rows kernel's lanes: kSlots (sums: the compiler's vector of them), or kColumns where the math's
+// tile loops are the work (a tile as 32 rows of 64 columns fills four AVX-512 vectors a row).
+template <class Math>
+constexpr int kLanes = kSlots;
+template <class A, bool kMax, bool kAbs>
+constexpr int kLanes<ExtremeMath<A, kMax, kAbs>> = kColumns;
+template <class A>
+constexpr int kLanes<LogSumExpMath<A>> = kColumns;
 
 template <class X, class Math>
 struct Reducer {
@@ -125,12 +254,11 @@ struct Reducer {
   // type A (a copy would cost as much as the fold), else loaded into v.
   const A* load(int64_t base, int64_t e, int n, A* v) const {
     const int64_t stride = p.reduced.rank ? p.reduced.strides[0][0] : 0;
-    if (p.reduced.rank <= 1 && stride == 1) {
-      const X* src = x + base + e;
-      if constexpr (std::is_same_v<X, A>) return src;
-      for (int i = 0; i < n; ++i) v[i] = to_acc<A>(src[i]);
-    } else if (p.reduced.rank <= 1) {
-      for (int i = 0; i < n; ++i) v[i] = at(base + (e + i) * stride);
+    if (p.reduced.rank <= 1) {
+      const X* src = x + base + e * stride;
+      if constexpr (std::is_same_v<X, A>)
+        if (stride == 1) return src;
+      convert(src, stride, n, v);
     } else {
       for (int i = 0; i < n; ++i) v[i] = at(base + element(e + i));
     }
@@ -138,18 +266,17 @@ struct Reducer {
   }
 
   State fold_row(int64_t base, int64_t begin, int64_t end) const {
-    State slot[kSlots];
-    for (State& s : slot) s = math.identity();
+    constexpr int kL = kLanes<Math>;
+    State lane[kL];
+    for (State& s : lane) s = math.identity();
     A buffer[kTile];
     for (int64_t e = begin; e < end; e += kTile) {
-      const int n = static_cast<int>(std::min<int64_t>(kTile, end - e)), rows = n / kSlots;
+      const int n = static_cast<int>(std::min<int64_t>(kTile, end - e)), rows = n / kL;
       const A* v = load(base, e, n, buffer);
-      if (rows) fold_tile(math, Tile<A, kSlots>{v, rows, kSlots, kSlots, e, kSlots, 1}, slot);
-      if (n % kSlots) fold_tile(math, Tile<A>{v + rows * kSlots, 1, n % kSlots, 0, e + rows * kSlots, 0, 1}, slot);
+      if (rows) fold_tile(math, Tile<A, kL>{v, rows, kL, kL, e, kL, 1}, lane);
+      if (n % kL) fold_tile(math, Tile<A>{v + rows * kL, 1, n % kL, 0, e + rows * kL, 0, 1}, lane);
     }
-    for (int width = 1; width < kSlots; width *= 2)
-      for (int j = 0; j < kSlots; j += 2 * width) slot[j] = math.combine(slot[j], slot[j + width]);
-    return slot[0];
+    return merge_lanes(math, lane, kL);
   }
 
   // `columns` outputs from `base`, `step` apart in x: each folds its piece in order, a tile of rows
@@ -165,15 +292,10 @@ struct Reducer {
       const A* v = buffer;
       if (in_place) {
         v = reinterpret_cast<const A*>(x + base + element(e));
+      } else if (p.reduced.rank <= 1) {
+        convert_rows(x + base + element(e), p.reduced.rank ? p.reduced.strides[0][0] : 0, step, rows, columns, buffer);
       } else {
-        for (int r = 0; r < rows; ++r) {
-          const X* row = x + base + element(e + r);
-          A* to = buffer + r * columns;
-          if (step == 1)  // a loop the compiler vectorizes (16-bit conversions included)
-            for (int j = 0; j < columns; ++j) to[j] = to_acc<A>(row[j]);
-          else
-            for (int j = 0; j < columns; ++j) to[j] = to_acc<A>(row[j * step]);
-        }
+        for (int r = 0; r < rows; ++r) convert(x + base + element(e + r), step, columns, buffer + r * columns);
       }
       if (columns == kColumns)
         fold_tile(math, Tile<A, kColumns>{v, rows, columns, ld, e, 1, 0}, states);
@@ -243,37 +365,77 @@ void statistics(const ReduceProblem& p) {
   r.run([&](int64_t o, const int64_t(&)[3], const typename Math::State& s) { stats[o] = r.math.stat(s); });
 }
 
-// dx of every element: lines along the map's innermost dim in parallel.
+// n values of a floating view (out's or dout's dtype) from off, `stride` apart (0: one broadcast),
+// as A; zeros where the view is absent.
+template <class A>
+void gather(const void* base, DType dtype, int64_t off, int64_t stride, int n, A* to) {
+  if (!base) {
+    std::fill_n(to, n, A(0));
+    return;
+  }
+  static_cast<void>(dispatch_float<half, bfloat16>(dtype, [&](auto t) {
+    convert(static_cast<const typename decltype(t)::type*>(base) + off, stride, n, to);
+    return Status::ok();
+  }));
+}
+
+template <auto kForm, class A>
+BARACUDA_CPU_CLONES void apply_chunk(const ReduceGrad<A>& grad, const A* x, const A* dout, const A* out,
+                                     const GradStat<A>* stat, const bool* mine, int n, A* __restrict g) {
+  for (int i = 0; i < n; ++i) g[i] = grad.template apply<kForm>(x[i], dout[i], out[i], stat[i], mine[i]);
+}
+
+template <class X, class A>
+BARACUDA_CPU_CLONES void store(const A* __restrict g, int n, X* __restrict to, int64_t stride) {
+  for (int i = 0; i < n; ++i) {
+    if constexpr (std::is_arithmetic_v<X>)
+      to[i * stride] = static_cast<X>(g[i]);
+    else
+      to[i * stride] = X(static_cast<float>(g[i]));
+  }
+}
+
+// dx of every element: lines along the map's innermost dim in parallel, each in chunks: every view
+// of a chunk loaded into a buffer of A (one dtype switch a chunk, not one a view and element), the
+// chunk's gradient in a loop the compiler vectorizes, then stored.
 template <class X>
 void gradient(const ReduceProblem& p) {
   using A = acc_t<X>;
+  constexpr int kChunk = 1024;
   const ReduceGrad<A> grad(p.params);
   const X* x = static_cast<const X*>(p.x);
   X* dx = static_cast<X*>(p.dx);
   const auto* stats = static_cast<const GradStat<A>*>(p.stats);
   const Walker<kMapTensors>& w = p.map;
   const int64_t inner = w.inner_size(), lines = w.numel() / std::max<int64_t>(inner, 1);
-  auto load = [&](const void* base, int64_t off) {
-    return base ? load_as<half, bfloat16, A>(base, p.out_dtype, off) : A(0);
-  };
-  auto index_at = [&](int64_t off) { return p.indices ? load_index(p.indices, p.index_dtype, off) : int64_t{-1}; };
   ReduceGrad<A>::with_form(p.params.kind, [&](auto form) {
-#pragma omp parallel for schedule(static) if (w.numel() > kParallelThreshold)
-    for (int64_t l = 0; l < lines; ++l) {
-      int64_t off[kMapTensors];
-      w.offsets(l * inner, off);
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t at[kMapTensors];
-        for (int t = 0; t < kMapTensors; ++t) at[t] = off[t] + i * w.inner_stride(t);
-        const A xv = x ? to_acc<A>(x[at[kMapX]]) : A(0);
-        const GradStat<A> stat = stats ? stats[at[kMapStats]] : GradStat<A>{};
-        const bool mine = index_at(at[kMapIndices]) == at[kMapReducedIndex];
-        const A g = grad.template apply<decltype(form)::value>(xv, load(p.dout, at[kMapDout]), load(p.out, at[kMapOut]),
-                                                               stat, mine);
-        if constexpr (std::is_arithmetic_v<X>)
-          dx[at[kMapDx]] = static_cast<X>(g);
-        else
-          dx[at[kMapDx]] = X(static_cast<float>(g));
+#pragma omp parallel if (w.numel() > kParallelThreshold)
+    {
+      A xs[kChunk], douts[kChunk], outs[kChunk], g[kChunk];
+      GradStat<A> stat[kChunk];
+      bool mine[kChunk];
+      std::fill_n(xs, kChunk, A(0));
+      std::fill_n(stat, kChunk, GradStat<A>{});
+      std::fill_n(mine, kChunk, false);  // no indices: no element is the one they name
+#pragma omp for schedule(static)
+      for (int64_t l = 0; l < lines; ++l) {
+        int64_t off[kMapTensors];
+        w.offsets(l * inner, off);
+        for (int64_t i0 = 0; i0 < inner; i0 += kChunk) {
+          const int n = static_cast<int>(std::min<int64_t>(kChunk, inner - i0));
+          auto at = [&](int t) { return off[t] + i0 * w.inner_stride(t); };
+          if (x) convert(x + at(kMapX), w.inner_stride(kMapX), n, xs);
+          gather(p.dout, p.out_dtype, at(kMapDout), w.inner_stride(kMapDout), n, douts);
+          gather(p.out, p.out_dtype, at(kMapOut), w.inner_stride(kMapOut), n, outs);
+          if (stats)
+            for (int i = 0; i < n; ++i) stat[i] = stats[at(kMapStats) + i * w.inner_stride(kMapStats)];
+          if (p.indices)
+            for (int i = 0; i < n; ++i)
+              mine[i] = load_index(p.indices, p.index_dtype, at(kMapIndices) + i * w.inner_stride(kMapIndices)) ==
+                        at(kMapReducedIndex) + i * w.inner_stride(kMapReducedIndex);
+          apply_chunk<decltype(form)::value>(grad, xs, douts, outs, stat, mine, n, g);
+          store(g, n, dx + at(kMapDx), w.inner_stride(kMapDx));
+        }
       }
     }
   });
