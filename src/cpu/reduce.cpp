@@ -166,16 +166,9 @@ auto order_key(A x) {
   }
 }
 
-// The extremes: each column's first row holding its greatest key (a strict compare, so the first on
-// ties), then that element replaces the state where its key is greater or the state has none: the
-// tile's elements come after the state's, and the keys follow the math's order (NaN first, then the
-// value, then the index), so this is the state one fold per element gives, without the combine's
-// branches on NaN (half the tile's time).
-template <class A, bool kMax, bool kAbs, int kCols>
-BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const Tile<A, kCols>& t,
-                                   typename ExtremeMath<A, kMax, kAbs>::State* states) {
-  using Key = decltype(order_key<kMax, kAbs>(A()));
-  Key best[kColumns], row[kColumns];  // row as wide as the key: one vector width for both
+// Each column's first row holding its greatest order key (a strict compare: the first on ties).
+template <bool kMax, bool kAbs, class A, int kCols, class Key>
+BARACUDA_CPU_CLONES void column_best(const Tile<A, kCols>& t, Key* __restrict best, Key* __restrict row) {
   for (int c = 0; c < t.cols(); ++c) best[c] = order_key<kMax, kAbs>(t.at(0, c)), row[c] = 0;
   for (int r = 1; r < t.rows; ++r)
 #pragma omp simd
@@ -185,6 +178,18 @@ BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const
       best[c] = better ? k : best[c];
       row[c] = better ? Key(r) : row[c];
     }
+}
+
+// The extremes: each column's best replaces the state where its key is greater or the state has
+// none: the tile's elements come after the state's, and the keys follow the math's order (NaN first,
+// then the value, then the index), so this is the state one fold per element gives, without the
+// combine's branches on NaN (half the tile's time).
+template <class A, bool kMax, bool kAbs, int kCols>
+void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const Tile<A, kCols>& t,
+               typename ExtremeMath<A, kMax, kAbs>::State* states) {
+  using Key = decltype(order_key<kMax, kAbs>(A()));
+  Key best[kColumns], row[kColumns];  // row as wide as the key: one vector width for both
+  column_best<kMax, kAbs>(t, best, row);
   for (int c = 0; c < t.cols(); ++c) {
     const int r = static_cast<int>(row[c]);
     auto& s = states[c];
@@ -192,6 +197,18 @@ BARACUDA_CPU_CLONES void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const
     s.value = take ? math.key(t.at(r, c)) : s.value;
     s.index = take ? t.index(r, c) : s.index;
   }
+}
+// amax, amin, norm +-inf: the value alone. The state holds key(x) (|x| for norm) or the identity
+// (-inf for the max, +inf for the min), ordered as a plain value: the identity's key is the least.
+template <class A, bool kMax, bool kAbs, int kCols>
+void fold_tile(const ExtremeValueMath<A, kMax, kAbs>&, const Tile<A, kCols>& t,
+               typename ExtremeValueMath<A, kMax, kAbs>::State* states) {
+  using Key = decltype(order_key<kMax, kAbs>(A()));
+  Key best[kColumns], row[kColumns];
+  column_best<kMax, kAbs>(t, best, row);
+  for (int c = 0; c < t.cols(); ++c)
+    if (best[c] > order_key<kMax, false>(states[c].value))
+      states[c].value = ExtremeMath<A, kMax, kAbs>::key(t.at(static_cast<int>(row[c]), c));
 }
 
 // n values `stride` apart from src (0: one, broadcast), as A: the contiguous loop vectorizes (16-bit
@@ -227,6 +244,8 @@ template <class Math>
 constexpr int kLanes = kSlots;
 template <class A, bool kMax, bool kAbs>
 constexpr int kLanes<ExtremeMath<A, kMax, kAbs>> = kColumns;
+template <class A, bool kMax, bool kAbs>
+constexpr int kLanes<ExtremeValueMath<A, kMax, kAbs>> = kColumns;
 template <class A>
 constexpr int kLanes<LogSumExpMath<A>> = kColumns;
 
