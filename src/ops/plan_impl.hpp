@@ -131,9 +131,9 @@ Status Plan<Op>::can_implement(const Args& args) const {
   for (int i = 0; i < detail::kArgCount<Op>; ++i) {
     const ArgSpec& spec = specs[i];
     const AnyTensorRef view = Hooks::kFields[i].get(args);
-    if (spec.refused && view.data)
+    if (!spec.present && spec.output && view.data)  // the caller would wait for values never written
       return detail::plan_error(StatusCode::invalid_problem, Hooks::kSchema.plan, "args." + std::string(spec.name),
-                                "must be empty (data null): this descriptor does not use it");
+                                "must be empty (data null): this descriptor writes no such output");
     if (!spec.present || (spec.optional && !view.data)) continue;
     Status s = detail::check_view(Hooks::kSchema.plan, "args." + std::string(spec.name), view, spec.dtype, spec.shape,
                                   spec.output ? detail::ViewRole::output : detail::ViewRole::input);

@@ -258,7 +258,6 @@ struct ReduceArgTable<false> {
     specs[3].dtype = out_dtype_of(d);
     specs[3].shape = out_shape(d);
     specs[3].present = d.kind == ReduceKind::var_mean;
-    specs[3].refused = !specs[3].present;
   }
 };
 template <>
@@ -281,7 +280,7 @@ struct ReduceArgTable<true> {
     specs[3] = {specs[3].name, false, false, true, out, out_shape(d)};
     specs[4] = {specs[4].name, true, false, true, d.dtype, d.shape};
     const bool mean = d.kind == ReduceKind::var_mean;
-    specs[5] = {specs[5].name, false, false, mean, out, out_shape(d), 0, mean, !mean};
+    specs[5] = {specs[5].name, false, false, mean, out, out_shape(d), 0, mean};
   }
 };
 

@@ -182,7 +182,6 @@ struct ScanHooks : ScanArgTable<kBackward> {
     p.geometry = scan_geometry(p.variant, s, t.sm_count);
     p.n = s.n;
     p.lines = s.lines;
-    p.unit = p.variant == ScanVariant::columns ? s.column_vector : 1;
     const Strides none{};
     AnyTensorRef views[kScanTensors] = {a.x, AnyTensorRef(a.out), AnyTensorRef(a.indices), {}, {}};
     if constexpr (kBackward) {

@@ -53,6 +53,9 @@ struct ScanGeometry {
   int64_t piece = 0;
   int64_t pieces = 1;
   bool piece_lanes = false;  // rows of a split: the lanes are consecutive pieces of one line, a warp each
+  int unit = 1;              // lines a thread scans at once (columns: the 16-byte vector of them, or 1)
+  int64_t line_blocks = 1;   // the grid: blocks across the units of lines (the kernel loops past 2^31 - 1)
+  int64_t piece_blocks = 1;  // and along them (a block a piece, or with piece_lanes `lanes` pieces)
   CheckedSize workspace;     // lines x pieces states (split lines only)
 };
 // What a backend runs.
@@ -69,7 +72,6 @@ struct ScanProblem {
   int64_t lines = 0;
   Walker<kScanTensors> walk;         // the lines: every view's offsets of a line's element 0
   int64_t along[kScanTensors] = {};  // every view's stride along the scanned dim
-  int unit = 1;                      // columns: lines per thread (the 16-byte vector, or 1)
   bool vector[kScanTensors] = {};    // CUDA: 16-byte accesses of the view (rows: along its lines;
                                      // columns: across a unit of lines)
   const void* x = nullptr;
@@ -253,6 +255,9 @@ inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int s
   const int64_t wanted = split ? std::min(tiles, ceil_div(2 * fill, line_blocks)) : 1;
   g.piece = g.tile * ceil_div(tiles, wanted);
   g.pieces = ceil_div(n, g.piece);
+  g.unit = variant == ScanVariant::columns ? s.column_vector : 1;
+  g.line_blocks = line_blocks;
+  g.piece_blocks = g.piece_lanes ? ceil_div(g.pieces, g.lanes) : g.pieces;
   if (g.pieces > 1) g.workspace = CheckedSize(lines) * g.pieces * s.state_bytes;
   return g;
 }

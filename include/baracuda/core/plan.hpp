@@ -98,12 +98,12 @@ struct ArgSpec {
   std::string_view name;
   bool output = false;       // written (no zero strides on dims of size > 1)
   bool accumulates = false;  // an output the op adds into (its old contents matter)
-  bool present = true;       // false: this descriptor does not use the argument (it may be empty)
+  bool present = true;       // false: this descriptor does not use the argument: an input is ignored, an
+                             // output must be empty (data null: nothing would be written to it)
   DType dtype = DType::f32;
   Shape shape;
   int64_t index_bound = 0;  // an index tensor: values in [0, index_bound) are valid; 0 otherwise
   bool optional = false;    // present, yet it may be left empty (data null): the op reads zeros
-  bool refused = false;     // not present, and it must be left empty (data null): another descriptor's
 };
 
 namespace detail {

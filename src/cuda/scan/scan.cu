@@ -152,7 +152,6 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
   const int vector_view = step.vector_view();
   const bool vector_in = vector_view >= 0 && p.vector[vector_view], vector_out = p.vector[Step::kOutput];
   const bool vector_indices = Step::kIndexed && p.indices && p.vector[kScanIndices];
-  const int64_t units = ceil_div(p.lines, p.unit), line_blocks = g.piece_lanes ? units : ceil_div(units, g.lanes);
   // Calls f(m) for the thread's items in the walk's order, m a constant after unrolling (an index
   // computed from `down` would put the items' arrays in local memory).
   auto in_order = [&](auto&& f) {
@@ -165,9 +164,9 @@ __global__ void __launch_bounds__(kScanBlock, scan_blocks_per_sm(kColumns ? Scan
     }
   };
 
-  for (int64_t block = blockIdx.x; block < line_blocks; block += gridDim.x) {
-    const int64_t first = (g.piece_lanes ? block : block * g.lanes + lane) * p.unit;
-    const int width = some ? static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(p.unit, p.lines - first))) : 0;
+  for (int64_t block = blockIdx.x; block < g.line_blocks; block += gridDim.x) {
+    const int64_t first = (g.piece_lanes ? block : block * g.lanes + lane) * g.unit;
+    const int width = some ? static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(g.unit, p.lines - first))) : 0;
     int64_t base[kScanTensors] = {};
     if (width > 0) p.walk.offsets(first, base);
     auto line_of = [&](int j, int64_t(&off)[kScanTensors]) {
@@ -310,9 +309,7 @@ template <class Step, bool kColumns>
 Status run(const LaunchContext& ctx, const ScanProblem& p) {
   cudaStream_t stream = native(ctx.stream);
   const ScanGeometry& g = p.geometry;
-  const int64_t units = ceil_div(p.lines, p.unit);
-  const dim3 grid(capped(g.piece_lanes ? units : ceil_div(units, g.lanes)),
-                  static_cast<unsigned>(g.piece_lanes ? ceil_div(g.pieces, g.lanes) : g.pieces));
+  const dim3 grid(capped(g.line_blocks), static_cast<unsigned>(g.piece_blocks));
   if (g.pieces > 1) {
     scan_kernel<Step, kColumns><<<grid, kScanBlock, 0, stream>>>(p, false);
     if (Status s = last_launch_status("scan totals"); !s) return s;
