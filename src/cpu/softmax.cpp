@@ -5,13 +5,23 @@
 //   rows:  rows in parallel; with fewer rows than threads, the pieces of one row in parallel.
 //   outer: kColumns neighbouring rows (in memory order, the columns of a dim that is not innermost)
 //          per work item, each tile of kBlock positions x kColumns loaded row by row.
+// Softmax and log_softmax (forward and backward) have tiled fast paths where every view steps by 1
+// along the loops (rows: along dim; outer: along the columns): plain pointer loops over values
+// converted to the compute type once, folded into kLanes independent sums (rows) or one sum per
+// column (outer) in a fixed order, with the vectorized exp. An offset computed per element, a
+// conversion per element and pass, a bounds test per element and one serial chain of sums cost
+// those kernels ten times XLA's time, more than the exp itself (bench/NOTES.md).
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/parallel.hpp"
+#include "cpu/vector_math.hpp"
 #include "ops/softmax_problem.hpp"
 
 namespace baracuda::detail::cpu {
@@ -20,6 +30,9 @@ namespace {
 constexpr int kBlock = 16;           // elements per partial
 constexpr int64_t kRowPiece = 4096;  // elements per parallel piece of a long row (a multiple of kBlock)
 constexpr int kColumns = 64;
+constexpr int kLanes = 16;       // a contiguous piece's independent sums: element i into lane i % kLanes
+constexpr int kOuterRows = 128;  // positions along dim per tile of the outer fast path
+                                 // (its per-column merges, two exps each, spread over this many)
 
 template <class A, class T>
 A load_as(const T& v) {
@@ -34,6 +47,210 @@ T store_as(A v) {
     return static_cast<T>(v);
   else
     return T(static_cast<float>(v));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tiled fast paths: softmax and log_softmax, forward and backward.
+template <class Math>
+inline constexpr bool kTiled = false;
+template <class A>
+inline constexpr bool kTiled<SoftmaxForwardMath<A>> = true;
+template <class A>
+inline constexpr bool kTiled<SoftmaxBackwardMath<A>> = true;
+
+template <class A>
+bool finite(A v) {
+  return v > -std::numeric_limits<A>::infinity() && v < std::numeric_limits<A>::infinity();
+}
+
+// Bit-pattern tests the loops vectorize (a float compare in a select keeps GCC from vectorizing):
+// with b an element's bits as a signed integer, kInfBits - (b & kAbs) is negative for a NaN only,
+// and b <= kMinusInfBits holds for the values -inf..-0 (the vectorized exp's domain), no NaN.
+template <class A>
+using SignedBits = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
+template <class A>
+constexpr SignedBits<A> kAbs = std::numeric_limits<SignedBits<A>>::max();
+template <class A>
+constexpr SignedBits<A> kInfBits = std::bit_cast<SignedBits<A>>(std::numeric_limits<A>::infinity());
+template <class A>
+constexpr SignedBits<A> kMinusInfBits = std::bit_cast<SignedBits<A>>(-std::numeric_limits<A>::infinity());
+
+// rows x cols values of src (rows ld apart, columns unit-stride) in the compute type, cols apart.
+template <class A, class T>
+BARACUDA_CPU_CLONES void convert(const T* src, int64_t ld, int rows, int cols, A* to) {
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) to[r * cols + c] = load_as<A>(src[r * ld + c]);
+}
+// The same values in place where T is the compute type (ld kept), else converted into `buffer`.
+template <class A, class T>
+const A* as_compute(const T* src, int64_t& ld, int rows, int cols, A* buffer) {
+  if constexpr (std::is_same_v<T, A>) return src;
+  convert(src, ld, rows, cols, buffer);
+  ld = cols;
+  return buffer;
+}
+
+// Sums kLanes lanes pairwise.
+template <class A>
+A lane_total(A (&lane)[kLanes]) {
+  for (int width = 1; width < kLanes; width *= 2)
+    for (int u = 0; u < kLanes; u += 2 * width) lane[u] += lane[u + width];
+  return lane[0];
+}
+
+// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes.
+// Declines (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+template <class A>
+BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n) {
+  const int body = n - n % kLanes;
+  A lane[kLanes];
+  SignedBits<A> nan[kLanes];
+  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<A>::infinity(), nan[u] = 0;
+  auto see = [&](int u, A x) {
+    lane[u] = x > lane[u] ? x : lane[u];
+    nan[u] |= kInfBits<A> - (std::bit_cast<SignedBits<A>>(x) & kAbs<A>);
+  };
+  for (int i = 0; i < body; i += kLanes)
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) see(u, v[i + u]);
+  for (int i = body; i < n; ++i) see(i - body, v[i]);
+  A max = lane[0];
+  SignedBits<A> any_nan = 0;
+  for (int u = 0; u < kLanes; ++u) max = lane[u] > max ? lane[u] : max, any_nan |= nan[u];
+  if (any_nan < 0 || !finite(max)) return std::nullopt;
+  for (A& l : lane) l = A(0);
+  for (int i = 0; i < body; i += kLanes)
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) lane[u] += exp_nonpositive(v[i + u] - max);
+  for (int i = body; i < n; ++i) lane[i - body] += exp_nonpositive(v[i] - max);
+  return SoftmaxStats<A>{max, lane_total(lane)};
+}
+
+// The backward partial of n contiguous (y, dy): the sum of dy y (softmax) or dy (log_softmax), in lanes.
+template <class A>
+BARACUDA_CPU_CLONES A row_sum(const A* y, const A* dy, int n, bool log) {
+  const int body = n - n % kLanes;
+  A lane[kLanes] = {};
+  for (int i = 0; i < body; i += kLanes)
+    if (log)
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u];
+    else
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u] * y[i + u];
+  for (int i = body; i < n; ++i) lane[i - body] += log ? dy[i] : dy[i] * y[i];
+  return lane_total(lane);
+}
+
+// Folds a tile of rows x cols values (v[r * ld + c]) into its columns' (max, sum) states, rows in
+// order: the tile's max of each column, the sum of exp(v - max) under it, then a merge with the
+// state (as merge_stats, with the vectorized exp). A column with a NaN or an infinite max (in the
+// tile or its state) folds element by element through the math instead.
+template <class A>
+BARACUDA_CPU_CLONES void column_stats(const SoftmaxForwardMath<A>& math, const A* v, int64_t ld, int rows, int cols,
+                                      A* state_max, A* state_sum) {
+  A max[kColumns], sum[kColumns];
+  SignedBits<A> nan[kColumns];
+  for (int c = 0; c < cols; ++c) max[c] = -std::numeric_limits<A>::infinity(), sum[c] = A(0), nan[c] = 0;
+  for (int r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) {
+      const A x = v[r * ld + c];
+      max[c] = x > max[c] ? x : max[c];
+      nan[c] |= kInfBits<A> - (std::bit_cast<SignedBits<A>>(x) & kAbs<A>);
+    }
+  bool fast = true;
+  for (int c = 0; c < cols; ++c)
+    fast = fast && nan[c] >= 0 && finite(max[c]) && !(state_max[c] >= std::numeric_limits<A>::infinity());
+  if (!fast) {  // rare: every column of the tile through the math
+    for (int c = 0; c < cols; ++c) {
+      SoftmaxStats<A> s{state_max[c], state_sum[c]};
+      for (int r = 0; r < rows; ++r) {
+        const A one[1][1] = {{v[r * ld + c]}};
+        s = math.combine(s, math.partial(one));
+      }
+      state_max[c] = s.max, state_sum[c] = s.sum;
+    }
+    return;
+  }
+  for (int r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) sum[c] += exp_nonpositive(v[r * ld + c] - max[c]);
+#pragma omp simd
+  for (int c = 0; c < cols; ++c) {  // the state's max is finite or -inf (its sum then 0)
+    const A merged = max[c] > state_max[c] ? max[c] : state_max[c];
+    state_sum[c] = state_sum[c] * exp_nonpositive(state_max[c] - merged) + sum[c] * exp_nonpositive(max[c] - merged);
+    state_max[c] = merged;
+  }
+}
+
+// The backward's sums of a tile's columns, rows in order.
+template <class A>
+BARACUDA_CPU_CLONES void column_sums(const A* y, int64_t ld_y, const A* dy, int64_t ld_dy, int rows, int cols, bool log,
+                                     A* sum) {
+  for (int r = 0; r < rows; ++r)
+    if (log)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c];
+    else
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c] * y[r * ld_y + c];
+}
+
+// The outputs of a tile of rows x cols values from each column's writer (kShared: one writer for
+// all), into out[r * out_ld + c]. A softmax column of a max of +-inf (a row of only -inf, or a +inf)
+// writes through the math's writer instead; a NaN row's sum is NaN, so its outputs are NaN here too.
+template <bool kShared, class A, class T>
+BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer* w, const A* v, int64_t ld, int rows,
+                                    int cols, T* out, int64_t out_ld) {
+  constexpr int kCols = kShared ? 1 : kColumns;
+  A max[kCols], scale[kCols];
+  bool fast = true;
+  for (int c = 0; c < (kShared ? 1 : cols); ++c) {
+    max[c] = w[c].max, scale[c] = w[c].scale;
+    fast = fast && (w[c].log || finite(max[c]));
+  }
+  auto at = [&](int c) { return kShared ? 0 : c; };
+  for (int r = 0; r < rows; ++r) {
+    const A* x = v + r * ld;
+    T* y = out + r * out_ld;
+    if (!fast)
+      for (int c = 0; c < cols; ++c) y[c] = store_as<T>(w[at(c)]({x[c]}));
+    else if (w[0].log)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) y[c] = store_as<T>((x[c] - max[at(c)]) - scale[at(c)]);
+    else
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) y[c] = store_as<T>(exp_nonpositive(x[c] - max[at(c)]) * scale[at(c)]);
+  }
+}
+
+// The backward's outputs: softmax dy y - y sum, log_softmax dy - exp(y) sum (the vectorized exp
+// where every y of the row is in -inf..-0, as log_softmax's outputs are; std::exp otherwise).
+template <bool kShared, class A, class T>
+BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Writer* w, const A* y, int64_t ld_y,
+                                    const A* dy, int64_t ld_dy, int rows, int cols, T* out, int64_t out_ld) {
+  constexpr int kCols = kShared ? 1 : kColumns;
+  A sum[kCols];
+  for (int c = 0; c < (kShared ? 1 : cols); ++c) sum[c] = w[c].sum;
+  auto at = [&](int c) { return kShared ? 0 : c; };
+  for (int r = 0; r < rows; ++r) {
+    const A *a = y + r * ld_y, *b = dy + r * ld_dy;
+    T* dx = out + r * out_ld;
+    if (!w[0].log) {
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) dx[c] = store_as<T>(a[c] * (b[c] - sum[at(c)]));
+      continue;
+    }
+    SignedBits<A> high = std::numeric_limits<SignedBits<A>>::min();
+#pragma omp simd reduction(max : high)
+    for (int c = 0; c < cols; ++c) high = std::max(high, std::bit_cast<SignedBits<A>>(a[c]));
+    if (high <= kMinusInfBits<A>)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) dx[c] = store_as<T>(b[c] - exp_nonpositive(a[c]) * sum[at(c)]);
+    else
+      for (int c = 0; c < cols; ++c) dx[c] = store_as<T>(b[c] - std::exp(a[c]) * sum[at(c)]);
+  }
 }
 
 template <class Math, class Load, class Store>
@@ -59,6 +276,15 @@ struct Kernel {
     int64_t offset(int t, int64_t i) const { return base[t] + i * (kUnit ? 1 : stride[t]); }
 
     Partial piece(int64_t begin, int64_t end) const {
+      if constexpr (kUnit && kTiled<Math>) {
+        A buffer[kIn][kRowPiece];
+        const A* v[kIn];
+        const int n = load(begin, end, buffer, v);
+        if constexpr (kIn == 2)
+          return row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax);
+        else if (const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n))
+          return *s;
+      }
       Partial total = Math::identity();
       for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
         A v[kIn][kBlock];
@@ -109,7 +335,29 @@ struct Kernel {
       }
     }
 
+    // The tiled paths' values of [begin, end) (at most kRowPiece) in the compute type; returns their count.
+    int load(int64_t begin, int64_t end, A (&buffer)[kIn][kRowPiece], const A* (&v)[kIn]) const {
+      const int n = static_cast<int>(end - begin);
+      for (int t = 0; t < kIn; ++t) {
+        int64_t ld = n;
+        v[t] = as_compute(k.in[t] + base[t] + begin, ld, 1, n, buffer[t]);
+      }
+      return n;
+    }
+
     void write(const typename Math::Writer& w, int64_t begin, int64_t end) const {
+      if constexpr (kUnit && kTiled<Math>) {
+        for (int64_t b = begin; b < end; b += kRowPiece) {
+          A buffer[kIn][kRowPiece];
+          const A* v[kIn];
+          const int n = load(b, std::min(end, b + kRowPiece), buffer, v);
+          if constexpr (kIn == 1)
+            write_tile<true>(&w, v[0], n, 1, n, k.out + base[2] + b, n);
+          else
+            write_tile<true>(&w, v[0], n, v[1], n, 1, n, k.out + base[2] + b, n);
+        }
+        return;
+      }
       for (int64_t i = begin; i < end; ++i) {
         A v[kIn];
         for (int t = 0; t < kIn; ++t) v[t] = k.at(t, offset(t, i));
@@ -142,7 +390,61 @@ struct Kernel {
     }
   }
 
+  // The outer fast path, where every view steps by 1 along the walk's innermost dim: kColumns
+  // neighbouring columns of one line of it per work item, tiles of kOuterRows positions x columns
+  // read row by row (unit-stride runs), each column's state folded across the tiles in order.
+  void outer_tiled() const {
+    const int64_t line = p.walk.inner_size(), per_line = ceil_div(line, kColumns), items = p.rows / line * per_line;
+#pragma omp parallel for schedule(static) if (p.rows * p.length > kParallelThreshold)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t first = item / per_line * line + item % per_line * kColumns;
+      const int cols = static_cast<int>(std::min<int64_t>(kColumns, line - item % per_line * kColumns));
+      int64_t base[kSoftmaxTensors];
+      p.walk.offsets(first, base);
+      A buffer[kIn][kOuterRows * kColumns];
+      const A* v[kIn];
+      int64_t ld[kIn];
+      auto load = [&](int64_t l0, int rows) {
+        for (int t = 0; t < kIn; ++t) {
+          ld[t] = p.dim_stride[t];
+          v[t] = as_compute(in[t] + base[t] + l0 * ld[t], ld[t], rows, cols, buffer[t]);
+        }
+      };
+      typename Math::Writer w[kColumns];
+      A max[kColumns], sum[kColumns];
+      for (int c = 0; c < cols; ++c) max[c] = -std::numeric_limits<A>::infinity(), sum[c] = A(0);
+      for (int64_t l0 = 0; l0 < p.length; l0 += kOuterRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kOuterRows, p.length - l0));
+        load(l0, rows);
+        if constexpr (kIn == 1)
+          column_stats(math, v[0], ld[0], rows, cols, max, sum);
+        else
+          column_sums(v[0], ld[0], v[1], ld[1], rows, cols, math.kind == SoftmaxKind::log_softmax, sum);
+      }
+      for (int c = 0; c < cols; ++c) {
+        if constexpr (kIn == 1)
+          w[c] = math.writer({max[c], sum[c]});
+        else
+          w[c] = math.writer(sum[c]);
+      }
+      for (int64_t l0 = 0; l0 < p.length; l0 += kOuterRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kOuterRows, p.length - l0));
+        load(l0, rows);
+        Store* y = out + base[2] + l0 * p.dim_stride[2];
+        if constexpr (kIn == 1)
+          write_tile<false>(w, v[0], ld[0], rows, cols, y, p.dim_stride[2]);
+        else
+          write_tile<false>(w, v[0], ld[0], v[1], ld[1], rows, cols, y, p.dim_stride[2]);
+      }
+    }
+  }
+
   void outer() const {
+    if constexpr (kTiled<Math>) {
+      bool unit = p.walk.rank > 0;
+      for (int t = 0; t < kSoftmaxTensors; ++t) unit = unit && p.walk.inner_stride(t) == 1;
+      if (unit) return outer_tiled();
+    }
     const int64_t items = ceil_div(p.rows, kColumns);
 #pragma omp parallel for schedule(dynamic) if (p.rows * p.length > kParallelThreshold)
     for (int64_t item = 0; item < items; ++item) {
