@@ -64,16 +64,13 @@ bool finite(A v) {
 }
 
 // Bit-pattern tests the loops vectorize (a float compare in a select keeps GCC from vectorizing):
-// with b an element's bits as a signed integer, kInfBits - (b & kAbs) is negative for a NaN only,
-// and b <= kMinusInfBits holds for the values -inf..-0 (the vectorized exp's domain), no NaN.
+// with b an element's bits as a signed integer, kInfBits - (b & kAbs) is negative for a NaN only.
 template <class A>
 using SignedBits = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
 template <class A>
 constexpr SignedBits<A> kAbs = std::numeric_limits<SignedBits<A>>::max();
 template <class A>
 constexpr SignedBits<A> kInfBits = std::bit_cast<SignedBits<A>>(std::numeric_limits<A>::infinity());
-template <class A>
-constexpr SignedBits<A> kMinusInfBits = std::bit_cast<SignedBits<A>>(-std::numeric_limits<A>::infinity());
 
 // rows x cols values of src (rows ld apart, columns unit-stride) in the compute type, cols apart.
 template <class A, class T>
@@ -90,12 +87,16 @@ const A* as_compute(const T* src, int64_t& ld, int rows, int cols, A* buffer) {
   return buffer;
 }
 
-// Sums kLanes lanes pairwise.
-template <class A>
+// Sums kLanes lanes pairwise, halves folded onto halves (loops of fixed counts, kept in registers:
+// a loop through the array in memory stalled on store forwarding, 1/5 of a 128-element row's time).
+template <int kHalf = kLanes / 2, class A>
 A lane_total(A (&lane)[kLanes]) {
-  for (int width = 1; width < kLanes; width *= 2)
-    for (int u = 0; u < kLanes; u += 2 * width) lane[u] += lane[u + width];
-  return lane[0];
+  if constexpr (kHalf == 0) {
+    return lane[0];
+  } else {
+    for (int u = 0; u < kHalf; ++u) lane[u] += lane[u + kHalf];
+    return lane_total<kHalf / 2>(lane);
+  }
 }
 
 // The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes.
@@ -197,9 +198,37 @@ BARACUDA_CPU_CLONES void column_sums(const A* y, int64_t ld_y, const A* dy, int6
       for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c] * y[r * ld_y + c];
 }
 
+// exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp).
+template <class A>
+A exp_to_87(A y) {
+  const A e = exp_nonpositive(-std::fabs(y));
+  const SignedBits<A> negative = std::bit_cast<SignedBits<A>>(y) >> (8 * sizeof(A) - 1);  // all ones for y <= -0
+  return std::bit_cast<A>((std::bit_cast<SignedBits<A>>(e) & negative) |
+                          (std::bit_cast<SignedBits<A>>(A(1) / e) & ~negative));
+}
+
+// A row of outputs is computed in the compute type, into out itself where T is A, else into a
+// buffer converted to T after, in a loop of its own (a conversion inside the math's loop narrowed
+// GCC's vectors to half width). No helper takes a lambda here: a call out of a cloned function
+// (BARACUDA_CPU_CLONES) that is not inlined runs in the baseline build.
+template <class A, class T>
+A* outputs(T* out, A* buffer) {
+  if constexpr (std::is_same_v<T, A>)
+    return out;
+  else
+    return buffer;
+}
+template <class A, class T>
+void narrow(const A* y, int cols, T* out) {
+  if constexpr (!std::is_same_v<T, A>)
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) out[c] = store_as<T>(y[c]);
+}
+
 // The outputs of a tile of rows x cols values from each column's writer (kShared: one writer for
-// all), into out[r * out_ld + c]. A softmax column of a max of +-inf (a row of only -inf, or a +inf)
-// writes through the math's writer instead; a NaN row's sum is NaN, so its outputs are NaN here too.
+// all, and up to kRowPiece columns), into out[r * out_ld + c]. A softmax column of a max of +-inf
+// (a row of only -inf, or a +inf) writes through the math's writer instead; a NaN row's sum is NaN,
+// so its outputs are NaN here too.
 template <bool kShared, class A, class T>
 BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer* w, const A* v, int64_t ld, int rows,
                                     int cols, T* out, int64_t out_ld) {
@@ -213,20 +242,24 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer
   auto at = [&](int c) { return kShared ? 0 : c; };
   for (int r = 0; r < rows; ++r) {
     const A* x = v + r * ld;
-    T* y = out + r * out_ld;
-    if (!fast)
-      for (int c = 0; c < cols; ++c) y[c] = store_as<T>(w[at(c)]({x[c]}));
-    else if (w[0].log)
+    if (!fast) {
+      for (int c = 0; c < cols; ++c) out[r * out_ld + c] = store_as<T>(w[at(c)]({x[c]}));
+      continue;
+    }
+    A buffer[kShared ? kRowPiece : kColumns];
+    A* y = outputs(out + r * out_ld, buffer);
+    if (w[0].log)
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) y[c] = store_as<T>((x[c] - max[at(c)]) - scale[at(c)]);
+      for (int c = 0; c < cols; ++c) y[c] = (x[c] - max[at(c)]) - scale[at(c)];
     else
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) y[c] = store_as<T>(exp_nonpositive(x[c] - max[at(c)]) * scale[at(c)]);
+      for (int c = 0; c < cols; ++c) y[c] = exp_nonpositive(x[c] - max[at(c)]) * scale[at(c)];
+    narrow(y, cols, out + r * out_ld);
   }
 }
 
 // The backward's outputs: softmax dy y - y sum, log_softmax dy - exp(y) sum (the vectorized exp
-// where every y of the row is in -inf..-0, as log_softmax's outputs are; std::exp otherwise).
+// where every y of the row is in -inf..87 (log_softmax's outputs are <= 0), std::exp otherwise).
 template <bool kShared, class A, class T>
 BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Writer* w, const A* y, int64_t ld_y,
                                     const A* dy, int64_t ld_dy, int rows, int cols, T* out, int64_t out_ld) {
@@ -236,20 +269,26 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Write
   auto at = [&](int c) { return kShared ? 0 : c; };
   for (int r = 0; r < rows; ++r) {
     const A *a = y + r * ld_y, *b = dy + r * ld_dy;
-    T* dx = out + r * out_ld;
-    if (!w[0].log) {
+    SignedBits<A> high = std::numeric_limits<SignedBits<A>>::min(), nan = 0;
+    if (w[0].log)
+#pragma omp simd reduction(max : high) reduction(| : nan)
+      for (int c = 0; c < cols; ++c) {
+        const SignedBits<A> bits = std::bit_cast<SignedBits<A>>(a[c]);
+        high = std::max(high, bits);
+        nan |= kInfBits<A> - (bits & kAbs<A>);
+      }
+    const bool fast = nan >= 0 && high <= std::bit_cast<SignedBits<A>>(A(87));
+    A buffer[kShared ? kRowPiece : kColumns];
+    A* dx = outputs(out + r * out_ld, buffer);
+    if (!w[0].log)
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) dx[c] = store_as<T>(a[c] * (b[c] - sum[at(c)]));
-      continue;
-    }
-    SignedBits<A> high = std::numeric_limits<SignedBits<A>>::min();
-#pragma omp simd reduction(max : high)
-    for (int c = 0; c < cols; ++c) high = std::max(high, std::bit_cast<SignedBits<A>>(a[c]));
-    if (high <= kMinusInfBits<A>)
+      for (int c = 0; c < cols; ++c) dx[c] = a[c] * (b[c] - sum[at(c)]);
+    else if (fast)
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) dx[c] = store_as<T>(b[c] - exp_nonpositive(a[c]) * sum[at(c)]);
+      for (int c = 0; c < cols; ++c) dx[c] = b[c] - exp_to_87(a[c]) * sum[at(c)];
     else
-      for (int c = 0; c < cols; ++c) dx[c] = store_as<T>(b[c] - std::exp(a[c]) * sum[at(c)]);
+      for (int c = 0; c < cols; ++c) dx[c] = b[c] - std::exp(a[c]) * sum[at(c)];
+    narrow(dx, cols, out + r * out_ld);
   }
 }
 
