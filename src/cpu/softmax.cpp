@@ -99,33 +99,44 @@ A lane_total(A (&lane)[kLanes]) {
   }
 }
 
-// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes.
-// Declines (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
+// exps also stored into e (for softmax's outputs; one loop, so that GCC inlines its exp). Declines
+// (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
 template <class A>
-BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n) {
+BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, A* e) {
+  // The last n % kLanes values padded with -inf (no max, an exp of exactly 0) to a whole block, so
+  // that one loop body (one inlined exp) serves every block.
   const int body = n - n % kLanes;
+  A pad[kLanes];
+  for (int u = 0; u < kLanes; ++u) pad[u] = body + u < n ? v[body + u] : -std::numeric_limits<A>::infinity();
+  auto block = [&](int i) { return i < body ? v + i : pad; };
   A lane[kLanes];
   SignedBits<A> nan[kLanes];
   for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<A>::infinity(), nan[u] = 0;
-  auto see = [&](int u, A x) {
-    lane[u] = x > lane[u] ? x : lane[u];
-    nan[u] |= kInfBits<A> - (std::bit_cast<SignedBits<A>>(x) & kAbs<A>);
-  };
-  for (int i = 0; i < body; i += kLanes)
+  for (int i = 0; i < n; i += kLanes) {
+    const A* x = block(i);
 #pragma omp simd
-    for (int u = 0; u < kLanes; ++u) see(u, v[i + u]);
-  for (int i = body; i < n; ++i) see(i - body, v[i]);
+    for (int u = 0; u < kLanes; ++u) {
+      lane[u] = x[u] > lane[u] ? x[u] : lane[u];
+      nan[u] |= kInfBits<A> - (std::bit_cast<SignedBits<A>>(x[u]) & kAbs<A>);
+    }
+  }
   A max = lane[0];
   SignedBits<A> any_nan = 0;
   for (int u = 0; u < kLanes; ++u) max = lane[u] > max ? lane[u] : max, any_nan |= nan[u];
   if (any_nan < 0 || !finite(max)) return std::nullopt;
   for (A& l : lane) l = A(0);
-  for (int i = 0; i < body; i += kLanes)
+  for (int i = 0; i < n; i += kLanes) {  // (e holds whole blocks: n <= kRowPiece, a multiple of kLanes)
+    const A* x = block(i);
 #pragma omp simd
-    for (int u = 0; u < kLanes; ++u) lane[u] += exp_nonpositive(v[i + u] - max);
-  for (int i = body; i < n; ++i) lane[i - body] += exp_nonpositive(v[i] - max);
+    for (int u = 0; u < kLanes; ++u) lane[u] += e[i + u] = exp_nonpositive(x[u] - max);
+  }
   return SoftmaxStats<A>{max, lane_total(lane)};
 }
+
+// n outputs e * scale (softmax's, from the exps row_stats kept).
+template <class A, class T>
+BARACUDA_CPU_CLONES void scale_row(const A* e, int n, A scale, T* out);
 
 // The backward partial of n contiguous (y, dy): the sum of dy y (softmax) or dy (log_softmax), in lanes.
 template <class A>
@@ -225,6 +236,15 @@ void narrow(const A* y, int cols, T* out) {
     for (int c = 0; c < cols; ++c) out[c] = store_as<T>(y[c]);
 }
 
+template <class A, class T>
+BARACUDA_CPU_CLONES void scale_row(const A* e, int n, A scale, T* out) {
+  A buffer[kRowPiece];
+  A* y = outputs(out, buffer);
+#pragma omp simd
+  for (int c = 0; c < n; ++c) y[c] = e[c] * scale;
+  narrow(y, n, out);
+}
+
 // The outputs of a tile of rows x cols values from each column's writer (kShared: one writer for
 // all, and up to kRowPiece columns), into out[r * out_ld + c]. A softmax column of a max of +-inf
 // (a row of only -inf, or a +inf) writes through the math's writer instead; a NaN row's sum is NaN,
@@ -321,7 +341,7 @@ struct Kernel {
         const int n = load(begin, end, buffer, v);
         if constexpr (kIn == 2)
           return row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax);
-        else if (const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n))
+        else if (A e[kRowPiece]; const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e))
           return *s;
       }
       Partial total = Math::identity();
@@ -384,6 +404,27 @@ struct Kernel {
       return n;
     }
 
+    // The tiled path of a row of at most kRowPiece elements: loaded once, softmax's exps kept for
+    // its outputs (the same bits as the two passes of writer() and write(): the one piece's partial
+    // is the row's). NaN rows and maxes of +-inf take those two passes.
+    void whole() const {
+      A buffer[kIn][kRowPiece];
+      const A* v[kIn];
+      const int n = load(0, k.p.length, buffer, v);
+      Store* y = k.out + base[2];
+      if constexpr (kIn == 1) {
+        A e[kRowPiece];
+        const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e);
+        if (!s) return write(writer(false), 0, n);
+        const typename Math::Writer w = k.math.writer(*s);
+        if (!w.log) return scale_row(e, n, w.scale, y);
+        write_tile<true>(&w, v[0], n, 1, n, y, n);
+      } else {
+        const typename Math::Writer w = k.math.writer(row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax));
+        write_tile<true>(&w, v[0], n, v[1], n, 1, n, y, n);
+      }
+    }
+
     void write(const typename Math::Writer& w, int64_t begin, int64_t end) const {
       if constexpr (kUnit && kTiled<Math>) {
         for (int64_t b = begin; b < end; b += kRowPiece) {
@@ -415,6 +456,12 @@ struct Kernel {
         int64_t base[kSoftmaxTensors];
         p.walk.offsets(r, base);
         const Row<kUnit> row{*this, base, p.dim_stride};
+        if constexpr (kUnit && kTiled<Math>) {
+          if (pieces == 1) {
+            row.whole();
+            continue;
+          }
+        }
         row.write(row.writer(false), 0, p.length);
       }
       return;
