@@ -30,9 +30,10 @@ namespace {
 constexpr int kBlock = 16;           // elements per partial
 constexpr int64_t kRowPiece = 4096;  // elements per parallel piece of a long row (a multiple of kBlock)
 constexpr int kColumns = 64;
-constexpr int kLanes = 16;       // a contiguous piece's independent sums: element i into lane i % kLanes
-constexpr int kOuterRows = 128;  // positions along dim per tile of the outer fast path
-                                 // (its per-column merges, two exps each, spread over this many)
+constexpr int kLanes = 16;          // a contiguous piece's independent sums: element i into lane i % kLanes
+constexpr int kOuterColumns = 128;  // the outer fast path's columns per work item at most ...
+constexpr int kOuterTile = 8192;    // ... and values per tile (positions along dim x columns)
+                                    // (its per-column merges, two exps each, spread over this many)
 
 template <class A, class T>
 A load_as(const T& v) {
@@ -161,8 +162,8 @@ BARACUDA_CPU_CLONES A row_sum(const A* y, const A* dy, int n, bool log) {
 template <class A>
 BARACUDA_CPU_CLONES void column_stats(const SoftmaxForwardMath<A>& math, const A* v, int64_t ld, int rows, int cols,
                                       A* state_max, A* state_sum) {
-  A max[kColumns], sum[kColumns];
-  SignedBits<A> nan[kColumns];
+  A max[kOuterColumns], sum[kOuterColumns];
+  SignedBits<A> nan[kOuterColumns];
   for (int c = 0; c < cols; ++c) max[c] = -std::numeric_limits<A>::infinity(), sum[c] = A(0), nan[c] = 0;
   for (int r = 0; r < rows; ++r)
 #pragma omp simd
@@ -252,7 +253,7 @@ BARACUDA_CPU_CLONES void scale_row(const A* e, int n, A scale, T* out) {
 template <bool kShared, class A, class T>
 BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer* w, const A* v, int64_t ld, int rows,
                                     int cols, T* out, int64_t out_ld) {
-  constexpr int kCols = kShared ? 1 : kColumns;
+  constexpr int kCols = kShared ? 1 : kOuterColumns;
   A max[kCols], scale[kCols];
   bool fast = true;
   for (int c = 0; c < (kShared ? 1 : cols); ++c) {
@@ -266,7 +267,7 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer
       for (int c = 0; c < cols; ++c) out[r * out_ld + c] = store_as<T>(w[at(c)]({x[c]}));
       continue;
     }
-    A buffer[kShared ? kRowPiece : kColumns];
+    A buffer[kShared ? kRowPiece : kOuterColumns];
     A* y = outputs(out + r * out_ld, buffer);
     if (w[0].log)
 #pragma omp simd
@@ -283,7 +284,7 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer
 template <bool kShared, class A, class T>
 BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Writer* w, const A* y, int64_t ld_y,
                                     const A* dy, int64_t ld_dy, int rows, int cols, T* out, int64_t out_ld) {
-  constexpr int kCols = kShared ? 1 : kColumns;
+  constexpr int kCols = kShared ? 1 : kOuterColumns;
   A sum[kCols];
   for (int c = 0; c < (kShared ? 1 : cols); ++c) sum[c] = w[c].sum;
   auto at = [&](int c) { return kShared ? 0 : c; };
@@ -298,7 +299,7 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Write
         nan |= kInfBits<A> - (bits & kAbs<A>);
       }
     const bool fast = nan >= 0 && high <= std::bit_cast<SignedBits<A>>(A(87));
-    A buffer[kShared ? kRowPiece : kColumns];
+    A buffer[kShared ? kRowPiece : kOuterColumns];
     A* dx = outputs(out + r * out_ld, buffer);
     if (!w[0].log)
 #pragma omp simd
@@ -476,18 +477,21 @@ struct Kernel {
     }
   }
 
-  // The outer fast path, where every view steps by 1 along the walk's innermost dim: kColumns
-  // neighbouring columns of one line of it per work item, tiles of kOuterRows positions x columns
-  // read row by row (unit-stride runs), each column's state folded across the tiles in order.
+  // The outer fast path, where every view steps by 1 along the walk's innermost dim: kCols
+  // neighbouring columns of one line of it per work item (256 bytes of each input row), tiles of
+  // kTileRows positions x columns read row by row (unit-stride runs), each column's state folded
+  // across the tiles in order.
+  static constexpr int kCols = std::clamp<int>(256 / sizeof(Load), 64, kOuterColumns);
+  static constexpr int kTileRows = kOuterTile / kCols;
   void outer_tiled() const {
-    const int64_t line = p.walk.inner_size(), per_line = ceil_div(line, kColumns), items = p.rows / line * per_line;
+    const int64_t line = p.walk.inner_size(), per_line = ceil_div(line, kCols), items = p.rows / line * per_line;
 #pragma omp parallel for schedule(static) if (p.rows * p.length > kParallelThreshold)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t first = item / per_line * line + item % per_line * kColumns;
-      const int cols = static_cast<int>(std::min<int64_t>(kColumns, line - item % per_line * kColumns));
+      const int64_t first = item / per_line * line + item % per_line * kCols;
+      const int cols = static_cast<int>(std::min<int64_t>(kCols, line - item % per_line * kCols));
       int64_t base[kSoftmaxTensors];
       p.walk.offsets(first, base);
-      A buffer[kIn][kOuterRows * kColumns];
+      A buffer[kIn][kOuterTile];
       const A* v[kIn];
       int64_t ld[kIn];
       auto load = [&](int64_t l0, int rows) {
@@ -496,11 +500,11 @@ struct Kernel {
           v[t] = as_compute(in[t] + base[t] + l0 * ld[t], ld[t], rows, cols, buffer[t]);
         }
       };
-      typename Math::Writer w[kColumns];
-      A max[kColumns], sum[kColumns];
+      typename Math::Writer w[kCols];
+      A max[kCols], sum[kCols];
       for (int c = 0; c < cols; ++c) max[c] = -std::numeric_limits<A>::infinity(), sum[c] = A(0);
-      for (int64_t l0 = 0; l0 < p.length; l0 += kOuterRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kOuterRows, p.length - l0));
+      for (int64_t l0 = 0; l0 < p.length; l0 += kTileRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, p.length - l0));
         load(l0, rows);
         if constexpr (kIn == 1)
           column_stats(math, v[0], ld[0], rows, cols, max, sum);
@@ -513,8 +517,8 @@ struct Kernel {
         else
           w[c] = math.writer(sum[c]);
       }
-      for (int64_t l0 = 0; l0 < p.length; l0 += kOuterRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kOuterRows, p.length - l0));
+      for (int64_t l0 = 0; l0 < p.length; l0 += kTileRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, p.length - l0));
         load(l0, rows);
         Store* y = out + base[2] + l0 * p.dim_stride[2];
         if constexpr (kIn == 1)
