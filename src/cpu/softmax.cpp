@@ -127,11 +127,14 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
   for (int u = 0; u < kLanes; ++u) max = lane[u] > max ? lane[u] : max, any_nan |= nan[u];
   if (any_nan < 0 || !finite(max)) return std::nullopt;
   for (A& l : lane) l = A(0);
-  for (int i = 0; i < n; i += kLanes) {  // (e holds whole blocks: n <= kRowPiece, a multiple of kLanes)
+  A tail[kLanes];  // (e may be y itself: nothing past n is written)
+  for (int i = 0; i < n; i += kLanes) {
     const A* x = block(i);
+    A* to = i < body ? e + i : tail;
 #pragma omp simd
-    for (int u = 0; u < kLanes; ++u) lane[u] += e[i + u] = exp_nonpositive(x[u] - max);
+    for (int u = 0; u < kLanes; ++u) lane[u] += to[u] = exp_nonpositive(x[u] - max);
   }
+  for (int i = body; i < n; ++i) e[i] = tail[i - body];
   return SoftmaxStats<A>{max, lane_total(lane)};
 }
 
@@ -333,7 +336,14 @@ struct Kernel {
     const Kernel& k;
     const int64_t* base;
     const int64_t* stride;
+    // Where given (kept_exps()), each piece's partial: the stats pass then leaves softmax's exps
+    // exp(x - piece max) in y, and the write pass scales them by exp(piece max - row max) / sum
+    // instead of computing a second exp per element. (A piece that declined the tiled path, a NaN
+    // or a max of +-inf, writes nothing before the write pass, which then reads its x.)
+    std::vector<Partial>* kept = nullptr;
     int64_t offset(int t, int64_t i) const { return base[t] + i * (kUnit ? 1 : stride[t]); }
+    static constexpr bool kKeeps = kUnit && kTiled<Math> && kIn == 1 && std::is_same_v<Store, A>;
+    bool kept_exps() const { return kKeeps && kept; }
 
     Partial piece(int64_t begin, int64_t end) const {
       if constexpr (kUnit && kTiled<Math>) {
@@ -342,8 +352,13 @@ struct Kernel {
         const int n = load(begin, end, buffer, v);
         if constexpr (kIn == 2)
           return row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax);
-        else if (A e[kRowPiece]; const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e))
-          return *s;
+        else {
+          A buffer_e[kRowPiece];
+          A* e = buffer_e;
+          if constexpr (kKeeps)
+            if (kept) e = k.out + base[2] + begin;
+          if (const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e)) return *s;
+        }
       }
       Partial total = Math::identity();
       for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
@@ -390,7 +405,11 @@ struct Kernel {
       if constexpr (Math::kIterative) {
         return k.math.solve(Fold{*this, parallel});
       } else {
-        auto part = [&](int64_t begin, int64_t end) { return piece(begin, end); };
+        auto part = [&](int64_t begin, int64_t end) {
+          const Partial q = piece(begin, end);
+          if (kept) (*kept)[begin / kRowPiece] = q;
+          return q;
+        };
         return k.math.writer(fold_pieces(Math::identity(), part, Math::combine, parallel));
       }
     }
@@ -431,7 +450,19 @@ struct Kernel {
         for (int64_t b = begin; b < end; b += kRowPiece) {
           A buffer[kIn][kRowPiece];
           const A* v[kIn];
-          const int n = load(b, std::min(end, b + kRowPiece), buffer, v);
+          const int64_t piece_end = std::min(end, b + kRowPiece);
+          if constexpr (kKeeps) {
+            if (kept) {
+              const Partial& q = (*kept)[b / kRowPiece];
+              A* y = k.out + base[2] + b;
+              if (finite(q.max) && q.sum == q.sum)  // the piece's exps are in y
+                scale_row(y, static_cast<int>(piece_end - b), softmax_term(q.max, w.max) * w.scale, y);
+              else
+                write_elements(w, b, piece_end);
+              continue;
+            }
+          }
+          const int n = load(b, piece_end, buffer, v);
           if constexpr (kIn == 1)
             write_tile<true>(&w, v[0], n, 1, n, k.out + base[2] + b, n);
           else
@@ -439,6 +470,9 @@ struct Kernel {
         }
         return;
       }
+      write_elements(w, begin, end);
+    }
+    void write_elements(const typename Math::Writer& w, int64_t begin, int64_t end) const {
       for (int64_t i = begin; i < end; ++i) {
         A v[kIn];
         for (int t = 0; t < kIn; ++t) v[t] = k.at(t, offset(t, i));
@@ -451,18 +485,20 @@ struct Kernel {
   void rows() const {
     const int64_t pieces = ceil_div(p.length, kRowPiece);
     auto piece_end = [&](int64_t c) { return std::min(p.length, (c + 1) * kRowPiece); };
+    const bool keeps_exps = Row<kUnit>::kKeeps && p.kind == SoftmaxKind::softmax && pieces > 1;
     if (p.rows >= omp_get_max_threads() || pieces == 1) {
 #pragma omp parallel for schedule(static) if (p.rows * p.length > kParallelThreshold)
       for (int64_t r = 0; r < p.rows; ++r) {
         int64_t base[kSoftmaxTensors];
         p.walk.offsets(r, base);
-        const Row<kUnit> row{*this, base, p.dim_stride};
         if constexpr (kUnit && kTiled<Math>) {
           if (pieces == 1) {
-            row.whole();
+            Row<kUnit>{*this, base, p.dim_stride}.whole();
             continue;
           }
         }
+        std::vector<Partial> kept(keeps_exps ? static_cast<size_t>(pieces) : 0);
+        const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr};
         row.write(row.writer(false), 0, p.length);
       }
       return;
@@ -470,7 +506,8 @@ struct Kernel {
     for (int64_t r = 0; r < p.rows; ++r) {  // few long rows: the pieces of each in parallel
       int64_t base[kSoftmaxTensors];
       p.walk.offsets(r, base);
-      const Row<kUnit> row{*this, base, p.dim_stride};
+      std::vector<Partial> kept(keeps_exps ? static_cast<size_t>(pieces) : 0);
+      const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr};
       const typename Math::Writer w = row.writer(true);
 #pragma omp parallel for schedule(static)
       for (int64_t c = 0; c < pieces; ++c) row.write(w, c * kRowPiece, piece_end(c));
