@@ -8,9 +8,11 @@
 // Softmax and log_softmax (forward and backward) have tiled fast paths where every view steps by 1
 // along the loops (rows: along dim; outer: along the columns): plain pointer loops over values
 // converted to the compute type once, folded into kLanes independent sums (rows) or one sum per
-// column (outer) in a fixed order, with the vectorized exp. An offset computed per element, a
-// conversion per element and pass, a bounds test per element and one serial chain of sums cost
-// those kernels ten times XLA's time, more than the exp itself (bench/NOTES.md).
+// column (outer) in a fixed order, with the vectorized exp (vector_math.hpp). A row of one piece is
+// read once and softmax's exps kept for its outputs; a longer row keeps them in y where y is f32.
+// An offset computed per element, a conversion per element and pass, a bounds test per element
+// and one serial chain of sums cost the generic loops ten times XLA's time, more than the exp
+// itself (bench/NOTES.md).
 #include <omp.h>
 
 #include <algorithm>
@@ -24,10 +26,6 @@
 #include "cpu/vector_math.hpp"
 #include "ops/softmax_problem.hpp"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#undef BARACUDA_CPU_CLONES
-#define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#endif
 // The clones' widest build takes x86-64-v4 (AVX-512 F, BW, DQ, VL) instead of AVX-512 F alone:
 // without BW, GCC keeps the 16-bit loads, stores and conversions to AVX2 widths, and the bf16
 // loops ran 10-20% slower (single-core, [4096, 128] and [1024, 1024]; f32 unchanged).
@@ -51,8 +49,8 @@ constexpr int64_t kRowPiece = 4096;  // elements per parallel piece of a long ro
 constexpr int kColumns = 64;
 constexpr int kLanes = 16;          // a contiguous piece's independent sums: element i into lane i % kLanes
 constexpr int kOuterColumns = 128;  // the outer fast path's columns per work item at most ...
-constexpr int kOuterTile = 8192;    // ... and values per tile (positions along dim x columns)
-                                    // (its per-column merges, two exps each, spread over this many)
+constexpr int kOuterTile = 8192;    // ... and values per tile (positions along dim x columns): each
+                                    // column's merge (two exps) spread over kOuterTile / columns
 
 template <class A, class T>
 A load_as(const T& v) {
