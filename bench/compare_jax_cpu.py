@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans and softmax family beside jitted JAX (XLA:CPU), in one run on this machine.
+"""The CPU backend's reductions, scans and softmax family beside jitted JAX (XLA:CPU), in one run on
+this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
 shapes and dtypes: jax.jit, block_until_ready, the median of many wall-clock calls after a warm-up,
 inputs rotated through as many sets as the profiler uses (past 64 MiB), x uniform in [0.5, 1.5) as
-in tools/harness/rows/reduce.cpp ([-8, 8) for the softmax family, as tools/harness/rows/softmax.cpp); each case the faster of --rounds rounds, ours then JAX in each.
-Prints one markdown table: case, ours, JAX, JAX / ours.
+in tools/harness/rows/reduce.cpp ([-8, 8) for the softmax family, as tools/harness/rows/softmax.cpp);
+each case the faster of --rounds rounds, ours then JAX in each. Prints one markdown table: case,
+ours, JAX, JAX / ours.
 
     python3 bench/compare_jax_cpu.py --profiler build/cpu/tools/profiler/baracuda-profiler \
-        [--ops sum,cumsum] [--dtypes f32,bf16] [--shapes 8192x4096] [--out table.md]
+        [--ops sum,cumsum] [--dtypes f32,bf16] [--shapes 8192x4096] [--softmax-shapes 1024x1024] [--out table.md]
+
+For a single core on both sides: `taskset -c 0 python3 bench/compare_jax_cpu.py ...` (OpenMP and XLA
+both take the affinity mask's one CPU).
 
 cummax: ours also writes the i64 indices (torch.cummax's pair); lax.cummax writes the values only.
 Softmax backward: ours reads (y, dy); JAX's is the jitted pullback of jax.vjp, its residuals computed
 beforehand from x, so that neither side times the forward.
+Outputs as large as the inputs (the softmax family, scans): the profiler rotates its output buffers
+with its inputs, through cold memory; JAX's outputs come from its allocator, most likely the buffer
+the previous call freed, still in cache (not verified; its softmax times imply more bytes a second
+than the machine's copy bandwidth when the outputs are counted).
 """
 import argparse
 import math
@@ -124,7 +133,8 @@ def main():
     ap.add_argument("--profiler", required=True)
     ap.add_argument("--ops", default=DEFAULT_OPS)
     ap.add_argument("--dtypes", default="f32,bf16")
-    ap.add_argument("--shapes", default="8192x4096", help="shapes of every op (the profiler's --shapes)")
+    ap.add_argument("--shapes", default="8192x4096",
+                    help="shapes of the reductions and scans (the profiler's --shapes)")
     ap.add_argument("--vector", default="16777216", help="more shapes of cumsum (one long line)")
     ap.add_argument("--softmax-shapes", default="",
                     help="shapes of the softmax family (default: the profiler's own, [1024, 1024], [64, 32000], "
