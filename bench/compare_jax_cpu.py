@@ -20,8 +20,8 @@ Softmax backward: ours reads (y, dy); JAX's is the jitted pullback of jax.vjp, i
 beforehand from x, so that neither side times the forward.
 Outputs as large as the inputs (the softmax family, scans): the profiler rotates its output buffers
 with its inputs, through cold memory; JAX's outputs come from its allocator, most likely the buffer
-the previous call freed, still in cache (not verified; its softmax times imply more bytes a second
-than the machine's copy bandwidth when the outputs are counted).
+the previous call freed, still in cache (keeping each call's output alive, so that the next gets new
+memory, doubled JAX's softmax along dim 0 of [4000, 1024] f32 on one core, page faults included).
 """
 import argparse
 import math
