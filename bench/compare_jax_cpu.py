@@ -1,16 +1,27 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions and scans beside jitted JAX (XLA:CPU), in one run on this machine.
+"""The CPU backend's reductions, scans and softmax family beside jitted JAX (XLA:CPU), in one run on
+this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
 shapes and dtypes: jax.jit, block_until_ready, the median of many wall-clock calls after a warm-up,
 inputs rotated through as many sets as the profiler uses (past 64 MiB), x uniform in [0.5, 1.5) as
-in tools/harness/rows/reduce.cpp; each case the faster of --rounds rounds, ours then JAX in each.
-Prints one markdown table: case, ours, JAX, JAX / ours.
+in tools/harness/rows/reduce.cpp ([-8, 8) for the softmax family, as tools/harness/rows/softmax.cpp);
+each case the faster of --rounds rounds, ours then JAX in each. Prints one markdown table: case,
+ours, JAX, JAX / ours.
 
     python3 bench/compare_jax_cpu.py --profiler build/cpu/tools/profiler/baracuda-profiler \
-        [--ops sum,cumsum] [--dtypes f32,bf16] [--shapes 8192x4096] [--out table.md]
+        [--ops sum,cumsum] [--dtypes f32,bf16] [--shapes 8192x4096] [--softmax-shapes 1024x1024] [--out table.md]
+
+For a single core on both sides: `taskset -c 0 python3 bench/compare_jax_cpu.py ...` (OpenMP and XLA
+both take the affinity mask's one CPU).
 
 cummax: ours also writes the i64 indices (torch.cummax's pair); lax.cummax writes the values only.
+Softmax backward: ours reads (y, dy); JAX's is the jitted pullback of jax.vjp, its residuals computed
+beforehand from x, so that neither side times the forward.
+Outputs as large as the inputs (the softmax family, scans): the profiler rotates its output buffers
+with its inputs, through cold memory; JAX's outputs come from its allocator, most likely the buffer
+the previous call freed, still in cache (keeping each call's output alive, so that the next gets new
+memory, doubled JAX's softmax along dim 0 of [4000, 1024] f32 on one core, page faults included).
 """
 import argparse
 import math
@@ -45,17 +56,38 @@ FORWARD = {
     "cumsum": lambda x, a: jnp.cumsum(x, a),
     "cummax": lambda x, a: jax.lax.cummax(x, a % x.ndim),
     "logcumsumexp": lambda x, a: jax.lax.cumlogsumexp(x, a % x.ndim),
+    "softmax": lambda x, a: jax.nn.softmax(x, a),
+    "log_softmax": lambda x, a: jax.nn.log_softmax(x, a),
 }
 BACKWARD = {"sum_backward": "sum", "cumsum_backward": "cumsum"}
+# Backward ops timed as the pullback alone (the profiler's *_backward_dim0 ops run along dim 0).
+PULLBACK = {"softmax_backward": "softmax", "log_softmax_backward": "log_softmax",
+            "softmax_backward_dim0": "softmax"}
+FORWARD_SOFTMAX = ("softmax", "log_softmax")
+SOFTMAX_RANGE = (-8.0, 8.0)
+# Ops whose profiler cases are their own shapes (the profiler's defaults), not --shapes.
+OWN_SHAPES = ("softmax", "log_softmax", "softmax_dim0", "softmax_backward", "log_softmax_backward",
+              "softmax_backward_dim0")
 
 DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"
-               "cumsum,cumsum_dim0,cummax,cummax_dim0,logcumsumexp,logcumsumexp_dim0,sum_backward,cumsum_backward")
+               "cumsum,cumsum_dim0,cummax,cummax_dim0,logcumsumexp,logcumsumexp_dim0,sum_backward,cumsum_backward,"
+               "softmax,log_softmax,softmax_dim0,softmax_backward,log_softmax_backward,softmax_backward_dim0")
 
 
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
     base = op.removesuffix("_dim0")
     axis = 0 if op.endswith("_dim0") else -1
+    if op in PULLBACK:
+        forward = FORWARD[PULLBACK[op]]
+        fn = jax.jit(lambda pullback, dout: pullback(dout)[0])
+
+        def make_pullback(seed):
+            key = jax.random.PRNGKey(seed)
+            x = jax.random.uniform(key, shape, jnp.float32, *SOFTMAX_RANGE).astype(dtype)
+            dout = jax.random.uniform(jax.random.fold_in(key, 1), shape, jnp.float32, -1.0, 1.0).astype(dtype)
+            return jax.vjp(lambda v: forward(v, axis), x)[1], dout
+        return fn, make_pullback
     if op in BACKWARD:
         forward = FORWARD[BACKWARD[op]]
         fn = jax.jit(vjp_of(lambda x: forward(x, -1)))
@@ -66,7 +98,8 @@ def jax_case(op, shape, dtype):
 
     def make(seed):
         key = jax.random.PRNGKey(seed)
-        x = jax.random.uniform(key, shape, jnp.float32, 0.5, 1.5).astype(dtype)
+        x = jax.random.uniform(key, shape, jnp.float32, *SOFTMAX_RANGE if base in FORWARD_SOFTMAX else (0.5, 1.5))
+        x = x.astype(dtype)
         if out_shape is None:
             return (x,)
         dout = jax.random.uniform(jax.random.fold_in(key, 1), out_shape, jnp.float32, -1.0, 1.0).astype(dtype)
@@ -100,8 +133,12 @@ def main():
     ap.add_argument("--profiler", required=True)
     ap.add_argument("--ops", default=DEFAULT_OPS)
     ap.add_argument("--dtypes", default="f32,bf16")
-    ap.add_argument("--shapes", default="8192x4096", help="shapes of every op (the profiler's --shapes)")
+    ap.add_argument("--shapes", default="8192x4096",
+                    help="shapes of the reductions and scans (the profiler's --shapes)")
     ap.add_argument("--vector", default="16777216", help="more shapes of cumsum (one long line)")
+    ap.add_argument("--softmax-shapes", default="",
+                    help="shapes of the softmax family (default: the profiler's own, [1024, 1024], [64, 32000], "
+                         "[4096, 128] along the last dim and [4000, 1024] along dim 0)")
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2)
@@ -112,8 +149,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for op in args.ops.split(","):
             shapes = args.shapes + ("," + args.vector if op == "cumsum" and args.vector else "")
-            options = ["--backend=cpu", f"--shapes={shapes}", f"--iterations={args.iterations}",
-                       f"--warmup={args.warmup}"]
+            options = ["--backend=cpu", f"--iterations={args.iterations}", f"--warmup={args.warmup}"]
+            if op not in OWN_SHAPES or args.softmax_shapes:
+                options.append(f"--shapes={args.softmax_shapes if op in OWN_SHAPES else shapes}")
             # Each round times ours, then JAX: the faster median of the rounds, so that a burst of
             # other work on the machine falls on both alike.
             ours, theirs = {}, {}

@@ -5,14 +5,41 @@
 //   rows:  rows in parallel; with fewer rows than threads, the pieces of one row in parallel.
 //   outer: kColumns neighbouring rows (in memory order, the columns of a dim that is not innermost)
 //          per work item, each tile of kBlock positions x kColumns loaded row by row.
+// Softmax and log_softmax (forward and backward) have tiled fast paths where every view steps by 1
+// along the loops (rows: along dim; outer: along the columns): plain pointer loops over values
+// converted to the compute type once, folded into kLanes independent sums (rows) or one sum per
+// column (outer) in a fixed order, with the vectorized exp (vector_math.hpp). A row of one piece is
+// read once and softmax's exps kept for its outputs; a longer row keeps them in y where y is f32.
+// An offset computed per element, a conversion per element and pass, a bounds test per element
+// and one serial chain of sums cost the generic loops ten times XLA's time, more than the exp
+// itself (bench/NOTES.md).
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/parallel.hpp"
+#include "cpu/vector_math.hpp"
 #include "ops/softmax_problem.hpp"
+
+// The clones' widest build takes x86-64-v4 (AVX-512 F, BW, DQ, VL) instead of AVX-512 F alone:
+// without BW, GCC keeps the 16-bit loads, stores and conversions to AVX2 widths, and the bf16
+// loops ran 10-20% slower (single-core, [4096, 128] and [1024, 1024]; f32 unchanged).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#undef BARACUDA_CPU_CLONES
+#define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+
+// Clang 14 (the fuzz and sanitizer builds: baseline x86-64, no clones) leaves several `omp simd`
+// loops here scalar (those with the bit-pattern exp among them) and warns that it did, an error
+// under -Werror; they are correct scalar.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 
 namespace baracuda::detail::cpu {
 namespace {
@@ -20,6 +47,10 @@ namespace {
 constexpr int kBlock = 16;           // elements per partial
 constexpr int64_t kRowPiece = 4096;  // elements per parallel piece of a long row (a multiple of kBlock)
 constexpr int kColumns = 64;
+constexpr int kLanes = 16;          // a contiguous piece's independent sums: element i into lane i % kLanes
+constexpr int kOuterColumns = 128;  // the outer fast path's columns per work item at most ...
+constexpr int kOuterTile = 8192;    // ... and values per tile (positions along dim x columns): each
+                                    // column's merge (two exps) spread over kOuterTile / columns
 
 template <class A, class T>
 A load_as(const T& v) {
@@ -34,6 +65,272 @@ T store_as(A v) {
     return static_cast<T>(v);
   else
     return T(static_cast<float>(v));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tiled fast paths: softmax and log_softmax, forward and backward.
+template <class Math>
+inline constexpr bool kTiled = false;
+template <class A>
+inline constexpr bool kTiled<SoftmaxForwardMath<A>> = true;
+template <class A>
+inline constexpr bool kTiled<SoftmaxBackwardMath<A>> = true;
+
+template <class A>
+bool finite(A v) {
+  return v > -std::numeric_limits<A>::infinity() && v < std::numeric_limits<A>::infinity();
+}
+
+// Bit-pattern tests the loops vectorize (a float compare in a select keeps GCC from vectorizing):
+// with b an element's bits as a signed integer, kInfBits - (b & kAbs) is negative for a NaN only.
+template <class A>
+using SignedBits = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
+template <class A>
+constexpr SignedBits<A> kAbs = std::numeric_limits<SignedBits<A>>::max();
+template <class A>
+constexpr SignedBits<A> kInfBits = std::bit_cast<SignedBits<A>>(std::numeric_limits<A>::infinity());
+
+// rows x cols values of src (rows ld apart, columns unit-stride) in the compute type, cols apart.
+template <class A, class T>
+BARACUDA_CPU_CLONES void convert(const T* src, int64_t ld, int rows, int cols, A* to) {
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) to[r * cols + c] = load_as<A>(src[r * ld + c]);
+}
+// The same values in place where T is the compute type (ld kept), else converted into `buffer`.
+template <class A, class T>
+const A* as_compute(const T* src, int64_t& ld, int rows, int cols, A* buffer) {
+  if constexpr (std::is_same_v<T, A>) return src;
+  convert(src, ld, rows, cols, buffer);
+  ld = cols;
+  return buffer;
+}
+
+// Sums kLanes lanes pairwise, halves folded onto halves (loops of fixed counts, kept in registers:
+// a loop through the array in memory stalled on store forwarding, 1/5 of a 128-element row's time).
+template <int kHalf = kLanes / 2, class A>
+A lane_total(A (&lane)[kLanes]) {
+  if constexpr (kHalf == 0) {
+    return lane[0];
+  } else {
+    for (int u = 0; u < kHalf; ++u) lane[u] += lane[u + kHalf];
+    return lane_total<kHalf / 2>(lane);
+  }
+}
+
+// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
+// exps also stored into e (for softmax's outputs; one loop, so that GCC inlines its exp). Declines
+// (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+template <class A>
+BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, A* e) {
+  // The last n % kLanes values padded with -inf (no max, an exp of exactly 0) to a whole block, so
+  // that one loop body (one inlined exp) serves every block.
+  const int body = n - n % kLanes;
+  A pad[kLanes];
+  for (int u = 0; u < kLanes; ++u) pad[u] = body + u < n ? v[body + u] : -std::numeric_limits<A>::infinity();
+  auto block = [&](int i) { return i < body ? v + i : pad; };
+  A lane[kLanes];
+  SignedBits<A> nan[kLanes];
+  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<A>::infinity(), nan[u] = 0;
+  for (int i = 0; i < n; i += kLanes) {
+    const A* x = block(i);
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) {
+      lane[u] = x[u] > lane[u] ? x[u] : lane[u];
+      nan[u] |= kInfBits<A> - (std::bit_cast<SignedBits<A>>(x[u]) & kAbs<A>);
+    }
+  }
+  A max = lane[0];
+  SignedBits<A> any_nan = 0;
+  for (int u = 0; u < kLanes; ++u) max = lane[u] > max ? lane[u] : max, any_nan |= nan[u];
+  if (any_nan < 0 || !finite(max)) return std::nullopt;
+  for (A& l : lane) l = A(0);
+  A tail[kLanes];  // (e may be y itself: nothing past n is written)
+  for (int i = 0; i < n; i += kLanes) {
+    const A* x = block(i);
+    A* to = i < body ? e + i : tail;
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) lane[u] += to[u] = exp_nonpositive(x[u] - max);
+  }
+  for (int i = body; i < n; ++i) e[i] = tail[i - body];
+  return SoftmaxStats<A>{max, lane_total(lane)};
+}
+
+// n outputs e * scale (softmax's, from the exps row_stats kept).
+template <class A, class T>
+BARACUDA_CPU_CLONES void scale_row(const A* e, int n, A scale, T* out);
+
+// The backward partial of n contiguous (y, dy): the sum of dy y (softmax) or dy (log_softmax), in lanes.
+template <class A>
+BARACUDA_CPU_CLONES A row_sum(const A* y, const A* dy, int n, bool log) {
+  const int body = n - n % kLanes;
+  A lane[kLanes] = {};
+  for (int i = 0; i < body; i += kLanes)
+    if (log)
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u];
+    else
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u] * y[i + u];
+  for (int i = body; i < n; ++i) lane[i - body] += log ? dy[i] : dy[i] * y[i];
+  return lane_total(lane);
+}
+
+// Folds a tile of rows x cols values (v[r * ld + c]) into its columns' (max, sum) states, rows in
+// order: the tile's max of each column, the sum of exp(v - max) under it, then a merge with the
+// state (as merge_stats, with the vectorized exp). A column with a NaN or an infinite max (in the
+// tile or its state) folds element by element through the math instead.
+template <class A>
+BARACUDA_CPU_CLONES void column_stats(const SoftmaxForwardMath<A>& math, const A* v, int64_t ld, int rows, int cols,
+                                      A* state_max, A* state_sum) {
+  A max[kOuterColumns], sum[kOuterColumns];
+  SignedBits<A> nan[kOuterColumns];
+  for (int c = 0; c < cols; ++c) max[c] = -std::numeric_limits<A>::infinity(), sum[c] = A(0), nan[c] = 0;
+  for (int r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) {
+      const A x = v[r * ld + c];
+      max[c] = x > max[c] ? x : max[c];
+      nan[c] |= kInfBits<A> - (std::bit_cast<SignedBits<A>>(x) & kAbs<A>);
+    }
+  bool fast = true;
+  for (int c = 0; c < cols; ++c)
+    fast = fast && nan[c] >= 0 && finite(max[c]) && !(state_max[c] >= std::numeric_limits<A>::infinity());
+  if (!fast) {  // rare: every column of the tile through the math
+    for (int c = 0; c < cols; ++c) {
+      SoftmaxStats<A> s{state_max[c], state_sum[c]};
+      for (int r = 0; r < rows; ++r) {
+        const A one[1][1] = {{v[r * ld + c]}};
+        s = math.combine(s, math.partial(one));
+      }
+      state_max[c] = s.max, state_sum[c] = s.sum;
+    }
+    return;
+  }
+  for (int r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) sum[c] += exp_nonpositive(v[r * ld + c] - max[c]);
+#pragma omp simd
+  for (int c = 0; c < cols; ++c) {  // the state's max is finite or -inf (its sum then 0)
+    const A merged = max[c] > state_max[c] ? max[c] : state_max[c];
+    state_sum[c] = state_sum[c] * exp_nonpositive(state_max[c] - merged) + sum[c] * exp_nonpositive(max[c] - merged);
+    state_max[c] = merged;
+  }
+}
+
+// The backward's sums of a tile's columns, rows in order.
+template <class A>
+BARACUDA_CPU_CLONES void column_sums(const A* y, int64_t ld_y, const A* dy, int64_t ld_dy, int rows, int cols, bool log,
+                                     A* sum) {
+  for (int r = 0; r < rows; ++r)
+    if (log)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c];
+    else
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c] * y[r * ld_y + c];
+}
+
+// exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp).
+template <class A>
+A exp_to_87(A y) {
+  const A e = exp_nonpositive(-std::fabs(y));
+  const SignedBits<A> negative = std::bit_cast<SignedBits<A>>(y) >> (8 * sizeof(A) - 1);  // all ones for y <= -0
+  return std::bit_cast<A>((std::bit_cast<SignedBits<A>>(e) & negative) |
+                          (std::bit_cast<SignedBits<A>>(A(1) / e) & ~negative));
+}
+
+// A row of outputs is computed in the compute type, into out itself where T is A, else into a
+// buffer converted to T after, in a loop of its own (a conversion inside the math's loop narrowed
+// GCC's vectors to half width). No helper takes a lambda here: a call out of a cloned function
+// (BARACUDA_CPU_CLONES) that is not inlined runs in the baseline build.
+template <class A, class T>
+A* outputs(T* out, A* buffer) {
+  if constexpr (std::is_same_v<T, A>)
+    return out;
+  else
+    return buffer;
+}
+template <class A, class T>
+void narrow(const A* y, int cols, T* out) {
+  if constexpr (!std::is_same_v<T, A>)
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) out[c] = store_as<T>(y[c]);
+}
+
+template <class A, class T>
+BARACUDA_CPU_CLONES void scale_row(const A* e, int n, A scale, T* out) {
+  A buffer[kRowPiece];
+  A* y = outputs(out, buffer);
+#pragma omp simd
+  for (int c = 0; c < n; ++c) y[c] = e[c] * scale;
+  narrow(y, n, out);
+}
+
+// The outputs of a tile of rows x cols values from each column's writer (kShared: one writer for
+// all, and up to kRowPiece columns), into out[r * out_ld + c]. A softmax column of a max of +-inf
+// (a row of only -inf, or a +inf) writes through the math's writer instead; a NaN row's sum is NaN,
+// so its outputs are NaN here too.
+template <bool kShared, class A, class T>
+BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer* w, const A* v, int64_t ld, int rows,
+                                    int cols, T* out, int64_t out_ld) {
+  constexpr int kCols = kShared ? 1 : kOuterColumns;
+  A max[kCols], scale[kCols];
+  bool fast = true;
+  for (int c = 0; c < (kShared ? 1 : cols); ++c) {
+    max[c] = w[c].max, scale[c] = w[c].scale;
+    fast = fast && (w[c].log || finite(max[c]));
+  }
+  auto at = [&](int c) { return kShared ? 0 : c; };
+  for (int r = 0; r < rows; ++r) {
+    const A* x = v + r * ld;
+    if (!fast) {
+      for (int c = 0; c < cols; ++c) out[r * out_ld + c] = store_as<T>(w[at(c)]({x[c]}));
+      continue;
+    }
+    A buffer[kShared ? kRowPiece : kOuterColumns];
+    A* y = outputs(out + r * out_ld, buffer);
+    if (w[0].log)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) y[c] = (x[c] - max[at(c)]) - scale[at(c)];
+    else
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) y[c] = exp_nonpositive(x[c] - max[at(c)]) * scale[at(c)];
+    narrow(y, cols, out + r * out_ld);
+  }
+}
+
+// The backward's outputs: softmax dy y - y sum, log_softmax dy - exp(y) sum (the vectorized exp
+// where every y of the row is in -inf..87 (log_softmax's outputs are <= 0), std::exp otherwise).
+template <bool kShared, class A, class T>
+BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Writer* w, const A* y, int64_t ld_y,
+                                    const A* dy, int64_t ld_dy, int rows, int cols, T* out, int64_t out_ld) {
+  constexpr int kCols = kShared ? 1 : kOuterColumns;
+  A sum[kCols];
+  for (int c = 0; c < (kShared ? 1 : cols); ++c) sum[c] = w[c].sum;
+  auto at = [&](int c) { return kShared ? 0 : c; };
+  for (int r = 0; r < rows; ++r) {
+    const A *a = y + r * ld_y, *b = dy + r * ld_dy;
+    SignedBits<A> high = std::numeric_limits<SignedBits<A>>::min(), nan = 0;
+    if (w[0].log)
+#pragma omp simd reduction(max : high) reduction(| : nan)
+      for (int c = 0; c < cols; ++c) {
+        const SignedBits<A> bits = std::bit_cast<SignedBits<A>>(a[c]);
+        high = std::max(high, bits);
+        nan |= kInfBits<A> - (bits & kAbs<A>);
+      }
+    const bool fast = nan >= 0 && high <= std::bit_cast<SignedBits<A>>(A(87));
+    A buffer[kShared ? kRowPiece : kOuterColumns];
+    A* dx = outputs(out + r * out_ld, buffer);
+    if (!w[0].log)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) dx[c] = a[c] * (b[c] - sum[at(c)]);
+    else if (fast)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) dx[c] = b[c] - exp_to_87(a[c]) * sum[at(c)];
+    else
+      for (int c = 0; c < cols; ++c) dx[c] = b[c] - std::exp(a[c]) * sum[at(c)];
+    narrow(dx, cols, out + r * out_ld);
+  }
 }
 
 template <class Math, class Load, class Store>
@@ -56,9 +353,30 @@ struct Kernel {
     const Kernel& k;
     const int64_t* base;
     const int64_t* stride;
+    // Where given (kept_exps()), each piece's partial: the stats pass then leaves softmax's exps
+    // exp(x - piece max) in y, and the write pass scales them by exp(piece max - row max) / sum
+    // instead of computing a second exp per element. (A piece that declined the tiled path, a NaN
+    // or a max of +-inf, writes nothing before the write pass, which then reads its x.)
+    std::vector<Partial>* kept = nullptr;
     int64_t offset(int t, int64_t i) const { return base[t] + i * (kUnit ? 1 : stride[t]); }
+    static constexpr bool kKeeps = kUnit && kTiled<Math> && kIn == 1 && std::is_same_v<Store, A>;
+    bool kept_exps() const { return kKeeps && kept; }
 
     Partial piece(int64_t begin, int64_t end) const {
+      if constexpr (kUnit && kTiled<Math>) {
+        A buffer[kIn][kRowPiece];
+        const A* v[kIn];
+        const int n = load(begin, end, buffer, v);
+        if constexpr (kIn == 2)
+          return row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax);
+        else {
+          A buffer_e[kRowPiece];
+          A* e = buffer_e;
+          if constexpr (kKeeps)
+            if (kept) e = k.out + base[2] + begin;
+          if (const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e)) return *s;
+        }
+      }
       Partial total = Math::identity();
       for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
         A v[kIn][kBlock];
@@ -104,12 +422,74 @@ struct Kernel {
       if constexpr (Math::kIterative) {
         return k.math.solve(Fold{*this, parallel});
       } else {
-        auto part = [&](int64_t begin, int64_t end) { return piece(begin, end); };
+        auto part = [&](int64_t begin, int64_t end) {
+          const Partial q = piece(begin, end);
+          if (kept) (*kept)[begin / kRowPiece] = q;
+          return q;
+        };
         return k.math.writer(fold_pieces(Math::identity(), part, Math::combine, parallel));
       }
     }
 
+    // The tiled paths' values of [begin, end) (at most kRowPiece) in the compute type; returns their count.
+    int load(int64_t begin, int64_t end, A (&buffer)[kIn][kRowPiece], const A* (&v)[kIn]) const {
+      const int n = static_cast<int>(end - begin);
+      for (int t = 0; t < kIn; ++t) {
+        int64_t ld = n;
+        v[t] = as_compute(k.in[t] + base[t] + begin, ld, 1, n, buffer[t]);
+      }
+      return n;
+    }
+
+    // The tiled path of a row of at most kRowPiece elements: loaded once, softmax's exps kept for
+    // its outputs (the same bits as the two passes of writer() and write(): the one piece's partial
+    // is the row's). NaN rows and maxes of +-inf take those two passes.
+    void whole() const {
+      A buffer[kIn][kRowPiece];
+      const A* v[kIn];
+      const int n = load(0, k.p.length, buffer, v);
+      Store* y = k.out + base[2];
+      if constexpr (kIn == 1) {
+        A e[kRowPiece];
+        const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e);
+        if (!s) return write(writer(false), 0, n);
+        const typename Math::Writer w = k.math.writer(*s);
+        if (!w.log) return scale_row(e, n, w.scale, y);
+        write_tile<true>(&w, v[0], n, 1, n, y, n);
+      } else {
+        const typename Math::Writer w = k.math.writer(row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax));
+        write_tile<true>(&w, v[0], n, v[1], n, 1, n, y, n);
+      }
+    }
+
     void write(const typename Math::Writer& w, int64_t begin, int64_t end) const {
+      if constexpr (kUnit && kTiled<Math>) {
+        for (int64_t b = begin; b < end; b += kRowPiece) {
+          A buffer[kIn][kRowPiece];
+          const A* v[kIn];
+          const int64_t piece_end = std::min(end, b + kRowPiece);
+          if constexpr (kKeeps) {
+            if (kept) {
+              const Partial& q = (*kept)[b / kRowPiece];
+              A* y = k.out + base[2] + b;
+              if (finite(q.max) && q.sum == q.sum)  // the piece's exps are in y
+                scale_row(y, static_cast<int>(piece_end - b), softmax_term(q.max, w.max) * w.scale, y);
+              else
+                write_elements(w, b, piece_end);
+              continue;
+            }
+          }
+          const int n = load(b, piece_end, buffer, v);
+          if constexpr (kIn == 1)
+            write_tile<true>(&w, v[0], n, 1, n, k.out + base[2] + b, n);
+          else
+            write_tile<true>(&w, v[0], n, v[1], n, 1, n, k.out + base[2] + b, n);
+        }
+        return;
+      }
+      write_elements(w, begin, end);
+    }
+    void write_elements(const typename Math::Writer& w, int64_t begin, int64_t end) const {
       for (int64_t i = begin; i < end; ++i) {
         A v[kIn];
         for (int t = 0; t < kIn; ++t) v[t] = k.at(t, offset(t, i));
@@ -122,12 +502,20 @@ struct Kernel {
   void rows() const {
     const int64_t pieces = ceil_div(p.length, kRowPiece);
     auto piece_end = [&](int64_t c) { return std::min(p.length, (c + 1) * kRowPiece); };
+    const bool keeps_exps = Row<kUnit>::kKeeps && p.kind == SoftmaxKind::softmax && pieces > 1;
     if (p.rows >= omp_get_max_threads() || pieces == 1) {
 #pragma omp parallel for schedule(static) if (p.rows * p.length > kParallelThreshold)
       for (int64_t r = 0; r < p.rows; ++r) {
         int64_t base[kSoftmaxTensors];
         p.walk.offsets(r, base);
-        const Row<kUnit> row{*this, base, p.dim_stride};
+        if constexpr (kUnit && kTiled<Math>) {
+          if (pieces == 1) {
+            Row<kUnit>{*this, base, p.dim_stride}.whole();
+            continue;
+          }
+        }
+        std::vector<Partial> kept(keeps_exps ? static_cast<size_t>(pieces) : 0);
+        const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr};
         row.write(row.writer(false), 0, p.length);
       }
       return;
@@ -135,14 +523,72 @@ struct Kernel {
     for (int64_t r = 0; r < p.rows; ++r) {  // few long rows: the pieces of each in parallel
       int64_t base[kSoftmaxTensors];
       p.walk.offsets(r, base);
-      const Row<kUnit> row{*this, base, p.dim_stride};
+      std::vector<Partial> kept(keeps_exps ? static_cast<size_t>(pieces) : 0);
+      const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr};
       const typename Math::Writer w = row.writer(true);
 #pragma omp parallel for schedule(static)
       for (int64_t c = 0; c < pieces; ++c) row.write(w, c * kRowPiece, piece_end(c));
     }
   }
 
+  // The outer fast path, where every view steps by 1 along the walk's innermost dim: kCols
+  // neighbouring columns of one line of it per work item (256 bytes of each input row), tiles of
+  // kTileRows positions x columns read row by row (unit-stride runs), each column's state folded
+  // across the tiles in order.
+  static constexpr int kCols = std::clamp<int>(256 / sizeof(Load), 64, kOuterColumns);
+  static constexpr int kTileRows = kOuterTile / kCols;
+  void outer_tiled() const {
+    const int64_t line = p.walk.inner_size(), per_line = ceil_div(line, kCols), items = p.rows / line * per_line;
+#pragma omp parallel for schedule(static) if (p.rows * p.length > kParallelThreshold)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t first = item / per_line * line + item % per_line * kCols;
+      const int cols = static_cast<int>(std::min<int64_t>(kCols, line - item % per_line * kCols));
+      int64_t base[kSoftmaxTensors];
+      p.walk.offsets(first, base);
+      A buffer[kIn][kOuterTile];
+      const A* v[kIn];
+      int64_t ld[kIn];
+      auto load = [&](int64_t l0, int rows) {
+        for (int t = 0; t < kIn; ++t) {
+          ld[t] = p.dim_stride[t];
+          v[t] = as_compute(in[t] + base[t] + l0 * ld[t], ld[t], rows, cols, buffer[t]);
+        }
+      };
+      typename Math::Writer w[kCols];
+      A max[kCols], sum[kCols];
+      for (int c = 0; c < cols; ++c) max[c] = -std::numeric_limits<A>::infinity(), sum[c] = A(0);
+      for (int64_t l0 = 0; l0 < p.length; l0 += kTileRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, p.length - l0));
+        load(l0, rows);
+        if constexpr (kIn == 1)
+          column_stats(math, v[0], ld[0], rows, cols, max, sum);
+        else
+          column_sums(v[0], ld[0], v[1], ld[1], rows, cols, math.kind == SoftmaxKind::log_softmax, sum);
+      }
+      for (int c = 0; c < cols; ++c) {
+        if constexpr (kIn == 1)
+          w[c] = math.writer({max[c], sum[c]});
+        else
+          w[c] = math.writer(sum[c]);
+      }
+      for (int64_t l0 = 0; l0 < p.length; l0 += kTileRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kTileRows, p.length - l0));
+        load(l0, rows);
+        Store* y = out + base[2] + l0 * p.dim_stride[2];
+        if constexpr (kIn == 1)
+          write_tile<false>(w, v[0], ld[0], rows, cols, y, p.dim_stride[2]);
+        else
+          write_tile<false>(w, v[0], ld[0], v[1], ld[1], rows, cols, y, p.dim_stride[2]);
+      }
+    }
+  }
+
   void outer() const {
+    if constexpr (kTiled<Math>) {
+      bool unit = p.walk.rank > 0;
+      for (int t = 0; t < kSoftmaxTensors; ++t) unit = unit && p.walk.inner_stride(t) == 1;
+      if (unit) return outer_tiled();
+    }
     const int64_t items = ceil_div(p.rows, kColumns);
 #pragma omp parallel for schedule(dynamic) if (p.rows * p.length > kParallelThreshold)
     for (int64_t item = 0; item < items; ++item) {
