@@ -28,12 +28,6 @@
 namespace baracuda::detail::cpu {
 namespace {
 
-// GCC vectorizes the tile loops (a float select, the exp's selects) only when asked (`omp simd`);
-// clang vectorizes what it can unasked, and warns of an asked loop it cannot.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpass-failed"
-#endif
-
 constexpr int64_t kPiece = 8192;  // reduced elements per work item
 constexpr int kSlots = 8;
 constexpr int kColumns = 64;

@@ -26,21 +26,6 @@
 #include "cpu/vector_math.hpp"
 #include "ops/softmax_problem.hpp"
 
-// The clones' widest build takes x86-64-v4 (AVX-512 F, BW, DQ, VL) instead of AVX-512 F alone:
-// without BW, GCC keeps the 16-bit loads, stores and conversions to AVX2 widths, and the bf16
-// loops ran 10-20% slower (single-core, [4096, 128] and [1024, 1024]; f32 unchanged).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#undef BARACUDA_CPU_CLONES
-#define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#endif
-
-// Clang 14 (the fuzz and sanitizer builds: baseline x86-64, no clones) leaves several `omp simd`
-// loops here scalar (those with the bit-pattern exp among them) and warns that it did, an error
-// under -Werror; they are correct scalar.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpass-failed"
-#endif
-
 namespace baracuda::detail::cpu {
 namespace {
 
