@@ -27,9 +27,24 @@ if want speed && [[ -n ${BASELINE:-} ]]; then  # the baseline builds beside this
 fi
 cmake --build build/device -j16 >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 
+# The suite in SHARDS processes at once (gtest's sharding; default 4: the GPU and 16 cores take
+# them, and the whole suite then fits one device call): shard_run LOG FILTER [PREFIX...].
+shard_run() {
+  local log=$1 filter=$2 shards=${SHARDS:-4} pids=() rc=0
+  shift 2
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$@" ./build/device/tests/baracuda_tests --gtest_color=no \
+      --gtest_filter="$filter" >"$log.$i" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  cat "$log".* >"$log" && rm -f "$log".*
+  return $rc
+}
+
 if want tests; then
   step "tests (all cases, GPU included)"
-  ./build/device/tests/baracuda_tests --gtest_color=no >"$OUT/tests.log" 2>&1 || status=1
+  shard_run "$OUT/tests.log" '*' || status=1
   grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$OUT/tests.log" | head -40
   grep -B2 -A12 -E "Failure$" "$OUT/tests.log" | head -80  # the first failures, in full
 fi
@@ -40,8 +55,7 @@ for tool in memcheck racecheck; do
   filter='*cuda*:-*Large*'
   [[ $tool == racecheck ]] && filter='*cuda*:-*Large*:*BitIdentical*'
   step "compute-sanitizer $tool"
-  compute-sanitizer --tool "$tool" --error-exitcode 3 ./build/device/tests/baracuda_tests --gtest_color=no \
-    --gtest_filter="$filter" >"$OUT/sanitizer-$tool.log" 2>&1 || status=1
+  shard_run "$OUT/sanitizer-$tool.log" "$filter" compute-sanitizer --tool "$tool" --error-exitcode 3 || status=1
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)  \]" "$OUT/sanitizer-$tool.log" | head -10
 done
 
