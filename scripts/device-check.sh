@@ -3,7 +3,8 @@
 # included), run the GPU cases under compute-sanitizer (memcheck, racecheck), run the profiler's
 # standard suite and the PyTorch comparison. Logs go under $OUT (the device tool brings them back).
 #   scripts/device-check.sh [STEP[,STEP...]]   steps: tests, memcheck, racecheck, fuzz, bench, speed;
-#   all (the default) is tests,memcheck,racecheck,fuzz,bench
+#   all (the default) is tests,memcheck,racecheck,fuzz,bench. SHARDS (default 4) gtest shards run at
+#   once; TESTS_FILTER narrows the tests step (e.g. "*cuda*").
 # fuzz: the plan fuzzer on the CUDA backend under memcheck (FUZZ_RUNS cases, default 10000; FUZZ_SEED).
 # speed: the profiler of this tree beside the one of the source tree in $BASELINE (e.g. a `git
 # archive` of the previous commit, carried along), case by case (bench/compare_builds.py).
@@ -44,7 +45,7 @@ shard_run() {
 
 if want tests; then
   step "tests (all cases, GPU included)"
-  shard_run "$OUT/tests.log" '*' || status=1
+  shard_run "$OUT/tests.log" "${TESTS_FILTER:-*}" || status=1
   grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$OUT/tests.log" | head -40
   grep -B2 -A12 -E "Failure$" "$OUT/tests.log" | head -80  # the first failures, in full
 fi
