@@ -194,8 +194,9 @@ struct ProdMath {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Extremes: amax, amin, max, min, argmax, argmin, and norm's p = +-inf (of |x|). A NaN beats every
-// number and the smaller index breaks ties, so the result does not depend on the order.
+// Extremes with their index: max, min, argmax, argmin (kAbs: the |x| that ExtremeValueMath's norm
+// p = +-inf shares). A NaN beats every number and the smaller index breaks ties, so the result does
+// not depend on the order.
 template <class A, bool kMax, bool kAbs>
 struct ExtremeMath {
   using Acc = A;

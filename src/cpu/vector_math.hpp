@@ -12,7 +12,8 @@ namespace baracuda::detail::cpu {
 // lanes), so a compute-bound tile loop needs this to use the host's width. x86-64-v4 rather than
 // AVX-512 F alone: without BW, GCC keeps 16-bit loads, stores and conversions at AVX2 widths (bf16
 // softmax 10-20% slower). The library's host files build with -ffp-contract=off (CMakeLists.txt): the
-// wide builds have FMA, the baseline does not, and the bits must not depend on the CPU. Clang (the
+// wide builds have FMA, the baseline does not, and the clone taken must not change the bits (calls
+// into libm, e.g. f64 exp, are glibc's, which picks its own variant by CPU). Clang (the
 // fuzz and sanitizer builds) and other targets get the one baseline build.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))

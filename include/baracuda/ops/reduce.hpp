@@ -50,11 +50,13 @@
 //
 // Determinism: every kernel is deterministic (no atomics: a fixed reduction order, the same bits on
 // every run). amax/amin/max/min/arg-kinds, any/all/count and an empty reduced set do not depend on
-// the order at all; sums, products, var and logsumexp depend on it through rounding: the same shape,
-// dims and kernel give the same bits whatever the views' strides and alignment, and a layout that
-// changes the kernel (reducing a transposed view's dim turns rows into columns) may round
-// differently, within the bound the order gives: pairwise over slots of a sequential run, an error
-// below (n / slots + log2(slots)) ulps of the sum of |x|.
+// the order at all, but for two bit patterns: a zero extreme held with both signs (amax / amin may
+// give either; max / min, which keep the first index, give its) and the payload of a NaN result
+// (one of the input NaNs'). Sums, products, var and logsumexp depend on it through rounding: the
+// same shape, dims and kernel give the same bits whatever the views' strides and alignment, and a
+// layout that changes the kernel (reducing a transposed view's dim turns rows into columns) may
+// round differently, within the bound the order gives: pairwise over slots of a sequential run, an
+// error below (n / slots + log2(slots)) ulps of the sum of |x|.
 #include <array>
 #include <initializer_list>
 #include <optional>
@@ -115,7 +117,7 @@ struct ReduceArgs {
 // The gradient of x, from the forward's outputs. The views each kind reads: x for prod, amax /
 // amin, var / std / var_mean, norm and logsumexp; out for norm and logsumexp; indices for max / min;
 // dout always; dmean for var_mean, where it may be empty (a mean without gradient: zeros). The others
-// may be empty; dmean must be, for every kind but var_mean. prod, amax / amin and var / std /
+// may be empty (an input a kind does not read is ignored). prod, amax / amin and var / std /
 // var_mean reduce what they need from x again (the zeros, the ties, the mean) in a first pass. Every
 // element of dx is written (not accumulated).
 struct ReduceBackwardArgs {

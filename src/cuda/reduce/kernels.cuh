@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(kReduceBlock)
   }
 }
 
-// kUnit neighbouring elements, loaded as one (8 or 16 bytes; the views were checked aligned).
+// kUnit neighbouring elements: loaded as one where vectorized (8 or 16 bytes, the views checked
+// aligned), else one at a time.
 template <class X, int kUnit>
 struct alignas(sizeof(X) * kUnit) Elements {
   X v[kUnit];
