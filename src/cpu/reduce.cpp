@@ -217,21 +217,6 @@ BARACUDA_CPU_CLONES void convert(const X* __restrict src, int64_t stride, int n,
     for (int i = 0; i < n; ++i) to[i] = to_acc<A>(src[i * stride]);
 }
 
-// `rows` runs of `columns` values (as convert's), `row_stride` apart from src, into rows of `to`: one
-// call a tile (a call a row of 64 16-bit values cost as much as its conversions).
-template <class A, class X>
-BARACUDA_CPU_CLONES void convert_rows(const X* src, int64_t row_stride, int64_t step, int rows, int columns,
-                                      A* __restrict to) {
-  for (int r = 0; r < rows; ++r) {
-    const X* __restrict from = src + r * row_stride;
-    A* __restrict row = to + r * columns;
-    if (step == 1)
-      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j]);
-    else
-      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j * step]);
-  }
-}
-
 // The rows kernel's lanes: kSlots (sums: the compiler's vector of them), or kColumns where the math's
 // tile loops are the work (a tile as 32 rows of 64 columns fills four AVX-512 vectors a row).
 template <class Math>

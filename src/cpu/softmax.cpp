@@ -75,17 +75,11 @@ constexpr SignedBits<A> kAbs = std::numeric_limits<SignedBits<A>>::max();
 template <class A>
 constexpr SignedBits<A> kInfBits = std::bit_cast<SignedBits<A>>(std::numeric_limits<A>::infinity());
 
-// rows x cols values of src (rows ld apart, columns unit-stride) in the compute type, cols apart.
-template <class A, class T>
-BARACUDA_CPU_CLONES void convert(const T* src, int64_t ld, int rows, int cols, A* to) {
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) to[r * cols + c] = load_as<A>(src[r * ld + c]);
-}
 // The same values in place where T is the compute type (ld kept), else converted into `buffer`.
 template <class A, class T>
 const A* as_compute(const T* src, int64_t& ld, int rows, int cols, A* buffer) {
   if constexpr (std::is_same_v<T, A>) return src;
-  convert(src, ld, rows, cols, buffer);
+  convert_rows(src, ld, 1, rows, cols, buffer);  // rows of cols values, cols apart
   ld = cols;
   return buffer;
 }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/reduce_problem.hpp"  // to_acc: the backends' one conversion to the compute type
+
 namespace baracuda::detail::cpu {
 
 // A function built three times (x86-64-v4, AVX2, baseline x86-64), the widest the running CPU has
@@ -51,6 +53,22 @@ A exp_nonpositive(A x) {
     y = y * r * r + r + 1.0f;
     const float scale = std::bit_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
     return std::bit_cast<float>(std::bit_cast<uint32_t>(y * scale) & ~under);
+  }
+}
+
+// `rows` runs of `columns` values, `step` apart (1: the loop vectorizes, 16-bit conversions too),
+// `row_stride` apart from src, in the compute type A into rows of `to`: one call a tile (a call a row
+// of 64 16-bit values cost as much as its conversions).
+template <class A, class X>
+BARACUDA_CPU_CLONES void convert_rows(const X* src, int64_t row_stride, int64_t step, int rows, int columns,
+                                      A* __restrict to) {
+  for (int r = 0; r < rows; ++r) {
+    const X* __restrict from = src + r * row_stride;
+    A* __restrict row = to + r * columns;
+    if (step == 1)
+      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j]);
+    else
+      for (int j = 0; j < columns; ++j) row[j] = to_acc<A>(from[j * step]);
   }
 }
 
