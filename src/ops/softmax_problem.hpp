@@ -76,25 +76,29 @@ struct SoftmaxGeometry {
   int threads = 0;            // per block
   int lanes = 0;              // warp_row: threads per row (a power of two <= 32); outer: threads across columns
   int cluster = 1;            // cluster_row: blocks per row; outer: blocks per tile of columns
-  int chunks = 0;             // warp/block/cluster_row: 16-byte vectors of each input held per thread
+  int chunks = 0;             // warp/block/cluster/split_row: 16-byte vectors of each input held per thread
+                              // (split_row: 0 when its pieces are too long to hold, read twice instead)
   int slices = 0;             // outer: threads along dim per column
-  int64_t splits = 0;         // split_row: blocks per row
-  int64_t split_length = 0;   // split_row: elements per block (a multiple of the vector)
-  int64_t batch_rows = 0;     // split_row: rows per pair of launches
+  int64_t splits = 0;         // split_row: pieces (blocks) per row
+  int64_t split_length = 0;   // split_row: elements per piece (a multiple of the vector)
   CheckedSize workspace = 0;  // bytes
+  CheckedSize counters = 0;   // split_row: bytes at the workspace's start zeroed before each run
 };
 
 inline constexpr int kWarpRowThreads = 128;
 inline constexpr int64_t kMultiPassValues = 16;
+#ifndef BARACUDA_SOFTMAX_LANE_VECTORS
+#define BARACUDA_SOFTMAX_LANE_VECTORS 2
+#endif
+inline constexpr int64_t kOnePassLaneVectors = BARACUDA_SOFTMAX_LANE_VECTORS;
 inline constexpr int kMaxBlockThreads = 1024;
 inline constexpr int kMaxCluster = 8;  // the portable cluster size
 inline constexpr int64_t kClusterBlockThreads = 512;
+// split_row: blocks of kSplitThreads, two an SM, each holding a piece of a row of up to 512 x 128
+// bytes of compute-type values; a row has at most one piece per SM, so that all of a row's pieces
+// can be resident together (the kernel waits for every piece of a row before writing it).
 inline constexpr int kSplitThreads = 512;
-inline constexpr int64_t kSplitLength = 16384;  // a row splits into length / kSplitLength blocks ...
-inline constexpr int64_t kMaxSplits = 1024;     // ... up to this many
-// x's bytes per pair of split launches: small enough that the second read of a batch still finds
-// it in L2 (50 MB on H100, 60 MB on H200; the outputs pass through L2 too).
-inline constexpr int64_t kSplitBatchBytes = int64_t{16} << 20;
+inline constexpr int kSplitMinBlocks = 2;
 inline constexpr int kOuterThreads = 256;
 inline constexpr int kPassThreads = 512;
 
@@ -118,10 +122,11 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
         return std::nullopt;
       if (variant == SoftmaxVariant::warp_row) {
         g.threads = kWarpRowThreads;
-        // The fewest lanes whose vectors cover the row, so that each lane's loads are in flight
-        // together; the multi-pass forward takes about 16 values a lane instead: more rows to a warp
-        // share each pass's shuffles and steps of the search.
-        const int64_t per_lane = s.multi_pass ? kMultiPassValues : v;
+        // The fewest lanes that cover the row with kOnePassLaneVectors vectors each (short rows
+        // then put several rows in a warp: fewer shuffles an element, more loads in flight a lane);
+        // the multi-pass forward takes about 16 values a lane: more rows to a warp share each pass's
+        // shuffles and steps of the search.
+        const int64_t per_lane = s.multi_pass ? kMultiPassValues : kOnePassLaneVectors * v;
         g.lanes = static_cast<int>(std::min<int64_t>(32, pow2_at_least(ceil_div(length, per_lane))));
         g.chunks = static_cast<int>(pow2_at_least(ceil_div(length, g.lanes * v)));
         return g;
@@ -146,13 +151,20 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
       return g;
     }
     case SoftmaxVariant::split_row: {
+      // The fewest pieces that each hold in a block's registers; a row longer than one SM's pieces
+      // can hold takes one piece an SM, read twice (the second read mostly from L2).
       g.threads = kSplitThreads;
-      g.splits = std::clamp<int64_t>(ceil_div(length, kSplitLength), 1, kMaxSplits);
+      const int64_t piece_capacity = int64_t{kSplitThreads} * s.held, max_splits = std::max(sm_count, 1);
+      g.splits = std::min(ceil_div(length, piece_capacity), max_splits);
       g.split_length = v * ceil_div(ceil_div(length, g.splits), v);
       g.splits = ceil_div(length, g.split_length);
-      const int64_t row_bytes = length > kSplitBatchBytes ? kSplitBatchBytes : length * s.input_bytes;
-      g.batch_rows = std::clamp<int64_t>(kSplitBatchBytes / row_bytes, 1, 65535);
-      g.workspace = CheckedSize(std::min(s.rows, g.batch_rows)) * g.splits * s.partial_bytes;
+      g.chunks = g.split_length <= piece_capacity
+                     ? static_cast<int>(pow2_at_least(ceil_div(g.split_length, int64_t{kSplitThreads} * v)))
+                     : 0;
+      // The counters (the next piece's ticket, each row's pieces done; 16-byte aligned in all), then
+      // the pieces' partials.
+      g.counters = round_up_to(CheckedSize(s.rows) * int64_t{sizeof(unsigned)} + int64_t{sizeof(uint64_t)}, 16);
+      g.workspace = g.counters + CheckedSize(s.rows) * g.splits * s.partial_bytes;
       return g;
     }
     case SoftmaxVariant::outer: {

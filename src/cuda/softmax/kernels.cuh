@@ -6,10 +6,9 @@
 //     a block, or a cluster of blocks): x read once, y written once. The group's threads take the
 //     row's 16-byte vectors in turn (chunk c of thread k is vector c * group + k), so each load
 //     instruction of a warp is contiguous.
-//   split_row: pieces of split_length elements of a row, a block each: the pieces' partials go to
-//     the workspace, then a second kernel folds them in order and reads its piece again to write
-//     it. x is read twice; rows go in batches of kSplitBatchBytes of x so that the second read can
-//     still find the batch in L2.
+//   split_row: pieces of split_length elements of a row, a block each, held in registers (or, for a
+//     row longer than the device's registers, read again): the pieces' partials meet in the
+//     workspace, each block waits for its row's, folds them in order and writes its piece.
 //   outer: dim is not innermost: each thread owns a vector of neighbouring columns (the problem's
 //     rows, contiguous in memory) and `slices` threads per column walk dim in turn; their partials
 //     fold in a fixed tree in shared memory (and, when a cluster shares a tile of columns, across
@@ -21,6 +20,8 @@
 // kernels one element at a time, along any strides.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <cuda/atomic>
 
 #include <algorithm>
 #include <string>
@@ -62,8 +63,10 @@ struct Args {
   SoftmaxKind kind;
   bool vectorized;
   int lanes;                                // warp_row: threads per row; outer: threads across columns
-  int64_t splits, split_length, first_row;  // split_row
-  void* partials;                           // split_row: the workspace
+  int64_t splits, split_length;             // split_row
+  uint64_t* ticket;                         // split_row: the next piece to take (the workspace's start)
+  unsigned* done;                           // split_row: each row's pieces folded
+  void* partials;                           // split_row: one per piece
 };
 
 // V elements from position p of a line with step `stride` (elements at or past `limit` read as
@@ -241,64 +244,98 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
 }
 
 // ---------------------------------------------------------------------------------------------
-// split_row: block (x, y) takes piece x of row first_row + y.
+// split_row: the pieces of every row are tickets, taken in order from a counter by blocks that stay
+// resident (a grid no larger than the device holds). A block folds its piece, publishes the partial
+// and waits until every piece of the row has, then folds the row's partials in piece order (the same
+// bits every run) and writes its piece. Waiting cannot deadlock: a ticket is taken only by a running
+// block, a row has at most one piece per SM (SoftmaxGeometry), and a block waits only for the pieces
+// of its own row, so the blocks of the last row being handed out are never all waiting.
 
-inline constexpr int kSplitUnroll = 2;  // vectors per thread in flight
+// *p read from L2 (ld.global.cg), past a stale line in this SM's L1: for values other SMs wrote.
+template <class T>
+__device__ __forceinline__ T load_global(const T* p) {
+  static_assert(sizeof(T) % 4 == 0 && alignof(T) >= 4, "read as whole 32-bit words");
+  unsigned words[sizeof(T) / 4];
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(sizeof(T) / 4); ++k) words[k] = __ldcg(reinterpret_cast<const unsigned*>(p) + k);
+  T out;
+  memcpy(&out, words, sizeof(T));
+  return out;
+}
 
-template <class Math, class Load, class Store, class F>
-__device__ __forceinline__ void for_each_piece_batch(const Args& a, const int64_t (&base)[kSoftmaxTensors], F&& f) {
+template <class Math, class Load, class Store, int kChunks>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_rows(Args a) {
   using T = Types<Math, Load, Store>;
-  constexpr int V = T::kVector;
+  using A = typename T::A;
+  using Partial = typename T::Partial;
+  constexpr int V = T::kVector, kIn = T::kIn;
+  __shared__ ReduceScratch<Partial> scratch;
+  __shared__ uint64_t ticket_shared;
+  const Math math{a.kind};
   const Load* in[2] = {static_cast<const Load*>(a.in[0]), static_cast<const Load*>(a.in[1])};
-  const int64_t begin = int64_t(blockIdx.x) * a.split_length;
-  const int64_t end = begin + a.split_length < a.length ? begin + a.split_length : a.length;
-  const int64_t step = int64_t(blockDim.x) * V;
-  for (int64_t p0 = begin + int64_t(threadIdx.x) * V; p0 < end; p0 += step * kSplitUnroll) {
-    typename T::A v[T::kIn][kSplitUnroll * V];
+  Store* out = static_cast<Store*>(a.out);
+  ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_device> next_ticket(*a.ticket);
+  const uint64_t tickets = static_cast<uint64_t>(a.rows) * static_cast<uint64_t>(a.splits);
+  for (;;) {
+    if (threadIdx.x == 0) ticket_shared = next_ticket.fetch_add(1, ::cuda::memory_order_relaxed);
+    __syncthreads();
+    const uint64_t ticket = ticket_shared;
+    if (ticket >= tickets) return;
+    const int64_t row = static_cast<int64_t>(ticket / a.splits), piece = static_cast<int64_t>(ticket % a.splits);
+    const int64_t begin = piece * a.split_length;
+    const int64_t end = begin + a.split_length < a.length ? begin + a.split_length : a.length;
+    int64_t base[kSoftmaxTensors];
+    a.walk.offsets(row, base);
+    // The piece's vectors: thread k takes vector c * blockDim.x + k of it, held (kChunks of them) or
+    // loaded again where it is needed.
+    const int64_t step = int64_t(blockDim.x) * V, first = begin + int64_t(threadIdx.x) * V;
+    auto load = [&](int64_t p, auto& v, int at) {
 #pragma unroll
-    for (int u = 0; u < kSplitUnroll; ++u)
+      for (int t = 0; t < kIn; ++t)
+        load_vector<V>(in[t] + base[t], a.stride[t], p, end, a.vectorized, Math::fill(), &v[t][at]);
+    };
+    [[maybe_unused]] A held[kIn][(kChunks > 0 ? kChunks : 1) * V];
+    Partial part = Math::identity();
+    if constexpr (kChunks > 0) {
 #pragma unroll
-      for (int t = 0; t < T::kIn; ++t)
-        load_vector<V>(in[t] + base[t], a.stride[t], p0 + u * step, end, a.vectorized, Math::fill(), &v[t][u * V]);
-    f(v, p0, step, end);
-  }
-}
-
-template <class Math, class Load, class Store>
-__global__ void __launch_bounds__(kSplitThreads) split_partials(Args a) {
-  using T = Types<Math, Load, Store>;
-  __shared__ ReduceScratch<typename T::Partial> scratch;
-  const Math math{a.kind};
-  int64_t base[kSoftmaxTensors];
-  a.walk.offsets(a.first_row + blockIdx.y, base);
-  typename T::Partial part = Math::identity();
-  for_each_piece_batch<Math, Load, Store>(
-      a, base, [&](const auto& v, int64_t, int64_t, int64_t) { part = Math::combine(part, math.partial(v)); });
-  part = block_allreduce(part, Combine<Math>{}, Math::identity(), scratch);
-  if (threadIdx.x == 0) static_cast<typename T::Partial*>(a.partials)[blockIdx.y * a.splits + blockIdx.x] = part;
-}
-
-template <class Math, class Load, class Store>
-__global__ void __launch_bounds__(kSplitThreads) split_apply(Args a) {
-  using T = Types<Math, Load, Store>;
-  constexpr int V = T::kVector;
-  __shared__ ReduceScratch<typename T::Partial> scratch;
-  const Math math{a.kind};
-  const auto* parts = static_cast<const typename T::Partial*>(a.partials) + int64_t(blockIdx.y) * a.splits;
-  typename T::Partial total = Math::identity();
-  for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x) total = Math::combine(total, parts[s]);
-  const typename Math::Writer w = math.writer(block_allreduce(total, Combine<Math>{}, Math::identity(), scratch));
-  int64_t base[kSoftmaxTensors];
-  a.walk.offsets(a.first_row + blockIdx.y, base);
-  Store* out = static_cast<Store*>(a.out) + base[2];
-  for_each_piece_batch<Math, Load, Store>(a, base, [&](const auto& v, int64_t p0, int64_t step, int64_t end) {
-#pragma unroll
-    for (int u = 0; u < kSplitUnroll; ++u) {
-      typename T::A o[V];
-      outputs<V, Math>(w, v, u * V, o);
-      store_vector<V>(out, a.stride[2], p0 + u * step, end, a.vectorized, o);
+      for (int c = 0; c < kChunks; ++c) load(first + c * step, held, c * V);
+      part = math.partial(held);
+    } else {
+      for (int64_t p = first; p < end; p += step) {
+        A v[kIn][V];
+        load(p, v, 0);
+        part = Math::combine(part, math.partial(v));
+      }
     }
-  });
+    part = block_allreduce(part, Combine<Math>{}, Math::identity(), scratch);
+    Partial* partials = static_cast<Partial*>(a.partials) + row * a.splits;
+    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> done(a.done[row]);
+    if (threadIdx.x == 0) {
+      partials[piece] = part;
+      done.fetch_add(1, ::cuda::memory_order_release);
+      while (done.load(::cuda::memory_order_acquire) < static_cast<unsigned>(a.splits)) __nanosleep(64);
+    }
+    __syncthreads();
+    // Every thread folds the row's partials from L2 (another SM wrote them) in one fixed tree.
+    Partial total = Math::identity();
+    for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x) total = Math::combine(total, load_global(partials + s));
+    const typename Math::Writer w = math.writer(block_allreduce(total, Combine<Math>{}, Math::identity(), scratch));
+    if constexpr (kChunks > 0) {
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        A o[V];
+        outputs<V, Math>(w, held, c * V, o);
+        store_vector<V>(out + base[2], a.stride[2], first + c * step, end, a.vectorized, o);
+      }
+    } else {
+      for (int64_t p = first; p < end; p += step) {
+        A v[kIn][V], o[V];
+        load(p, v, 0);
+        outputs<V, Math>(w, v, 0, o);
+        store_vector<V>(out + base[2], a.stride[2], p, end, a.vectorized, o);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,7 +503,10 @@ struct Launcher {
     a.lanes = p.geometry.lanes;
     a.splits = p.geometry.splits;
     a.split_length = p.geometry.split_length;
-    a.partials = p.workspace;
+    // split_row's workspace: the counters, then the partials (SoftmaxGeometry).
+    a.ticket = static_cast<uint64_t*>(p.workspace);
+    a.done = reinterpret_cast<unsigned*>(a.ticket + 1);
+    a.partials = static_cast<char*>(p.workspace) + p.geometry.counters.value();
   }
 
   int64_t sms() const { return ctx.target.sm_count; }
@@ -490,14 +530,26 @@ struct Launcher {
 
   Status split() {
     const SoftmaxGeometry& g = p.geometry;
-    for (int64_t first = 0; first < p.rows; first += g.batch_rows) {
-      a.first_row = first;
-      const dim3 grid(static_cast<unsigned>(g.splits), static_cast<unsigned>(std::min(g.batch_rows, p.rows - first)));
-      split_partials<Math, Load, Store><<<grid, g.threads, 0, stream()>>>(a);
-      split_apply<Math, Load, Store><<<grid, g.threads, 0, stream()>>>(a);
-      if (Status s = last_launch_status("softmax split_row"); !s) return s;
-    }
-    return Status::ok();
+    if (Status s = cuda_status(cudaMemsetAsync(p.workspace, 0, static_cast<size_t>(g.counters.value()), stream()),
+                               "softmax split_row counters");
+        !s)
+      return s;
+    auto launch = [&](auto kernel) {
+      // As many blocks as stay resident (every piece of a row is then running or done), no more
+      // than there are pieces.
+      int per_sm = 0;
+      if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, g.threads, 0),
+                                 "softmax split_row occupancy");
+          !s)
+        return s;
+      if (per_sm * sms() < g.splits)
+        return Status::error(StatusCode::unsupported, "softmax split_row: the device cannot hold a row's pieces");
+      kernel<<<blocks_for(p.rows * g.splits, per_sm * sms()), g.threads, 0, stream()>>>(a);
+      return last_launch_status("softmax split_row");
+    };
+    if (g.chunks == 0) return launch(split_rows<Math, Load, Store, 0>);
+    return with_chunks<T::kMaxChunks>(
+        g.chunks, [&](auto chunks) { return launch(split_rows<Math, Load, Store, decltype(chunks)::value>); });
   }
 
   // A launch in clusters of `cluster` blocks (sm_90; a plain launch for one).
