@@ -27,18 +27,4 @@ __device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
 #endif
 }
 
-// Asks L2 to fetch [p, p + bytes) from memory (sm_90's bulk prefetch; nothing before): a kernel
-// that must wait (for a reduction, for other blocks) before its next loads starts them here, so
-// that memory stays busy while it waits. p and bytes are whole 16-byte units; a hint, never a fault.
-__device__ __forceinline__ void prefetch_l2(const void* p, int64_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (bytes >= 16)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(static_cast<unsigned>(bytes & ~int64_t{15}))
-                 : "memory");
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
 }  // namespace baracuda::detail::cuda

@@ -233,20 +233,6 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
       for (int t = 0; t < kIn; ++t)
         load_vector<V>(in[t] + base[t], a.stride[t], p, length, a.vectorized, Math::fill(), &v[t][c * V]);
     }
-    // A block's or cluster's next row on its way to L2 while this one reduces and stores: thread c
-    // asks for this block's share of chunk c (blockDim.x vectors in a run).
-    if constexpr (kScope != ReduceScope::warp) {
-      const int64_t next = first_row + step, c = threadIdx.x;
-      if (a.vectorized && next < a.rows && c < kChunks) {
-        int64_t next_base[kSoftmaxTensors];
-        a.walk.offsets(next, next_base);
-        const int64_t begin = (c * group + (rank - threadIdx.x)) * V;
-        const int64_t end = begin + int64_t(blockDim.x) * V < a.length ? begin + int64_t(blockDim.x) * V : a.length;
-#pragma unroll
-        for (int t = 0; t < kIn; ++t)
-          if (begin < end) prefetch_l2(in[t] + next_base[t] + begin, (end - begin) * int64_t{sizeof(Load)});
-      }
-    }
     const typename Math::Writer w = held_writer<kScope>(math, v, scratch, group);
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
@@ -290,18 +276,14 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_rows(Arg
   Store* out = static_cast<Store*>(a.out);
   ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_device> next_ticket(*a.ticket);
   const uint64_t tickets = static_cast<uint64_t>(a.rows) * static_cast<uint64_t>(a.splits);
-  // A ticket's row, and the bounds of its piece.
-  auto locate = [&](uint64_t ticket, int64_t& row, int64_t& piece, int64_t& begin, int64_t& end) {
-    row = static_cast<int64_t>(ticket / a.splits);
-    piece = static_cast<int64_t>(ticket % a.splits);
-    begin = piece * a.split_length;
-    end = begin + a.split_length < a.length ? begin + a.split_length : a.length;
-  };
-  if (threadIdx.x == 0) ticket_shared = next_ticket.fetch_add(1, ::cuda::memory_order_relaxed);
-  __syncthreads();
-  for (uint64_t ticket = ticket_shared; ticket < tickets; ticket = ticket_shared) {
-    int64_t row, piece, begin, end;
-    locate(ticket, row, piece, begin, end);
+  for (;;) {
+    if (threadIdx.x == 0) ticket_shared = next_ticket.fetch_add(1, ::cuda::memory_order_relaxed);
+    __syncthreads();
+    const uint64_t ticket = ticket_shared;
+    if (ticket >= tickets) return;
+    const int64_t row = static_cast<int64_t>(ticket / a.splits), piece = static_cast<int64_t>(ticket % a.splits);
+    const int64_t begin = piece * a.split_length;
+    const int64_t end = begin + a.split_length < a.length ? begin + a.split_length : a.length;
     int64_t base[kSoftmaxTensors];
     a.walk.offsets(row, base);
     // The piece's vectors: thread k takes vector c * blockDim.x + k of it, held (kChunks of them) or
@@ -331,20 +313,9 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_rows(Arg
     if (threadIdx.x == 0) {
       partials[piece] = part;
       done.fetch_add(1, ::cuda::memory_order_release);
-      // The next ticket now, and its piece on its way to L2 while this block waits for its row.
-      const uint64_t next = next_ticket.fetch_add(1, ::cuda::memory_order_relaxed);
-      ticket_shared = next;
-      if (a.vectorized && next < tickets) {
-        int64_t next_row, next_piece, next_begin, next_end, next_base[kSoftmaxTensors];
-        locate(next, next_row, next_piece, next_begin, next_end);
-        a.walk.offsets(next_row, next_base);
-#pragma unroll
-        for (int t = 0; t < kIn; ++t)
-          prefetch_l2(in[t] + next_base[t] + next_begin, (next_end - next_begin) * int64_t{sizeof(Load)});
-      }
       while (done.load(::cuda::memory_order_acquire) < static_cast<unsigned>(a.splits)) __nanosleep(64);
     }
-    __syncthreads();  // (ticket_shared is next read after the fold's barriers)
+    __syncthreads();
     // Every thread folds the row's partials from L2 (another SM wrote them) in one fixed tree.
     Partial total = Math::identity();
     for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x) total = Math::combine(total, load_global(partials + s));
