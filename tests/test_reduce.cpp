@@ -314,6 +314,47 @@ TEST_P(ReduceTest, ProdGradientIsExactWithZeros) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// amax / amin of a set whose extreme is a zero held with both signs: +0 for amax, -0 for amin, in
+// every variant and geometry (rows and columns, one element of the other sign at every place).
+TEST_P(ReduceTest, ZeroExtremesHaveOneSign) {
+  if (dtype() != DType::f32 && dtype() != DType::f64 && dtype() != DType::f16 && dtype() != DType::bf16)
+    GTEST_SKIP() << "integers have one zero";
+  for (int64_t length : {5, 300, 70001}) {
+    for (int dim : {1, 0}) {
+      const Shape shape = dim == 1 ? Shape{3, length} : Shape{length, 3};
+      // Line r: zeros of one sign but one of the other at place (r * length) / 3 (r = 0: the first),
+      // and a -1 (a smaller value, amax must pass over it; amin takes it on line 2 only).
+      std::vector<double> v(static_cast<size_t>(3 * length));
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t l = 0; l < length; ++l) {
+          const bool odd = l == r * length / 3;
+          double value = (r == 1) != odd ? 0.0 : -0.0;
+          if (l == length - 1 && r == 2) value = -1;
+          v[static_cast<size_t>(dim == 1 ? r * length + l : l * 3 + r)] = value;
+        }
+      const Tensor x = filled(dtype(), shape, v);
+      for (ReduceKind kind : {ReduceKind::amax, ReduceKind::amin}) {
+        const Desc d = reduce(dtype(), shape, {dim}, {kind});
+        for (const std::string& variant : variants(backend())) {
+          SCOPED_TRACE(describe(d) + ", variant " + variant_label(variant));
+          std::optional<Outputs> o = forward(d, variant, x);
+          if (!o) continue;
+          for (int64_t r = 0; r < 3; ++r) {
+            const double got = o->out.at(r);
+            if (kind == ReduceKind::amin && r == 2) {
+              EXPECT_EQ(got, -1) << "line " << r;
+            } else {
+              EXPECT_EQ(got, 0.0) << "line " << r;
+              EXPECT_EQ(std::signbit(got), kind == ReduceKind::amin) << "line " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // var and std: correction 0, 1, fractional, and n - correction <= 0 (inf, or NaN for 0 / 0).
 TEST_P(ReduceTest, VarianceCorrections) {
   // Rows [1, 2, 3, 4] (sum of squared deviations 5) and [2, 2, 2, 2] (0).

@@ -90,6 +90,14 @@ BARACUDA_HD bool isnan(A x) {
     return x != x;
 }
 template <class A>
+BARACUDA_HD bool signbit(A x) {
+#if defined(__CUDA_ARCH__)
+  return ::signbit(x);
+#else
+  return std::signbit(x);
+#endif
+}
+template <class A>
 BARACUDA_HD A inf() {
   return std::numeric_limits<A>::infinity();
 }
@@ -231,7 +239,9 @@ struct ExtremeMath {
 };
 
 // amax, amin and norm's p = +-inf: the extreme value alone (no index to carry: a third of the
-// registers and half the instructions of ExtremeMath's fold). A NaN beats every number.
+// registers and half the instructions of ExtremeMath's fold). A NaN beats every number, and +0 is
+// above -0 (the max of {-0, +0} is +0, the min -0, as IEEE 754's maximum / minimum), so the result
+// is one value whatever the order of the fold.
 template <class A, bool kMax, bool kAbs>
 struct ExtremeValueMath {
   using Acc = A;
@@ -239,14 +249,22 @@ struct ExtremeValueMath {
     A value;
   };
   BARACUDA_HD explicit ExtremeValueMath(const ReduceParams&) {}
+  // Whether a comes before b in the order: the greater (kMax) or lesser, +0 above -0.
+  BARACUDA_HD static bool beats(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) {
+      if (a == b)
+        return a == A(0) && (kMax ? !reduce_fn::signbit(a) && reduce_fn::signbit(b)
+                                  : reduce_fn::signbit(a) && !reduce_fn::signbit(b));
+    }
+    return kMax ? a > b : a < b;
+  }
   BARACUDA_HD State identity() const { return {kMax ? reduce_fn::lowest<A>() : reduce_fn::highest<A>()}; }
   BARACUDA_HD void fold(State& s, A x, int64_t) const {
     const A k = ExtremeMath<A, kMax, kAbs>::key(x);
-    if ((kMax ? k > s.value : k < s.value) || reduce_fn::isnan(k)) s.value = k;
+    if (beats(k, s.value) || reduce_fn::isnan(k)) s.value = k;
   }
   BARACUDA_HD State combine(const State& a, const State& b) const {
-    const bool b_first =
-        reduce_fn::isnan(a.value) ? false : reduce_fn::isnan(b.value) || (kMax ? b.value > a.value : b.value < a.value);
+    const bool b_first = reduce_fn::isnan(a.value) ? false : reduce_fn::isnan(b.value) || beats(b.value, a.value);
     return b_first ? b : a;
   }
   BARACUDA_HD ReduceValue<A> finish(const State& s) const { return {s.value}; }

@@ -147,27 +147,29 @@ typename LogSumExpMath<A>::State merge_lanes(const LogSumExpMath<A>& math, typen
 // which vectorize (a float compare does not, under GCC's trapping math): a float's magnitude bits,
 // negated for a negative value (so -0 and +0 tie, as they compare), NaN above every number, the
 // whole order reversed (~) for the minimum.
-template <bool kMax, bool kAbs, class A>
+// kZeroSign: -0 below +0 (ExtremeValueMath's order); without it they tie (ExtremeMath's, whose ties
+// go to the first index).
+template <bool kMax, bool kAbs, bool kZeroSign = false, class A>
 auto order_key(A x) {
   if constexpr (std::is_integral_v<A>) {
     return kMax ? x : ~x;
   } else {
     using I = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
     const I bits = std::bit_cast<I>(x), mag = bits & std::numeric_limits<I>::max();
-    const I ord = kAbs || bits >= 0 ? mag : -mag;
+    const I ord = kAbs || bits >= 0 ? mag : (kZeroSign ? ~mag : -mag);
     const I key = kMax ? ord : ~ord;
     return mag > std::bit_cast<I>(reduce_fn::inf<A>()) ? std::numeric_limits<I>::max() : key;
   }
 }
 
 // Each column's first row holding its greatest order key (a strict compare: the first on ties).
-template <bool kMax, bool kAbs, class A, int kCols, class Key>
+template <bool kMax, bool kAbs, bool kZeroSign, class A, int kCols, class Key>
 BARACUDA_CPU_CLONES void column_best(const Tile<A, kCols>& t, Key* __restrict best, Key* __restrict row) {
-  for (int c = 0; c < t.cols(); ++c) best[c] = order_key<kMax, kAbs>(t.at(0, c)), row[c] = 0;
+  for (int c = 0; c < t.cols(); ++c) best[c] = order_key<kMax, kAbs, kZeroSign>(t.at(0, c)), row[c] = 0;
   for (int r = 1; r < t.rows; ++r)
 #pragma omp simd
     for (int c = 0; c < t.cols(); ++c) {
-      const Key k = order_key<kMax, kAbs>(t.at(r, c));
+      const Key k = order_key<kMax, kAbs, kZeroSign>(t.at(r, c));
       const bool better = k > best[c];
       best[c] = better ? k : best[c];
       row[c] = better ? Key(r) : row[c];
@@ -183,7 +185,7 @@ void fold_tile(const ExtremeMath<A, kMax, kAbs>& math, const Tile<A, kCols>& t,
                typename ExtremeMath<A, kMax, kAbs>::State* states) {
   using Key = decltype(order_key<kMax, kAbs>(A()));
   Key best[kColumns], row[kColumns];  // row as wide as the key: one vector width for both
-  column_best<kMax, kAbs>(t, best, row);
+  column_best<kMax, kAbs, false>(t, best, row);
   for (int c = 0; c < t.cols(); ++c) {
     const int r = static_cast<int>(row[c]);
     auto& s = states[c];
@@ -199,9 +201,9 @@ void fold_tile(const ExtremeValueMath<A, kMax, kAbs>&, const Tile<A, kCols>& t,
                typename ExtremeValueMath<A, kMax, kAbs>::State* states) {
   using Key = decltype(order_key<kMax, kAbs>(A()));
   Key best[kColumns], row[kColumns];
-  column_best<kMax, kAbs>(t, best, row);
+  column_best<kMax, kAbs, true>(t, best, row);
   for (int c = 0; c < t.cols(); ++c)
-    if (best[c] > order_key<kMax, false>(states[c].value))
+    if (best[c] > order_key<kMax, false, true>(states[c].value))
       states[c].value = ExtremeMath<A, kMax, kAbs>::key(t.at(static_cast<int>(row[c]), c));
 }
 
