@@ -5,11 +5,13 @@
 //   rows:  rows in parallel; with fewer rows than threads, the pieces of one row in parallel.
 //   outer: kColumns neighbouring rows (in memory order, the columns of a dim that is not innermost)
 //          per work item, each tile of kBlock positions x kColumns loaded row by row.
-// Softmax and log_softmax (forward and backward) have tiled fast paths where every view steps by 1
-// along the loops (rows: along dim; outer: along the columns): plain pointer loops over values
+// Every kind has a tiled fast path for rows where every view steps by 1 along dim, softmax and
+// log_softmax also for outer where they step by 1 along the columns: plain pointer loops over values
 // converted to the compute type once, folded into kLanes independent sums (rows) or one sum per
 // column (outer) in a fixed order, with the vectorized exp (vector_math.hpp). A row of one piece is
 // read once and softmax's exps kept for its outputs; a longer row keeps them in y where y is f32.
+// The sparse forward's solve takes each fold of such a row in lanes too (measure_row, fold_row),
+// over the row converted once where it is one piece, else over each piece converted per pass.
 // An offset computed per element, a conversion per element and pass, a bounds test per element
 // and one serial chain of sums cost the generic loops ten times XLA's time, more than the exp
 // itself (bench/NOTES.md).
@@ -53,13 +55,19 @@ T store_as(A v) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The tiled fast paths: softmax and log_softmax, forward and backward.
+// The tiled fast paths: rows of every math (softmax, log_softmax, sparsemax, entmax15; forward and
+// backward); dims that are not innermost for softmax and log_softmax.
 template <class Math>
-inline constexpr bool kTiled = false;
+inline constexpr bool kTiledColumns = false;
 template <class A>
-inline constexpr bool kTiled<SoftmaxForwardMath<A>> = true;
+inline constexpr bool kTiledColumns<SoftmaxForwardMath<A>> = true;
 template <class A>
-inline constexpr bool kTiled<SoftmaxBackwardMath<A>> = true;
+inline constexpr bool kTiledColumns<SoftmaxBackwardMath<A>> = true;
+
+template <class Element>
+inline constexpr bool kThresholdMeasure = false;
+template <class A, int kPower, int K>
+inline constexpr bool kThresholdMeasure<ThresholdMeasure<A, kPower, K>> = true;
 
 template <class A>
 bool finite(A v) {
@@ -84,16 +92,21 @@ const A* as_compute(const T* src, int64_t& ld, int rows, int cols, A* buffer) {
   return buffer;
 }
 
-// Sums kLanes lanes pairwise, halves folded onto halves (loops of fixed counts, kept in registers:
-// a loop through the array in memory stalled on store forwarding, 1/5 of a 128-element row's time).
-template <int kHalf = kLanes / 2, class A>
-A lane_total(A (&lane)[kLanes]) {
-  if constexpr (kHalf == 0) {
+// Combines N lanes pairwise (sums by default), halves folded onto halves (loops of fixed counts,
+// kept in registers: a loop through the array in memory stalled on store forwarding, 1/5 of a
+// 128-element row's time). Inlined into the cloned caller, combine included.
+template <int N, class A, class Combine = std::plus<A>>
+[[gnu::always_inline]] inline A lane_total(A* lane, Combine combine = {}) {
+  if constexpr (N == 1) {
     return lane[0];
   } else {
-    for (int u = 0; u < kHalf; ++u) lane[u] += lane[u + kHalf];
-    return lane_total<kHalf / 2>(lane);
+    for (int u = 0; u < N / 2; ++u) lane[u] = combine(lane[u], lane[u + N / 2]);
+    return lane_total<N / 2>(lane, combine);
   }
+}
+template <int N, class A, class Combine = std::plus<A>>
+[[gnu::always_inline]] inline A lane_total(A (&lane)[N], Combine combine = {}) {
+  return lane_total<N, A, Combine>(+lane, combine);
 }
 
 // The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
@@ -138,20 +151,102 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
 template <class A, class T>
 BARACUDA_CPU_CLONES void scale_row(const A* e, int n, A scale, T* out);
 
-// The backward partial of n contiguous (y, dy): the sum of dy y (softmax) or dy (log_softmax), in lanes.
-template <class A>
-BARACUDA_CPU_CLONES A row_sum(const A* y, const A* dy, int n, bool log) {
+// SparseBackwardMath::gain in bit masks (a float select does not vectorize under trapping math):
+// where y > 0, 1 (sparsemax) or sqrt(y) (entmax15); a NaN y itself; otherwise +0.
+template <bool kEntmax, class A>
+A sparse_gain(A y) {
+  const SignedBits<A> in = y > A(0) ? SignedBits<A>(-1) : 0, nan = y != y ? SignedBits<A>(-1) : 0;
+  const A g = kEntmax ? std::sqrt(y) : A(1);  // (a NaN where y < 0: masked off)
+  return std::bit_cast<A>((std::bit_cast<SignedBits<A>>(g) & in) | (std::bit_cast<SignedBits<A>>(y) & nan));
+}
+
+// The backward partial of n contiguous (y, dy), in lanes: the sum of dy y (softmax) or dy
+// (log_softmax); for sparsemax and entmax15 the sums of g dy and g (sparse_gain).
+template <class Math, class A>
+BARACUDA_CPU_CLONES typename Math::Partial row_sum(const Math& math, const A* y, const A* dy, int n) {
   const int body = n - n % kLanes;
-  A lane[kLanes] = {};
-  for (int i = 0; i < body; i += kLanes)
-    if (log)
+  if constexpr (std::is_same_v<Math, SparseBackwardMath<A>>) {
+    A weighted[kLanes] = {}, weight[kLanes] = {};
+    auto sums = [&](auto entmax) {
+      for (int i = 0; i < body; i += kLanes)
 #pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u];
+        for (int u = 0; u < kLanes; ++u) {
+          const A g = sparse_gain<entmax()>(y[i + u]);
+          weighted[u] += g * dy[i + u], weight[u] += g;
+        }
+      for (int i = body; i < n; ++i) {
+        const A g = sparse_gain<entmax()>(y[i]);
+        weighted[i - body] += g * dy[i], weight[i - body] += g;
+      }
+    };
+    if (math.kind == SoftmaxKind::entmax15)
+      sums(std::true_type{});
     else
+      sums(std::false_type{});
+    return {lane_total(weighted), lane_total(weight)};
+  } else {
+    const bool log = math.kind == SoftmaxKind::log_softmax;
+    A lane[kLanes] = {};
+    for (int i = 0; i < body; i += kLanes)
+      if (log)
 #pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u] * y[i + u];
-  for (int i = body; i < n; ++i) lane[i - body] += log ? dy[i] : dy[i] * y[i];
-  return lane_total(lane);
+        for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u];
+      else
+#pragma omp simd
+        for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u] * y[i + u];
+    for (int i = body; i < n; ++i) lane[i - body] += log ? dy[i] : dy[i] * y[i];
+    return lane_total(lane);
+  }
+}
+
+// The sparse forward's fold of n contiguous values at a pass's K points (ThresholdMeasure), element
+// i into lane i % kLanes: the same sums as the measure's own fold in another order, its test d > 0
+// a bit mask (adding +0 where it fails leaves a sum's bits: every sum starts at +0), counts integers.
+template <class Stats, class A, int kPower, int K>
+BARACUDA_CPU_CLONES Stats measure_row(const ThresholdMeasure<A, kPower, K>& m, const A* v, int n) {
+  using Bits = SignedBits<A>;
+  Bits count[K][kLanes] = {};
+  A sum[K][kPower][kLanes] = {};
+  auto add = [&](int u, A x) {
+    const A z = m.z(x);
+#pragma GCC unroll 4
+    for (int j = 0; j < K; ++j) {
+      const A d = z - m.t[j];
+      const Bits in = d > A(0) ? Bits(-1) : Bits(0);
+      const A kept = std::bit_cast<A>(std::bit_cast<Bits>(d) & in);  // d, or +0
+      count[j][u] -= in;
+      sum[j][0][u] += kept;
+      if constexpr (kPower == 2) sum[j][1][u] += kept * kept;
+    }
+  };
+  const int body = n - n % kLanes;
+  for (int i = 0; i < body; i += kLanes)
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) add(u, v[i + u]);
+  for (int i = body; i < n; ++i) add(i - body, v[i]);
+  Stats s;
+  for (int j = 0; j < K; ++j) {
+    s.count[j] = lane_total(count[j]);
+    for (int k = 0; k < kPower; ++k) s.sum[j][k] = lane_total(sum[j][k]);
+  }
+  return s;
+}
+
+// Any other fold of the sparse forward whose partial is a value (the row's max), over n contiguous
+// values, element i into lane i % kFoldLanes, the lanes then combined pairwise. Four vectors of
+// lanes: a max with NaNs sticky is a chain of dependent compares and selects on each, one vector
+// was bound by its latency.
+constexpr int kFoldLanes = 4 * kLanes;
+template <class A, class Element, class Combine>
+BARACUDA_CPU_CLONES A fold_row(A identity, Element element, Combine combine, const A* v, int n) {
+  A lane[kFoldLanes];
+  for (A& l : lane) l = identity;
+  const int body = n - n % kFoldLanes;
+  for (int i = 0; i < body; i += kFoldLanes)
+#pragma omp simd
+    for (int u = 0; u < kFoldLanes; ++u) element(lane[u], v[i + u]);
+  for (int i = body; i < n; ++i) element(lane[i - body], v[i]);
+  return lane_total(lane, combine);
 }
 
 // Folds a tile of rows x cols values (v[r * ld + c]) into its columns' (max, sum) states, rows in
@@ -312,11 +407,50 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Write
   }
 }
 
+// The sparse backward's outputs g (dy - mean), g the gain (sparse_gain).
+template <bool kShared, class A, class T>
+BARACUDA_CPU_CLONES void write_tile(const typename SparseBackwardMath<A>::Writer* w, const A* y, int64_t ld_y,
+                                    const A* dy, int64_t ld_dy, int rows, int cols, T* out, int64_t out_ld) {
+  constexpr int kCols = kShared ? 1 : kOuterColumns;
+  A mean[kCols];
+  for (int c = 0; c < (kShared ? 1 : cols); ++c) mean[c] = w[c].mean;
+  auto at = [&](int c) { return kShared ? 0 : c; };
+  for (int r = 0; r < rows; ++r) {
+    const A *a = y + r * ld_y, *b = dy + r * ld_dy;
+    A buffer[kShared ? kRowPiece : kOuterColumns];
+    A* dx = outputs(out + r * out_ld, buffer);
+    if (w[0].entmax)
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) dx[c] = sparse_gain<true>(a[c]) * (b[c] - mean[at(c)]);
+    else
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) dx[c] = sparse_gain<false>(a[c]) * (b[c] - mean[at(c)]);
+    narrow(dx, cols, out + r * out_ld);
+  }
+}
+
+// The sparse forward's n outputs max(z - tau, 0)^kPower from its Writer, the clamp a bit mask that
+// keeps -0 and a NaN as the Writer's select does.
+template <int kPower, class Writer, class A, class T>
+BARACUDA_CPU_CLONES void sparse_row(const Writer& w, const A* v, int n, T* out) {
+  A buffer[kRowPiece];
+  A* y = outputs(out, buffer);
+#pragma omp simd
+  for (int c = 0; c < n; ++c) {
+    const A d = w.excess(v[c]);
+    const SignedBits<A> off = d < A(0) ? SignedBits<A>(-1) : 0;
+    const A kept = std::bit_cast<A>(std::bit_cast<SignedBits<A>>(d) & ~off);
+    y[c] = kPower == 1 ? kept : kept * kept;
+  }
+  narrow(y, n, out);
+}
+
 template <class Math, class Load, class Store>
 struct Kernel {
   using A = typename Math::Value;
   using Partial = typename Math::Partial;
   static constexpr int kIn = Math::kInputs;
+  static constexpr int kPower = std::is_same_v<Math, SparseForwardMath<A, 2>> ? 2 : 1;  // the sparse forward's
 
   const SoftmaxProblem& p;
   Math math{p.kind};
@@ -338,16 +472,16 @@ struct Kernel {
     // or a max of +-inf, writes nothing before the write pass, which then reads its x.)
     std::vector<Partial>* kept = nullptr;
     int64_t offset(int t, int64_t i) const { return base[t] + i * (kUnit ? 1 : stride[t]); }
-    static constexpr bool kKeeps = kUnit && kTiled<Math> && kIn == 1 && std::is_same_v<Store, A>;
+    static constexpr bool kKeeps = kUnit && std::is_same_v<Math, SoftmaxForwardMath<A>> && std::is_same_v<Store, A>;
     bool kept_exps() const { return kKeeps && kept; }
 
     Partial piece(int64_t begin, int64_t end) const {
-      if constexpr (kUnit && kTiled<Math>) {
+      if constexpr (kUnit) {
         A buffer[kIn][kRowPiece];
         const A* v[kIn];
         const int n = load(begin, end, buffer, v);
         if constexpr (kIn == 2)
-          return row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax);
+          return row_sum(k.math, v[0], v[1], n);
         else {
           A buffer_e[kRowPiece];
           A* e = buffer_e;
@@ -382,24 +516,38 @@ struct Kernel {
       for (const P& part : partial) total = combine(total, part);
       return total;
     }
-    // The multi-pass forward's Fold (common/softmax_math.hpp), over the row's pieces.
+    // The multi-pass forward's Fold (common/softmax_math.hpp), over the row's pieces: on a
+    // contiguous row, in lanes (measure_row, fold_row) over `values` (the whole row in the compute
+    // type) where given, else over each piece loaded anew.
     struct Fold {
       const Row& row;
       bool parallel;
+      const A* values = nullptr;
       static bool any(bool p) { return p; }  // one row per fold
       template <class P, class Element, class Combine>
       P operator()(P identity, Element element, Combine combine) const {
         auto piece = [&](int64_t begin, int64_t end) {
-          P acc = identity;
-          for (int64_t i = begin; i < end; ++i) element(acc, row.k.at(0, row.offset(0, i)));
-          return acc;
+          if constexpr (kUnit) {
+            A buffer[kIn][kRowPiece];
+            const A* v[kIn] = {values};
+            const int n = values ? static_cast<int>(end - begin) : row.load(begin, end, buffer, v);
+            if (values) v[0] += begin;
+            if constexpr (kThresholdMeasure<Element>)
+              return measure_row<P>(element, v[0], n);
+            else
+              return fold_row(identity, element, combine, v[0], n);
+          } else {
+            P acc = identity;
+            for (int64_t i = begin; i < end; ++i) element(acc, row.k.at(0, row.offset(0, i)));
+            return acc;
+          }
         };
         return row.fold_pieces(identity, piece, combine, parallel);
       }
     };
-    typename Math::Writer writer(bool parallel) const {
+    typename Math::Writer writer(bool parallel, const A* values = nullptr) const {
       if constexpr (Math::kIterative) {
-        return k.math.solve(Fold{*this, parallel});
+        return k.math.solve(Fold{*this, parallel, values});
       } else {
         auto part = [&](int64_t begin, int64_t end) {
           const Partial q = piece(begin, end);
@@ -428,7 +576,9 @@ struct Kernel {
       const A* v[kIn];
       const int n = load(0, k.p.length, buffer, v);
       Store* y = k.out + base[2];
-      if constexpr (kIn == 1) {
+      if constexpr (Math::kIterative) {
+        sparse_row<kPower>(writer(false, v[0]), v[0], n, y);
+      } else if constexpr (kIn == 1) {
         A e[kRowPiece];
         const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e);
         if (!s) return write(writer(false), 0, n);
@@ -436,13 +586,13 @@ struct Kernel {
         if (!w.log) return scale_row(e, n, w.scale, y);
         write_tile<true>(&w, v[0], n, 1, n, y, n);
       } else {
-        const typename Math::Writer w = k.math.writer(row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax));
+        const typename Math::Writer w = k.math.writer(row_sum(k.math, v[0], v[1], n));
         write_tile<true>(&w, v[0], n, v[1], n, 1, n, y, n);
       }
     }
 
     void write(const typename Math::Writer& w, int64_t begin, int64_t end) const {
-      if constexpr (kUnit && kTiled<Math>) {
+      if constexpr (kUnit) {
         for (int64_t b = begin; b < end; b += kRowPiece) {
           A buffer[kIn][kRowPiece];
           const A* v[kIn];
@@ -459,7 +609,9 @@ struct Kernel {
             }
           }
           const int n = load(b, piece_end, buffer, v);
-          if constexpr (kIn == 1)
+          if constexpr (Math::kIterative)
+            sparse_row<kPower>(w, v[0], n, k.out + base[2] + b);
+          else if constexpr (kIn == 1)
             write_tile<true>(&w, v[0], n, 1, n, k.out + base[2] + b, n);
           else
             write_tile<true>(&w, v[0], n, v[1], n, 1, n, k.out + base[2] + b, n);
@@ -487,7 +639,7 @@ struct Kernel {
       for (int64_t r = 0; r < p.rows; ++r) {
         int64_t base[kSoftmaxTensors];
         p.walk.offsets(r, base);
-        if constexpr (kUnit && kTiled<Math>) {
+        if constexpr (kUnit) {
           if (pieces == 1) {
             Row<kUnit>{*this, base, p.dim_stride}.whole();
             continue;
@@ -563,7 +715,7 @@ struct Kernel {
   }
 
   void outer() const {
-    if constexpr (kTiled<Math>) {
+    if constexpr (kTiledColumns<Math>) {
       bool unit = p.walk.rank > 0;
       for (int t = 0; t < kSoftmaxTensors; ++t) unit = unit && p.walk.inner_stride(t) == 1;
       if (unit) return outer_tiled();
