@@ -218,6 +218,13 @@ BARACUDA_HD A bit_midpoint(A a, A b) {
   return -m;
 }
 
+// The first fold's element: the row's max, NaN sticky. A named type, as ThresholdMeasure below, so
+// that a backend may take it its own way.
+template <class A>
+struct MaxElement {
+  BARACUDA_HD void operator()(A& m, A x) const { m = nan_max(m, x); }
+};
+
 // A pass's element: folds x into the stats of K points t, each the count of {z > t} and the sums
 // of (z - t) (and (z - t)^2 for entmax15) over it. A named type, so that a backend may fold the row
 // its own way (the CPU: vector lanes over a contiguous row, with z() and t).
@@ -291,8 +298,7 @@ struct SparseForwardMath {
   // fold.any(p): whether p holds for any group whose reductions share this one's instructions.
   template <class Count = int64_t, class Fold>
   BARACUDA_HD Writer solve(Fold&& fold) const {
-    const A max = fold(
-        minus_infinity<A>(), [](A& m, A x) { m = nan_max(m, x); }, [](A a, A b) { return nan_max(a, b); });
+    const A max = fold(minus_infinity<A>(), MaxElement<A>{}, [](A a, A b) { return nan_max(a, b); });
     const A scale = kPower == 1 ? A(1) : A(0.5);
     const A shift = -max * scale;
     // The result, once `done`. Groups that share a fold's reductions (the rows of one warp) take

@@ -10,7 +10,7 @@
 // converted to the compute type once, folded into kLanes independent sums (rows) or one sum per
 // column (outer) in a fixed order, with the vectorized exp (vector_math.hpp). A row of one piece is
 // read once and softmax's exps kept for its outputs; a longer row keeps them in y where y is f32.
-// The sparse forward's solve takes each fold of such a row in lanes too (measure_row, fold_row),
+// The sparse forward's solve takes each fold of such a row in lanes too (measure_row, row_max),
 // over the row converted once where it is one piece, else over each piece converted per pass.
 // An offset computed per element, a conversion per element and pass, a bounds test per element
 // and one serial chain of sums cost the generic loops ten times XLA's time, more than the exp
@@ -92,38 +92,38 @@ const A* as_compute(const T* src, int64_t& ld, int rows, int cols, A* buffer) {
   return buffer;
 }
 
-// Combines N lanes pairwise (sums by default), halves folded onto halves (loops of fixed counts,
-// kept in registers: a loop through the array in memory stalled on store forwarding, 1/5 of a
-// 128-element row's time). Inlined into the cloned caller, combine included.
-template <int N, class A, class Combine = std::plus<A>>
-[[gnu::always_inline]] inline A lane_total(A* lane, Combine combine = {}) {
-  if constexpr (N == 1) {
+// Sums kLanes lanes pairwise, halves folded onto halves (loops of fixed counts, kept in registers:
+// a loop through the array in memory stalled on store forwarding, 1/5 of a 128-element row's time).
+template <int kHalf = kLanes / 2, class A>
+A lane_total(A (&lane)[kLanes]) {
+  if constexpr (kHalf == 0) {
     return lane[0];
   } else {
-    for (int u = 0; u < N / 2; ++u) lane[u] = combine(lane[u], lane[u + N / 2]);
-    return lane_total<N / 2>(lane, combine);
+    for (int u = 0; u < kHalf; ++u) lane[u] += lane[u + kHalf];
+    return lane_total<kHalf / 2>(lane);
   }
 }
-template <int N, class A, class Combine = std::plus<A>>
-[[gnu::always_inline]] inline A lane_total(A (&lane)[N], Combine combine = {}) {
-  return lane_total<N, A, Combine>(+lane, combine);
-}
 
-// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
-// exps also stored into e (for softmax's outputs; one loop, so that GCC inlines its exp). Declines
-// (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+// n contiguous values in blocks of kLanes, the last n % kLanes padded with -inf (no max, an exp of
+// exactly 0) to a whole block, so that one loop body (one inlined exp) serves every block.
 template <class A>
-BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, A* e) {
-  // The last n % kLanes values padded with -inf (no max, an exp of exactly 0) to a whole block, so
-  // that one loop body (one inlined exp) serves every block.
-  const int body = n - n % kLanes;
+struct Blocks {
+  const A* v;
+  int n, body = n - n % kLanes;
   A pad[kLanes];
-  for (int u = 0; u < kLanes; ++u) pad[u] = body + u < n ? v[body + u] : -std::numeric_limits<A>::infinity();
-  auto block = [&](int i) { return i < body ? v + i : pad; };
+  Blocks(const A* values, int count) : v(values), n(count) {
+    for (int u = 0; u < kLanes; ++u) pad[u] = body + u < n ? v[body + u] : -std::numeric_limits<A>::infinity();
+  }
+  const A* operator()(int i) const { return i < body ? v + i : pad; }
+};
+
+// The max of the values in lanes, and whether any is NaN (the max then is another value's).
+template <class A>
+[[gnu::always_inline]] inline std::pair<A, bool> lanes_max(const Blocks<A>& block) {
   A lane[kLanes];
   SignedBits<A> nan[kLanes];
   for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<A>::infinity(), nan[u] = 0;
-  for (int i = 0; i < n; i += kLanes) {
+  for (int i = 0; i < block.n; i += kLanes) {
     const A* x = block(i);
 #pragma omp simd
     for (int u = 0; u < kLanes; ++u) {
@@ -134,7 +134,19 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
   A max = lane[0];
   SignedBits<A> any_nan = 0;
   for (int u = 0; u < kLanes; ++u) max = lane[u] > max ? lane[u] : max, any_nan |= nan[u];
-  if (any_nan < 0 || !finite(max)) return std::nullopt;
+  return {max, any_nan < 0};
+}
+
+// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
+// exps also stored into e (for softmax's outputs; one loop, so that GCC inlines its exp). Declines
+// (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+template <class A>
+BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, A* e) {
+  const Blocks<A> block(v, n);
+  const int body = block.body;
+  const auto [max, nan] = lanes_max(block);
+  if (nan || !finite(max)) return std::nullopt;
+  A lane[kLanes];
   for (A& l : lane) l = A(0);
   A tail[kLanes];  // (e may be y itself: nothing past n is written)
   for (int i = 0; i < n; i += kLanes) {
@@ -232,21 +244,13 @@ BARACUDA_CPU_CLONES Stats measure_row(const ThresholdMeasure<A, kPower, K>& m, c
   return s;
 }
 
-// Any other fold of the sparse forward whose partial is a value (the row's max), over n contiguous
-// values, element i into lane i % kFoldLanes, the lanes then combined pairwise. Four vectors of
-// lanes: a max with NaNs sticky is a chain of dependent compares and selects on each, one vector
-// was bound by its latency.
-constexpr int kFoldLanes = 4 * kLanes;
-template <class A, class Element, class Combine>
-BARACUDA_CPU_CLONES A fold_row(A identity, Element element, Combine combine, const A* v, int n) {
-  A lane[kFoldLanes];
-  for (A& l : lane) l = identity;
-  const int body = n - n % kFoldLanes;
-  for (int i = 0; i < body; i += kFoldLanes)
-#pragma omp simd
-    for (int u = 0; u < kFoldLanes; ++u) element(lane[u], v[i + u]);
-  for (int i = body; i < n; ++i) element(lane[i - body], v[i]);
-  return lane_total(lane, combine);
+// The sparse forward's max of n contiguous values (MaxElement's fold: NaN where any value is NaN),
+// as softmax's partial takes it: a plain max and a NaN test per lane, not MaxElement's chain of
+// dependent compares and selects.
+template <class A>
+BARACUDA_CPU_CLONES A row_max(const A* v, int n) {
+  const auto [max, nan] = lanes_max(Blocks<A>(v, n));
+  return nan ? std::numeric_limits<A>::quiet_NaN() : max;
 }
 
 // Folds a tile of rows x cols values (v[r * ld + c]) into its columns' (max, sum) states, rows in
@@ -517,7 +521,7 @@ struct Kernel {
       return total;
     }
     // The multi-pass forward's Fold (common/softmax_math.hpp), over the row's pieces: on a
-    // contiguous row, in lanes (measure_row, fold_row) over `values` (the whole row in the compute
+    // contiguous row, in lanes (measure_row, row_max) over `values` (the whole row in the compute
     // type) where given, else over each piece loaded anew.
     struct Fold {
       const Row& row;
@@ -532,10 +536,12 @@ struct Kernel {
             const A* v[kIn] = {values};
             const int n = values ? static_cast<int>(end - begin) : row.load(begin, end, buffer, v);
             if (values) v[0] += begin;
-            if constexpr (kThresholdMeasure<Element>)
+            if constexpr (kThresholdMeasure<Element>) {
               return measure_row<P>(element, v[0], n);
-            else
-              return fold_row(identity, element, combine, v[0], n);
+            } else {
+              static_assert(std::is_same_v<Element, MaxElement<A>>, "a fold the lanes do not take");
+              return row_max(v[0], n);
+            }
           } else {
             P acc = identity;
             for (int64_t i = begin; i < end; ++i) element(acc, row.k.at(0, row.offset(0, i)));
