@@ -411,26 +411,19 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Write
   }
 }
 
-// The sparse backward's outputs g (dy - mean), g the gain (sparse_gain).
-template <bool kShared, class A, class T>
-BARACUDA_CPU_CLONES void write_tile(const typename SparseBackwardMath<A>::Writer* w, const A* y, int64_t ld_y,
-                                    const A* dy, int64_t ld_dy, int rows, int cols, T* out, int64_t out_ld) {
-  constexpr int kCols = kShared ? 1 : kOuterColumns;
-  A mean[kCols];
-  for (int c = 0; c < (kShared ? 1 : cols); ++c) mean[c] = w[c].mean;
-  auto at = [&](int c) { return kShared ? 0 : c; };
-  for (int r = 0; r < rows; ++r) {
-    const A *a = y + r * ld_y, *b = dy + r * ld_dy;
-    A buffer[kShared ? kRowPiece : kOuterColumns];
-    A* dx = outputs(out + r * out_ld, buffer);
-    if (w[0].entmax)
+// The sparse backward's n outputs of a row, g (dy - mean) with g the gain (sparse_gain).
+template <class A, class T>
+BARACUDA_CPU_CLONES void sparse_gradient_row(const typename SparseBackwardMath<A>::Writer& w, const A* y, const A* dy,
+                                             int n, T* out) {
+  A buffer[kRowPiece];
+  A* dx = outputs(out, buffer);
+  if (w.entmax)
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) dx[c] = sparse_gain<true>(a[c]) * (b[c] - mean[at(c)]);
-    else
+    for (int c = 0; c < n; ++c) dx[c] = sparse_gain<true>(y[c]) * (dy[c] - w.mean);
+  else
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) dx[c] = sparse_gain<false>(a[c]) * (b[c] - mean[at(c)]);
-    narrow(dx, cols, out + r * out_ld);
-  }
+    for (int c = 0; c < n; ++c) dx[c] = sparse_gain<false>(y[c]) * (dy[c] - w.mean);
+  narrow(dx, n, out);
 }
 
 // The sparse forward's n outputs max(z - tau, 0)^kPower from its Writer, the clamp a bit mask that
@@ -592,9 +585,16 @@ struct Kernel {
         if (!w.log) return scale_row(e, n, w.scale, y);
         write_tile<true>(&w, v[0], n, 1, n, y, n);
       } else {
-        const typename Math::Writer w = k.math.writer(row_sum(k.math, v[0], v[1], n));
-        write_tile<true>(&w, v[0], n, v[1], n, 1, n, y, n);
+        gradient_row(k.math.writer(row_sum(k.math, v[0], v[1], n)), v[0], v[1], n, y);
       }
+    }
+
+    // The backward's outputs of n contiguous (y, dy).
+    static void gradient_row(const typename Math::Writer& w, const A* y, const A* dy, int n, Store* out) {
+      if constexpr (std::is_same_v<Math, SparseBackwardMath<A>>)
+        sparse_gradient_row(w, y, dy, n, out);
+      else
+        write_tile<true>(&w, y, n, dy, n, 1, n, out, n);
     }
 
     void write(const typename Math::Writer& w, int64_t begin, int64_t end) const {
@@ -620,7 +620,7 @@ struct Kernel {
           else if constexpr (kIn == 1)
             write_tile<true>(&w, v[0], n, 1, n, k.out + base[2] + b, n);
           else
-            write_tile<true>(&w, v[0], n, v[1], n, 1, n, k.out + base[2] + b, n);
+            gradient_row(w, v[0], v[1], n, k.out + base[2] + b);
         }
         return;
       }
