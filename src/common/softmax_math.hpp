@@ -218,6 +218,36 @@ BARACUDA_HD A bit_midpoint(A a, A b) {
   return -m;
 }
 
+// The first fold's element: the row's max, NaN sticky. A named type, as ThresholdMeasure below, so
+// that a backend may take it its own way.
+template <class A>
+struct MaxElement {
+  BARACUDA_HD void operator()(A& m, A x) const { m = nan_max(m, x); }
+};
+
+// A pass's element: folds x into the stats of K points t, each the count of {z > t} and the sums
+// of (z - t) (and (z - t)^2 for entmax15) over it. A named type, so that a backend may fold the row
+// its own way (the CPU: vector lanes over a contiguous row, with z() and t).
+template <class A, int kPower, int K>
+struct ThresholdMeasure {
+  A scale, shift;
+  A t[K];
+  BARACUDA_HD A z(A x) const { return x * scale + shift; }
+  template <class Stats>
+  BARACUDA_HD void operator()(Stats& s, A x) const {
+    const A zx = z(x);
+    BARACUDA_UNROLL
+    for (int j = 0; j < K; ++j) {
+      const A d = zx - t[j];
+      if (d > A(0)) {
+        s.count[j] += 1;
+        s.sum[j][0] += d;
+        if constexpr (kPower == 2) s.sum[j][1] += d * d;
+      }
+    }
+  }
+};
+
 template <class A, int kPower>
 struct SparseForwardMath {
   using Value = A;
@@ -234,8 +264,10 @@ struct SparseForwardMath {
 
   struct Writer {
     A shift, scale, tau;  // z = x * scale + shift
+    // z - tau (the CPU's vector loops clamp it their own way).
+    BARACUDA_HD A excess(A x) const { return x * scale + shift - tau; }
     BARACUDA_HD A operator()(const A (&in)[kInputs]) const {
-      A d = in[0] * scale + shift - tau;
+      A d = excess(in[0]);
       d = d < A(0) ? A(0) : d;  // -inf entries give 0; a NaN tau (a NaN row) gives NaN
       return kPower == 1 ? d : d * d;
     }
@@ -266,8 +298,7 @@ struct SparseForwardMath {
   // fold.any(p): whether p holds for any group whose reductions share this one's instructions.
   template <class Count = int64_t, class Fold>
   BARACUDA_HD Writer solve(Fold&& fold) const {
-    const A max = fold(
-        minus_infinity<A>(), [](A& m, A x) { m = nan_max(m, x); }, [](A a, A b) { return nan_max(a, b); });
+    const A max = fold(minus_infinity<A>(), MaxElement<A>{}, [](A a, A b) { return nan_max(a, b); });
     const A scale = kPower == 1 ? A(1) : A(0.5);
     const A shift = -max * scale;
     // The result, once `done`. Groups that share a fold's reductions (the rows of one warp) take
@@ -283,30 +314,19 @@ struct SparseForwardMath {
     auto measure = [&](const auto& t, auto& stats) {
       using Stats = std::remove_reference_t<decltype(stats)>;
       constexpr int K = sizeof(t) / sizeof(t[0]);
-      stats = fold(
-          Stats{},
-          [&](Stats& s, A x) {
-            const A z = x * scale + shift;
-            BARACUDA_UNROLL
-            for (int j = 0; j < K; ++j) {
-              const A d = z - t[j];
-              if (d > A(0)) {
-                s.count[j] += 1;
-                s.sum[j][0] += d;
-                if constexpr (kPower == 2) s.sum[j][1] += d * d;
-              }
-            }
-          },
-          [](const Stats& a, const Stats& b) {
-            Stats c;
-            BARACUDA_UNROLL
-            for (int j = 0; j < K; ++j) {
-              c.count[j] = a.count[j] + b.count[j];
-              BARACUDA_UNROLL
-              for (int k = 0; k < kPower; ++k) c.sum[j][k] = a.sum[j][k] + b.sum[j][k];
-            }
-            return c;
-          });
+      ThresholdMeasure<A, kPower, K> element{scale, shift, {}};
+      BARACUDA_UNROLL
+      for (int j = 0; j < K; ++j) element.t[j] = t[j];
+      stats = fold(Stats{}, element, [](const Stats& a, const Stats& b) {
+        Stats c;
+        BARACUDA_UNROLL
+        for (int j = 0; j < K; ++j) {
+          c.count[j] = a.count[j] + b.count[j];
+          BARACUDA_UNROLL
+          for (int k = 0; k < kPower; ++k) c.sum[j][k] = a.sum[j][k] + b.sum[j][k];
+        }
+        return c;
+      });
       bool moved = false;
       BARACUDA_UNROLL
       for (int j = 0; j < K; ++j) {

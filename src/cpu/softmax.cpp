@@ -5,11 +5,13 @@
 //   rows:  rows in parallel; with fewer rows than threads, the pieces of one row in parallel.
 //   outer: kColumns neighbouring rows (in memory order, the columns of a dim that is not innermost)
 //          per work item, each tile of kBlock positions x kColumns loaded row by row.
-// Softmax and log_softmax (forward and backward) have tiled fast paths where every view steps by 1
-// along the loops (rows: along dim; outer: along the columns): plain pointer loops over values
+// Every kind has a tiled fast path for rows where every view steps by 1 along dim, softmax and
+// log_softmax also for outer where they step by 1 along the columns: plain pointer loops over values
 // converted to the compute type once, folded into kLanes independent sums (rows) or one sum per
 // column (outer) in a fixed order, with the vectorized exp (vector_math.hpp). A row of one piece is
 // read once and softmax's exps kept for its outputs; a longer row keeps them in y where y is f32.
+// The sparse forward's solve takes each fold of such a row in lanes too (measure_row, row_max),
+// over the row converted once where it is one piece, else over each piece converted per pass.
 // An offset computed per element, a conversion per element and pass, a bounds test per element
 // and one serial chain of sums cost the generic loops ten times XLA's time, more than the exp
 // itself (bench/NOTES.md).
@@ -53,13 +55,19 @@ T store_as(A v) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The tiled fast paths: softmax and log_softmax, forward and backward.
+// The tiled fast paths: rows of every math (softmax, log_softmax, sparsemax, entmax15; forward and
+// backward); dims that are not innermost for softmax and log_softmax.
 template <class Math>
-inline constexpr bool kTiled = false;
+inline constexpr bool kTiledColumns = false;
 template <class A>
-inline constexpr bool kTiled<SoftmaxForwardMath<A>> = true;
+inline constexpr bool kTiledColumns<SoftmaxForwardMath<A>> = true;
 template <class A>
-inline constexpr bool kTiled<SoftmaxBackwardMath<A>> = true;
+inline constexpr bool kTiledColumns<SoftmaxBackwardMath<A>> = true;
+
+template <class Element>
+inline constexpr bool kThresholdMeasure = false;
+template <class A, int kPower, int K>
+inline constexpr bool kThresholdMeasure<ThresholdMeasure<A, kPower, K>> = true;
 
 template <class A>
 bool finite(A v) {
@@ -96,21 +104,26 @@ A lane_total(A (&lane)[kLanes]) {
   }
 }
 
-// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
-// exps also stored into e (for softmax's outputs; one loop, so that GCC inlines its exp). Declines
-// (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+// n contiguous values in blocks of kLanes, the last n % kLanes padded with -inf (no max, an exp of
+// exactly 0) to a whole block, so that one loop body (one inlined exp) serves every block.
 template <class A>
-BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, A* e) {
-  // The last n % kLanes values padded with -inf (no max, an exp of exactly 0) to a whole block, so
-  // that one loop body (one inlined exp) serves every block.
-  const int body = n - n % kLanes;
+struct Blocks {
+  const A* v;
+  int n, body = n - n % kLanes;
   A pad[kLanes];
-  for (int u = 0; u < kLanes; ++u) pad[u] = body + u < n ? v[body + u] : -std::numeric_limits<A>::infinity();
-  auto block = [&](int i) { return i < body ? v + i : pad; };
+  Blocks(const A* values, int count) : v(values), n(count) {
+    for (int u = 0; u < kLanes; ++u) pad[u] = body + u < n ? v[body + u] : -std::numeric_limits<A>::infinity();
+  }
+  const A* operator()(int i) const { return i < body ? v + i : pad; }
+};
+
+// The max of the values in lanes, and whether any is NaN (the max then is another value's).
+template <class A>
+[[gnu::always_inline]] inline std::pair<A, bool> lanes_max(const Blocks<A>& block) {
   A lane[kLanes];
   SignedBits<A> nan[kLanes];
   for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<A>::infinity(), nan[u] = 0;
-  for (int i = 0; i < n; i += kLanes) {
+  for (int i = 0; i < block.n; i += kLanes) {
     const A* x = block(i);
 #pragma omp simd
     for (int u = 0; u < kLanes; ++u) {
@@ -121,7 +134,19 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
   A max = lane[0];
   SignedBits<A> any_nan = 0;
   for (int u = 0; u < kLanes; ++u) max = lane[u] > max ? lane[u] : max, any_nan |= nan[u];
-  if (any_nan < 0 || !finite(max)) return std::nullopt;
+  return {max, any_nan < 0};
+}
+
+// The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
+// exps also stored into e (for softmax's outputs; one loop, so that GCC inlines its exp). Declines
+// (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+template <class A>
+BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, A* e) {
+  const Blocks<A> block(v, n);
+  const int body = block.body;
+  const auto [max, nan] = lanes_max(block);
+  if (nan || !finite(max)) return std::nullopt;
+  A lane[kLanes];
   for (A& l : lane) l = A(0);
   A tail[kLanes];  // (e may be y itself: nothing past n is written)
   for (int i = 0; i < n; i += kLanes) {
@@ -138,20 +163,94 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
 template <class A, class T>
 BARACUDA_CPU_CLONES void scale_row(const A* e, int n, A scale, T* out);
 
-// The backward partial of n contiguous (y, dy): the sum of dy y (softmax) or dy (log_softmax), in lanes.
-template <class A>
-BARACUDA_CPU_CLONES A row_sum(const A* y, const A* dy, int n, bool log) {
+// SparseBackwardMath::gain in bit masks (a float select does not vectorize under trapping math):
+// where y > 0, 1 (sparsemax) or sqrt(y) (entmax15); a NaN y itself; otherwise +0.
+template <bool kEntmax, class A>
+A sparse_gain(A y) {
+  const SignedBits<A> in = y > A(0) ? SignedBits<A>(-1) : 0, nan = y != y ? SignedBits<A>(-1) : 0;
+  const A g = kEntmax ? std::sqrt(y) : A(1);  // (a NaN where y < 0: masked off)
+  return std::bit_cast<A>((std::bit_cast<SignedBits<A>>(g) & in) | (std::bit_cast<SignedBits<A>>(y) & nan));
+}
+
+// The backward partial of n contiguous (y, dy), in lanes: the sum of dy y (softmax) or dy
+// (log_softmax); for sparsemax and entmax15 the sums of g dy and g (sparse_gain).
+template <class Math, class A>
+BARACUDA_CPU_CLONES typename Math::Partial row_sum(const Math& math, const A* y, const A* dy, int n) {
   const int body = n - n % kLanes;
-  A lane[kLanes] = {};
-  for (int i = 0; i < body; i += kLanes)
-    if (log)
+  if constexpr (std::is_same_v<Math, SparseBackwardMath<A>>) {
+    A weighted[kLanes] = {}, weight[kLanes] = {};
+    auto sums = [&](auto entmax) {
+      for (int i = 0; i < body; i += kLanes)
 #pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u];
+        for (int u = 0; u < kLanes; ++u) {
+          const A g = sparse_gain<entmax()>(y[i + u]);
+          weighted[u] += g * dy[i + u], weight[u] += g;
+        }
+      for (int i = body; i < n; ++i) {
+        const A g = sparse_gain<entmax()>(y[i]);
+        weighted[i - body] += g * dy[i], weight[i - body] += g;
+      }
+    };
+    if (math.kind == SoftmaxKind::entmax15)
+      sums(std::true_type{});
     else
+      sums(std::false_type{});
+    return {lane_total(weighted), lane_total(weight)};
+  } else {
+    const bool log = math.kind == SoftmaxKind::log_softmax;
+    A lane[kLanes] = {};
+    for (int i = 0; i < body; i += kLanes)
+      if (log)
 #pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u] * y[i + u];
-  for (int i = body; i < n; ++i) lane[i - body] += log ? dy[i] : dy[i] * y[i];
-  return lane_total(lane);
+        for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u];
+      else
+#pragma omp simd
+        for (int u = 0; u < kLanes; ++u) lane[u] += dy[i + u] * y[i + u];
+    for (int i = body; i < n; ++i) lane[i - body] += log ? dy[i] : dy[i] * y[i];
+    return lane_total(lane);
+  }
+}
+
+// The sparse forward's fold of n contiguous values at a pass's K points (ThresholdMeasure), element
+// i into lane i % kLanes: the same sums as the measure's own fold in another order, its test d > 0
+// a bit mask (adding +0 where it fails leaves a sum's bits: every sum starts at +0), counts integers.
+template <class Stats, class A, int kPower, int K>
+BARACUDA_CPU_CLONES Stats measure_row(const ThresholdMeasure<A, kPower, K>& m, const A* v, int n) {
+  using Bits = SignedBits<A>;
+  Bits count[K][kLanes] = {};
+  A sum[K][kPower][kLanes] = {};
+  auto add = [&](int u, A x) {
+    const A z = m.z(x);
+#pragma GCC unroll 4
+    for (int j = 0; j < K; ++j) {
+      const A d = z - m.t[j];
+      const Bits in = d > A(0) ? Bits(-1) : Bits(0);
+      const A kept = std::bit_cast<A>(std::bit_cast<Bits>(d) & in);  // d, or +0
+      count[j][u] -= in;
+      sum[j][0][u] += kept;
+      if constexpr (kPower == 2) sum[j][1][u] += kept * kept;
+    }
+  };
+  const int body = n - n % kLanes;
+  for (int i = 0; i < body; i += kLanes)
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) add(u, v[i + u]);
+  for (int i = body; i < n; ++i) add(i - body, v[i]);
+  Stats s;
+  for (int j = 0; j < K; ++j) {
+    s.count[j] = lane_total(count[j]);
+    for (int k = 0; k < kPower; ++k) s.sum[j][k] = lane_total(sum[j][k]);
+  }
+  return s;
+}
+
+// The sparse forward's max of n contiguous values (MaxElement's fold: NaN where any value is NaN),
+// as softmax's partial takes it: a plain max and a NaN test per lane, not MaxElement's chain of
+// dependent compares and selects.
+template <class A>
+BARACUDA_CPU_CLONES A row_max(const A* v, int n) {
+  const auto [max, nan] = lanes_max(Blocks<A>(v, n));
+  return nan ? std::numeric_limits<A>::quiet_NaN() : max;
 }
 
 // Folds a tile of rows x cols values (v[r * ld + c]) into its columns' (max, sum) states, rows in
@@ -312,11 +411,43 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Write
   }
 }
 
+// The sparse backward's n outputs of a row, g (dy - mean) with g the gain (sparse_gain).
+template <class A, class T>
+BARACUDA_CPU_CLONES void sparse_gradient_row(const typename SparseBackwardMath<A>::Writer& w, const A* y, const A* dy,
+                                             int n, T* out) {
+  A buffer[kRowPiece];
+  A* dx = outputs(out, buffer);
+  if (w.entmax)
+#pragma omp simd
+    for (int c = 0; c < n; ++c) dx[c] = sparse_gain<true>(y[c]) * (dy[c] - w.mean);
+  else
+#pragma omp simd
+    for (int c = 0; c < n; ++c) dx[c] = sparse_gain<false>(y[c]) * (dy[c] - w.mean);
+  narrow(dx, n, out);
+}
+
+// The sparse forward's n outputs max(z - tau, 0)^kPower from its Writer, the clamp a bit mask that
+// keeps -0 and a NaN as the Writer's select does.
+template <int kPower, class Writer, class A, class T>
+BARACUDA_CPU_CLONES void sparse_row(const Writer& w, const A* v, int n, T* out) {
+  A buffer[kRowPiece];
+  A* y = outputs(out, buffer);
+#pragma omp simd
+  for (int c = 0; c < n; ++c) {
+    const A d = w.excess(v[c]);
+    const SignedBits<A> off = d < A(0) ? SignedBits<A>(-1) : 0;
+    const A kept = std::bit_cast<A>(std::bit_cast<SignedBits<A>>(d) & ~off);
+    y[c] = kPower == 1 ? kept : kept * kept;
+  }
+  narrow(y, n, out);
+}
+
 template <class Math, class Load, class Store>
 struct Kernel {
   using A = typename Math::Value;
   using Partial = typename Math::Partial;
   static constexpr int kIn = Math::kInputs;
+  static constexpr int kPower = std::is_same_v<Math, SparseForwardMath<A, 2>> ? 2 : 1;  // the sparse forward's
 
   const SoftmaxProblem& p;
   Math math{p.kind};
@@ -338,16 +469,16 @@ struct Kernel {
     // or a max of +-inf, writes nothing before the write pass, which then reads its x.)
     std::vector<Partial>* kept = nullptr;
     int64_t offset(int t, int64_t i) const { return base[t] + i * (kUnit ? 1 : stride[t]); }
-    static constexpr bool kKeeps = kUnit && kTiled<Math> && kIn == 1 && std::is_same_v<Store, A>;
+    static constexpr bool kKeeps = kUnit && std::is_same_v<Math, SoftmaxForwardMath<A>> && std::is_same_v<Store, A>;
     bool kept_exps() const { return kKeeps && kept; }
 
     Partial piece(int64_t begin, int64_t end) const {
-      if constexpr (kUnit && kTiled<Math>) {
+      if constexpr (kUnit) {
         A buffer[kIn][kRowPiece];
         const A* v[kIn];
         const int n = load(begin, end, buffer, v);
         if constexpr (kIn == 2)
-          return row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax);
+          return row_sum(k.math, v[0], v[1], n);
         else {
           A buffer_e[kRowPiece];
           A* e = buffer_e;
@@ -382,24 +513,40 @@ struct Kernel {
       for (const P& part : partial) total = combine(total, part);
       return total;
     }
-    // The multi-pass forward's Fold (common/softmax_math.hpp), over the row's pieces.
+    // The multi-pass forward's Fold (common/softmax_math.hpp), over the row's pieces: on a
+    // contiguous row, in lanes (measure_row, row_max) over `values` (the whole row in the compute
+    // type) where given, else over each piece loaded anew.
     struct Fold {
       const Row& row;
       bool parallel;
+      const A* values = nullptr;
       static bool any(bool p) { return p; }  // one row per fold
       template <class P, class Element, class Combine>
       P operator()(P identity, Element element, Combine combine) const {
         auto piece = [&](int64_t begin, int64_t end) {
-          P acc = identity;
-          for (int64_t i = begin; i < end; ++i) element(acc, row.k.at(0, row.offset(0, i)));
-          return acc;
+          if constexpr (kUnit) {
+            A buffer[kIn][kRowPiece];
+            const A* v[kIn] = {values};
+            const int n = values ? static_cast<int>(end - begin) : row.load(begin, end, buffer, v);
+            if (values) v[0] += begin;
+            if constexpr (kThresholdMeasure<Element>) {
+              return measure_row<P>(element, v[0], n);
+            } else {
+              static_assert(std::is_same_v<Element, MaxElement<A>>, "a fold the lanes do not take");
+              return row_max(v[0], n);
+            }
+          } else {
+            P acc = identity;
+            for (int64_t i = begin; i < end; ++i) element(acc, row.k.at(0, row.offset(0, i)));
+            return acc;
+          }
         };
         return row.fold_pieces(identity, piece, combine, parallel);
       }
     };
-    typename Math::Writer writer(bool parallel) const {
+    typename Math::Writer writer(bool parallel, const A* values = nullptr) const {
       if constexpr (Math::kIterative) {
-        return k.math.solve(Fold{*this, parallel});
+        return k.math.solve(Fold{*this, parallel, values});
       } else {
         auto part = [&](int64_t begin, int64_t end) {
           const Partial q = piece(begin, end);
@@ -428,7 +575,9 @@ struct Kernel {
       const A* v[kIn];
       const int n = load(0, k.p.length, buffer, v);
       Store* y = k.out + base[2];
-      if constexpr (kIn == 1) {
+      if constexpr (Math::kIterative) {
+        sparse_row<kPower>(writer(false, v[0]), v[0], n, y);
+      } else if constexpr (kIn == 1) {
         A e[kRowPiece];
         const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e);
         if (!s) return write(writer(false), 0, n);
@@ -436,13 +585,20 @@ struct Kernel {
         if (!w.log) return scale_row(e, n, w.scale, y);
         write_tile<true>(&w, v[0], n, 1, n, y, n);
       } else {
-        const typename Math::Writer w = k.math.writer(row_sum(v[0], v[1], n, k.math.kind == SoftmaxKind::log_softmax));
-        write_tile<true>(&w, v[0], n, v[1], n, 1, n, y, n);
+        gradient_row(k.math.writer(row_sum(k.math, v[0], v[1], n)), v[0], v[1], n, y);
       }
     }
 
+    // The backward's outputs of n contiguous (y, dy).
+    static void gradient_row(const typename Math::Writer& w, const A* y, const A* dy, int n, Store* out) {
+      if constexpr (std::is_same_v<Math, SparseBackwardMath<A>>)
+        sparse_gradient_row(w, y, dy, n, out);
+      else
+        write_tile<true>(&w, y, n, dy, n, 1, n, out, n);
+    }
+
     void write(const typename Math::Writer& w, int64_t begin, int64_t end) const {
-      if constexpr (kUnit && kTiled<Math>) {
+      if constexpr (kUnit) {
         for (int64_t b = begin; b < end; b += kRowPiece) {
           A buffer[kIn][kRowPiece];
           const A* v[kIn];
@@ -459,10 +615,12 @@ struct Kernel {
             }
           }
           const int n = load(b, piece_end, buffer, v);
-          if constexpr (kIn == 1)
+          if constexpr (Math::kIterative)
+            sparse_row<kPower>(w, v[0], n, k.out + base[2] + b);
+          else if constexpr (kIn == 1)
             write_tile<true>(&w, v[0], n, 1, n, k.out + base[2] + b, n);
           else
-            write_tile<true>(&w, v[0], n, v[1], n, 1, n, k.out + base[2] + b, n);
+            gradient_row(w, v[0], v[1], n, k.out + base[2] + b);
         }
         return;
       }
@@ -487,7 +645,7 @@ struct Kernel {
       for (int64_t r = 0; r < p.rows; ++r) {
         int64_t base[kSoftmaxTensors];
         p.walk.offsets(r, base);
-        if constexpr (kUnit && kTiled<Math>) {
+        if constexpr (kUnit) {
           if (pieces == 1) {
             Row<kUnit>{*this, base, p.dim_stride}.whole();
             continue;
@@ -563,7 +721,7 @@ struct Kernel {
   }
 
   void outer() const {
-    if constexpr (kTiled<Math>) {
+    if constexpr (kTiledColumns<Math>) {
       bool unit = p.walk.rank > 0;
       for (int t = 0; t < kSoftmaxTensors; ++t) unit = unit && p.walk.inner_stride(t) == 1;
       if (unit) return outer_tiled();
