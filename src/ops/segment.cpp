@@ -192,7 +192,18 @@ struct SegmentHooks {
   }
 };
 
-// The argument tables.
+// The argument tables. segment_ids and offsets: an index bound only on the one the form uses (a
+// reader of the specs takes a bound for "an index tensor").
+void index_specs(const SegmentDescriptor& d, ArgSpec& ids, ArgSpec& offsets) {
+  const int64_t n = d.data_shape.dims[0];
+  const bool by_ids = d.form != SegmentForm::offsets;
+  ids = {ids.name, false, false, by_ids, d.index_dtype, Shape{n}, by_ids ? d.num_segments : 0};
+  ids.sorted = d.form == SegmentForm::sorted_ids;
+  offsets = {offsets.name, false, false, !by_ids, d.index_dtype, Shape{d.num_segments + 1}, by_ids ? 0 : n + 1};
+  offsets.sorted = !by_ids;
+}
+
+
 template <SegmentReduction R>
 struct ForwardTable {
   using Args = SegmentArgs;
@@ -202,13 +213,8 @@ struct ForwardTable {
                                                {"out", nullptr, &Args::out},
                                                {"indices", nullptr, &Args::indices}};
   static void arg_specs(const SegmentDescriptor& d, std::span<ArgSpec> specs) {
-    const int64_t n = d.data_shape.dims[0];
-    const bool ids = d.form != SegmentForm::offsets;
     specs[0] = {specs[0].name, false, false, true, d.dtype, d.data_shape};
-    specs[1] = {specs[1].name, false, false, ids, d.index_dtype, Shape{n}, d.num_segments};
-    specs[1].sorted = d.form == SegmentForm::sorted_ids;
-    specs[2] = {specs[2].name, false, false, !ids, d.index_dtype, Shape{d.num_segments + 1}, n + 1};
-    specs[2].sorted = true;
+    index_specs(d, specs[1], specs[2]);
     specs[3] = {specs[3].name, true, false, true, d.dtype, segments_shape(d)};
     specs[4] = {specs[4].name, true, false, extreme(R), d.index_dtype, segments_shape(d), 0, true};
   }
@@ -222,13 +228,8 @@ struct BackwardTable {
                                                {"indices", &Args::indices, nullptr},
                                                {"ddata", nullptr, &Args::ddata}};
   static void arg_specs(const SegmentDescriptor& d, std::span<ArgSpec> specs) {
-    const int64_t n = d.data_shape.dims[0];
-    const bool ids = d.form != SegmentForm::offsets;
     specs[0] = {specs[0].name, false, false, true, d.dtype, segments_shape(d)};
-    specs[1] = {specs[1].name, false, false, ids, d.index_dtype, Shape{n}, d.num_segments};
-    specs[1].sorted = d.form == SegmentForm::sorted_ids;
-    specs[2] = {specs[2].name, false, false, !ids, d.index_dtype, Shape{d.num_segments + 1}, n + 1};
-    specs[2].sorted = true;
+    index_specs(d, specs[1], specs[2]);
     specs[3] = {specs[3].name, false, false, extreme(R), d.index_dtype, segments_shape(d)};
     specs[4] = {specs[4].name, true, false, true, d.dtype, d.data_shape};
   }
