@@ -521,6 +521,20 @@ def extra_cells(rows):
     return columns, cells, fastest, footnotes
 
 
+def jax_median_ms(f, data):
+    """Median wall clock (ms) of 50 calls of the jitted f over the rotated input sets, after 5 warm-ups."""
+    import time
+    for i in range(5):
+        f(*data[i % len(data)]).block_until_ready()
+    times = []
+    for i in range(50):
+        t0 = time.perf_counter()
+        f(*data[i % len(data)]).block_until_ready()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
     """jax.ops.segment_sum for the embedding-backward cases (wall clock around a jitted call)."""
     try:
@@ -528,7 +542,6 @@ def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
         import jax.numpy as jnp
     except Exception:  # noqa: BLE001 - JAX is optional
         return None
-    import time
     a, b, k = shape
     jdt = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16, "f64": jnp.float64}[dtype_name]
     if dtype_name == "f64":
@@ -542,15 +555,7 @@ def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
         u = jax.random.uniform(jax.random.PRNGKey(1000 + s), (k,))
         idx = (jnp.floor(jnp.exp(u * math.log(a + 1))) - 1) if skewed else jnp.floor(u * a)
         data.append((d, jnp.clip(idx, 0, a - 1).astype(jnp.int32)))
-    for i in range(5):
-        f(*data[i % sets]).block_until_ready()
-    times = []
-    for i in range(50):
-        t0 = time.perf_counter()
-        f(*data[i % sets]).block_until_ready()
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+    return jax_median_ms(f, data)
 
 
 def time_jax_segment(shape, dtype_name, op, bytes_per_set):
@@ -561,7 +566,6 @@ def time_jax_segment(shape, dtype_name, op, bytes_per_set):
         import jax.numpy as jnp
     except Exception:  # noqa: BLE001 - JAX is optional
         return None
-    import time
     n, d, s = shape
     kind = op.split("_")[1]
     if kind not in ("sum", "max", "min") or "backward" in op or "offsets" in op:
@@ -576,15 +580,7 @@ def time_jax_segment(shape, dtype_name, op, bytes_per_set):
         x = jax.random.uniform(jax.random.PRNGKey(k), (n, d), minval=-1.0, maxval=1.0).astype(jdt)
         ids = jnp.floor(jax.random.uniform(jax.random.PRNGKey(1000 + k), (n,)) * s).astype(jnp.int32)
         data.append((x, jnp.sort(ids) if sorted_ids else ids))
-    for i in range(5):
-        f(*data[i % sets]).block_until_ready()
-    times = []
-    for i in range(50):
-        t0 = time.perf_counter()
-        f(*data[i % sets]).block_until_ready()
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+    return jax_median_ms(f, data)
 
 
 def main():

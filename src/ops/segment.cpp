@@ -203,7 +203,6 @@ void index_specs(const SegmentDescriptor& d, ArgSpec& ids, ArgSpec& offsets) {
   offsets.sorted = !by_ids;
 }
 
-
 template <SegmentReduction R>
 struct ForwardTable {
   using Args = SegmentArgs;
@@ -241,8 +240,8 @@ bool vectorizable(const SegmentProblem& p) {
   const void* row_side = p.backward ? static_cast<const void*>(p.row_out) : p.row_in;
   const void* seg_side = p.backward ? p.segment_in : static_cast<const void*>(p.segment_out);
   if (p.length % v != 0 || !aligned16(row_side) || !aligned16(seg_side)) return false;
-  if (p.columns.rank > 1 || (p.columns.rank == 1 && (p.columns.strides[kRowSide][0] != 1 ||
-                                                     p.columns.strides[kSegmentSide][0] != 1)))
+  if (p.columns.rank > 1 ||
+      (p.columns.rank == 1 && (p.columns.strides[kRowSide][0] != 1 || p.columns.strides[kSegmentSide][0] != 1)))
     return false;
   return p.row_stride % v == 0 && p.segment_stride % v == 0;
 }
@@ -251,9 +250,9 @@ template <template <SegmentReduction> class TableOf, SegmentReduction R, bool kB
 struct SegmentOpHooks : TableOf<R>, SegmentHooks<R, kBackward> {
   using Base = SegmentHooks<R, kBackward>;
   using Table = TableOf<R>;
-  using typename Table::Args;
-  using Table::kFields;
   using Base::kSchema;
+  using Table::kFields;
+  using typename Table::Args;
 
   static SegmentProblem problem_of(const PlanTarget& t, const SegmentDescriptor& d, const PlanChoice& c,
                                    const Args& a) {
@@ -311,8 +310,6 @@ struct SegmentOpHooks : TableOf<R>, SegmentHooks<R, kBackward> {
     return p;
   }
 };
-
-
 
 }  // namespace
 

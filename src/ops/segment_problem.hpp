@@ -28,19 +28,19 @@ struct SegmentProblem {
   int64_t length = 0;    // D
   Walker<kSegmentColumns> columns;
   int64_t row_stride = 0, segment_stride = 0, indices_stride = 0;  // along dim 0
-  const void* row_in = nullptr;      // forward: data
-  void* row_out = nullptr;           // backward: ddata
-  const void* segment_in = nullptr;  // backward: dout
-  void* segment_out = nullptr;       // forward: out
-  void* indices = nullptr;           // max / min (the forward writes it when given; the backward reads it)
-  const void* ids = nullptr;         // segment_ids (ids forms)
+  const void* row_in = nullptr;                                    // forward: data
+  void* row_out = nullptr;                                         // backward: ddata
+  const void* segment_in = nullptr;                                // backward: dout
+  void* segment_out = nullptr;                                     // forward: out
+  void* indices = nullptr;    // max / min (the forward writes it when given; the backward reads it)
+  const void* ids = nullptr;  // segment_ids (ids forms)
   int64_t ids_stride = 0;
   const void* offsets = nullptr;  // offsets form
   int64_t offsets_stride = 0;
-  double empty_value = 0;      // floating dtypes: an empty segment's value
-  int64_t empty_integer = 0;   // integer dtypes: the same
-  int64_t piece_rows = 0;      // CUDA: rows of a piece of a long segment (the split)
-  bool vectorized = false;     // CUDA: D contiguous in whole, aligned 16-byte vectors on both sides
+  double empty_value = 0;     // floating dtypes: an empty segment's value
+  int64_t empty_integer = 0;  // integer dtypes: the same
+  int64_t piece_rows = 0;     // CUDA: rows of a piece of a long segment (the split)
+  bool vectorized = false;    // CUDA: D contiguous in whole, aligned 16-byte vectors on both sides
   int64_t* bad_index_count = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;

@@ -403,8 +403,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, SegmentDescriptor& d
   d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
   d.data_shape = fuzz_shape(in);
   d.num_segments = in.chance(85) ? fuzz_size(in) : in.consume_int64();
-  d.form = in.chance(95) ? static_cast<SegmentForm>(in.consume_int(0, 2))
-                         : static_cast<SegmentForm>(in.consume_int(3, 255));
+  d.form =
+      in.chance(95) ? static_cast<SegmentForm>(in.consume_int(0, 2)) : static_cast<SegmentForm>(in.consume_int(3, 255));
   d.initial = in.chance(70) ? std::nullopt : std::optional<double>(fuzz_weight(in));
 }
 
@@ -992,7 +992,8 @@ int64_t bad_values(const FieldCase& f) {
     int64_t descents = 0;
     for (int64_t k = 1; k < f.view.shape.dims[0]; ++k) {
       auto at = [&](int64_t j) {
-        return load_index(f.view.dtype, &f.memory->initial()[f.lead + static_cast<size_t>(j * f.view.strides[0]) * esize]);
+        return load_index(f.view.dtype,
+                          &f.memory->initial()[f.lead + static_cast<size_t>(j * f.view.strides[0]) * esize]);
       };
       descents += at(k) < at(k - 1);
     }

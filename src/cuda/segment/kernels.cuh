@@ -58,8 +58,8 @@ __device__ __forceinline__ T empty_of(const SegmentProblem& p) {
 
 // Folds positions [b, e) of segment s for unit u into (acc, at); returns the rows folded.
 template <SegmentReduction R, int kV, class T, class A, class K>
-__device__ __forceinline__ int64_t fold_rows(const SegmentProblem& p, const SegmentRows<K>& rows, int64_t s,
-                                             int64_t b, int64_t e, int64_t u, A (&acc)[kV], int64_t (&at)[kV]) {
+__device__ __forceinline__ int64_t fold_rows(const SegmentProblem& p, const SegmentRows<K>& rows, int64_t s, int64_t b,
+                                             int64_t e, int64_t u, A (&acc)[kV], int64_t (&at)[kV]) {
   using Fold = SegmentFold<R, A>;
   const T* data = static_cast<const T*>(p.row_in);
   int64_t count = 0;
@@ -82,9 +82,8 @@ __device__ __forceinline__ int64_t slot_of(const SegmentProblem& p, int64_t piec
 }
 
 template <SegmentReduction R, int kV, class T, class K>
-__global__ void __launch_bounds__(kThreads)
-    segment_pieces_kernel(SegmentProblem p, SegmentRows<K> rows, int64_t pieces, int lanes, acc_t<T>* partials,
-                          int64_t* partial_at) {
+__global__ void __launch_bounds__(kThreads) segment_pieces_kernel(SegmentProblem p, SegmentRows<K> rows, int64_t pieces,
+                                                                  int lanes, acc_t<T>* partials, int64_t* partial_at) {
   using A = acc_t<T>;
   const int64_t units = p.length / kV, P = p.piece_rows;
   for_each_row(pieces, lanes, [&](int64_t k, int lane) {
@@ -116,9 +115,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <SegmentReduction R, int kV, class T, class Idx, class K>
-__global__ void __launch_bounds__(kThreads)
-    segment_kernel(SegmentProblem p, SegmentRows<K> rows, int lanes, const acc_t<T>* partials,
-                   const int64_t* partial_at) {
+__global__ void __launch_bounds__(kThreads) segment_kernel(SegmentProblem p, SegmentRows<K> rows, int lanes,
+                                                           const acc_t<T>* partials, const int64_t* partial_at) {
   using A = acc_t<T>;
   using Fold = SegmentFold<R, A>;
   const int64_t units = p.length / kV, P = p.piece_rows;

@@ -137,8 +137,8 @@ Status forward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
     const size_t scratch_bytes = round_up(size_t(p.segments) * size_t(p.length) * sizeof(A));
     auto* scratch = reinterpret_cast<A*>(ws);
     auto* counts = reinterpret_cast<unsigned long long*>(ws + scratch_bytes);
-    if (Status st = cuda_status(cudaMemsetAsync(ws, 0, scratch_bytes + size_t(p.segments) * 8, stream),
-                                "cudaMemsetAsync");
+    if (Status st =
+            cuda_status(cudaMemsetAsync(ws, 0, scratch_bytes + size_t(p.segments) * 8, stream), "cudaMemsetAsync");
         !st)
       return st;
     if (p.rows > 0) {
@@ -183,7 +183,8 @@ Status run(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
     using Idx = typename decltype(index_tag)::type;
     const Status st =
         p.backward ? dispatch_float<__half, __nv_bfloat16>(
-                         p.dtype, [&](auto tag) { return backward<R, typename decltype(tag)::type, Idx>(stream, p, sm_count); })
+                         p.dtype,
+                         [&](auto tag) { return backward<R, typename decltype(tag)::type, Idx>(stream, p, sm_count); })
                    : dispatch_float<__half, __nv_bfloat16, int32_t, int64_t>(p.dtype, [&](auto tag) {
                        return forward<R, typename decltype(tag)::type, Idx>(stream, p, sm_count);
                      });

@@ -87,8 +87,11 @@ std::vector<DescriptorError<SegmentDescriptor>> segment_errors() {
        "descriptor.num_segments"},
       {"data of rank 0", [](SegmentDescriptor& d) { d.data_shape = Shape{}; }, StatusCode::invalid_problem,
        "descriptor.data_shape"},
-      {"negative size", [](SegmentDescriptor& d) { d.data_shape = {4, -1}; }, StatusCode::invalid_problem,
-       "descriptor.data_shape[1]"},
+      {"negative size",
+       [](SegmentDescriptor& d) {
+         d.data_shape = {4, -1};
+       },
+       StatusCode::invalid_problem, "descriptor.data_shape[1]"},
       {"form past the enum", [](SegmentDescriptor& d) { d.form = static_cast<SegmentForm>(9); },
        StatusCode::invalid_problem, "descriptor.form"},
   };
@@ -113,8 +116,8 @@ SegmentDescriptor bench_segment(DType dt, const Shape& s) {
 
 template <class Plan, SegmentKind K>
 std::unique_ptr<OpRow> forward_row(std::vector<BenchSample<SegmentDescriptor>> bench) {
-  return make_row<Plan>({segment_samples, forward_reference<K>, harness::tolerance, {}, segment_errors(),
-                         std::move(bench)});
+  return make_row<Plan>(
+      {segment_samples, forward_reference<K>, harness::tolerance, {}, segment_errors(), std::move(bench)});
 }
 template <class Plan, class ForwardPlan, SegmentKind K>
 std::unique_ptr<OpRow> backward_row(std::vector<BenchSample<SegmentDescriptor>> bench) {
@@ -124,8 +127,8 @@ std::unique_ptr<OpRow> backward_row(std::vector<BenchSample<SegmentDescriptor>> 
   std::vector<ValueRange> ranges;
   if (kExtreme) ranges.push_back({"data", -1000.0, 1000.0});
   return make_row<Plan>({kExtreme ? finite_segment_samples : segment_samples, backward_reference<K>, harness::tolerance,
-                         std::move(ranges), segment_errors(),
-                         std::move(bench), forward_of<ForwardPlan>, Gradient{"dout", "out", {{"ddata", "data"}}}});
+                         std::move(ranges), segment_errors(), std::move(bench), forward_of<ForwardPlan>,
+                         Gradient{"dout", "out", {{"ddata", "data"}}}});
 }
 
 }  // namespace
@@ -137,8 +140,7 @@ std::vector<std::unique_ptr<OpRow>> segment_rows() {
   rows.push_back(forward_row<SegmentSumPlan, SegmentKind::sum>({
       {"segment_sum_sorted", "torch.segment_reduce(sum, lengths)", floats, segment_shapes,
        bench_segment<F::sorted_ids>},
-      {"segment_sum_offsets", "torch.segment_reduce(sum, offsets)", floats, segment_shapes,
-       bench_segment<F::offsets>},
+      {"segment_sum_offsets", "torch.segment_reduce(sum, offsets)", floats, segment_shapes, bench_segment<F::offsets>},
       {"segment_sum_unsorted", "zeros().index_add_(0, ids, data)", floats, segment_shapes,
        bench_segment<F::unsorted_ids>},
       {"segment_sum_unsorted_deterministic", "zeros().index_add_(0, ids, data)", floats, segment_shapes,
