@@ -277,6 +277,51 @@ SCAN_CASES = {
 
 # The PyTorch peer of every profiled op, keyed by the peer string the op table gives it (the
 # profiler's --list --json and its results carry it): an op's deterministic twin shares its peer.
+
+# Segment cases: shape [N, D, S] as in tools/harness/rows/segment.cpp (data [N, D], S segments).
+def segment_ids(n, s, sorted_ids):
+    ids = indices((n,), s)
+    return torch.sort(ids).values if sorted_ids else ids
+
+
+def segment_case(op, sorted_ids=True):
+    def build(shape, dtype):
+        n, d, s = shape
+        make = lambda: (rand((n, d), dtype), segment_ids(n, s, sorted_ids), rand((s, d), dtype))
+        lengths = lambda ids: torch.bincount(ids, minlength=s)
+        offsets = lambda ids: torch.cat([ids.new_zeros(1), torch.cumsum(lengths(ids), 0)])
+        reduce = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin"}
+        run = {
+            "segment_reduce_lengths": lambda x, r: torch.segment_reduce(x[0], r, lengths=lengths(x[1])),
+            "segment_reduce_offsets": lambda x, r: torch.segment_reduce(x[0], r, offsets=offsets(x[1])),
+            "index_add": lambda x, r: torch.zeros((s, d), dtype=x[0].dtype, device="cuda").index_add_(0, x[1], x[0]),
+            "scatter_reduce": lambda x, r: torch.zeros((s, d), dtype=x[0].dtype, device="cuda").scatter_reduce_(
+                0, x[1][:, None].expand(n, d), x[0], reduce[r], include_self=False),
+            "index_select": lambda x, r: torch.index_select(x[2], 0, x[1]),
+            "index_select_scaled": lambda x, r: torch.index_select(x[2] / lengths(x[1]).clamp(min=1)[:, None], 0, x[1]),
+        }[op[0]]
+        return make, lambda x: run(x, op[1])
+    return build
+
+
+SEGMENT_CASES = {
+    "torch.segment_reduce(sum, lengths)": segment_case(("segment_reduce_lengths", "sum")),
+    "torch.segment_reduce(sum, offsets)": segment_case(("segment_reduce_offsets", "sum")),
+    "torch.segment_reduce(mean, lengths)": segment_case(("segment_reduce_lengths", "mean")),
+    "torch.segment_reduce(max, lengths)": segment_case(("segment_reduce_lengths", "max")),
+    "torch.segment_reduce(min, lengths)": segment_case(("segment_reduce_lengths", "min")),
+    "zeros().index_add_(0, ids, data)": segment_case(("index_add", "sum"), False),
+    "scatter_reduce(0, ids, data, mean)": segment_case(("scatter_reduce", "mean"), False),
+    "scatter_reduce(0, ids, data, amax)": segment_case(("scatter_reduce", "max"), False),
+    "scatter_reduce(0, ids, data, amin)": segment_case(("scatter_reduce", "min"), False),
+    "index_select(dout, 0, ids)": segment_case(("index_select", "sum")),
+    "index_select(dout, 0, ids) / counts": segment_case(("index_select_scaled", "mean")),
+    # max / min backward: PyTorch's segment_reduce backward is autograd's; index_select of dout is its
+    # lower bound (the gradient's scatter to the first maximal row reads at least as much).
+    "segment_reduce(max) backward": segment_case(("index_select", "max")),
+    "segment_reduce(min) backward": segment_case(("index_select", "min")),
+}
+
 TORCH_CASES = {
     "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
     "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
@@ -309,6 +354,7 @@ TORCH_CASES = {
     "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
     **REDUCE_CASES,
     **SCAN_CASES,
+    **SEGMENT_CASES,
 }
 
 
@@ -475,6 +521,20 @@ def extra_cells(rows):
     return columns, cells, fastest, footnotes
 
 
+def jax_median_ms(f, data):
+    """Median wall clock (ms) of 50 calls of the jitted f over the rotated input sets, after 5 warm-ups."""
+    import time
+    for i in range(5):
+        f(*data[i % len(data)]).block_until_ready()
+    times = []
+    for i in range(50):
+        t0 = time.perf_counter()
+        f(*data[i % len(data)]).block_until_ready()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
     """jax.ops.segment_sum for the embedding-backward cases (wall clock around a jitted call)."""
     try:
@@ -482,7 +542,6 @@ def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
         import jax.numpy as jnp
     except Exception:  # noqa: BLE001 - JAX is optional
         return None
-    import time
     a, b, k = shape
     jdt = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16, "f64": jnp.float64}[dtype_name]
     if dtype_name == "f64":
@@ -496,15 +555,32 @@ def time_jax_segment_sum(shape, dtype_name, skewed, bytes_per_set):
         u = jax.random.uniform(jax.random.PRNGKey(1000 + s), (k,))
         idx = (jnp.floor(jnp.exp(u * math.log(a + 1))) - 1) if skewed else jnp.floor(u * a)
         data.append((d, jnp.clip(idx, 0, a - 1).astype(jnp.int32)))
-    for i in range(5):
-        f(*data[i % sets]).block_until_ready()
-    times = []
-    for i in range(50):
-        t0 = time.perf_counter()
-        f(*data[i % sets]).block_until_ready()
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+    return jax_median_ms(f, data)
+
+
+def time_jax_segment(shape, dtype_name, op, bytes_per_set):
+    """jax.ops.segment_sum / segment_max / segment_min for the segment cases ([N, D, S]; sorted ids
+    with indices_are_sorted=True unless the case is unsorted), wall clock around a jitted call."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except Exception:  # noqa: BLE001 - JAX is optional
+        return None
+    n, d, s = shape
+    kind = op.split("_")[1]
+    if kind not in ("sum", "max", "min") or "backward" in op or "offsets" in op:
+        return None
+    sorted_ids = "unsorted" not in op
+    jdt = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16, "f64": jnp.float64}[dtype_name]
+    fn = {"sum": jax.ops.segment_sum, "max": jax.ops.segment_max, "min": jax.ops.segment_min}[kind]
+    f = jax.jit(lambda x, i: fn(x, i, num_segments=s, indices_are_sorted=sorted_ids))
+    sets = rotation_sets(bytes_per_set)
+    data = []
+    for k in range(sets):
+        x = jax.random.uniform(jax.random.PRNGKey(k), (n, d), minval=-1.0, maxval=1.0).astype(jdt)
+        ids = jnp.floor(jax.random.uniform(jax.random.PRNGKey(1000 + k), (n,)) * s).astype(jnp.int32)
+        data.append((x, jnp.sort(ids) if sorted_ids else ids))
+    return jax_median_ms(f, data)
 
 
 def main():
@@ -550,6 +626,8 @@ def main():
         jax_ms = None
         if case["op"].startswith("embedding_backward"):
             jax_ms = time_jax_segment_sum(shape, case["dtype"], "skewed" in case["op"], case["bytes"])
+        elif case["op"].startswith("segment_"):
+            jax_ms = time_jax_segment(shape, case["dtype"], case["op"], case["bytes"])
         rows.append({"op": case["op"], "variant": case["variant"], "dtype": case["dtype"],
                      "shape": "x".join(map(str, case["shape"])), "verified": "ok" if case["verified"] else "FAIL",
                      "ours_ms": case["median_ms"], "torch_ms": torch_ms, "ours_copy": 100 * case["copy_fraction"],

@@ -272,13 +272,13 @@ TEST_P(OpTableGradientTest, BackwardMatchesFiniteDifferencesOfItsForward) {
     for (size_t k = 0; k < bt.specs.size(); ++k)
       if (bt.specs[k].present && bt.specs[k].output) std::fill(bt.initial[k].begin(), bt.initial[k].end(), 0.0);
     const Status forward_ran = ft.run(*forward, stream());
-    // A backward that reads its forward's output (softmax's saved y) gets the forward's output.
-    harness::Tensor* saved = arg(bt, g.output);
-    if (forward_ran && saved) {
-      ASSERT_OK(ft.download_outputs());
-      const harness::Tensor* y = arg(ft, g.output);
-      ASSERT_NE(y, nullptr);
-      for (int64_t j = 0; j < y->shape.numel(); ++j) saved->host[saved->offset + saved->element_offset(j)] = y->at(j);
+    // A backward that reads its forward's outputs (softmax's saved y, segment max's indices) gets them.
+    if (forward_ran) ASSERT_OK(ft.download_outputs());
+    for (size_t k = 0; forward_ran && k < ft.specs.size(); ++k) {
+      harness::Tensor* saved = ft.specs[k].output ? arg(bt, ft.specs[k].name) : nullptr;
+      if (!saved || !ft.specs[k].present || bt.specs[&*saved - bt.tensors.data()].output) continue;
+      const harness::Tensor& y = ft.tensors[k];
+      for (int64_t j = 0; j < y.shape.numel(); ++j) saved->host[saved->offset + saved->element_offset(j)] = y.at(j);
       ASSERT_OK(saved->upload());
     }
     const Status backward_ran = bt.run(backward, stream());

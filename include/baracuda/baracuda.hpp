@@ -9,4 +9,5 @@
 #include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/scan.hpp"
+#include "baracuda/ops/segment.hpp"
 #include "baracuda/ops/softmax.hpp"

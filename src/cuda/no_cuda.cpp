@@ -1,6 +1,7 @@
 // Built instead of the CUDA backend when BARACUDA_ENABLE_CUDA is OFF: no device is ever usable.
 #include "cuda/runtime.hpp"
 #include "ops/indexing_problem.hpp"
+#include "ops/segment_problem.hpp"
 
 namespace baracuda {
 
@@ -19,6 +20,7 @@ Status cuda_synchronize(CUstream_st*, int) {
 // Never reached: select fails first, as no CUDA stream resolves to a device.
 namespace cuda {
 ScatterStrategy scatter_strategy(const IndexedProblemDesc&, std::optional<IndexVariant>, bool) { return {}; }
+CheckedSize segment_workspace(const SegmentProblem&) { return 0; }
 }  // namespace cuda
 }  // namespace detail
 }  // namespace baracuda

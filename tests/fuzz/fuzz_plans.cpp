@@ -396,6 +396,18 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ReduceDescriptor& d)
   d.p = fuzz_parameter(in, 2.0);
 }
 
+// A segment reduction: any data shape (rank 0 now and then), a segment count small, absurd or
+// negative, each form (a value past the enum now and then), and an initial value or none.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, SegmentDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.data_shape = fuzz_shape(in);
+  d.num_segments = in.chance(85) ? fuzz_size(in) : in.consume_int64();
+  d.form =
+      in.chance(95) ? static_cast<SegmentForm>(in.consume_int(0, 2)) : static_cast<SegmentForm>(in.consume_int(3, 255));
+  d.initial = in.chance(70) ? std::nullopt : std::optional<double>(fuzz_weight(in));
+}
+
 // A scan: any dim (a scalar's 0 and -1 among them), both directions, kinds past the enum now and
 // then; out dtypes none, f32 or i64 (an integer cumsum's), a supported one or any.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, ScanDescriptor& d) {
@@ -873,6 +885,7 @@ struct CaseArgs {
   // index_bound 0 both for "not an index" and for an index into a dim of size 0, where every value
   // is bad; such a case cannot tell its index field, and skips the index checks.)
   bool index_known = true;
+  bool zero_when_all_bad = true;  // check_all_bad applies (not to segment reductions)
 };
 
 // Huge broadcast inputs (more elements than a buffer holds) are made only where a plan must refuse
@@ -887,6 +900,7 @@ CaseArgs make_case_args(FuzzInput& in, Backend backend, const OpSchema& schema, 
   CaseArgs c;
   c.index_known = schema.index_dtypes.empty() ||
                   std::any_of(specs.begin(), specs.end(), [](const ArgSpec& s) { return s.index_bound > 0; });
+  c.zero_when_all_bad = schema.category != "segment";
   c.fields.reserve(specs.size());
   for (const ArgSpec& spec : specs) c.fields.push_back(make_field(in, spec, backend, huge_broadcasts, rng));
   if (has_count) c.count = make_count(in, backend);
@@ -964,7 +978,8 @@ void check_untouched(FieldCase& f) {
 
 bool is_index_field(const FieldCase& f) { return f.spec.present && f.spec.index_bound > 0; }
 
-// Index values of a (valid) index view outside [0, index_bound) (saturated).
+// Index values of a (valid) index view outside [0, index_bound) (saturated); for a sorted one
+// (ArgSpec::sorted, 1-D) each value below its predecessor too.
 int64_t bad_values(const FieldCase& f) {
   int64_t bad = 0, copies = 1;
   const size_t esize = element_bytes(f.view.dtype);
@@ -972,7 +987,19 @@ int64_t bad_values(const FieldCase& f) {
     const int64_t i = load_index(f.view.dtype, &f.memory->initial()[f.lead + off * esize]);
     bad += i < 0 || i >= f.spec.index_bound;
   });
-  return saturating_mul(bad, copies);
+  bad = saturating_mul(bad, copies);
+  if (f.spec.sorted && f.view.rank() == 1 && f.view.strides[0] != 0) {
+    int64_t descents = 0;
+    for (int64_t k = 1; k < f.view.shape.dims[0]; ++k) {
+      auto at = [&](int64_t j) {
+        return load_index(f.view.dtype,
+                          &f.memory->initial()[f.lead + static_cast<size_t>(j * f.view.strides[0]) * esize]);
+      };
+      descents += at(k) < at(k - 1);
+    }
+    bad = saturating_add(bad, descents);
+  }
+  return bad;
 }
 
 // 3c. The counter grew by the number of bad index values.
@@ -998,8 +1025,10 @@ bool is_zero(DType dtype, const std::byte* p) {
 }
 
 // 3d. With every index value bad, nothing is read or added: a gather's output is zeros, an
-// accumulating scatter's table is unchanged, an overwriting one's is zeros.
+// accumulating scatter's table is unchanged, an overwriting one's is zeros. (The indexing family's
+// rule: a segment reduction's empty segments hold their own value, -inf for a max.)
 void check_all_bad(CaseArgs& c) {
+  if (!c.zero_when_all_bad) return;
   const bool any_index = std::any_of(c.fields.begin(), c.fields.end(), is_index_field);
   const bool all_bad = std::all_of(c.fields.begin(), c.fields.end(), [](const FieldCase& f) {
     return !is_index_field(f) ||
@@ -1211,6 +1240,14 @@ std::span<const PlanEntry> registry() {
       entry<ReduceBackwardPlan>(),
       entry<ScanPlan>(),
       entry<ScanBackwardPlan>(),
+      entry<SegmentSumPlan>(),
+      entry<SegmentMeanPlan>(),
+      entry<SegmentMaxPlan>(),
+      entry<SegmentMinPlan>(),
+      entry<SegmentSumBackwardPlan>(),
+      entry<SegmentMeanBackwardPlan>(),
+      entry<SegmentMaxBackwardPlan>(),
+      entry<SegmentMinBackwardPlan>(),
   };
   return kPlans;
 }

@@ -188,5 +188,6 @@ std::vector<std::unique_ptr<OpRow>> indexing_rows();
 std::vector<std::unique_ptr<OpRow>> softmax_rows();
 std::vector<std::unique_ptr<OpRow>> reduce_rows();
 std::vector<std::unique_ptr<OpRow>> scan_rows();
+std::vector<std::unique_ptr<OpRow>> segment_rows();
 
 }  // namespace baracuda::harness

@@ -110,7 +110,7 @@ RefOutput& RefIO::out(std::string_view name) { return outputs[index_of(name)]; }
 std::span<const OpRow* const> op_table() {
   static const std::vector<std::unique_ptr<OpRow>> rows = [] {
     std::vector<std::unique_ptr<OpRow>> all;
-    for (auto family : {binary_param_rows, indexing_rows, softmax_rows, reduce_rows, scan_rows})
+    for (auto family : {binary_param_rows, indexing_rows, softmax_rows, reduce_rows, scan_rows, segment_rows})
       for (std::unique_ptr<OpRow>& row : family()) all.push_back(std::move(row));
     return all;
   }();
@@ -214,6 +214,13 @@ Expected<ProblemTensors> allocate(Problem& problem, Backend backend, std::span<c
       const IndexRange r = problem.index_values.value_or(IndexRange{-2, spec.index_bound + 2});
       std::uniform_int_distribution<int64_t> dist(r.lo, r.hi - 1);
       for (double& v : x.host) v = static_cast<double>(dist(rng));
+      if (spec.sorted) {  // nondecreasing along the view (a sorted plan's segment ids, offsets)
+        std::vector<double> along(static_cast<size_t>(x.shape.numel()));
+        for (size_t i = 0; i < along.size(); ++i) along[i] = x.at(static_cast<int64_t>(i));
+        std::sort(along.begin(), along.end());
+        for (size_t i = 0; i < along.size(); ++i)
+          x.host[static_cast<size_t>(x.offset + x.element_offset(static_cast<int64_t>(i)))] = along[i];
+      }
       if (Status s = x.upload(); !s) return s;
     }
     if (spec.output) {

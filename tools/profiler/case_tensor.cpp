@@ -1,5 +1,6 @@
 #include "profiler/case_tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness/data.hpp"
@@ -48,7 +49,7 @@ Status CaseTensor::allocate_random(const Stream& stream, DType dtype, Shape shap
 }
 
 Status CaseTensor::allocate_indices(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed,
-                                    int64_t range, bool skewed) {
+                                    int64_t range, bool skewed, bool sorted) {
   if (Status s = allocate(stream, dtype, shape, sets); !s) return s;
   std::vector<double> values(static_cast<size_t>(numel()));
   std::vector<unsigned char> bytes_host(bytes());
@@ -59,6 +60,7 @@ Status CaseTensor::allocate_indices(const Stream& stream, DType dtype, Shape sha
       const double v = skewed ? std::floor(std::exp(u * log_range)) - 1.0 : std::floor(u * static_cast<double>(range));
       values[i] = std::min<double>(std::max(v, 0.0), static_cast<double>(range - 1));
     }
+    if (sorted) std::sort(values.begin(), values.end());
     harness::encode(dtype, values.data(), values.size(), bytes_host.data());
     if (Status st = buffers_[s].upload(bytes_host.data(), bytes_host.size()); !st) return st;
     if (s == 0) host0_ = bytes_host;

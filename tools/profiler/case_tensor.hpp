@@ -24,9 +24,10 @@ class CaseTensor {
   // Random values in [lo, hi), a different stream of them per set.
   Status allocate_random(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, double lo = -1.0,
                          double hi = 1.0);
-  // Index values in [0, range): uniform, or log-uniform (skewed: small values far more frequent).
+  // Index values in [0, range): uniform, or log-uniform (skewed: small values far more frequent);
+  // `sorted`: in nondecreasing order (a sorted plan's segment ids, offsets).
   Status allocate_indices(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, int64_t range,
-                          bool skewed);
+                          bool skewed, bool sorted = false);
   // Poisoned with NaN, to be written by the op.
   Status allocate_output(const Stream& stream, DType dtype, Shape shape, int sets);
   Status download_set0();  // refresh the host copy of set 0 (for outputs)

@@ -23,7 +23,8 @@ Verification verify_sampled(int64_t total, int64_t max_checks, double tolerance,
   const int64_t step = std::max<int64_t>(1, total / std::max<int64_t>(1, max_checks));
   auto check = [&](int64_t i) {
     const double g = got(i), w = want(i);
-    const double err = std::fabs(g - w) / (1.0 + (scale ? scale(i) : std::fabs(w)));
+    // Equal values match exactly (equal infinities too: an empty segment's max is -inf).
+    const double err = g == w ? 0.0 : std::fabs(g - w) / (1.0 + (scale ? scale(i) : std::fabs(w)));
     ++v.checked;
     if (std::isnan(g) || std::isnan(err) || err > tolerance) {
       if (v.passed)

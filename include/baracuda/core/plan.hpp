@@ -104,6 +104,8 @@ struct ArgSpec {
   Shape shape;
   int64_t index_bound = 0;  // an index tensor: values in [0, index_bound) are valid; 0 otherwise
   bool optional = false;    // present, yet it may be left empty (data null): the op reads zeros
+  bool sorted = false;      // an index tensor whose values must be nondecreasing (a sorted plan's segment
+                            // ids, offsets): each value below its predecessor is counted as bad too
 };
 
 namespace detail {

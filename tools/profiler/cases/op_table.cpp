@@ -108,7 +108,7 @@ class TableCase final : public ProfilerCase {
     CaseTensor& t = tensors_[k];
     const uint64_t seed = c.seed + k;
     if (s.index_bound > 0)
-      return t.allocate_indices(c.stream, s.dtype, s.shape, sets, seed, s.index_bound, bench_.skewed);
+      return t.allocate_indices(c.stream, s.dtype, s.shape, sets, seed, s.index_bound, bench_.skewed, s.sorted);
     if (s.output && !s.accumulates) return t.allocate_output(c.stream, s.dtype, s.shape, sets);
     double lo = -1.0, hi = 1.0;
     for (const harness::ValueRange& r : row_.value_ranges())

@@ -1,0 +1,226 @@
+// CPU kernels of the segment family. Forward: (segment, column chunk) work items in parallel, each
+// folding its segment's rows in row order into a chunk of accumulators (contiguous chunks converted
+// by the shared row converter, so the inner loops vectorize); deterministic by construction. The
+// unsorted form first sorts the rows by segment with a stable counting sort in the workspace (the
+// "sort" variant). Backward: rows in parallel, each reading its segment's dout.
+#include <algorithm>
+
+#include "common/dispatch.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/vector_math.hpp"
+#include "ops/segment_problem.hpp"
+
+namespace baracuda::detail::cpu {
+namespace {
+
+constexpr int64_t kColumnChunk = 256;
+
+template <class Idx>
+void count_bad(const SegmentProblem& p) {
+  const int64_t n = p.counted_size(), stride = p.counted_stride(), bound = p.counted_bound();
+  if (!p.bad_index_count || n == 0) return;
+  const Idx* v = static_cast<const Idx*>(p.counted());
+  const bool sorted = p.counted_sorted();
+  int64_t bad = 0;
+  if (stride == 0) {  // one value repeated: never below itself
+    bad = bad_index_weight(v[0], 0, false, bound, false) * n;
+  } else {
+#pragma omp parallel for reduction(+ : bad) if (n > kParallelThreshold)
+    for (int64_t i = 0; i < n; ++i)
+      bad += bad_index_weight(v[i * stride], i > 0 ? int64_t(v[(i - 1) * stride]) : 0, i > 0, bound, sorted);
+  }
+  *p.bad_index_count += bad;
+}
+
+// Column c0..c1's offsets in each view (a walk of the trailing dims).
+void column_offsets(const SegmentProblem& p, int64_t c0, int64_t c1, int64_t (*off)[kColumnChunk]) {
+  for (int64_t c = c0; c < c1; ++c) {
+    int64_t o[kSegmentColumns];
+    p.columns.offsets(c, o);
+    for (int t = 0; t < kSegmentColumns; ++t) off[t][c - c0] = o[t];
+  }
+}
+// The row side's columns are one unit-stride run (the converter's fast path).
+bool unit_columns(const SegmentProblem& p) {
+  return p.columns.rank == 0 || (p.columns.rank == 1 && p.columns.strides[kRowSide][0] == 1);
+}
+
+template <SegmentReduction R, class T, class Idx, class K>
+void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
+  using A = acc_t<T>;
+  using Fold = SegmentFold<R, A>;
+  const T* data = static_cast<const T*>(p.row_in);
+  T* out = static_cast<T*>(p.segment_out);
+  Idx* indices = static_cast<Idx*>(p.indices);
+  const int64_t length = p.length, chunks = ceil_div(length, kColumnChunk);
+  const bool unit = unit_columns(p);
+  T empty;
+  if constexpr (std::is_integral_v<T>)
+    empty = static_cast<T>(p.empty_integer);
+  else
+    empty = from_acc<T>(p.empty_value);
+#pragma omp parallel for schedule(dynamic, 4) if (std::max(p.rows, p.segments) * length > kParallelThreshold)
+  for (int64_t w = 0; w < p.segments * chunks; ++w) {
+    const int64_t s = w / chunks, c0 = (w % chunks) * kColumnChunk, c1 = std::min(length, c0 + kColumnChunk);
+    const int n = static_cast<int>(c1 - c0);
+    int64_t off[kSegmentColumns][kColumnChunk];
+    column_offsets(p, c0, c1, off);
+    A acc[kColumnChunk], x[kColumnChunk];
+    int64_t at[kColumnChunk];
+    std::fill_n(acc, n, A(0));
+    std::fill_n(at, n, int64_t{-1});
+    int64_t b, e, count = 0;
+    rows.bounds(s, b, e);
+    for (int64_t q = b; q < e; ++q) {
+      if (!rows.holds(q, s)) continue;
+      const int64_t i = rows.row(q);
+      const T* src = data + i * p.row_stride;
+      if (unit)
+        convert_rows(src + off[kRowSide][0], 0, 1, 1, n, x);
+      else
+        for (int j = 0; j < n; ++j) x[j] = to_acc<A>(src[off[kRowSide][j]]);
+      if constexpr (Fold::kExtreme) {
+        for (int j = 0; j < n; ++j) Fold::fold(acc[j], at[j], x[j], i);
+      } else {
+        for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], x[j]);
+      }
+      ++count;
+    }
+    T* dst = out + s * p.segment_stride;
+    for (int j = 0; j < n; ++j) {
+      A v = acc[j];
+      if constexpr (R == SegmentReduction::mean) v = count ? v / static_cast<A>(count) : v;
+      dst[off[kSegmentSide][j]] = count ? from_acc<T>(v) : empty;
+    }
+    if (indices)
+      for (int j = 0; j < n; ++j)
+        indices[s * p.indices_stride + off[kIndices][j]] = static_cast<Idx>(count ? at[j] : -1);
+  }
+}
+
+// The sort variant's stable counting sort: S + 1 segment starts, then the N rows in segment order
+// (rows with a bad id in none).
+template <class Idx>
+SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
+  int64_t* starts = static_cast<int64_t*>(p.workspace);
+  int64_t* order = starts + p.segments + 1;
+  const Idx* ids = static_cast<const Idx*>(p.ids);
+  auto valid = [&](int64_t id) { return id >= 0 && id < p.segments; };
+  std::fill_n(starts, p.segments + 1, int64_t{0});
+  for (int64_t i = 0; i < p.rows; ++i)
+    if (const int64_t id = ids[i * p.ids_stride]; valid(id)) ++starts[id + 1];
+  for (int64_t s = 0; s < p.segments; ++s) starts[s + 1] += starts[s];
+  for (int64_t i = 0; i < p.rows; ++i)  // starts[s] walks to the start of s + 1
+    if (const int64_t id = ids[i * p.ids_stride]; valid(id)) order[starts[id]++] = i;
+  for (int64_t s = p.segments; s > 0; --s) starts[s] = starts[s - 1];
+  starts[0] = 0;
+  SegmentRows<int64_t> r;
+  r.offsets = starts;
+  r.order = order;
+  r.rows = p.rows;
+  r.segments = p.segments;
+  return r;
+}
+
+template <SegmentReduction R, class T, class Idx>
+void forward(const SegmentProblem& p) {
+  if (p.segments == 0 || p.length == 0) return;
+  if (p.form == SegmentForm::unsorted_ids && p.rows > 0)
+    reduce_segments<R, T, Idx>(p, sort_rows<Idx>(p));
+  else
+    reduce_segments<R, T, Idx>(p, p.segment_rows<Idx>());
+}
+
+template <SegmentReduction R, class T, class Idx>
+void backward(const SegmentProblem& p) {
+  using A = acc_t<T>;
+  if (p.rows == 0 || p.length == 0) return;
+  const SegmentRows<Idx> rows = p.segment_rows<Idx>();
+  // The mean of the ids forms counts each segment's rows first, in the workspace.
+  const bool counted = R == SegmentReduction::mean && p.form != SegmentForm::offsets;
+  int64_t* counts = counted ? static_cast<int64_t*>(p.workspace) : nullptr;
+  if (counts) {
+    std::fill_n(counts, p.segments, int64_t{0});
+    for (int64_t i = 0; i < p.rows; ++i)
+      if (const int64_t s = rows.segment_of(i); s >= 0) ++counts[s];
+  }
+  const T* dout = static_cast<const T*>(p.segment_in);
+  T* ddata = static_cast<T*>(p.row_out);
+  const Idx* indices = static_cast<const Idx*>(p.indices);
+  const int64_t length = p.length, chunks = ceil_div(length, kColumnChunk);
+#pragma omp parallel for schedule(static) if (p.rows * length > kParallelThreshold)
+  for (int64_t w = 0; w < p.rows * chunks; ++w) {
+    const int64_t i = w / chunks, c0 = (w % chunks) * kColumnChunk, c1 = std::min(length, c0 + kColumnChunk);
+    const int n = static_cast<int>(c1 - c0);
+    int64_t off[kSegmentColumns][kColumnChunk];
+    column_offsets(p, c0, c1, off);
+    T* dst = ddata + i * p.row_stride;
+    const int64_t s = rows.segment_of(i);
+    if (s < 0) {
+      for (int j = 0; j < n; ++j) dst[off[kRowSide][j]] = from_acc<T>(A(0));
+      continue;
+    }
+    const T* dy = dout + s * p.segment_stride;
+    A scale = A(1);
+    if constexpr (R == SegmentReduction::mean) {
+      int64_t b = 0, e = 0;
+      if (!counts) rows.bounds(s, b, e);
+      scale = A(1) / static_cast<A>(counts ? counts[s] : e - b);
+    }
+    for (int j = 0; j < n; ++j) {
+      A g = to_acc<A>(dy[off[kSegmentSide][j]]);
+      if constexpr (R == SegmentReduction::mean) g *= scale;
+      if constexpr (R == SegmentReduction::max || R == SegmentReduction::min)
+        g = static_cast<int64_t>(indices[s * p.indices_stride + off[kIndices][j]]) == i ? g : A(0);
+      dst[off[kRowSide][j]] = from_acc<T>(g);
+    }
+  }
+}
+
+template <SegmentReduction R>
+Status run(const SegmentProblem& p) {
+  return dispatch_index(p.index_dtype, [&](auto index_tag) {
+    using Idx = typename decltype(index_tag)::type;
+    Status st;
+    if (p.backward) {
+      st = dispatch_float<half, bfloat16>(p.dtype, [&](auto tag) {
+        backward<R, typename decltype(tag)::type, Idx>(p);
+        return Status::ok();
+      });
+    } else {
+      st = dispatch_float<half, bfloat16, int32_t, int64_t>(p.dtype, [&](auto tag) {
+        forward<R, typename decltype(tag)::type, Idx>(p);
+        return Status::ok();
+      });
+    }
+    if (st) count_bad<Idx>(p);
+    return st;
+  });
+}
+
+}  // namespace
+
+CheckedSize segment_workspace(const SegmentProblem& p) {
+  const bool work = p.rows > 0 && p.segments > 0 && p.length > 0;
+  if (!work) return 0;
+  if (!p.backward && p.form == SegmentForm::unsorted_ids)
+    return (CheckedSize(p.segments) + 1 + p.rows) * int64_t{sizeof(int64_t)};
+  if (p.backward && p.reduction == SegmentReduction::mean && p.form != SegmentForm::offsets)
+    return CheckedSize(p.segments) * int64_t{sizeof(int64_t)};
+  return 0;
+}
+
+Status launch(const LaunchContext&, const SegmentProblem& p) {
+  switch (p.reduction) {
+    case SegmentReduction::sum:
+      return run<SegmentReduction::sum>(p);
+    case SegmentReduction::mean:
+      return run<SegmentReduction::mean>(p);
+    case SegmentReduction::max:
+      return run<SegmentReduction::max>(p);
+    default:
+      return run<SegmentReduction::min>(p);
+  }
+}
+
+}  // namespace baracuda::detail::cpu
