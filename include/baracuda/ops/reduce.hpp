@@ -51,11 +51,11 @@
 // Determinism: every kernel is deterministic (no atomics: a fixed reduction order, the same bits on
 // every run). amax/amin/max/min/arg-kinds, any/all/count and an empty reduced set do not depend on
 // the order at all (amax takes +0 over -0, amin -0 over +0; max / min keep the first index), but for
-// the payload of a NaN result (one of the input NaNs'). Sums, products, var and logsumexp depend on it through rounding: the
-// same shape, dims and kernel give the same bits whatever the views' strides and alignment, and a
-// layout that changes the kernel (reducing a transposed view's dim turns rows into columns) may
-// round differently, within the bound the order gives: pairwise over slots of a sequential run, an
-// error below (n / slots + log2(slots)) ulps of the sum of |x|.
+// the payload of a NaN result (one of the input NaNs'). Sums, products, var and logsumexp depend on it through
+// rounding: the same shape, dims and kernel give the same bits whatever the views' strides and alignment, and a layout
+// that changes the kernel (reducing a transposed view's dim turns rows into columns) may round differently, within the
+// bound the order gives: pairwise over slots of a sequential run, an error below (n / slots + log2(slots)) ulps of the
+// sum of |x|.
 #include <array>
 #include <initializer_list>
 #include <optional>
