@@ -11,6 +11,9 @@ namespace baracuda::detail::cuda {
 
 inline Status cuda_status(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status::ok();
+  // A failed call also leaves its error as the runtime's last one: clear it (unless sticky), so that
+  // the next launch's check does not report it again as its own.
+  (void)cudaGetLastError();
   return Status::error(StatusCode::backend_error,
                        std::string(what) + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
 }

@@ -199,7 +199,8 @@ Status run(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
 }  // namespace
 
 CheckedSize segment_workspace(const SegmentProblem& p) {
-  if (p.rows == 0 || p.segments == 0 || p.length == 0) return 0;
+  // (No rows still runs the forward: every segment is empty, and the atomic kernel's scratch is zeroed.)
+  if (p.segments == 0 || p.length == 0 || (p.backward && p.rows == 0)) return 0;
   if (p.backward)
     return p.reduction == SegmentReduction::mean && p.form != SegmentForm::offsets ? CheckedSize(p.segments) * 8
                                                                                    : CheckedSize(0);
