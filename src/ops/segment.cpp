@@ -287,6 +287,8 @@ struct SegmentOpHooks : TableOf<R>, SegmentHooks<R, kBackward> {
     }
     p.bad_index_count = a.bad_index_count;
     p.vectorized = t.backend == Backend::cuda && vectorizable(p);
+    p.packed_rows = t.backend == Backend::cuda && !p.backward && p.length == 1 && p.row_stride == 1 &&
+                    aligned16(p.row_in);
     return p;
   }
   static KernelShape kernel(const PlanTarget& t, const SegmentDescriptor& d, const PlanChoice& c, const Args* a) {
@@ -298,8 +300,9 @@ struct SegmentOpHooks : TableOf<R>, SegmentHooks<R, kBackward> {
       k.layout = layout_of(views);
     }
     if (t.backend == Backend::cuda) {
-      const bool vectorized = !a || problem_of(t, d, c, *a).vectorized;
-      k.variant += vectorized ? ".vec16" : ".strided";
+      // .vec16: 16-byte units of a row; .rows16: 16-byte vectors of rows (D = 1); .strided: elements.
+      const SegmentProblem p = a ? problem_of(t, d, c, *a) : SegmentProblem{};
+      k.variant += !a || p.vectorized ? ".vec16" : p.packed_rows ? ".rows16" : ".strided";
     }
     return k;
   }

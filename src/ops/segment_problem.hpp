@@ -2,6 +2,8 @@
 // What the segment plans hand to a backend: the rows side (data, or the backward's ddata) and the
 // segments side (out, or dout) as N and S rows of D columns (a Walker over the trailing dims gives a
 // column's offset in each view), the index views, the variant and the workspace.
+#include <algorithm>
+
 #include "baracuda/ops/segment.hpp"
 #include "common/checked.hpp"
 #include "common/elementwise.hpp"
@@ -41,6 +43,7 @@ struct SegmentProblem {
   int64_t empty_integer = 0;  // integer dtypes: the same
   int64_t piece_rows = 0;     // CUDA: rows of a piece of a long segment (the split)
   bool vectorized = false;    // CUDA: D contiguous in whole, aligned 16-byte vectors on both sides
+  bool packed_rows = false;   // CUDA forward: D = 1, rows adjacent, 16-byte aligned (vectors of rows)
   int64_t* bad_index_count = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;
@@ -64,10 +67,12 @@ struct SegmentProblem {
   }
 };
 
-// The rows of a piece of a long segment on CUDA (the split), chosen at select from D alone: about
-// 64 KiB of f32 a piece.
+// The rows of a piece of a long segment on CUDA (the split), chosen at select from D alone: 256
+// rows (fewer past D = 1024, down to 64), so that no lane walks more than about 256 loads of a
+// segment in sequence (the longest segment's lane sets the kernel's tail) while a piece's two
+// partial slots stay a few percent of its bytes.
 inline int64_t segment_piece_rows(int64_t length) {
-  return std::max<int64_t>(256, std::min<int64_t>(16384, 16384 / std::max<int64_t>(length, 1) * 4));
+  return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(length, 1), 64, 256);
 }
 
 namespace cpu {

@@ -21,8 +21,8 @@
 namespace baracuda::detail::cuda {
 
 // A unit of a row: kV consecutive elements (a 16-byte vector) or, with kV == 1, the column `u`
-// through the columns' walk (any strides).
-template <int kV, class T, class A>
+// through the columns' walk (any strides) of the view kSide.
+template <int kSide, int kV, class T, class A>
 __device__ __forceinline__ void load_unit(const SegmentProblem& p, const T* row, int64_t u, A (&a)[kV]) {
   if constexpr (kV > 1) {
     const Vec16<T> x = load16(row + u * kV);
@@ -31,10 +31,10 @@ __device__ __forceinline__ void load_unit(const SegmentProblem& p, const T* row,
   } else {
     int64_t off[kSegmentColumns];
     p.columns.offsets(u, off);
-    a[0] = to_acc<A>(row[off[kRowSide]]);
+    a[0] = to_acc<A>(row[off[kSide]]);
   }
 }
-template <int kV, class T, class A>
+template <int kSide, int kV, class T, class A>
 __device__ __forceinline__ void store_unit(const SegmentProblem& p, T* row, int64_t u, const A (&a)[kV]) {
   if constexpr (kV > 1) {
     Vec16<T> y;
@@ -44,7 +44,7 @@ __device__ __forceinline__ void store_unit(const SegmentProblem& p, T* row, int6
   } else {
     int64_t off[kSegmentColumns];
     p.columns.offsets(u, off);
-    row[off[kSegmentSide]] = from_acc<T>(a[0]);
+    row[off[kSide]] = from_acc<T>(a[0]);
   }
 }
 
@@ -56,21 +56,72 @@ __device__ __forceinline__ T empty_of(const SegmentProblem& p) {
     return from_acc<T>(p.empty_value);
 }
 
-// Folds positions [b, e) of segment s for unit u into (acc, at); returns the rows folded.
+// Folds positions [b, e) of segment s for unit u into (acc, at); returns the rows folded. The rows
+// go kFoldBatch at a time, their loads issued back to back (a lane walks a segment alone: one load
+// in flight at a time would leave it bound by latency).
+inline constexpr int kFoldBatch = 4;
+
+// D = 1 over contiguous rows (SegmentProblem::packed_rows): 16-byte vectors of consecutive rows,
+// the vectors that straddle the segment's ends read whole and masked (a vector that would pass the
+// last row is read element by element).
+template <SegmentReduction R, class T, class A, class K>
+__device__ __forceinline__ int64_t fold_packed_rows(const SegmentProblem& p, const SegmentRows<K>& rows, int64_t s,
+                                                    int64_t b, int64_t e, A& acc, int64_t& at) {
+  using Fold = SegmentFold<R, A>;
+  constexpr int kV = Vec16<T>::kSize;
+  const T* data = static_cast<const T*>(p.row_in);
+  int64_t count = 0;
+  for (int64_t q0 = b / kV * kV; q0 < e; q0 += int64_t{kV} * kFoldBatch) {
+    Vec16<T> x[kFoldBatch];
+#pragma unroll
+    for (int t = 0; t < kFoldBatch; ++t) {
+      const int64_t q = q0 + t * kV;
+      if (q + kV <= p.rows) {
+        x[t] = load16(data + q);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kV; ++k)
+          if (q + k < p.rows) x[t].v[k] = data[q + k];
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kFoldBatch; ++t) {
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        const int64_t q = q0 + t * kV + k;
+        if (q < b || q >= e || !rows.holds(q, s)) continue;
+        Fold::fold(acc, at, to_acc<A>(x[t].v[k]), q);
+        ++count;
+      }
+    }
+  }
+  return count;
+}
+
 template <SegmentReduction R, int kV, class T, class A, class K>
 __device__ __forceinline__ int64_t fold_rows(const SegmentProblem& p, const SegmentRows<K>& rows, int64_t s, int64_t b,
                                              int64_t e, int64_t u, A (&acc)[kV], int64_t (&at)[kV]) {
   using Fold = SegmentFold<R, A>;
+  if constexpr (kV == 1)
+    if (p.packed_rows && !rows.order) return fold_packed_rows<R, T>(p, rows, s, b, e, acc[0], at[0]);
   const T* data = static_cast<const T*>(p.row_in);
   int64_t count = 0;
-  for (int64_t q = b; q < e; ++q) {
-    if (!rows.holds(q, s)) continue;
-    const int64_t i = rows.row(q);
-    A x[kV];
-    load_unit<kV>(p, data + i * p.row_stride, u, x);
+  for (int64_t q0 = b; q0 < e; q0 += kFoldBatch) {
+    A x[kFoldBatch][kV];
+    int64_t row[kFoldBatch];
 #pragma unroll
-    for (int k = 0; k < kV; ++k) Fold::fold(acc[k], at[k], x[k], i);
-    ++count;
+    for (int t = 0; t < kFoldBatch; ++t) {
+      const int64_t q = q0 + t;
+      row[t] = q < e && rows.holds(q, s) ? rows.row(q) : -1;
+      if (row[t] >= 0) load_unit<kRowSide, kV>(p, data + row[t] * p.row_stride, u, x[t]);
+    }
+#pragma unroll
+    for (int t = 0; t < kFoldBatch; ++t) {
+      if (row[t] < 0) continue;
+#pragma unroll
+      for (int k = 0; k < kV; ++k) Fold::fold(acc[k], at[k], x[t][k], row[t]);
+      ++count;
+    }
   }
   return count;
 }
@@ -136,13 +187,27 @@ __global__ void __launch_bounds__(kThreads) segment_kernel(SegmentProblem p, Seg
       if (!split) {
         count = fold_rows<R, kV, T>(p, rows, s, b, e, u, acc, at);
       } else {
+        // The pieces' partials in piece order, kFoldBatch pieces' loads in flight.
         const int64_t first = b / P, last = (e - 1) / P;
-        for (int64_t k = first; k <= last; ++k) {
-          const int slot = k == first ? 1 : 0;
+        for (int64_t k0 = first; k0 <= last; k0 += kFoldBatch) {
+          A v[kFoldBatch][kV];
+          int64_t v_at[kFoldBatch][kV];
 #pragma unroll
-          for (int j = 0; j < kV; ++j) {
-            const int64_t at_slot = slot_of<A>(p, k, slot, u * kV + j);
-            Fold::combine(acc[j], at[j], partials[at_slot], partial_at ? partial_at[at_slot] : k * P);
+          for (int t = 0; t < kFoldBatch; ++t) {
+            const int64_t k = k0 + t;
+            if (k > last) continue;
+#pragma unroll
+            for (int j = 0; j < kV; ++j) {
+              const int64_t at_slot = slot_of<A>(p, k, k == first ? 1 : 0, u * kV + j);
+              v[t][j] = partials[at_slot];
+              v_at[t][j] = partial_at ? partial_at[at_slot] : k * P;
+            }
+          }
+#pragma unroll
+          for (int t = 0; t < kFoldBatch; ++t) {
+            if (k0 + t > last) continue;
+#pragma unroll
+            for (int j = 0; j < kV; ++j) Fold::combine(acc[j], at[j], v[t][j], v_at[t][j]);
           }
         }
       }
@@ -154,7 +219,7 @@ __global__ void __launch_bounds__(kThreads) segment_kernel(SegmentProblem p, Seg
       }
       T* dst = out + s * p.segment_stride;
       if (count > 0) {
-        store_unit<kV>(p, dst, u, value);
+        store_unit<kSegmentSide, kV>(p, dst, u, value);
       } else if constexpr (kV > 1) {
         Vec16<T> y;
 #pragma unroll
@@ -188,22 +253,45 @@ __device__ __forceinline__ void atomic_add_acc(A* p, A v) {
     atomicAdd(p, v);
 }
 
-template <class T, class Idx>
+// kV accumulators added at p (16-byte vector atomics of f32 on sm_90: a quarter of the atomic
+// operations; scalar ones elsewhere).
+template <int kV, class A>
+__device__ __forceinline__ void atomic_add_unit(A* p, const A (&v)[kV]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool kVector = std::is_same_v<A, float> && kV % 4 == 0;
+#else
+  constexpr bool kVector = false;
+#endif
+  if constexpr (kVector) {
+#pragma unroll
+    for (int k = 0; k < kV; k += 4)
+      atomicAdd(reinterpret_cast<float4*>(p + k), make_float4(v[k], v[k + 1], v[k + 2], v[k + 3]));
+  } else {
+#pragma unroll
+    for (int k = 0; k < kV; ++k) atomic_add_acc(p + k, v[k]);
+  }
+}
+
+// A group of lanes per row: the row's id read once, its units added into scratch row s (dense [S, D]
+// of accumulators; a vector unit lands on kV consecutive accumulators, 16-byte aligned as D % kV == 0),
+// the row counted once.
+template <int kV, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    segment_atomic_kernel(SegmentProblem p, acc_t<T>* scratch, unsigned long long* counts) {
+    segment_atomic_kernel(SegmentProblem p, int lanes, acc_t<T>* scratch, unsigned long long* counts) {
   using A = acc_t<T>;
   const T* data = static_cast<const T*>(p.row_in);
   const Idx* ids = static_cast<const Idx*>(p.ids);
-  const int64_t total = p.rows * p.length;
-  for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < total; w += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = w / p.length, c = w - i * p.length;
+  const int64_t units = p.length / kV;
+  for_each_row(p.rows, lanes, [&](int64_t i, int lane) {
     const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-    if (s < 0 || s >= p.segments) continue;
-    int64_t off[kSegmentColumns];
-    p.columns.offsets(c, off);
-    atomic_add_acc(scratch + s * p.length + c, to_acc<A>(data[i * p.row_stride + off[kRowSide]]));
-    if (c == 0) atomicAdd(counts + s, 1ull);
-  }
+    if (s < 0 || s >= p.segments) return;
+    for (int64_t u = lane; u < units; u += lanes) {
+      A x[kV];
+      load_unit<kRowSide, kV>(p, data + i * p.row_stride, u, x);
+      atomic_add_unit<kV>(scratch + s * p.length + u * kV, x);
+    }
+    if (lane == 0) atomicAdd(counts + s, 1ull);
+  });
 }
 
 template <SegmentReduction R, class T>
@@ -224,33 +312,44 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Backward: every element of ddata from its row's segment (a gather; deterministic).
-template <SegmentReduction R, class T, class Idx>
+// Backward: every row of ddata from its row's segment (a gather; deterministic): a group of lanes
+// per row, the row's segment found once, 16-byte units where both sides allow.
+template <SegmentReduction R, int kV, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    segment_backward_kernel(SegmentProblem p, SegmentRows<Idx> rows, const unsigned long long* counts) {
+    segment_backward_kernel(SegmentProblem p, SegmentRows<Idx> rows, int lanes, const unsigned long long* counts) {
   using A = acc_t<T>;
   const T* dout = static_cast<const T*>(p.segment_in);
   T* ddata = static_cast<T*>(p.row_out);
   const Idx* indices = static_cast<const Idx*>(p.indices);
-  const int64_t total = p.rows * p.length;
-  for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < total; w += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t i = w / p.length, c = w - i * p.length;
-    int64_t off[kSegmentColumns];
-    p.columns.offsets(c, off);
+  const int64_t units = p.length / kV;
+  for_each_row(p.rows, lanes, [&](int64_t i, int lane) {
     const int64_t s = rows.segment_of(i);
-    A g = A(0);
-    if (s >= 0) {
-      g = to_acc<A>(dout[s * p.segment_stride + off[kSegmentSide]]);
-      if constexpr (R == SegmentReduction::mean) {
-        int64_t b = 0, e = 0;
-        if (!counts) rows.bounds(s, b, e);
-        g /= static_cast<A>(counts ? static_cast<int64_t>(counts[s]) : e - b);
-      }
-      if constexpr (R == SegmentReduction::max || R == SegmentReduction::min)
-        if (static_cast<int64_t>(indices[s * p.indices_stride + off[kIndices]]) != i) g = A(0);
+    int64_t count = 1;
+    if (R == SegmentReduction::mean && s >= 0) {
+      int64_t b = 0, e = 0;
+      if (!counts) rows.bounds(s, b, e);
+      count = counts ? static_cast<int64_t>(counts[s]) : e - b;
     }
-    ddata[i * p.row_stride + off[kRowSide]] = from_acc<T>(g);
-  }
+    for (int64_t u = lane; u < units; u += lanes) {
+      A g[kV];
+      if (s >= 0) {
+        load_unit<kSegmentSide, kV>(p, dout + s * p.segment_stride, u, g);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) {
+          if constexpr (R == SegmentReduction::mean) g[k] /= static_cast<A>(count);
+          if constexpr (R == SegmentReduction::max || R == SegmentReduction::min) {
+            int64_t off[kSegmentColumns];
+            p.columns.offsets(u * kV + k, off);
+            if (static_cast<int64_t>(indices[s * p.indices_stride + off[kIndices]]) != i) g[k] = A(0);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kV; ++k) g[k] = A(0);
+      }
+      store_unit<kRowSide, kV>(p, ddata + i * p.row_stride, u, g);
+    }
+  });
 }
 
 // Bad ids and offsets (SegmentProblem::counted): outside the bound, or below their predecessor.

@@ -142,9 +142,17 @@ Status forward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
         !st)
       return st;
     if (p.rows > 0) {
-      segment_atomic_kernel<T, Idx>
-          <<<grid_stride_blocks(p.rows * p.length, sm_count), kThreads, 0, stream>>>(p, scratch, counts);
-      if (Status st = last_launch_status("segment_atomic_kernel"); !st) return st;
+      auto add = [&](auto vector) {
+        constexpr int kV = decltype(vector)::value;
+        const int lanes = lanes_for(p.length / kV);
+        segment_atomic_kernel<kV, T, Idx>
+            <<<row_blocks(p.rows, lanes, sm_count), kThreads, 0, stream>>>(p, lanes, scratch, counts);
+        return last_launch_status("segment_atomic_kernel");
+      };
+      if (Status st = p.vectorized ? add(std::integral_constant<int, Vec16<T>::kSize>{})
+                                   : add(std::integral_constant<int, 1>{});
+          !st)
+        return st;
     }
     segment_finish_kernel<R, T>
         <<<grid_stride_blocks(p.segments * p.length, sm_count), kThreads, 0, stream>>>(p, scratch, counts);
@@ -172,9 +180,14 @@ Status backward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
     segment_counts_kernel<Idx><<<grid_stride_blocks(p.rows, sm_count), kThreads, 0, stream>>>(p, counts);
     if (Status st = last_launch_status("segment_counts_kernel"); !st) return st;
   }
-  segment_backward_kernel<R, T, Idx>
-      <<<grid_stride_blocks(p.rows * p.length, sm_count), kThreads, 0, stream>>>(p, p.segment_rows<Idx>(), counts);
-  return last_launch_status("segment_backward_kernel");
+  auto gather = [&](auto vector) {
+    constexpr int kV = decltype(vector)::value;
+    const int lanes = lanes_for(p.length / kV);
+    segment_backward_kernel<R, kV, T, Idx><<<row_blocks(p.rows, lanes, sm_count), kThreads, 0, stream>>>(
+        p, p.segment_rows<Idx>(), lanes, counts);
+    return last_launch_status("segment_backward_kernel");
+  };
+  return p.vectorized ? gather(std::integral_constant<int, Vec16<T>::kSize>{}) : gather(std::integral_constant<int, 1>{});
 }
 
 template <SegmentReduction R>
