@@ -22,6 +22,9 @@ struct SegmentRows {
   const K* offsets = nullptr;  // offsets form (and the CPU's sort variant): S + 1 of them
   int64_t offset_stride = 1;
   const int64_t* order = nullptr;  // the row at each position, where not the position itself
+  // CUDA, ids forms: lower_bound(s) for s in [0, S], searched once for all (segment_starts_kernel);
+  // a segment's bounds are then two loads rather than two searches.
+  const int64_t* starts = nullptr;
   int64_t rows = 0;                // N
   int64_t segments = 0;            // S
 
@@ -48,13 +51,31 @@ struct SegmentRows {
     if (offsets) {
       b = offset(s);
       e = raw_offset(s + 1) < raw_offset(s) ? b : offset(s + 1);
+    } else if (starts) {
+      b = starts[s];
+      e = starts[s + 1];
     } else {
-      b = lower_bound(s);
-      e = lower_bound(s + 1);
+      lower_bounds(s, b, e);
     }
     if (e < b) e = b;  // ids out of order
   }
-  BARACUDA_HD bool holds(int64_t p, int64_t s) const { return offsets || key(p) == s; }
+  // lower_bound(s) and lower_bound(s + 1), the two searches interleaved: two independent chains of
+  // loads in flight rather than one after the other (on the GPU each step is a memory round trip).
+  BARACUDA_HD void lower_bounds(int64_t s, int64_t& b, int64_t& e) const {
+    int64_t lo_b = 0, hi_b = rows, lo_e = 0, hi_e = rows;
+    while (lo_b < hi_b || lo_e < hi_e) {
+      const int64_t mid_b = lo_b + (hi_b - lo_b) / 2, mid_e = lo_e + (hi_e - lo_e) / 2;
+      const bool step_b = lo_b < hi_b, step_e = lo_e < hi_e;
+      const int64_t key_b = step_b ? key(mid_b) : 0, key_e = step_e ? key(mid_e) : 0;
+      if (step_b) (key_b < s ? lo_b = mid_b + 1 : hi_b = mid_b);
+      if (step_e) (key_e < s + 1 ? lo_e = mid_e + 1 : hi_e = mid_e);
+    }
+    b = lo_b;
+    e = lo_e;
+  }
+  // Whether position p of segment s's bounds holds it: always, but for ids out of order, which the
+  // searched bounds of starts do not check (their answer is unspecified, only in bounds).
+  BARACUDA_HD bool holds(int64_t p, int64_t s) const { return offsets || starts || key(p) == s; }
   // The segment of row i (the backward's map; the walk is unsorted there), or -1.
   BARACUDA_HD int64_t segment_of(int64_t i) const {
     if (!offsets) {

@@ -287,8 +287,8 @@ struct SegmentOpHooks : TableOf<R>, SegmentHooks<R, kBackward> {
     }
     p.bad_index_count = a.bad_index_count;
     p.vectorized = t.backend == Backend::cuda && vectorizable(p);
-    p.packed_rows = t.backend == Backend::cuda && !p.backward && p.length == 1 && p.row_stride == 1 &&
-                    aligned16(p.row_in);
+    p.packed_rows = t.backend == Backend::cuda && p.length == 1 && p.row_stride == 1 &&
+                    aligned16(p.backward ? static_cast<const void*>(p.row_out) : p.row_in);
     return p;
   }
   static KernelShape kernel(const PlanTarget& t, const SegmentDescriptor& d, const PlanChoice& c, const Args* a) {

@@ -43,7 +43,7 @@ struct SegmentProblem {
   int64_t empty_integer = 0;  // integer dtypes: the same
   int64_t piece_rows = 0;     // CUDA: rows of a piece of a long segment (the split)
   bool vectorized = false;    // CUDA: D contiguous in whole, aligned 16-byte vectors on both sides
-  bool packed_rows = false;   // CUDA forward: D = 1, rows adjacent, 16-byte aligned (vectors of rows)
+  bool packed_rows = false;   // CUDA: D = 1, rows adjacent, 16-byte aligned (vectors of rows)
   int64_t* bad_index_count = nullptr;
   void* workspace = nullptr;
   size_t workspace_size = 0;

@@ -67,6 +67,7 @@ class TypedProblem final : public Problem {
     views = sample.views;
     only = sample.only;
     index_values = sample.index_values;
+    skewed_indices = sample.skewed_indices;
     note = std::move(sample.note);
     value_ranges = std::move(sample.value_ranges);
   }

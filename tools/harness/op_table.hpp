@@ -48,6 +48,7 @@ struct Sample {
   std::string note{};                        // what the shapes alone do not say (dim, padding, weight)
   std::vector<DType> dtypes{};               // the dtypes it runs at; empty: every dtype of the schema
   std::vector<ValueRange> value_ranges{};    // its own, before the row's (which hold for floats alone)
+  bool skewed_indices = false;               // index values log-uniform: the low ones far more frequent
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -136,6 +137,7 @@ class Problem {
   Views views = Views::contiguous;
   std::string_view only;
   std::optional<IndexRange> index_values;
+  bool skewed_indices = false;
   std::string note;
   std::vector<ValueRange> value_ranges;  // the sample's own
 };

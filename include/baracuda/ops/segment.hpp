@@ -31,8 +31,8 @@
 // (an int64 in the stream's memory, added to; optional), every plan, forward and backward, counts:
 //   - segment ids outside [0, S): the row is dropped (it joins no segment; its gradient is 0);
 //   - with sorted_ids, each id below its predecessor (an unsorted input): the plan's answer is then
-//     not specified beyond "in bounds" (a row out of order may be left out of its segment), but the
-//     count says so;
+//     not specified beyond "in bounds" (a row out of order may be left out of its segment, or
+//     folded into a neighbour's), but the count says so;
 //   - offsets outside [0, N]: counted and clamped into [0, N]; each offset below its predecessor is
 //     counted too, and makes its segment empty (offsets are counted, not an error: they live in
 //     device memory, which select never reads).

@@ -107,19 +107,33 @@ __device__ __forceinline__ int64_t fold_rows(const SegmentProblem& p, const Segm
   const T* data = static_cast<const T*>(p.row_in);
   int64_t count = 0;
   for (int64_t q0 = b; q0 < e; q0 += kFoldBatch) {
-    A x[kFoldBatch][kV];
+    // The batch held as loaded (16-byte vectors), converted as it is folded: a 16-bit batch in
+    // f32 would take twice the registers.
+    std::conditional_t<(kV > 1), Vec16<T>, T> x[kFoldBatch];
     int64_t row[kFoldBatch];
 #pragma unroll
     for (int t = 0; t < kFoldBatch; ++t) {
       const int64_t q = q0 + t;
       row[t] = q < e && rows.holds(q, s) ? rows.row(q) : -1;
-      if (row[t] >= 0) load_unit<kRowSide, kV>(p, data + row[t] * p.row_stride, u, x[t]);
+      if (row[t] < 0) continue;
+      const T* at_row = data + row[t] * p.row_stride;
+      if constexpr (kV > 1) {
+        x[t] = load16(at_row + u * kV);
+      } else {
+        int64_t off[kSegmentColumns];
+        p.columns.offsets(u, off);
+        x[t] = at_row[off[kRowSide]];
+      }
     }
 #pragma unroll
     for (int t = 0; t < kFoldBatch; ++t) {
       if (row[t] < 0) continue;
+      if constexpr (kV > 1) {
 #pragma unroll
-      for (int k = 0; k < kV; ++k) Fold::fold(acc[k], at[k], x[t][k], row[t]);
+        for (int k = 0; k < kV; ++k) Fold::fold(acc[k], at[k], to_acc<A>(x[t].v[k]), row[t]);
+      } else {
+        Fold::fold(acc[0], at[0], to_acc<A>(x[t]), row[t]);
+      }
       ++count;
     }
   }
@@ -158,86 +172,116 @@ __global__ void __launch_bounds__(kThreads) segment_pieces_kernel(SegmentProblem
 #pragma unroll
         for (int j = 0; j < kV; ++j) {
           partials[slot_of<A>(p, k, slot, u * kV + j)] = acc[j];
-          if (partial_at) partial_at[slot_of<A>(p, k, slot, u * kV + j)] = at[j];
+          if (SegmentFold<R, A>::kExtreme) partial_at[slot_of<A>(p, k, slot, u * kV + j)] = at[j];
         }
       }
     }
   });
 }
 
+// Writes segment s's unit u: the folded value (a mean divided by its count) or, for an empty
+// segment, the empty value; max / min also the row of each extreme (-1 where empty).
+template <SegmentReduction R, int kV, class T, class Idx, class A>
+__device__ __forceinline__ void write_segment(const SegmentProblem& p, int64_t s, int64_t u, const A (&acc)[kV],
+                                              const int64_t (&at)[kV], int64_t count) {
+  T* dst = static_cast<T*>(p.segment_out) + s * p.segment_stride;
+  A value[kV];
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    value[j] = acc[j];
+    if constexpr (R == SegmentReduction::mean) value[j] = count ? value[j] / static_cast<A>(count) : value[j];
+  }
+  if (count > 0) {
+    store_unit<kSegmentSide, kV>(p, dst, u, value);
+  } else if constexpr (kV > 1) {
+    Vec16<T> y;
+#pragma unroll
+    for (int j = 0; j < kV; ++j) y.v[j] = empty_of<T>(p);
+    store16(dst + u * kV, y);
+  } else {
+    int64_t off[kSegmentColumns];
+    p.columns.offsets(u, off);
+    dst[off[kSegmentSide]] = empty_of<T>(p);
+  }
+  if constexpr (SegmentFold<R, A>::kExtreme) {
+    if (Idx* indices = static_cast<Idx*>(p.indices)) {
+#pragma unroll
+      for (int j = 0; j < kV; ++j) {
+        int64_t off[kSegmentColumns];
+        p.columns.offsets(u * kV + j, off);
+        indices[s * p.indices_stride + off[kIndices]] = static_cast<Idx>(count > 0 ? at[j] : -1);
+      }
+    }
+  }
+}
+
+// Every segment no longer than a piece: its rows folded in order, written once. The longer ones
+// are segment_split_kernel's.
 template <SegmentReduction R, int kV, class T, class Idx, class K>
-__global__ void __launch_bounds__(kThreads) segment_kernel(SegmentProblem p, SegmentRows<K> rows, int lanes,
-                                                           const acc_t<T>* partials, const int64_t* partial_at) {
+__global__ void __launch_bounds__(kThreads, 3) segment_kernel(SegmentProblem p, SegmentRows<K> rows, int lanes) {
   using A = acc_t<T>;
-  using Fold = SegmentFold<R, A>;
   const int64_t units = p.length / kV, P = p.piece_rows;
-  T* out = static_cast<T*>(p.segment_out);
-  Idx* indices = static_cast<Idx*>(p.indices);
-  const T empty = empty_of<T>(p);
   for_each_row(p.segments, lanes, [&](int64_t s, int lane) {
     int64_t b, e;
     rows.bounds(s, b, e);
-    const bool split = P > 0 && e - b > P;
+    if (P > 0 && e - b > P) return;
     for (int64_t u = lane; u < units; u += lanes) {
       A acc[kV];
       int64_t at[kV];
 #pragma unroll
       for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
-      int64_t count = e - b;
-      if (!split) {
-        count = fold_rows<R, kV, T>(p, rows, s, b, e, u, acc, at);
-      } else {
-        // The pieces' partials in piece order, kFoldBatch pieces' loads in flight.
-        const int64_t first = b / P, last = (e - 1) / P;
-        for (int64_t k0 = first; k0 <= last; k0 += kFoldBatch) {
-          A v[kFoldBatch][kV];
-          int64_t v_at[kFoldBatch][kV];
+      const int64_t count = fold_rows<R, kV, T>(p, rows, s, b, e, u, acc, at);
+      write_segment<R, kV, T, Idx>(p, s, u, acc, at, count);
+    }
+  });
+}
+
+// Every segment longer than a piece, found from the piece it begins in (the one holding that
+// piece's last position): its pieces' partials combined in piece order, a few pieces' loads in
+// flight (as many as keep the batch at 16 accumulators).
+template <SegmentReduction R, int kV, class T, class Idx, class K>
+__global__ void __launch_bounds__(kThreads)
+    segment_split_kernel(SegmentProblem p, SegmentRows<K> rows, int64_t pieces, int lanes, const acc_t<T>* partials,
+                         const int64_t* partial_at) {
+  using A = acc_t<T>;
+  using Fold = SegmentFold<R, A>;
+  constexpr int kBatch = kV >= 8 ? 2 : kFoldBatch;
+  const int64_t units = p.length / kV, P = p.piece_rows;
+  for_each_row(pieces, lanes, [&](int64_t piece, int lane) {
+    const int64_t start = piece * P, end = min(p.rows, start + P);
+    const int64_t s = rows.segment_of(end - 1);
+    if (s < 0) return;
+    int64_t b, e;
+    rows.bounds(s, b, e);
+    if (e - b <= P || b < start || b >= end) return;
+    const int64_t first = piece, last = (e - 1) / P;
+    for (int64_t u = lane; u < units; u += lanes) {
+      A acc[kV];
+      int64_t at[kV];
 #pragma unroll
-          for (int t = 0; t < kFoldBatch; ++t) {
-            const int64_t k = k0 + t;
-            if (k > last) continue;
+      for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
+      for (int64_t k0 = first; k0 <= last; k0 += kBatch) {
+        A v[kBatch][kV];
+        int64_t v_at[kBatch][kV];
 #pragma unroll
-            for (int j = 0; j < kV; ++j) {
-              const int64_t at_slot = slot_of<A>(p, k, k == first ? 1 : 0, u * kV + j);
-              v[t][j] = partials[at_slot];
-              v_at[t][j] = partial_at ? partial_at[at_slot] : k * P;
-            }
-          }
+        for (int t = 0; t < kBatch; ++t) {
+          const int64_t k = k0 + t;
+          if (k > last) continue;
 #pragma unroll
-          for (int t = 0; t < kFoldBatch; ++t) {
-            if (k0 + t > last) continue;
-#pragma unroll
-            for (int j = 0; j < kV; ++j) Fold::combine(acc[j], at[j], v[t][j], v_at[t][j]);
+          for (int j = 0; j < kV; ++j) {
+            const int64_t at_slot = slot_of<A>(p, k, k == first ? 1 : 0, u * kV + j);
+            v[t][j] = partials[at_slot];
+            v_at[t][j] = Fold::kExtreme ? partial_at[at_slot] : k * P;  // sums never read it
           }
         }
-      }
-      A value[kV];
 #pragma unroll
-      for (int j = 0; j < kV; ++j) {
-        value[j] = acc[j];
-        if constexpr (R == SegmentReduction::mean) value[j] = count ? value[j] / static_cast<A>(count) : value[j];
-      }
-      T* dst = out + s * p.segment_stride;
-      if (count > 0) {
-        store_unit<kSegmentSide, kV>(p, dst, u, value);
-      } else if constexpr (kV > 1) {
-        Vec16<T> y;
+        for (int t = 0; t < kBatch; ++t) {
+          if (k0 + t > last) continue;
 #pragma unroll
-        for (int j = 0; j < kV; ++j) y.v[j] = empty;
-        store16(dst + u * kV, y);
-      } else {
-        int64_t off[kSegmentColumns];
-        p.columns.offsets(u, off);
-        dst[off[kSegmentSide]] = empty;
-      }
-      if (indices) {
-#pragma unroll
-        for (int j = 0; j < kV; ++j) {
-          int64_t off[kSegmentColumns];
-          p.columns.offsets(u * kV + j, off);
-          indices[s * p.indices_stride + off[kIndices]] = static_cast<Idx>(count > 0 ? at[j] : -1);
+          for (int j = 0; j < kV; ++j) Fold::combine(acc[j], at[j], v[t][j], v_at[t][j]);
         }
       }
+      write_segment<R, kV, T, Idx>(p, s, u, acc, at, e - b);
     }
   });
 }
@@ -290,7 +334,7 @@ __global__ void __launch_bounds__(kThreads)
       load_unit<kRowSide, kV>(p, data + i * p.row_stride, u, x);
       atomic_add_unit<kV>(scratch + s * p.length + u * kV, x);
     }
-    if (lane == 0) atomicAdd(counts + s, 1ull);
+    if (lane == 0 && counts) atomicAdd(counts + s, 1ull);
   });
 }
 
@@ -305,7 +349,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t s = w / p.length, c = w - s * p.length;
     int64_t off[kSegmentColumns];
     p.columns.offsets(c, off);
-    const auto n = static_cast<int64_t>(counts[s]);
+    const auto n = counts ? static_cast<int64_t>(counts[s]) : int64_t{1};  // no counts: empty is +0
     A v = scratch[w];
     if constexpr (R == SegmentReduction::mean) v = n ? v / static_cast<A>(n) : v;
     out[s * p.segment_stride + off[kSegmentSide]] = n ? from_acc<T>(v) : empty;
@@ -350,6 +394,49 @@ __global__ void __launch_bounds__(kThreads)
       store_unit<kRowSide, kV>(p, ddata + i * p.row_stride, u, g);
     }
   });
+}
+
+// Backward with D = 1 over contiguous rows (SegmentProblem::packed_rows): a thread takes a 16-byte
+// vector of consecutive rows, their ids and then their gradients loaded back to back (one row a
+// thread would leave each a chain of two dependent loads), one 16-byte store.
+template <SegmentReduction R, class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    segment_backward_rows_kernel(SegmentProblem p, SegmentRows<Idx> rows, const unsigned long long* counts) {
+  using A = acc_t<T>;
+  constexpr int kV = Vec16<T>::kSize;
+  const T* dout = static_cast<const T*>(p.segment_in);
+  T* ddata = static_cast<T*>(p.row_out);
+  const Idx* indices = static_cast<const Idx*>(p.indices);
+  const int64_t vectors = (p.rows + kV - 1) / kV;
+  for (int64_t v = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; v < vectors;
+       v += int64_t(gridDim.x) * blockDim.x) {
+    int64_t seg[kV];
+#pragma unroll
+    for (int k = 0; k < kV; ++k) seg[k] = v * kV + k < p.rows ? rows.segment_of(v * kV + k) : -1;
+    Vec16<T> y;
+#pragma unroll
+    for (int k = 0; k < kV; ++k) {
+      const int64_t s = seg[k];
+      A g = s >= 0 ? to_acc<A>(dout[s * p.segment_stride]) : A(0);
+      if constexpr (R == SegmentReduction::mean) {
+        if (s >= 0) {
+          int64_t b = 0, e = 0;
+          if (!counts) rows.bounds(s, b, e);
+          g /= static_cast<A>(counts ? static_cast<int64_t>(counts[s]) : e - b);
+        }
+      }
+      if constexpr (R == SegmentReduction::max || R == SegmentReduction::min)
+        if (s >= 0 && static_cast<int64_t>(indices[s * p.indices_stride]) != v * kV + k) g = A(0);
+      y.v[k] = from_acc<T>(g);
+    }
+    if ((v + 1) * kV <= p.rows) {
+      store16(ddata + v * kV, y);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kV; ++k)
+        if (v * kV + k < p.rows) ddata[v * kV + k] = y.v[k];
+    }
+  }
 }
 
 // Bad ids and offsets (SegmentProblem::counted): outside the bound, or below their predecessor.

@@ -1,226 +1,21 @@
-// CUDA entry of the segment family (kernels.cuh):
-//  - segmented (sorted ids, offsets): the pieces kernel where some segment may be longer than a piece
-//    (N > piece_rows), then one group per segment;
-//  - sort (unsorted ids, deterministic): (segment key, row) pairs radix-sorted (32-bit keys, stable:
-//    a segment keeps its rows' order), then segmented over the sorted rows;
-//  - atomic (unsorted sum / mean): atomic adds into a scratch, then the finish pass;
-//  - backward: one gather pass (the mean of the ids forms first counts each segment's rows).
-// Then the bad ids / offsets are counted.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <cub/device/device_radix_sort.cuh>
-
-#include "common/dispatch.hpp"
-#include "cuda/common/check.cuh"
-#include "cuda/segment/kernels.cuh"
+// CUDA entry of the segment family: the workspace, and the dispatch to each reduction's
+// translation unit (the variants are described in launch.cuh, the kernels in kernels.cuh).
+#include "cuda/segment/launch.cuh"
 
 namespace baracuda::detail::cuda {
-namespace {
-
-constexpr size_t kAlign = 256;
-size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-constexpr bool extreme(SegmentReduction r) { return r == SegmentReduction::max || r == SegmentReduction::min; }
-int64_t acc_bytes(DType dtype) { return dtype == DType::f64 || !is_floating(dtype) ? 8 : 4; }
-
-// The pieces' partials: two slots of D accumulators (and, for max / min, D rows) per piece.
-CheckedSize pieces_bytes(const SegmentProblem& p) {
-  if (p.piece_rows <= 0 || p.rows <= p.piece_rows) return 0;
-  const CheckedSize slots = CheckedSize(ceil_div(p.rows, p.piece_rows)) * 2 * p.length;
-  return round_up_to(slots * acc_bytes(p.dtype), kAlign) + (extreme(p.reduction) ? slots * 8 : CheckedSize(0));
-}
-
-size_t sort_temp_bytes(int64_t rows) {
-  size_t temp = 0;
-  cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-                                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), rows);
-  return temp;
-}
-
-// The sort variant's scratch: keys in and out (4 bytes a row), rows in and out (8), the sort's own.
-struct SortBuffers {
-  uint32_t *keys_in, *keys;
-  int64_t *rows_in, *rows;
-  void* temp;
-  size_t temp_bytes;
-  char* rest;  // the pieces' partials
-};
-CheckedSize sort_bytes(int64_t rows) {
-  return round_up_to(CheckedSize(rows) * 4, kAlign) * 2 + round_up_to(CheckedSize(rows) * 8, kAlign) * 2 +
-         CheckedSize(static_cast<int64_t>(round_up(sort_temp_bytes(rows))));
-}
-SortBuffers carve_sort(void* workspace, int64_t rows) {
-  char* p = static_cast<char*>(workspace);
-  const size_t keys = round_up(size_t(rows) * 4), ids = round_up(size_t(rows) * 8);
-  SortBuffers b;
-  b.keys_in = reinterpret_cast<uint32_t*>(p);
-  b.keys = reinterpret_cast<uint32_t*>(p + keys);
-  b.rows_in = reinterpret_cast<int64_t*>(p + 2 * keys);
-  b.rows = reinterpret_cast<int64_t*>(p + 2 * keys + ids);
-  b.temp = p + 2 * keys + 2 * ids;
-  b.temp_bytes = round_up(sort_temp_bytes(rows));
-  b.rest = static_cast<char*>(b.temp) + b.temp_bytes;
-  return b;
-}
-
-template <class Idx>
-__global__ void __launch_bounds__(kThreads) segment_keys_kernel(SegmentProblem p, uint32_t* keys, int64_t* rows) {
-  const Idx* ids = static_cast<const Idx*>(p.ids);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.rows; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-    keys[i] = static_cast<uint32_t>(s >= 0 && s < p.segments ? s : p.segments);  // bad ids sort last
-    rows[i] = i;
-  }
-}
-
-int key_bits(int64_t sentinel) {
-  int bits = 1;
-  while (bits < 32 && (int64_t{1} << bits) <= sentinel) ++bits;
-  return bits;
-}
-
-template <SegmentReduction R, class T, class Idx, class K>
-Status segmented(cudaStream_t stream, const SegmentProblem& p, const SegmentRows<K>& rows, char* scratch,
-                 int sm_count) {
-  using A = acc_t<T>;
-  auto launch = [&](auto vector) {
-    constexpr int kV = decltype(vector)::value;
-    const int lanes = lanes_for(p.length / kV);
-    A* partials = nullptr;
-    int64_t* partial_at = nullptr;
-    if (const CheckedSize bytes = pieces_bytes(p); bytes.value() > 0) {
-      const int64_t pieces = ceil_div(p.rows, p.piece_rows);
-      const int64_t slots = pieces * 2 * p.length;
-      partials = reinterpret_cast<A*>(scratch);
-      if (extreme(R)) partial_at = reinterpret_cast<int64_t*>(scratch + round_up(size_t(slots) * sizeof(A)));
-      segment_pieces_kernel<R, kV, T, K>
-          <<<row_blocks(pieces, lanes, sm_count), kThreads, 0, stream>>>(p, rows, pieces, lanes, partials, partial_at);
-      if (Status st = last_launch_status("segment_pieces_kernel"); !st) return st;
-    }
-    segment_kernel<R, kV, T, Idx, K>
-        <<<row_blocks(p.segments, lanes, sm_count), kThreads, 0, stream>>>(p, rows, lanes, partials, partial_at);
-    return last_launch_status("segment_kernel");
-  };
-  if (p.vectorized) return launch(std::integral_constant<int, Vec16<T>::kSize>{});
-  return launch(std::integral_constant<int, 1>{});
-}
-
-template <SegmentReduction R, class T, class Idx>
-Status forward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
-  using A = acc_t<T>;
-  if (p.segments == 0 || p.length == 0) return Status::ok();
-  char* ws = static_cast<char*>(p.workspace);
-  if (p.form != SegmentForm::unsorted_ids) return segmented<R, T, Idx>(stream, p, p.segment_rows<Idx>(), ws, sm_count);
-  if (p.variant == SegmentVariant::sort) {
-    const SortBuffers b = carve_sort(ws, p.rows);
-    SegmentRows<uint32_t> rows;
-    rows.keys = b.keys;
-    rows.order = b.rows;
-    rows.rows = p.rows;
-    rows.segments = p.segments;
-    if (p.rows > 0) {
-      segment_keys_kernel<Idx><<<grid_stride_blocks(p.rows, sm_count), kThreads, 0, stream>>>(p, b.keys_in, b.rows_in);
-      if (Status st = last_launch_status("segment_keys_kernel"); !st) return st;
-      size_t temp = b.temp_bytes;
-      if (Status st = cuda_status(cub::DeviceRadixSort::SortPairs(b.temp, temp, b.keys_in, b.keys, b.rows_in, b.rows,
-                                                                  p.rows, 0, key_bits(p.segments), stream),
-                                  "cub::DeviceRadixSort::SortPairs");
-          !st)
-        return st;
-    }
-    return segmented<R, T, Idx>(stream, p, rows, b.rest, sm_count);
-  }
-  if constexpr (extreme(R)) {
-    return Status::error(StatusCode::unsupported, "segment max / min have no atomic kernel");  // select never picks it
-  } else {
-    const size_t scratch_bytes = round_up(size_t(p.segments) * size_t(p.length) * sizeof(A));
-    auto* scratch = reinterpret_cast<A*>(ws);
-    auto* counts = reinterpret_cast<unsigned long long*>(ws + scratch_bytes);
-    if (Status st =
-            cuda_status(cudaMemsetAsync(ws, 0, scratch_bytes + size_t(p.segments) * 8, stream), "cudaMemsetAsync");
-        !st)
-      return st;
-    if (p.rows > 0) {
-      auto add = [&](auto vector) {
-        constexpr int kV = decltype(vector)::value;
-        const int lanes = lanes_for(p.length / kV);
-        segment_atomic_kernel<kV, T, Idx>
-            <<<row_blocks(p.rows, lanes, sm_count), kThreads, 0, stream>>>(p, lanes, scratch, counts);
-        return last_launch_status("segment_atomic_kernel");
-      };
-      if (Status st = p.vectorized ? add(std::integral_constant<int, Vec16<T>::kSize>{})
-                                   : add(std::integral_constant<int, 1>{});
-          !st)
-        return st;
-    }
-    segment_finish_kernel<R, T>
-        <<<grid_stride_blocks(p.segments * p.length, sm_count), kThreads, 0, stream>>>(p, scratch, counts);
-    return last_launch_status("segment_finish_kernel");
-  }
-}
-
-template <class Idx>
-__global__ void __launch_bounds__(kThreads) segment_counts_kernel(SegmentProblem p, unsigned long long* counts) {
-  const Idx* ids = static_cast<const Idx*>(p.ids);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.rows; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-    if (s >= 0 && s < p.segments) atomicAdd(counts + s, 1ull);  // integers: the same sums in any order
-  }
-}
-
-template <SegmentReduction R, class T, class Idx>
-Status backward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
-  if (p.rows == 0 || p.length == 0) return Status::ok();
-  unsigned long long* counts = nullptr;
-  if (R == SegmentReduction::mean && p.form != SegmentForm::offsets && p.segments > 0) {
-    counts = static_cast<unsigned long long*>(p.workspace);
-    if (Status st = cuda_status(cudaMemsetAsync(counts, 0, size_t(p.segments) * 8, stream), "cudaMemsetAsync"); !st)
-      return st;
-    segment_counts_kernel<Idx><<<grid_stride_blocks(p.rows, sm_count), kThreads, 0, stream>>>(p, counts);
-    if (Status st = last_launch_status("segment_counts_kernel"); !st) return st;
-  }
-  auto gather = [&](auto vector) {
-    constexpr int kV = decltype(vector)::value;
-    const int lanes = lanes_for(p.length / kV);
-    segment_backward_kernel<R, kV, T, Idx><<<row_blocks(p.rows, lanes, sm_count), kThreads, 0, stream>>>(
-        p, p.segment_rows<Idx>(), lanes, counts);
-    return last_launch_status("segment_backward_kernel");
-  };
-  return p.vectorized ? gather(std::integral_constant<int, Vec16<T>::kSize>{}) : gather(std::integral_constant<int, 1>{});
-}
-
-template <SegmentReduction R>
-Status run(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
-  return dispatch_index(p.index_dtype, [&](auto index_tag) {
-    using Idx = typename decltype(index_tag)::type;
-    const Status st =
-        p.backward ? dispatch_float<__half, __nv_bfloat16>(
-                         p.dtype,
-                         [&](auto tag) { return backward<R, typename decltype(tag)::type, Idx>(stream, p, sm_count); })
-                   : dispatch_float<__half, __nv_bfloat16, int32_t, int64_t>(p.dtype, [&](auto tag) {
-                       return forward<R, typename decltype(tag)::type, Idx>(stream, p, sm_count);
-                     });
-    if (!st || !p.bad_index_count || p.counted_size() == 0) return st;
-    segment_count_bad_kernel<Idx><<<grid_stride_blocks(p.counted_size(), sm_count), kThreads, 0, stream>>>(
-        static_cast<const Idx*>(p.counted()), p.counted_size(), p.counted_stride(), p.counted_bound(),
-        p.counted_sorted(), reinterpret_cast<unsigned long long*>(p.bad_index_count));
-    return last_launch_status("segment_count_bad_kernel");
-  });
-}
-
-}  // namespace
 
 CheckedSize segment_workspace(const SegmentProblem& p) {
+  using namespace segment;
   // (No rows still runs the forward: every segment is empty, and the atomic kernel's scratch is zeroed.)
   if (p.segments == 0 || p.length == 0 || (p.backward && p.rows == 0)) return 0;
   if (p.backward)
     return p.reduction == SegmentReduction::mean && p.form != SegmentForm::offsets ? CheckedSize(p.segments) * 8
                                                                                    : CheckedSize(0);
-  if (p.form != SegmentForm::unsorted_ids) return pieces_bytes(p);
+  if (p.form == SegmentForm::offsets) return pieces_bytes(p);
+  if (p.form == SegmentForm::sorted_ids) return starts_bytes(p) + pieces_bytes(p);
   if (p.variant == SegmentVariant::atomic)
     return round_up_to(CheckedSize(p.segments) * p.length * acc_bytes(p.dtype), kAlign) + CheckedSize(p.segments) * 8;
-  return sort_bytes(p.rows) + pieces_bytes(p);
+  return sort_bytes(p.rows) + starts_bytes(p) + pieces_bytes(p);
 }
 
 Status launch(const LaunchContext& ctx, const SegmentProblem& p) {
@@ -228,13 +23,13 @@ Status launch(const LaunchContext& ctx, const SegmentProblem& p) {
   const int sm_count = ctx.target.sm_count;
   switch (p.reduction) {
     case SegmentReduction::sum:
-      return run<SegmentReduction::sum>(stream, p, sm_count);
+      return segment::launch_sum(stream, p, sm_count);
     case SegmentReduction::mean:
-      return run<SegmentReduction::mean>(stream, p, sm_count);
+      return segment::launch_mean(stream, p, sm_count);
     case SegmentReduction::max:
-      return run<SegmentReduction::max>(stream, p, sm_count);
+      return segment::launch_max(stream, p, sm_count);
     default:
-      return run<SegmentReduction::min>(stream, p, sm_count);
+      return segment::launch_min(stream, p, sm_count);
   }
 }
 

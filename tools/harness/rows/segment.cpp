@@ -15,6 +15,7 @@ struct SegmentSampleCase {
   Views views = Views::contiguous;
   bool valid_only = false;  // index values all in range (else a few bad ones at both ends)
   std::optional<double> initial{};
+  bool skewed = false;  // ids log-uniform: segment 0 holds most rows, thousands of tiny ones beside it
 };
 
 std::vector<SegmentSampleCase> segment_cases() {
@@ -31,6 +32,10 @@ std::vector<SegmentSampleCase> segment_cases() {
   c.push_back({{5, 2}, 0, "no segments: every id bad"});
   c.push_back({{30, 4}, 40, "initial 3", Views::contiguous, false, 3.0});
   c.push_back({{1500, 2}, 3, "long segments (past a CUDA piece)", Views::contiguous, true});
+  c.push_back({{57}, 5, "D = 1, misaligned (not vectors of rows)", Views::misaligned, true});
+  c.push_back({{3000, 1}, 1, "one segment of 3000 rows, D = 1 (many pieces)", Views::contiguous, true});
+  c.push_back({{4000, 4}, 2000, "skewed: one giant segment among thousands of tiny ones", Views::contiguous, true,
+               std::nullopt, true});
   for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
     c.push_back({{37, 8}, 7, "strided", v});
     c.push_back({{29, 33}, 5, "strided", v, true});
@@ -50,6 +55,7 @@ std::vector<Sample<SegmentDescriptor>> segment_samples() {
         Sample<SegmentDescriptor> s;
         s.desc = {DType::f32, index, c.data, c.segments, form, c.initial};
         s.views = c.views;
+        s.skewed_indices = c.skewed;
         const int64_t n = c.data.dims[0];
         if (c.valid_only)
           s.index_values = form == SegmentForm::offsets ? IndexRange{0, n + 1} : IndexRange{0, c.segments};

@@ -1,0 +1,10 @@
+// The segment max's CUDA forward and backward (launch.cuh).
+#include "cuda/segment/launch.cuh"
+
+namespace baracuda::detail::cuda::segment {
+
+Status launch_max(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
+  return run<SegmentReduction::max>(stream, p, sm_count);
+}
+
+}  // namespace baracuda::detail::cuda::segment
