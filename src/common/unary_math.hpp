@@ -136,53 +136,50 @@ BARACUDA_HD A digamma(A x) {
 
 }  // namespace unary_fn
 
-// A Math that takes no parameter and whose gradient is zero (the step functions).
-#define BARACUDA_UNARY_PARAMS [[maybe_unused]] const UnaryParams<A>& p
-
 // ---------------------------------------------------------------------------------------------
 // math
 
 struct AbsMath {
   static constexpr UnaryKind kKind = UnaryKind::abs;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::fabs(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * unary_fn::sgn(x);  // abs'(0) = 0
   }
 };
 struct NegMath {
   static constexpr UnaryKind kKind = UnaryKind::neg;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return -x;
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A, const UnaryParams<A>&) {
     return -dy;
   }
 };
 struct SignMath {
   static constexpr UnaryKind kKind = UnaryKind::sign;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return unary_fn::sgn(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A, A, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
     return A(0);
   }
 };
 struct ReciprocalMath {
   static constexpr UnaryKind kKind = UnaryKind::reciprocal;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return A(1) / x;
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A r = A(1) / x;
     return -dy * r * r;
   }
@@ -190,33 +187,33 @@ struct ReciprocalMath {
 struct SquareMath {
   static constexpr UnaryKind kKind = UnaryKind::square;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x * x;
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * A(2) * x;
   }
 };
 struct SqrtMath {
   static constexpr UnaryKind kKind = UnaryKind::sqrt;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::sqrt(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / (A(2) * std::sqrt(x));
   }
 };
 struct RsqrtMath {
   static constexpr UnaryKind kKind = UnaryKind::rsqrt;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return unary_fn::rsqrt(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A r = unary_fn::rsqrt(x);
     return A(-0.5) * dy * r * r * r;
   }
@@ -224,110 +221,110 @@ struct RsqrtMath {
 struct ExpMath {
   static constexpr UnaryKind kKind = UnaryKind::exp;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::exp(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * std::exp(x);
   }
 };
 struct Exp2Math {
   static constexpr UnaryKind kKind = UnaryKind::exp2;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::exp2(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * std::exp2(x) * A(unary_fn::kLn2);
   }
 };
 struct Expm1Math {
   static constexpr UnaryKind kKind = UnaryKind::expm1;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::expm1(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * std::exp(x);  // expm1(x) + 1, without the cancellation for x << 0
   }
 };
 struct LogMath {
   static constexpr UnaryKind kKind = UnaryKind::log;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::log(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / x;
   }
 };
 struct Log2Math {
   static constexpr UnaryKind kKind = UnaryKind::log2;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::log2(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / (x * A(unary_fn::kLn2));
   }
 };
 struct Log10Math {
   static constexpr UnaryKind kKind = UnaryKind::log10;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::log10(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / (x * A(unary_fn::kLn10));
   }
 };
 struct Log1pMath {
   static constexpr UnaryKind kKind = UnaryKind::log1p;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::log1p(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / (x + A(1));
   }
 };
 struct SinMath {
   static constexpr UnaryKind kKind = UnaryKind::sin;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::sin(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * std::cos(x);
   }
 };
 struct CosMath {
   static constexpr UnaryKind kKind = UnaryKind::cos;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::cos(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return -dy * std::sin(x);
   }
 };
 struct TanMath {
   static constexpr UnaryKind kKind = UnaryKind::tan;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::tan(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A t = std::tan(x);
     return dy * (A(1) + t * t);
   }
@@ -335,66 +332,66 @@ struct TanMath {
 struct AsinMath {
   static constexpr UnaryKind kKind = UnaryKind::asin;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::asin(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * unary_fn::rsqrt((A(1) - x) * (A(1) + x));
   }
 };
 struct AcosMath {
   static constexpr UnaryKind kKind = UnaryKind::acos;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::acos(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return -dy * unary_fn::rsqrt((A(1) - x) * (A(1) + x));
   }
 };
 struct AtanMath {
   static constexpr UnaryKind kKind = UnaryKind::atan;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::atan(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / (A(1) + x * x);
   }
 };
 struct SinhMath {
   static constexpr UnaryKind kKind = UnaryKind::sinh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::sinh(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * std::cosh(x);
   }
 };
 struct CoshMath {
   static constexpr UnaryKind kKind = UnaryKind::cosh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::cosh(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * std::sinh(x);
   }
 };
 struct TanhMath {
   static constexpr UnaryKind kKind = UnaryKind::tanh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::tanh(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A t = std::tanh(x);
     return dy * (A(1) - t * t);
   }
@@ -402,66 +399,66 @@ struct TanhMath {
 struct AsinhMath {
   static constexpr UnaryKind kKind = UnaryKind::asinh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::asinh(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * unary_fn::rsqrt(x * x + A(1));
   }
 };
 struct AcoshMath {
   static constexpr UnaryKind kKind = UnaryKind::acosh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::acosh(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * unary_fn::rsqrt(x * x - A(1));  // PyTorch's: +inf at +-1
   }
 };
 struct AtanhMath {
   static constexpr UnaryKind kKind = UnaryKind::atanh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::atanh(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / ((A(1) - x) * (A(1) + x));
   }
 };
 struct ErfMath {
   static constexpr UnaryKind kKind = UnaryKind::erf;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::erf(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * A(unary_fn::kTwoOverSqrtPi) * std::exp(-x * x);
   }
 };
 struct ErfcMath {
   static constexpr UnaryKind kKind = UnaryKind::erfc;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::erfc(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return -dy * A(unary_fn::kTwoOverSqrtPi) * std::exp(-x * x);
   }
 };
 struct ErfinvMath {
   static constexpr UnaryKind kKind = UnaryKind::erfinv;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return unary_fn::erfinv(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A y = unary_fn::erfinv(x);
     return dy * A(unary_fn::kSqrtPiOverTwo) * std::exp(y * y);
   }
@@ -469,66 +466,66 @@ struct ErfinvMath {
 struct LgammaMath {
   static constexpr UnaryKind kKind = UnaryKind::lgamma;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::lgamma(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy * unary_fn::digamma(x);
   }
 };
 struct FloorMath {
   static constexpr UnaryKind kKind = UnaryKind::floor;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::floor(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A, A, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
     return A(0);
   }
 };
 struct CeilMath {
   static constexpr UnaryKind kKind = UnaryKind::ceil;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::ceil(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A, A, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
     return A(0);
   }
 };
 struct RoundMath {
   static constexpr UnaryKind kKind = UnaryKind::round;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::rint(x);  // the default rounding mode: ties to even
   }
   template <class A>
-  BARACUDA_HD static A backward(A, A, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
     return A(0);
   }
 };
 struct TruncMath {
   static constexpr UnaryKind kKind = UnaryKind::trunc;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::trunc(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A, A, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
     return A(0);
   }
 };
 struct FracMath {
   static constexpr UnaryKind kKind = UnaryKind::frac;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x - std::trunc(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A, const UnaryParams<A>&) {
     return dy;
   }
 };
@@ -539,11 +536,11 @@ struct FracMath {
 struct ReluMath {
   static constexpr UnaryKind kKind = UnaryKind::relu;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x < A(0) ? A(0) : x;
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return x > A(0) ? dy : A(0);
   }
 };
@@ -559,44 +556,44 @@ BARACUDA_HD A hardtanh_backward(A dy, A x, A lo, A hi) {
 struct Relu6Math {
   static constexpr UnaryKind kKind = UnaryKind::relu6;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return hardtanh_forward(x, A(0), A(6));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return hardtanh_backward(dy, x, A(0), A(6));
   }
 };
 struct LeakyReluMath {
   static constexpr UnaryKind kKind = UnaryKind::leaky_relu;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
     return x > A(0) ? x : x * p.negative_slope;
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
     return x > A(0) ? dy : dy * p.negative_slope;
   }
 };
 struct EluMath {
   static constexpr UnaryKind kKind = UnaryKind::elu;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
     return x > A(0) ? x : p.alpha * std::expm1(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
     return x <= A(0) ? dy * p.alpha * std::exp(x) : dy;
   }
 };
 struct SeluMath {
   static constexpr UnaryKind kKind = UnaryKind::selu;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return A(unary_fn::kSeluScale) * (x > A(0) ? x : A(unary_fn::kSeluAlpha) * std::expm1(x));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return x <= A(0) ? dy * A(unary_fn::kSeluScale) * A(unary_fn::kSeluAlpha) * std::exp(x)
                      : dy * A(unary_fn::kSeluScale);
   }
@@ -604,22 +601,22 @@ struct SeluMath {
 struct CeluMath {
   static constexpr UnaryKind kKind = UnaryKind::celu;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
     return x > A(0) ? x : p.alpha * std::expm1(x / p.alpha);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
     return x <= A(0) ? dy * std::exp(x / p.alpha) : dy;
   }
 };
 struct GeluMath {  // x Phi(x), Phi the standard normal's distribution function
   static constexpr UnaryKind kKind = UnaryKind::gelu;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x * A(0.5) * (A(1) + std::erf(x * A(unary_fn::kSqrtHalf)));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A cdf = A(0.5) * (A(1) + std::erf(x * A(unary_fn::kSqrtHalf)));
     const A pdf = A(unary_fn::kInvSqrtTwoPi) * std::exp(A(-0.5) * x * x);
     return dy * (cdf + x * pdf);
@@ -628,12 +625,12 @@ struct GeluMath {  // x Phi(x), Phi the standard normal's distribution function
 struct GeluTanhMath {  // x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
   static constexpr UnaryKind kKind = UnaryKind::gelu_tanh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     const A inner = A(unary_fn::kSqrtTwoOverPi) * (x + A(unary_fn::kGeluTanhKappa) * x * x * x);
     return A(0.5) * x * (A(1) + std::tanh(inner));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A x_sq = x * x;
     const A inner = A(unary_fn::kSqrtTwoOverPi) * (x + A(unary_fn::kGeluTanhKappa) * x_sq * x);
     const A t = std::tanh(inner);
@@ -646,11 +643,11 @@ struct GeluTanhMath {  // x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
 struct SiluMath {
   static constexpr UnaryKind kKind = UnaryKind::silu;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x / (A(1) + std::exp(-x));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A s = unary_fn::sigmoid(x);
     return dy * s * (A(1) + x * (A(1) - s));
   }
@@ -658,11 +655,11 @@ struct SiluMath {
 struct MishMath {  // x tanh(softplus(x))
   static constexpr UnaryKind kKind = UnaryKind::mish;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x * std::tanh(std::log1p(std::exp(x)));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A s = unary_fn::sigmoid(x);
     const A t = std::tanh(std::log1p(std::exp(x)));
     return dy * (t + x * s * (A(1) - t * t));
@@ -671,12 +668,12 @@ struct MishMath {  // x tanh(softplus(x))
 struct SoftplusMath {
   static constexpr UnaryKind kKind = UnaryKind::softplus;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
     const A bx = x * p.beta;
     return bx > p.threshold ? x : std::log1p(std::exp(bx)) / p.beta;
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
     const A bx = x * p.beta;
     if (bx > p.threshold) return dy;
     const A z = std::exp(bx);
@@ -686,11 +683,11 @@ struct SoftplusMath {
 struct SoftsignMath {
   static constexpr UnaryKind kKind = UnaryKind::softsign;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x / (A(1) + std::fabs(x));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A d = A(1) + std::fabs(x);
     return dy / (d * d);
   }
@@ -698,11 +695,11 @@ struct SoftsignMath {
 struct SigmoidMath {
   static constexpr UnaryKind kKind = UnaryKind::sigmoid;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return unary_fn::sigmoid(x);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A s = unary_fn::sigmoid(x);
     return dy * (A(1) - s) * s;
   }
@@ -710,11 +707,11 @@ struct SigmoidMath {
 struct LogsigmoidMath {  // min(x, 0) - log1p(exp(-|x|)): no overflow either way
   static constexpr UnaryKind kKind = UnaryKind::logsigmoid;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return (x < A(0) ? x : A(0)) - std::log1p(std::exp(-std::fabs(x)));
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A z = std::exp(-std::fabs(x));
     return x < A(0) ? dy * (A(1) - z / (A(1) + z)) : dy * (z / (A(1) + z));
   }
@@ -722,39 +719,37 @@ struct LogsigmoidMath {  // min(x, 0) - log1p(exp(-|x|)): no overflow either way
 struct HardtanhMath {
   static constexpr UnaryKind kKind = UnaryKind::hardtanh;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
     return hardtanh_forward(x, p.min_val, p.max_val);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
     return hardtanh_backward(dy, x, p.min_val, p.max_val);
   }
 };
 struct HardsigmoidMath {  // clamp(x + 3, 0, 6) / 6
   static constexpr UnaryKind kKind = UnaryKind::hardsigmoid;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return hardtanh_forward(x + A(3), A(0), A(6)) / A(6);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return (x > A(-3) && x < A(3)) ? dy / A(6) : A(0);
   }
 };
 struct HardswishMath {  // x clamp(x + 3, 0, 6) / 6
   static constexpr UnaryKind kKind = UnaryKind::hardswish;
   template <class A>
-  BARACUDA_HD static A forward(A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x * hardtanh_forward(x + A(3), A(0), A(6)) / A(6);
   }
   template <class A>
-  BARACUDA_HD static A backward(A dy, A x, BARACUDA_UNARY_PARAMS) {
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     if (x < A(-3)) return A(0);
     return x <= A(3) ? dy * (x / A(3) + A(0.5)) : dy;
   }
 };
-
-#undef BARACUDA_UNARY_PARAMS
 
 // The kinds by translation unit (src/cpu/unary/, src/cuda/unary/: one file per group).
 using UnaryBasicMaths = std::tuple<AbsMath, NegMath, SignMath, ReciprocalMath, SquareMath, SqrtMath, RsqrtMath,

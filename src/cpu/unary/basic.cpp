@@ -2,5 +2,6 @@
 #include "cpu/unary/group.hpp"
 
 namespace baracuda::detail::cpu {
-BARACUDA_UNARY_GROUP_INSTANCES(kUnaryBasic)
+template Status launch_group<kUnaryBasic>(const LaunchContext&, const UnaryForwardProblem&);
+template Status launch_group<kUnaryBasic>(const LaunchContext&, const UnaryBackwardProblem&);
 }  // namespace baracuda::detail::cpu

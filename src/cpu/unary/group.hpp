@@ -25,8 +25,3 @@ Status launch_group(const LaunchContext&, const UnaryBackwardProblem& problem) {
 }
 
 }  // namespace baracuda::detail::cpu
-
-// The two explicit instantiations of a group's translation unit.
-#define BARACUDA_UNARY_GROUP_INSTANCES(G)                                            \
-  template Status launch_group<G>(const LaunchContext&, const UnaryForwardProblem&); \
-  template Status launch_group<G>(const LaunchContext&, const UnaryBackwardProblem&);

@@ -2,5 +2,6 @@
 #include "cpu/unary/group.hpp"
 
 namespace baracuda::detail::cpu {
-BARACUDA_UNARY_GROUP_INSTANCES(kUnaryPiecewise)
+template Status launch_group<kUnaryPiecewise>(const LaunchContext&, const UnaryForwardProblem&);
+template Status launch_group<kUnaryPiecewise>(const LaunchContext&, const UnaryBackwardProblem&);
 }  // namespace baracuda::detail::cpu

@@ -2,5 +2,6 @@
 #include "cuda/unary/group.cuh"
 
 namespace baracuda::detail::cuda {
-BARACUDA_UNARY_GROUP_INSTANCES(kUnaryBasic)
+template Status launch_group<kUnaryBasic>(const LaunchContext&, const UnaryForwardProblem&);
+template Status launch_group<kUnaryBasic>(const LaunchContext&, const UnaryBackwardProblem&);
 }  // namespace baracuda::detail::cuda

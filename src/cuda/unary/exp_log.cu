@@ -2,5 +2,6 @@
 #include "cuda/unary/group.cuh"
 
 namespace baracuda::detail::cuda {
-BARACUDA_UNARY_GROUP_INSTANCES(kUnaryExpLog)
+template Status launch_group<kUnaryExpLog>(const LaunchContext&, const UnaryForwardProblem&);
+template Status launch_group<kUnaryExpLog>(const LaunchContext&, const UnaryBackwardProblem&);
 }  // namespace baracuda::detail::cuda

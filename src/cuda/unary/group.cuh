@@ -29,8 +29,3 @@ Status launch_group(const LaunchContext& ctx, const UnaryBackwardProblem& proble
 }
 
 }  // namespace baracuda::detail::cuda
-
-// The two explicit instantiations of a group's translation unit.
-#define BARACUDA_UNARY_GROUP_INSTANCES(G)                                            \
-  template Status launch_group<G>(const LaunchContext&, const UnaryForwardProblem&); \
-  template Status launch_group<G>(const LaunchContext&, const UnaryBackwardProblem&);
