@@ -27,7 +27,10 @@
 //   elu'(0) = alpha, celu'(0) = 1, selu'(0) = scale * alpha (the x <= 0 branch);
 //   hardsigmoid: 0 at and outside +-3; hardswish: 0 below -3, x / 3 + 1/2 on [-3, 3] (so -1/2 at
 //   -3 and 3/2 at 3), 1 above 3; softplus: 1 where beta x > threshold;
-//   sqrt'(0) = +inf, rsqrt'(0) and reciprocal'(0) infinite, log'(0) = +inf (the formulas' values).
+//   sqrt'(0) = +inf, rsqrt'(0) and reciprocal'(0) infinite, log'(0) = +inf (the formulas' values);
+//   lgamma' = digamma: +-inf at -+0, NaN at the negative integers.
+// One departure: gelu_tanh's gradient is (1 + tanh) / 2 where tanh has saturated, also where x^3
+// overflows the compute type (PyTorch's formula gives NaN there, e.g. at x = 1e30 in f32).
 #include "baracuda/core/plan.hpp"
 
 namespace baracuda {
