@@ -322,6 +322,29 @@ SEGMENT_CASES = {
     "segment_reduce(min) backward": segment_case(("index_select", "min")),
 }
 
+# Unary cases: x (and dy) of the case's shape; the backward peers are the kernels autograd runs
+# (aten.gelu_backward / silu_backward read dy and x; exp's backward multiplies dy by the saved y).
+def unary_forward(fn):
+    def build(shape, dtype):
+        return (lambda: (rand(shape, dtype),)), lambda s: fn(s[0])
+    return build
+
+
+def unary_backward(fn):
+    def build(shape, dtype):
+        return (lambda: (rand(shape, dtype), rand(shape, dtype))), lambda s: fn(s[0], s[1])
+    return build
+
+
+UNARY_CASES = {
+    "F.gelu(x)": unary_forward(torch.nn.functional.gelu),
+    "F.silu(x)": unary_forward(torch.nn.functional.silu),
+    "torch.exp(x)": unary_forward(torch.exp),
+    "aten.gelu_backward(dy, x)": unary_backward(torch.ops.aten.gelu_backward),
+    "aten.silu_backward(dy, x)": unary_backward(torch.ops.aten.silu_backward),
+    "dy * y (autograd of torch.exp)": unary_backward(torch.mul),
+}
+
 TORCH_CASES = {
     "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
     "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
@@ -352,6 +375,7 @@ TORCH_CASES = {
     "entmax15(x, -1)": on_logits(entmax15),
     "sparsemax_backward(y, dy, -1)": from_saved(sparsemax, sparsemax_backward),
     "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
+    **UNARY_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,

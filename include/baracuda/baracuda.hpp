@@ -11,3 +11,4 @@
 #include "baracuda/ops/scan.hpp"
 #include "baracuda/ops/segment.hpp"
 #include "baracuda/ops/softmax.hpp"
+#include "baracuda/ops/unary.hpp"

@@ -13,18 +13,11 @@ namespace {
 
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 
-// Variants are the elementwise paths, in ElementwisePath order; without a forced one the views pick.
-constexpr VariantInfo kForwardVariants[] = {
-    {"vectorized", true, false, true, "contiguous, 16-byte aligned: 16-byte accesses"},
-    {"contiguous", true, true, true, "contiguous, any alignment: one element per access"},
-    {"strided", true, true, true, "any strides (zero strides broadcast)"},
-    {"strided_vectorized", true, false, true, "rows of 16-byte vectors; inputs may broadcast along rows"},
-};
 constexpr VariantInfo kBackwardVariants[] = {
-    kForwardVariants[0],
-    kForwardVariants[1],
-    kForwardVariants[2],
-    kForwardVariants[3],
+    kElementwiseVariants[0],
+    kElementwiseVariants[1],
+    kElementwiseVariants[2],
+    kElementwiseVariants[3],
     {"broadcast_reduce", true, true, true, "broadcast weight: dweight summed in a fixed split order, no atomics"},
 };
 
@@ -62,11 +55,6 @@ View expand_weight(const BinaryParamDescriptor& desc, const View& weight) {
   for (int d = 0; d < desc.weight_shape.rank; ++d)
     out.strides[d + offset] = desc.weight_shape.dims[d] == 1 ? 0 : weight.strides[d];
   return out;
-}
-
-Layout layout_of_path(ElementwisePath path) {
-  return path == ElementwisePath::vectorized || path == ElementwisePath::contiguous ? Layout::contiguous
-                                                                                    : Layout::strided;
 }
 
 template <class Math>
@@ -135,7 +123,7 @@ struct BinaryParamForwardHooks : BinaryParamHooksBase<BinaryParamForwardHooks<Ma
   using Base = BinaryParamHooksBase<BinaryParamForwardHooks<Math>>;
   using typename Base::Descriptor;
   using Args = BinaryParamArgs;
-  static constexpr OpSchema kSchema{Math::kPlan, Math::kOp, "elementwise", kFloats, {}, kForwardVariants, true};
+  static constexpr OpSchema kSchema{Math::kPlan, Math::kOp, "elementwise", kFloats, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {
       {"a", &Args::a}, {"b", &Args::b}, {"weight", &Args::weight}, {"out", nullptr, &Args::out}};
 

@@ -33,6 +33,21 @@ struct ElementwiseTensors {
 
 std::string_view path_name(ElementwisePath path);
 
+// The variants of an elementwise op's schema that are the paths above (in ElementwisePath order);
+// without a forced one the views pick.
+inline constexpr VariantInfo kElementwiseVariants[] = {
+    {"vectorized", true, false, true, "contiguous, 16-byte aligned: 16-byte accesses"},
+    {"contiguous", true, true, true, "contiguous, any alignment: one element per access"},
+    {"strided", true, true, true, "any strides (zero strides broadcast)"},
+    {"strided_vectorized", true, false, true, "rows of 16-byte vectors; inputs may broadcast along rows"},
+};
+
+// The SKU layout of a path.
+inline Layout layout_of_path(ElementwisePath path) {
+  return path == ElementwisePath::vectorized || path == ElementwisePath::contiguous ? Layout::contiguous
+                                                                                    : Layout::strided;
+}
+
 // Every pointer 16-byte aligned; all views contiguous: vectorized on CUDA (contiguous on the CPU,
 // whose loop the compiler vectorizes). Otherwise strided_vectorized on CUDA when rows_vectorizable,
 // else strided. Outputs come after inputs in `views`.

@@ -1,6 +1,7 @@
 #include "ops/validate.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/checked.hpp"
 #include "cuda/runtime.hpp"
@@ -63,6 +64,28 @@ Status check_no_self_overlap(std::string_view plan, const std::string& field, co
 }
 
 }  // namespace
+
+Status check_alias(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
+                   std::string_view in_field, const AnyTensorRef& in) {
+  if (out.numel() == 0 || in.numel() == 0) return Status::ok();
+  // [first byte, one past the last byte) of each view (their extents were checked: no overflow).
+  auto span = [](const AnyTensorRef& v) {
+    int64_t reach = 1;
+    for (int d = 0; d < v.rank(); ++d) reach += (v.shape.dims[d] - 1) * v.strides[d];
+    const auto begin = reinterpret_cast<uintptr_t>(v.data);
+    return std::pair<uintptr_t, uintptr_t>{begin, begin + static_cast<uintptr_t>(reach) * dtype_size(v.dtype)};
+  };
+  const auto [out_begin, out_end] = span(out);
+  const auto [in_begin, in_end] = span(in);
+  if (out_end <= in_begin || in_end <= out_begin) return Status::ok();
+  bool same = out.data == in.data && out.dtype == in.dtype && out.shape == in.shape;
+  for (int d = 0; same && d < out.rank(); ++d) same = out.shape.dims[d] == 1 || out.strides[d] == in.strides[d];
+  if (same) return Status::ok();
+  return plan_error(StatusCode::invalid_problem, plan, out_field,
+                    "overlaps " + std::string(in_field) +
+                        " without being the same view (an output may share memory with an input only as that "
+                        "very view, in place)");
+}
 
 Status check_view(std::string_view plan, std::string_view field, const AnyTensorRef& view, DType dtype,
                   const Shape& shape, ViewRole role) {

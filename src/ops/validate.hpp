@@ -24,6 +24,13 @@ enum class ViewRole : unsigned char { input, output };
 Status check_view(std::string_view plan, std::string_view field, const AnyTensorRef& view, DType dtype,
                   const Shape& shape, ViewRole role);
 
+// An output that shares memory with an input must be that input exactly (the same first element,
+// dtype and strides along every dim of size > 1: each element is read before it is written, in
+// place); any other overlap of their memory spans is an error naming the output. Both views must
+// have passed check_view against the same shape.
+Status check_alias(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
+                   std::string_view in_field, const AnyTensorRef& in);
+
 // The workspace is at least `needed` bytes and 16-byte aligned.
 Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed);
 

@@ -292,6 +292,20 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryParamDescripto
   d.weight_shape = fuzz_broadcast_shape(in, d.shape);
 }
 
+// Any kind (now and then a value past the last), its parameters valid or not (NaN, infinities, 0,
+// softplus's beta <= 0, hardtanh's bounds reversed).
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, UnaryDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+  d.kind = in.chance(95) ? static_cast<UnaryKind>(in.consume_int(0, kUnaryKindCount - 1))
+                         : static_cast<UnaryKind>(in.consume_int(kUnaryKindCount, 255));
+  if (in.chance(50)) {
+    UnaryParameters& p = d.parameters;
+    for (double* v : {&p.negative_slope, &p.alpha, &p.beta, &p.threshold, &p.min_val, &p.max_val})
+      if (in.chance(30)) *v = fuzz_weight(in);
+  }
+}
+
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatherDescriptor& d) {
   fuzz_index_types(in, schema, d);
   fuzz_along_dim(in, d.src_shape, d.index_shape, d.dim);
@@ -1227,6 +1241,8 @@ std::span<const PlanEntry> registry() {
       entry<LerpBackwardPlan>(),
       entry<AddcmulPlan>(),
       entry<AddcmulBackwardPlan>(),
+      entry<UnaryPlan>(),
+      entry<UnaryBackwardPlan>(),
       entry<GatherPlan>(),
       entry<GatherBackwardPlan>(),
       entry<ScatterAddPlan>(),

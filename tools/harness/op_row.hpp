@@ -190,5 +190,6 @@ std::vector<std::unique_ptr<OpRow>> softmax_rows();
 std::vector<std::unique_ptr<OpRow>> reduce_rows();
 std::vector<std::unique_ptr<OpRow>> scan_rows();
 std::vector<std::unique_ptr<OpRow>> segment_rows();
+std::vector<std::unique_ptr<OpRow>> unary_rows();
 
 }  // namespace baracuda::harness

@@ -1,0 +1,135 @@
+#pragma once
+// Unary elementwise ops: out = f(x; parameters) for every element, `descriptor.kind` picks f; and the
+// backward, dx = dout * f'(x). One plan pair for every kind:
+//   UnaryPlan           out = f(x)
+//   UnaryBackwardPlan   dx = dout * f'(x)        (reads dout and x: no saved output)
+//
+// Kinds (PyTorch's names; each is torch.<kind> or torch.nn.functional.<kind>):
+//   math:        abs neg sign reciprocal square sqrt rsqrt exp exp2 expm1 log log2 log10 log1p
+//                sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh erf erfc erfinv
+//                lgamma floor ceil round (half to even, torch.round) trunc frac (x - trunc(x))
+//   activations: relu relu6 leaky_relu(negative_slope) elu(alpha) selu celu(alpha) gelu
+//                gelu_tanh (F.gelu(x, approximate="tanh")) silu mish softplus(beta, threshold)
+//                softsign sigmoid logsigmoid hardtanh(min_val, max_val) hardsigmoid hardswish
+// Not here yet: integer dtypes (abs, neg, sign of integers) and the predicates (isnan, isinf,
+// isfinite, logical_not, bitwise_not), which give bool.
+//
+// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; x, out, dout and dx share it).
+// Views: any strides; x and dout may broadcast (zero strides); out and dx must not overlap
+// themselves. out may be x exactly (in place, as x.exp_()), and dx may be dout or x exactly; any
+// other overlap of an output with an input is an error naming the output.
+//
+// Edge values follow PyTorch: sign(NaN) = 0; relu, relu6, hardtanh, hardsigmoid, hardswish and the
+// other activations propagate NaN; frac(+-inf) = NaN; round ties go to even.
+// Gradients where f is not differentiable, as PyTorch's autograd gives them:
+//   abs'(0) = 0; sign, floor, ceil, round, trunc: 0 everywhere; frac' = 1;
+//   relu'(0) = 0; relu6 and hardtanh: 0 at (and outside) both bounds; leaky_relu'(0) = negative_slope;
+//   elu'(0) = alpha, celu'(0) = 1, selu'(0) = scale * alpha (the x <= 0 branch);
+//   hardsigmoid: 0 at and outside +-3; hardswish: 0 below -3, x / 3 + 1/2 on [-3, 3] (so -1/2 at
+//   -3 and 3/2 at 3), 1 above 3; softplus: 1 where beta x > threshold;
+//   sqrt'(0) = +inf, rsqrt'(0) and reciprocal'(0) infinite, log'(0) = +inf (the formulas' values);
+//   lgamma' = digamma: +-inf at -+0, NaN at the negative integers.
+// One departure: gelu_tanh's gradient is (1 + tanh) / 2 where tanh has saturated, also where x^3
+// overflows the compute type (PyTorch's formula gives NaN there, e.g. at x = 1e30 in f32).
+#include "baracuda/core/plan.hpp"
+
+namespace baracuda {
+
+enum class UnaryKind : unsigned char {
+  // math
+  abs,
+  neg,
+  sign,
+  reciprocal,
+  square,
+  sqrt,
+  rsqrt,
+  exp,
+  exp2,
+  expm1,
+  log,
+  log2,
+  log10,
+  log1p,
+  sin,
+  cos,
+  tan,
+  asin,
+  acos,
+  atan,
+  sinh,
+  cosh,
+  tanh,
+  asinh,
+  acosh,
+  atanh,
+  erf,
+  erfc,
+  erfinv,
+  lgamma,
+  floor,
+  ceil,
+  round,
+  trunc,
+  frac,
+  // activations
+  relu,
+  relu6,
+  leaky_relu,
+  elu,
+  selu,
+  celu,
+  gelu,
+  gelu_tanh,
+  silu,
+  mish,
+  softplus,
+  softsign,
+  sigmoid,
+  logsigmoid,
+  hardtanh,
+  hardsigmoid,
+  hardswish,
+};
+inline constexpr int kUnaryKindCount = static_cast<int>(UnaryKind::hardswish) + 1;
+
+// The parameters of the kinds that take some (PyTorch's names and defaults); the other kinds ignore
+// them. select rejects a parameter the kind reads that is NaN, softplus's beta <= 0 (PyTorch divides
+// by it), celu's alpha == 0 (PyTorch rejects it) and hardtanh's min_val > max_val.
+struct UnaryParameters {
+  double negative_slope = 0.01;  // leaky_relu
+  double alpha = 1.0;            // elu, celu
+  double beta = 1.0;             // softplus: log(1 + exp(beta x)) / beta, x where beta x > threshold
+  double threshold = 20.0;       // softplus
+  double min_val = -1.0;         // hardtanh
+  double max_val = 1.0;          // hardtanh
+};
+
+struct UnaryDescriptor {
+  UnaryKind kind = UnaryKind::relu;
+  DType dtype = DType::f32;
+  Shape shape;
+  UnaryParameters parameters{};
+};
+
+struct UnaryArgs {
+  AnyTensorRef x;
+  AnyTensorMut out;
+};
+
+struct UnaryBackwardArgs {
+  AnyTensorRef dout;
+  AnyTensorRef x;
+  AnyTensorMut dx;  // overwritten
+};
+
+struct UnaryOp : OpTag<UnaryDescriptor, UnaryArgs> {};
+struct UnaryBackwardOp : OpTag<UnaryDescriptor, UnaryBackwardArgs> {};
+
+using UnaryPlan = Plan<UnaryOp>;
+using UnaryBackwardPlan = Plan<UnaryBackwardOp>;
+
+// "exp", "gelu_tanh": the kind's name (SKUs and errors say it); "?" for a value that is no kind.
+std::string_view unary_kind_name(UnaryKind kind);
+
+}  // namespace baracuda

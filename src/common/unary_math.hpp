@@ -1,0 +1,788 @@
+#pragma once
+// The math of the unary family, written once for both backends. A kind is one Math struct:
+//   kKind                                      its UnaryKind
+//   forward(x, p)       -> f(x)                in the compute type A (f32 for 16-bit and f32, f64)
+//   backward(dout, x, p) -> dout * f'(x)        as PyTorch's autograd gives it (unary.hpp lists the
+//                                              points where f is not differentiable)
+// where p holds the descriptor's parameters in A. Every kernel shape of both backends runs every
+// Math; the groups at the end split the kinds over translation units (one per group and backend) so
+// that the build parallelizes.
+#include <cmath>
+#include <tuple>
+
+#include "baracuda/ops/unary.hpp"
+#include "common/elementwise.hpp"
+
+namespace baracuda::detail {
+
+template <class A>
+struct UnaryParams {
+  A negative_slope, alpha, beta, threshold, min_val, max_val;
+};
+
+template <class A>
+UnaryParams<A> unary_params(const UnaryParameters& p) {
+  return {static_cast<A>(p.negative_slope), static_cast<A>(p.alpha),   static_cast<A>(p.beta),
+          static_cast<A>(p.threshold),      static_cast<A>(p.min_val), static_cast<A>(p.max_val)};
+}
+
+namespace unary_fn {
+
+inline constexpr double kPi = 3.14159265358979323846;
+inline constexpr double kLn2 = 0.69314718055994530942;
+inline constexpr double kLn10 = 2.30258509299404568402;
+inline constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // erf' (0)
+inline constexpr double kSqrtPiOverTwo = 0.88622692545275801365;  // erfinv' (0)
+inline constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
+inline constexpr double kInvSqrtTwoPi = 0.39894228040143267794;   // the normal density at 0
+inline constexpr double kSqrtTwoOverPi = 0.79788456080286535588;  // gelu_tanh's beta
+inline constexpr double kGeluTanhKappa = 0.044715;                // gelu_tanh's cubic coefficient
+inline constexpr double kSeluScale = 1.0507009873554804934193349852946;
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+
+template <class A>
+BARACUDA_HD A sgn(A x) {  // -1, 0 or 1; 0 for NaN (PyTorch's sign)
+  return static_cast<A>((A(0) < x) - (x < A(0)));
+}
+
+template <class A>
+BARACUDA_HD A rsqrt(A x) {
+#if defined(__CUDA_ARCH__)
+  return ::rsqrt(x);
+#else
+  return A(1) / std::sqrt(x);
+#endif
+}
+
+template <class A>
+BARACUDA_HD A sigmoid(A x) {
+  return A(1) / (A(1) + std::exp(-x));
+}
+
+#if !defined(__CUDA_ARCH__)
+// erfinv on the host (the C library has none): a single-precision approximation (M. Giles,
+// "Approximating the erfinv function", 2010) refined by two Newton steps on erf, or on erfc where
+// |y| > 1/2 (1 - |y| is exact there), which reach double precision.
+inline double erfinv_host(double y) {
+  if (!(y > -1.0 && y < 1.0)) return y == 1.0 ? INFINITY : (y == -1.0 ? -INFINITY : NAN);
+  double w = -std::log((1.0 - y) * (1.0 + y)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * y;
+  for (int i = 0; i < 2; ++i) {
+    // erf(x) - y, from erfc where erf is near +-1.
+    const double residual =
+        y > 0.5 ? (1.0 - y) - std::erfc(x) : (y < -0.5 ? std::erfc(-x) - (1.0 + y) : std::erf(x) - y);
+    x -= residual / (kTwoOverSqrtPi * std::exp(-x * x));
+  }
+  return x;
+}
+#endif
+
+template <class A>
+BARACUDA_HD A erfinv(A x) {
+#if defined(__CUDA_ARCH__)
+  return ::erfinv(x);
+#else
+  return static_cast<A>(erfinv_host(static_cast<double>(x)));
+#endif
+}
+
+// The derivative of lgamma (PyTorch's digamma: -inf / +inf at -0 / +0 as the sign of 0 says, NaN
+// at the negative integers): reflection below 0, the recurrence up to 10, then the asymptotic series.
+template <class A>
+BARACUDA_HD A digamma(A x) {
+  if (x == A(0)) return std::copysign(A(INFINITY), -x);
+  A result = 0;
+  if (x < A(0)) {
+    const A whole = std::trunc(x);
+    if (x == whole) return A(NAN);
+    result = -A(kPi) / std::tan(A(kPi) * (x - whole));  // tan(pi x) from the fraction: exact argument
+    x = A(1) - x;
+  }
+  while (x < A(10)) {
+    result -= A(1) / x;
+    x += A(1);
+  }
+  const A z = A(1) / (x * x);
+  const A series =
+      z *
+      (A(1.0 / 12) -
+       z * (A(1.0 / 120) -
+            z * (A(1.0 / 252) - z * (A(1.0 / 240) - z * (A(1.0 / 132) - z * (A(691.0 / 32760) - z * A(1.0 / 12)))))));
+  return result + std::log(x) - A(0.5) / x - series;
+}
+
+}  // namespace unary_fn
+
+// ---------------------------------------------------------------------------------------------
+// math
+
+struct AbsMath {
+  static constexpr UnaryKind kKind = UnaryKind::abs;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::fabs(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * unary_fn::sgn(x);  // abs'(0) = 0
+  }
+};
+struct NegMath {
+  static constexpr UnaryKind kKind = UnaryKind::neg;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return -x;
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A, const UnaryParams<A>&) {
+    return -dy;
+  }
+};
+struct SignMath {
+  static constexpr UnaryKind kKind = UnaryKind::sign;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return unary_fn::sgn(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
+    return A(0);
+  }
+};
+struct ReciprocalMath {
+  static constexpr UnaryKind kKind = UnaryKind::reciprocal;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return A(1) / x;
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A r = A(1) / x;
+    return -dy * r * r;
+  }
+};
+struct SquareMath {
+  static constexpr UnaryKind kKind = UnaryKind::square;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x * x;
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * A(2) * x;
+  }
+};
+struct SqrtMath {
+  static constexpr UnaryKind kKind = UnaryKind::sqrt;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::sqrt(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy / (A(2) * std::sqrt(x));
+  }
+};
+struct RsqrtMath {
+  static constexpr UnaryKind kKind = UnaryKind::rsqrt;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return unary_fn::rsqrt(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A r = unary_fn::rsqrt(x);
+    return A(-0.5) * dy * r * r * r;
+  }
+};
+struct ExpMath {
+  static constexpr UnaryKind kKind = UnaryKind::exp;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::exp(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * std::exp(x);
+  }
+};
+struct Exp2Math {
+  static constexpr UnaryKind kKind = UnaryKind::exp2;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::exp2(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * std::exp2(x) * A(unary_fn::kLn2);
+  }
+};
+struct Expm1Math {
+  static constexpr UnaryKind kKind = UnaryKind::expm1;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::expm1(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * std::exp(x);  // expm1(x) + 1, without the cancellation for x << 0
+  }
+};
+struct LogMath {
+  static constexpr UnaryKind kKind = UnaryKind::log;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::log(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy / x;
+  }
+};
+struct Log2Math {
+  static constexpr UnaryKind kKind = UnaryKind::log2;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::log2(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy / (x * A(unary_fn::kLn2));
+  }
+};
+struct Log10Math {
+  static constexpr UnaryKind kKind = UnaryKind::log10;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::log10(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy / (x * A(unary_fn::kLn10));
+  }
+};
+struct Log1pMath {
+  static constexpr UnaryKind kKind = UnaryKind::log1p;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::log1p(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy / (x + A(1));
+  }
+};
+struct SinMath {
+  static constexpr UnaryKind kKind = UnaryKind::sin;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::sin(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * std::cos(x);
+  }
+};
+struct CosMath {
+  static constexpr UnaryKind kKind = UnaryKind::cos;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::cos(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return -dy * std::sin(x);
+  }
+};
+struct TanMath {
+  static constexpr UnaryKind kKind = UnaryKind::tan;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::tan(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A t = std::tan(x);
+    return dy * (A(1) + t * t);
+  }
+};
+struct AsinMath {
+  static constexpr UnaryKind kKind = UnaryKind::asin;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::asin(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * unary_fn::rsqrt((A(1) - x) * (A(1) + x));
+  }
+};
+struct AcosMath {
+  static constexpr UnaryKind kKind = UnaryKind::acos;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::acos(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return -dy * unary_fn::rsqrt((A(1) - x) * (A(1) + x));
+  }
+};
+struct AtanMath {
+  static constexpr UnaryKind kKind = UnaryKind::atan;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::atan(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy / (A(1) + x * x);
+  }
+};
+struct SinhMath {
+  static constexpr UnaryKind kKind = UnaryKind::sinh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::sinh(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * std::cosh(x);
+  }
+};
+struct CoshMath {
+  static constexpr UnaryKind kKind = UnaryKind::cosh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::cosh(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * std::sinh(x);
+  }
+};
+struct TanhMath {
+  static constexpr UnaryKind kKind = UnaryKind::tanh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::tanh(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A t = std::tanh(x);
+    return dy * (A(1) - t * t);
+  }
+};
+struct AsinhMath {
+  static constexpr UnaryKind kKind = UnaryKind::asinh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::asinh(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * unary_fn::rsqrt(x * x + A(1));
+  }
+};
+struct AcoshMath {
+  static constexpr UnaryKind kKind = UnaryKind::acosh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::acosh(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * unary_fn::rsqrt(x * x - A(1));  // PyTorch's: +inf at +-1
+  }
+};
+struct AtanhMath {
+  static constexpr UnaryKind kKind = UnaryKind::atanh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::atanh(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy / ((A(1) - x) * (A(1) + x));
+  }
+};
+struct ErfMath {
+  static constexpr UnaryKind kKind = UnaryKind::erf;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::erf(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * A(unary_fn::kTwoOverSqrtPi) * std::exp(-x * x);
+  }
+};
+struct ErfcMath {
+  static constexpr UnaryKind kKind = UnaryKind::erfc;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::erfc(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return -dy * A(unary_fn::kTwoOverSqrtPi) * std::exp(-x * x);
+  }
+};
+struct ErfinvMath {
+  static constexpr UnaryKind kKind = UnaryKind::erfinv;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return unary_fn::erfinv(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A y = unary_fn::erfinv(x);
+    return dy * A(unary_fn::kSqrtPiOverTwo) * std::exp(y * y);
+  }
+};
+struct LgammaMath {
+  static constexpr UnaryKind kKind = UnaryKind::lgamma;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::lgamma(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return dy * unary_fn::digamma(x);
+  }
+};
+struct FloorMath {
+  static constexpr UnaryKind kKind = UnaryKind::floor;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::floor(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
+    return A(0);
+  }
+};
+struct CeilMath {
+  static constexpr UnaryKind kKind = UnaryKind::ceil;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::ceil(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
+    return A(0);
+  }
+};
+struct RoundMath {
+  static constexpr UnaryKind kKind = UnaryKind::round;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::rint(x);  // the default rounding mode: ties to even
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
+    return A(0);
+  }
+};
+struct TruncMath {
+  static constexpr UnaryKind kKind = UnaryKind::trunc;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return std::trunc(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
+    return A(0);
+  }
+};
+struct FracMath {
+  static constexpr UnaryKind kKind = UnaryKind::frac;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x - std::trunc(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A, const UnaryParams<A>&) {
+    return dy;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// activations (comparisons are written so that NaN propagates through the forward, as PyTorch's)
+
+struct ReluMath {
+  static constexpr UnaryKind kKind = UnaryKind::relu;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x < A(0) ? A(0) : x;
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return x > A(0) ? dy : A(0);
+  }
+};
+// hardtanh's clamp and gradient, shared by relu6 (hardtanh(x, 0, 6)).
+template <class A>
+BARACUDA_HD A hardtanh_forward(A x, A lo, A hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+template <class A>
+BARACUDA_HD A hardtanh_backward(A dy, A x, A lo, A hi) {
+  return (x <= lo || x >= hi) ? A(0) : dy;
+}
+struct Relu6Math {
+  static constexpr UnaryKind kKind = UnaryKind::relu6;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return hardtanh_forward(x, A(0), A(6));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return hardtanh_backward(dy, x, A(0), A(6));
+  }
+};
+struct LeakyReluMath {
+  static constexpr UnaryKind kKind = UnaryKind::leaky_relu;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
+    return x > A(0) ? x : x * p.negative_slope;
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
+    return x > A(0) ? dy : dy * p.negative_slope;
+  }
+};
+struct EluMath {
+  static constexpr UnaryKind kKind = UnaryKind::elu;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
+    return x > A(0) ? x : p.alpha * std::expm1(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
+    return x <= A(0) ? dy * p.alpha * std::exp(x) : dy;
+  }
+};
+struct SeluMath {
+  static constexpr UnaryKind kKind = UnaryKind::selu;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return A(unary_fn::kSeluScale) * (x > A(0) ? x : A(unary_fn::kSeluAlpha) * std::expm1(x));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return x <= A(0) ? dy * A(unary_fn::kSeluScale) * A(unary_fn::kSeluAlpha) * std::exp(x)
+                     : dy * A(unary_fn::kSeluScale);
+  }
+};
+struct CeluMath {
+  static constexpr UnaryKind kKind = UnaryKind::celu;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
+    return x > A(0) ? x : p.alpha * std::expm1(x / p.alpha);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
+    return x <= A(0) ? dy * std::exp(x / p.alpha) : dy;
+  }
+};
+struct GeluMath {  // x Phi(x), Phi the standard normal's distribution function
+  static constexpr UnaryKind kKind = UnaryKind::gelu;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x * A(0.5) * (A(1) + std::erf(x * A(unary_fn::kSqrtHalf)));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A cdf = A(0.5) * (A(1) + std::erf(x * A(unary_fn::kSqrtHalf)));
+    const A pdf = A(unary_fn::kInvSqrtTwoPi) * std::exp(A(-0.5) * x * x);
+    return dy * (cdf + x * pdf);
+  }
+};
+struct GeluTanhMath {  // x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
+  static constexpr UnaryKind kKind = UnaryKind::gelu_tanh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    const A inner = A(unary_fn::kSqrtTwoOverPi) * (x + A(unary_fn::kGeluTanhKappa) * x * x * x);
+    return A(0.5) * x * (A(1) + std::tanh(inner));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A x_sq = x * x;
+    const A inner = A(unary_fn::kSqrtTwoOverPi) * (x + A(unary_fn::kGeluTanhKappa) * x_sq * x);
+    const A t = std::tanh(inner);
+    const A d_inner = A(unary_fn::kSqrtTwoOverPi) * (A(1) + A(3 * unary_fn::kGeluTanhKappa) * x_sq);
+    // Where tanh has saturated the second term is 0, also where x^3 overflowed (0 * inf would be NaN).
+    const A sech2 = A(1) - t * t;
+    return dy * (A(0.5) * (A(1) + t) + (sech2 == A(0) ? A(0) : A(0.5) * x * sech2 * d_inner));
+  }
+};
+struct SiluMath {
+  static constexpr UnaryKind kKind = UnaryKind::silu;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x / (A(1) + std::exp(-x));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A s = unary_fn::sigmoid(x);
+    return dy * s * (A(1) + x * (A(1) - s));
+  }
+};
+struct MishMath {  // x tanh(softplus(x))
+  static constexpr UnaryKind kKind = UnaryKind::mish;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x * std::tanh(std::log1p(std::exp(x)));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A s = unary_fn::sigmoid(x);
+    const A t = std::tanh(std::log1p(std::exp(x)));
+    return dy * (t + x * s * (A(1) - t * t));
+  }
+};
+struct SoftplusMath {
+  static constexpr UnaryKind kKind = UnaryKind::softplus;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
+    const A bx = x * p.beta;
+    return bx > p.threshold ? x : std::log1p(std::exp(bx)) / p.beta;
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
+    const A bx = x * p.beta;
+    if (bx > p.threshold) return dy;
+    const A z = std::exp(bx);
+    return dy * z / (z + A(1));
+  }
+};
+struct SoftsignMath {
+  static constexpr UnaryKind kKind = UnaryKind::softsign;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x / (A(1) + std::fabs(x));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A d = A(1) + std::fabs(x);
+    return dy / (d * d);
+  }
+};
+struct SigmoidMath {
+  static constexpr UnaryKind kKind = UnaryKind::sigmoid;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return unary_fn::sigmoid(x);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A s = unary_fn::sigmoid(x);
+    return dy * (A(1) - s) * s;
+  }
+};
+struct LogsigmoidMath {  // min(x, 0) - log1p(exp(-|x|)): no overflow either way
+  static constexpr UnaryKind kKind = UnaryKind::logsigmoid;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return (x < A(0) ? x : A(0)) - std::log1p(std::exp(-std::fabs(x)));
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    const A z = std::exp(-std::fabs(x));
+    return x < A(0) ? dy * (A(1) - z / (A(1) + z)) : dy * (z / (A(1) + z));
+  }
+};
+struct HardtanhMath {
+  static constexpr UnaryKind kKind = UnaryKind::hardtanh;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
+    return hardtanh_forward(x, p.min_val, p.max_val);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
+    return hardtanh_backward(dy, x, p.min_val, p.max_val);
+  }
+};
+struct HardsigmoidMath {  // clamp(x + 3, 0, 6) / 6
+  static constexpr UnaryKind kKind = UnaryKind::hardsigmoid;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return hardtanh_forward(x + A(3), A(0), A(6)) / A(6);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    return (x > A(-3) && x < A(3)) ? dy / A(6) : A(0);
+  }
+};
+struct HardswishMath {  // x clamp(x + 3, 0, 6) / 6
+  static constexpr UnaryKind kKind = UnaryKind::hardswish;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    return x * hardtanh_forward(x + A(3), A(0), A(6)) / A(6);
+  }
+  template <class A>
+  BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
+    if (x < A(-3)) return A(0);
+    return x <= A(3) ? dy * (x / A(3) + A(0.5)) : dy;
+  }
+};
+
+// The kinds by translation unit (src/cpu/unary/, src/cuda/unary/: one file per group).
+using UnaryBasicMaths = std::tuple<AbsMath, NegMath, SignMath, ReciprocalMath, SquareMath, SqrtMath, RsqrtMath,
+                                   FloorMath, CeilMath, RoundMath, TruncMath, FracMath>;
+using UnaryExpLogMaths = std::tuple<ExpMath, Exp2Math, Expm1Math, LogMath, Log2Math, Log10Math, Log1pMath, ErfMath,
+                                    ErfcMath, ErfinvMath, LgammaMath>;
+using UnaryTrigMaths = std::tuple<SinMath, CosMath, TanMath, AsinMath, AcosMath, AtanMath, SinhMath, CoshMath, TanhMath,
+                                  AsinhMath, AcoshMath, AtanhMath>;
+using UnaryPiecewiseMaths = std::tuple<ReluMath, Relu6Math, LeakyReluMath, EluMath, SeluMath, CeluMath, HardtanhMath,
+                                       HardsigmoidMath, HardswishMath, SoftsignMath>;
+using UnarySmoothMaths =
+    std::tuple<GeluMath, GeluTanhMath, SiluMath, MishMath, SoftplusMath, SigmoidMath, LogsigmoidMath>;
+using UnaryGroups =
+    std::tuple<UnaryBasicMaths, UnaryExpLogMaths, UnaryTrigMaths, UnaryPiecewiseMaths, UnarySmoothMaths>;
+inline constexpr int kUnaryGroupCount = static_cast<int>(std::tuple_size_v<UnaryGroups>);
+// Their indices in UnaryGroups (each backend's translation unit of a group instantiates its own).
+enum UnaryGroupIndex : int { kUnaryBasic, kUnaryExpLog, kUnaryTrig, kUnaryPiecewise, kUnarySmooth };
+
+// The functors the elementwise launchers run: (x) -> out and (dout, x) -> dx.
+template <class Math, class Acc_>
+struct UnaryForward {
+  using Acc = Acc_;
+  static constexpr int kIn = 1, kOut = 1;
+  UnaryParams<Acc> p;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::forward(x[0], p); }
+};
+
+template <class Math, class Acc_>
+struct UnaryBackward {
+  using Acc = Acc_;
+  static constexpr int kIn = 2, kOut = 1;
+  UnaryParams<Acc> p;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::backward(x[0], x[1], p); }
+};
+
+}  // namespace baracuda::detail

@@ -1,0 +1,7 @@
+// CPU kernels of the unary kinds abs, neg, sign, reciprocal, square, sqrt, rsqrt, floor, ceil, round, trunc, frac.
+#include "cpu/unary/group.hpp"
+
+namespace baracuda::detail::cpu {
+template Status launch_group<kUnaryBasic>(const LaunchContext&, const UnaryForwardProblem&);
+template Status launch_group<kUnaryBasic>(const LaunchContext&, const UnaryBackwardProblem&);
+}  // namespace baracuda::detail::cpu

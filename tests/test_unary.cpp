@@ -1,0 +1,227 @@
+// Unary family: what the op table's random samples cannot reach, on every backend and float dtype.
+// Special values (+-0, +-inf, NaN, subnormals, large arguments, the kinks and bounds of the
+// piecewise kinds) through every kind, forward and backward, against the f64 reference rounded to the
+// dtype (NaN where it is NaN, infinities exactly); runs in place (out = x, dx = dout); partial
+// overlaps of an output with an input rejected, naming the output; the SKU names the kind.
+#include <cmath>
+#include <limits>
+
+#include "harness/reference/unary_reference.hpp"
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using testing::contiguous;
+using testing::unwrap;
+using testing::with_strides;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<UnaryKind> all_kinds() {
+  std::vector<UnaryKind> kinds;
+  for (int k = 0; k < kUnaryKindCount; ++k) kinds.push_back(static_cast<UnaryKind>(k));
+  return kinds;
+}
+
+// A view's elements in row-major order.
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.shape.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = t.at(static_cast<int64_t>(i));
+  return v;
+}
+
+class UnaryTest : public testing::BackendDTypeTest {
+ protected:
+  // A subnormal of the dtype.
+  double subnormal() const {
+    switch (dtype()) {
+      case DType::f64:
+        return 1e-310;
+      case DType::f16:
+        return 3e-6;
+      default:
+        return 1e-39;  // f32 and bf16 share the exponent range
+    }
+  }
+  std::vector<double> specials() const {
+    return {0.0,  -0.0,  kInf, -kInf, kNaN, subnormal(), -subnormal(), 1e-30, -1e-30, 0.25, 0.5,
+            -0.5, 1,     -1,   1.5,   2,    2.5,         -2.5,         3,     -3,     6,    -6,
+            0.99, -0.99, 20,   -20,   88.7, -88.7,       100,          -100,  1e30,   -1e30};
+  }
+  // The kind's tolerance: lgamma's GPU functions are looser (see tools/harness/rows/unary.cpp).
+  double tol(UnaryKind kind) const { return harness::tolerance(dtype()) * (kind == UnaryKind::lgamma ? 100 : 1); }
+
+  Tensor tensor_of(const std::vector<double>& values) {
+    Tensor t =
+        unwrap(harness::random_tensor(backend(), dtype(), contiguous({static_cast<int64_t>(values.size())}), rng_));
+    for (size_t i = 0; i < values.size(); ++i) t.host[i] = harness::quantize(dtype(), values[i]);
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  }
+  Tensor output(Shape shape) {
+    Tensor t = unwrap(harness::random_tensor(backend(), dtype(), contiguous(shape), rng_));
+    EXPECT_TRUE(harness::poison(t).is_ok());
+    return t;
+  }
+
+  // got against want rounded to the dtype: NaN for NaN, infinities exactly, else within tol.
+  ::testing::AssertionResult matches(const Tensor& got, const std::function<double(int64_t)>& want, double tol) {
+    for (int64_t i = 0; i < got.shape.numel(); ++i) {
+      const double g = got.at(i), w = harness::quantize(dtype(), want(i));
+      const bool ok =
+          std::isnan(w) ? std::isnan(g) : (std::isinf(w) ? g == w : std::fabs(g - w) <= tol * (1 + std::fabs(w)));
+      if (!ok) return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w;
+    }
+    return ::testing::AssertionSuccess();
+  }
+};
+
+TEST_P(UnaryTest, SpecialValuesForward) {
+  Tensor x = tensor_of(specials());
+  for (UnaryKind kind : all_kinds()) {
+    SCOPED_TRACE(std::string(unary_kind_name(kind)));
+    UnaryDescriptor d;
+    d.kind = kind;
+    d.dtype = dtype();
+    d.shape = x.shape;
+    Tensor out = output(x.shape);
+    UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
+    ASSERT_OK(plan.run(stream(), {}, {x.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    EXPECT_TRUE(matches(
+        out, [&](int64_t i) { return reference::unary(kind, x.at(i), d.parameters); }, tol(kind)))
+        << "x = " << x.at(0);
+  }
+}
+
+TEST_P(UnaryTest, SpecialValuesBackward) {
+  Tensor x = tensor_of(specials());
+  for (double g : {1.0, -0.5}) {
+    Tensor dout = tensor_of(std::vector<double>(specials().size(), g));
+    for (UnaryKind kind : all_kinds()) {
+      SCOPED_TRACE(std::string(unary_kind_name(kind)) + ", dout " + std::to_string(g));
+      UnaryDescriptor d;
+      d.kind = kind;
+      d.dtype = dtype();
+      d.shape = x.shape;
+      Tensor dx = output(x.shape);
+      UnaryBackwardPlan plan = unwrap(UnaryBackwardPlan::select(stream(), d));
+      ASSERT_OK(plan.run(stream(), {}, {dout.ref(), x.ref(), dx.mut()}));
+      ASSERT_OK(dx.download());
+      EXPECT_TRUE(matches(
+          dx, [&](int64_t i) { return reference::unary_backward(kind, g, x.at(i), d.parameters); }, tol(kind)));
+    }
+  }
+}
+
+// The kinks of the parametrized kinds at their own parameters.
+TEST_P(UnaryTest, KinksAtParameters) {
+  UnaryParameters p;
+  p.negative_slope = -0.3;
+  p.alpha = 0.5;
+  p.beta = 2;
+  p.threshold = 4;
+  p.min_val = -0.5;
+  p.max_val = 2;
+  Tensor x = tensor_of({-0.5, 2, 0, -0.0, 1.5, 2.5, -1, 1, kNaN, kInf, -kInf});
+  Tensor dout = tensor_of(std::vector<double>(11, 0.75));
+  for (UnaryKind kind :
+       {UnaryKind::leaky_relu, UnaryKind::elu, UnaryKind::celu, UnaryKind::softplus, UnaryKind::hardtanh}) {
+    SCOPED_TRACE(std::string(unary_kind_name(kind)));
+    UnaryDescriptor d{kind, dtype(), x.shape, p};
+    Tensor out = output(x.shape), dx = output(x.shape);
+    ASSERT_OK(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), out.mut()}));
+    ASSERT_OK(unwrap(UnaryBackwardPlan::select(stream(), d)).run(stream(), {}, {dout.ref(), x.ref(), dx.mut()}));
+    ASSERT_OK(out.download());
+    ASSERT_OK(dx.download());
+    EXPECT_TRUE(matches(
+        out, [&](int64_t i) { return reference::unary(kind, x.at(i), p); }, tol(kind)));
+    EXPECT_TRUE(matches(
+        dx, [&](int64_t i) { return reference::unary_backward(kind, 0.75, x.at(i), p); }, tol(kind)));
+  }
+}
+
+// out = x and dx = dout, contiguous (the vectorized path on CUDA) and strided.
+TEST_P(UnaryTest, InPlace) {
+  for (const harness::TensorSpec& spec : {contiguous({1000, 33}), with_strides({33, 100}, {200, 2})}) {
+    for (UnaryKind kind : all_kinds()) {
+      SCOPED_TRACE(std::string(unary_kind_name(kind)) + " " + spec.shape.to_string());
+      UnaryDescriptor d;
+      d.kind = kind;
+      d.dtype = dtype();
+      d.shape = spec.shape;
+      Tensor x = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_, 0.1, 0.9));
+      const std::vector<double> saved = values(x);
+      ASSERT_OK(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), x.mut()}));
+      ASSERT_OK(x.download());
+      EXPECT_TRUE(matches(
+          x, [&](int64_t i) { return reference::unary(kind, saved[i], d.parameters); }, tol(kind)));
+
+      Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_));
+      Tensor y = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_, 0.1, 0.9));
+      const std::vector<double> dout_saved = values(dout);
+      ASSERT_OK(unwrap(UnaryBackwardPlan::select(stream(), d)).run(stream(), {}, {dout.ref(), y.ref(), dout.mut()}));
+      ASSERT_OK(dout.download());
+      EXPECT_TRUE(matches(
+          dout, [&](int64_t i) { return reference::unary_backward(kind, dout_saved[i], y.at(i), d.parameters); },
+          tol(kind)));
+    }
+  }
+}
+
+TEST_P(UnaryTest, PartialOverlapIsRejected) {
+  Tensor buffer = unwrap(harness::random_tensor(backend(), dtype(), contiguous({65}), rng_));
+  const AnyTensorMut whole = buffer.mut();
+  auto view = [&](int64_t offset, Shape shape, Strides strides) {
+    return AnyTensorMut{static_cast<char*>(whole.data) + offset * static_cast<int64_t>(dtype_size(dtype())), dtype(),
+                        shape, strides, 65 - offset};
+  };
+  UnaryDescriptor d;
+  d.kind = UnaryKind::exp;
+  d.dtype = dtype();
+  d.shape = {64};
+  const UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
+  const std::vector<double> before = buffer.host;
+  // Shifted by one element; a broadcast x inside out; the transpose of a square (same span, other strides).
+  const AnyTensorMut out = view(0, {64}, {1});
+  for (const AnyTensorMut& x : {view(1, {64}, {1}), view(5, {64}, {0})}) {
+    EXPECT_TRUE(
+        testing::is_error(plan.run(stream(), {}, {x, out}), StatusCode::invalid_problem, "UnaryPlan", "args.out"));
+  }
+  d.shape = {8, 8};
+  const UnaryPlan square = unwrap(UnaryPlan::select(stream(), d));
+  EXPECT_TRUE(testing::is_error(square.run(stream(), {}, {view(0, {8, 8}, {1, 8}), view(0, {8, 8}, {8, 1})}),
+                                StatusCode::invalid_problem, "UnaryPlan", "args.out"));
+  // Backward: dx may be dout or x exactly, never part of either.
+  d.shape = {32};
+  const UnaryBackwardPlan backward = unwrap(UnaryBackwardPlan::select(stream(), d));
+  EXPECT_TRUE(
+      testing::is_error(backward.run(stream(), {}, {view(0, {32}, {1}), view(33, {32}, {1}), view(16, {32}, {1})}),
+                        StatusCode::invalid_problem, "UnaryBackwardPlan", "args.dx"));
+  EXPECT_TRUE(
+      testing::is_error(backward.run(stream(), {}, {view(0, {32}, {1}), view(33, {32}, {1}), view(20, {32}, {1})}),
+                        StatusCode::invalid_problem, "UnaryBackwardPlan", "args.dx"));
+  // Disjoint views of one buffer run.
+  ASSERT_OK(backward.run(stream(), {}, {view(0, {32}, {1}), view(33, {32}, {1}), view(0, {32}, {1})}));
+  ASSERT_OK(buffer.download());
+  for (size_t i = 32; i < before.size(); ++i) EXPECT_EQ(buffer.host[i], before[i]) << i;
+}
+
+TEST_P(UnaryTest, SkuNamesTheKind) {
+  UnaryDescriptor d;
+  d.kind = UnaryKind::gelu_tanh;
+  d.dtype = dtype();
+  d.shape = {128};
+  const UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
+  const std::string variant = plan.sku().variant;
+  EXPECT_EQ(variant, std::string(backend() == Backend::cuda ? "vectorized" : "contiguous") + ".gelu_tanh");
+  EXPECT_EQ(plan.sku().op, "unary");
+}
+
+INSTANTIATE_TEST_SUITE_P(Unary, UnaryTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+}  // namespace
+}  // namespace baracuda
