@@ -82,22 +82,29 @@ int64_t reduced_count(const Shape& shape, const ReduceDims& dims) {
   return reference::ReduceLayout(d).count();
 }
 
-// Whether a broadcast view (layout() in harness/op_table.cpp: a zero stride along the first dim of
-// size > 1) repeats one element over each reduced set: that dim is the only reduced one of size > 1.
-bool repeats(const Shape& shape, const ReduceDims& dims) {
+// How many times a broadcast view (layout() in harness/op_table.cpp: a zero stride along the first
+// dim of size > 1) repeats each element of a reduced set: that dim's size where it is reduced, else 1.
+int64_t repeat_factor(const Shape& shape, const ReduceDims& dims) {
   Desc d;
   d.shape = shape;
   d.dims = dims;
   int first = -1;
   for (int k = 0; k < shape.rank && first < 0; ++k)
     if (shape.dims[k] > 1) first = k;
-  if (first < 0) return false;
+  if (first < 0) return 1;
   Desc only_first = d;
   for (int k = 0; k < shape.rank; ++k)
     if (k != first) only_first.shape.dims[k] = 1;
-  // The reduced set's size equals the first dim's share of it: every other reduced dim has size 1.
-  return reference::ReduceLayout(d).count() == reference::ReduceLayout(only_first).count() &&
-         reference::ReduceLayout(only_first).count() > 1;
+  return reference::ReduceLayout(only_first).count();
+}
+// Whether that view repeats one element over each reduced set: the repeated dim is the only reduced
+// one of size > 1.
+bool repeats(const Shape& shape, const ReduceDims& dims) {
+  Desc d;
+  d.shape = shape;
+  d.dims = dims;
+  const int64_t factor = repeat_factor(shape, dims);
+  return factor > 1 && reference::ReduceLayout(d).count() == factor;
 }
 
 // The longest reduced set a product takes: x in [0.5, 1.5) has E[log x] = -0.045 and a standard
@@ -116,10 +123,13 @@ constexpr int64_t kLongestSum = 40000;
 // n - correction <= 0, are NaN or +-inf (test_reduce.cpp); std's gradient is NaN where the elements
 // are all equal (std 0), which a short row of 16-bit values often is. `repeated`: the view repeats one element over the
 // reduced set (a broadcast along the only reduced dim of size > 1), whose product may overflow f16 and whose std is 0.
-bool takes(const KindSpec& k, int64_t count, bool repeated, bool backward) {
+// `repeat`: how many times the view repeats each element of a reduced set; a product of r copies of
+// m values has r times their log's spread, which past 16 elements reaches f16's overflow (e^11) too
+// often (sample [5, 7, 11], dims {0, 2}: 11 values to the 5th power, 2.8 standard deviations).
+bool takes(const KindSpec& k, int64_t count, bool repeated, int64_t repeat, bool backward) {
   if (backward && !reference::reduce_differentiable(k.kind)) return false;
   if (k.kind == ReduceKind::sum && !backward && count > kLongestSum) return false;
-  if (k.kind == ReduceKind::prod && repeated) return false;
+  if (k.kind == ReduceKind::prod && (repeated || (repeat > 1 && count > 16))) return false;
   if (k.kind == ReduceKind::std && backward && (count < 5 || repeated)) return false;
   if (count == 0 && (reference::reduce_picks_element(k.kind, k.p) || k.kind == ReduceKind::mean || moments(k.kind) ||
                      k.kind == ReduceKind::logsumexp))
@@ -190,9 +200,11 @@ std::vector<Sample<Desc>> samples(bool backward) {
   auto add = [&](Kinds kinds, Shape shape, ReduceDims dims, bool keepdim, Views views = Views::contiguous,
                  std::string_view only = {}) {
     const int64_t count = reduced_count(shape, dims);
-    const bool repeated = views == Views::broadcast && only.empty() && repeats(shape, dims);
+    const bool broadcast = views == Views::broadcast && only.empty();
+    const bool repeated = broadcast && repeats(shape, dims);
+    const int64_t repeat = broadcast ? repeat_factor(shape, dims) : 1;
     auto one = [&](const KindSpec& k) {
-      if (!takes(k, count, repeated, backward)) return;
+      if (!takes(k, count, repeated, repeat, backward)) return;
       Desc d;
       d.shape = shape;
       d.dims = dims;
