@@ -25,8 +25,8 @@ struct SegmentRows {
   // CUDA, ids forms: lower_bound(s) for s in [0, S], searched once for all (segment_starts_kernel);
   // a segment's bounds are then two loads rather than two searches.
   const int64_t* starts = nullptr;
-  int64_t rows = 0;                // N
-  int64_t segments = 0;            // S
+  int64_t rows = 0;      // N
+  int64_t segments = 0;  // S
 
   BARACUDA_HD int64_t key(int64_t p) const { return static_cast<int64_t>(keys[p * key_stride]); }
   BARACUDA_HD int64_t raw_offset(int64_t k) const { return static_cast<int64_t>(offsets[k * offset_stride]); }

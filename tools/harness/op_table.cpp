@@ -217,9 +217,10 @@ Expected<ProblemTensors> allocate(Problem& problem, Backend backend, std::span<c
       std::uniform_real_distribution<double> unit(0.0, 1.0);
       const double log_range = std::log(static_cast<double>(r.hi - r.lo) + 1.0);
       for (double& v : x.host)
-        v = problem.skewed_indices ? static_cast<double>(r.lo) + std::min(std::floor(std::exp(unit(rng) * log_range)) - 1.0,
-                                                                          static_cast<double>(r.hi - r.lo - 1))
-                                   : static_cast<double>(dist(rng));
+        v = problem.skewed_indices
+                ? static_cast<double>(r.lo) +
+                      std::min(std::floor(std::exp(unit(rng) * log_range)) - 1.0, static_cast<double>(r.hi - r.lo - 1))
+                : static_cast<double>(dist(rng));
       if (spec.sorted) {  // nondecreasing along the view (a sorted plan's segment ids, offsets)
         std::vector<double> along(static_cast<size_t>(x.shape.numel()));
         for (size_t i = 0; i < along.size(); ++i) along[i] = x.at(static_cast<int64_t>(i));

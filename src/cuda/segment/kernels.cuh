@@ -408,8 +408,7 @@ __global__ void __launch_bounds__(kThreads)
   T* ddata = static_cast<T*>(p.row_out);
   const Idx* indices = static_cast<const Idx*>(p.indices);
   const int64_t vectors = (p.rows + kV - 1) / kV;
-  for (int64_t v = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; v < vectors;
-       v += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t v = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; v < vectors; v += int64_t(gridDim.x) * blockDim.x) {
     int64_t seg[kV];
 #pragma unroll
     for (int k = 0; k < kV; ++k) seg[k] = v * kV + k < p.rows ? rows.segment_of(v * kV + k) : -1;

@@ -13,7 +13,6 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
-
 #include <cub/device/device_radix_sort.cuh>
 
 #include "common/dispatch.hpp"
@@ -166,9 +165,9 @@ Status forward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
         !st)
       return st;
     // A sum whose empty value is +0 (no initial, or +0) needs no counts: its scratch starts there.
-    const bool counted = R == SegmentReduction::mean ||
-                         (is_floating(p.dtype) ? p.empty_value != 0 || std::signbit(p.empty_value)
-                                               : p.empty_integer != 0);
+    const bool counted =
+        R == SegmentReduction::mean ||
+        (is_floating(p.dtype) ? p.empty_value != 0 || std::signbit(p.empty_value) : p.empty_integer != 0);
     if (p.rows > 0) {
       auto add = [&](auto vector) {
         constexpr int kV = decltype(vector)::value;
@@ -182,9 +181,8 @@ Status forward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
           !st)
         return st;
     }
-    segment_finish_kernel<R, T>
-        <<<grid_stride_blocks(p.segments * p.length, sm_count), kThreads, 0, stream>>>(p, scratch,
-                                                                                        counted ? counts : nullptr);
+    segment_finish_kernel<R, T><<<grid_stride_blocks(p.segments * p.length, sm_count), kThreads, 0, stream>>>(
+        p, scratch, counted ? counts : nullptr);
     return last_launch_status("segment_finish_kernel");
   }
 }
@@ -218,11 +216,12 @@ Status backward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
   auto gather = [&](auto vector) {
     constexpr int kV = decltype(vector)::value;
     const int lanes = lanes_for(p.length / kV);
-    segment_backward_kernel<R, kV, T, Idx><<<row_blocks(p.rows, lanes, sm_count), kThreads, 0, stream>>>(
-        p, p.segment_rows<Idx>(), lanes, counts);
+    segment_backward_kernel<R, kV, T, Idx>
+        <<<row_blocks(p.rows, lanes, sm_count), kThreads, 0, stream>>>(p, p.segment_rows<Idx>(), lanes, counts);
     return last_launch_status("segment_backward_kernel");
   };
-  return p.vectorized ? gather(std::integral_constant<int, Vec16<T>::kSize>{}) : gather(std::integral_constant<int, 1>{});
+  return p.vectorized ? gather(std::integral_constant<int, Vec16<T>::kSize>{})
+                      : gather(std::integral_constant<int, 1>{});
 }
 
 template <SegmentReduction R>
@@ -243,7 +242,6 @@ Status run(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
     return last_launch_status("segment_count_bad_kernel");
   });
 }
-
 
 // One reduction's forward or backward, each defined in its own file (sum.cu, mean.cu, max.cu, min.cu).
 Status launch_sum(cudaStream_t stream, const SegmentProblem& p, int sm_count);

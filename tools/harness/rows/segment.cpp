@@ -34,8 +34,13 @@ std::vector<SegmentSampleCase> segment_cases() {
   c.push_back({{1500, 2}, 3, "long segments (past a CUDA piece)", Views::contiguous, true});
   c.push_back({{57}, 5, "D = 1, misaligned (not vectors of rows)", Views::misaligned, true});
   c.push_back({{3000, 1}, 1, "one segment of 3000 rows, D = 1 (many pieces)", Views::contiguous, true});
-  c.push_back({{4000, 4}, 2000, "skewed: one giant segment among thousands of tiny ones", Views::contiguous, true,
-               std::nullopt, true});
+  c.push_back({{4000, 4},
+               2000,
+               "skewed: one giant segment among thousands of tiny ones",
+               Views::contiguous,
+               true,
+               std::nullopt,
+               true});
   for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
     c.push_back({{37, 8}, 7, "strided", v});
     c.push_back({{29, 33}, 5, "strided", v, true});
