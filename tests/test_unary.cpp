@@ -117,6 +117,30 @@ TEST_P(UnaryTest, SpecialValuesBackward) {
   }
 }
 
+// erfinv in f64 near +-1, where its first guess is far off (the CPU's erfinv_host): erfc of the
+// answer gives back 1 - |y|, which is exact there, to 1e-12 (x itself to about 1e-14).
+TEST_P(UnaryTest, ErfinvNearOneInF64) {
+  if (dtype() != DType::f64) GTEST_SKIP() << "f64 only: the nearest f32 to 1 is inside the first guess's range";
+  const std::vector<double> ys = {0.6,  1 - 1e-10, 1 - 1e-12, 1 - 1e-14, 1 - 0x1p-53,
+                                  -0.6, -(1 - 1e-10), -(1 - 1e-14), -(1 - 0x1p-53)};
+  Tensor x = tensor_of(ys);
+  UnaryDescriptor d;
+  d.kind = UnaryKind::erfinv;
+  d.dtype = DType::f64;
+  d.shape = x.shape;
+  Tensor out = output(x.shape);
+  UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
+  ASSERT_OK(plan.run(stream(), {}, {x.ref(), out.mut()}));
+  ASSERT_OK(out.download());
+  for (size_t i = 0; i < ys.size(); ++i) {
+    const double y = std::fabs(ys[i]), got = out.at(static_cast<int64_t>(i));
+    ASSERT_EQ(std::signbit(got), std::signbit(ys[i])) << "y = " << ys[i];
+    const long double back = std::erfc(static_cast<long double>(std::fabs(got)));
+    EXPECT_LE(std::fabs(static_cast<double>(back / static_cast<long double>(1 - y) - 1)), 1e-12)
+        << "y = " << ys[i] << ": erfinv " << got;
+  }
+}
+
 // The kinks of the parametrized kinds at their own parameters.
 TEST_P(UnaryTest, KinksAtParameters) {
   UnaryParameters p;

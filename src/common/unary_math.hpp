@@ -9,6 +9,7 @@
 // that the build parallelizes.
 #include <cmath>
 #include <tuple>
+#include <type_traits>
 
 #include "baracuda/ops/unary.hpp"
 #include "common/elementwise.hpp"
@@ -61,10 +62,13 @@ BARACUDA_HD A sigmoid(A x) {
 
 #if !defined(__CUDA_ARCH__)
 // erfinv on the host (the C library has none): a single-precision approximation (M. Giles,
-// "Approximating the erfinv function", 2010) refined by two Newton steps on erf, or on erfc where
-// |y| > 1/2 (1 - |y| is exact there), which reach double precision.
+// "Approximating the erfinv function", 2010) refined by Newton steps: on erf for |y| <= 1/2, and
+// for |y| > 1/2 on log(erfc(x)) = log(1 - |y|) (1 - |y| is exact there), whose steps stay large
+// where erfc is tiny: the first guess is far off past the fit's range (|y| near 1 - 2^-53), and
+// steps on erfc itself crawl there. Double precision up to 1 - 2^-53.
 inline double erfinv_host(double y) {
   if (!(y > -1.0 && y < 1.0)) return y == 1.0 ? INFINITY : (y == -1.0 ? -INFINITY : NAN);
+  if (y < 0) return -erfinv_host(-y);
   double w = -std::log((1.0 - y) * (1.0 + y)), p;
   if (w < 5.0) {
     w -= 2.5;
@@ -90,11 +94,14 @@ inline double erfinv_host(double y) {
     p = 2.83297682 + p * w;
   }
   double x = p * y;
-  for (int i = 0; i < 2; ++i) {
-    // erf(x) - y, from erfc where erf is near +-1.
-    const double residual =
-        y > 0.5 ? (1.0 - y) - std::erfc(x) : (y < -0.5 ? std::erfc(-x) - (1.0 + y) : std::erf(x) - y);
-    x -= residual / (kTwoOverSqrtPi * std::exp(-x * x));
+  if (y <= 0.5) {
+    for (int i = 0; i < 2; ++i) x -= (std::erf(x) - y) / (kTwoOverSqrtPi * std::exp(-x * x));
+  } else {
+    const double log_tail = std::log(1.0 - y);
+    for (int i = 0; i < 4; ++i) {
+      const double tail = std::erfc(x);
+      x += (std::log(tail) - log_tail) * tail / (kTwoOverSqrtPi * std::exp(-x * x));
+    }
   }
   return x;
 }
@@ -467,7 +474,17 @@ struct LgammaMath {
   static constexpr UnaryKind kKind = UnaryKind::lgamma;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::lgamma(x);
+#if defined(__CUDA_ARCH__)
+    return lgamma(x);
+#else
+    // The reentrant form: the C library's lgamma writes the global signgam, a data race between
+    // the CPU's OpenMP threads.
+    int sign = 0;
+    if constexpr (std::is_same_v<A, float>)
+      return lgammaf_r(x, &sign);
+    else
+      return lgamma_r(x, &sign);
+#endif
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
@@ -540,8 +557,9 @@ struct ReluMath {
     return x < A(0) ? A(0) : x;
   }
   template <class A>
+  // As PyTorch's threshold_backward: 0 where x <= 0, dout elsewhere (NaN passes the gradient on).
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    return x > A(0) ? dy : A(0);
+    return x <= A(0) ? A(0) : dy;
   }
 };
 // hardtanh's clamp and gradient, shared by relu6 (hardtanh(x, 0, 6)).

@@ -49,7 +49,9 @@ Status check_parameters(std::string_view plan, const UnaryDescriptor& d) {
       if (p.alpha == 0) return bad("alpha", "is 0 (celu divides by it)");
       return number("alpha", p.alpha);
     case UnaryKind::softplus:
-      if (!(p.beta > 0)) return bad("beta", "must be positive, is " + std::to_string(p.beta));
+      if (p.beta == 0 || static_cast<float>(p.beta) == 0.0f)  // PyTorch takes any other beta, negative too
+        return bad("beta", "is 0 (softplus divides by it; also in f32), is " + std::to_string(p.beta));
+      if (Status s = number("beta", p.beta); !s) return s;
       return number("threshold", p.threshold);
     case UnaryKind::hardtanh:
       if (Status s = number("min_val", p.min_val); !s) return s;

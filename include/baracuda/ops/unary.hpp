@@ -94,8 +94,8 @@ enum class UnaryKind : unsigned char {
 inline constexpr int kUnaryKindCount = static_cast<int>(UnaryKind::hardswish) + 1;
 
 // The parameters of the kinds that take some (PyTorch's names and defaults); the other kinds ignore
-// them. select rejects a parameter the kind reads that is NaN, softplus's beta <= 0 (PyTorch divides
-// by it), celu's alpha == 0 (PyTorch rejects it) and hardtanh's min_val > max_val.
+// them. select rejects a parameter the kind reads that is NaN, softplus's beta == 0 (it divides by it;
+// a negative beta is taken, as PyTorch does), celu's alpha == 0 (PyTorch rejects it) and hardtanh's min_val > max_val.
 struct UnaryParameters {
   double negative_slope = 0.01;  // leaky_relu
   double alpha = 1.0;            // elu, celu

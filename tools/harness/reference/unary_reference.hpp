@@ -249,7 +249,7 @@ inline double unary_derivative(UnaryKind kind, double x, const UnaryParameters& 
     case UnaryKind::lgamma:
       return digamma(x);
     case UnaryKind::relu:
-      return x > 0 ? 1 : 0;
+      return x <= 0 ? 0 : 1;  // 1 for NaN, as PyTorch's threshold_backward
     case UnaryKind::relu6:
       return x <= 0 || x >= 6 ? 0 : 1;  // 1 for NaN, as PyTorch
     case UnaryKind::leaky_relu:

@@ -116,6 +116,7 @@ const std::vector<KindLine>& kinds() {
       {K::mish, {{-4, 4}}, Interval{-80, 80}},
       {K::softplus, {{-4, 4}}, Interval{-80, 80}},
       {K::softplus, {{-3, 2.49}, {2.51, 4}}, std::nullopt, softplus_of(2.0, 5.0)},
+      {K::softplus, {{-4, -2.01}, {-1.99, 4}}, std::nullopt, softplus_of(-1.0, 2.0)},  // beta x > 2 below -2
       {K::softsign, {{-4, 4}}, Interval{-1e30, 1e30}},
       {K::sigmoid, {{-4, 4}}, Interval{-80, 80}},
       {K::logsigmoid, {{-4, 4}}, Interval{-80, 80}},
