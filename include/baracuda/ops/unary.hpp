@@ -23,7 +23,7 @@
 // other activations propagate NaN; frac(+-inf) = NaN; round ties go to even.
 // Gradients where f is not differentiable, as PyTorch's autograd gives them:
 //   abs'(0) = 0; sign, floor, ceil, round, trunc: 0 everywhere; frac' = 1;
-//   relu'(0) = 0; relu6 and hardtanh: 0 at (and outside) both bounds; leaky_relu'(0) = negative_slope;
+//   relu'(0) = 0, relu'(NaN) = 1 (dout passes, as PyTorch's threshold_backward); relu6 and hardtanh: 0 at (and outside) both bounds; leaky_relu'(0) = negative_slope;
 //   elu'(0) = alpha, celu'(0) = 1, selu'(0) = scale * alpha (the x <= 0 branch);
 //   hardsigmoid: 0 at and outside +-3; hardswish: 0 below -3, x / 3 + 1/2 on [-3, 3] (so -1/2 at
 //   -3 and 3/2 at 3), 1 above 3; softplus: 1 where beta x > threshold;
