@@ -121,7 +121,7 @@ TEST_P(UnaryTest, SpecialValuesBackward) {
 // answer gives back 1 - |y|, which is exact there, to 1e-12 (x itself to about 1e-14).
 TEST_P(UnaryTest, ErfinvNearOneInF64) {
   if (dtype() != DType::f64) GTEST_SKIP() << "f64 only: the nearest f32 to 1 is inside the first guess's range";
-  const std::vector<double> ys = {0.6,  1 - 1e-10, 1 - 1e-12, 1 - 1e-14, 1 - 0x1p-53,
+  const std::vector<double> ys = {0.6,  1 - 1e-10,    1 - 1e-12,    1 - 1e-14,     1 - 0x1p-53,
                                   -0.6, -(1 - 1e-10), -(1 - 1e-14), -(1 - 0x1p-53)};
   Tensor x = tensor_of(ys);
   UnaryDescriptor d;

@@ -23,12 +23,11 @@
 // other activations propagate NaN; frac(+-inf) = NaN; round ties go to even.
 // Gradients where f is not differentiable, as PyTorch's autograd gives them:
 //   abs'(0) = 0; sign, floor, ceil, round, trunc: 0 everywhere; frac' = 1;
-//   relu'(0) = 0, relu'(NaN) = 1 (dout passes, as PyTorch's threshold_backward); relu6 and hardtanh: 0 at (and outside) both bounds; leaky_relu'(0) = negative_slope;
-//   elu'(0) = alpha, celu'(0) = 1, selu'(0) = scale * alpha (the x <= 0 branch);
-//   hardsigmoid: 0 at and outside +-3; hardswish: 0 below -3, x / 3 + 1/2 on [-3, 3] (so -1/2 at
-//   -3 and 3/2 at 3), 1 above 3; softplus: 1 where beta x > threshold;
-//   sqrt'(0) = +inf, rsqrt'(0) and reciprocal'(0) infinite, log'(0) = +inf (the formulas' values);
-//   lgamma' = digamma: +-inf at -+0, NaN at the negative integers.
+//   relu'(0) = 0, relu'(NaN) = 1 (dout passes, as PyTorch's threshold_backward); relu6 and hardtanh: 0 at (and outside)
+//   both bounds; leaky_relu'(0) = negative_slope; elu'(0) = alpha, celu'(0) = 1, selu'(0) = scale * alpha (the x <= 0
+//   branch); hardsigmoid: 0 at and outside +-3; hardswish: 0 below -3, x / 3 + 1/2 on [-3, 3] (so -1/2 at -3 and 3/2 at
+//   3), 1 above 3; softplus: 1 where beta x > threshold; sqrt'(0) = +inf, rsqrt'(0) and reciprocal'(0) infinite,
+//   log'(0) = +inf (the formulas' values); lgamma' = digamma: +-inf at -+0, NaN at the negative integers.
 // One departure: gelu_tanh's gradient is (1 + tanh) / 2 where tanh has saturated, also where x^3
 // overflows the compute type (PyTorch's formula gives NaN there, e.g. at x = 1e30 in f32).
 #include "baracuda/core/plan.hpp"
