@@ -168,15 +168,19 @@ struct NegMath {
     return -dy;
   }
 };
-struct SignMath {
+// The kinds that are constant between their jumps (sign, floor, ceil, round, trunc): a zero
+// gradient everywhere, as PyTorch's autograd gives.
+struct PiecewiseConstant {
+  template <class A>
+  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
+    return A(0);
+  }
+};
+struct SignMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::sign;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return unary_fn::sgn(x);
-  }
-  template <class A>
-  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
-    return A(0);
   }
 };
 struct ReciprocalMath {
@@ -491,48 +495,32 @@ struct LgammaMath {
     return dy * unary_fn::digamma(x);
   }
 };
-struct FloorMath {
+struct FloorMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::floor;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::floor(x);
   }
-  template <class A>
-  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
-    return A(0);
-  }
 };
-struct CeilMath {
+struct CeilMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::ceil;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::ceil(x);
   }
-  template <class A>
-  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
-    return A(0);
-  }
 };
-struct RoundMath {
+struct RoundMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::round;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::rint(x);  // the default rounding mode: ties to even
   }
-  template <class A>
-  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
-    return A(0);
-  }
 };
-struct TruncMath {
+struct TruncMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::trunc;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::trunc(x);
-  }
-  template <class A>
-  BARACUDA_HD static A backward(A, A, const UnaryParams<A>&) {
-    return A(0);
   }
 };
 struct FracMath {
