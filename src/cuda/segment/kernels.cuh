@@ -356,6 +356,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The row count of segment s that a mean's gradient divides by: the ids forms' counts (counted
+// first, segment_counts_kernel), or the offsets' bounds.
+template <class Idx>
+__device__ __forceinline__ int64_t mean_count(const SegmentRows<Idx>& rows, const unsigned long long* counts,
+                                              int64_t s) {
+  if (counts) return static_cast<int64_t>(counts[s]);
+  int64_t b = 0, e = 0;
+  rows.bounds(s, b, e);
+  return e - b;
+}
+
 // Backward: every row of ddata from its row's segment (a gather; deterministic): a group of lanes
 // per row, the row's segment found once, 16-byte units where both sides allow.
 template <SegmentReduction R, int kV, class T, class Idx>
@@ -368,12 +379,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t units = p.length / kV;
   for_each_row(p.rows, lanes, [&](int64_t i, int lane) {
     const int64_t s = rows.segment_of(i);
-    int64_t count = 1;
-    if (R == SegmentReduction::mean && s >= 0) {
-      int64_t b = 0, e = 0;
-      if (!counts) rows.bounds(s, b, e);
-      count = counts ? static_cast<int64_t>(counts[s]) : e - b;
-    }
+    const int64_t count = R == SegmentReduction::mean && s >= 0 ? mean_count(rows, counts, s) : 1;
     for (int64_t u = lane; u < units; u += lanes) {
       A g[kV];
       if (s >= 0) {
@@ -418,11 +424,7 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t s = seg[k];
       A g = s >= 0 ? to_acc<A>(dout[s * p.segment_stride]) : A(0);
       if constexpr (R == SegmentReduction::mean) {
-        if (s >= 0) {
-          int64_t b = 0, e = 0;
-          if (!counts) rows.bounds(s, b, e);
-          g /= static_cast<A>(counts ? static_cast<int64_t>(counts[s]) : e - b);
-        }
+        if (s >= 0) g /= static_cast<A>(mean_count(rows, counts, s));
       }
       if constexpr (R == SegmentReduction::max || R == SegmentReduction::min)
         if (s >= 0 && static_cast<int64_t>(indices[s * p.indices_stride]) != v * kV + k) g = A(0);
