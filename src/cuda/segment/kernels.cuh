@@ -1,16 +1,16 @@
 #pragma once
-// The CUDA kernels of the segment family (see segment.cu for the flow of each variant).
+// The CUDA kernels of the segment family (see launch.cuh for the flow of each variant).
 //
 // Segmented (sorted ids, offsets, and the sort variant's sorted rows): a group of `lanes` threads per
 // segment, each lane owning units of the row (16-byte vectors where the rows allow, else single
 // elements), folds the segment's rows in row order and writes its output once: N x D reads, S x D
-// writes, and the ids read by the bounds' searches (cached: neighbouring groups search neighbouring
-// ids). A segment longer than a piece (piece_rows, chosen at select from D) would leave one group
-// walking it alone: the pieces kernel first folds every piece of such segments into two partial
-// slots per piece (slot 0: the long segment that began before the piece, slot 1: the one that
-// begins in it and goes on past it; at most one of each, as segments are disjoint ranges), and the
-// segment's group combines its pieces' partials in piece order. Deterministic: the same fold order
-// on every run.
+// writes, and for ids the segments' starts, searched once before (segment_starts_kernel in
+// launch.cuh). A segment longer than a piece (piece_rows, chosen at select from D) would leave one
+// group walking it alone: the pieces kernel first folds every piece of such segments into two
+// partial slots per piece (slot 0: the long segment that began before the piece, slot 1: the one
+// that begins in it and goes on past it; at most one of each, as segments are disjoint ranges), and
+// segment_split_kernel combines each such segment's partials in piece order. Deterministic: the
+// same fold order on every run.
 #include "common/segment.hpp"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/row_walk.cuh"
