@@ -345,6 +345,44 @@ UNARY_CASES = {
     "dy * y (autograd of torch.exp)": unary_backward(torch.mul),
 }
 
+# Binary cases: out [N, D] (the case's shape); b of the same shape, a row [D] or a column [N, 1]. The
+# backward peers are PyTorch's autograd of the expression (both gradients, b's summed where broadcast).
+def operand_b(shape, kind):
+    return {"same": shape, "row": shape[-1:], "column": (shape[0], 1)}[kind]
+
+
+def binary_forward(fn, b_kind="same"):
+    def build(shape, dtype):
+        return (lambda: (rand(shape, dtype, 0.5, 2.0), rand(operand_b(shape, b_kind), dtype, 0.5, 2.0))), \
+            lambda s: fn(s[0], s[1])
+    return build
+
+
+def binary_backward(fn, b_kind="same"):
+    def build(shape, dtype):
+        def make():
+            a = rand(shape, dtype, 0.5, 2.0).requires_grad_()
+            b = rand(operand_b(shape, b_kind), dtype, 0.5, 2.0).requires_grad_()
+            return fn(a, b), (a, b), rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+BINARY_CASES = {
+    "torch.add(a, b)": binary_forward(torch.add),
+    "torch.mul(a, b)": binary_forward(torch.mul),
+    "torch.div(a, b)": binary_forward(torch.div),
+    "torch.maximum(a, b)": binary_forward(torch.maximum),
+    "torch.pow(a, b)": binary_forward(torch.pow),
+    "a + b[D]": binary_forward(torch.add, "row"),
+    "a * b[N, 1]": binary_forward(torch.mul, "column"),
+    "autograd of a * b": binary_backward(torch.mul),
+    "autograd of a / b": binary_backward(torch.div),
+    "autograd of a + b[D] (da is dout)": binary_backward(torch.add, "row"),
+    "autograd of a * b[D]": binary_backward(torch.mul, "row"),
+    "autograd of a * b[N, 1]": binary_backward(torch.mul, "column"),
+}
+
 TORCH_CASES = {
     "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
     "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
@@ -376,6 +414,7 @@ TORCH_CASES = {
     "sparsemax_backward(y, dy, -1)": from_saved(sparsemax, sparsemax_backward),
     "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
     **UNARY_CASES,
+    **BINARY_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,

@@ -47,7 +47,7 @@ Status run_elementwise(const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
   return Status::ok();
 }
 
-// A deterministic split reduction (see BroadcastWeightBackward): items in parallel, then each output
+// A BroadcastReduction (common/broadcast_reduction.hpp): items in parallel, then each output
 // sums its splits in order.
 template <class Reduction>
 Status run_split_reduction(const Reduction& k) {

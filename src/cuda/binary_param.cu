@@ -2,6 +2,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda/common/broadcast_reduction.cuh"
 #include "cuda/common/elementwise.cuh"
 #include "ops/binary_param_problem.hpp"
 

@@ -13,14 +13,6 @@ namespace {
 
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 
-constexpr VariantInfo kBackwardVariants[] = {
-    kElementwiseVariants[0],
-    kElementwiseVariants[1],
-    kElementwiseVariants[2],
-    kElementwiseVariants[3],
-    {"broadcast_reduce", true, true, true, "broadcast weight: dweight summed in a fixed split order, no atomics"},
-};
-
 bool weight_is_broadcast(const BinaryParamDescriptor& desc) {
   return desc.weight_mode == WeightMode::tensor && desc.weight_shape.numel() != desc.shape.numel();
 }
@@ -156,7 +148,7 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<
   using typename Base::Descriptor;
   using Args = BinaryParamBackwardArgs;
   static constexpr OpSchema kSchema{
-      Math::kBackwardPlan, Math::kBackwardOp, "elementwise", kFloats, {}, kBackwardVariants, true};
+      Math::kBackwardPlan, Math::kBackwardOp, "elementwise", kFloats, {}, kElementwiseBackwardVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"dout", &Args::dout},
                                                {"a", &Args::a},
                                                {"b", &Args::b},
@@ -188,19 +180,10 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<
                             "which needs a tensor weight)");
     PlanChoice c{forced.value_or(-1), 0, 1};
     if (!broadcast && c.variant != kBroadcastReduce) return c;
-    // Split the dweight reduction so that enough items run in parallel: about one per thread the
-    // device holds at once (CUDA), or a few per core (CPU). Fixed here, so runs are identical.
     c.variant = kBroadcastReduce;
     int64_t m = 0, r = 0;
     weight_reduce_sizes(d, m, r);
-    const int64_t target_items = t.backend == Backend::cuda ? int64_t(t.sm_count) * 2048 : 1024;
-    int64_t splits = std::clamp<int64_t>((target_items + m - 1) / std::max<int64_t>(m, 1), 1, std::max<int64_t>(r, 1));
-    const size_t acc = d.dtype == DType::f64 ? 8 : 4;
-    const int64_t budget = static_cast<int64_t>(std::min<size_t>(pref.workspace_limit, SIZE_MAX / 2) / acc);
-    if (splits > 1 && m * splits > budget) splits = std::max<int64_t>(1, budget / std::max<int64_t>(m, 1));
-    c.knob = splits;
-    // m * splits <= m + target_items (splits is a ceiling of target_items / m): no overflow.
-    c.workspace = splits > 1 ? static_cast<size_t>(m * splits) * acc : 0;
+    c.knob = reduction_splits(t, m, r, d.dtype, pref.workspace_limit, c.workspace);
     return c;
   }
   template <class F>

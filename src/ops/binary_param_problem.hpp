@@ -4,7 +4,7 @@
 // (an index into BinaryParamMaths). The dispatch from (op, mode, dtype) to a functor is written here
 // once; a backend supplies
 //   launch(op, const ElementwiseTensors<kIn, kOut>&)             for the elementwise paths, and
-//   reduce(const BroadcastWeightBackward<Math, T>&)               for the broadcast-reduce backward.
+//   reduce(const BroadcastReduction<T, Body>&)                   for the broadcast-reduce backward.
 #include "baracuda/ops/binary_param.hpp"
 #include "common/binary_param_math.hpp"
 #include "common/dispatch.hpp"
@@ -84,31 +84,17 @@ Status binary_param_forward_typed(const BinaryParamForwardProblem& p, Launch&& l
 }
 
 template <class Math, class T>
-BroadcastWeightBackward<Math, T> make_broadcast_weight_backward(const BinaryParamBackwardProblem& p) {
-  BroadcastWeightBackward<Math, T> k{};
-  k.dout = static_cast<const T*>(p.dout.data);
-  k.a = static_cast<const T*>(p.a.data);
-  k.b = static_cast<const T*>(p.b.data);
-  k.w = static_cast<const T*>(p.weight.data);
-  k.da = static_cast<T*>(p.da.data);
-  k.db = static_cast<T*>(p.db.data);
-  k.dw = static_cast<T*>(p.dweight.data);
-  k.partial = static_cast<acc_t<T>*>(p.workspace);
-  const Strides* const strides[kBinaryParamBackwardTensors] = {
-      &p.dout.strides, &p.a.strides, &p.b.strides, &p.weight.strides, &p.da.strides, &p.db.strides, &p.dweight.strides};
+auto make_broadcast_weight_backward(const BinaryParamBackwardProblem& p) {
+  const ElementwiseTensors<4, 3> t{p.path,
+                                   p.desc.shape,
+                                   {p.dout.data, p.a.data, p.b.data, p.weight.data},
+                                   {p.dout.strides, p.a.strides, p.b.strides, p.weight.strides},
+                                   {p.da.data, p.db.data, p.dweight.data},
+                                   {p.da.strides, p.db.strides, p.dweight.strides}};
   bool broadcast[kMaxRank];
   weight_broadcast_dims(p.desc, broadcast);
-  bool kept[kMaxRank];
-  for (int d = 0; d < kMaxRank; ++d) kept[d] = !broadcast[d];
-  k.kept = make_walker<kBinaryParamBackwardTensors>(p.desc.shape, strides, kept);
-  k.reduced = make_walker<kBinaryParamBackwardTensors>(p.desc.shape, strides, broadcast);
-  weight_reduce_sizes(p.desc, k.m, k.r);
-  k.s = p.reduce_splits;
-  // Coalescing: neighbouring items should touch neighbouring elements along the innermost dim.
-  int inner = p.desc.shape.rank - 1;
-  while (inner > 0 && p.desc.shape.dims[inner] == 1) --inner;
-  k.lanes_on_split = inner >= 0 && broadcast[inner];
-  return k;
+  return make_broadcast_reduction<T>(BroadcastWeightGradient<Math, acc_t<T>>{}, t, broadcast, p.reduce_splits,
+                                     p.workspace);
 }
 
 template <class Math, class T, class Launch, class Reduce>

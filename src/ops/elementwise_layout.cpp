@@ -1,5 +1,7 @@
 #include "ops/elementwise_layout.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "common/elementwise.hpp"
@@ -60,6 +62,18 @@ ElementwisePath layout_path(Backend backend, const Shape& shape, std::initialize
     return backend == Backend::cuda && aligned ? ElementwisePath::vectorized : ElementwisePath::contiguous;
   if (backend == Backend::cuda && rows_vectorizable(shape, views, inputs)) return ElementwisePath::strided_vectorized;
   return ElementwisePath::strided;
+}
+
+int64_t reduction_splits(const PlanTarget& target, int64_t m, int64_t r, DType dtype, size_t workspace_limit,
+                         size_t& workspace) {
+  const int64_t target_items = target.backend == Backend::cuda ? int64_t(target.sm_count) * 2048 : 1024;
+  int64_t splits = std::clamp<int64_t>((target_items + m - 1) / std::max<int64_t>(m, 1), 1, std::max<int64_t>(r, 1));
+  const size_t acc = dtype == DType::f64 ? 8 : 4;
+  const int64_t budget = static_cast<int64_t>(std::min<size_t>(workspace_limit, SIZE_MAX / 2) / acc);
+  if (splits > 1 && m * splits > budget) splits = std::max<int64_t>(1, budget / std::max<int64_t>(m, 1));
+  // m * splits <= m + target_items (splits is a ceiling of target_items / m): no overflow.
+  if (splits > 1) workspace = std::max(workspace, static_cast<size_t>(m * splits) * acc);
+  return splits;
 }
 
 Status check_forced_path(std::string_view plan, ElementwisePath forced, const Shape& shape,

@@ -42,6 +42,15 @@ inline constexpr VariantInfo kElementwiseVariants[] = {
     {"strided_vectorized", true, false, true, "rows of 16-byte vectors; inputs may broadcast along rows"},
 };
 
+// A backward's variants: the paths, and broadcast_reduce for a broadcast operand's gradient.
+inline constexpr VariantInfo kElementwiseBackwardVariants[] = {
+    kElementwiseVariants[0],
+    kElementwiseVariants[1],
+    kElementwiseVariants[2],
+    kElementwiseVariants[3],
+    {"broadcast_reduce", true, true, true, "a broadcast operand's gradient summed in a fixed split order, no atomics"},
+};
+
 // The SKU layout of a path.
 inline Layout layout_of_path(ElementwisePath path) {
   return path == ElementwisePath::vectorized || path == ElementwisePath::contiguous ? Layout::contiguous
@@ -57,6 +66,14 @@ ElementwisePath layout_path(Backend backend, const Shape& shape, std::initialize
 // either broadcast along it (stride 0: one scalar per row) or, like every output, steps through it
 // with stride 1 from a 16-byte aligned pointer with every other stride a multiple of the vector.
 bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs);
+
+// The splits of a BroadcastReduction of m kept elements over r each (common/elementwise.hpp): enough
+// items to run in parallel, about one per thread the device holds at once (CUDA) or a few per core
+// (CPU), within the workspace limit (m * splits partial sums of dtype's accumulator; `workspace` is
+// raised to that, so that reductions run one after another can share it). Fixed at select, so runs
+// are identical.
+int64_t reduction_splits(const PlanTarget& target, int64_t m, int64_t r, DType dtype, size_t workspace_limit,
+                         size_t& workspace);
 
 // A forced path must fit the views: a status naming preference.variant when it does not.
 Status check_forced_path(std::string_view plan, ElementwisePath forced, const Shape& shape,

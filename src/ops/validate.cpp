@@ -65,19 +65,25 @@ Status check_no_self_overlap(std::string_view plan, const std::string& field, co
 
 }  // namespace
 
+namespace {
+// [first byte, one past the last byte) of a view (its extent was checked: no overflow).
+std::pair<uintptr_t, uintptr_t> byte_span(const AnyTensorRef& v) {
+  int64_t reach = 1;
+  for (int d = 0; d < v.rank(); ++d) reach += (v.shape.dims[d] - 1) * v.strides[d];
+  const auto begin = reinterpret_cast<uintptr_t>(v.data);
+  return {begin, begin + static_cast<uintptr_t>(reach) * dtype_size(v.dtype)};
+}
+bool share_memory(const AnyTensorRef& a, const AnyTensorRef& b) {
+  if (!a.data || !b.data || a.numel() == 0 || b.numel() == 0) return false;
+  const auto [a_begin, a_end] = byte_span(a);
+  const auto [b_begin, b_end] = byte_span(b);
+  return a_begin < b_end && b_begin < a_end;
+}
+}  // namespace
+
 Status check_alias(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
                    std::string_view in_field, const AnyTensorRef& in) {
-  if (out.numel() == 0 || in.numel() == 0) return Status::ok();
-  // [first byte, one past the last byte) of each view (their extents were checked: no overflow).
-  auto span = [](const AnyTensorRef& v) {
-    int64_t reach = 1;
-    for (int d = 0; d < v.rank(); ++d) reach += (v.shape.dims[d] - 1) * v.strides[d];
-    const auto begin = reinterpret_cast<uintptr_t>(v.data);
-    return std::pair<uintptr_t, uintptr_t>{begin, begin + static_cast<uintptr_t>(reach) * dtype_size(v.dtype)};
-  };
-  const auto [out_begin, out_end] = span(out);
-  const auto [in_begin, in_end] = span(in);
-  if (out_end <= in_begin || in_end <= out_begin) return Status::ok();
+  if (!share_memory(out, in)) return Status::ok();
   bool same = out.data == in.data && out.dtype == in.dtype && out.shape == in.shape;
   for (int d = 0; same && d < out.rank(); ++d) same = out.shape.dims[d] == 1 || out.strides[d] == in.strides[d];
   if (same) return Status::ok();
@@ -85,6 +91,14 @@ Status check_alias(std::string_view plan, std::string_view out_field, const AnyT
                     "overlaps " + std::string(in_field) +
                         " without being the same view (an output may share memory with an input only as that "
                         "very view, in place)");
+}
+
+Status check_disjoint(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
+                      std::string_view other_field, const AnyTensorRef& other) {
+  if (!share_memory(out, other)) return Status::ok();
+  return plan_error(
+      StatusCode::invalid_problem, plan, out_field,
+      "shares memory with " + std::string(other_field) + ", which it may not (not even as the same view)");
 }
 
 Status check_view(std::string_view plan, std::string_view field, const AnyTensorRef& view, DType dtype,

@@ -31,6 +31,10 @@ Status check_view(std::string_view plan, std::string_view field, const AnyTensor
 Status check_alias(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
                    std::string_view in_field, const AnyTensorRef& in);
 
+// No byte of `out` is a byte of `other` (views with no data or no element share none).
+Status check_disjoint(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
+                      std::string_view other_field, const AnyTensorRef& other);
+
 // The workspace is at least `needed` bytes and 16-byte aligned.
 Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed);
 

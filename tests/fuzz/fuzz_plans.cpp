@@ -306,6 +306,20 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, UnaryDescriptor& d) 
   }
 }
 
+// Any kind (now and then a value past the last); b broadcast against a (or a shape that does not
+// broadcast), a side a scalar now and then (both, rarely), alpha anything.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.kind = in.chance(95) ? static_cast<BinaryKind>(in.consume_int(0, kBinaryKindCount - 1))
+                         : static_cast<BinaryKind>(in.consume_int(kBinaryKindCount, 255));
+  d.a_shape = fuzz_shape(in);
+  d.b_shape = fuzz_broadcast_shape(in, d.a_shape);
+  if (in.consume_bool()) std::swap(d.a_shape, d.b_shape);
+  if (in.chance(10)) d.a_scalar = fuzz_weight(in);
+  if (in.chance(10)) d.b_scalar = fuzz_weight(in);
+  d.alpha = fuzz_weight(in);
+}
+
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatherDescriptor& d) {
   fuzz_index_types(in, schema, d);
   fuzz_along_dim(in, d.src_shape, d.index_shape, d.dim);
@@ -1243,6 +1257,8 @@ std::span<const PlanEntry> registry() {
       entry<AddcmulBackwardPlan>(),
       entry<UnaryPlan>(),
       entry<UnaryBackwardPlan>(),
+      entry<BinaryPlan>(),
+      entry<BinaryBackwardPlan>(),
       entry<GatherPlan>(),
       entry<GatherBackwardPlan>(),
       entry<ScatterAddPlan>(),

@@ -30,6 +30,7 @@ struct BenchSample {
   bool deterministic = false;
   bool skewed = false;
   std::string_view gathered{};
+  std::string_view omitted{};  // an optional output left empty (not computed), as the peer does not write it
 };
 
 template <class Plan>
@@ -148,7 +149,7 @@ class TypedRow final : public OpRow {
   explicit TypedRow(RowSpec<Plan> spec) : spec_(std::move(spec)) {
     for (const BenchSample<Descriptor>& b : spec_.bench) {
       const auto describe = b.describe;
-      bench_.push_back({b.name, b.torch, b.dtypes, b.shapes, b.deterministic, b.skewed, b.gathered,
+      bench_.push_back({b.name, b.torch, b.dtypes, b.shapes, b.deterministic, b.skewed, b.gathered, b.omitted,
                         [this, describe](DType dtype, const Shape& shape) -> std::unique_ptr<Problem> {
                           return std::make_unique<TypedProblem<Plan>>(&spec_,
                                                                       Sample<Descriptor>{describe(dtype, shape)});
@@ -191,5 +192,6 @@ std::vector<std::unique_ptr<OpRow>> reduce_rows();
 std::vector<std::unique_ptr<OpRow>> scan_rows();
 std::vector<std::unique_ptr<OpRow>> segment_rows();
 std::vector<std::unique_ptr<OpRow>> unary_rows();
+std::vector<std::unique_ptr<OpRow>> binary_rows();
 
 }  // namespace baracuda::harness

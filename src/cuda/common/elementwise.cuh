@@ -200,29 +200,4 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
   }
 }
 
-template <class Reduction>
-__global__ void __launch_bounds__(kThreads) split_reduction_items_kernel(Reduction k) {
-  const int64_t items = k.items();
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < items; t += step) k.item(t);
-}
-
-template <class Reduction>
-__global__ void __launch_bounds__(kThreads) split_reduction_finalize_kernel(Reduction k) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
-  for (int64_t j = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; j < k.m; j += step) k.finalize(j);
-}
-
-// A deterministic split reduction (see BroadcastWeightBackward): one launch for the items, one that sums
-// each output's splits in order.
-template <class Reduction>
-Status run_split_reduction(const Stream& stream, int sm_count, const Reduction& k) {
-  cudaStream_t s = native(stream);
-  split_reduction_items_kernel<<<grid_stride_blocks(k.items(), sm_count), kThreads, 0, s>>>(k);
-  if (Status st = last_launch_status("split_reduction_items_kernel"); !st) return st;
-  if (k.s == 1) return Status::ok();
-  split_reduction_finalize_kernel<<<grid_stride_blocks(k.m, sm_count), kThreads, 0, s>>>(k);
-  return last_launch_status("split_reduction_finalize_kernel");
-}
-
 }  // namespace baracuda::detail::cuda

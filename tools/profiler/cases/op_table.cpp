@@ -22,11 +22,12 @@ PlanPreference preference_of(const harness::BenchCase& bench, PlanPreference pre
 double arg_bytes(const ArgSpec& s) { return static_cast<double>(s.shape.numel()) * dtype_size(s.dtype); }
 
 // The fewest bytes the op must move: each input read once, each output written once (and read too
-// where the op accumulates into it); an input read only where indexed counts as much as the output.
-double bytes_moved(const std::vector<ArgSpec>& specs, std::string_view gathered) {
+// where the op accumulates into it); an input read only where indexed counts as much as the output;
+// an optional output the case leaves empty counts nothing.
+double bytes_moved(const std::vector<ArgSpec>& specs, std::string_view gathered, std::string_view omitted) {
   double bytes = 0, outputs = 0;
   for (const ArgSpec& s : specs) {
-    if (!s.present || s.name == gathered) continue;
+    if (!s.present || s.name == gathered || s.name == omitted) continue;
     bytes += arg_bytes(s) * (s.accumulates ? 2 : 1);
     if (s.output) outputs += arg_bytes(s);
   }
@@ -40,7 +41,7 @@ class TableCase final : public ProfilerCase {
   double bytes_moved(const CaseConfig& c) const override {
     std::unique_ptr<harness::Problem> p = bench_.problem(c.dtype, c.shape);
     if (!p->select(c.stream, preference_of(bench_, c.preference))) return 0;  // setup reports why
-    return profiler::bytes_moved(p->arg_specs(), bench_.gathered);
+    return profiler::bytes_moved(p->arg_specs(), bench_.gathered, bench_.omitted);
   }
 
   Status setup(const CaseConfig& c, int sets) override {
@@ -58,6 +59,10 @@ class TableCase final : public ProfilerCase {
     problem_->resize(sets);
     for (size_t k = 0; k < specs_.size(); ++k) {
       if (!specs_[k].present) continue;
+      if (specs_[k].optional && specs_[k].name == bench_.omitted) {
+        specs_[k].present = false;  // left empty: neither allocated, bound, counted nor verified
+        continue;
+      }
       if (Status s = allocate(c, k, sets); !s) return s;
       for (int set = 0; set < sets; ++set) problem_->bind(set, static_cast<int>(k), tensors_[k].mut(set));
     }

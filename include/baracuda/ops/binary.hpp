@@ -1,0 +1,104 @@
+#pragma once
+// Binary elementwise ops: out = f(a, b) with a and b broadcast against each other by NumPy's rules
+// (shapes right-aligned, a size-1 dim stretched), `descriptor.kind` picking f; and the backward,
+// which gives da and db, each summed over the dims its operand was broadcast along in a fixed order
+// (deterministic, no atomics). One plan pair for every kind:
+//   BinaryPlan           out = f(a, b)
+//   BinaryBackwardPlan   da = sum(dout * df/da), db = sum(dout * df/db)   (reads dout, a and b)
+//
+// Kinds (PyTorch's names; torch.<kind>):
+//   add(alpha)  a + alpha b          sub(alpha)  a - alpha b         mul        a b
+//   div         a / b (true)         div_floor   floor(a / b)        div_trunc  trunc(a / b)
+//               (torch.div's rounding_mode "floor" and "trunc", torch.floor_divide)
+//   remainder   a - floor(a / b) b (sign of b, Python's %)           fmod       C's fmod (sign of a)
+//   pow         a^b                  atan2       atan2(a, b)         hypot      sqrt(a^2 + b^2)
+//   maximum minimum (NaN propagates) fmax fmin (NaN ignored: the other operand)
+//   copysign    |a| with b's sign    logaddexp   log(e^a + e^b)      xlogy      a log(b), 0 where a == 0
+// Not here yet: comparisons and logical / bitwise ops (bool and integer outputs), integer dtypes,
+// mixed dtypes with type promotion.
+//
+// Operands: each of a and b is a tensor of its own shape (`a_shape`, `b_shape`), or a scalar held in
+// the descriptor (`a_scalar` / `b_scalar` set: x + 2, 2 ** x); the output has the broadcast shape
+// (binary_output_shape). A scalar operand has no gradient.
+// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; every tensor shares the dtype).
+// Views: any strides; inputs may broadcast (zero strides); outputs must not overlap themselves.
+// out may be a or b exactly (in place, as a.add_(b)) where that operand has the output's shape; da
+// and db may be dout exactly. Any other overlap of an output with an input is an error naming it.
+// The backward's da and db are optional: leave one empty (data null) and it is not computed.
+//
+// Edge values follow PyTorch: maximum / minimum of a NaN is NaN; fmax / fmin return the other
+// operand; div by 0 is +-inf or NaN (IEEE); div_floor / div_trunc by 0 give a / b (+-inf, NaN);
+// remainder and fmod by 0 are NaN; xlogy(0, b) = 0 unless b is NaN; pow(0, 0) = 1.
+// Gradients where f is not differentiable, as PyTorch's autograd gives them:
+//   maximum / minimum: a tie splits dout in halves; fmax / fmin: a tie sends it all to a;
+//   div_floor, div_trunc: 0 for both; remainder: da = dout, db = -dout floor(a / b); fmod:
+//   db = -dout trunc(a / b); copysign: da = +-dout, the sign of copysign(a, b) / a (0 at a = 0; also
+//   at a = +-inf, where PyTorch's ratio gives NaN), db = 0;
+//   pow: da = 0 where b == 0, db = 0 where a == 0 and b >= 0; hypot(0, 0): NaN (0 / 0);
+//   xlogy: da = dout log(b), 0 where a == 0 and b <= 0.
+#include <optional>
+
+#include "baracuda/core/plan.hpp"
+
+namespace baracuda {
+
+enum class BinaryKind : unsigned char {
+  add,
+  sub,
+  mul,
+  div,
+  div_floor,
+  div_trunc,
+  remainder,
+  fmod,
+  pow,
+  atan2,
+  hypot,
+  maximum,
+  minimum,
+  fmax,
+  fmin,
+  copysign,
+  logaddexp,
+  xlogy,
+};
+inline constexpr int kBinaryKindCount = static_cast<int>(BinaryKind::xlogy) + 1;
+
+struct BinaryDescriptor {
+  BinaryKind kind = BinaryKind::add;
+  DType dtype = DType::f32;
+  Shape a_shape;                     // ignored where a_scalar is set
+  Shape b_shape;                     // ignored where b_scalar is set
+  std::optional<double> a_scalar{};  // a is this number, not a tensor (then a_shape is ignored)
+  std::optional<double> b_scalar{};
+  double alpha = 1.0;  // add and sub: a +- alpha b (torch.add(a, b, alpha=...)); the other kinds ignore it
+};
+
+struct BinaryArgs {
+  AnyTensorRef a;  // unused where a_scalar is set
+  AnyTensorRef b;  // unused where b_scalar is set
+  AnyTensorMut out;
+};
+
+struct BinaryBackwardArgs {
+  AnyTensorRef dout;
+  AnyTensorRef a;
+  AnyTensorRef b;
+  AnyTensorMut da;  // a_shape, overwritten; optional (null: not computed); unused where a_scalar is set
+  AnyTensorMut db;
+};
+
+struct BinaryOp : OpTag<BinaryDescriptor, BinaryArgs> {};
+struct BinaryBackwardOp : OpTag<BinaryDescriptor, BinaryBackwardArgs> {};
+
+using BinaryPlan = Plan<BinaryOp>;
+using BinaryBackwardPlan = Plan<BinaryBackwardOp>;
+
+// "add", "div_floor": the kind's name (SKUs and errors say it); "?" for a value that is no kind.
+std::string_view binary_kind_name(BinaryKind kind);
+
+// The shape of out: a's and b's broadcast (a scalar operand counts as rank 0); nullopt where a dim
+// of size != 1 meets a different size.
+std::optional<Shape> binary_output_shape(const BinaryDescriptor& desc);
+
+}  // namespace baracuda

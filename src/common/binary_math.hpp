@@ -1,0 +1,402 @@
+#pragma once
+// The math of the binary family, written once for both backends. A kind is one Math struct:
+//   kKind                                             its BinaryKind
+//   forward(a, b, alpha)              -> f(a, b)      in the compute type A (f32 for 16-bit and f32, f64)
+//   backward(dout, a, b, alpha, da, db)               dout df/da and dout df/db, as PyTorch's autograd
+//                                                     gives them (binary.hpp lists the points where f
+//                                                     is not differentiable)
+// Every kernel shape of both backends runs every Math; the groups at the end split the kinds over
+// translation units (one per group and backend) so that the build parallelizes.
+#include <cmath>
+#include <tuple>
+
+#include "baracuda/ops/binary.hpp"
+#include "common/broadcast_reduction.hpp"
+#include "common/elementwise.hpp"
+
+namespace baracuda::detail {
+
+namespace binary_fn {
+
+// PyTorch's floor division of floats (c10's div_floor_floating): from fmod, so that a == q b + r
+// holds exactly where it can, and the quotient rounded to the nearer integer where a / b is within
+// rounding of one; b == 0 gives the IEEE quotient.
+template <class A>
+BARACUDA_HD A div_floor(A a, A b) {
+  if (b == A(0)) return a / b;
+  const A mod = std::fmod(a, b);
+  A div = (a - mod) / b;
+  if (mod != A(0) && ((b < A(0)) != (mod < A(0)))) div -= A(1);
+  if (div == A(0)) return std::copysign(A(0), a / b);
+  A floordiv = std::floor(div);
+  if (div - floordiv > A(0.5)) floordiv += A(1);
+  return floordiv;
+}
+
+// Python's %: the remainder with b's sign.
+template <class A>
+BARACUDA_HD A remainder(A a, A b) {
+  A mod = std::fmod(a, b);
+  if (mod != A(0) && ((b < A(0)) != (mod < A(0)))) mod += b;
+  return mod;
+}
+
+template <class A>
+BARACUDA_HD bool isnan(A x) {
+  return x != x;
+}
+
+}  // namespace binary_fn
+
+// The kinds whose gradients do not depend on a and b (add, sub): their backward reads dout alone.
+struct LinearInOperands {
+  static constexpr bool kGradientReadsOperands = false;
+};
+// How many inputs a kind's backward reads: dout, a and b, or dout alone.
+template <class Math>
+constexpr int gradient_inputs() {
+  if constexpr (requires { Math::kGradientReadsOperands; }) return Math::kGradientReadsOperands ? 3 : 1;
+  return 3;
+}
+
+// ---------------------------------------------------------------------------------------------
+// arithmetic
+
+struct AddMath : LinearInOperands {
+  static constexpr BinaryKind kKind = BinaryKind::add;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A alpha) {
+    return a + alpha * b;
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A, A, A alpha, A& da, A& db) {
+    da = dy;
+    db = alpha * dy;
+  }
+};
+struct SubMath : LinearInOperands {
+  static constexpr BinaryKind kKind = BinaryKind::sub;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A alpha) {
+    return a - alpha * b;
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A, A, A alpha, A& da, A& db) {
+    da = dy;
+    db = -alpha * dy;
+  }
+};
+struct MulMath {
+  static constexpr BinaryKind kKind = BinaryKind::mul;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return a * b;
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    da = dy * b;
+    db = dy * a;
+  }
+};
+struct DivMath {
+  static constexpr BinaryKind kKind = BinaryKind::div;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return a / b;
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    da = dy / b;
+    db = -dy * ((a / b) / b);  // (a / b) / b: b^2 would overflow first
+  }
+};
+// The rounded quotients and nothing else are piecewise constant: a zero gradient for both.
+struct RoundedQuotient {
+  template <class A>
+  BARACUDA_HD static void backward(A, A, A, A, A& da, A& db) {
+    da = db = A(0);
+  }
+};
+struct DivFloorMath : RoundedQuotient {
+  static constexpr BinaryKind kKind = BinaryKind::div_floor;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return binary_fn::div_floor(a, b);
+  }
+};
+struct DivTruncMath : RoundedQuotient {
+  static constexpr BinaryKind kKind = BinaryKind::div_trunc;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::trunc(a / b);
+  }
+};
+struct RemainderMath {
+  static constexpr BinaryKind kKind = BinaryKind::remainder;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return binary_fn::remainder(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    da = dy;
+    db = -dy * binary_fn::div_floor(a, b);
+  }
+};
+struct FmodMath {
+  static constexpr BinaryKind kKind = BinaryKind::fmod;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::fmod(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    da = dy;
+    db = -dy * std::trunc(a / b);
+  }
+};
+struct CopysignMath {
+  static constexpr BinaryKind kKind = BinaryKind::copysign;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::copysign(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    // +-dout: the sign of copysign(a, b) / a, 0 at a == 0 (PyTorch's ratio gives NaN at a = +-inf).
+    da = a == A(0) ? A(0) : (std::signbit(a) == std::signbit(b) ? dy : -dy);
+    db = A(0);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// transcendental
+
+struct PowMath {
+  static constexpr BinaryKind kKind = BinaryKind::pow;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::pow(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    da = b == A(0) ? A(0) : dy * (b * std::pow(a, b - A(1)));
+    db = (a == A(0) && b >= A(0)) ? A(0) : dy * (std::pow(a, b) * std::log(a));
+  }
+};
+struct Atan2Math {
+  static constexpr BinaryKind kKind = BinaryKind::atan2;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::atan2(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    // b / (a^2 + b^2) as (b / h) / h, h = hypot(a, b): a^2 + b^2 would underflow (or overflow) first.
+    const A h = std::hypot(a, b);
+    da = dy * ((b / h) / h);
+    db = -dy * ((a / h) / h);
+  }
+};
+struct HypotMath {
+  static constexpr BinaryKind kKind = BinaryKind::hypot;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::hypot(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    const A h = std::hypot(a, b);
+    da = dy * a / h;
+    db = dy * b / h;
+  }
+};
+struct LogaddexpMath {
+  static constexpr BinaryKind kKind = BinaryKind::logaddexp;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    if (std::isinf(a) && a == b) return a;  // inf - inf would be NaN
+    const A m = a < b ? b : a;
+    return m + std::log1p(std::exp(-std::fabs(a - b)));
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    da = dy / (A(1) + std::exp(b - a));
+    db = dy / (A(1) + std::exp(a - b));
+  }
+};
+struct XlogyMath {
+  static constexpr BinaryKind kKind = BinaryKind::xlogy;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    if (binary_fn::isnan(b)) return b;
+    return a == A(0) ? A(0) : a * std::log(b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    // PyTorch: xlogy(dout, b), masked to 0 where a == 0 and b <= 0.
+    if (a == A(0) && b <= A(0)) {
+      da = A(0);
+    } else {
+      da = binary_fn::isnan(b) ? b : (dy == A(0) ? A(0) : dy * std::log(b));
+    }
+    db = dy * a / b;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// extremes
+
+struct MaximumMath {  // NaN propagates; a tie splits the gradient
+  static constexpr BinaryKind kKind = BinaryKind::maximum;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    if (binary_fn::isnan(a)) return a;
+    if (binary_fn::isnan(b)) return b;
+    return a < b ? b : a;
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    const A g = a == b ? dy / A(2) : dy;
+    da = a < b ? A(0) : g;
+    db = a > b ? A(0) : g;
+  }
+};
+struct MinimumMath {
+  static constexpr BinaryKind kKind = BinaryKind::minimum;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    if (binary_fn::isnan(a)) return a;
+    if (binary_fn::isnan(b)) return b;
+    return b < a ? b : a;
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    const A g = a == b ? dy / A(2) : dy;
+    da = a > b ? A(0) : g;
+    db = a < b ? A(0) : g;
+  }
+};
+struct FmaxMath {  // NaN ignored; a tie sends the gradient to a
+  static constexpr BinaryKind kKind = BinaryKind::fmax;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::fmax(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    const bool to_a = a >= b || binary_fn::isnan(b);
+    da = to_a ? dy : A(0);
+    db = to_a ? A(0) : dy;
+  }
+};
+struct FminMath {
+  static constexpr BinaryKind kKind = BinaryKind::fmin;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return std::fmin(a, b);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
+    const bool to_a = a <= b || binary_fn::isnan(b);
+    da = to_a ? dy : A(0);
+    db = to_a ? A(0) : dy;
+  }
+};
+
+// The kinds by translation unit (src/cpu/binary/, src/cuda/binary/: one file per group).
+using BinaryArithMaths =
+    std::tuple<AddMath, SubMath, MulMath, DivMath, DivFloorMath, DivTruncMath, RemainderMath, FmodMath, CopysignMath>;
+using BinaryTranscendentalMaths = std::tuple<PowMath, Atan2Math, HypotMath, LogaddexpMath, XlogyMath>;
+using BinaryExtremeMaths = std::tuple<MaximumMath, MinimumMath, FmaxMath, FminMath>;
+using BinaryGroups = std::tuple<BinaryArithMaths, BinaryTranscendentalMaths, BinaryExtremeMaths>;
+inline constexpr int kBinaryGroupCount = static_cast<int>(std::tuple_size_v<BinaryGroups>);
+// Their indices in BinaryGroups (each backend's translation unit of a group instantiates its own).
+enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtreme };
+
+// The functors the elementwise launchers run.
+// (a, b) -> out
+template <class Math, class Acc_>
+struct BinaryForward {
+  using Acc = Acc_;
+  static constexpr int kIn = 2, kOut = 1;
+  Acc alpha;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::forward(x[0], x[1], alpha); }
+};
+// (tensor) -> out, the other operand a scalar: f(scalar, x) when scalar_is_a, else f(x, scalar).
+template <class Math, class Acc_>
+struct BinaryScalarForward {
+  using Acc = Acc_;
+  static constexpr int kIn = 1, kOut = 1;
+  Acc alpha, scalar;
+  bool scalar_is_a;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    y[0] = scalar_is_a ? Math::forward(scalar, x[0], alpha) : Math::forward(x[0], scalar, alpha);
+  }
+};
+// The gradients' functors read (dout, a, b), or dout alone where the kind's gradient needs no more
+// (gradient_inputs<Math>()): a and b are then 0 to the Math, which does not read them.
+template <class Acc, int kIn>
+BARACUDA_HD Acc operand_of(const Acc (&x)[kIn], int k) {
+  return kIn == 3 ? x[k] : Acc(0);
+}
+// (dout[, a, b]) -> (da, db)
+template <class Math, class Acc_, int kIn_ = gradient_inputs<Math>()>
+struct BinaryGradients {
+  using Acc = Acc_;
+  static constexpr int kIn = kIn_, kOut = 2;
+  Acc alpha;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    Math::backward(x[0], operand_of(x, 1), operand_of(x, 2), alpha, y[0], y[1]);
+  }
+};
+// (dout[, a, b]) -> da (of_b false) or db (of_b true)
+template <class Math, class Acc_, int kIn_ = gradient_inputs<Math>()>
+struct BinaryGradient {
+  using Acc = Acc_;
+  static constexpr int kIn = kIn_, kOut = 1;
+  Acc alpha;
+  bool of_b;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    Acc da, db;
+    Math::backward(x[0], operand_of(x, 1), operand_of(x, 2), alpha, da, db);
+    y[0] = of_b ? db : da;
+  }
+};
+// (dout, tensor) -> its gradient, the other operand a scalar (see BinaryScalarForward).
+template <class Math, class Acc_>
+struct BinaryScalarGradient {
+  using Acc = Acc_;
+  static constexpr int kIn = 2, kOut = 1;
+  Acc alpha, scalar;
+  bool scalar_is_a;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    Acc da, db;
+    if (scalar_is_a) {
+      Math::backward(x[0], scalar, x[1], alpha, da, db);
+      y[0] = db;
+    } else {
+      Math::backward(x[0], x[1], scalar, alpha, da, db);
+      y[0] = da;
+    }
+  }
+};
+
+// The gradient of an operand broadcast along some dims, summed over them (a BroadcastReduction body,
+// common/broadcast_reduction.hpp): (dout[, a, b]) -> the other operand's gradient, written where its
+// view has data; the term is db's when of_b, else da's.
+template <class Math, class Acc_, int kIn_ = gradient_inputs<Math>()>
+struct BinaryReducedGradient {
+  using Acc = Acc_;
+  static constexpr int kIn = kIn_, kOut = 1;
+  Acc alpha;
+  bool of_b;
+  BARACUDA_HD Acc operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    Acc da, db;
+    Math::backward(x[0], operand_of(x, 1), operand_of(x, 2), alpha, da, db);
+    y[0] = of_b ? da : db;
+    return of_b ? db : da;
+  }
+};
+
+}  // namespace baracuda::detail

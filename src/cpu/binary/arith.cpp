@@ -1,0 +1,7 @@
+// CPU kernels of the binary kinds add, sub, mul, div, div_floor, div_trunc, remainder, fmod, copysign.
+#include "cpu/binary/group.hpp"
+
+namespace baracuda::detail::cpu {
+template Status launch_group<kBinaryArith>(const LaunchContext&, const BinaryForwardProblem&);
+template Status launch_group<kBinaryArith>(const LaunchContext&, const BinaryBackwardProblem&);
+}  // namespace baracuda::detail::cpu

@@ -1,0 +1,28 @@
+#pragma once
+// The CPU kernels of one group of binary kinds: the shared dispatch with the CPU launchers. Each
+// src/cpu/binary/<group>.cpp instantiates launch_group for its group alone.
+#include "cpu/elementwise.hpp"
+#include "ops/binary_problem.hpp"
+
+namespace baracuda::detail::cpu {
+
+template <int G>
+Status launch_group(const LaunchContext&, const BinaryForwardProblem& problem) {
+  return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_typed<typename decltype(math)::type, T>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); });
+  });
+}
+
+template <int G>
+Status launch_group(const LaunchContext&, const BinaryBackwardProblem& problem) {
+  return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_typed<typename decltype(math)::type, T>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); },
+        [](const auto& reduction) { return run_split_reduction(reduction); });
+  });
+}
+
+}  // namespace baracuda::detail::cpu

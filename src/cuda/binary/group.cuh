@@ -1,0 +1,35 @@
+#pragma once
+// The CUDA kernels of one group of binary kinds: the shared dispatch with the CUDA launchers. Each
+// src/cuda/binary/<group>.cu instantiates launch_group for its group alone.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda/common/broadcast_reduction.cuh"
+#include "cuda/common/elementwise.cuh"
+#include "ops/binary_problem.hpp"
+
+namespace baracuda::detail::cuda {
+
+template <int G>
+Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& problem) {
+  return dispatch_binary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_typed<typename decltype(math)::type, T>(problem, [&](const auto& op, const auto& tensors) {
+      return run_elementwise<T>(ctx.stream, ctx.target.sm_count, op, tensors);
+    });
+  });
+}
+
+template <int G>
+Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& problem) {
+  const int sm_count = ctx.target.sm_count;
+  return dispatch_binary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    return binary_typed<typename decltype(math)::type, T>(
+        problem,
+        [&](const auto& op, const auto& tensors) { return run_elementwise<T>(ctx.stream, sm_count, op, tensors); },
+        [&](const auto& reduction) { return run_split_reduction(ctx.stream, sm_count, reduction); });
+  });
+}
+
+}  // namespace baracuda::detail::cuda

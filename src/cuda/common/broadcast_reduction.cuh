@@ -1,0 +1,236 @@
+#pragma once
+// The CUDA launcher of a BroadcastReduction (common/broadcast_reduction.hpp): one launch for the
+// items, one that sums each kept element's splits in order. Where the kept dims are innermost and
+// every view steps through them contiguously from 16-byte aligned data (b = bias[D] over [N, D]),
+// an item takes a 16-byte vector of kept elements and keeps kUnroll rows of loads in flight; it
+// sums each element's terms in the same order as the one-element items, so the bits do not depend
+// on which kernel ran. Where the reduced dims are innermost (b = scale[N, 1]), a warp takes a row.
+#include <algorithm>
+
+#include "common/broadcast_reduction.hpp"
+#include "cuda/common/check.cuh"
+#include "cuda/common/launch.cuh"
+#include "cuda/common/vector.cuh"
+
+namespace baracuda::detail::cuda {
+
+template <class Reduction>
+__global__ void __launch_bounds__(kThreads) broadcast_reduction_items_kernel(Reduction k) {
+  const int64_t items = k.items();
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < items; t += step) k.item(t);
+}
+
+template <class Reduction>
+__global__ void __launch_bounds__(kThreads) broadcast_reduction_finalize_kernel(Reduction k) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; j < k.m; j += step) k.finalize(j);
+}
+
+// Rows of loads in flight per item of the vector kernel.
+inline constexpr int kReductionUnroll = 4;
+
+template <class T, class Body>
+__global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(BroadcastReduction<T, Body> k) {
+  using Acc = typename Body::Acc;
+  constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
+  constexpr int kU = kReductionUnroll;
+  const int64_t vectors = k.m / kV, items = vectors * k.s;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < items; t += step) {
+    const int64_t split = t / vectors, j0 = (t - split * vectors) * kV;
+    int64_t base[NT];
+    k.kept.offsets(j0, base);
+    Acc sum[kV] = {};
+    for (int64_t first = split; first < k.r; first += kU * k.s) {
+      Vec16<T> in[kU][kIn];
+      int64_t off[kU][NT];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t row = first + u * k.s;
+        if (row >= k.r) break;
+        k.reduced.offsets(row, off[u]);
+#pragma unroll
+        for (int i = 0; i < NT; ++i) off[u][i] += base[i];
+#pragma unroll
+        for (int i = 0; i < kIn; ++i) {
+          if (k.kept.inner_stride(i) == 0) {  // one value along the vector
+            const T value = k.p.in[i][off[u][i]];
+#pragma unroll
+            for (int e = 0; e < kV; ++e) in[u][i].v[e] = value;
+          } else {
+            in[u][i] = load16(k.p.in[i] + off[u][i]);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        if (first + u * k.s >= k.r) break;
+        Vec16<T> out[kOut > 0 ? kOut : 1];
+#pragma unroll
+        for (int e = 0; e < kV; ++e) {
+          Acc x[kIn];
+          Acc y[kOut > 0 ? kOut : 1];
+#pragma unroll
+          for (int i = 0; i < kIn; ++i) x[i] = static_cast<Acc>(in[u][i].v[e]);
+          sum[e] += k.body(x, y);
+#pragma unroll
+          for (int o = 0; o < kOut; ++o) out[o].v[e] = static_cast<T>(y[o]);
+        }
+#pragma unroll
+        for (int o = 0; o < kOut; ++o)
+          if (k.p.out[o]) store16(k.p.out[o] + off[u][kIn + o], out[o]);
+      }
+    }
+    if (k.s == 1) {
+      Vec16<T> total;
+#pragma unroll
+      for (int e = 0; e < kV; ++e) total.v[e] = static_cast<T>(sum[e]);
+      store16(k.p.out[kOut] + base[NT - 1], total);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kV; ++e) k.partial[(j0 + e) * k.s + split] = sum[e];
+    }
+  }
+}
+
+// Reduced dims innermost (b = scale[N, 1] over [N, D]): a warp per kept element and piece of its
+// row, lanes on 16-byte vectors of the row, kReductionUnroll of them in flight; the lanes' sums are
+// folded by a fixed shuffle tree, so the bits depend only on the views (this kernel sums in another
+// order than the one-element items, and runs wherever the views allow it). `pieces` <= k.s pieces
+// of whole vectors per row: partials go to partial[j * k.s + piece], finalize sums the first
+// `pieces` of them (the rest hold zeros written here).
+template <class T, class Body>
+__global__ void __launch_bounds__(kThreads)
+    broadcast_reduction_rows_kernel(BroadcastReduction<T, Body> k, int64_t pieces) {
+  using Acc = typename Body::Acc;
+  constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
+  constexpr int kU = kReductionUnroll;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
+  const int64_t vectors = k.r / kV, per_piece = (vectors + pieces - 1) / pieces;
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; w < k.m * k.s; w += warps) {
+    const int64_t j = w / k.s, piece = w - j * k.s;
+    if (piece >= pieces) {  // a split this kernel does not use: its partial is a sum of nothing
+      if (lane == 0) k.partial[j * k.s + piece] = Acc(0);
+      continue;
+    }
+    int64_t base[NT];
+    k.kept.offsets(j, base);
+    const int64_t begin = piece * per_piece, end = std::min(vectors, begin + per_piece);
+    Acc sum = 0;
+    for (int64_t first = begin + lane; first < end; first += kU * 32) {
+      Vec16<T> in[kU][kIn];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t v = first + u * 32;
+        if (v >= end) break;
+#pragma unroll
+        for (int i = 0; i < kIn; ++i) {
+          const int64_t off = base[i] + v * kV * k.reduced.inner_stride(i);
+          if (k.reduced.inner_stride(i) == 0) {  // one value along the row
+            const T value = k.p.in[i][off];
+#pragma unroll
+            for (int e = 0; e < kV; ++e) in[u][i].v[e] = value;
+          } else {
+            in[u][i] = load16(k.p.in[i] + off);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t v = first + u * 32;
+        if (v >= end) break;
+        Vec16<T> out[kOut > 0 ? kOut : 1];
+#pragma unroll
+        for (int e = 0; e < kV; ++e) {
+          Acc x[kIn];
+          Acc y[kOut > 0 ? kOut : 1];
+#pragma unroll
+          for (int i = 0; i < kIn; ++i) x[i] = static_cast<Acc>(in[u][i].v[e]);
+          sum += k.body(x, y);
+#pragma unroll
+          for (int o = 0; o < kOut; ++o) out[o].v[e] = static_cast<T>(y[o]);
+        }
+#pragma unroll
+        for (int o = 0; o < kOut; ++o)
+          if (k.p.out[o]) store16(k.p.out[o] + base[kIn + o] + v * kV, out[o]);
+      }
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (lane == 0) {
+      if (k.s == 1) {
+        k.store(base, sum);
+      } else {
+        k.partial[j * k.s + piece] = sum;
+      }
+    }
+  }
+}
+
+// The vector kernel's conditions: kept dims innermost, whole vectors of them, every view with data
+// 16-byte aligned and stepping through them with stride 1 (an input may repeat one value: stride 0),
+// every other stride a multiple of the vector.
+template <class T, class Body>
+bool reduction_vectorizable(const BroadcastReduction<T, Body>& k) {
+  constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
+  if (k.lanes_on_split || k.kept.rank == 0 || k.kept.inner_size() % kV != 0) return false;
+  for (int i = 0; i < NT; ++i) {
+    const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
+    if (!data) continue;
+    if (reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
+    const int64_t inner = k.kept.inner_stride(i);
+    if (inner != 1 && !(i < kIn && inner == 0)) return false;
+    for (int d = 0; d + 1 < k.kept.rank; ++d)
+      if (k.kept.strides[i][d] % kV != 0) return false;
+    for (int d = 0; d < k.reduced.rank; ++d)
+      if (k.reduced.strides[i][d] % kV != 0) return false;
+  }
+  return true;
+}
+
+// The rows kernel's conditions: reduced dims innermost and collapsed to one, whole vectors of them,
+// every view with data 16-byte aligned and stepping through them with stride 1 (an input may repeat
+// one value: stride 0; the reduced output steps with 0), every kept stride a multiple of the vector.
+template <class T, class Body>
+bool reduction_rows_vectorizable(const BroadcastReduction<T, Body>& k) {
+  constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
+  if (!k.lanes_on_split || k.reduced.rank != 1 || k.r % kV != 0) return false;
+  for (int i = 0; i < NT; ++i) {
+    const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
+    if (!data) continue;
+    if (reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
+    const int64_t inner = k.reduced.inner_stride(i);
+    if (inner != 1 && !((i < kIn || i == NT - 1) && inner == 0)) return false;
+    for (int d = 0; d < k.kept.rank; ++d)
+      if (k.kept.strides[i][d] % kV != 0) return false;
+  }
+  return true;
+}
+
+template <class T, class Body>
+Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastReduction<T, Body>& k) {
+  cudaStream_t s = native(stream);
+  if (reduction_rows_vectorizable(k)) {
+    // Enough warps to fill the device: pieces of a row only where rows are few.
+    const int64_t warps_wanted = int64_t(sm_count) * (2048 / 32);
+    const int64_t pieces = std::clamp<int64_t>((warps_wanted + k.m - 1) / std::max<int64_t>(k.m, 1), 1, k.s);
+    const int64_t blocks =
+        std::min<int64_t>((k.m * k.s + kThreads / 32 - 1) / (kThreads / 32), int64_t(sm_count) * kBlocksPerSm);
+    broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k, pieces);
+    if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
+  } else if (reduction_vectorizable(k)) {
+    const int64_t items = k.m / Vec16<T>::kSize * k.s;
+    broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
+    if (Status st = last_launch_status("broadcast_reduction_vectors_kernel"); !st) return st;
+  } else {
+    broadcast_reduction_items_kernel<<<grid_stride_blocks(k.items(), sm_count), kThreads, 0, s>>>(k);
+    if (Status st = last_launch_status("broadcast_reduction_items_kernel"); !st) return st;
+  }
+  if (k.s == 1) return Status::ok();
+  broadcast_reduction_finalize_kernel<<<grid_stride_blocks(k.m, sm_count), kThreads, 0, s>>>(k);
+  return last_launch_status("broadcast_reduction_finalize_kernel");
+}
+
+}  // namespace baracuda::detail::cuda

@@ -1,0 +1,184 @@
+#pragma once
+// What the binary plans hand to a backend: the validated views expanded to the output's shape (zero
+// strides where an operand is broadcast), the path the plan chose and the backward's reduction
+// splits. The dispatch from (kind, dtype) to functors is written here once. A backend compiles one
+// translation unit per group of kinds (common/binary_math.hpp's BinaryGroups): each defines
+// launch_group<G> with the backend's launchers, and the backend's launch routes a problem to its
+// kind's group.
+#include <array>
+#include <utility>
+
+#include "baracuda/ops/binary.hpp"
+#include "common/binary_math.hpp"
+#include "common/dispatch.hpp"
+#include "ops/elementwise_layout.hpp"
+#include "ops/launch.hpp"
+
+namespace baracuda::detail {
+
+struct BinaryForwardProblem {
+  BinaryDescriptor desc;
+  Shape shape;  // the output's
+  ElementwisePath path = ElementwisePath::strided;
+  AnyTensorRef a, b;  // expanded to shape; no data where the operand is a scalar
+  AnyTensorMut out;
+};
+
+struct BinaryBackwardProblem {
+  BinaryDescriptor desc;
+  Shape shape;
+  ElementwisePath path = ElementwisePath::strided;  // of the elementwise passes
+  AnyTensorRef dout, a, b;                          // expanded to shape
+  AnyTensorMut da, db;                              // expanded; no data where not computed
+  // The splits of the reduction of da and db over the dims their operand is broadcast along; 0 where
+  // it is not broadcast (its gradient is written elementwise).
+  int64_t splits_a = 0, splits_b = 0;
+  void* workspace = nullptr;
+};
+
+// For each dim of `out`: is `operand` (right-aligned to it) broadcast there (size 1 against a size
+// other than 1, or missing)? Decided from the shapes alone, never from strides.
+inline bool broadcast_dims(const Shape& out, const Shape& operand, bool (&broadcast)[kMaxRank]) {
+  const int offset = out.rank - operand.rank;
+  bool any = false;
+  for (int d = 0; d < kMaxRank; ++d) {
+    broadcast[d] = d < out.rank && out.dims[d] != 1 && (d < offset || operand.dims[d - offset] == 1);
+    any = any || broadcast[d];
+  }
+  return any;
+}
+
+// Whether a group (a std::tuple of Maths) holds `kind`.
+template <class Group>
+struct BinaryGroupHas;
+template <class... Maths>
+struct BinaryGroupHas<std::tuple<Maths...>> {
+  static constexpr bool of(BinaryKind kind) { return ((Maths::kKind == kind) || ...); }
+};
+
+// Calls f(std::integral_constant<int, G>{}) for the group of the kind.
+template <class F, int G = 0>
+Status with_binary_group(BinaryKind kind, F&& f) {
+  if constexpr (G < kBinaryGroupCount) {
+    if (BinaryGroupHas<std::tuple_element_t<G, BinaryGroups>>::of(kind)) return f(std::integral_constant<int, G>{});
+    return with_binary_group<F, G + 1>(kind, std::forward<F>(f));
+  } else {
+    return Status::error(StatusCode::invalid_problem, "no binary kind " + std::to_string(static_cast<int>(kind)));
+  }
+}
+
+// Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a Math of group G) and
+// the element type (the backend's own 16-bit types).
+template <int G, class Half, class BFloat16, class F, size_t I = 0>
+Status dispatch_binary(const BinaryDescriptor& desc, F&& f) {
+  using Group = std::tuple_element_t<G, BinaryGroups>;
+  if constexpr (I < std::tuple_size_v<Group>) {
+    using Math = std::tuple_element_t<I, Group>;
+    if (Math::kKind == desc.kind)
+      return dispatch_float<Half, BFloat16>(desc.dtype,
+                                            [&](auto element) { return f(std::type_identity<Math>{}, element); });
+    return dispatch_binary<G, Half, BFloat16, F, I + 1>(desc, std::forward<F>(f));
+  } else {
+    return Status::error(StatusCode::invalid_problem, "binary kind " + std::string(binary_kind_name(desc.kind)) +
+                                                          " is not in group " + std::to_string(G));
+  }
+}
+
+// The forward with its Math and element type T: launch(functor, ElementwiseTensors).
+template <class Math, class T, class Launch>
+Status binary_typed(const BinaryForwardProblem& p, Launch&& launch) {
+  using Acc = acc_t<T>;
+  const Acc alpha = static_cast<Acc>(p.desc.alpha);
+  if (p.desc.a_scalar || p.desc.b_scalar) {
+    const bool scalar_is_a = p.desc.a_scalar.has_value();
+    const AnyTensorRef& x = scalar_is_a ? p.b : p.a;
+    const ElementwiseTensors<1, 1> t{p.path, p.shape, {x.data}, {x.strides}, {p.out.data}, {p.out.strides}};
+    const Acc scalar = static_cast<Acc>(scalar_is_a ? *p.desc.a_scalar : *p.desc.b_scalar);
+    return launch(BinaryScalarForward<Math, Acc>{alpha, scalar, scalar_is_a}, t);
+  }
+  const ElementwiseTensors<2, 1> t{p.path,       p.shape,        {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
+                                   {p.out.data}, {p.out.strides}};
+  return launch(BinaryForward<Math, Acc>{alpha}, t);
+}
+
+// The backward: one elementwise pass where neither operand is broadcast; else a reduction for each
+// broadcast operand's gradient (the other gradient written on the way where it can be), then an
+// elementwise pass for a wanted gradient no reduction wrote.
+template <class Math, class T, class Launch, class Reduce>
+Status binary_typed(const BinaryBackwardProblem& p, Launch&& launch, Reduce&& reduce) {
+  using Acc = acc_t<T>;
+  const Acc alpha = static_cast<Acc>(p.desc.alpha);
+  const int64_t n = p.shape.numel();
+  if (p.desc.a_scalar || p.desc.b_scalar) {  // the tensor operand has the output's shape
+    const bool scalar_is_a = p.desc.a_scalar.has_value();
+    const AnyTensorRef& x = scalar_is_a ? p.b : p.a;
+    const AnyTensorMut& dx = scalar_is_a ? p.db : p.da;
+    if (!dx.data || n == 0) return Status::ok();
+    const Acc scalar = static_cast<Acc>(scalar_is_a ? *p.desc.a_scalar : *p.desc.b_scalar);
+    const ElementwiseTensors<2, 1> t{p.path,    p.shape,     {p.dout.data, x.data}, {p.dout.strides, x.strides},
+                                     {dx.data}, {dx.strides}};
+    return launch(BinaryScalarGradient<Math, Acc>{alpha, scalar, scalar_is_a}, t);
+  }
+  const bool want_a = p.da.data != nullptr, want_b = p.db.data != nullptr;
+  const bool reduce_a = want_a && p.splits_a > 0, reduce_b = want_b && p.splits_b > 0;
+  // The inputs the kind's gradient reads: (dout, a, b) or dout alone.
+  constexpr int kIn = gradient_inputs<Math>();
+  auto tensors = [&]<size_t kOut>(const std::array<void*, kOut>& outputs, const std::array<Strides, kOut>& strides) {
+    ElementwiseTensors<kIn, static_cast<int>(kOut)> t{p.path, p.shape};
+    const void* data[3] = {p.dout.data, p.a.data, p.b.data};
+    const Strides in_strides[3] = {p.dout.strides, p.a.strides, p.b.strides};
+    for (int i = 0; i < kIn; ++i) t.in[i] = data[i], t.in_strides[i] = in_strides[i];
+    for (size_t o = 0; o < kOut; ++o) t.out[o] = outputs[o], t.out_strides[o] = strides[o];
+    return t;
+  };
+  if (want_a && want_b && !reduce_a && !reduce_b) {
+    if (n == 0) return Status::ok();
+    return launch(BinaryGradients<Math, Acc>{alpha}, tensors(std::array<void*, 2>{p.da.data, p.db.data},
+                                                             std::array<Strides, 2>{p.da.strides, p.db.strides}));
+  }
+  bool written_a = !want_a, written_b = !want_b;
+  for (const bool of_b : {false, true}) {
+    if (!(of_b ? reduce_b : reduce_a)) continue;
+    // The other gradient is written on the way if wanted and its operand is not broadcast.
+    const bool write_other = of_b ? !written_a && !reduce_a : !written_b && !reduce_b;
+    const AnyTensorMut &target = of_b ? p.db : p.da, &other = of_b ? p.da : p.db;
+    const auto t = tensors(std::array<void*, 2>{write_other ? other.data : nullptr, target.data},
+                           std::array<Strides, 2>{other.strides, target.strides});
+    bool broadcast[kMaxRank];
+    broadcast_dims(p.shape, of_b ? p.desc.b_shape : p.desc.a_shape, broadcast);
+    const int64_t splits = of_b ? p.splits_b : p.splits_a;
+    if (Status s = reduce(make_broadcast_reduction<T>(BinaryReducedGradient<Math, Acc>{alpha, of_b}, t, broadcast,
+                                                      splits, p.workspace));
+        !s)
+      return s;
+    (of_b ? written_b : written_a) = true;
+    if (write_other) (of_b ? written_a : written_b) = true;
+  }
+  for (const bool of_b : {false, true}) {
+    if ((of_b ? written_b : written_a) || n == 0) continue;
+    const AnyTensorMut& dx = of_b ? p.db : p.da;
+    const auto one = tensors(std::array<void*, 1>{dx.data}, std::array<Strides, 1>{dx.strides});
+    if (Status s = launch(BinaryGradient<Math, Acc>{alpha, of_b}, one); !s) return s;
+  }
+  return Status::ok();
+}
+
+// Backend entry points: launch routes to the kind's group; launch_group<G> is compiled per group.
+namespace cpu {
+Status launch(const LaunchContext& ctx, const BinaryForwardProblem& problem);
+Status launch(const LaunchContext& ctx, const BinaryBackwardProblem& problem);
+template <int G>
+Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& problem);
+template <int G>
+Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& problem);
+}  // namespace cpu
+namespace cuda {
+Status launch(const LaunchContext& ctx, const BinaryForwardProblem& problem);
+Status launch(const LaunchContext& ctx, const BinaryBackwardProblem& problem);
+template <int G>
+Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& problem);
+template <int G>
+Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& problem);
+}  // namespace cuda
+
+}  // namespace baracuda::detail

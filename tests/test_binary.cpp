@@ -1,0 +1,314 @@
+// Binary family: what the op table's random samples cannot reach, on every backend and float dtype.
+// Special values (+-0, +-inf, NaN, ties, zero divisors) through every kind, forward and backward, as
+// every pair of a set of specials, against the f64 reference rounded to the dtype (NaN where it is
+// NaN, infinities exactly); in-place runs (out = a, out = b, da = dout); the optional gradients; the
+// overlaps rejected, naming the output; the SKU names the kind and the variant.
+#include <cmath>
+#include <limits>
+
+#include "harness/reference/binary_reference.hpp"
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using testing::contiguous;
+using testing::unwrap;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<BinaryKind> all_kinds() {
+  std::vector<BinaryKind> kinds;
+  for (int k = 0; k < kBinaryKindCount; ++k) kinds.push_back(static_cast<BinaryKind>(k));
+  return kinds;
+}
+
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.shape.numel()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = t.at(static_cast<int64_t>(i));
+  return v;
+}
+
+class BinaryTest : public testing::BackendDTypeTest {
+ protected:
+  std::vector<double> specials() const {
+    return {0.0, -0.0, kInf, -kInf, kNaN, 1e-30, 0.5, -0.5, 1, -1, 2, -2, 2.5, -3, 7, 1e30, -1e30};
+  }
+  double tol() const { return harness::tolerance(dtype()); }
+
+  Tensor tensor_of(const std::vector<double>& v, Shape shape) {
+    Tensor t = unwrap(harness::random_tensor(backend(), dtype(), contiguous(shape), rng_));
+    for (size_t i = 0; i < v.size(); ++i) t.host[i] = harness::quantize(dtype(), v[i]);
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  }
+  Tensor output(Shape shape) {
+    Tensor t = unwrap(harness::random_tensor(backend(), dtype(), contiguous(shape), rng_));
+    EXPECT_TRUE(harness::poison(t).is_ok());
+    return t;
+  }
+  // a: every special repeated along rows; b: along columns: every pair once, in an [n, n] output.
+  std::pair<Tensor, Tensor> all_pairs() {
+    const std::vector<double> s = specials();
+    const auto n = static_cast<int64_t>(s.size());
+    std::vector<double> a, b;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) a.push_back(s[i]), b.push_back(s[j]);
+    return {tensor_of(a, {n, n}), tensor_of(b, {n, n})};
+  }
+
+  // got against want rounded to the dtype: NaN for NaN, infinities exactly, else within tol.
+  ::testing::AssertionResult matches(const Tensor& got, const std::function<double(int64_t)>& want,
+                                     const std::function<std::string(int64_t)>& where) {
+    for (int64_t i = 0; i < got.shape.numel(); ++i) {
+      const double g = got.at(i), w = harness::quantize(dtype(), want(i));
+      const bool ok =
+          std::isnan(w) ? std::isnan(g) : (std::isinf(w) ? g == w : std::fabs(g - w) <= tol() * (1 + std::fabs(w)));
+      if (!ok) return ::testing::AssertionFailure() << where(i) << ": got " << g << ", want " << w;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  BinaryDescriptor desc(BinaryKind kind, Shape a, Shape b) const {
+    BinaryDescriptor d;
+    d.kind = kind;
+    d.dtype = dtype();
+    d.a_shape = a;
+    d.b_shape = b;
+    return d;
+  }
+};
+
+TEST_P(BinaryTest, SpecialValuesForward) {
+  auto [a, b] = all_pairs();
+  const bool f64 = dtype() == DType::f64;
+  for (BinaryKind kind : all_kinds()) {
+    SCOPED_TRACE(std::string(binary_kind_name(kind)));
+    const BinaryDescriptor d = desc(kind, a.shape, b.shape);
+    Tensor out = output(a.shape);
+    ASSERT_OK(unwrap(BinaryPlan::select(stream(), d)).run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    EXPECT_TRUE(matches(
+        out, [&](int64_t i) { return reference::binary(kind, a.at(i), b.at(i), 1.0, f64); },
+        [&](int64_t i) { return "a = " + std::to_string(a.at(i)) + ", b = " + std::to_string(b.at(i)); }));
+  }
+}
+
+TEST_P(BinaryTest, SpecialValuesBackward) {
+  auto [a, b] = all_pairs();
+  const bool f64 = dtype() == DType::f64;
+  Tensor dout = tensor_of(std::vector<double>(static_cast<size_t>(a.shape.numel()), -0.75), a.shape);
+  for (BinaryKind kind : all_kinds()) {
+    SCOPED_TRACE(std::string(binary_kind_name(kind)));
+    const BinaryDescriptor d = desc(kind, a.shape, b.shape);
+    Tensor da = output(a.shape), db = output(b.shape);
+    ASSERT_OK(unwrap(BinaryBackwardPlan::select(stream(), d))
+                  .run(stream(), {}, {dout.ref(), a.ref(), b.ref(), da.mut(), db.mut()}));
+    ASSERT_OK(da.download());
+    ASSERT_OK(db.download());
+    auto grads = [&](int64_t i, bool of_b) {
+      double ga = 0, gb = 0;
+      reference::binary_gradients(kind, -0.75, a.at(i), b.at(i), 1.0, f64, ga, gb);
+      return of_b ? gb : ga;
+    };
+    auto where = [&](int64_t i) { return "a = " + std::to_string(a.at(i)) + ", b = " + std::to_string(b.at(i)); };
+    EXPECT_TRUE(matches(
+        da, [&](int64_t i) { return grads(i, false); }, where))
+        << "da";
+    EXPECT_TRUE(matches(
+        db, [&](int64_t i) { return grads(i, true); }, where))
+        << "db";
+  }
+}
+
+// Ties of the extremes: maximum / minimum split the gradient, fmax / fmin give it to a.
+TEST_P(BinaryTest, TiesOfTheExtremes) {
+  Tensor a = tensor_of({1.5, -2, 0}, {3}), b = tensor_of({1.5, -2, -0.0}, {3});
+  Tensor dout = tensor_of({1, 1, 1}, {3});
+  for (BinaryKind kind : {BinaryKind::maximum, BinaryKind::minimum, BinaryKind::fmax, BinaryKind::fmin}) {
+    SCOPED_TRACE(std::string(binary_kind_name(kind)));
+    const bool split = kind == BinaryKind::maximum || kind == BinaryKind::minimum;
+    Tensor da = output({3}), db = output({3});
+    ASSERT_OK(unwrap(BinaryBackwardPlan::select(stream(), desc(kind, {3}, {3})))
+                  .run(stream(), {}, {dout.ref(), a.ref(), b.ref(), da.mut(), db.mut()}));
+    ASSERT_OK(da.download());
+    ASSERT_OK(db.download());
+    for (int64_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(da.at(i), split ? 0.5 : 1.0) << i;
+      EXPECT_EQ(db.at(i), split ? 0.5 : 0.0) << i;
+    }
+  }
+}
+
+// out = a, out = b (a.add_(b), b.mul_(a)), a broadcast partner; da = dout.
+TEST_P(BinaryTest, InPlace) {
+  for (BinaryKind kind : {BinaryKind::add, BinaryKind::div, BinaryKind::maximum, BinaryKind::pow}) {
+    SCOPED_TRACE(std::string(binary_kind_name(kind)));
+    const bool f64 = dtype() == DType::f64;
+    for (bool into_b : {false, true}) {
+      Tensor big = unwrap(harness::random_tensor(backend(), dtype(), contiguous({100, 33}), rng_, 0.5, 2));
+      Tensor row = unwrap(harness::random_tensor(backend(), dtype(), contiguous({33}), rng_, 0.5, 2));
+      const std::vector<double> saved = values(big);
+      const BinaryDescriptor d = into_b ? desc(kind, {33}, {100, 33}) : desc(kind, {100, 33}, {33});
+      const AnyTensorRef a = into_b ? row.ref() : big.ref(), b = into_b ? big.ref() : row.ref();
+      ASSERT_OK(unwrap(BinaryPlan::select(stream(), d)).run(stream(), {}, {a, b, big.mut()}));
+      ASSERT_OK(big.download());
+      EXPECT_TRUE(matches(
+          big,
+          [&](int64_t i) {
+            const double x = saved[i], r = row.at(i % 33);
+            return into_b ? reference::binary(kind, r, x, 1.0, f64) : reference::binary(kind, x, r, 1.0, f64);
+          },
+          [](int64_t i) { return "element " + std::to_string(i); }));
+    }
+    // da written over dout; db (broadcast) reduced.
+    Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous({100, 33}), rng_, 0.5, 2));
+    Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous({33}), rng_, 0.5, 2));
+    Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), contiguous({100, 33}), rng_));
+    const std::vector<double> dout_saved = values(dout);
+    Tensor db = output({33});
+    const BinaryBackwardPlan backward = unwrap(BinaryBackwardPlan::select(stream(), desc(kind, {100, 33}, {33})));
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), backward.workspace_size()));
+    ASSERT_OK(backward.run(stream(), {ws.data(), ws.size()}, {dout.ref(), a.ref(), b.ref(), dout.mut(), db.mut()}));
+    ASSERT_OK(dout.download());
+    EXPECT_TRUE(matches(
+        dout,
+        [&](int64_t i) {
+          double ga = 0, gb = 0;
+          reference::binary_gradients(kind, dout_saved[i], a.at(i), b.at(i % 33), 1.0, f64, ga, gb);
+          return ga;
+        },
+        [](int64_t i) { return "da element " + std::to_string(i); }));
+  }
+}
+
+// Either gradient may be left out, broadcast or not: the other is still right and nothing is written.
+TEST_P(BinaryTest, OptionalGradients) {
+  const bool f64 = dtype() == DType::f64;
+  for (const auto& [a_shape, b_shape] : std::vector<std::pair<Shape, Shape>>{
+           {{40, 30}, {40, 30}}, {{40, 30}, {30}}, {{30}, {40, 30}}, {{40, 1}, {1, 30}}}) {
+    for (int drop = 0; drop < 3; ++drop) {  // drop da, db, or neither
+      SCOPED_TRACE(a_shape.to_string() + " with " + b_shape.to_string() + ", drop " + std::to_string(drop));
+      const BinaryDescriptor d = desc(BinaryKind::mul, a_shape, b_shape);
+      const Shape out_shape = *binary_output_shape(d);
+      Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(a_shape), rng_));
+      Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(b_shape), rng_));
+      Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), contiguous(out_shape), rng_));
+      Tensor da = output(a_shape), db = output(b_shape);
+      const BinaryBackwardPlan plan = unwrap(BinaryBackwardPlan::select(stream(), d));
+      harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()},
+                         {dout.ref(), a.ref(), b.ref(), drop == 0 ? AnyTensorMut{} : da.mut(),
+                          drop == 1 ? AnyTensorMut{} : db.mut()}));
+      ASSERT_OK(da.download());
+      ASSERT_OK(db.download());
+      const reference::BinaryIndexing ix = reference::binary_indexing(d);
+      std::vector<double> want_a(static_cast<size_t>(a_shape.numel())), want_b(static_cast<size_t>(b_shape.numel()));
+      for (int64_t i = 0; i < out_shape.numel(); ++i) {
+        double ga = 0, gb = 0;
+        reference::binary_gradients(d.kind, dout.at(i), a.at(ix.a_of(i)), b.at(ix.b_of(i)), 1.0, f64, ga, gb);
+        want_a[ix.a_of(i)] += ga;
+        want_b[ix.b_of(i)] += gb;
+      }
+      auto where = [](int64_t i) { return "element " + std::to_string(i); };
+      auto near = [](const std::vector<double>& want) {
+        return [&want](int64_t i) { return want[static_cast<size_t>(i)]; };
+      };
+      if (drop == 0) {
+        for (int64_t i = 0; i < da.shape.numel(); ++i) EXPECT_TRUE(std::isnan(da.at(i))) << "da written at " << i;
+      } else {
+        EXPECT_TRUE(matches(da, near(want_a), where)) << "da";
+      }
+      if (drop == 1) {
+        for (int64_t i = 0; i < db.shape.numel(); ++i) EXPECT_TRUE(std::isnan(db.at(i))) << "db written at " << i;
+      } else {
+        EXPECT_TRUE(matches(db, near(want_b), where)) << "db";
+      }
+    }
+  }
+}
+
+TEST_P(BinaryTest, OverlapsAreRejected) {
+  Tensor buffer = unwrap(harness::random_tensor(backend(), dtype(), contiguous({200}), rng_));
+  const AnyTensorMut whole = buffer.mut();
+  auto view = [&](int64_t offset, Shape shape, Strides strides) {
+    return AnyTensorMut{static_cast<char*>(whole.data) + offset * static_cast<int64_t>(dtype_size(dtype())), dtype(),
+                        shape, strides, 200 - offset};
+  };
+  // out over a broadcast b (same first element, other shape), and shifted over a.
+  const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), desc(BinaryKind::add, {4, 16}, {16})));
+  EXPECT_TRUE(testing::is_error(
+      plan.run(stream(), {}, {view(100, {4, 16}, {16, 1}), view(0, {16}, {1}), view(0, {4, 16}, {16, 1})}),
+      StatusCode::invalid_problem, "BinaryPlan", "args.out"));
+  EXPECT_TRUE(testing::is_error(
+      plan.run(stream(), {}, {view(1, {4, 16}, {16, 1}), view(100, {16}, {1}), view(0, {4, 16}, {16, 1})}),
+      StatusCode::invalid_problem, "BinaryPlan", "args.out"));
+  // Backward: da may be dout exactly, never a or b, nor db.
+  const BinaryBackwardPlan backward =
+      unwrap(BinaryBackwardPlan::select(stream(), desc(BinaryKind::mul, {4, 16}, {4, 16})));
+  const AnyTensorMut dout = view(0, {4, 16}, {16, 1}), a = view(64, {4, 16}, {16, 1}), b = view(128, {4, 16}, {16, 1});
+  EXPECT_TRUE(testing::is_error(backward.run(stream(), {}, {dout, a, b, a, AnyTensorMut{}}),
+                                StatusCode::invalid_problem, "BinaryBackwardPlan", "args.da"));
+  EXPECT_TRUE(testing::is_error(backward.run(stream(), {}, {dout, a, b, dout, dout}), StatusCode::invalid_problem,
+                                "BinaryBackwardPlan", "args.da"));
+  ASSERT_OK(backward.run(stream(), {}, {dout, a, b, dout, AnyTensorMut{}}));
+}
+
+TEST_P(BinaryTest, SkuNamesTheKindAndVariant) {
+  const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), desc(BinaryKind::div_floor, {128}, {128})));
+  EXPECT_EQ(plan.sku().variant, std::string(backend() == Backend::cuda ? "vectorized" : "contiguous") + ".div_floor");
+  EXPECT_EQ(plan.sku().op, "binary");
+  const BinaryBackwardPlan backward =
+      unwrap(BinaryBackwardPlan::select(stream(), desc(BinaryKind::mul, {64, 128}, {128})));
+  EXPECT_EQ(backward.sku().variant, "broadcast_reduce.mul");
+}
+
+// Scalar operands: x + 2, 2 ** x, x / 4 and their gradients (none for the scalar).
+TEST_P(BinaryTest, ScalarOperands) {
+  const bool f64 = dtype() == DType::f64;
+  Tensor x = unwrap(harness::random_tensor(backend(), dtype(), contiguous({1000}), rng_, 0.5, 2));
+  Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), contiguous({1000}), rng_));
+  for (BinaryKind kind : all_kinds()) {
+    for (bool scalar_a : {false, true}) {
+      SCOPED_TRACE(std::string(binary_kind_name(kind)) + (scalar_a ? ", a scalar" : ", b scalar"));
+      BinaryDescriptor d = desc(kind, {1000}, {1000});
+      (scalar_a ? d.a_scalar : d.b_scalar) = 1.25;
+      Tensor out = output({1000}), dx = output({1000});
+      const AnyTensorRef none{};
+      ASSERT_OK(unwrap(BinaryPlan::select(stream(), d))
+                    .run(stream(), {}, {scalar_a ? none : x.ref(), scalar_a ? x.ref() : none, out.mut()}));
+      ASSERT_OK(unwrap(BinaryBackwardPlan::select(stream(), d))
+                    .run(stream(), {},
+                         {dout.ref(), scalar_a ? none : x.ref(), scalar_a ? x.ref() : none,
+                          scalar_a ? AnyTensorMut{} : dx.mut(), scalar_a ? dx.mut() : AnyTensorMut{}}));
+      ASSERT_OK(out.download());
+      ASSERT_OK(dx.download());
+      auto where = [](int64_t i) { return "element " + std::to_string(i); };
+      EXPECT_TRUE(matches(
+          out,
+          [&](int64_t i) {
+            return scalar_a ? reference::binary(kind, 1.25, x.at(i), 1.0, f64)
+                            : reference::binary(kind, x.at(i), 1.25, 1.0, f64);
+          },
+          where));
+      EXPECT_TRUE(matches(
+          dx,
+          [&](int64_t i) {
+            double ga = 0, gb = 0;
+            if (scalar_a) {
+              reference::binary_gradients(kind, dout.at(i), 1.25, x.at(i), 1.0, f64, ga, gb);
+              return gb;
+            }
+            reference::binary_gradients(kind, dout.at(i), x.at(i), 1.25, 1.0, f64, ga, gb);
+            return ga;
+          },
+          where));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Binary, BinaryTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+}  // namespace
+}  // namespace baracuda
