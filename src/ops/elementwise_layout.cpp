@@ -66,7 +66,10 @@ ElementwisePath layout_path(Backend backend, const Shape& shape, std::initialize
 
 int64_t reduction_splits(const PlanTarget& target, int64_t m, int64_t r, DType dtype, size_t workspace_limit,
                          size_t& workspace) {
-  const int64_t target_items = target.backend == Backend::cuda ? int64_t(target.sm_count) * 2048 : 1024;
+  // CUDA: enough for half the threads it holds at once to take a 16-byte vector each (its kernels of
+  // one element, or a warp a row, take as many or fewer: src/cuda/common/broadcast_reduction.cuh).
+  const int64_t vector = 16 / static_cast<int64_t>(dtype_size(dtype));
+  const int64_t target_items = target.backend == Backend::cuda ? int64_t(target.sm_count) * 1024 * vector : 1024;
   int64_t splits = std::clamp<int64_t>((target_items + m - 1) / std::max<int64_t>(m, 1), 1, std::max<int64_t>(r, 1));
   const size_t acc = dtype == DType::f64 ? 8 : 4;
   const int64_t budget = static_cast<int64_t>(std::min<size_t>(workspace_limit, SIZE_MAX / 2) / acc);

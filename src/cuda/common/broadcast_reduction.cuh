@@ -2,9 +2,10 @@
 // The CUDA launcher of a BroadcastReduction (common/broadcast_reduction.hpp): one launch for the
 // items, one that sums each kept element's splits in order. Where the kept dims are innermost and
 // every view steps through them contiguously from 16-byte aligned data (b = bias[D] over [N, D]),
-// an item takes a 16-byte vector of kept elements and keeps kUnroll rows of loads in flight; it
-// sums each element's terms in the same order as the one-element items, so the bits do not depend
-// on which kernel ran. Where the reduced dims are innermost (b = scale[N, 1]), a warp takes a row.
+// an item takes a 16-byte vector of kept elements and keeps kReductionUnroll rows of loads in flight.
+// Where the reduced dims are innermost (b = scale[N, 1]), a warp takes a row. Each kernel picks its
+// splits (at most the plan's) and its order of the sums from the views: the bits depend on the plan
+// and the views alone, never on the run.
 #include <algorithm>
 
 #include "common/broadcast_reduction.hpp"
@@ -95,26 +96,18 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
 }
 
 // Reduced dims innermost (b = scale[N, 1] over [N, D]): a warp per kept element and piece of its
-// row, lanes on 16-byte vectors of the row, kReductionUnroll of them in flight; the lanes' sums are
-// folded by a fixed shuffle tree, so the bits depend only on the views (this kernel sums in another
-// order than the one-element items, and runs wherever the views allow it). `pieces` <= k.s pieces
-// of whole vectors per row: partials go to partial[j * k.s + piece], finalize sums the first
-// `pieces` of them (the rest hold zeros written here).
+// row (k.s pieces of whole vectors), lanes on 16-byte vectors of the row, kReductionUnroll of them in
+// flight; the lanes' sums are folded by a fixed shuffle tree.
 template <class T, class Body>
-__global__ void __launch_bounds__(kThreads)
-    broadcast_reduction_rows_kernel(BroadcastReduction<T, Body> k, int64_t pieces) {
+__global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(BroadcastReduction<T, Body> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
   constexpr int kU = kReductionUnroll;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
-  const int64_t vectors = k.r / kV, per_piece = (vectors + pieces - 1) / pieces;
+  const int64_t vectors = k.r / kV, per_piece = (vectors + k.s - 1) / k.s;
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; w < k.m * k.s; w += warps) {
     const int64_t j = w / k.s, piece = w - j * k.s;
-    if (piece >= pieces) {  // a split this kernel does not use: its partial is a sum of nothing
-      if (lane == 0) k.partial[j * k.s + piece] = Acc(0);
-      continue;
-    }
     int64_t base[NT];
     k.kept.offsets(j, base);
     const int64_t begin = piece * per_piece, end = std::min(vectors, begin + per_piece);
@@ -179,9 +172,9 @@ bool reduction_vectorizable(const BroadcastReduction<T, Body>& k) {
   for (int i = 0; i < NT; ++i) {
     const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
     if (!data) continue;
-    if (reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
     const int64_t inner = k.kept.inner_stride(i);
-    if (inner != 1 && !(i < kIn && inner == 0)) return false;
+    if (i < kIn && inner == 0) continue;  // one value per vector: a scalar load, anywhere
+    if (inner != 1 || reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
     for (int d = 0; d + 1 < k.kept.rank; ++d)
       if (k.kept.strides[i][d] % kV != 0) return false;
     for (int d = 0; d < k.reduced.rank; ++d)
@@ -200,27 +193,37 @@ bool reduction_rows_vectorizable(const BroadcastReduction<T, Body>& k) {
   for (int i = 0; i < NT; ++i) {
     const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
     if (!data) continue;
-    if (reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
     const int64_t inner = k.reduced.inner_stride(i);
-    if (inner != 1 && !((i < kIn || i == NT - 1) && inner == 0)) return false;
+    if ((i < kIn || i == NT - 1) && inner == 0) continue;  // one value per row: a scalar access, anywhere
+    if (inner != 1 || reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
     for (int d = 0; d < k.kept.rank; ++d)
       if (k.kept.strides[i][d] % kV != 0) return false;
   }
   return true;
 }
 
+// The splits a kernel uses, at most the plan's (whose workspace holds that many partials per kept
+// element): enough items to fill the device, `per_item` kept elements each.
+inline int64_t kernel_splits(int64_t planned, int64_t m, int64_t per_item, int64_t items_wanted) {
+  const int64_t items_per_split = std::max<int64_t>(1, m / per_item);
+  return std::clamp<int64_t>((items_wanted + items_per_split - 1) / items_per_split, 1, std::max<int64_t>(planned, 1));
+}
+
+// Runs the reduction; the kernel (and so the order of the sums) depends on the views alone.
 template <class T, class Body>
-Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastReduction<T, Body>& k) {
+Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastReduction<T, Body>& planned) {
   cudaStream_t s = native(stream);
+  const int64_t threads = int64_t(sm_count) * 2048;  // resident at once
+  BroadcastReduction<T, Body> k = planned;
   if (reduction_rows_vectorizable(k)) {
-    // Enough warps to fill the device: pieces of a row only where rows are few.
-    const int64_t warps_wanted = int64_t(sm_count) * (2048 / 32);
-    const int64_t pieces = std::clamp<int64_t>((warps_wanted + k.m - 1) / std::max<int64_t>(k.m, 1), 1, k.s);
+    k.s = kernel_splits(planned.s, k.m, 1, threads / 32);  // a warp an item: pieces of rows only where rows are few
+    const int64_t warps_per_block = kThreads / 32;
     const int64_t blocks =
-        std::min<int64_t>((k.m * k.s + kThreads / 32 - 1) / (kThreads / 32), int64_t(sm_count) * kBlocksPerSm);
-    broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k, pieces);
+        std::min<int64_t>((k.m * k.s + warps_per_block - 1) / warps_per_block, int64_t(sm_count) * kBlocksPerSm);
+    broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
   } else if (reduction_vectorizable(k)) {
+    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2);  // 4 rows of vectors in flight each
     const int64_t items = k.m / Vec16<T>::kSize * k.s;
     broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_vectors_kernel"); !st) return st;
