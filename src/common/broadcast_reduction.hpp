@@ -12,8 +12,8 @@
 // The index space is split into `kept` dims (the reduced output's, M elements) and `reduced` dims
 // (R elements); the sum over R is cut into S splits. Work item t covers one (j, s): it visits the
 // elements r = s, s + S, ... of kept element j and sums the terms in that fixed order. The sum goes to
-// the reduced output directly when S == 1, else to partial[j * S + s], summed in order of s by
-// finalize. So the result does not depend on scheduling (nor on the kernel that ran the items: every
+// the reduced output directly when S == 1, else to partial[s * M + j] (split-major: neighbouring kept
+// elements' partials are neighbours), summed in order of s by finalize. So the result does not depend on scheduling (nor on the kernel that ran the items: every
 // backend's kernel keeps this order).
 #include <cstdint>
 
@@ -29,7 +29,7 @@ struct BroadcastReduction {
   static constexpr int NT = kIn + kOut + 1;  // inputs, elementwise outputs, the reduced output
   Body body;
   Operands<T, kIn, kOut + 1> p;  // p.out[kOut]: the reduced output
-  Acc* partial = nullptr;        // M * S sums when S > 1
+  Acc* partial = nullptr;        // S * M sums when S > 1, split-major
   Walker<NT> kept;
   Walker<NT> reduced;
   int64_t m = 1, r = 1, s = 1;
@@ -64,13 +64,13 @@ struct BroadcastReduction {
     if (s == 1) {
       store(base, sum);
     } else {
-      partial[j * s + split] = sum;
+      partial[split * m + j] = sum;
     }
   }
 
   BARACUDA_HD void finalize(int64_t j) const {
     Acc sum = 0;
-    for (int64_t split = 0; split < s; ++split) sum += partial[j * s + split];
+    for (int64_t split = 0; split < s; ++split) sum += partial[split * m + j];
     int64_t base[NT];
     kept.offsets(j, base);
     store(base, sum);

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
       store16(k.p.out[kOut] + base[NT - 1], total);
     } else {
 #pragma unroll
-      for (int e = 0; e < kV; ++e) k.partial[(j0 + e) * k.s + split] = sum[e];
+      for (int e = 0; e < kV; ++e) k.partial[split * k.m + j0 + e] = sum[e];
     }
   }
 }
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(Broa
       if (k.s == 1) {
         k.store(base, sum);
       } else {
-        k.partial[j * k.s + piece] = sum;
+        k.partial[piece * k.m + j] = sum;
       }
     }
   }
@@ -203,10 +203,13 @@ bool reduction_rows_vectorizable(const BroadcastReduction<T, Body>& k) {
 }
 
 // The splits a kernel uses, at most the plan's (whose workspace holds that many partials per kept
-// element): enough items to fill the device, `per_item` kept elements each.
-inline int64_t kernel_splits(int64_t planned, int64_t m, int64_t per_item, int64_t items_wanted) {
+// element): enough items to fill the device, `per_item` kept elements each, but each split at least
+// kMinSplitWork steps of its loop (`steps` of them in all): more would only add partials.
+inline constexpr int64_t kMinSplitWork = 16;
+inline int64_t kernel_splits(int64_t planned, int64_t m, int64_t per_item, int64_t items_wanted, int64_t steps) {
   const int64_t items_per_split = std::max<int64_t>(1, m / per_item);
-  return std::clamp<int64_t>((items_wanted + items_per_split - 1) / items_per_split, 1, std::max<int64_t>(planned, 1));
+  const int64_t most = std::max<int64_t>(1, std::min(planned, steps / kMinSplitWork));
+  return std::clamp<int64_t>((items_wanted + items_per_split - 1) / items_per_split, 1, most);
 }
 
 // Runs the reduction; the kernel (and so the order of the sums) depends on the views alone.
@@ -216,18 +219,20 @@ Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastRe
   const int64_t threads = int64_t(sm_count) * 2048;  // resident at once
   BroadcastReduction<T, Body> k = planned;
   if (reduction_rows_vectorizable(k)) {
-    k.s = kernel_splits(planned.s, k.m, 1, threads / 32);  // a warp an item: pieces of rows only where rows are few
+    // A warp an item, kReductionUnroll vectors a lane a step: pieces of rows only where rows are few.
+    k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll));
     const int64_t warps_per_block = kThreads / 32;
     const int64_t blocks =
         std::min<int64_t>((k.m * k.s + warps_per_block - 1) / warps_per_block, int64_t(sm_count) * kBlocksPerSm);
     broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
   } else if (reduction_vectorizable(k)) {
-    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2);  // 4 rows of vectors in flight each
+    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2, k.r / kReductionUnroll);
     const int64_t items = k.m / Vec16<T>::kSize * k.s;
     broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_vectors_kernel"); !st) return st;
   } else {
+    k.s = kernel_splits(planned.s, k.m, 1, threads, k.r);
     broadcast_reduction_items_kernel<<<grid_stride_blocks(k.items(), sm_count), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_items_kernel"); !st) return st;
   }
