@@ -28,14 +28,17 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_finalize_kernel(
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; j < k.m; j += step) k.finalize(j);
 }
 
-// Rows of loads in flight per item of the vector kernel.
-inline constexpr int kReductionUnroll = 4;
+// Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements,
+// whose eight sums and conversions per vector would otherwise take registers enough to halve the
+// threads an SM holds.
+template <class T>
+inline constexpr int kReductionUnroll = sizeof(T) >= 4 ? 4 : 2;
 
 template <class T, class Body>
 __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(BroadcastReduction<T, Body> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
-  constexpr int kU = kReductionUnroll;
+  constexpr int kU = kReductionUnroll<T>;
   const int64_t vectors = k.m / kV, items = vectors * k.s;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < items; t += step) {
@@ -44,43 +47,50 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
     k.kept.offsets(j0, base);
     Acc sum[kV] = {};
     for (int64_t first = split; first < k.r; first += kU * k.s) {
+      // A row's offsets are computed where they are used (twice) rather than kept: registers.
+      auto offsets = [&](int u, int64_t (&off)[NT]) {
+        k.reduced.offsets(first + u * k.s, off);
+#pragma unroll
+        for (int i = 0; i < NT; ++i) off[i] += base[i];
+      };
       Vec16<T> in[kU][kIn];
-      int64_t off[kU][NT];
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
-        const int64_t row = first + u * k.s;
-        if (row >= k.r) break;
-        k.reduced.offsets(row, off[u]);
+        if (first + u * k.s < k.r) {
+          int64_t off[NT];
+          offsets(u, off);
 #pragma unroll
-        for (int i = 0; i < NT; ++i) off[u][i] += base[i];
+          for (int i = 0; i < kIn; ++i) {
+            if (k.kept.inner_stride(i) == 0) {  // one value along the vector
+              const T value = k.p.in[i][off[i]];
 #pragma unroll
-        for (int i = 0; i < kIn; ++i) {
-          if (k.kept.inner_stride(i) == 0) {  // one value along the vector
-            const T value = k.p.in[i][off[u][i]];
-#pragma unroll
-            for (int e = 0; e < kV; ++e) in[u][i].v[e] = value;
-          } else {
-            in[u][i] = load16(k.p.in[i] + off[u][i]);
+              for (int e = 0; e < kV; ++e) in[u][i].v[e] = value;
+            } else {
+              in[u][i] = load16(k.p.in[i] + off[i]);
+            }
           }
         }
       }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
-        if (first + u * k.s >= k.r) break;
-        Vec16<T> out[kOut > 0 ? kOut : 1];
+        if (first + u * k.s < k.r) {
+          Vec16<T> out[kOut > 0 ? kOut : 1];
 #pragma unroll
-        for (int e = 0; e < kV; ++e) {
-          Acc x[kIn];
-          Acc y[kOut > 0 ? kOut : 1];
+          for (int e = 0; e < kV; ++e) {
+            Acc x[kIn];
+            Acc y[kOut > 0 ? kOut : 1];
 #pragma unroll
-          for (int i = 0; i < kIn; ++i) x[i] = static_cast<Acc>(in[u][i].v[e]);
-          sum[e] += k.body(x, y);
+            for (int i = 0; i < kIn; ++i) x[i] = static_cast<Acc>(in[u][i].v[e]);
+            sum[e] += k.body(x, y);
 #pragma unroll
-          for (int o = 0; o < kOut; ++o) out[o].v[e] = static_cast<T>(y[o]);
+            for (int o = 0; o < kOut; ++o) out[o].v[e] = static_cast<T>(y[o]);
+          }
+          int64_t off[NT];
+          offsets(u, off);
+#pragma unroll
+          for (int o = 0; o < kOut; ++o)
+            if (k.p.out[o]) store16(k.p.out[o] + off[kIn + o], out[o]);
         }
-#pragma unroll
-        for (int o = 0; o < kOut; ++o)
-          if (k.p.out[o]) store16(k.p.out[o] + off[u][kIn + o], out[o]);
       }
     }
     if (k.s == 1) {
@@ -102,7 +112,7 @@ template <class T, class Body>
 __global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(BroadcastReduction<T, Body> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
-  constexpr int kU = kReductionUnroll;
+  constexpr int kU = kReductionUnroll<T>;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
   const int64_t vectors = k.r / kV, per_piece = (vectors + k.s - 1) / k.s;
@@ -220,14 +230,14 @@ Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastRe
   BroadcastReduction<T, Body> k = planned;
   if (reduction_rows_vectorizable(k)) {
     // A warp an item, kReductionUnroll vectors a lane a step: pieces of rows only where rows are few.
-    k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll));
+    k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll<T>));
     const int64_t warps_per_block = kThreads / 32;
     const int64_t blocks =
         std::min<int64_t>((k.m * k.s + warps_per_block - 1) / warps_per_block, int64_t(sm_count) * kBlocksPerSm);
     broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
   } else if (reduction_vectorizable(k)) {
-    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2, k.r / kReductionUnroll);
+    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2, k.r / kReductionUnroll<T>);
     const int64_t items = k.m / Vec16<T>::kSize * k.s;
     broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_vectors_kernel"); !st) return st;

@@ -118,47 +118,36 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Rows of 16-byte vectors (see rows_vectorizable): blockIdx.y takes kUnroll rows at a time, whose
-// loads are all issued before any use (as the vectorized kernel's); an input with inner stride 0 is
-// one value per row, loaded once and used for every lane.
+// Rows of 16-byte vectors (see rows_vectorizable): an input with inner stride 0 is one value per
+// row, loaded once and used for every lane.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
     elementwise_rows_vectorized_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
                                        int64_t rows) {
+  using Acc = typename Op::Acc;
   constexpr int NT = Op::kIn + Op::kOut;
   constexpr int kV = Vec16<T>::kSize;
-  constexpr int kR = kUnroll<Op::kIn>;
   const int64_t vectors = walker.inner_size() / kV;
-  for (int64_t first = int64_t(blockIdx.y) * kR; first < rows; first += int64_t(gridDim.y) * kR) {
-    int64_t base[kR][NT];
-#pragma unroll
-    for (int u = 0; u < kR; ++u)
-      if (first + u < rows) walker.offsets(first + u, base[u], walker.rank - 1);
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    int64_t base[NT];
+    walker.offsets(row, base, walker.rank - 1);
     for (int64_t v = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < vectors;
          v += static_cast<int64_t>(gridDim.x) * kThreads) {
-      Vec16<T> in[kR][Op::kIn];
+      Vec16<T> in[Op::kIn];
 #pragma unroll
-      for (int u = 0; u < kR; ++u) {
-        if (first + u >= rows) break;
+      for (int k = 0; k < Op::kIn; ++k) {
+        if (walker.inner_stride(k) == 0) {
+          const T value = p.in[k][base[k]];
 #pragma unroll
-        for (int k = 0; k < Op::kIn; ++k) {
-          if (walker.inner_stride(k) == 0) {
-            const T value = p.in[k][base[u][k]];
-#pragma unroll
-            for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
-          } else {
-            in[u][k] = load16(p.in[k] + base[u][k] + v * kV);
-          }
+          for (int e = 0; e < kV; ++e) in[k].v[e] = value;
+        } else {
+          in[k] = load16(p.in[k] + base[k] + v * kV);
         }
       }
+      Vec16<T> out[Op::kOut];
+      apply_vector(op, in, out);
 #pragma unroll
-      for (int u = 0; u < kR; ++u) {
-        if (first + u >= rows) break;
-        Vec16<T> out[Op::kOut];
-        apply_vector(op, in[u], out);
-#pragma unroll
-        for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[u][Op::kIn + k] + v * kV, out[k]);
-      }
+      for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
     }
   }
 }
@@ -196,8 +185,7 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
       if (t.path == ElementwisePath::strided_vectorized) {
         const int64_t vectors = inner / Vec16<T>::kSize;
-        const dim3 grid(static_cast<unsigned>((vectors + kThreads - 1) / kThreads),
-                        static_cast<unsigned>(std::min<int64_t>((rows + kUnroll<kIn> - 1) / kUnroll<kIn>, 65535)));
+        const dim3 grid(static_cast<unsigned>((vectors + kThreads - 1) / kThreads), grid_y);
         elementwise_rows_vectorized_kernel<T, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
         return last_launch_status("elementwise_rows_vectorized_kernel");
       }
