@@ -3,8 +3,9 @@
 // (common/unary_math.hpp) and the CPU's tile loops (cpu/vector_math.hpp). On the device and in f64
 // they are the C library's (CUDA's libdevice on the device); f32 on the host takes the branch-free
 // approximations below, which a loop of them vectorizes (the C library's are calls, one element at a
-// time). Those select with integer masks and ternaries, never a branch, step through bits with
-// dtype_bits (memcpy), and are exact at the special values: +-0, +-inf, NaN, subnormals.
+// time). Those select with bit masks (select), never a branch, step through bits with dtype_bits
+// (memcpy), and are exact at +-0, +-inf and NaN and take subnormal inputs; exp flushes its subnormal
+// results (x < -87) to 0.
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -13,6 +14,17 @@
 #include "common/hd.hpp"
 
 namespace baracuda::detail::simd_math {
+
+// Always inlined: a call left in a loop keeps it scalar, and runs the baseline build (GCC declines to
+// inline exp into some of a translation unit's many callers, e.g. gelu's backward, 13x slower). Under
+// nvcc, BARACUDA_HD is __forceinline__ already.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define BARACUDA_SIMD_INLINE inline __attribute__((always_inline))
+#define BARACUDA_SIMD_HD inline __attribute__((always_inline))
+#else
+#define BARACUDA_SIMD_INLINE inline
+#define BARACUDA_SIMD_HD BARACUDA_HD
+#endif
 
 #if !defined(__CUDA_ARCH__)
 namespace f32 {
@@ -23,20 +35,21 @@ inline constexpr uint32_t kSign = 0x80000000u;
 
 // c ? v : w, in bits: GCC may turn a ternary into branches and fold a clamped path's arithmetic into
 // constants, and where such a constant could trap (exp(89)'s overflow to inf) the loop stays scalar.
-inline float select(bool c, float v, float w) {
+BARACUDA_SIMD_INLINE float select(bool c, float v, float w) {
   const uint32_t mask = 0u - static_cast<uint32_t>(c);
   return to_float((of(v) & mask) | (of(w) & ~mask));
 }
 
 // x = n ln2 + r with |r| <= ln2 / 2 (n an integer in a float, r exact: ln2 in two parts, Cephes'),
-// and 2^n as two powers of 2 (their product may be past the normal range: a subnormal result or
-// inf). x within [-104, 89], where exp is 0 or inf in f32 past the ends; NaN passes through.
+// and 2^n as two powers of 2 (their product may overflow: inf). x within [-87, 89]: exp(-87) is still
+// normal, as every intermediate, because a product with a subnormal result (or one that underflows)
+// costs a microcode assist, 20x the loop's time; exp flushes below -87 to 0. NaN passes through.
 struct Reduced {
   float r, scale_lo, scale_hi;
   int32_t n;
 };
-inline Reduced reduce_ln2(float x) {
-  const float c = select(x < -104.0f, -104.0f, select(x > 89.0f, 89.0f, x));
+BARACUDA_SIMD_INLINE Reduced reduce_ln2(float x) {
+  const float c = select(x < -87.0f, -87.0f, select(x > 89.0f, 89.0f, x));
   const float shifted = c * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer
   const float n = shifted - 12582912.0f;
   const int32_t k = static_cast<int32_t>(of(shifted) - of(12582912.0f));
@@ -45,7 +58,7 @@ inline Reduced reduce_ln2(float x) {
           to_float(static_cast<uint32_t>(k - half + 127) << 23), k};
 }
 // exp(r) - 1 for |r| <= ln2 / 2: r + r^2 P(r), Cephes' expf polynomial (within 1 ulp of exp(r)).
-inline float expm1_reduced(float r) {
+BARACUDA_SIMD_INLINE float expm1_reduced(float r) {
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -55,15 +68,15 @@ inline float expm1_reduced(float r) {
   return p * r * r + r;
 }
 
-inline float exp(float x) {
+BARACUDA_SIMD_INLINE float exp(float x) {
   const Reduced t = reduce_ln2(x);
-  return ((expm1_reduced(t.r) + 1.0f) * t.scale_lo) * t.scale_hi;
+  return select(x < -87.0f, 0.0f, ((expm1_reduced(t.r) + 1.0f) * t.scale_lo) * t.scale_hi);
 }
 
 // 2^n (e^r - 1) + (2^n - 1): no cancellation near 0 (n = 0: e^r - 1 itself); past n = 64 the -1 is
 // below the rounding, and exp's form keeps 2^n from overflowing before the last product. The sign
 // is x's (expm1(-0) = -0).
-inline float expm1(float x) {
+BARACUDA_SIMD_INLINE float expm1(float x) {
   const Reduced t = reduce_ln2(x);
   const float e = expm1_reduced(t.r), scale = t.scale_lo * t.scale_hi;
   const float near = e * scale + (scale - 1.0f);
@@ -73,7 +86,7 @@ inline float expm1(float x) {
 
 // Cephes' logf: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2 / 2 + f^3 P(f), f = m - 1
 // (within 1 ulp); subnormals scaled by 2^23 first. log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf.
-inline float log(float x) {
+BARACUDA_SIMD_INLINE float log(float x) {
   const uint32_t bits = of(x);
   const bool subnormal = bits < 0x00800000u;
   const uint32_t b = of(select(subnormal, x * 8388608.0f, x));
@@ -103,14 +116,14 @@ inline float log(float x) {
 
 // log(1 + x) = log(u) x / (u - 1) with u = 1 + x rounded (Goldberg): the factor corrects u's rounding
 // error; x itself where u rounds to 1, inf at inf.
-inline float log1p(float x) {
+BARACUDA_SIMD_INLINE float log1p(float x) {
   const float u = 1.0f + x, d = u - 1.0f;
   return select((d == 0.0f) | (of(x) == 0x7f800000u), x, log(u) * (x / d));
 }
 
 // x P(x^2) / Q(x^2) on |x| < 4 (Eigen's and XLA's rational erf: within a few ulp), 1 past 3.92, where
 // erf rounds to 1 in f32; the sign is x's.
-inline float erf(float x) {
+BARACUDA_SIMD_INLINE float erf(float x) {
   const float a = to_float(of(x) & ~kSign);
   const float c = select(a > 4.0f, 4.0f, a);
   const float x2 = c * c;
@@ -132,7 +145,7 @@ inline float erf(float x) {
 
 // tanh |x| = t / (t + 2) with t = expm1(2 |x|), |x| capped at 10 (tanh rounds to 1 from 9.01); the
 // sign is x's.
-inline float tanh(float x) {
+BARACUDA_SIMD_INLINE float tanh(float x) {
   const float a = to_float(of(x) & ~kSign);
   const float t = expm1(2.0f * select(a > 10.0f, 10.0f, a));
   return to_float(of(t / (t + 2.0f)) | (of(x) & kSign));
@@ -145,13 +158,13 @@ inline float tanh(float x) {
 #if defined(__CUDA_ARCH__)
 #define BARACUDA_SIMD_MATH(name) \
   template <class A>             \
-  BARACUDA_HD A name(A x) {      \
+  BARACUDA_SIMD_HD A name(A x) { \
     return std::name(x);         \
   }
 #else
 #define BARACUDA_SIMD_MATH(name)            \
   template <class A>                        \
-  BARACUDA_HD A name(A x) {                 \
+  BARACUDA_SIMD_HD A name(A x) {            \
     if constexpr (std::is_same_v<A, float>) \
       return f32::name(x);                  \
     else                                    \
@@ -165,5 +178,7 @@ BARACUDA_SIMD_MATH(log1p)
 BARACUDA_SIMD_MATH(erf)
 BARACUDA_SIMD_MATH(tanh)
 #undef BARACUDA_SIMD_MATH
+#undef BARACUDA_SIMD_HD
+#undef BARACUDA_SIMD_INLINE
 
 }  // namespace baracuda::detail::simd_math
