@@ -20,7 +20,9 @@ inline constexpr int kBlock = 256;
 // buffers of Acc (16-bit conversions in integer form: they vectorize), the functor applied over the
 // block (its math inlined, f32 exp / erf / ... being simd_math's vectorizable ones), the results
 // converted into the outputs. An output may be an input exactly: each block reads all its inputs
-// before it writes.
+// before it writes. GCC vectorizes these loops unasked; `omp simd` would make the functor's x and y
+// (and a 16-bit store's temporary) arrays of one slot per lane, read back by gathers, and leave the
+// loops scalar.
 template <class T, class Op>
 BARACUDA_CPU_CLONES void apply_contiguous_chunk(const Op& op, const Operands<T, Op::kIn, Op::kOut>& p, int64_t begin,
                                                 int64_t end) {
@@ -31,7 +33,6 @@ BARACUDA_CPU_CLONES void apply_contiguous_chunk(const Op& op, const Operands<T, 
     for (int k = 0; k < Op::kIn; ++k) {
       const T* __restrict from = p.in[k] + b;
       Acc* __restrict to = in[k];
-#pragma omp simd
       for (int j = 0; j < n; ++j) to[j] = static_cast<Acc>(from[j]);
     }
     for (int j = 0; j < n; ++j) {
@@ -43,7 +44,6 @@ BARACUDA_CPU_CLONES void apply_contiguous_chunk(const Op& op, const Operands<T, 
     for (int k = 0; k < Op::kOut; ++k) {
       const Acc* __restrict from = out[k];
       T* __restrict to = p.out[k] + b;
-#pragma omp simd
       for (int j = 0; j < n; ++j) to[j] = static_cast<T>(from[j]);
     }
   }
