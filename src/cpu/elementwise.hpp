@@ -3,6 +3,7 @@
 // in blocks through buffers of the compute type, each step a loop the compiler vectorizes, built per
 // ISA; the strided one walks offsets with the shared Walker.
 #include <algorithm>
+#include <type_traits>
 
 #include "common/elementwise.hpp"
 #include "cpu/parallel.hpp"
@@ -16,35 +17,53 @@ inline constexpr int64_t kChunk = 4096;
 // Elements of one block of the contiguous path: its operands in Acc fit in L1.
 inline constexpr int kBlock = 256;
 
-// Elements [begin, end) of contiguous operands, a block at a time: the inputs converted into
-// buffers of Acc (16-bit conversions in integer form: they vectorize), the functor applied over the
-// block (its math inlined, f32 exp / erf / ... being simd_math's vectorizable ones), the results
-// converted into the outputs. An output may be an input exactly: each block reads all its inputs
-// before it writes. GCC vectorizes these loops unasked; `omp simd` would make the functor's x and y
-// (and a 16-bit store's temporary) arrays of one slot per lane, read back by gathers, and leave the
-// loops scalar.
+// Everything the function calls inlined into it (GCC left f32 gelu's backward a call: scalar, of the
+// baseline ISA, 40x slower).
+#if defined(__GNUC__)
+#define BARACUDA_CPU_FLATTEN __attribute__((flatten))
+#else
+#define BARACUDA_CPU_FLATTEN
+#endif
+
+// Elements [begin, end) of contiguous operands. Where T is the compute type (f32, f64), one loop
+// over the elements (through buffers, f32 lerp and its backward ran 3x slower), `omp simd` so that
+// GCC needs no runtime alias checks (it gives up past 10 of them: tensor-weight lerp's backward, 7
+// operands, stayed scalar). Otherwise (16-bit T) a block at a time: the inputs converted into buffers
+// of Acc (16-bit conversions in integer form: they vectorize), the functor applied over the block, the
+// results converted into the outputs; these loops GCC vectorizes unasked, and `omp simd` would make
+// the functor's x and y (and a 16-bit store's temporary) arrays of one slot per lane, read back by
+// gathers: scalar loops. Either way the functor's math is inlined (f32 exp / erf / ... being
+// simd_math's vectorizable ones). An output may be an input exactly: each element (each block) reads
+// all its inputs before it writes.
 template <class T, class Op>
-BARACUDA_CPU_CLONES void apply_contiguous_chunk(const Op& op, const Operands<T, Op::kIn, Op::kOut>& p, int64_t begin,
-                                                int64_t end) {
+BARACUDA_CPU_CLONES BARACUDA_CPU_FLATTEN void apply_contiguous_chunk(const Op& op,
+                                                                     const Operands<T, Op::kIn, Op::kOut>& p,
+                                                                     int64_t begin, int64_t end) {
   using Acc = typename Op::Acc;
-  Acc in[Op::kIn][kBlock], out[Op::kOut][kBlock];
-  for (int64_t b = begin; b < end; b += kBlock) {
-    const int n = static_cast<int>(std::min<int64_t>(kBlock, end - b));
-    for (int k = 0; k < Op::kIn; ++k) {
-      const T* __restrict from = p.in[k] + b;
-      Acc* __restrict to = in[k];
-      for (int j = 0; j < n; ++j) to[j] = static_cast<Acc>(from[j]);
-    }
-    for (int j = 0; j < n; ++j) {
-      Acc x[Op::kIn], y[Op::kOut];
-      for (int k = 0; k < Op::kIn; ++k) x[k] = in[k][j];
-      op(x, y);
-      for (int k = 0; k < Op::kOut; ++k) out[k][j] = y[k];
-    }
-    for (int k = 0; k < Op::kOut; ++k) {
-      const Acc* __restrict from = out[k];
-      T* __restrict to = p.out[k] + b;
-      for (int j = 0; j < n; ++j) to[j] = static_cast<T>(from[j]);
+  if constexpr (std::is_same_v<T, Acc>) {
+    const Operands<T, Op::kIn, Op::kOut> q = p;  // a local copy: the stores cannot change its pointers
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) apply_contiguous(op, q, i);
+  } else {
+    Acc in[Op::kIn][kBlock], out[Op::kOut][kBlock];
+    for (int64_t b = begin; b < end; b += kBlock) {
+      const int n = static_cast<int>(std::min<int64_t>(kBlock, end - b));
+      for (int k = 0; k < Op::kIn; ++k) {
+        const T* __restrict from = p.in[k] + b;
+        Acc* __restrict to = in[k];
+        for (int j = 0; j < n; ++j) to[j] = static_cast<Acc>(from[j]);
+      }
+      for (int j = 0; j < n; ++j) {
+        Acc x[Op::kIn], y[Op::kOut];
+        for (int k = 0; k < Op::kIn; ++k) x[k] = in[k][j];
+        op(x, y);
+        for (int k = 0; k < Op::kOut; ++k) out[k][j] = y[k];
+      }
+      for (int k = 0; k < Op::kOut; ++k) {
+        const Acc* __restrict from = out[k];
+        T* __restrict to = p.out[k] + b;
+        for (int j = 0; j < n; ++j) to[j] = static_cast<T>(from[j]);
+      }
     }
   }
 }
