@@ -178,6 +178,20 @@ BARACUDA_SIMD_MATH(log1p)
 BARACUDA_SIMD_MATH(erf)
 BARACUDA_SIMD_MATH(tanh)
 #undef BARACUDA_SIMD_MATH
+
+// c ? v : w, for a math that would branch around one of them: in bits for f32 on the host (both sides
+// computed, the loop vectorizes), a ternary elsewhere.
+template <class A>
+BARACUDA_SIMD_HD A select(bool c, A v, A w) {
+#if defined(__CUDA_ARCH__)
+  return c ? v : w;
+#else
+  if constexpr (std::is_same_v<A, float>)
+    return f32::select(c, v, w);
+  else
+    return c ? v : w;
+#endif
+}
 #undef BARACUDA_SIMD_HD
 #undef BARACUDA_SIMD_INLINE
 

@@ -587,34 +587,34 @@ struct EluMath {
   static constexpr UnaryKind kKind = UnaryKind::elu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
-    return x > A(0) ? x : p.alpha * simd_math::expm1(x);
+    return simd_math::select(x > A(0), x, p.alpha * simd_math::expm1(x));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
-    return x <= A(0) ? dy * p.alpha * simd_math::exp(x) : dy;
+    return simd_math::select(x <= A(0), dy * p.alpha * simd_math::exp(x), dy);
   }
 };
 struct SeluMath {
   static constexpr UnaryKind kKind = UnaryKind::selu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return A(unary_fn::kSeluScale) * (x > A(0) ? x : A(unary_fn::kSeluAlpha) * simd_math::expm1(x));
+    return A(unary_fn::kSeluScale) * simd_math::select(x > A(0), x, A(unary_fn::kSeluAlpha) * simd_math::expm1(x));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    return x <= A(0) ? dy * A(unary_fn::kSeluScale) * A(unary_fn::kSeluAlpha) * simd_math::exp(x)
-                     : dy * A(unary_fn::kSeluScale);
+    return simd_math::select(x <= A(0), dy * A(unary_fn::kSeluScale) * A(unary_fn::kSeluAlpha) * simd_math::exp(x),
+                             dy * A(unary_fn::kSeluScale));
   }
 };
 struct CeluMath {
   static constexpr UnaryKind kKind = UnaryKind::celu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
-    return x > A(0) ? x : p.alpha * simd_math::expm1(x / p.alpha);
+    return simd_math::select(x > A(0), x, p.alpha * simd_math::expm1(x / p.alpha));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
-    return x <= A(0) ? dy * simd_math::exp(x / p.alpha) : dy;
+    return simd_math::select(x <= A(0), dy * simd_math::exp(x / p.alpha), dy);
   }
 };
 struct GeluMath {  // x Phi(x), Phi the standard normal's distribution function
@@ -678,14 +678,13 @@ struct SoftplusMath {
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
     const A bx = x * p.beta;
-    return bx > p.threshold ? x : simd_math::log1p(simd_math::exp(bx)) / p.beta;
+    return simd_math::select(bx > p.threshold, x, simd_math::log1p(simd_math::exp(bx)) / p.beta);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
     const A bx = x * p.beta;
-    if (bx > p.threshold) return dy;
     const A z = simd_math::exp(bx);
-    return dy * z / (z + A(1));
+    return simd_math::select(bx > p.threshold, dy, dy * z / (z + A(1)));
   }
 };
 struct SoftsignMath {
