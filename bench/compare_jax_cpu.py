@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans and softmax family beside jitted JAX (XLA:CPU), in one run on
+"""The CPU backend's reductions, scans, softmax family, unary ops and lerp beside jitted JAX (XLA:CPU), in one run on
 this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
@@ -58,8 +58,17 @@ FORWARD = {
     "logcumsumexp": lambda x, a: jax.lax.cumlogsumexp(x, a % x.ndim),
     "softmax": lambda x, a: jax.nn.softmax(x, a),
     "log_softmax": lambda x, a: jax.nn.log_softmax(x, a),
+    "gelu": lambda x, a: jax.nn.gelu(x, approximate=False),
+    "silu": lambda x, a: jax.nn.silu(x),
+    "exp": lambda x, a: jnp.exp(x),
 }
-BACKWARD = {"sum_backward": "sum", "cumsum_backward": "cumsum"}
+BACKWARD = {"sum_backward": "sum", "cumsum_backward": "cumsum", "gelu_backward": "gelu", "silu_backward": "silu",
+            "exp_backward": "exp"}
+# The elementwise ops (x uniform in UNARY_RANGE, the first interval of tools/harness/rows/unary.cpp's
+# gelu / silu; a and b of lerp in [-1, 1)), lerp with the profiler's scalar weight 0.3.
+UNARY = ("gelu", "silu", "exp")
+UNARY_RANGE = (-4.0, 4.0)
+LERP_WEIGHT = 0.3
 # Backward ops timed as the pullback alone (the profiler's *_backward_dim0 ops run along dim 0).
 PULLBACK = {"softmax_backward": "softmax", "log_softmax_backward": "log_softmax",
             "softmax_backward_dim0": "softmax"}
@@ -74,8 +83,26 @@ DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logs
                "softmax,log_softmax,softmax_dim0,softmax_backward,log_softmax_backward,softmax_backward_dim0")
 
 
+def lerp_case(op, shape, dtype):
+    """lerp (a + w (b - a)) and its pullback to (da, db) from dout."""
+    def lerp(a, b):
+        return a + LERP_WEIGHT * (b - a)
+    if op == "lerp":
+        fn = jax.jit(lerp)
+    else:
+        fn = jax.jit(lambda a, b, dout: jax.vjp(lerp, a, b)[1](dout))
+
+    def make(seed):
+        keys = jax.random.split(jax.random.PRNGKey(seed), 3)
+        args = [jax.random.uniform(k, shape, jnp.float32, -1.0, 1.0).astype(dtype) for k in keys]
+        return tuple(args[:2] if op == "lerp" else args)
+    return fn, make
+
+
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
+    if op in ("lerp", "lerp_backward"):
+        return lerp_case(op, shape, dtype)
     base = op.removesuffix("_dim0")
     axis = 0 if op.endswith("_dim0") else -1
     if op in PULLBACK:
@@ -98,7 +125,8 @@ def jax_case(op, shape, dtype):
 
     def make(seed):
         key = jax.random.PRNGKey(seed)
-        x = jax.random.uniform(key, shape, jnp.float32, *SOFTMAX_RANGE if base in FORWARD_SOFTMAX else (0.5, 1.5))
+        x = jax.random.uniform(key, shape, jnp.float32, *SOFTMAX_RANGE if base in FORWARD_SOFTMAX else (
+            UNARY_RANGE if base in UNARY or BACKWARD.get(base) in UNARY else (0.5, 1.5)))
         x = x.astype(dtype)
         if out_shape is None:
             return (x,)
@@ -165,7 +193,7 @@ def main():
             for (name, dtype, shape_text), case in ours.items():
                 jax_ms = theirs[(name, dtype, shape_text)]
                 rows.append((name, case["variant"], dtype, shape_text, "ok" if case["verified"] else "FAIL",
-                             case["median_ms"], jax_ms))
+                             case["median_ms"], 100 * case["copy_fraction"], jax_ms))
                 print(f"{name} {dtype} {shape_text}: ours {case['median_ms']:.3f} ms, jax {jax_ms:.3f} ms",
                       file=sys.stderr)
 
@@ -176,11 +204,11 @@ def main():
              f"{args.rounds} rounds, each ours then JAX; JAX's calls stop past 10 s, 3 at least), inputs rotated past "
              f"64 MiB. JAX / ours > 1: ours is faster.",
              "",
-             "| case | variant | dtype | shape | verified | ours ms | jax ms | jax / ours |",
-             "|---|---|---|---|---|---|---|---|"]
-    for name, variant, dtype, shape, verified, ours, theirs in rows:
+             "| case | variant | dtype | shape | verified | ours ms | ours % of copy | jax ms | jax / ours |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, variant, dtype, shape, verified, ours, copy, theirs in rows:
         flag = " **slower**" if theirs / ours < 1 else ""
-        lines.append(f"| {name} | {variant} | {dtype} | {shape} | {verified} | {ours:.3f} | {theirs:.3f} | "
+        lines.append(f"| {name} | {variant} | {dtype} | {shape} | {verified} | {ours:.3f} | {copy:.1f} | {theirs:.3f} | "
                      f"{theirs / ours:.2f}x{flag} |")
     table = "\n".join(lines) + "\n"
     print(table)

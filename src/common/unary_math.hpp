@@ -4,7 +4,8 @@
 //   forward(x, p)       -> f(x)                in the compute type A (f32 for 16-bit and f32, f64)
 //   backward(dout, x, p) -> dout * f'(x)        as PyTorch's autograd gives it (unary.hpp lists the
 //                                              points where f is not differentiable)
-// where p holds the descriptor's parameters in A. Every kernel shape of both backends runs every
+// where p holds the descriptor's parameters in A; exp, expm1, log, log1p, erf and tanh are
+// simd_math's (the host's f32 loops vectorize them). Every kernel shape of both backends runs every
 // Math; the groups at the end split the kinds over translation units (one per group and backend) so
 // that the build parallelizes.
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "baracuda/ops/unary.hpp"
 #include "common/elementwise.hpp"
+#include "common/simd_math.hpp"
 
 namespace baracuda::detail {
 
@@ -57,7 +59,7 @@ BARACUDA_HD A rsqrt(A x) {
 
 template <class A>
 BARACUDA_HD A sigmoid(A x) {
-  return A(1) / (A(1) + std::exp(-x));
+  return A(1) / (A(1) + simd_math::exp(-x));
 }
 
 #if !defined(__CUDA_ARCH__)
@@ -138,7 +140,7 @@ BARACUDA_HD A digamma(A x) {
       (A(1.0 / 12) -
        z * (A(1.0 / 120) -
             z * (A(1.0 / 252) - z * (A(1.0 / 240) - z * (A(1.0 / 132) - z * (A(691.0 / 32760) - z * A(1.0 / 12)))))));
-  return result + std::log(x) - A(0.5) / x - series;
+  return result + simd_math::log(x) - A(0.5) / x - series;
 }
 
 }  // namespace unary_fn
@@ -233,11 +235,11 @@ struct ExpMath {
   static constexpr UnaryKind kKind = UnaryKind::exp;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::exp(x);
+    return simd_math::exp(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    return dy * std::exp(x);
+    return dy * simd_math::exp(x);
   }
 };
 struct Exp2Math {
@@ -255,18 +257,18 @@ struct Expm1Math {
   static constexpr UnaryKind kKind = UnaryKind::expm1;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::expm1(x);
+    return simd_math::expm1(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    return dy * std::exp(x);  // expm1(x) + 1, without the cancellation for x << 0
+    return dy * simd_math::exp(x);  // expm1(x) + 1, without the cancellation for x << 0
   }
 };
 struct LogMath {
   static constexpr UnaryKind kKind = UnaryKind::log;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::log(x);
+    return simd_math::log(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
@@ -299,7 +301,7 @@ struct Log1pMath {
   static constexpr UnaryKind kKind = UnaryKind::log1p;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::log1p(x);
+    return simd_math::log1p(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
@@ -399,11 +401,11 @@ struct TanhMath {
   static constexpr UnaryKind kKind = UnaryKind::tanh;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::tanh(x);
+    return simd_math::tanh(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    const A t = std::tanh(x);
+    const A t = simd_math::tanh(x);
     return dy * (A(1) - t * t);
   }
 };
@@ -444,11 +446,11 @@ struct ErfMath {
   static constexpr UnaryKind kKind = UnaryKind::erf;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::erf(x);
+    return simd_math::erf(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    return dy * A(unary_fn::kTwoOverSqrtPi) * std::exp(-x * x);
+    return dy * A(unary_fn::kTwoOverSqrtPi) * simd_math::exp(-x * x);
   }
 };
 struct ErfcMath {
@@ -459,7 +461,7 @@ struct ErfcMath {
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    return -dy * A(unary_fn::kTwoOverSqrtPi) * std::exp(-x * x);
+    return -dy * A(unary_fn::kTwoOverSqrtPi) * simd_math::exp(-x * x);
   }
 };
 struct ErfinvMath {
@@ -471,7 +473,7 @@ struct ErfinvMath {
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A y = unary_fn::erfinv(x);
-    return dy * A(unary_fn::kSqrtPiOverTwo) * std::exp(y * y);
+    return dy * A(unary_fn::kSqrtPiOverTwo) * simd_math::exp(y * y);
   }
 };
 struct LgammaMath {
@@ -585,46 +587,46 @@ struct EluMath {
   static constexpr UnaryKind kKind = UnaryKind::elu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
-    return x > A(0) ? x : p.alpha * std::expm1(x);
+    return simd_math::select(x > A(0), x, p.alpha * simd_math::expm1(x));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
-    return x <= A(0) ? dy * p.alpha * std::exp(x) : dy;
+    return simd_math::select(x <= A(0), dy * p.alpha * simd_math::exp(x), dy);
   }
 };
 struct SeluMath {
   static constexpr UnaryKind kKind = UnaryKind::selu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return A(unary_fn::kSeluScale) * (x > A(0) ? x : A(unary_fn::kSeluAlpha) * std::expm1(x));
+    return A(unary_fn::kSeluScale) * simd_math::select(x > A(0), x, A(unary_fn::kSeluAlpha) * simd_math::expm1(x));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    return x <= A(0) ? dy * A(unary_fn::kSeluScale) * A(unary_fn::kSeluAlpha) * std::exp(x)
-                     : dy * A(unary_fn::kSeluScale);
+    return simd_math::select(x <= A(0), dy * A(unary_fn::kSeluScale) * A(unary_fn::kSeluAlpha) * simd_math::exp(x),
+                             dy * A(unary_fn::kSeluScale));
   }
 };
 struct CeluMath {
   static constexpr UnaryKind kKind = UnaryKind::celu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
-    return x > A(0) ? x : p.alpha * std::expm1(x / p.alpha);
+    return simd_math::select(x > A(0), x, p.alpha * simd_math::expm1(x / p.alpha));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
-    return x <= A(0) ? dy * std::exp(x / p.alpha) : dy;
+    return simd_math::select(x <= A(0), dy * simd_math::exp(x / p.alpha), dy);
   }
 };
 struct GeluMath {  // x Phi(x), Phi the standard normal's distribution function
   static constexpr UnaryKind kKind = UnaryKind::gelu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return x * A(0.5) * (A(1) + std::erf(x * A(unary_fn::kSqrtHalf)));
+    return x * A(0.5) * (A(1) + simd_math::erf(x * A(unary_fn::kSqrtHalf)));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    const A cdf = A(0.5) * (A(1) + std::erf(x * A(unary_fn::kSqrtHalf)));
-    const A pdf = A(unary_fn::kInvSqrtTwoPi) * std::exp(A(-0.5) * x * x);
+    const A cdf = A(0.5) * (A(1) + simd_math::erf(x * A(unary_fn::kSqrtHalf)));
+    const A pdf = A(unary_fn::kInvSqrtTwoPi) * simd_math::exp(A(-0.5) * x * x);
     return dy * (cdf + x * pdf);
   }
 };
@@ -633,13 +635,13 @@ struct GeluTanhMath {  // x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     const A inner = A(unary_fn::kSqrtTwoOverPi) * (x + A(unary_fn::kGeluTanhKappa) * x * x * x);
-    return A(0.5) * x * (A(1) + std::tanh(inner));
+    return A(0.5) * x * (A(1) + simd_math::tanh(inner));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A x_sq = x * x;
     const A inner = A(unary_fn::kSqrtTwoOverPi) * (x + A(unary_fn::kGeluTanhKappa) * x_sq * x);
-    const A t = std::tanh(inner);
+    const A t = simd_math::tanh(inner);
     const A d_inner = A(unary_fn::kSqrtTwoOverPi) * (A(1) + A(3 * unary_fn::kGeluTanhKappa) * x_sq);
     // Where tanh has saturated the second term is 0, also where x^3 overflowed (0 * inf would be NaN).
     const A sech2 = A(1) - t * t;
@@ -650,7 +652,7 @@ struct SiluMath {
   static constexpr UnaryKind kKind = UnaryKind::silu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return x / (A(1) + std::exp(-x));
+    return x / (A(1) + simd_math::exp(-x));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
@@ -662,12 +664,12 @@ struct MishMath {  // x tanh(softplus(x))
   static constexpr UnaryKind kKind = UnaryKind::mish;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return x * std::tanh(std::log1p(std::exp(x)));
+    return x * simd_math::tanh(simd_math::log1p(simd_math::exp(x)));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A s = unary_fn::sigmoid(x);
-    const A t = std::tanh(std::log1p(std::exp(x)));
+    const A t = simd_math::tanh(simd_math::log1p(simd_math::exp(x)));
     return dy * (t + x * s * (A(1) - t * t));
   }
 };
@@ -676,14 +678,13 @@ struct SoftplusMath {
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
     const A bx = x * p.beta;
-    return bx > p.threshold ? x : std::log1p(std::exp(bx)) / p.beta;
+    return simd_math::select(bx > p.threshold, x, simd_math::log1p(simd_math::exp(bx)) / p.beta);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>& p) {
     const A bx = x * p.beta;
-    if (bx > p.threshold) return dy;
-    const A z = std::exp(bx);
-    return dy * z / (z + A(1));
+    const A z = simd_math::exp(bx);
+    return simd_math::select(bx > p.threshold, dy, dy * z / (z + A(1)));
   }
 };
 struct SoftsignMath {
@@ -714,11 +715,11 @@ struct LogsigmoidMath {  // min(x, 0) - log1p(exp(-|x|)): no overflow either way
   static constexpr UnaryKind kKind = UnaryKind::logsigmoid;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return (x < A(0) ? x : A(0)) - std::log1p(std::exp(-std::fabs(x)));
+    return (x < A(0) ? x : A(0)) - simd_math::log1p(simd_math::exp(-std::fabs(x)));
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
-    const A z = std::exp(-std::fabs(x));
+    const A z = simd_math::exp(-std::fabs(x));
     return x < A(0) ? dy * (A(1) - z / (A(1) + z)) : dy * (z / (A(1) + z));
   }
 };

@@ -1,16 +1,72 @@
 #pragma once
-// The CPU elementwise launcher: OpenMP across elements; the contiguous loop is plain enough for the
-// compiler to vectorize, the strided one walks offsets with the shared Walker.
+// The CPU elementwise launcher: OpenMP across chunks of elements. The contiguous path runs a chunk
+// in blocks through buffers of the compute type, each step a loop the compiler vectorizes, built per
+// ISA; the strided one walks offsets with the shared Walker.
 #include <algorithm>
+#include <type_traits>
 
 #include "common/elementwise.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/vector_math.hpp"
 #include "ops/elementwise_layout.hpp"
 
 namespace baracuda::detail::cpu {
 
-// Elements of a row handled by one strided work item.
+// Elements of one work item (a row's share of it on the strided path).
 inline constexpr int64_t kChunk = 4096;
+// Elements of one block of the contiguous path: its operands in Acc fit in L1.
+inline constexpr int kBlock = 256;
+
+// Everything the function calls inlined into it (GCC left f32 gelu's backward a call: scalar, of the
+// baseline ISA, 40x slower).
+#if defined(__GNUC__)
+#define BARACUDA_CPU_FLATTEN __attribute__((flatten))
+#else
+#define BARACUDA_CPU_FLATTEN
+#endif
+
+// Elements [begin, end) of contiguous operands. Where T is the compute type (f32, f64), one loop
+// over the elements (through buffers, f32 lerp and its backward ran 3x slower), `omp simd` so that
+// GCC needs no runtime alias checks (it gives up past 10 of them: tensor-weight lerp's backward, 7
+// operands, stayed scalar). Otherwise (16-bit T) a block at a time: the inputs converted into buffers
+// of Acc (16-bit conversions in integer form: they vectorize), the functor applied over the block, the
+// results converted into the outputs; these loops GCC vectorizes unasked, and `omp simd` would make
+// the functor's x and y (and a 16-bit store's temporary) arrays of one slot per lane, read back by
+// gathers: scalar loops. Either way the functor's math is inlined (f32 exp / erf / ... being
+// simd_math's vectorizable ones). An output may be an input exactly: each element (each block) reads
+// all its inputs before it writes.
+template <class T, class Op>
+BARACUDA_CPU_CLONES BARACUDA_CPU_FLATTEN void apply_contiguous_chunk(const Op& op,
+                                                                     const Operands<T, Op::kIn, Op::kOut>& p,
+                                                                     int64_t begin, int64_t end) {
+  using Acc = typename Op::Acc;
+  if constexpr (std::is_same_v<T, Acc>) {
+    const Operands<T, Op::kIn, Op::kOut> q = p;  // a local copy: the stores cannot change its pointers
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) apply_contiguous(op, q, i);
+  } else {
+    Acc in[Op::kIn][kBlock], out[Op::kOut][kBlock];
+    for (int64_t b = begin; b < end; b += kBlock) {
+      const int n = static_cast<int>(std::min<int64_t>(kBlock, end - b));
+      for (int k = 0; k < Op::kIn; ++k) {
+        const T* __restrict from = p.in[k] + b;
+        Acc* __restrict to = in[k];
+        for (int j = 0; j < n; ++j) to[j] = static_cast<Acc>(from[j]);
+      }
+      for (int j = 0; j < n; ++j) {
+        Acc x[Op::kIn], y[Op::kOut];
+        for (int k = 0; k < Op::kIn; ++k) x[k] = in[k][j];
+        op(x, y);
+        for (int k = 0; k < Op::kOut; ++k) out[k][j] = y[k];
+      }
+      for (int k = 0; k < Op::kOut; ++k) {
+        const Acc* __restrict from = out[k];
+        T* __restrict to = p.out[k] + b;
+        for (int j = 0; j < n; ++j) to[j] = static_cast<T>(from[j]);
+      }
+    }
+  }
+}
 
 template <class T, class Op, int kIn, int kOut>
 Status run_elementwise(const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
@@ -42,8 +98,9 @@ Status run_elementwise(const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
     }
     return Status::ok();
   }
-#pragma omp parallel for simd schedule(static) if (n > kParallelThreshold)
-  for (int64_t i = 0; i < n; ++i) apply_contiguous(op, p, i);
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+  for (int64_t c = 0; c < chunks; ++c) apply_contiguous_chunk(op, p, c * kChunk, std::min(n, (c + 1) * kChunk));
   return Status::ok();
 }
 

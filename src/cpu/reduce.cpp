@@ -103,9 +103,9 @@ BARACUDA_CPU_CLONES void fold_tile(const LogSumExpMath<A>& math, const Tile<A, k
     }
   for (int r = 0; r < t.rows; ++r)
 #pragma omp simd
-    for (int c = 0; c < t.cols(); ++c) sum[c] += exp_nonpositive(t.at(r, c) - max[c]);
+    for (int c = 0; c < t.cols(); ++c) sum[c] += simd_math::exp(t.at(r, c) - max[c]);
 #pragma omp simd
-  for (int c = 0; c < t.cols(); ++c) old[c] = exp_nonpositive(old[c] - max[c]);  // -inf (none yet): 0
+  for (int c = 0; c < t.cols(); ++c) old[c] = simd_math::exp(old[c] - max[c]);  // -inf (none yet): 0
   for (int c = 0; c < t.cols(); ++c) {
     if (probe[c] != A(0) || !(states[c].max < reduce_fn::inf<A>()))
       fold_column(math, t, c, states[c]);
@@ -137,7 +137,7 @@ typename LogSumExpMath<A>::State merge_lanes(const LogSumExpMath<A>& math, typen
     max = lanes[j].max > max ? lanes[j].max : max;
   }
   if (!plain || max == -reduce_fn::inf<A>()) return combine_tree(math, lanes, n);
-  for (int j = 0; j < n; ++j) term[j] = lanes[j].sum * exp_nonpositive(lanes[j].max - max);
+  for (int j = 0; j < n; ++j) term[j] = lanes[j].sum * simd_math::exp(lanes[j].max - max);
   for (int width = 1; width < n; width *= 2)
     for (int j = 0; j < n; j += 2 * width) term[j] += term[j + width];
   return {max, term[0]};

@@ -153,7 +153,7 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
     const A* x = block(i);
     A* to = i < body ? e + i : tail;
 #pragma omp simd
-    for (int u = 0; u < kLanes; ++u) lane[u] += to[u] = exp_nonpositive(x[u] - max);
+    for (int u = 0; u < kLanes; ++u) lane[u] += to[u] = simd_math::exp(x[u] - max);
   }
   for (int i = body; i < n; ++i) e[i] = tail[i - body];
   return SoftmaxStats<A>{max, lane_total(lane)};
@@ -286,11 +286,11 @@ BARACUDA_CPU_CLONES void column_stats(const SoftmaxForwardMath<A>& math, const A
   }
   for (int r = 0; r < rows; ++r)
 #pragma omp simd
-    for (int c = 0; c < cols; ++c) sum[c] += exp_nonpositive(v[r * ld + c] - max[c]);
+    for (int c = 0; c < cols; ++c) sum[c] += simd_math::exp(v[r * ld + c] - max[c]);
 #pragma omp simd
   for (int c = 0; c < cols; ++c) {  // the state's max is finite or -inf (its sum then 0)
     const A merged = max[c] > state_max[c] ? max[c] : state_max[c];
-    state_sum[c] = state_sum[c] * exp_nonpositive(state_max[c] - merged) + sum[c] * exp_nonpositive(max[c] - merged);
+    state_sum[c] = state_sum[c] * simd_math::exp(state_max[c] - merged) + sum[c] * simd_math::exp(max[c] - merged);
     state_max[c] = merged;
   }
 }
@@ -311,7 +311,7 @@ BARACUDA_CPU_CLONES void column_sums(const A* y, int64_t ld_y, const A* dy, int6
 // exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp).
 template <class A>
 A exp_to_87(A y) {
-  const A e = exp_nonpositive(-std::fabs(y));
+  const A e = simd_math::exp(-std::fabs(y));
   const SignedBits<A> negative = std::bit_cast<SignedBits<A>>(y) >> (8 * sizeof(A) - 1);  // all ones for y <= -0
   return std::bit_cast<A>((std::bit_cast<SignedBits<A>>(e) & negative) |
                           (std::bit_cast<SignedBits<A>>(A(1) / e) & ~negative));
@@ -372,7 +372,7 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer
       for (int c = 0; c < cols; ++c) y[c] = (x[c] - max[at(c)]) - scale[at(c)];
     else
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) y[c] = exp_nonpositive(x[c] - max[at(c)]) * scale[at(c)];
+      for (int c = 0; c < cols; ++c) y[c] = simd_math::exp(x[c] - max[at(c)]) * scale[at(c)];
     narrow(y, cols, out + r * out_ld);
   }
 }

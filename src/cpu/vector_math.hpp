@@ -1,10 +1,10 @@
 #pragma once
 // Math the CPU kernels' tile loops vectorize, and the way a loop is built for wider vectors.
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "common/simd_math.hpp"    // exp and the rest: the tile loops' f32 math
 #include "ops/reduce_problem.hpp"  // to_acc: the backends' one conversion to the compute type
 
 namespace baracuda::detail::cpu {
@@ -29,32 +29,6 @@ namespace baracuda::detail::cpu {
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wpass-failed"
 #endif
-
-// exp(x) for the x <= 0 of logsumexp's terms, in f32 within 1 ulp (Cephes' expf: x = n ln2 + r,
-// a degree-6 polynomial of r, times 2^n); 0 below -87 (the true value is under 2^-125, nothing
-// beside the sum's own term of 1). The selects are bit masks: a float compare or a select of a
-// product keeps GCC (trapping math) from vectorizing the tile's loop. Other types keep std::exp.
-template <class A>
-A exp_nonpositive(A x) {
-  if constexpr (!std::is_same_v<A, float>) {
-    return std::exp(x);
-  } else {
-    const uint32_t bits = std::bit_cast<uint32_t>(x), limit = std::bit_cast<uint32_t>(-87.0f);
-    const uint32_t under = bits > limit ? ~0u : 0u;  // x < -87 (x <= 0, not NaN)
-    const float clamped = std::bit_cast<float>((bits & ~under) | (limit & under));
-    const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-    const float r = (clamped - n * 0.693359375f) + n * 2.12194440e-4f;
-    float y = 1.9875691500e-4f;
-    y = y * r + 1.3981999507e-3f;
-    y = y * r + 8.3334519073e-3f;
-    y = y * r + 4.1665795894e-2f;
-    y = y * r + 1.6666665459e-1f;
-    y = y * r + 5.0000001201e-1f;
-    y = y * r * r + r + 1.0f;
-    const float scale = std::bit_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
-    return std::bit_cast<float>(std::bit_cast<uint32_t>(y * scale) & ~under);
-  }
-}
 
 // `rows` runs of `columns` values, `step` apart (1: the loop vectorizes, 16-bit conversions too),
 // `row_stride` apart from src, in the compute type A into rows of `to`: one call a tile (a call a row

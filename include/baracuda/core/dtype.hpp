@@ -96,52 +96,40 @@ inline float to_float(uint32_t x) {
 }
 }  // namespace dtype_bits
 
+// Each conversion computes every case's bits and picks one by integer selects (no branch), so that a
+// loop of them vectorizes.
 inline half::half(float value) {
   const uint32_t x = dtype_bits::of(value);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t absx = x & 0x7fffffffu;
-  if (absx >= 0x7f800000u) {  // inf or NaN (NaN stays quiet NaN)
-    bits = static_cast<uint16_t>(sign | (absx > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  } else if (absx >= 0x477ff000u) {  // 65520 and above round to infinity
-    bits = static_cast<uint16_t>(sign | 0x7c00u);
-  } else if (absx >= 0x38800000u) {  // normal half: rebias the exponent, round to nearest even
-    uint32_t h = absx - (112u << 23);
-    h += 0xfffu + ((h >> 13) & 1u);
-    bits = static_cast<uint16_t>(sign | (h >> 13));
-  } else if (absx < 0x33000000u) {  // below half the smallest subnormal: signed zero
-    bits = static_cast<uint16_t>(sign);
-  } else {  // subnormal half: value in units of 2^-24, rounded to nearest even
-    const uint32_t exponent = absx >> 23;
-    const uint32_t mantissa = (absx & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126u - exponent;
-    uint32_t r = mantissa >> shift;
-    const uint32_t rem = mantissa & ((1u << shift) - 1u);
-    const uint32_t halfway = 1u << (shift - 1u);
-    if (rem > halfway || (rem == halfway && (r & 1u))) ++r;
-    bits = static_cast<uint16_t>(sign | r);
-  }
+  // A normal half (|value| >= 2^-14): rebias the exponent, round to nearest even.
+  const uint32_t rebiased = absx - (112u << 23);
+  const uint32_t normal = (rebiased + 0xfffu + ((rebiased >> 13) & 1u)) >> 13;
+  // A subnormal half (or zero): adding 0.5 leaves |value| in units of 2^-24 in the low bits of the
+  // sum, rounded to nearest even by the addition (2^-14 rounds up to the smallest normal, 0x400).
+  const uint32_t subnormal = dtype_bits::of(dtype_bits::to_float(absx) + 0.5f) - 0x3f000000u;
+  uint32_t h = absx < 0x38800000u ? subnormal : normal;
+  h = absx >= 0x477ff000u ? 0x7c00u : h;  // 65520 and above (and inf) round to infinity
+  h = absx > 0x7f800000u ? 0x7e00u : h;   // NaN stays quiet NaN
+  bits = static_cast<uint16_t>(sign | h);
 }
 
 inline half::operator float() const {
   const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   const uint32_t exponent = (bits >> 10) & 0x1fu;
   const uint32_t mantissa = bits & 0x3ffu;
-  if (exponent == 0) {
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;  // exact: mantissa < 2^10
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 31) return dtype_bits::to_float(sign | 0x7f800000u | (mantissa << 13));
-  return dtype_bits::to_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  const float subnormal = static_cast<float>(static_cast<int32_t>(mantissa)) * 0x1p-24f;  // exact: < 2^10
+  uint32_t f = ((exponent + 112u) << 23) | (mantissa << 13);
+  f = exponent == 31 ? (0x7f800000u | (mantissa << 13)) : f;
+  f = exponent == 0 ? dtype_bits::of(subnormal) : f;
+  return dtype_bits::to_float(sign | f);
 }
 
 inline bfloat16::bfloat16(float value) {
-  uint32_t x = dtype_bits::of(value);
-  if ((x & 0x7fffffffu) > 0x7f800000u) {
-    bits = static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-    return;
-  }
-  x += 0x7fffu + ((x >> 16) & 1u);
-  bits = static_cast<uint16_t>(x >> 16);
+  const uint32_t x = dtype_bits::of(value);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (x >> 16) | 0x40u;
+  bits = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 inline bfloat16::operator float() const { return dtype_bits::to_float(static_cast<uint32_t>(bits) << 16); }
