@@ -48,40 +48,18 @@ inline bool broadcast_dims(const Shape& out, const Shape& operand, bool (&broadc
   return any;
 }
 
-// Whether a group (a std::tuple of Maths) holds `kind`.
-template <class Group>
-struct BinaryGroupHas;
-template <class... Maths>
-struct BinaryGroupHas<std::tuple<Maths...>> {
-  static constexpr bool of(BinaryKind kind) { return ((Maths::kKind == kind) || ...); }
-};
-
 // Calls f(std::integral_constant<int, G>{}) for the group of the kind.
-template <class F, int G = 0>
+template <class F>
 Status with_binary_group(BinaryKind kind, F&& f) {
-  if constexpr (G < kBinaryGroupCount) {
-    if (BinaryGroupHas<std::tuple_element_t<G, BinaryGroups>>::of(kind)) return f(std::integral_constant<int, G>{});
-    return with_binary_group<F, G + 1>(kind, std::forward<F>(f));
-  } else {
-    return Status::error(StatusCode::invalid_problem, "no binary kind " + std::to_string(static_cast<int>(kind)));
-  }
+  return with_group<BinaryGroups>(kind, std::forward<F>(f));
 }
 
 // Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a Math of group G) and
 // the element type (the backend's own 16-bit types).
-template <int G, class Half, class BFloat16, class F, size_t I = 0>
+template <int G, class Half, class BFloat16, class F>
 Status dispatch_binary(const BinaryDescriptor& desc, F&& f) {
-  using Group = std::tuple_element_t<G, BinaryGroups>;
-  if constexpr (I < std::tuple_size_v<Group>) {
-    using Math = std::tuple_element_t<I, Group>;
-    if (Math::kKind == desc.kind)
-      return dispatch_float<Half, BFloat16>(desc.dtype,
-                                            [&](auto element) { return f(std::type_identity<Math>{}, element); });
-    return dispatch_binary<G, Half, BFloat16, F, I + 1>(desc, std::forward<F>(f));
-  } else {
-    return Status::error(StatusCode::invalid_problem, "binary kind " + std::string(binary_kind_name(desc.kind)) +
-                                                          " is not in group " + std::to_string(G));
-  }
+  return dispatch_kind<std::tuple_element_t<G, BinaryGroups>, Half, BFloat16>(desc.kind, desc.dtype,
+                                                                              std::forward<F>(f));
 }
 
 // The forward with its Math and element type T: launch(functor, ElementwiseTensors).

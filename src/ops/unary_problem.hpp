@@ -27,40 +27,17 @@ struct UnaryBackwardProblem {
   AnyTensorMut dx;
 };
 
-// Whether a group (a std::tuple of Maths) holds `kind`.
-template <class Group>
-struct UnaryGroupHas;
-template <class... Maths>
-struct UnaryGroupHas<std::tuple<Maths...>> {
-  static constexpr bool of(UnaryKind kind) { return ((Maths::kKind == kind) || ...); }
-};
-
 // Calls f(std::integral_constant<int, G>{}) for the group of the kind.
-template <class F, int G = 0>
+template <class F>
 Status with_unary_group(UnaryKind kind, F&& f) {
-  if constexpr (G < kUnaryGroupCount) {
-    if (UnaryGroupHas<std::tuple_element_t<G, UnaryGroups>>::of(kind)) return f(std::integral_constant<int, G>{});
-    return with_unary_group<F, G + 1>(kind, std::forward<F>(f));
-  } else {
-    return Status::error(StatusCode::invalid_problem, "no unary kind " + std::to_string(static_cast<int>(kind)));
-  }
+  return with_group<UnaryGroups>(kind, std::forward<F>(f));
 }
 
 // Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a Math of group G) and
 // the element type (the backend's own 16-bit types).
-template <int G, class Half, class BFloat16, class F, size_t I = 0>
+template <int G, class Half, class BFloat16, class F>
 Status dispatch_unary(const UnaryDescriptor& desc, F&& f) {
-  using Group = std::tuple_element_t<G, UnaryGroups>;
-  if constexpr (I < std::tuple_size_v<Group>) {
-    using Math = std::tuple_element_t<I, Group>;
-    if (Math::kKind == desc.kind)
-      return dispatch_float<Half, BFloat16>(desc.dtype,
-                                            [&](auto element) { return f(std::type_identity<Math>{}, element); });
-    return dispatch_unary<G, Half, BFloat16, F, I + 1>(desc, std::forward<F>(f));
-  } else {
-    return Status::error(StatusCode::invalid_problem, "unary kind " + std::string(unary_kind_name(desc.kind)) +
-                                                          " is not in group " + std::to_string(G));
-  }
+  return dispatch_kind<std::tuple_element_t<G, UnaryGroups>, Half, BFloat16>(desc.kind, desc.dtype, std::forward<F>(f));
 }
 
 // The launch of a problem with its Math and element type T: launch(functor, ElementwiseTensors).
