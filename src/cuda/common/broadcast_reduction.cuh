@@ -28,17 +28,17 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_finalize_kernel(
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; j < k.m; j += step) k.finalize(j);
 }
 
-// Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements,
-// whose eight sums and conversions per vector would otherwise take registers enough to halve the
-// threads an SM holds.
-template <class T>
-inline constexpr int kReductionUnroll = sizeof(T) >= 4 ? 4 : 2;
+// Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements with
+// more than one input, whose eight sums and conversions per vector would otherwise take registers
+// enough to halve the threads an SM holds.
+template <class T, int kIn>
+inline constexpr int kReductionUnroll = sizeof(T) >= 4 || kIn == 1 ? 4 : 2;
 
 template <class T, class Body>
 __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(BroadcastReduction<T, Body> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
-  constexpr int kU = kReductionUnroll<T>;
+  constexpr int kU = kReductionUnroll<T, Body::kIn>;
   const int64_t vectors = k.m / kV, items = vectors * k.s;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < items; t += step) {
@@ -112,7 +112,7 @@ template <class T, class Body>
 __global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(BroadcastReduction<T, Body> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
-  constexpr int kU = kReductionUnroll<T>;
+  constexpr int kU = kReductionUnroll<T, Body::kIn>;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
   const int64_t vectors = k.r / kV, per_piece = (vectors + k.s - 1) / k.s;
@@ -230,14 +230,14 @@ Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastRe
   BroadcastReduction<T, Body> k = planned;
   if (reduction_rows_vectorizable(k)) {
     // A warp an item, kReductionUnroll vectors a lane a step: pieces of rows only where rows are few.
-    k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll<T>));
+    k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll<T, Body::kIn>));
     const int64_t warps_per_block = kThreads / 32;
     const int64_t blocks =
         std::min<int64_t>((k.m * k.s + warps_per_block - 1) / warps_per_block, int64_t(sm_count) * kBlocksPerSm);
     broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
   } else if (reduction_vectorizable(k)) {
-    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2, k.r / kReductionUnroll<T>);
+    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2, k.r / kReductionUnroll<T, Body::kIn>);
     const int64_t items = k.m / Vec16<T>::kSize * k.s;
     broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_vectors_kernel"); !st) return st;

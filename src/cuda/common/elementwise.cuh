@@ -118,36 +118,56 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Rows of 16-byte vectors (see rows_vectorizable): an input with inner stride 0 is one value per
-// row, loaded once and used for every lane.
+// Vectors a thread takes of a row: kUnroll's, halved for 16-bit elements (eight conversions a vector:
+// registers enough to halve the threads an SM holds otherwise).
+template <class T, int kIn>
+inline constexpr int kRowUnroll = sizeof(T) >= 4 ? kUnroll<kIn> : kUnroll<kIn> / 2;
+
+// Rows of 16-byte vectors (see rows_vectorizable): blockIdx.y steps over rows, and each thread takes
+// up to kRowUnroll vectors of a row a gridDim.x * kThreads apart, all loaded before any use (as the
+// vectorized kernel's), so that a row's offsets are computed once and enough bytes are in flight.
+// An input with inner stride 0 is one value per row, loaded once and used for every lane.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
     elementwise_rows_vectorized_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
                                        int64_t rows) {
-  using Acc = typename Op::Acc;
   constexpr int NT = Op::kIn + Op::kOut;
   constexpr int kV = Vec16<T>::kSize;
+  constexpr int kU = kRowUnroll<T, Op::kIn>;
   const int64_t vectors = walker.inner_size() / kV;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
     int64_t base[NT];
     walker.offsets(row, base, walker.rank - 1);
-    for (int64_t v = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < vectors;
-         v += static_cast<int64_t>(gridDim.x) * kThreads) {
-      Vec16<T> in[Op::kIn];
+    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; first < vectors;
+         first += stride * kU) {
+      Vec16<T> in[kU][Op::kIn];
 #pragma unroll
-      for (int k = 0; k < Op::kIn; ++k) {
-        if (walker.inner_stride(k) == 0) {
-          const T value = p.in[k][base[k]];
+      for (int u = 0; u < kU; ++u) {
+        const int64_t v = first + u * stride;
+        if (v < vectors) {
 #pragma unroll
-          for (int e = 0; e < kV; ++e) in[k].v[e] = value;
-        } else {
-          in[k] = load16(p.in[k] + base[k] + v * kV);
+          for (int k = 0; k < Op::kIn; ++k) {
+            if (walker.inner_stride(k) == 0) {
+              const T value = p.in[k][base[k]];
+#pragma unroll
+              for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
+            } else {
+              in[u][k] = load16(p.in[k] + base[k] + v * kV);
+            }
+          }
         }
       }
-      Vec16<T> out[Op::kOut];
-      apply_vector(op, in, out);
 #pragma unroll
-      for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
+      for (int u = 0; u < kU; ++u) {
+        const int64_t v = first + u * stride;
+        if (v < vectors) {
+          Vec16<T> out[Op::kOut];
+          apply_vector(op, in[u], out);
+#pragma unroll
+          for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
+        }
+      }
     }
   }
 }
@@ -184,8 +204,8 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       const int64_t rows = n / inner;
       const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
       if (t.path == ElementwisePath::strided_vectorized) {
-        const int64_t vectors = inner / Vec16<T>::kSize;
-        const dim3 grid(static_cast<unsigned>((vectors + kThreads - 1) / kThreads), grid_y);
+        const int64_t vectors = inner / Vec16<T>::kSize, per_block = int64_t(kThreads) * kRowUnroll<T, kIn>;
+        const dim3 grid(static_cast<unsigned>((vectors + per_block - 1) / per_block), grid_y);
         elementwise_rows_vectorized_kernel<T, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
         return last_launch_status("elementwise_rows_vectorized_kernel");
       }
