@@ -217,6 +217,24 @@ TEST_P(HostileTest, RankZeroWeightBroadcastBackward) {
 
 // An output whose elements share addresses (not only through a zero stride) is rejected: parallel
 // writers would race and the result would depend on the schedule.
+// An argument the descriptor does not use (a scalar operand's tensor) is never read nor measured:
+// its garbage strides once overflowed the overlap check (fuzz case 10057, seed 1).
+TEST_P(HostileTest, UnusedOperandViewIsIgnored) {
+  Buffer a = buffer<float>({1.0f, 2.0f}), out = buffer<float>({0.0f, 0.0f});
+  BinaryDescriptor desc;
+  desc.a_shape = {2};
+  desc.b_scalar = 3.0;
+  const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), desc));
+  BinaryArgs args;
+  args.a = {a.data(), DType::f32, {2}, {1}, 2};
+  args.b = {out.data(), DType::f32, {151, 3}, {-5626332866401898538, kInt64Max}, 1};
+  args.out = {out.data(), DType::f32, {2}, {1}, 2};
+  ASSERT_TRUE(plan.run(stream(), {}, args).is_ok());
+  const auto got = read<float, 2>(out);
+  EXPECT_EQ(got[0], 4.0f);
+  EXPECT_EQ(got[1], 5.0f);
+}
+
 TEST_P(HostileTest, SelfOverlappingOutputIsAnError) {
   Buffer a = buffer<float>({1, 2, 3, 4}), out = buffer<float>({0, 0, 0});
   BinaryParamDescriptor desc;

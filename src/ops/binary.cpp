@@ -132,12 +132,15 @@ struct BinaryHooksBase {
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
     const std::string_view plan = Hooks::kSchema.plan;
     constexpr int kCount = static_cast<int>(std::size(Hooks::kFields));
+    // A view the descriptor does not use (a scalar operand's) was never checked: it is no memory.
+    ArgSpec specs[kCount];
+    Hooks::arg_specs(d, specs);
     for (int o = 0; o < kCount; ++o) {
-      if (!Hooks::kFields[o].out) continue;
+      if (!Hooks::kFields[o].out || !specs[o].present) continue;
       const AnyTensorRef out = Hooks::kFields[o].get(a);
       const std::string out_field = "args." + std::string(Hooks::kFields[o].name);
       for (int i = 0; i < kCount; ++i) {
-        if (i == o) continue;  // (a view without data shares nothing)
+        if (i == o || !specs[i].present) continue;  // (a view without data shares nothing)
         const AnyTensorRef other = Hooks::kFields[i].get(a);
         const std::string field = "args." + std::string(Hooks::kFields[i].name);
         // Another output, or an input the output may not be: no shared memory at all.
