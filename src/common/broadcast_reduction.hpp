@@ -13,8 +13,8 @@
 // (R elements); the sum over R is cut into S splits. Work item t covers one (j, s): it visits the
 // elements r = s, s + S, ... of kept element j and sums the terms in that fixed order. The sum goes to
 // the reduced output directly when S == 1, else to partial[s * M + j] (split-major: neighbouring kept
-// elements' partials are neighbours), summed in order of s by finalize. So the result does not depend on scheduling (nor on the kernel that ran the items: every
-// backend's kernel keeps this order).
+// elements' partials are neighbours), summed in order of s by finalize. So the result does not depend on scheduling
+// (nor on the kernel that ran the items: every backend's kernel keeps this order).
 #include <cstdint>
 
 #include "common/elementwise.hpp"

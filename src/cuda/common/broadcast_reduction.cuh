@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
     Acc sum[kV] = {};
     for (int64_t first = split; first < k.r; first += kU * k.s) {
       // A row's offsets are computed where they are used (twice) rather than kept: registers.
-      auto offsets = [&](int u, int64_t (&off)[NT]) {
+      auto offsets = [&](int u, int64_t(&off)[NT]) {
         k.reduced.offsets(first + u * k.s, off);
 #pragma unroll
         for (int i = 0; i < NT; ++i) off[i] += base[i];
