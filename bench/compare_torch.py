@@ -383,6 +383,24 @@ BINARY_CASES = {
     "autograd of a * b[N, 1]": binary_backward(torch.mul, "column"),
 }
 
+# Copy cases: the case's dtype is x's; a transposed x is the transpose of a contiguous buffer.
+def copy_case(fn, transposed=False):
+    def build(shape, dtype):
+        def make():
+            if transposed:
+                return (rand(tuple(shape[:-2]) + (shape[-1], shape[-2]), dtype).transpose(-1, -2),)
+            return (rand(shape, dtype),)
+        return make, lambda s: fn(s[0])
+    return build
+
+
+COPY_CASES = {
+    "x.to(torch.bfloat16)": copy_case(lambda x: x.to(torch.bfloat16)),
+    "x.to(torch.float32)": copy_case(lambda x: x.to(torch.float32)),
+    "x.t().contiguous()": copy_case(lambda x: x.contiguous(), transposed=True),
+    "x.fill_(0.5)": copy_case(lambda x: x.fill_(0.5)),
+}
+
 TORCH_CASES = {
     "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
     "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
@@ -415,6 +433,7 @@ TORCH_CASES = {
     "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
     **UNARY_CASES,
     **BINARY_CASES,
+    **COPY_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,

@@ -7,6 +7,7 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/binary.hpp"
 #include "baracuda/ops/binary_param.hpp"
+#include "baracuda/ops/copy.hpp"
 #include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/scan.hpp"

@@ -28,7 +28,7 @@ struct BroadcastReduction {
   static constexpr int kIn = Body::kIn, kOut = Body::kOut;
   static constexpr int NT = kIn + kOut + 1;  // inputs, elementwise outputs, the reduced output
   Body body;
-  Operands<T, kIn, kOut + 1> p;  // p.out[kOut]: the reduced output
+  Operands<T, T, kIn, kOut + 1> p;  // p.out[kOut]: the reduced output
   Acc* partial = nullptr;        // S * M sums when S > 1, split-major
   Walker<NT> kept;
   Walker<NT> reduced;

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "baracuda/core/tensor.hpp"
+#include "common/convert.hpp"
 #include "common/hd.hpp"
 
 namespace baracuda::detail {
@@ -109,33 +110,40 @@ Walker<NT> make_walker(const Shape& shape, const Strides* const (&strides)[NT], 
   return w;
 }
 
-template <class T, int kIn, int kOut>
+// The pointers of an elementwise launch: inputs of element type In, outputs of Out (a cast's differ;
+// every other op's are one type).
+template <class In, class Out, int kIn, int kOut>
 struct Operands {
-  const T* in[kIn];
-  T* out[kOut];
+  const In* in[kIn > 0 ? kIn : 1];
+  Out* out[kOut];
 };
 
-// Applies `op` to the element at offsets off[0..kIn) (inputs) and off[kIn..kIn+kOut) (outputs).
-template <class T, class Op>
-BARACUDA_HD void apply_at(const Op& op, const Operands<T, Op::kIn, Op::kOut>& p,
+// Array sizes of a functor's arguments: a fill has no input.
+template <int N>
+inline constexpr int kSlots = N > 0 ? N : 1;
+
+// Applies `op` to the element at offsets off[0..kIn) (inputs) and off[kIn..kIn+kOut) (outputs),
+// converting into the compute type and back by common/convert.hpp.
+template <class In, class Out, class Op>
+BARACUDA_HD void apply_at(const Op& op, const Operands<In, Out, Op::kIn, Op::kOut>& p,
                           const int64_t (&off)[Op::kIn + Op::kOut]) {
   using Acc = typename Op::Acc;
-  Acc x[Op::kIn];
+  Acc x[kSlots<Op::kIn>];
   Acc y[Op::kOut];
-  for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(p.in[k][off[k]]);
+  for (int k = 0; k < Op::kIn; ++k) x[k] = convert<Acc>(p.in[k][off[k]]);
   op(x, y);
-  for (int k = 0; k < Op::kOut; ++k) p.out[k][off[Op::kIn + k]] = static_cast<T>(y[k]);
+  for (int k = 0; k < Op::kOut; ++k) p.out[k][off[Op::kIn + k]] = convert<Out>(y[k]);
 }
 
 // Same for contiguous operands at element i.
-template <class T, class Op>
-BARACUDA_HD void apply_contiguous(const Op& op, const Operands<T, Op::kIn, Op::kOut>& p, int64_t i) {
+template <class In, class Out, class Op>
+BARACUDA_HD void apply_contiguous(const Op& op, const Operands<In, Out, Op::kIn, Op::kOut>& p, int64_t i) {
   using Acc = typename Op::Acc;
-  Acc x[Op::kIn];
+  Acc x[kSlots<Op::kIn>];
   Acc y[Op::kOut];
-  for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(p.in[k][i]);
+  for (int k = 0; k < Op::kIn; ++k) x[k] = convert<Acc>(p.in[k][i]);
   op(x, y);
-  for (int k = 0; k < Op::kOut; ++k) p.out[k][i] = static_cast<T>(y[k]);
+  for (int k = 0; k < Op::kOut; ++k) p.out[k][i] = convert<Out>(y[k]);
 }
 
 }  // namespace baracuda::detail

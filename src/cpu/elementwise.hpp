@@ -25,55 +25,56 @@ inline constexpr int kBlock = 256;
 #define BARACUDA_CPU_FLATTEN
 #endif
 
-// Elements [begin, end) of contiguous operands. Where T is the compute type (f32, f64), one loop
-// over the elements (through buffers, f32 lerp and its backward ran 3x slower), `omp simd` so that
-// GCC needs no runtime alias checks (it gives up past 10 of them: tensor-weight lerp's backward, 7
-// operands, stayed scalar). Otherwise (16-bit T) a block at a time: the inputs converted into buffers
-// of Acc (16-bit conversions in integer form: they vectorize), the functor applied over the block, the
-// results converted into the outputs; these loops GCC vectorizes unasked, and `omp simd` would make
-// the functor's x and y (and a 16-bit store's temporary) arrays of one slot per lane, read back by
-// gathers: scalar loops. Either way the functor's math is inlined (f32 exp / erf / ... being
-// simd_math's vectorizable ones). An output may be an input exactly: each element (each block) reads
-// all its inputs before it writes.
-template <class T, class Op>
+// Elements [begin, end) of contiguous operands. Where In and Out are the compute type (f32, f64),
+// one loop over the elements (through buffers, f32 lerp and its backward ran 3x slower), `omp simd`
+// so that GCC needs no runtime alias checks (it gives up past 10 of them: tensor-weight lerp's
+// backward, 7 operands, stayed scalar). Otherwise (16-bit types, casts) a block at a time: the inputs
+// converted into buffers of Acc (16-bit conversions in integer form: they vectorize), the functor
+// applied over the block, the results converted into the outputs; these loops GCC vectorizes unasked,
+// and `omp simd` would make the functor's x and y (and a 16-bit store's temporary) arrays of one slot
+// per lane, read back by gathers: scalar loops. Either way the functor's math is inlined (f32 exp /
+// erf / ... being simd_math's vectorizable ones). An output may be an input exactly: each element
+// (each block) reads all its inputs before it writes.
+template <class In, class Out, class Op>
 BARACUDA_CPU_CLONES BARACUDA_CPU_FLATTEN void apply_contiguous_chunk(const Op& op,
-                                                                     const Operands<T, Op::kIn, Op::kOut>& p,
+                                                                     const Operands<In, Out, Op::kIn, Op::kOut>& p,
                                                                      int64_t begin, int64_t end) {
   using Acc = typename Op::Acc;
-  if constexpr (std::is_same_v<T, Acc>) {
-    const Operands<T, Op::kIn, Op::kOut> q = p;  // a local copy: the stores cannot change its pointers
+  if constexpr (std::is_same_v<In, Acc> && std::is_same_v<Out, Acc>) {
+    const Operands<In, Out, Op::kIn, Op::kOut> q = p;  // a local copy: the stores cannot change its pointers
 #pragma omp simd
     for (int64_t i = begin; i < end; ++i) apply_contiguous(op, q, i);
   } else {
-    Acc in[Op::kIn][kBlock], out[Op::kOut][kBlock];
+    Acc in[kSlots<Op::kIn>][kBlock], out[Op::kOut][kBlock];
     for (int64_t b = begin; b < end; b += kBlock) {
       const int n = static_cast<int>(std::min<int64_t>(kBlock, end - b));
       for (int k = 0; k < Op::kIn; ++k) {
-        const T* __restrict from = p.in[k] + b;
+        const In* __restrict from = p.in[k] + b;
         Acc* __restrict to = in[k];
-        for (int j = 0; j < n; ++j) to[j] = static_cast<Acc>(from[j]);
+        for (int j = 0; j < n; ++j) to[j] = convert<Acc>(from[j]);
       }
       for (int j = 0; j < n; ++j) {
-        Acc x[Op::kIn], y[Op::kOut];
+        Acc x[kSlots<Op::kIn>], y[Op::kOut];
         for (int k = 0; k < Op::kIn; ++k) x[k] = in[k][j];
         op(x, y);
         for (int k = 0; k < Op::kOut; ++k) out[k][j] = y[k];
       }
       for (int k = 0; k < Op::kOut; ++k) {
         const Acc* __restrict from = out[k];
-        T* __restrict to = p.out[k] + b;
-        for (int j = 0; j < n; ++j) to[j] = static_cast<T>(from[j]);
+        Out* __restrict to = p.out[k] + b;
+        for (int j = 0; j < n; ++j) to[j] = convert<Out>(from[j]);
       }
     }
   }
 }
 
-template <class T, class Op, int kIn, int kOut>
+// Runs op over the tensors, inputs of element type In and outputs of Out.
+template <class In, class Out = In, class Op, int kIn, int kOut>
 Status run_elementwise(const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
   static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
-  Operands<T, kIn, kOut> p;
-  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const T*>(t.in[k]);
-  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<T*>(t.out[k]);
+  Operands<In, Out, kIn, kOut> p{};
+  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
+  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
   const int64_t n = t.shape.numel();
   if (t.path != ElementwisePath::contiguous) {
     const Strides* strides[kIn + kOut];

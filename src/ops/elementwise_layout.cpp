@@ -32,7 +32,7 @@ bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> v
   for (const AnyTensorRef& v : views) {
     strides.push_back(&v.strides);
     data.push_back(v.data);
-    vector = 16 / static_cast<int64_t>(dtype_size(v.dtype));
+    vector = std::max(vector, 16 / static_cast<int64_t>(dtype_size(v.dtype)));  // the narrowest's
   }
   int64_t sizes[kMaxRank];
   int64_t collapsed[16][kMaxRank];

@@ -25,8 +25,8 @@ struct ElementwiseTensors {
   static constexpr int kIn = kIn_, kOut = kOut_;
   ElementwisePath path = ElementwisePath::strided;
   Shape shape;
-  const void* in[kIn] = {};
-  Strides in_strides[kIn] = {};
+  const void* in[kIn > 0 ? kIn : 1] = {};  // a fill has no input
+  Strides in_strides[kIn > 0 ? kIn : 1] = {};
   void* out[kOut] = {};
   Strides out_strides[kOut] = {};
 };

@@ -320,6 +320,21 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryDescriptor& d)
   d.alpha = fuzz_weight(in);
 }
 
+// Any dtype pair (now and then one past the last).
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CastDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.out_dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+}
+
+// Any value (NaN, infinities, past an integer's range) or an exact integer.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, FillDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+  d.value = fuzz_weight(in);
+  if (in.chance(20)) d.integer_value = in.consume_int64();
+}
+
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatherDescriptor& d) {
   fuzz_index_types(in, schema, d);
   fuzz_along_dim(in, d.src_shape, d.index_shape, d.dim);
@@ -1259,6 +1274,8 @@ std::span<const PlanEntry> registry() {
       entry<UnaryBackwardPlan>(),
       entry<BinaryPlan>(),
       entry<BinaryBackwardPlan>(),
+      entry<CastPlan>(),
+      entry<FillPlan>(),
       entry<GatherPlan>(),
       entry<GatherBackwardPlan>(),
       entry<ScatterAddPlan>(),

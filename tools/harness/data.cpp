@@ -13,6 +13,10 @@ double quantize(DType dtype, double value) {
       return static_cast<float>(bfloat16(static_cast<float>(value)));
     case DType::f32:
       return static_cast<float>(value);
+    case DType::i8:
+      return static_cast<double>(static_cast<int8_t>(value));
+    case DType::u8:
+      return static_cast<double>(static_cast<uint8_t>(value));
     case DType::i32:
       return static_cast<double>(static_cast<int32_t>(value));
     case DType::i64:
@@ -38,6 +42,12 @@ void encode(DType dtype, const double* values, size_t count, void* out) {
         break;
       case DType::f64:
         static_cast<double*>(out)[i] = values[i];
+        break;
+      case DType::i8:
+        static_cast<int8_t*>(out)[i] = static_cast<int8_t>(values[i]);
+        break;
+      case DType::u8:
+        static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(values[i]);
         break;
       case DType::i32:
         static_cast<int32_t*>(out)[i] = static_cast<int32_t>(values[i]);
@@ -68,6 +78,12 @@ void decode(DType dtype, const void* in, size_t count, double* values) {
         break;
       case DType::f64:
         values[i] = static_cast<const double*>(in)[i];
+        break;
+      case DType::i8:
+        values[i] = static_cast<const int8_t*>(in)[i];
+        break;
+      case DType::u8:
+        values[i] = static_cast<const uint8_t*>(in)[i];
         break;
       case DType::i32:
         values[i] = static_cast<const int32_t*>(in)[i];

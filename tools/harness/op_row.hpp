@@ -31,6 +31,7 @@ struct BenchSample {
   bool skewed = false;
   std::string_view gathered{};
   std::string_view omitted{};  // an optional output left empty (not computed), as the peer does not write it
+  std::string_view transposed{};  // an input viewed as the transpose of a contiguous buffer (x.t())
 };
 
 template <class Plan>
@@ -150,6 +151,7 @@ class TypedRow final : public OpRow {
     for (const BenchSample<Descriptor>& b : spec_.bench) {
       const auto describe = b.describe;
       bench_.push_back({b.name, b.torch, b.dtypes, b.shapes, b.deterministic, b.skewed, b.gathered, b.omitted,
+                        b.transposed,
                         [this, describe](DType dtype, const Shape& shape) -> std::unique_ptr<Problem> {
                           return std::make_unique<TypedProblem<Plan>>(&spec_,
                                                                       Sample<Descriptor>{describe(dtype, shape)});
@@ -193,5 +195,6 @@ std::vector<std::unique_ptr<OpRow>> scan_rows();
 std::vector<std::unique_ptr<OpRow>> segment_rows();
 std::vector<std::unique_ptr<OpRow>> unary_rows();
 std::vector<std::unique_ptr<OpRow>> binary_rows();
+std::vector<std::unique_ptr<OpRow>> copy_rows();
 
 }  // namespace baracuda::harness

@@ -110,7 +110,7 @@ RefOutput& RefIO::out(std::string_view name) { return outputs[index_of(name)]; }
 std::span<const OpRow* const> op_table() {
   static const std::vector<std::unique_ptr<OpRow>> rows = [] {
     std::vector<std::unique_ptr<OpRow>> all;
-    for (auto family : {binary_param_rows, unary_rows, binary_rows, indexing_rows, softmax_rows, reduce_rows, scan_rows,
+    for (auto family : {binary_param_rows, unary_rows, binary_rows, copy_rows, indexing_rows, softmax_rows, reduce_rows, scan_rows,
                         segment_rows})
       for (std::unique_ptr<OpRow>& row : family()) all.push_back(std::move(row));
     return all;
@@ -128,6 +128,8 @@ std::span<const OpRow* const> op_table() {
 
 double poison_value(DType dtype) {
   if (dtype == DType::boolean) return kBoolPoison;
+  if (dtype == DType::i8) return -91.0;  // 0xa5: the 8-bit types have no value outside their random range
+  if (dtype == DType::u8) return 165.0;
   return is_floating(dtype) ? std::numeric_limits<double>::quiet_NaN() : -999999.0;  // random ints stay in +-1000
 }
 
@@ -177,13 +179,16 @@ TensorSpec layout(const ArgSpec& spec, Views views) {
 }
 
 namespace {
-// The sample's own range, else for an integer whole numbers in [-1000, 1000), a bool 0 or 1, a float
+// The sample's own range, else for an integer whole numbers in [-1000, 1000) (i8 [-128, 128), u8
+// [0, 256)), a bool 0 or 1, a float
 // the row's range or [-1, 1).
 std::pair<double, double> value_range(const ArgSpec& spec, std::span<const ValueRange> sample,
                                       std::span<const ValueRange> row) {
   for (const ValueRange& r : sample)
     if (r.arg == spec.name) return {r.lo, r.hi};
   if (spec.dtype == DType::boolean) return {0.0, 2.0};
+  if (spec.dtype == DType::i8) return {-128.0, 128.0};
+  if (spec.dtype == DType::u8) return {0.0, 256.0};
   if (!is_floating(spec.dtype)) return {-1000.0, 1000.0};
   for (const ValueRange& r : row)
     if (r.arg == spec.name) return {r.lo, r.hi};

@@ -163,6 +163,7 @@ struct BenchCase {
   bool skewed = false;                              // index values log-uniform (small ones far more frequent)
   std::string_view gathered;                        // an input read only where indexed: its bytes count as the output's
   std::string_view omitted;                         // an optional output left empty: not computed, not counted
+  std::string_view transposed;                      // an input viewed as the transpose of a contiguous buffer
   std::function<std::unique_ptr<Problem>(DType, const Shape&)> problem;  // a case's shape -> its plan
 };
 

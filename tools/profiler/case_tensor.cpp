@@ -20,6 +20,7 @@ double uniform01(uint64_t i, uint64_t seed) {
 Status CaseTensor::allocate(const Stream& stream, DType dtype, Shape shape, int sets) {
   dtype_ = dtype;
   shape_ = shape;
+  strides_ = contiguous_strides(shape);
   buffers_.clear();
   for (int s = 0; s < sets; ++s) {
     Expected<harness::Buffer> b = harness::Buffer::allocate(stream.backend(), bytes(), std::max(0, stream.device()));
@@ -28,6 +29,15 @@ Status CaseTensor::allocate(const Stream& stream, DType dtype, Shape shape, int 
   }
   host0_.assign(bytes(), 0);
   return Status::ok();
+}
+
+void CaseTensor::view_transposed() {
+  const int r = shape_.rank;
+  if (r < 2) return;
+  Shape swapped = shape_;
+  std::swap(swapped.dims[r - 1], swapped.dims[r - 2]);
+  strides_ = contiguous_strides(swapped);
+  std::swap(strides_[r - 1], strides_[r - 2]);
 }
 
 Status CaseTensor::allocate_random(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, double lo,

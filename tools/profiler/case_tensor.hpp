@@ -1,5 +1,5 @@
 #pragma once
-// A contiguous tensor for profiler cases: `sets` buffers to rotate through, random contents (never
+// A tensor for profiler cases (contiguous, or a transposed view of a contiguous buffer): `sets` buffers to rotate through, random contents (never
 // zeros alone), and the host bytes of set 0 for verification.
 #include <vector>
 
@@ -32,11 +32,15 @@ class CaseTensor {
   Status allocate_output(const Stream& stream, DType dtype, Shape shape, int sets);
   Status download_set0();  // refresh the host copy of set 0 (for outputs)
 
-  AnyTensorRef ref(int set) const { return AnyTensorRef::contiguous(buffers_[set].data(), dtype_, shape_); }
-  AnyTensorMut mut(int set) { return AnyTensorMut::contiguous(buffers_[set].data(), dtype_, shape_); }
+  // The view of set `set`: contiguous, or after view_transposed() the transpose of a contiguous buffer.
+  AnyTensorRef ref(int set) const { return {buffers_[set].data(), dtype_, shape_, strides_, numel()}; }
+  AnyTensorMut mut(int set) { return {buffers_[set].data(), dtype_, shape_, strides_, numel()}; }
+  // From now on, view the buffers as the transpose of a contiguous tensor with the last two dims of
+  // shape() swapped (x.t() of a row-major [M, N]: shape [N, M], strides [1, N]); the values stay.
+  void view_transposed();
   void* data(int set) const { return buffers_[set].data(); }
   HostSnapshot snapshot() const { return {dtype_, host0_}; }
-  harness::HostView host_view() const { return harness::HostView::contiguous(dtype_, shape_, host0_.data()); }
+  harness::HostView host_view() const { return {dtype_, shape_, strides_, nullptr, host0_.data()}; }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
@@ -45,6 +49,7 @@ class CaseTensor {
   Status allocate(const Stream& stream, DType dtype, Shape shape, int sets);
   DType dtype_ = DType::f32;
   Shape shape_;
+  Strides strides_{};
   std::vector<harness::Buffer> buffers_;
   std::vector<unsigned char> host0_;
 };

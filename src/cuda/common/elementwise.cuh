@@ -26,50 +26,63 @@ inline constexpr int kUnroll = kIn == 1 ? BARACUDA_UNROLL_ONE_INPUT : 4;
 // Rows shorter than this go to the per-element strided kernel (a row kernel would idle threads).
 inline constexpr int64_t kMinRowLength = 128;
 
-// Applies op to every lane of a 16-byte vector of each input, in the compute type.
-template <class T, class Op>
-__device__ __forceinline__ void apply_vector(const Op& op, const Vec16<T> (&in)[Op::kIn], Vec16<T> (&out)[Op::kOut]) {
+// Elements a vector step moves: 16 bytes of the narrowest tensor (the others take several 16-byte
+// accesses).
+template <class In, class Out>
+inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) < sizeof(Out) ? sizeof(In) : sizeof(Out)));
+// Vectors in flight a thread: kUnroll's 16-byte accesses of the widest tensor, shared out when a
+// vector of it is wider (a cast from f64 to bool moves 128 bytes of input a vector).
+template <class In, class Out, int kIn>
+inline constexpr int kPackUnroll = [] {
+  constexpr int wide = static_cast<int>(kPackSize<In, Out> * (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out)));
+  constexpr int u = kUnroll<kIn> * 16 / wide;
+  return u > 0 ? u : 1;
+}();
+
+// Applies op to every lane of a vector of each input, in the compute type.
+template <class In, class Out, class Op, int N>
+__device__ __forceinline__ void apply_pack(const Op& op, const Pack<In, N> (&in)[kSlots<Op::kIn>],
+                                           Pack<Out, N> (&out)[Op::kOut]) {
   using Acc = typename Op::Acc;
 #pragma unroll
-  for (int e = 0; e < Vec16<T>::kSize; ++e) {
-    Acc x[Op::kIn];
+  for (int e = 0; e < N; ++e) {
+    Acc x[kSlots<Op::kIn>];
     Acc y[Op::kOut];
 #pragma unroll
-    for (int k = 0; k < Op::kIn; ++k) x[k] = static_cast<Acc>(in[k].v[e]);
+    for (int k = 0; k < Op::kIn; ++k) x[k] = convert<Acc>(in[k].v[e]);
     op(x, y);
 #pragma unroll
-    for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = static_cast<T>(y[k]);
+    for (int k = 0; k < Op::kOut; ++k) out[k].v[e] = convert<Out>(y[k]);
   }
 }
 
-template <class T, class Op>
+template <class In, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_vectorized_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, int64_t n) {
-  using Acc = typename Op::Acc;
-  constexpr int kV = Vec16<T>::kSize;
-  constexpr int kU = kUnroll<Op::kIn>;
+    elementwise_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, int64_t n) {
+  constexpr int kV = kPackSize<In, Out>;
+  constexpr int kU = kPackUnroll<In, Out, Op::kIn>;
   const int64_t vectors = n / kV;
   const int64_t tiles = (vectors + int64_t(kThreads) * kU - 1) / (int64_t(kThreads) * kU);
   // Grid-stride over tiles of kThreads * kU vectors: the grid may be sized to what is resident.
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t first = tile * kThreads * kU + threadIdx.x;
-    Vec16<T> in[kU][Op::kIn];
+    Pack<In, kV> in[kU][kSlots<Op::kIn>];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t v = first + u * kThreads;
       if (v < vectors) {
 #pragma unroll
-        for (int k = 0; k < Op::kIn; ++k) in[u][k] = load16(p.in[k] + v * kV);
+        for (int k = 0; k < Op::kIn; ++k) in[u][k] = load_pack<kV>(p.in[k] + v * kV);
       }
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t v = first + u * kThreads;
       if (v < vectors) {
-        Vec16<T> out[Op::kOut];
-        apply_vector(op, in[u], out);
+        Pack<Out, kV> out[Op::kOut];
+        apply_pack(op, in[u], out);
 #pragma unroll
-        for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + v * kV, out[k]);
+        for (int k = 0; k < Op::kOut; ++k) store_pack(p.out[k] + v * kV, out[k]);
       }
     }
   }
@@ -80,17 +93,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class T, class Op>
+template <class In, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_contiguous_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, int64_t n) {
+    elementwise_contiguous_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step)
     apply_contiguous(op, p, i);
 }
 
-template <class T, class Op>
+template <class In, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_strided_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker, int64_t n) {
+    elementwise_strided_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
+                               int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step) {
     int64_t off[Op::kIn + Op::kOut];
@@ -101,9 +115,10 @@ __global__ void __launch_bounds__(kThreads)
 
 // One row (the innermost collapsed dim) per blockIdx.y step: the row's offsets are computed once,
 // then threads step along it with each tensor's inner stride.
-template <class T, class Op>
+template <class In, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_rows_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
+    elementwise_rows_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
+                            int64_t rows) {
   constexpr int NT = Op::kIn + Op::kOut;
   const int64_t inner = walker.inner_size();
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
@@ -118,24 +133,24 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Vectors a thread takes of a row: kUnroll's for 4- and 8-byte elements (H200, [16384, 4096] f32:
-// a + b[D] 88 -> 94% of copy); one for 16-bit ones, whose eight conversions a vector take registers
-// (2 vectors: 64, 4: 104, against 30) that cost more threads than the loads in flight gain (bf16
-// a + b[D]: 82.5% with one, 71.9% with two).
-template <class T, int kIn>
-inline constexpr int kRowUnroll = sizeof(T) >= 4 ? kUnroll<kIn> : 1;
+// Vectors a thread takes of a row: kPackUnroll's for 4- and 8-byte elements (H200, [16384, 4096]
+// f32: a + b[D] 88 -> 94% of copy); one where a tensor has 16-bit elements, whose eight conversions
+// a vector take registers (2 vectors: 64, 4: 104, against 30) that cost more threads than the loads
+// in flight gain (bf16 a + b[D]: 82.5% with one, 71.9% with two).
+template <class In, class Out, int kIn>
+inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? kPackUnroll<In, Out, kIn> : 1;
 
-// Rows of 16-byte vectors (see rows_vectorizable): blockIdx.y steps over rows, and each thread takes
-// up to kRowUnroll vectors of a row a gridDim.x * kThreads apart, all loaded before any use (as the
+// Rows of vectors (see rows_vectorizable): blockIdx.y steps over rows, and each thread takes up to
+// kRowUnroll vectors of a row a gridDim.x * kThreads apart, all loaded before any use (as the
 // vectorized kernel's), so that a row's offsets are computed once and enough bytes are in flight.
 // An input with inner stride 0 is one value per row, loaded once and used for every lane.
-template <class T, class Op>
+template <class In, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_rows_vectorized_kernel(Op op, Operands<T, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
-                                       int64_t rows) {
+    elementwise_rows_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p,
+                                       Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
   constexpr int NT = Op::kIn + Op::kOut;
-  constexpr int kV = Vec16<T>::kSize;
-  constexpr int kU = kRowUnroll<T, Op::kIn>;
+  constexpr int kV = kPackSize<In, Out>;
+  constexpr int kU = kRowUnroll<In, Out, Op::kIn>;
   const int64_t vectors = walker.inner_size() / kV;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
@@ -143,7 +158,7 @@ __global__ void __launch_bounds__(kThreads)
     walker.offsets(row, base, walker.rank - 1);
     for (int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; first < vectors;
          first += stride * kU) {
-      Vec16<T> in[kU][Op::kIn];
+      Pack<In, kV> in[kU][kSlots<Op::kIn>];
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const int64_t v = first + u * stride;
@@ -151,11 +166,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int k = 0; k < Op::kIn; ++k) {
             if (walker.inner_stride(k) == 0) {
-              const T value = p.in[k][base[k]];
+              const In value = p.in[k][base[k]];
 #pragma unroll
               for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
             } else {
-              in[u][k] = load16(p.in[k] + base[k] + v * kV);
+              in[u][k] = load_pack<kV>(p.in[k] + base[k] + v * kV);
             }
           }
         }
@@ -164,38 +179,39 @@ __global__ void __launch_bounds__(kThreads)
       for (int u = 0; u < kU; ++u) {
         const int64_t v = first + u * stride;
         if (v < vectors) {
-          Vec16<T> out[Op::kOut];
-          apply_vector(op, in[u], out);
+          Pack<Out, kV> out[Op::kOut];
+          apply_pack(op, in[u], out);
 #pragma unroll
-          for (int k = 0; k < Op::kOut; ++k) store16(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
+          for (int k = 0; k < Op::kOut; ++k) store_pack(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
         }
       }
     }
   }
 }
 
-template <class T, class Op, int kIn, int kOut>
+// Runs op over the tensors, inputs of element type In and outputs of Out.
+template <class In, class Out = In, class Op, int kIn, int kOut>
 Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
   static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
-  Operands<T, kIn, kOut> p;
-  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const T*>(t.in[k]);
-  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<T*>(t.out[k]);
+  Operands<In, Out, kIn, kOut> p{};
+  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
+  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
   const int64_t n = t.shape.numel();
   cudaStream_t s = native(stream);
   switch (t.path) {
     case ElementwisePath::vectorized: {
-      const int64_t per_block = int64_t(kThreads) * kUnroll<kIn> * Vec16<T>::kSize;
+      const int64_t per_block = int64_t(kThreads) * kPackUnroll<In, Out, kIn> * kPackSize<In, Out>;
       int64_t blocks = std::max<int64_t>(1, (n + per_block - 1) / per_block);
 #if BARACUDA_PERSISTENT
       int resident = 0;
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, elementwise_vectorized_kernel<T, Op>, kThreads, 0);
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, elementwise_vectorized_kernel<In, Out, Op>, kThreads, 0);
       blocks = std::min<int64_t>(blocks, int64_t(std::max(resident, 1)) * sm_count * BARACUDA_PERSISTENT);
 #endif
-      elementwise_vectorized_kernel<T, Op><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(op, p, n);
+      elementwise_vectorized_kernel<In, Out, Op><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(op, p, n);
       return last_launch_status("elementwise_vectorized_kernel");
     }
     case ElementwisePath::contiguous:
-      elementwise_contiguous_kernel<T, Op><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, n);
+      elementwise_contiguous_kernel<In, Out, Op><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, n);
       return last_launch_status("elementwise_contiguous_kernel");
     default: {
       const Strides* strides[kIn + kOut];
@@ -206,17 +222,17 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       const int64_t rows = n / inner;
       const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
       if (t.path == ElementwisePath::strided_vectorized) {
-        const int64_t vectors = inner / Vec16<T>::kSize, per_block = int64_t(kThreads) * kRowUnroll<T, kIn>;
+        const int64_t vectors = inner / kPackSize<In, Out>, per_block = int64_t(kThreads) * kRowUnroll<In, Out, kIn>;
         const dim3 grid(static_cast<unsigned>((vectors + per_block - 1) / per_block), grid_y);
-        elementwise_rows_vectorized_kernel<T, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
+        elementwise_rows_vectorized_kernel<In, Out, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
         return last_launch_status("elementwise_rows_vectorized_kernel");
       }
       if (inner >= kMinRowLength) {
         const dim3 grid(static_cast<unsigned>(std::min<int64_t>((inner + kThreads - 1) / kThreads, 1024)), grid_y);
-        elementwise_rows_kernel<T, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
+        elementwise_rows_kernel<In, Out, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
         return last_launch_status("elementwise_rows_kernel");
       }
-      elementwise_strided_kernel<T, Op><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, walker, n);
+      elementwise_strided_kernel<In, Out, Op><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, walker, n);
       return last_launch_status("elementwise_strided_kernel");
     }
   }

@@ -64,6 +64,7 @@ class TableCase final : public ProfilerCase {
         continue;
       }
       if (Status s = allocate(c, k, sets); !s) return s;
+      if (specs_[k].name == bench_.transposed) tensors_[k].view_transposed();
       for (int set = 0; set < sets; ++set) problem_->bind(set, static_cast<int>(k), tensors_[k].mut(set));
     }
     return Status::ok();
