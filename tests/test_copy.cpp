@@ -130,9 +130,10 @@ TEST_P(CopyTest, SkuNamesThePathAndTheDtypes) {
   PlanPreference forced;
   forced.variant = "transpose";
   if (cuda) {
+    // Forced onto a contiguous x, it names the variant.
     CastPlan transpose = unwrap(CastPlan::select(stream(), cast_desc(to, {64, 48}), forced));
-    Tensor y2 = output(to, {64, 48});
-    EXPECT_TRUE(testing::is_error(transpose.run(stream(), {}, {y2.ref(), y.mut()}), StatusCode::invalid_problem,
+    const Tensor x2 = unwrap(harness::random_tensor(backend(), dtype(), contiguous({64, 48}), rng_));
+    EXPECT_TRUE(testing::is_error(transpose.run(stream(), {}, {x2.ref(), y.mut()}), StatusCode::invalid_problem,
                                   "CastPlan", "preference.variant"));
   } else {
     EXPECT_FALSE(CastPlan::select(stream(), cast_desc(to, {64, 48}), forced));

@@ -12,15 +12,14 @@
 namespace baracuda::detail {
 
 std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y) {
-  int64_t sizes[kMaxRank];
-  int64_t strides[2][kMaxRank];
+  TransposeShape t;
   const Strides* views[2] = {&x.strides, &y.strides};
-  const int rank = collapse_dims(shape, views, 2, nullptr, sizes, strides);
-  if (rank < 2 || strides[1][rank - 1] != 1 || strides[0][rank - 1] == 1 || strides[0][rank - 1] == 0 ||
-      sizes[rank - 1] < kTransposeMinSize)
+  const int rank = t.rank = collapse_dims(shape, views, 2, nullptr, t.sizes, t.strides);
+  if (rank < 2 || t.strides[1][rank - 1] != 1 || t.strides[0][rank - 1] == 1 || t.strides[0][rank - 1] == 0 ||
+      t.sizes[rank - 1] < kTransposeMinSize)
     return std::nullopt;
-  for (int d = rank - 2; d >= 0; --d)
-    if (strides[0][d] == 1 && sizes[d] >= kTransposeMinSize) return TransposeShape{rank, d};
+  for (t.x_unit = rank - 2; t.x_unit >= 0; --t.x_unit)
+    if (t.strides[0][t.x_unit] == 1 && t.sizes[t.x_unit] >= kTransposeMinSize) return t;
   return std::nullopt;
 }
 

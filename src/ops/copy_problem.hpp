@@ -85,6 +85,8 @@ Out fill_value(const FillDescriptor& d) {
 struct TransposeShape {
   int rank = 0;     // collapsed
   int x_unit = -1;  // the dim where x's stride is 1 (not the innermost)
+  int64_t sizes[kMaxRank] = {};
+  int64_t strides[2][kMaxRank] = {};  // x, y
 };
 // Whether a cast takes the transpose path, and along which dims: y's innermost collapsed dim has
 // stride 1, x's does not (nor 0), x has a stride-1 dim elsewhere; both dims at least kTransposeMinSize.

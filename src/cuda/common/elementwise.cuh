@@ -30,12 +30,13 @@ inline constexpr int64_t kMinRowLength = 128;
 // accesses).
 template <class In, class Out>
 inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) < sizeof(Out) ? sizeof(In) : sizeof(Out)));
-// Vectors in flight a thread: kUnroll's 16-byte accesses of the widest tensor, shared out when a
-// vector of it is wider (a cast from f64 to bool moves 128 bytes of input a vector).
+// Vectors in flight a thread: kUnroll's worth of 16-byte loads of the inputs (a vector of a wider
+// input takes several: f32 -> bf16 4 vectors of 32 bytes, bf16 -> f32 8 of 16; f64 -> bool one of
+// 128); a fill, with no input, counts its stores.
 template <class In, class Out, int kIn>
 inline constexpr int kPackUnroll = [] {
-  constexpr int wide = static_cast<int>(kPackSize<In, Out> * (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out)));
-  constexpr int u = kUnroll<kIn> * 16 / wide;
+  constexpr int bytes = static_cast<int>(kPackSize<In, Out> * (kIn > 0 ? sizeof(In) : sizeof(Out)));
+  constexpr int u = kUnroll<kIn> * 16 / bytes;
   return u > 0 ? u : 1;
 }();
 

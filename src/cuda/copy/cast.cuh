@@ -9,12 +9,9 @@
 
 #include "cuda/common/elementwise.cuh"
 #include "ops/copy_problem.hpp"
+#include "ops/validate.hpp"
 
 namespace baracuda::detail::cuda {
-
-// A tile of kTile x kTile elements, moved by kTile x kTileRows threads (kTile / kTileRows elements
-// each, all loaded before the barrier): read along x's unit-stride dim, written along y's.
-inline constexpr int kTile = 32, kTileRows = 8;
 
 // The two tiled dims and the batches of the others (the collapsed dims of ops/copy.cpp's
 // transpose_shape): P is y's innermost (unit stride in y), Q the one where x has unit stride.
@@ -23,33 +20,74 @@ struct TransposeArgs {
   int64_t x_p = 0, y_q = 0;  // x's stride along P and y's along Q
   Walker<2> batch;           // x, y
   int64_t batches = 1;
+  bool x_vectors = false, y_vectors = false;  // whole aligned vectors along Q in x, along P in y
 };
 
+// A tile is kTileP positions of P by kTileLanes vectors of Q (V = 16 bytes of the narrower type):
+// 128 bytes of it a row in x. Each of kTransposeThreads threads loads kLoads vectors along Q (x's unit
+// stride), all before the barrier; after it, kStores vectors along P (y's unit stride), each gathered
+// from a column of the tile, so both sides' accesses are whole 16-byte vectors of contiguous rows.
+inline constexpr int kTransposeThreads = 256, kTileLanes = 8;
 template <class In, class Out>
-__global__ void __launch_bounds__(kTile* kTileRows) cast_transpose_kernel(const In* x, Out* y, TransposeArgs a) {
-  // The row pad keeps a column's reads on distinct banks.
-  __shared__ Out tile[kTile][kTile + 1];
-  const int64_t p_tiles = (a.p_size + kTile - 1) / kTile, q_tiles = (a.q_size + kTile - 1) / kTile;
-  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+inline constexpr int kTilePitch = kTileLanes * kPackSize<In, Out> + (sizeof(Out) >= 4 ? 1 : static_cast<int>(4 / sizeof(Out)));
+// 64 positions of P, or 32 where that tile would not fit 48 KB of shared memory (bytes to f64).
+template <class In, class Out>
+inline constexpr int kTileP = 64 * kTilePitch<In, Out> * sizeof(Out) <= 48 * 1024 ? 64 : 32;
+
+template <class In, class Out>
+__global__ void __launch_bounds__(kTransposeThreads) cast_transpose_kernel(const In* x, Out* y, TransposeArgs a) {
+  constexpr int V = kPackSize<In, Out>;
+  constexpr int kTileQ = kTileLanes * V;
+  constexpr int kTileP = cuda::kTileP<In, Out>;
+  constexpr int kRowsPerPass = kTransposeThreads / kTileLanes;
+  constexpr int kLoads = kTileP / kRowsPerPass;
+  constexpr int kStoreVectors = kTileP / V;  // per row of Q
+  constexpr int kStores = kTileQ * kStoreVectors / kTransposeThreads;
+  constexpr int kPitch = kTilePitch<In, Out>;  // a pad of 4 bytes a row spreads a column's reads over the banks
+  __shared__ Out tile[kTileP * kPitch];
+  const int t = static_cast<int>(threadIdx.x);
+  const int64_t p_tiles = (a.p_size + kTileP - 1) / kTileP, q_tiles = (a.q_size + kTileQ - 1) / kTileQ;
   for (int64_t b = blockIdx.z; b < a.batches; b += gridDim.z) {
     int64_t base[2];
     a.batch.offsets(b, base);
     for (int64_t qt = blockIdx.y; qt < q_tiles; qt += gridDim.y) {
       for (int64_t pt = blockIdx.x; pt < p_tiles; pt += gridDim.x) {
-        const int64_t p0 = pt * kTile, q0 = qt * kTile;
-        In v[kTile / kTileRows];
+        const int64_t p0 = pt * kTileP, q0 = qt * kTileQ;
+        Pack<In, V> in[kLoads];
 #pragma unroll
-        for (int k = 0; k < kTile / kTileRows; ++k) {
-          const int64_t p = p0 + ty + k * kTileRows, q = q0 + tx;
-          if (p < a.p_size && q < a.q_size) v[k] = x[base[0] + q + p * a.x_p];
+        for (int k = 0; k < kLoads; ++k) {
+          const int64_t p = p0 + k * kRowsPerPass + t / kTileLanes, q = q0 + (t % kTileLanes) * V;
+          const In* row = x + base[0] + p * a.x_p;
+          if (a.x_vectors && p < a.p_size && q + V <= a.q_size) {
+            in[k] = load_pack<V>(row + q);
+          } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j) in[k].v[j] = p < a.p_size && q + j < a.q_size ? row[q + j] : In{};
+          }
         }
 #pragma unroll
-        for (int k = 0; k < kTile / kTileRows; ++k) tile[ty + k * kTileRows][tx] = convert<Out>(v[k]);
+        for (int k = 0; k < kLoads; ++k) {
+          Out* to = tile + (k * kRowsPerPass + t / kTileLanes) * kPitch + (t % kTileLanes) * V;
+#pragma unroll
+          for (int j = 0; j < V; ++j) to[j] = convert<Out>(in[k].v[j]);
+        }
         __syncthreads();
 #pragma unroll
-        for (int k = 0; k < kTile / kTileRows; ++k) {
-          const int64_t q = q0 + ty + k * kTileRows, p = p0 + tx;
-          if (p < a.p_size && q < a.q_size) y[base[1] + p + q * a.y_q] = tile[tx][ty + k * kTileRows];
+        for (int k = 0; k < kStores; ++k) {
+          const int s = k * kTransposeThreads + t;
+          const int q_local = s / kStoreVectors, p_local = (s % kStoreVectors) * V;
+          const int64_t p = p0 + p_local, q = q0 + q_local;
+          Pack<Out, V> out;
+#pragma unroll
+          for (int j = 0; j < V; ++j) out.v[j] = tile[(p_local + j) * kPitch + q_local];
+          Out* row = y + base[1] + q * a.y_q;
+          if (a.y_vectors && q < a.q_size && p + V <= a.p_size) {
+            store_pack(row + p, out);
+          } else if (q < a.q_size) {
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+              if (p + j < a.p_size) row[p + j] = out.v[j];
+          }
         }
         __syncthreads();
       }
@@ -61,28 +99,30 @@ template <class In, class Out>
 Status run_cast_transpose(const LaunchContext& ctx, const CastProblem& problem) {
   const std::optional<TransposeShape> ts = transpose_shape(problem.desc.shape, problem.x, problem.y);
   if (!ts) return Status::error(StatusCode::invalid_problem, "cast: the views do not make a transpose");
-  int64_t sizes[kMaxRank];
-  int64_t strides[2][kMaxRank];
-  const Strides* views[2] = {&problem.x.strides, &problem.y.strides};
-  const int rank = collapse_dims(problem.desc.shape, views, 2, nullptr, sizes, strides);
+  constexpr int V = kPackSize<In, Out>;
   TransposeArgs a;
-  const int p = rank - 1, q = ts->x_unit;
-  a.p_size = sizes[p];
-  a.q_size = sizes[q];
-  a.x_p = strides[0][p];
-  a.y_q = strides[1][q];
-  // The batch walker: every collapsed dim but P and Q.
-  for (int d = 0; d < rank; ++d) {
+  const int p = ts->rank - 1, q = ts->x_unit;
+  a.p_size = ts->sizes[p];
+  a.q_size = ts->sizes[q];
+  a.x_p = ts->strides[0][p];
+  a.y_q = ts->strides[1][q];
+  a.x_vectors = aligned16(problem.x.data) && a.x_p % V == 0;
+  a.y_vectors = aligned16(problem.y.data) && a.y_q % V == 0;
+  // The batch walker: every collapsed dim but P and Q (its steps keep the vectors aligned or not).
+  for (int d = 0; d < ts->rank; ++d) {
     if (d == p || d == q) continue;
-    a.batch.sizes[a.batch.rank] = sizes[d];
-    for (int t = 0; t < 2; ++t) a.batch.strides[t][a.batch.rank] = strides[t][d];
+    a.batch.sizes[a.batch.rank] = ts->sizes[d];
+    for (int k = 0; k < 2; ++k) a.batch.strides[k][a.batch.rank] = ts->strides[k][d];
+    a.x_vectors = a.x_vectors && ts->strides[0][d] % V == 0;
+    a.y_vectors = a.y_vectors && ts->strides[1][d] % V == 0;
     ++a.batch.rank;
   }
   a.batches = a.batch.numel();
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTile - 1) / kTile, INT32_MAX)),
-                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTile - 1) / kTile, 65535)),
+  constexpr int64_t kTileP = cuda::kTileP<In, Out>;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTileP - 1) / kTileP, INT32_MAX)),
+                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTileLanes * V - 1) / (kTileLanes * V), 65535)),
                   static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
-  cast_transpose_kernel<In, Out><<<grid, dim3(kTile, kTileRows), 0, native(ctx.stream)>>>(
+  cast_transpose_kernel<In, Out><<<grid, kTransposeThreads, 0, native(ctx.stream)>>>(
       static_cast<const In*>(problem.x.data), static_cast<Out*>(problem.y.data), a);
   return last_launch_status("cast_transpose_kernel");
 }
