@@ -374,6 +374,7 @@ BINARY_CASES = {
     "torch.div(a, b)": binary_forward(torch.div),
     "torch.maximum(a, b)": binary_forward(torch.maximum),
     "torch.pow(a, b)": binary_forward(torch.pow),
+    "torch.lt(a, b)": binary_forward(torch.lt),
     "a + b[D]": binary_forward(torch.add, "row"),
     "a * b[N, 1]": binary_forward(torch.mul, "column"),
     "autograd of a * b": binary_backward(torch.mul),

@@ -5,6 +5,7 @@
 // overlaps rejected, naming the output; the SKU names the kind and the variant.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "harness/reference/binary_reference.hpp"
 #include "support/backend.hpp"
@@ -24,6 +25,14 @@ std::vector<BinaryKind> all_kinds() {
   for (int k = 0; k < kBinaryKindCount; ++k) kinds.push_back(static_cast<BinaryKind>(k));
   return kinds;
 }
+// The kinds with a gradient (not the predicates, whose out is bool).
+std::vector<BinaryKind> differentiable_kinds() {
+  std::vector<BinaryKind> kinds;
+  for (BinaryKind k : all_kinds())
+    if (!binary_kind_is_predicate(k)) kinds.push_back(k);
+  return kinds;
+}
+DType out_dtype(BinaryKind kind, DType dtype) { return binary_kind_is_predicate(kind) ? DType::boolean : dtype; }
 
 std::vector<double> values(const Tensor& t) {
   std::vector<double> v(static_cast<size_t>(t.shape.numel()));
@@ -44,8 +53,8 @@ class BinaryTest : public testing::BackendDTypeTest {
     EXPECT_TRUE(t.upload().is_ok());
     return t;
   }
-  Tensor output(Shape shape) {
-    Tensor t = unwrap(harness::random_tensor(backend(), dtype(), contiguous(shape), rng_));
+  Tensor output(Shape shape, std::optional<DType> type = std::nullopt) {
+    Tensor t = unwrap(harness::random_tensor(backend(), type.value_or(dtype()), contiguous(shape), rng_));
     EXPECT_TRUE(harness::poison(t).is_ok());
     return t;
   }
@@ -86,7 +95,7 @@ TEST_P(BinaryTest, SpecialValuesForward) {
   for (BinaryKind kind : all_kinds()) {
     SCOPED_TRACE(std::string(binary_kind_name(kind)));
     const BinaryDescriptor d = desc(kind, a.shape, b.shape);
-    Tensor out = output(a.shape);
+    Tensor out = output(a.shape, out_dtype(kind, dtype()));
     ASSERT_OK(unwrap(BinaryPlan::select(stream(), d)).run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
     ASSERT_OK(out.download());
     EXPECT_TRUE(matches(
@@ -99,7 +108,7 @@ TEST_P(BinaryTest, SpecialValuesBackward) {
   auto [a, b] = all_pairs();
   const bool f64 = dtype() == DType::f64;
   Tensor dout = tensor_of(std::vector<double>(static_cast<size_t>(a.shape.numel()), -0.75), a.shape);
-  for (BinaryKind kind : all_kinds()) {
+  for (BinaryKind kind : differentiable_kinds()) {
     SCOPED_TRACE(std::string(binary_kind_name(kind)));
     const BinaryDescriptor d = desc(kind, a.shape, b.shape);
     Tensor da = output(a.shape), db = output(b.shape);
@@ -274,10 +283,21 @@ TEST_P(BinaryTest, ScalarOperands) {
       SCOPED_TRACE(std::string(binary_kind_name(kind)) + (scalar_a ? ", a scalar" : ", b scalar"));
       BinaryDescriptor d = desc(kind, {1000}, {1000});
       (scalar_a ? d.a_scalar : d.b_scalar) = 1.25;
-      Tensor out = output({1000}), dx = output({1000});
+      Tensor out = output({1000}, out_dtype(kind, dtype())), dx = output({1000});
       const AnyTensorRef none{};
       ASSERT_OK(unwrap(BinaryPlan::select(stream(), d))
                     .run(stream(), {}, {scalar_a ? none : x.ref(), scalar_a ? x.ref() : none, out.mut()}));
+      if (binary_kind_is_predicate(kind)) {
+        ASSERT_OK(out.download());
+        EXPECT_TRUE(matches(
+            out,
+            [&](int64_t i) {
+              return scalar_a ? reference::binary(kind, 1.25, x.at(i), 1.0, f64)
+                              : reference::binary(kind, x.at(i), 1.25, 1.0, f64);
+            },
+            [](int64_t i) { return "element " + std::to_string(i); }));
+        continue;
+      }
       ASSERT_OK(unwrap(BinaryBackwardPlan::select(stream(), d))
                     .run(stream(), {},
                          {dout.ref(), scalar_a ? none : x.ref(), scalar_a ? x.ref() : none,
@@ -305,6 +325,17 @@ TEST_P(BinaryTest, ScalarOperands) {
           },
           where));
     }
+  }
+}
+
+// The predicates give bool and have no gradient: the backward's select names the kind.
+TEST_P(BinaryTest, PredicatesHaveNoBackward) {
+  for (BinaryKind kind : all_kinds()) {
+    if (!binary_kind_is_predicate(kind)) continue;
+    SCOPED_TRACE(std::string(binary_kind_name(kind)));
+    EXPECT_TRUE(testing::is_error(BinaryBackwardPlan::select(stream(), desc(kind, {4}, {4})).status(),
+                                  StatusCode::unsupported, "BinaryBackwardPlan", "descriptor.kind"));
+    EXPECT_EQ(unwrap(BinaryPlan::select(stream(), desc(kind, {4}, {4}))).arg_specs()[2].dtype, DType::boolean);
   }
 }
 

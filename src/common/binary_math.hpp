@@ -304,15 +304,47 @@ struct FminMath {
   }
 };
 
+// ---------------------------------------------------------------------------------------------
+// predicates: out is bool (the functors give 1 or 0 in the compute type; the store converts it)
+
+// The predicate kinds: no backward (BinaryBackwardPlan rejects them); the launchers store bool.
+struct Predicate {
+  static constexpr bool kPredicate = true;
+};
+template <class Math>
+inline constexpr bool is_predicate_math = requires { Math::kPredicate; };
+
+#define BARACUDA_BINARY_PREDICATE(Name, kind, expression)  \
+  struct Name : Predicate {                                \
+    static constexpr BinaryKind kKind = BinaryKind::kind;  \
+    template <class A>                                     \
+    BARACUDA_HD static A forward(A a, A b, A) {            \
+      return (expression) ? A(1) : A(0);                   \
+    }                                                      \
+  };
+BARACUDA_BINARY_PREDICATE(EqMath, eq, a == b)
+BARACUDA_BINARY_PREDICATE(NeMath, ne, a != b)
+BARACUDA_BINARY_PREDICATE(LtMath, lt, a < b)
+BARACUDA_BINARY_PREDICATE(LeMath, le, a <= b)
+BARACUDA_BINARY_PREDICATE(GtMath, gt, a > b)
+BARACUDA_BINARY_PREDICATE(GeMath, ge, a >= b)
+BARACUDA_BINARY_PREDICATE(LogicalAndMath, logical_and, a != A(0) && b != A(0))
+BARACUDA_BINARY_PREDICATE(LogicalOrMath, logical_or, a != A(0) || b != A(0))
+BARACUDA_BINARY_PREDICATE(LogicalXorMath, logical_xor, (a != A(0)) != (b != A(0)))
+#undef BARACUDA_BINARY_PREDICATE
+
 // The kinds by translation unit (src/cpu/binary/, src/cuda/binary/: one file per group).
 using BinaryArithMaths =
     std::tuple<AddMath, SubMath, MulMath, DivMath, DivFloorMath, DivTruncMath, RemainderMath, FmodMath, CopysignMath>;
 using BinaryTranscendentalMaths = std::tuple<PowMath, Atan2Math, HypotMath, LogaddexpMath, XlogyMath>;
 using BinaryExtremeMaths = std::tuple<MaximumMath, MinimumMath, FmaxMath, FminMath>;
-using BinaryGroups = std::tuple<BinaryArithMaths, BinaryTranscendentalMaths, BinaryExtremeMaths>;
+using BinaryPredicateMaths = std::tuple<EqMath, NeMath, LtMath, LeMath, GtMath, GeMath, LogicalAndMath, LogicalOrMath,
+                                        LogicalXorMath>;
+using BinaryGroups =
+    std::tuple<BinaryArithMaths, BinaryTranscendentalMaths, BinaryExtremeMaths, BinaryPredicateMaths>;
 inline constexpr int kBinaryGroupCount = static_cast<int>(std::tuple_size_v<BinaryGroups>);
 // Their indices in BinaryGroups (each backend's translation unit of a group instantiates its own).
-enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtreme };
+enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtreme, kBinaryPredicate };
 
 // The functors the elementwise launchers run.
 // (a, b) -> out

@@ -12,7 +12,9 @@ namespace baracuda {
 std::string_view binary_kind_name(BinaryKind kind) {
   static constexpr std::string_view kNames[] = {"add",       "sub",  "mul",  "div",      "div_floor", "div_trunc",
                                                 "remainder", "fmod", "pow",  "atan2",    "hypot",     "maximum",
-                                                "minimum",   "fmax", "fmin", "copysign", "logaddexp", "xlogy"};
+                                                "minimum",   "fmax", "fmin", "copysign", "logaddexp", "xlogy",
+                                                "eq",        "ne",   "lt",   "le",       "gt",        "ge",
+                                                "logical_and", "logical_or", "logical_xor"};
   static_assert(std::size(kNames) == kBinaryKindCount);
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";
@@ -178,6 +180,7 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
     specs[1].shape = d.b_shape;
     specs[1].present = !d.b_scalar;
     specs[2].shape = output_shape(d);
+    if (binary_kind_is_predicate(d.kind)) specs[2].dtype = DType::boolean;
   }
   static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
                                      std::optional<int> forced) {
@@ -205,6 +208,13 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
   // da and db may be dout exactly; never a or b (a reduction reads them after another pass wrote).
   static constexpr bool may_alias(int, int input) { return input == 0; }
 
+  static Status check(const Descriptor& d) {
+    if (Status s = check_descriptor(kSchema.plan, d); !s) return s;
+    if (binary_kind_is_predicate(d.kind))
+      return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.kind",
+                        std::string(binary_kind_name(d.kind)) + " gives bool: it has no gradient");
+    return Status::ok();
+  }
   // An empty output may still have a gradient to write: zeros for an operand broadcast along a
   // dim of size 0.
   static bool nothing_to_do(const Descriptor& d) {

@@ -14,13 +14,17 @@
 //   pow         a^b                  atan2       atan2(a, b)         hypot      sqrt(a^2 + b^2)
 //   maximum minimum (NaN propagates) fmax fmin (NaN ignored: the other operand)
 //   copysign    |a| with b's sign    logaddexp   log(e^a + e^b)      xlogy      a log(b), 0 where a == 0
-// Not here yet: comparisons and logical / bitwise ops (bool and integer outputs), integer dtypes,
-// mixed dtypes with type promotion.
+// Predicates, whose out is bool (torch.eq, ..., torch.logical_and): eq ne lt le gt ge (IEEE: any
+// comparison with NaN is false but ne, which is true; -0 == +0), logical_and logical_or logical_xor
+// (an operand is true where it is not 0: NaN is true). They have no gradient (BinaryBackwardPlan
+// rejects them, naming descriptor.kind), as PyTorch's autograd gives bool outputs none.
+// Not here yet: bitwise ops, integer dtypes, mixed dtypes with type promotion.
 //
 // Operands: each of a and b is a tensor of its own shape (`a_shape`, `b_shape`), or a scalar held in
 // the descriptor (`a_scalar` / `b_scalar` set: x + 2, 2 ** x); the output has the broadcast shape
 // (binary_output_shape). A scalar operand has no gradient.
-// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; every tensor shares the dtype).
+// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; every tensor shares the dtype but a
+// predicate's out, which is bool).
 // Views: any strides; inputs may broadcast (zero strides); outputs must not overlap themselves.
 // out may be a or b exactly (in place, as a.add_(b)) where that operand has the output's shape; da
 // and db may be dout exactly. Any other overlap of an output with an input is an error naming it.
@@ -61,8 +65,20 @@ enum class BinaryKind : unsigned char {
   copysign,
   logaddexp,
   xlogy,
+  // predicates: out is bool
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  logical_and,
+  logical_or,
+  logical_xor,
 };
-inline constexpr int kBinaryKindCount = static_cast<int>(BinaryKind::xlogy) + 1;
+inline constexpr int kBinaryKindCount = static_cast<int>(BinaryKind::logical_xor) + 1;
+// Whether out is bool (a comparison or a logical op): those kinds have no backward.
+constexpr bool binary_kind_is_predicate(BinaryKind kind) { return kind >= BinaryKind::eq; }
 
 struct BinaryDescriptor {
   BinaryKind kind = BinaryKind::add;

@@ -10,16 +10,20 @@ template <int G>
 Status launch_group(const LaunchContext&, const BinaryForwardProblem& problem) {
   return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
-    return binary_typed<typename decltype(math)::type, T>(
-        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); });
+    using Math = typename decltype(math)::type;
+    using Out = std::conditional_t<is_predicate_math<Math>, bool, T>;
+    return binary_typed<Math, T>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T, Out>(op, tensors); });
   });
 }
 
 template <int G>
 Status launch_group(const LaunchContext&, const BinaryBackwardProblem& problem) {
-  return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
-    return binary_typed<typename decltype(math)::type, T>(
+    using Math = typename decltype(math)::type;
+    if constexpr (is_predicate_math<Math>) return predicate_has_no_backward();
+    else return binary_typed<Math, T>(
         problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); },
         [](const auto& reduction) { return run_split_reduction(reduction); });
   });

@@ -14,8 +14,10 @@ template <int G>
 Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& problem) {
   return dispatch_binary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
-    return binary_typed<typename decltype(math)::type, T>(problem, [&](const auto& op, const auto& tensors) {
-      return run_elementwise<T>(ctx.stream, ctx.target.sm_count, op, tensors);
+    using Math = typename decltype(math)::type;
+    using Out = std::conditional_t<is_predicate_math<Math>, bool, T>;
+    return binary_typed<Math, T>(problem, [&](const auto& op, const auto& tensors) {
+      return run_elementwise<T, Out>(ctx.stream, ctx.target.sm_count, op, tensors);
     });
   });
 }
@@ -23,9 +25,11 @@ Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& proble
 template <int G>
 Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& problem) {
   const int sm_count = ctx.target.sm_count;
-  return dispatch_binary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_binary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
-    return binary_typed<typename decltype(math)::type, T>(
+    using Math = typename decltype(math)::type;
+    if constexpr (is_predicate_math<Math>) return predicate_has_no_backward();
+    else return binary_typed<Math, T>(
         problem,
         [&](const auto& op, const auto& tensors) { return run_elementwise<T>(ctx.stream, sm_count, op, tensors); },
         [&](const auto& reduction) { return run_split_reduction(ctx.stream, sm_count, reduction); });

@@ -79,6 +79,24 @@ inline double binary(BinaryKind kind, double a, double b, double alpha, bool f64
     case BinaryKind::xlogy:
       if (std::isnan(b)) return kNaN;
       return a == 0 ? 0.0 : a * std::log(b);
+    case BinaryKind::eq:
+      return a == b;
+    case BinaryKind::ne:
+      return a != b;
+    case BinaryKind::lt:
+      return a < b;
+    case BinaryKind::le:
+      return a <= b;
+    case BinaryKind::gt:
+      return a > b;
+    case BinaryKind::ge:
+      return a >= b;
+    case BinaryKind::logical_and:
+      return a != 0 && b != 0;
+    case BinaryKind::logical_or:
+      return a != 0 || b != 0;
+    case BinaryKind::logical_xor:
+      return (a != 0) != (b != 0);
   }
   return kNaN;
 }
@@ -148,9 +166,14 @@ inline void binary_gradients(BinaryKind kind, double dout, double a, double b, d
       da = (a == 0 && b <= 0) ? 0.0 : (std::isnan(b) ? kNaN : (dout == 0 ? 0.0 : dout * std::log(b)));
       db = dout * a / b;
       return;
+    default:  // the predicates: no gradient
+      break;
   }
   da = db = kNaN;
 }
+
+// A number as the compute type holds it: f64, or f32 for the other dtypes.
+inline double compute_value(double v, bool f64) { return f64 ? v : static_cast<double>(static_cast<float>(v)); }
 
 // The output's shape and, for element i of it, the element each operand reads (0 for a scalar).
 struct BinaryIndexing {
@@ -174,7 +197,9 @@ inline void binary_forward(const BinaryDescriptor& d, harness::RefIO& io) {
   harness::RefOutput& out = io.out("out");
   for (int64_t i = 0; i < ix.out.numel(); ++i) {
     if (!out.wanted(i)) continue;
-    const double x = a ? a->at(ix.a_of(i)) : *d.a_scalar, y = b ? b->at(ix.b_of(i)) : *d.b_scalar;
+    // A scalar operand as the kernels hold it: in the compute type (a predicate sees the difference).
+    const double x = a ? a->at(ix.a_of(i)) : compute_value(*d.a_scalar, f64);
+    const double y = b ? b->at(ix.b_of(i)) : compute_value(*d.b_scalar, f64);
     out.set(i, binary(d.kind, x, y, d.alpha, f64));
   }
 }

@@ -64,6 +64,16 @@ const std::vector<KindLine>& kinds() {
       {K::copysign, {-2, -0.1}, {0.1, 2}},
       {K::logaddexp, {-3, 3}, {-3, 3}, Interval{-80, 80}, Interval{-80, 80}},
       {K::xlogy, {-2, 2}, {0.5, 2}, Interval{-1e10, 1e10}, Interval{1e-30, 1e30}},
+      // predicates (forward only; ties and NaN are tests/test_binary.cpp's special values)
+      {K::eq, {-2, 2}, {-2, 2}},
+      {K::ne, {-2, 2}, {-2, 2}},
+      {K::lt, {-2, 2}, {-2, 2}, Interval{-1e30, 1e30}, Interval{-1e30, 1e30}},
+      {K::le, {-2, 2}, {-2, 2}},
+      {K::gt, {-2, 2}, {-2, 2}},
+      {K::ge, {-2, 2}, {-2, 2}},
+      {K::logical_and, {-1, 1}, {-1, 1}},
+      {K::logical_or, {-1, 1}, {-1, 1}},
+      {K::logical_xor, {-1, 1}, {-1, 1}},
   };
   return table;
 }
@@ -88,6 +98,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
   std::vector<Sample<Desc>> out;
   const std::string_view input = backward ? "dout" : "a", output = backward ? "db" : "out";
   for (const KindLine& k : kinds()) {
+    if (backward && binary_kind_is_predicate(k.kind)) continue;  // no gradient
     auto add = [&](Shape a_shape, Shape b_shape, Interval ra, Interval rb, Views views = Views::contiguous,
                    std::string_view only = {}, std::vector<DType> dtypes = {}) {
       Desc d;
@@ -207,6 +218,7 @@ std::vector<BenchSample<Desc>> forward_bench() {
           {"div", "torch.div(a, b)", dtypes, standard_shapes, bench_desc<K::div, Operand::same>},
           {"maximum", "torch.maximum(a, b)", dtypes, standard_shapes, bench_desc<K::maximum, Operand::same>},
           {"pow", "torch.pow(a, b)", dtypes, standard_shapes, bench_desc<K::pow, Operand::same>},
+          {"lt", "torch.lt(a, b)", dtypes, standard_shapes, bench_desc<K::lt, Operand::same>},
           {"add_row", "a + b[D]", dtypes, standard_shapes, bench_desc<K::add, Operand::row>},
           {"mul_column", "a * b[N, 1]", dtypes, standard_shapes, bench_desc<K::mul, Operand::column>}};
 }
