@@ -28,11 +28,11 @@ std::string_view path_name(ElementwisePath path) {
 bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs) {
   std::vector<const Strides*> strides;
   std::vector<const void*> data;
-  int64_t vector = 0;
+  int64_t vector = 16;
   for (const AnyTensorRef& v : views) {
     strides.push_back(&v.strides);
     data.push_back(v.data);
-    vector = std::max(vector, 16 / static_cast<int64_t>(dtype_size(v.dtype)));  // the narrowest's
+    vector = std::min(vector, 16 / static_cast<int64_t>(dtype_size(v.dtype)));  // 16 bytes of the widest
   }
   int64_t sizes[kMaxRank];
   int64_t collapsed[16][kMaxRank];

@@ -26,19 +26,13 @@ inline constexpr int kUnroll = kIn == 1 ? BARACUDA_UNROLL_ONE_INPUT : 4;
 // Rows shorter than this go to the per-element strided kernel (a row kernel would idle threads).
 inline constexpr int64_t kMinRowLength = 128;
 
-// Elements a vector step moves: 16 bytes of the narrowest tensor (the others take several 16-byte
-// accesses).
+// Elements a vector step moves: 16 bytes of the widest tensor (one access each; the narrower ones
+// move 8, 4 or 2 bytes, still contiguous across a warp).
 template <class In, class Out>
-inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) < sizeof(Out) ? sizeof(In) : sizeof(Out)));
-// Vectors in flight a thread: kUnroll's worth of 16-byte loads of the inputs (a vector of a wider
-// input takes several: f32 -> bf16 4 vectors of 32 bytes, bf16 -> f32 8 of 16; f64 -> bool one of
-// 128); a fill, with no input, counts its stores.
+inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out)));
+// Vectors in flight a thread: kUnroll's (every vector is at most 16 bytes a tensor).
 template <class In, class Out, int kIn>
-inline constexpr int kPackUnroll = [] {
-  constexpr int bytes = static_cast<int>(kPackSize<In, Out> * (kIn > 0 ? sizeof(In) : sizeof(Out)));
-  constexpr int u = kUnroll<kIn> * 16 / bytes;
-  return u > 0 ? u : 1;
-}();
+inline constexpr int kPackUnroll = kUnroll<kIn>;
 
 // Applies op to every lane of a vector of each input, in the compute type.
 template <class In, class Out, class Op, int N>
