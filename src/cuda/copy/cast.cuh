@@ -28,8 +28,14 @@ struct TransposeArgs {
 // stride), all before the barrier; after it, kStores vectors along P (y's unit stride), each gathered
 // from a column of the tile, so both sides' accesses are whole 16-byte vectors of contiguous rows.
 // H200, [16384, 4096] f32 / bf16 (% of copy): 32 x 32 elements, 4 a thread: 66.8 / 36.7; 64 x 8
-// vectors (128-byte rows), 2 a thread: 75.2 / 66.3; now 128 x 16 vectors, 8 a thread (33 KB).
-inline constexpr int kTransposeThreads = 256, kTileLanes = 16, kTileP = 128;
+// vectors (128-byte rows), 2 a thread: 75.2 / 66.3; 128 x 16 vectors, 8 a thread: 87.1 / 46.5 (bf16:
+// 124 registers, and a column of 16-bit values on 4 banks). So 128 positions of P for 4- and 8-byte
+// types, 64 where a type is narrower (its 16-bit lanes take a register each: 8 vectors spilled).
+inline constexpr int kTransposeThreads = 256, kTileLanes = 16;
+template <class In, class Out>
+inline constexpr int kTileP = sizeof(In) < 4 || sizeof(Out) < 4 ? 64 : 128;
+// Rows of the tile 4 bytes longer than their data: a column's reads spread over the banks, and rows
+// start on 4-byte words.
 template <class In, class Out>
 inline constexpr int kTilePitch = kTileLanes * kPackSize<In, Out> + (sizeof(Out) >= 4 ? 1 : static_cast<int>(4 / sizeof(Out)));
 
@@ -37,12 +43,14 @@ template <class In, class Out>
 __global__ void __launch_bounds__(kTransposeThreads) cast_transpose_kernel(const In* x, Out* y, TransposeArgs a) {
   constexpr int V = kPackSize<In, Out>;
   constexpr int kTileQ = kTileLanes * V;
+  constexpr int kTileP = cuda::kTileP<In, Out>;
   constexpr int kRowsPerPass = kTransposeThreads / kTileLanes;
   constexpr int kLoads = kTileP / kRowsPerPass;
   constexpr int kStoreVectors = kTileP / V;  // per row of Q
   constexpr int kStores = kTileQ * kStoreVectors / kTransposeThreads;
+  constexpr int kQFast = sizeof(Out) < 4 ? 8 : 1;
   constexpr int kPitch = kTilePitch<In, Out>;  // a pad of 4 bytes a row spreads a column's reads over the banks
-  __shared__ Out tile[kTileP * kPitch];
+  __shared__ alignas(16) Out tile[kTileP * kPitch];
   const int t = static_cast<int>(threadIdx.x);
   const int64_t p_tiles = (a.p_size + kTileP - 1) / kTileP, q_tiles = (a.q_size + kTileQ - 1) / kTileQ;
   for (int64_t b = blockIdx.z; b < a.batches; b += gridDim.z) {
@@ -65,15 +73,30 @@ __global__ void __launch_bounds__(kTransposeThreads) cast_transpose_kernel(const
         }
 #pragma unroll
         for (int k = 0; k < kLoads; ++k) {
-          Out* to = tile + (k * kRowsPerPass + t / kTileLanes) * kPitch + (t % kTileLanes) * V;
+          // Converted, then written to the tile a 4-byte word at a time where a vector is whole words
+          // (rows start on words); else (2 bytes: f64 to u8) element by element.
+          Pack<Out, V> row;
 #pragma unroll
-          for (int j = 0; j < V; ++j) to[j] = convert<Out>(in[k].v[j]);
+          for (int j = 0; j < V; ++j) row.v[j] = convert<Out>(in[k].v[j]);
+          Out* to = tile + (k * kRowsPerPass + t / kTileLanes) * kPitch + (t % kTileLanes) * V;
+          if constexpr (Pack<Out, V>::kBytes % 4 == 0) {
+#pragma unroll
+            for (int w = 0; w < Pack<Out, V>::kBytes / 4; ++w)
+              reinterpret_cast<uint32_t*>(to)[w] = reinterpret_cast<const uint32_t*>(row.v)[w];
+          } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j) to[j] = row.v[j];
+          }
         }
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < kStores; ++k) {
+          // Lanes step along P (each warp's stores one row of y), but for 1- and 2-byte types
+          // kQFast rows at a time, their lanes stepping along Q first: a column of 16-bit values
+          // read by lanes along P alone falls on 4 banks (measured: bf16 46.5% of copy).
           const int s = k * kTransposeThreads + t;
-          const int q_local = s / kStoreVectors, p_local = (s % kStoreVectors) * V;
+          const int q_fast = s % kQFast, rest = s / kQFast;
+          const int q_local = rest / kStoreVectors * kQFast + q_fast, p_local = rest % kStoreVectors * V;
           const int64_t p = p0 + p_local, q = q0 + q_local;
           Pack<Out, V> out;
 #pragma unroll
@@ -116,6 +139,7 @@ Status run_cast_transpose(const LaunchContext& ctx, const CastProblem& problem) 
     ++a.batch.rank;
   }
   a.batches = a.batch.numel();
+  constexpr int64_t kTileP = cuda::kTileP<In, Out>;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTileP - 1) / kTileP, INT32_MAX)),
                   static_cast<unsigned>(std::min<int64_t>((a.q_size + kTileLanes * V - 1) / (kTileLanes * V), 65535)),
                   static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
