@@ -402,6 +402,32 @@ COPY_CASES = {
     "x.fill_(0.5)": copy_case(lambda x: x.fill_(0.5)),
 }
 
+# Gated cases: the case's shape is the output's [N, D]; x = [a, b] is [N, 2D]. PyTorch eager runs the
+# activation and the product as two kernels (its autograd: their backward).
+def gated_case(act, backward=False):
+    def fn(x):
+        a, b = x.chunk(2, dim=-1)
+        return a * act(b)
+
+    def build(shape, dtype):
+        x_shape = tuple(shape[:-1]) + (2 * shape[-1],)
+        if not backward:
+            return (lambda: (rand(x_shape, dtype),)), lambda s: fn(s[0])
+
+        def make():
+            x = rand(x_shape, dtype).requires_grad_()
+            return fn(x), (x,), rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+GATED_CASES = {
+    "a * F.silu(b), x = [a, b]": gated_case(torch.nn.functional.silu),
+    "a * F.gelu(b), x = [a, b]": gated_case(torch.nn.functional.gelu),
+    "autograd of a * F.silu(b), x = [a, b]": gated_case(torch.nn.functional.silu, True),
+    "autograd of a * F.gelu(b), x = [a, b]": gated_case(torch.nn.functional.gelu, True),
+}
+
 TORCH_CASES = {
     "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
     "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
@@ -435,6 +461,7 @@ TORCH_CASES = {
     **UNARY_CASES,
     **BINARY_CASES,
     **COPY_CASES,
+    **GATED_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,

@@ -8,6 +8,7 @@
 #include "baracuda/ops/binary.hpp"
 #include "baracuda/ops/binary_param.hpp"
 #include "baracuda/ops/copy.hpp"
+#include "baracuda/ops/gated.hpp"
 #include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/scan.hpp"

@@ -335,6 +335,15 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, FillDescriptor& d) {
   if (in.chance(20)) d.integer_value = in.consume_int64();
 }
 
+// Any kind (now and then a value past the last); the last dim odd now and then.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatedDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.kind = in.chance(95) ? static_cast<GatedKind>(in.consume_int(0, kGatedKindCount - 1))
+                         : static_cast<GatedKind>(in.consume_int(kGatedKindCount, 255));
+  d.shape = fuzz_shape(in);
+  if (d.shape.rank > 0 && in.chance(90)) d.shape.dims[d.shape.rank - 1] &= ~int64_t{1};
+}
+
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatherDescriptor& d) {
   fuzz_index_types(in, schema, d);
   fuzz_along_dim(in, d.src_shape, d.index_shape, d.dim);
@@ -1276,6 +1285,8 @@ std::span<const PlanEntry> registry() {
       entry<BinaryBackwardPlan>(),
       entry<CastPlan>(),
       entry<FillPlan>(),
+      entry<GatedPlan>(),
+      entry<GatedBackwardPlan>(),
       entry<GatherPlan>(),
       entry<GatherBackwardPlan>(),
       entry<ScatterAddPlan>(),
