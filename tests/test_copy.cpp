@@ -35,17 +35,30 @@ std::vector<double> specials(DType x) {
     case DType::i64:
       // 2^40 + 2^32 + 1: above bf16's midpoint by 1, which a rounding through f32 loses (it would tie
       // to even, down); 2^53 + 2: exact in f64.
-      return {0,      1,       -1,       0x1p40 + 0x1p32 + 1, -(0x1p40 + 0x1p32 + 1), 0x1p53 + 2, 0x1p62, -0x1p63,
-              16777217, 0x1p31, -0x1p31 - 1, 0x1p32 + 1, 65520, 255, 256};
+      return {0,
+              1,
+              -1,
+              0x1p40 + 0x1p32 + 1,
+              -(0x1p40 + 0x1p32 + 1),
+              0x1p53 + 2,
+              0x1p62,
+              -0x1p63,
+              16777217,
+              0x1p31,
+              -0x1p31 - 1,
+              0x1p32 + 1,
+              65520,
+              255,
+              256};
     default:
       // 1 + 2^-8 + 2^-30: above bf16's midpoint, which f32 cannot see (PyTorch's f64 -> f32 -> bf16
       // ties to even, down). 65520 and 65519.99: f16's overflow edge. 2^-25 and 3 * 2^-26: f16's
       // subnormal ties.
-      return {0.0,   -0.0,      kInf,  -kInf,        kNaN,         1.0 + 0x1p-8 + 0x1p-30,
-              65520, 65519.99, 0x1p-25, 3 * 0x1p-26, 1e-45,        5e-324,
-              1e39,  -1e39,    2.5,    -2.5,         3.99,         -3.99,
-              300,   -300,     255.5,  -0.5,         0x1p31,       -0x1p31 - 1,
-              0x1p63, -0x1p63,  1e19,   1e-40,        0.1,          1.0 + 0x1p-8};
+      return {0.0,    -0.0,     kInf,    -kInf,       kNaN,   1.0 + 0x1p-8 + 0x1p-30,
+              65520,  65519.99, 0x1p-25, 3 * 0x1p-26, 1e-45,  5e-324,
+              1e39,   -1e39,    2.5,     -2.5,        3.99,   -3.99,
+              300,    -300,     255.5,   -0.5,        0x1p31, -0x1p31 - 1,
+              0x1p63, -0x1p63,  1e19,    1e-40,       0.1,    1.0 + 0x1p-8};
   }
 }
 

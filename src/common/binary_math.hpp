@@ -312,15 +312,17 @@ struct Predicate {
   static constexpr bool kPredicate = true;
 };
 template <class Math>
-inline constexpr bool is_predicate_math = requires { Math::kPredicate; };
+inline constexpr bool is_predicate_math = requires {
+  Math::kPredicate;
+};
 
-#define BARACUDA_BINARY_PREDICATE(Name, kind, expression)  \
-  struct Name : Predicate {                                \
-    static constexpr BinaryKind kKind = BinaryKind::kind;  \
-    template <class A>                                     \
-    BARACUDA_HD static A forward(A a, A b, A) {            \
-      return (expression) ? A(1) : A(0);                   \
-    }                                                      \
+#define BARACUDA_BINARY_PREDICATE(Name, kind, expression) \
+  struct Name : Predicate {                               \
+    static constexpr BinaryKind kKind = BinaryKind::kind; \
+    template <class A>                                    \
+    BARACUDA_HD static A forward(A a, A b, A) {           \
+      return (expression) ? A(1) : A(0);                  \
+    }                                                     \
   };
 BARACUDA_BINARY_PREDICATE(EqMath, eq, a == b)
 BARACUDA_BINARY_PREDICATE(NeMath, ne, a != b)
@@ -338,10 +340,9 @@ using BinaryArithMaths =
     std::tuple<AddMath, SubMath, MulMath, DivMath, DivFloorMath, DivTruncMath, RemainderMath, FmodMath, CopysignMath>;
 using BinaryTranscendentalMaths = std::tuple<PowMath, Atan2Math, HypotMath, LogaddexpMath, XlogyMath>;
 using BinaryExtremeMaths = std::tuple<MaximumMath, MinimumMath, FmaxMath, FminMath>;
-using BinaryPredicateMaths = std::tuple<EqMath, NeMath, LtMath, LeMath, GtMath, GeMath, LogicalAndMath, LogicalOrMath,
-                                        LogicalXorMath>;
-using BinaryGroups =
-    std::tuple<BinaryArithMaths, BinaryTranscendentalMaths, BinaryExtremeMaths, BinaryPredicateMaths>;
+using BinaryPredicateMaths =
+    std::tuple<EqMath, NeMath, LtMath, LeMath, GtMath, GeMath, LogicalAndMath, LogicalOrMath, LogicalXorMath>;
+using BinaryGroups = std::tuple<BinaryArithMaths, BinaryTranscendentalMaths, BinaryExtremeMaths, BinaryPredicateMaths>;
 inline constexpr int kBinaryGroupCount = static_cast<int>(std::tuple_size_v<BinaryGroups>);
 // Their indices in BinaryGroups (each backend's translation unit of a group instantiates its own).
 enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtreme, kBinaryPredicate };

@@ -29,7 +29,7 @@ struct BroadcastReduction {
   static constexpr int NT = kIn + kOut + 1;  // inputs, elementwise outputs, the reduced output
   Body body;
   Operands<T, T, kIn, kOut + 1> p;  // p.out[kOut]: the reduced output
-  Acc* partial = nullptr;        // S * M sums when S > 1, split-major
+  Acc* partial = nullptr;           // S * M sums when S > 1, split-major
   Walker<NT> kept;
   Walker<NT> reduced;
   int64_t m = 1, r = 1, s = 1;

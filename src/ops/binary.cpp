@@ -10,11 +10,10 @@
 namespace baracuda {
 
 std::string_view binary_kind_name(BinaryKind kind) {
-  static constexpr std::string_view kNames[] = {"add",       "sub",  "mul",  "div",      "div_floor", "div_trunc",
-                                                "remainder", "fmod", "pow",  "atan2",    "hypot",     "maximum",
-                                                "minimum",   "fmax", "fmin", "copysign", "logaddexp", "xlogy",
-                                                "eq",        "ne",   "lt",   "le",       "gt",        "ge",
-                                                "logical_and", "logical_or", "logical_xor"};
+  static constexpr std::string_view kNames[] = {
+      "add",   "sub",   "mul",     "div",     "div_floor", "div_trunc", "remainder",   "fmod",       "pow",
+      "atan2", "hypot", "maximum", "minimum", "fmax",      "fmin",      "copysign",    "logaddexp",  "xlogy",
+      "eq",    "ne",    "lt",      "le",      "gt",        "ge",        "logical_and", "logical_or", "logical_xor"};
   static_assert(std::size(kNames) == kBinaryKindCount);
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";

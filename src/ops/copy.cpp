@@ -25,8 +25,8 @@ std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTenso
 
 namespace {
 
-constexpr DType kAllTypes[] = {DType::f32,  DType::f64, DType::f16, DType::bf16,   DType::i8,
-                               DType::u8,   DType::i32, DType::i64, DType::boolean};
+constexpr DType kAllTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16,   DType::i8,
+                               DType::u8,  DType::i32, DType::i64, DType::boolean};
 
 // The elementwise paths and the cast's own transpose (at kCastTranspose).
 constexpr VariantInfo kCastVariants[] = {
@@ -77,7 +77,8 @@ struct CastHooks {
   // The forced path, else the one the views allow (without views: the one contiguous aligned views get).
   static int path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
     if (c.variant >= 0) return c.variant;
-    if (!a) return static_cast<int>(t.backend == Backend::cuda ? ElementwisePath::vectorized : ElementwisePath::contiguous);
+    if (!a)
+      return static_cast<int>(t.backend == Backend::cuda ? ElementwisePath::vectorized : ElementwisePath::contiguous);
     const ElementwisePath p = layout_path(t.backend, d.shape, {a->x, a->y}, 1);
     if (t.backend == Backend::cuda && p == ElementwisePath::strided && transpose_shape(d.shape, a->x, a->y))
       return kCastTranspose;
@@ -90,7 +91,8 @@ struct CastHooks {
       if (transpose_shape(d.shape, a.x, a.y)) return Status::ok();
       return plan_error(StatusCode::invalid_problem, kSchema.plan, "preference.variant",
                         "'transpose' needs y's innermost dim at unit stride and x's unit stride on another dim, "
-                        "both of at least " + std::to_string(kTransposeMinSize) + " elements");
+                        "both of at least " +
+                            std::to_string(kTransposeMinSize) + " elements");
     }
     return check_forced_path(kSchema.plan, static_cast<ElementwisePath>(c.variant), d.shape, {a.x, a.y}, 1);
   }

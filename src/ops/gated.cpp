@@ -67,8 +67,7 @@ struct GatedHooksBase {
                         "a gated unit halves the last dim: rank 0 has none");
     const int64_t last = d.shape.dims[d.shape.rank - 1];
     if (last % 2 != 0)
-      return plan_error(StatusCode::invalid_problem, plan,
-                        "descriptor.shape[" + std::to_string(d.shape.rank - 1) + "]",
+      return plan_error(StatusCode::invalid_problem, plan, "descriptor.shape[" + std::to_string(d.shape.rank - 1) + "]",
                         "the last dim (" + std::to_string(last) + ") must be even: x = [a, b]");
     return Status::ok();
   }

@@ -65,7 +65,7 @@ Status dispatch_gated(const GatedDescriptor& desc, F&& f) {
 template <class Math, class T, class Launch>
 Status gated_typed(const GatedForwardProblem& p, Launch&& launch) {
   using Acc = acc_t<T>;
-  const ElementwiseTensors<2, 1> t{p.path, p.shape, {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
+  const ElementwiseTensors<2, 1> t{p.path,       p.shape,        {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
                                    {p.out.data}, {p.out.strides}};
   return launch(GatedForward<Math, Acc>{unary_params<Acc>(UnaryParameters{})}, t);
 }

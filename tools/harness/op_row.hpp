@@ -30,7 +30,7 @@ struct BenchSample {
   bool deterministic = false;
   bool skewed = false;
   std::string_view gathered{};
-  std::string_view omitted{};  // an optional output left empty (not computed), as the peer does not write it
+  std::string_view omitted{};     // an optional output left empty (not computed), as the peer does not write it
   std::string_view transposed{};  // an input viewed as the transpose of a contiguous buffer (x.t())
 };
 
@@ -151,8 +151,7 @@ class TypedRow final : public OpRow {
     for (const BenchSample<Descriptor>& b : spec_.bench) {
       const auto describe = b.describe;
       bench_.push_back({b.name, b.torch, b.dtypes, b.shapes, b.deterministic, b.skewed, b.gathered, b.omitted,
-                        b.transposed,
-                        [this, describe](DType dtype, const Shape& shape) -> std::unique_ptr<Problem> {
+                        b.transposed, [this, describe](DType dtype, const Shape& shape) -> std::unique_ptr<Problem> {
                           return std::make_unique<TypedProblem<Plan>>(&spec_,
                                                                       Sample<Descriptor>{describe(dtype, shape)});
                         }});

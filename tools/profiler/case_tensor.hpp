@@ -1,6 +1,6 @@
 #pragma once
-// A tensor for profiler cases (contiguous, or a transposed view of a contiguous buffer): `sets` buffers to rotate through, random contents (never
-// zeros alone), and the host bytes of set 0 for verification.
+// A tensor for profiler cases (contiguous, or a transposed view of a contiguous buffer): `sets` buffers to rotate
+// through, random contents (never zeros alone), and the host bytes of set 0 for verification.
 #include <vector>
 
 #include "baracuda/baracuda.hpp"

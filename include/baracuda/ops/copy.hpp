@@ -18,9 +18,10 @@
 //
 // Views: y has `shape` and may be strided but must not overlap itself; x has `shape` too and may be
 // strided and broadcast (zero strides: x.expand(...).contiguous()). y may be x exactly where the
-// dtypes match (a copy onto itself); any other overlap is an error naming y. Variants as the unary plans' (`vectorized`, `contiguous`, `strided`,
-// `strided_vectorized`) and, on CUDA, `transpose` (a tile through shared memory where x's unit-stride
-// dim is not y's: x.t().contiguous()); the SKU's variant names the dtypes ("vectorized.f32_to_bf16").
+// dtypes match (a copy onto itself); any other overlap is an error naming y. Variants as the unary plans'
+// (`vectorized`, `contiguous`, `strided`, `strided_vectorized`) and, on CUDA, `transpose` (a tile through shared memory
+// where x's unit-stride dim is not y's: x.t().contiguous()); the SKU's variant names the dtypes
+// ("vectorized.f32_to_bf16").
 #include <optional>
 
 #include "baracuda/core/plan.hpp"

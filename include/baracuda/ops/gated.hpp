@@ -25,7 +25,7 @@ struct GatedDescriptor {
 };
 
 struct GatedArgs {
-  AnyTensorRef x;   // shape
+  AnyTensorRef x;    // shape
   AnyTensorMut out;  // shape with the last dim halved, overwritten
 };
 

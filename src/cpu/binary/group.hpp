@@ -22,10 +22,12 @@ Status launch_group(const LaunchContext&, const BinaryBackwardProblem& problem) 
   return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
     using Math = typename decltype(math)::type;
-    if constexpr (is_predicate_math<Math>) return predicate_has_no_backward();
-    else return binary_typed<Math, T>(
-        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); },
-        [](const auto& reduction) { return run_split_reduction(reduction); });
+    if constexpr (is_predicate_math<Math>)
+      return predicate_has_no_backward();
+    else
+      return binary_typed<Math, T>(
+          problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); },
+          [](const auto& reduction) { return run_split_reduction(reduction); });
   });
 }
 

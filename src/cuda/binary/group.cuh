@@ -28,11 +28,13 @@ Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& probl
   return dispatch_binary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
     using Math = typename decltype(math)::type;
-    if constexpr (is_predicate_math<Math>) return predicate_has_no_backward();
-    else return binary_typed<Math, T>(
-        problem,
-        [&](const auto& op, const auto& tensors) { return run_elementwise<T>(ctx.stream, sm_count, op, tensors); },
-        [&](const auto& reduction) { return run_split_reduction(ctx.stream, sm_count, reduction); });
+    if constexpr (is_predicate_math<Math>)
+      return predicate_has_no_backward();
+    else
+      return binary_typed<Math, T>(
+          problem,
+          [&](const auto& op, const auto& tensors) { return run_elementwise<T>(ctx.stream, sm_count, op, tensors); },
+          [&](const auto& reduction) { return run_split_reduction(ctx.stream, sm_count, reduction); });
   });
 }
 

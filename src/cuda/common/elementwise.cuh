@@ -97,9 +97,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <class In, class Out, class Op>
-__global__ void __launch_bounds__(kThreads)
-    elementwise_strided_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
-                               int64_t n) {
+__global__ void __launch_bounds__(kThreads) elementwise_strided_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p,
+                                                                       Walker<Op::kIn + Op::kOut> walker, int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step) {
     int64_t off[Op::kIn + Op::kOut];
@@ -111,9 +110,8 @@ __global__ void __launch_bounds__(kThreads)
 // One row (the innermost collapsed dim) per blockIdx.y step: the row's offsets are computed once,
 // then threads step along it with each tensor's inner stride.
 template <class In, class Out, class Op>
-__global__ void __launch_bounds__(kThreads)
-    elementwise_rows_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
-                            int64_t rows) {
+__global__ void __launch_bounds__(kThreads) elementwise_rows_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p,
+                                                                    Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
   constexpr int NT = Op::kIn + Op::kOut;
   const int64_t inner = walker.inner_size();
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
@@ -141,8 +139,8 @@ inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? kPackUnr
 // An input with inner stride 0 is one value per row, loaded once and used for every lane.
 template <class In, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_rows_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p,
-                                       Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
+    elementwise_rows_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
+                                       int64_t rows) {
   constexpr int NT = Op::kIn + Op::kOut;
   constexpr int kV = kPackSize<In, Out>;
   constexpr int kU = kRowUnroll<In, Out, Op::kIn>;

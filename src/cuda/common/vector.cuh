@@ -38,8 +38,9 @@ template <class T, int N>
 struct Pack {
   static constexpr int kBytes = static_cast<int>(N * sizeof(T));
   static_assert(kBytes == 2 || kBytes == 4 || kBytes == 8 || kBytes == 16);
-  using Access = std::conditional_t<kBytes == 16, uint4,
-                                    std::conditional_t<kBytes == 8, uint2, std::conditional_t<kBytes == 4, uint32_t, uint16_t>>>;
+  using Access =
+      std::conditional_t<kBytes == 16, uint4,
+                         std::conditional_t<kBytes == 8, uint2, std::conditional_t<kBytes == 4, uint32_t, uint16_t>>>;
   alignas(kBytes) T v[N];
 };
 

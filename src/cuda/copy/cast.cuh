@@ -24,8 +24,8 @@ struct TransposeArgs {
 };
 
 // A tile is kTileP positions of P by kTileLanes vectors of Q (V elements: 16 bytes of the wider
-// type): 256 bytes of it a row in x where x's type is the wider. Each of kTransposeThreads threads loads kLoads vectors along Q (x's unit
-// stride), all before the barrier; after it, kStores vectors along P (y's unit stride), each gathered
+// type): 256 bytes of it a row in x where x's type is the wider. Each of kTransposeThreads threads loads kLoads vectors
+// along Q (x's unit stride), all before the barrier; after it, kStores vectors along P (y's unit stride), each gathered
 // from a column of the tile, so both sides' accesses are whole 16-byte vectors of contiguous rows.
 // H200, [16384, 4096] f32 / bf16 (% of copy): 32 x 32 elements, 4 a thread: 66.8 / 36.7; 64 x 8
 // vectors (128-byte rows), 2 a thread: 75.2 / 66.3; 128 x 16 vectors, 8 a thread: 87.1 / 46.5 (bf16:
@@ -37,7 +37,8 @@ inline constexpr int kTileP = sizeof(In) < 4 || sizeof(Out) < 4 ? 64 : 128;
 // Rows of the tile 4 bytes longer than their data: a column's reads spread over the banks, and rows
 // start on 4-byte words.
 template <class In, class Out>
-inline constexpr int kTilePitch = kTileLanes * kPackSize<In, Out> + (sizeof(Out) >= 4 ? 1 : static_cast<int>(4 / sizeof(Out)));
+inline constexpr int kTilePitch = kTileLanes* kPackSize<In, Out> +
+                                  (sizeof(Out) >= 4 ? 1 : static_cast<int>(4 / sizeof(Out)));
 
 template <class In, class Out>
 __global__ void __launch_bounds__(kTransposeThreads) cast_transpose_kernel(const In* x, Out* y, TransposeArgs a) {

@@ -78,8 +78,11 @@ std::vector<DescriptorError<CastDescriptor>> cast_errors() {
   return {
       {"unknown out_dtype", [](CastDescriptor& d) { d.out_dtype = static_cast<DType>(77); },
        StatusCode::invalid_problem, "descriptor.out_dtype"},
-      {"negative size", [](CastDescriptor& d) { d.shape = {4, -3}; }, StatusCode::invalid_problem,
-       "descriptor.shape[1]"},
+      {"negative size",
+       [](CastDescriptor& d) {
+         d.shape = {4, -3};
+       },
+       StatusCode::invalid_problem, "descriptor.shape[1]"},
       {"rank 9", [](CastDescriptor& d) { d.shape = {1, 2, 3, 4, 5, 6, 7, 8, 9}; }, StatusCode::invalid_problem,
        "descriptor.shape.rank"},
   };
@@ -134,11 +137,11 @@ std::vector<Sample<FillDescriptor>> fill_samples() {
     add(s, 3.75);
   for (Views v : {Views::padded, Views::transposed, Views::misaligned}) add({33, 128}, 3.75, v);
   add({4097}, 0.0);
-  add({4097}, -7.5, Views::contiguous, {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i32,
-                                         DType::i64, DType::boolean});
+  add({4097}, -7.5, Views::contiguous,
+      {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64, DType::boolean});
   add({4097}, 1e30, Views::contiguous, {DType::f32, DType::f64});
   add({4097}, INFINITY, Views::contiguous, kFloatTypes);
-  add({4097}, 0.1, Views::contiguous, kFloatTypes);  // rounded once to each type
+  add({4097}, 0.1, Views::contiguous, kFloatTypes);                         // rounded once to each type
   add({4097}, 0, Views::contiguous, {DType::i64}, (int64_t{1} << 62) + 1);  // exact past 2^53
   add({4097}, 0, Views::contiguous, {DType::i64, DType::i32}, -123456);
   return out;
@@ -175,8 +178,11 @@ std::vector<DescriptorError<FillDescriptor>> fill_errors() {
          d.integer_value = 256;
        },
        StatusCode::invalid_problem, "descriptor.integer_value"},
-      {"negative size", [](FillDescriptor& d) { d.shape = {4, -3}; }, StatusCode::invalid_problem,
-       "descriptor.shape[1]"},
+      {"negative size",
+       [](FillDescriptor& d) {
+         d.shape = {4, -3};
+       },
+       StatusCode::invalid_problem, "descriptor.shape[1]"},
   };
 }
 

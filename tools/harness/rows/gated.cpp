@@ -26,8 +26,8 @@ std::vector<Sample<Desc>> samples() {
         Desc d;
         d.kind = kind;
         d.shape = shape;
-        const std::string label = std::string(gated_kind_name(kind)) + ", x in [" + std::to_string(r.lo) + ", " +
-                                  std::to_string(r.hi) + ")";
+        const std::string label =
+            std::string(gated_kind_name(kind)) + ", x in [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + ")";
         out.push_back({d, views, only, std::nullopt, label, {}, {r}});
       };
       for (const Shape& s : {Shape{0}, Shape{3, 0}, Shape{2}, Shape{14}, Shape{37, 106}, Shape{5, 7, 2},
@@ -47,9 +47,17 @@ std::vector<DescriptorError<Desc>> errors() {
   return {
       {"unknown kind", [](Desc& d) { d.kind = static_cast<GatedKind>(99); }, StatusCode::invalid_problem,
        "descriptor.kind"},
-      {"odd last dim", [](Desc& d) { d.shape = {4, 7}; }, StatusCode::invalid_problem, "descriptor.shape[1]"},
+      {"odd last dim",
+       [](Desc& d) {
+         d.shape = {4, 7};
+       },
+       StatusCode::invalid_problem, "descriptor.shape[1]"},
       {"rank 0", [](Desc& d) { d.shape = {}; }, StatusCode::invalid_problem, "descriptor.shape.rank"},
-      {"negative size", [](Desc& d) { d.shape = {-2, 4}; }, StatusCode::invalid_problem, "descriptor.shape[0]"},
+      {"negative size",
+       [](Desc& d) {
+         d.shape = {-2, 4};
+       },
+       StatusCode::invalid_problem, "descriptor.shape[0]"},
   };
 }
 
