@@ -24,32 +24,37 @@ struct TransposeArgs {
 };
 
 // A tile is kTileP positions of P by kTileLanes vectors of Q (V elements: 16 bytes of the wider
-// type): 256 bytes of it a row in x where x's type is the wider. Each of kTransposeThreads threads loads kLoads vectors
-// along Q (x's unit stride), all before the barrier; after it, kStores vectors along P (y's unit stride), each gathered
-// from a column of the tile, so both sides' accesses are whole 16-byte vectors of contiguous rows.
-// H200, [16384, 4096] f32 / bf16 (% of copy): 32 x 32 elements, 4 a thread: 66.8 / 36.7; 64 x 8
+// type): 256 (or, narrow tiles, 128) bytes of it a row in x where x's type is the wider. Each of kTransposeThreads
+// threads loads kLoads vectors along Q (x's unit stride), all before the barrier; after it, kStores vectors along P
+// (y's unit stride), each gathered from a column of the tile, so both sides' accesses are whole 16-byte vectors of
+// contiguous rows. H200, [16384, 4096] f32 / bf16 (% of copy): 32 x 32 elements, 4 a thread: 66.8 / 36.7; 64 x 8
 // vectors (128-byte rows), 2 a thread: 75.2 / 66.3; 128 x 16 vectors, 8 a thread: 87.1 / 46.5 (bf16:
-// 124 registers, and a column of 16-bit values on 4 banks). So 128 positions of P for 4- and 8-byte
-// types, 64 where a type is narrower (its 16-bit lanes take a register each: 8 vectors spilled).
-inline constexpr int kTransposeThreads = 256, kTileLanes = 16;
+// 124 registers); 64 x 16 for 16-bit: bf16 59.0. So 128 x 16 for 4- and 8-byte types, 64 x 8 where
+// a type is narrower (its 16-bit lanes take a register each: 8 vectors of them spilled).
+inline constexpr int kTransposeThreads = 256;
 template <class In, class Out>
-inline constexpr int kTileP = sizeof(In) < 4 || sizeof(Out) < 4 ? 64 : 128;
+inline constexpr bool kNarrowTile = sizeof(In) < 4 || sizeof(Out) < 4;
+template <class In, class Out>
+inline constexpr int kTileLanes = kNarrowTile<In, Out> ? 8 : 16;
+template <class In, class Out>
+inline constexpr int kTileP = kNarrowTile<In, Out> ? 64 : 128;
 // Rows of the tile 4 bytes longer than their data: a column's reads spread over the banks, and rows
 // start on 4-byte words.
 template <class In, class Out>
-inline constexpr int kTilePitch = kTileLanes* kPackSize<In, Out> +
+inline constexpr int kTilePitch = kTileLanes<In, Out>* kPackSize<In, Out> +
                                   (sizeof(Out) >= 4 ? 1 : static_cast<int>(4 / sizeof(Out)));
 
 template <class In, class Out>
 __global__ void __launch_bounds__(kTransposeThreads) cast_transpose_kernel(const In* x, Out* y, TransposeArgs a) {
   constexpr int V = kPackSize<In, Out>;
+  constexpr int kTileLanes = cuda::kTileLanes<In, Out>;
   constexpr int kTileQ = kTileLanes * V;
   constexpr int kTileP = cuda::kTileP<In, Out>;
   constexpr int kRowsPerPass = kTransposeThreads / kTileLanes;
   constexpr int kLoads = kTileP / kRowsPerPass;
   constexpr int kStoreVectors = kTileP / V;  // per row of Q
   constexpr int kStores = kTileQ * kStoreVectors / kTransposeThreads;
-  constexpr int kQFast = sizeof(Out) < 4 ? 8 : 1;
+  constexpr int kQFast = sizeof(Out) < 4 && kStoreVectors < 32 ? 32 / kStoreVectors : 1;
   constexpr int kPitch = kTilePitch<In, Out>;  // a pad of 4 bytes a row spreads a column's reads over the banks
   __shared__ alignas(16) Out tile[kTileP * kPitch];
   const int t = static_cast<int>(threadIdx.x);
@@ -92,9 +97,9 @@ __global__ void __launch_bounds__(kTransposeThreads) cast_transpose_kernel(const
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < kStores; ++k) {
-          // Lanes step along P (each warp's stores one row of y), but for 1- and 2-byte types
-          // kQFast rows at a time, their lanes stepping along Q first: a column of 16-bit values
-          // read by lanes along P alone falls on 4 banks (measured: bf16 46.5% of copy).
+          // Lanes step along P, a warp's stores whole rows of the tile in y; for 1- and 2-byte
+          // types its kQFast rows are interleaved, lanes stepping along Q first, so that a column's
+          // reads fall on more banks.
           const int s = k * kTransposeThreads + t;
           const int q_fast = s % kQFast, rest = s / kQFast;
           const int q_local = rest / kStoreVectors * kQFast + q_fast, p_local = rest % kStoreVectors * V;
@@ -140,9 +145,9 @@ Status run_cast_transpose(const LaunchContext& ctx, const CastProblem& problem) 
     ++a.batch.rank;
   }
   a.batches = a.batch.numel();
-  constexpr int64_t kTileP = cuda::kTileP<In, Out>;
+  constexpr int64_t kTileP = cuda::kTileP<In, Out>, kTileQ = cuda::kTileLanes<In, Out> * V;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTileP - 1) / kTileP, INT32_MAX)),
-                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTileLanes * V - 1) / (kTileLanes * V), 65535)),
+                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTileQ - 1) / kTileQ, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
   cast_transpose_kernel<In, Out><<<grid, kTransposeThreads, 0, native(ctx.stream)>>>(
       static_cast<const In*>(problem.x.data), static_cast<Out*>(problem.y.data), a);
