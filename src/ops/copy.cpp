@@ -85,7 +85,7 @@ struct CastHooks {
     return static_cast<int>(p);
   }
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
-    if (Status s = check_alias(kSchema.plan, "args.y", a.y, "args.x", a.x); !s) return s;
+    if (Status s = check_outputs_against_inputs(kSchema.plan, kFields, a); !s) return s;
     if (c.variant < 0) return Status::ok();
     if (c.variant == kCastTranspose) {
       if (transpose_shape(d.shape, a.x, a.y)) return Status::ok();

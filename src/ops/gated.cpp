@@ -95,16 +95,7 @@ struct GatedHooksBase {
   template <class Args>
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
     const std::string_view plan = Hooks::kSchema.plan;
-    constexpr int kCount = static_cast<int>(std::size(Hooks::kFields));
-    for (int o = 0; o < kCount; ++o) {
-      if (!Hooks::kFields[o].out) continue;
-      for (int i = 0; i < kCount; ++i) {
-        if (Hooks::kFields[i].out) continue;
-        const Status s = check_alias(plan, "args." + std::string(Hooks::kFields[o].name), Hooks::kFields[o].get(a),
-                                     "args." + std::string(Hooks::kFields[i].name), Hooks::kFields[i].get(a));
-        if (!s) return s;
-      }
-    }
+    if (Status s = check_outputs_against_inputs(plan, Hooks::kFields, a); !s) return s;
     if (c.variant < 0) return Status::ok();
     return Hooks::with_views(a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
       return check_forced_path(plan, static_cast<ElementwisePath>(c.variant), half_shape(d), v, inputs);

@@ -32,6 +32,22 @@ Status check_alias(std::string_view plan, std::string_view out_field, const AnyT
                    std::string_view in_field, const AnyTensorRef& in);
 
 // No byte of `out` is a byte of `other` (views with no data or no element share none).
+// check_alias for every output of an op against every input it reads (its ArgField table): each
+// output may be an input exactly (in place) and overlap no input otherwise.
+template <class Args, size_t N>
+Status check_outputs_against_inputs(std::string_view plan, const ArgField<Args> (&fields)[N], const Args& args) {
+  for (const ArgField<Args>& out : fields) {
+    if (!out.out) continue;
+    for (const ArgField<Args>& in : fields) {
+      if (in.out) continue;
+      const Status s = check_alias(plan, "args." + std::string(out.name), out.get(args), "args." + std::string(in.name),
+                                   in.get(args));
+      if (!s) return s;
+    }
+  }
+  return Status::ok();
+}
+
 Status check_disjoint(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
                       std::string_view other_field, const AnyTensorRef& other);
 
