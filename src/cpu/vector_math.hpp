@@ -16,8 +16,10 @@ namespace baracuda::detail::cpu {
 // softmax 10-20% slower). The library's host files build with -ffp-contract=off (CMakeLists.txt): the
 // wide builds have FMA, the baseline does not, and the clone taken must not change the bits (calls
 // into libm, e.g. f64 exp, are glibc's, which picks its own variant by CPU). Clang (the
-// fuzz and sanitizer builds) and other targets get the one baseline build.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// fuzz and sanitizer builds) and other targets get the one baseline build, as does a build with
+// BARACUDA_NO_CPU_CLONES (the sanitize preset: memory errors do not depend on the ISA, and three
+// clones of every tile loop tripled its build on CI's two cores).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(BARACUDA_NO_CPU_CLONES)
 #define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define BARACUDA_CPU_CLONES

@@ -341,7 +341,7 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatedDescriptor& d) 
   d.kind = in.chance(95) ? static_cast<GatedKind>(in.consume_int(0, kGatedKindCount - 1))
                          : static_cast<GatedKind>(in.consume_int(kGatedKindCount, 255));
   d.shape = fuzz_shape(in);
-  if (d.shape.rank > 0 && in.chance(90)) d.shape.dims[d.shape.rank - 1] &= ~int64_t{1};
+  if (d.shape.rank > 0 && d.shape.rank <= kMaxRank && in.chance(90)) d.shape.dims[d.shape.rank - 1] &= ~int64_t{1};
 }
 
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GatherDescriptor& d) {
