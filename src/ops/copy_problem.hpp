@@ -58,10 +58,6 @@ Status dispatch_any(DType dtype, F&& f) {
   return dispatch_float<Half, BFloat16, int8_t, uint8_t, int32_t, int64_t, bool>(dtype, std::forward<F>(f));
 }
 
-inline bool is_float_dtype(DType d) {
-  return d == DType::f16 || d == DType::bf16 || d == DType::f32 || d == DType::f64;
-}
-
 // The ElementwiseTensors of a cast along an elementwise path.
 inline ElementwiseTensors<1, 1> cast_tensors(const CastProblem& p) {
   return {static_cast<ElementwisePath>(p.path), p.desc.shape, {p.x.data}, {p.x.strides}, {p.y.data}, {p.y.strides}};

@@ -9,7 +9,7 @@ namespace baracuda::detail::cpu {
 
 template <bool kFromFloat>
 Status launch_cast(const CastProblem& problem) {
-  if (is_float_dtype(problem.desc.dtype) != kFromFloat)
+  if (is_floating(problem.desc.dtype) != kFromFloat)
     return Status::error(StatusCode::invalid_problem, "cast: x's dtype is not in this translation unit's set");
   return dispatch_any<half, bfloat16>(problem.desc.dtype, [&](auto in) {
     using In = typename decltype(in)::type;

@@ -7,7 +7,7 @@
 namespace baracuda::detail::cpu {
 
 Status launch(const LaunchContext&, const CastProblem& problem) {
-  return is_float_dtype(problem.desc.dtype) ? launch_cast<true>(problem) : launch_cast<false>(problem);
+  return is_floating(problem.desc.dtype) ? launch_cast<true>(problem) : launch_cast<false>(problem);
 }
 
 Status launch(const LaunchContext&, const FillProblem& problem) {

@@ -156,7 +156,7 @@ Status run_cast_transpose(const LaunchContext& ctx, const CastProblem& problem) 
 
 template <bool kFromFloat>
 Status launch_cast(const LaunchContext& ctx, const CastProblem& problem) {
-  if (is_float_dtype(problem.desc.dtype) != kFromFloat)
+  if (is_floating(problem.desc.dtype) != kFromFloat)
     return Status::error(StatusCode::invalid_problem, "cast: x's dtype is not in this translation unit's set");
   return dispatch_any<__half, __nv_bfloat16>(problem.desc.dtype, [&](auto in) {
     using In = typename decltype(in)::type;

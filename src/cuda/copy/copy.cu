@@ -9,7 +9,7 @@
 namespace baracuda::detail::cuda {
 
 Status launch(const LaunchContext& ctx, const CastProblem& problem) {
-  return is_float_dtype(problem.desc.dtype) ? launch_cast<true>(ctx, problem) : launch_cast<false>(ctx, problem);
+  return is_floating(problem.desc.dtype) ? launch_cast<true>(ctx, problem) : launch_cast<false>(ctx, problem);
 }
 
 Status launch(const LaunchContext& ctx, const FillProblem& problem) {
