@@ -21,9 +21,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <cuda/atomic>
-
 #include <algorithm>
+#include <cuda/atomic>
 #include <string>
 #include <type_traits>
 
@@ -62,49 +61,77 @@ struct Args {
   int64_t length, rows;
   SoftmaxKind kind;
   bool vectorized;
-  int lanes;                                // warp_row: threads per row; outer: threads across columns
-  int64_t splits, split_length;             // split_row
-  uint64_t* ticket;                         // split_row: the next piece to take (the workspace's start)
-  unsigned* done;                           // split_row: each row's pieces folded
-  void* partials;                           // split_row: one per piece
+  int lanes;                     // warp_row: threads per row; outer: threads across columns
+  int64_t splits, split_length;  // split_row
+  uint64_t* ticket;              // split_row: the next piece to take (the workspace's start)
+  unsigned* done;                // split_row: each row's pieces folded
+  void* partials;                // split_row: one per piece
 };
 
 // V elements from position p of a line with step `stride` (elements at or past `limit` read as
-// `fill`): 16-byte loads when vectorized and the vector is whole, else one element at a time.
-template <int V, class T, class A>
-__device__ __forceinline__ void load_vector(const T* line, int64_t stride, int64_t p, int64_t limit, bool vectorized,
-                                            A fill, A* out) {
+// `fill`): 16-byte loads where the vector is whole when kVectors (unit stride, aligned vectors:
+// Args::vectorized, a template argument of held_rows so that the strided form's addressing costs
+// the vector form no registers: f32 warp rows of 32 values spilled 88 bytes, 20 without), else one
+// element at a time.
+template <int V, bool kVectors, class T, class A, class I>
+__device__ __forceinline__ void load_vector(const T* line, int64_t stride, I p, I limit, A fill, A* out) {
   constexpr int kPer = Vec16<T>::kSize;
-  if (vectorized && p + V <= limit) {
+  if constexpr (kVectors) {
+    if (p + V <= limit) {
 #pragma unroll
-    for (int k = 0; k < V / kPer; ++k) {
-      const Vec16<T> raw = load16(line + p + k * kPer);
+      for (int k = 0; k < V / kPer; ++k) {
+        const Vec16<T> raw = load16(line + p + k * kPer);
 #pragma unroll
-      for (int j = 0; j < kPer; ++j) out[k * kPer + j] = static_cast<A>(raw.v[j]);
+        for (int j = 0; j < kPer; ++j) out[k * kPer + j] = static_cast<A>(raw.v[j]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) out[j] = p + j < limit ? static_cast<A>(line[p + j]) : fill;
     }
   } else {
 #pragma unroll
     for (int j = 0; j < V; ++j) out[j] = p + j < limit ? static_cast<A>(line[(p + j) * stride]) : fill;
   }
 }
-
-template <int V, class T, class A>
-__device__ __forceinline__ void store_vector(T* line, int64_t stride, int64_t p, int64_t limit, bool vectorized,
-                                             const A* v) {
+template <int V, bool kVectors, class T, class A, class I>
+__device__ __forceinline__ void store_vector(T* line, int64_t stride, I p, I limit, const A* v) {
   constexpr int kPer = Vec16<T>::kSize;
-  if (vectorized && p + V <= limit) {
+  if constexpr (kVectors) {
+    if (p + V <= limit) {
 #pragma unroll
-    for (int k = 0; k < V / kPer; ++k) {
-      Vec16<T> raw;
+      for (int k = 0; k < V / kPer; ++k) {
+        Vec16<T> raw;
 #pragma unroll
-      for (int j = 0; j < kPer; ++j) raw.v[j] = static_cast<T>(v[k * kPer + j]);
-      store16(line + p + k * kPer, raw);
+        for (int j = 0; j < kPer; ++j) raw.v[j] = static_cast<T>(v[k * kPer + j]);
+        store16(line + p + k * kPer, raw);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (p + j < limit) line[p + j] = static_cast<T>(v[j]);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < V; ++j)
       if (p + j < limit) line[(p + j) * stride] = static_cast<T>(v[j]);
   }
+}
+// The same with the access chosen at run time.
+template <int V, class T, class A>
+__device__ __forceinline__ void load_vector(const T* line, int64_t stride, int64_t p, int64_t limit, bool vectorized,
+                                            A fill, A* out) {
+  if (vectorized)
+    load_vector<V, true>(line, stride, p, limit, fill, out);
+  else
+    load_vector<V, false>(line, stride, p, limit, fill, out);
+}
+template <int V, class T, class A>
+__device__ __forceinline__ void store_vector(T* line, int64_t stride, int64_t p, int64_t limit, bool vectorized,
+                                             const A* v) {
+  if (vectorized)
+    store_vector<V, true>(line, stride, p, limit, v);
+  else
+    store_vector<V, false>(line, stride, p, limit, v);
 }
 
 // The kColumns neighbouring values at position l of a line of columns (fill at or past `length`):
@@ -157,21 +184,68 @@ __device__ __forceinline__ GroupFold<kScope, Scratch, Each> group_fold(Each each
   return {each, scratch, width};
 }
 
-// The row's Writer from what this thread holds: one reduction of partials, or the math's solve.
+// A Writer applied to each held element in turn (the maths without a held form of their own).
+template <class Math, class Writer>
+struct EachElement {
+  Writer w;
+  template <int N>
+  __device__ __forceinline__ void apply(typename Math::Value (&v)[Math::kInputs][N]) const {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      typename Math::Value e[Math::kInputs];
+#pragma unroll
+      for (int t = 0; t < Math::kInputs; ++t) e[t] = v[t][i];
+      v[0][i] = w(e);
+    }
+  }
+};
+template <class Math, class Writer>
+__device__ __forceinline__ EachElement<Math, Writer> each_element(Writer w) {
+  return {w};
+}
+
+// Whether the math has a held form (hold() and held_writer(): common/softmax_math.hpp).
+template <class Math>
+concept HoldsRows = requires(const Math& m, typename Math::Value (&v)[Math::kInputs][1], typename Math::Partial p) {
+  m.hold(v);
+  m.held_writer(p, p);
+};
+
+// The partial of the values this thread holds (which a math with a held form may transform).
+template <class Math, int N>
+__device__ __forceinline__ typename Math::Partial held_partial(const Math& math,
+                                                               typename Math::Value (&v)[Math::kInputs][N]) {
+  if constexpr (HoldsRows<Math>)
+    return math.hold(v);
+  else
+    return math.partial(v);
+}
+// What writes the outputs in place of the held values, from the row's total and this thread's partial.
+template <class Math>
+__device__ __forceinline__ auto held_output(const Math& math, const typename Math::Partial& total,
+                                            const typename Math::Partial& local) {
+  if constexpr (HoldsRows<Math>)
+    return math.held_writer(total, local);
+  else
+    return each_element<Math>(math.writer(total));
+}
+
+// The outputs of the row this thread holds, in place of its values (v[0]): one reduction of
+// partials, or the math's solve.
 template <ReduceScope kScope, class Math, int N>
-__device__ __forceinline__ typename Math::Writer held_writer(const Math& math,
-                                                             const typename Math::Value (&v)[Math::kInputs][N],
-                                                             ReduceScratch<typename Math::Partial>& scratch,
-                                                             int group) {
+__device__ __forceinline__ void held_outputs(const Math& math, typename Math::Value (&v)[Math::kInputs][N],
+                                             ReduceScratch<typename Math::Partial>& scratch, int group) {
   if constexpr (Math::kIterative) {
     auto each = [&](auto f) {
 #pragma unroll
       for (int i = 0; i < N; ++i) f(v[0][i]);
     };
     // Counts as A: a held row is far below 2^24 elements.
-    return math.template solve<typename Math::Value>(group_fold<kScope>(each, scratch, group));
+    each_element<Math>(math.template solve<typename Math::Value>(group_fold<kScope>(each, scratch, group))).apply(v);
   } else {
-    return math.writer(group_allreduce<kScope>(math.partial(v), Combine<Math>{}, Math::identity(), scratch, group));
+    const typename Math::Partial local = held_partial(math, v);
+    held_output(math, group_allreduce<kScope>(local, Combine<Math>{}, Math::identity(), scratch, group), local)
+        .apply(v);
   }
 }
 
@@ -193,7 +267,7 @@ inline constexpr int kWarpRowMinBlocks = BARACUDA_SOFTMAX_WARP_MIN_BLOCKS;
 template <class Math>
 inline constexpr int kWarpMinBlocks = Math::kIterative ? BARACUDA_SPARSE_WARP_MIN_BLOCKS : kWarpRowMinBlocks;
 
-template <class Math, class Load, class Store, int kChunks, ReduceScope kScope>
+template <class Math, class Load, class Store, int kChunks, ReduceScope kScope, bool kVectors>
 __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads : kMaxBlockThreads,
                                   kScope == ReduceScope::warp ? kWarpMinBlocks<Math> : 1) held_rows(Args a) {
   using T = Types<Math, Load, Store>;
@@ -222,24 +296,22 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
   for (int64_t first_row = first; first_row < a.rows; first_row += step) {
     // A warp's last groups may have no row left: they load nothing but still take part in shuffles.
     const int64_t row = first_row + (kScope == ReduceScope::warp ? threadIdx.x / group : 0);
-    const int64_t length = row < a.rows ? a.length : 0;
+    // Positions in 32 bits: a held row is at most held_capacity() elements.
+    const int length = row < a.rows ? static_cast<int>(a.length) : 0;
     int64_t base[kSoftmaxTensors] = {};
     if (length > 0) a.walk.offsets(row, base);
     A v[kIn][kChunks * V];
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
-      const int64_t p = (int64_t(c) * group + rank) * V;
+      const int p = (c * group + rank) * V;
 #pragma unroll
       for (int t = 0; t < kIn; ++t)
-        load_vector<V>(in[t] + base[t], a.stride[t], p, length, a.vectorized, Math::fill(), &v[t][c * V]);
+        load_vector<V, kVectors>(in[t] + base[t], a.stride[t], p, length, Math::fill(), &v[t][c * V]);
     }
-    const typename Math::Writer w = held_writer<kScope>(math, v, scratch, group);
+    held_outputs<kScope>(math, v, scratch, group);
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      A o[V];
-      outputs<V, Math>(w, v, c * V, o);
-      store_vector<V>(out + base[2], a.stride[2], (int64_t(c) * group + rank) * V, length, a.vectorized, o);
-    }
+    for (int c = 0; c < kChunks; ++c)
+      store_vector<V, kVectors>(out + base[2], a.stride[2], (c * group + rank) * V, length, &v[0][c * V]);
   }
 }
 
@@ -295,19 +367,19 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_rows(Arg
         load_vector<V>(in[t] + base[t], a.stride[t], p, end, a.vectorized, Math::fill(), &v[t][at]);
     };
     [[maybe_unused]] A held[kIn][(kChunks > 0 ? kChunks : 1) * V];
-    Partial part = Math::identity();
+    Partial local = Math::identity();  // of this thread's elements
     if constexpr (kChunks > 0) {
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) load(first + c * step, held, c * V);
-      part = math.partial(held);
+      local = held_partial(math, held);
     } else {
       for (int64_t p = first; p < end; p += step) {
         A v[kIn][V];
         load(p, v, 0);
-        part = Math::combine(part, math.partial(v));
+        local = Math::combine(local, math.partial(v));
       }
     }
-    part = block_allreduce(part, Combine<Math>{}, Math::identity(), scratch);
+    const Partial part = block_allreduce(local, Combine<Math>{}, Math::identity(), scratch);
     Partial* partials = static_cast<Partial*>(a.partials) + row * a.splits;
     ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> done(a.done[row]);
     if (threadIdx.x == 0) {
@@ -318,16 +390,16 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_rows(Arg
     __syncthreads();
     // Every thread folds the row's partials from L2 (another SM wrote them) in one fixed tree.
     Partial total = Math::identity();
-    for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x) total = Math::combine(total, load_global(partials + s));
-    const typename Math::Writer w = math.writer(block_allreduce(total, Combine<Math>{}, Math::identity(), scratch));
+    for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x)
+      total = Math::combine(total, load_global(partials + s));
+    total = block_allreduce(total, Combine<Math>{}, Math::identity(), scratch);
     if constexpr (kChunks > 0) {
+      held_output(math, total, local).apply(held);
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        A o[V];
-        outputs<V, Math>(w, held, c * V, o);
-        store_vector<V>(out + base[2], a.stride[2], first + c * step, end, a.vectorized, o);
-      }
+      for (int c = 0; c < kChunks; ++c)
+        store_vector<V>(out + base[2], a.stride[2], first + c * step, end, a.vectorized, &held[0][c * V]);
     } else {
+      const typename Math::Writer w = math.writer(total);
       for (int64_t p = first; p < end; p += step) {
         A v[kIn][V], o[V];
         load(p, v, 0);
@@ -512,19 +584,27 @@ struct Launcher {
   int64_t sms() const { return ctx.target.sm_count; }
   cudaStream_t stream() const { return native(ctx.stream); }
 
+  // f(std::bool_constant<vectorized>{}): the kernels compiled for 16-byte or strided access.
+  template <class F>
+  Status with_access(F&& f) const {
+    return a.vectorized ? f(std::true_type{}) : f(std::false_type{});
+  }
+
   template <ReduceScope kScope>
   Status held() {
     const SoftmaxGeometry& g = p.geometry;
     return with_chunks<T::kMaxChunks>(g.chunks, [&](auto chunks) {
-      const auto kernel = held_rows<Math, Load, Store, decltype(chunks)::value, kScope>;
-      if constexpr (kScope == ReduceScope::cluster) {
-        return launch_clusters(kernel, blocks_for(p.rows, sms()), g.threads, g.cluster, "softmax cluster_row");
-      } else {
-        const int64_t rows_per_block = kScope == ReduceScope::warp ? g.threads / g.lanes : 1;
-        const unsigned blocks = blocks_for(ceil_div(p.rows, rows_per_block), sms() * (2048 / g.threads) * 4);
-        kernel<<<blocks, g.threads, 0, stream()>>>(a);
-        return last_launch_status("softmax held_rows");
-      }
+      return with_access([&](auto vectors) {
+        const auto kernel = held_rows<Math, Load, Store, decltype(chunks)::value, kScope, decltype(vectors)::value>;
+        if constexpr (kScope == ReduceScope::cluster) {
+          return launch_clusters(kernel, p.rows, g.threads, g.cluster, "softmax cluster_row");
+        } else {
+          const int64_t rows_per_block = kScope == ReduceScope::warp ? g.threads / g.lanes : 1;
+          const unsigned blocks = blocks_for(ceil_div(p.rows, rows_per_block), sms() * (2048 / g.threads) * 4);
+          kernel<<<blocks, g.threads, 0, stream()>>>(a);
+          return last_launch_status("softmax held_rows");
+        }
+      });
     });
   }
 
@@ -552,11 +632,13 @@ struct Launcher {
         g.chunks, [&](auto chunks) { return launch(split_rows<Math, Load, Store, decltype(chunks)::value>); });
   }
 
-  // A launch in clusters of `cluster` blocks (sm_90; a plain launch for one).
+  // A launch of `units` clusters of `cluster` blocks (sm_90; a plain launch for one), no more than
+  // the device holds at once: each cluster walks units in turn (cluster_row measured on H200, f32
+  // [4096, 131072]: 132 clusters of 8 in waves 1.67 ms, the 15 resident 1.64 ms).
   template <class Kernel>
-  Status launch_clusters(Kernel kernel, unsigned blocks, int threads, int cluster, const char* what) {
+  Status launch_clusters(Kernel kernel, int64_t units, int threads, int cluster, const char* what) {
     cudaLaunchConfig_t config{};
-    config.gridDim = dim3(blocks * cluster);
+    config.gridDim = dim3(static_cast<unsigned>(cluster));
     config.blockDim = dim3(threads);
     config.stream = stream();
     cudaLaunchAttribute attribute{};
@@ -565,6 +647,16 @@ struct Launcher {
     attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
     config.attrs = &attribute;
     config.numAttrs = cluster > 1 ? 1 : 0;
+    int resident = 0;
+    if (cluster > 1) {
+      if (Status s = cuda_status(cudaOccupancyMaxActiveClusters(&resident, kernel, &config), what); !s) return s;
+    } else {
+      if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, 0), what);
+          !s)
+        return s;
+      resident *= static_cast<int>(sms());
+    }
+    config.gridDim = dim3(blocks_for(units, std::max(resident, 1)) * static_cast<unsigned>(cluster));
     return cuda_status(cudaLaunchKernelEx(&config, kernel, a), what);
   }
 
@@ -572,9 +664,7 @@ struct Launcher {
   Status outer() {
     const SoftmaxGeometry& g = p.geometry;
     const int64_t tiles = ceil_div(ceil_div(p.rows, kColumns), g.lanes);
-    return launch_clusters(outer_columns<Math, Load, Store, kColumns>,
-                           blocks_for(tiles, sms() * (2048 / g.threads) / g.cluster), g.threads, g.cluster,
-                           "softmax outer");
+    return launch_clusters(outer_columns<Math, Load, Store, kColumns>, tiles, g.threads, g.cluster, "softmax outer");
   }
 
   Status run() {
