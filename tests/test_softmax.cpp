@@ -559,7 +559,7 @@ class SoftmaxLongRowTest : public SoftmaxTest {
 TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
   std::vector<std::pair<Shape, std::string>> cases{{{(int64_t{1} << 24) + 3}, ""}, {{40, 131072}, "split_row"}};
   if (backend() == Backend::cuda) {
-    const int64_t limit = split_row_held_limit(16);
+    const int64_t limit = split_row_held_limit(32);
     cases.push_back({{2, limit}, "split_row"});
     cases.push_back({{2, limit + 1}, "split_row"});
   }
@@ -584,7 +584,7 @@ TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
 // split_row's sku names its pieces and whether they are held (chunks > 0): both sides of the limit.
 TEST_P(SoftmaxLongRowTest, SplitRowHoldsPiecesUpToOneAnSm) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "split_row is CUDA's";
-  const int64_t limit = split_row_held_limit(16);
+  const int64_t limit = split_row_held_limit(32);
   PlanPreference pref;
   pref.variant = "split_row";
   auto chunks = [&](int64_t length) {
@@ -592,14 +592,12 @@ TEST_P(SoftmaxLongRowTest, SplitRowHoldsPiecesUpToOneAnSm) {
     const std::string geometry = sku.substr(0, sku.rfind('.'));
     return std::stoi(geometry.substr(geometry.rfind('x') + 1));
   };
-  // A piece holds at most 16 f32 values a thread (4 vectors): 8192 elements.
-  EXPECT_EQ(chunks(limit), 4);
+  EXPECT_EQ(chunks(limit), 8);
   EXPECT_EQ(chunks(limit + 1), 0);
-  EXPECT_EQ(chunks(16384), 4);
-  EXPECT_EQ(chunks(16385), 4);  // three pieces of 5464 (whole vectors): 3 vectors a thread, rounded to 4
+  EXPECT_EQ(chunks(16384), 8);
+  EXPECT_EQ(chunks(16385), 8);  // two pieces of 8196 (whole vectors): 5 vectors a thread, rounded to 8
   EXPECT_EQ(chunks(8192), 4);
-  EXPECT_EQ(chunks(8193), 4);  // two pieces of 4100: 3 vectors, rounded to 4
-  EXPECT_EQ(chunks(4096), 2);
+  EXPECT_EQ(chunks(8193), 8);
   EXPECT_EQ(chunks(1), 1);
 }
 

@@ -64,6 +64,16 @@ BARACUDA_HD A softmax_sqrt(A x) {
 #endif
 }
 
+// The larger of a and b, a NaN ignored (C's fmax).
+template <class A>
+BARACUDA_HD A fmax_of(A a, A b) {
+#if defined(__CUDA_ARCH__)
+  return fmax(a, b);
+#else
+  return std::fmax(a, b);
+#endif
+}
+
 // Sparsemax and entmax15: the kinds whose forward needs several passes over a row.
 BARACUDA_HD constexpr bool is_sparse(SoftmaxKind kind) {
   return kind == SoftmaxKind::sparsemax || kind == SoftmaxKind::entmax15;
@@ -145,11 +155,13 @@ struct SoftmaxForwardMath {
     A max_k[K], sum_k[K];
     BARACUDA_UNROLL
     for (int k = 0; k < K; ++k) max_k[k] = minus_infinity<A>(), sum_k[k] = A(0);
+    // fmax, one instruction on the GPU (a compare and a select take two): it ignores a NaN, whose
+    // exp then makes the sum NaN all the same.
     BARACUDA_UNROLL
-    for (int i = 0; i < N; ++i) max_k[i % K] = in[0][i] > max_k[i % K] ? in[0][i] : max_k[i % K];
+    for (int i = 0; i < N; ++i) max_k[i % K] = fmax_of(max_k[i % K], in[0][i]);
     A max = max_k[0];
     BARACUDA_UNROLL
-    for (int k = 1; k < K; ++k) max = max_k[k] > max ? max_k[k] : max;
+    for (int k = 1; k < K; ++k) max = fmax_of(max, max_k[k]);
     const A base = max == minus_infinity<A>() ? A(0) : max;
     if (kind == SoftmaxKind::softmax) {
       BARACUDA_UNROLL

@@ -94,8 +94,8 @@ inline constexpr int64_t kOnePassLaneVectors = BARACUDA_SOFTMAX_LANE_VECTORS;
 inline constexpr int kMaxBlockThreads = 1024;
 inline constexpr int kMaxCluster = 8;  // the portable cluster size
 inline constexpr int64_t kClusterBlockThreads = 512;
-// split_row: blocks of kSplitThreads, two an SM, each holding a piece of a row of up to 512 x 16
-// compute-type values of each input; a row has at most one piece per SM, so that all of a row's pieces
+// split_row: blocks of kSplitThreads, two an SM, each holding a piece of a row of up to 512 x 128
+// bytes of compute-type values; a row has at most one piece per SM, so that all of a row's pieces
 // can be resident together (the kernel waits for every piece of a row before writing it).
 inline constexpr int kSplitThreads = 512;
 inline constexpr int kSplitMinBlocks = 2;
@@ -153,10 +153,8 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
     case SoftmaxVariant::split_row: {
       // The fewest pieces that each hold in a block's registers; a row longer than one SM's pieces
       // can hold takes one piece an SM, read twice (the second read mostly from L2).
-      // At most 16 values of each input a thread: 32 f32 values beside the piece's ticket state
-      // spilled 84 bytes (nvcc 13, sm_90).
       g.threads = kSplitThreads;
-      const int64_t piece_capacity = int64_t{kSplitThreads} * std::min(s.held, 16), max_splits = std::max(sm_count, 1);
+      const int64_t piece_capacity = int64_t{kSplitThreads} * s.held, max_splits = std::max(sm_count, 1);
       g.splits = std::min(ceil_div(length, piece_capacity), max_splits);
       g.split_length = v * ceil_div(ceil_div(length, g.splits), v);
       g.splits = ceil_div(length, g.split_length);
