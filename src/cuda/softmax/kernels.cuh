@@ -301,10 +301,12 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
     int64_t base[kSoftmaxTensors] = {};
     if (length > 0) a.walk.offsets(row, base);
     A v[kIn][kChunks * V];
-    if constexpr (kVectors) {
-      // Every whole vector's load first, then the conversions: with a branch around each load, each
-      // waited for the one before (bf16 [1024, 32000] block_row issued 37% more instructions than a
-      // kernel that loads first, and took 61 us to its 47: ncu, H200).
+    if constexpr (kVectors && sizeof(Load) < sizeof(A)) {
+      // 16-bit loads: every whole vector's load first, then the conversions. With a conversion after
+      // each load (and a branch around it), bf16 [1024, 32000] block_row issued 37% more instructions
+      // than a kernel that loads first and took 61 us to its 47 (ncu, H200); loading first took it
+      // to 0.0678 -> 0.0610 ms, the cluster rows [4096, 131072] 1.089 -> 1.028 ms. Not for f32: its
+      // held warp rows then spilled more and ran 0.0245 -> 0.0377 ms at [8192, 1024].
       constexpr int kPer = Vec16<Load>::kSize, kRaw = V / kPer;
       Vec16<Load> raw[kIn][kChunks][kRaw];
 #pragma unroll
@@ -337,7 +339,7 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
         const int p = (c * group + rank) * V;
 #pragma unroll
         for (int t = 0; t < kIn; ++t)
-          load_vector<V, false>(in[t] + base[t], a.stride[t], p, length, Math::fill(), &v[t][c * V]);
+          load_vector<V, kVectors>(in[t] + base[t], a.stride[t], p, length, Math::fill(), &v[t][c * V]);
       }
     }
     held_outputs<kScope>(math, v, scratch, group);
