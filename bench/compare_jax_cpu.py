@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans, softmax family, unary ops and lerp beside jitted JAX (XLA:CPU), in one run on
-this machine.
+"""The CPU backend's reductions, scans, softmax family, unary ops, lerp and indexing beside jitted JAX (XLA:CPU), in one
+run on this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
 shapes and dtypes: jax.jit, block_until_ready, the median of many wall-clock calls after a warm-up,
@@ -76,7 +76,8 @@ FORWARD_SOFTMAX = ("softmax", "log_softmax")
 SOFTMAX_RANGE = (-8.0, 8.0)
 # Ops whose profiler cases are their own shapes (the profiler's defaults), not --shapes.
 OWN_SHAPES = ("softmax", "log_softmax", "softmax_dim0", "softmax_backward", "log_softmax_backward",
-              "softmax_backward_dim0")
+              "softmax_backward_dim0", "gather", "gather_backward", "index_select", "index_select_rows", "embedding",
+              "embedding_backward")
 
 DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"
                "cumsum,cumsum_dim0,cummax,cummax_dim0,logcumsumexp,logcumsumexp_dim0,sum_backward,cumsum_backward,"
@@ -99,8 +100,48 @@ def lerp_case(op, shape, dtype):
     return fn, make
 
 
+# The indexing ops on the profiler's (a, b, k) shapes (tools/harness/rows/indexing.cpp), uniform
+# int32 indices (ours i64): each a function of (table or values, index, k) and what it needs.
+def _rows(a):
+    return jnp.arange(a)[:, None]
+
+
+INDEXING = {
+    # op: (fn(x, idx), x shape, idx shape, idx bound) for (a, b, k)
+    "gather": (lambda x, i: jnp.take_along_axis(x, i, 1), lambda a, b, k: (a, b), lambda a, b, k: (a, k),
+               lambda a, b, k: b),
+    "gather_backward": (lambda d, i: jnp.zeros((d.shape[0], GATHER_B[0]), d.dtype).at[_rows(d.shape[0]), i].add(d),
+                        lambda a, b, k: (a, k), lambda a, b, k: (a, k), lambda a, b, k: b),
+    "index_select": (lambda x, i: jnp.take(x, i, axis=1), lambda a, b, k: (a, b), lambda a, b, k: (k,),
+                     lambda a, b, k: b),
+    "index_select_rows": (lambda x, i: jnp.take(x, i, axis=0), lambda a, b, k: (a, b), lambda a, b, k: (k,),
+                          lambda a, b, k: a),
+    "embedding": (lambda x, i: jnp.take(x, i, axis=0), lambda a, b, k: (a, b), lambda a, b, k: (k,),
+                  lambda a, b, k: a),
+    "embedding_backward": (lambda d, i: jax.ops.segment_sum(d, i, GATHER_B[0]), lambda a, b, k: (k, b),
+                           lambda a, b, k: (k,), lambda a, b, k: a),
+}
+GATHER_B = [0]  # the table's extent of the case being timed (a jitted function's static size)
+
+
+def indexing_case(op, shape, dtype):
+    fn, x_shape, idx_shape, bound = INDEXING[op]
+    a, b, k = shape
+    GATHER_B[0] = b if op == "gather_backward" else a
+    jitted = jax.jit(fn)
+
+    def make(seed):
+        key = jax.random.PRNGKey(seed)
+        x = jax.random.uniform(key, x_shape(a, b, k), jnp.float32, -1.0, 1.0).astype(dtype)
+        idx = jax.random.randint(jax.random.fold_in(key, 1), idx_shape(a, b, k), 0, bound(a, b, k), jnp.int32)
+        return x, idx
+    return jitted, make
+
+
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
+    if op in INDEXING:
+        return indexing_case(op, shape, dtype)
     if op in ("lerp", "lerp_backward"):
         return lerp_case(op, shape, dtype)
     base = op.removesuffix("_dim0")
@@ -178,8 +219,10 @@ def main():
         for op in args.ops.split(","):
             shapes = args.shapes + ("," + args.vector if op == "cumsum" and args.vector else "")
             options = ["--backend=cpu", f"--iterations={args.iterations}", f"--warmup={args.warmup}"]
-            if op not in OWN_SHAPES or args.softmax_shapes:
-                options.append(f"--shapes={args.softmax_shapes if op in OWN_SHAPES else shapes}")
+            if op not in OWN_SHAPES:
+                options.append(f"--shapes={shapes}")
+            elif args.softmax_shapes and op not in INDEXING:
+                options.append(f"--shapes={args.softmax_shapes}")
             # Each round times ours, then JAX: the faster median of the rounds, so that a burst of
             # other work on the machine falls on both alike.
             ours, theirs = {}, {}

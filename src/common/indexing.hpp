@@ -38,12 +38,23 @@ struct IndexedLayout {
   BARACUDA_HD bool locate(const Idx* index, int64_t r, int64_t& values_off, int64_t& table_off) const {
     int64_t off[kRowTensors];
     rows.offsets(r, off);
-    const int64_t i = static_cast<int64_t>(index[off[1]]);
     values_off = off[0];
+    return table_row(index[off[1]], off[2], table_off);
+  }
+  // The table offset of index value `value` for a row whose table offset off dim is `table_base`,
+  // when the value is valid.
+  template <class Idx>
+  BARACUDA_HD bool table_row(Idx value, int64_t table_base, int64_t& table_off) const {
+    const int64_t i = static_cast<int64_t>(value);
     // Range first: an index value of INT64_MAX must not reach the multiplication.
     const bool valid = i >= 0 && i < dim_size && i != padding;
-    table_off = off[2] + (valid ? i : 0) * table_dim_stride;
+    table_off = table_base + (valid ? i : 0) * table_dim_stride;
     return valid;
+  }
+  // Whether a row's elements are consecutive in the values and the table (one element, or unit
+  // strides): then a row is one contiguous run on both sides.
+  BARACUDA_HD bool unit_columns() const {
+    return columns.rank == 0 || (columns.rank == 1 && columns.strides[0][0] == 1 && columns.strides[1][0] == 1);
   }
   // Offsets of element c within a row, in the values and the table.
   BARACUDA_HD void column(int64_t c, int64_t& values_step, int64_t& table_step) const {
@@ -55,11 +66,6 @@ struct IndexedLayout {
     columns.offsets(c, off);
     values_step = off[0];
     table_step = off[1];
-  }
-  template <class Idx>
-  BARACUDA_HD int64_t key(const Idx* index, int64_t r) const {
-    int64_t v, t;
-    return locate(index, r, v, t) ? t : sentinel_key;
   }
 };
 
