@@ -17,6 +17,8 @@ namespace {
 constexpr int64_t kColumnChunk = 256;
 // Elements a work item of the gather copies at least (rows of it, or a piece of one long row).
 constexpr int64_t kItem = 16384;
+// Threads of an in-order scatter (scatter_add_in_order).
+constexpr int kScatterOwners = 8;
 
 // Calls f(r, values_off, index_off, table_base) for rows [begin, end) in order (table_base: the
 // row's table offset off dim): offsets divided out once per line of the rows walker's innermost
@@ -137,7 +139,10 @@ void scatter_add_in_order(const IndexedProblem& p) {
   const Idx* index = static_cast<const Idx*>(p.index);
   const int64_t rows = layout.row_count, length = layout.row_length, extent = layout.sentinel_key;
   const bool unit = layout.unit_columns();
-#pragma omp parallel if (rows * length > kParallelThreshold)
+  // Every owner reads every entry: a few owners only, so that a many-core machine does not read the
+  // entries dozens of times over.
+  const int owners = std::min(omp_get_max_threads(), kScatterOwners);
+#pragma omp parallel num_threads(owners) if (rows * length > kParallelThreshold)
   {
     const int64_t threads = omp_get_num_threads(), share = (extent + threads - 1) / threads;
     const int64_t lo = std::min(extent, share * omp_get_thread_num()), hi = std::min(extent, lo + share);
