@@ -177,6 +177,36 @@ TEST_P(IndexingTest, EmbeddingBackwardStridedViewsAndLongRuns) {
   }
 }
 
+// The CPU's 16-bit scatter sums each destination in f32 either in a scratch as large as the table
+// (where it fits in the workspace: many entries for the table's size) or after sorting the entries:
+// the same additions in the same order, so the same bits. Both sides of that threshold: a problem
+// whose own workspace is too small for the scratch runs once with it (sort) and once with a
+// workspace large enough (scratch); one whose workspace fits it runs the scratch path.
+TEST_P(IndexingTest, CpuSixteenBitScatterScratchAndSortAgreeToTheBit) {
+  if (backend() != Backend::cpu || (dtype() != DType::bf16 && dtype() != DType::f16))
+    GTEST_SKIP() << "the CPU's 16-bit scatter";
+  for (const auto& [table_shape, index_shape] :
+       {std::pair<Shape, Shape>{{40, 3000}, {40, 20}}, std::pair<Shape, Shape>{{40, 30}, {40, 200}}}) {
+    SCOPED_TRACE(table_shape.to_string() + " " + index_shape.to_string());
+    const GatherDescriptor desc{dtype(), DType::i64, table_shape, index_shape, 1};
+    GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc));
+    Tensor dout = values(contiguous(index_shape));
+    Tensor idx = index(contiguous(index_shape), DType::i64, -2, table_shape.dims[1] + 2);
+    Tensor first = values(contiguous(table_shape)), second = values(contiguous(table_shape));
+    second.host = first.host;
+    ASSERT_OK(second.upload());
+    const size_t scratch = static_cast<size_t>(table_shape.numel()) * sizeof(float);
+    EXPECT_EQ(plan.workspace_size() >= scratch, table_shape.dims[1] == 30);
+    harness::Buffer own = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    harness::Buffer large = unwrap(harness::Buffer::allocate(backend(), std::max(scratch, plan.workspace_size())));
+    ASSERT_OK(plan.run(stream(), {own.data(), own.size()}, {dout.ref(), idx.ref(), first.mut(), nullptr}));
+    ASSERT_OK(plan.run(stream(), {large.data(), large.size()}, {dout.ref(), idx.ref(), second.mut(), nullptr}));
+    ASSERT_OK(first.download());
+    ASSERT_OK(second.download());
+    EXPECT_EQ(first.host, second.host);
+  }
+}
+
 // Along the innermost dim CUDA sums each destination line in shared memory in a fixed order, 1024
 // entries at a time, with no workspace: lines of 3000 entries over 37 slots.
 TEST_P(IndexingTest, SortedLineScatterTakesTheOrderedLineKernel) {

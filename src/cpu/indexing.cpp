@@ -126,41 +126,72 @@ struct KeyPosition {
   int64_t position;
 };
 
-// f32 and f64: each entry added straight into the table, in entry order, each thread owning a range
-// of destinations (table offsets) and reading every entry: a destination takes its entries in one
-// order whatever the thread count (deterministic), with no sort (XLA's scatter on the CPU is such a
-// loop; sorting 2^18 entries took 26 ms where it takes 0.36). 16-bit types sort instead, so that a
-// destination sums its entries in f32 before one rounding.
+// Each entry added in entry order, each thread owning a range of destinations (table offsets) and
+// reading every entry: a destination takes its entries in one order whatever the thread count
+// (deterministic), with no sort (XLA's scatter on the CPU is such a loop; sorting 2^18 entries took
+// 26 ms where this takes 0.6). f32 and f64 add straight into the table. 16-bit types sum each
+// destination in an f32 scratch indexed like the table (`scratch`, zeroed here), then add the sum to
+// the table once: the same arithmetic, in the same order, as the sorted path, so the same bits.
 template <class T, class Idx>
-void scatter_add_in_order(const IndexedProblem& p) {
+void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
+  using Acc = acc_t<T>;
+  constexpr bool kScratch = !std::is_same_v<T, Acc>;
   const IndexedLayout& layout = p.layout;
   const T* values = static_cast<const T*>(p.values);
   T* table = static_cast<T*>(p.table);
   const Idx* index = static_cast<const Idx*>(p.index);
   const int64_t rows = layout.row_count, length = layout.row_length, extent = layout.sentinel_key;
   const bool unit = layout.unit_columns();
+  const bool parallel = rows * length > kParallelThreshold;
+  if constexpr (kScratch) {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t i = 0; i < extent; ++i) scratch[i] = Acc(0);
+  }
   // Every owner reads every entry: a few owners only, so that a many-core machine does not read the
   // entries dozens of times over.
   const int owners = std::min(omp_get_max_threads(), kScatterOwners);
-#pragma omp parallel num_threads(owners) if (rows * length > kParallelThreshold)
+#pragma omp parallel num_threads(owners) if (parallel)
   {
     const int64_t threads = omp_get_num_threads(), share = (extent + threads - 1) / threads;
     const int64_t lo = std::min(extent, share * omp_get_thread_num()), hi = std::min(extent, lo + share);
-    for_rows(layout, 0, rows, [&](int64_t, int64_t values_off, int64_t index_off, int64_t base) {
-      int64_t key;
-      if (!layout.table_row(index[index_off], base, key) || key < lo || key >= hi) return;
+    // f(key, values_off) for each of this owner's entries, in entry order.
+    auto each_owned = [&](auto f) {
+      for_rows(layout, 0, rows, [&](int64_t, int64_t values_off, int64_t index_off, int64_t base) {
+        int64_t key;
+        if (layout.table_row(index[index_off], base, key) && key >= lo && key < hi) f(key, values_off);
+      });
+    };
+    each_owned([&](int64_t key, int64_t values_off) {
+      auto* out = [&] {
+        if constexpr (kScratch)
+          return scratch + key;
+        else
+          return table + key;
+      }();
       if (unit) {  // consecutive elements: a loop the compiler vectorizes
-        T* out = table + key;
         const T* from = values + values_off;
-        for (int64_t c = 0; c < length; ++c) out[c] += from[c];
+        for (int64_t c = 0; c < length; ++c) out[c] += convert<Acc>(from[c]);
         return;
       }
       for (int64_t c = 0; c < length; ++c) {
         int64_t dv, dt;
         layout.column(c, dv, dt);
-        table[key + dt] += values[values_off + dv];
+        out[dt] += convert<Acc>(values[values_off + dv]);
       }
     });
+    if constexpr (kScratch) {
+      // Each destination's sum into the table once; a destination met again adds its zeroed scratch,
+      // which leaves its element as it is (after an addition it is never -0).
+      each_owned([&](int64_t key, int64_t) {
+        for (int64_t c = 0; c < length; ++c) {
+          int64_t dv = 0, dt = c;
+          if (!unit) layout.column(c, dv, dt);
+          T& out = table[key + dt];
+          out = convert<T>(convert<Acc>(out) + scratch[key + dt]);
+          scratch[key + dt] = Acc(0);
+        }
+      });
+    }
   }
 }
 
@@ -178,8 +209,11 @@ Status scatter_add(const IndexedProblem& p) {
     count_bad_indices<Idx>(p);
     return Status::ok();
   }
-  if constexpr (std::is_same_v<T, Acc>) {
-    scatter_add_in_order<T, Idx>(p);
+  // In entry order where no sort is needed (f32, f64), or where an f32 scratch as large as the table
+  // fits in the sort's workspace (many entries for the table's size: where the sort costs most).
+  const bool scratch_fits = static_cast<uint64_t>(layout.sentinel_key) <= p.workspace_size / sizeof(Acc);
+  if (std::is_same_v<T, Acc> || scratch_fits) {
+    scatter_add_in_order<T, Idx>(p, static_cast<Acc*>(p.workspace));
     count_bad_indices<Idx>(p);
     return Status::ok();
   }
