@@ -131,9 +131,10 @@ struct KeyPosition {
 // (deterministic), with no sort (XLA's scatter on the CPU is such a loop; sorting 2^18 entries took
 // 26 ms where this takes 0.6). f32 and f64 add straight into the table. 16-bit types sum each
 // destination in an f32 scratch indexed like the table (`scratch`, zeroed here), then add the sum to
-// the table once: the same arithmetic, in the same order, as the sorted path, so the same bits.
+// the table once (`pending` marks the destinations not yet added: adding a zero twice would turn a
+// -0 into +0): the same arithmetic, in the same order, as the sorted path, so the same bits.
 template <class T, class Idx>
-void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
+void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch, unsigned char* pending) {
   using Acc = acc_t<T>;
   constexpr bool kScratch = !std::is_same_v<T, Acc>;
   const IndexedLayout& layout = p.layout;
@@ -145,7 +146,7 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
   const bool parallel = rows * length > kParallelThreshold;
   if constexpr (kScratch) {
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t i = 0; i < extent; ++i) scratch[i] = Acc(0);
+    for (int64_t i = 0; i < extent; ++i) scratch[i] = Acc(0), pending[i] = 0;
   }
   // Every owner reads every entry: a few owners only, so that a many-core machine does not read the
   // entries dozens of times over.
@@ -163,10 +164,12 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
     };
     each_owned([&](int64_t key, int64_t values_off) {
       auto* out = [&] {
-        if constexpr (kScratch)
+        if constexpr (kScratch) {
+          pending[key] = 1;
           return scratch + key;
-        else
+        } else {
           return table + key;
+        }
       }();
       if (unit) {  // consecutive elements: a loop the compiler vectorizes
         const T* from = values + values_off;
@@ -180,15 +183,15 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
       }
     });
     if constexpr (kScratch) {
-      // Each destination's sum into the table once; a destination met again adds its zeroed scratch,
-      // which leaves its element as it is (after an addition it is never -0).
+      // Each destination's sum into the table once, at its first entry.
       each_owned([&](int64_t key, int64_t) {
+        if (!pending[key]) return;
+        pending[key] = 0;
         for (int64_t c = 0; c < length; ++c) {
           int64_t dv = 0, dt = c;
           if (!unit) layout.column(c, dv, dt);
           T& out = table[key + dt];
           out = convert<T>(convert<Acc>(out) + scratch[key + dt]);
-          scratch[key + dt] = Acc(0);
         }
       });
     }
@@ -210,10 +213,13 @@ Status scatter_add(const IndexedProblem& p) {
     return Status::ok();
   }
   // In entry order where no sort is needed (f32, f64), or where an f32 scratch as large as the table
-  // fits in the sort's workspace (many entries for the table's size: where the sort costs most).
-  const bool scratch_fits = static_cast<uint64_t>(layout.sentinel_key) <= p.workspace_size / sizeof(Acc);
+  // and its pending marks fit in the sort's workspace (many entries for the table's size: where the
+  // sort costs most).
+  const uint64_t extent = static_cast<uint64_t>(layout.sentinel_key);
+  const bool scratch_fits = extent <= p.workspace_size / (sizeof(Acc) + 1);
   if (std::is_same_v<T, Acc> || scratch_fits) {
-    scatter_add_in_order<T, Idx>(p, static_cast<Acc*>(p.workspace));
+    Acc* scratch = static_cast<Acc*>(p.workspace);
+    scatter_add_in_order<T, Idx>(p, scratch, reinterpret_cast<unsigned char*>(scratch + (scratch_fits ? extent : 0)));
     count_bad_indices<Idx>(p);
     return Status::ok();
   }
