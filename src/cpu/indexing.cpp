@@ -15,27 +15,37 @@ namespace baracuda::detail::cpu {
 namespace {
 
 constexpr int64_t kColumnChunk = 256;
-// Elements a work item of the gather copies at least (rows of it, or a piece of one long row).
+// Elements of a work item: the gather copies at least this many (rows of it, or a piece of one long
+// row); zeroing and the bad-index count take blocks of it.
 constexpr int64_t kItem = 16384;
 // Threads of an in-order scatter (scatter_add_in_order).
 constexpr int kScatterOwners = 8;
 
+// Calls f(i, off) for elements [begin, end) of a walk in order, off[t] each tensor's offset: the
+// offsets divided out once a line of the innermost dim, then stepped by its strides, instead of once
+// an element (an element-mode gather spent about 30 ns an element on the divisions).
+template <int NT, class F>
+void for_offsets(const Walker<NT>& w, int64_t begin, int64_t end, F&& f) {
+  const int64_t inner = std::max<int64_t>(w.inner_size(), 1);
+  int64_t step[NT];
+  for (int t = 0; t < NT; ++t) step[t] = w.inner_stride(t);
+  for (int64_t i = begin; i < end;) {
+    const int64_t n = std::min(inner - i % inner, end - i);
+    int64_t off[NT];
+    w.offsets(i, off);
+    for (int64_t j = 0; j < n; ++j, ++i) {
+      f(i, off);
+      for (int t = 0; t < NT; ++t) off[t] += step[t];
+    }
+  }
+}
+
 // Calls f(r, values_off, index_off, table_base) for rows [begin, end) in order (table_base: the
-// row's table offset off dim): offsets divided out once per line of the rows walker's innermost
-// dim, then stepped, instead of once per row (an element-mode gather spent about 30 ns a row on
-// the divisions).
+// row's table offset off dim).
 template <class F>
 void for_rows(const IndexedLayout& layout, int64_t begin, int64_t end, F&& f) {
-  const Walker<kRowTensors>& w = layout.rows;
-  const int64_t inner = std::max<int64_t>(w.inner_size(), 1);
-  const int64_t s0 = w.inner_stride(0), s1 = w.inner_stride(1), s2 = w.inner_stride(2);
-  for (int64_t r = begin; r < end;) {
-    const int64_t n = std::min(inner - r % inner, end - r);
-    int64_t off[kRowTensors];
-    w.offsets(r, off);
-    for (int64_t j = 0; j < n; ++j) f(r + j, off[0] + j * s0, off[1] + j * s1, off[2] + j * s2);
-    r += n;
-  }
+  for_offsets(layout.rows, begin, end,
+              [&](int64_t r, const int64_t(&off)[kRowTensors]) { f(r, off[0], off[1], off[2]); });
 }
 
 template <class Idx>
@@ -46,15 +56,11 @@ void count_bad_indices(const IndexedProblem& p) {
   int64_t repeats = 1;
   const Walker<1> walker = distinct_elements(v, repeats);
   int64_t bad = 0;
-  // Lines of the walker's innermost dim: one division a line, not one an element.
-  const int64_t inner = std::max<int64_t>(walker.inner_size(), 1), step = walker.inner_stride(0);
-  const int64_t lines = v.numel() == 0 ? 0 : walker.numel() / inner;
-#pragma omp parallel for reduction(+ : bad) if (lines * inner > kParallelThreshold)
-  for (int64_t line = 0; line < lines; ++line) {
-    int64_t off[1];
-    walker.offsets(line * inner, off);
-    for (int64_t j = 0; j < inner; ++j) bad += bad_index(index[off[0] + j * step], p.layout.dim_size) ? 1 : 0;
-  }
+  const int64_t n = v.numel() == 0 ? 0 : walker.numel(), blocks = (n + kItem - 1) / kItem;
+#pragma omp parallel for reduction(+ : bad) if (n > kParallelThreshold)
+  for (int64_t b = 0; b < blocks; ++b)
+    for_offsets(walker, b * kItem, std::min(n, (b + 1) * kItem),
+                [&](int64_t, const int64_t(&off)[1]) { bad += bad_index(index[off[0]], p.layout.dim_size) ? 1 : 0; });
   *p.bad_index_count += bad * repeats;
 }
 
@@ -101,23 +107,22 @@ Status gather(const IndexedProblem& p) {
   return Status::ok();
 }
 
-// Zeroes every element of a (strided) view: an overwriting scatter's table before its sums. Lines of
-// the innermost dim (one division a line; per element, zeroing a 2M-element gradient took 6 ms).
+// Zeroes every element of a (strided) view: an overwriting scatter's table before its sums (per
+// element through offsets(), zeroing a 2M-element gradient took 6 ms); a contiguous view in runs.
 template <class Bits>
 void zero_view(const AnyTensorRef& view) {
   Bits* data = static_cast<Bits*>(const_cast<void*>(view.data));
   const Strides* strides[1] = {&view.strides};
   const Walker<1> walker = make_walker<1>(view.shape, strides);
-  const int64_t inner = std::max<int64_t>(walker.inner_size(), 1), step = walker.inner_stride(0);
-  const int64_t lines = view.numel() == 0 ? 0 : walker.numel() / inner;
-#pragma omp parallel for schedule(static) if (lines * inner > kParallelThreshold)
-  for (int64_t line = 0; line < lines; ++line) {
-    int64_t off[1];
-    walker.offsets(line * inner, off);
-    if (step == 1)
-      std::fill(data + off[0], data + off[0] + inner, Bits{0});
+  const bool contiguous = walker.rank == 0 || (walker.rank == 1 && walker.inner_stride(0) == 1);
+  const int64_t n = view.numel() == 0 ? 0 : walker.numel(), blocks = (n + kItem - 1) / kItem;
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t begin = b * kItem, end = std::min(n, begin + kItem);
+    if (contiguous)
+      std::fill(data + begin, data + end, Bits{0});
     else
-      for (int64_t j = 0; j < inner; ++j) data[off[0] + j * step] = Bits{0};
+      for_offsets(walker, begin, end, [&](int64_t, const int64_t(&off)[1]) { data[off[0]] = Bits{0}; });
   }
 }
 
@@ -131,10 +136,14 @@ struct KeyPosition {
 // (deterministic), with no sort (XLA's scatter on the CPU is such a loop; sorting 2^18 entries took
 // 26 ms where this takes 0.6). f32 and f64 add straight into the table. 16-bit types sum each
 // destination in an f32 scratch indexed like the table (`scratch`, zeroed here), then add the sum to
-// the table once (`pending` marks the destinations not yet added: adding a zero twice would turn a
-// -0 into +0): the same arithmetic, in the same order, as the sorted path, so the same bits.
+// the table at its first entry and zero it, so that its later entries add +0: the same arithmetic,
+// in the same order, as the sorted path, so the same bits. (Adding +0 leaves every value but -0 as
+// it is, and no sum leaves a -0: the sums of 16-bit values in f32 are exact multiples of the type's
+// smallest step, so a nonzero one never rounds to zero, and x + y is -0 only when both are. A byte
+// a destination to mark the sums added instead made the scratch miss the sort's workspace at
+// gather backward [1024, 1024, 256]: 1.57 -> 13.3 ms.)
 template <class T, class Idx>
-void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch, unsigned char* pending) {
+void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
   using Acc = acc_t<T>;
   constexpr bool kScratch = !std::is_same_v<T, Acc>;
   const IndexedLayout& layout = p.layout;
@@ -146,7 +155,7 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch, unsigned c
   const bool parallel = rows * length > kParallelThreshold;
   if constexpr (kScratch) {
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t i = 0; i < extent; ++i) scratch[i] = Acc(0), pending[i] = 0;
+    for (int64_t i = 0; i < extent; ++i) scratch[i] = Acc(0);
   }
   // Every owner reads every entry: a few owners only, so that a many-core machine does not read the
   // entries dozens of times over.
@@ -164,12 +173,10 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch, unsigned c
     };
     each_owned([&](int64_t key, int64_t values_off) {
       auto* out = [&] {
-        if constexpr (kScratch) {
-          pending[key] = 1;
+        if constexpr (kScratch)
           return scratch + key;
-        } else {
+        else
           return table + key;
-        }
       }();
       if (unit) {  // consecutive elements: a loop the compiler vectorizes
         const T* from = values + values_off;
@@ -183,15 +190,13 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch, unsigned c
       }
     });
     if constexpr (kScratch) {
-      // Each destination's sum into the table once, at its first entry.
       each_owned([&](int64_t key, int64_t) {
-        if (!pending[key]) return;
-        pending[key] = 0;
         for (int64_t c = 0; c < length; ++c) {
           int64_t dv = 0, dt = c;
           if (!unit) layout.column(c, dv, dt);
           T& out = table[key + dt];
           out = convert<T>(convert<Acc>(out) + scratch[key + dt]);
+          scratch[key + dt] = Acc(0);
         }
       });
     }
@@ -213,13 +218,10 @@ Status scatter_add(const IndexedProblem& p) {
     return Status::ok();
   }
   // In entry order where no sort is needed (f32, f64), or where an f32 scratch as large as the table
-  // and its pending marks fit in the sort's workspace (many entries for the table's size: where the
-  // sort costs most).
-  const uint64_t extent = static_cast<uint64_t>(layout.sentinel_key);
-  const bool scratch_fits = extent <= p.workspace_size / (sizeof(Acc) + 1);
+  // fits in the sort's workspace (many entries for the table's size: where the sort costs most).
+  const bool scratch_fits = static_cast<uint64_t>(layout.sentinel_key) <= p.workspace_size / sizeof(Acc);
   if (std::is_same_v<T, Acc> || scratch_fits) {
-    Acc* scratch = static_cast<Acc*>(p.workspace);
-    scatter_add_in_order<T, Idx>(p, scratch, reinterpret_cast<unsigned char*>(scratch + (scratch_fits ? extent : 0)));
+    scatter_add_in_order<T, Idx>(p, static_cast<Acc*>(p.workspace));
     count_bad_indices<Idx>(p);
     return Status::ok();
   }
