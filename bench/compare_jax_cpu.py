@@ -101,34 +101,32 @@ def lerp_case(op, shape, dtype):
 
 
 # The indexing ops on the profiler's (a, b, k) shapes (tools/harness/rows/indexing.cpp), uniform
-# int32 indices (ours i64): each a function of (table or values, index, k) and what it needs.
-def _rows(a):
-    return jnp.arange(a)[:, None]
+# int32 indices (ours i64). Each op: (fn(a, b, k) -> the function of (x, idx), with the table's
+# extent fixed in it, x's shape, idx's shape, the index bound), each a function of (a, b, k).
+def _scatter_rows(extent):
+    return lambda d, i: jnp.zeros((d.shape[0], extent), d.dtype).at[jnp.arange(d.shape[0])[:, None], i].add(d)
 
 
 INDEXING = {
-    # op: (fn(x, idx), x shape, idx shape, idx bound) for (a, b, k)
-    "gather": (lambda x, i: jnp.take_along_axis(x, i, 1), lambda a, b, k: (a, b), lambda a, b, k: (a, k),
-               lambda a, b, k: b),
-    "gather_backward": (lambda d, i: jnp.zeros((d.shape[0], GATHER_B[0]), d.dtype).at[_rows(d.shape[0]), i].add(d),
-                        lambda a, b, k: (a, k), lambda a, b, k: (a, k), lambda a, b, k: b),
-    "index_select": (lambda x, i: jnp.take(x, i, axis=1), lambda a, b, k: (a, b), lambda a, b, k: (k,),
-                     lambda a, b, k: b),
-    "index_select_rows": (lambda x, i: jnp.take(x, i, axis=0), lambda a, b, k: (a, b), lambda a, b, k: (k,),
-                          lambda a, b, k: a),
-    "embedding": (lambda x, i: jnp.take(x, i, axis=0), lambda a, b, k: (a, b), lambda a, b, k: (k,),
-                  lambda a, b, k: a),
-    "embedding_backward": (lambda d, i: jax.ops.segment_sum(d, i, GATHER_B[0]), lambda a, b, k: (k, b),
+    "gather": (lambda a, b, k: lambda x, i: jnp.take_along_axis(x, i, 1), lambda a, b, k: (a, b),
+               lambda a, b, k: (a, k), lambda a, b, k: b),
+    "gather_backward": (lambda a, b, k: _scatter_rows(b), lambda a, b, k: (a, k), lambda a, b, k: (a, k),
+                        lambda a, b, k: b),
+    "index_select": (lambda a, b, k: lambda x, i: jnp.take(x, i, axis=1), lambda a, b, k: (a, b),
+                     lambda a, b, k: (k,), lambda a, b, k: b),
+    "index_select_rows": (lambda a, b, k: lambda x, i: jnp.take(x, i, axis=0), lambda a, b, k: (a, b),
+                          lambda a, b, k: (k,), lambda a, b, k: a),
+    "embedding": (lambda a, b, k: lambda x, i: jnp.take(x, i, axis=0), lambda a, b, k: (a, b),
+                  lambda a, b, k: (k,), lambda a, b, k: a),
+    "embedding_backward": (lambda a, b, k: lambda d, i: jax.ops.segment_sum(d, i, a), lambda a, b, k: (k, b),
                            lambda a, b, k: (k,), lambda a, b, k: a),
 }
-GATHER_B = [0]  # the table's extent of the case being timed (a jitted function's static size)
 
 
 def indexing_case(op, shape, dtype):
     fn, x_shape, idx_shape, bound = INDEXING[op]
     a, b, k = shape
-    GATHER_B[0] = b if op == "gather_backward" else a
-    jitted = jax.jit(fn)
+    jitted = jax.jit(fn(a, b, k))
 
     def make(seed):
         key = jax.random.PRNGKey(seed)
