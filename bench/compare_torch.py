@@ -714,6 +714,7 @@ def main():
     ap.add_argument("--profiler", required=True)
     ap.add_argument("--ops", default="")
     ap.add_argument("--dtypes", default="")
+    ap.add_argument("--shapes", default="", help="the profiler's --shapes (e.g. 65536x64x8,4096x50257x1): a sweep")
     ap.add_argument("--out", default="")
     ap.add_argument("--commit", default=os.environ.get("BARACUDA_COMMIT", "unknown"))
     ap.add_argument("--no-extras", dest="extras", action="store_false", help="time PyTorch only, no EXTRA_PEERS")
@@ -727,6 +728,8 @@ def main():
             cmd.append(f"--ops={args.ops}")
         if args.dtypes:
             cmd.append(f"--dtypes={args.dtypes}")
+        if args.shapes:
+            cmd.append(f"--shapes={args.shapes}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         print(proc.stdout)
         if not os.path.exists(path):
@@ -743,7 +746,12 @@ def main():
         if case["dtype"] not in DTYPES:
             continue
         shape, dtype, peer = tuple(case["shape"]), DTYPES[case["dtype"]], case["torch"]
+        # A deterministic variant is timed beside PyTorch's deterministic mode.
+        deterministic = case["op"].endswith("_deterministic")
+        torch.use_deterministic_algorithms(deterministic)
+        torch.utils.deterministic.fill_uninitialized_memory = False  # no NaN fill of new tensors in the timing
         torch_ms, expected = time_peer(TORCH_CASES[peer], shape, dtype, case["bytes"])
+        torch.use_deterministic_algorithms(False)
         expected = expected if args.extras and peer in EXTRA_FORWARD else None
         extras = {}
         for column, build in (EXTRA_PEERS.get(peer, {}) if args.extras else {}).items():
@@ -784,7 +792,8 @@ def main():
              f"rate; % same-bytes copy is a device copy moving those bytes, timed as the cases are (it "
              f"pays the launch and ramp a small case pays). Backward "
              f"indexing cases zero the gradient inside the timed region (PyTorch's ops allocate and zero "
-             f"it). jax ms: jax.ops.segment_sum, jitted, wall-clock median of 50 calls. torch ms of sparsemax "
+             f"it). torch ms of a *_deterministic case: PyTorch under torch.use_deterministic_algorithms(True). "
+             f"jax ms: jax.ops.segment_sum, jitted, wall-clock median of 50 calls. torch ms of sparsemax "
              f"and entmax15 is the sort-based composite (sort in the input dtype, f32 cumulative sums and "
              f"threshold); of their backward, the closed form on the saved output." + extras_text,
              "",

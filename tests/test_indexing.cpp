@@ -333,11 +333,11 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
   }
 }
 
-// 16-bit defaults accumulate in f32: on CUDA the shared-row kernel along the last dim, sorted
-// elsewhere; the CPU is always sorted.
+// 16-bit defaults accumulate in f32: on CUDA the shared-row kernel along the last dim (lines of more
+// than 32 entries), sorted elsewhere; the CPU is always sorted.
 TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
   if (dtype() != DType::f16 && dtype() != DType::bf16) GTEST_SKIP() << "16-bit defaults only";
-  const Shape src{4, 64}, idx_shape{4, 32};
+  const Shape src{4, 64}, idx_shape{4, 40};
   for (int dim : {1, 0}) {
     GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), {dtype(), DType::i64, src, idx_shape, dim}));
     EXPECT_EQ(plan.precision_guarantee().accumulator, DType::f32);
@@ -351,9 +351,82 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
     }
   }
   // index_select's backward along the last dim is the same line sum.
-  IndexSelectBackwardPlan plan = unwrap(IndexSelectBackwardPlan::select(stream(), {dtype(), DType::i64, src, 1, 32}));
+  IndexSelectBackwardPlan plan = unwrap(IndexSelectBackwardPlan::select(stream(), {dtype(), DType::i64, src, 1, 40}));
   EXPECT_EQ(plan.precision_guarantee().accumulator, DType::f32);
   EXPECT_EQ(plan.sku().variant, backend() == Backend::cuda ? "atomic.rows_shared" : "sorted.rows");
+}
+
+// Lines of at most 32 entries along the innermost dim take CUDA's short-line kernel whatever the
+// destination line's length (deterministic, f32 sums, no workspace, by default too); 33 entries take
+// the shared line where it fits and the general kernels where it does not. Also an index of size 1
+// along dim (every entry alone on its line), and MoE routing's shape ([tokens, experts] <- top-k).
+// Index values span a few slots past each end: duplicates in a line and bad values.
+TEST_P(IndexingTest, ShortLinesOnBothSidesOfThirtyTwoEntries) {
+  const bool cuda = backend() == Backend::cuda;
+  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
+  struct Case {
+    int64_t lines, line_length, entries, distinct;
+    std::string cuda_default;
+  };
+  const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
+  for (const Case& c : {Case{70, 64, 8, 64, "sorted.elements_short"}, Case{70, 64, 32, 5, "sorted.elements_short"},
+                        Case{70, 64, 33, 5, "atomic.elements_shared"},
+                        Case{6, 20000, 32, 7, "sorted.elements_short"}, Case{6, 20000, 33, 7, general},
+                        Case{300, 20000, 1, 20000, "sorted.elements_short"}, Case{9, 37, 3, 37, "sorted.elements_short"}}) {
+    const Shape table_shape{c.lines, c.line_length}, idx_shape{c.lines, c.entries};
+    SCOPED_TRACE(table_shape.to_string() + " <- " + idx_shape.to_string());
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE(pref.variant);
+      const int64_t lo = c.distinct < c.line_length ? 0 : -2, hi = lo + c.distinct + 2;
+      Tensor idx = index(contiguous(idx_shape), DType::i32, lo - 2, hi);
+      Tensor dout = values(contiguous(idx_shape)), dsrc = values(contiguous(table_shape));
+      const GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, 1};
+      const std::string variant = check_scatter<GatherBackwardPlan>(
+          desc, {idx_shape, 1, false}, dout, idx, dsrc,
+          [&](int64_t* count) {
+            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+          },
+          pref);
+      Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
+      check_scatter<ScatterAddPlan>(
+          {dtype(), DType::i32, table_shape, idx_shape, 1}, {idx_shape, 1, false}, addend, idx, dst,
+          [&](int64_t* count) {
+            return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
+          },
+          pref);
+      if (cuda && pref.variant.empty()) {
+        EXPECT_EQ(variant, c.cuda_default);
+        GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc));
+        EXPECT_EQ(plan.workspace_size() == 0, c.cuda_default != "sorted.elements");
+        if (c.cuda_default == "sorted.elements_short") {
+          EXPECT_TRUE(plan.precision_guarantee().deterministic);
+          EXPECT_EQ(plan.precision_guarantee().accumulator, dtype() == DType::f64 ? DType::f64 : DType::f32);
+        }
+      }
+    }
+  }
+}
+
+// The short-line kernel over views: a transposed table (dim's stride not 1), an index broadcast
+// along the lines, and index_select's backward (one index vector for every line).
+TEST_P(IndexingTest, ShortLinesOverStridedAndBroadcastViews) {
+  const Shape table_shape{50, 300}, idx_shape{50, 12};
+  Tensor idx = index(with_strides(idx_shape, {0, 1}), DType::i64, -1, 6);
+  Tensor dout = values(with_strides(idx_shape, {1, 50})), dsrc = values(with_strides(table_shape, {1, 50}));
+  check_scatter<ScatterAddPlan>(
+      {dtype(), DType::i64, table_shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dsrc,
+      [&](int64_t* count) {
+        return ScatterAddArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+      });
+  Tensor idx1 = index(contiguous({12}), DType::i64, -1, 6);
+  Tensor g = values(contiguous(idx_shape)), gsrc = values(contiguous(table_shape));
+  const std::string variant = check_scatter<IndexSelectBackwardPlan>(
+      {dtype(), DType::i64, table_shape, 1, 12}, {idx_shape, 1, true}, g, idx1, gsrc, [&](int64_t* count) {
+        return IndexSelectBackwardArgs{g.ref(), idx1.ref(), gsrc.mut(), count};
+      });
+  if (backend() == Backend::cuda) {
+    EXPECT_EQ(variant, "sorted.rows_short");
+  }
 }
 
 // accumulate = false overwrites the output: it starts as NaN on the device and the reference

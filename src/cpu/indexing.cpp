@@ -324,7 +324,7 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   const CheckedSize bytes = problem.shape.numel() == 0 || in_order
                                 ? CheckedSize(0)
                                 : CheckedSize(rows) * static_cast<int64_t>(sizeof(KeyPosition));
-  return {IndexVariant::sorted, false, bytes};
+  return {IndexVariant::sorted, ScatterKernel::general, bytes};
 }
 
 Status launch(const LaunchContext&, const IndexedProblem& problem) {

@@ -155,6 +155,19 @@ std::string_view variant_name(IndexVariant v) {
   return "?";
 }
 
+// The sku's mark of a CUDA scatter kernel beside the general ones.
+const char* kernel_suffix(ScatterKernel k) {
+  switch (k) {
+    case ScatterKernel::general:
+      return "";
+    case ScatterKernel::shared_line:
+      return "_shared";
+    case ScatterKernel::short_lines:
+      return "_short";
+  }
+  return "?";
+}
+
 // Rows of whole 16-byte vectors at 16-byte aligned addresses, in the values and the table.
 bool vectorizable_rows(const IndexedLayout& layout, const void* values, const void* table, DType dtype) {
   const int64_t v = 16 / static_cast<int64_t>(dtype_size(dtype));
@@ -192,6 +205,7 @@ struct IndexHooks {
   static IndexVariant variant_of(const PlanChoice& c) {
     return Op::kScatter ? static_cast<IndexVariant>(c.variant + 1) : IndexVariant::copy;
   }
+  static ScatterKernel kernel_of(const PlanChoice& c) { return static_cast<ScatterKernel>(c.knob); }
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
                                      std::optional<int> forced) {
     if (!Op::kScatter) return PlanChoice{0, 0, 0};
@@ -205,7 +219,8 @@ struct IndexHooks {
       return plan_error(StatusCode::invalid_problem, Op::kSchema.plan, p.size_field,
                         "the " + std::string(variant_name(s.variant)) +
                             " scatter's workspace for this many entries would reach 2^63 bytes");
-    return PlanChoice{static_cast<int>(s.variant) - 1, static_cast<size_t>(s.workspace.value()), s.shared_rows};
+    return PlanChoice{static_cast<int>(s.variant) - 1, static_cast<size_t>(s.workspace.value()),
+                      static_cast<int64_t>(s.kernel)};
   }
   static bool nothing_to_do(const Descriptor& d) {
     const IndexedProblemDesc p = problem_of(d);
@@ -221,11 +236,12 @@ struct IndexHooks {
       g.compute = g.accumulator = d.dtype;  // an exact copy
     } else {
       // Sorted sums in f32 (f64 for f64); atomic adds into the output itself, in its own type,
-      // except in a shared-memory line (f32).
+      // except in a shared-memory line or a short line's group of lanes (f32).
       g.compute = wide;
-      g.accumulator = v == IndexVariant::atomic && !c.knob ? d.dtype : wide;
+      g.accumulator = v == IndexVariant::atomic && kernel_of(c) == ScatterKernel::general ? d.dtype : wide;
     }
-    g.deterministic = g.bit_stable = v != IndexVariant::atomic;
+    // Short lines are summed in entry order whichever the variant.
+    g.deterministic = g.bit_stable = v != IndexVariant::atomic || kernel_of(c) == ScatterKernel::short_lines;
     return g;
   }
   static IndexedLayout layout_of_views(const IndexedProblemDesc& p, const Args& a) {
@@ -237,7 +253,7 @@ struct IndexHooks {
     const IndexedProblemDesc p = problem_of(d);
     const IndexVariant v = variant_of(c);
     KernelShape k{
-        std::string(variant_name(v)) + (p.broadcast_index ? ".rows" : ".elements") + (c.knob ? "_shared" : ""),
+        std::string(variant_name(v)) + (p.broadcast_index ? ".rows" : ".elements") + kernel_suffix(kernel_of(c)),
         Layout::contiguous};
     if (!a) return k;
     const AnyTensorRef views[] = {Op::kFields[0].get(*a), Op::kFields[1].get(*a), Op::kFields[2].get(*a)};
@@ -267,7 +283,7 @@ struct IndexHooks {
     p.workspace_size = ctx.workspace.size;
     p.vectorized_rows = ctx.target.backend == Backend::cuda && p.desc.broadcast_index &&
                         vectorizable_rows(p.layout, p.values, p.table, p.desc.dtype);
-    p.shared_rows = ctx.choice.knob != 0;
+    p.kernel = kernel_of(ctx.choice);
     return p;
   }
 };

@@ -23,10 +23,17 @@ struct IndexedProblemDesc {
 };
 enum class IndexVariant : unsigned char { copy, atomic, sorted };
 
+// The CUDA scatter kernels a strategy may pick beside the general ones (atomic or sorted), for a
+// walk whose innermost dim is dim with one index value per entry (see src/cuda/indexing/):
+//  - shared_line: each destination line summed in shared memory (the line fits in it);
+//  - short_lines: lines of at most 32 entries, each summed by a group of lanes in entry order, any
+//    line length (also every entry alone on its line: an index of size 1 along dim).
+enum class ScatterKernel : unsigned char { general, shared_line, short_lines };
+
 // How a backend runs a scatter, decided at select.
 struct ScatterStrategy {
   IndexVariant variant = IndexVariant::sorted;
-  bool shared_rows = false;   // CUDA: each destination line summed in shared memory
+  ScatterKernel kernel = ScatterKernel::general;
   CheckedSize workspace = 0;  // bytes; select refuses a problem whose workspace reaches kMaxBytes
 };
 
@@ -34,7 +41,7 @@ struct IndexedProblem {
   IndexedProblemDesc desc;
   IndexVariant variant = IndexVariant::copy;
   bool vectorized_rows = false;  // rows of whole 16-byte vectors, aligned (CUDA fast path)
-  bool shared_rows = false;      // scatter along the innermost dim, each line summed in shared memory
+  ScatterKernel kernel = ScatterKernel::general;  // CUDA scatter: see ScatterKernel
   IndexedLayout layout;
   void* values = nullptr;       // out (gather) or the added values (scatter)
   void* table = nullptr;        // src (gather) or dst (scatter)

@@ -25,6 +25,8 @@ namespace baracuda::detail::cuda {
 
 // The shared-memory line of scatter_line: a destination line of up to this many bytes of sums.
 inline constexpr int64_t kSharedRowBytes = 48 * 1024;
+// scatter_short_lines: lines of up to this many entries (a warp's lanes).
+inline constexpr int64_t kShortLineEntries = 32;
 
 // The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
 struct SortedScatterWorkspace {
@@ -47,11 +49,17 @@ Status gather(const Stream& stream, const IndexedProblem& p, int sm_count);
 template <class T, class Idx>
 Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_count);
 
-// Scatter-add of p.shared_rows problems (scatter_line.cu): a destination line per block, summed in
+// Scatter-add of ScatterKernel::shared_line problems (scatter_line.cu): a destination line per block, summed in
 // shared memory, atomic or ordered by p.variant. `overwrite`: write every table element rather than
 // add to it (the walk covers every line of the table); no workspace.
 template <class T, class Idx>
 Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
+
+// Scatter-add of lines of at most kShortLineEntries entries (scatter_short.cu): a group of lanes per
+// line sums each destination's entries in entry order and adds the sum to it once (no atomics:
+// deterministic, f32 sums for 16-bit types); no workspace.
+template <class T, class Idx>
+Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm_count);
 
 // Deterministic scatter-add (scatter_sorted.cu): rows sorted by destination, summed by window in
 // p.workspace (sorted_scatter_workspace).

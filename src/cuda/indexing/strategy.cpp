@@ -5,16 +5,23 @@
 namespace baracuda::detail::cuda {
 namespace {
 
-// A scatter whose walk has dim innermost with one index value per element (element mode, or a 1-D
-// index with nothing after dim) and whose destination line fits in shared memory: each line is
-// summed in shared memory. Decided from the shapes alone (strides do not move dim in the walk).
-bool shared_rows(const IndexedProblemDesc& desc) {
+// Entries per destination line when the scatter's walk has dim innermost with one index value per
+// entry (element mode, or a 1-D index with nothing after dim), else 0. An index of size 1 along dim
+// puts every entry alone on its own line. Decided from the shapes alone (strides do not move dim in
+// the walk).
+int64_t line_entries(const IndexedProblemDesc& desc) {
   int last = desc.shape.rank - 1;
   while (last > desc.dim && desc.shape.dims[last] == 1) --last;
+  return desc.scatter && last == desc.dim ? desc.shape.dims[desc.dim] : 0;
+}
+
+ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
+  const int64_t entries = line_entries(desc);
+  if (entries <= 0) return ScatterKernel::general;
+  if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
   const size_t acc = desc.dtype == DType::f64 ? 8 : 4;
-  // dims[dim] > 1 keeps dim in the walk (a size-1 dim is dropped), so it is the walk's innermost.
-  return desc.scatter && last == desc.dim && desc.shape.dims[desc.dim] > 1 &&
-         static_cast<size_t>(desc.table_shape.dims[desc.dim]) * acc <= kSharedRowBytes;
+  return static_cast<size_t>(desc.table_shape.dims[desc.dim]) * acc <= kSharedRowBytes ? ScatterKernel::shared_line
+                                                                                      : ScatterKernel::general;
 }
 
 }  // namespace
@@ -22,12 +29,14 @@ bool shared_rows(const IndexedProblemDesc& desc) {
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
                                  bool deterministic) {
   ScatterStrategy s;
-  s.shared_rows = shared_rows(problem);
+  s.kernel = scatter_kernel(problem);
   // 16-bit types accumulate in f32 by default: atomically only in the shared line, else sorted.
+  // Short lines are summed in entry order at no cost: sorted (deterministic) by default.
   const bool sixteen_bit = problem.dtype == DType::f16 || problem.dtype == DType::bf16;
-  const bool atomic_default = !deterministic && (!sixteen_bit || s.shared_rows);
+  const bool atomic_default = !deterministic && s.kernel != ScatterKernel::short_lines &&
+                              (!sixteen_bit || s.kernel == ScatterKernel::shared_line);
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
-  if (s.variant == IndexVariant::sorted && !s.shared_rows && problem.shape.numel() > 0) {
+  if (s.variant == IndexVariant::sorted && s.kernel == ScatterKernel::general && problem.shape.numel() > 0) {
     int64_t rows = 0, length = 0;
     rows_and_length(problem, rows, length);
     s.workspace = sorted_scatter_workspace(rows, length, problem.dtype).total();

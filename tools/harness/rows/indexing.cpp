@@ -401,7 +401,7 @@ std::vector<std::unique_ptr<OpRow>> indexing_rows() {
                                                       bench_embedding<true>),
               with_deterministic<EmbeddingDescriptor>("embedding_backward_skewed",
                                                       "embedding_backward_skewed_deterministic",
-                                                      "aten.embedding_dense_backward (log-uniform)", {DType::f32},
+                                                      "aten.embedding_dense_backward (log-uniform)", bench_floats(),
                                                       skewed_shapes, bench_embedding<true>, true)),
        forward_of<EmbeddingPlan>,
        Gradient{"dout", "out", {{"dweight", "weight"}}}}));

@@ -1,0 +1,99 @@
+// Scatter-add of short lines (either variant): the walk's innermost dim is dim with at most
+// kShortLineEntries entries a line (MoE routing's top-k gradient, [tokens, experts] <- [tokens, k]),
+// or an index of size 1 along dim (every entry alone on its line: a cross-entropy's target logit,
+// [rows, vocab] <- [rows, 1]). A group of `group` lanes (the entries rounded up to a power of two)
+// takes a line, one entry a lane; lanes whose entries meet at one destination are matched
+// (__match_any_sync on the table offset) and the lowest sums them in lane order, in f32 for 16-bit
+// types, then adds the sum to the destination with a plain load and store. No other group touches
+// that line, so there is no atomic, no workspace and no shared line to clear, whatever the line's
+// length: the same bits on every run, one rounding per destination.
+#include <algorithm>
+
+#include "cuda/common/check.cuh"
+#include "cuda/common/launch.cuh"
+#include "cuda/common/scatter_ops.cuh"
+#include "cuda/indexing/strategies.hpp"
+
+namespace baracuda::detail::cuda {
+namespace {
+
+// Rounds of a warp's lines whose loads are issued together (each lane has one entry a round).
+inline constexpr int kShortRounds = 4;
+inline constexpr int kWarpsPerBlock = kThreads / 32;
+
+template <class T, class Idx>
+__global__ void __launch_bounds__(kThreads) scatter_short_lines_kernel(IndexedLayout layout, const T* values, T* table,
+                                                                       const Idx* index, int64_t entries, int group) {
+  using Acc = acc_t<T>;
+  const int lane = threadIdx.x % 32;
+  const int first = lane & -group;  // the group's first lane (group is a power of two)
+  const int64_t e = lane - first;
+  const int64_t lines = layout.row_count / entries;
+  const int64_t per_round = 32 / group, per_step = per_round * kShortRounds;
+  const int64_t warp = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
+  // line0 is the same across the warp: every lane reaches the warp-wide matches and shuffles.
+  for (int64_t line0 = warp * per_step; line0 < lines; line0 += warps * per_step) {
+    Acc x[kShortRounds];
+    int64_t table_off[kShortRounds];
+    bool valid[kShortRounds];
+#pragma unroll
+    for (int k = 0; k < kShortRounds; ++k) {
+      const int64_t line = line0 + k * per_round + lane / group;
+      const bool inside = line < lines && e < entries;
+      int64_t values_off = 0;
+      table_off[k] = 0;
+      valid[k] = inside && layout.locate(index, line * entries + e, values_off, table_off[k]);
+      x[k] = inside ? static_cast<Acc>(values[values_off]) : Acc(0);  // not waiting on the index
+    }
+    Acc sum[kShortRounds];
+    bool leads[kShortRounds];
+#pragma unroll
+    for (int k = 0; k < kShortRounds; ++k) {
+      // Lanes without a valid entry get keys no offset can equal, so they match only themselves.
+      const unsigned long long key = valid[k] ? static_cast<unsigned long long>(table_off[k]) : ~0ull - lane;
+      const unsigned same = __match_any_sync(0xffffffffu, key);
+      leads[k] = valid[k] && lane == __ffs(same) - 1;
+      sum[k] = ScatterSum::identity<Acc>();
+      for (int j = 0; j < group; ++j) {
+        const Acc y = __shfl_sync(0xffffffffu, x[k], first + j);
+        if ((same >> (first + j)) & 1u) sum[k] = ScatterSum::reduce(sum[k], y);
+      }
+    }
+    T old[kShortRounds];
+#pragma unroll
+    for (int k = 0; k < kShortRounds; ++k) old[k] = leads[k] ? table[table_off[k]] : T{};
+#pragma unroll
+    for (int k = 0; k < kShortRounds; ++k)
+      if (leads[k]) {
+        ScatterSum::combine(&old[k], sum[k]);
+        table[table_off[k]] = old[k];
+      }
+  }
+}
+
+}  // namespace
+
+template <class T, class Idx>
+Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm_count) {
+  const IndexedLayout& layout = p.layout;
+  // One entry a line when the index has size 1 along dim (dim then left the walk), else dim's size.
+  const int64_t entries = p.desc.shape.dims[p.desc.dim] > 1 ? layout.rows.inner_size() : 1;
+  int group = 1;
+  while (group < entries) group *= 2;
+  const int64_t lines = layout.row_count / entries;
+  const int64_t lines_per_block = int64_t(kWarpsPerBlock) * (32 / group) * kShortRounds;
+  const int64_t needed = (lines + lines_per_block - 1) / lines_per_block;
+  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(sm_count) * 8));
+  scatter_short_lines_kernel<T, Idx><<<blocks, kThreads, 0, native(stream)>>>(
+      layout, static_cast<const T*>(p.values), static_cast<T*>(p.table), static_cast<const Idx*>(p.index), entries,
+      group);
+  return last_launch_status("scatter_short_lines_kernel");
+}
+
+#define BARACUDA_INSTANTIATE(T, Idx) \
+  template Status scatter_short_lines<T, Idx>(const Stream&, const IndexedProblem&, int);
+BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
+#undef BARACUDA_INSTANTIATE
+
+}  // namespace baracuda::detail::cuda
