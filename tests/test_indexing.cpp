@@ -356,31 +356,47 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
   EXPECT_EQ(plan.sku().variant, backend() == Backend::cuda ? "atomic.rows_shared" : "sorted.rows");
 }
 
-// Lines of at most 32 entries along the innermost dim take CUDA's short-line kernel whatever the
-// destination line's length (deterministic, f32 sums, no workspace, by default too); 33 entries take
-// the shared line where it fits and the general kernels where it does not. Also an index of size 1
-// along dim (every entry alone on its line), and MoE routing's shape ([tokens, experts] <- top-k).
-// Index values span a few slots past each end: duplicates in a line and bad values.
-TEST_P(IndexingTest, ShortLinesOnBothSidesOfThirtyTwoEntries) {
+// CUDA's scatter kernels along the innermost dim, on both sides of each threshold: lines of at most
+// 32 entries take the short-line kernel whatever the destination line's length (deterministic, f32
+// sums, no workspace, by default too); more entries take the shared line where the line fits in
+// shared memory (12288 f32 sums, 6144 f64), in slabs of that size while the entries are at most a
+// quarter of a slab, and the general kernels past that. Also an index of size 1 along dim (every
+// entry alone on its line) and MoE routing's shape ([tokens, experts] <- top-k). Index values span a
+// few slots past each end: duplicates in a line and bad values.
+TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const bool cuda = backend() == Backend::cuda;
   const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
+  const int64_t slots = dtype() == DType::f64 ? 6144 : 12288;
   struct Case {
     int64_t lines, line_length, entries, distinct;
     std::string cuda_default;
   };
   const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
-  for (const Case& c : {Case{70, 64, 8, 64, "sorted.elements_short"}, Case{70, 64, 32, 5, "sorted.elements_short"},
-                        Case{70, 64, 33, 5, "atomic.elements_shared"},
-                        Case{6, 20000, 32, 7, "sorted.elements_short"}, Case{6, 20000, 33, 7, general},
-                        Case{300, 20000, 1, 20000, "sorted.elements_short"}, Case{9, 37, 3, 37, "sorted.elements_short"}}) {
+  const std::string shared = "atomic.elements_shared", short_lines = "sorted.elements_short";
+  const std::vector<Case> cases = {
+      {70, 64, 8, 64, short_lines},
+      {70, 64, 32, 5, short_lines},
+      {70, 64, 33, 5, shared},
+      {6, 20000, 32, 7, short_lines},
+      {6, 20000, 33, 7, shared},  // slabs
+      {3, slots, 40, slots, shared},
+      {3, slots + 1, 40, slots + 1, shared},  // two slabs, the second of one slot
+      {2, 4 * slots, slots / 4, 4 * slots, shared},
+      {2, 4 * slots, slots / 4 + 1, 4 * slots, general},
+      {300, 20000, 1, 20000, short_lines},
+      {9, 37, 3, 37, short_lines}};
+  for (const Case& c : cases) {
     const Shape table_shape{c.lines, c.line_length}, idx_shape{c.lines, c.entries};
     SCOPED_TRACE(table_shape.to_string() + " <- " + idx_shape.to_string());
     for (const PlanPreference& pref : scatter_variants()) {
       SCOPED_TRACE(pref.variant);
       const int64_t lo = c.distinct < c.line_length ? 0 : -2, hi = lo + c.distinct + 2;
       Tensor idx = index(contiguous(idx_shape), DType::i32, lo - 2, hi);
-      Tensor dout = values(contiguous(idx_shape)), dsrc = values(contiguous(table_shape));
-      const GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, 1};
+      // The gradient overwrites a poisoned table (the reference starts from zeros); scatter_add adds.
+      Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
+      std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+      GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, 1};
+      desc.accumulate = false;
       const std::string variant = check_scatter<GatherBackwardPlan>(
           desc, {idx_shape, 1, false}, dout, idx, dsrc,
           [&](int64_t* count) {
@@ -398,7 +414,7 @@ TEST_P(IndexingTest, ShortLinesOnBothSidesOfThirtyTwoEntries) {
         EXPECT_EQ(variant, c.cuda_default);
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc));
         EXPECT_EQ(plan.workspace_size() == 0, c.cuda_default != "sorted.elements");
-        if (c.cuda_default == "sorted.elements_short") {
+        if (c.cuda_default == short_lines) {
           EXPECT_TRUE(plan.precision_guarantee().deterministic);
           EXPECT_EQ(plan.precision_guarantee().accumulator, dtype() == DType::f64 ? DType::f64 : DType::f32);
         }

@@ -12,7 +12,8 @@ namespace {
 
 // Element mode along the innermost dim (torch.gather's backward along the last dim, index_select's
 // backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
-// 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it. The
+// 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it. A line
+// longer than shared memory holds is cut into slabs (LineSlab), a block each. The
 // entries (index value, value) come in tiles of kLineTile, one tile ahead: the next tile's loads are
 // issued before the current tile is summed and its line written. Two ways to sum a tile:
 //  - atomic: shared-memory atomics; the order of the additions varies from run to run;
@@ -30,22 +31,42 @@ struct LineTile {
   Acc value[kLineItems];
 };
 
-// Tile `tile` of walk line `line`: coalesced loads, values loaded independently of their index.
+// A block's share of the table: slots [first, first + width) of walk line `line` (the whole line
+// when it fits in shared memory, else a slab of kSharedRowBytes of sums; a line of several slabs has
+// its entries read once per slab, each slab keeping those that land in it).
+struct LineSlab {
+  int64_t line = 0, first = 0, width = 0;
+};
+template <bool kSlabs>
+__device__ __forceinline__ LineSlab slab_of(int64_t item, int64_t slabs_per_line, int64_t slots, int64_t dim_size) {
+  LineSlab s;
+  if constexpr (!kSlabs) {  // a line a block: the single-slab kernel keeps its registers
+    s.line = item;
+    s.width = dim_size;
+    return s;
+  }
+  s.line = item / slabs_per_line;
+  s.first = (item - s.line * slabs_per_line) * slots;
+  s.width = min(slots, dim_size - s.first);
+  return s;
+}
+
+// Tile `tile` of a slab's line: coalesced loads, values loaded independently of their index.
 template <class T, class Idx>
 __device__ __forceinline__ void load_line_tile(const IndexedLayout& layout, const T* values, const Idx* index,
-                                               int64_t line, int64_t tile, LineTile<acc_t<T>>& t) {
+                                               const LineSlab& slab, int64_t tile, LineTile<acc_t<T>>& t) {
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size();
   int64_t base[kRowTensors];
-  w.offsets(line, base, w.rank - 1);
+  w.offsets(slab.line, base, w.rank - 1);
 #pragma unroll
   for (int u = 0; u < kLineItems; ++u) {
     const int64_t c = tile * kLineTile + u * int64_t(kThreads) + threadIdx.x;
     const bool inside = c < inner;
     const int64_t i = inside ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
     const acc_t<T> v = inside ? static_cast<acc_t<T>>(values[base[0] + c * w.inner_stride(0)]) : acc_t<T>(0);
-    const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
-    t.key[u] = valid ? static_cast<int>(i) : -1;
+    const bool valid = i >= slab.first && i < slab.first + slab.width && i != layout.padding;
+    t.key[u] = valid ? static_cast<int>(i - slab.first) : -1;
     t.value[u] = v;
   }
 }
@@ -89,26 +110,33 @@ __device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* li
 
 // Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
 // 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md).
-template <class T, bool kOrdered, class Idx>
+template <class T, bool kOrdered, bool kSlabs, class Idx>
 __global__ void __launch_bounds__(kThreads, 5)
     scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
+  constexpr int64_t kSlots = kSharedRowBytes / sizeof(Acc);
   extern __shared__ unsigned char shared_bytes[];
   Acc* line_sum = reinterpret_cast<Acc*>(shared_bytes);
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size(), lines = layout.row_count / inner;
   const int64_t tiles = (inner + kLineTile - 1) / kLineTile;
+  const int64_t slabs_per_line = (layout.dim_size + kSlots - 1) / kSlots, items = lines * slabs_per_line;
   const int64_t step = int64_t(blockDim.x) * kBatch;
-  for (int64_t j = threadIdx.x; j < layout.dim_size; j += blockDim.x) line_sum[j] = ScatterSum::identity<Acc>();
+  for (int64_t j = threadIdx.x; j < min(layout.dim_size, kSlots); j += blockDim.x)
+    line_sum[j] = ScatterSum::identity<Acc>();
   __syncthreads();
   LineTile<Acc> next;
-  if (blockIdx.x < lines) load_line_tile(layout, values, index, blockIdx.x, 0, next);
-  for (int64_t r = blockIdx.x; r < lines; r += gridDim.x) {
+  if (blockIdx.x < items)
+    load_line_tile(layout, values, index, slab_of<kSlabs>(blockIdx.x, slabs_per_line, kSlots, layout.dim_size), 0, next);
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const LineSlab slab = slab_of<kSlabs>(item, slabs_per_line, kSlots, layout.dim_size);
     for (int64_t k = 0; k < tiles; ++k) {
       const LineTile<Acc> tile = next;
-      const int64_t next_line = k + 1 < tiles ? r : r + gridDim.x;
-      if (next_line < lines) load_line_tile(layout, values, index, next_line, k + 1 < tiles ? k + 1 : 0, next);
+      const int64_t next_item = k + 1 < tiles ? item : item + gridDim.x;
+      if (next_item < items)
+        load_line_tile(layout, values, index, slab_of<kSlabs>(next_item, slabs_per_line, kSlots, layout.dim_size),
+                       k + 1 < tiles ? k + 1 : 0, next);
       if constexpr (kOrdered) {
         add_tile_ordered(tile, line_sum);
       } else {
@@ -117,21 +145,21 @@ __global__ void __launch_bounds__(kThreads, 5)
     }
     __syncthreads();
     int64_t base[kRowTensors];
-    w.offsets(r, base, w.rank - 1);
-    T* line = table + base[2];
-    for (int64_t j0 = threadIdx.x; j0 < layout.dim_size; j0 += step) {
+    w.offsets(slab.line, base, w.rank - 1);
+    T* line = table + base[2] + slab.first * layout.table_dim_stride;
+    for (int64_t j0 = threadIdx.x; j0 < slab.width; j0 += step) {
       T old[kBatch];
       if (!overwrite) {
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           const int64_t j = j0 + u * int64_t(blockDim.x);
-          old[u] = j < layout.dim_size ? line[j * layout.table_dim_stride] : T{};
+          old[u] = j < slab.width ? line[j * layout.table_dim_stride] : T{};
         }
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int64_t j = j0 + u * int64_t(blockDim.x);
-        if (j >= layout.dim_size) continue;
+        if (j >= slab.width) continue;
         const Acc sum = line_sum[j];
         line_sum[j] = ScatterSum::identity<Acc>();  // ready for the next line
         if (overwrite) {
@@ -153,16 +181,21 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   using Acc = acc_t<T>;
   const IndexedLayout& layout = p.layout;
   const bool ordered = p.variant == IndexVariant::sorted;
-  const auto kernel = ordered ? scatter_shared_row_kernel<T, true, Idx> : scatter_shared_row_kernel<T, false, Idx>;
-  const size_t bytes = static_cast<size_t>(layout.dim_size) * sizeof(Acc);
+  const int64_t slots = kSharedRowBytes / sizeof(Acc);
+  const bool slabs = layout.dim_size > slots;
+  const auto kernel = ordered ? (slabs ? scatter_shared_row_kernel<T, true, true, Idx>
+                                       : scatter_shared_row_kernel<T, true, false, Idx>)
+                              : (slabs ? scatter_shared_row_kernel<T, false, true, Idx>
+                                       : scatter_shared_row_kernel<T, false, false, Idx>);
+  const size_t bytes = static_cast<size_t>(std::min(layout.dim_size, slots)) * sizeof(Acc);
   // The line can take the 48 KB a block gets by default, beside the kernel's static shared memory.
   if (Status st = cuda_status(
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
           "cudaFuncSetAttribute");
       !st)
     return st;
-  const int64_t rows = layout.row_count / layout.rows.inner_size();
-  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(rows, 1, int64_t(sm_count) * 16));
+  const int64_t items = layout.row_count / layout.rows.inner_size() * ((layout.dim_size + slots - 1) / slots);
+  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * 16));
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
                                                       static_cast<const Idx*>(p.index), overwrite);
   return last_launch_status("scatter_shared_row_kernel");

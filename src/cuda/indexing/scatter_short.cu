@@ -4,10 +4,11 @@
 // [rows, vocab] <- [rows, 1]). A group of `group` lanes (the entries rounded up to a power of two)
 // takes a line, one entry a lane; lanes whose entries meet at one destination are matched
 // (__match_any_sync on the table offset) and the lowest sums them in lane order, in f32 for 16-bit
-// types, then adds the sum to the destination with a plain load and store. No other group touches
-// that line, so there is no atomic, no workspace and no shared line to clear, whatever the line's
-// length: the same bits on every run, one rounding per destination.
+// types, then adds the sum to the destination once (add_once). No other group touches that line, so
+// nothing contends, there is no workspace and no shared line to clear, whatever the line's length:
+// the same bits on every run, one rounding per destination.
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
@@ -21,9 +22,25 @@ namespace {
 inline constexpr int kShortRounds = 4;
 inline constexpr int kWarpsPerBlock = kThreads / 32;
 
+// Adds a destination's whole sum to it, the only thread that does. Overwriting, the table was just
+// zeroed: the sum is stored. f32 and f64 add with an atomic that nothing contends (the bits of a
+// load, add and store, without waiting for the load); 16-bit types load, add in f32 and store, for
+// one rounding (their atomics would round the sum to 16 bits first).
+template <class T, class Acc>
+__device__ __forceinline__ void add_once(T* p, Acc sum, bool overwrite) {
+  if (overwrite) {
+    *p = static_cast<T>(sum);
+  } else if constexpr (std::is_same_v<T, Acc>) {
+    ScatterSum::atomic_combine(p, sum);
+  } else {
+    ScatterSum::combine(p, sum);
+  }
+}
+
 template <class T, class Idx>
-__global__ void __launch_bounds__(kThreads) scatter_short_lines_kernel(IndexedLayout layout, const T* values, T* table,
-                                                                       const Idx* index, int64_t entries, int group) {
+__global__ void __launch_bounds__(kThreads)
+    scatter_short_lines_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int64_t entries,
+                               int group, bool overwrite) {
   using Acc = acc_t<T>;
   const int lane = threadIdx.x % 32;
   const int first = lane & -group;  // the group's first lane (group is a power of two)
@@ -60,15 +77,9 @@ __global__ void __launch_bounds__(kThreads) scatter_short_lines_kernel(IndexedLa
         if ((same >> (first + j)) & 1u) sum[k] = ScatterSum::reduce(sum[k], y);
       }
     }
-    T old[kShortRounds];
-#pragma unroll
-    for (int k = 0; k < kShortRounds; ++k) old[k] = leads[k] ? table[table_off[k]] : T{};
 #pragma unroll
     for (int k = 0; k < kShortRounds; ++k)
-      if (leads[k]) {
-        ScatterSum::combine(&old[k], sum[k]);
-        table[table_off[k]] = old[k];
-      }
+      if (leads[k]) add_once(table + table_off[k], sum[k], overwrite);
   }
 }
 
@@ -87,7 +98,7 @@ Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(sm_count) * 8));
   scatter_short_lines_kernel<T, Idx><<<blocks, kThreads, 0, native(stream)>>>(
       layout, static_cast<const T*>(p.values), static_cast<T*>(p.table), static_cast<const Idx*>(p.index), entries,
-      group);
+      group, !p.desc.accumulate);
   return last_launch_status("scatter_short_lines_kernel");
 }
 

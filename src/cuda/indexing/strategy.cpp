@@ -19,9 +19,11 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
   if (entries <= 0) return ScatterKernel::general;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
-  const size_t acc = desc.dtype == DType::f64 ? 8 : 4;
-  return static_cast<size_t>(desc.table_shape.dims[desc.dim]) * acc <= kSharedRowBytes ? ScatterKernel::shared_line
-                                                                                      : ScatterKernel::general;
+  // A line longer than a slab of shared memory is cut into slabs, each reading all the line's
+  // entries (from L2 after the first): worth it while the entries are few beside a slab.
+  const int64_t slots = kSharedRowBytes / (desc.dtype == DType::f64 ? 8 : 4);
+  return desc.table_shape.dims[desc.dim] <= slots || entries <= slots / kSlabEntriesDivisor ? ScatterKernel::shared_line
+                                                                                           : ScatterKernel::general;
 }
 
 }  // namespace
