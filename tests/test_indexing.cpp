@@ -423,6 +423,38 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   }
 }
 
+// Many short lines of more than 32 entries: CUDA's shared-line kernel packs several lines a block (as
+// many as fit while a full grid keeps two items a block: here 3 on 132 SMs, the last item of one
+// line), over a contiguous walk and a 3-D strided one, overwriting and adding.
+TEST_P(IndexingTest, LineScatterPacksSeveralShortLinesABlock) {
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE(pref.variant);
+    {
+      const Shape table_shape{4001, 64}, idx_shape{4001, 40};
+      Tensor idx = index(contiguous(idx_shape), DType::i64, -1, 66);
+      Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
+      std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+      GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 1};
+      desc.accumulate = false;
+      check_scatter<GatherBackwardPlan>(
+          desc, {idx_shape, 1, false}, dout, idx, dsrc,
+          [&](int64_t* count) {
+            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+          },
+          pref);
+    }
+    const Shape table_shape{21, 200, 50}, idx_shape{21, 200, 36};
+    Tensor idx = index(with_strides(idx_shape, {36, 21 * 36, 1}), DType::i32, 0, 50);
+    Tensor vals = values(contiguous(idx_shape)), dst = values(with_strides(table_shape, {200 * 50, 1, 200}));
+    check_scatter<ScatterAddPlan>(
+        {dtype(), DType::i32, table_shape, idx_shape, 2}, {idx_shape, 2, false}, vals, idx, dst,
+        [&](int64_t* count) {
+          return ScatterAddArgs{vals.ref(), idx.ref(), dst.mut(), count};
+        },
+        pref);
+  }
+}
+
 // The short-line kernel over views: a transposed table (dim's stride not 1), an index broadcast
 // along the lines, and index_select's backward (one index vector for every line).
 TEST_P(IndexingTest, ShortLinesOverStridedAndBroadcastViews) {

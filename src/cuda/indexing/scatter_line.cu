@@ -1,6 +1,7 @@
 // Scatter-add along the innermost dim (either variant): one destination line per block, summed in
 // shared memory (see scatter_shared_row_kernel); no workspace.
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
@@ -31,42 +32,59 @@ struct LineTile {
   Acc value[kLineItems];
 };
 
-// A block's share of the table: slots [first, first + width) of walk line `line` (the whole line
-// when it fits in shared memory, else a slab of kSharedRowBytes of sums; a line of several slabs has
-// its entries read once per slab, each slab keeping those that land in it).
+// What a block sums at once (an item): slots [first, first + width) of walk lines [line, line +
+// lines), in shared memory at (line - slab.line) * width + (slot - first). LineSpan says how items are
+// cut, fixed per launch:
+//  - one: a whole line (it fits in shared memory);
+//  - several: whole lines, as many as fit in shared memory and keep their entries within one tile
+//    (short lines with few entries: a line a block would leave one line's loads in flight a block);
+//  - slab: a slab of kSharedRowBytes of a longer line; each of the line's slabs reads all its entries
+//    (from L2 after the first) and keeps those that land in it.
+enum class LineSpan { one, several, slab };
 struct LineSlab {
-  int64_t line = 0, first = 0, width = 0;
+  int64_t line = 0, lines = 1, first = 0, width = 0;
 };
-template <bool kSlabs>
-__device__ __forceinline__ LineSlab slab_of(int64_t item, int64_t slabs_per_line, int64_t slots, int64_t dim_size) {
+// `per_item`: lines an item (several) or slabs a line (slab).
+template <LineSpan kSpan>
+__device__ __forceinline__ LineSlab slab_of(int64_t item, int64_t per_item, int64_t slots, int64_t lines,
+                                            int64_t dim_size) {
   LineSlab s;
-  if constexpr (!kSlabs) {  // a line a block: the single-slab kernel keeps its registers
+  s.width = dim_size;
+  if constexpr (kSpan == LineSpan::one) {
     s.line = item;
-    s.width = dim_size;
-    return s;
+  } else if constexpr (kSpan == LineSpan::several) {
+    s.line = item * per_item;
+    s.lines = min(per_item, lines - s.line);
+  } else {
+    s.line = item / per_item;
+    s.first = (item - s.line * per_item) * slots;
+    s.width = min(slots, dim_size - s.first);
   }
-  s.line = item / slabs_per_line;
-  s.first = (item - s.line * slabs_per_line) * slots;
-  s.width = min(slots, dim_size - s.first);
   return s;
 }
 
-// Tile `tile` of a slab's line: coalesced loads, values loaded independently of their index.
-template <class T, class Idx>
+// Tile `tile` of an item's entries (lines' entries one after the other): coalesced loads, values
+// loaded independently of their index.
+template <LineSpan kSpan, class T, class Idx>
 __device__ __forceinline__ void load_line_tile(const IndexedLayout& layout, const T* values, const Idx* index,
                                                const LineSlab& slab, int64_t tile, LineTile<acc_t<T>>& t) {
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size();
   int64_t base[kRowTensors];
-  w.offsets(slab.line, base, w.rank - 1);
+  if constexpr (kSpan != LineSpan::several) w.offsets(slab.line, base, w.rank - 1);
 #pragma unroll
   for (int u = 0; u < kLineItems; ++u) {
-    const int64_t c = tile * kLineTile + u * int64_t(kThreads) + threadIdx.x;
-    const bool inside = c < inner;
+    int64_t c = tile * kLineTile + u * int64_t(kThreads) + threadIdx.x, line_in_item = 0;
+    if constexpr (kSpan == LineSpan::several) {  // an item is one tile: c < kLineTile
+      line_in_item = static_cast<int>(c) / static_cast<int>(inner);
+      c -= line_in_item * inner;
+      w.offsets(slab.line + min(line_in_item, slab.lines - 1), base, w.rank - 1);
+    }
+    const bool inside = c < inner && line_in_item < slab.lines;
     const int64_t i = inside ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
     const acc_t<T> v = inside ? static_cast<acc_t<T>>(values[base[0] + c * w.inner_stride(0)]) : acc_t<T>(0);
     const bool valid = i >= slab.first && i < slab.first + slab.width && i != layout.padding;
-    t.key[u] = valid ? static_cast<int>(i - slab.first) : -1;
+    t.key[u] = valid ? static_cast<int>(line_in_item * slab.width + i - slab.first) : -1;
     t.value[u] = v;
   }
 }
@@ -110,9 +128,48 @@ __device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* li
 
 // Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
 // 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md).
-template <class T, bool kOrdered, bool kSlabs, class Idx>
-__global__ void __launch_bounds__(kThreads, 5)
-    scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite) {
+// Slot `sum` of the shared line written to `at` (added to `old`, its value, unless overwriting), and
+// reset for the next item.
+template <class T, class Acc>
+__device__ __forceinline__ void write_slot(Acc* sum_at, T* at, T old, bool overwrite) {
+  const Acc sum = *sum_at;
+  *sum_at = ScatterSum::identity<Acc>();
+  if (overwrite) {
+    *at = static_cast<T>(sum);
+  } else if (sum != ScatterSum::identity<Acc>()) {
+    ScatterSum::combine(&old, sum);
+    *at = old;
+  }
+}
+
+// The write-back of an item of several lines: slot s is line s / width of it, column s % width.
+template <class T, class Acc>
+__device__ __forceinline__ void write_lines(const IndexedLayout& layout, const LineSlab& slab, Acc* line_sum,
+                                            T* table, bool overwrite) {
+  constexpr int kBatch = 4;
+  const int64_t slots = slab.lines * slab.width;
+  for (int64_t s0 = threadIdx.x; s0 < slots; s0 += int64_t(blockDim.x) * kBatch) {
+    int64_t at[kBatch];
+    T old[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t s = min(s0 + u * int64_t(blockDim.x), slots - 1);
+      const int64_t line_in_item = s / slab.width;
+      int64_t base[kRowTensors];
+      layout.rows.offsets(slab.line + line_in_item, base, layout.rows.rank - 1);
+      at[u] = base[2] + (s - line_in_item * slab.width) * layout.table_dim_stride;
+      old[u] = overwrite ? T{} : table[at[u]];
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (s0 + u * int64_t(blockDim.x) < slots) write_slot(line_sum + s0 + u * blockDim.x, table + at[u], old[u], overwrite);
+  }
+}
+
+template <class T, bool kOrdered, LineSpan kSpan, class Idx>
+__global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5) scatter_shared_row_kernel(IndexedLayout layout, const T* values,
+                                                                         T* table, const Idx* index, bool overwrite,
+                                                                         int64_t per_item) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
   constexpr int64_t kSlots = kSharedRowBytes / sizeof(Acc);
@@ -120,23 +177,27 @@ __global__ void __launch_bounds__(kThreads, 5)
   Acc* line_sum = reinterpret_cast<Acc*>(shared_bytes);
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size(), lines = layout.row_count / inner;
-  const int64_t tiles = (inner + kLineTile - 1) / kLineTile;
-  const int64_t slabs_per_line = (layout.dim_size + kSlots - 1) / kSlots, items = lines * slabs_per_line;
+  const int64_t tiles = kSpan == LineSpan::several ? 1 : (inner + kLineTile - 1) / kLineTile;
+  const int64_t items = kSpan == LineSpan::one       ? lines
+                        : kSpan == LineSpan::several ? (lines + per_item - 1) / per_item
+                                                     : lines * per_item;
   const int64_t step = int64_t(blockDim.x) * kBatch;
-  for (int64_t j = threadIdx.x; j < min(layout.dim_size, kSlots); j += blockDim.x)
-    line_sum[j] = ScatterSum::identity<Acc>();
+  const int64_t used = kSpan == LineSpan::several ? per_item * layout.dim_size : min(layout.dim_size, kSlots);
+  for (int64_t j = threadIdx.x; j < used; j += blockDim.x) line_sum[j] = ScatterSum::identity<Acc>();
   __syncthreads();
   LineTile<Acc> next;
   if (blockIdx.x < items)
-    load_line_tile(layout, values, index, slab_of<kSlabs>(blockIdx.x, slabs_per_line, kSlots, layout.dim_size), 0, next);
+    load_line_tile<kSpan>(layout, values, index, slab_of<kSpan>(blockIdx.x, per_item, kSlots, lines, layout.dim_size),
+                          0, next);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const LineSlab slab = slab_of<kSlabs>(item, slabs_per_line, kSlots, layout.dim_size);
+    const LineSlab slab = slab_of<kSpan>(item, per_item, kSlots, lines, layout.dim_size);
     for (int64_t k = 0; k < tiles; ++k) {
       const LineTile<Acc> tile = next;
       const int64_t next_item = k + 1 < tiles ? item : item + gridDim.x;
       if (next_item < items)
-        load_line_tile(layout, values, index, slab_of<kSlabs>(next_item, slabs_per_line, kSlots, layout.dim_size),
-                       k + 1 < tiles ? k + 1 : 0, next);
+        load_line_tile<kSpan>(layout, values, index,
+                              slab_of<kSpan>(next_item, per_item, kSlots, lines, layout.dim_size),
+                              k + 1 < tiles ? k + 1 : 0, next);
       if constexpr (kOrdered) {
         add_tile_ordered(tile, line_sum);
       } else {
@@ -144,29 +205,26 @@ __global__ void __launch_bounds__(kThreads, 5)
       }
     }
     __syncthreads();
-    int64_t base[kRowTensors];
-    w.offsets(slab.line, base, w.rank - 1);
-    T* line = table + base[2] + slab.first * layout.table_dim_stride;
-    for (int64_t j0 = threadIdx.x; j0 < slab.width; j0 += step) {
-      T old[kBatch];
-      if (!overwrite) {
+    if constexpr (kSpan == LineSpan::several) {
+      write_lines(layout, slab, line_sum, table, overwrite);
+    } else {
+      int64_t base[kRowTensors];
+      w.offsets(slab.line, base, w.rank - 1);
+      T* line = table + base[2] + slab.first * layout.table_dim_stride;
+      for (int64_t j0 = threadIdx.x; j0 < slab.width; j0 += step) {
+        T old[kBatch];
+        if (!overwrite) {
+#pragma unroll
+          for (int u = 0; u < kBatch; ++u) {
+            const int64_t j = j0 + u * int64_t(blockDim.x);
+            old[u] = j < slab.width ? line[j * layout.table_dim_stride] : T{};
+          }
+        }
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           const int64_t j = j0 + u * int64_t(blockDim.x);
-          old[u] = j < slab.width ? line[j * layout.table_dim_stride] : T{};
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int64_t j = j0 + u * int64_t(blockDim.x);
-        if (j >= slab.width) continue;
-        const Acc sum = line_sum[j];
-        line_sum[j] = ScatterSum::identity<Acc>();  // ready for the next line
-        if (overwrite) {
-          line[j * layout.table_dim_stride] = static_cast<T>(sum);
-        } else if (sum != ScatterSum::identity<Acc>()) {
-          ScatterSum::combine(&old[u], sum);
-          line[j * layout.table_dim_stride] = old[u];
+          if (j >= slab.width) continue;
+          write_slot(line_sum + j, line + j * layout.table_dim_stride, old[u], overwrite);
         }
       }
     }
@@ -182,22 +240,35 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   const IndexedLayout& layout = p.layout;
   const bool ordered = p.variant == IndexVariant::sorted;
   const int64_t slots = kSharedRowBytes / sizeof(Acc);
-  const bool slabs = layout.dim_size > slots;
-  const auto kernel = ordered ? (slabs ? scatter_shared_row_kernel<T, true, true, Idx>
-                                       : scatter_shared_row_kernel<T, true, false, Idx>)
-                              : (slabs ? scatter_shared_row_kernel<T, false, true, Idx>
-                                       : scatter_shared_row_kernel<T, false, false, Idx>);
-  const size_t bytes = static_cast<size_t>(std::min(layout.dim_size, slots)) * sizeof(Acc);
+  const int64_t entries = layout.rows.inner_size(), lines = layout.row_count / entries;
+  // Several lines an item while two fit and their entries stay within a tile, and while that leaves
+  // two items a block of a full grid (resident blocks: five an SM).
+  const int64_t fit = std::min(slots / layout.dim_size, kLineTile / entries);
+  const int64_t several = std::min(fit, lines / (int64_t(sm_count) * 5 * 2));
+  const LineSpan span = layout.dim_size > slots ? LineSpan::slab : several >= 2 ? LineSpan::several : LineSpan::one;
+  const int64_t per_item = span == LineSpan::slab      ? (layout.dim_size + slots - 1) / slots
+                           : span == LineSpan::several ? several
+                                                       : 1;
+  const auto pick = [&](auto ordered_tag) {
+    constexpr bool kOrdered = decltype(ordered_tag)::value;
+    return span == LineSpan::one       ? scatter_shared_row_kernel<T, kOrdered, LineSpan::one, Idx>
+           : span == LineSpan::several ? scatter_shared_row_kernel<T, kOrdered, LineSpan::several, Idx>
+                                       : scatter_shared_row_kernel<T, kOrdered, LineSpan::slab, Idx>;
+  };
+  const auto kernel = ordered ? pick(std::true_type{}) : pick(std::false_type{});
+  const size_t bytes =
+      static_cast<size_t>(span == LineSpan::several ? several * layout.dim_size : std::min(layout.dim_size, slots)) *
+      sizeof(Acc);
   // The line can take the 48 KB a block gets by default, beside the kernel's static shared memory.
   if (Status st = cuda_status(
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
           "cudaFuncSetAttribute");
       !st)
     return st;
-  const int64_t items = layout.row_count / layout.rows.inner_size() * ((layout.dim_size + slots - 1) / slots);
+  const int64_t items = span == LineSpan::several ? (lines + several - 1) / several : lines * per_item;
   const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * 16));
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
-                                                      static_cast<const Idx*>(p.index), overwrite);
+                                                      static_cast<const Idx*>(p.index), overwrite, per_item);
   return last_launch_status("scatter_shared_row_kernel");
 }
 
