@@ -142,27 +142,36 @@ __device__ __forceinline__ void write_slot(Acc* sum_at, T* at, T old, bool overw
   }
 }
 
-// The write-back of an item of several lines: slot s is line s / width of it, column s % width.
+// The write-back of an item of several lines: slot s is line s / width of it, column s % width. A
+// thread's slots advance by a block each step, so its (line, column) is carried, not divided, and
+// the line's table offset recomputed only when the line changes.
 template <class T, class Acc>
 __device__ __forceinline__ void write_lines(const IndexedLayout& layout, const LineSlab& slab, Acc* line_sum,
                                             T* table, bool overwrite) {
-  constexpr int kBatch = 4;
-  const int64_t slots = slab.lines * slab.width;
-  for (int64_t s0 = threadIdx.x; s0 < slots; s0 += int64_t(blockDim.x) * kBatch) {
-    int64_t at[kBatch];
+  const int width = static_cast<int>(slab.width);  // an item fits in shared memory
+  const int slots = static_cast<int>(slab.lines) * width;
+  int line_in_item = static_cast<int>(threadIdx.x) / width, j = static_cast<int>(threadIdx.x) - line_in_item * width;
+  constexpr int kBatch = 4;  // slots whose old values are loaded back to back
+  int based = -1;
+  int64_t base[kRowTensors];
+  for (int s0 = threadIdx.x; s0 < slots; s0 += kBatch * blockDim.x) {
+    T* at[kBatch];
     T old[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int64_t s = min(s0 + u * int64_t(blockDim.x), slots - 1);
-      const int64_t line_in_item = s / slab.width;
-      int64_t base[kRowTensors];
-      layout.rows.offsets(slab.line + line_in_item, base, layout.rows.rank - 1);
-      at[u] = base[2] + (s - line_in_item * slab.width) * layout.table_dim_stride;
-      old[u] = overwrite ? T{} : table[at[u]];
+      if (line_in_item != based && line_in_item < static_cast<int>(slab.lines)) {
+        layout.rows.offsets(slab.line + line_in_item, base, layout.rows.rank - 1);
+        based = line_in_item;
+      }
+      at[u] = table + base[2] + j * layout.table_dim_stride;
+      old[u] = overwrite || s0 + u * static_cast<int>(blockDim.x) >= slots ? T{} : *at[u];
+      for (j += blockDim.x; j >= width; j -= width) ++line_in_item;
     }
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      if (s0 + u * int64_t(blockDim.x) < slots) write_slot(line_sum + s0 + u * blockDim.x, table + at[u], old[u], overwrite);
+    for (int u = 0; u < kBatch; ++u) {
+      const int s = s0 + u * static_cast<int>(blockDim.x);
+      if (s < slots) write_slot(line_sum + s, at[u], old[u], overwrite);
+    }
   }
 }
 
