@@ -128,12 +128,14 @@ __device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* li
 
 // Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
 // 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md).
-// Slot `sum` of the shared line written to `at` (added to `old`, its value, unless overwriting), and
-// reset for the next item.
+// A slot's sum written to `at` (added to `old`, its value, unless overwriting). Adding, a slot no
+// entry reached is neither read nor written: a sparse line costs its entries, not its length.
 template <class T, class Acc>
-__device__ __forceinline__ void write_slot(Acc* sum_at, T* at, T old, bool overwrite) {
-  const Acc sum = *sum_at;
-  *sum_at = ScatterSum::identity<Acc>();
+__device__ __forceinline__ T old_value(Acc sum, const T* at, bool overwrite) {
+  return overwrite || sum == ScatterSum::identity<Acc>() ? T{} : *at;
+}
+template <class T, class Acc>
+__device__ __forceinline__ void write_slot(Acc sum, T* at, T old, bool overwrite) {
   if (overwrite) {
     *at = static_cast<T>(sum);
   } else if (sum != ScatterSum::identity<Acc>()) {
@@ -157,20 +159,25 @@ __device__ __forceinline__ void write_lines(const IndexedLayout& layout, const L
   for (int s0 = threadIdx.x; s0 < slots; s0 += kBatch * blockDim.x) {
     T* at[kBatch];
     T old[kBatch];
+    Acc sum[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       if (line_in_item != based && line_in_item < static_cast<int>(slab.lines)) {
         layout.rows.offsets(slab.line + line_in_item, base, layout.rows.rank - 1);
         based = line_in_item;
       }
+      const int s = s0 + u * static_cast<int>(blockDim.x);
       at[u] = table + base[2] + j * layout.table_dim_stride;
-      old[u] = overwrite || s0 + u * static_cast<int>(blockDim.x) >= slots ? T{} : *at[u];
+      sum[u] = s < slots ? line_sum[s] : ScatterSum::identity<Acc>();
+      old[u] = old_value(sum[u], at[u], overwrite);
       for (j += blockDim.x; j >= width; j -= width) ++line_in_item;
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int s = s0 + u * static_cast<int>(blockDim.x);
-      if (s < slots) write_slot(line_sum + s, at[u], old[u], overwrite);
+      if (s >= slots) continue;
+      line_sum[s] = ScatterSum::identity<Acc>();  // ready for the next item
+      write_slot(sum[u], at[u], old[u], overwrite);
     }
   }
 }
@@ -221,19 +228,18 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5) 
       w.offsets(slab.line, base, w.rank - 1);
       T* line = table + base[2] + slab.first * layout.table_dim_stride;
       for (int64_t j0 = threadIdx.x; j0 < slab.width; j0 += step) {
-        T old[kBatch];
-        if (!overwrite) {
+        T old[kBatch];  // the sums are read from shared memory twice rather than held
 #pragma unroll
-          for (int u = 0; u < kBatch; ++u) {
-            const int64_t j = j0 + u * int64_t(blockDim.x);
-            old[u] = j < slab.width ? line[j * layout.table_dim_stride] : T{};
-          }
+        for (int u = 0; u < kBatch; ++u) {
+          const int64_t j = j0 + u * int64_t(blockDim.x);
+          old[u] = j < slab.width ? old_value(line_sum[j], line + j * layout.table_dim_stride, overwrite) : T{};
         }
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           const int64_t j = j0 + u * int64_t(blockDim.x);
           if (j >= slab.width) continue;
-          write_slot(line_sum + j, line + j * layout.table_dim_stride, old[u], overwrite);
+          write_slot(line_sum[j], line + j * layout.table_dim_stride, old[u], overwrite);
+          line_sum[j] = ScatterSum::identity<Acc>();  // ready for the next item
         }
       }
     }
