@@ -359,8 +359,8 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 // CUDA's scatter kernels along the innermost dim, on both sides of each threshold: lines of at most
 // 32 entries take the short-line kernel whatever the destination line's length (deterministic, f32
 // sums, no workspace, by default too); more entries take the shared line where the line fits in
-// shared memory (12288 f32 sums, 6144 f64), in slabs of that size while the entries are at most a
-// quarter of a slab, and the general kernels past that. Also an index of size 1 along dim (every
+// shared memory (12288 f32 sums, 6144 f64), in slabs of that size while the entries are at most
+// half a slab, and the general kernels past that. Also an index of size 1 along dim (every
 // entry alone on its line) and MoE routing's shape ([tokens, experts] <- top-k). Index values span a
 // few slots past each end: duplicates in a line and bad values.
 TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
@@ -373,18 +373,17 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   };
   const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
   const std::string shared = "atomic.elements_shared", short_lines = "sorted.elements_short";
-  const std::vector<Case> cases = {
-      {70, 64, 8, 64, short_lines},
-      {70, 64, 32, 5, short_lines},
-      {70, 64, 33, 5, shared},
-      {6, 20000, 32, 7, short_lines},
-      {6, 20000, 33, 7, shared},  // slabs
-      {3, slots, 40, slots, shared},
-      {3, slots + 1, 40, slots + 1, shared},  // two slabs, the second of one slot
-      {2, 4 * slots, slots / 4, 4 * slots, shared},
-      {2, 4 * slots, slots / 4 + 1, 4 * slots, general},
-      {300, 20000, 1, 20000, short_lines},
-      {9, 37, 3, 37, short_lines}};
+  const std::vector<Case> cases = {{70, 64, 8, 64, short_lines},
+                                   {70, 64, 32, 5, short_lines},
+                                   {70, 64, 33, 5, shared},
+                                   {6, 20000, 32, 7, short_lines},
+                                   {6, 20000, 33, 7, shared},  // slabs
+                                   {3, slots, 40, slots, shared},
+                                   {3, slots + 1, 40, slots + 1, shared},  // two slabs, the second of one slot
+                                   {2, 4 * slots, slots / 2, 4 * slots, shared},
+                                   {2, 4 * slots, slots / 2 + 1, 4 * slots, general},
+                                   {300, 20000, 1, 20000, short_lines},
+                                   {9, 37, 3, 37, short_lines}};
   for (const Case& c : cases) {
     const Shape table_shape{c.lines, c.line_length}, idx_shape{c.lines, c.entries};
     SCOPED_TRACE(table_shape.to_string() + " <- " + idx_shape.to_string());
@@ -461,11 +460,10 @@ TEST_P(IndexingTest, ShortLinesOverStridedAndBroadcastViews) {
   const Shape table_shape{50, 300}, idx_shape{50, 12};
   Tensor idx = index(with_strides(idx_shape, {0, 1}), DType::i64, -1, 6);
   Tensor dout = values(with_strides(idx_shape, {1, 50})), dsrc = values(with_strides(table_shape, {1, 50}));
-  check_scatter<ScatterAddPlan>(
-      {dtype(), DType::i64, table_shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dsrc,
-      [&](int64_t* count) {
-        return ScatterAddArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
-      });
+  check_scatter<ScatterAddPlan>({dtype(), DType::i64, table_shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx,
+                                dsrc, [&](int64_t* count) {
+                                  return ScatterAddArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+                                });
   Tensor idx1 = index(contiguous({12}), DType::i64, -1, 6);
   Tensor g = values(contiguous(idx_shape)), gsrc = values(contiguous(table_shape));
   const std::string variant = check_scatter<IndexSelectBackwardPlan>(

@@ -40,7 +40,7 @@ struct ScatterStrategy {
 struct IndexedProblem {
   IndexedProblemDesc desc;
   IndexVariant variant = IndexVariant::copy;
-  bool vectorized_rows = false;  // rows of whole 16-byte vectors, aligned (CUDA fast path)
+  bool vectorized_rows = false;                   // rows of whole 16-byte vectors, aligned (CUDA fast path)
   ScatterKernel kernel = ScatterKernel::general;  // CUDA scatter: see ScatterKernel
   IndexedLayout layout;
   void* values = nullptr;       // out (gather) or the added values (scatter)

@@ -148,8 +148,8 @@ __device__ __forceinline__ void write_slot(Acc sum, T* at, T old, bool overwrite
 // thread's slots advance by a block each step, so its (line, column) is carried, not divided, and
 // the line's table offset recomputed only when the line changes.
 template <class T, class Acc>
-__device__ __forceinline__ void write_lines(const IndexedLayout& layout, const LineSlab& slab, Acc* line_sum,
-                                            T* table, bool overwrite) {
+__device__ __forceinline__ void write_lines(const IndexedLayout& layout, const LineSlab& slab, Acc* line_sum, T* table,
+                                            bool overwrite) {
   const int width = static_cast<int>(slab.width);  // an item fits in shared memory
   const int slots = static_cast<int>(slab.lines) * width;
   int line_in_item = static_cast<int>(threadIdx.x) / width, j = static_cast<int>(threadIdx.x) - line_in_item * width;
@@ -183,9 +183,9 @@ __device__ __forceinline__ void write_lines(const IndexedLayout& layout, const L
 }
 
 template <class T, bool kOrdered, LineSpan kSpan, class Idx>
-__global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5) scatter_shared_row_kernel(IndexedLayout layout, const T* values,
-                                                                         T* table, const Idx* index, bool overwrite,
-                                                                         int64_t per_item) {
+__global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
+    scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite,
+                              int64_t per_item) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
   constexpr int64_t kSlots = kSharedRowBytes / sizeof(Acc);

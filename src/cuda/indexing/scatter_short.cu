@@ -107,9 +107,9 @@ Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm
   const int64_t lines_per_block = int64_t(kWarpsPerBlock) * (32 / group) * kShortRounds;
   const int64_t needed = (lines + lines_per_block - 1) / lines_per_block;
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(sm_count) * 8));
-  scatter_short_lines_kernel<T, Idx><<<blocks, kThreads, 0, native(stream)>>>(
-      layout, static_cast<const T*>(p.values), static_cast<T*>(p.table), static_cast<const Idx*>(p.index), entries,
-      group, !p.desc.accumulate);
+  scatter_short_lines_kernel<T, Idx>
+      <<<blocks, kThreads, 0, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
+                                                static_cast<const Idx*>(p.index), entries, group, !p.desc.accumulate);
   return last_launch_status("scatter_short_lines_kernel");
 }
 

@@ -26,7 +26,7 @@ namespace baracuda::detail::cuda {
 // The shared-memory line of scatter_line: a destination line of up to this many bytes of sums.
 inline constexpr int64_t kSharedRowBytes = 48 * 1024;
 // A line longer than a slab takes scatter_line while its entries are at most a slab's slots over this.
-inline constexpr int64_t kSlabEntriesDivisor = 4;
+inline constexpr int64_t kSlabEntriesDivisor = 2;
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;
 

@@ -23,7 +23,7 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   // entries (from L2 after the first): worth it while the entries are few beside a slab.
   const int64_t slots = kSharedRowBytes / (desc.dtype == DType::f64 ? 8 : 4);
   return desc.table_shape.dims[desc.dim] <= slots || entries <= slots / kSlabEntriesDivisor ? ScatterKernel::shared_line
-                                                                                           : ScatterKernel::general;
+                                                                                            : ScatterKernel::general;
 }
 
 }  // namespace
