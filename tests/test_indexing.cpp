@@ -373,14 +373,15 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   };
   const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
   const std::string shared = "atomic.elements_shared", short_lines = "sorted.elements_short";
+  const std::string slabs = sixteen_bit ? shared : general;  // f32 and f64 atomics beat slabs
   const std::vector<Case> cases = {{70, 64, 8, 64, short_lines},
                                    {70, 64, 32, 5, short_lines},
                                    {70, 64, 33, 5, shared},
                                    {6, 20000, 32, 7, short_lines},
-                                   {6, 20000, 33, 7, shared},  // slabs
+                                   {6, 20000, 33, 7, slabs},
                                    {3, slots, 40, slots, shared},
-                                   {3, slots + 1, 40, slots + 1, shared},  // two slabs, the second of one slot
-                                   {2, 4 * slots, slots / 2, 4 * slots, shared},
+                                   {3, slots + 1, 40, slots + 1, slabs},  // two slabs, the second of one slot
+                                   {2, 4 * slots, slots / 2, 4 * slots, slabs},
                                    {2, 4 * slots, slots / 2 + 1, 4 * slots, general},
                                    {300, 20000, 1, 20000, short_lines},
                                    {9, 37, 3, 37, short_lines}};

@@ -38,6 +38,11 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   const bool atomic_default = !deterministic && s.kernel != ScatterKernel::short_lines &&
                               (!sixteen_bit || s.kernel == ScatterKernel::shared_line);
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
+  // Slabs beat the sort (16-bit defaults, deterministic variants), not f32 / f64 atomics (measured:
+  // bench/NOTES.md, "Scatter sweep").
+  const bool slabs = problem.table_shape.dims[problem.dim] > kSharedRowBytes / (problem.dtype == DType::f64 ? 8 : 4);
+  if (s.kernel == ScatterKernel::shared_line && slabs && !sixteen_bit && s.variant == IndexVariant::atomic)
+    s.kernel = ScatterKernel::general;
   if (s.variant == IndexVariant::sorted && s.kernel == ScatterKernel::general && problem.shape.numel() > 0) {
     int64_t rows = 0, length = 0;
     rows_and_length(problem, rows, length);
