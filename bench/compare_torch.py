@@ -10,7 +10,11 @@ torch.compile, Liger-Kernel, the entmax package) in columns of their own. A peer
 installed, refuses a shape or fails shows "—" and a footnote saying why; the run goes on.
 
     python3 bench/compare_torch.py --profiler build/device/tools/profiler/baracuda-profiler \
-        [--ops lerp,lerp_backward] [--out bench/results/DATE.md] [--no-extras]
+        [--ops lerp,lerp_backward] [--shapes 65536x64x8,4096x50257x1] [--out bench/results/DATE.md] \
+        [--no-extras]
+
+--shapes replaces each op's standard shapes (a sweep). A *_deterministic case is timed beside
+PyTorch under torch.use_deterministic_algorithms(True).
 
 Liger-Kernel and entmax are pure-Python wheels: `pip download` them into .whl/ (git-ignored) and
 `python3 -m pip install --no-deps --no-index .whl/*.whl` on the GPU machine, which has no internet.
