@@ -49,11 +49,32 @@ void for_rows(const IndexedLayout& layout, int64_t begin, int64_t end, F&& f) {
               [&](int64_t r, const int64_t(&off)[kRowTensors]) { f(r, off[0], off[1], off[2]); });
 }
 
+// Where the walk's line is dim itself, a line reads (or adds into) one table row at random. When that
+// row is contiguous, at most kPrefetchRowBytes, and the line has an entry a 64-byte cache line of it
+// or more (most of its lines are touched), the next line's row (walk position `next`) is prefetched
+// whole while this one is done: gather f32 [1024, 1024, 256] 0.65 -> 0.37 ms on one core.
+constexpr int64_t kPrefetchRowBytes = 16384;
+
+// The table row that walk position `next` reads, when worth prefetching whole (above), else null; its
+// bytes in `bytes`. (The callers issue the prefetches themselves: GCC drops a call to a function
+// that only prefetches, which it finds free of side effects.)
+template <class E>
+const char* row_to_prefetch(const IndexedLayout& layout, const E* table, int64_t next, int64_t& bytes) {
+  const Walker<kRowTensors>& w = layout.rows;
+  bytes = layout.dim_size * static_cast<int64_t>(sizeof(E));
+  if (w.inner_stride(2) != 0 || layout.table_dim_stride != 1 || bytes > kPrefetchRowBytes ||
+      w.inner_size() * 64 < bytes)
+    return nullptr;
+  int64_t off[kRowTensors];
+  w.offsets(next, off);
+  return reinterpret_cast<const char*>(table + off[2]);
+}
+
 // Calls f(values_off, table_off) for each row of one element in [r0, r1) whose index value is valid,
 // in order: a line of the walk at a time, its offsets kept in registers (a scatter of elements
 // through for_rows spent twice as long).
-template <class Idx, class F>
-void for_valid_elements(const IndexedLayout& layout, const Idx* index, int64_t r0, int64_t r1, F&& f) {
+template <class Idx, class E, class F>
+void for_valid_elements(const IndexedLayout& layout, const Idx* index, const E* sums, int64_t r0, int64_t r1, F&& f) {
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = std::max<int64_t>(w.inner_size(), 1);
   const int64_t values_step = w.inner_stride(0), index_step = w.inner_stride(1), table_step = w.inner_stride(2);
@@ -61,6 +82,9 @@ void for_valid_elements(const IndexedLayout& layout, const Idx* index, int64_t r
     const int64_t n = std::min(inner - i % inner, r1 - i);
     int64_t off[kRowTensors];
     w.offsets(i, off);
+    int64_t bytes = 0;
+    if (const char* row = i + n < r1 ? row_to_prefetch(layout, sums, i + n, bytes) : nullptr)
+      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);  // (baseline x86-64: no write prefetch)
     for (int64_t j = 0; j < n; ++j) {
       int64_t table_off;
       if (layout.table_row(index[off[1] + j * index_step], off[2] + j * table_step, table_off))
@@ -114,6 +138,9 @@ void gather_elements(const IndexedLayout& layout, Bits* values, const Bits* tabl
     const int64_t n = std::min(inner - i % inner, r1 - i);
     int64_t off[kRowTensors];
     w.offsets(i, off);
+    int64_t bytes = 0;
+    if (const char* row = i + n < r1 ? row_to_prefetch(layout, table, i + n, bytes) : nullptr)
+      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
     const auto line = w.inner_stride(2) == 0 ? gather_line<Bits, Idx, false> : gather_line<Bits, Idx, true>;
     line(values + off[0], w.inner_stride(0), index + off[1], w.inner_stride(1), table + off[2], w.inner_stride(2),
          layout.table_dim_stride, n, layout.dim_size, layout.padding);
@@ -228,7 +255,13 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
     // f(key, values_off) for each of this owner's entries, in entry order.
     auto each_owned = [&](auto f) {
       if (length == 1) {
-        for_valid_elements(layout, index, 0, rows, [&](int64_t values_off, int64_t key) {
+        const Acc* sums = [&] {  // what the first pass adds into: the row to prefetch
+          if constexpr (kScratch)
+            return static_cast<const Acc*>(scratch);
+          else
+            return static_cast<const Acc*>(table);
+        }();
+        for_valid_elements(layout, index, sums, 0, rows, [&](int64_t values_off, int64_t key) {
           if (key >= lo && key < hi) f(key, values_off);
         });
         return;
