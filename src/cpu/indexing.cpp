@@ -70,28 +70,39 @@ const char* row_to_prefetch(const IndexedLayout& layout, const E* table, int64_t
   return reinterpret_cast<const char*>(table + off[2]);
 }
 
-// Calls f(values_off, table_off) for each row of one element in [r0, r1) whose index value is valid,
-// in order: a line of the walk at a time, its offsets kept in registers (a scatter of elements
-// through for_rows spent twice as long).
-template <class Idx, class E, class F>
-void for_valid_elements(const IndexedLayout& layout, const Idx* index, const E* sums, int64_t r0, int64_t r1, F&& f) {
+// Calls f(off, n) for each line of the walk's rows [r0, r1) (n consecutive rows from offsets off),
+// first prefetching the next line's table row where that pays (row_to_prefetch; `table`: what the
+// rows read or add into, indexed like the table).
+template <class E, class F>
+void for_element_lines(const IndexedLayout& layout, const E* table, int64_t r0, int64_t r1, F&& f) {
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = std::max<int64_t>(w.inner_size(), 1);
-  const int64_t values_step = w.inner_stride(0), index_step = w.inner_stride(1), table_step = w.inner_stride(2);
   for (int64_t i = r0; i < r1;) {
     const int64_t n = std::min(inner - i % inner, r1 - i);
     int64_t off[kRowTensors];
     w.offsets(i, off);
     int64_t bytes = 0;
-    if (const char* row = i + n < r1 ? row_to_prefetch(layout, sums, i + n, bytes) : nullptr)
+    if (const char* row = i + n < r1 ? row_to_prefetch(layout, table, i + n, bytes) : nullptr)
       for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);  // (baseline x86-64: no write prefetch)
+    f(off, n);
+    i += n;
+  }
+}
+
+// Calls f(values_off, table_off) for each row of one element in [r0, r1) whose index value is valid,
+// in order, a line at a time with its offsets in registers (a scatter of elements through for_rows
+// spent twice as long).
+template <class Idx, class E, class F>
+void for_valid_elements(const IndexedLayout& layout, const Idx* index, const E* sums, int64_t r0, int64_t r1, F&& f) {
+  const Walker<kRowTensors>& w = layout.rows;
+  const int64_t values_step = w.inner_stride(0), index_step = w.inner_stride(1), table_step = w.inner_stride(2);
+  for_element_lines(layout, sums, r0, r1, [&](const int64_t(&off)[kRowTensors], int64_t n) {
     for (int64_t j = 0; j < n; ++j) {
       int64_t table_off;
       if (layout.table_row(index[off[1] + j * index_step], off[2] + j * table_step, table_off))
         f(off[0] + j * values_step, table_off);
     }
-    i += n;
-  }
+  });
 }
 
 template <class Idx>
@@ -133,19 +144,11 @@ template <class Bits, class Idx>
 void gather_elements(const IndexedLayout& layout, Bits* values, const Bits* table, const Idx* index, int64_t r0,
                      int64_t r1) {
   const Walker<kRowTensors>& w = layout.rows;
-  const int64_t inner = std::max<int64_t>(w.inner_size(), 1);
-  for (int64_t i = r0; i < r1;) {
-    const int64_t n = std::min(inner - i % inner, r1 - i);
-    int64_t off[kRowTensors];
-    w.offsets(i, off);
-    int64_t bytes = 0;
-    if (const char* row = i + n < r1 ? row_to_prefetch(layout, table, i + n, bytes) : nullptr)
-      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
-    const auto line = w.inner_stride(2) == 0 ? gather_line<Bits, Idx, false> : gather_line<Bits, Idx, true>;
+  const auto line = w.inner_stride(2) == 0 ? gather_line<Bits, Idx, false> : gather_line<Bits, Idx, true>;
+  for_element_lines(layout, table, r0, r1, [&](const int64_t(&off)[kRowTensors], int64_t n) {
     line(values + off[0], w.inner_stride(0), index + off[1], w.inner_stride(1), table + off[2], w.inner_stride(2),
          layout.table_dim_stride, n, layout.dim_size, layout.padding);
-    i += n;
-  }
+  });
 }
 
 // Copies are done on the element's bits: one kernel per element size. Work items of about kItem
