@@ -173,11 +173,9 @@ Status gather(const IndexedProblem& p) {
     const auto row = [&](int64_t, int64_t values_off, int64_t index_off, int64_t table_base) {
       int64_t table_off;
       const bool valid = layout.table_row(index[index_off], table_base, table_off);
-      if (unit) {
+      if (unit) {  // (rows of one element are gather_elements')
         Bits* to = values + values_off + begin;
-        if (end - begin == 1)  // element mode, or rows of one: no library call per element
-          *to = valid ? table[table_off + begin] : Bits{0};
-        else if (valid)
+        if (valid)
           std::copy(table + table_off + begin, table + table_off + end, to);
         else
           std::fill(to, to + (end - begin), Bits{0});

@@ -126,8 +126,6 @@ __device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* li
   }
 }
 
-// Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
-// 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md).
 // A slot's sum written to `at` (added to `old`, its value, unless overwriting). Adding, a slot no
 // entry reached is neither read nor written: a sparse line costs its entries, not its length.
 template <class T, class Acc>
@@ -182,6 +180,9 @@ __device__ __forceinline__ void write_lines(const IndexedLayout& layout, const L
   }
 }
 
+// Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
+// 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md). Four
+// for several lines an item, whose write-back carries more state.
 template <class T, bool kOrdered, LineSpan kSpan, class Idx>
 __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite,

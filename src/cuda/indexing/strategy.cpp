@@ -15,13 +15,16 @@ int64_t line_entries(const IndexedProblemDesc& desc) {
   return desc.scatter && last == desc.dim ? desc.shape.dims[desc.dim] : 0;
 }
 
+// Sums a block's shared line holds (scatter_line.cu: kSharedRowBytes of acc_t<T>): f32 for 16-bit types.
+int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / (dtype == DType::f64 ? 8 : 4); }
+
 ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
   if (entries <= 0) return ScatterKernel::general;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
   // A line longer than a slab of shared memory is cut into slabs, each reading all the line's
   // entries (from L2 after the first): worth it while the entries are few beside a slab.
-  const int64_t slots = kSharedRowBytes / (desc.dtype == DType::f64 ? 8 : 4);
+  const int64_t slots = shared_line_slots(desc.dtype);
   return desc.table_shape.dims[desc.dim] <= slots || entries <= slots / kSlabEntriesDivisor ? ScatterKernel::shared_line
                                                                                             : ScatterKernel::general;
 }
@@ -40,7 +43,7 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
   // Slabs beat the sort (16-bit defaults, deterministic variants), not f32 / f64 atomics (measured:
   // bench/NOTES.md, "Scatter sweep").
-  const bool slabs = problem.table_shape.dims[problem.dim] > kSharedRowBytes / (problem.dtype == DType::f64 ? 8 : 4);
+  const bool slabs = problem.table_shape.dims[problem.dim] > shared_line_slots(problem.dtype);
   if (s.kernel == ScatterKernel::shared_line && slabs && !sixteen_bit && s.variant == IndexVariant::atomic)
     s.kernel = ScatterKernel::general;
   if (s.variant == IndexVariant::sorted && s.kernel == ScatterKernel::general && problem.shape.numel() > 0) {
