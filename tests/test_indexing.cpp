@@ -423,6 +423,100 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   }
 }
 
+// Element-mode scatters along an outer dim ([R, C] <- [K, C] along dim 0): CUDA's column-tile kernel
+// (a tile of `width` columns by a slab of `rows` rows in shared memory) while the slabs are at most 8
+// and either the items (column tiles x slabs) are at least 256 or each item has at most 16384
+// entries (K x width); else the general kernels. Both sides of each threshold, every variant, and
+// strided 3-D walks with the column count off the tile width.
+TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
+  const bool cuda = backend() == Backend::cuda;
+  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
+  const int64_t width = 32 / static_cast<int64_t>(dtype_size(dtype()));  // the narrowest tile
+  const int64_t rows = (dtype() == DType::f64 ? 6144 : 12288) / width;   // its rows
+  struct Case {
+    int64_t table_rows, columns, entries;
+    bool column_tiles, cuda_only;
+  };
+  const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, false},                // 8 slabs
+                                   {8 * rows + 1, 2 * width, 3, false, false},           // 9 slabs
+                                   {rows, 255 * width, 16384 / width, true, true},       // 255 items of 16384 entries
+                                   {rows, 255 * width, 16384 / width + 1, false, true},  // 255 items of more
+                                   {rows, 256 * width, 16384 / width + 1, true, true},   // 256 items of more
+                                   {40, 2000, 7, true, false},  // a tile of 256 columns by 48 rows
+                                   {300, 70, 1, true, false}};  // one entry a column: dim leaves the walk
+  const std::string columns = "atomic.elements_columns";
+  const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
+  for (const Case& c : cases) {
+    if (c.cuda_only && !cuda) continue;
+    const Shape table_shape{c.table_rows, c.columns}, idx_shape{c.entries, c.columns};
+    SCOPED_TRACE(table_shape.to_string() + " <- " + idx_shape.to_string());
+    for (const PlanPreference& pref : c.cuda_only ? std::vector<PlanPreference>(1) : scatter_variants()) {
+      SCOPED_TRACE(pref.variant);
+      // A few destinations a column, so entries meet; and some out of range.
+      const int64_t lo = std::max<int64_t>(0, c.table_rows - 6);
+      Tensor idx = index(contiguous(idx_shape), DType::i64, lo - 1, c.table_rows + 1);
+      Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
+      std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+      GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 0};
+      desc.accumulate = false;
+      const auto args = [&](int64_t* count) { return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count}; };
+      const std::string variant =
+          check_scatter<GatherBackwardPlan>(desc, {idx_shape, 0, false}, dout, idx, dsrc, args, pref);
+      if (cuda && pref.variant.empty()) {
+        EXPECT_EQ(variant, c.column_tiles ? columns : general);
+      }
+      if (cuda && pref.variant == "sorted" && c.column_tiles) {
+        EXPECT_EQ(variant, "sorted.elements_columns");
+        // Deterministic: a second run gives the same bits.
+        const std::vector<double> first = dsrc.host;
+        GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));
+        EXPECT_TRUE(plan.run(stream(), {}, args(nullptr)).is_ok());
+        EXPECT_TRUE(dsrc.download().is_ok());
+        EXPECT_TRUE(first == dsrc.host);
+      }
+      if (c.cuda_only) continue;
+      Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
+      check_scatter<ScatterAddPlan>(
+          {dtype(), DType::i64, table_shape, idx_shape, 0}, {idx_shape, 0, false}, addend, idx, dst,
+          [&](int64_t* count) {
+            return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
+          },
+          pref);
+    }
+  }
+  // Strided 3-D walks: dim between two others (the lines are the outer dim), a transposed table,
+  // 33 columns (off any tile width), i32 indices; and dim 0 of a 3-D walk whose inner dims merge.
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE(pref.variant);
+    {
+      const Shape table_shape{5, 700, 33}, idx_shape{5, 90, 33};
+      Tensor idx = index(with_strides(idx_shape, {33, 5 * 33, 1}), DType::i32, -1, 701);
+      Tensor vals = values(contiguous(idx_shape)), dst = values(with_strides(table_shape, {700 * 33, 1, 700}));
+      const std::string variant = check_scatter<ScatterAddPlan>(
+          {dtype(), DType::i32, table_shape, idx_shape, 1}, {idx_shape, 1, false}, vals, idx, dst,
+          [&](int64_t* count) {
+            return ScatterAddArgs{vals.ref(), idx.ref(), dst.mut(), count};
+          },
+          pref);
+      if (cuda) {
+        EXPECT_NE(variant.find("_columns"), std::string::npos) << variant;
+      }
+    }
+    const Shape table_shape{50, 6, 40}, idx_shape{31, 6, 40};
+    Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 50);
+    Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
+    std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+    GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 0};
+    desc.accumulate = false;
+    check_scatter<GatherBackwardPlan>(
+        desc, {idx_shape, 0, false}, dout, idx, dsrc,
+        [&](int64_t* count) {
+          return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+        },
+        pref);
+  }
+}
+
 // Many short lines of more than 32 entries: CUDA's shared-line kernel packs several lines a block (as
 // many as fit while a full grid keeps two items a block: here 3 on 132 SMs, the last item of one
 // line), over a contiguous walk and a 3-D strided one, overwriting and adding.

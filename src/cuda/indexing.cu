@@ -3,6 +3,7 @@
 //  - gather: gather.cu;
 //  - scatter-add along the innermost dim (either variant): scatter_short.cu for lines of a few
 //    entries, else scatter_line.cu where the destination line fits in shared memory;
+//  - element-mode scatter-add along an outer dim: scatter_columns.cu while its slabs are few;
 //  - scatter-add elsewhere: scatter_atomic.cu, or scatter_sorted.cu (deterministic).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,15 +20,17 @@ namespace {
 
 template <class T, class Idx>
 Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) {
-  // Overwriting: the shared-row kernel writes every table element itself when the walk covers every
-  // line of the table; otherwise the table is zeroed first and the sums are added.
-  const bool fused_overwrite =
-      !p.desc.accumulate && p.kernel == ScatterKernel::shared_line && covers_every_table_line(p.desc);
+  // Overwriting: the shared-memory kernels write every table element themselves when the walk covers
+  // every line of the table; otherwise the table is zeroed first and the sums are added.
+  const bool shared_sums = p.kernel == ScatterKernel::shared_line || p.kernel == ScatterKernel::column_tiles;
+  const bool fused_overwrite = !p.desc.accumulate && shared_sums && covers_every_table_line(p.desc);
   if (!p.desc.accumulate && !fused_overwrite)
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
   // Nothing to add (a 1-D index along an empty table): its values are still counted.
   if (p.layout.row_count == 0 || p.desc.shape.numel() == 0) return count_bad<Idx>(stream, p, sm_count);
-  if (Status st = p.kernel == ScatterKernel::shared_line   ? scatter_line<T, Idx>(stream, p, fused_overwrite, sm_count)
+  if (Status st = p.kernel == ScatterKernel::shared_line ? scatter_line<T, Idx>(stream, p, fused_overwrite, sm_count)
+                  : p.kernel == ScatterKernel::column_tiles
+                      ? scatter_columns<T, Idx>(stream, p, fused_overwrite, sm_count)
                   : p.kernel == ScatterKernel::short_lines ? scatter_short_lines<T, Idx>(stream, p, sm_count)
                   : p.variant == IndexVariant::atomic      ? scatter_atomic<T, Idx>(stream, p, sm_count)
                                                            : scatter_sorted<T, Idx>(stream, p, sm_count);

@@ -164,6 +164,8 @@ const char* kernel_suffix(ScatterKernel k) {
       return "_shared";
     case ScatterKernel::short_lines:
       return "_short";
+    case ScatterKernel::column_tiles:
+      return "_columns";
   }
   return "?";
 }

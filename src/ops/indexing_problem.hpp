@@ -27,8 +27,10 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 // walk whose innermost dim is dim with one index value per entry (see src/cuda/indexing/):
 //  - shared_line: each destination line summed in shared memory (the line fits in it);
 //  - short_lines: lines of at most 32 entries, each summed by a group of lanes in entry order, any
-//    line length (also every entry alone on its line: an index of size 1 along dim).
-enum class ScatterKernel : unsigned char { general, shared_line, short_lines };
+//    line length (also every entry alone on its line: an index of size 1 along dim);
+//  - column_tiles: element mode along a dim that is not the walk's innermost (gather's backward
+//    along dim 0): a tile of adjacent columns by a slab of destination rows summed in shared memory.
+enum class ScatterKernel : unsigned char { general, shared_line, short_lines, column_tiles };
 
 // How a backend runs a scatter, decided at select.
 struct ScatterStrategy {

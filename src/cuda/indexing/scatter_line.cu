@@ -6,6 +6,7 @@
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scatter_ops.cuh"
+#include "cuda/indexing/line_sum.cuh"
 #include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
@@ -14,23 +15,9 @@ namespace {
 // Element mode along the innermost dim (torch.gather's backward along the last dim, index_select's
 // backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
 // 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it. A line
-// longer than shared memory holds is cut into slabs (LineSlab), a block each. The
-// entries (index value, value) come in tiles of kLineTile, one tile ahead: the next tile's loads are
-// issued before the current tile is summed and its line written. Two ways to sum a tile:
-//  - atomic: shared-memory atomics; the order of the additions varies from run to run;
-//  - ordered (the "sorted" variant): in each round of one entry per thread, the lanes of a warp
-//    holding the same index value are matched (__match_any_sync) and the lowest one sums them in
-//    lane order; then the warps take turns, in warp order, adding their sums into the line. Every
-//    slot sums its entries in one fixed order (tile, round, warp, lane): the same bits every run.
-inline constexpr int kLineItems = 4;  // entries per thread per tile
-inline constexpr int kLineTile = kThreads * kLineItems;
-inline constexpr int kLineWarps = kThreads / 32;
-
-template <class Acc>
-struct LineTile {
-  int key[kLineItems];  // the index value (a line fits in shared memory), or -1 for an entry to skip
-  Acc value[kLineItems];
-};
+// longer than shared memory holds is cut into slabs (LineSlab), a block each. The entries (index
+// value, value) come in tiles of kLineTile, one tile ahead: the next tile's loads are issued before
+// the current tile is summed (atomic or ordered: line_sum.cuh) and its line written.
 
 // What a block sums at once (an item): slots [first, first + width) of walk lines [line, line +
 // lines), in shared memory at (line - slab.line) * width + (slot - first). LineSpan says how items are
@@ -86,59 +73,6 @@ __device__ __forceinline__ void load_line_tile(const IndexedLayout& layout, cons
     const bool valid = i >= slab.first && i < slab.first + slab.width && i != layout.padding;
     t.key[u] = valid ? static_cast<int>(line_in_item * slab.width + i - slab.first) : -1;
     t.value[u] = v;
-  }
-}
-
-template <class Acc>
-__device__ __forceinline__ void add_tile_atomic(const LineTile<Acc>& t, Acc* line_sum) {
-#pragma unroll
-  for (int u = 0; u < kLineItems; ++u)
-    if (t.key[u] >= 0) ScatterSum::atomic_combine(line_sum + t.key[u], t.value[u]);
-}
-
-template <class Acc>
-__device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* line_sum) {
-  __shared__ Acc stage[kThreads];  // each round's values, read by the lowest lane of each match
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  Acc* warp_stage = stage + warp * 32;
-  Acc sum[kLineItems];
-  bool leads[kLineItems];
-#pragma unroll
-  for (int u = 0; u < kLineItems; ++u) {
-    warp_stage[lane] = t.value[u];
-    const unsigned group = __match_any_sync(0xffffffffu, static_cast<unsigned>(t.key[u]));
-    __syncwarp();
-    leads[u] = t.key[u] >= 0 && lane == __ffs(group) - 1;
-    sum[u] = ScatterSum::identity<Acc>();
-    if (leads[u])
-      for (unsigned m = group; m; m &= m - 1) sum[u] = ScatterSum::reduce(sum[u], warp_stage[__ffs(m) - 1]);
-    __syncwarp();  // the stage is rewritten next round
-  }
-  for (int turn = 0; turn < kLineWarps; ++turn) {
-    if (warp == turn) {
-#pragma unroll
-      for (int u = 0; u < kLineItems; ++u) {
-        if (leads[u]) ScatterSum::combine(line_sum + t.key[u], sum[u]);
-        __syncwarp();  // a later round may add to the same slot from another lane
-      }
-    }
-    __syncthreads();
-  }
-}
-
-// A slot's sum written to `at` (added to `old`, its value, unless overwriting). Adding, a slot no
-// entry reached is neither read nor written: a sparse line costs its entries, not its length.
-template <class T, class Acc>
-__device__ __forceinline__ T old_value(Acc sum, const T* at, bool overwrite) {
-  return overwrite || sum == ScatterSum::identity<Acc>() ? T{} : *at;
-}
-template <class T, class Acc>
-__device__ __forceinline__ void write_slot(Acc sum, T* at, T old, bool overwrite) {
-  if (overwrite) {
-    *at = static_cast<T>(sum);
-  } else if (sum != ScatterSum::identity<Acc>()) {
-    ScatterSum::combine(&old, sum);
-    *at = old;
   }
 }
 

@@ -30,6 +30,22 @@ inline constexpr int64_t kSlabEntriesDivisor = 2;
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;
 
+// scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
+// rows in shared memory; a table of more rows along dim is cut into `slabs` of rows, each reading
+// all the tile's entries. The width is the fewest columns that fill a 32-byte sector of T, widened
+// (to 256 at most) while the rows still fit: fewer slabs first, then fewer items.
+struct ColumnTiles {
+  int64_t width = 0, rows = 0, slabs = 0;
+};
+ColumnTiles column_tiles(DType dtype, int64_t dim_size);
+// scatter_columns is chosen while the slabs are at most this many (each rereads the entries), and
+// either the problem gives at least kMinColumnItems items (tile x slab) to spread over the GPU or
+// each item has at most kMaxColumnItemEntries entries (a few items, each short: still faster than
+// the global sort).
+inline constexpr int64_t kMaxColumnSlabs = 8;
+inline constexpr int64_t kMinColumnItems = 256;
+inline constexpr int64_t kMaxColumnItemEntries = 16384;
+
 // The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
 struct SortedScatterWorkspace {
   size_t keys = 0, offsets = 0, partials = 0, sort_temp = 0;
@@ -56,6 +72,12 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
 // add to it (the walk covers every line of the table); no workspace.
 template <class T, class Idx>
 Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
+
+// Scatter-add of ScatterKernel::column_tiles problems (scatter_columns.cu): element mode along a dim
+// that is not the walk's innermost, a tile of columns by a slab of rows summed in shared memory,
+// atomic or ordered by p.variant. `overwrite` as scatter_line; no workspace.
+template <class T, class Idx>
+Status scatter_columns(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
 
 // Scatter-add of lines of at most kShortLineEntries entries (scatter_short.cu): a group of lanes per
 // line sums each destination's entries in entry order and adds the sum to it once (no atomics:

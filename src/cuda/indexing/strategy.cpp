@@ -18,9 +18,23 @@ int64_t line_entries(const IndexedProblemDesc& desc) {
 // Sums a block's shared line holds (scatter_line.cu: kSharedRowBytes of acc_t<T>): f32 for 16-bit types.
 int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / (dtype == DType::f64 ? 8 : 4); }
 
+// Element mode along a dim that is not the walk's innermost (a later dim has more than one
+// element), while its slabs are few and its items many enough or short (see kMaxColumnSlabs).
+bool column_tiles_pay(const IndexedProblemDesc& desc) {
+  if (!desc.scatter || desc.broadcast_index || desc.shape.numel() == 0) return false;
+  bool outer = false;
+  for (int d = desc.dim + 1; d < desc.shape.rank; ++d) outer = outer || desc.shape.dims[d] > 1;
+  const int64_t dim_size = desc.table_shape.dims[desc.dim];
+  if (!outer || dim_size <= 0) return false;
+  const ColumnTiles tiles = column_tiles(desc.dtype, dim_size);
+  const int64_t entries = desc.shape.dims[desc.dim], columns = desc.shape.numel() / entries;
+  const int64_t items = (columns + tiles.width - 1) / tiles.width * tiles.slabs;
+  return tiles.slabs <= kMaxColumnSlabs && (items >= kMinColumnItems || entries * tiles.width <= kMaxColumnItemEntries);
+}
+
 ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
-  if (entries <= 0) return ScatterKernel::general;
+  if (entries <= 0) return column_tiles_pay(desc) ? ScatterKernel::column_tiles : ScatterKernel::general;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
   // A line longer than a slab of shared memory is cut into slabs, each reading all the line's
   // entries (from L2 after the first): worth it while the entries are few beside a slab.
@@ -31,15 +45,26 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
 
 }  // namespace
 
+ColumnTiles column_tiles(DType dtype, int64_t dim_size) {
+  ColumnTiles t;
+  const int64_t slots = shared_line_slots(dtype);
+  t.width = 32 / static_cast<int64_t>(dtype_size(dtype));
+  while (t.width < 256 && 2 * t.width * dim_size <= slots) t.width *= 2;
+  t.rows = slots / t.width;
+  t.slabs = (dim_size + t.rows - 1) / t.rows;
+  return t;
+}
+
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
                                  bool deterministic) {
   ScatterStrategy s;
   s.kernel = scatter_kernel(problem);
-  // 16-bit types accumulate in f32 by default: atomically only in the shared line, else sorted.
+  // 16-bit types accumulate in f32 by default: atomically only in shared memory, else sorted.
   // Short lines are summed in entry order at no cost: sorted (deterministic) by default.
   const bool sixteen_bit = problem.dtype == DType::f16 || problem.dtype == DType::bf16;
-  const bool atomic_default = !deterministic && s.kernel != ScatterKernel::short_lines &&
-                              (!sixteen_bit || s.kernel == ScatterKernel::shared_line);
+  const bool atomic_default =
+      !deterministic && s.kernel != ScatterKernel::short_lines &&
+      (!sixteen_bit || s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles);
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
   // Slabs beat the sort (16-bit defaults, deterministic variants), not f32 / f64 atomics (measured:
   // bench/NOTES.md, "Scatter sweep").

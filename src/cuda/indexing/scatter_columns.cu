@@ -1,0 +1,150 @@
+// Scatter-add along a dim that is not the walk's innermost, element mode (torch.gather's backward
+// along dim 0, scatter_add_(0, ...)), either variant: a block sums a tile of adjacent columns (the
+// walk's innermost dim) by a slab of destination rows in shared memory, then writes them; no
+// workspace, no global atomics.
+#include <algorithm>
+#include <type_traits>
+
+#include "cuda/common/check.cuh"
+#include "cuda/common/launch.cuh"
+#include "cuda/indexing/line_sum.cuh"
+#include "cuda/indexing/strategies.hpp"
+
+namespace baracuda::detail::cuda {
+namespace {
+
+// The walk seen as [lines, entries (dim), columns (the innermost dim)]. A destination line is the
+// table along dim at one (line, column); a block's item is `1 << shift` adjacent columns of one line
+// by a slab of `rows` destination rows, in shared memory at (row - first) << shift | column. The
+// item's entries (entries x width, the column fastest: coalesced) come in tiles of kLineTile; each
+// slab of a tile reads them all and keeps those that land in it (the slabs of a tile are adjacent
+// items, so all but the first read them from L2).
+struct ColumnWalk {
+  Walker<3> lines;                // the walk's dims but dim and the innermost: values, index, table
+  int64_t entries = 1;            // the walk's size along dim (1 when it left the walk)
+  int64_t entry_stride[2] = {};   // values, index along dim
+  int64_t columns = 1;            // the walk's innermost size
+  int64_t column_stride[3] = {};  // values, index, table along it
+  int shift = 0;                  // log2 of the tile's width
+  int64_t column_tiles = 1, rows = 0, slabs = 1;
+  int64_t dim_size = 0, table_dim_stride = 0, padding = kNoPadding;
+};
+
+template <class T, bool kOrdered, class Idx>
+__global__ void __launch_bounds__(kThreads, 5)
+    scatter_columns_kernel(ColumnWalk cw, const T* values, T* table, const Idx* index, bool overwrite) {
+  using Acc = acc_t<T>;
+  constexpr int kBatch = 4;  // write-back loads issued back to back
+  extern __shared__ unsigned char shared_bytes[];
+  Acc* sums = reinterpret_cast<Acc*>(shared_bytes);
+  const int width = 1 << cw.shift;
+  const int64_t per_line = cw.column_tiles * cw.slabs, items = cw.lines.numel() * per_line;
+  const int64_t tiles = (cw.entries * width + kLineTile - 1) / kLineTile;
+  const int used = static_cast<int>(min(cw.dim_size, cw.rows)) * width;
+  for (int s = threadIdx.x; s < used; s += blockDim.x) sums[s] = ScatterSum::identity<Acc>();
+  __syncthreads();
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const int64_t line = item / per_line, in_line = item - line * per_line;
+    const int64_t tile_column = in_line / cw.slabs, first = (in_line - tile_column * cw.slabs) * cw.rows;
+    const int64_t height = min(cw.rows, cw.dim_size - first), column0 = tile_column * width;
+    int64_t base[3];
+    cw.lines.offsets(line, base);
+    for (int t = 0; t < 3; ++t) base[t] += column0 * cw.column_stride[t];
+    for (int64_t k = 0; k < tiles; ++k) {
+      LineTile<Acc> tile;
+#pragma unroll
+      for (int u = 0; u < kLineItems; ++u) {
+        const int64_t e = k * kLineTile + u * kThreads + threadIdx.x, entry = e >> cw.shift;
+        const int c = static_cast<int>(e & (width - 1));
+        const bool inside = entry < cw.entries && column0 + c < cw.columns;
+        const int64_t i =
+            inside ? static_cast<int64_t>(index[base[1] + entry * cw.entry_stride[1] + c * cw.column_stride[1]]) : -1;
+        tile.value[u] =
+            inside ? static_cast<Acc>(values[base[0] + entry * cw.entry_stride[0] + c * cw.column_stride[0]]) : Acc(0);
+        const bool valid = i >= first && i < first + height && i != cw.padding;
+        tile.key[u] = valid ? (static_cast<int>(i - first) << cw.shift) + c : -1;
+      }
+      if constexpr (kOrdered) {
+        add_tile_ordered(tile, sums);
+      } else {
+        add_tile_atomic(tile, sums);
+      }
+    }
+    __syncthreads();
+    const int slots = static_cast<int>(height) * width;
+    for (int s0 = threadIdx.x; s0 < slots; s0 += kBatch * blockDim.x) {
+      T* at[kBatch];
+      T old[kBatch];
+      bool in_table[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int s = s0 + u * static_cast<int>(blockDim.x), c = s & (width - 1);
+        in_table[u] = s < slots && column0 + c < cw.columns;
+        at[u] = table + base[2] + (first + (s >> cw.shift)) * cw.table_dim_stride + c * cw.column_stride[2];
+        old[u] = in_table[u] ? old_value(sums[s], at[u], overwrite) : T{};
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int s = s0 + u * static_cast<int>(blockDim.x);
+        if (in_table[u]) write_slot(sums[s], at[u], old[u], overwrite);
+        if (s < slots) sums[s] = ScatterSum::identity<Acc>();  // ready for the next item
+      }
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+template <class T, class Idx>
+Status scatter_columns(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count) {
+  using Acc = acc_t<T>;
+  const Walker<kRowTensors>& w = p.layout.rows;
+  // The marker tensor (the walker's last) is non-zero only along dim; the innermost dim is not dim.
+  const int inner = w.rank - 1;
+  if (inner < 0 || w.strides[kRowTensors - 1][inner] != 0)
+    return Status::error(StatusCode::backend_error, "scatter_columns: dim is the walk's innermost dim");
+  ColumnWalk cw;
+  cw.columns = w.sizes[inner];
+  for (int t = 0; t < 3; ++t) cw.column_stride[t] = w.strides[t][inner];
+  for (int d = 0; d < inner; ++d) {
+    if (w.strides[kRowTensors - 1][d] != 0) {
+      cw.entries = w.sizes[d];
+      cw.entry_stride[0] = w.strides[0][d];
+      cw.entry_stride[1] = w.strides[1][d];
+      continue;
+    }
+    cw.lines.sizes[cw.lines.rank] = w.sizes[d];
+    for (int t = 0; t < 3; ++t) cw.lines.strides[t][cw.lines.rank] = w.strides[t][d];
+    ++cw.lines.rank;
+  }
+  const ColumnTiles tiles = column_tiles(p.desc.dtype, p.layout.dim_size);
+  while ((int64_t(1) << cw.shift) < tiles.width) ++cw.shift;
+  cw.column_tiles = (cw.columns + tiles.width - 1) / tiles.width;
+  cw.rows = tiles.rows;
+  cw.slabs = tiles.slabs;
+  cw.dim_size = p.layout.dim_size;
+  cw.table_dim_stride = p.layout.table_dim_stride;
+  cw.padding = p.layout.padding;
+  const auto kernel =
+      p.variant == IndexVariant::sorted ? scatter_columns_kernel<T, true, Idx> : scatter_columns_kernel<T, false, Idx>;
+  const size_t bytes = static_cast<size_t>(std::min(cw.dim_size, cw.rows) * tiles.width) * sizeof(Acc);
+  // The sums can take the 48 KB a block gets by default, beside the kernel's static shared memory.
+  if (Status st = cuda_status(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+          "cudaFuncSetAttribute");
+      !st)
+    return st;
+  const int64_t items = cw.lines.numel() * cw.column_tiles * cw.slabs;
+  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * 16));
+  kernel<<<blocks, kThreads, bytes, native(stream)>>>(cw, static_cast<const T*>(p.values), static_cast<T*>(p.table),
+                                                      static_cast<const Idx*>(p.index), overwrite);
+  return last_launch_status("scatter_columns_kernel");
+}
+
+#define BARACUDA_INSTANTIATE(T, Idx) \
+  template Status scatter_columns<T, Idx>(const Stream&, const IndexedProblem&, bool, int);
+BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
+#undef BARACUDA_INSTANTIATE
+
+}  // namespace baracuda::detail::cuda
