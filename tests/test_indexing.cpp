@@ -334,7 +334,7 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
 }
 
 // 16-bit defaults accumulate in f32: on CUDA the shared-row kernel along the last dim (lines of more
-// than 32 entries), sorted elsewhere; the CPU is always sorted.
+// than 32 entries) and the column tiles along an outer one; the CPU is always sorted.
 TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
   if (dtype() != DType::f16 && dtype() != DType::bf16) GTEST_SKIP() << "16-bit defaults only";
   const Shape src{4, 64}, idx_shape{4, 40};
@@ -344,8 +344,8 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
     Tensor dout = values(contiguous(idx_shape)), dsrc = values(contiguous(src));
     Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 4);
     const std::string variant = plan.sku({dout.ref(), idx.ref(), dsrc.mut(), nullptr}).variant;
-    if (backend() == Backend::cuda && dim == 1) {
-      EXPECT_EQ(variant, "atomic.elements_shared");
+    if (backend() == Backend::cuda) {
+      EXPECT_EQ(variant, dim == 1 ? "atomic.elements_shared" : "atomic.elements_columns");
     } else {
       EXPECT_EQ(variant, "sorted.elements");
     }
@@ -424,28 +424,40 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
 }
 
 // Element-mode scatters along an outer dim ([R, C] <- [K, C] along dim 0): CUDA's column-tile kernel
-// (a tile of `width` columns by a slab of `rows` rows in shared memory) while the slabs are at most 8
-// and either the items (column tiles x slabs) are at least 256 or each item has at most 16384
-// entries (K x width); else the general kernels. Both sides of each threshold, every variant, and
-// strided 3-D walks with the column count off the tile width.
+// (a tile of `width` columns by a slab of `rows` rows in shared memory) where the items (column tiles
+// x slabs) are at least 256 or each has at most 16384 entries (K x width), and where the slabs pay:
+// at most 8 beside f32 / f64 atomics (the default, or forced); beside the global sort (16-bit
+// defaults, the sorted variant) while slabs x K x (element + index bytes) <= R x element bytes + 128 K.
+// Both sides of each threshold, every variant, and strided 3-D walks with the column count off the
+// tile width.
 TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   const bool cuda = backend() == Backend::cuda;
   const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
-  const int64_t width = 32 / static_cast<int64_t>(dtype_size(dtype()));  // the narrowest tile
-  const int64_t rows = (dtype() == DType::f64 ? 6144 : 12288) / width;   // its rows
+  const auto size = static_cast<int64_t>(dtype_size(dtype()));
+  const int64_t width = 32 / size;                                      // the narrowest tile
+  const int64_t rows = (dtype() == DType::f64 ? 6144 : 12288) / width;  // its rows
+  // The most entries a column of 16 slabs takes beside the sort (i64 index values).
+  const int64_t sort_entries = 16 * rows * size / (16 * (size + 8) - 128);
   struct Case {
     int64_t table_rows, columns, entries;
-    bool column_tiles, cuda_only;
+    bool beside_atomics, beside_sort, cuda_only;
   };
-  const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, false},                // 8 slabs
-                                   {8 * rows + 1, 2 * width, 3, false, false},           // 9 slabs
-                                   {rows, 255 * width, 16384 / width, true, true},       // 255 items of 16384 entries
-                                   {rows, 255 * width, 16384 / width + 1, false, true},  // 255 items of more
-                                   {rows, 256 * width, 16384 / width + 1, true, true},   // 256 items of more
-                                   {40, 2000, 7, true, false},  // a tile of 256 columns by 48 rows
-                                   {300, 70, 1, true, false}};  // one entry a column: dim leaves the walk
-  const std::string columns = "atomic.elements_columns";
-  const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
+  const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, true, false},                    // 8 slabs
+                                   {8 * rows + 1, 2 * width, 3, false, true, false},               // 9 slabs
+                                   {16 * rows, 2 * width, sort_entries, false, true, false},       // 16 slabs
+                                   {16 * rows, 2 * width, sort_entries + 1, false, false, false},  //
+                                   {rows, 255 * width, 16384 / width, true, true, true},  // 255 items of 16384 entries
+                                   {rows, 255 * width, 16384 / width + 1, false, false, true},  // 255 items of more
+                                   {rows, 256 * width, 16384 / width + 1, true, true, true},    // 256 items of more
+                                   {40, 2000, 7, true, true, false},  // a tile of 256 columns by 48 rows
+                                   {300, 70, 1, true, true, false}};  // one entry a column: dim leaves the walk
+  // The SKU each preference gets on CUDA.
+  const auto expected = [&](const Case& c, const std::string& pref) {
+    const bool atomics = pref == "atomic" || (pref.empty() && !sixteen_bit);
+    const bool columns = atomics ? c.beside_atomics : c.beside_sort;
+    const std::string variant = !pref.empty() ? pref : atomics || columns ? "atomic" : "sorted";
+    return variant + (columns ? ".elements_columns" : ".elements");
+  };
   for (const Case& c : cases) {
     if (c.cuda_only && !cuda) continue;
     const Shape table_shape{c.table_rows, c.columns}, idx_shape{c.entries, c.columns};
@@ -462,11 +474,10 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
       const auto args = [&](int64_t* count) { return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count}; };
       const std::string variant =
           check_scatter<GatherBackwardPlan>(desc, {idx_shape, 0, false}, dout, idx, dsrc, args, pref);
-      if (cuda && pref.variant.empty()) {
-        EXPECT_EQ(variant, c.column_tiles ? columns : general);
+      if (cuda) {
+        EXPECT_EQ(variant, expected(c, pref.variant));
       }
-      if (cuda && pref.variant == "sorted" && c.column_tiles) {
-        EXPECT_EQ(variant, "sorted.elements_columns");
+      if (cuda && variant == "sorted.elements_columns") {
         // Deterministic: a second run gives the same bits.
         const std::vector<double> first = dsrc.host;
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));

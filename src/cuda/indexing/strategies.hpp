@@ -38,13 +38,16 @@ struct ColumnTiles {
   int64_t width = 0, rows = 0, slabs = 0;
 };
 ColumnTiles column_tiles(DType dtype, int64_t dim_size);
-// scatter_columns is chosen while the slabs are at most this many (each rereads the entries), and
-// either the problem gives at least kMinColumnItems items (tile x slab) to spread over the GPU or
-// each item has at most kMaxColumnItemEntries entries (a few items, each short: still faster than
-// the global sort).
+// scatter_columns is chosen (strategy.cpp, column_tiles_pay) where the problem gives at least
+// kMinColumnItems items (tile x slab) to spread over the GPU or each item has at most
+// kMaxColumnItemEntries entries (a few items, each short), and where its slabs (each rereads the
+// entries) cost less than the alternative: at most kMaxColumnSlabs beside f32 / f64 atomics; beside
+// the global sort, entries reread for fewer bytes than a table column's plus kSortEntryBytes an
+// entry (the sort's passes over keys and values, in bytes of traffic).
 inline constexpr int64_t kMaxColumnSlabs = 8;
 inline constexpr int64_t kMinColumnItems = 256;
 inline constexpr int64_t kMaxColumnItemEntries = 16384;
+inline constexpr int64_t kSortEntryBytes = 128;
 
 // The deterministic scatter's scratch, laid out in one workspace (sizes in bytes).
 struct SortedScatterWorkspace {

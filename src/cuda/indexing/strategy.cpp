@@ -19,8 +19,12 @@ int64_t line_entries(const IndexedProblemDesc& desc) {
 int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / (dtype == DType::f64 ? 8 : 4); }
 
 // Element mode along a dim that is not the walk's innermost (a later dim has more than one
-// element), while its slabs are few and its items many enough or short (see kMaxColumnSlabs).
-bool column_tiles_pay(const IndexedProblemDesc& desc) {
+// element): the column tiles while they pay, and while the problem gives enough items or short ones
+// (kMinColumnItems). Against f32 / f64 atomics, while the slabs are at most kMaxColumnSlabs
+// (measured); against the global sort (16-bit defaults, deterministic variants), while the entries'
+// bytes that the slabs read again stay below a table column's bytes plus what the sort costs an
+// entry (kSortEntryBytes).
+bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
   if (!desc.scatter || desc.broadcast_index || desc.shape.numel() == 0) return false;
   bool outer = false;
   for (int d = desc.dim + 1; d < desc.shape.rank; ++d) outer = outer || desc.shape.dims[d] > 1;
@@ -29,12 +33,18 @@ bool column_tiles_pay(const IndexedProblemDesc& desc) {
   const ColumnTiles tiles = column_tiles(desc.dtype, dim_size);
   const int64_t entries = desc.shape.dims[desc.dim], columns = desc.shape.numel() / entries;
   const int64_t items = (columns + tiles.width - 1) / tiles.width * tiles.slabs;
-  return tiles.slabs <= kMaxColumnSlabs && (items >= kMinColumnItems || entries * tiles.width <= kMaxColumnItemEntries);
+  if (items < kMinColumnItems && entries * tiles.width > kMaxColumnItemEntries) return false;
+  if (against_atomics) return tiles.slabs <= kMaxColumnSlabs;
+  const auto size = static_cast<int64_t>(dtype_size(desc.dtype));
+  const auto entry_bytes = size + static_cast<int64_t>(dtype_size(desc.index_dtype));
+  // In doubles: a cost estimate, past int64 for huge tables.
+  return double(tiles.slabs) * double(entries) * double(entry_bytes) <=
+         double(dim_size) * double(size) + double(entries) * double(kSortEntryBytes);
 }
 
 ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
-  if (entries <= 0) return column_tiles_pay(desc) ? ScatterKernel::column_tiles : ScatterKernel::general;
+  if (entries <= 0) return ScatterKernel::general;  // see column_tiles_pay
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
   // A line longer than a slab of shared memory is cut into slabs, each reading all the line's
   // entries (from L2 after the first): worth it while the entries are few beside a slab.
@@ -62,6 +72,9 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   // 16-bit types accumulate in f32 by default: atomically only in shared memory, else sorted.
   // Short lines are summed in entry order at no cost: sorted (deterministic) by default.
   const bool sixteen_bit = problem.dtype == DType::f16 || problem.dtype == DType::bf16;
+  const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit;
+  if (s.kernel == ScatterKernel::general && column_tiles_pay(problem, general_atomics))
+    s.kernel = ScatterKernel::column_tiles;
   const bool atomic_default =
       !deterministic && s.kernel != ScatterKernel::short_lines &&
       (!sixteen_bit || s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles);
