@@ -427,7 +427,8 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
 // (a tile of `width` columns by a slab of `rows` rows in shared memory) where the items (column tiles
 // x slabs) are at least 256 or each has at most 16384 entries (K x width), and where the slabs pay:
 // at most 8 beside f32 / f64 atomics (the default, or forced); beside the global sort (16-bit
-// defaults, the sorted variant) while slabs x K x (element + index bytes) <= R x element bytes + 128 K.
+// defaults, the sorted variant) while slabs x K x (element + index bytes) <= R x element bytes + 128 K
+// and the slabs are at most 32.
 // Both sides of each threshold, every variant, and strided 3-D walks with the column count off the
 // tile width.
 TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
@@ -442,10 +443,12 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
     int64_t table_rows, columns, entries;
     bool beside_atomics, beside_sort, cuda_only;
   };
-  const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, true, false},                    // 8 slabs
-                                   {8 * rows + 1, 2 * width, 3, false, true, false},               // 9 slabs
-                                   {16 * rows, 2 * width, sort_entries, false, true, false},       // 16 slabs
-                                   {16 * rows, 2 * width, sort_entries + 1, false, false, false},  //
+  const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, true, false},               // 8 slabs
+                                   {8 * rows + 1, 2 * width, 3, false, true, false},          // 9 slabs
+                                   {16 * rows, 2 * width, sort_entries, false, true, false},  // 16 slabs
+                                   {16 * rows, 2 * width, sort_entries + 1, false, false, false},
+                                   {32 * rows, 2 * width, 3, false, true, false},         // 32 slabs
+                                   {32 * rows + 1, 2 * width, 3, false, false, false},    // 33 slabs  //
                                    {rows, 255 * width, 16384 / width, true, true, true},  // 255 items of 16384 entries
                                    {rows, 255 * width, 16384 / width + 1, false, false, true},  // 255 items of more
                                    {rows, 256 * width, 16384 / width + 1, true, true, true},    // 256 items of more

@@ -23,7 +23,9 @@ int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / (dtype == DTyp
 // (kMinColumnItems). Against f32 / f64 atomics, while the slabs are at most kMaxColumnSlabs
 // (measured); against the global sort (16-bit defaults, deterministic variants), while the entries'
 // bytes that the slabs read again stay below a table column's bytes plus what the sort costs an
-// entry (kSortEntryBytes).
+// entry (kSortEntryBytes) and the slabs are at most kMaxColumnSlabsBesideSort (past it, measured:
+// the write-back of many narrow slabs, 32 bytes a row, runs slower than the sort's zeroing and sums).
+inline constexpr int64_t kMaxColumnSlabsBesideSort = 32;
 bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
   if (!desc.scatter || desc.broadcast_index || desc.shape.numel() == 0) return false;
   bool outer = false;
@@ -35,6 +37,7 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
   const int64_t items = (columns + tiles.width - 1) / tiles.width * tiles.slabs;
   if (items < kMinColumnItems && entries * tiles.width > kMaxColumnItemEntries) return false;
   if (against_atomics) return tiles.slabs <= kMaxColumnSlabs;
+  if (tiles.slabs > kMaxColumnSlabsBesideSort) return false;
   const auto size = static_cast<int64_t>(dtype_size(desc.dtype));
   const auto entry_bytes = size + static_cast<int64_t>(dtype_size(desc.index_dtype));
   // In doubles: a cost estimate, past int64 for huge tables.
