@@ -76,7 +76,7 @@ FORWARD_SOFTMAX = ("softmax", "log_softmax")
 SOFTMAX_RANGE = (-8.0, 8.0)
 # Ops whose profiler cases are their own shapes (the profiler's defaults), not --shapes.
 OWN_SHAPES = ("softmax", "log_softmax", "softmax_dim0", "softmax_backward", "log_softmax_backward",
-              "softmax_backward_dim0", "gather", "gather_backward", "index_select", "index_select_rows", "embedding",
+              "softmax_backward_dim0", "gather", "gather_backward", "gather_rows_backward", "index_select", "index_select_rows", "embedding",
               "embedding_backward")
 
 DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"
@@ -112,6 +112,8 @@ INDEXING = {
                lambda a, b, k: (a, k), lambda a, b, k: b),
     "gather_backward": (lambda a, b, k: _scatter_rows(b), lambda a, b, k: (a, k), lambda a, b, k: (a, k),
                         lambda a, b, k: b),
+    "gather_rows_backward": (lambda a, b, k: lambda d, i: jnp.zeros((a, b), d.dtype).at[i, jnp.arange(b)[None, :]].add(d),
+                             lambda a, b, k: (k, b), lambda a, b, k: (k, b), lambda a, b, k: a),
     "index_select": (lambda a, b, k: lambda x, i: jnp.take(x, i, axis=1), lambda a, b, k: (a, b),
                      lambda a, b, k: (k,), lambda a, b, k: b),
     "index_select_rows": (lambda a, b, k: lambda x, i: jnp.take(x, i, axis=0), lambda a, b, k: (a, b),

@@ -207,6 +207,37 @@ TEST_P(IndexingTest, CpuSixteenBitScatterScratchAndSortAgreeToTheBit) {
   }
 }
 
+// The CPU's 16-bit row scatters (index_select / embedding backward) bucket their rows by destination
+// from rows of 64 elements (below, they sort or sum in a scratch): both sides, overwriting and
+// adding, over a prefix dim (dim 1 of a 3-D table) with a strided table, with duplicates and bad
+// index values. Every dtype and backend checks the sums.
+TEST_P(IndexingTest, RowScattersOnBothSidesOfTheBucketThreshold) {
+  for (const int64_t length : {63, 64}) {
+    for (const bool accumulate : {false, true}) {
+      const Shape src{3, 40, length};
+      const int64_t k = 90;
+      Shape out_shape = src;
+      out_shape.dims[1] = k;
+      SCOPED_TRACE(std::to_string(length) + (accumulate ? " adding" : " overwriting"));
+      Tensor idx = index(contiguous({k}), DType::i64, -2, 42);  // some of the 40 rows twice or more, some bad
+      IndexSelectDescriptor desc{dtype(), DType::i64, src, 1, k};
+      desc.accumulate = accumulate;
+      const Strides table_strides{40 * (length + 3), length + 3, 1};  // rows with gaps
+      for (const PlanPreference& pref : scatter_variants()) {
+        Tensor dout = values(contiguous(out_shape));
+        Tensor dsrc = accumulate ? values(with_strides(src, table_strides)) : output(with_strides(src, table_strides));
+        if (!accumulate) std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+        check_scatter<IndexSelectBackwardPlan>(
+            desc, {out_shape, 1, true}, dout, idx, dsrc,
+            [&](int64_t* count) {
+              return IndexSelectBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+            },
+            pref);
+      }
+    }
+  }
+}
+
 // Along the innermost dim CUDA sums each destination line in shared memory in a fixed order, 1024
 // entries at a time, with no workspace: lines of 3000 entries over 37 slots.
 TEST_P(IndexingTest, SortedLineScatterTakesTheOrderedLineKernel) {
