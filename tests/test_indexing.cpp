@@ -238,6 +238,41 @@ TEST_P(IndexingTest, RowScattersOnBothSidesOfTheBucketThreshold) {
   }
 }
 
+// The CPU's overwriting element scatters (gather backward over a table the index covers) sum in a
+// buffer of 512 KB a thread when dim's rows fit in it (128K f32 sums, 64K f64): both sides of that,
+// and along every dim of a 3-D table with strided views (16-bit types along the innermost dim too;
+// f32 and f64 keep their entry-order adds there). Every dtype and backend checks the sums.
+TEST_P(IndexingTest, ElementScattersOnBothSidesOfTheBufferThreshold) {
+  const int64_t fit = 512 * 1024 / (dtype() == DType::f64 ? 8 : 4);
+  for (const int64_t rows : {fit, fit + 1}) {
+    const Shape table_shape{rows, 3}, idx_shape{5, 3};
+    SCOPED_TRACE(rows);
+    Tensor idx = index(contiguous(idx_shape), DType::i64, rows - 4, rows + 2);  // bad ones past the end
+    Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
+    std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+    GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 0};
+    desc.accumulate = false;
+    check_scatter<GatherBackwardPlan>(desc, {idx_shape, 0, false}, dout, idx, dsrc, [&](int64_t* count) {
+      return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+    });
+  }
+  const Shape table_shape{6, 7, 9};
+  for (int dim : {0, 1, 2}) {
+    SCOPED_TRACE(dim);
+    Shape idx_shape = table_shape;
+    idx_shape.dims[dim] = 11;
+    Tensor idx = index(with_strides(idx_shape, {1, idx_shape.dims[0], idx_shape.dims[0] * idx_shape.dims[1]}),
+                       DType::i32, -1, table_shape.dims[dim] + 1);
+    Tensor dout = values(contiguous(idx_shape)), dsrc = output(with_strides(table_shape, {7 * 10, 10, 1}));
+    std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+    GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, dim};
+    desc.accumulate = false;
+    check_scatter<GatherBackwardPlan>(desc, {idx_shape, dim, false}, dout, idx, dsrc, [&](int64_t* count) {
+      return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+    });
+  }
+}
+
 // Along the innermost dim CUDA sums each destination line in shared memory in a fixed order, 1024
 // entries at a time, with no workspace: lines of 3000 entries over 37 slots.
 TEST_P(IndexingTest, SortedLineScatterTakesTheOrderedLineKernel) {
