@@ -422,7 +422,9 @@ void scatter_rows_bucketed(const IndexedProblem& p, bool overwrite) {
 // machine's 1 MB L2 a core: 32-128 KB (narrower tiles, table rows written in pieces) measured
 // 1.2-3x slower along dim 0, 1 MB 12% slower.
 constexpr int64_t kElementBufferBytes = 512 * 1024;
-constexpr int kElementBufferThreads = 16;  // at most: the workspace holds a buffer each
+// At most this many threads, each with its buffer in the workspace: a fixed 4 MB at most, which the
+// fuzzer (tests/fuzz/fuzz_plans.cpp, make_case_args) tells from a workspace sized by the work.
+constexpr int kElementBufferThreads = 8;
 
 // Taken by 16-bit types, and by f32 / f64 where dim is not the walk's innermost (along it, their
 // entry-order adds into the zeroed table, with the next row prefetched, measured 0.44 ms against

@@ -942,12 +942,14 @@ struct CaseArgs {
 
 // Huge broadcast inputs (more elements than a buffer holds) are made only where a plan must refuse
 // them: a broadcast view is walked element by element, so accepting a huge one is a long run. A
-// plan with a CPU workspace sizes it by its work (the scatters' sort), so it asks for more than a
-// case gives, unless it got that size wrong (a wrapped product: what these look for). A plan
-// without one (a gather, a CUDA atomic scatter) may legitimately walk a huge view for hours.
+// plan whose CPU workspace is sized by its work (the scatters' sort and row buckets) asks for more
+// than a case ever gives (kMaxWorkspace) for such a view, and must refuse to run without it, unless
+// it got that size wrong (a wrapped product: what these look for). A plan without one (a gather, a
+// CUDA atomic scatter), or with a fixed scratch of at most kMaxWorkspace (the CPU element scatter's
+// buffers), may legitimately walk a huge view for hours.
 CaseArgs make_case_args(FuzzInput& in, Backend backend, const OpSchema& schema, const std::vector<ArgSpec>& specs,
                         size_t workspace, bool has_count) {
-  const bool huge_broadcasts = backend == Backend::cpu && workspace > 0;
+  const bool huge_broadcasts = backend == Backend::cpu && workspace > kMaxWorkspace;
   SplitMix64 rng(in.consume_uint64());
   CaseArgs c;
   c.index_known = schema.index_dtypes.empty() ||
