@@ -223,6 +223,12 @@ TEST_P(IndexingTest, RowScattersOnBothSidesOfTheBucketThreshold) {
       IndexSelectDescriptor desc{dtype(), DType::i64, src, 1, k};
       desc.accumulate = accumulate;
       const Strides table_strides{40 * (length + 3), length + 3, 1};  // rows with gaps
+      if (backend() == Backend::cpu) {  // the workspace tells the paths apart: buckets or (key, position) pairs
+        const int64_t rows = 3 * k, destinations = 3 * 40;
+        const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
+        const int64_t want = !sixteen_bit ? 0 : length >= 64 ? (destinations + 1 + rows) * 8 : rows * 16;
+        EXPECT_EQ(unwrap(IndexSelectBackwardPlan::select(stream(), desc)).workspace_size(), static_cast<size_t>(want));
+      }
       for (const PlanPreference& pref : scatter_variants()) {
         Tensor dout = values(contiguous(out_shape));
         Tensor dsrc = accumulate ? values(with_strides(src, table_strides)) : output(with_strides(src, table_strides));
@@ -255,6 +261,13 @@ TEST_P(IndexingTest, ElementScattersOnBothSidesOfTheBufferThreshold) {
     check_scatter<GatherBackwardPlan>(desc, {idx_shape, 0, false}, dout, idx, dsrc, [&](int64_t* count) {
       return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
     });
+    if (backend() == Backend::cpu) {  // the buffers' workspace tells the paths apart
+      const size_t workspace = unwrap(GatherBackwardPlan::select(stream(), desc)).workspace_size();
+      EXPECT_EQ(workspace >= size_t{512} * 1024, rows == fit) << workspace;
+      // At most 4 MB: the fuzzer tells this fixed scratch from a workspace sized by the work by that
+      // bound (tests/fuzz/fuzz_plans.cpp, make_case_args).
+      EXPECT_LE(workspace, size_t{4} << 20);
+    }
   }
   const Shape table_shape{6, 7, 9};
   for (int dim : {0, 1, 2}) {
@@ -270,6 +283,11 @@ TEST_P(IndexingTest, ElementScattersOnBothSidesOfTheBufferThreshold) {
     check_scatter<GatherBackwardPlan>(desc, {idx_shape, dim, false}, dout, idx, dsrc, [&](int64_t* count) {
       return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
     });
+    if (backend() == Backend::cpu) {
+      const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
+      const size_t workspace = unwrap(GatherBackwardPlan::select(stream(), desc)).workspace_size();
+      EXPECT_EQ(workspace >= size_t{512} * 1024, sixteen_bit || dim != 2) << workspace;
+    }
   }
 }
 
@@ -508,6 +526,7 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   struct Case {
     int64_t table_rows, columns, entries;
     bool beside_atomics, beside_sort, cuda_only;
+    int64_t lines = 1;  // more than one: a 3-D walk [lines, entries, columns] along dim 1
   };
   const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, true, false},               // 8 slabs
                                    {8 * rows + 1, 2 * width, 3, false, true, false},          // 9 slabs
@@ -519,7 +538,11 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
                                    {rows, 255 * width, 16384 / width + 1, false, false, true},  // 255 items of more
                                    {rows, 256 * width, 16384 / width + 1, true, true, true},    // 256 items of more
                                    {40, 2000, 7, true, true, false},  // a tile of 256 columns by 48 rows
-                                   {300, 70, 1, true, true, false}};  // one entry a column: dim leaves the walk
+                                   {300, 70, 1, true, true, false},   // one entry a column: dim leaves the walk
+                                   // More items than CUDA's grid (16 blocks an SM): blocks take several,
+                                   // of one slab, and of two slabs the second one row high.
+                                   {2, 256, 3, true, true, true, 2200},
+                                   {rows + 1, width, 3, true, true, true, 1100}};
   // The SKU each preference gets on CUDA.
   const auto expected = [&](const Case& c, const std::string& pref) {
     const bool atomics = pref == "atomic" || (pref.empty() && !sixteen_bit);
@@ -529,20 +552,22 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   };
   for (const Case& c : cases) {
     if (c.cuda_only && !cuda) continue;
-    const Shape table_shape{c.table_rows, c.columns}, idx_shape{c.entries, c.columns};
+    const int dim = c.lines > 1 ? 1 : 0;
+    const Shape table_shape = dim ? Shape{c.lines, c.table_rows, c.columns} : Shape{c.table_rows, c.columns};
+    const Shape idx_shape = dim ? Shape{c.lines, c.entries, c.columns} : Shape{c.entries, c.columns};
     SCOPED_TRACE(table_shape.to_string() + " <- " + idx_shape.to_string());
     for (const PlanPreference& pref : c.cuda_only ? std::vector<PlanPreference>(1) : scatter_variants()) {
       SCOPED_TRACE(pref.variant);
-      // A few destinations a column, so entries meet; and some out of range.
-      const int64_t lo = std::max<int64_t>(0, c.table_rows - 6);
-      Tensor idx = index(contiguous(idx_shape), DType::i64, lo - 1, c.table_rows + 1);
+      // Destinations across every slab, and some out of range (entries meet where a column has
+      // more of them than a few hundred rows).
+      Tensor idx = index(contiguous(idx_shape), DType::i64, -1, c.table_rows + 1);
       Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
       std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
-      GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 0};
+      GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, dim};
       desc.accumulate = false;
       const auto args = [&](int64_t* count) { return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count}; };
       const std::string variant =
-          check_scatter<GatherBackwardPlan>(desc, {idx_shape, 0, false}, dout, idx, dsrc, args, pref);
+          check_scatter<GatherBackwardPlan>(desc, {idx_shape, dim, false}, dout, idx, dsrc, args, pref);
       if (cuda) {
         EXPECT_EQ(variant, expected(c, pref.variant));
       }
@@ -557,7 +582,7 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
       if (c.cuda_only) continue;
       Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
       check_scatter<ScatterAddPlan>(
-          {dtype(), DType::i64, table_shape, idx_shape, 0}, {idx_shape, 0, false}, addend, idx, dst,
+          {dtype(), DType::i64, table_shape, idx_shape, dim}, {idx_shape, dim, false}, addend, idx, dst,
           [&](int64_t* count) {
             return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
           },

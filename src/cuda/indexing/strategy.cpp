@@ -34,8 +34,9 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
   if (!outer || dim_size <= 0) return false;
   const ColumnTiles tiles = column_tiles(desc.dtype, dim_size);
   const int64_t entries = desc.shape.dims[desc.dim], columns = desc.shape.numel() / entries;
-  const int64_t items = (columns + tiles.width - 1) / tiles.width * tiles.slabs;
-  if (items < kMinColumnItems && entries * tiles.width > kMaxColumnItemEntries) return false;
+  // (Quotients and doubles: a descriptor's sizes reach 2^62.)
+  const double items = double((columns + tiles.width - 1) / tiles.width) * double(tiles.slabs);
+  if (items < double(kMinColumnItems) && entries > kMaxColumnItemEntries / tiles.width) return false;
   if (against_atomics) return tiles.slabs <= kMaxColumnSlabs;
   if (tiles.slabs > kMaxColumnSlabsBesideSort) return false;
   const auto size = static_cast<int64_t>(dtype_size(desc.dtype));
@@ -62,7 +63,7 @@ ColumnTiles column_tiles(DType dtype, int64_t dim_size) {
   ColumnTiles t;
   const int64_t slots = shared_line_slots(dtype);
   t.width = 32 / static_cast<int64_t>(dtype_size(dtype));
-  while (t.width < 256 && 2 * t.width * dim_size <= slots) t.width *= 2;
+  while (t.width < 256 && dim_size <= slots / (2 * t.width)) t.width *= 2;
   t.rows = slots / t.width;
   t.slabs = (dim_size + t.rows - 1) / t.rows;
   return t;
