@@ -77,8 +77,10 @@ FORWARD_SOFTMAX = ("softmax", "log_softmax")
 SOFTMAX_RANGE = (-8.0, 8.0)
 # Ops whose profiler cases are their own shapes (the profiler's defaults), not --shapes.
 OWN_SHAPES = ("softmax", "log_softmax", "softmax_dim0", "softmax_backward", "log_softmax_backward",
-              "softmax_backward_dim0", "gather", "gather_backward", "gather_rows_backward", "index_select", "index_select_rows", "embedding",
-              "embedding_backward")
+              "softmax_backward_dim0", "gather", "gather_backward", "gather_rows_backward", "index_select",
+              "index_select_rows", "embedding",
+              "embedding_backward", "segment_sum_sorted", "segment_sum_unsorted", "segment_max_sorted",
+              "segment_max_unsorted", "segment_min_sorted", "segment_min_unsorted")
 
 DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"
                "cumsum,cumsum_dim0,cummax,cummax_dim0,logcumsumexp,logcumsumexp_dim0,sum_backward,cumsum_backward,"
@@ -139,10 +141,32 @@ def indexing_case(op, shape, dtype):
     return jitted, make
 
 
+# The segment reductions on the profiler's [N, D, S] shapes (tools/harness/rows/segment.cpp): data
+# [N, D] uniform, S segments, ids uniform (sorted for the sorted forms), jax.ops.segment_*.
+SEGMENT = {"segment_sum_sorted": (jax.ops.segment_sum, True), "segment_sum_unsorted": (jax.ops.segment_sum, False),
+           "segment_max_sorted": (jax.ops.segment_max, True), "segment_max_unsorted": (jax.ops.segment_max, False),
+           "segment_min_sorted": (jax.ops.segment_min, True), "segment_min_unsorted": (jax.ops.segment_min, False)}
+
+
+def segment_case(op, shape, dtype):
+    reduce, is_sorted = SEGMENT[op]
+    n, d, segments = shape
+    fn = jax.jit(lambda x, i: reduce(x, i, segments, indices_are_sorted=is_sorted))
+
+    def make(seed):
+        key = jax.random.PRNGKey(seed)
+        x = jax.random.uniform(key, (n, d), jnp.float32, -1.0, 1.0).astype(dtype)
+        ids = jax.random.randint(jax.random.fold_in(key, 1), (n,), 0, segments, jnp.int32)
+        return x, jnp.sort(ids) if is_sorted else ids
+    return fn, make
+
+
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
     if op in INDEXING:
         return indexing_case(op, shape, dtype)
+    if op in SEGMENT:
+        return segment_case(op, shape, dtype)
     if op in ("lerp", "lerp_backward"):
         return lerp_case(op, shape, dtype)
     base = op.removesuffix("_dim0")

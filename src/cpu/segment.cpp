@@ -59,42 +59,92 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
     empty = static_cast<T>(p.empty_integer);
   else
     empty = from_acc<T>(p.empty_value);
-#pragma omp parallel for schedule(dynamic, 4) if (std::max(p.rows, p.segments) * length > kParallelThreshold)
-  for (int64_t w = 0; w < p.segments * chunks; ++w) {
-    const int64_t s = w / chunks, c0 = (w % chunks) * kColumnChunk, c1 = std::min(length, c0 + kColumnChunk);
-    const int n = static_cast<int>(c1 - c0);
-    int64_t off[kSegmentColumns][kColumnChunk];
-    column_offsets(p, c0, c1, off);
-    A acc[kColumnChunk], x[kColumnChunk];
-    int64_t at[kColumnChunk];
-    std::fill_n(acc, n, A(0));
-    std::fill_n(at, n, int64_t{-1});
-    int64_t b, e, count = 0;
-    rows.bounds(s, b, e);
-    for (int64_t q = b; q < e; ++q) {
-      if (!rows.holds(q, s)) continue;
-      const int64_t i = rows.row(q);
-      const T* src = data + i * p.row_stride;
-      if (unit)
-        convert_rows(src + off[kRowSide][0], 0, 1, 1, n, x);
-      else
-        for (int j = 0; j < n; ++j) x[j] = to_acc<A>(src[off[kRowSide][j]]);
-      if constexpr (Fold::kExtreme) {
-        for (int j = 0; j < n; ++j) Fold::fold(acc[j], at[j], x[j], i);
+  // Sorted ids without precomputed bounds: a segment that follows the one this thread just did
+  // starts where that one ended, and ends where its ids do (a scan over ids its rows read anyway),
+  // rather than two binary searches a segment (a miss a step: D = 1, 16384 segments of 2^20 rows
+  // took 6.8 ms).
+  const bool scanned = rows.keys && !rows.offsets && !rows.starts;
+#pragma omp parallel if (std::max(p.rows, p.segments) * length > kParallelThreshold)
+  {
+    int64_t last_segment = -1, last_end = 0;
+    const auto item = [&](int64_t w) {
+      const int64_t s = w / chunks, c0 = (w % chunks) * kColumnChunk, c1 = std::min(length, c0 + kColumnChunk);
+      const int n = static_cast<int>(c1 - c0);
+      int64_t off[kSegmentColumns][kColumnChunk];
+      column_offsets(p, c0, c1, off);
+      A acc[kColumnChunk], x[kColumnChunk];
+      int64_t at[kColumnChunk];
+      std::fill_n(acc, n, A(0));
+      std::fill_n(at, n, int64_t{-1});
+      int64_t b, e, count = 0;
+      if (scanned && last_segment >= 0 && (s == last_segment + 1 || s == last_segment)) {
+        if (s == last_segment) {  // another chunk of the same segment
+          rows.bounds(s, b, e);
+        } else {
+          b = e = last_end;
+          while (e < rows.rows && rows.key(e) <= s) ++e;  // where the ids pass s (bad ones beyond S end it)
+        }
       } else {
-        for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], x[j]);
+        rows.bounds(s, b, e);
       }
-      ++count;
+      last_segment = s;
+      last_end = e;
+      const T* column = data + off[kRowSide][0];
+      if (n == 1) {  // one column: the rows' single values, no chunk of accumulators
+        for (int64_t q = b; q < e; ++q) {
+          if (!rows.holds(q, s)) continue;
+          const int64_t i = rows.row(q);
+          if constexpr (Fold::kExtreme) {
+            Fold::fold(acc[0], at[0], to_acc<A>(column[i * p.row_stride]), i);
+          } else {
+            acc[0] = Fold::add(acc[0], to_acc<A>(column[i * p.row_stride]));
+          }
+          ++count;
+        }
+      } else {
+        for (int64_t q = b; q < e; ++q) {
+          if (!rows.holds(q, s)) continue;
+          const int64_t i = rows.row(q);
+          const T* src = data + i * p.row_stride;
+          if constexpr (std::is_same_v<T, A> && !Fold::kExtreme) {
+            if (unit) {  // no conversion: folded straight from the row (a loop the compiler vectorizes)
+              const T* from = src + off[kRowSide][0];
+              for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], from[j]);
+              ++count;
+              continue;
+            }
+          }
+          if (unit)
+            convert_rows(src + off[kRowSide][0], 0, 1, 1, n, x);
+          else
+            for (int j = 0; j < n; ++j) x[j] = to_acc<A>(src[off[kRowSide][j]]);
+          if constexpr (Fold::kExtreme) {
+            for (int j = 0; j < n; ++j) Fold::fold(acc[j], at[j], x[j], i);
+          } else {
+            for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], x[j]);
+          }
+          ++count;
+        }
+      }
+      T* dst = out + s * p.segment_stride;
+      for (int j = 0; j < n; ++j) {
+        A v = acc[j];
+        if constexpr (R == SegmentReduction::mean) v = count ? v / static_cast<A>(count) : v;
+        dst[off[kSegmentSide][j]] = count ? from_acc<T>(v) : empty;
+      }
+      if (indices)
+        for (int j = 0; j < n; ++j)
+          indices[s * p.indices_stride + off[kIndices][j]] = static_cast<Idx>(count ? at[j] : -1);
+    };
+    // Scanned bounds: each thread a fixed run of segments, so that ids out of order (counted as
+    // bad) still give the same sums every run; else work items as they come.
+    if (scanned) {
+#pragma omp for schedule(static)
+      for (int64_t w = 0; w < p.segments * chunks; ++w) item(w);
+    } else {
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t w = 0; w < p.segments * chunks; ++w) item(w);
     }
-    T* dst = out + s * p.segment_stride;
-    for (int j = 0; j < n; ++j) {
-      A v = acc[j];
-      if constexpr (R == SegmentReduction::mean) v = count ? v / static_cast<A>(count) : v;
-      dst[off[kSegmentSide][j]] = count ? from_acc<T>(v) : empty;
-    }
-    if (indices)
-      for (int j = 0; j < n; ++j)
-        indices[s * p.indices_stride + off[kIndices][j]] = static_cast<Idx>(count ? at[j] : -1);
   }
 }
 
