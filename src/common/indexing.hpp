@@ -69,6 +69,35 @@ struct IndexedLayout {
   }
 };
 
+// An element-mode walk seen as [lines, entries, columns] (both backends' column scatters): entries
+// along dim (the marker tensor's only non-zero stride; 1 where dim left the walk), columns along the
+// walk's innermost dim when that is not dim (else 1), lines over the other dims. Tensors: values,
+// index, table.
+struct EntryColumnWalk {
+  Walker<3> lines;
+  int64_t entries = 1;
+  int64_t entry_stride[2] = {};  // values, index along dim
+  int64_t columns = 1;
+  int64_t column_stride[3] = {};  // values, index, table along the innermost dim
+};
+inline EntryColumnWalk entry_column_walk(const Walker<kRowTensors>& w) {
+  EntryColumnWalk e;
+  for (int d = 0; d < w.rank; ++d) {
+    if (w.strides[kRowTensors - 1][d] != 0) {
+      e.entries = w.sizes[d];
+      for (int t = 0; t < 2; ++t) e.entry_stride[t] = w.strides[t][d];
+    } else if (d == w.rank - 1) {
+      e.columns = w.sizes[d];
+      for (int t = 0; t < 3; ++t) e.column_stride[t] = w.strides[t][d];
+    } else {
+      e.lines.sizes[e.lines.rank] = w.sizes[d];
+      for (int t = 0; t < 3; ++t) e.lines.strides[t][e.lines.rank] = w.strides[t][d];
+      ++e.lines.rank;
+    }
+  }
+  return e;
+}
+
 // The index view's distinct elements, for counting bad values: a walker over its dims with non-zero
 // strides, and how many times each element repeats along the zero-stride (broadcast) dims. So a
 // broadcast index costs what it stores, not what it describes.

@@ -9,6 +9,7 @@
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/scatter_order.hpp"
 #include "cpu/vector_math.hpp"
 #include "ops/indexing_problem.hpp"
 
@@ -19,8 +20,6 @@ constexpr int64_t kColumnChunk = 256;
 // Elements of a work item: the gather copies at least this many (rows of it, or a piece of one long
 // row); zeroing and the bad-index count take blocks of it.
 constexpr int64_t kItem = 16384;
-// Threads of an in-order scatter (scatter_add_in_order).
-constexpr int kScatterOwners = 8;
 
 // Calls f(i, off) for elements [begin, end) of a walk in order, off[t] each tensor's offset: the
 // offsets divided out once a line of the innermost dim, then stepped by its strides, instead of once
@@ -246,13 +245,10 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t i = 0; i < extent; ++i) scratch[i] = Acc(0);
   }
-  // Every owner reads every entry: a few owners only, so that a many-core machine does not read the
-  // entries dozens of times over.
-  const int owners = std::min(omp_get_max_threads(), kScatterOwners);
-#pragma omp parallel num_threads(owners) if (parallel)
+#pragma omp parallel num_threads(scatter_owners()) if (parallel)
   {
-    const int64_t threads = omp_get_num_threads(), share = (extent + threads - 1) / threads;
-    const int64_t lo = std::min(extent, share * omp_get_thread_num()), hi = std::min(extent, lo + share);
+    int64_t lo, hi;
+    owned_range(extent, lo, hi);
     // f(key, values_off) for each of this owner's entries, in entry order.
     auto each_owned = [&](auto f) {
       if (length == 1) {
@@ -309,7 +305,7 @@ void scatter_add_in_order(const IndexedProblem& p, acc_t<T>* scratch) {
 }
 
 // Rows mode of 16-bit types (index_select's and embedding's backward): the entries (walk rows)
-// bucketed by their destination row with a stable counting sort in the workspace (RowBuckets), then
+// bucketed by their destination row in the workspace (RowBuckets, bucket_items), then
 // each destination row summed in f32 in entry order and written once, every row of an overwritten
 // table included (zeros where no entry lands): one rounding a destination, the same arithmetic as
 // the sort of (key, position) pairs it replaces, at a third of its time (embedding backward bf16
@@ -343,21 +339,16 @@ void scatter_rows_bucketed(const IndexedProblem& p, bool overwrite) {
     const int64_t i = static_cast<int64_t>(index[index_off]);
     return i >= 0 && i < dim_size && i != layout.padding ? r / along * dim_size + i : -1;
   };
-  std::fill(b.starts, b.starts + destinations + 1, int64_t{0});
-  for_rows(layout, 0, rows, [&](int64_t r, int64_t, int64_t index_off, int64_t) {
-    if (const int64_t d = destination(r, index_off); d >= 0) ++b.starts[d + 1];
+  bucket_items(destinations, b.starts, b.order, [&](auto place) {
+    for_rows(layout, 0, rows,
+             [&](int64_t r, int64_t, int64_t index_off, int64_t) { place(r, destination(r, index_off)); });
   });
-  for (int64_t d = 0; d < destinations; ++d) b.starts[d + 1] += b.starts[d];
-  for_rows(layout, 0, rows, [&](int64_t r, int64_t, int64_t index_off, int64_t) {
-    if (const int64_t d = destination(r, index_off); d >= 0) b.order[b.starts[d]++] = r;
-  });
-  // starts[d] is now where d's entries end (d + 1's start); `placed` entries in all (the valid ones).
-  const int64_t placed = destinations > 0 ? b.starts[destinations - 1] : 0;
+  const int64_t placed = b.starts[destinations];  // the valid entries
   const bool unit = layout.unit_columns();
 #pragma omp parallel for schedule(static) if (rows * length > kParallelThreshold || \
                                               destinations * length > kParallelThreshold)
   for (int64_t d = 0; d < destinations; ++d) {
-    const int64_t first = d == 0 ? 0 : b.starts[d - 1], last = b.starts[d];
+    const int64_t first = b.starts[d], last = b.starts[d + 1];
     if (first == last && !overwrite) continue;
     int64_t off[kRowTensors];
     layout.rows.offsets(d / dim_size * along, off);
@@ -449,28 +440,14 @@ template <class T, class Idx>
 void scatter_elements_buffered(const IndexedProblem& p) {
   using Acc = acc_t<T>;
   const IndexedLayout& layout = p.layout;
-  const Walker<kRowTensors>& w = layout.rows;
   const T* values = static_cast<const T*>(p.values);
   T* table = static_cast<T*>(p.table);
   const Idx* index = static_cast<const Idx*>(p.index);
-  // The walk's dims: the marker tensor (the last) is non-zero only along dim.
-  Walker<3> lines;
-  int64_t entries = 1, entry_step[2] = {0, 0}, columns = 1, column_step[3] = {0, 0, 0};
-  const int inner = w.rank - 1;
-  for (int d = 0; d < w.rank; ++d) {
-    if (w.strides[kRowTensors - 1][d] != 0) {
-      entries = w.sizes[d];
-      entry_step[0] = w.strides[0][d];
-      entry_step[1] = w.strides[1][d];
-    } else if (d == inner) {
-      columns = w.sizes[d];
-      for (int t = 0; t < 3; ++t) column_step[t] = w.strides[t][d];
-    } else {
-      lines.sizes[lines.rank] = w.sizes[d];
-      for (int t = 0; t < 3; ++t) lines.strides[t][lines.rank] = w.strides[t][d];
-      ++lines.rank;
-    }
-  }
+  const EntryColumnWalk walk = entry_column_walk(layout.rows);
+  const Walker<3>& lines = walk.lines;
+  const int64_t entries = walk.entries, columns = walk.columns;
+  const int64_t(&entry_step)[2] = walk.entry_stride;
+  const int64_t(&column_step)[3] = walk.column_stride;
   const int64_t dim_size = layout.dim_size;
   const int64_t width = std::min(columns, std::max<int64_t>(1, kElementBufferBytes / int64_t(sizeof(Acc)) / dim_size));
   const int64_t tiles = (columns + width - 1) / width, items = lines.numel() * tiles;

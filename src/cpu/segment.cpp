@@ -3,12 +3,11 @@
 // by the shared row converter, so the inner loops vectorize); deterministic by construction. The
 // unsorted form first sorts the rows by segment with a stable counting sort in the workspace (the
 // "sort" variant). Backward: rows in parallel, each reading its segment's dout.
-#include <omp.h>
-
 #include <algorithm>
 
 #include "common/dispatch.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/scatter_order.hpp"
 #include "cpu/vector_math.hpp"
 #include "ops/segment_problem.hpp"
 
@@ -157,15 +156,12 @@ SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
   int64_t* starts = static_cast<int64_t*>(p.workspace);
   int64_t* order = starts + p.segments + 1;
   const Idx* ids = static_cast<const Idx*>(p.ids);
-  auto valid = [&](int64_t id) { return id >= 0 && id < p.segments; };
-  std::fill_n(starts, p.segments + 1, int64_t{0});
-  for (int64_t i = 0; i < p.rows; ++i)
-    if (const int64_t id = ids[i * p.ids_stride]; valid(id)) ++starts[id + 1];
-  for (int64_t s = 0; s < p.segments; ++s) starts[s + 1] += starts[s];
-  for (int64_t i = 0; i < p.rows; ++i)  // starts[s] walks to the start of s + 1
-    if (const int64_t id = ids[i * p.ids_stride]; valid(id)) order[starts[id]++] = i;
-  for (int64_t s = p.segments; s > 0; --s) starts[s] = starts[s - 1];
-  starts[0] = 0;
+  bucket_items(p.segments, starts, order, [&](auto place) {
+    for (int64_t i = 0; i < p.rows; ++i) {
+      const int64_t id = ids[i * p.ids_stride];
+      place(i, id >= 0 && id < p.segments ? id : -1);
+    }
+  });
   SegmentRows<int64_t> r;
   r.offsets = starts;
   r.order = order;
@@ -199,11 +195,10 @@ bool fold_in_row_order(const SegmentProblem& p) {
     int64_t* counts = static_cast<int64_t*>(p.workspace);
     const int64_t length = p.length;
     const T empty = from_acc<T>(p.empty_value);
-    const int owners = std::min(omp_get_max_threads(), 8);
-#pragma omp parallel num_threads(owners) if (p.rows * length > kParallelThreshold)
+#pragma omp parallel num_threads(scatter_owners()) if (p.rows * length > kParallelThreshold)
     {
-      const int64_t threads = omp_get_num_threads(), share = ceil_div(p.segments, threads);
-      const int64_t lo = std::min(p.segments, share * omp_get_thread_num()), hi = std::min(p.segments, lo + share);
+      int64_t lo, hi;
+      owned_range(p.segments, lo, hi);
       std::fill(counts + lo, counts + hi, int64_t{0});
       for (int64_t i = 0; i < p.rows; ++i) {
         const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);

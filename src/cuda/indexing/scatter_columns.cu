@@ -19,13 +19,8 @@ namespace {
 // item's entries (entries x width, the column fastest: coalesced) come in tiles of kLineTile; each
 // slab of a tile reads them all and keeps those that land in it (the slabs of a tile are adjacent
 // items, so all but the first read them from L2).
-struct ColumnWalk {
-  Walker<3> lines;                // the walk's dims but dim and the innermost: values, index, table
-  int64_t entries = 1;            // the walk's size along dim (1 when it left the walk)
-  int64_t entry_stride[2] = {};   // values, index along dim
-  int64_t columns = 1;            // the walk's innermost size
-  int64_t column_stride[3] = {};  // values, index, table along it
-  int shift = 0;                  // log2 of the tile's width
+struct ColumnWalk : EntryColumnWalk {
+  int shift = 0;  // log2 of the tile's width
   int64_t column_tiles = 1, rows = 0, slabs = 1;
   int64_t dim_size = 0, table_dim_stride = 0, padding = kNoPadding;
 };
@@ -139,19 +134,7 @@ Status scatter_columns(const Stream& stream, const IndexedProblem& p, bool overw
   if (inner < 0 || w.strides[kRowTensors - 1][inner] != 0)
     return Status::error(StatusCode::backend_error, "scatter_columns: dim is the walk's innermost dim");
   ColumnWalk cw;
-  cw.columns = w.sizes[inner];
-  for (int t = 0; t < 3; ++t) cw.column_stride[t] = w.strides[t][inner];
-  for (int d = 0; d < inner; ++d) {
-    if (w.strides[kRowTensors - 1][d] != 0) {
-      cw.entries = w.sizes[d];
-      cw.entry_stride[0] = w.strides[0][d];
-      cw.entry_stride[1] = w.strides[1][d];
-      continue;
-    }
-    cw.lines.sizes[cw.lines.rank] = w.sizes[d];
-    for (int t = 0; t < 3; ++t) cw.lines.strides[t][cw.lines.rank] = w.strides[t][d];
-    ++cw.lines.rank;
-  }
+  static_cast<EntryColumnWalk&>(cw) = entry_column_walk(w);
   const ColumnTiles tiles = column_tiles(p.desc.dtype, p.layout.dim_size);
   while ((int64_t(1) << cw.shift) < tiles.width) ++cw.shift;
   cw.column_tiles = (cw.columns + tiles.width - 1) / tiles.width;
