@@ -388,6 +388,67 @@ BINARY_CASES = {
     "autograd of a * b[N, 1]": binary_backward(torch.mul, "column"),
 }
 
+# Ternary cases: out [N, D]; where's condition a random bool tensor; c positive (addcdiv's divisor);
+# "c[D]" a row. The backward peers are PyTorch's autograd of the expression (every float operand's
+# gradient, a broadcast one summed).
+def ternary_operands(shape, dtype, c_shape=None):
+    return rand(shape, dtype), rand(shape, dtype), rand(c_shape or shape, dtype, 0.5, 2.0)
+
+
+def ternary_forward(fn, c_row=False):
+    def build(shape, dtype):
+        return (lambda: ternary_operands(shape, dtype, shape[-1:] if c_row else None)), lambda s: fn(*s)
+    return build
+
+
+def ternary_backward(fn, c_row=False):
+    def build(shape, dtype):
+        def make():
+            a, b, c = (t.requires_grad_() for t in ternary_operands(shape, dtype, shape[-1:] if c_row else None))
+            return fn(a, b, c), (a, b, c), rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+def autograd_of_x(fn):
+    def build(shape, dtype):
+        def make():
+            x = rand(shape, dtype).requires_grad_()
+            return fn(x), (x,), rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+def where_case(backward=False):
+    def build(shape, dtype):
+        def make():
+            cond = torch.rand(shape, device="cuda") < 0.5
+            b, c = rand(shape, dtype), rand(shape, dtype)
+            if not backward:
+                return cond, b, c
+            b.requires_grad_()
+            c.requires_grad_()
+            return torch.where(cond, b, c), (b, c), rand(shape, dtype)
+        if backward:
+            return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+        return make, lambda s: torch.where(s[0], s[1], s[2])
+    return build
+
+
+TERNARY_CASES = {
+    "torch.where(cond, b, c)": where_case(),
+    "torch.clamp(x, -0.5, 0.5)": ternary_forward(lambda a, b, c: torch.clamp(a, -0.5, 0.5)),
+    "torch.clamp(x, lo, hi)": ternary_forward(torch.clamp),
+    "torch.addcmul(a, b, c, value=0.5)": ternary_forward(lambda a, b, c: torch.addcmul(a, b, c, value=0.5)),
+    "torch.addcdiv(a, b, c, value=0.5)": ternary_forward(lambda a, b, c: torch.addcdiv(a, b, c, value=0.5)),
+    "autograd of torch.where(cond, b, c)": where_case(backward=True),
+    "autograd of torch.clamp(x, -0.5, 0.5)": autograd_of_x(lambda x: torch.clamp(x, -0.5, 0.5)),
+    "autograd of torch.addcdiv(a, b, c, value=0.5)":
+        ternary_backward(lambda a, b, c: torch.addcdiv(a, b, c, value=0.5)),
+    "autograd of torch.addcmul(a, b, c[D], value=0.5)":
+        ternary_backward(lambda a, b, c: torch.addcmul(a, b, c, value=0.5), c_row=True),
+}
+
 # Copy cases: the case's dtype is x's; a transposed x is the transpose of a contiguous buffer.
 def copy_case(fn, transposed=False):
     def build(shape, dtype):
@@ -464,6 +525,7 @@ TORCH_CASES = {
     "entmax15_backward(y, dy, -1)": from_saved(entmax15, entmax15_backward),
     **UNARY_CASES,
     **BINARY_CASES,
+    **TERNARY_CASES,
     **COPY_CASES,
     **GATED_CASES,
     **REDUCE_CASES,

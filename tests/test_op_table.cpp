@@ -453,7 +453,8 @@ TEST_P(OpTableErrorTest, ErrorsNameThePlanAndTheField) {
     expect_rejected(bad, StatusCode::buffer_too_small, field + ".capacity", "buffer too small");
     bad = good;
     bad.data = static_cast<const char*>(good.data) + 1;
-    expect_rejected(bad, StatusCode::misaligned_operand, field + ".data", "misaligned pointer");
+    if (dtype_size(good.dtype) > 1)  // (a byte is never misaligned: where's bool condition)
+      expect_rejected(bad, StatusCode::misaligned_operand, field + ".data", "misaligned pointer");
     bad = good;
     bad.data = nullptr;
     if (!spec.optional) expect_rejected(bad, StatusCode::invalid_problem, field + ".data", "null pointer");

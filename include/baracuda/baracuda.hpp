@@ -14,4 +14,5 @@
 #include "baracuda/ops/scan.hpp"
 #include "baracuda/ops/segment.hpp"
 #include "baracuda/ops/softmax.hpp"
+#include "baracuda/ops/ternary.hpp"
 #include "baracuda/ops/unary.hpp"

@@ -22,14 +22,15 @@
 
 namespace baracuda::detail {
 
-template <class T, class Body>
+// Inputs of T but the first of First where that differs (where's bool condition).
+template <class T, class Body, class First = T>
 struct BroadcastReduction {
   using Acc = typename Body::Acc;
   static constexpr int kIn = Body::kIn, kOut = Body::kOut;
   static constexpr int NT = kIn + kOut + 1;  // inputs, elementwise outputs, the reduced output
   Body body;
-  Operands<T, T, kIn, kOut + 1> p;  // p.out[kOut]: the reduced output
-  Acc* partial = nullptr;           // S * M sums when S > 1, split-major
+  Operands<T, T, kIn, kOut + 1, First> p;  // p.out[kOut]: the reduced output
+  Acc* partial = nullptr;                  // S * M sums when S > 1, split-major
   Walker<NT> kept;
   Walker<NT> reduced;
   int64_t m = 1, r = 1, s = 1;
@@ -40,7 +41,7 @@ struct BroadcastReduction {
   BARACUDA_HD Acc term_at(const int64_t (&off)[NT]) const {
     Acc x[kIn];
     Acc y[kOut > 0 ? kOut : 1];
-    for (int k = 0; k < kIn; ++k) x[k] = static_cast<Acc>(p.in[k][off[k]]);
+    for (int k = 0; k < kIn; ++k) x[k] = input_value<Acc>(p, k, off[k]);
     const Acc term = body(x, y);
     for (int k = 0; k < kOut; ++k)
       if (p.out[k]) p.out[k][off[kIn + k]] = static_cast<T>(y[k]);
@@ -80,12 +81,14 @@ struct BroadcastReduction {
 // The reduction of `body` over the views of `t` (inputs, then the elementwise outputs, then the
 // reduced output, every view of t.shape: zero strides where broadcast), summed over the dims marked in
 // `broadcast`, in `splits` splits.
-template <class T, class Body, int kViews>
-BroadcastReduction<T, Body> make_broadcast_reduction(const Body& body, const ElementwiseTensors<Body::kIn, kViews>& t,
-                                                     const bool (&broadcast)[kMaxRank], int64_t splits, void* partial) {
+template <class T, class First = T, class Body, int kViews>
+BroadcastReduction<T, Body, First> make_broadcast_reduction(const Body& body,
+                                                            const ElementwiseTensors<Body::kIn, kViews>& t,
+                                                            const bool (&broadcast)[kMaxRank], int64_t splits,
+                                                            void* partial) {
   static_assert(kViews == Body::kOut + 1, "the views are the body's outputs and the reduced output");
   constexpr int NT = Body::kIn + kViews;
-  BroadcastReduction<T, Body> k{};
+  BroadcastReduction<T, Body, First> k{};
   k.body = body;
   const Strides* strides[NT];
   for (int i = 0; i < Body::kIn; ++i) {

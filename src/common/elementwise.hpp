@@ -111,12 +111,22 @@ Walker<NT> make_walker(const Shape& shape, const Strides* const (&strides)[NT], 
 }
 
 // The pointers of an elementwise launch: inputs of element type In, outputs of Out (a cast's differ;
-// every other op's are one type).
-template <class In, class Out, int kIn, int kOut>
+// every other op's are one type), but the first input of First where that differs (where's bool
+// condition): in[0] then holds a First*, read through input_value / the backends' pack loads.
+template <class In, class Out, int kIn, int kOut, class First = In>
 struct Operands {
+  using FirstType = First;
   const In* in[kIn > 0 ? kIn : 1];
   Out* out[kOut];
 };
+
+// Input k's element at offset `off`, in the compute type Acc.
+template <class Acc, class In, class Out, int kIn, int kOut, class First>
+BARACUDA_HD Acc input_value(const Operands<In, Out, kIn, kOut, First>& p, int k, int64_t off) {
+  if constexpr (!std::is_same_v<First, In>)
+    if (k == 0) return convert<Acc>(reinterpret_cast<const First*>(p.in[0])[off]);
+  return convert<Acc>(p.in[k][off]);
+}
 
 // Array sizes of a functor's arguments: a fill has no input.
 template <int N>
@@ -124,24 +134,24 @@ inline constexpr int kSlots = N > 0 ? N : 1;
 
 // Applies `op` to the element at offsets off[0..kIn) (inputs) and off[kIn..kIn+kOut) (outputs),
 // converting into the compute type and back by common/convert.hpp.
-template <class In, class Out, class Op>
-BARACUDA_HD void apply_at(const Op& op, const Operands<In, Out, Op::kIn, Op::kOut>& p,
+template <class In, class Out, class Op, class First>
+BARACUDA_HD void apply_at(const Op& op, const Operands<In, Out, Op::kIn, Op::kOut, First>& p,
                           const int64_t (&off)[Op::kIn + Op::kOut]) {
   using Acc = typename Op::Acc;
   Acc x[kSlots<Op::kIn>];
   Acc y[Op::kOut];
-  for (int k = 0; k < Op::kIn; ++k) x[k] = convert<Acc>(p.in[k][off[k]]);
+  for (int k = 0; k < Op::kIn; ++k) x[k] = input_value<Acc>(p, k, off[k]);
   op(x, y);
   for (int k = 0; k < Op::kOut; ++k) p.out[k][off[Op::kIn + k]] = convert<Out>(y[k]);
 }
 
 // Same for contiguous operands at element i.
-template <class In, class Out, class Op>
-BARACUDA_HD void apply_contiguous(const Op& op, const Operands<In, Out, Op::kIn, Op::kOut>& p, int64_t i) {
+template <class In, class Out, class Op, class First>
+BARACUDA_HD void apply_contiguous(const Op& op, const Operands<In, Out, Op::kIn, Op::kOut, First>& p, int64_t i) {
   using Acc = typename Op::Acc;
   Acc x[kSlots<Op::kIn>];
   Acc y[Op::kOut];
-  for (int k = 0; k < Op::kIn; ++k) x[k] = convert<Acc>(p.in[k][i]);
+  for (int k = 0; k < Op::kIn; ++k) x[k] = input_value<Acc>(p, k, i);
   op(x, y);
   for (int k = 0; k < Op::kOut; ++k) p.out[k][i] = convert<Out>(y[k]);
 }

@@ -6,3 +6,10 @@
 #else
 #define BARACUDA_HD inline
 #endif
+
+// Fixed-length loops over register arrays must unroll on the GPU (or the arrays go to local memory).
+#if defined(__CUDA_ARCH__)
+#define BARACUDA_UNROLL _Pragma("unroll")
+#else
+#define BARACUDA_UNROLL
+#endif

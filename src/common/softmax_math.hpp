@@ -20,13 +20,6 @@
 #include "baracuda/ops/softmax.hpp"
 #include "common/hd.hpp"
 
-// Fixed-length loops over register arrays must unroll on the GPU (or the arrays go to local memory).
-#if defined(__CUDA_ARCH__)
-#define BARACUDA_UNROLL _Pragma("unroll")
-#else
-#define BARACUDA_UNROLL
-#endif
-
 namespace baracuda::detail {
 
 // exp and log in the compute type: on the GPU, f32 uses the fast hardware approximations (their

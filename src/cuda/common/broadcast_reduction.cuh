@@ -34,8 +34,8 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_finalize_kernel(
 template <class T, int kIn>
 inline constexpr int kReductionUnroll = sizeof(T) >= 4 ? 4 : 2;
 
-template <class T, class Body>
-__global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(BroadcastReduction<T, Body> k) {
+template <class T, class Body, class First>
+__global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(BroadcastReduction<T, Body, First> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
   constexpr int kU = kReductionUnroll<T, Body::kIn>;
@@ -108,8 +108,8 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
 // Reduced dims innermost (b = scale[N, 1] over [N, D]): a warp per kept element and piece of its
 // row (k.s pieces of whole vectors), lanes on 16-byte vectors of the row, kReductionUnroll of them in
 // flight; the lanes' sums are folded by a fixed shuffle tree.
-template <class T, class Body>
-__global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(BroadcastReduction<T, Body> k) {
+template <class T, class Body, class First>
+__global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(BroadcastReduction<T, Body, First> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
   constexpr int kU = kReductionUnroll<T, Body::kIn>;
@@ -175,9 +175,10 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(Broa
 // The vector kernel's conditions: kept dims innermost, whole vectors of them, every view with data
 // 16-byte aligned and stepping through them with stride 1 (an input may repeat one value: stride 0),
 // every other stride a multiple of the vector.
-template <class T, class Body>
-bool reduction_vectorizable(const BroadcastReduction<T, Body>& k) {
+template <class T, class Body, class First>
+bool reduction_vectorizable(const BroadcastReduction<T, Body, First>& k) {
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
+  if (!std::is_same_v<First, T>) return false;  // (vectors of one element type: the items kernel serves)
   if (k.lanes_on_split || k.kept.rank == 0 || k.kept.inner_size() % kV != 0) return false;
   for (int i = 0; i < NT; ++i) {
     const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
@@ -196,9 +197,10 @@ bool reduction_vectorizable(const BroadcastReduction<T, Body>& k) {
 // The rows kernel's conditions: reduced dims innermost and collapsed to one, whole vectors of them,
 // every view with data 16-byte aligned and stepping through them with stride 1 (an input may repeat
 // one value: stride 0; the reduced output steps with 0), every kept stride a multiple of the vector.
-template <class T, class Body>
-bool reduction_rows_vectorizable(const BroadcastReduction<T, Body>& k) {
+template <class T, class Body, class First>
+bool reduction_rows_vectorizable(const BroadcastReduction<T, Body, First>& k) {
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
+  if (!std::is_same_v<First, T>) return false;
   if (!k.lanes_on_split || k.reduced.rank != 1 || k.r % kV != 0) return false;
   for (int i = 0; i < NT; ++i) {
     const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
@@ -223,11 +225,11 @@ inline int64_t kernel_splits(int64_t planned, int64_t m, int64_t per_item, int64
 }
 
 // Runs the reduction; the kernel (and so the order of the sums) depends on the views alone.
-template <class T, class Body>
-Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastReduction<T, Body>& planned) {
+template <class T, class Body, class First>
+Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastReduction<T, Body, First>& planned) {
   cudaStream_t s = native(stream);
   const int64_t threads = int64_t(sm_count) * 2048;  // resident at once
-  BroadcastReduction<T, Body> k = planned;
+  BroadcastReduction<T, Body, First> k = planned;
   if (reduction_rows_vectorizable(k)) {
     // A warp an item, kReductionUnroll vectors a lane a step: pieces of rows only where rows are few.
     k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll<T, Body::kIn>));

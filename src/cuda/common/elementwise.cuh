@@ -51,9 +51,34 @@ __device__ __forceinline__ void apply_pack(const Op& op, const Pack<In, N> (&in)
   }
 }
 
-template <class In, class Out, class Op>
+// Input k's vector at element `at` as a pack of In: the first input of another type (where's bool
+// condition) is loaded as its own narrower pack and converted.
+template <int N, class In, class Out, int kIn, int kOut, class First>
+__device__ __forceinline__ Pack<In, N> load_input_pack(const Operands<In, Out, kIn, kOut, First>& p, int k,
+                                                       int64_t at) {
+  if constexpr (!std::is_same_v<First, In>) {
+    static_assert(sizeof(First) <= sizeof(In), "the first input's vector must not be the widest");
+    if (k == 0) {
+      const Pack<First, N> narrow = load_pack<N>(reinterpret_cast<const First*>(p.in[0]) + at);
+      Pack<In, N> out;
+#pragma unroll
+      for (int e = 0; e < N; ++e) out.v[e] = convert<In>(narrow.v[e]);
+      return out;
+    }
+  }
+  return load_pack<N>(p.in[k] + at);
+}
+// Input k's element at `off` as an In.
+template <class In, class Out, int kIn, int kOut, class First>
+__device__ __forceinline__ In load_input(const Operands<In, Out, kIn, kOut, First>& p, int k, int64_t off) {
+  if constexpr (!std::is_same_v<First, In>)
+    if (k == 0) return convert<In>(reinterpret_cast<const First*>(p.in[0])[off]);
+  return p.in[k][off];
+}
+
+template <class In, class Out, class Op, class First>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, int64_t n) {
+    elementwise_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, int64_t n) {
   constexpr int kV = kPackSize<In, Out>;
   constexpr int kU = kPackUnroll<In, Out, Op::kIn>;
   const int64_t vectors = n / kV;
@@ -67,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t v = first + u * kThreads;
       if (v < vectors) {
 #pragma unroll
-        for (int k = 0; k < Op::kIn; ++k) in[u][k] = load_pack<kV>(p.in[k] + v * kV);
+        for (int k = 0; k < Op::kIn; ++k) in[u][k] = load_input_pack<kV>(p, k, v * kV);
       }
     }
 #pragma unroll
@@ -88,17 +113,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class In, class Out, class Op>
+template <class In, class Out, class Op, class First>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_contiguous_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, int64_t n) {
+    elementwise_contiguous_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step)
     apply_contiguous(op, p, i);
 }
 
-template <class In, class Out, class Op>
-__global__ void __launch_bounds__(kThreads) elementwise_strided_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p,
-                                                                       Walker<Op::kIn + Op::kOut> walker, int64_t n) {
+template <class In, class Out, class Op, class First>
+__global__ void __launch_bounds__(kThreads)
+    elementwise_strided_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, Walker<Op::kIn + Op::kOut> walker,
+                               int64_t n) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step) {
     int64_t off[Op::kIn + Op::kOut];
@@ -109,9 +135,10 @@ __global__ void __launch_bounds__(kThreads) elementwise_strided_kernel(Op op, Op
 
 // One row (the innermost collapsed dim) per blockIdx.y step: the row's offsets are computed once,
 // then threads step along it with each tensor's inner stride.
-template <class In, class Out, class Op>
-__global__ void __launch_bounds__(kThreads) elementwise_rows_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p,
-                                                                    Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
+template <class In, class Out, class Op, class First>
+__global__ void __launch_bounds__(kThreads)
+    elementwise_rows_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, Walker<Op::kIn + Op::kOut> walker,
+                            int64_t rows) {
   constexpr int NT = Op::kIn + Op::kOut;
   const int64_t inner = walker.inner_size();
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
@@ -137,10 +164,10 @@ inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? kPackUnr
 // kRowUnroll vectors of a row a gridDim.x * kThreads apart, all loaded before any use (as the
 // vectorized kernel's), so that a row's offsets are computed once and enough bytes are in flight.
 // An input with inner stride 0 is one value per row, loaded once and used for every lane.
-template <class In, class Out, class Op>
+template <class In, class Out, class Op, class First>
 __global__ void __launch_bounds__(kThreads)
-    elementwise_rows_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut> p, Walker<Op::kIn + Op::kOut> walker,
-                                       int64_t rows) {
+    elementwise_rows_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p,
+                                       Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
   constexpr int NT = Op::kIn + Op::kOut;
   constexpr int kV = kPackSize<In, Out>;
   constexpr int kU = kRowUnroll<In, Out, Op::kIn>;
@@ -159,11 +186,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int k = 0; k < Op::kIn; ++k) {
             if (walker.inner_stride(k) == 0) {
-              const In value = p.in[k][base[k]];
+              const In value = load_input(p, k, base[k]);
 #pragma unroll
               for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
             } else {
-              in[u][k] = load_pack<kV>(p.in[k] + base[k] + v * kV);
+              in[u][k] = load_input_pack<kV>(p, k, base[k] + v * kV);
             }
           }
         }
@@ -182,11 +209,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Runs op over the tensors, inputs of element type In and outputs of Out.
-template <class In, class Out = In, class Op, int kIn, int kOut>
+// Runs op over the tensors, inputs of element type In (the first of First) and outputs of Out.
+template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
 Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
   static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
-  Operands<In, Out, kIn, kOut> p{};
+  Operands<In, Out, kIn, kOut, First> p{};
   for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
   for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
   const int64_t n = t.shape.numel();
@@ -197,14 +224,15 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       int64_t blocks = std::max<int64_t>(1, (n + per_block - 1) / per_block);
 #if BARACUDA_PERSISTENT
       int resident = 0;
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, elementwise_vectorized_kernel<In, Out, Op>, kThreads, 0);
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, elementwise_vectorized_kernel<In, Out, Op, First>,
+                                                    kThreads, 0);
       blocks = std::min<int64_t>(blocks, int64_t(std::max(resident, 1)) * sm_count * BARACUDA_PERSISTENT);
 #endif
-      elementwise_vectorized_kernel<In, Out, Op><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(op, p, n);
+      elementwise_vectorized_kernel<In, Out, Op, First><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(op, p, n);
       return last_launch_status("elementwise_vectorized_kernel");
     }
     case ElementwisePath::contiguous:
-      elementwise_contiguous_kernel<In, Out, Op><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, n);
+      elementwise_contiguous_kernel<In, Out, Op, First><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, n);
       return last_launch_status("elementwise_contiguous_kernel");
     default: {
       const Strides* strides[kIn + kOut];
@@ -217,15 +245,16 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       if (t.path == ElementwisePath::strided_vectorized) {
         const int64_t vectors = inner / kPackSize<In, Out>, per_block = int64_t(kThreads) * kRowUnroll<In, Out, kIn>;
         const dim3 grid(static_cast<unsigned>((vectors + per_block - 1) / per_block), grid_y);
-        elementwise_rows_vectorized_kernel<In, Out, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
+        elementwise_rows_vectorized_kernel<In, Out, Op, First><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
         return last_launch_status("elementwise_rows_vectorized_kernel");
       }
       if (inner >= kMinRowLength) {
         const dim3 grid(static_cast<unsigned>(std::min<int64_t>((inner + kThreads - 1) / kThreads, 1024)), grid_y);
-        elementwise_rows_kernel<In, Out, Op><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
+        elementwise_rows_kernel<In, Out, Op, First><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
         return last_launch_status("elementwise_rows_kernel");
       }
-      elementwise_strided_kernel<In, Out, Op><<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, walker, n);
+      elementwise_strided_kernel<In, Out, Op, First>
+          <<<grid_stride_blocks(n, sm_count), kThreads, 0, s>>>(op, p, walker, n);
       return last_launch_status("elementwise_strided_kernel");
     }
   }

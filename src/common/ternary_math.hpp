@@ -1,0 +1,199 @@
+#pragma once
+// The math of the ternary family, written once for both backends. A kind is one Math struct:
+//   kKind
+//   forward(a, b, c, value)                          -> f(a, b, c) in the compute type A
+//   backward(dout, a, b, c, value, da, db, dc)       the gradients PyTorch's autograd gives
+//                                                    (include/baracuda/ops/ternary.hpp lists them)
+// and the functors below run every Math on every kernel shape of both backends. Operands that are
+// scalars in the descriptor are not loaded: a functor takes the tensor operands' values (in operand
+// order) and fills in the scalars.
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+
+#include "baracuda/ops/ternary.hpp"
+#include "common/binary_param_math.hpp"
+#include "common/elementwise.hpp"
+
+namespace baracuda::detail {
+
+// `b` where `take_b`, else `a`, by masking bits rather than a select: GCC turns a select between
+// two loaded values into a load through a selected pointer, which its vectorizer rejects (the CPU's
+// loops over elements then ran scalar, 4-9x slower). On CUDA it is a few bit operations.
+template <class Acc>
+BARACUDA_HD Acc blend(Acc a, Acc b, bool take_b) {
+  using Bits = std::conditional_t<sizeof(Acc) == 8, uint64_t, uint32_t>;
+  Bits x, y;
+  memcpy(&x, &a, sizeof x);
+  memcpy(&y, &b, sizeof y);
+  const Bits m = Bits{0} - static_cast<Bits>(take_b);
+  const Bits r = (x & ~m) | (y & m);
+  Acc out;
+  memcpy(&out, &r, sizeof out);
+  return out;
+}
+
+struct WhereMath {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
+  static constexpr TernaryKind kKind = TernaryKind::where;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A c, A) {
+    return blend(c, b, a != A(0));
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A, A, A, A& da, A& db, A& dc) {
+    const bool take_b = a != A(0);
+    da = A(0);
+    db = blend(A(0), dy, take_b);
+    dc = blend(dy, A(0), take_b);
+  }
+};
+
+struct ClampMath {  // min(max(a, b), c), NaN from any operand (torch.clamp's kernel)
+  static constexpr TernaryKind kKind = TernaryKind::clamp;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A c, A) {
+    const A low = blend(a, b, a < b);
+    A r = blend(low, c, low > c);
+    r = blend(r, c, c != c);  // NaN: a's first, then b's, then c's
+    r = blend(r, b, b != b);
+    return blend(r, a, a != a);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A c, A, A& da, A& db, A& dc) {
+    da = (a >= b && a <= c) ? dy : A(0);
+    db = (a < b && b < c) ? dy : A(0);
+    dc = (a > c || c < b) ? dy : A(0);
+  }
+};
+
+struct TernaryAddcmulMath {  // a + value b c
+  static constexpr TernaryKind kKind = TernaryKind::addcmul;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A c, A value) {
+    return a + value * (b * c);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A, A b, A c, A value, A& da, A& db, A& dc) {
+    da = dy;
+    db = value * c * dy;
+    dc = value * b * dy;
+  }
+};
+
+struct AddcdivMath {  // a + value b / c
+  static constexpr TernaryKind kKind = TernaryKind::addcdiv;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A c, A value) {
+    return a + value * (b / c);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A, A b, A c, A value, A& da, A& db, A& dc) {
+    da = dy;
+    db = value * dy / c;
+    dc = -value * dy * b / (c * c);
+  }
+};
+
+struct TernaryLerpMath {  // a + c (b - a): the BinaryParam family's lerp with its weight as the third operand
+  static constexpr TernaryKind kKind = TernaryKind::lerp;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A c, A) {
+    return LerpMath::forward(a, b, c);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A a, A b, A c, A, A& da, A& db, A& dc) {
+    LerpMath::backward(dy, a, b, c, da, db, dc);
+  }
+};
+
+// The kinds by translation unit (src/cpu/ternary/, src/cuda/ternary/: one file per group).
+using TernarySelectMaths = std::tuple<WhereMath, ClampMath>;
+using TernaryArithMaths = std::tuple<TernaryAddcmulMath, AddcdivMath, TernaryLerpMath>;
+using TernaryGroups = std::tuple<TernarySelectMaths, TernaryArithMaths>;
+enum TernaryGroupIndex : int { kTernarySelect, kTernaryArith };
+
+// Where each of the three operands comes from: the tensor values of an element (the tensor operands
+// in order, from x[0]), or the descriptor's scalar. A value is picked by selects over fixed indices
+// (an index computed at run time would put the values in local memory on CUDA).
+template <class Acc>
+struct TernaryOperands {
+  Acc scalar[3] = {};
+  bool is_scalar[3] = {};
+
+  template <int kIn>
+  BARACUDA_HD void fill(const Acc (&x)[kIn], Acc (&v)[3]) const {
+    // (blended, not selected: see blend)
+    constexpr int k1 = kIn > 1 ? 1 : 0, k2 = kIn > 2 ? 2 : k1;
+    const int slot1 = is_scalar[0] ? 0 : 1, slot2 = slot1 + (is_scalar[1] ? 0 : 1);
+    v[0] = blend(x[0], scalar[0], is_scalar[0]);
+    v[1] = blend(blend(x[k1], x[0], slot1 == 0), scalar[1], is_scalar[1]);
+    v[2] = blend(blend(blend(x[k2], x[k1], slot2 == 1), x[0], slot2 == 0), scalar[2], is_scalar[2]);
+  }
+};
+
+template <class Acc>
+BARACUDA_HD Acc pick(const Acc (&d)[3], int k) {
+  return k == 0 ? d[0] : k == 1 ? d[1] : d[2];
+}
+
+// (tensor operands) -> out
+template <class Math, class Acc_, int kIn_>
+struct TernaryForward {
+  using Acc = Acc_;
+  static constexpr int kIn = kIn_, kOut = 1;
+  TernaryOperands<Acc> operands;
+  Acc value;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    Acc v[3];
+    operands.fill(x, v);
+    y[0] = Math::forward(v[0], v[1], v[2], value);
+  }
+};
+
+// The backward's inputs are the tensor operands in order, then dout (so that where's bool condition
+// is the first input, the one the launchers may load as another type).
+// (tensor operands, dout) -> the gradients of the operands listed in `of` (kOut of them).
+template <class Math, class Acc_, int kIn_, int kOut_>
+struct TernaryGradients {
+  using Acc = Acc_;
+  static constexpr int kIn = kIn_, kOut = kOut_;
+  TernaryOperands<Acc> operands;
+  Acc value;
+  int of[kOut];
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    Acc v[3], d[3];
+    operands.fill(x, v);
+    Math::backward(x[kIn - 1], v[0], v[1], v[2], value, d[0], d[1], d[2]);
+    // (written out: a loop here kept the CPU's loop over elements from vectorizing)
+    y[0] = pick(d, of[0]);
+    if constexpr (kOut > 1) y[1] = pick(d, of[1]);
+    if constexpr (kOut > 2) y[2] = pick(d, of[2]);
+  }
+};
+
+// The gradient of operand `of`, broadcast along some dims, summed over them (a BroadcastReduction
+// body, common/broadcast_reduction.hpp): (tensor operands, dout) -> the other two operands' gradients
+// in order (written where their views have data), and operand `of`'s term.
+template <class Math, class Acc_, int kIn_>
+struct TernaryReducedGradient {
+  using Acc = Acc_;
+  static constexpr int kIn = kIn_, kOut = 2;
+  TernaryOperands<Acc> operands;
+  Acc value;
+  int of;
+  BARACUDA_HD Acc operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    Acc v[3], d[3];
+    operands.fill(x, v);
+    Math::backward(x[kIn - 1], v[0], v[1], v[2], value, d[0], d[1], d[2]);
+    y[0] = of == 0 ? d[1] : d[0];  // the others: (1, 2), (0, 2) or (0, 1)
+    y[1] = of == 2 ? d[1] : d[2];
+    return of == 0 ? d[0] : of == 1 ? d[1] : d[2];
+  }
+};
+
+// The element type of a kind's first input: where's condition is bool.
+template <class Math, class T>
+using ternary_first_t = std::conditional_t<std::is_same_v<Math, WhereMath>, bool, T>;
+
+}  // namespace baracuda::detail
