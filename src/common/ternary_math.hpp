@@ -107,11 +107,11 @@ struct TernaryLerpMath {  // a + c (b - a): the BinaryParam family's lerp with i
   }
 };
 
-// The kinds by translation unit (src/cpu/ternary/, src/cuda/ternary/: one file per group).
-using TernarySelectMaths = std::tuple<WhereMath, ClampMath>;
-using TernaryArithMaths = std::tuple<TernaryAddcmulMath, AddcdivMath, TernaryLerpMath>;
-using TernaryGroups = std::tuple<TernarySelectMaths, TernaryArithMaths>;
-enum TernaryGroupIndex : int { kTernarySelect, kTernaryArith };
+// The kinds by translation unit (src/cpu/ternary/, src/cuda/ternary/: one file per kind; a kind's
+// CUDA kernels take minutes to compile, so that the build spreads them over the cores).
+using TernaryGroups = std::tuple<std::tuple<WhereMath>, std::tuple<ClampMath>, std::tuple<TernaryAddcmulMath>,
+                                 std::tuple<AddcdivMath>, std::tuple<TernaryLerpMath>>;
+enum TernaryGroupIndex : int { kTernaryWhere, kTernaryClamp, kTernaryAddcmul, kTernaryAddcdiv, kTernaryLerp };
 
 // Where each of the three operands comes from: the tensor values of an element (the tensor operands
 // in order, from x[0]), or the descriptor's scalar. A value is picked by selects over fixed indices

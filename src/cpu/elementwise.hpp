@@ -136,7 +136,7 @@ inline constexpr int kReductionBlock = 256;
 // (f32 [1024, 4096] * b[4096] backward on one core: 31 ms column by column.)
 template <class Reduction>
 Status run_split_reduction(const Reduction& k) {
-  if (!k.lanes_on_split && k.kept.rank > 0 && k.r > 1) {
+  if (!k.lanes_on_split && k.kept.rank > 0 && k.m > 0 && k.r > 1) {
     constexpr int NT = Reduction::NT;
     using Acc = typename Reduction::Acc;
     const int64_t inner = k.kept.inner_size();

@@ -121,7 +121,8 @@ Status ternary_typed(const TernaryBackwardProblem& p, Launch&& launch, Reduce&& 
     };
     bool written[3];
     for (int i = 0; i < 3; ++i) written[i] = !p.grad[i].data;
-    for (int r = 0; r < 3; ++r) {
+    // (One tensor operand has the output's shape: nothing to reduce, and no reduction compiled.)
+    for (int r = 0; r < 3 && kIn > 2; ++r) {
       if (written[r] || p.splits[r] == 0) continue;
       auto t = inputs(std::integral_constant<int, 3>{});
       int k = 0;
@@ -138,11 +139,13 @@ Status ternary_typed(const TernaryBackwardProblem& p, Launch&& launch, Reduce&& 
       bool broadcast[kMaxRank];
       const Shape* shapes[3] = {&p.desc.a_shape, &p.desc.b_shape, &p.desc.c_shape};
       broadcast_dims(p.shape, *shapes[r], broadcast);
-      const TernaryReducedGradient<Math, Acc, kIn> body{operands, value, r};
-      if (Status s = reduce(std::type_identity<First>{},
-                            make_broadcast_reduction<T, First>(body, t, broadcast, p.splits[r], p.workspace));
-          !s)
-        return s;
+      if constexpr (kIn > 2) {
+        const TernaryReducedGradient<Math, Acc, kIn> body{operands, value, r};
+        if (Status s = reduce(std::type_identity<First>{},
+                              make_broadcast_reduction<T, First>(body, t, broadcast, p.splits[r], p.workspace));
+            !s)
+          return s;
+      }
       written[r] = true;
     }
     int left[3], count_left = 0;

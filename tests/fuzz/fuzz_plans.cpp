@@ -320,6 +320,23 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryDescriptor& d)
   d.alpha = fuzz_weight(in);
 }
 
+// Any kind (now and then a value past the last); b and c broadcast against a (or shapes that do not
+// broadcast), in any order; an operand a scalar now and then (all three, rarely); value anything.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, TernaryDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.kind = in.chance(95) ? static_cast<TernaryKind>(in.consume_int(0, kTernaryKindCount - 1))
+                         : static_cast<TernaryKind>(in.consume_int(kTernaryKindCount, 255));
+  d.a_shape = fuzz_shape(in);
+  d.b_shape = fuzz_broadcast_shape(in, d.a_shape);
+  d.c_shape = fuzz_broadcast_shape(in, in.consume_bool() ? d.a_shape : d.b_shape);
+  if (in.consume_bool()) std::swap(d.a_shape, d.b_shape);
+  if (in.consume_bool()) std::swap(d.a_shape, d.c_shape);
+  if (in.chance(10)) d.a_scalar = fuzz_weight(in);
+  if (in.chance(15)) d.b_scalar = fuzz_weight(in);
+  if (in.chance(15)) d.c_scalar = fuzz_weight(in);
+  d.value = fuzz_weight(in);
+}
+
 // Any dtype pair (now and then one past the last).
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CastDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
@@ -1285,6 +1302,8 @@ std::span<const PlanEntry> registry() {
       entry<UnaryBackwardPlan>(),
       entry<BinaryPlan>(),
       entry<BinaryBackwardPlan>(),
+      entry<TernaryPlan>(),
+      entry<TernaryBackwardPlan>(),
       entry<CastPlan>(),
       entry<FillPlan>(),
       entry<GatedPlan>(),

@@ -178,7 +178,6 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(Broa
 template <class T, class Body, class First>
 bool reduction_vectorizable(const BroadcastReduction<T, Body, First>& k) {
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
-  if (!std::is_same_v<First, T>) return false;  // (vectors of one element type: the items kernel serves)
   if (k.lanes_on_split || k.kept.rank == 0 || k.kept.inner_size() % kV != 0) return false;
   for (int i = 0; i < NT; ++i) {
     const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
@@ -200,7 +199,6 @@ bool reduction_vectorizable(const BroadcastReduction<T, Body, First>& k) {
 template <class T, class Body, class First>
 bool reduction_rows_vectorizable(const BroadcastReduction<T, Body, First>& k) {
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
-  if (!std::is_same_v<First, T>) return false;
   if (!k.lanes_on_split || k.reduced.rank != 1 || k.r % kV != 0) return false;
   for (int i = 0; i < NT; ++i) {
     const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
@@ -230,18 +228,23 @@ Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastRe
   cudaStream_t s = native(stream);
   const int64_t threads = int64_t(sm_count) * 2048;  // resident at once
   BroadcastReduction<T, Body, First> k = planned;
-  if (reduction_rows_vectorizable(k)) {
+  // The vector kernels load one element type: a first input of its own (where's bool condition)
+  // takes the items kernel, and they are not compiled for it.
+  constexpr bool kOneType = std::is_same_v<First, T>;
+  if (kOneType && reduction_rows_vectorizable(k)) {
     // A warp an item, kReductionUnroll vectors a lane a step: pieces of rows only where rows are few.
     k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll<T, Body::kIn>));
     const int64_t warps_per_block = kThreads / 32;
     const int64_t blocks =
         std::min<int64_t>((k.m * k.s + warps_per_block - 1) / warps_per_block, int64_t(sm_count) * kBlocksPerSm);
-    broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
+    if constexpr (kOneType)
+      broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
-  } else if (reduction_vectorizable(k)) {
+  } else if (kOneType && reduction_vectorizable(k)) {
     k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, threads / 2, k.r / kReductionUnroll<T, Body::kIn>);
     const int64_t items = k.m / Vec16<T>::kSize * k.s;
-    broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
+    if constexpr (kOneType)
+      broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_vectors_kernel"); !st) return st;
   } else {
     k.s = kernel_splits(planned.s, k.m, 1, threads, k.r);
