@@ -5,6 +5,7 @@
 
 #include "ops/binary_problem.hpp"
 // (after the problem header, whose launch overloads it calls)
+#include "ops/broadcast_hooks.hpp"
 #include "ops/plan_impl.hpp"
 
 namespace baracuda {
@@ -101,75 +102,23 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
   return Status::ok();
 }
 
-// What both directions share. `Hooks` supplies kSchema, kFields and elementwise_views (the views of
-// the elementwise passes, expanded, in launch order, and how many are inputs).
-template <class Hooks>
-struct BinaryHooksBase {
+// The family's side of the shared hooks (ops/broadcast_hooks.hpp).
+struct BinaryFamily {
   using Descriptor = BinaryDescriptor;
-  static Status check(const Descriptor& d) { return check_descriptor(Hooks::kSchema.plan, d); }
-  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
-    PrecisionGuarantee g;
-    g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
-    return g;
-  }
-  // The elementwise passes' path: the forced one, else the one the views allow (or, with no views,
-  // the one contiguous aligned views get).
-  template <class Args>
-  static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    if (c.variant >= 0 && c.variant != kBroadcastReduce) return static_cast<ElementwisePath>(c.variant);
-    if (!a) {
-      const bool broadcast = reduces(d, false) || reduces(d, true);
-      if (t.backend == Backend::cuda)
-        return broadcast ? ElementwisePath::strided_vectorized : ElementwisePath::vectorized;
-      return broadcast ? ElementwisePath::strided : ElementwisePath::contiguous;
-    }
-    return Hooks::elementwise_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return layout_path(t.backend, output_shape(d), v, inputs);
-    });
-  }
-  // An output may be an input exactly where Hooks allows it, and overlap nothing else; a forced
-  // elementwise variant must fit the views.
-  template <class Args>
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
-    const std::string_view plan = Hooks::kSchema.plan;
-    constexpr int kCount = static_cast<int>(std::size(Hooks::kFields));
-    // A view the descriptor does not use (a scalar operand's) was never checked: it is no memory.
-    ArgSpec specs[kCount];
-    Hooks::arg_specs(d, specs);
-    for (int o = 0; o < kCount; ++o) {
-      if (!Hooks::kFields[o].out || !specs[o].present) continue;
-      const AnyTensorRef out = Hooks::kFields[o].get(a);
-      const std::string out_field = "args." + std::string(Hooks::kFields[o].name);
-      for (int i = 0; i < kCount; ++i) {
-        if (i == o || !specs[i].present) continue;  // (a view without data shares nothing)
-        const AnyTensorRef other = Hooks::kFields[i].get(a);
-        const std::string field = "args." + std::string(Hooks::kFields[i].name);
-        // Another output, or an input the output may not be: no shared memory at all.
-        const bool exact_ok = !Hooks::kFields[i].out && Hooks::may_alias(o, i);
-        const Status s = exact_ok ? check_alias(plan, out_field, out, field, other)
-                                  : check_disjoint(plan, out_field, out, field, other);
-        if (!s) return s;
-      }
-    }
-    if (c.variant < 0 || c.variant == kBroadcastReduce) return Status::ok();
-    return Hooks::elementwise_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return check_forced_path(plan, static_cast<ElementwisePath>(c.variant), output_shape(d), v, inputs);
-    });
-  }
-  // The path and the kind: "vectorized.add", "broadcast_reduce.mul".
-  template <class Args>
-  static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    const ElementwisePath p = c.variant == kBroadcastReduce ? ElementwisePath::broadcast_reduce : path(t, d, c, a);
-    return {std::string(path_name(p)) + "." + std::string(binary_kind_name(d.kind)), layout_of_path(p)};
-  }
+  static Status check(std::string_view plan, const Descriptor& d) { return check_descriptor(plan, d); }
+  static Shape output_shape(const Descriptor& d) { return detail::output_shape(d); }
+  static bool any_reduces(const Descriptor& d) { return reduces(d, false) || reduces(d, true); }
+  static std::string_view kind_name(const Descriptor& d) { return binary_kind_name(d.kind); }
 };
+template <class Hooks>
+using BinaryHooksBase = BroadcastHooksBase<Hooks, BinaryFamily>;
 
 struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
   using Args = BinaryArgs;
   static constexpr OpSchema kSchema{"BinaryPlan", "binary", "elementwise", kFloats, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"a", &Args::a}, {"b", &Args::b}, {"out", nullptr, &Args::out}};
   // out may be a or b exactly (in place; only an operand of the output's shape can be).
-  static constexpr bool may_alias(int, int) { return true; }
+  static constexpr bool may_alias(const Descriptor&, int, int) { return true; }
 
   static bool nothing_to_do(const Descriptor& d) { return output_shape(d).numel() == 0; }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
@@ -205,7 +154,7 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
   static constexpr ArgField<Args> kFields[] = {
       {"dout", &Args::dout}, {"a", &Args::a}, {"b", &Args::b}, {"da", nullptr, &Args::da}, {"db", nullptr, &Args::db}};
   // da and db may be dout exactly; never a or b (a reduction reads them after another pass wrote).
-  static constexpr bool may_alias(int, int input) { return input == 0; }
+  static constexpr bool may_alias(const Descriptor&, int, int input) { return input == 0; }
 
   static Status check(const Descriptor& d) {
     if (Status s = check_descriptor(kSchema.plan, d); !s) return s;

@@ -6,6 +6,7 @@
 
 #include "ops/ternary_problem.hpp"
 // (after the problem header, whose launch overloads it calls)
+#include "ops/broadcast_hooks.hpp"
 #include "ops/plan_impl.hpp"
 
 namespace baracuda {
@@ -127,66 +128,16 @@ Status check_descriptor(std::string_view plan, const TernaryDescriptor& d) {
   return Status::ok();
 }
 
-// What both directions share. `Hooks` supplies kSchema, kFields, arg_specs, may_alias and
-// elementwise_views (the views of the elementwise passes, expanded, in launch order, and how many are
-// inputs).
-template <class Hooks>
-struct TernaryHooksBase {
+// The family's side of the shared hooks (ops/broadcast_hooks.hpp).
+struct TernaryFamily {
   using Descriptor = TernaryDescriptor;
-  static Status check(const Descriptor& d) { return check_descriptor(Hooks::kSchema.plan, d); }
-  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
-    PrecisionGuarantee g;
-    g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
-    return g;
-  }
-  // The elementwise passes' path: the forced one, else the one the views allow (or, with no views,
-  // the one contiguous aligned views get).
-  template <class Args>
-  static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    if (c.variant >= 0 && c.variant != kBroadcastReduce) return static_cast<ElementwisePath>(c.variant);
-    if (!a) {
-      if (t.backend == Backend::cuda)
-        return any_reduces(d) ? ElementwisePath::strided_vectorized : ElementwisePath::vectorized;
-      return any_reduces(d) ? ElementwisePath::strided : ElementwisePath::contiguous;
-    }
-    return Hooks::elementwise_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return layout_path(t.backend, output_shape(d), v, inputs);
-    });
-  }
-  // An output may be an input exactly where Hooks allows it, and overlap nothing else; a forced
-  // elementwise variant must fit the views.
-  template <class Args>
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
-    const std::string_view plan = Hooks::kSchema.plan;
-    constexpr int kCount = static_cast<int>(std::size(Hooks::kFields));
-    ArgSpec specs[kCount];
-    Hooks::arg_specs(d, specs);
-    for (int o = 0; o < kCount; ++o) {
-      if (!Hooks::kFields[o].out || !specs[o].present) continue;
-      const AnyTensorRef out = Hooks::kFields[o].get(a);
-      const std::string out_field = "args." + std::string(Hooks::kFields[o].name);
-      for (int i = 0; i < kCount; ++i) {
-        if (i == o || !specs[i].present) continue;
-        const AnyTensorRef other = Hooks::kFields[i].get(a);
-        const std::string field = "args." + std::string(Hooks::kFields[i].name);
-        const bool exact_ok = !Hooks::kFields[i].out && Hooks::may_alias(d, o, i);
-        const Status s = exact_ok ? check_alias(plan, out_field, out, field, other)
-                                  : check_disjoint(plan, out_field, out, field, other);
-        if (!s) return s;
-      }
-    }
-    if (c.variant < 0 || c.variant == kBroadcastReduce) return Status::ok();
-    return Hooks::elementwise_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return check_forced_path(plan, static_cast<ElementwisePath>(c.variant), output_shape(d), v, inputs);
-    });
-  }
-  // The path and the kind: "vectorized.clamp", "broadcast_reduce.where".
-  template <class Args>
-  static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    const ElementwisePath p = c.variant == kBroadcastReduce ? ElementwisePath::broadcast_reduce : path(t, d, c, a);
-    return {std::string(path_name(p)) + "." + std::string(ternary_kind_name(d.kind)), layout_of_path(p)};
-  }
+  static Status check(std::string_view plan, const Descriptor& d) { return check_descriptor(plan, d); }
+  static Shape output_shape(const Descriptor& d) { return detail::output_shape(d); }
+  static bool any_reduces(const Descriptor& d) { return detail::any_reduces(d); }
+  static std::string_view kind_name(const Descriptor& d) { return ternary_kind_name(d.kind); }
 };
+template <class Hooks>
+using TernaryHooksBase = BroadcastHooksBase<Hooks, TernaryFamily>;
 
 struct TernaryForwardHooks : TernaryHooksBase<TernaryForwardHooks> {
   using Args = TernaryArgs;

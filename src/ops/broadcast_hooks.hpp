@@ -1,0 +1,85 @@
+#pragma once
+// The plan hooks that the elementwise families with broadcast operands share (binary, ternary): the
+// precision, the path of the elementwise passes, the overlap and forced-variant checks, and the
+// kernel's name. `Hooks` (one direction of a family) supplies
+//   kSchema, kFields                     the schema and the argument table
+//   arg_specs(d, specs)                  every view's dtype, shape and presence
+//   may_alias(d, output, input)          whether an output may be that input exactly (field indices)
+//   elementwise_views(d, args, f)        f(views of the elementwise passes, expanded, in launch order;
+//                                        how many are inputs)
+// and `Family` (both directions)
+//   check(plan, d), output_shape(d), any_reduces(d) (a broadcast operand: a backward reduces its
+//   gradient), kind_name(d)
+#include <initializer_list>
+#include <iterator>
+#include <string>
+
+#include "ops/elementwise_layout.hpp"
+#include "ops/validate.hpp"
+
+namespace baracuda::detail {
+
+template <class Hooks, class Family>
+struct BroadcastHooksBase {
+  using Descriptor = typename Family::Descriptor;
+  static constexpr int kBroadcastReduce = static_cast<int>(ElementwisePath::broadcast_reduce);
+
+  static Status check(const Descriptor& d) { return Family::check(Hooks::kSchema.plan, d); }
+  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
+    PrecisionGuarantee g;
+    g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
+    return g;
+  }
+  // The elementwise passes' path: the forced one, else the one the views allow (or, with no views,
+  // the one contiguous aligned views get).
+  template <class Args>
+  static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
+    if (c.variant >= 0 && c.variant != kBroadcastReduce) return static_cast<ElementwisePath>(c.variant);
+    if (!a) {
+      const bool broadcast = Family::any_reduces(d);
+      if (t.backend == Backend::cuda)
+        return broadcast ? ElementwisePath::strided_vectorized : ElementwisePath::vectorized;
+      return broadcast ? ElementwisePath::strided : ElementwisePath::contiguous;
+    }
+    return Hooks::elementwise_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
+      return layout_path(t.backend, Family::output_shape(d), v, inputs);
+    });
+  }
+  // An output may be an input exactly where Hooks allows it, and overlap nothing else; a forced
+  // elementwise variant must fit the views.
+  template <class Args>
+  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
+    const std::string_view plan = Hooks::kSchema.plan;
+    constexpr int kCount = static_cast<int>(std::size(Hooks::kFields));
+    // A view the descriptor does not use (a scalar operand's) was never checked: it is no memory.
+    ArgSpec specs[kCount];
+    Hooks::arg_specs(d, specs);
+    for (int o = 0; o < kCount; ++o) {
+      if (!Hooks::kFields[o].out || !specs[o].present) continue;
+      const AnyTensorRef out = Hooks::kFields[o].get(a);
+      const std::string out_field = "args." + std::string(Hooks::kFields[o].name);
+      for (int i = 0; i < kCount; ++i) {
+        if (i == o || !specs[i].present) continue;  // (a view without data shares nothing)
+        const AnyTensorRef other = Hooks::kFields[i].get(a);
+        const std::string field = "args." + std::string(Hooks::kFields[i].name);
+        // Another output, or an input the output may not be: no shared memory at all.
+        const bool exact_ok = !Hooks::kFields[i].out && Hooks::may_alias(d, o, i);
+        const Status s = exact_ok ? check_alias(plan, out_field, out, field, other)
+                                  : check_disjoint(plan, out_field, out, field, other);
+        if (!s) return s;
+      }
+    }
+    if (c.variant < 0 || c.variant == kBroadcastReduce) return Status::ok();
+    return Hooks::elementwise_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
+      return check_forced_path(plan, static_cast<ElementwisePath>(c.variant), Family::output_shape(d), v, inputs);
+    });
+  }
+  // The path and the kind: "vectorized.add", "broadcast_reduce.where".
+  template <class Args>
+  static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
+    const ElementwisePath p = c.variant == kBroadcastReduce ? ElementwisePath::broadcast_reduce : path(t, d, c, a);
+    return {std::string(path_name(p)) + "." + std::string(Family::kind_name(d)), layout_of_path(p)};
+  }
+};
+
+}  // namespace baracuda::detail
