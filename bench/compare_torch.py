@@ -388,8 +388,7 @@ BINARY_CASES = {
     "autograd of a * b[N, 1]": binary_backward(torch.mul, "column"),
 }
 
-# Ternary cases: out [N, D]; where's condition a random bool tensor; c positive (addcdiv's divisor);
-# "c[D]" a row. The backward peers are PyTorch's autograd of the expression (every float operand's
+# Ternary cases: out [N, D]; where's condition a random bool tensor; "hi[D]" a row. The backward peers are PyTorch's autograd of the expression (every float operand's
 # gradient, a broadcast one summed).
 def ternary_operands(shape, dtype, c_shape=None):
     return rand(shape, dtype), rand(shape, dtype), rand(c_shape or shape, dtype, 0.5, 2.0)
@@ -439,14 +438,9 @@ TERNARY_CASES = {
     "torch.where(cond, b, c)": where_case(),
     "torch.clamp(x, -0.5, 0.5)": ternary_forward(lambda a, b, c: torch.clamp(a, -0.5, 0.5)),
     "torch.clamp(x, lo, hi)": ternary_forward(torch.clamp),
-    "torch.addcmul(a, b, c, value=0.5)": ternary_forward(lambda a, b, c: torch.addcmul(a, b, c, value=0.5)),
-    "torch.addcdiv(a, b, c, value=0.5)": ternary_forward(lambda a, b, c: torch.addcdiv(a, b, c, value=0.5)),
     "autograd of torch.where(cond, b, c)": where_case(backward=True),
     "autograd of torch.clamp(x, -0.5, 0.5)": autograd_of_x(lambda x: torch.clamp(x, -0.5, 0.5)),
-    "autograd of torch.addcdiv(a, b, c, value=0.5)":
-        ternary_backward(lambda a, b, c: torch.addcdiv(a, b, c, value=0.5)),
-    "autograd of torch.addcmul(a, b, c[D], value=0.5)":
-        ternary_backward(lambda a, b, c: torch.addcmul(a, b, c, value=0.5), c_row=True),
+    "autograd of torch.clamp(x, lo, hi[D])": ternary_backward(torch.clamp, c_row=True),
 }
 
 # Copy cases: the case's dtype is x's; a transposed x is the transpose of a contiguous buffer.

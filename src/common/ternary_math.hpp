@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "baracuda/ops/ternary.hpp"
-#include "common/binary_param_math.hpp"
 #include "common/elementwise.hpp"
 
 namespace baracuda::detail {
@@ -67,51 +66,10 @@ struct ClampMath {  // min(max(a, b), c), NaN from any operand (torch.clamp's ke
   }
 };
 
-struct TernaryAddcmulMath {  // a + value b c
-  static constexpr TernaryKind kKind = TernaryKind::addcmul;
-  template <class A>
-  BARACUDA_HD static A forward(A a, A b, A c, A value) {
-    return a + value * (b * c);
-  }
-  template <class A>
-  BARACUDA_HD static void backward(A dy, A, A b, A c, A value, A& da, A& db, A& dc) {
-    da = dy;
-    db = value * c * dy;
-    dc = value * b * dy;
-  }
-};
-
-struct AddcdivMath {  // a + value b / c
-  static constexpr TernaryKind kKind = TernaryKind::addcdiv;
-  template <class A>
-  BARACUDA_HD static A forward(A a, A b, A c, A value) {
-    return a + value * (b / c);
-  }
-  template <class A>
-  BARACUDA_HD static void backward(A dy, A, A b, A c, A value, A& da, A& db, A& dc) {
-    da = dy;
-    db = value * dy / c;
-    dc = -value * dy * b / (c * c);
-  }
-};
-
-struct TernaryLerpMath {  // a + c (b - a): the BinaryParam family's lerp with its weight as the third operand
-  static constexpr TernaryKind kKind = TernaryKind::lerp;
-  template <class A>
-  BARACUDA_HD static A forward(A a, A b, A c, A) {
-    return LerpMath::forward(a, b, c);
-  }
-  template <class A>
-  BARACUDA_HD static void backward(A dy, A a, A b, A c, A, A& da, A& db, A& dc) {
-    LerpMath::backward(dy, a, b, c, da, db, dc);
-  }
-};
-
 // The kinds by translation unit (src/cpu/ternary/, src/cuda/ternary/: one file per kind; a kind's
 // CUDA kernels take minutes to compile, so that the build spreads them over the cores).
-using TernaryGroups = std::tuple<std::tuple<WhereMath>, std::tuple<ClampMath>, std::tuple<TernaryAddcmulMath>,
-                                 std::tuple<AddcdivMath>, std::tuple<TernaryLerpMath>>;
-enum TernaryGroupIndex : int { kTernaryWhere, kTernaryClamp, kTernaryAddcmul, kTernaryAddcdiv, kTernaryLerp };
+using TernaryGroups = std::tuple<std::tuple<WhereMath>, std::tuple<ClampMath>>;
+enum TernaryGroupIndex : int { kTernaryWhere, kTernaryClamp };
 
 // Where each of the three operands comes from: the tensor values of an element (the tensor operands
 // in order, from x[0]), or the descriptor's scalar. A value is picked by selects over fixed indices

@@ -1,4 +1,4 @@
-// The ternary plans (where, clamp, addcmul, addcdiv, lerp; forward and backward): validation,
+// The ternary plans (where and clamp, forward and backward): validation,
 // broadcasting of three operands and kernel choice, shared by both backends, as hooks of the one plan
 // life cycle (ops/plan_impl.hpp). A kind is a Math struct (common/ternary_math.hpp), its name below and
 // its place in a group of TernaryGroups.
@@ -12,7 +12,7 @@
 namespace baracuda {
 
 std::string_view ternary_kind_name(TernaryKind kind) {
-  static constexpr std::string_view kNames[] = {"where", "clamp", "addcmul", "addcdiv", "lerp"};
+  static constexpr std::string_view kNames[] = {"where", "clamp"};
   static_assert(std::size(kNames) == kTernaryKindCount);
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";

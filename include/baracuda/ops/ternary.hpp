@@ -5,9 +5,9 @@
 //   kind      out                       as
 //   where     a ? b : c                 torch.where(cond, x, y); a (the condition) has dtype bool
 //   clamp     min(max(a, b), c)         torch.clamp(x, min, max): b the lower bound, c the upper
-//   addcmul   a + value b c             torch.addcmul(input, t1, t2, value=value)
-//   addcdiv   a + value b / c           torch.addcdiv(input, t1, t2, value=value)
-//   lerp      a + c (b - a)             torch.lerp(start, end, weight) (from the nearer end: c = 1 gives b)
+// (addcmul, addcdiv and lerp of three tensors were written as kinds too, but each one's CUDA
+// translation unit compiled for more than 6 minutes: they wait for a lighter instantiation; lerp and
+// addcmul with a weight are the BinaryParam plans.)
 // clamp, as PyTorch's: NaN in a, b or c gives NaN (a's first, then b's, then c's); where b > c the
 // result is c. A missing bound is a scalar -inf (b) or +inf (c): clamp(x, max=m) is b_scalar = -inf.
 //
@@ -18,9 +18,6 @@
 //   where     db = a ? dout : 0,  dc = a ? 0 : dout
 //   clamp     da = dout where b <= a <= c (0 where a is NaN), db = dout where a < b and b < c,
 //             dc = dout where a > c or c < b (so b = c sends the gradient to a, or to the bound a passed)
-//   addcmul   da = dout, db = value c dout, dc = value b dout
-//   addcdiv   da = dout, db = value dout / c, dc = -value dout b / c^2
-//   lerp      da = (1 - c) dout, db = c dout, dc = (b - a) dout
 //
 // dtypes f32, f64, f16, bf16 (a, b, c, out and the gradients share it; where's a is bool); compute
 // in f32 for 16-bit types and f32, f64 for f64; a scalar operand is held in the compute type. Every
@@ -31,8 +28,8 @@
 
 namespace baracuda {
 
-enum class TernaryKind : unsigned char { where, clamp, addcmul, addcdiv, lerp };
-inline constexpr int kTernaryKindCount = static_cast<int>(TernaryKind::lerp) + 1;
+enum class TernaryKind : unsigned char { where, clamp };
+inline constexpr int kTernaryKindCount = static_cast<int>(TernaryKind::clamp) + 1;
 
 struct TernaryDescriptor {
   TernaryKind kind = TernaryKind::where;
@@ -41,7 +38,7 @@ struct TernaryDescriptor {
   std::optional<double> a_scalar{};  // a is this number, not a tensor (never where's condition)
   std::optional<double> b_scalar{};
   std::optional<double> c_scalar{};
-  double value = 1.0;  // addcmul and addcdiv: a + value b c, a + value b / c; the other kinds ignore it
+  double value = 1.0;  // a parameter of the kind (none of where and clamp reads it)
 };
 
 struct TernaryArgs {
@@ -67,7 +64,7 @@ struct TernaryBackwardOp : OpTag<TernaryDescriptor, TernaryBackwardArgs> {};
 using TernaryPlan = Plan<TernaryOp>;
 using TernaryBackwardPlan = Plan<TernaryBackwardOp>;
 
-// "where", "addcdiv": the kind's name (SKUs and errors say it); "?" for a value that is no kind.
+// "where", "clamp": the kind's name (SKUs and errors say it); "?" for a value that is no kind.
 std::string_view ternary_kind_name(TernaryKind kind);
 
 // The shape of out: a's, b's and c's broadcast (a scalar operand counts as rank 0); nullopt where a

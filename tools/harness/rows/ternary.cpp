@@ -32,11 +32,8 @@ struct KindLine {
 const std::vector<KindLine>& kinds() {
   static const std::vector<KindLine> table = {
       {K::where, {0, 2}, {-2, 2}, {-2, 2}},  // a: bool
-      {K::clamp, {-1, 1}, {-3, -2}, {2, 3}},         {K::clamp, {2, 3}, {-1, -0.5}, {0.5, 1}},
-      {K::clamp, {-3, -2}, {-1, -0.5}, {0.5, 1}},    {K::clamp, {-1, 1}, {2, 3}, {-3, -2}},  // b > c: the result is c
-      {K::addcmul, {-2, 2}, {-2, 2}, {-2, 2}, 0.5},  {K::addcmul, {-2, 2}, {-2, 2}, {-2, 2}, -1.5},
-      {K::addcdiv, {-2, 2}, {-2, 2}, {0.5, 2}, 0.7}, {K::addcdiv, {-2, 2}, {-2, 2}, {-2, -0.5}, 1.0},
-      {K::lerp, {-2, 2}, {-2, 2}, {-0.5, 1.5}},
+      {K::clamp, {-1, 1}, {-3, -2}, {2, 3}},      {K::clamp, {2, 3}, {-1, -0.5}, {0.5, 1}},
+      {K::clamp, {-3, -2}, {-1, -0.5}, {0.5, 1}}, {K::clamp, {-1, 1}, {2, 3}, {-3, -2}},  // b > c: the result is c
   };
   return table;
 }
@@ -49,7 +46,6 @@ std::string number(double v) {
 
 std::string label(const KindLine& k) {
   std::string s(ternary_kind_name(k.kind));
-  if (k.kind == K::addcmul || k.kind == K::addcdiv) s += " value " + number(k.value);
   const Interval* r[3] = {&k.a, &k.b, &k.c};
   const char* names[3] = {"a", "b", "c"};
   for (int i = 0; i < 3; ++i) {
@@ -166,7 +162,6 @@ Desc bench_desc(DType dtype, const Shape& shape) {
   Desc d;
   d.kind = kKind;
   d.dtype = dtype;
-  d.value = 0.5;
   d.a_shape = d.b_shape = d.c_shape = shape;
   if (kBounds == Bounds::scalars) d.b_scalar = -0.5, d.c_scalar = 0.5;
   if (kBounds == Bounds::row) d.c_shape = {shape.dims[1]};
@@ -177,11 +172,7 @@ std::vector<BenchSample<Desc>> forward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   return {{"where", "torch.where(cond, b, c)", dtypes, standard_shapes, bench_desc<K::where, Bounds::tensors>},
           {"clamp", "torch.clamp(x, -0.5, 0.5)", dtypes, standard_shapes, bench_desc<K::clamp, Bounds::scalars>},
-          {"clamp_tensors", "torch.clamp(x, lo, hi)", dtypes, standard_shapes, bench_desc<K::clamp, Bounds::tensors>},
-          {"addcmul_tensors", "torch.addcmul(a, b, c, value=0.5)", dtypes, standard_shapes,
-           bench_desc<K::addcmul, Bounds::tensors>},
-          {"addcdiv", "torch.addcdiv(a, b, c, value=0.5)", dtypes, standard_shapes,
-           bench_desc<K::addcdiv, Bounds::tensors>}};
+          {"clamp_tensors", "torch.clamp(x, lo, hi)", dtypes, standard_shapes, bench_desc<K::clamp, Bounds::tensors>}};
 }
 std::vector<BenchSample<Desc>> backward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
@@ -189,14 +180,12 @@ std::vector<BenchSample<Desc>> backward_bench() {
            bench_desc<K::where, Bounds::tensors>},
           {"clamp_backward", "autograd of torch.clamp(x, -0.5, 0.5)", dtypes, standard_shapes,
            bench_desc<K::clamp, Bounds::scalars>},
-          {"addcdiv_backward", "autograd of torch.addcdiv(a, b, c, value=0.5)", dtypes, standard_shapes,
-           bench_desc<K::addcdiv, Bounds::tensors>},
-          {"addcmul_row_backward", "autograd of torch.addcmul(a, b, c[D], value=0.5)", dtypes, standard_shapes,
-           bench_desc<K::addcmul, Bounds::row>}};
+          {"clamp_row_backward", "autograd of torch.clamp(x, lo, hi[D])", dtypes, standard_shapes,
+           bench_desc<K::clamp, Bounds::row>}};
 }
 
-// The profiler's inputs: c positive (addcdiv's divisor), x across the clamp bounds.
-std::vector<ValueRange> bench_ranges() { return {{"a", -1.0, 1.0}, {"b", -1.0, 1.0}, {"c", 0.5, 2.0}}; }
+// The profiler's inputs: x across the clamp bounds (lo below hi).
+std::vector<ValueRange> bench_ranges() { return {{"a", -1.0, 1.0}, {"b", -1.0, -0.5}, {"c", 0.5, 1.0}}; }
 
 }  // namespace
 
