@@ -25,6 +25,13 @@ std::vector<UnaryKind> all_kinds() {
   for (int k = 0; k < kUnaryKindCount; ++k) kinds.push_back(static_cast<UnaryKind>(k));
   return kinds;
 }
+// The kinds with a gradient and an out of x's dtype (all but the predicates).
+std::vector<UnaryKind> differentiable_kinds() {
+  std::vector<UnaryKind> kinds;
+  for (UnaryKind k : all_kinds())
+    if (!unary_kind_is_predicate(k)) kinds.push_back(k);
+  return kinds;
+}
 
 // A view's elements in row-major order.
 std::vector<double> values(const Tensor& t) {
@@ -61,8 +68,8 @@ class UnaryTest : public testing::BackendDTypeTest {
     EXPECT_TRUE(t.upload().is_ok());
     return t;
   }
-  Tensor output(Shape shape) {
-    Tensor t = unwrap(harness::random_tensor(backend(), dtype(), contiguous(shape), rng_));
+  Tensor output(Shape shape, std::optional<DType> out_dtype = std::nullopt) {
+    Tensor t = unwrap(harness::random_tensor(backend(), out_dtype.value_or(dtype()), contiguous(shape), rng_));
     EXPECT_TRUE(harness::poison(t).is_ok());
     return t;
   }
@@ -87,7 +94,7 @@ TEST_P(UnaryTest, SpecialValuesForward) {
     d.kind = kind;
     d.dtype = dtype();
     d.shape = x.shape;
-    Tensor out = output(x.shape);
+    Tensor out = output(x.shape, unary_kind_is_predicate(kind) ? std::optional(DType::boolean) : std::nullopt);
     UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
     ASSERT_OK(plan.run(stream(), {}, {x.ref(), out.mut()}));
     ASSERT_OK(out.download());
@@ -101,7 +108,7 @@ TEST_P(UnaryTest, SpecialValuesBackward) {
   Tensor x = tensor_of(specials());
   for (double g : {1.0, -0.5}) {
     Tensor dout = tensor_of(std::vector<double>(specials().size(), g));
-    for (UnaryKind kind : all_kinds()) {
+    for (UnaryKind kind : differentiable_kinds()) {
       SCOPED_TRACE(std::string(unary_kind_name(kind)) + ", dout " + std::to_string(g));
       UnaryDescriptor d;
       d.kind = kind;
@@ -171,7 +178,7 @@ TEST_P(UnaryTest, KinksAtParameters) {
 // out = x and dx = dout, contiguous (the vectorized path on CUDA) and strided.
 TEST_P(UnaryTest, InPlace) {
   for (const harness::TensorSpec& spec : {contiguous({1000, 33}), with_strides({33, 100}, {200, 2})}) {
-    for (UnaryKind kind : all_kinds()) {
+    for (UnaryKind kind : differentiable_kinds()) {
       SCOPED_TRACE(std::string(unary_kind_name(kind)) + " " + spec.shape.to_string());
       UnaryDescriptor d;
       d.kind = kind;
@@ -232,6 +239,33 @@ TEST_P(UnaryTest, PartialOverlapIsRejected) {
   ASSERT_OK(backward.run(stream(), {}, {view(0, {32}, {1}), view(33, {32}, {1}), view(0, {32}, {1})}));
   ASSERT_OK(buffer.download());
   for (size_t i = 32; i < before.size(); ++i) EXPECT_EQ(buffer.host[i], before[i]) << i;
+}
+
+// The predicates write bool: signbit sees -0 and -NaN, logical_not is x == 0 (NaN is not 0); out of
+// x's dtype is an error naming it, and the backward plan rejects the kind.
+TEST_P(UnaryTest, PredicatesWriteBool) {
+  Tensor x = tensor_of({-0.0, 0.0, -kNaN, kNaN, -kInf, kInf, subnormal(), -subnormal(), -1, 1});
+  const std::vector<std::pair<UnaryKind, std::vector<double>>> want = {
+      {UnaryKind::isnan, {0, 0, 1, 1, 0, 0, 0, 0, 0, 0}},
+      {UnaryKind::isinf, {0, 0, 0, 0, 1, 1, 0, 0, 0, 0}},
+      {UnaryKind::isfinite, {1, 1, 0, 0, 0, 0, 1, 1, 1, 1}},
+      {UnaryKind::signbit, {1, 0, 1, 0, 1, 0, 0, 1, 1, 0}},
+      {UnaryKind::logical_not, {1, 1, 0, 0, 0, 0, 0, 0, 0, 0}}};
+  for (const auto& [kind, expected] : want) {
+    SCOPED_TRACE(std::string(unary_kind_name(kind)));
+    const UnaryDescriptor d{kind, dtype(), x.shape, {}};
+    Tensor out = output(x.shape, DType::boolean);
+    const UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
+    ASSERT_OK(plan.run(stream(), {}, {x.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    for (int64_t i = 0; i < x.shape.numel(); ++i)
+      EXPECT_EQ(out.at(i), expected[static_cast<size_t>(i)]) << "element " << i << ", x = " << x.at(i);
+    Tensor wrong = output(x.shape);
+    EXPECT_TRUE(testing::is_error(plan.run(stream(), {}, {x.ref(), wrong.mut()}), StatusCode::invalid_problem,
+                                  "UnaryPlan", "args.out.dtype"));
+    EXPECT_TRUE(testing::is_error(UnaryBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                  "UnaryBackwardPlan", "descriptor.kind"));
+  }
 }
 
 TEST_P(UnaryTest, SkuNamesTheKind) {

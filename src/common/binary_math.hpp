@@ -307,15 +307,7 @@ struct FminMath {
 // ---------------------------------------------------------------------------------------------
 // predicates: out is bool (the functors give 1 or 0 in the compute type; the store converts it)
 
-// The predicate kinds: no backward (BinaryBackwardPlan rejects them); the launchers store bool.
-struct Predicate {
-  static constexpr bool kPredicate = true;
-};
-template <class Math>
-inline constexpr bool is_predicate_math = requires {
-  Math::kPredicate;
-};
-
+// The predicate kinds (common/elementwise.hpp's Predicate): no backward; the launchers store bool.
 #define BARACUDA_BINARY_PREDICATE(Name, kind, expression) \
   struct Name : Predicate {                               \
     static constexpr BinaryKind kKind = BinaryKind::kind; \

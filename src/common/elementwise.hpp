@@ -45,6 +45,17 @@ decltype(auto) with_acc_type(DType dtype, F&& f) {
   }
 }
 
+// A Math whose out is bool (comparisons, isnan, ...): its forward gives 1 or 0 in the compute type
+// (the store converts it), it has no backward (the backward plans reject it), and the launchers store
+// bool.
+struct Predicate {
+  static constexpr bool kPredicate = true;
+};
+template <class Math>
+inline constexpr bool is_predicate_math = requires {
+  Math::kPredicate;
+};
+
 // Maps a linear index over `sizes` (row-major) to an element offset in each of NT tensors.
 // Built on the host with size-1 dims dropped and mergeable dims merged, so the loop is short.
 template <int NT>

@@ -9,6 +9,7 @@
 // Math; the groups at the end split the kinds over translation units (one per group and backend) so
 // that the build parallelizes.
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 
@@ -758,6 +759,23 @@ struct HardswishMath {  // x clamp(x + 3, 0, 6) / 6
   }
 };
 
+// predicates: out is bool (common/elementwise.hpp's Predicate). Written on comparisons and the sign
+// bit so that the host's f32 loops vectorize them.
+#define BARACUDA_UNARY_PREDICATE(Name, kind, expression)       \
+  struct Name : Predicate {                                    \
+    static constexpr UnaryKind kKind = UnaryKind::kind;        \
+    template <class A>                                         \
+    BARACUDA_HD static A forward(A x, const UnaryParams<A>&) { \
+      return (expression) ? A(1) : A(0);                       \
+    }                                                          \
+  };
+BARACUDA_UNARY_PREDICATE(IsnanMath, isnan, x != x)
+BARACUDA_UNARY_PREDICATE(IsinfMath, isinf, std::fabs(x) == std::numeric_limits<A>::infinity())
+BARACUDA_UNARY_PREDICATE(IsfiniteMath, isfinite, std::fabs(x) < std::numeric_limits<A>::infinity())
+BARACUDA_UNARY_PREDICATE(SignbitMath, signbit, std::signbit(x))
+BARACUDA_UNARY_PREDICATE(LogicalNotMath, logical_not, x == A(0))
+#undef BARACUDA_UNARY_PREDICATE
+
 // The kinds by translation unit (src/cpu/unary/, src/cuda/unary/: one file per group).
 using UnaryBasicMaths = std::tuple<AbsMath, NegMath, SignMath, ReciprocalMath, SquareMath, SqrtMath, RsqrtMath,
                                    FloorMath, CeilMath, RoundMath, TruncMath, FracMath>;
@@ -769,11 +787,12 @@ using UnaryPiecewiseMaths = std::tuple<ReluMath, Relu6Math, LeakyReluMath, EluMa
                                        HardsigmoidMath, HardswishMath, SoftsignMath>;
 using UnarySmoothMaths =
     std::tuple<GeluMath, GeluTanhMath, SiluMath, MishMath, SoftplusMath, SigmoidMath, LogsigmoidMath>;
-using UnaryGroups =
-    std::tuple<UnaryBasicMaths, UnaryExpLogMaths, UnaryTrigMaths, UnaryPiecewiseMaths, UnarySmoothMaths>;
+using UnaryPredicateMaths = std::tuple<IsnanMath, IsinfMath, IsfiniteMath, SignbitMath, LogicalNotMath>;
+using UnaryGroups = std::tuple<UnaryBasicMaths, UnaryExpLogMaths, UnaryTrigMaths, UnaryPiecewiseMaths, UnarySmoothMaths,
+                               UnaryPredicateMaths>;
 inline constexpr int kUnaryGroupCount = static_cast<int>(std::tuple_size_v<UnaryGroups>);
 // Their indices in UnaryGroups (each backend's translation unit of a group instantiates its own).
-enum UnaryGroupIndex : int { kUnaryBasic, kUnaryExpLog, kUnaryTrig, kUnaryPiecewise, kUnarySmooth };
+enum UnaryGroupIndex : int { kUnaryBasic, kUnaryExpLog, kUnaryTrig, kUnaryPiecewise, kUnarySmooth, kUnaryPredicate };
 
 // The functors the elementwise launchers run: (x) -> out and (dout, x) -> dx.
 template <class Math, class Acc_>

@@ -13,12 +13,13 @@ namespace baracuda {
 
 std::string_view unary_kind_name(UnaryKind kind) {
   static constexpr std::string_view kNames[] = {
-      "abs",      "neg",        "sign",    "reciprocal", "square",   "sqrt",        "rsqrt",     "exp",   "exp2",
-      "expm1",    "log",        "log2",    "log10",      "log1p",    "sin",         "cos",       "tan",   "asin",
-      "acos",     "atan",       "sinh",    "cosh",       "tanh",     "asinh",       "acosh",     "atanh", "erf",
-      "erfc",     "erfinv",     "lgamma",  "floor",      "ceil",     "round",       "trunc",     "frac",  "relu",
-      "relu6",    "leaky_relu", "elu",     "selu",       "celu",     "gelu",        "gelu_tanh", "silu",  "mish",
-      "softplus", "softsign",   "sigmoid", "logsigmoid", "hardtanh", "hardsigmoid", "hardswish"};
+      "abs",      "neg",        "sign",       "reciprocal", "square",   "sqrt",        "rsqrt",     "exp",   "exp2",
+      "expm1",    "log",        "log2",       "log10",      "log1p",    "sin",         "cos",       "tan",   "asin",
+      "acos",     "atan",       "sinh",       "cosh",       "tanh",     "asinh",       "acosh",     "atanh", "erf",
+      "erfc",     "erfinv",     "lgamma",     "floor",      "ceil",     "round",       "trunc",     "frac",  "relu",
+      "relu6",    "leaky_relu", "elu",        "selu",       "celu",     "gelu",        "gelu_tanh", "silu",  "mish",
+      "softplus", "softsign",   "sigmoid",    "logsigmoid", "hardtanh", "hardsigmoid", "hardswish", "isnan", "isinf",
+      "isfinite", "signbit",    "logical_not"};
   static_assert(std::size(kNames) == kUnaryKindCount);
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";
@@ -82,6 +83,7 @@ struct UnaryHooksBase {
       s.dtype = d.dtype;
       s.shape = d.shape;
     }
+    if (Hooks::kForward && unary_kind_is_predicate(d.kind)) specs.back().dtype = DType::boolean;
   }
   static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
                                      std::optional<int> forced) {
@@ -124,6 +126,7 @@ struct UnaryHooksBase {
 
 struct UnaryForwardHooks : UnaryHooksBase<UnaryForwardHooks> {
   using Args = UnaryArgs;
+  static constexpr bool kForward = true;
   static constexpr OpSchema kSchema{"UnaryPlan", "unary", "elementwise", kFloats, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"x", &Args::x}, {"out", nullptr, &Args::out}};
   template <class F>
@@ -137,6 +140,14 @@ struct UnaryForwardHooks : UnaryHooksBase<UnaryForwardHooks> {
 
 struct UnaryBackwardHooks : UnaryHooksBase<UnaryBackwardHooks> {
   using Args = UnaryBackwardArgs;
+  static constexpr bool kForward = false;
+  static Status check(const Descriptor& d) {
+    if (Status s = UnaryHooksBase::check(d); !s) return s;
+    if (unary_kind_is_predicate(d.kind))
+      return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.kind",
+                        std::string(unary_kind_name(d.kind)) + " gives bool: it has no gradient");
+    return Status::ok();
+  }
   static constexpr OpSchema kSchema{
       "UnaryBackwardPlan", "unary_backward", "elementwise", kFloats, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"dout", &Args::dout}, {"x", &Args::x}, {"dx", nullptr, &Args::dx}};

@@ -11,10 +11,13 @@
 //   activations: relu relu6 leaky_relu(negative_slope) elu(alpha) selu celu(alpha) gelu
 //                gelu_tanh (F.gelu(x, approximate="tanh")) silu mish softplus(beta, threshold)
 //                softsign sigmoid logsigmoid hardtanh(min_val, max_val) hardsigmoid hardswish
-// Not here yet: integer dtypes (abs, neg, sign of integers) and the predicates (isnan, isinf,
-// isfinite, logical_not, bitwise_not), which give bool.
+//   predicates:  isnan isinf isfinite signbit logical_not (x == 0), whose out is bool; they have no
+//                backward (UnaryBackwardPlan rejects them, naming descriptor.kind). signbit(-0) and
+//                signbit(-NaN) are true; logical_not(NaN) is false (NaN is not 0).
+// Not here yet: integer dtypes (abs, neg, sign of integers; bitwise_not).
 //
-// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; x, out, dout and dx share it).
+// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; x, out, dout and dx share it, but a
+// predicate's out, which is bool).
 // Views: any strides; x and dout may broadcast (zero strides); out and dx must not overlap
 // themselves. out may be x exactly (in place, as x.exp_()), and dx may be dout or x exactly; any
 // other overlap of an output with an input is an error naming the output.
@@ -89,8 +92,17 @@ enum class UnaryKind : unsigned char {
   hardtanh,
   hardsigmoid,
   hardswish,
+  // predicates: out is bool
+  isnan,
+  isinf,
+  isfinite,
+  signbit,
+  logical_not,
 };
-inline constexpr int kUnaryKindCount = static_cast<int>(UnaryKind::hardswish) + 1;
+inline constexpr int kUnaryKindCount = static_cast<int>(UnaryKind::logical_not) + 1;
+
+// Whether out is bool: those kinds have no backward.
+constexpr bool unary_kind_is_predicate(UnaryKind kind) { return kind >= UnaryKind::isnan; }
 
 // The parameters of the kinds that take some (PyTorch's names and defaults); the other kinds ignore
 // them. select rejects a parameter the kind reads that is NaN, softplus's beta == 0 (it divides by it;

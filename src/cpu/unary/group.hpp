@@ -6,22 +6,27 @@
 
 namespace baracuda::detail::cpu {
 
-template <int G, class Problem>
-Status launch_unary_group(const Problem& problem) {
-  return dispatch_unary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
-    using T = typename decltype(element)::type;
-    return unary_typed<typename decltype(math)::type, T>(
-        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); });
-  });
-}
-
 template <int G>
 Status launch_group(const LaunchContext&, const UnaryForwardProblem& problem) {
-  return launch_unary_group<G>(problem);
+  return dispatch_unary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+    using T = typename decltype(element)::type;
+    using Math = typename decltype(math)::type;
+    using Out = std::conditional_t<is_predicate_math<Math>, bool, T>;
+    return unary_typed<Math, T>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T, Out>(op, tensors); });
+  });
 }
 template <int G>
 Status launch_group(const LaunchContext&, const UnaryBackwardProblem& problem) {
-  return launch_unary_group<G>(problem);
+  return dispatch_unary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
+    using T = typename decltype(element)::type;
+    using Math = typename decltype(math)::type;
+    if constexpr (is_predicate_math<Math>)
+      return unary_predicate_has_no_backward();
+    else
+      return unary_typed<Math, T>(problem,
+                                  [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); });
+  });
 }
 
 }  // namespace baracuda::detail::cpu

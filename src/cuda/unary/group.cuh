@@ -9,23 +9,29 @@
 
 namespace baracuda::detail::cuda {
 
-template <int G, class Problem>
-Status launch_unary_group(const LaunchContext& ctx, const Problem& problem) {
+template <int G>
+Status launch_group(const LaunchContext& ctx, const UnaryForwardProblem& problem) {
   return dispatch_unary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
-    return unary_typed<typename decltype(math)::type, T>(problem, [&](const auto& op, const auto& tensors) {
-      return run_elementwise<T>(ctx.stream, ctx.target.sm_count, op, tensors);
+    using Math = typename decltype(math)::type;
+    using Out = std::conditional_t<is_predicate_math<Math>, bool, T>;
+    return unary_typed<Math, T>(problem, [&](const auto& op, const auto& tensors) {
+      return run_elementwise<T, Out>(ctx.stream, ctx.target.sm_count, op, tensors);
     });
   });
 }
-
-template <int G>
-Status launch_group(const LaunchContext& ctx, const UnaryForwardProblem& problem) {
-  return launch_unary_group<G>(ctx, problem);
-}
 template <int G>
 Status launch_group(const LaunchContext& ctx, const UnaryBackwardProblem& problem) {
-  return launch_unary_group<G>(ctx, problem);
+  return dispatch_unary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
+    using T = typename decltype(element)::type;
+    using Math = typename decltype(math)::type;
+    if constexpr (is_predicate_math<Math>)
+      return unary_predicate_has_no_backward();
+    else
+      return unary_typed<Math, T>(problem, [&](const auto& op, const auto& tensors) {
+        return run_elementwise<T>(ctx.stream, ctx.target.sm_count, op, tensors);
+      });
+  });
 }
 
 }  // namespace baracuda::detail::cuda

@@ -170,6 +170,16 @@ inline double unary(UnaryKind kind, double x, const UnaryParameters& p) {
       return std::isnan(x) ? x : std::min(std::max(x + 3, 0.0), 6.0) / 6;
     case UnaryKind::hardswish:
       return std::isnan(x) ? x : x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case UnaryKind::isnan:
+      return std::isnan(x);
+    case UnaryKind::isinf:
+      return std::isinf(x);
+    case UnaryKind::isfinite:
+      return std::isfinite(x);
+    case UnaryKind::signbit:
+      return std::signbit(x);
+    case UnaryKind::logical_not:
+      return x == 0;
   }
   return kNaN;
 }
@@ -290,6 +300,12 @@ inline double unary_derivative(UnaryKind kind, double x, const UnaryParameters& 
       return x > -3 && x < 3 ? 1.0 / 6 : 0;
     case UnaryKind::hardswish:
       return x < -3 ? 0 : (x <= 3 ? x / 3 + 0.5 : 1);
+    case UnaryKind::isnan:  // bool outputs: no gradient (UnaryBackwardPlan rejects them)
+    case UnaryKind::isinf:
+    case UnaryKind::isfinite:
+    case UnaryKind::signbit:
+    case UnaryKind::logical_not:
+      break;
   }
   return kNaN;
 }

@@ -124,6 +124,13 @@ const std::vector<KindLine>& kinds() {
       {K::hardtanh, {{-1, -0.51}, {-0.49, 1.99}, {2.01, 3}}, std::nullopt, clamp_to(-0.5, 2.0)},
       {K::hardsigmoid, {{-5, -3.01}, {-2.99, 2.99}, {3.01, 5}}},
       {K::hardswish, {{-5, -3.01}, {-2.99, 2.99}, {3.01, 5}}},
+      // predicates (forward only; out bool): the random samples are finite, so isnan / isinf /
+      // isfinite see one answer here and both in tests/test_unary.cpp's special values
+      {K::isnan, {{-2, 2}}, Interval{-1e30, 1e30}},
+      {K::isinf, {{-2, 2}}, Interval{-1e30, 1e30}},
+      {K::isfinite, {{-2, 2}}, Interval{-1e30, 1e30}},
+      {K::signbit, {{-2, 2}}, Interval{-1e30, 1e30}},
+      {K::logical_not, {{-1, 1}}},
   };
   return table;
 }
@@ -168,6 +175,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
   std::vector<Sample<Desc>> out;
   const std::string_view input = backward ? "dout" : "x", output = backward ? "dx" : "out";
   for (const KindLine& k : kinds()) {
+    if (backward && unary_kind_is_predicate(k.kind)) continue;
     auto add = [&](Shape shape, Interval r, Views views = Views::contiguous, std::string_view only = {},
                    std::vector<DType> dtypes = {}) {
       Desc d;
