@@ -17,11 +17,14 @@
 
 namespace baracuda::detail {
 
-// `b` where `take_b`, else `a`, by masking bits rather than a select: GCC turns a select between
-// two loaded values into a load through a selected pointer, which its vectorizer rejects (the CPU's
-// loops over elements then ran scalar, 4-9x slower). On CUDA it is a few bit operations.
+// `b` where `take_b`, else `a`. On the host by masking bits rather than a select: GCC turns a select
+// between two loaded values into a load through a selected pointer, which its vectorizer rejects (the
+// CPU's loops over elements then ran scalar, 4-9x slower). On CUDA a select is one instruction.
 template <class Acc>
 BARACUDA_HD Acc blend(Acc a, Acc b, bool take_b) {
+#if defined(__CUDA_ARCH__)
+  return take_b ? b : a;
+#else
   using Bits = std::conditional_t<sizeof(Acc) == 8, uint64_t, uint32_t>;
   Bits x, y;
   memcpy(&x, &a, sizeof x);
@@ -31,6 +34,7 @@ BARACUDA_HD Acc blend(Acc a, Acc b, bool take_b) {
   Acc out;
   memcpy(&out, &r, sizeof out);
   return out;
+#endif
 }
 
 struct WhereMath {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
@@ -79,10 +83,16 @@ struct TernaryOperands {
   Acc scalar[3] = {};
   bool is_scalar[3] = {};
 
-  template <int kIn>
+  // x: the kTensors tensor operands' values first (a backward's dout follows them).
+  template <int kTensors, int kIn>
   BARACUDA_HD void fill(const Acc (&x)[kIn], Acc (&v)[3]) const {
+    static_assert(kTensors >= 1 && kTensors <= 3 && kTensors <= kIn);
+    if constexpr (kTensors == 3) {  // no scalar: the values in order
+      v[0] = x[0], v[1] = x[1], v[2] = x[2];
+      return;
+    }
     // (blended, not selected: see blend)
-    constexpr int k1 = kIn > 1 ? 1 : 0, k2 = kIn > 2 ? 2 : k1;
+    constexpr int k1 = kTensors > 1 ? 1 : 0, k2 = kTensors > 2 ? 2 : k1;
     const int slot1 = is_scalar[0] ? 0 : 1, slot2 = slot1 + (is_scalar[1] ? 0 : 1);
     v[0] = blend(x[0], scalar[0], is_scalar[0]);
     v[1] = blend(blend(x[k1], x[0], slot1 == 0), scalar[1], is_scalar[1]);
@@ -104,7 +114,7 @@ struct TernaryForward {
   Acc value;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
     Acc v[3];
-    operands.fill(x, v);
+    operands.template fill<kIn>(x, v);
     y[0] = Math::forward(v[0], v[1], v[2], value);
   }
 };
@@ -121,7 +131,7 @@ struct TernaryGradients {
   int of[kOut];
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
     Acc v[3], d[3];
-    operands.fill(x, v);
+    operands.template fill<kIn - 1>(x, v);
     Math::backward(x[kIn - 1], v[0], v[1], v[2], value, d[0], d[1], d[2]);
     // (written out: a loop here kept the CPU's loop over elements from vectorizing)
     y[0] = pick(d, of[0]);
@@ -142,7 +152,7 @@ struct TernaryReducedGradient {
   int of;
   BARACUDA_HD Acc operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
     Acc v[3], d[3];
-    operands.fill(x, v);
+    operands.template fill<kIn - 1>(x, v);
     Math::backward(x[kIn - 1], v[0], v[1], v[2], value, d[0], d[1], d[2]);
     y[0] = of == 0 ? d[1] : d[0];  // the others: (1, 2), (0, 2) or (0, 1)
     y[1] = of == 2 ? d[1] : d[2];

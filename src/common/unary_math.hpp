@@ -63,6 +63,22 @@ BARACUDA_HD A sigmoid(A x) {
   return A(1) / (A(1) + simd_math::exp(-x));
 }
 
+// sigmoid for a 16-bit output on the GPU: exp and the reciprocal by the special function unit
+// (ex2.approx, rcp.approx: a few f32 ulp, and no branch to the IEEE division's slow path, which kept
+// the compiler from overlapping the elements of a thread), far inside a 16-bit ulp (2^-11 f16, 2^-8
+// bf16). exp(-|x|) keeps the denominator in (1, 2], where rcp.approx holds its accuracy; exp flushes
+// below 2^-126, so |x| > 87 gives 0 or 1 exactly. (The host keeps sigmoid: never called there.)
+BARACUDA_HD float sigmoid_for16(float x) {
+#if defined(__CUDA_ARCH__)
+  const float t = __expf(-fabsf(x));
+  const float r = __fdividef(1.0f, 1.0f + t);
+#else
+  const float t = std::exp(-std::fabs(x));
+  const float r = 1.0f / (1.0f + t);
+#endif
+  return x >= 0.0f ? r : t * r;
+}
+
 #if !defined(__CUDA_ARCH__)
 // erfinv on the host (the C library has none): a single-precision approximation (M. Giles,
 // "Approximating the erfinv function", 2010) refined by Newton steps: on erf for |y| <= 1/2, and
@@ -660,6 +676,11 @@ struct SiluMath {
     const A s = unary_fn::sigmoid(x);
     return dy * s * (A(1) + x * (A(1) - s));
   }
+  BARACUDA_HD static float forward16(float x, const UnaryParams<float>&) { return x * unary_fn::sigmoid_for16(x); }
+  BARACUDA_HD static float backward16(float dy, float x, const UnaryParams<float>&) {
+    const float s = unary_fn::sigmoid_for16(x);
+    return dy * s * (1.0f + x * (1.0f - s));
+  }
 };
 struct MishMath {  // x tanh(softplus(x))
   static constexpr UnaryKind kKind = UnaryKind::mish;
@@ -710,6 +731,11 @@ struct SigmoidMath {
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A s = unary_fn::sigmoid(x);
     return dy * (A(1) - s) * s;
+  }
+  BARACUDA_HD static float forward16(float x, const UnaryParams<float>&) { return unary_fn::sigmoid_for16(x); }
+  BARACUDA_HD static float backward16(float dy, float x, const UnaryParams<float>&) {
+    const float s = unary_fn::sigmoid_for16(x);
+    return dy * (1.0f - s) * s;
   }
 };
 struct LogsigmoidMath {  // min(x, 0) - log1p(exp(-|x|)): no overflow either way
@@ -794,21 +820,49 @@ inline constexpr int kUnaryGroupCount = static_cast<int>(std::tuple_size_v<Unary
 // Their indices in UnaryGroups (each backend's translation unit of a group instantiates its own).
 enum UnaryGroupIndex : int { kUnaryBasic, kUnaryExpLog, kUnaryTrig, kUnaryPiecewise, kUnarySmooth, kUnaryPredicate };
 
-// The functors the elementwise launchers run: (x) -> out and (dout, x) -> dx.
-template <class Math, class Acc_>
+// f(x) and dout f'(x), for a 16-bit storage type where k16: a Math may give forward16 / backward16, the
+// same to the accuracy a 16-bit output keeps and cheaper on the GPU; the GPU's kernels of f16 and
+// bf16 take them (the host's are the vectorized loops of forward / backward).
+template <class Math, bool k16, class A>
+BARACUDA_HD A forward_of(A x, const UnaryParams<A>& p) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (k16 && requires { Math::forward16(x, p); })
+    return Math::forward16(x, p);
+  else
+#endif
+    return Math::forward(x, p);
+}
+template <class Math, bool k16, class A>
+BARACUDA_HD A backward_of(A dy, A x, const UnaryParams<A>& p) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (k16 && requires { Math::backward16(dy, x, p); })
+    return Math::backward16(dy, x, p);
+  else
+#endif
+    return Math::backward(dy, x, p);
+}
+
+// Whether a storage type takes a Math's forward16 / backward16 (on the GPU).
+template <class T>
+inline constexpr bool kUses16BitMath = sizeof(T) == 2 && !std::is_integral_v<T>;
+
+// The functors the elementwise launchers run: (x) -> out and (dout, x) -> dx; k16: kUses16BitMath.
+template <class Math, class Acc_, bool k16 = false>
 struct UnaryForward {
   using Acc = Acc_;
   static constexpr int kIn = 1, kOut = 1;
   UnaryParams<Acc> p;
-  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::forward(x[0], p); }
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = forward_of<Math, k16>(x[0], p); }
 };
 
-template <class Math, class Acc_>
+template <class Math, class Acc_, bool k16 = false>
 struct UnaryBackward {
   using Acc = Acc_;
   static constexpr int kIn = 2, kOut = 1;
   UnaryParams<Acc> p;
-  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::backward(x[0], x[1], p); }
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    y[0] = backward_of<Math, k16>(x[0], x[1], p);
+  }
 };
 
 }  // namespace baracuda::detail

@@ -20,23 +20,25 @@ using GatedMaths = std::tuple<GatedMath<SigmoidMath, GatedKind::glu>, GatedMath<
                               GatedMath<GeluMath, GatedKind::geglu>, GatedMath<GeluTanhMath, GatedKind::geglu_tanh>,
                               GatedMath<ReluMath, GatedKind::reglu>>;
 
-// (a, b) -> a act(b)
-template <class Math, class Acc_>
+// (a, b) -> a act(b) (k16: as unary_math.hpp's UnaryForward)
+template <class Math, class Acc_, bool k16 = false>
 struct GatedForward {
   using Acc = Acc_;
   static constexpr int kIn = 2, kOut = 1;
   UnaryParams<Acc> p;
-  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = x[0] * Math::forward(x[1], p); }
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    y[0] = x[0] * forward_of<Math, k16>(x[1], p);
+  }
 };
 // (dout, a, b) -> (dout act(b), dout a act'(b))
-template <class Math, class Acc_>
+template <class Math, class Acc_, bool k16 = false>
 struct GatedBackward {
   using Acc = Acc_;
   static constexpr int kIn = 3, kOut = 2;
   UnaryParams<Acc> p;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
-    y[0] = x[0] * Math::forward(x[2], p);
-    y[1] = Math::backward(x[0] * x[1], x[2], p);
+    y[0] = x[0] * forward_of<Math, k16>(x[2], p);
+    y[1] = backward_of<Math, k16>(x[0] * x[1], x[2], p);
   }
 };
 
@@ -67,7 +69,7 @@ Status gated_typed(const GatedForwardProblem& p, Launch&& launch) {
   using Acc = acc_t<T>;
   const ElementwiseTensors<2, 1> t{p.path,       p.shape,        {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
                                    {p.out.data}, {p.out.strides}};
-  return launch(GatedForward<Math, Acc>{unary_params<Acc>(UnaryParameters{})}, t);
+  return launch(GatedForward<Math, Acc, kUses16BitMath<T>>{unary_params<Acc>(UnaryParameters{})}, t);
 }
 template <class Math, class T, class Launch>
 Status gated_typed(const GatedBackwardProblem& p, Launch&& launch) {
@@ -78,7 +80,7 @@ Status gated_typed(const GatedBackwardProblem& p, Launch&& launch) {
                                    {p.dout.strides, p.a.strides, p.b.strides},
                                    {p.da.data, p.db.data},
                                    {p.da.strides, p.db.strides}};
-  return launch(GatedBackward<Math, Acc>{unary_params<Acc>(UnaryParameters{})}, t);
+  return launch(GatedBackward<Math, Acc, kUses16BitMath<T>>{unary_params<Acc>(UnaryParameters{})}, t);
 }
 
 namespace cpu {

@@ -50,14 +50,14 @@ template <class Math, class T, class Launch>
 Status unary_typed(const UnaryForwardProblem& p, Launch&& launch) {
   using Acc = acc_t<T>;
   const ElementwiseTensors<1, 1> t{p.path, p.desc.shape, {p.x.data}, {p.x.strides}, {p.out.data}, {p.out.strides}};
-  return launch(UnaryForward<Math, Acc>{unary_params<Acc>(p.desc.parameters)}, t);
+  return launch(UnaryForward<Math, Acc, kUses16BitMath<T>>{unary_params<Acc>(p.desc.parameters)}, t);
 }
 template <class Math, class T, class Launch>
 Status unary_typed(const UnaryBackwardProblem& p, Launch&& launch) {
   using Acc = acc_t<T>;
   const ElementwiseTensors<2, 1> t{p.path,      p.desc.shape,  {p.dout.data, p.x.data}, {p.dout.strides, p.x.strides},
                                    {p.dx.data}, {p.dx.strides}};
-  return launch(UnaryBackward<Math, Acc>{unary_params<Acc>(p.desc.parameters)}, t);
+  return launch(UnaryBackward<Math, Acc, kUses16BitMath<T>>{unary_params<Acc>(p.desc.parameters)}, t);
 }
 
 // Backend entry points: launch routes to the kind's group; launch_group<G> is compiled per group.
