@@ -39,6 +39,7 @@ BARACUDA_HD Acc blend(Acc a, Acc b, bool take_b) {
 
 struct WhereMath {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
   static constexpr TernaryKind kKind = TernaryKind::where;
+  static constexpr bool kGradientReadsValues = false;  // its backward reads the condition and dout alone
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A c, A) {
     return blend(c, b, a != A(0));
@@ -159,6 +160,17 @@ struct TernaryReducedGradient {
     return of == 0 ? d[0] : of == 1 ? d[1] : d[2];
   }
 };
+
+// Whether a kind's backward reads b and c (where's does not: the condition picks dout's way).
+template <class Math>
+constexpr bool gradient_reads_values_of() {
+  if constexpr (requires { Math::kGradientReadsValues; })
+    return Math::kGradientReadsValues;
+  else
+    return true;
+}
+template <class Math>
+inline constexpr bool gradient_reads_values = gradient_reads_values_of<Math>();
 
 // The element type of a kind's first input: where's condition is bool.
 template <class Math, class T>

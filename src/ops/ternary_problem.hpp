@@ -103,13 +103,17 @@ template <class Math, class T, class Launch, class Reduce>
 Status ternary_typed(const TernaryBackwardProblem& p, Launch&& launch, Reduce&& reduce) {
   using Acc = acc_t<T>;
   using First = ternary_first_t<Math, T>;
-  const TernaryOperands<Acc> operands = ternary_operands<Acc>(p.desc);
+  TernaryOperands<Acc> operands = ternary_operands<Acc>(p.desc);
+  // A backward that does not read b and c's values takes them as scalars: they are not loaded.
+  if constexpr (!gradient_reads_values<Math>) operands.is_scalar[1] = operands.is_scalar[2] = true;
   const Acc value = static_cast<Acc>(p.desc.value);
   const int64_t n = p.shape.numel();
   int count = 0;
   for (int i = 0; i < 3; ++i) count += operands.is_scalar[i] ? 0 : 1;
-  return with_count(count, [&](auto tensors) -> Status {
+  auto run = [&](auto tensors) -> Status {
     constexpr int kIn = decltype(tensors)::value + 1;
+    // Reductions are compiled where an operand other than the one tensor read may be broadcast.
+    constexpr bool kMayReduce = kIn > 2 || !gradient_reads_values<Math>;
     auto inputs = [&]<int kOut>(std::integral_constant<int, kOut>) {
       ElementwiseTensors<kIn, kOut> t{p.path, p.shape};
       int slot = 0;
@@ -121,8 +125,8 @@ Status ternary_typed(const TernaryBackwardProblem& p, Launch&& launch, Reduce&& 
     };
     bool written[3];
     for (int i = 0; i < 3; ++i) written[i] = !p.grad[i].data;
-    // (One tensor operand has the output's shape: nothing to reduce, and no reduction compiled.)
-    for (int r = 0; r < 3 && kIn > 2; ++r) {
+    // (Where the one tensor operand read is all there is, it has the output's shape: nothing to reduce.)
+    for (int r = 0; r < 3 && kMayReduce; ++r) {
       if (written[r] || p.splits[r] == 0) continue;
       auto t = inputs(std::integral_constant<int, 3>{});
       int k = 0;
@@ -139,7 +143,7 @@ Status ternary_typed(const TernaryBackwardProblem& p, Launch&& launch, Reduce&& 
       bool broadcast[kMaxRank];
       const Shape* shapes[3] = {&p.desc.a_shape, &p.desc.b_shape, &p.desc.c_shape};
       broadcast_dims(p.shape, *shapes[r], broadcast);
-      if constexpr (kIn > 2) {
+      if constexpr (kMayReduce) {
         const TernaryReducedGradient<Math, Acc, kIn> body{operands, value, r};
         if (Status s = reduce(std::type_identity<First>{},
                               make_broadcast_reduction<T, First>(body, t, broadcast, p.splits[r], p.workspace));
@@ -163,7 +167,11 @@ Status ternary_typed(const TernaryBackwardProblem& p, Launch&& launch, Reduce&& 
       }
       return launch(std::type_identity<First>{}, op, t);
     });
-  });
+  };
+  if constexpr (!gradient_reads_values<Math>)
+    return run(std::integral_constant<int, 1>{});
+  else
+    return with_count(count, run);
 }
 
 // Backend entry points: launch routes to the kind's group; launch_group<G> is compiled per group.
