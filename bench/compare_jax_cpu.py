@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans, softmax family, unary ops, lerp and indexing beside jitted JAX (XLA:CPU), in one
+"""The CPU backend's reductions, scans, softmax family, unary ops, where / clamp, lerp and indexing beside jitted JAX (XLA:CPU), in one
 run on this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
@@ -161,8 +161,54 @@ def segment_case(op, shape, dtype):
     return fn, make
 
 
+def _clip_row(x, lo, hi):
+    return jnp.clip(x, lo, hi[None, :])
+
+
+# The ternary family (tools/harness/rows/ternary.cpp's bench cases): (function of the operands, the
+# operands it takes, whether it is the pullback of the tensors' gradients). Operands in the profiler's
+# ranges: x in [-1, 1), lo in [-1, -0.5), hi in [0.5, 1); cond uniform.
+TERNARY = {
+    "where": (lambda c, x, y: jnp.where(c, x, y), "cxy", False),
+    "clamp": (lambda x: jnp.clip(x, -0.5, 0.5), "x", False),
+    "clamp_tensors": (lambda x, lo, hi: jnp.clip(x, lo, hi), "xlh", False),
+    "where_backward": (lambda c, x, y: jnp.where(c, x, y), "cxy", True),
+    "clamp_backward": (lambda x: jnp.clip(x, -0.5, 0.5), "x", True),
+    "clamp_row_backward": (_clip_row, "xlH", True),
+}
+
+
+def ternary_case(op, shape, dtype):
+    f, names, pullback = TERNARY[op]
+    ranges = {"x": (-1.0, 1.0), "y": (-1.0, 1.0), "l": (-1.0, -0.5), "h": (0.5, 1.0), "H": (0.5, 1.0)}
+
+    def make(seed):
+        key = jax.random.PRNGKey(seed)
+        args = []
+        for i, n in enumerate(names):
+            k = jax.random.fold_in(key, i)
+            if n == "c":
+                args.append(jax.random.uniform(k, shape) < 0.5)
+            else:
+                s = shape[-1:] if n == "H" else shape
+                args.append(jax.random.uniform(k, s, jnp.float32, *ranges[n]).astype(dtype))
+        if pullback:  # the gradients of the float operands (not where's condition) from dout
+            dout = jax.random.uniform(jax.random.fold_in(key, 9), shape, jnp.float32, -1.0, 1.0).astype(dtype)
+            return tuple(args) + (dout,)
+        return tuple(args)
+    if not pullback:
+        return jax.jit(f), make
+    if names[0] == "c":
+        fn = jax.jit(lambda c, x, y, d: jax.vjp(lambda a, b: f(c, a, b), x, y)[1](d))
+    else:
+        fn = jax.jit(lambda *a: jax.vjp(f, *a[:-1])[1](a[-1]))
+    return fn, make
+
+
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
+    if op in TERNARY:
+        return ternary_case(op, shape, dtype)
     if op in INDEXING:
         return indexing_case(op, shape, dtype)
     if op in SEGMENT:
