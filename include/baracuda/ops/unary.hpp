@@ -13,9 +13,13 @@
 //                softsign sigmoid logsigmoid hardtanh(min_val, max_val) hardsigmoid hardswish
 //   predicates:  isnan isinf isfinite signbit logical_not (x == 0), whose out is bool; they have no
 //                backward (UnaryBackwardPlan rejects them, naming descriptor.kind). signbit(-0) and
-//                signbit(-NaN) are true; logical_not(NaN) is false (NaN is not 0).
+//                signbit(-NaN) are true (not for f16 on the GPU, whose conversion drops a NaN's
+//                sign); logical_not(NaN) is false (NaN is not 0).
 // Not here yet: integer dtypes (abs, neg, sign of integers; bitwise_not).
 //
+// On the GPU, f16 and bf16 sigmoid and silu (and gelu's gradient's exp) use the hardware's
+// approximate exp and reciprocal (a few f32 ulp, far below a 16-bit ulp; results under 2^-126 in
+// magnitude are 0).
 // dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; x, out, dout and dx share it, but a
 // predicate's out, which is bool).
 // Views: any strides; x and dout may broadcast (zero strides); out and dx must not overlap
