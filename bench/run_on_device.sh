@@ -19,7 +19,6 @@ t0=$(date +%s)
 el() { echo "$1 at $(( $(date +%s) - t0 )) s"; }
 S=${SHIP:-.ship}
 export LD_LIBRARY_PATH=$PWD/$S:$LD_LIBRARY_PATH
-[ -f $S/parts.tar.zst.aa ] && { cat $S/parts.tar.zst.* | zstd -d | tar -x -C $S; }
 P=$S/baracuda-profiler
 T=$S/baracuda_tests
 chmod +x $T $P
