@@ -344,6 +344,7 @@ UNARY_CASES = {
     "F.gelu(x)": unary_forward(torch.nn.functional.gelu),
     "F.silu(x)": unary_forward(torch.nn.functional.silu),
     "torch.exp(x)": unary_forward(torch.exp),
+    "torch.isnan(x)": unary_forward(torch.isnan),
     "aten.gelu_backward(dy, x)": unary_backward(torch.ops.aten.gelu_backward),
     "aten.silu_backward(dy, x)": unary_backward(torch.ops.aten.silu_backward),
     "dy * y (autograd of torch.exp)": unary_backward(torch.mul),

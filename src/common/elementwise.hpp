@@ -6,8 +6,11 @@
 //   void operator()(const Acc (&in)[kIn], Acc (&out)[kOut]) const;
 // and every kernel shape (contiguous, vectorized, strided) of every backend reuses it.
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
+#include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "common/convert.hpp"
 #include "common/hd.hpp"
@@ -55,6 +58,16 @@ template <class Math>
 inline constexpr bool is_predicate_math = requires {
   Math::kPredicate;
 };
+// A backward launcher's body for a Math: gradient(std::type_identity<Math>{}) where it has one (a
+// generic lambda, so that a predicate's is never instantiated); for a predicate (never reached: the
+// backward plans' select rejects one, naming descriptor.kind) an error naming the plan.
+template <class Math, class F>
+Status unless_predicate(std::string_view plan, F&& gradient) {
+  if constexpr (is_predicate_math<Math>)
+    return Status::error(StatusCode::unsupported, std::string(plan) + ": a predicate kind has no gradient");
+  else
+    return gradient(std::type_identity<Math>{});
+}
 
 // Maps a linear index over `sizes` (row-major) to an element offset in each of NT tensors.
 // Built on the host with size-1 dims dropped and mergeable dims merged, so the loop is short.

@@ -48,11 +48,6 @@ inline bool broadcast_dims(const Shape& out, const Shape& operand, bool (&broadc
   return any;
 }
 
-// A predicate's backward (not reached: BinaryBackwardPlan's select rejects it).
-inline Status predicate_has_no_backward() {
-  return Status::error(StatusCode::unsupported, "BinaryBackwardPlan: a predicate kind has no gradient");
-}
-
 // Calls f(std::integral_constant<int, G>{}) for the group of the kind.
 template <class F>
 Status with_binary_group(BinaryKind kind, F&& f) {

@@ -40,11 +40,6 @@ Status dispatch_unary(const UnaryDescriptor& desc, F&& f) {
   return dispatch_kind<std::tuple_element_t<G, UnaryGroups>, Half, BFloat16>(desc.kind, desc.dtype, std::forward<F>(f));
 }
 
-// A predicate's backward (not reached: UnaryBackwardPlan's check rejects it).
-inline Status unary_predicate_has_no_backward() {
-  return Status::error(StatusCode::unsupported, "UnaryBackwardPlan: a predicate kind has no gradient");
-}
-
 // The launch of a problem with its Math and element type T: launch(functor, ElementwiseTensors).
 template <class Math, class T, class Launch>
 Status unary_typed(const UnaryForwardProblem& p, Launch&& launch) {

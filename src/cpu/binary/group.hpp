@@ -21,13 +21,12 @@ template <int G>
 Status launch_group(const LaunchContext&, const BinaryBackwardProblem& problem) {
   return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
-    using Math = typename decltype(math)::type;
-    if constexpr (is_predicate_math<Math>)
-      return predicate_has_no_backward();
-    else
+    return unless_predicate<typename decltype(math)::type>("BinaryBackwardPlan", [&](auto gradient_math) {
+      using Math = typename decltype(gradient_math)::type;
       return binary_typed<Math, T>(
           problem, [](const auto& op, const auto& tensors) { return run_elementwise<T>(op, tensors); },
           [](const auto& reduction) { return run_split_reduction(reduction); });
+    });
   });
 }
 

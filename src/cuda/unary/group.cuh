@@ -24,13 +24,12 @@ template <int G>
 Status launch_group(const LaunchContext& ctx, const UnaryBackwardProblem& problem) {
   return dispatch_unary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
-    using Math = typename decltype(math)::type;
-    if constexpr (is_predicate_math<Math>)
-      return unary_predicate_has_no_backward();
-    else
+    return unless_predicate<typename decltype(math)::type>("UnaryBackwardPlan", [&](auto gradient_math) {
+      using Math = typename decltype(gradient_math)::type;
       return unary_typed<Math, T>(problem, [&](const auto& op, const auto& tensors) {
         return run_elementwise<T>(ctx.stream, ctx.target.sm_count, op, tensors);
       });
+    });
   });
 }
 

@@ -285,7 +285,9 @@ std::vector<BenchSample<Desc>> forward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   return {{"gelu", "F.gelu(x)", dtypes, standard_shapes, bench_desc<K::gelu>},
           {"silu", "F.silu(x)", dtypes, standard_shapes, bench_desc<K::silu>},
-          {"exp", "torch.exp(x)", dtypes, standard_shapes, bench_desc<K::exp>}};
+          {"exp", "torch.exp(x)", dtypes, standard_shapes, bench_desc<K::exp>},
+          // a predicate: out is bool (n + n / sizeof(T) bytes: f32 5 bytes an element, bf16 3)
+          {"isnan", "torch.isnan(x)", dtypes, standard_shapes, bench_desc<K::isnan>}};
 }
 std::vector<BenchSample<Desc>> backward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
