@@ -22,7 +22,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::vector<BinaryKind> all_kinds() {
   std::vector<BinaryKind> kinds;
-  for (int k = 0; k < kBinaryKindCount; ++k) kinds.push_back(static_cast<BinaryKind>(k));
+  for (int k = 0; k < kBinaryKindCount; ++k)
+    if (binary_kind_takes(static_cast<BinaryKind>(k), DType::f32)) kinds.push_back(static_cast<BinaryKind>(k));
   return kinds;
 }
 // The kinds with a gradient (not the predicates, whose out is bool).

@@ -22,7 +22,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::vector<UnaryKind> all_kinds() {
   std::vector<UnaryKind> kinds;
-  for (int k = 0; k < kUnaryKindCount; ++k) kinds.push_back(static_cast<UnaryKind>(k));
+  for (int k = 0; k < kUnaryKindCount; ++k)
+    if (unary_kind_takes(static_cast<UnaryKind>(k), DType::f32)) kinds.push_back(static_cast<UnaryKind>(k));
   return kinds;
 }
 // The kinds with a gradient and an out of x's dtype (all but the predicates).

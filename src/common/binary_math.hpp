@@ -12,6 +12,7 @@
 
 #include "baracuda/ops/binary.hpp"
 #include "common/broadcast_reduction.hpp"
+#include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 
 namespace baracuda::detail {
@@ -46,6 +47,33 @@ BARACUDA_HD bool isnan(A x) {
   return x != x;
 }
 
+// The integer quotients and remainders (A int32 or int64), with results defined where C++'s are not:
+// by 0 every one gives 0 (NumPy's; PyTorch's CPU raises, its GPU gives all ones); the quotient of the
+// most negative value by -1 wraps to itself (its remainder is 0).
+template <class A>
+BARACUDA_HD A int_div_trunc(A a, A b) {
+  if (b == A(0)) return A(0);
+  if (b == A(-1)) return wrapping::neg(a);
+  return a / b;
+}
+template <class A>
+BARACUDA_HD A int_div_floor(A a, A b) {
+  if (b == A(0)) return A(0);
+  if (b == A(-1)) return wrapping::neg(a);
+  const A q = a / b;
+  return (a % b != A(0) && ((a < A(0)) != (b < A(0)))) ? q - A(1) : q;
+}
+template <class A>
+BARACUDA_HD A int_fmod(A a, A b) {  // the sign of a
+  if (b == A(0) || b == A(-1)) return A(0);
+  return a % b;
+}
+template <class A>
+BARACUDA_HD A int_remainder(A a, A b) {  // the sign of b
+  const A r = int_fmod(a, b);
+  return (r != A(0) && ((r < A(0)) != (b < A(0)))) ? r + b : r;
+}
+
 }  // namespace binary_fn
 
 // The kinds whose gradients do not depend on a and b (add, sub): their backward reads dout alone.
@@ -64,9 +92,10 @@ constexpr int gradient_inputs() {
 
 struct AddMath : LinearInOperands {
   static constexpr BinaryKind kKind = BinaryKind::add;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A alpha) {
-    return a + alpha * b;
+    return wrapping::add(a, wrapping::mul(alpha, b));
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A, A, A alpha, A& da, A& db) {
@@ -76,9 +105,10 @@ struct AddMath : LinearInOperands {
 };
 struct SubMath : LinearInOperands {
   static constexpr BinaryKind kKind = BinaryKind::sub;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A alpha) {
-    return a - alpha * b;
+    return wrapping::sub(a, wrapping::mul(alpha, b));
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A, A, A alpha, A& da, A& db) {
@@ -88,9 +118,10 @@ struct SubMath : LinearInOperands {
 };
 struct MulMath {
   static constexpr BinaryKind kKind = BinaryKind::mul;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return a * b;
+    return wrapping::mul(a, b);
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
@@ -100,6 +131,8 @@ struct MulMath {
 };
 struct DivMath {
   static constexpr BinaryKind kKind = BinaryKind::div;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
+  static constexpr bool kIntegerToFloat = true;  // int / int is f32 (PyTorch's true division)
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
     return a / b;
@@ -119,23 +152,35 @@ struct RoundedQuotient {
 };
 struct DivFloorMath : RoundedQuotient {
   static constexpr BinaryKind kKind = BinaryKind::div_floor;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return binary_fn::div_floor(a, b);
+    if constexpr (std::is_integral_v<A>)
+      return binary_fn::int_div_floor(a, b);
+    else
+      return binary_fn::div_floor(a, b);
   }
 };
 struct DivTruncMath : RoundedQuotient {
   static constexpr BinaryKind kKind = BinaryKind::div_trunc;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return std::trunc(a / b);
+    if constexpr (std::is_integral_v<A>)
+      return binary_fn::int_div_trunc(a, b);
+    else
+      return std::trunc(a / b);
   }
 };
 struct RemainderMath {
   static constexpr BinaryKind kKind = BinaryKind::remainder;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return binary_fn::remainder(a, b);
+    if constexpr (std::is_integral_v<A>)
+      return binary_fn::int_remainder(a, b);
+    else
+      return binary_fn::remainder(a, b);
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
@@ -145,9 +190,13 @@ struct RemainderMath {
 };
 struct FmodMath {
   static constexpr BinaryKind kKind = BinaryKind::fmod;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return std::fmod(a, b);
+    if constexpr (std::is_integral_v<A>)
+      return binary_fn::int_fmod(a, b);
+    else
+      return std::fmod(a, b);
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
@@ -249,6 +298,7 @@ struct XlogyMath {
 
 struct MaximumMath {  // NaN propagates; a tie splits the gradient
   static constexpr BinaryKind kKind = BinaryKind::maximum;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
     if (binary_fn::isnan(a)) return a;
@@ -264,6 +314,7 @@ struct MaximumMath {  // NaN propagates; a tie splits the gradient
 };
 struct MinimumMath {
   static constexpr BinaryKind kKind = BinaryKind::minimum;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
     if (binary_fn::isnan(a)) return a;
@@ -308,13 +359,14 @@ struct FminMath {
 // predicates: out is bool (the functors give 1 or 0 in the compute type; the store converts it)
 
 // The predicate kinds (common/elementwise.hpp's Predicate): no backward; the launchers store bool.
-#define BARACUDA_BINARY_PREDICATE(Name, kind, expression) \
-  struct Name : Predicate {                               \
-    static constexpr BinaryKind kKind = BinaryKind::kind; \
-    template <class A>                                    \
-    BARACUDA_HD static A forward(A a, A b, A) {           \
-      return (expression) ? A(1) : A(0);                  \
-    }                                                     \
+#define BARACUDA_BINARY_PREDICATE(Name, kind, expression)                        \
+  struct Name : Predicate {                                                      \
+    static constexpr BinaryKind kKind = BinaryKind::kind;                        \
+    static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool; \
+    template <class A>                                                           \
+    BARACUDA_HD static A forward(A a, A b, A) {                                  \
+      return (expression) ? A(1) : A(0);                                         \
+    }                                                                            \
   };
 BARACUDA_BINARY_PREDICATE(EqMath, eq, a == b)
 BARACUDA_BINARY_PREDICATE(NeMath, ne, a != b)
@@ -327,6 +379,61 @@ BARACUDA_BINARY_PREDICATE(LogicalOrMath, logical_or, a != A(0) || b != A(0))
 BARACUDA_BINARY_PREDICATE(LogicalXorMath, logical_xor, (a != A(0)) != (b != A(0)))
 #undef BARACUDA_BINARY_PREDICATE
 
+// ---------------------------------------------------------------------------------------------
+// bitwise: integers and bool alone (bool's and / or / xor are the logical ones), no gradient
+
+struct Bitwise {
+  static constexpr bool kFloats = false;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
+};
+struct BitwiseAndMath : Bitwise {
+  static constexpr BinaryKind kKind = BinaryKind::bitwise_and;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return static_cast<A>(a & b);
+  }
+};
+struct BitwiseOrMath : Bitwise {
+  static constexpr BinaryKind kKind = BinaryKind::bitwise_or;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return static_cast<A>(a | b);
+  }
+};
+struct BitwiseXorMath : Bitwise {
+  static constexpr BinaryKind kKind = BinaryKind::bitwise_xor;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return static_cast<A>(a ^ b);
+  }
+};
+// Shifts by b bits, PyTorch's rules past the width: a shift by a negative count or by at least the
+// compute type's width gives 0 to the left and the sign (0 or -1) to the right. i8 / u8 / i32 shift
+// in int32: past their own width the stored result is already 0 or the sign (u8 >> is logical, its
+// values being non-negative).
+struct Shift {
+  static constexpr bool kFloats = false;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
+  template <class A>
+  BARACUDA_HD static bool past_width(A b) {
+    return b < A(0) || b >= A(8 * sizeof(A));
+  }
+};
+struct ShiftLeftMath : Shift {
+  static constexpr BinaryKind kKind = BinaryKind::shift_left;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return past_width(b) ? A(0) : static_cast<A>(static_cast<std::make_unsigned_t<A>>(a) << b);
+  }
+};
+struct ShiftRightMath : Shift {
+  static constexpr BinaryKind kKind = BinaryKind::shift_right;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A) {
+    return past_width(b) ? (a < A(0) ? A(-1) : A(0)) : static_cast<A>(a >> b);  // arithmetic (C++20)
+  }
+};
+
 // The kinds by translation unit (src/cpu/binary/, src/cuda/binary/: one file per group).
 using BinaryArithMaths =
     std::tuple<AddMath, SubMath, MulMath, DivMath, DivFloorMath, DivTruncMath, RemainderMath, FmodMath, CopysignMath>;
@@ -334,10 +441,12 @@ using BinaryTranscendentalMaths = std::tuple<PowMath, Atan2Math, HypotMath, Loga
 using BinaryExtremeMaths = std::tuple<MaximumMath, MinimumMath, FmaxMath, FminMath>;
 using BinaryPredicateMaths =
     std::tuple<EqMath, NeMath, LtMath, LeMath, GtMath, GeMath, LogicalAndMath, LogicalOrMath, LogicalXorMath>;
-using BinaryGroups = std::tuple<BinaryArithMaths, BinaryTranscendentalMaths, BinaryExtremeMaths, BinaryPredicateMaths>;
+using BinaryBitwiseMaths = std::tuple<BitwiseAndMath, BitwiseOrMath, BitwiseXorMath, ShiftLeftMath, ShiftRightMath>;
+using BinaryGroups = std::tuple<BinaryArithMaths, BinaryTranscendentalMaths, BinaryExtremeMaths, BinaryPredicateMaths,
+                                BinaryBitwiseMaths>;
 inline constexpr int kBinaryGroupCount = static_cast<int>(std::tuple_size_v<BinaryGroups>);
 // Their indices in BinaryGroups (each backend's translation unit of a group instantiates its own).
-enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtreme, kBinaryPredicate };
+enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtreme, kBinaryPredicate, kBinaryBitwise };
 
 // The functors the elementwise launchers run.
 // (a, b) -> out

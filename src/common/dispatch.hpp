@@ -100,8 +100,11 @@ template <class Groups, class Kind>
 constexpr bool kind_takes(Kind kind, DType dtype) {
   return std::apply(
       [&](auto... group) {
-        return (std::apply([&](auto... math) { return ((decltype(math)::kKind == kind && math_takes<decltype(math)>(dtype)) || ...); },
-                           group) ||
+        return (std::apply(
+                    [&](auto... math) {
+                      return ((decltype(math)::kKind == kind && math_takes<decltype(math)>(dtype)) || ...);
+                    },
+                    group) ||
                 ...);
       },
       Groups{});

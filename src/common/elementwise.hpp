@@ -48,6 +48,77 @@ decltype(auto) with_acc_type(DType dtype, F&& f) {
   }
 }
 
+// The DType of compute_t (a plan's precision guarantee).
+inline DType elementwise_compute_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+    case DType::i64:
+    case DType::boolean:
+      return dtype;
+    case DType::i8:
+    case DType::u8:
+    case DType::i32:
+      return DType::i32;
+    default:
+      return DType::f32;
+  }
+}
+// The compute type of an elementwise forward on element type T: acc_t's for the floats; for the
+// integers int32 up to 32 bits (i8, u8 and i32 results wrap back to their own width on the store, as
+// they would have wrapped in it) and int64 for i64; bool stays bool (so that ~ is logical on it).
+template <class T>
+using compute_t = std::conditional_t<
+    std::is_same_v<T, bool>, bool,
+    std::conditional_t<std::is_integral_v<T>, std::conditional_t<(sizeof(T) < 8), int32_t, int64_t>, acc_t<T>>>;
+
+// Two's complement arithmetic on the integer compute types (signed overflow is undefined in C++:
+// through the unsigned type, as PyTorch's integer tensors wrap); on bool, add is or and mul is and
+// (PyTorch's); on floats, the plain operators.
+namespace wrapping {
+template <class A>
+BARACUDA_HD A add(A a, A b) {
+  if constexpr (std::is_same_v<A, bool>)
+    return a || b;
+  else if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<std::make_unsigned_t<A>>(a) + static_cast<std::make_unsigned_t<A>>(b));
+  else
+    return a + b;
+}
+template <class A>
+BARACUDA_HD A sub(A a, A b) {
+  static_assert(!std::is_same_v<A, bool>, "no subtraction of bools (PyTorch's neither)");
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<std::make_unsigned_t<A>>(a) - static_cast<std::make_unsigned_t<A>>(b));
+  else
+    return a - b;
+}
+template <class A>
+BARACUDA_HD A mul(A a, A b) {
+  if constexpr (std::is_same_v<A, bool>)
+    return a && b;
+  else if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<std::make_unsigned_t<A>>(a) * static_cast<std::make_unsigned_t<A>>(b));
+  else
+    return a * b;
+}
+template <class A>
+BARACUDA_HD A neg(A a) {
+  return sub(A(0), a);
+}
+}  // namespace wrapping
+
+// A descriptor's number (a scalar operand, alpha, a bound) in the compute type A. The plans have
+// checked that an integer dtype's numbers are whole and within its range (bool's: 0 or 1).
+template <class A>
+A scalar_as(double v) {
+  if constexpr (std::is_same_v<A, bool>)
+    return v != 0;
+  else if constexpr (std::is_integral_v<A>)  // (a number the kind ignores may be anything: 0 then)
+    return v >= -0x1p63 && v < 0x1p63 ? static_cast<A>(static_cast<int64_t>(v)) : A(0);
+  else
+    return static_cast<A>(v);
+}
+
 // A Math whose out is bool (comparisons, isnan, ...): its forward gives 1 or 0 in the compute type
 // (the store converts it), it has no backward (the backward plans reject it), and the launchers store
 // bool.
@@ -68,6 +139,19 @@ Status unless_predicate(std::string_view plan, F&& gradient) {
   else
     return gradient(std::type_identity<Math>{});
 }
+
+// A Math whose integer inputs give an f32 result, computed in f32 (true division: PyTorch's int / int).
+template <class Math>
+inline constexpr bool is_integer_to_float_math = requires {
+  Math::kIntegerToFloat;
+};
+// The compute and output types of a Math's forward on element type T.
+template <class Math, class T>
+using math_compute_t = std::conditional_t<std::is_integral_v<T> && is_integer_to_float_math<Math>, float, compute_t<T>>;
+template <class Math, class T>
+using math_output_t =
+    std::conditional_t<is_predicate_math<Math>, bool,
+                       std::conditional_t<std::is_integral_v<T> && is_integer_to_float_math<Math>, float, T>>;
 
 // Maps a linear index over `sizes` (row-major) to an element offset in each of NT tensors.
 // Built on the host with size-1 dims dropped and mergeable dims merged, so the loop is short.

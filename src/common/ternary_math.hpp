@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "baracuda/ops/ternary.hpp"
+#include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 
 namespace baracuda::detail {
@@ -23,6 +24,7 @@ namespace baracuda::detail {
 // there, it kept cicc busy for over 14 minutes on where.cu (14 s this way).
 template <class Acc>
 BARACUDA_HD Acc blend(Acc a, Acc b, bool take_b) {
+  if constexpr (sizeof(Acc) < 4) return take_b ? b : a;  // bool
   using Bits = std::conditional_t<sizeof(Acc) == 8, uint64_t, uint32_t>;
   Bits x, y;
   memcpy(&x, &a, sizeof x);
@@ -36,6 +38,7 @@ BARACUDA_HD Acc blend(Acc a, Acc b, bool take_b) {
 
 struct WhereMath {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
   static constexpr TernaryKind kKind = TernaryKind::where;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   static constexpr bool kGradientReadsValues = false;  // its backward reads the condition and dout alone
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A c, A) {
@@ -52,6 +55,7 @@ struct WhereMath {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
 
 struct ClampMath {  // min(max(a, b), c), NaN from any operand (torch.clamp's kernel)
   static constexpr TernaryKind kKind = TernaryKind::clamp;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A c, A) {
     const A low = blend(a, b, a < b);

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "baracuda/ops/unary.hpp"
+#include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "common/simd_math.hpp"
 
@@ -26,6 +27,7 @@ struct UnaryParams {
 
 template <class A>
 UnaryParams<A> unary_params(const UnaryParameters& p) {
+  if constexpr (std::is_integral_v<A>) return {};  // no kind of an integer dtype reads one
   return {static_cast<A>(p.negative_slope), static_cast<A>(p.alpha),   static_cast<A>(p.beta),
           static_cast<A>(p.threshold),      static_cast<A>(p.min_val), static_cast<A>(p.max_val)};
 }
@@ -172,11 +174,16 @@ BARACUDA_HD A digamma(A x) {
 // ---------------------------------------------------------------------------------------------
 // math
 
+// The kinds that also take integers (forward only): abs, neg, sign, square; their results wrap.
 struct AbsMath {
   static constexpr UnaryKind kKind = UnaryKind::abs;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::fabs(x);
+    if constexpr (std::is_integral_v<A>)
+      return x < A(0) ? wrapping::neg(x) : x;
+    else
+      return std::fabs(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
@@ -185,9 +192,10 @@ struct AbsMath {
 };
 struct NegMath {
   static constexpr UnaryKind kKind = UnaryKind::neg;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return -x;
+    return wrapping::neg(x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A, const UnaryParams<A>&) {
@@ -204,6 +212,7 @@ struct PiecewiseConstant {
 };
 struct SignMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::sign;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return unary_fn::sgn(x);
@@ -223,9 +232,10 @@ struct ReciprocalMath {
 };
 struct SquareMath {
   static constexpr UnaryKind kKind = UnaryKind::square;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return x * x;
+    return wrapping::mul(x, x);
   }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
@@ -798,26 +808,64 @@ struct HardswishMath {  // x clamp(x + 3, 0, 6) / 6
   }
 };
 
-// predicates: out is bool (common/elementwise.hpp's Predicate). Written on comparisons and the sign
-// bit so that the host's f32 loops vectorize them.
-#define BARACUDA_UNARY_PREDICATE(Name, kind, expression)       \
-  struct Name : Predicate {                                    \
-    static constexpr UnaryKind kKind = UnaryKind::kind;        \
-    template <class A>                                         \
-    BARACUDA_HD static A forward(A x, const UnaryParams<A>&) { \
-      return (expression) ? A(1) : A(0);                       \
-    }                                                          \
+struct BitwiseNotMath {  // integers and bool alone; no gradient
+  static constexpr UnaryKind kKind = UnaryKind::bitwise_not;
+  static constexpr bool kFloats = false;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
+  template <class A>
+  BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
+    if constexpr (std::is_same_v<A, bool>)
+      return !x;
+    else
+      return static_cast<A>(~x);
+  }
+};
+
+// predicates: out is bool (common/elementwise.hpp's Predicate), on every dtype. Written on
+// comparisons and the sign bit so that the host's f32 loops vectorize them; an integer is finite and
+// never NaN.
+namespace unary_fn {
+template <class A>
+BARACUDA_HD bool is_inf(A x) {
+  if constexpr (std::is_integral_v<A>)
+    return false;
+  else
+    return std::fabs(x) == std::numeric_limits<A>::infinity();
+}
+template <class A>
+BARACUDA_HD bool is_finite(A x) {
+  if constexpr (std::is_integral_v<A>)
+    return true;
+  else
+    return std::fabs(x) < std::numeric_limits<A>::infinity();
+}
+template <class A>
+BARACUDA_HD bool sign_bit(A x) {
+  if constexpr (std::is_integral_v<A>)
+    return x < A(0);
+  else
+    return std::signbit(x);
+}
+}  // namespace unary_fn
+#define BARACUDA_UNARY_PREDICATE(Name, kind, expression)                         \
+  struct Name : Predicate {                                                      \
+    static constexpr UnaryKind kKind = UnaryKind::kind;                          \
+    static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool; \
+    template <class A>                                                           \
+    BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {                   \
+      return (expression) ? A(1) : A(0);                                         \
+    }                                                                            \
   };
 BARACUDA_UNARY_PREDICATE(IsnanMath, isnan, x != x)
-BARACUDA_UNARY_PREDICATE(IsinfMath, isinf, std::fabs(x) == std::numeric_limits<A>::infinity())
-BARACUDA_UNARY_PREDICATE(IsfiniteMath, isfinite, std::fabs(x) < std::numeric_limits<A>::infinity())
-BARACUDA_UNARY_PREDICATE(SignbitMath, signbit, std::signbit(x))
+BARACUDA_UNARY_PREDICATE(IsinfMath, isinf, unary_fn::is_inf(x))
+BARACUDA_UNARY_PREDICATE(IsfiniteMath, isfinite, unary_fn::is_finite(x))
+BARACUDA_UNARY_PREDICATE(SignbitMath, signbit, unary_fn::sign_bit(x))
 BARACUDA_UNARY_PREDICATE(LogicalNotMath, logical_not, x == A(0))
 #undef BARACUDA_UNARY_PREDICATE
 
 // The kinds by translation unit (src/cpu/unary/, src/cuda/unary/: one file per group).
 using UnaryBasicMaths = std::tuple<AbsMath, NegMath, SignMath, ReciprocalMath, SquareMath, SqrtMath, RsqrtMath,
-                                   FloorMath, CeilMath, RoundMath, TruncMath, FracMath>;
+                                   FloorMath, CeilMath, RoundMath, TruncMath, FracMath, BitwiseNotMath>;
 using UnaryExpLogMaths = std::tuple<ExpMath, Exp2Math, Expm1Math, LogMath, Log2Math, Log10Math, Log1pMath, ErfMath,
                                     ErfcMath, ErfinvMath, LgammaMath>;
 using UnaryTrigMaths = std::tuple<SinMath, CosMath, TanMath, AsinMath, AcosMath, AtanMath, SinhMath, CoshMath, TanhMath,

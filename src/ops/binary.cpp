@@ -12,12 +12,21 @@ namespace baracuda {
 
 std::string_view binary_kind_name(BinaryKind kind) {
   static constexpr std::string_view kNames[] = {
-      "add",   "sub",   "mul",     "div",     "div_floor", "div_trunc", "remainder",   "fmod",       "pow",
-      "atan2", "hypot", "maximum", "minimum", "fmax",      "fmin",      "copysign",    "logaddexp",  "xlogy",
-      "eq",    "ne",    "lt",      "le",      "gt",        "ge",        "logical_and", "logical_or", "logical_xor"};
+      "add",       "sub",   "mul",         "div",        "div_floor",   "div_trunc",   "remainder",   "fmod",
+      "pow",       "atan2", "hypot",       "maximum",    "minimum",     "fmax",        "fmin",        "copysign",
+      "logaddexp", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",  "shift_right", "eq",
+      "ne",        "lt",    "le",          "gt",         "ge",          "logical_and", "logical_or",  "logical_xor"};
   static_assert(std::size(kNames) == kBinaryKindCount);
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";
+}
+
+bool binary_kind_takes(BinaryKind kind, DType dtype) { return detail::kind_takes<detail::BinaryGroups>(kind, dtype); }
+
+DType binary_output_dtype(const BinaryDescriptor& desc) {
+  if (binary_kind_is_predicate(desc.kind)) return DType::boolean;
+  if (desc.kind == BinaryKind::div && !is_floating(desc.dtype)) return DType::f32;
+  return desc.dtype;
 }
 
 std::optional<Shape> binary_output_shape(const BinaryDescriptor& desc) {
@@ -42,7 +51,6 @@ std::optional<Shape> binary_output_shape(const BinaryDescriptor& desc) {
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr int kBroadcastReduce = static_cast<int>(ElementwisePath::broadcast_reduce);
 
 Shape output_shape(const BinaryDescriptor& d) { return binary_output_shape(d).value_or(Shape{}); }
@@ -83,6 +91,19 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
   if (d.a_scalar && d.b_scalar)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_scalar",
                       "is set as a_scalar is: at least one operand must be a tensor");
+  if (Status s = check_kind_dtype(plan, binary_kind_name(d.kind), d.dtype,
+                                  [&](DType t) { return binary_kind_takes(d.kind, t); });
+      !s)
+    return s;
+  // An integer dtype's numbers: whole and within its range (true division computes in f32).
+  if (d.kind != BinaryKind::div) {
+    if (d.a_scalar)
+      if (Status s = check_scalar_fits(plan, "descriptor.a_scalar", *d.a_scalar, d.dtype); !s) return s;
+    if (d.b_scalar)
+      if (Status s = check_scalar_fits(plan, "descriptor.b_scalar", *d.b_scalar, d.dtype); !s) return s;
+    if (d.kind == BinaryKind::add || d.kind == BinaryKind::sub)
+      if (Status s = check_scalar_fits(plan, "descriptor.alpha", d.alpha, d.dtype); !s) return s;
+  }
   if (!d.a_scalar)
     if (Status s = check_shape(plan, "descriptor.a_shape", d.a_shape); !s) return s;
   if (!d.b_scalar)
@@ -109,13 +130,16 @@ struct BinaryFamily {
   static Shape output_shape(const Descriptor& d) { return detail::output_shape(d); }
   static bool any_reduces(const Descriptor& d) { return reduces(d, false) || reduces(d, true); }
   static std::string_view kind_name(const Descriptor& d) { return binary_kind_name(d.kind); }
+  static DType compute_dtype(const Descriptor& d) {
+    return elementwise_compute_dtype(d.kind == BinaryKind::div ? binary_output_dtype(d) : d.dtype);
+  }
 };
 template <class Hooks>
 using BinaryHooksBase = BroadcastHooksBase<Hooks, BinaryFamily>;
 
 struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
   using Args = BinaryArgs;
-  static constexpr OpSchema kSchema{"BinaryPlan", "binary", "elementwise", kFloats, {}, kElementwiseVariants, true};
+  static constexpr OpSchema kSchema{"BinaryPlan", "binary", "elementwise", kEveryDType, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"a", &Args::a}, {"b", &Args::b}, {"out", nullptr, &Args::out}};
   // out may be a or b exactly (in place; only an operand of the output's shape can be).
   static constexpr bool may_alias(const Descriptor&, int, int) { return true; }
@@ -128,7 +152,7 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
     specs[1].shape = d.b_shape;
     specs[1].present = !d.b_scalar;
     specs[2].shape = output_shape(d);
-    if (binary_kind_is_predicate(d.kind)) specs[2].dtype = DType::boolean;
+    specs[2].dtype = binary_output_dtype(d);
   }
   static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
                                      std::optional<int> forced) {

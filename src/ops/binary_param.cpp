@@ -11,8 +11,6 @@
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
-
 bool weight_is_broadcast(const BinaryParamDescriptor& desc) {
   return desc.weight_mode == WeightMode::tensor && desc.weight_shape.numel() != desc.shape.numel();
 }

@@ -55,23 +55,24 @@ Status with_binary_group(BinaryKind kind, F&& f) {
 }
 
 // Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a Math of group G) and
-// the element type (the backend's own 16-bit types).
-template <int G, class Half, class BFloat16, class F>
+// the element type (the backend's own 16-bit types): a forward (kForward) also on the integer dtypes
+// and bool the Math takes, a backward on the floats alone.
+template <int G, bool kForward, class Half, class BFloat16, class F>
 Status dispatch_binary(const BinaryDescriptor& desc, F&& f) {
-  return dispatch_kind<std::tuple_element_t<G, BinaryGroups>, Half, BFloat16>(desc.kind, desc.dtype,
-                                                                              std::forward<F>(f));
+  return dispatch_kind<std::tuple_element_t<G, BinaryGroups>, Half, BFloat16, kForward>(desc.kind, desc.dtype,
+                                                                                        std::forward<F>(f));
 }
 
 // The forward with its Math and element type T: launch(functor, ElementwiseTensors).
 template <class Math, class T, class Launch>
 Status binary_typed(const BinaryForwardProblem& p, Launch&& launch) {
-  using Acc = acc_t<T>;
-  const Acc alpha = static_cast<Acc>(p.desc.alpha);
+  using Acc = math_compute_t<Math, T>;
+  const Acc alpha = scalar_as<Acc>(p.desc.alpha);
   if (p.desc.a_scalar || p.desc.b_scalar) {
     const bool scalar_is_a = p.desc.a_scalar.has_value();
     const AnyTensorRef& x = scalar_is_a ? p.b : p.a;
     const ElementwiseTensors<1, 1> t{p.path, p.shape, {x.data}, {x.strides}, {p.out.data}, {p.out.strides}};
-    const Acc scalar = static_cast<Acc>(scalar_is_a ? *p.desc.a_scalar : *p.desc.b_scalar);
+    const Acc scalar = scalar_as<Acc>(scalar_is_a ? *p.desc.a_scalar : *p.desc.b_scalar);
     return launch(BinaryScalarForward<Math, Acc>{alpha, scalar, scalar_is_a}, t);
   }
   const ElementwiseTensors<2, 1> t{p.path,       p.shape,        {p.a.data, p.b.data}, {p.a.strides, p.b.strides},

@@ -9,7 +9,7 @@
 //                                        how many are inputs)
 // and `Family` (both directions)
 //   check(plan, d), output_shape(d), any_reduces(d) (a broadcast operand: a backward reduces its
-//   gradient), kind_name(d)
+//   gradient), kind_name(d), compute_dtype(d) (the precision guarantee's)
 #include <initializer_list>
 #include <iterator>
 #include <string>
@@ -27,7 +27,7 @@ struct BroadcastHooksBase {
   static Status check(const Descriptor& d) { return Family::check(Hooks::kSchema.plan, d); }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
     PrecisionGuarantee g;
-    g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
+    g.compute = g.accumulator = Family::compute_dtype(d);
     return g;
   }
   // The elementwise passes' path: the forced one, else the one the views allow (or, with no views,

@@ -25,9 +25,6 @@ std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTenso
 
 namespace {
 
-constexpr DType kAllTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16,   DType::i8,
-                               DType::u8,  DType::i32, DType::i64, DType::boolean};
-
 // The elementwise paths and the cast's own transpose (at kCastTranspose).
 constexpr VariantInfo kCastVariants[] = {
     kElementwiseVariants[0],
@@ -50,7 +47,7 @@ std::string dtype_pair(const CastDescriptor& d) {
 struct CastHooks {
   using Descriptor = CastDescriptor;
   using Args = CastArgs;
-  static constexpr OpSchema kSchema{"CastPlan", "cast", "copy", kAllTypes, {}, kCastVariants, true};
+  static constexpr OpSchema kSchema{"CastPlan", "cast", "copy", kEveryDType, {}, kCastVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"x", &Args::x}, {"y", nullptr, &Args::y}};
 
   static Status check(const Descriptor& d) {
@@ -150,7 +147,7 @@ double float_max(DType d) {
 struct FillHooks {
   using Descriptor = FillDescriptor;
   using Args = FillArgs;
-  static constexpr OpSchema kSchema{"FillPlan", "fill", "copy", kAllTypes, {}, kElementwiseVariants, true};
+  static constexpr OpSchema kSchema{"FillPlan", "fill", "copy", kEveryDType, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"y", nullptr, &Args::y}};
 
   static Status check(const Descriptor& d) {

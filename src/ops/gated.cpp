@@ -23,8 +23,6 @@ std::string_view gated_kind_name(GatedKind kind) {
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
-
 // The output's shape: x's with the last dim halved.
 Shape half_shape(const GatedDescriptor& d) {
   Shape s = d.shape;

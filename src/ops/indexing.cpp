@@ -50,7 +50,6 @@ void rows_and_length(const IndexedProblemDesc& p, int64_t& rows, int64_t& length
 namespace {
 
 constexpr DType kCopyable[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 constexpr VariantInfo kGatherVariants[] = {{"copy", true, true, true, "rows copied, 16-byte vectors where rows allow"}};
 // In IndexVariant order after copy: variant index v is IndexVariant(v + 1).

@@ -24,7 +24,6 @@ ReduceDims::ReduceDims(std::initializer_list<int> list) : count(static_cast<int>
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 // The forward's: integers and bools take the kinds reduce_takes_integers / reduce_takes_bools name.
 constexpr DType kForwardDTypes[] = {DType::f32, DType::f64, DType::f16,    DType::bf16,
                                     DType::i32, DType::i64, DType::boolean};

@@ -11,7 +11,6 @@
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr DType kForwardDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 

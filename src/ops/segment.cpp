@@ -14,7 +14,6 @@
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr DType kFloatsAndIntegers[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 

@@ -11,8 +11,6 @@
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
-
 // In SoftmaxVariant order. A thread holds 128 bytes of compute-type values (SoftmaxShape::held).
 constexpr VariantInfo kVariants[] = {
     {"warp_row", true, false, true, "a row of up to 32 x 128 bytes (1024 f32, forward) in a (sub-)warp's registers"},

@@ -18,6 +18,10 @@ std::string_view ternary_kind_name(TernaryKind kind) {
   return k < std::size(kNames) ? kNames[k] : "?";
 }
 
+bool ternary_kind_takes(TernaryKind kind, DType dtype) {
+  return detail::kind_takes<detail::TernaryGroups>(kind, dtype);
+}
+
 namespace {
 // The operands' shapes, a scalar as rank 0.
 std::array<Shape, 3> operand_shapes(const TernaryDescriptor& d) {
@@ -50,7 +54,6 @@ std::optional<Shape> ternary_output_shape(const TernaryDescriptor& desc) {
 namespace baracuda::detail {
 namespace {
 
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr int kBroadcastReduce = static_cast<int>(ElementwisePath::broadcast_reduce);
 constexpr std::string_view kOperandNames[3] = {"a", "b", "c"};
 constexpr std::string_view kGradientNames[3] = {"da", "db", "dc"};
@@ -102,6 +105,19 @@ Status check_descriptor(std::string_view plan, const TernaryDescriptor& d) {
   if (d.a_scalar && d.b_scalar && d.c_scalar)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.c_scalar",
                       "is set as a_scalar and b_scalar are: at least one operand must be a tensor");
+  if (Status s = check_kind_dtype(plan, ternary_kind_name(d.kind), d.dtype,
+                                  [&](DType t) { return ternary_kind_takes(d.kind, t); });
+      !s)
+    return s;
+  // An integer dtype's numbers: whole and within its range.
+  const std::optional<double>* scalars[3] = {&d.a_scalar, &d.b_scalar, &d.c_scalar};
+  for (int i = 0; i < 3; ++i)
+    if (*scalars[i])
+      if (Status s =
+              check_scalar_fits(plan, "descriptor." + std::string(kOperandNames[i]) + "_scalar", **scalars[i], d.dtype);
+          !s)
+        return s;
+  if (Status s = check_scalar_fits(plan, "descriptor.value", d.value, d.dtype); !s) return s;
   for (int i = 0; i < 3; ++i)
     if (!is_scalar(d, i))
       if (Status s = check_shape(plan, "descriptor." + std::string(kOperandNames[i]) + "_shape", shape_of(d, i)); !s)
@@ -135,13 +151,15 @@ struct TernaryFamily {
   static Shape output_shape(const Descriptor& d) { return detail::output_shape(d); }
   static bool any_reduces(const Descriptor& d) { return detail::any_reduces(d); }
   static std::string_view kind_name(const Descriptor& d) { return ternary_kind_name(d.kind); }
+  static DType compute_dtype(const Descriptor& d) { return elementwise_compute_dtype(d.dtype); }
 };
 template <class Hooks>
 using TernaryHooksBase = BroadcastHooksBase<Hooks, TernaryFamily>;
 
 struct TernaryForwardHooks : TernaryHooksBase<TernaryForwardHooks> {
   using Args = TernaryArgs;
-  static constexpr OpSchema kSchema{"TernaryPlan", "ternary", "elementwise", kFloats, {}, kElementwiseVariants, true};
+  static constexpr OpSchema kSchema{"TernaryPlan",        "ternary", "elementwise", kEveryDType, {},
+                                    kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {
       {"a", &Args::a}, {"b", &Args::b}, {"c", &Args::c}, {"out", nullptr, &Args::out}};
   // out may be an operand of its dtype exactly (in place; only an operand of the output's shape can be).

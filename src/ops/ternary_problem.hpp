@@ -49,11 +49,12 @@ Status with_ternary_group(TernaryKind kind, F&& f) {
 }
 
 // Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a Math of group G) and
-// the element type (the backend's own 16-bit types).
-template <int G, class Half, class BFloat16, class F>
+// the element type (the backend's own 16-bit types): a forward (kForward) also on the integer dtypes
+// (and bool) the Math takes, a backward on the floats alone.
+template <int G, bool kForward, class Half, class BFloat16, class F>
 Status dispatch_ternary(const TernaryDescriptor& desc, F&& f) {
-  return dispatch_kind<std::tuple_element_t<G, TernaryGroups>, Half, BFloat16>(desc.kind, desc.dtype,
-                                                                               std::forward<F>(f));
+  return dispatch_kind<std::tuple_element_t<G, TernaryGroups>, Half, BFloat16, kForward>(desc.kind, desc.dtype,
+                                                                                         std::forward<F>(f));
 }
 
 // The descriptor's scalars in the compute type.
@@ -63,7 +64,7 @@ TernaryOperands<Acc> ternary_operands(const TernaryDescriptor& d) {
   const std::optional<double>* scalars[3] = {&d.a_scalar, &d.b_scalar, &d.c_scalar};
   for (int i = 0; i < 3; ++i) {
     o.is_scalar[i] = scalars[i]->has_value();
-    o.scalar[i] = static_cast<Acc>(scalars[i]->value_or(0.0));
+    o.scalar[i] = scalar_as<Acc>(scalars[i]->value_or(0.0));
   }
   return o;
 }
@@ -79,7 +80,7 @@ Status with_count(int count, F&& f) {
 // The forward with its Math and element type T: launch(type_identity<First>, functor, tensors).
 template <class Math, class T, class Launch>
 Status ternary_typed(const TernaryForwardProblem& p, Launch&& launch) {
-  using Acc = acc_t<T>;
+  using Acc = math_compute_t<Math, T>;
   const TernaryOperands<Acc> operands = ternary_operands<Acc>(p.desc);
   int count = 0;
   for (int i = 0; i < 3; ++i) count += operands.is_scalar[i] ? 0 : 1;
@@ -92,7 +93,7 @@ Status ternary_typed(const TernaryForwardProblem& p, Launch&& launch) {
     t.out[0] = p.out.data;
     t.out_strides[0] = p.out.strides;
     return launch(std::type_identity<ternary_first_t<Math, T>>{},
-                  TernaryForward<Math, Acc, kIn>{operands, static_cast<Acc>(p.desc.value)}, t);
+                  TernaryForward<Math, Acc, kIn>{operands, scalar_as<Acc>(p.desc.value)}, t);
   });
 }
 

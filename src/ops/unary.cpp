@@ -11,15 +11,17 @@
 
 namespace baracuda {
 
+bool unary_kind_takes(UnaryKind kind, DType dtype) { return detail::kind_takes<detail::UnaryGroups>(kind, dtype); }
+
 std::string_view unary_kind_name(UnaryKind kind) {
   static constexpr std::string_view kNames[] = {
-      "abs",      "neg",        "sign",       "reciprocal", "square",   "sqrt",        "rsqrt",     "exp",   "exp2",
-      "expm1",    "log",        "log2",       "log10",      "log1p",    "sin",         "cos",       "tan",   "asin",
-      "acos",     "atan",       "sinh",       "cosh",       "tanh",     "asinh",       "acosh",     "atanh", "erf",
-      "erfc",     "erfinv",     "lgamma",     "floor",      "ceil",     "round",       "trunc",     "frac",  "relu",
-      "relu6",    "leaky_relu", "elu",        "selu",       "celu",     "gelu",        "gelu_tanh", "silu",  "mish",
-      "softplus", "softsign",   "sigmoid",    "logsigmoid", "hardtanh", "hardsigmoid", "hardswish", "isnan", "isinf",
-      "isfinite", "signbit",    "logical_not"};
+      "abs",      "neg",        "sign",    "reciprocal", "square",   "sqrt",        "rsqrt",     "exp",         "exp2",
+      "expm1",    "log",        "log2",    "log10",      "log1p",    "sin",         "cos",       "tan",         "asin",
+      "acos",     "atan",       "sinh",    "cosh",       "tanh",     "asinh",       "acosh",     "atanh",       "erf",
+      "erfc",     "erfinv",     "lgamma",  "floor",      "ceil",     "round",       "trunc",     "frac",        "relu",
+      "relu6",    "leaky_relu", "elu",     "selu",       "celu",     "gelu",        "gelu_tanh", "silu",        "mish",
+      "softplus", "softsign",   "sigmoid", "logsigmoid", "hardtanh", "hardsigmoid", "hardswish", "bitwise_not", "isnan",
+      "isinf",    "isfinite",   "signbit", "logical_not"};
   static_assert(std::size(kNames) == kUnaryKindCount);
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";
@@ -29,8 +31,6 @@ std::string_view unary_kind_name(UnaryKind kind) {
 
 namespace baracuda::detail {
 namespace {
-
-constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 
 // The parameters a kind reads: NaN in any of them is an error, and so are the values PyTorch
 // rejects or divides by (celu's alpha 0, softplus's beta <= 0) and an empty hardtanh range.
@@ -76,6 +76,10 @@ struct UnaryHooksBase {
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.kind",
                         std::to_string(static_cast<int>(d.kind)) + " is not a UnaryKind");
     if (Status s = check_shape(plan, "descriptor.shape", d.shape); !s) return s;
+    if (Status s = check_kind_dtype(plan, unary_kind_name(d.kind), d.dtype,
+                                    [&](DType t) { return unary_kind_takes(d.kind, t); });
+        !s)
+      return s;
     return check_parameters(plan, d);
   }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
@@ -92,7 +96,7 @@ struct UnaryHooksBase {
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
     PrecisionGuarantee g;
-    g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
+    g.compute = g.accumulator = elementwise_compute_dtype(d.dtype);
     return g;
   }
   // The forced variant, else the one the views allow (or, with no views, the one contiguous aligned
@@ -127,7 +131,7 @@ struct UnaryHooksBase {
 struct UnaryForwardHooks : UnaryHooksBase<UnaryForwardHooks> {
   using Args = UnaryArgs;
   static constexpr bool kForward = true;
-  static constexpr OpSchema kSchema{"UnaryPlan", "unary", "elementwise", kFloats, {}, kElementwiseVariants, true};
+  static constexpr OpSchema kSchema{"UnaryPlan", "unary", "elementwise", kEveryDType, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"x", &Args::x}, {"out", nullptr, &Args::out}};
   template <class F>
   static auto with_views(const Args& a, F&& f) {

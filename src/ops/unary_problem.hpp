@@ -35,15 +35,16 @@ Status with_unary_group(UnaryKind kind, F&& f) {
 
 // Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a Math of group G) and
 // the element type (the backend's own 16-bit types).
-template <int G, class Half, class BFloat16, class F>
+template <int G, bool kForward, class Half, class BFloat16, class F>
 Status dispatch_unary(const UnaryDescriptor& desc, F&& f) {
-  return dispatch_kind<std::tuple_element_t<G, UnaryGroups>, Half, BFloat16>(desc.kind, desc.dtype, std::forward<F>(f));
+  return dispatch_kind<std::tuple_element_t<G, UnaryGroups>, Half, BFloat16, kForward>(desc.kind, desc.dtype,
+                                                                                       std::forward<F>(f));
 }
 
 // The launch of a problem with its Math and element type T: launch(functor, ElementwiseTensors).
 template <class Math, class T, class Launch>
 Status unary_typed(const UnaryForwardProblem& p, Launch&& launch) {
-  using Acc = acc_t<T>;
+  using Acc = math_compute_t<Math, T>;
   const ElementwiseTensors<1, 1> t{p.path, p.desc.shape, {p.x.data}, {p.x.strides}, {p.out.data}, {p.out.strides}};
   return launch(UnaryForward<Math, Acc, kUses16BitMath<T>>{unary_params<Acc>(p.desc.parameters)}, t);
 }

@@ -1,6 +1,8 @@
 #include "ops/validate.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <utility>
 
 #include "common/checked.hpp"
@@ -16,6 +18,36 @@ Status plan_error(StatusCode code, std::string_view plan, std::string_view field
   message += ": ";
   message += what;
   return Status::error(code, std::move(message), needed, got);
+}
+
+Status check_scalar_fits(std::string_view plan, std::string_view field, double value, DType dtype) {
+  double lo = 0, hi = 0;  // the dtype's range, exact in a double (i64's top as 2^63, past it)
+  switch (dtype) {
+    case DType::boolean:
+      lo = 0, hi = 1;
+      break;
+    case DType::i8:
+      lo = -128, hi = 127;
+      break;
+    case DType::u8:
+      lo = 0, hi = 255;
+      break;
+    case DType::i32:
+      lo = -2147483648.0, hi = 2147483647.0;
+      break;
+    case DType::i64:
+      lo = -0x1p63, hi = 0x1p63;
+      break;
+    default:
+      return Status::ok();
+  }
+  const bool whole = std::isfinite(value) && value == std::floor(value);
+  if (whole && value >= lo && (dtype == DType::i64 ? value < hi : value <= hi)) return Status::ok();
+  std::ostringstream what;
+  what.precision(17);
+  what << value << (whole ? " is out of the range of " : " is not a whole number, as ") << dtype_name(dtype)
+       << (whole ? "" : " needs");
+  return plan_error(StatusCode::invalid_problem, plan, field, what.str());
 }
 
 Status check_shape(std::string_view plan, std::string_view field, const Shape& shape) {

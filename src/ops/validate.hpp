@@ -11,11 +11,34 @@
 
 namespace baracuda::detail {
 
+// The dtype lists of the schemas: the floats, and every dtype.
+inline constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+inline constexpr DType kEveryDType[] = {DType::f32, DType::f64, DType::f16, DType::bf16,   DType::i8,
+                                        DType::u8,  DType::i32, DType::i64, DType::boolean};
+
 Status plan_error(StatusCode code, std::string_view plan, std::string_view field, std::string_view what,
                   int64_t needed = 0, int64_t got = 0);
 
 // Rank within 0..kMaxRank and no negative size.
 Status check_shape(std::string_view plan, std::string_view field, const Shape& shape);
+
+// A number of the descriptor (a scalar operand, alpha, a bound) for an op computing in `dtype`: any
+// double for a float dtype; for an integer dtype a whole number within its range (PyTorch's "value
+// cannot be converted to type int8_t without overflow"), for bool 0 or 1.
+Status check_scalar_fits(std::string_view plan, std::string_view field, double value, DType dtype);
+
+// A kind's dtype: an unsupported error naming descriptor.dtype, and the dtypes the kind takes, where
+// takes(dtype) is false.
+template <class Takes>
+Status check_kind_dtype(std::string_view plan, std::string_view kind, DType dtype, Takes&& takes) {
+  if (takes(dtype)) return Status::ok();
+  std::string list;
+  for (DType t : kEveryDType)
+    if (takes(t)) list += (list.empty() ? "" : " ") + std::string(dtype_name(t));
+  return plan_error(
+      StatusCode::unsupported, plan, "descriptor.dtype",
+      std::string(kind) + " takes " + (list.empty() ? "no dtype" : list) + ", not " + std::string(dtype_name(dtype)));
+}
 
 enum class ViewRole : unsigned char { input, output };
 // The view has `dtype` and exactly `shape`, non-negative strides, an element-aligned non-null

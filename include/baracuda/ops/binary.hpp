@@ -18,13 +18,27 @@
 // comparison with NaN is false but ne, which is true; -0 == +0), logical_and logical_or logical_xor
 // (an operand is true where it is not 0: NaN is true). They have no gradient (BinaryBackwardPlan
 // rejects them, naming descriptor.kind), as PyTorch's autograd gives bool outputs none.
-// Not here yet: bitwise ops, integer dtypes, mixed dtypes with type promotion.
+// Bitwise, on integers and bool alone (torch.bitwise_and, ..., torch.bitwise_left_shift):
+//   bitwise_and bitwise_or bitwise_xor (on bool: the logical ones)    shift_left shift_right  a << b, a >> b
+// Not here yet: mixed dtypes with type promotion.
 //
 // Operands: each of a and b is a tensor of its own shape (`a_shape`, `b_shape`), or a scalar held in
 // the descriptor (`a_scalar` / `b_scalar` set: x + 2, 2 ** x); the output has the broadcast shape
 // (binary_output_shape). A scalar operand has no gradient.
-// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; every tensor shares the dtype but a
-// predicate's out, which is bool).
+// dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64) for every kind but the bitwise
+// ones. Forward on integers (PyTorch's integer tensor ops; no gradient): i8 u8 i32 i64 for add sub
+// mul div div_floor div_trunc remainder fmod maximum minimum, the predicates and the bitwise kinds,
+// and bool for add (or) mul (and) maximum minimum, the predicates and bitwise and / or / xor. i8, u8
+// and i32 compute in int32, i64 in int64, and every result wraps to its dtype (two's complement, as
+// PyTorch); div of integers is true division, its out f32 (the operands converted to f32 first).
+// Every tensor shares the dtype but out, which is binary_output_dtype: bool for a predicate, f32 for
+// div of integers. An integer dtype's scalar operands and alpha must be whole numbers within its
+// range (bool's: 0 or 1), else select fails naming the field.
+// Integer edge values, defined (never a trap): div_floor, div_trunc, remainder and fmod by 0 give 0
+// (NumPy's); the most negative value divided by -1 wraps to itself, its remainder 0; a shift by a
+// negative count or by at least the compute type's width (32 bits for i8 u8 i32, 64 for i64) gives 0
+// to the left and the sign (0 or -1) to the right; past the dtype's own width the result is that as
+// well (u8 >> is logical).
 // Views: any strides; inputs may broadcast (zero strides); outputs must not overlap themselves.
 // out may be a or b exactly (in place, as a.add_(b)) where that operand has the output's shape; da
 // and db may be dout exactly. Any other overlap of an output with an input is an error naming it.
@@ -65,6 +79,12 @@ enum class BinaryKind : unsigned char {
   copysign,
   logaddexp,
   xlogy,
+  // integers and bool alone
+  bitwise_and,
+  bitwise_or,
+  bitwise_xor,
+  shift_left,
+  shift_right,
   // predicates: out is bool
   eq,
   ne,
@@ -109,6 +129,13 @@ struct BinaryBackwardOp : OpTag<BinaryDescriptor, BinaryBackwardArgs> {};
 
 using BinaryPlan = Plan<BinaryOp>;
 using BinaryBackwardPlan = Plan<BinaryBackwardOp>;
+
+// Whether BinaryPlan takes the kind at `dtype` (BinaryBackwardPlan: at a float dtype, where this is
+// true and the kind is no predicate).
+bool binary_kind_takes(BinaryKind kind, DType dtype);
+
+// out's dtype: bool for a predicate, f32 for div of an integer dtype, else descriptor.dtype.
+DType binary_output_dtype(const BinaryDescriptor& desc);
 
 // "add", "div_floor": the kind's name (SKUs and errors say it); "?" for a value that is no kind.
 std::string_view binary_kind_name(BinaryKind kind);

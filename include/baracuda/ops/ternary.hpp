@@ -64,6 +64,9 @@ struct TernaryBackwardOp : OpTag<TernaryDescriptor, TernaryBackwardArgs> {};
 using TernaryPlan = Plan<TernaryOp>;
 using TernaryBackwardPlan = Plan<TernaryBackwardOp>;
 
+// Whether TernaryPlan takes the kind at `dtype` (TernaryBackwardPlan: at a float dtype).
+bool ternary_kind_takes(TernaryKind kind, DType dtype);
+
 // "where", "clamp": the kind's name (SKUs and errors say it); "?" for a value that is no kind.
 std::string_view ternary_kind_name(TernaryKind kind);
 

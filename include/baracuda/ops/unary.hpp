@@ -15,13 +15,17 @@
 //                backward (UnaryBackwardPlan rejects them, naming descriptor.kind). signbit(-0) and
 //                signbit(-NaN) are true (not for f16 on the GPU, whose conversion drops a NaN's
 //                sign); logical_not(NaN) is false (NaN is not 0).
-// Not here yet: integer dtypes (abs, neg, sign of integers; bitwise_not).
+//   bitwise:     bitwise_not (~x; on bool, logical not), on integers and bool alone.
 //
 // On the GPU, f16 and bf16 sigmoid and silu (and gelu's gradient's exp) use the hardware's
 // approximate exp and reciprocal (a few f32 ulp, far below a 16-bit ulp; results under 2^-126 in
 // magnitude are 0).
 // dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; x, out, dout and dx share it, but a
-// predicate's out, which is bool).
+// predicate's out, which is bool) for every kind but bitwise_not. Forward on integers (no gradient):
+// i8 u8 i32 i64 for abs neg sign square, and those and bool for bitwise_not and the predicates (isnan
+// and isinf false, isfinite true, signbit x < 0). i8, u8 and i32 compute in int32, i64 in int64; the
+// results wrap to the dtype as PyTorch's (abs and neg of the most negative value give it back; neg of
+// a u8 is 256 - x).
 // Views: any strides; x and dout may broadcast (zero strides); out and dx must not overlap
 // themselves. out may be x exactly (in place, as x.exp_()), and dx may be dout or x exactly; any
 // other overlap of an output with an input is an error naming the output.
@@ -97,6 +101,7 @@ enum class UnaryKind : unsigned char {
   hardsigmoid,
   hardswish,
   // predicates: out is bool
+  bitwise_not,  // integers and bool alone
   isnan,
   isinf,
   isfinite,
@@ -143,6 +148,10 @@ struct UnaryBackwardOp : OpTag<UnaryDescriptor, UnaryBackwardArgs> {};
 
 using UnaryPlan = Plan<UnaryOp>;
 using UnaryBackwardPlan = Plan<UnaryBackwardOp>;
+
+// Whether UnaryPlan takes the kind at `dtype` (UnaryBackwardPlan: at a float dtype, where this is
+// true and the kind is no predicate).
+bool unary_kind_takes(UnaryKind kind, DType dtype);
 
 // "exp", "gelu_tanh": the kind's name (SKUs and errors say it); "?" for a value that is no kind.
 std::string_view unary_kind_name(UnaryKind kind);

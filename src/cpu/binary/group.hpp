@@ -8,10 +8,10 @@ namespace baracuda::detail::cpu {
 
 template <int G>
 Status launch_group(const LaunchContext&, const BinaryForwardProblem& problem) {
-  return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_binary<G, true, half, bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
     using Math = typename decltype(math)::type;
-    using Out = std::conditional_t<is_predicate_math<Math>, bool, T>;
+    using Out = math_output_t<Math, T>;
     return binary_typed<Math, T>(
         problem, [](const auto& op, const auto& tensors) { return run_elementwise<T, Out>(op, tensors); });
   });
@@ -19,7 +19,7 @@ Status launch_group(const LaunchContext&, const BinaryForwardProblem& problem) {
 
 template <int G>
 Status launch_group(const LaunchContext&, const BinaryBackwardProblem& problem) {
-  return dispatch_binary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
+  return dispatch_binary<G, false, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
     return unless_predicate<typename decltype(math)::type>("BinaryBackwardPlan", [&](auto gradient_math) {
       using Math = typename decltype(gradient_math)::type;

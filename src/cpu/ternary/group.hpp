@@ -14,7 +14,7 @@ inline constexpr auto kTernaryPass = [](auto first, const auto& op, const auto& 
 
 template <int G>
 Status launch_group(const LaunchContext&, const TernaryForwardProblem& problem) {
-  return dispatch_ternary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_ternary<G, true, half, bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
     return ternary_typed<typename decltype(math)::type, T>(problem, kTernaryPass<T>);
   });
@@ -22,7 +22,7 @@ Status launch_group(const LaunchContext&, const TernaryForwardProblem& problem) 
 
 template <int G>
 Status launch_group(const LaunchContext&, const TernaryBackwardProblem& problem) {
-  return dispatch_ternary<G, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_ternary<G, false, half, bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
     return ternary_typed<typename decltype(math)::type, T>(
         problem, kTernaryPass<T>, [](auto, const auto& reduction) { return run_split_reduction(reduction); });

@@ -12,7 +12,7 @@ namespace baracuda::detail::cuda {
 
 template <int G>
 Status launch_group(const LaunchContext& ctx, const TernaryForwardProblem& problem) {
-  return dispatch_ternary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_ternary<G, true, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
     return ternary_typed<typename decltype(math)::type, T>(problem, [&](auto first, const auto& op, const auto& t) {
       return run_elementwise<T, T, typename decltype(first)::type>(ctx.stream, ctx.target.sm_count, op, t);
@@ -23,7 +23,7 @@ Status launch_group(const LaunchContext& ctx, const TernaryForwardProblem& probl
 template <int G>
 Status launch_group(const LaunchContext& ctx, const TernaryBackwardProblem& problem) {
   const int sm_count = ctx.target.sm_count;
-  return dispatch_ternary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_ternary<G, false, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
     return ternary_typed<typename decltype(math)::type, T>(
         problem,

@@ -11,10 +11,10 @@ namespace baracuda::detail::cuda {
 
 template <int G>
 Status launch_group(const LaunchContext& ctx, const UnaryForwardProblem& problem) {
-  return dispatch_unary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_unary<G, true, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
     using T = typename decltype(element)::type;
     using Math = typename decltype(math)::type;
-    using Out = std::conditional_t<is_predicate_math<Math>, bool, T>;
+    using Out = math_output_t<Math, T>;
     return unary_typed<Math, T>(problem, [&](const auto& op, const auto& tensors) {
       return run_elementwise<T, Out>(ctx.stream, ctx.target.sm_count, op, tensors);
     });
@@ -22,7 +22,7 @@ Status launch_group(const LaunchContext& ctx, const UnaryForwardProblem& problem
 }
 template <int G>
 Status launch_group(const LaunchContext& ctx, const UnaryBackwardProblem& problem) {
-  return dispatch_unary<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
+  return dispatch_unary<G, false, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
     return unless_predicate<typename decltype(math)::type>("UnaryBackwardPlan", [&](auto gradient_math) {
       using Math = typename decltype(gradient_math)::type;

@@ -9,6 +9,7 @@
 #include "baracuda/ops/binary.hpp"
 #include "harness/op_table.hpp"
 #include "harness/reference/binary_param_reference.hpp"
+#include "harness/reference/integer_reference.hpp"
 
 namespace baracuda::reference {
 
@@ -97,8 +98,59 @@ inline double binary(BinaryKind kind, double a, double b, double alpha, bool f64
       return a != 0 || b != 0;
     case BinaryKind::logical_xor:
       return (a != 0) != (b != 0);
+    default:  // the bitwise kinds: integers alone
+      break;
   }
   return kNaN;
+}
+
+// f(a, b) for an integer (or bool) dtype, as PyTorch's integer tensors give it, with the results
+// binary.hpp defines where C++'s are not (by 0: 0; shifts past the dtype's width: 0 or the sign).
+// div is true division in f32.
+inline double binary_integer(BinaryKind kind, int64_t a, int64_t b, int64_t alpha, DType dtype) {
+  const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  auto trunc_div = [&] { return b == -1 ? wrap_to(dtype, 0 - ua) : wrap_to(dtype, static_cast<uint64_t>(a / b)); };
+  auto fmod = [&]() -> int64_t { return (b == 0 || b == -1) ? 0 : a % b; };
+  switch (kind) {
+    case BinaryKind::add:
+      return wrap_to(dtype, ua + static_cast<uint64_t>(alpha) * ub);
+    case BinaryKind::sub:
+      return wrap_to(dtype, ua - static_cast<uint64_t>(alpha) * ub);
+    case BinaryKind::mul:
+      return wrap_to(dtype, ua * ub);
+    case BinaryKind::div:
+      return static_cast<float>(static_cast<float>(a) / static_cast<float>(b));
+    case BinaryKind::div_trunc:
+      return b == 0 ? 0.0 : trunc_div();
+    case BinaryKind::div_floor: {
+      if (b == 0) return 0.0;
+      const double q = trunc_div();
+      return (fmod() != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    }
+    case BinaryKind::fmod:
+      return static_cast<double>(fmod());
+    case BinaryKind::remainder: {
+      const int64_t r = fmod();
+      return static_cast<double>((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);
+    }
+    case BinaryKind::maximum:
+      return static_cast<double>(a > b ? a : b);
+    case BinaryKind::minimum:
+      return static_cast<double>(a < b ? a : b);
+    case BinaryKind::bitwise_and:
+      return wrap_to(dtype, ua & ub);
+    case BinaryKind::bitwise_or:
+      return wrap_to(dtype, ua | ub);
+    case BinaryKind::bitwise_xor:
+      return wrap_to(dtype, ua ^ ub);
+    case BinaryKind::shift_left:
+      return (b < 0 || b >= bit_width(dtype)) ? 0.0 : wrap_to(dtype, ua << b);
+    case BinaryKind::shift_right:
+      if (b < 0 || b >= bit_width(dtype)) return a < 0 ? -1.0 : 0.0;
+      return static_cast<double>(a >> b);
+    default:  // the predicates: as the floats' (exact on these integers)
+      return binary(kind, static_cast<double>(a), static_cast<double>(b), 1.0, true);
+  }
 }
 
 // d out / d a and d out / d b at (a, b), times dout, as PyTorch's autograd gives them.
@@ -197,6 +249,12 @@ inline void binary_forward(const BinaryDescriptor& d, harness::RefIO& io) {
   harness::RefOutput& out = io.out("out");
   for (int64_t i = 0; i < ix.out.numel(); ++i) {
     if (!out.wanted(i)) continue;
+    if (!is_floating(d.dtype)) {  // (a scalar of an integer dtype is a whole number in its range)
+      const auto x = static_cast<int64_t>(a ? a->at(ix.a_of(i)) : *d.a_scalar);
+      const auto y = static_cast<int64_t>(b ? b->at(ix.b_of(i)) : *d.b_scalar);
+      out.set(i, binary_integer(d.kind, x, y, static_cast<int64_t>(d.alpha), d.dtype));
+      continue;
+    }
     // A scalar operand as the kernels hold it: in the compute type (a predicate sees the difference).
     const double x = a ? a->at(ix.a_of(i)) : compute_value(*d.a_scalar, f64);
     const double y = b ? b->at(ix.b_of(i)) : compute_value(*d.b_scalar, f64);

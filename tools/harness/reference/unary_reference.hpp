@@ -7,6 +7,7 @@
 
 #include "baracuda/ops/unary.hpp"
 #include "harness/op_table.hpp"
+#include "harness/reference/integer_reference.hpp"
 
 namespace baracuda::reference {
 
@@ -180,8 +181,29 @@ inline double unary(UnaryKind kind, double x, const UnaryParameters& p) {
       return std::signbit(x);
     case UnaryKind::logical_not:
       return x == 0;
+    case UnaryKind::bitwise_not:  // integers alone (unary_integer)
+      break;
   }
   return kNaN;
+}
+
+// f(x) for an integer (or bool) dtype, as PyTorch's integer tensors give it: wrapped to the dtype.
+inline double unary_integer(UnaryKind kind, int64_t x, DType dtype) {
+  const uint64_t u = static_cast<uint64_t>(x);
+  switch (kind) {
+    case UnaryKind::abs:
+      return wrap_to(dtype, x < 0 ? 0 - u : u);
+    case UnaryKind::neg:
+      return wrap_to(dtype, 0 - u);
+    case UnaryKind::square:
+      return wrap_to(dtype, u * u);
+    case UnaryKind::bitwise_not:
+      return dtype == DType::boolean ? static_cast<double>(x == 0) : wrap_to(dtype, ~u);
+    case UnaryKind::signbit:
+      return x < 0;
+    default:  // sign and the other predicates: as the floats' (exact on these integers)
+      return unary(kind, static_cast<double>(x), UnaryParameters{});
+  }
 }
 
 // f'(x) as PyTorch's autograd takes it (see baracuda/ops/unary.hpp for the non-differentiable points).
@@ -300,7 +322,8 @@ inline double unary_derivative(UnaryKind kind, double x, const UnaryParameters& 
       return x > -3 && x < 3 ? 1.0 / 6 : 0;
     case UnaryKind::hardswish:
       return x < -3 ? 0 : (x <= 3 ? x / 3 + 0.5 : 1);
-    case UnaryKind::isnan:  // bool outputs: no gradient (UnaryBackwardPlan rejects them)
+    case UnaryKind::bitwise_not:  // integers: no gradient
+    case UnaryKind::isnan:        // bool outputs: no gradient (UnaryBackwardPlan rejects them)
     case UnaryKind::isinf:
     case UnaryKind::isfinite:
     case UnaryKind::signbit:
@@ -322,7 +345,8 @@ inline void unary_forward(const UnaryDescriptor& d, harness::RefIO& io, double l
   harness::RefOutput& out = io.out("out");
   for (int64_t i = 0; i < d.shape.numel(); ++i) {
     if (!out.wanted(i)) continue;
-    const double v = unary(d.kind, x.at(i), d.parameters);
+    const double v = is_floating(d.dtype) ? unary(d.kind, x.at(i), d.parameters)
+                                          : unary_integer(d.kind, static_cast<int64_t>(x.at(i)), d.dtype);
     out.set(i, v, (1 + std::fabs(v)) * loosen - 1, 1);
   }
 }

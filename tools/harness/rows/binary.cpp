@@ -90,6 +90,68 @@ std::string label(const KindLine& k, Interval a, Interval b) {
   return s + ", a in [" + number(a.lo) + ", " + number(a.hi) + "), b in [" + number(b.lo) + ", " + number(b.hi) + ")";
 }
 
+// (A function, not a global: the table is built during other files' static initialization.)
+std::vector<DType> float_dtypes() { return {DType::f32, DType::f64, DType::f16, DType::bf16}; }
+
+// The integer dtypes (forward only; no gradient): every kind that takes one, on whole numbers over
+// the dtype's range (i32 and i64 over a narrower one; results past it wrap) and bool's {0, 1}; the
+// quotients' divisors over [-10, 10) and the shift counts over [-3, 70) (0, -1, and counts past
+// every width), at edge sizes, broadcast operands, scalar operands, alpha and every kind of view.
+void add_integer_samples(std::vector<Sample<Desc>>& out) {
+  struct Range {
+    std::vector<DType> dtypes;
+    Interval a, divisor, count;
+  };
+  const Range ranges[] = {{{DType::i8}, {-128, 128}, {-10, 10}, {-3, 70}},
+                          {{DType::u8}, {0, 256}, {0, 10}, {0, 70}},
+                          {{DType::i32, DType::i64}, {-3000, 3000}, {-10, 10}, {-3, 70}},
+                          {{DType::boolean}, {0, 2}, {0, 2}, {0, 2}}};
+  for (int kind = 0; kind < kBinaryKindCount; ++kind) {
+    Desc d;
+    d.kind = static_cast<BinaryKind>(kind);
+    const bool divides = d.kind == K::div || d.kind == K::div_floor || d.kind == K::div_trunc ||
+                         d.kind == K::remainder || d.kind == K::fmod;
+    const bool shifts = d.kind == K::shift_left || d.kind == K::shift_right;
+    for (const Range& r : ranges) {
+      std::vector<DType> dtypes;
+      for (DType t : r.dtypes)
+        if (binary_kind_takes(d.kind, t)) dtypes.push_back(t);
+      if (dtypes.empty()) continue;
+      // (true division by 0 gives inf or NaN: tests/test_integer_elementwise.cpp's, not the table's)
+      const Interval rb = d.kind == K::div ? Interval{1, 10} : divides ? r.divisor : (shifts ? r.count : r.a);
+      auto add = [&](Shape a_shape, Shape b_shape, Views views = Views::contiguous) {
+        d.a_shape = a_shape;
+        d.b_shape = b_shape;
+        std::string note = std::string(binary_kind_name(d.kind)) + ", integers: a in [" + number(r.a.lo) + ", " +
+                           number(r.a.hi) + "), b in [" + number(rb.lo) + ", " + number(rb.hi) + ")";
+        if (d.a_scalar || d.b_scalar) note += d.a_scalar ? ", a the scalar 3" : ", b the scalar 3";
+        if (d.alpha != 1) note += ", alpha " + number(d.alpha);
+        out.push_back({d, views, {}, std::nullopt, note, dtypes, {{"a", r.a.lo, r.a.hi}, {"b", rb.lo, rb.hi}}});
+      };
+      for (const Shape& s : {Shape{0}, Shape{}, Shape{7}, Shape{4097}, Shape{37, 53}}) add(s, s);
+      add({37, 53}, {53});
+      add({37, 1}, {1, 53});
+      add({5, 1, 11}, {7, 1});
+      for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+        add({33, 128}, {33, 128}, v);
+        add({33, 128}, {128}, v);
+      }
+      if (r.dtypes[0] != DType::boolean) {  // (bool's scalars: tests/test_binary.cpp)
+        for (bool scalar_a : {false, true}) {
+          (scalar_a ? d.a_scalar : d.b_scalar) = 3;
+          add({37, 53}, {37, 53});
+          d.a_scalar = d.b_scalar = std::nullopt;
+        }
+      }
+      if ((d.kind == K::add || d.kind == K::sub) && r.a.lo < 0) {
+        d.alpha = -2;
+        add({37, 53}, {53});
+        d.alpha = 1;
+      }
+    }
+  }
+}
+
 // Per kind line: edge sizes with both operands of the output's shape; each broadcast; a scalar
 // operand on either side; padded, transposed, broadcast and misaligned views (and a misaligned input
 // or output alone); large arguments in f32 and f64. `input` and `output` are the arguments a view
@@ -100,7 +162,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
   for (const KindLine& k : kinds()) {
     if (backward && binary_kind_is_predicate(k.kind)) continue;  // no gradient
     auto add = [&](Shape a_shape, Shape b_shape, Interval ra, Interval rb, Views views = Views::contiguous,
-                   std::string_view only = {}, std::vector<DType> dtypes = {}) {
+                   std::string_view only = {}, std::vector<DType> dtypes = float_dtypes()) {
       Desc d;
       d.kind = k.kind;
       d.alpha = k.alpha;
@@ -127,7 +189,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
                      {},
                      std::nullopt,
                      label(k, k.a, k.b) + ", " + side + " a scalar",
-                     {},
+                     float_dtypes(),
                      {{"a", k.a.lo, k.a.hi}, {"b", k.b.lo, k.b.hi}}});
     };
     for (const Shape& s : {Shape{0}, Shape{0, 5}, Shape{}, Shape{1}, Shape{7}, Shape{4097}, Shape{37, 53},
@@ -156,6 +218,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
       add({33, 128}, {128}, *k.wide_a, *k.wide_b, Views::padded, {}, {DType::f32, DType::f64});
     }
   }
+  if (!backward) add_integer_samples(out);
   return out;
 }
 std::vector<Sample<Desc>> forward_samples() { return samples(false); }

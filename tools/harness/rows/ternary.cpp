@@ -7,6 +7,7 @@
 // Special values (NaN, ties with the bounds), in-place runs and the optional gradients are
 // tests/test_ternary.cpp's.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,49 @@ std::string label(const KindLine& k) {
   return s;
 }
 
+// (A function, not a global: the table is built during other files' static initialization.)
+std::vector<DType> float_dtypes() { return {DType::f32, DType::f64, DType::f16, DType::bf16}; }
+
+// The integer dtypes (forward only; no gradient): where on every one and bool, clamp on the integers,
+// on whole numbers (clamp's bounds crossing in some elements), at edge sizes, broadcasts, scalar
+// operands and every kind of view.
+void add_integer_samples(std::vector<Sample<Desc>>& out) {
+  for (const K kind : {K::where, K::clamp}) {
+    for (const bool of_bool : {false, true}) {
+      std::vector<DType> dtypes;
+      for (DType t : {DType::i8, DType::u8, DType::i32, DType::i64, DType::boolean})
+        if ((t == DType::boolean) == of_bool && ternary_kind_takes(kind, t)) dtypes.push_back(t);
+      if (dtypes.empty()) continue;
+      // (u8 shares the non-negative ranges; bool's values are 0 and 1)
+      std::vector<ValueRange> ranges = {{"b", 0, of_bool ? 2.0 : 40}, {"c", of_bool ? 0.0 : 20, of_bool ? 2.0 : 90}};
+      if (kind != K::where) ranges.push_back({"a", 0, 100});
+      auto add = [&](Shape a, Shape b, Shape c, Views views = Views::contiguous, std::optional<double> b_scalar = {},
+                     std::optional<double> c_scalar = {}) {
+        Desc d;
+        d.kind = kind;
+        d.a_shape = a;
+        d.b_shape = b;
+        d.c_shape = c;
+        d.b_scalar = b_scalar;
+        d.c_scalar = c_scalar;
+        std::string note = std::string(ternary_kind_name(kind)) + ", integers";
+        if (b_scalar) note += ", b the scalar " + number(*b_scalar);
+        if (c_scalar) note += ", c the scalar " + number(*c_scalar);
+        out.push_back({d, views, {}, std::nullopt, note, dtypes, ranges});
+      };
+      for (const Shape& s : {Shape{0}, Shape{}, Shape{7}, Shape{4097}, Shape{37, 53}}) add(s, s, s);
+      add({37, 53}, {53}, {37, 1});
+      add({37, 1}, {1, 53}, {});
+      add({37, 53}, {}, {}, Views::contiguous, 1.0, 0.0);  // where(cond, 1, 0), clamp(x, 1, 0): 0
+      add({37, 53}, {}, {37, 53}, Views::contiguous, 1.0);
+      for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+        add({33, 128}, {33, 128}, {33, 128}, v);
+        add({33, 128}, {128}, {33, 1}, v);
+      }
+    }
+  }
+}
+
 std::vector<Sample<Desc>> samples(bool backward) {
   std::vector<Sample<Desc>> out;
   const std::string_view input = backward ? "dout" : "b", output = backward ? "dc" : "out";
@@ -69,7 +113,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
       d.a_shape = a;
       d.b_shape = b;
       d.c_shape = c;
-      out.push_back({d, views, only, std::nullopt, label(k), {}, ranges});
+      out.push_back({d, views, only, std::nullopt, label(k), float_dtypes(), ranges});
     };
     // Scalars (the middle of their interval) for the operands marked.
     auto add_scalars = [&](bool sa, bool sb, bool sc, Shape shape) {
@@ -82,7 +126,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
       if (sa) d.a_scalar = 0.5 * (k.a.lo + k.a.hi), note += ", a a scalar";
       if (sb) d.b_scalar = 0.5 * (k.b.lo + k.b.hi), note += ", b a scalar";
       if (sc) d.c_scalar = 0.5 * (k.c.lo + k.c.hi), note += ", c a scalar";
-      out.push_back({d, Views::contiguous, {}, std::nullopt, note, {}, ranges});
+      out.push_back({d, Views::contiguous, {}, std::nullopt, note, float_dtypes(), ranges});
     };
     for (const Shape& s : {Shape{0}, Shape{0, 5}, Shape{}, Shape{1}, Shape{7}, Shape{4097}, Shape{37, 53},
                            Shape{2, 1, 3, 2, 2, 1, 3, 2}})
@@ -108,6 +152,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
     add({4097}, {4097}, {4097}, Views::misaligned, output);
     add({4097}, {4097}, {4097}, Views::misaligned, "a");
   }
+  if (!backward) add_integer_samples(out);
   return out;
 }
 std::vector<Sample<Desc>> forward_samples() { return samples(false); }

@@ -167,6 +167,43 @@ std::string label(const KindLine& k, Interval r) {
   return s + ", x in [" + number(r.lo) + ", " + number(r.hi) + ")";
 }
 
+// The integer dtypes (forward only; no gradient): every kind that takes one, on whole numbers over
+// the dtype's range (i32 and i64 over a narrower one; square wraps in i8) and bool's {0, 1], at edge
+// sizes and every kind of view.
+void add_integer_samples(std::vector<Sample<Desc>>& out) {
+  struct Range {
+    std::vector<DType> dtypes;
+    Interval x;
+  };
+  const Range ranges[] = {{{DType::i8}, {-128, 128}},
+                          {{DType::u8}, {0, 256}},
+                          {{DType::i32, DType::i64}, {-3000, 3000}},
+                          {{DType::boolean}, {0, 2}}};
+  for (int kind = 0; kind < kUnaryKindCount; ++kind) {
+    Desc d;
+    d.kind = static_cast<UnaryKind>(kind);
+    for (const Range& r : ranges) {
+      std::vector<DType> dtypes;
+      for (DType t : r.dtypes)
+        if (unary_kind_takes(d.kind, t)) dtypes.push_back(t);
+      if (dtypes.empty()) continue;
+      auto add = [&](Shape shape, Views views = Views::contiguous) {
+        d.shape = shape;
+        out.push_back(
+            {d,
+             views,
+             {},
+             std::nullopt,
+             std::string(unary_kind_name(d.kind)) + ", integers in [" + number(r.x.lo) + ", " + number(r.x.hi) + ")",
+             dtypes,
+             {{"x", r.x.lo, r.x.hi}}});
+      };
+      for (const Shape& s : {Shape{0}, Shape{}, Shape{7}, Shape{4097}, Shape{37, 53}}) add(s);
+      for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) add({33, 128}, v);
+    }
+  }
+}
+
 // Per kind: edge sizes (empty, one element, odd, prime, not a multiple of a 16-byte vector, rank 0
 // and 8) in its first smooth interval, two sizes in each further one; padded, transposed, broadcast
 // and misaligned views (and a misaligned input or output alone); large arguments in f32 and f64.
@@ -177,7 +214,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
   for (const KindLine& k : kinds()) {
     if (backward && unary_kind_is_predicate(k.kind)) continue;
     auto add = [&](Shape shape, Interval r, Views views = Views::contiguous, std::string_view only = {},
-                   std::vector<DType> dtypes = {}) {
+                   std::vector<DType> dtypes = {DType::f32, DType::f64, DType::f16, DType::bf16}) {
       Desc d;
       d.kind = k.kind;
       d.shape = shape;
@@ -201,6 +238,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
       add({33, 128}, *k.wide, Views::padded, {}, {DType::f32, DType::f64});
     }
   }
+  if (!backward) add_integer_samples(out);
   return out;
 }
 std::vector<Sample<Desc>> forward_samples() { return samples(false); }

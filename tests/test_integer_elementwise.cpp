@@ -1,0 +1,240 @@
+// The elementwise families on integer dtypes and bool: the edge values the op table's random samples
+// cannot reach (wrapping at each width, division by 0 and of the most negative value by -1, shifts
+// past the width, bool's logical add and mul), true division's f32 out, the scalars an integer dtype
+// rejects, and the dtypes each kind refuses, naming the field. Every case on every backend present.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using testing::contiguous;
+using testing::unwrap;
+
+class IntegerElementwiseTest : public testing::BackendDTypeTest {
+ protected:
+  Tensor tensor(DType dtype, const std::vector<double>& values) {
+    Tensor t =
+        unwrap(harness::random_tensor(backend(), dtype, contiguous({static_cast<int64_t>(values.size())}), rng_, 0, 2));
+    for (size_t i = 0; i < values.size(); ++i) t.host[i] = values[i];
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  }
+  Tensor output(DType dtype, int64_t n) {
+    Tensor t = unwrap(harness::random_tensor(backend(), dtype, contiguous({n}), rng_, 0, 2));
+    EXPECT_TRUE(harness::poison(t).is_ok());
+    return t;
+  }
+  static std::vector<double> values(const Tensor& t) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < t.shape.numel(); ++i) v.push_back(t.at(i));
+    return v;
+  }
+  // out = kind(a, b) elementwise, a and b of `dtype`.
+  std::vector<double> binary(BinaryKind kind, DType dtype, const std::vector<double>& a, const std::vector<double>& b,
+                             double alpha = 1) {
+    BinaryDescriptor d;
+    d.kind = kind;
+    d.dtype = dtype;
+    d.a_shape = d.b_shape = {static_cast<int64_t>(a.size())};
+    d.alpha = alpha;
+    Tensor ta = tensor(dtype, a), tb = tensor(dtype, b);
+    Tensor out = output(binary_output_dtype(d), d.a_shape.dims[0]);
+    const Status s = unwrap(BinaryPlan::select(stream(), d)).run(stream(), {}, {ta.ref(), tb.ref(), out.mut()});
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(out.download().is_ok());
+    return values(out);
+  }
+  std::vector<double> unary(UnaryKind kind, DType dtype, const std::vector<double>& x) {
+    UnaryDescriptor d;
+    d.kind = kind;
+    d.dtype = dtype;
+    d.shape = {static_cast<int64_t>(x.size())};
+    Tensor tx = tensor(dtype, x);
+    Tensor out = output(unary_kind_is_predicate(kind) ? DType::boolean : dtype, d.shape.dims[0]);
+    const Status s = unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {tx.ref(), out.mut()});
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(out.download().is_ok());
+    return values(out);
+  }
+};
+
+using V = std::vector<double>;
+constexpr double kI32Min = -2147483648.0, kI32Max = 2147483647.0;
+
+TEST_P(IntegerElementwiseTest, ArithmeticWrapsAtEveryWidth) {
+  EXPECT_EQ(binary(BinaryKind::add, DType::i32, {kI32Max, kI32Min, 5}, {1, -1, -7}), (V{kI32Min, kI32Max, -2}));
+  EXPECT_EQ(binary(BinaryKind::mul, DType::i32, {65536, -65536, 46341}, {65536, 32768, 46341}),
+            (V{0, kI32Min, -2147479015}));
+  EXPECT_EQ(binary(BinaryKind::sub, DType::u8, {5, 0, 255}, {10, 1, 255}), (V{251, 255, 0}));
+  EXPECT_EQ(binary(BinaryKind::mul, DType::i8, {100, -128, 16}, {100, -1, 8}), (V{16, -128, -128}));
+  EXPECT_EQ(binary(BinaryKind::add, DType::i8, {100, -100}, {10, 10}, -20), (V{-100, -44}));
+  EXPECT_EQ(unary(UnaryKind::abs, DType::i8, {-128, -5, 7}), (V{-128, 5, 7}));
+  EXPECT_EQ(unary(UnaryKind::neg, DType::u8, {5, 0, 255}), (V{251, 0, 1}));
+  EXPECT_EQ(unary(UnaryKind::neg, DType::i32, {kI32Min, 3}), (V{kI32Min, -3}));
+  EXPECT_EQ(unary(UnaryKind::square, DType::i32, {46341, -3}), (V{-2147479015, 9}));
+  EXPECT_EQ(unary(UnaryKind::sign, DType::i64, {-7, 0, 9}), (V{-1, 0, 1}));
+  EXPECT_EQ(binary(BinaryKind::maximum, DType::i64, {-7, 4e15}, {3, -4e15}), (V{3, 4e15}));
+}
+
+// Division by 0 gives 0; the most negative value by -1 wraps to itself (its remainder 0); floor and
+// trunc and the remainders' signs; true division gives f32.
+TEST_P(IntegerElementwiseTest, QuotientsAndRemainders) {
+  const V a = {7, -7, 7, -7, 5, kI32Min, kI32Min}, b = {2, 2, -2, -2, 0, -1, 1};
+  EXPECT_EQ(binary(BinaryKind::div_floor, DType::i32, a, b), (V{3, -4, -4, 3, 0, kI32Min, kI32Min}));
+  EXPECT_EQ(binary(BinaryKind::div_trunc, DType::i32, a, b), (V{3, -3, -3, 3, 0, kI32Min, kI32Min}));
+  EXPECT_EQ(binary(BinaryKind::remainder, DType::i32, a, b), (V{1, 1, -1, -1, 0, 0, 0}));
+  EXPECT_EQ(binary(BinaryKind::fmod, DType::i32, a, b), (V{1, -1, 1, -1, 0, 0, 0}));
+  EXPECT_EQ(binary(BinaryKind::div_trunc, DType::i8, {-128, -128, 100}, {-1, 0, 7}), (V{-128, 0, 14}));
+  EXPECT_EQ(binary(BinaryKind::div_floor, DType::u8, {200, 7}, {7, 0}), (V{28, 0}));
+  BinaryDescriptor d;
+  d.kind = BinaryKind::div;
+  d.dtype = DType::i64;
+  EXPECT_EQ(binary_output_dtype(d), DType::f32);
+  const V q = binary(BinaryKind::div, DType::i64, {7, -7, 1, 0}, {2, 4, 0, 0});
+  EXPECT_EQ(q[0], 3.5);
+  EXPECT_EQ(q[1], -1.75);
+  EXPECT_TRUE(std::isinf(q[2]) && q[2] > 0);
+  EXPECT_TRUE(std::isnan(q[3]));
+}
+
+// A negative count or one at least the dtype's width: 0 to the left, the sign to the right.
+TEST_P(IntegerElementwiseTest, ShiftsPastTheWidth) {
+  EXPECT_EQ(binary(BinaryKind::shift_left, DType::i32, {1, 1, 1, 3, 1}, {31, 32, 40, 1, -1}), (V{kI32Min, 0, 0, 6, 0}));
+  EXPECT_EQ(binary(BinaryKind::shift_right, DType::i32, {-8, -8, 8, 8, -8}, {1, 32, 32, 3, -2}), (V{-4, -1, 0, 1, -1}));
+  EXPECT_EQ(binary(BinaryKind::shift_left, DType::i8, {1, 1, 3}, {7, 8, 6}), (V{-128, 0, -64}));
+  EXPECT_EQ(binary(BinaryKind::shift_right, DType::i8, {-100, -100, 100}, {2, 9, 9}), (V{-25, -1, 0}));
+  EXPECT_EQ(binary(BinaryKind::shift_right, DType::u8, {200, 200, 255}, {3, 8, 7}), (V{25, 0, 1}));
+  EXPECT_EQ(binary(BinaryKind::shift_left, DType::i64, {1, 1, 1}, {62, 64, 70}), (V{4611686018427387904.0, 0, 0}));
+  EXPECT_EQ(binary(BinaryKind::shift_right, DType::i64, {-1e15, 1e15}, {64, 64}), (V{-1, 0}));
+  EXPECT_EQ(binary(BinaryKind::bitwise_xor, DType::u8, {0xF0, 0xFF}, {0x0F, 0x0F}), (V{0xFF, 0xF0}));
+  EXPECT_EQ(binary(BinaryKind::bitwise_and, DType::i32, {-1, 12}, {kI32Min, 10}), (V{kI32Min, 8}));
+  EXPECT_EQ(unary(UnaryKind::bitwise_not, DType::i32, {0, -1, 5}), (V{-1, 0, -6}));
+  EXPECT_EQ(unary(UnaryKind::bitwise_not, DType::u8, {0, 255, 5}), (V{255, 0, 250}));
+}
+
+// bool: add is or, mul is and, bitwise_not is logical; the predicates on integers.
+TEST_P(IntegerElementwiseTest, BoolAndPredicates) {
+  const V a = {0, 0, 1, 1}, b = {0, 1, 0, 1};
+  EXPECT_EQ(binary(BinaryKind::add, DType::boolean, a, b), (V{0, 1, 1, 1}));
+  EXPECT_EQ(binary(BinaryKind::mul, DType::boolean, a, b), (V{0, 0, 0, 1}));
+  EXPECT_EQ(binary(BinaryKind::bitwise_xor, DType::boolean, a, b), (V{0, 1, 1, 0}));
+  EXPECT_EQ(binary(BinaryKind::maximum, DType::boolean, a, b), (V{0, 1, 1, 1}));
+  EXPECT_EQ(binary(BinaryKind::lt, DType::boolean, a, b), (V{0, 1, 0, 0}));
+  EXPECT_EQ(unary(UnaryKind::bitwise_not, DType::boolean, {0, 1}), (V{1, 0}));
+  EXPECT_EQ(unary(UnaryKind::logical_not, DType::i64, {0, 5, -5}), (V{1, 0, 0}));
+  EXPECT_EQ(binary(BinaryKind::lt, DType::u8, {0, 200, 5}, {255, 100, 5}), (V{1, 0, 0}));
+  EXPECT_EQ(binary(BinaryKind::ge, DType::i64, {-4e15, 3}, {-4e15, 4}), (V{1, 0}));
+  for (DType t : {DType::i8, DType::u8, DType::i32, DType::i64, DType::boolean}) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    EXPECT_EQ(unary(UnaryKind::isnan, t, {0, 1}), (V{0, 0}));
+    EXPECT_EQ(unary(UnaryKind::isinf, t, {0, 1}), (V{0, 0}));
+    EXPECT_EQ(unary(UnaryKind::isfinite, t, {0, 1}), (V{1, 1}));
+  }
+  EXPECT_EQ(unary(UnaryKind::signbit, DType::i8, {-1, 0, 1}), (V{1, 0, 0}));
+}
+
+// where and clamp on integers: a bool condition picks i64 values exactly; clamp's crossing bounds.
+TEST_P(IntegerElementwiseTest, WhereAndClamp) {
+  TernaryDescriptor d;
+  d.kind = TernaryKind::where;
+  d.dtype = DType::i64;
+  d.a_shape = d.b_shape = d.c_shape = {3};
+  Tensor cond = tensor(DType::boolean, {1, 0, 1}), b = tensor(DType::i64, {4e15, 2, -3}),
+         c = tensor(DType::i64, {7, -4e15, 9});
+  Tensor out = output(DType::i64, 3);
+  ASSERT_OK(unwrap(TernaryPlan::select(stream(), d)).run(stream(), {}, {cond.ref(), b.ref(), c.ref(), out.mut()}));
+  ASSERT_OK(out.download());
+  EXPECT_EQ(values(out), (V{4e15, -4e15, -3}));
+  d.kind = TernaryKind::clamp;
+  d.dtype = DType::i8;
+  d.b_shape = d.c_shape = {};
+  d.b_scalar = -5;
+  d.c_scalar = 100;
+  Tensor x = tensor(DType::i8, {-128, 0, 127}), out8 = output(DType::i8, 3);
+  ASSERT_OK(unwrap(TernaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), {}, {}, out8.mut()}));
+  ASSERT_OK(out8.download());
+  EXPECT_EQ(values(out8), (V{-5, 0, 100}));
+}
+
+// Scalars and alpha of an integer dtype must be whole and in range; kinds refuse the dtypes they do
+// not take, and no backward takes an integer dtype.
+TEST_P(IntegerElementwiseTest, ErrorsNameTheField) {
+  BinaryDescriptor d;
+  d.kind = BinaryKind::add;
+  d.dtype = DType::i8;
+  d.a_shape = {4};
+  d.b_scalar = 1000;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.b_scalar"));
+  d.b_scalar = 2.5;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.b_scalar"));
+  d.b_scalar = 3;
+  d.alpha = 0.5;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.alpha"));
+  d.alpha = 1;
+  d.dtype = DType::u8;
+  d.b_scalar = -1;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.b_scalar"));
+  d.b_scalar = 255;
+  EXPECT_TRUE(BinaryPlan::select(stream(), d).status().is_ok());
+  d.dtype = DType::boolean;
+  d.b_scalar = 2;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.b_scalar"));
+  d.b_scalar = std::nullopt;
+  d.b_shape = {4};
+  for (const auto& [kind, dtype] : std::vector<std::pair<BinaryKind, DType>>{{BinaryKind::bitwise_and, DType::f32},
+                                                                             {BinaryKind::shift_left, DType::boolean},
+                                                                             {BinaryKind::sub, DType::boolean},
+                                                                             {BinaryKind::pow, DType::i32}}) {
+    d.kind = kind;
+    d.dtype = dtype;
+    EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::unsupported, "BinaryPlan",
+                                  "descriptor.dtype"))
+        << binary_kind_name(kind) << " " << dtype_name(dtype);
+  }
+  d.kind = BinaryKind::add;
+  d.dtype = DType::i32;
+  EXPECT_TRUE(testing::is_error(BinaryBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                "BinaryBackwardPlan", "descriptor.dtype"));
+  UnaryDescriptor u;
+  u.shape = {4};
+  u.kind = UnaryKind::exp;
+  u.dtype = DType::i32;
+  EXPECT_TRUE(testing::is_error(UnaryPlan::select(stream(), u).status(), StatusCode::unsupported, "UnaryPlan",
+                                "descriptor.dtype"));
+  u.kind = UnaryKind::bitwise_not;
+  u.dtype = DType::f32;
+  EXPECT_TRUE(testing::is_error(UnaryPlan::select(stream(), u).status(), StatusCode::unsupported, "UnaryPlan",
+                                "descriptor.dtype"));
+  u.kind = UnaryKind::abs;
+  u.dtype = DType::i64;
+  EXPECT_TRUE(testing::is_error(UnaryBackwardPlan::select(stream(), u).status(), StatusCode::unsupported,
+                                "UnaryBackwardPlan", "descriptor.dtype"));
+  TernaryDescriptor t;
+  t.kind = TernaryKind::clamp;
+  t.dtype = DType::boolean;
+  t.a_shape = t.b_shape = t.c_shape = {4};
+  EXPECT_TRUE(testing::is_error(TernaryPlan::select(stream(), t).status(), StatusCode::unsupported, "TernaryPlan",
+                                "descriptor.dtype"));
+  t.dtype = DType::i32;
+  t.c_shape = {};
+  t.c_scalar = 0.5;
+  EXPECT_TRUE(testing::is_error(TernaryPlan::select(stream(), t).status(), StatusCode::invalid_problem, "TernaryPlan",
+                                "descriptor.c_scalar"));
+}
+
+// (The dtype of a case is its own per check: one parameter per backend.)
+INSTANTIATE_TEST_SUITE_P(IntegerElementwise, IntegerElementwiseTest,
+                         ::testing::ValuesIn(testing::cases_of({DType::i32})), testing::case_name);
+
+}  // namespace
+}  // namespace baracuda
