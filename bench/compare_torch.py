@@ -34,7 +34,8 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU
 
 import torch  # noqa: E402
 
-DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
+DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+          "i8": torch.int8, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
 
 
 def rotation_sets(bytes_per_set):
@@ -378,6 +379,7 @@ BINARY_CASES = {
     "torch.mul(a, b)": binary_forward(torch.mul),
     "torch.div(a, b)": binary_forward(torch.div),
     "torch.maximum(a, b)": binary_forward(torch.maximum),
+    "torch.bitwise_and(a, b)": binary_forward(torch.bitwise_and),
     "torch.pow(a, b)": binary_forward(torch.pow),
     "torch.lt(a, b)": binary_forward(torch.lt),
     "a + b[D]": binary_forward(torch.add, "row"),

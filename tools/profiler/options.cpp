@@ -32,7 +32,7 @@ Runs every registered op's forward and backward cases, verifies each against a d
 reference, times it (median of many runs, inputs rotated past the L2 cache) and prints a table.
 
   --ops=LIST          ops to run, comma-separated (default: all; see --list)
-  --dtypes=LIST       f32,f64,f16,bf16 (default: each op's dtypes)
+  --dtypes=LIST       f32,f64,f16,bf16,i8,u8,i32,i64,bool (default: each op's dtypes)
   --shapes=LIST       shapes like 16384x4096,1000 (default: each op's standard shapes)
   --backend=cpu|cuda  (default: cuda where a GPU is, else cpu)
   --variant=NAME      force a kernel variant (see --list)
@@ -86,13 +86,14 @@ Expected<Options> parse_options(int argc, const char* const* argv) {
     } else if (arg == "--dtypes") {
       for (const std::string& name : split(value, ',')) {
         bool found = false;
-        for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64}) {
+        for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::u8, DType::i32, DType::i64,
+                        DType::boolean}) {
           if (name == dtype_name(d)) {
             o.dtypes.push_back(d);
             found = true;
           }
         }
-        if (!found) return bad("--dtypes: '" + name + "' is not a dtype (f32, f64, f16, bf16, i32, i64)");
+        if (!found) return bad("--dtypes: '" + name + "' is not a dtype (f32, f64, f16, bf16, i8, u8, i32, i64, bool)");
       }
     } else if (arg == "--shapes") {
       for (const std::string& text : split(value, ',')) {

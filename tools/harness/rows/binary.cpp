@@ -276,7 +276,16 @@ Desc bench_desc(DType dtype, const Shape& shape) {
 
 std::vector<BenchSample<Desc>> forward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
-  return {{"add", "torch.add(a, b)", dtypes, standard_shapes, bench_desc<K::add, Operand::same>},
+  return {{"add",
+           "torch.add(a, b)",
+           {DType::f32, DType::bf16, DType::i32},
+           standard_shapes,
+           bench_desc<K::add, Operand::same>},
+          {"bitwise_and",
+           "torch.bitwise_and(a, b)",
+           {DType::i32, DType::u8},
+           standard_shapes,
+           bench_desc<K::bitwise_and, Operand::same>},
           {"mul", "torch.mul(a, b)", dtypes, standard_shapes, bench_desc<K::mul, Operand::same>},
           {"div", "torch.div(a, b)", dtypes, standard_shapes, bench_desc<K::div, Operand::same>},
           {"maximum", "torch.maximum(a, b)", dtypes, standard_shapes, bench_desc<K::maximum, Operand::same>},
