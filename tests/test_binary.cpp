@@ -340,6 +340,40 @@ TEST_P(BinaryTest, PredicatesHaveNoBackward) {
   }
 }
 
+// Mixed dtypes: a 16-bit operand with an f32 one (either side) gives f32, computed in f32 from the
+// exact values; any other pair, a scalar operand or the backward is an error naming b_dtype.
+TEST_P(BinaryTest, MixedDtypes) {
+  const bool narrow = dtype() == DType::f16 || dtype() == DType::bf16;
+  BinaryDescriptor d = desc(BinaryKind::sub, {40, 30}, {30});
+  if (!narrow) {
+    d.b_dtype = dtype() == DType::f32 ? DType::f64 : DType::bf16;
+    EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::unsupported, "BinaryPlan",
+                                  "descriptor.b_dtype"));
+    return;
+  }
+  for (const bool narrow_a : {true, false}) {
+    SCOPED_TRACE(narrow_a ? "a 16-bit" : "b 16-bit");
+    d.dtype = narrow_a ? dtype() : DType::f32;
+    d.b_dtype = narrow_a ? DType::f32 : dtype();
+    EXPECT_EQ(binary_output_dtype(d), DType::f32);
+    Tensor a = unwrap(harness::random_tensor(backend(), d.dtype, contiguous(d.a_shape), rng_));
+    Tensor b = unwrap(harness::random_tensor(backend(), *d.b_dtype, contiguous(d.b_shape), rng_));
+    Tensor out = output({40, 30}, DType::f32);
+    const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d));
+    EXPECT_EQ(plan.precision_guarantee().compute, DType::f32);
+    ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    for (int64_t i = 0; i < out.shape.numel(); ++i)
+      ASSERT_EQ(out.at(i), static_cast<float>(a.at(i) - b.at(i % 30))) << i;
+  }
+  d.b_scalar = 2.0;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.b_dtype"));
+  d.b_scalar = std::nullopt;
+  EXPECT_TRUE(testing::is_error(BinaryBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                "BinaryBackwardPlan", "descriptor.b_dtype"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Binary, BinaryTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
 
 }  // namespace

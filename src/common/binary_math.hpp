@@ -449,13 +449,18 @@ inline constexpr int kBinaryGroupCount = static_cast<int>(std::tuple_size_v<Bina
 enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtreme, kBinaryPredicate, kBinaryBitwise };
 
 // The functors the elementwise launchers run.
-// (a, b) -> out
+// (a, b) -> out; swapped: the inputs are (b, a) (mixed dtypes put the narrower operand first, where
+// the launchers load it as a type of its own).
 template <class Math, class Acc_>
 struct BinaryForward {
   using Acc = Acc_;
   static constexpr int kIn = 2, kOut = 1;
   Acc alpha;
-  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::forward(x[0], x[1], alpha); }
+  bool swapped = false;
+  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    const Acc a = swapped ? x[1] : x[0], b = swapped ? x[0] : x[1];
+    y[0] = Math::forward(a, b, alpha);
+  }
 };
 // (tensor) -> out, the other operand a scalar: f(scalar, x) when scalar_is_a, else f(x, scalar).
 template <class Math, class Acc_>

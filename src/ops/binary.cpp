@@ -26,6 +26,7 @@ bool binary_kind_takes(BinaryKind kind, DType dtype) { return detail::kind_takes
 DType binary_output_dtype(const BinaryDescriptor& desc) {
   if (binary_kind_is_predicate(desc.kind)) return DType::boolean;
   if (desc.kind == BinaryKind::div && !is_floating(desc.dtype)) return DType::f32;
+  if (desc.b_dtype && *desc.b_dtype != desc.dtype) return DType::f32;
   return desc.dtype;
 }
 
@@ -95,6 +96,20 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
                                   [&](DType t) { return binary_kind_takes(d.kind, t); });
       !s)
     return s;
+  if (d.b_dtype && *d.b_dtype != d.dtype) {
+    if (d.a_scalar || d.b_scalar)
+      return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
+                        "is set with a scalar operand: mixed dtypes need two tensors");
+    const bool narrow_a = d.dtype == DType::f16 || d.dtype == DType::bf16;
+    const bool narrow_b = *d.b_dtype == DType::f16 || *d.b_dtype == DType::bf16;
+    if (!((narrow_a && *d.b_dtype == DType::f32) || (narrow_b && d.dtype == DType::f32)))
+      return plan_error(StatusCode::unsupported, plan, "descriptor.b_dtype",
+                        std::string(dtype_name(*d.b_dtype)) + " with dtype " + std::string(dtype_name(d.dtype)) +
+                            ": mixed dtypes are f16 or bf16 with f32 (cast an operand first)");
+    if (!binary_kind_takes(d.kind, DType::f32))
+      return plan_error(StatusCode::unsupported, plan, "descriptor.b_dtype",
+                        std::string(binary_kind_name(d.kind)) + " takes no float dtype");
+  }
   // An integer dtype's numbers: whole and within its range (true division computes in f32).
   if (d.kind != BinaryKind::div) {
     if (d.a_scalar)
@@ -131,7 +146,8 @@ struct BinaryFamily {
   static bool any_reduces(const Descriptor& d) { return reduces(d, false) || reduces(d, true); }
   static std::string_view kind_name(const Descriptor& d) { return binary_kind_name(d.kind); }
   static DType compute_dtype(const Descriptor& d) {
-    return elementwise_compute_dtype(d.kind == BinaryKind::div ? binary_output_dtype(d) : d.dtype);
+    const bool promoted = d.kind == BinaryKind::div || (d.b_dtype && *d.b_dtype != d.dtype);
+    return elementwise_compute_dtype(promoted ? binary_output_dtype(d) : d.dtype);
   }
 };
 template <class Hooks>
@@ -149,6 +165,7 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
     for (ArgSpec& s : specs) s.dtype = d.dtype;
     specs[0].shape = d.a_shape;
     specs[0].present = !d.a_scalar;
+    specs[1].dtype = d.b_dtype.value_or(d.dtype);
     specs[1].shape = d.b_shape;
     specs[1].present = !d.b_scalar;
     specs[2].shape = output_shape(d);
@@ -185,6 +202,9 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
     if (binary_kind_is_predicate(d.kind))
       return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.kind",
                         std::string(binary_kind_name(d.kind)) + " gives bool: it has no gradient");
+    if (d.b_dtype && *d.b_dtype != d.dtype)
+      return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.b_dtype",
+                        "mixed dtypes have no backward here yet (cast the narrower operand, or its gradient)");
     return Status::ok();
   }
   // An empty output may still have a gradient to write: zeros for an operand broadcast along a

@@ -54,30 +54,57 @@ Status with_binary_group(BinaryKind kind, F&& f) {
   return with_group<BinaryGroups>(kind, std::forward<F>(f));
 }
 
-// Calls f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a Math of group G) and
-// the element type (the backend's own 16-bit types): a forward (kForward) also on the integer dtypes
-// and bool the Math takes, a backward on the floats alone.
-template <int G, bool kForward, class Half, class BFloat16, class F>
-Status dispatch_binary(const BinaryDescriptor& desc, F&& f) {
-  return dispatch_kind<std::tuple_element_t<G, BinaryGroups>, Half, BFloat16, kForward>(desc.kind, desc.dtype,
-                                                                                        std::forward<F>(f));
+// The backward's dispatch: f(std::type_identity<Math>{}, std::type_identity<T>{}) for the kind (a
+// Math of group G) and the float element type (the backend's own 16-bit types).
+template <int G, class Half, class BFloat16, class F>
+Status dispatch_binary_backward(const BinaryDescriptor& desc, F&& f) {
+  return dispatch_kind<std::tuple_element_t<G, BinaryGroups>, Half, BFloat16>(desc.kind, desc.dtype,
+                                                                              std::forward<F>(f));
 }
 
-// The forward with its Math and element type T: launch(functor, ElementwiseTensors).
-template <class Math, class T, class Launch>
+// The forward's dispatch: f(type_identity<Math>, type_identity<T>, type_identity<First>) with the
+// element type T of the inputs and First that of the first input, T's but for mixed dtypes (b_dtype):
+// then T is f32 and First the narrower operand's 16-bit type (binary_typed puts that operand first).
+template <int G, class Half, class BFloat16, class F>
+Status dispatch_binary_forward(const BinaryDescriptor& desc, F&& f) {
+  using Group = std::tuple_element_t<G, BinaryGroups>;
+  if (!desc.b_dtype || *desc.b_dtype == desc.dtype)
+    return dispatch_kind<Group, Half, BFloat16, true>(
+        desc.kind, desc.dtype, [&](auto math, auto element) { return f(math, element, element); });
+  const DType narrow = desc.dtype == DType::f32 ? *desc.b_dtype : desc.dtype;
+  return dispatch_kind<Group, Half, BFloat16>(desc.kind, DType::f32, [&](auto math, auto element) -> Status {
+    if constexpr (std::is_same_v<typename decltype(element)::type, float>) {  // (the other floats: not compiled)
+      if (narrow == DType::f16) return f(math, element, std::type_identity<Half>{});
+      return f(math, element, std::type_identity<BFloat16>{});
+    } else {
+      return Status::error(StatusCode::invalid_problem, "mixed dtypes compute in f32");
+    }
+  });
+}
+
+// The forward with its Math, element type T and first input's type First (dispatch_binary_forward):
+// launch(functor, ElementwiseTensors).
+template <class Math, class T, class First, class Launch>
 Status binary_typed(const BinaryForwardProblem& p, Launch&& launch) {
   using Acc = math_compute_t<Math, T>;
   const Acc alpha = scalar_as<Acc>(p.desc.alpha);
-  if (p.desc.a_scalar || p.desc.b_scalar) {
+  if constexpr (!std::is_same_v<First, T>) {  // mixed dtypes: the narrower operand first
+    const bool swapped = p.desc.dtype == DType::f32;
+    const AnyTensorRef &first = swapped ? p.b : p.a, &second = swapped ? p.a : p.b;
+    const ElementwiseTensors<2, 1> t{
+        p.path, p.shape, {first.data, second.data}, {first.strides, second.strides}, {p.out.data}, {p.out.strides}};
+    return launch(BinaryForward<Math, Acc>{alpha, swapped}, t);
+  } else if (p.desc.a_scalar || p.desc.b_scalar) {
     const bool scalar_is_a = p.desc.a_scalar.has_value();
     const AnyTensorRef& x = scalar_is_a ? p.b : p.a;
     const ElementwiseTensors<1, 1> t{p.path, p.shape, {x.data}, {x.strides}, {p.out.data}, {p.out.strides}};
     const Acc scalar = scalar_as<Acc>(scalar_is_a ? *p.desc.a_scalar : *p.desc.b_scalar);
     return launch(BinaryScalarForward<Math, Acc>{alpha, scalar, scalar_is_a}, t);
+  } else {
+    const ElementwiseTensors<2, 1> t{p.path,       p.shape,        {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
+                                     {p.out.data}, {p.out.strides}};
+    return launch(BinaryForward<Math, Acc>{alpha}, t);
   }
-  const ElementwiseTensors<2, 1> t{p.path,       p.shape,        {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
-                                   {p.out.data}, {p.out.strides}};
-  return launch(BinaryForward<Math, Acc>{alpha}, t);
 }
 
 // The backward: one elementwise pass where neither operand is broadcast; else a reduction for each

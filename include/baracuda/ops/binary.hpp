@@ -20,7 +20,7 @@
 // rejects them, naming descriptor.kind), as PyTorch's autograd gives bool outputs none.
 // Bitwise, on integers and bool alone (torch.bitwise_and, ..., torch.bitwise_left_shift):
 //   bitwise_and bitwise_or bitwise_xor (on bool: the logical ones)    shift_left shift_right  a << b, a >> b
-// Not here yet: mixed dtypes with type promotion.
+// Mixed dtypes: `b_dtype` (f16 / bf16 with f32, forward only; other pairs: cast one operand first).
 //
 // Operands: each of a and b is a tensor of its own shape (`a_shape`, `b_shape`), or a scalar held in
 // the descriptor (`a_scalar` / `b_scalar` set: x + 2, 2 ** x); the output has the broadcast shape
@@ -107,6 +107,10 @@ struct BinaryDescriptor {
   Shape b_shape;                     // ignored where b_scalar is set
   std::optional<double> a_scalar{};  // a is this number, not a tensor (then a_shape is ignored)
   std::optional<double> b_scalar{};
+  // b's dtype where it differs from `dtype` (a's): f16 or bf16 with f32, either way round (a bf16
+  // activation plus an f32 residual); out is then f32 (PyTorch's type promotion), computed in f32.
+  // Forward alone, both operands tensors; any other pair is an unsupported error naming this field.
+  std::optional<DType> b_dtype{};
   double alpha = 1.0;  // add and sub: a +- alpha b (torch.add(a, b, alpha=...)); the other kinds ignore it
 };
 
@@ -134,7 +138,8 @@ using BinaryBackwardPlan = Plan<BinaryBackwardOp>;
 // true and the kind is no predicate).
 bool binary_kind_takes(BinaryKind kind, DType dtype);
 
-// out's dtype: bool for a predicate, f32 for div of an integer dtype, else descriptor.dtype.
+// out's dtype: bool for a predicate, f32 for div of an integer dtype or for mixed dtypes (b_dtype),
+// else descriptor.dtype.
 DType binary_output_dtype(const BinaryDescriptor& desc);
 
 // "add", "div_floor": the kind's name (SKUs and errors say it); "?" for a value that is no kind.

@@ -8,18 +8,19 @@ namespace baracuda::detail::cpu {
 
 template <int G>
 Status launch_group(const LaunchContext&, const BinaryForwardProblem& problem) {
-  return dispatch_binary<G, true, half, bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_binary_forward<G, half, bfloat16>(problem.desc, [&](auto math, auto element, auto first) {
     using T = typename decltype(element)::type;
     using Math = typename decltype(math)::type;
+    using First = typename decltype(first)::type;
     using Out = math_output_t<Math, T>;
-    return binary_typed<Math, T>(
-        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T, Out>(op, tensors); });
+    return binary_typed<Math, T, First>(
+        problem, [](const auto& op, const auto& tensors) { return run_elementwise<T, Out, First>(op, tensors); });
   });
 }
 
 template <int G>
 Status launch_group(const LaunchContext&, const BinaryBackwardProblem& problem) {
-  return dispatch_binary<G, false, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
+  return dispatch_binary_backward<G, half, bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
     return unless_predicate<typename decltype(math)::type>("BinaryBackwardPlan", [&](auto gradient_math) {
       using Math = typename decltype(gradient_math)::type;

@@ -12,12 +12,13 @@ namespace baracuda::detail::cuda {
 
 template <int G>
 Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& problem) {
-  return dispatch_binary<G, true, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) {
+  return dispatch_binary_forward<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element, auto first) {
     using T = typename decltype(element)::type;
     using Math = typename decltype(math)::type;
+    using First = typename decltype(first)::type;
     using Out = math_output_t<Math, T>;
-    return binary_typed<Math, T>(problem, [&](const auto& op, const auto& tensors) {
-      return run_elementwise<T, Out>(ctx.stream, ctx.target.sm_count, op, tensors);
+    return binary_typed<Math, T, First>(problem, [&](const auto& op, const auto& tensors) {
+      return run_elementwise<T, Out, First>(ctx.stream, ctx.target.sm_count, op, tensors);
     });
   });
 }
@@ -25,7 +26,7 @@ Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& proble
 template <int G>
 Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& problem) {
   const int sm_count = ctx.target.sm_count;
-  return dispatch_binary<G, false, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
+  return dispatch_binary_backward<G, __half, __nv_bfloat16>(problem.desc, [&](auto math, auto element) -> Status {
     using T = typename decltype(element)::type;
     return unless_predicate<typename decltype(math)::type>("BinaryBackwardPlan", [&](auto gradient_math) {
       using Math = typename decltype(gradient_math)::type;

@@ -213,6 +213,21 @@ std::vector<Sample<Desc>> samples(bool backward) {
     add({5, 7, 11}, {5, 7, 11}, k.a, k.b, Views::transposed);
     add({4097}, {4097}, k.a, k.b, Views::misaligned, input);
     add({4097}, {4097}, k.a, k.b, Views::misaligned, output);
+    // Mixed dtypes (forward): a 16-bit a with an f32 b and the other way round, out f32.
+    for (const auto& [dtypes, b_dtype] : std::vector<std::pair<std::vector<DType>, DType>>{
+             {{DType::f16, DType::bf16}, DType::f32}, {{DType::f32}, DType::bf16}, {{DType::f32}, DType::f16}}) {
+      if (backward) break;
+      const size_t first = out.size();
+      add({4097}, {4097}, k.a, k.b, Views::contiguous, {}, dtypes);
+      add({37, 53}, {53}, k.a, k.b, Views::contiguous, {}, dtypes);
+      add({53}, {37, 53}, k.a, k.b, Views::contiguous, {}, dtypes);
+      add({33, 128}, {33, 128}, k.a, k.b, Views::transposed, {}, dtypes);
+      add({33, 128}, {33, 128}, k.a, k.b, Views::misaligned, {}, dtypes);
+      for (size_t i = first; i < out.size(); ++i) {
+        out[i].desc.b_dtype = b_dtype;
+        out[i].note += ", b " + std::string(dtype_name(b_dtype));
+      }
+    }
     if (k.wide_a && !backward) {
       add({4097}, {4097}, *k.wide_a, *k.wide_b, Views::contiguous, {}, {DType::f32, DType::f64});
       add({33, 128}, {128}, *k.wide_a, *k.wide_b, Views::padded, {}, {DType::f32, DType::f64});
