@@ -380,6 +380,8 @@ BINARY_CASES = {
     "torch.div(a, b)": binary_forward(torch.div),
     "torch.maximum(a, b)": binary_forward(torch.maximum),
     "torch.bitwise_and(a, b)": binary_forward(torch.bitwise_and),
+    "a (16-bit) + b (f32)": lambda shape, dtype: ((lambda: (rand(shape, dtype), rand(shape, torch.float32))),
+                                                  lambda s: torch.add(s[0], s[1])),
     "torch.pow(a, b)": binary_forward(torch.pow),
     "torch.lt(a, b)": binary_forward(torch.lt),
     "a + b[D]": binary_forward(torch.add, "row"),

@@ -289,6 +289,13 @@ Desc bench_desc(DType dtype, const Shape& shape) {
   return d;
 }
 
+// a of the case's 16-bit dtype plus b in f32: out f32 (mixed dtypes).
+Desc mixed_add_desc(DType dtype, const Shape& shape) {
+  Desc d = bench_desc<K::add, Operand::same>(dtype, shape);
+  d.b_dtype = DType::f32;
+  return d;
+}
+
 std::vector<BenchSample<Desc>> forward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   return {{"add",
@@ -296,6 +303,7 @@ std::vector<BenchSample<Desc>> forward_bench() {
            {DType::f32, DType::bf16, DType::i32},
            standard_shapes,
            bench_desc<K::add, Operand::same>},
+          {"add_mixed", "a (16-bit) + b (f32)", {DType::bf16}, standard_shapes, mixed_add_desc},
           {"bitwise_and",
            "torch.bitwise_and(a, b)",
            {DType::i32, DType::u8},
