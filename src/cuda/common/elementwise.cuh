@@ -34,12 +34,13 @@ inline constexpr int64_t kMinRowLength = 128;
 // move 8, 4 or 2 bytes, still contiguous across a warp).
 template <class In, class Out>
 inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out)));
-// Vectors in flight a thread: kUnroll's (every vector is at most 16 bytes a tensor), but half of
-// them for one 16-bit input and output: 32 elements a thread, as f32's. With 64, the compiler kept
-// the f32 values of all 64 live across a costly function (bf16 silu and gelu: 94-102 registers, a
-// quarter of the warps resident, half the issue slots idle, 51-58% of the DRAM bandwidth).
+// Vectors in flight a thread: kUnroll's (every vector is at most 16 bytes a tensor), but at most 32
+// elements a thread, as f32's: the compiler keeps every element's compute-type value live. With 64
+// (one 16-bit input and output), bf16 silu and gelu held 94-102 registers, a quarter of the warps
+// resident, 51-58% of the DRAM bandwidth; with 128 (two u8 inputs), u8 bitwise_and held 148, an
+// eighth resident, 40%.
 template <class In, class Out, int kIn>
-inline constexpr int kPackUnroll = kIn == 1 && sizeof(In) == 2 && sizeof(Out) == 2 ? kUnroll<kIn> / 2 : kUnroll<kIn>;
+inline constexpr int kPackUnroll = std::min(kUnroll<kIn>, 32 / kPackSize<In, Out>);
 
 // Applies op to every lane of a vector of each input, in the compute type.
 template <class In, class Out, class Op, int N>
