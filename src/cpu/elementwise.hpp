@@ -73,16 +73,27 @@ BARACUDA_CPU_CLONES BARACUDA_CPU_FLATTEN void apply_contiguous_chunk(
         const In* __restrict from = p.in[k] + b;
         for (int j = 0; j < n; ++j) to[j] = convert<Acc>(from[j]);
       }
+      // Outputs of the compute type are written in place (a copy from the block, GCC's rep movsq,
+      // took 22% of a mixed-dtype add and where's f32 forward ran at half JAX's speed).
+      Acc* to_block[Op::kOut];
+      for (int k = 0; k < Op::kOut; ++k) {
+        if constexpr (std::is_same_v<Out, Acc>)
+          to_block[k] = p.out[k] + b;
+        else
+          to_block[k] = out[k];
+      }
       for (int j = 0; j < n; ++j) {
         Acc x[kSlots<Op::kIn>], y[Op::kOut];
         for (int k = 0; k < Op::kIn; ++k) x[k] = from_block[k][j];
         f(x, y);
-        for (int k = 0; k < Op::kOut; ++k) out[k][j] = y[k];
+        for (int k = 0; k < Op::kOut; ++k) to_block[k][j] = y[k];
       }
-      for (int k = 0; k < Op::kOut; ++k) {
-        const Acc* __restrict from = out[k];
-        Out* __restrict to = p.out[k] + b;
-        for (int j = 0; j < n; ++j) to[j] = convert<Out>(from[j]);
+      if constexpr (!std::is_same_v<Out, Acc>) {
+        for (int k = 0; k < Op::kOut; ++k) {
+          const Acc* __restrict from = out[k];
+          Out* __restrict to = p.out[k] + b;
+          for (int j = 0; j < n; ++j) to[j] = convert<Out>(from[j]);
+        }
       }
     }
   }
