@@ -1,4 +1,5 @@
-// CPU kernels of the unary kinds abs, neg, sign, reciprocal, square, sqrt, rsqrt, floor, ceil, round, trunc, frac, bitwise_not.
+// CPU kernels of the unary kinds abs, neg, sign, reciprocal, square, sqrt, rsqrt, floor, ceil, round, trunc, frac,
+// bitwise_not.
 #include "cpu/unary/group.hpp"
 
 namespace baracuda::detail::cpu {

@@ -1,4 +1,5 @@
-// CUDA kernels of the unary kinds abs, neg, sign, reciprocal, square, sqrt, rsqrt, floor, ceil, round, trunc, frac, bitwise_not.
+// CUDA kernels of the unary kinds abs, neg, sign, reciprocal, square, sqrt, rsqrt, floor, ceil, round, trunc, frac,
+// bitwise_not.
 #include "cuda/unary/group.cuh"
 
 namespace baracuda::detail::cuda {
