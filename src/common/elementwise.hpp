@@ -197,7 +197,8 @@ struct FastDivide32 {
 #if defined(__CUDA_ARCH__)
     return static_cast<uint32_t>(__umul64hi(m, n));
 #else
-    return static_cast<uint32_t>((static_cast<unsigned __int128>(m) * n) >> 64);
+    const uint64_t low = (m & 0xffffffffu) * n, high = (m >> 32) * n;  // 32 x 32 bits each: no overflow
+    return static_cast<uint32_t>((high + (low >> 32)) >> 32);
 #endif
   }
 };
