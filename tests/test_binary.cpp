@@ -340,38 +340,83 @@ TEST_P(BinaryTest, PredicatesHaveNoBackward) {
   }
 }
 
-// Mixed dtypes: a 16-bit operand with an f32 one (either side) gives f32, computed in f32 from the
-// exact values; any other pair, a scalar operand or the backward is an error naming b_dtype.
+// Mixed dtypes: a and b compute in their promotion (PyTorch's rules), out has it. f16 / bf16 with f32
+// (either side) runs without workspace; other pairs cast first, through the workspace. The values:
+// small whole numbers, exact in every dtype, so the results are exact too.
 TEST_P(BinaryTest, MixedDtypes) {
   const bool narrow = dtype() == DType::f16 || dtype() == DType::bf16;
-  BinaryDescriptor d = desc(BinaryKind::sub, {40, 30}, {30});
-  if (!narrow) {
-    d.b_dtype = dtype() == DType::f32 ? DType::f64 : DType::bf16;
-    EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::unsupported, "BinaryPlan",
-                                  "descriptor.b_dtype"));
-    return;
+  std::vector<std::pair<DType, DType>> pairs = {{dtype(), DType::i32}, {DType::i64, dtype()}};
+  if (narrow) pairs.insert(pairs.end(), {{dtype(), DType::f32}, {DType::f32, dtype()}});
+  if (dtype() == DType::f16) pairs.push_back({DType::f16, DType::bf16});
+  if (dtype() == DType::f32) pairs.push_back({DType::f32, DType::f64});
+  BinaryDescriptor d = desc(BinaryKind::sub, {40, 32}, {32});
+  for (const auto& [a_dtype, b_dtype] : pairs) {
+    SCOPED_TRACE(std::string(dtype_name(a_dtype)) + " with " + std::string(dtype_name(b_dtype)));
+    d.dtype = a_dtype;
+    d.b_dtype = b_dtype;
+    const DType to = *promote_types(a_dtype, b_dtype);
+    EXPECT_EQ(binary_output_dtype(d), to);
+    Tensor a = unwrap(harness::random_tensor(backend(), a_dtype, contiguous(d.a_shape), rng_, -50, 50));
+    Tensor b = unwrap(harness::random_tensor(backend(), b_dtype, contiguous(d.b_shape), rng_, -50, 50));
+    for (double& v : a.host) v = std::round(v);
+    for (double& v : b.host) v = std::round(v);
+    ASSERT_OK(a.upload());
+    ASSERT_OK(b.upload());
+    Tensor out = output({40, 32}, to);
+    const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d));
+    EXPECT_EQ(plan.precision_guarantee().compute, to == DType::f64 ? DType::f64 : DType::f32);
+    const bool loads_itself = is_floating(a_dtype) && is_floating(b_dtype) && to == DType::f32 &&
+                              (a_dtype == DType::f32 || b_dtype == DType::f32);
+    EXPECT_EQ(plan.workspace_size() == 0, loads_itself);
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    if (!loads_itself) {  // too little workspace: an error naming it, nothing written
+      EXPECT_TRUE(testing::is_error(plan.run(stream(), {ws.data(), ws.size() - 16}, {a.ref(), b.ref(), out.mut()}),
+                                    StatusCode::workspace_too_small, "BinaryPlan", "workspace.size"));
+    }
+    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {a.ref(), b.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    for (int64_t i = 0; i < out.shape.numel(); ++i) ASSERT_EQ(out.at(i), a.at(i) - b.at(i % 32)) << i;
   }
-  for (const bool narrow_a : {true, false}) {
-    SCOPED_TRACE(narrow_a ? "a 16-bit" : "b 16-bit");
-    d.dtype = narrow_a ? dtype() : DType::f32;
-    d.b_dtype = narrow_a ? DType::f32 : dtype();
-    EXPECT_EQ(binary_output_dtype(d), DType::f32);
+  // The backward of floats: dout in the promoted dtype, da and db in their operands' (db summed over rows).
+  if (dtype() != DType::f64) {
+    d.dtype = dtype();
+    d.b_dtype = dtype() == DType::f32 ? DType::f64 : DType::f32;
+    const DType to = *promote_types(d.dtype, *d.b_dtype);
     Tensor a = unwrap(harness::random_tensor(backend(), d.dtype, contiguous(d.a_shape), rng_));
     Tensor b = unwrap(harness::random_tensor(backend(), *d.b_dtype, contiguous(d.b_shape), rng_));
-    Tensor out = output({40, 30}, DType::f32);
-    const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d));
-    EXPECT_EQ(plan.precision_guarantee().compute, DType::f32);
-    ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
-    ASSERT_OK(out.download());
-    for (int64_t i = 0; i < out.shape.numel(); ++i)
-      ASSERT_EQ(out.at(i), static_cast<float>(a.at(i) - b.at(i % 30))) << i;
+    Tensor dout = unwrap(harness::random_tensor(backend(), to, contiguous({40, 32}), rng_, -8, 8));
+    for (double& v : dout.host) v = std::round(v);
+    ASSERT_OK(dout.upload());
+    Tensor da = output(d.a_shape, d.dtype), db = output(d.b_shape, *d.b_dtype);
+    const BinaryBackwardPlan plan = unwrap(BinaryBackwardPlan::select(stream(), d));
+    EXPECT_EQ(plan.arg_specs()[0].dtype, to);
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {dout.ref(), a.ref(), b.ref(), da.mut(), db.mut()}));
+    ASSERT_OK(da.download());
+    ASSERT_OK(db.download());
+    for (int64_t i = 0; i < da.shape.numel(); ++i) ASSERT_EQ(da.at(i), dout.at(i)) << i;
+    for (int64_t j = 0; j < 32; ++j) {
+      double sum = 0;
+      for (int64_t r = 0; r < 40; ++r) sum -= dout.at(r * 32 + j);
+      ASSERT_EQ(db.at(j), sum) << j;  // (whole numbers below 2^11: exact in every dtype)
+    }
+    d.b_dtype = DType::i32;  // an integer has no gradient
+    EXPECT_TRUE(testing::is_error(BinaryBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                  "BinaryBackwardPlan", "descriptor.b_dtype"));
   }
+  d.dtype = dtype();
+  d.b_dtype = DType::i32;
   d.b_scalar = 2.0;
   EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
                                 "descriptor.b_dtype"));
   d.b_scalar = std::nullopt;
-  EXPECT_TRUE(testing::is_error(BinaryBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
-                                "BinaryBackwardPlan", "descriptor.b_dtype"));
+  d.kind = BinaryKind::bitwise_and;  // promoted to a float: bitwise_and does not take it
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::unsupported, "BinaryPlan",
+                                "descriptor.b_dtype"));
+  d.dtype = DType::u8;  // u8 with i8: i16, no dtype here
+  d.b_dtype = DType::i8;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::unsupported, "BinaryPlan",
+                                "descriptor.b_dtype"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Binary, BinaryTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);

@@ -127,10 +127,14 @@ const VariantInfo* variant_of(const OpSchema& schema, std::string_view sku_varia
 }
 
 // Every element of every output within tolerance of the reference, relative to 1 + the sum of the
-// magnitudes of its terms (see RefOutput::verify_scale); NaN (an element never written) fails.
-void expect_outputs_match(const ProblemTensors& t, const harness::RefIO& want, double tol, DType accumulator) {
+// magnitudes of its terms (see RefOutput::verify_scale); NaN (an element never written) fails. The
+// tolerance is the row's at the problem's dtype, or at the output's own where that is looser (mixed
+// dtypes: an integer a with an f32 b gives f32, an f32 a with a bf16 b a bf16 db).
+void expect_outputs_match(const OpRow& row, const ProblemTensors& t, const harness::RefIO& want, double problem_tol,
+                          DType accumulator) {
   for (size_t k = 0; k < t.specs.size(); ++k) {
     if (!t.specs[k].present || !t.specs[k].output) continue;
+    const double tol = std::max(problem_tol, row.tolerance(t.specs[k].dtype));
     const harness::RefOutput& ref = want.outputs[k];
     const harness::Tensor& got = t.tensors[k];
     const profiler::Verification v = profiler::verify_sampled(
@@ -171,7 +175,7 @@ TEST_P(OpTableTest, SamplesMatchTheReferenceUnderEveryVariant) {
       }
       ++runs;
       ASSERT_OK(t.download_outputs());
-      expect_outputs_match(t, want, tol, p.precision_guarantee().accumulator);
+      expect_outputs_match(row(), t, want, tol, p.precision_guarantee().accumulator);
       if (p.counts_bad_indices()) {
         EXPECT_EQ(unwrap(t.bad_index_count()), want.bad_index_count) << "bad_index_count";
       }

@@ -51,4 +51,13 @@ bool is_floating(DType dtype) {
 
 bool is_index(DType dtype) { return dtype == DType::i32 || dtype == DType::i64; }
 
+std::optional<DType> promote_types(DType a, DType b) {
+  if (a == b || b == DType::boolean) return a;
+  if (a == DType::boolean) return b;
+  if (is_floating(a) != is_floating(b)) return is_floating(a) ? a : b;
+  if (dtype_size(a) != dtype_size(b)) return dtype_size(a) > dtype_size(b) ? a : b;
+  if (is_floating(a)) return DType::f32;  // f16 with bf16: neither holds the other
+  return std::nullopt;                    // u8 with i8: i16
+}
+
 }  // namespace baracuda

@@ -3,6 +3,7 @@
 // a Math struct (common/binary_math.hpp), its name below and its place in a group of BinaryGroups.
 #include "baracuda/ops/binary.hpp"
 
+#include "common/checked.hpp"
 #include "ops/binary_problem.hpp"
 // (after the problem header, whose launch overloads it calls)
 #include "ops/broadcast_hooks.hpp"
@@ -25,9 +26,8 @@ bool binary_kind_takes(BinaryKind kind, DType dtype) { return detail::kind_takes
 
 DType binary_output_dtype(const BinaryDescriptor& desc) {
   if (binary_kind_is_predicate(desc.kind)) return DType::boolean;
-  if (desc.kind == BinaryKind::div && !is_floating(desc.dtype)) return DType::f32;
-  if (desc.b_dtype && *desc.b_dtype != desc.dtype) return DType::f32;
-  return desc.dtype;
+  const DType operands = desc.b_dtype ? promote_types(desc.dtype, *desc.b_dtype).value_or(desc.dtype) : desc.dtype;
+  return desc.kind == BinaryKind::div && !is_floating(operands) ? DType::f32 : operands;
 }
 
 std::optional<Shape> binary_output_shape(const BinaryDescriptor& desc) {
@@ -78,6 +78,66 @@ Expanded expand_operands(const BinaryDescriptor& d, const AnyTensorRef& a, const
   return {out, expand(out, d.a_scalar.has_value(), d.a_shape, a), expand(out, d.b_scalar.has_value(), d.b_shape, b)};
 }
 
+// Mixed dtypes (b_dtype): a and b compute in their promoted dtype (promote_types). The forward of f16
+// or bf16 with f32 loads the 16-bit operand in its kernels; every other pair, and every backward,
+// first casts the operand of the other dtype into the workspace (and the backward casts that
+// operand's gradient back), then runs as one dtype.
+bool mixed(const BinaryDescriptor& d) { return d.b_dtype && *d.b_dtype != d.dtype; }
+DType operand_dtype(const BinaryDescriptor& d) {
+  return mixed(d) ? promote_types(d.dtype, *d.b_dtype).value_or(d.dtype) : d.dtype;
+}
+bool loads_mixed(const BinaryDescriptor& d) {
+  auto half = [](DType t) { return t == DType::f16 || t == DType::bf16; };
+  return mixed(d) && ((half(d.dtype) && *d.b_dtype == DType::f32) || (half(*d.b_dtype) && d.dtype == DType::f32));
+}
+bool casts_operand(const BinaryDescriptor& d, bool of_b, bool backward) {
+  if (!mixed(d) || (!backward && loads_mixed(d))) return false;
+  return (of_b ? *d.b_dtype : d.dtype) != operand_dtype(d);
+}
+
+// Where the casts' buffers lie, from the workspace's start: a's and b's values in the promoted dtype,
+// then (backward) their gradients; -1 where there is none. `end`: the bytes they take.
+struct PromotionBuffers {
+  int64_t at[4] = {-1, -1, -1, -1};  // a, b, da, db
+  CheckedSize end;
+};
+PromotionBuffers promotion_buffers(const BinaryDescriptor& d, bool backward) {
+  PromotionBuffers b;
+  const int64_t element = static_cast<int64_t>(dtype_size(operand_dtype(d)));
+  for (int k = 0; k < (backward ? 4 : 2); ++k) {
+    const bool of_b = k % 2 == 1;
+    if (!casts_operand(d, of_b, backward)) continue;
+    b.at[k] = b.end.saturated();
+    b.end = round_up_to(b.end + CheckedSize((of_b ? d.b_shape : d.a_shape).numel()) * element, 256);
+  }
+  return b;
+}
+Status check_promotion_workspace(std::string_view plan, const CheckedSize& bytes) {
+  if (bytes.below(kMaxBytes)) return Status::ok();
+  return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
+                    "the casts of the type promotion would need 2^63 bytes of workspace");
+}
+
+// Rewrites a problem whose operands are cast (casts_operand) into one of the promoted dtype: each
+// such operand's cast into its buffer runs first, and the operand becomes the buffer.
+void promote_operands(const LaunchContext& ctx, BinaryDescriptor& d, AnyTensorRef& a, AnyTensorRef& b, bool backward,
+                      PromotionCasts& casts) {
+  const PromotionBuffers buffers = promotion_buffers(d, backward);
+  const DType to = operand_dtype(d);
+  for (const bool of_b : {false, true}) {
+    if (!casts_operand(d, of_b, backward)) continue;
+    AnyTensorRef& x = of_b ? b : a;
+    const Shape& shape = of_b ? d.b_shape : d.a_shape;
+    const AnyTensorMut buffer =
+        AnyTensorMut::contiguous(static_cast<char*>(ctx.workspace.data) + buffers.at[of_b], to, shape);
+    casts.before[casts.before_count++] = {
+        {x.dtype, to, shape}, cast_path(ctx.target.backend, shape, x, buffer), x, buffer};
+    x = buffer;
+  }
+  d.dtype = to;
+  d.b_dtype.reset();
+}
+
 // Is a tensor operand broadcast along some dim of the output (its gradient then a reduction)?
 bool reduces(const BinaryDescriptor& d, bool of_b) {
   if (of_b ? d.b_scalar.has_value() : d.a_scalar.has_value()) return false;
@@ -92,23 +152,28 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
   if (d.a_scalar && d.b_scalar)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_scalar",
                       "is set as a_scalar is: at least one operand must be a tensor");
-  if (Status s = check_kind_dtype(plan, binary_kind_name(d.kind), d.dtype,
-                                  [&](DType t) { return binary_kind_takes(d.kind, t); });
-      !s)
-    return s;
-  if (d.b_dtype && *d.b_dtype != d.dtype) {
+  if (!mixed(d))  // (mixed dtypes: the promoted one, below)
+    if (Status s = check_kind_dtype(plan, binary_kind_name(d.kind), d.dtype,
+                                    [&](DType t) { return binary_kind_takes(d.kind, t); });
+        !s)
+      return s;
+  if (mixed(d)) {
     if (d.a_scalar || d.b_scalar)
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
                         "is set with a scalar operand: mixed dtypes need two tensors");
-    const bool narrow_a = d.dtype == DType::f16 || d.dtype == DType::bf16;
-    const bool narrow_b = *d.b_dtype == DType::f16 || *d.b_dtype == DType::bf16;
-    if (!((narrow_a && *d.b_dtype == DType::f32) || (narrow_b && d.dtype == DType::f32)))
+    if (static_cast<int>(*d.b_dtype) > static_cast<int>(DType::boolean))
+      return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
+                        std::to_string(static_cast<int>(*d.b_dtype)) + " is not a DType");
+    const std::string pair =
+        std::string(dtype_name(d.dtype)) + " with " + std::string(dtype_name(*d.b_dtype)) + " promote to ";
+    const std::optional<DType> to = promote_types(d.dtype, *d.b_dtype);
+    if (!to)
       return plan_error(StatusCode::unsupported, plan, "descriptor.b_dtype",
-                        std::string(dtype_name(*d.b_dtype)) + " with dtype " + std::string(dtype_name(d.dtype)) +
-                            ": mixed dtypes are f16 or bf16 with f32 (cast an operand first)");
-    if (!binary_kind_takes(d.kind, DType::f32))
-      return plan_error(StatusCode::unsupported, plan, "descriptor.b_dtype",
-                        std::string(binary_kind_name(d.kind)) + " takes no float dtype");
+                        pair + "i16, which is no dtype here (cast one operand first)");
+    if (!binary_kind_takes(d.kind, *to))
+      return plan_error(
+          StatusCode::unsupported, plan, "descriptor.b_dtype",
+          pair + std::string(dtype_name(*to)) + ", which " + std::string(binary_kind_name(d.kind)) + " does not take");
   }
   // An integer dtype's numbers: whole and within its range (true division computes in f32).
   if (d.kind != BinaryKind::div) {
@@ -117,7 +182,7 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
     if (d.b_scalar)
       if (Status s = check_scalar_fits(plan, "descriptor.b_scalar", *d.b_scalar, d.dtype); !s) return s;
     if (d.kind == BinaryKind::add || d.kind == BinaryKind::sub)
-      if (Status s = check_scalar_fits(plan, "descriptor.alpha", d.alpha, d.dtype); !s) return s;
+      if (Status s = check_scalar_fits(plan, "descriptor.alpha", d.alpha, operand_dtype(d)); !s) return s;
   }
   if (!d.a_scalar)
     if (Status s = check_shape(plan, "descriptor.a_shape", d.a_shape); !s) return s;
@@ -146,8 +211,8 @@ struct BinaryFamily {
   static bool any_reduces(const Descriptor& d) { return reduces(d, false) || reduces(d, true); }
   static std::string_view kind_name(const Descriptor& d) { return binary_kind_name(d.kind); }
   static DType compute_dtype(const Descriptor& d) {
-    const bool promoted = d.kind == BinaryKind::div || (d.b_dtype && *d.b_dtype != d.dtype);
-    return elementwise_compute_dtype(promoted ? binary_output_dtype(d) : d.dtype);
+    const DType operands = operand_dtype(d);  // (integer true division computes in f32)
+    return elementwise_compute_dtype(d.kind == BinaryKind::div && !is_floating(operands) ? DType::f32 : operands);
   }
 };
 template <class Hooks>
@@ -171,9 +236,11 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
     specs[2].shape = output_shape(d);
     specs[2].dtype = binary_output_dtype(d);
   }
-  static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
-    return PlanChoice{forced.value_or(-1), 0, 0};
+    const CheckedSize workspace = promotion_buffers(d, false).end;
+    if (Status s = check_promotion_workspace(kSchema.plan, workspace); !s) return s;
+    return PlanChoice{forced.value_or(-1), static_cast<size_t>(workspace.value()), 0};
   }
   template <class F>
   static auto elementwise_views(const Descriptor& d, const Args& args, F&& f) {
@@ -183,8 +250,12 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
     return f({e.a, e.b, args.out}, 2);
   }
   static BinaryForwardProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& args) {
-    const Expanded e = expand_operands(d, args.a, args.b);
-    return {d, e.shape, path(ctx.target, d, ctx.choice, &args), e.a, e.b, args.out};
+    Descriptor run = d;
+    Args views = args;
+    PromotionCasts casts;
+    if (mixed(d) && !loads_mixed(d)) promote_operands(ctx, run, views.a, views.b, false, casts);
+    const Expanded e = expand_operands(run, views.a, views.b);
+    return {run, e.shape, fitting_path(ctx, run, views), e.a, e.b, args.out, casts};
   }
 };
 
@@ -202,9 +273,9 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
     if (binary_kind_is_predicate(d.kind))
       return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.kind",
                         std::string(binary_kind_name(d.kind)) + " gives bool: it has no gradient");
-    if (d.b_dtype && *d.b_dtype != d.dtype)
+    if (mixed(d) && !is_floating(*d.b_dtype))
       return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.b_dtype",
-                        "mixed dtypes have no backward here yet (cast the narrower operand, or its gradient)");
+                        std::string(dtype_name(*d.b_dtype)) + " has no gradient (the backward takes float dtypes)");
     return Status::ok();
   }
   // An empty output may still have a gradient to write: zeros for an operand broadcast along a
@@ -215,6 +286,8 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
   }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
     for (ArgSpec& s : specs) s.dtype = d.dtype;
+    specs[0].dtype = binary_output_dtype(d);
+    specs[2].dtype = specs[4].dtype = d.b_dtype.value_or(d.dtype);
     specs[0].shape = output_shape(d);
     specs[1].shape = specs[3].shape = d.a_shape;
     specs[2].shape = specs[4].shape = d.b_shape;
@@ -232,20 +305,27 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
                             (broadcast ? "a broadcast operand's gradient needs broadcast_reduce"
                                        : "no operand is broadcast: broadcast_reduce has nothing to reduce") +
                             ")");
-    PlanChoice c{forced.value_or(-1), 0, 0};
+    // The casts' buffers first, then the reductions' partials.
+    const CheckedSize promotion = promotion_buffers(d, true).end;
+    if (Status s = check_promotion_workspace(kSchema.plan, promotion); !s) return s;
+    PlanChoice c{forced.value_or(-1), static_cast<size_t>(promotion.value()), 0};
     if (!broadcast) return c;
     c.variant = kBroadcastReduce;
     const Shape out = output_shape(d);
     int64_t splits[2] = {0, 0};
+    size_t reduction = 0;
     for (const bool of_b : {false, true}) {
       if (!reduces(d, of_b)) continue;
       bool b[kMaxRank];
       broadcast_dims(out, of_b ? d.b_shape : d.a_shape, b);
       int64_t m = 1, r = 1;
       for (int i = 0; i < out.rank; ++i) (b[i] ? r : m) *= out.dims[i];
-      splits[of_b] = reduction_splits(t, m, r, d.dtype, pref.workspace_limit, c.workspace);
+      size_t partials = 0;
+      splits[of_b] = reduction_splits(t, m, r, operand_dtype(d), pref.workspace_limit, partials);
+      reduction = std::max(reduction, partials);
     }
     c.knob = splits[0] | (splits[1] << 32);  // each at most m + a few 2^20: far below 2^31
+    c.workspace += reduction;
     return c;
   }
   // The elementwise passes' views: dout, a, b, and the gradients written elementwise (of operands
@@ -261,21 +341,39 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
     return f({args.dout, e.a, e.b, da, db}, 3);
   }
   static BinaryBackwardProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& args) {
-    const Expanded e = expand_operands(d, args.a, args.b);
     BinaryBackwardProblem p;
-    p.desc = d;
+    Descriptor run = d;
+    Args views = args;
+    const PromotionBuffers buffers = promotion_buffers(d, true);
+    char* const workspace = static_cast<char*>(ctx.workspace.data);
+    if (mixed(d)) {
+      const DType to = operand_dtype(d);
+      // A gradient of an operand that was cast: computed into its buffer, then cast back to it.
+      for (const bool of_b : {false, true}) {
+        AnyTensorMut& gradient = of_b ? views.db : views.da;
+        if (!casts_operand(d, of_b, true) || !gradient.data) continue;
+        const Shape& shape = of_b ? d.b_shape : d.a_shape;
+        const AnyTensorMut buffer = AnyTensorMut::contiguous(workspace + buffers.at[2 + of_b], to, shape);
+        p.casts.after[p.casts.after_count++] = {
+            {to, gradient.dtype, shape}, cast_path(ctx.target.backend, shape, buffer, gradient), buffer, gradient};
+        gradient = buffer;
+      }
+      promote_operands(ctx, run, views.a, views.b, true, p.casts);
+    }
+    const Expanded e = expand_operands(run, views.a, views.b);
+    p.desc = run;
     p.shape = e.shape;
-    p.path = path(ctx.target, d, ctx.choice, &args);
-    p.dout = args.dout;
+    p.path = fitting_path(ctx, run, views);
+    p.dout = views.dout;
     p.a = e.a;
     p.b = e.b;
-    if (args.da.data) p.da = expand(e.shape, d.a_scalar.has_value(), d.a_shape, args.da);
-    if (args.db.data) p.db = expand(e.shape, d.b_scalar.has_value(), d.b_shape, args.db);
+    if (views.da.data) p.da = expand(e.shape, d.a_scalar.has_value(), d.a_shape, views.da);
+    if (views.db.data) p.db = expand(e.shape, d.b_scalar.has_value(), d.b_shape, views.db);
     if (ctx.choice.variant == kBroadcastReduce) {
       p.splits_a = ctx.choice.knob & 0xffffffff;
       p.splits_b = ctx.choice.knob >> 32;
     }
-    p.workspace = ctx.workspace.data;
+    p.workspace = workspace ? workspace + buffers.end.saturated() : nullptr;
     return p;
   }
 };

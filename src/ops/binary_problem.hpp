@@ -11,10 +11,31 @@
 #include "baracuda/ops/binary.hpp"
 #include "common/binary_math.hpp"
 #include "common/dispatch.hpp"
+#include "ops/copy_problem.hpp"
 #include "ops/elementwise_layout.hpp"
 #include "ops/launch.hpp"
 
 namespace baracuda::detail {
+
+// Type promotion by casting (mixed dtypes but the pairs the kernels load themselves): the casts
+// into the workspace that run before the problem (an operand of another dtype than the promoted
+// one) and after it (the backward's gradient of such an operand, computed in the promoted dtype,
+// back to the operand's).
+struct PromotionCasts {
+  CastProblem before[2], after[2];
+  int before_count = 0, after_count = 0;
+};
+
+// The casts before, the problem itself (run()), then the casts after; cast(c) launches one.
+template <class Cast, class Run>
+Status run_with_casts(const PromotionCasts& casts, Cast&& cast, Run&& run) {
+  for (int i = 0; i < casts.before_count; ++i)
+    if (Status s = cast(casts.before[i]); !s) return s;
+  if (Status s = run(); !s) return s;
+  for (int i = 0; i < casts.after_count; ++i)
+    if (Status s = cast(casts.after[i]); !s) return s;
+  return Status::ok();
+}
 
 struct BinaryForwardProblem {
   BinaryDescriptor desc;
@@ -22,6 +43,7 @@ struct BinaryForwardProblem {
   ElementwisePath path = ElementwisePath::strided;
   AnyTensorRef a, b;  // expanded to shape; no data where the operand is a scalar
   AnyTensorMut out;
+  PromotionCasts casts;  // (then desc has the promoted dtype and no b_dtype, a and b the casts' outputs)
 };
 
 struct BinaryBackwardProblem {
@@ -34,6 +56,7 @@ struct BinaryBackwardProblem {
   // it is not broadcast (its gradient is written elementwise).
   int64_t splits_a = 0, splits_b = 0;
   void* workspace = nullptr;
+  PromotionCasts casts;  // (as the forward's; da and db then the casts' inputs)
 };
 
 // For each dim of `out`: is `operand` (right-aligned to it) broadcast there (size 1 against a size
@@ -63,7 +86,8 @@ Status dispatch_binary_backward(const BinaryDescriptor& desc, F&& f) {
 }
 
 // The forward's dispatch: f(type_identity<Math>, type_identity<T>, type_identity<First>) with the
-// element type T of the inputs and First that of the first input, T's but for mixed dtypes (b_dtype):
+// element type T of the inputs and First that of the first input, T's but for the mixed dtypes the
+// kernels load themselves (b_dtype f16 or bf16 with f32; other pairs were cast to one dtype first):
 // then T is f32 and First the narrower operand's 16-bit type (binary_typed puts that operand first).
 template <int G, class Half, class BFloat16, class F>
 Status dispatch_binary_forward(const BinaryDescriptor& desc, F&& f) {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "ops/elementwise_layout.hpp"
+#include "ops/launch.hpp"
 #include "ops/validate.hpp"
 
 namespace baracuda::detail {
@@ -44,6 +45,20 @@ struct BroadcastHooksBase {
     return Hooks::elementwise_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
       return layout_path(t.backend, Family::output_shape(d), v, inputs);
     });
+  }
+  // The path a problem runs its views in (a binary promotion's casts rewrite them after select): the
+  // forced one where they fit it, else their own.
+  template <class Args>
+  static ElementwisePath fitting_path(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
+    PlanChoice c = ctx.choice;
+    if (c.variant >= 0 && c.variant != kBroadcastReduce) {
+      const Status fits = Hooks::elementwise_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
+        return check_forced_path(Hooks::kSchema.plan, static_cast<ElementwisePath>(c.variant), Family::output_shape(d),
+                                 v, inputs);
+      });
+      if (!fits) c.variant = -1;
+    }
+    return path(ctx.target, d, c, &a);
   }
   // An output may be an input exactly where Hooks allows it, and overlap nothing else; a forced
   // elementwise variant must fit the views.

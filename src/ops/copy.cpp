@@ -23,6 +23,12 @@ std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTenso
   return std::nullopt;
 }
 
+int cast_path(Backend backend, const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y) {
+  const ElementwisePath p = layout_path(backend, shape, {x, y}, 1);
+  if (backend == Backend::cuda && p == ElementwisePath::strided && transpose_shape(shape, x, y)) return kCastTranspose;
+  return static_cast<int>(p);
+}
+
 namespace {
 
 // The elementwise paths and the cast's own transpose (at kCastTranspose).
@@ -76,10 +82,7 @@ struct CastHooks {
     if (c.variant >= 0) return c.variant;
     if (!a)
       return static_cast<int>(t.backend == Backend::cuda ? ElementwisePath::vectorized : ElementwisePath::contiguous);
-    const ElementwisePath p = layout_path(t.backend, d.shape, {a->x, a->y}, 1);
-    if (t.backend == Backend::cuda && p == ElementwisePath::strided && transpose_shape(d.shape, a->x, a->y))
-      return kCastTranspose;
-    return static_cast<int>(p);
+    return cast_path(t.backend, d.shape, a->x, a->y);
   }
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
     if (Status s = check_outputs_against_inputs(kSchema.plan, kFields, a); !s) return s;

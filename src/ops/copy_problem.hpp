@@ -90,6 +90,8 @@ struct TransposeShape {
 // stride 1, x's does not (nor 0), x has a stride-1 dim elsewhere; both dims at least kTransposeMinSize.
 inline constexpr int64_t kTransposeMinSize = 16;
 std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y);
+// The path a cast of x into y takes by itself (CastPlan's, and the casts other plans run first).
+int cast_path(Backend backend, const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y);
 
 namespace cpu {
 Status launch(const LaunchContext& ctx, const CastProblem& problem);

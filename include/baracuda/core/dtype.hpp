@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace baracuda {
@@ -13,6 +14,10 @@ size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);
 bool is_floating(DType dtype);
 bool is_index(DType dtype);  // i32 or i64: the types an index tensor may have
+// The dtype two tensors of dtypes a and b combine into (PyTorch's torch.promote_types): bool with x
+// is x; integers with floats give the float; the wider of two integers or of two floats; f16 with
+// bf16 gives f32. nullopt for u8 with i8, whose promotion (i16) is no dtype here.
+std::optional<DType> promote_types(DType a, DType b);
 
 // IEEE binary16, bit-compatible with CUDA's __half. Conversions round to nearest even.
 struct half {

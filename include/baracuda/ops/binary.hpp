@@ -20,7 +20,8 @@
 // rejects them, naming descriptor.kind), as PyTorch's autograd gives bool outputs none.
 // Bitwise, on integers and bool alone (torch.bitwise_and, ..., torch.bitwise_left_shift):
 //   bitwise_and bitwise_or bitwise_xor (on bool: the logical ones)    shift_left shift_right  a << b, a >> b
-// Mixed dtypes: `b_dtype` (f16 / bf16 with f32, forward only; other pairs: cast one operand first).
+// Mixed dtypes: `b_dtype`, b's dtype where it differs from a's; both compute in their promotion
+// (promote_types: PyTorch's rules), out has it (a predicate's: bool).
 //
 // Operands: each of a and b is a tensor of its own shape (`a_shape`, `b_shape`), or a scalar held in
 // the descriptor (`a_scalar` / `b_scalar` set: x + 2, 2 ** x); the output has the broadcast shape
@@ -31,9 +32,10 @@
 // and bool for add (or) mul (and) maximum minimum, the predicates and bitwise and / or / xor. i8, u8
 // and i32 compute in int32, i64 in int64, and every result wraps to its dtype (two's complement, as
 // PyTorch); div of integers is true division, its out f32 (the operands converted to f32 first).
-// Every tensor shares the dtype but out, which is binary_output_dtype: bool for a predicate, f32 for
-// div of integers. An integer dtype's scalar operands and alpha must be whole numbers within its
-// range (bool's: 0 or 1), else select fails naming the field.
+// Every tensor shares the dtype (b and db b_dtype's, where set) but out, which is
+// binary_output_dtype: bool for a predicate, f32 for div of integers. An integer dtype's scalar
+// operands and alpha must be whole numbers within its range (bool's: 0 or 1), else select fails
+// naming the field.
 // Integer edge values, defined (never a trap): div_floor, div_trunc, remainder and fmod by 0 give 0
 // (NumPy's); the most negative value divided by -1 wraps to itself, its remainder 0; a shift by a
 // negative count or by at least the compute type's width (32 bits for i8 u8 i32, 64 for i64) gives 0
@@ -107,9 +109,16 @@ struct BinaryDescriptor {
   Shape b_shape;                     // ignored where b_scalar is set
   std::optional<double> a_scalar{};  // a is this number, not a tensor (then a_shape is ignored)
   std::optional<double> b_scalar{};
-  // b's dtype where it differs from `dtype` (a's): f16 or bf16 with f32, either way round (a bf16
-  // activation plus an f32 residual); out is then f32 (PyTorch's type promotion), computed in f32.
-  // Forward alone, both operands tensors; any other pair is an unsupported error naming this field.
+  // b's dtype where it differs from `dtype` (a's). a and b are then computed in promote_types(dtype,
+  // b_dtype), which out has (bool for a predicate, f32 for div of integers), as PyTorch's type
+  // promotion: an i32 index plus an f32 tensor gives f32, a bf16 activation plus an f32 residual f32,
+  // f16 with bf16 f32, u8 with i32 i32. Both operands must be tensors, the kind must take the promoted
+  // dtype, and u8 with i8 (i16) is unsupported; each is an error naming this field.
+  // The forward of f16 or bf16 with f32 loads the 16-bit operand in its kernels (no extra pass); any
+  // other pair first casts the operand of the other dtype into the workspace (workspace_size() says how
+  // much: its element count in the promoted dtype). The backward takes float pairs: dout has the
+  // promoted dtype, da and db their operands' (computed in the promoted dtype, cast back through the
+  // workspace).
   std::optional<DType> b_dtype{};
   double alpha = 1.0;  // add and sub: a +- alpha b (torch.add(a, b, alpha=...)); the other kinds ignore it
 };
@@ -138,8 +147,8 @@ using BinaryBackwardPlan = Plan<BinaryBackwardOp>;
 // true and the kind is no predicate).
 bool binary_kind_takes(BinaryKind kind, DType dtype);
 
-// out's dtype: bool for a predicate, f32 for div of an integer dtype or for mixed dtypes (b_dtype),
-// else descriptor.dtype.
+// out's dtype: bool for a predicate, f32 for div of integers, else the operands' (descriptor.dtype,
+// or its promotion with b_dtype).
 DType binary_output_dtype(const BinaryDescriptor& desc);
 
 // "add", "div_floor": the kind's name (SKUs and errors say it); "?" for a value that is no kind.

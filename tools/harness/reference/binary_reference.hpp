@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "baracuda/ops/binary.hpp"
+#include "harness/data.hpp"
 #include "harness/op_table.hpp"
 #include "harness/reference/binary_param_reference.hpp"
 #include "harness/reference/integer_reference.hpp"
@@ -240,24 +241,33 @@ inline BinaryIndexing binary_indexing(const BinaryDescriptor& d) {
           d.b_shape};
 }
 
+// The dtype a and b are computed in: theirs, promoted where b_dtype differs (PyTorch's rules).
+inline DType operand_dtype(const BinaryDescriptor& d) {
+  return d.b_dtype ? promote_types(d.dtype, *d.b_dtype).value_or(d.dtype) : d.dtype;
+}
+// An operand's element as the kernels compute with it: in the promoted dtype (an integer in a
+// 16-bit float or f32 rounds).
+inline double operand(const harness::HostView& v, int64_t i, DType to) { return harness::quantize(to, v.at(i)); }
+
 // out = f(a, b) for every element.
 inline void binary_forward(const BinaryDescriptor& d, harness::RefIO& io) {
   const BinaryIndexing ix = binary_indexing(d);
-  const bool f64 = d.dtype == DType::f64;
+  const DType to = operand_dtype(d);
+  const bool f64 = to == DType::f64;
   const harness::HostView* a = d.a_scalar ? nullptr : &io.in("a");
   const harness::HostView* b = d.b_scalar ? nullptr : &io.in("b");
   harness::RefOutput& out = io.out("out");
   for (int64_t i = 0; i < ix.out.numel(); ++i) {
     if (!out.wanted(i)) continue;
-    if (!is_floating(d.dtype)) {  // (a scalar of an integer dtype is a whole number in its range)
+    if (!is_floating(to)) {  // (a scalar of an integer dtype is a whole number in its range)
       const auto x = static_cast<int64_t>(a ? a->at(ix.a_of(i)) : *d.a_scalar);
       const auto y = static_cast<int64_t>(b ? b->at(ix.b_of(i)) : *d.b_scalar);
-      out.set(i, binary_integer(d.kind, x, y, static_cast<int64_t>(d.alpha), d.dtype));
+      out.set(i, binary_integer(d.kind, x, y, static_cast<int64_t>(d.alpha), to));
       continue;
     }
     // A scalar operand as the kernels hold it: in the compute type (a predicate sees the difference).
-    const double x = a ? a->at(ix.a_of(i)) : compute_value(*d.a_scalar, f64);
-    const double y = b ? b->at(ix.b_of(i)) : compute_value(*d.b_scalar, f64);
+    const double x = a ? operand(*a, ix.a_of(i), to) : compute_value(*d.a_scalar, f64);
+    const double y = b ? operand(*b, ix.b_of(i), to) : compute_value(*d.b_scalar, f64);
     out.set(i, binary(d.kind, x, y, d.alpha, f64));
   }
 }
@@ -265,7 +275,7 @@ inline void binary_forward(const BinaryDescriptor& d, harness::RefIO& io) {
 // da and db, each summed over the output elements that read its element.
 inline void binary_backward(const BinaryDescriptor& d, harness::RefIO& io) {
   const BinaryIndexing ix = binary_indexing(d);
-  const bool f64 = d.dtype == DType::f64;
+  const bool f64 = operand_dtype(d) == DType::f64;
   const harness::HostView& dout = io.in("dout");
   const harness::HostView* a = d.a_scalar ? nullptr : &io.in("a");
   const harness::HostView* b = d.b_scalar ? nullptr : &io.in("b");

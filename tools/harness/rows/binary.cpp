@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "harness/op_row.hpp"
@@ -112,6 +113,28 @@ void add_integer_samples(std::vector<Sample<Desc>>& out) {
     const bool divides = d.kind == K::div || d.kind == K::div_floor || d.kind == K::div_trunc ||
                          d.kind == K::remainder || d.kind == K::fmod;
     const bool shifts = d.kind == K::shift_left || d.kind == K::shift_right;
+    // Mixed integer dtypes: a narrower integer (or bool) a with an i64 b, computed in i64.
+    if (binary_kind_takes(d.kind, DType::i64)) {
+      const Interval rb = d.kind == K::div ? Interval{1, 10}
+                          : divides        ? Interval{-10, 10}
+                          : shifts         ? Interval{-3, 70}
+                                           : Interval{-3000, 3000};
+      for (const auto& [dtypes, ra] : std::vector<std::pair<std::vector<DType>, Interval>>{
+               {{DType::i8, DType::u8, DType::i32}, {0, 100}}, {{DType::boolean}, {0, 2}}}) {
+        for (const auto& [a_shape, b_shape, views] :
+             std::vector<std::tuple<Shape, Shape, Views>>{{{4097}, {4097}, Views::contiguous},
+                                                          {{37, 53}, {53}, Views::contiguous},
+                                                          {{33, 128}, {33, 128}, Views::transposed}}) {
+          d.a_shape = a_shape;
+          d.b_shape = b_shape;
+          d.b_dtype = DType::i64;
+          const std::string note = std::string(binary_kind_name(d.kind)) + ", integers, b i64: a in [" + number(ra.lo) +
+                                   ", " + number(ra.hi) + "), b in [" + number(rb.lo) + ", " + number(rb.hi) + ")";
+          out.push_back({d, views, {}, std::nullopt, note, dtypes, {{"a", ra.lo, ra.hi}, {"b", rb.lo, rb.hi}}});
+        }
+      }
+      d.b_dtype.reset();
+    }
     for (const Range& r : ranges) {
       std::vector<DType> dtypes;
       for (DType t : r.dtypes)
@@ -215,16 +238,25 @@ std::vector<Sample<Desc>> samples(bool backward) {
     add({5, 7, 11}, {5, 7, 11}, k.a, k.b, Views::transposed);
     add({4097}, {4097}, k.a, k.b, Views::misaligned, input);
     add({4097}, {4097}, k.a, k.b, Views::misaligned, output);
-    // Mixed dtypes (forward): a 16-bit a with an f32 b and the other way round, out f32.
+    // Mixed dtypes, promoted: a 16-bit a with an f32 b and the other way round (the kernels load
+    // them), f32 with f64 and f16 with bf16 (cast first), and (forward) integers with floats.
     for (const auto& [dtypes, b_dtype] : std::vector<std::pair<std::vector<DType>, DType>>{
-             {{DType::f16, DType::bf16}, DType::f32}, {{DType::f32}, DType::bf16}, {{DType::f32}, DType::f16}}) {
-      if (backward) break;
+             {{DType::f16, DType::bf16}, DType::f32},
+             {{DType::f32}, DType::bf16},
+             {{DType::f32}, DType::f16},
+             {{DType::f32}, DType::f64},
+             {{DType::f16}, DType::bf16},
+             {{DType::f16, DType::bf16, DType::f32, DType::f64}, DType::i32},
+             {{DType::i32}, DType::f32},
+             {{DType::i64}, DType::bf16}}) {
+      if (backward && !is_floating(b_dtype)) continue;
       const size_t first = out.size();
       add({4097}, {4097}, k.a, k.b, Views::contiguous, {}, dtypes);
       add({37, 53}, {53}, k.a, k.b, Views::contiguous, {}, dtypes);
       add({53}, {37, 53}, k.a, k.b, Views::contiguous, {}, dtypes);
       add({33, 128}, {33, 128}, k.a, k.b, Views::transposed, {}, dtypes);
       add({33, 128}, {33, 128}, k.a, k.b, Views::misaligned, {}, dtypes);
+      add({40, 64}, {40, 1}, k.a, k.b, Views::contiguous, {}, dtypes);
       for (size_t i = first; i < out.size(); ++i) {
         out[i].desc.b_dtype = b_dtype;
         out[i].note += ", b " + std::string(dtype_name(b_dtype));
