@@ -245,10 +245,10 @@ __global__ void __launch_bounds__(kThreads)
 // vector v of the flat run is column (v mod per_row) of row v / per_row.
 template <int NT>
 struct RowGrid {
-  FastDivide32 row_of;         // by the vectors a row
-  uint32_t per_row = 1;        // vectors a row
-  int64_t row_stride[NT] = {}; // elements between rows (0: broadcast along rows)
-  bool broadcast[NT] = {};     // an input with inner stride 0: one value a row
+  FastDivide32 row_of;          // by the vectors a row
+  uint32_t per_row = 1;         // vectors a row
+  int64_t row_stride[NT] = {};  // elements between rows (0: broadcast along rows)
+  bool broadcast[NT] = {};      // an input with inner stride 0: one value a row
 };
 
 // strided_vectorized over at most two collapsed dims (most broadcasts: [N, D] with [D] or [N, 1],
@@ -256,8 +256,14 @@ struct RowGrid {
 // any use, exactly as the vectorized kernel's, each vector's row found by one multiply. (The rows
 // kernel below, one block a row, lost a fifth of the copy rate in bf16 to short-lived blocks and one
 // vector in flight a thread.)
+// Blocks an SM the row grid keeps registers for: three for 16-bit kernels of at most three tensors,
+// as the vectorized kernel gets by itself (ptxas gave bf16 a + b[D] 90 registers, two blocks an SM:
+// 59-70% of copy on an H100; at 80 nothing spills); the others' (heavier functors) spilled at 80.
+template <class In, class Out, class Op>
+inline constexpr int kRowGridMinBlocks = (sizeof(In) == 2 || sizeof(Out) == 2) && Op::kIn + Op::kOut <= 3 ? 3 : 1;
+
 template <class In, class Out, class Op, class First>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kRowGridMinBlocks<In, Out, Op>)
     elementwise_row_grid_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, RowGrid<Op::kIn + Op::kOut> g,
                                 uint32_t vectors) {
   constexpr int kV = kPackSize<In, Out>;
@@ -266,35 +272,37 @@ __global__ void __launch_bounds__(kThreads)
   for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const uint32_t first = tile * kThreads * kU + threadIdx.x;  // < vectors + kThreads * kU: no wrap
     Pack<In, kV> in[kU][kSlots<Op::kIn>];
-    int64_t row[kU], column[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const uint32_t v = first + u * kThreads;
-      const uint32_t r = g.row_of(v);
-      row[u] = r;
-      column[u] = int64_t(v - r * g.per_row) * kV;
       if (v < vectors) {
+        const uint32_t row = g.row_of(v);
+        const int64_t column = int64_t(v - row * g.per_row) * kV;
 #pragma unroll
         for (int k = 0; k < Op::kIn; ++k) {
-          const int64_t at = row[u] * g.row_stride[k];
+          const int64_t at = int64_t(row) * g.row_stride[k];
           if (g.broadcast[k]) {
             const In value = load_input(p, k, at);
 #pragma unroll
             for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
           } else {
-            in[u][k] = load_input_pack<kV>(p, k, at + column[u]);
+            in[u][k] = load_input_pack<kV>(p, k, at + column);
           }
         }
       }
     }
+    // (the rows found again rather than kept: 4 registers a vector, which cost 16-bit kernels a block an SM)
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      if (first + u * kThreads < vectors) {
+      const uint32_t v = first + u * kThreads;
+      if (v < vectors) {
+        const uint32_t row = g.row_of(v);
+        const int64_t column = int64_t(v - row * g.per_row) * kV;
         Pack<Out, kV> out[Op::kOut];
         apply_pack(op, in[u], out);
 #pragma unroll
         for (int k = 0; k < Op::kOut; ++k)
-          store_pack(p.out[k] + row[u] * g.row_stride[Op::kIn + k] + column[u], out[k]);
+          store_pack(p.out[k] + int64_t(row) * g.row_stride[Op::kIn + k] + column, out[k]);
       }
     }
   }
