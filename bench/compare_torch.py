@@ -446,6 +446,8 @@ TERNARY_CASES = {
     "autograd of torch.where(cond, b, c)": where_case(backward=True),
     "autograd of torch.clamp(x, -0.5, 0.5)": autograd_of_x(lambda x: torch.clamp(x, -0.5, 0.5)),
     "autograd of torch.clamp(x, lo, hi[D])": ternary_backward(torch.clamp, c_row=True),
+    "torch.addcdiv(a, b, c, value=0.5)": ternary_forward(lambda a, b, c: torch.addcdiv(a, b, c, value=0.5)),
+    "autograd of torch.addcdiv(a, b, c, value=0.5)": ternary_backward(lambda a, b, c: torch.addcdiv(a, b, c, value=0.5)),
 }
 
 # Copy cases: the case's dtype is x's; a transposed x is the transpose of a contiguous buffer.

@@ -72,10 +72,25 @@ struct ClampMath {  // min(max(a, b), c), NaN from any operand (torch.clamp's ke
   }
 };
 
+struct AddcdivMath {  // a + value (b / c), as PyTorch's kernels (floats alone: PyTorch rejects integers)
+  static constexpr TernaryKind kKind = TernaryKind::addcdiv;
+  template <class A>
+  BARACUDA_HD static A forward(A a, A b, A c, A value) {
+    return a + value * (b / c);
+  }
+  template <class A>
+  BARACUDA_HD static void backward(A dy, A, A b, A c, A value, A& da, A& db, A& dc) {
+    const A q = value * dy / c;
+    da = dy;
+    db = q;
+    dc = -q * b / c;
+  }
+};
+
 // The kinds by translation unit (src/cpu/ternary/, src/cuda/ternary/: one file per kind; a kind's
 // CUDA kernels take minutes to compile, so that the build spreads them over the cores).
-using TernaryGroups = std::tuple<std::tuple<WhereMath>, std::tuple<ClampMath>>;
-enum TernaryGroupIndex : int { kTernaryWhere, kTernaryClamp };
+using TernaryGroups = std::tuple<std::tuple<WhereMath>, std::tuple<ClampMath>, std::tuple<AddcdivMath>>;
+enum TernaryGroupIndex : int { kTernaryWhere, kTernaryClamp, kTernaryAddcdiv };
 
 // Where each of the three operands comes from: the tensor values of an element (the tensor operands
 // in order, from x[0]), or the descriptor's scalar. A value is picked by selects over fixed indices

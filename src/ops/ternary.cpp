@@ -12,7 +12,7 @@
 namespace baracuda {
 
 std::string_view ternary_kind_name(TernaryKind kind) {
-  static constexpr std::string_view kNames[] = {"where", "clamp"};
+  static constexpr std::string_view kNames[] = {"where", "clamp", "addcdiv"};
   static_assert(std::size(kNames) == kTernaryKindCount);
   const auto k = static_cast<size_t>(kind);
   return k < std::size(kNames) ? kNames[k] : "?";

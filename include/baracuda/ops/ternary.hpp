@@ -5,9 +5,8 @@
 //   kind      out                       as
 //   where     a ? b : c                 torch.where(cond, x, y); a (the condition) has dtype bool
 //   clamp     min(max(a, b), c)         torch.clamp(x, min, max): b the lower bound, c the upper
-// (addcmul, addcdiv and lerp of three tensors were written as kinds too, but each one's CUDA
-// translation unit compiled for more than 6 minutes: they wait for a lighter instantiation; lerp and
-// addcmul with a weight are the BinaryParam plans.)
+//   addcdiv   a + value (b / c)         torch.addcdiv(a, b, c, value=value) (floats alone, as PyTorch)
+// (lerp and addcmul, a + w b with w a scalar or a broadcast tensor, are the BinaryParam plans.)
 // clamp, as PyTorch's: NaN in a, b or c gives NaN (a's first, then b's, then c's); where b > c the
 // result is c. A missing bound is a scalar -inf (b) or +inf (c): clamp(x, max=m) is b_scalar = -inf.
 //
@@ -18,6 +17,7 @@
 //   where     db = a ? dout : 0,  dc = a ? 0 : dout
 //   clamp     da = dout where b <= a <= c (0 where a is NaN), db = dout where a < b and b < c,
 //             dc = dout where a > c or c < b (so b = c sends the gradient to a, or to the bound a passed)
+//   addcdiv   da = dout, db = value dout / c, dc = -(value dout / c) b / c
 //
 // dtypes f32, f64, f16, bf16 (a, b, c, out and the gradients share it; where's a is bool); compute
 // in f32 for 16-bit types and f32, f64 for f64; a scalar operand is held in the compute type. Every
@@ -28,8 +28,8 @@
 
 namespace baracuda {
 
-enum class TernaryKind : unsigned char { where, clamp };
-inline constexpr int kTernaryKindCount = static_cast<int>(TernaryKind::clamp) + 1;
+enum class TernaryKind : unsigned char { where, clamp, addcdiv };
+inline constexpr int kTernaryKindCount = static_cast<int>(TernaryKind::addcdiv) + 1;
 
 struct TernaryDescriptor {
   TernaryKind kind = TernaryKind::where;
@@ -38,7 +38,7 @@ struct TernaryDescriptor {
   std::optional<double> a_scalar{};  // a is this number, not a tensor (never where's condition)
   std::optional<double> b_scalar{};
   std::optional<double> c_scalar{};
-  double value = 1.0;  // a parameter of the kind (none of where and clamp reads it)
+  double value = 1.0;  // a parameter of the kind: addcdiv's scale (where and clamp ignore it)
 };
 
 struct TernaryArgs {

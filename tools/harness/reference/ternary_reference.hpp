@@ -12,7 +12,7 @@
 
 namespace baracuda::reference {
 
-inline double ternary(TernaryKind kind, double a, double b, double c, double /*value*/) {
+inline double ternary(TernaryKind kind, double a, double b, double c, double value) {
   switch (kind) {
     case TernaryKind::where:
       return a != 0 ? b : c;
@@ -21,11 +21,13 @@ inline double ternary(TernaryKind kind, double a, double b, double c, double /*v
       if (std::isnan(b)) return b;
       if (std::isnan(c)) return c;
       return std::min(std::max(a, b), c);
+    case TernaryKind::addcdiv:
+      return a + value * (b / c);
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-inline void ternary_gradients(TernaryKind kind, double dout, double a, double b, double c, double /*value*/,
+inline void ternary_gradients(TernaryKind kind, double dout, double a, double b, double c, double value,
                               double (&d)[3]) {
   d[0] = d[1] = d[2] = 0;
   switch (kind) {
@@ -36,6 +38,11 @@ inline void ternary_gradients(TernaryKind kind, double dout, double a, double b,
       if (a >= b && a <= c) d[0] = dout;
       if (a < b && b < c) d[1] = dout;
       if (a > c || c < b) d[2] = dout;
+      return;
+    case TernaryKind::addcdiv:
+      d[0] = dout;
+      d[1] = value * dout / c;
+      d[2] = -value * dout * b / (c * c);
       return;
   }
 }

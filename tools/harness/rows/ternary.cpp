@@ -35,6 +35,7 @@ const std::vector<KindLine>& kinds() {
       {K::where, {0, 2}, {-2, 2}, {-2, 2}},  // a: bool
       {K::clamp, {-1, 1}, {-3, -2}, {2, 3}},      {K::clamp, {2, 3}, {-1, -0.5}, {0.5, 1}},
       {K::clamp, {-3, -2}, {-1, -0.5}, {0.5, 1}}, {K::clamp, {-1, 1}, {2, 3}, {-3, -2}},  // b > c: the result is c
+      {K::addcdiv, {-2, 2}, {-2, 2}, {0.5, 2}, 0.7},      {K::addcdiv, {-2, 2}, {-2, 2}, {-2, -0.5}, -1.5},
   };
   return table;
 }
@@ -210,6 +211,7 @@ Desc bench_desc(DType dtype, const Shape& shape) {
   d.a_shape = d.b_shape = d.c_shape = shape;
   if (kBounds == Bounds::scalars) d.b_scalar = -0.5, d.c_scalar = 0.5;
   if (kBounds == Bounds::row) d.c_shape = {shape.dims[1]};
+  if (kKind == TernaryKind::addcdiv) d.value = 0.5;
   return d;
 }
 
@@ -217,7 +219,9 @@ std::vector<BenchSample<Desc>> forward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   return {{"where", "torch.where(cond, b, c)", dtypes, standard_shapes, bench_desc<K::where, Bounds::tensors>},
           {"clamp", "torch.clamp(x, -0.5, 0.5)", dtypes, standard_shapes, bench_desc<K::clamp, Bounds::scalars>},
-          {"clamp_tensors", "torch.clamp(x, lo, hi)", dtypes, standard_shapes, bench_desc<K::clamp, Bounds::tensors>}};
+          {"clamp_tensors", "torch.clamp(x, lo, hi)", dtypes, standard_shapes, bench_desc<K::clamp, Bounds::tensors>},
+          {"addcdiv", "torch.addcdiv(a, b, c, value=0.5)", dtypes, standard_shapes,
+           bench_desc<K::addcdiv, Bounds::tensors>}};
 }
 std::vector<BenchSample<Desc>> backward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
@@ -226,7 +230,9 @@ std::vector<BenchSample<Desc>> backward_bench() {
           {"clamp_backward", "autograd of torch.clamp(x, -0.5, 0.5)", dtypes, standard_shapes,
            bench_desc<K::clamp, Bounds::scalars>},
           {"clamp_row_backward", "autograd of torch.clamp(x, lo, hi[D])", dtypes, standard_shapes,
-           bench_desc<K::clamp, Bounds::row>}};
+           bench_desc<K::clamp, Bounds::row>},
+          {"addcdiv_backward", "autograd of torch.addcdiv(a, b, c, value=0.5)", dtypes, standard_shapes,
+           bench_desc<K::addcdiv, Bounds::tensors>}};
 }
 
 // The profiler's inputs: x across the clamp bounds (lo below hi).
