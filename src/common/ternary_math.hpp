@@ -74,6 +74,7 @@ struct ClampMath {  // min(max(a, b), c), NaN from any operand (torch.clamp's ke
 
 struct AddcdivMath {  // a + value (b / c), as PyTorch's kernels (floats alone: PyTorch rejects integers)
   static constexpr TernaryKind kKind = TernaryKind::addcdiv;
+  static constexpr bool kTensorsOnly = true;  // (torch.addcdiv's operands are tensors)
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A c, A value) {
     return a + value * (b / c);
@@ -175,6 +176,14 @@ struct TernaryReducedGradient {
     y[1] = of == 2 ? d[1] : d[2];
     return of == 0 ? d[0] : of == 1 ? d[1] : d[2];
   }
+};
+
+// Whether a kind takes scalar operands (those without kTensorsOnly): a kind of tensors alone compiles
+// one functor arity, not three (addcdiv's CUDA translation unit spent over 8 minutes in cicc with all
+// three).
+template <class Math>
+inline constexpr bool takes_scalar_operands = !requires {
+  Math::kTensorsOnly;
 };
 
 // Whether a kind's backward reads b and c (where's does not: the condition picks dout's way).

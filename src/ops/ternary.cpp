@@ -59,6 +59,20 @@ constexpr std::string_view kOperandNames[3] = {"a", "b", "c"};
 constexpr std::string_view kGradientNames[3] = {"da", "db", "dc"};
 
 Shape output_shape(const TernaryDescriptor& d) { return ternary_output_shape(d).value_or(Shape{}); }
+// Whether the kind's Math takes scalar operands (takes_scalar_operands).
+bool kind_takes_scalars(TernaryKind kind) {
+  return std::apply(
+      [&](auto... group) {
+        return (std::apply(
+                    [&](auto... math) {
+                      return ((decltype(math)::kKind == kind && takes_scalar_operands<decltype(math)>) || ...);
+                    },
+                    group) ||
+                ...);
+      },
+      TernaryGroups{});
+}
+
 bool is_scalar(const TernaryDescriptor& d, int i) {
   return (i == 0 ? d.a_scalar : i == 1 ? d.b_scalar : d.c_scalar).has_value();
 }
@@ -99,6 +113,11 @@ Status check_descriptor(std::string_view plan, const TernaryDescriptor& d) {
   if (static_cast<int>(d.kind) >= kTernaryKindCount)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.kind",
                       std::to_string(static_cast<int>(d.kind)) + " is not a TernaryKind");
+  if (!kind_takes_scalars(d.kind))
+    for (int i = 0; i < 3; ++i)
+      if (is_scalar(d, i))
+        return plan_error(StatusCode::invalid_problem, plan, "descriptor." + std::string(kOperandNames[i]) + "_scalar",
+                          "is set, but " + std::string(ternary_kind_name(d.kind)) + " takes three tensors");
   if (d.kind == TernaryKind::where && d.a_scalar)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.a_scalar",
                       "is set: where's condition must be a bool tensor");

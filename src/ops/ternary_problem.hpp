@@ -69,11 +69,13 @@ TernaryOperands<Acc> ternary_operands(const TernaryDescriptor& d) {
   return o;
 }
 
-// Calls f(std::integral_constant<int, N>{}) for N = count in [1, 3].
-template <class F>
+// Calls f(std::integral_constant<int, N>{}) for N = count in [1, 3] (3 alone with kThreeOnly).
+template <bool kThreeOnly = false, class F>
 Status with_count(int count, F&& f) {
-  if (count == 1) return f(std::integral_constant<int, 1>{});
-  if (count == 2) return f(std::integral_constant<int, 2>{});
+  if constexpr (!kThreeOnly) {
+    if (count == 1) return f(std::integral_constant<int, 1>{});
+    if (count == 2) return f(std::integral_constant<int, 2>{});
+  }
   return f(std::integral_constant<int, 3>{});
 }
 
@@ -84,7 +86,7 @@ Status ternary_typed(const TernaryForwardProblem& p, Launch&& launch) {
   const TernaryOperands<Acc> operands = ternary_operands<Acc>(p.desc);
   int count = 0;
   for (int i = 0; i < 3; ++i) count += operands.is_scalar[i] ? 0 : 1;
-  return with_count(count, [&](auto n) {
+  return with_count<!takes_scalar_operands<Math>>(count, [&](auto n) {
     constexpr int kIn = decltype(n)::value;
     ElementwiseTensors<kIn, 1> t{p.path, p.shape};
     int slot = 0;
@@ -172,7 +174,7 @@ Status ternary_typed(const TernaryBackwardProblem& p, Launch&& launch, Reduce&& 
   if constexpr (!gradient_reads_values<Math>)
     return run(std::integral_constant<int, 1>{});
   else
-    return with_count(count, run);
+    return with_count<!takes_scalar_operands<Math>>(count, run);
 }
 
 // Backend entry points: launch routes to the kind's group; launch_group<G> is compiled per group.

@@ -1,7 +1,8 @@
 #pragma once
 // Ternary elementwise ops: out = f(a, b, c) for every element of a, b and c broadcast against each
 // other (NumPy's rules: shapes right-aligned, size-1 dims stretched, rank 0..8), `descriptor.kind`
-// picking f. Any operand but where's condition may be a scalar in the descriptor instead of a tensor.
+// picking f. Any operand but where's condition may be a scalar in the descriptor instead of a tensor
+// (addcdiv's are tensors alone, as torch.addcdiv's).
 //   kind      out                       as
 //   where     a ? b : c                 torch.where(cond, x, y); a (the condition) has dtype bool
 //   clamp     min(max(a, b), c)         torch.clamp(x, min, max): b the lower bound, c the upper

@@ -33,9 +33,9 @@ struct KindLine {
 const std::vector<KindLine>& kinds() {
   static const std::vector<KindLine> table = {
       {K::where, {0, 2}, {-2, 2}, {-2, 2}},  // a: bool
-      {K::clamp, {-1, 1}, {-3, -2}, {2, 3}},      {K::clamp, {2, 3}, {-1, -0.5}, {0.5, 1}},
-      {K::clamp, {-3, -2}, {-1, -0.5}, {0.5, 1}}, {K::clamp, {-1, 1}, {2, 3}, {-3, -2}},  // b > c: the result is c
-      {K::addcdiv, {-2, 2}, {-2, 2}, {0.5, 2}, 0.7},      {K::addcdiv, {-2, 2}, {-2, 2}, {-2, -0.5}, -1.5},
+      {K::clamp, {-1, 1}, {-3, -2}, {2, 3}},         {K::clamp, {2, 3}, {-1, -0.5}, {0.5, 1}},
+      {K::clamp, {-3, -2}, {-1, -0.5}, {0.5, 1}},    {K::clamp, {-1, 1}, {2, 3}, {-3, -2}},  // b > c: the result is c
+      {K::addcdiv, {-2, 2}, {-2, 2}, {0.5, 2}, 0.7}, {K::addcdiv, {-2, 2}, {-2, 2}, {-2, -0.5}, -1.5},
   };
   return table;
 }
@@ -118,7 +118,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
     };
     // Scalars (the middle of their interval) for the operands marked.
     auto add_scalars = [&](bool sa, bool sb, bool sc, Shape shape) {
-      if (sa && k.kind == K::where) return;
+      if ((sa && k.kind == K::where) || k.kind == K::addcdiv) return;  // (addcdiv: three tensors alone)
       Desc d;
       d.kind = k.kind;
       d.value = k.value;
@@ -166,6 +166,12 @@ std::vector<DescriptorError<Desc>> errors() {
   return {
       {"unknown kind", [](Desc& d) { d.kind = static_cast<TernaryKind>(200); }, StatusCode::invalid_problem,
        "descriptor.kind"},
+      {"addcdiv with a scalar",
+       [](Desc& d) {
+         d.kind = TernaryKind::addcdiv;
+         d.b_scalar = 2.0;
+       },
+       StatusCode::invalid_problem, "descriptor.b_scalar"},
       {"negative size",
        [](Desc& d) {
          d.c_shape = {4, -3};
