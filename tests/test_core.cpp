@@ -8,49 +8,9 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
-#include "common/elementwise.hpp"
 
 namespace baracuda {
 namespace {
-
-// The CUDA row-grid kernel finds a vector's row with it: exact for every 32-bit numerator and divisor.
-TEST(FastDivide32, MatchesDivisionAtTheEdgesAndAtRandom) {
-  std::vector<uint32_t> divisors = {1,
-                                    2,
-                                    3,
-                                    5,
-                                    7,
-                                    8,
-                                    16,
-                                    53,
-                                    512,
-                                    641,
-                                    4096,
-                                    6700417,
-                                    65535,
-                                    65536,
-                                    65537,
-                                    (1u << 31) - 1,
-                                    1u << 31,
-                                    (1u << 31) + 1,
-                                    UINT32_MAX - 1,
-                                    UINT32_MAX};
-  uint64_t state = 88172645463325252ull;
-  auto next = [&] {  // xorshift64
-    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-    return static_cast<uint32_t>(state >> 11);
-  };
-  for (int i = 0; i < 200; ++i) divisors.push_back(std::max<uint32_t>(1, next() >> (next() % 32)));
-  for (uint32_t d : divisors) {
-    const detail::FastDivide32 divide(d);
-    std::vector<uint32_t> numerators = {
-        0, 1, d - 1, d, UINT32_MAX, UINT32_MAX - 1, UINT32_MAX / d * d, UINT32_MAX / d * d - 1};
-    for (uint32_t k : {2u, 3u, 1000u, 65536u})
-      if (uint64_t(d) * k <= UINT32_MAX) numerators.insert(numerators.end(), {d * k - 1, d * k, d * k + 1});
-    for (int i = 0; i < 2000; ++i) numerators.push_back(next());
-    for (uint32_t n : numerators) ASSERT_EQ(divide(n), n / d) << n << " / " << d;
-  }
-}
 
 // PyTorch's torch.promote_types over the dtypes here.
 TEST(DTypes, PromoteAsPyTorch) {

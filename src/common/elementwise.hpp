@@ -185,24 +185,6 @@ struct Walker {
   BARACUDA_HD int64_t inner_stride(int t) const { return rank ? strides[t][rank - 1] : 0; }
 };
 
-// n / d for every 32-bit n and d >= 1 by one 64-bit high multiply instead of a division (about 20
-// instructions at 32 bits on the GPU, 60 or more at 64): with m = ceil(2^64 / d), n / d is the high
-// half of m * n (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019).
-struct FastDivide32 {
-  uint64_t m = 0;  // 0 for d = 1 (its m, 2^64, does not fit): the quotient is n
-  FastDivide32() = default;
-  BARACUDA_HD explicit FastDivide32(uint32_t d) : m(d > 1 ? UINT64_MAX / d + 1 : 0) {}
-  BARACUDA_HD uint32_t operator()(uint32_t n) const {
-    if (m == 0) return n;
-#if defined(__CUDA_ARCH__)
-    return static_cast<uint32_t>(__umul64hi(m, n));
-#else
-    const uint64_t low = (m & 0xffffffffu) * n, high = (m >> 32) * n;  // 32 x 32 bits each: no overflow
-    return static_cast<uint32_t>((high + (low >> 32)) >> 32);
-#endif
-  }
-};
-
 // Drops size-1 dims (and dims not selected by `keep`) and merges adjacent dims that every tensor
 // steps through as one. Returns the collapsed rank.
 inline int collapse_dims(const Shape& shape, const Strides* const* strides, int count, const bool* keep, int64_t* sizes,

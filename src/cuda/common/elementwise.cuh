@@ -5,8 +5,7 @@
 //  - contiguous: same layout, any alignment, one element per access;
 //  - strided: offsets from the shared Walker (64-bit), zero strides broadcast; computed once per
 //    row (the innermost collapsed dim) when rows are long, else per element;
-//  - strided_vectorized: rows of 16-byte vectors, inputs broadcast along a row allowed (at most two
-//    collapsed dims: one flat run of vectors, as the vectorized kernel's; more: a row a block).
+//  - strided_vectorized: rows of 16-byte vectors, inputs broadcast along a row allowed.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -241,73 +240,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Where each tensor's vectors lie in a layout of at most two collapsed dims (rows of whole vectors):
-// vector v of the flat run is column (v mod per_row) of row v / per_row.
-template <int NT>
-struct RowGrid {
-  FastDivide32 row_of;          // by the vectors a row
-  uint32_t per_row = 1;         // vectors a row
-  int64_t row_stride[NT] = {};  // elements between rows (0: broadcast along rows)
-  bool broadcast[NT] = {};      // an input with inner stride 0: one value a row
-};
-
-// strided_vectorized over at most two collapsed dims (most broadcasts: [N, D] with [D] or [N, 1],
-// [B, T, D] with [D]): the rows as one flat run of vectors, kPackUnroll of them a thread loaded before
-// any use, exactly as the vectorized kernel's, each vector's row found by one multiply. (The rows
-// kernel below, one block a row, lost a fifth of the copy rate in bf16 to short-lived blocks and one
-// vector in flight a thread.)
-// Blocks an SM the row grid keeps registers for: three for 16-bit kernels of at most three tensors,
-// as the vectorized kernel gets by itself (ptxas gave bf16 a + b[D] 90 registers, two blocks an SM:
-// 59-70% of copy on an H100; at 80 nothing spills); the others' (heavier functors) spilled at 80.
-template <class In, class Out, class Op>
-inline constexpr int kRowGridMinBlocks = (sizeof(In) == 2 || sizeof(Out) == 2) && Op::kIn + Op::kOut <= 3 ? 3 : 1;
-
-template <class In, class Out, class Op, class First>
-__global__ void __launch_bounds__(kThreads, kRowGridMinBlocks<In, Out, Op>)
-    elementwise_row_grid_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, RowGrid<Op::kIn + Op::kOut> g,
-                                uint32_t vectors) {
-  constexpr int kV = kPackSize<In, Out>;
-  constexpr int kU = kPackUnroll<In, Out, Op::kIn>;
-  const uint32_t tiles = (vectors + uint32_t(kThreads) * kU - 1) / (uint32_t(kThreads) * kU);
-  for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const uint32_t first = tile * kThreads * kU + threadIdx.x;  // < vectors + kThreads * kU: no wrap
-    Pack<In, kV> in[kU][kSlots<Op::kIn>];
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const uint32_t v = first + u * kThreads;
-      if (v < vectors) {
-        const uint32_t row = g.row_of(v);
-        const int64_t column = int64_t(v - row * g.per_row) * kV;
-#pragma unroll
-        for (int k = 0; k < Op::kIn; ++k) {
-          const int64_t at = int64_t(row) * g.row_stride[k];
-          if (g.broadcast[k]) {
-            const In value = load_input(p, k, at);
-#pragma unroll
-            for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
-          } else {
-            in[u][k] = load_input_pack<kV>(p, k, at + column);
-          }
-        }
-      }
-    }
-    // (the rows found again rather than kept: 4 registers a vector, which cost 16-bit kernels a block an SM)
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const uint32_t v = first + u * kThreads;
-      if (v < vectors) {
-        const uint32_t row = g.row_of(v);
-        const int64_t column = int64_t(v - row * g.per_row) * kV;
-        Pack<Out, kV> out[Op::kOut];
-        apply_pack(op, in[u], out);
-#pragma unroll
-        for (int k = 0; k < Op::kOut; ++k)
-          store_pack(p.out[k] + int64_t(row) * g.row_stride[Op::kIn + k] + column, out[k]);
-      }
-    }
-  }
-}
-
 // Runs op over the tensors, inputs of element type In (the first of First) and outputs of Out.
 template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
 Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
@@ -341,22 +273,6 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       const int64_t inner = walker.inner_size();
       const int64_t rows = n / inner;
       const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
-      if (t.path == ElementwisePath::strided_vectorized && walker.rank <= 2 &&
-          n / kPackSize<In, Out> < (int64_t(1) << 31)) {  // (32-bit vector indices, no wrap)
-        constexpr int kV = kPackSize<In, Out>;
-        RowGrid<kIn + kOut> g;
-        g.per_row = static_cast<uint32_t>(std::max<int64_t>(1, inner / kV));
-        g.row_of = FastDivide32(g.per_row);
-        for (int k = 0; k < kIn + kOut; ++k) {
-          g.row_stride[k] = walker.rank == 2 ? walker.strides[k][0] : 0;
-          g.broadcast[k] = walker.inner_stride(k) == 0;
-        }
-        const auto vectors = static_cast<uint32_t>(n / kV);
-        const int64_t per_block = int64_t(kThreads) * kPackUnroll<In, Out, kIn>;
-        const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, (vectors + per_block - 1) / per_block));
-        elementwise_row_grid_kernel<In, Out, Op, First><<<blocks, kThreads, 0, s>>>(op, p, g, vectors);
-        return last_launch_status("elementwise_row_grid_kernel");
-      }
       if (t.path == ElementwisePath::strided_vectorized) {
         const int64_t vectors = inner / kPackSize<In, Out>, per_block = int64_t(kThreads) * kRowUnroll<In, Out, kIn>;
         const dim3 grid(static_cast<unsigned>((vectors + per_block - 1) / per_block), grid_y);

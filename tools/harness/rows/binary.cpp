@@ -227,8 +227,8 @@ std::vector<Sample<Desc>> samples(bool backward) {
     add({1, 5}, {0, 5}, k.a, k.b);      // a broadcast along an empty dim: da is zeros
     add({300, 64}, {64}, k.a, k.b);     // long reductions
     add({4, 2001}, {4, 1}, k.a, k.b);
-    add({40, 64}, {40, 1}, k.a, k.b);       // rows of whole vectors (CUDA: the row grid) with a column
-    add({6, 5, 16}, {6, 1, 16}, k.a, k.b);  // three collapsed dims (CUDA: a row a block)
+    add({40, 64}, {40, 1}, k.a, k.b);       // rows of whole vectors with a column (CUDA: strided_vectorized)
+    add({6, 5, 16}, {6, 1, 16}, k.a, k.b);  // three collapsed dims, rows of whole vectors
     add_scalar(false, {37, 53});
     add_scalar(true, {37, 53});
     for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
