@@ -175,6 +175,8 @@ TERNARY = {
     "where_backward": (lambda c, x, y: jnp.where(c, x, y), "cxy", True),
     "clamp_backward": (lambda x: jnp.clip(x, -0.5, 0.5), "x", True),
     "clamp_row_backward": (_clip_row, "xlH", True),
+    "addcdiv": (lambda a, b, c: a + 0.5 * (b / c), "xyh", False),
+    "addcdiv_backward": (lambda a, b, c: a + 0.5 * (b / c), "xyh", True),
 }
 
 
