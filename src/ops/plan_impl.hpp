@@ -200,13 +200,20 @@ Status Plan<Op>::run(const Stream& stream, Workspace workspace, const Args& args
   if (Status s = detail::check_workspace(name, workspace, choice_.workspace); !s) return s;
   const detail::LaunchContext ctx{stream, target_, choice_, workspace};
   const auto problem = Hooks::problem(ctx, desc_, detail::without_empty_strides<Op>(args));
-  if (target_.backend == Backend::cpu) return detail::cpu::launch(ctx, problem);
+  auto launch = [&](const auto& p) -> Status {
+    if (target_.backend == Backend::cpu) return detail::cpu::launch(ctx, p);
 #if BARACUDA_HAS_CUDA
-  const detail::DeviceScope device(target_.device);
-  return detail::cuda::launch(ctx, problem);
+    const detail::DeviceScope device(target_.device);
+    return detail::cuda::launch(ctx, p);
 #else
-  return detail::plan_error(StatusCode::unsupported, name, "stream", "baracuda was built without CUDA");
+    return detail::plan_error(StatusCode::unsupported, name, "stream", "baracuda was built without CUDA");
 #endif
+  };
+  // A problem may carry casts to run around it (a type promotion's: ops/binary_problem.hpp).
+  if constexpr (requires { problem.casts; })
+    return run_with_casts(problem.casts, launch, [&] { return launch(problem); });
+  else
+    return launch(problem);
 }
 
 }  // namespace baracuda

@@ -3,16 +3,12 @@
 
 namespace baracuda::detail::cuda {
 
-template <class Problem>
-Status launch_binary(const LaunchContext& ctx, const Problem& problem) {
-  return run_with_casts(
-      problem.casts, [&](const CastProblem& cast) { return launch(ctx, cast); },
-      [&] {
-        return with_binary_group(problem.desc.kind, [&](auto group) { return launch_group<group()>(ctx, problem); });
-      });
+Status launch(const LaunchContext& ctx, const BinaryForwardProblem& problem) {
+  return with_binary_group(problem.desc.kind, [&](auto group) { return launch_group<group()>(ctx, problem); });
 }
 
-Status launch(const LaunchContext& ctx, const BinaryForwardProblem& problem) { return launch_binary(ctx, problem); }
-Status launch(const LaunchContext& ctx, const BinaryBackwardProblem& problem) { return launch_binary(ctx, problem); }
+Status launch(const LaunchContext& ctx, const BinaryBackwardProblem& problem) {
+  return with_binary_group(problem.desc.kind, [&](auto group) { return launch_group<group()>(ctx, problem); });
+}
 
 }  // namespace baracuda::detail::cuda
