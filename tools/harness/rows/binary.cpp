@@ -257,6 +257,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
       add({33, 128}, {33, 128}, k.a, k.b, Views::transposed, {}, dtypes);
       add({33, 128}, {33, 128}, k.a, k.b, Views::misaligned, {}, dtypes);
       add({40, 64}, {40, 1}, k.a, k.b, Views::contiguous, {}, dtypes);
+      add({1, 5}, {0, 5}, k.a, k.b, Views::contiguous, {}, dtypes);  // nothing to cast in b; da zeros
       for (size_t i = first; i < out.size(); ++i) {
         out[i].desc.b_dtype = b_dtype;
         out[i].note += ", b " + std::string(dtype_name(b_dtype));
