@@ -152,16 +152,16 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
   if (d.a_scalar && d.b_scalar)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_scalar",
                       "is set as a_scalar is: at least one operand must be a tensor");
-  if (!mixed(d))  // (mixed dtypes: the promoted one, below)
+  if (!mixed(d)) {
     if (Status s = check_kind_dtype(plan, binary_kind_name(d.kind), d.dtype,
                                     [&](DType t) { return binary_kind_takes(d.kind, t); });
         !s)
       return s;
-  if (mixed(d)) {
+  } else {  // (mixed dtypes: the kind must take the promoted one)
     if (d.a_scalar || d.b_scalar)
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
                         "is set with a scalar operand: mixed dtypes need two tensors");
-    if (static_cast<int>(*d.b_dtype) > static_cast<int>(DType::boolean))
+    if (!valid_dtype(*d.b_dtype))
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
                         std::to_string(static_cast<int>(*d.b_dtype)) + " is not a DType");
     const std::string pair =

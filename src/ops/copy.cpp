@@ -42,8 +42,6 @@ constexpr VariantInfo kCastVariants[] = {
 };
 static_assert(std::size(kCastVariants) == kCastTranspose + 1);
 
-bool valid_dtype(DType d) { return static_cast<int>(d) <= static_cast<int>(DType::boolean); }
-
 DType compute_dtype(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
 
 std::string dtype_pair(const CastDescriptor& d) {

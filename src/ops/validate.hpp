@@ -22,6 +22,9 @@ Status plan_error(StatusCode code, std::string_view plan, std::string_view field
 // Rank within 0..kMaxRank and no negative size.
 Status check_shape(std::string_view plan, std::string_view field, const Shape& shape);
 
+// Whether a DType field holds one of the enum's values (a descriptor's field may hold any byte).
+inline bool valid_dtype(DType d) { return static_cast<int>(d) <= static_cast<int>(DType::boolean); }
+
 // A number of the descriptor (a scalar operand, alpha, a bound) for an op computing in `dtype`: any
 // double for a float dtype; for an integer dtype a whole number within its range (PyTorch's "value
 // cannot be converted to type int8_t without overflow"), for bool 0 or 1.
