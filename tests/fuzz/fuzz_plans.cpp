@@ -317,7 +317,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryDescriptor& d)
   if (in.consume_bool()) std::swap(d.a_shape, d.b_shape);
   if (in.chance(10)) d.a_scalar = fuzz_weight(in);
   if (in.chance(10)) d.b_scalar = fuzz_weight(in);
-  if (in.chance(15)) d.b_dtype = fuzz_dtype(in, schema.dtypes);  // mixed dtypes (promoted; u8 with i8 and scalar operands rejected)
+  // Mixed dtypes: promoted (u8 with i8 and a scalar operand with b_dtype are rejected).
+  if (in.chance(15)) d.b_dtype = fuzz_dtype(in, schema.dtypes);
   d.alpha = fuzz_weight(in);
 }
 
