@@ -22,9 +22,6 @@ struct SegmentRows {
   const K* offsets = nullptr;  // offsets form (and the CPU's sort variant): S + 1 of them
   int64_t offset_stride = 1;
   const int64_t* order = nullptr;  // the row at each position, where not the position itself
-  // CUDA, ids forms: lower_bound(s) for s in [0, S], searched once for all (segment_starts_kernel);
-  // a segment's bounds are then two loads rather than two searches.
-  const int64_t* starts = nullptr;
   int64_t rows = 0;      // N
   int64_t segments = 0;  // S
 
@@ -51,9 +48,6 @@ struct SegmentRows {
     if (offsets) {
       b = offset(s);
       e = raw_offset(s + 1) < raw_offset(s) ? b : offset(s + 1);
-    } else if (starts) {
-      b = starts[s];
-      e = starts[s + 1];
     } else {
       lower_bounds(s, b, e);
     }
@@ -73,9 +67,8 @@ struct SegmentRows {
     b = lo_b;
     e = lo_e;
   }
-  // Whether position p of segment s's bounds holds it: always, but for ids out of order, which the
-  // searched bounds of starts do not check (their answer is unspecified, only in bounds).
-  BARACUDA_HD bool holds(int64_t p, int64_t s) const { return offsets || starts || key(p) == s; }
+  // Whether position p of segment s's bounds holds it: always, but for ids out of order.
+  BARACUDA_HD bool holds(int64_t p, int64_t s) const { return offsets || key(p) == s; }
   // The segment of row i (the backward's map; the walk is unsorted there), or -1.
   BARACUDA_HD int64_t segment_of(int64_t i) const {
     if (!offsets) {

@@ -64,7 +64,7 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
   // starts where that one ended, and ends where its ids do (a scan over ids its rows read anyway),
   // rather than two binary searches a segment (a miss a step: D = 1, 16384 segments of 2^20 rows
   // took 6.8 ms).
-  const bool scanned = rows.keys && !rows.offsets && !rows.starts;
+  const bool scanned = rows.keys && !rows.offsets;
 #pragma omp parallel if (std::max(p.rows, p.segments) * length > kParallelThreshold)
   {
     int64_t last_segment = -1, last_end = 0;

@@ -1,16 +1,17 @@
 #pragma once
 // The CUDA kernels of the segment family (see launch.cuh for the flow of each variant).
 //
-// Segmented (sorted ids, offsets, and the sort variant's sorted rows): a group of `lanes` threads per
-// segment, each lane owning units of the row (16-byte vectors where the rows allow, else single
-// elements), folds the segment's rows in row order and writes its output once: N x D reads, S x D
-// writes, and for ids the segments' starts, searched once before (segment_starts_kernel in
-// launch.cuh). A segment longer than a piece (piece_rows, chosen at select from D) would leave one
-// group walking it alone: the pieces kernel first folds every piece of such segments into two
-// partial slots per piece (slot 0: the long segment that began before the piece, slot 1: the one
-// that begins in it and goes on past it; at most one of each, as segments are disjoint ranges), and
-// segment_split_kernel combines each such segment's partials in piece order. Deterministic: the
-// same fold order on every run.
+// Segmented (sorted ids, offsets, and the sort variant's sorted rows): the positions of the walk are
+// cut into tiles of `tile_rows` (SegmentTiles), every tile the same work whatever the segments'
+// lengths (a group of lanes a segment left the longest segment of a warp setting its time, and paid
+// a segment's fixed cost for each short one). A group of lanes takes a tile, each lane a unit of the
+// row (a 16-byte vector where the rows allow, else one element; with D = 1 over contiguous rows one
+// thread takes the tile in 16-byte vectors of rows), loads its rows eight at a time and folds each
+// into the segment holding it (SegmentCursor): a segment the tile holds whole is written out at its
+// end; the part of one that began before the tile goes to the tile's partial slot 0, the part of one
+// that goes on past it to slot 1. segment_combine_kernel then folds each segment that crossed a
+// tile's end: its slot 1, then the following tiles' slot 0, in order. N x D reads, S x D writes and
+// a few partials: deterministic, the same fold order on every run.
 #include "common/segment.hpp"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/row_walk.cuh"
@@ -56,129 +57,6 @@ __device__ __forceinline__ T empty_of(const SegmentProblem& p) {
     return from_acc<T>(p.empty_value);
 }
 
-// Folds positions [b, e) of segment s for unit u into (acc, at); returns the rows folded. The rows
-// go kFoldBatch at a time, their loads issued back to back (a lane walks a segment alone: one load
-// in flight at a time would leave it bound by latency).
-inline constexpr int kFoldBatch = 4;
-
-// D = 1 over contiguous rows (SegmentProblem::packed_rows): 16-byte vectors of consecutive rows,
-// the vectors that straddle the segment's ends read whole and masked (a vector that would pass the
-// last row is read element by element).
-template <SegmentReduction R, class T, class A, class K>
-__device__ __forceinline__ int64_t fold_packed_rows(const SegmentProblem& p, const SegmentRows<K>& rows, int64_t s,
-                                                    int64_t b, int64_t e, A& acc, int64_t& at) {
-  using Fold = SegmentFold<R, A>;
-  constexpr int kV = Vec16<T>::kSize;
-  const T* data = static_cast<const T*>(p.row_in);
-  int64_t count = 0;
-  for (int64_t q0 = b / kV * kV; q0 < e; q0 += int64_t{kV} * kFoldBatch) {
-    Vec16<T> x[kFoldBatch];
-#pragma unroll
-    for (int t = 0; t < kFoldBatch; ++t) {
-      const int64_t q = q0 + t * kV;
-      if (q + kV <= p.rows) {
-        x[t] = load16(data + q);
-      } else {
-#pragma unroll
-        for (int k = 0; k < kV; ++k)
-          if (q + k < p.rows) x[t].v[k] = data[q + k];
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < kFoldBatch; ++t) {
-#pragma unroll
-      for (int k = 0; k < kV; ++k) {
-        const int64_t q = q0 + t * kV + k;
-        if (q < b || q >= e || !rows.holds(q, s)) continue;
-        Fold::fold(acc, at, to_acc<A>(x[t].v[k]), q);
-        ++count;
-      }
-    }
-  }
-  return count;
-}
-
-template <SegmentReduction R, int kV, class T, class A, class K>
-__device__ __forceinline__ int64_t fold_rows(const SegmentProblem& p, const SegmentRows<K>& rows, int64_t s, int64_t b,
-                                             int64_t e, int64_t u, A (&acc)[kV], int64_t (&at)[kV]) {
-  using Fold = SegmentFold<R, A>;
-  if constexpr (kV == 1)
-    if (p.packed_rows && !rows.order) return fold_packed_rows<R, T>(p, rows, s, b, e, acc[0], at[0]);
-  const T* data = static_cast<const T*>(p.row_in);
-  int64_t count = 0;
-  for (int64_t q0 = b; q0 < e; q0 += kFoldBatch) {
-    // The batch held as loaded (16-byte vectors), converted as it is folded: a 16-bit batch in
-    // f32 would take twice the registers.
-    std::conditional_t<(kV > 1), Vec16<T>, T> x[kFoldBatch];
-    int64_t row[kFoldBatch];
-#pragma unroll
-    for (int t = 0; t < kFoldBatch; ++t) {
-      const int64_t q = q0 + t;
-      row[t] = q < e && rows.holds(q, s) ? rows.row(q) : -1;
-      if (row[t] < 0) continue;
-      const T* at_row = data + row[t] * p.row_stride;
-      if constexpr (kV > 1) {
-        x[t] = load16(at_row + u * kV);
-      } else {
-        int64_t off[kSegmentColumns];
-        p.columns.offsets(u, off);
-        x[t] = at_row[off[kRowSide]];
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < kFoldBatch; ++t) {
-      if (row[t] < 0) continue;
-      if constexpr (kV > 1) {
-#pragma unroll
-        for (int k = 0; k < kV; ++k) Fold::fold(acc[k], at[k], to_acc<A>(x[t].v[k]), row[t]);
-      } else {
-        Fold::fold(acc[0], at[0], to_acc<A>(x[t]), row[t]);
-      }
-      ++count;
-    }
-  }
-  return count;
-}
-
-// The two partial slots of piece k for unit u: (piece * 2 + slot) * D + column.
-template <class A>
-__device__ __forceinline__ int64_t slot_of(const SegmentProblem& p, int64_t piece, int slot, int64_t column) {
-  return (piece * 2 + slot) * p.length + column;
-}
-
-template <SegmentReduction R, int kV, class T, class K>
-__global__ void __launch_bounds__(kThreads) segment_pieces_kernel(SegmentProblem p, SegmentRows<K> rows, int64_t pieces,
-                                                                  int lanes, acc_t<T>* partials, int64_t* partial_at) {
-  using A = acc_t<T>;
-  const int64_t units = p.length / kV, P = p.piece_rows;
-  for_each_row(pieces, lanes, [&](int64_t k, int lane) {
-    const int64_t start = k * P, end = min(p.rows, start + P);
-    for (int slot = 0; slot < 2; ++slot) {
-      // Slot 0: the segment holding the piece's first position, begun before it; slot 1: the one
-      // holding its last position, begun inside it. Each only when long.
-      const int64_t q = slot == 0 ? start : end - 1;
-      const int64_t s = rows.segment_of(q);
-      if (s < 0) continue;
-      int64_t b, e;
-      rows.bounds(s, b, e);
-      if (e - b <= P || q < b || q >= e || (slot == 0) != (b < start)) continue;
-      if (slot == 1 && e <= end) continue;
-      for (int64_t u = lane; u < units; u += lanes) {
-        A acc[kV];
-        int64_t at[kV];
-#pragma unroll
-        for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
-        fold_rows<R, kV, T>(p, rows, s, max(b, start), min(e, end), u, acc, at);
-#pragma unroll
-        for (int j = 0; j < kV; ++j) {
-          partials[slot_of<A>(p, k, slot, u * kV + j)] = acc[j];
-          if (SegmentFold<R, A>::kExtreme) partial_at[slot_of<A>(p, k, slot, u * kV + j)] = at[j];
-        }
-      }
-    }
-  });
-}
-
 // Writes segment s's unit u: the folded value (a mean divided by its count) or, for an empty
 // segment, the empty value; max / min also the row of each extreme (-1 where empty).
 template <SegmentReduction R, int kV, class T, class Idx, class A>
@@ -215,63 +93,242 @@ __device__ __forceinline__ void write_segment(const SegmentProblem& p, int64_t s
   }
 }
 
-// Every segment no longer than a piece: its rows folded in order, written once. The longer ones
-// are segment_split_kernel's.
-template <SegmentReduction R, int kV, class T, class Idx, class K>
-__global__ void __launch_bounds__(kThreads, 3) segment_kernel(SegmentProblem p, SegmentRows<K> rows, int lanes) {
+// The walk's positions and regions. Region r holds positions [begin(r), end(r)): r = -1 those before
+// the first segment, r in [0, S) segment r, r = S those after the last; `starts` (S + 1
+// nondecreasing positions in [0, N], launch.cuh) makes them a partition of [0, N). Tile k is
+// positions [k P, min(N, (k + 1) P)); it owns the regions that begin inside it (the last tile also
+// the empty ones that begin at N).
+struct SegmentTiles {
+  const int64_t* starts = nullptr;
+  const uint32_t* order32 = nullptr;  // the sort variant: the row at each position (N < 2^32)
+  const int64_t* order64 = nullptr;   // (N past 2^32)
+  int64_t rows = 0, segments = 0;     // N, S
+  int64_t tile_rows = 0;              // P
+  int64_t count = 0;                  // tiles (one where N = 0, to write every segment empty)
+
+  __device__ int64_t begin(int64_t r) const { return r < 0 ? 0 : starts[r]; }
+  __device__ int64_t end(int64_t r) const { return r < segments ? starts[r + 1] : rows; }
+  __device__ int64_t row(int64_t q) const { return order32 ? int64_t{order32[q]} : order64 ? order64[q] : q; }
+  // The first s in [0, S] with starts[s] >= q (`above`: > q); S + 1 where none.
+  __device__ int64_t search(int64_t q, bool above) const {
+    int64_t lo = 0, hi = segments + 1;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2, v = starts[mid];
+      if (v < q || (above && v == q))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+  // The region a tile beginning at t0 walks first: the one holding t0 where it began before t0, else
+  // the first that begins at t0 (empty ones included: they are this tile's).
+  __device__ int64_t first_region(int64_t t0) const {
+    const int64_t s = search(t0, false);
+    return s <= segments && starts[s] == t0 ? s : s - 1;
+  }
+  // The region holding position q < N.
+  __device__ int64_t region_of(int64_t q) const { return search(q, true) - 1; }
+};
+
+// The two partial slots of tile k for column c: (k * 2 + slot) * D + c.
+__device__ __forceinline__ int64_t slot_of(const SegmentProblem& p, int64_t tile, int slot, int64_t column) {
+  return (tile * 2 + slot) * p.length + column;
+}
+
+// One lane's walk of a tile for unit u: the region it is in, that region's fold so far, and what to
+// do with it at its end (write it out, or keep it in a slot).
+template <SegmentReduction R, int kV, class T, class Idx>
+struct SegmentCursor {
   using A = acc_t<T>;
-  const int64_t units = p.length / kV, P = p.piece_rows;
-  for_each_row(p.segments, lanes, [&](int64_t s, int lane) {
-    int64_t b, e;
-    rows.bounds(s, b, e);
-    if (P > 0 && e - b > P) return;
-    for (int64_t u = lane; u < units; u += lanes) {
-      A acc[kV];
-      int64_t at[kV];
+  using Fold = SegmentFold<R, A>;
+  const SegmentProblem& p;
+  const SegmentTiles& tiles;
+  int64_t tile, t0, t1, unit;
+  A* partials;
+  int64_t* partial_at;
+  int64_t r = 0, b = 0, e = 0;
+  A acc[kV];
+  int64_t at[kV];
+
+  __device__ __forceinline__ void enter(int64_t region) {
+    r = region;
+    b = tiles.begin(r);
+    e = tiles.end(r);
 #pragma unroll
-      for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
-      const int64_t count = fold_rows<R, kV, T>(p, rows, s, b, e, u, acc, at);
-      write_segment<R, kV, T, Idx>(p, s, u, acc, at, count);
+    for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
+  }
+  __device__ __forceinline__ bool in_segment() const { return r >= 0 && r < p.segments; }
+  __device__ __forceinline__ void fold(int j, A v, int64_t row) { Fold::fold(acc[j], at[j], v, row); }
+  __device__ __forceinline__ void keep(int slot) {
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      const int64_t at_slot = slot_of(p, tile, slot, unit * kV + j);
+      partials[at_slot] = acc[j];
+      if constexpr (Fold::kExtreme) partial_at[at_slot] = at[j];
+    }
+  }
+  // The region has ended inside the tile: out if the tile holds it whole, else its tail to slot 0.
+  __device__ __forceinline__ void finish() {
+    if (!in_segment()) return;
+    if (b >= t0)
+      write_segment<R, kV, T, Idx>(p, r, unit, acc, at, e - b);
+    else
+      keep(0);
+  }
+  // On to the region holding position q (< t1), finishing those before it.
+  __device__ __forceinline__ void reach(int64_t q) {
+    while (q >= e) {
+      finish();
+      enter(r + 1);
+    }
+  }
+  // After the tile's last position: the region holding it goes on past the tile (a slot), or ends
+  // with it and is finished, and so are the empty regions after it that the tile owns.
+  __device__ __forceinline__ void close(bool last_tile) {
+    for (;;) {
+      if (e > t1) {
+        if (in_segment()) keep(b >= t0 ? 1 : 0);
+        return;
+      }
+      finish();
+      if (r >= p.segments) return;
+      enter(r + 1);
+      if (b >= t1 && !last_tile) return;
+    }
+  }
+};
+
+// Rows of a tile loaded this many at a time, their loads issued back to back.
+inline constexpr int kTileBatch = 8;
+
+// A group of `lanes` threads a tile, a lane a unit of the row (see the top of this file).
+template <SegmentReduction R, int kV, class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    segment_tiles_kernel(SegmentProblem p, SegmentTiles tiles, int lanes, acc_t<T>* partials, int64_t* partial_at) {
+  using A = acc_t<T>;
+  using Load = std::conditional_t<(kV > 1), Vec16<T>, T>;  // held as loaded, converted as folded
+  const T* data = static_cast<const T*>(p.row_in);
+  const int64_t units = p.length / kV;
+  for_each_row(tiles.count, lanes, [&](int64_t k, int lane) {
+    const int64_t t0 = k * tiles.tile_rows, t1 = min(tiles.rows, t0 + tiles.tile_rows);
+    const int64_t first = tiles.first_region(t0);
+    for (int64_t u = lane; u < units; u += lanes) {
+      int64_t column = u * kV;
+      if constexpr (kV == 1) {
+        int64_t off[kSegmentColumns];
+        p.columns.offsets(u, off);
+        column = off[kRowSide];
+      }
+      SegmentCursor<R, kV, T, Idx> c{p, tiles, k, t0, t1, u, partials, partial_at};
+      c.enter(first);
+      for (int64_t q0 = t0; q0 < t1; q0 += kTileBatch) {
+        Load x[kTileBatch];
+        int64_t row[kTileBatch];
+#pragma unroll
+        for (int t = 0; t < kTileBatch; ++t) row[t] = q0 + t < t1 ? tiles.row(q0 + t) : -1;
+#pragma unroll
+        for (int t = 0; t < kTileBatch; ++t) {
+          if (row[t] < 0) continue;
+          const T* at_row = data + row[t] * p.row_stride + column;
+          if constexpr (kV > 1)
+            x[t] = load16(at_row);
+          else
+            x[t] = *at_row;
+        }
+#pragma unroll
+        for (int t = 0; t < kTileBatch; ++t) {
+          if (row[t] < 0) break;
+          c.reach(q0 + t);
+          if (!c.in_segment()) continue;
+          if constexpr (kV > 1) {
+#pragma unroll
+            for (int j = 0; j < kV; ++j) c.fold(j, to_acc<A>(x[t].v[j]), row[t]);
+          } else {
+            c.fold(0, to_acc<A>(x[t]), row[t]);
+          }
+        }
+      }
+      c.close(k == tiles.count - 1);
     }
   });
 }
 
-// Every segment longer than a piece, found from the piece it begins in (the one holding that
-// piece's last position): its pieces' partials combined in piece order, a few pieces' loads in
-// flight (as many as keep the batch at 16 accumulators).
-template <SegmentReduction R, int kV, class T, class Idx, class K>
+// D = 1 over contiguous, 16-byte aligned rows (SegmentProblem::packed_rows, no sort order): a thread
+// a tile, in 16-byte vectors of rows (a vector that would pass the last row read element by element).
+template <SegmentReduction R, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    segment_split_kernel(SegmentProblem p, SegmentRows<K> rows, int64_t pieces, int lanes, const acc_t<T>* partials,
-                         const int64_t* partial_at) {
+    segment_tiles_packed_kernel(SegmentProblem p, SegmentTiles tiles, acc_t<T>* partials, int64_t* partial_at) {
+  using A = acc_t<T>;
+  constexpr int kE = Vec16<T>::kSize, kBatch = kTileBatch / 2;
+  const T* data = static_cast<const T*>(p.row_in);
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < tiles.count;
+       k += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t0 = k * tiles.tile_rows, t1 = min(tiles.rows, t0 + tiles.tile_rows);
+    SegmentCursor<R, 1, T, Idx> c{p, tiles, k, t0, t1, 0, partials, partial_at};
+    c.enter(tiles.first_region(t0));
+    for (int64_t q0 = t0; q0 < t1; q0 += int64_t{kE} * kBatch) {
+      Vec16<T> x[kBatch];
+#pragma unroll
+      for (int t = 0; t < kBatch; ++t) {
+        const int64_t q = q0 + t * kE;
+        if (q + kE <= p.rows) {
+          x[t] = load16(data + q);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kE; ++j)
+            if (q + j < p.rows) x[t].v[j] = data[q + j];
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < kBatch; ++t) {
+#pragma unroll
+        for (int j = 0; j < kE; ++j) {
+          const int64_t q = q0 + t * kE + j;
+          if (q >= t1) continue;
+          c.reach(q);
+          if (c.in_segment()) c.fold(0, to_acc<A>(x[t].v[j]), q);
+        }
+      }
+    }
+    c.close(k == tiles.count - 1);
+  }
+}
+
+// Each segment that crossed the end of the tile it began in: that tile's slot 1, then slot 0 of each
+// following tile it reaches, folded in order (a few tiles' loads in flight), then written out.
+template <SegmentReduction R, int kV, class T, class Idx>
+__global__ void __launch_bounds__(kThreads)
+    segment_combine_kernel(SegmentProblem p, SegmentTiles tiles, int lanes, const acc_t<T>* partials,
+                           const int64_t* partial_at) {
   using A = acc_t<T>;
   using Fold = SegmentFold<R, A>;
-  constexpr int kBatch = kV >= 8 ? 2 : kFoldBatch;
-  const int64_t units = p.length / kV, P = p.piece_rows;
-  for_each_row(pieces, lanes, [&](int64_t piece, int lane) {
-    const int64_t start = piece * P, end = min(p.rows, start + P);
-    const int64_t s = rows.segment_of(end - 1);
-    if (s < 0) return;
-    int64_t b, e;
-    rows.bounds(s, b, e);
-    if (e - b <= P || b < start || b >= end) return;
-    const int64_t first = piece, last = (e - 1) / P;
+  constexpr int kBatch = kV >= 8 ? 2 : 4;
+  const int64_t units = p.length / kV, P = tiles.tile_rows;
+  for_each_row(tiles.count, lanes, [&](int64_t k, int lane) {
+    const int64_t t0 = k * P, t1 = min(tiles.rows, t0 + P);
+    if (t1 <= t0) return;
+    const int64_t s = tiles.region_of(t1 - 1);
+    if (s < 0 || s >= p.segments) return;
+    const int64_t b = tiles.begin(s), e = tiles.end(s);
+    if (b < t0 || e <= t1) return;
+    const int64_t last = (e - 1) / P;
     for (int64_t u = lane; u < units; u += lanes) {
       A acc[kV];
       int64_t at[kV];
 #pragma unroll
       for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
-      for (int64_t k0 = first; k0 <= last; k0 += kBatch) {
+      for (int64_t k0 = k; k0 <= last; k0 += kBatch) {
         A v[kBatch][kV];
         int64_t v_at[kBatch][kV];
 #pragma unroll
         for (int t = 0; t < kBatch; ++t) {
-          const int64_t k = k0 + t;
-          if (k > last) continue;
+          if (k0 + t > last) continue;
 #pragma unroll
           for (int j = 0; j < kV; ++j) {
-            const int64_t at_slot = slot_of<A>(p, k, k == first ? 1 : 0, u * kV + j);
+            const int64_t at_slot = slot_of(p, k0 + t, k0 + t == k ? 1 : 0, u * kV + j);
             v[t][j] = partials[at_slot];
-            v_at[t][j] = Fold::kExtreme ? partial_at[at_slot] : k * P;  // sums never read it
+            v_at[t][j] = Fold::kExtreme ? partial_at[at_slot] : 0;  // sums never read it
           }
         }
 #pragma unroll
@@ -316,9 +373,13 @@ __device__ __forceinline__ void atomic_add_unit(A* p, const A (&v)[kV]) {
   }
 }
 
-// A group of lanes per row: the row's id read once, its units added into scratch row s (dense [S, D]
-// of accumulators; a vector unit lands on kV consecutive accumulators, 16-byte aligned as D % kV == 0),
-// the row counted once.
+// Rows handled by a group of lanes at a time in the atomic and backward kernels: their ids, then
+// their loads, issued back to back (a row at a time left a lane a chain of two dependent loads).
+inline constexpr int kRowBatch = 4;
+
+// A group of lanes per kRowBatch rows: each row's id read once, its units added into scratch row s
+// (dense [S, D] of accumulators; a vector unit lands on kV consecutive accumulators, 16-byte aligned
+// as D % kV == 0), the row counted once.
 template <int kV, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     segment_atomic_kernel(SegmentProblem p, int lanes, acc_t<T>* scratch, unsigned long long* counts) {
@@ -326,15 +387,28 @@ __global__ void __launch_bounds__(kThreads)
   const T* data = static_cast<const T*>(p.row_in);
   const Idx* ids = static_cast<const Idx*>(p.ids);
   const int64_t units = p.length / kV;
-  for_each_row(p.rows, lanes, [&](int64_t i, int lane) {
-    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-    if (s < 0 || s >= p.segments) return;
-    for (int64_t u = lane; u < units; u += lanes) {
-      A x[kV];
-      load_unit<kRowSide, kV>(p, data + i * p.row_stride, u, x);
-      atomic_add_unit<kV>(scratch + s * p.length + u * kV, x);
+  for_each_row(ceil_div(p.rows, int64_t{kRowBatch}), lanes, [&](int64_t g, int lane) {
+    int64_t seg[kRowBatch];
+#pragma unroll
+    for (int t = 0; t < kRowBatch; ++t) {
+      const int64_t i = g * kRowBatch + t;
+      const int64_t s = i < p.rows ? static_cast<int64_t>(ids[i * p.ids_stride]) : -1;
+      seg[t] = s >= 0 && s < p.segments ? s : -1;
     }
-    if (lane == 0 && counts) atomicAdd(counts + s, 1ull);
+    for (int64_t u = lane; u < units; u += lanes) {
+      A x[kRowBatch][kV];
+#pragma unroll
+      for (int t = 0; t < kRowBatch; ++t)
+        if (seg[t] >= 0) load_unit<kRowSide, kV>(p, data + (g * kRowBatch + t) * p.row_stride, u, x[t]);
+#pragma unroll
+      for (int t = 0; t < kRowBatch; ++t)
+        if (seg[t] >= 0) atomic_add_unit<kV>(scratch + seg[t] * p.length + u * kV, x[t]);
+    }
+    if (lane == 0 && counts) {
+#pragma unroll
+      for (int t = 0; t < kRowBatch; ++t)
+        if (seg[t] >= 0) atomicAdd(counts + seg[t], 1ull);
+    }
   });
 }
 
@@ -368,7 +442,7 @@ __device__ __forceinline__ int64_t mean_count(const SegmentRows<Idx>& rows, cons
 }
 
 // Backward: every row of ddata from its row's segment (a gather; deterministic): a group of lanes
-// per row, the row's segment found once, 16-byte units where both sides allow.
+// per kRowBatch rows, each row's segment found once, 16-byte units where both sides allow.
 template <SegmentReduction R, int kV, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     segment_backward_kernel(SegmentProblem p, SegmentRows<Idx> rows, int lanes, const unsigned long long* counts) {
@@ -377,27 +451,45 @@ __global__ void __launch_bounds__(kThreads)
   T* ddata = static_cast<T*>(p.row_out);
   const Idx* indices = static_cast<const Idx*>(p.indices);
   const int64_t units = p.length / kV;
-  for_each_row(p.rows, lanes, [&](int64_t i, int lane) {
-    const int64_t s = rows.segment_of(i);
-    const int64_t count = R == SegmentReduction::mean && s >= 0 ? mean_count(rows, counts, s) : 1;
+  for_each_row(ceil_div(p.rows, int64_t{kRowBatch}), lanes, [&](int64_t g, int lane) {
+    int64_t seg[kRowBatch];
+    A count[kRowBatch];  // a mean's divisor
+#pragma unroll
+    for (int t = 0; t < kRowBatch; ++t) seg[t] = g * kRowBatch + t < p.rows ? rows.segment_of(g * kRowBatch + t) : -1;
+#pragma unroll
+    for (int t = 0; t < kRowBatch; ++t) {
+      count[t] = A(1);
+      if constexpr (R == SegmentReduction::mean)
+        if (seg[t] >= 0) count[t] = static_cast<A>(mean_count(rows, counts, seg[t]));
+    }
     for (int64_t u = lane; u < units; u += lanes) {
-      A g[kV];
-      if (s >= 0) {
-        load_unit<kSegmentSide, kV>(p, dout + s * p.segment_stride, u, g);
+      A gr[kRowBatch][kV];
+#pragma unroll
+      for (int t = 0; t < kRowBatch; ++t) {
+        if (seg[t] >= 0) {
+          load_unit<kSegmentSide, kV>(p, dout + seg[t] * p.segment_stride, u, gr[t]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < kV; ++k) gr[t][k] = A(0);
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < kRowBatch; ++t) {
+        const int64_t i = g * kRowBatch + t;
+        if (i >= p.rows) break;
 #pragma unroll
         for (int k = 0; k < kV; ++k) {
-          if constexpr (R == SegmentReduction::mean) g[k] /= static_cast<A>(count);
+          if constexpr (R == SegmentReduction::mean) gr[t][k] /= count[t];
           if constexpr (R == SegmentReduction::max || R == SegmentReduction::min) {
-            int64_t off[kSegmentColumns];
-            p.columns.offsets(u * kV + k, off);
-            if (static_cast<int64_t>(indices[s * p.indices_stride + off[kIndices]]) != i) g[k] = A(0);
+            if (seg[t] >= 0) {
+              int64_t off[kSegmentColumns];
+              p.columns.offsets(u * kV + k, off);
+              if (static_cast<int64_t>(indices[seg[t] * p.indices_stride + off[kIndices]]) != i) gr[t][k] = A(0);
+            }
           }
         }
-      } else {
-#pragma unroll
-        for (int k = 0; k < kV; ++k) g[k] = A(0);
+        store_unit<kRowSide, kV>(p, ddata + i * p.row_stride, u, gr[t]);
       }
-      store_unit<kRowSide, kV>(p, ddata + i * p.row_stride, u, g);
     }
   });
 }

@@ -2,8 +2,8 @@
 // The host side of the segment family's CUDA variants, templated on the reduction: each of sum.cu,
 // mean.cu, max.cu and min.cu instantiates its own (one translation unit a reduction, so the build
 // parallelizes), segment.cu dispatches to them.
-//  - segmented (sorted ids, offsets): the pieces kernel where some segment may be longer than a piece
-//    (N > piece_rows), then one group per segment;
+//  - segmented (sorted ids, offsets): the segments' starts, then the tiles kernel, and where there is
+//    more than one tile the combine kernel for the segments that cross a tile's end;
 //  - sort (unsorted ids, deterministic): (segment key, row) pairs radix-sorted (32-bit keys, stable:
 //    a segment keeps its rows' order), then segmented over the sorted rows;
 //  - atomic (unsorted sum / mean): atomic adds into a scratch, then the finish pass;
@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "common/dispatch.hpp"
 #include "cuda/common/check.cuh"
@@ -27,53 +28,65 @@ inline size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kA
 constexpr bool extreme(SegmentReduction r) { return r == SegmentReduction::max || r == SegmentReduction::min; }
 inline int64_t acc_bytes(DType dtype) { return dtype == DType::f64 || !is_floating(dtype) ? 8 : 4; }
 
-// The pieces' partials: two slots of D accumulators (and, for max / min, D rows) per piece.
+// The tiles' partials: two slots of D accumulators (and, for max / min, D rows) per tile.
 inline CheckedSize pieces_bytes(const SegmentProblem& p) {
   if (p.piece_rows <= 0 || p.rows <= p.piece_rows) return 0;
   const CheckedSize slots = CheckedSize(ceil_div(p.rows, p.piece_rows)) * 2 * p.length;
   return round_up_to(slots * acc_bytes(p.dtype), kAlign) + (extreme(p.reduction) ? slots * 8 : CheckedSize(0));
 }
 
+// The sort's row indices: 32-bit where N allows (a third less to sort than 64-bit ones).
+inline bool narrow_rows(int64_t rows) { return rows <= int64_t{UINT32_MAX}; }
+inline size_t row_index_bytes(int64_t rows) { return narrow_rows(rows) ? 4 : 8; }
+
 inline size_t sort_temp_bytes(int64_t rows) {
   size_t temp = 0;
-  cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-                                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), rows);
+  auto query = [&](auto* values) {
+    cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint32_t*>(nullptr),
+                                    static_cast<uint32_t*>(nullptr), values, values, rows);
+  };
+  if (narrow_rows(rows))
+    query(static_cast<uint32_t*>(nullptr));
+  else
+    query(static_cast<int64_t*>(nullptr));
   return temp;
 }
 
-// The sort variant's scratch: keys in and out (4 bytes a row), rows in and out (8), the sort's own.
+// The sort variant's scratch: keys in and out (4 bytes a row), row indices in and out (4 or 8), the
+// sort's own.
 struct SortBuffers {
   uint32_t *keys_in, *keys;
-  int64_t *rows_in, *rows;
+  void *rows_in, *rows;
   void* temp;
   size_t temp_bytes;
-  char* rest;  // the pieces' partials
+  char* rest;  // the starts and the tiles' partials
 };
 inline CheckedSize sort_bytes(int64_t rows) {
-  return round_up_to(CheckedSize(rows) * 4, kAlign) * 2 + round_up_to(CheckedSize(rows) * 8, kAlign) * 2 +
+  return round_up_to(CheckedSize(rows) * 4, kAlign) * 2 +
+         round_up_to(CheckedSize(rows) * static_cast<int64_t>(row_index_bytes(rows)), kAlign) * 2 +
          CheckedSize(static_cast<int64_t>(round_up(sort_temp_bytes(rows))));
 }
 inline SortBuffers carve_sort(void* workspace, int64_t rows) {
   char* p = static_cast<char*>(workspace);
-  const size_t keys = round_up(size_t(rows) * 4), ids = round_up(size_t(rows) * 8);
+  const size_t keys = round_up(size_t(rows) * 4), ids = round_up(size_t(rows) * row_index_bytes(rows));
   SortBuffers b;
   b.keys_in = reinterpret_cast<uint32_t*>(p);
   b.keys = reinterpret_cast<uint32_t*>(p + keys);
-  b.rows_in = reinterpret_cast<int64_t*>(p + 2 * keys);
-  b.rows = reinterpret_cast<int64_t*>(p + 2 * keys + ids);
+  b.rows_in = p + 2 * keys;
+  b.rows = p + 2 * keys + ids;
   b.temp = p + 2 * keys + 2 * ids;
   b.temp_bytes = round_up(sort_temp_bytes(rows));
   b.rest = static_cast<char*>(b.temp) + b.temp_bytes;
   return b;
 }
 
-template <class Idx>
-__global__ void __launch_bounds__(kThreads) segment_keys_kernel(SegmentProblem p, uint32_t* keys, int64_t* rows) {
+template <class Idx, class V>
+__global__ void __launch_bounds__(kThreads) segment_keys_kernel(SegmentProblem p, uint32_t* keys, V* rows) {
   const Idx* ids = static_cast<const Idx*>(p.ids);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.rows; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
     keys[i] = static_cast<uint32_t>(s >= 0 && s < p.segments ? s : p.segments);  // bad ids sort last
-    rows[i] = i;
+    rows[i] = static_cast<V>(i);
   }
 }
 
@@ -83,47 +96,105 @@ inline int key_bits(int64_t sentinel) {
   return bits;
 }
 
-// The starts of sorted ids (SegmentRows::starts), one thread a search.
+// Sorts (key, row) pairs of the unsorted ids by key, stably.
+template <class Idx, class V>
+Status sort_rows(cudaStream_t stream, const SegmentProblem& p, const SortBuffers& b, int sm_count) {
+  auto* rows_in = static_cast<V*>(b.rows_in);
+  segment_keys_kernel<Idx, V><<<grid_stride_blocks(p.rows, sm_count), kThreads, 0, stream>>>(p, b.keys_in, rows_in);
+  if (Status st = last_launch_status("segment_keys_kernel"); !st) return st;
+  size_t temp = b.temp_bytes;
+  return cuda_status(cub::DeviceRadixSort::SortPairs(b.temp, temp, b.keys_in, b.keys, rows_in, static_cast<V*>(b.rows),
+                                                     p.rows, 0, key_bits(p.segments), stream),
+                     "cub::DeviceRadixSort::SortPairs");
+}
+
+
+// The segments' starts (SegmentTiles): offsets clamped into [0, N] (launch_starts then takes their
+// running maximum), or for ids lower_bound(s), one thread a search (a binary search's answers are
+// nondecreasing in s over any ids, sorted or not).
 template <class K>
 __global__ void __launch_bounds__(kThreads) segment_starts_kernel(SegmentRows<K> rows, int64_t* starts) {
   for (int64_t s = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; s <= rows.segments;
        s += int64_t(gridDim.x) * blockDim.x)
-    starts[s] = rows.lower_bound(s);
+    starts[s] = rows.offsets ? rows.offset(s) : rows.lower_bound(s);
 }
 
+struct MaxOfStarts {
+  __host__ __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? b : a; }
+};
+inline size_t offsets_scan_bytes(int64_t segments) {
+  size_t temp = 0;
+  cub::DeviceScan::InclusiveScan(nullptr, temp, static_cast<int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
+                                 MaxOfStarts{}, segments + 1);
+  return temp;
+}
+// S + 1 starts, then (offsets) the scan's own scratch.
 inline CheckedSize starts_bytes(const SegmentProblem& p) {
-  return round_up_to((CheckedSize(p.segments) + 1) * 8, kAlign);
+  const CheckedSize starts = round_up_to((CheckedSize(p.segments) + 1) * 8, kAlign);
+  if (p.form != SegmentForm::offsets) return starts;
+  return starts + CheckedSize(static_cast<int64_t>(round_up(offsets_scan_bytes(p.segments))));
 }
 
+// Fills starts (S + 1 of them at `scratch`): offsets that decrease are raised to their predecessor
+// (the running maximum), so the regions are a partition whatever the offsets; valid offsets are
+// unchanged. Returns the scratch past what it used.
+template <class K>
+Status launch_starts(cudaStream_t stream, const SegmentProblem& p, const SegmentRows<K>& rows, char*& scratch,
+                     int sm_count) {
+  auto* starts = reinterpret_cast<int64_t*>(scratch);
+  const size_t starts_size = round_up(size_t(p.segments + 1) * 8);
+  segment_starts_kernel<K><<<grid_stride_blocks(p.segments + 1, sm_count), kThreads, 0, stream>>>(rows, starts);
+  if (Status st = last_launch_status("segment_starts_kernel"); !st) return st;
+  if (rows.offsets) {
+    size_t temp = offsets_scan_bytes(p.segments);
+    if (Status st = cuda_status(cub::DeviceScan::InclusiveScan(scratch + starts_size, temp, starts, starts,
+                                                               MaxOfStarts{}, p.segments + 1, stream),
+                                "cub::DeviceScan::InclusiveScan");
+        !st)
+      return st;
+  }
+  scratch += starts_bytes(p).value();
+  return Status::ok();
+}
+
+// The segmented walk over positions in row order, or (the sort variant) through order32 / order64.
 template <SegmentReduction R, class T, class Idx, class K>
-Status segmented(cudaStream_t stream, const SegmentProblem& p, SegmentRows<K> rows, char* scratch, int sm_count) {
+Status segmented(cudaStream_t stream, const SegmentProblem& p, const SegmentRows<K>& rows, char* scratch, int sm_count,
+                 const uint32_t* order32 = nullptr, const int64_t* order64 = nullptr) {
   using A = acc_t<T>;
-  if (!rows.offsets) {  // ids: their segments' starts, then the bounds from them
-    rows.starts = reinterpret_cast<int64_t*>(scratch);
-    segment_starts_kernel<K><<<grid_stride_blocks(p.segments + 1, sm_count), kThreads, 0, stream>>>(
-        rows, const_cast<int64_t*>(rows.starts));
-    if (Status st = last_launch_status("segment_starts_kernel"); !st) return st;
-    scratch += starts_bytes(p).value();
+  const int64_t* starts = reinterpret_cast<const int64_t*>(scratch);
+  if (Status st = launch_starts(stream, p, rows, scratch, sm_count); !st) return st;
+  SegmentTiles tiles;
+  tiles.starts = starts;
+  tiles.order32 = order32;
+  tiles.order64 = order64;
+  tiles.rows = p.rows;
+  tiles.segments = p.segments;
+  tiles.tile_rows = p.piece_rows;
+  tiles.count = std::max<int64_t>(1, ceil_div(p.rows, p.piece_rows));
+  A* partials = nullptr;
+  int64_t* partial_at = nullptr;
+  if (pieces_bytes(p).value() > 0) {
+    partials = reinterpret_cast<A*>(scratch);
+    const size_t slots = size_t(tiles.count) * 2 * size_t(p.length);
+    if (extreme(R)) partial_at = reinterpret_cast<int64_t*>(scratch + round_up(slots * sizeof(A)));
   }
   auto launch = [&](auto vector) {
     constexpr int kV = decltype(vector)::value;
     const int lanes = lanes_for(p.length / kV);
-    A* partials = nullptr;
-    int64_t* partial_at = nullptr;
-    if (const CheckedSize bytes = pieces_bytes(p); bytes.value() > 0) {
-      const int64_t pieces = ceil_div(p.rows, p.piece_rows);
-      const int64_t slots = pieces * 2 * p.length;
-      partials = reinterpret_cast<A*>(scratch);
-      if (extreme(R)) partial_at = reinterpret_cast<int64_t*>(scratch + round_up(size_t(slots) * sizeof(A)));
-      segment_pieces_kernel<R, kV, T, K>
-          <<<row_blocks(pieces, lanes, sm_count), kThreads, 0, stream>>>(p, rows, pieces, lanes, partials, partial_at);
-      if (Status st = last_launch_status("segment_pieces_kernel"); !st) return st;
-      segment_split_kernel<R, kV, T, Idx, K>
-          <<<row_blocks(pieces, lanes, sm_count), kThreads, 0, stream>>>(p, rows, pieces, lanes, partials, partial_at);
-      if (Status st = last_launch_status("segment_split_kernel"); !st) return st;
+    if (p.packed_rows && !order32 && !order64) {
+      segment_tiles_packed_kernel<R, T, Idx>
+          <<<grid_stride_blocks(tiles.count, sm_count), kThreads, 0, stream>>>(p, tiles, partials, partial_at);
+      if (Status st = last_launch_status("segment_tiles_packed_kernel"); !st) return st;
+    } else {
+      segment_tiles_kernel<R, kV, T, Idx>
+          <<<row_blocks(tiles.count, lanes, sm_count), kThreads, 0, stream>>>(p, tiles, lanes, partials, partial_at);
+      if (Status st = last_launch_status("segment_tiles_kernel"); !st) return st;
     }
-    segment_kernel<R, kV, T, Idx, K><<<row_blocks(p.segments, lanes, sm_count), kThreads, 0, stream>>>(p, rows, lanes);
-    return last_launch_status("segment_kernel");
+    if (tiles.count == 1) return Status::ok();
+    segment_combine_kernel<R, kV, T, Idx>
+        <<<row_blocks(tiles.count, lanes, sm_count), kThreads, 0, stream>>>(p, tiles, lanes, partials, partial_at);
+    return last_launch_status("segment_combine_kernel");
   };
   if (p.vectorized) return launch(std::integral_constant<int, Vec16<T>::kSize>{});
   return launch(std::integral_constant<int, 1>{});
@@ -137,22 +208,18 @@ Status forward(cudaStream_t stream, const SegmentProblem& p, int sm_count) {
   if (p.form != SegmentForm::unsorted_ids) return segmented<R, T, Idx>(stream, p, p.segment_rows<Idx>(), ws, sm_count);
   if (p.variant == SegmentVariant::sort) {
     const SortBuffers b = carve_sort(ws, p.rows);
-    SegmentRows<uint32_t> rows;
+    SegmentRows<uint32_t> rows;  // the sorted keys
     rows.keys = b.keys;
-    rows.order = b.rows;
     rows.rows = p.rows;
     rows.segments = p.segments;
+    const bool narrow = narrow_rows(p.rows);
     if (p.rows > 0) {
-      segment_keys_kernel<Idx><<<grid_stride_blocks(p.rows, sm_count), kThreads, 0, stream>>>(p, b.keys_in, b.rows_in);
-      if (Status st = last_launch_status("segment_keys_kernel"); !st) return st;
-      size_t temp = b.temp_bytes;
-      if (Status st = cuda_status(cub::DeviceRadixSort::SortPairs(b.temp, temp, b.keys_in, b.keys, b.rows_in, b.rows,
-                                                                  p.rows, 0, key_bits(p.segments), stream),
-                                  "cub::DeviceRadixSort::SortPairs");
-          !st)
-        return st;
+      const Status st =
+          narrow ? sort_rows<Idx, uint32_t>(stream, p, b, sm_count) : sort_rows<Idx, int64_t>(stream, p, b, sm_count);
+      if (!st) return st;
     }
-    return segmented<R, T, Idx>(stream, p, rows, b.rest, sm_count);
+    return segmented<R, T, Idx>(stream, p, rows, b.rest, sm_count, narrow ? static_cast<uint32_t*>(b.rows) : nullptr,
+                                narrow ? nullptr : static_cast<int64_t*>(b.rows));
   }
   if constexpr (extreme(R)) {
     return Status::error(StatusCode::unsupported, "segment max / min have no atomic kernel");  // select never picks it

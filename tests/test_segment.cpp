@@ -1,0 +1,186 @@
+// The segment family's walks on both sides of their boundaries. CUDA folds sorted ids, offsets and
+// the sort variant's sorted rows in tiles of segment_piece_rows(D) rows (256 for D <= 1024; see
+// src/cuda/segment/kernels.cuh): segments that end exactly at a tile's end, empty ones at a tile's
+// start and at N, one-row segments, segments across one, two and three tile ends, rows before the
+// first offset and after the last, bad ids at both ends. The CPU runs the same cases against the same
+// naive reference. (The op table's random samples cover shapes, views and dtypes at large.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "harness/data.hpp"
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using testing::contiguous;
+using testing::unwrap;
+
+enum class Reduction { sum, mean, max, min };
+
+// CUDA's tile rows (segment_piece_rows in src/ops/segment_problem.hpp): 256 up to D = 1024, then
+// 2^18 / D down to 64.
+int64_t tile_rows(int64_t length) { return std::clamp<int64_t>((int64_t{1} << 18) / length, 64, 256); }
+
+// A layout of rows into segments: `lead` rows before the first segment (offsets) or with id -1
+// (ids), then each segment's rows, then `tail` rows after the last (offsets) or with id S (ids).
+struct Layout {
+  std::vector<int64_t> lengths;
+  int64_t lead = 0, tail = 0;
+  int64_t rows() const { return lead + tail + std::accumulate(lengths.begin(), lengths.end(), int64_t{0}); }
+  int64_t segments() const { return static_cast<int64_t>(lengths.size()); }
+  // The segment of each row, or -1.
+  std::vector<int64_t> segment_of() const {
+    std::vector<int64_t> s(static_cast<size_t>(lead), -1);
+    for (int64_t k = 0; k < segments(); ++k) s.insert(s.end(), static_cast<size_t>(lengths[size_t(k)]), k);
+    s.insert(s.end(), static_cast<size_t>(tail), -1);
+    return s;
+  }
+};
+
+// Segment lengths around tiles of P rows.
+std::vector<Layout> layouts(int64_t P) {
+  return {
+      // Ends exactly at tile ends, empties at a tile's start, one row, across one and three ends,
+      // empties at N.
+      {{P, 0, P, 0, 0, 1, P - 1, 2 * P + 3, 0, 7, P + 44, 0, 0}},
+      {{P * 3 + 5}},                                                    // one segment, four tiles
+      {{0, 0, 3, 0}, 0, 0},                                             // one tile
+      {{P}},                                                            // exactly one tile
+      {{P + 1}, 0, 0},                                                  // one row past it
+      {{5, P - 5, 1, 1, 1, P - 3, 0, P}, 3, 9},                         // rows outside every segment at both ends
+      {{}, 0, 0},                                                       // no segments
+      {{0, 0, 0}, 0, 0},                                                // no rows
+      {std::vector<int64_t>(static_cast<size_t>(2 * P + 7), 1), 1, 0},  // a segment a row
+  };
+}
+
+class SegmentWalkTest : public testing::BackendDTypeTest {
+ protected:
+  Tensor index_tensor(const std::vector<int64_t>& v, DType index_dtype) {
+    Tensor t = unwrap(harness::random_tensor(backend(), index_dtype,
+                                             contiguous({std::max<int64_t>(1, static_cast<int64_t>(v.size()))}), rng_));
+    t.shape = Shape{static_cast<int64_t>(v.size())};
+    for (size_t i = 0; i < v.size(); ++i) t.host[i] = static_cast<double>(v[i]);
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  }
+
+  template <class Plan>
+  void check(Reduction r, const Layout& layout, int64_t length, SegmentForm form, DType index_dtype) {
+    const int64_t n = layout.rows(), segs = layout.segments();
+    const std::vector<int64_t> seg_of = layout.segment_of();
+    SCOPED_TRACE("rows " + std::to_string(n) + " segments " + std::to_string(segs) + " D " + std::to_string(length));
+    const Shape data_shape = length == 1 ? Shape{n} : Shape{n, length};
+    const Shape out_shape = length == 1 ? Shape{segs} : Shape{segs, length};
+    Tensor data = unwrap(harness::random_tensor(backend(), dtype(), contiguous(data_shape), rng_));
+    Tensor out = unwrap(harness::random_tensor(backend(), dtype(), contiguous(out_shape), rng_));
+    ASSERT_TRUE(harness::poison(out).is_ok());
+    const bool extreme = r == Reduction::max || r == Reduction::min;
+    Tensor indices = unwrap(harness::random_tensor(backend(), index_dtype, contiguous(out_shape), rng_));
+    ASSERT_TRUE(harness::poison(indices).is_ok());
+
+    std::vector<int64_t> ids(seg_of), offsets;
+    for (int64_t& v : ids)
+      if (v < 0) v = &v - ids.data() < layout.lead ? -1 : segs;  // bad at both ends, still sorted
+    if (form == SegmentForm::unsorted_ids) std::shuffle(ids.begin(), ids.end(), rng_);
+    offsets.push_back(layout.lead);
+    for (int64_t len : layout.lengths) offsets.push_back(offsets.back() + len);
+    Tensor id_tensor = index_tensor(ids, index_dtype), offset_tensor = index_tensor(offsets, index_dtype);
+
+    PlanPreference pref;
+    pref.determinism = Determinism::required;  // the unsorted form's sort variant: the sorted walk
+    const SegmentDescriptor desc{dtype(), index_dtype, data_shape, segs, form, std::nullopt};
+    Plan plan = unwrap(Plan::select(stream(), desc, pref));
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(1, plan.workspace_size())));
+    harness::Buffer counter = unwrap(harness::Buffer::allocate(backend(), sizeof(int64_t)));
+    const int64_t zero = 0;
+    ASSERT_TRUE(counter.upload(&zero, sizeof zero).is_ok());
+    const bool by_ids = form != SegmentForm::offsets;
+    SegmentArgs args{
+        data.ref(), by_ids ? id_tensor.ref() : AnyTensorRef{}, by_ids ? AnyTensorRef{} : offset_tensor.ref(),
+        out.mut(),  extreme ? indices.mut() : AnyTensorMut{},  static_cast<int64_t*>(counter.data())};
+    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, args));
+    ASSERT_TRUE(out.download().is_ok());
+    ASSERT_TRUE(indices.download().is_ok());
+    int64_t bad = -1;
+    ASSERT_TRUE(counter.download(&bad, sizeof bad).is_ok());
+    EXPECT_EQ(bad, by_ids ? layout.lead + layout.tail : 0);
+
+    // The reference: each segment's rows in row order, in double.
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> want(static_cast<size_t>(segs * length));
+    std::vector<int64_t> want_at(want.size(), -1);
+    for (int64_t s = 0; s < segs; ++s) {
+      for (int64_t j = 0; j < length; ++j) {
+        double acc = r == Reduction::max ? -inf : r == Reduction::min ? inf : 0.0;
+        int64_t at = -1, count = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          if (seg_of[size_t(i)] != s) continue;
+          const double v = data.at(i * length + j);
+          ++count;
+          if (r == Reduction::sum || r == Reduction::mean) {
+            acc += v;
+          } else if (at < 0 || (r == Reduction::max ? v > acc : v < acc)) {
+            acc = v;
+            at = i;
+          }
+        }
+        if (r == Reduction::mean && count > 0) acc /= static_cast<double>(count);
+        want[size_t(s * length + j)] = acc;
+        want_at[size_t(s * length + j)] = at;
+      }
+    }
+    const double tol = harness::tolerance(dtype()) * (extreme ? 0.0 : 4.0);
+    for (size_t k = 0; k < want.size(); ++k) {
+      const double got = out.at(static_cast<int64_t>(k));
+      if (std::isinf(want[k])) {
+        EXPECT_EQ(got, want[k]) << "segment element " << k;
+      } else {
+        EXPECT_NEAR(got, want[k], tol * (1.0 + std::fabs(want[k]))) << "segment element " << k;
+      }
+      if (extreme) {
+        EXPECT_EQ(static_cast<int64_t>(indices.at(static_cast<int64_t>(k))), want_at[k]) << "segment element " << k;
+      }
+    }
+  }
+
+  template <class Plan>
+  void check_every_layout(Reduction r) {
+    for (int64_t length : {int64_t{1}, int64_t{3}, int64_t{8}}) {  // packed rows, strided, 16-byte units
+      const int64_t P = tile_rows(length);
+      for (const Layout& layout : layouts(P))
+        for (SegmentForm form : {SegmentForm::sorted_ids, SegmentForm::offsets, SegmentForm::unsorted_ids}) {
+          SCOPED_TRACE(form == SegmentForm::sorted_ids ? "sorted ids"
+                       : form == SegmentForm::offsets  ? "offsets"
+                                                       : "unsorted ids");
+          check<Plan>(r, layout, length, form, length == 3 ? DType::i32 : DType::i64);
+        }
+    }
+  }
+};
+
+TEST_P(SegmentWalkTest, SumAcrossTileEnds) { check_every_layout<SegmentSumPlan>(Reduction::sum); }
+TEST_P(SegmentWalkTest, MeanAcrossTileEnds) { check_every_layout<SegmentMeanPlan>(Reduction::mean); }
+TEST_P(SegmentWalkTest, MaxAcrossTileEnds) { check_every_layout<SegmentMaxPlan>(Reduction::max); }
+TEST_P(SegmentWalkTest, MinAcrossTileEnds) { check_every_layout<SegmentMinPlan>(Reduction::min); }
+
+// A wide row (D = 2048: tiles of 128 rows) across tile ends.
+TEST_P(SegmentWalkTest, WideRowsAcrossTileEnds) {
+  const int64_t length = 2048, P = tile_rows(length);
+  check<SegmentSumPlan>(Reduction::sum, Layout{{P - 1, 1, 2 * P + 1, 0, 5}, 2, 1}, length, SegmentForm::offsets,
+                        DType::i64);
+  check<SegmentMaxPlan>(Reduction::max, Layout{{P, P + 3, 0}, 0, 0}, length, SegmentForm::sorted_ids, DType::i32);
+}
+
+INSTANTIATE_TEST_SUITE_P(Segments, SegmentWalkTest,
+                         ::testing::ValuesIn(testing::cases_of({DType::f32, DType::bf16, DType::f64})),
+                         testing::case_name);
+
+}  // namespace
+}  // namespace baracuda
