@@ -74,7 +74,7 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
   template <class Plan>
   void check(Reduction r, const Layout& layout, int64_t length, SegmentForm form, DType index_dtype) {
     const int64_t n = layout.rows(), segs = layout.segments();
-    const std::vector<int64_t> seg_of = layout.segment_of();
+    std::vector<int64_t> seg_of = layout.segment_of();
     SCOPED_TRACE("rows " + std::to_string(n) + " segments " + std::to_string(segs) + " D " + std::to_string(length));
     const Shape data_shape = length == 1 ? Shape{n} : Shape{n, length};
     const Shape out_shape = length == 1 ? Shape{segs} : Shape{segs, length};
@@ -88,7 +88,10 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
     std::vector<int64_t> ids(seg_of), offsets;
     for (int64_t& v : ids)
       if (v < 0) v = &v - ids.data() < layout.lead ? -1 : segs;  // bad at both ends, still sorted
-    if (form == SegmentForm::unsorted_ids) std::shuffle(ids.begin(), ids.end(), rng_);
+    if (form == SegmentForm::unsorted_ids) {
+      std::shuffle(ids.begin(), ids.end(), rng_);
+      for (int64_t i = 0; i < n; ++i) seg_of[size_t(i)] = ids[size_t(i)] < segs ? ids[size_t(i)] : -1;
+    }
     offsets.push_back(layout.lead);
     for (int64_t len : layout.lengths) offsets.push_back(offsets.back() + len);
     Tensor id_tensor = index_tensor(ids, index_dtype), offset_tensor = index_tensor(offsets, index_dtype);

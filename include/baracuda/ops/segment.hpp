@@ -35,7 +35,9 @@
 //     folded into a neighbour's), but the count says so;
 //   - offsets outside [0, N]: counted and clamped into [0, N]; each offset below its predecessor is
 //     counted too, and makes its segment empty (offsets are counted, not an error: they live in
-//     device memory, which select never reads).
+//     device memory, which select never reads); where the next segment then starts is not
+//     specified beyond "in bounds" (the CPU starts it at the lower offset, CUDA at the running
+//     maximum of the offsets, so that its segments stay disjoint).
 // Bad descriptors (negative sizes, an N that i32 indices cannot count, an integer initial that the
 // dtype cannot hold) are errors at select that name the plan and the field.
 //

@@ -202,7 +202,8 @@ struct SegmentCursor {
 // Rows of a tile loaded this many at a time, their loads issued back to back.
 inline constexpr int kTileBatch = 8;
 
-// A group of `lanes` threads a tile, a lane a unit of the row (see the top of this file).
+// A group of `lanes` threads a tile and a chunk of `lanes` units of the row, a lane a unit (see the
+// top of this file): rows wider than a block take several groups.
 template <SegmentReduction R, int kV, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     segment_tiles_kernel(SegmentProblem p, SegmentTiles tiles, int lanes, acc_t<T>* partials, int64_t* partial_at) {
@@ -210,47 +211,48 @@ __global__ void __launch_bounds__(kThreads)
   using Load = std::conditional_t<(kV > 1), Vec16<T>, T>;  // held as loaded, converted as folded
   const T* data = static_cast<const T*>(p.row_in);
   const int64_t units = p.length / kV;
-  for_each_row(tiles.count, lanes, [&](int64_t k, int lane) {
+  const int64_t chunks = ceil_div(units, int64_t{lanes});
+  for_each_row(tiles.count * chunks, lanes, [&](int64_t w, int lane) {
+    const int64_t k = w / chunks, u = (w - k * chunks) * lanes + lane;
     const int64_t t0 = k * tiles.tile_rows, t1 = min(tiles.rows, t0 + tiles.tile_rows);
+    if (u >= units) return;
     const int64_t first = tiles.first_region(t0);
-    for (int64_t u = lane; u < units; u += lanes) {
-      int64_t column = u * kV;
-      if constexpr (kV == 1) {
-        int64_t off[kSegmentColumns];
-        p.columns.offsets(u, off);
-        column = off[kRowSide];
-      }
-      SegmentCursor<R, kV, T, Idx> c{p, tiles, k, t0, t1, u, partials, partial_at};
-      c.enter(first);
-      for (int64_t q0 = t0; q0 < t1; q0 += kTileBatch) {
-        Load x[kTileBatch];
-        int64_t row[kTileBatch];
-#pragma unroll
-        for (int t = 0; t < kTileBatch; ++t) row[t] = q0 + t < t1 ? tiles.row(q0 + t) : -1;
-#pragma unroll
-        for (int t = 0; t < kTileBatch; ++t) {
-          if (row[t] < 0) continue;
-          const T* at_row = data + row[t] * p.row_stride + column;
-          if constexpr (kV > 1)
-            x[t] = load16(at_row);
-          else
-            x[t] = *at_row;
-        }
-#pragma unroll
-        for (int t = 0; t < kTileBatch; ++t) {
-          if (row[t] < 0) break;
-          c.reach(q0 + t);
-          if (!c.in_segment()) continue;
-          if constexpr (kV > 1) {
-#pragma unroll
-            for (int j = 0; j < kV; ++j) c.fold(j, to_acc<A>(x[t].v[j]), row[t]);
-          } else {
-            c.fold(0, to_acc<A>(x[t]), row[t]);
-          }
-        }
-      }
-      c.close(k == tiles.count - 1);
+    int64_t column = u * kV;
+    if constexpr (kV == 1) {
+      int64_t off[kSegmentColumns];
+      p.columns.offsets(u, off);
+      column = off[kRowSide];
     }
+    SegmentCursor<R, kV, T, Idx> c{p, tiles, k, t0, t1, u, partials, partial_at};
+    c.enter(first);
+    for (int64_t q0 = t0; q0 < t1; q0 += kTileBatch) {
+      Load x[kTileBatch];
+      int64_t row[kTileBatch];
+#pragma unroll
+      for (int t = 0; t < kTileBatch; ++t) row[t] = q0 + t < t1 ? tiles.row(q0 + t) : -1;
+#pragma unroll
+      for (int t = 0; t < kTileBatch; ++t) {
+        if (row[t] < 0) continue;
+        const T* at_row = data + row[t] * p.row_stride + column;
+        if constexpr (kV > 1)
+          x[t] = load16(at_row);
+        else
+          x[t] = *at_row;
+      }
+#pragma unroll
+      for (int t = 0; t < kTileBatch; ++t) {
+        if (row[t] < 0) break;
+        c.reach(q0 + t);
+        if (!c.in_segment()) continue;
+        if constexpr (kV > 1) {
+#pragma unroll
+          for (int j = 0; j < kV; ++j) c.fold(j, to_acc<A>(x[t].v[j]), row[t]);
+        } else {
+          c.fold(0, to_acc<A>(x[t]), row[t]);
+        }
+      }
+    }
+    c.close(k == tiles.count - 1);
   });
 }
 
@@ -305,41 +307,41 @@ __global__ void __launch_bounds__(kThreads)
   using Fold = SegmentFold<R, A>;
   constexpr int kBatch = kV >= 8 ? 2 : 4;
   const int64_t units = p.length / kV, P = tiles.tile_rows;
-  for_each_row(tiles.count, lanes, [&](int64_t k, int lane) {
+  const int64_t chunks = ceil_div(units, int64_t{lanes});
+  for_each_row(tiles.count * chunks, lanes, [&](int64_t w, int lane) {
+    const int64_t k = w / chunks, u = (w - k * chunks) * lanes + lane;
     const int64_t t0 = k * P, t1 = min(tiles.rows, t0 + P);
-    if (t1 <= t0) return;
+    if (u >= units || t1 <= t0) return;
     const int64_t s = tiles.region_of(t1 - 1);
     if (s < 0 || s >= p.segments) return;
     const int64_t b = tiles.begin(s), e = tiles.end(s);
     if (b < t0 || e <= t1) return;
     const int64_t last = (e - 1) / P;
-    for (int64_t u = lane; u < units; u += lanes) {
-      A acc[kV];
-      int64_t at[kV];
+    A acc[kV];
+    int64_t at[kV];
 #pragma unroll
-      for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
-      for (int64_t k0 = k; k0 <= last; k0 += kBatch) {
-        A v[kBatch][kV];
-        int64_t v_at[kBatch][kV];
+    for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
+    for (int64_t k0 = k; k0 <= last; k0 += kBatch) {
+      A v[kBatch][kV];
+      int64_t v_at[kBatch][kV];
 #pragma unroll
-        for (int t = 0; t < kBatch; ++t) {
-          if (k0 + t > last) continue;
+      for (int t = 0; t < kBatch; ++t) {
+        if (k0 + t > last) continue;
 #pragma unroll
-          for (int j = 0; j < kV; ++j) {
-            const int64_t at_slot = slot_of(p, k0 + t, k0 + t == k ? 1 : 0, u * kV + j);
-            v[t][j] = partials[at_slot];
-            v_at[t][j] = Fold::kExtreme ? partial_at[at_slot] : 0;  // sums never read it
-          }
-        }
-#pragma unroll
-        for (int t = 0; t < kBatch; ++t) {
-          if (k0 + t > last) continue;
-#pragma unroll
-          for (int j = 0; j < kV; ++j) Fold::combine(acc[j], at[j], v[t][j], v_at[t][j]);
+        for (int j = 0; j < kV; ++j) {
+          const int64_t at_slot = slot_of(p, k0 + t, k0 + t == k ? 1 : 0, u * kV + j);
+          v[t][j] = partials[at_slot];
+          v_at[t][j] = Fold::kExtreme ? partial_at[at_slot] : 0;  // sums never read it
         }
       }
-      write_segment<R, kV, T, Idx>(p, s, u, acc, at, e - b);
+#pragma unroll
+      for (int t = 0; t < kBatch; ++t) {
+        if (k0 + t > last) continue;
+#pragma unroll
+        for (int j = 0; j < kV; ++j) Fold::combine(acc[j], at[j], v[t][j], v_at[t][j]);
+      }
     }
+    write_segment<R, kV, T, Idx>(p, s, u, acc, at, e - b);
   });
 }
 

@@ -108,7 +108,6 @@ Status sort_rows(cudaStream_t stream, const SegmentProblem& p, const SortBuffers
                      "cub::DeviceRadixSort::SortPairs");
 }
 
-
 // The segments' starts (SegmentTiles): offsets clamped into [0, N] (launch_starts then takes their
 // running maximum), or for ids lower_bound(s), one thread a search (a binary search's answers are
 // nondecreasing in s over any ids, sorted or not).
@@ -182,18 +181,19 @@ Status segmented(cudaStream_t stream, const SegmentProblem& p, const SegmentRows
   auto launch = [&](auto vector) {
     constexpr int kV = decltype(vector)::value;
     const int lanes = lanes_for(p.length / kV);
+    const int64_t chunks = ceil_div(p.length / kV, int64_t{lanes});  // groups a tile: rows wider than a block
     if (p.packed_rows && !order32 && !order64) {
       segment_tiles_packed_kernel<R, T, Idx>
           <<<grid_stride_blocks(tiles.count, sm_count), kThreads, 0, stream>>>(p, tiles, partials, partial_at);
       if (Status st = last_launch_status("segment_tiles_packed_kernel"); !st) return st;
     } else {
-      segment_tiles_kernel<R, kV, T, Idx>
-          <<<row_blocks(tiles.count, lanes, sm_count), kThreads, 0, stream>>>(p, tiles, lanes, partials, partial_at);
+      segment_tiles_kernel<R, kV, T, Idx><<<row_blocks(tiles.count * chunks, lanes, sm_count), kThreads, 0, stream>>>(
+          p, tiles, lanes, partials, partial_at);
       if (Status st = last_launch_status("segment_tiles_kernel"); !st) return st;
     }
     if (tiles.count == 1) return Status::ok();
-    segment_combine_kernel<R, kV, T, Idx>
-        <<<row_blocks(tiles.count, lanes, sm_count), kThreads, 0, stream>>>(p, tiles, lanes, partials, partial_at);
+    segment_combine_kernel<R, kV, T, Idx><<<row_blocks(tiles.count * chunks, lanes, sm_count), kThreads, 0, stream>>>(
+        p, tiles, lanes, partials, partial_at);
     return last_launch_status("segment_combine_kernel");
   };
   if (p.vectorized) return launch(std::integral_constant<int, Vec16<T>::kSize>{});
