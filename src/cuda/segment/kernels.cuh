@@ -176,21 +176,29 @@ struct SegmentCursor {
     else
       keep(0);
   }
-  // On to the region holding position q (< t1), finishing those before it. The end of a region is
-  // the rare path, kept out of line: inlined into the unrolled fold loops, its writes made the
-  // kernels many times larger (bf16 max at D = 32 ran 3x slower than with a group a segment).
-  __device__ __forceinline__ void reach(int64_t q) {
-    if (q >= e) advance(q);
-  }
-  __device__ __noinline__ void advance(int64_t q) {
-    while (q >= e) {
-      finish();
-      enter(r + 1);
+  // Folds the positions [q0, qend) of a batch: fold_range(q, stop) folds those in [q, stop), all of
+  // the current region, and the regions that end inside the batch are finished on the way. The
+  // batch's fold and a region's end are each written once here (inlined into each unrolled step of
+  // the batch, the end's writes made the kernels 8-32 times larger, and kept out of line the
+  // cursor lived in local memory: both ran slower than a group a segment).
+  template <class F>
+  __device__ __forceinline__ void walk(int64_t q0, int64_t qend, F&& fold_range) {
+    int64_t q = q0;
+    for (;;) {
+      if (q >= e) {
+        finish();
+        enter(r + 1);
+        continue;
+      }
+      const int64_t stop = min(e, qend);
+      if (in_segment()) fold_range(q, stop);
+      q = stop;
+      if (q >= qend) return;
     }
   }
   // After the tile's last position: the region holding it goes on past the tile (a slot), or ends
   // with it and is finished, and so are the empty regions after it that the tile owns.
-  __device__ __noinline__ void close(bool last_tile) {
+  __device__ __forceinline__ void close(bool last_tile) {
     for (;;) {
       if (e > t1) {
         if (in_segment()) keep(b >= t0 ? 1 : 0);
@@ -244,18 +252,18 @@ __global__ void __launch_bounds__(kThreads)
         else
           x[t] = *at_row;
       }
+      c.walk(q0, min(t1, q0 + kTileBatch), [&](int64_t q, int64_t stop) {
 #pragma unroll
-      for (int t = 0; t < kTileBatch; ++t) {
-        if (row[t] < 0) break;
-        c.reach(q0 + t);
-        if (!c.in_segment()) continue;
-        if constexpr (kV > 1) {
+        for (int t = 0; t < kTileBatch; ++t) {
+          if (q0 + t < q || q0 + t >= stop) continue;
+          if constexpr (kV > 1) {
 #pragma unroll
-          for (int j = 0; j < kV; ++j) c.fold(j, to_acc<A>(x[t].v[j]), row[t]);
-        } else {
-          c.fold(0, to_acc<A>(x[t]), row[t]);
+            for (int j = 0; j < kV; ++j) c.fold(j, to_acc<A>(x[t].v[j]), row[t]);
+          } else {
+            c.fold(0, to_acc<A>(x[t]), row[t]);
+          }
         }
-      }
+      });
     }
     c.close(k == tiles.count - 1);
   });
@@ -287,16 +295,16 @@ __global__ void __launch_bounds__(kThreads)
             if (q + j < p.rows) x[t].v[j] = data[q + j];
         }
       }
+      c.walk(q0, min(t1, q0 + int64_t{kE} * kBatch), [&](int64_t q, int64_t stop) {
 #pragma unroll
-      for (int t = 0; t < kBatch; ++t) {
+        for (int t = 0; t < kBatch; ++t) {
 #pragma unroll
-        for (int j = 0; j < kE; ++j) {
-          const int64_t q = q0 + t * kE + j;
-          if (q >= t1) continue;
-          c.reach(q);
-          if (c.in_segment()) c.fold(0, to_acc<A>(x[t].v[j]), q);
+          for (int j = 0; j < kE; ++j) {
+            const int64_t at_q = q0 + t * kE + j;
+            if (at_q >= q && at_q < stop) c.fold(0, to_acc<A>(x[t].v[j]), at_q);
+          }
         }
-      }
+      });
     }
     c.close(k == tiles.count - 1);
   }
