@@ -6,7 +6,7 @@
 // lengths (a group of lanes a segment left the longest segment of a warp setting its time, and paid
 // a segment's fixed cost for each short one). A group of lanes takes a tile, each lane a unit of the
 // row (a 16-byte vector where the rows allow, else one element; with D = 1 over contiguous rows one
-// thread takes the tile in 16-byte vectors of rows), loads its rows eight at a time and folds each
+// thread takes the tile in 16-byte vectors of rows), loads its rows four or eight at a time and folds each
 // into the segment holding it (SegmentCursor): a segment the tile holds whole is written out at its
 // end; the part of one that began before the tile goes to the tile's partial slot 0, the part of one
 // that goes on past it to slot 1. segment_combine_kernel then folds each segment that crossed a
@@ -212,15 +212,23 @@ struct SegmentCursor {
   }
 };
 
-// Rows of a tile loaded this many at a time, their loads issued back to back.
-inline constexpr int kTileBatch = 8;
+// Rows of a tile loaded at a time, their loads issued back to back, and the blocks an SM the kernel
+// is fitted to, by the element's size (measured, bench/NOTES.md "the tiled walk"): 4- and 8-byte
+// types 8 rows (f32 at 4 rows and 3 blocks: sum 0.177 -> 0.205 ms, max 0.244 -> 0.286 at [2^20,
+// 128]); 16-bit types 4 rows and 3 blocks (at 8 rows: bf16 max 0.323 -> 0.390 ms at D = 128, 0.432
+// -> 0.592 at D = 32).
+template <class T>
+inline constexpr int kTileBatch = sizeof(T) == 2 ? 4 : 8;
+template <class T>
+inline constexpr int kTileMinBlocks = sizeof(T) == 2 ? 3 : 1;
 
 // A group of `lanes` threads a tile and a chunk of `lanes` units of the row, a lane a unit (see the
 // top of this file): rows wider than a block take several groups.
 template <SegmentReduction R, int kV, class T, class Idx>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kTileMinBlocks<T>)
     segment_tiles_kernel(SegmentProblem p, SegmentTiles tiles, int lanes, acc_t<T>* partials, int64_t* partial_at) {
   using A = acc_t<T>;
+  constexpr int kBatch = kTileBatch<T>;
   using Load = std::conditional_t<(kV > 1), Vec16<T>, T>;  // held as loaded, converted as folded
   const T* data = static_cast<const T*>(p.row_in);
   const int64_t units = p.length / kV;
@@ -238,13 +246,13 @@ __global__ void __launch_bounds__(kThreads)
     }
     SegmentCursor<R, kV, T, Idx> c{p, tiles, k, t0, t1, u, partials, partial_at};
     c.enter(first);
-    for (int64_t q0 = t0; q0 < t1; q0 += kTileBatch) {
-      Load x[kTileBatch];
-      int64_t row[kTileBatch];
+    for (int64_t q0 = t0; q0 < t1; q0 += kBatch) {
+      Load x[kBatch];
+      int64_t row[kBatch];
 #pragma unroll
-      for (int t = 0; t < kTileBatch; ++t) row[t] = q0 + t < t1 ? tiles.row(q0 + t) : -1;
+      for (int t = 0; t < kBatch; ++t) row[t] = q0 + t < t1 ? tiles.row(q0 + t) : -1;
 #pragma unroll
-      for (int t = 0; t < kTileBatch; ++t) {
+      for (int t = 0; t < kBatch; ++t) {
         if (row[t] < 0) continue;
         const T* at_row = data + row[t] * p.row_stride + column;
         if constexpr (kV > 1)
@@ -252,9 +260,9 @@ __global__ void __launch_bounds__(kThreads)
         else
           x[t] = *at_row;
       }
-      c.walk(q0, min(t1, q0 + kTileBatch), [&](int64_t q, int64_t stop) {
+      c.walk(q0, min(t1, q0 + kBatch), [&](int64_t q, int64_t stop) {
 #pragma unroll
-        for (int t = 0; t < kTileBatch; ++t) {
+        for (int t = 0; t < kBatch; ++t) {
           if (q0 + t < q || q0 + t >= stop) continue;
           if constexpr (kV > 1) {
 #pragma unroll
@@ -275,7 +283,7 @@ template <SegmentReduction R, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     segment_tiles_packed_kernel(SegmentProblem p, SegmentTiles tiles, acc_t<T>* partials, int64_t* partial_at) {
   using A = acc_t<T>;
-  constexpr int kE = Vec16<T>::kSize, kBatch = kTileBatch / 2;
+  constexpr int kE = Vec16<T>::kSize, kBatch = 4;
   const T* data = static_cast<const T*>(p.row_in);
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < tiles.count;
        k += int64_t(gridDim.x) * blockDim.x) {
