@@ -1,5 +1,5 @@
 // The segment family's walks on both sides of their boundaries. CUDA folds sorted ids, offsets and
-// the sort variant's sorted rows in tiles of segment_piece_rows(D) rows (256 for D <= 1024; see
+// the sort variant's sorted rows in tiles of segment_tile_rows(D) rows (256 for D <= 1024; see
 // src/cuda/segment/kernels.cuh): segments that end exactly at a tile's end, empty ones at a tile's
 // start and at N, one-row segments, segments across one, two and three tile ends, rows before the
 // first offset and after the last, bad ids at both ends. The CPU runs the same cases against the same
@@ -23,7 +23,7 @@ using testing::unwrap;
 
 enum class Reduction { sum, mean, max, min };
 
-// CUDA's tile rows (segment_piece_rows in src/ops/segment_problem.hpp): 256 up to D = 1024, then
+// CUDA's tile rows (segment_tile_rows in src/ops/segment_problem.hpp): 256 up to D = 1024, then
 // 2^18 / D down to 64.
 int64_t tile_rows(int64_t length) { return std::clamp<int64_t>((int64_t{1} << 18) / length, 64, 256); }
 

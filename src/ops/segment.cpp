@@ -17,9 +17,10 @@ namespace {
 constexpr DType kFloatsAndIntegers[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 
-constexpr VariantInfo kSegmented{"segmented", true, true, true,
-                                 "sorted ids or offsets: each segment folds its rows in row order (CUDA: a group of "
-                                 "threads a segment, long segments split into pieces combined in order)"};
+constexpr VariantInfo kSegmented{
+    "segmented", true, true, true,
+    "sorted ids or offsets: each segment folds its rows in row order (CUDA: tiles of rows, "
+    "segments across a tile's end combined in order)"};
 constexpr VariantInfo kAtomic{"atomic", false, false, true,
                               "unsorted ids: atomic adds into an f32 / f64 / int64 scratch, then one pass to out"};
 constexpr VariantInfo kSort{"sort", true, true, true,
@@ -139,7 +140,7 @@ struct SegmentHooks {
     p.rows = d.data_shape.dims[0];
     p.segments = d.num_segments;
     p.length = row_length(d.data_shape);
-    p.piece_rows = t.backend == Backend::cuda ? segment_piece_rows(p.length) : 0;
+    p.tile_rows = t.backend == Backend::cuda ? segment_tile_rows(p.length) : 0;
     empty_values(d, R, p.empty_value, p.empty_integer);
     return p;
   }
@@ -179,7 +180,7 @@ struct SegmentHooks {
       return plan_error(StatusCode::unsupported, name, "descriptor.num_segments",
                         "the sort variant sorts 32-bit segment keys: at most 2^31 - 1 segments");
     c.workspace = static_cast<size_t>(ws.value());
-    c.knob = p.piece_rows;
+    c.knob = p.tile_rows;
     return c;
   }
   static bool nothing_to_do(const Descriptor&) { return false; }  // the index values are counted still

@@ -29,9 +29,9 @@ constexpr bool extreme(SegmentReduction r) { return r == SegmentReduction::max |
 inline int64_t acc_bytes(DType dtype) { return dtype == DType::f64 || !is_floating(dtype) ? 8 : 4; }
 
 // The tiles' partials: two slots of D accumulators (and, for max / min, D rows) per tile.
-inline CheckedSize pieces_bytes(const SegmentProblem& p) {
-  if (p.piece_rows <= 0 || p.rows <= p.piece_rows) return 0;
-  const CheckedSize slots = CheckedSize(ceil_div(p.rows, p.piece_rows)) * 2 * p.length;
+inline CheckedSize tile_slots_bytes(const SegmentProblem& p) {
+  if (p.tile_rows <= 0 || p.rows <= p.tile_rows) return 0;
+  const CheckedSize slots = CheckedSize(ceil_div(p.rows, p.tile_rows)) * 2 * p.length;
   return round_up_to(slots * acc_bytes(p.dtype), kAlign) + (extreme(p.reduction) ? slots * 8 : CheckedSize(0));
 }
 
@@ -169,11 +169,11 @@ Status segmented(cudaStream_t stream, const SegmentProblem& p, const SegmentRows
   tiles.order64 = order64;
   tiles.rows = p.rows;
   tiles.segments = p.segments;
-  tiles.tile_rows = p.piece_rows;
-  tiles.count = std::max<int64_t>(1, ceil_div(p.rows, p.piece_rows));
+  tiles.tile_rows = p.tile_rows;
+  tiles.count = std::max<int64_t>(1, ceil_div(p.rows, p.tile_rows));
   A* partials = nullptr;
   int64_t* partial_at = nullptr;
-  if (pieces_bytes(p).value() > 0) {
+  if (tile_slots_bytes(p).value() > 0) {
     partials = reinterpret_cast<A*>(scratch);
     const size_t slots = size_t(tiles.count) * 2 * size_t(p.length);
     if (extreme(R)) partial_at = reinterpret_cast<int64_t*>(scratch + round_up(slots * sizeof(A)));

@@ -11,10 +11,10 @@ CheckedSize segment_workspace(const SegmentProblem& p) {
   if (p.backward)
     return p.reduction == SegmentReduction::mean && p.form != SegmentForm::offsets ? CheckedSize(p.segments) * 8
                                                                                    : CheckedSize(0);
-  if (p.form != SegmentForm::unsorted_ids) return starts_bytes(p) + pieces_bytes(p);
+  if (p.form != SegmentForm::unsorted_ids) return starts_bytes(p) + tile_slots_bytes(p);
   if (p.variant == SegmentVariant::atomic)
     return round_up_to(CheckedSize(p.segments) * p.length * acc_bytes(p.dtype), kAlign) + CheckedSize(p.segments) * 8;
-  return sort_bytes(p.rows) + starts_bytes(p) + pieces_bytes(p);
+  return sort_bytes(p.rows) + starts_bytes(p) + tile_slots_bytes(p);
 }
 
 Status launch(const LaunchContext& ctx, const SegmentProblem& p) {
