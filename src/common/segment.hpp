@@ -22,8 +22,8 @@ struct SegmentRows {
   const K* offsets = nullptr;  // offsets form (and the CPU's sort variant): S + 1 of them
   int64_t offset_stride = 1;
   const int64_t* order = nullptr;  // the row at each position, where not the position itself
-  int64_t rows = 0;      // N
-  int64_t segments = 0;  // S
+  int64_t rows = 0;                // N
+  int64_t segments = 0;            // S
 
   BARACUDA_HD int64_t key(int64_t p) const { return static_cast<int64_t>(keys[p * key_stride]); }
   BARACUDA_HD int64_t raw_offset(int64_t k) const { return static_cast<int64_t>(offsets[k * offset_stride]); }
