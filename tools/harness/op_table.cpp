@@ -182,17 +182,25 @@ namespace {
 // The sample's own range, else for an integer whole numbers in [-1000, 1000) (i8 [-128, 128), u8
 // [0, 256)), a bool 0 or 1, a float
 // the row's range or [-1, 1).
-std::pair<double, double> value_range(const ArgSpec& spec, std::span<const ValueRange> sample,
-                                      std::span<const ValueRange> row) {
+ValueRange value_range(const ArgSpec& spec, std::span<const ValueRange> sample, std::span<const ValueRange> row) {
   for (const ValueRange& r : sample)
-    if (r.arg == spec.name) return {r.lo, r.hi};
-  if (spec.dtype == DType::boolean) return {0.0, 2.0};
-  if (spec.dtype == DType::i8) return {-128.0, 128.0};
-  if (spec.dtype == DType::u8) return {0.0, 256.0};
-  if (!is_floating(spec.dtype)) return {-1000.0, 1000.0};
+    if (r.arg == spec.name) return r;
+  if (spec.dtype == DType::boolean) return {spec.name, 0.0, 2.0};
+  if (spec.dtype == DType::i8) return {spec.name, -128.0, 128.0};
+  if (spec.dtype == DType::u8) return {spec.name, 0.0, 256.0};
+  if (!is_floating(spec.dtype)) return {spec.name, -1000.0, 1000.0};
   for (const ValueRange& r : row)
-    if (r.arg == spec.name) return {r.lo, r.hi};
-  return {-1.0, 1.0};
+    if (r.arg == spec.name) return r;
+  return {spec.name, -1.0, 1.0};
+}
+
+// Replaces a tensor's values by a shuffled grid over [lo, hi): cell k holds lo + (k + 1/4) * step.
+void spread_distinct(Tensor& t, double lo, double hi, std::mt19937_64& rng) {
+  std::vector<double> grid(t.host.size());
+  const double step = (hi - lo) / static_cast<double>(std::max<size_t>(grid.size(), 1));
+  for (size_t k = 0; k < grid.size(); ++k) grid[k] = quantize(t.dtype, lo + (static_cast<double>(k) + 0.25) * step);
+  std::shuffle(grid.begin(), grid.end(), rng);
+  t.host = std::move(grid);
 }
 
 // The view of an output's buffer as it was before a run.
@@ -211,11 +219,15 @@ Expected<ProblemTensors> allocate(Problem& problem, Backend backend, std::span<c
     const ArgSpec& spec = t.specs[k];
     if (!spec.present) continue;
     const bool laid_out = !contiguous_only && (problem.only.empty() || problem.only == spec.name);
-    const auto [lo, hi] = value_range(spec, problem.value_ranges, ranges);
-    Expected<Tensor> tensor =
-        random_tensor(backend, spec.dtype, layout(spec, laid_out ? problem.views : Views::contiguous), rng, lo, hi);
+    const ValueRange range = value_range(spec, problem.value_ranges, ranges);
+    Expected<Tensor> tensor = random_tensor(
+        backend, spec.dtype, layout(spec, laid_out ? problem.views : Views::contiguous), rng, range.lo, range.hi);
     if (!tensor) return tensor.status();
     Tensor& x = t.tensors[k] = std::move(*tensor);
+    if (range.distinct && is_floating(spec.dtype) && !spec.output) {
+      spread_distinct(x, range.lo, range.hi, rng);
+      if (Status s = x.upload(); !s) return s;
+    }
     if (spec.index_bound > 0) {
       const IndexRange r = problem.index_values.value_or(IndexRange{-2, spec.index_bound + 2});
       std::uniform_int_distribution<int64_t> dist(r.lo, r.hi - 1);

@@ -36,6 +36,9 @@ struct IndexRange {
 struct ValueRange {
   std::string_view arg;  // the argument's random values lie in [lo, hi) (integers: whole ones)
   double lo = -1.0, hi = 1.0;
+  // A shuffled grid over [lo, hi) instead: floats no two closer than (hi - lo) / elements, none at
+  // 0 (max / min's finite differences never step across a tie, nor across an initial value of 0).
+  bool distinct = false;
 };
 
 // A sample of a row: the descriptor (its dtype is set by the driver) and how its tensors are laid out.
