@@ -1,5 +1,5 @@
 // The segment family's walks on both sides of their boundaries. CUDA folds sorted ids, offsets and
-// the sort variant's sorted rows in tiles of segment_tile_rows(D) rows (256 for D <= 1024; see
+// the sort variant's sorted rows in tiles of segment_tile_rows rows (src/ops/segment.cpp and
 // src/cuda/segment/kernels.cuh): segments that end exactly at a tile's end, empty ones at a tile's
 // start and at N, one-row segments, segments across one, two and three tile ends, rows before the
 // first offset and after the last, bad ids at both ends. The CPU runs the same cases against the same
@@ -23,8 +23,8 @@ using testing::unwrap;
 
 enum class Reduction { sum, mean, max, min };
 
-// CUDA's tile rows (segment_tile_rows in src/ops/segment_problem.hpp): 256 up to D = 1024, then
-// 2^18 / D down to 64.
+// CUDA's tile rows (segment_tile_rows in src/ops/segment.cpp): 256 up to D = 1024, then 2^18 / D
+// down to 64.
 int64_t tile_rows(int64_t length) { return std::clamp<int64_t>((int64_t{1} << 18) / length, 64, 256); }
 
 // A layout of rows into segments: `lead` rows before the first segment (offsets) or with id -1
@@ -158,16 +158,14 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
 
   template <class Plan>
   void check_every_layout(Reduction r) {
-    for (int64_t length : {int64_t{1}, int64_t{3}, int64_t{8}}) {  // packed rows, strided, 16-byte units
-      const int64_t P = tile_rows(length);
-      for (const Layout& layout : layouts(P))
+    for (int64_t length : {int64_t{1}, int64_t{3}, int64_t{8}})  // packed rows, strided, 16-byte units
+      for (const Layout& layout : layouts(tile_rows(length)))
         for (SegmentForm form : {SegmentForm::sorted_ids, SegmentForm::offsets, SegmentForm::unsorted_ids}) {
           SCOPED_TRACE(form == SegmentForm::sorted_ids ? "sorted ids"
                        : form == SegmentForm::offsets  ? "offsets"
                                                        : "unsorted ids");
           check<Plan>(r, layout, length, form, length == 3 ? DType::i32 : DType::i64);
         }
-    }
   }
 };
 
@@ -176,7 +174,7 @@ TEST_P(SegmentWalkTest, MeanAcrossTileEnds) { check_every_layout<SegmentMeanPlan
 TEST_P(SegmentWalkTest, MaxAcrossTileEnds) { check_every_layout<SegmentMaxPlan>(Reduction::max); }
 TEST_P(SegmentWalkTest, MinAcrossTileEnds) { check_every_layout<SegmentMinPlan>(Reduction::min); }
 
-// A wide row (D = 2048: tiles of 128 rows) across tile ends.
+// A wide row (D = 2048: tiles of 128 rows, chunks of units a tile) across tile ends.
 TEST_P(SegmentWalkTest, WideRowsAcrossTileEnds) {
   const int64_t length = 2048, P = tile_rows(length);
   check<SegmentSumPlan>(Reduction::sum, Layout{{P - 1, 1, 2 * P + 1, 0, 5}, 2, 1}, length, SegmentForm::offsets,

@@ -117,8 +117,9 @@ struct SegmentFold {
     if (is_nan_value(v)) return true;
     return R == SegmentReduction::max ? v > best : v < best;
   }
-  // acc (with its row `at`) folded with v of row i.
-  BARACUDA_HD static void fold(A& acc, int64_t& at, A v, int64_t i) {
+  // acc (with its row `at`) folded with v of row i (I: a row, or a position; negative: none yet).
+  template <class I>
+  BARACUDA_HD static void fold(A& acc, I& at, A v, I i) {
     if constexpr (kExtreme) {
       if (takes_over(v, acc, at < 0)) {
         acc = v;

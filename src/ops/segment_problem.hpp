@@ -41,7 +41,7 @@ struct SegmentProblem {
   int64_t offsets_stride = 0;
   double empty_value = 0;     // floating dtypes: an empty segment's value
   int64_t empty_integer = 0;  // integer dtypes: the same
-  int64_t tile_rows = 0;      // CUDA: rows of a tile of the segmented walk (cuda/segment/kernels.cuh)
+  int64_t tile_rows = 0;      // CUDA: rows of a tile of the segmented walk (ops/segment.cpp)
   bool vectorized = false;    // CUDA: D contiguous in whole, aligned 16-byte vectors on both sides
   bool packed_rows = false;   // CUDA: D = 1, rows adjacent, 16-byte aligned (vectors of rows)
   int64_t* bad_index_count = nullptr;
@@ -66,13 +66,6 @@ struct SegmentProblem {
     return r;
   }
 };
-
-// The rows of a tile of the segmented walk on CUDA, chosen at select from D alone: 256 rows (fewer
-// past D = 1024, down to 64), so that a tile's two partial slots stay a few percent of its bytes
-// while a lane's walk of a tile stays short (tiles many enough to fill the device).
-inline int64_t segment_tile_rows(int64_t length) {
-  return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(length, 1), 64, 256);
-}
 
 namespace cpu {
 CheckedSize segment_workspace(const SegmentProblem& shape);

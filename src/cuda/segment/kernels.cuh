@@ -137,7 +137,9 @@ __device__ __forceinline__ int64_t slot_of(const SegmentProblem& p, int64_t tile
 }
 
 // One lane's walk of a tile for unit u: the region it is in, that region's fold so far, and what to
-// do with it at its end (write it out, or keep it in a slot).
+// do with it at its end (write it out, or keep it in a slot). Max / min keep where each extreme is
+// as a position in the tile (q - t0, 32 bits: half the registers and the slots' bytes of a row),
+// made a row (through the sort's order) only when written out.
 template <SegmentReduction R, int kV, class T, class Idx>
 struct SegmentCursor {
   using A = acc_t<T>;
@@ -146,10 +148,10 @@ struct SegmentCursor {
   const SegmentTiles& tiles;
   int64_t tile, t0, t1, unit;
   A* partials;
-  int64_t* partial_at;
+  int32_t* partial_at;
   int64_t r = 0, b = 0, e = 0;
   A acc[kV];
-  int64_t at[kV];
+  int32_t at[kV];
 
   __device__ __forceinline__ void enter(int64_t region) {
     r = region;
@@ -159,7 +161,8 @@ struct SegmentCursor {
     for (int j = 0; j < kV; ++j) acc[j] = A(0), at[j] = -1;
   }
   __device__ __forceinline__ bool in_segment() const { return r >= 0 && r < p.segments; }
-  __device__ __forceinline__ void fold(int j, A v, int64_t row) { Fold::fold(acc[j], at[j], v, row); }
+  // Folds v, at position q of the tile.
+  __device__ __forceinline__ void fold(int j, A v, int64_t q) { Fold::fold(acc[j], at[j], v, int32_t(q - t0)); }
   __device__ __forceinline__ void keep(int slot) {
 #pragma unroll
     for (int j = 0; j < kV; ++j) {
@@ -171,10 +174,14 @@ struct SegmentCursor {
   // The region has ended inside the tile: out if the tile holds it whole, else its tail to slot 0.
   __device__ __forceinline__ void finish() {
     if (!in_segment()) return;
-    if (b >= t0)
-      write_segment<R, kV, T, Idx>(p, r, unit, acc, at, e - b);
-    else
+    if (b >= t0) {
+      int64_t rows[kV];
+#pragma unroll
+      for (int j = 0; j < kV; ++j) rows[j] = Fold::kExtreme && at[j] >= 0 ? tiles.row(t0 + at[j]) : -1;
+      write_segment<R, kV, T, Idx>(p, r, unit, acc, rows, e - b);
+    } else {
       keep(0);
+    }
   }
   // Folds the positions [q0, qend) of a batch: fold_range(q, stop) folds those in [q, stop), all of
   // the current region, and the regions that end inside the batch are finished on the way. The
@@ -226,7 +233,7 @@ inline constexpr int kTileMinBlocks = sizeof(T) == 2 ? 3 : 1;
 // top of this file): rows wider than a block take several groups.
 template <SegmentReduction R, int kV, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, kTileMinBlocks<T>)
-    segment_tiles_kernel(SegmentProblem p, SegmentTiles tiles, int lanes, acc_t<T>* partials, int64_t* partial_at) {
+    segment_tiles_kernel(SegmentProblem p, SegmentTiles tiles, int lanes, acc_t<T>* partials, int32_t* partial_at) {
   using A = acc_t<T>;
   constexpr int kBatch = kTileBatch<T>;
   using Load = std::conditional_t<(kV > 1), Vec16<T>, T>;  // held as loaded, converted as folded
@@ -266,9 +273,9 @@ __global__ void __launch_bounds__(kThreads, kTileMinBlocks<T>)
           if (q0 + t < q || q0 + t >= stop) continue;
           if constexpr (kV > 1) {
 #pragma unroll
-            for (int j = 0; j < kV; ++j) c.fold(j, to_acc<A>(x[t].v[j]), row[t]);
+            for (int j = 0; j < kV; ++j) c.fold(j, to_acc<A>(x[t].v[j]), q0 + t);
           } else {
-            c.fold(0, to_acc<A>(x[t]), row[t]);
+            c.fold(0, to_acc<A>(x[t]), q0 + t);
           }
         }
       });
@@ -281,7 +288,7 @@ __global__ void __launch_bounds__(kThreads, kTileMinBlocks<T>)
 // a tile, in 16-byte vectors of rows (a vector that would pass the last row read element by element).
 template <SegmentReduction R, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    segment_tiles_packed_kernel(SegmentProblem p, SegmentTiles tiles, acc_t<T>* partials, int64_t* partial_at) {
+    segment_tiles_packed_kernel(SegmentProblem p, SegmentTiles tiles, acc_t<T>* partials, int32_t* partial_at) {
   using A = acc_t<T>;
   constexpr int kE = Vec16<T>::kSize, kBatch = 4;
   const T* data = static_cast<const T*>(p.row_in);
@@ -323,7 +330,7 @@ __global__ void __launch_bounds__(kThreads)
 template <SegmentReduction R, int kV, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     segment_combine_kernel(SegmentProblem p, SegmentTiles tiles, int lanes, const acc_t<T>* partials,
-                           const int64_t* partial_at) {
+                           const int32_t* partial_at) {
   using A = acc_t<T>;
   using Fold = SegmentFold<R, A>;
   constexpr int kBatch = kV >= 8 ? 2 : 4;
@@ -352,7 +359,9 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = 0; j < kV; ++j) {
           const int64_t at_slot = slot_of(p, k0 + t, k0 + t == k ? 1 : 0, u * kV + j);
           v[t][j] = partials[at_slot];
-          v_at[t][j] = Fold::kExtreme ? partial_at[at_slot] : 0;  // sums never read it
+          // A slot's position is its tile's; sums never read it.
+          const int32_t in_tile = Fold::kExtreme ? partial_at[at_slot] : 0;
+          v_at[t][j] = in_tile < 0 ? -1 : (k0 + t) * P + in_tile;
         }
       }
 #pragma unroll
@@ -362,6 +371,8 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = 0; j < kV; ++j) Fold::combine(acc[j], at[j], v[t][j], v_at[t][j]);
       }
     }
+#pragma unroll
+    for (int j = 0; j < kV; ++j) at[j] = Fold::kExtreme && at[j] >= 0 ? tiles.row(at[j]) : -1;
     write_segment<R, kV, T, Idx>(p, s, u, acc, at, e - b);
   });
 }

@@ -28,11 +28,11 @@ inline size_t round_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kA
 constexpr bool extreme(SegmentReduction r) { return r == SegmentReduction::max || r == SegmentReduction::min; }
 inline int64_t acc_bytes(DType dtype) { return dtype == DType::f64 || !is_floating(dtype) ? 8 : 4; }
 
-// The tiles' partials: two slots of D accumulators (and, for max / min, D rows) per tile.
+// The tiles' partials: two slots of D accumulators (and, for max / min, D 32-bit positions) per tile.
 inline CheckedSize tile_slots_bytes(const SegmentProblem& p) {
   if (p.tile_rows <= 0 || p.rows <= p.tile_rows) return 0;
   const CheckedSize slots = CheckedSize(ceil_div(p.rows, p.tile_rows)) * 2 * p.length;
-  return round_up_to(slots * acc_bytes(p.dtype), kAlign) + (extreme(p.reduction) ? slots * 8 : CheckedSize(0));
+  return round_up_to(slots * acc_bytes(p.dtype), kAlign) + (extreme(p.reduction) ? slots * 4 : CheckedSize(0));
 }
 
 // The sort's row indices: 32-bit where N allows (a third less to sort than 64-bit ones).
@@ -172,11 +172,11 @@ Status segmented(cudaStream_t stream, const SegmentProblem& p, const SegmentRows
   tiles.tile_rows = p.tile_rows;
   tiles.count = std::max<int64_t>(1, ceil_div(p.rows, p.tile_rows));
   A* partials = nullptr;
-  int64_t* partial_at = nullptr;
+  int32_t* partial_at = nullptr;
   if (tile_slots_bytes(p).value() > 0) {
     partials = reinterpret_cast<A*>(scratch);
     const size_t slots = size_t(tiles.count) * 2 * size_t(p.length);
-    if (extreme(R)) partial_at = reinterpret_cast<int64_t*>(scratch + round_up(slots * sizeof(A)));
+    if (extreme(R)) partial_at = reinterpret_cast<int32_t*>(scratch + round_up(slots * sizeof(A)));
   }
   auto launch = [&](auto vector) {
     constexpr int kV = decltype(vector)::value;
