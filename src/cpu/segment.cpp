@@ -15,6 +15,7 @@ namespace baracuda::detail::cpu {
 namespace {
 
 constexpr int64_t kColumnChunk = 256;
+constexpr int64_t kPositionBlock = int64_t{1} << 30;  // max / min: positions a block (32-bit)
 
 template <class Idx>
 void count_bad(const SegmentProblem& p) {
@@ -102,12 +103,36 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
           }
           ++count;
         }
+      } else if constexpr (Fold::kExtreme) {
+        // Blocks of up to 2^30 positions, each folded with 32-bit positions in the block (the values'
+        // width: the fold over columns vectorizes; with 64-bit rows it did not), then into the
+        // segment's extremes in block order.
+        A best[kColumnChunk];
+        int32_t pos[kColumnChunk];
+        for (int64_t q0 = b; q0 < e; q0 += kPositionBlock) {
+          const int64_t q1 = std::min(e, q0 + kPositionBlock);
+          std::fill_n(best, n, A(0));
+          std::fill_n(pos, n, int32_t{-1});
+          for (int64_t q = q0; q < q1; ++q) {
+            if (!rows.holds(q, s)) continue;
+            const T* src = data + rows.row(q) * p.row_stride;
+            if (unit)
+              convert_rows(src + off[kRowSide][0], 0, 1, 1, n, x);
+            else
+              for (int j = 0; j < n; ++j) x[j] = to_acc<A>(src[off[kRowSide][j]]);
+            const auto r = static_cast<int32_t>(q - q0);
+            for (int j = 0; j < n; ++j) Fold::fold(best[j], pos[j], x[j], r);
+            ++count;
+          }
+          for (int j = 0; j < n; ++j)
+            Fold::combine(acc[j], at[j], best[j], pos[j] < 0 ? int64_t{-1} : rows.row(q0 + pos[j]));
+        }
       } else {
         for (int64_t q = b; q < e; ++q) {
           if (!rows.holds(q, s)) continue;
           const int64_t i = rows.row(q);
           const T* src = data + i * p.row_stride;
-          if constexpr (std::is_same_v<T, A> && !Fold::kExtreme) {
+          if constexpr (std::is_same_v<T, A>) {
             if (unit) {  // no conversion: folded straight from the row (a loop the compiler vectorizes)
               const T* from = src + off[kRowSide][0];
               for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], from[j]);
@@ -119,11 +144,7 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
             convert_rows(src + off[kRowSide][0], 0, 1, 1, n, x);
           else
             for (int j = 0; j < n; ++j) x[j] = to_acc<A>(src[off[kRowSide][j]]);
-          if constexpr (Fold::kExtreme) {
-            for (int j = 0; j < n; ++j) Fold::fold(acc[j], at[j], x[j], i);
-          } else {
-            for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], x[j]);
-          }
+          for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], x[j]);
           ++count;
         }
       }
