@@ -64,8 +64,9 @@ int64_t row_length(const Shape& data) {
 }
 
 // The rows of a tile of the segmented walk on CUDA: 256 (fewer past D = 1024, down to 64), so that a
-// tile's two partial slots stay a few percent of its bytes. Measured on the H200 (bench/NOTES.md, "the
-// tiled walk"): tiles of 32 or 64 rows, for more lanes in flight, made sums 6-23% slower.
+// tile's two partial slots stay a few percent of its bytes. Measured on the H200 (bench/NOTES.md,
+// "32-bit extreme positions, tile sizes"): tiles of 32 or 64 rows, for more lanes in flight, made
+// sums 6-23% slower.
 int64_t segment_tile_rows(int64_t length) {
   return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(length, 1), 64, 256);
 }
