@@ -310,9 +310,10 @@ BARACUDA_CPU_CLONES void column_sums(const A* y, int64_t ld_y, const A* dy, int6
       for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c] * y[r * ld_y + c];
 }
 
-// exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp).
+// exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp). Always
+// inlined: the per-ISA loops that use it left it a scalar call an element.
 template <class A>
-A exp_to_87(A y) {
+[[gnu::always_inline]] inline A exp_to_87(A y) {
   const A e = simd_math::exp(-std::fabs(y));
   const SignedBits<A> negative = std::bit_cast<SignedBits<A>>(y) >> (8 * sizeof(A) - 1);  // all ones for y <= -0
   return std::bit_cast<A>((std::bit_cast<SignedBits<A>>(e) & negative) |
