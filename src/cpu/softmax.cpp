@@ -94,8 +94,6 @@ const A* as_compute(const T* src, int64_t& ld, int rows, int cols, A* buffer) {
 
 // Sums kLanes lanes pairwise, halves folded onto halves (loops of fixed counts, kept in registers:
 // a loop through the array in memory stalled on store forwarding, 1/5 of a 128-element row's time).
-// Always inlined: the per-ISA callers do not inline a baseline function unasked, and the call (its
-// lanes through memory) took 15% of f32 softmax's time at [4096, 128] on an AVX2 host (perf).
 template <int kHalf = kLanes / 2, class A>
 [[gnu::always_inline]] inline A lane_total(A (&lane)[kLanes]) {
   if constexpr (kHalf == 0) {
@@ -310,8 +308,7 @@ BARACUDA_CPU_CLONES void column_sums(const A* y, int64_t ld_y, const A* dy, int6
       for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c] * y[r * ld_y + c];
 }
 
-// exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp). Always
-// inlined: the per-ISA loops that use it left it a scalar call an element.
+// exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp).
 template <class A>
 [[gnu::always_inline]] inline A exp_to_87(A y) {
   const A e = simd_math::exp(-std::fabs(y));

@@ -18,7 +18,12 @@ namespace baracuda::detail::cpu {
 // into libm, e.g. f64 exp, are glibc's, which picks its own variant by CPU). Clang (the
 // fuzz and sanitizer builds) and other targets get the one baseline build, as does a build with
 // BARACUDA_NO_CPU_CLONES (the sanitize preset: memory errors do not depend on the ISA, and three
-// clones of every tile loop tripled its build on CI's two cores).
+// clones of every tile loop tripled its build on CI's two cores). What such a function calls must be
+// `[[gnu::always_inline]] inline` (as simd_math's functions are): GCC does not inline a function of
+// no target of its own into a clone unasked, and leaves it a call of the baseline build (softmax's
+// lane_total took 15% of a 128-element row's time on an AVX2 host, and exp_to_87 was a scalar call
+// an element of a vector loop). `objdump -d` of the `.avx2` and `.arch_x86_64_v4` clones lists what
+// calls remain.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(BARACUDA_NO_CPU_CLONES)
 #define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
