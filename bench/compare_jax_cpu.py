@@ -36,6 +36,7 @@ from compare_builds import run as run_profiler  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import jax.scipy.special  # noqa: E402
 import numpy as np  # noqa: E402
 
 DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f64": jnp.float64}
@@ -180,6 +181,24 @@ TERNARY = {
 }
 
 
+# Binary ops: a and b [N, D] in the profiler's range [0.5, 2) (tools/harness/rows/binary.cpp).
+BINARY = {
+    "add": jnp.add,
+    "mul": jnp.multiply,
+    "pow": jnp.power,
+    "logaddexp": jnp.logaddexp,
+    "xlogy": jax.scipy.special.xlogy,
+}
+
+
+def binary_case(op, shape, dtype):
+    def make(seed):
+        key = jax.random.PRNGKey(seed)
+        return tuple(jax.random.uniform(jax.random.fold_in(key, i), shape, jnp.float32, 0.5, 2.0).astype(dtype)
+                     for i in range(2))
+    return jax.jit(BINARY[op]), make
+
+
 def ternary_case(op, shape, dtype):
     f, names, pullback = TERNARY[op]
     ranges = {"x": (-1.0, 1.0), "y": (-1.0, 1.0), "l": (-1.0, -0.5), "h": (0.5, 1.0), "H": (0.5, 1.0)}
@@ -209,6 +228,8 @@ def ternary_case(op, shape, dtype):
 
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
+    if op in BINARY:
+        return binary_case(op, shape, dtype)
     if op in TERNARY:
         return ternary_case(op, shape, dtype)
     if op in INDEXING:

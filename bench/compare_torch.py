@@ -383,6 +383,8 @@ BINARY_CASES = {
     "a (16-bit) + b (f32)": lambda shape, dtype: ((lambda: (rand(shape, dtype), rand(shape, torch.float32))),
                                                   lambda s: torch.add(s[0], s[1])),
     "torch.pow(a, b)": binary_forward(torch.pow),
+    "torch.logaddexp(a, b)": binary_forward(torch.logaddexp),
+    "torch.xlogy(a, b)": binary_forward(torch.xlogy),
     "torch.lt(a, b)": binary_forward(torch.lt),
     "a + b[D]": binary_forward(torch.add, "row"),
     "a * b[N, 1]": binary_forward(torch.mul, "column"),

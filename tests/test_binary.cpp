@@ -239,6 +239,39 @@ TEST_P(BinaryTest, OptionalGradients) {
   }
 }
 
+// A bias gradient over many rows: db sums its column in many splits (on the GPU past the 16 partials
+// finalize loads at a time, and a remainder). Whole numbers, so every sum is exact and db is the
+// exact column sum rounded once to the dtype; a second run gives the same bits.
+TEST_P(BinaryTest, BiasGradientOverManyRows) {
+  for (const int64_t columns : {16, 3}) {  // whole 16-byte vectors of columns, and not
+    SCOPED_TRACE(std::to_string(columns) + " columns");
+    const BinaryDescriptor d = desc(BinaryKind::add, {4500, columns}, {columns});
+    Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.a_shape), rng_));
+    Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.b_shape), rng_));
+    Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.a_shape), rng_, -8, 8));
+    for (double& v : dout.host) v = std::round(v);
+    ASSERT_OK(dout.upload());
+    const BinaryBackwardPlan plan = unwrap(BinaryBackwardPlan::select(stream(), d));
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    std::vector<double> first;
+    for (int run = 0; run < 2; ++run) {
+      Tensor db = output(d.b_shape);
+      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {dout.ref(), a.ref(), b.ref(), {}, db.mut()}));
+      ASSERT_OK(db.download());
+      if (run == 1) {
+        EXPECT_EQ(values(db), first);
+        continue;
+      }
+      first = values(db);
+      for (int64_t j = 0; j < columns; ++j) {
+        double sum = 0;
+        for (int64_t r = 0; r < 4500; ++r) sum += dout.at(r * columns + j);
+        EXPECT_EQ(db.at(j), harness::quantize(dtype(), sum)) << j;
+      }
+    }
+  }
+}
+
 TEST_P(BinaryTest, OverlapsAreRejected) {
   Tensor buffer = unwrap(harness::random_tensor(backend(), dtype(), contiguous({200}), rng_));
   const AnyTensorMut whole = buffer.mut();

@@ -15,6 +15,8 @@ using harness::Tensor;
 using testing::contiguous;
 using testing::unwrap;
 
+using V = std::vector<double>;
+
 class IntegerElementwiseTest : public testing::BackendDTypeTest {
  protected:
   Tensor tensor(DType dtype, const std::vector<double>& values) {
@@ -42,9 +44,18 @@ class IntegerElementwiseTest : public testing::BackendDTypeTest {
     d.dtype = dtype;
     d.a_shape = d.b_shape = {static_cast<int64_t>(a.size())};
     d.alpha = alpha;
-    Tensor ta = tensor(dtype, a), tb = tensor(dtype, b);
-    Tensor out = output(binary_output_dtype(d), d.a_shape.dims[0]);
-    const Status s = unwrap(BinaryPlan::select(stream(), d)).run(stream(), {}, {ta.ref(), tb.ref(), out.mut()});
+    return binary(d, a, b);
+  }
+  // out for a descriptor of 1-D operands (a scalar operand's values ignored), with the workspace the
+  // plan asks for.
+  std::vector<double> binary(const BinaryDescriptor& d, const std::vector<double>& a, const std::vector<double>& b) {
+    const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d));
+    Tensor ta = tensor(d.dtype, d.a_scalar ? V{0} : a), tb = tensor(d.b_dtype.value_or(d.dtype), d.b_scalar ? V{0} : b);
+    Tensor out = output(binary_output_dtype(d), binary_output_shape(d).value_or(Shape{}).numel());
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    const Status s =
+        plan.run(stream(), {ws.data(), ws.size()},
+                 {d.a_scalar ? AnyTensorRef{} : ta.ref(), d.b_scalar ? AnyTensorRef{} : tb.ref(), out.mut()});
     EXPECT_TRUE(s.is_ok()) << s.to_string();
     EXPECT_TRUE(out.download().is_ok());
     return values(out);
@@ -63,7 +74,6 @@ class IntegerElementwiseTest : public testing::BackendDTypeTest {
   }
 };
 
-using V = std::vector<double>;
 constexpr double kI32Min = -2147483648.0, kI32Max = 2147483647.0;
 
 TEST_P(IntegerElementwiseTest, ArithmeticWrapsAtEveryWidth) {
@@ -100,6 +110,100 @@ TEST_P(IntegerElementwiseTest, QuotientsAndRemainders) {
   EXPECT_EQ(q[1], -1.75);
   EXPECT_TRUE(std::isinf(q[2]) && q[2] > 0);
   EXPECT_TRUE(std::isnan(q[3]));
+}
+
+// pow by squaring, wrapping at each width; a negative exponent truncates the real power (1 for 1, +-1
+// for -1, else 0). fmax / fmin are maximum / minimum; relu clamps at 0; the roundings are the identity.
+TEST_P(IntegerElementwiseTest, PowExtremesReluAndRoundings) {
+  EXPECT_EQ(binary(BinaryKind::pow, DType::i32, {2, 3, -2, 0, 7, 1, -1, -1, 5, 0, 2, 2, 3},
+                   {10, 3, 3, 0, -1, -5, -3, -4, 0, 5, 31, 32, 40}),
+            (V{1024, 27, -8, 1, 0, 1, -1, 1, 1, 0, kI32Min, 0, 689956897}));
+  EXPECT_EQ(binary(BinaryKind::pow, DType::i8, {2, -2, 3, 0}, {7, 7, 5, -2}), (V{-128, -128, -13, 0}));
+  EXPECT_EQ(binary(BinaryKind::pow, DType::u8, {2, 3, 255}, {8, 5, 2}), (V{0, 243, 1}));
+  EXPECT_EQ(binary(BinaryKind::pow, DType::i64, {2, 10, -3}, {62, 15, 3}), (V{4611686018427387904.0, 1e15, -27}));
+  EXPECT_EQ(binary(BinaryKind::fmax, DType::i32, {-7, 5, 3}, {3, -5, 3}), (V{3, 5, 3}));
+  EXPECT_EQ(binary(BinaryKind::fmin, DType::i64, {-4e15, 5, 3}, {3, -5, 3}), (V{-4e15, -5, 3}));
+  EXPECT_EQ(binary(BinaryKind::fmax, DType::boolean, {0, 0, 1}, {0, 1, 0}), (V{0, 1, 1}));
+  EXPECT_EQ(binary(BinaryKind::fmin, DType::u8, {200, 7}, {255, 0}), (V{200, 0}));
+  EXPECT_EQ(unary(UnaryKind::relu, DType::i8, {-128, 0, 127, -1}), (V{0, 0, 127, 0}));
+  EXPECT_EQ(unary(UnaryKind::relu, DType::u8, {0, 255}), (V{0, 255}));
+  EXPECT_EQ(unary(UnaryKind::relu, DType::i64, {-4e15, 4e15}), (V{0, 4e15}));
+  for (UnaryKind kind : {UnaryKind::floor, UnaryKind::ceil, UnaryKind::round, UnaryKind::trunc}) {
+    SCOPED_TRACE(std::string(unary_kind_name(kind)));
+    EXPECT_EQ(unary(kind, DType::i64, {-4e15, 3, 0, 4e15 + 1}), (V{-4e15, 3, 0, 4e15 + 1}));
+    EXPECT_EQ(unary(kind, DType::i8, {-128, -3, 127}), (V{-128, -3, 127}));
+  }
+}
+
+// A scalar of a higher category than the tensor (scalar_dtype, as PyTorch types a Python number):
+// an integer tensor with a float scalar computes in f32 (the tensor cast in the workspace first), a
+// bool tensor with an integer scalar in i64; a scalar of the same or a lower category changes nothing.
+TEST_P(IntegerElementwiseTest, ScalarsOfAHigherCategoryPromote) {
+  BinaryDescriptor d;
+  d.kind = BinaryKind::add;
+  d.dtype = DType::i32;
+  d.a_shape = {3};
+  d.b_scalar = 2.5;
+  d.scalar_dtype = DType::f64;
+  EXPECT_EQ(binary_operand_dtype(d), DType::f32);
+  EXPECT_EQ(binary_output_dtype(d), DType::f32);
+  const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d));
+  EXPECT_GT(plan.workspace_size(), 0u);
+  EXPECT_EQ(plan.arg_specs()[2].dtype, DType::f32);
+  Tensor a = tensor(DType::i32, {1, 3, 7}), out = output(DType::f32, 3);
+  EXPECT_TRUE(testing::is_error(plan.run(stream(), {}, {a.ref(), {}, out.mut()}), StatusCode::workspace_too_small,
+                                "BinaryPlan", "workspace.size"));
+  EXPECT_EQ(binary(d, {1, -3, 7}, {}), (V{3.5, -0.5, 9.5}));
+  d.kind = BinaryKind::lt;
+  EXPECT_EQ(binary(d, {1, -3, 7}, {}), (V{1, 1, 0}));
+  d.kind = BinaryKind::div;
+  d.dtype = DType::i8;
+  d.b_scalar.reset();
+  d.a_scalar = 10;
+  d.b_shape = {2};
+  d.scalar_dtype = DType::f32;
+  EXPECT_EQ(binary(d, {}, {4, -5}), (V{2.5, -2}));
+  d.kind = BinaryKind::mul;
+  d.dtype = DType::boolean;
+  EXPECT_EQ(binary(d, {}, {1, 0}), (V{10, 0}));
+  EXPECT_EQ(binary_output_dtype(d), DType::f32);
+  d.scalar_dtype = DType::i64;
+  d.kind = BinaryKind::add;
+  d.a_scalar = 3;
+  EXPECT_EQ(binary_output_dtype(d), DType::i64);
+  EXPECT_EQ(binary(d, {}, {0, 1}), (V{3, 4}));
+  // The same category (or a lower one): the tensor's dtype, no workspace.
+  for (const auto& [tensor_dtype, scalar_dtype] : std::vector<std::pair<DType, DType>>{{DType::i8, DType::i64},
+                                                                                       {DType::f16, DType::f64},
+                                                                                       {DType::bf16, DType::i32},
+                                                                                       {DType::i32, DType::boolean}}) {
+    SCOPED_TRACE(std::string(dtype_name(tensor_dtype)) + " with " + std::string(dtype_name(scalar_dtype)));
+    d.dtype = tensor_dtype;
+    d.scalar_dtype = scalar_dtype;
+    EXPECT_EQ(binary_output_dtype(d), tensor_dtype);
+    EXPECT_EQ(unwrap(BinaryPlan::select(stream(), d)).workspace_size(), 0u);
+  }
+  d.dtype = DType::i8;
+  d.scalar_dtype = DType::i64;
+  d.a_scalar = 300;  // the scalar must still fit the dtype it computes in
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.a_scalar"));
+  d.a_scalar = 2;
+  d.kind = BinaryKind::bitwise_and;  // computes in f32 with a float scalar: bitwise_and does not take it
+  d.scalar_dtype = DType::f32;
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::unsupported, "BinaryPlan",
+                                "descriptor.scalar_dtype"));
+  d.kind = BinaryKind::add;
+  d.scalar_dtype = static_cast<DType>(99);
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.scalar_dtype"));
+  d.scalar_dtype = DType::f32;
+  EXPECT_TRUE(testing::is_error(BinaryBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                "BinaryBackwardPlan", "descriptor.dtype"));
+  d.a_scalar.reset();
+  d.a_shape = {2};
+  EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                "descriptor.scalar_dtype"));
 }
 
 // A negative count or one at least the dtype's width: 0 to the left, the sign to the right.
@@ -194,7 +298,7 @@ TEST_P(IntegerElementwiseTest, ErrorsNameTheField) {
   for (const auto& [kind, dtype] : std::vector<std::pair<BinaryKind, DType>>{{BinaryKind::bitwise_and, DType::f32},
                                                                              {BinaryKind::shift_left, DType::boolean},
                                                                              {BinaryKind::sub, DType::boolean},
-                                                                             {BinaryKind::pow, DType::i32}}) {
+                                                                             {BinaryKind::atan2, DType::i32}}) {
     d.kind = kind;
     d.dtype = dtype;
     EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::unsupported, "BinaryPlan",

@@ -14,6 +14,7 @@
 #include "common/broadcast_reduction.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
+#include "common/simd_math.hpp"
 
 namespace baracuda::detail {
 
@@ -72,6 +73,19 @@ template <class A>
 BARACUDA_HD A int_remainder(A a, A b) {  // the sign of b
   const A r = int_fmod(a, b);
   return (r != A(0) && ((r < A(0)) != (b < A(0)))) ? r + b : r;
+}
+// a^b by squaring, wrapping as the products do (PyTorch's powi); a negative exponent gives what the
+// real power truncates to: 1 for a == 1, +-1 for a == -1, else 0 (0^-n too, where PyTorch's CPU
+// raises for a scalar exponent and otherwise gives 0 as well).
+template <class A>
+BARACUDA_HD A int_pow(A a, A b) {
+  if (b < A(0)) return a == A(1) ? A(1) : (a == A(-1) ? ((b & A(1)) ? A(-1) : A(1)) : A(0));
+  A result = A(1);
+  for (; b != A(0); b >>= 1) {  // at most 63 steps
+    if (b & A(1)) result = wrapping::mul(result, a);
+    a = wrapping::mul(a, a);
+  }
+  return result;
 }
 
 }  // namespace binary_fn
@@ -223,9 +237,13 @@ struct CopysignMath {
 
 struct PowMath {
   static constexpr BinaryKind kKind = BinaryKind::pow;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return std::pow(a, b);
+    if constexpr (std::is_integral_v<A>)
+      return binary_fn::int_pow(a, b);
+    else
+      return std::pow(a, b);
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
@@ -263,23 +281,24 @@ struct HypotMath {
 struct LogaddexpMath {
   static constexpr BinaryKind kKind = BinaryKind::logaddexp;
   template <class A>
+  // (simd_math and selects, no branch: the host's f32 loops vectorize; the same libdevice calls on
+  // the device)
   BARACUDA_HD static A forward(A a, A b, A) {
-    if (std::isinf(a) && a == b) return a;  // inf - inf would be NaN
     const A m = a < b ? b : a;
-    return m + std::log1p(std::exp(-std::fabs(a - b)));
+    const A r = m + simd_math::log1p(simd_math::exp(-std::fabs(a - b)));
+    return simd_math::select(a == b && a - b != A(0), a, r);  // equal infinities: inf - inf would be NaN
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
-    da = dy / (A(1) + std::exp(b - a));
-    db = dy / (A(1) + std::exp(a - b));
+    da = dy / (A(1) + simd_math::exp(b - a));
+    db = dy / (A(1) + simd_math::exp(a - b));
   }
 };
 struct XlogyMath {
   static constexpr BinaryKind kKind = BinaryKind::xlogy;
   template <class A>
-  BARACUDA_HD static A forward(A a, A b, A) {
-    if (binary_fn::isnan(b)) return b;
-    return a == A(0) ? A(0) : a * std::log(b);
+  BARACUDA_HD static A forward(A a, A b, A) {  // (selects: as logaddexp's)
+    return simd_math::select(binary_fn::isnan(b), b, simd_math::select(a == A(0), A(0), a * simd_math::log(b)));
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
@@ -330,9 +349,13 @@ struct MinimumMath {
 };
 struct FmaxMath {  // NaN ignored; a tie sends the gradient to a
   static constexpr BinaryKind kKind = BinaryKind::fmax;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;  // (maximum's: no NaN)
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return std::fmax(a, b);
+    if constexpr (std::is_integral_v<A>)
+      return a < b ? b : a;
+    else
+      return std::fmax(a, b);
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
@@ -343,9 +366,13 @@ struct FmaxMath {  // NaN ignored; a tie sends the gradient to a
 };
 struct FminMath {
   static constexpr BinaryKind kKind = BinaryKind::fmin;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;  // (maximum's: no NaN)
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
-    return std::fmin(a, b);
+    if constexpr (std::is_integral_v<A>)
+      return b < a ? b : a;
+    else
+      return std::fmin(a, b);
   }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {

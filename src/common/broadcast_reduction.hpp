@@ -69,9 +69,22 @@ struct BroadcastReduction {
     }
   }
 
+  // Adds kept element j's partials in order of s. They are loaded kFinalizeBatch at a time before
+  // being added, so that a GPU thread has that many loads in flight rather than one L2 round trip
+  // per split (a bias gradient of bf16 [16384, 4096] takes 264 splits); the order of the adds, and
+  // so the bits, are those of the plain loop.
+  static constexpr int kFinalizeBatch = 16;
   BARACUDA_HD void finalize(int64_t j) const {
     Acc sum = 0;
-    for (int64_t split = 0; split < s; ++split) sum += partial[split * m + j];
+    int64_t split = 0;
+    for (; split + kFinalizeBatch <= s; split += kFinalizeBatch) {
+      Acc batch[kFinalizeBatch];
+      BARACUDA_UNROLL
+      for (int b = 0; b < kFinalizeBatch; ++b) batch[b] = partial[(split + b) * m + j];
+      BARACUDA_UNROLL
+      for (int b = 0; b < kFinalizeBatch; ++b) sum += batch[b];
+    }
+    for (; split < s; ++split) sum += partial[split * m + j];
     int64_t base[NT];
     kept.offsets(j, base);
     store(base, sum);

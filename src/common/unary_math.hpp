@@ -174,7 +174,8 @@ BARACUDA_HD A digamma(A x) {
 // ---------------------------------------------------------------------------------------------
 // math
 
-// The kinds that also take integers (forward only): abs, neg, sign, square; their results wrap.
+// The kinds that also take integers (forward only): abs, neg, sign, square (their results wrap), relu,
+// and floor, ceil, round, trunc (each the identity on an integer, as PyTorch's).
 struct AbsMath {
   static constexpr UnaryKind kKind = UnaryKind::abs;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
@@ -533,30 +534,46 @@ struct LgammaMath {
 };
 struct FloorMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::floor;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::floor(x);
+    if constexpr (std::is_integral_v<A>)
+      return x;
+    else
+      return std::floor(x);
   }
 };
 struct CeilMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::ceil;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::ceil(x);
+    if constexpr (std::is_integral_v<A>)
+      return x;
+    else
+      return std::ceil(x);
   }
 };
 struct RoundMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::round;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::rint(x);  // the default rounding mode: ties to even
+    if constexpr (std::is_integral_v<A>)
+      return x;
+    else
+      return std::rint(x);  // the default rounding mode: ties to even
   }
 };
 struct TruncMath : PiecewiseConstant {
   static constexpr UnaryKind kKind = UnaryKind::trunc;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
-    return std::trunc(x);
+    if constexpr (std::is_integral_v<A>)
+      return x;
+    else
+      return std::trunc(x);
   }
 };
 struct FracMath {
@@ -576,6 +593,7 @@ struct FracMath {
 
 struct ReluMath {
   static constexpr UnaryKind kKind = UnaryKind::relu;
+  static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return x < A(0) ? A(0) : x;

@@ -60,4 +60,10 @@ std::optional<DType> promote_types(DType a, DType b) {
   return std::nullopt;                    // u8 with i8: i16
 }
 
+DType promote_with_scalar(DType tensor, DType scalar) {
+  auto category = [](DType t) { return is_floating(t) ? 2 : (t == DType::boolean ? 0 : 1); };
+  if (category(scalar) <= category(tensor)) return tensor;
+  return category(scalar) == 2 ? DType::f32 : DType::i64;
+}
+
 }  // namespace baracuda

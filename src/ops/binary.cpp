@@ -24,9 +24,15 @@ std::string_view binary_kind_name(BinaryKind kind) {
 
 bool binary_kind_takes(BinaryKind kind, DType dtype) { return detail::kind_takes<detail::BinaryGroups>(kind, dtype); }
 
+DType binary_operand_dtype(const BinaryDescriptor& desc) {
+  if (desc.b_dtype) return promote_types(desc.dtype, *desc.b_dtype).value_or(desc.dtype);
+  if (desc.scalar_dtype && (desc.a_scalar || desc.b_scalar)) return promote_with_scalar(desc.dtype, *desc.scalar_dtype);
+  return desc.dtype;
+}
+
 DType binary_output_dtype(const BinaryDescriptor& desc) {
   if (binary_kind_is_predicate(desc.kind)) return DType::boolean;
-  const DType operands = desc.b_dtype ? promote_types(desc.dtype, *desc.b_dtype).value_or(desc.dtype) : desc.dtype;
+  const DType operands = binary_operand_dtype(desc);
   return desc.kind == BinaryKind::div && !is_floating(operands) ? DType::f32 : operands;
 }
 
@@ -78,21 +84,20 @@ Expanded expand_operands(const BinaryDescriptor& d, const AnyTensorRef& a, const
   return {out, expand(out, d.a_scalar.has_value(), d.a_shape, a), expand(out, d.b_scalar.has_value(), d.b_shape, b)};
 }
 
-// Mixed dtypes (b_dtype): a and b compute in their promoted dtype (promote_types). The forward of f16
-// or bf16 with f32 loads the 16-bit operand in its kernels; every other pair, and every backward,
-// first casts the operand of the other dtype into the workspace (and the backward casts that
-// operand's gradient back), then runs as one dtype.
-bool mixed(const BinaryDescriptor& d) { return d.b_dtype && *d.b_dtype != d.dtype; }
-DType operand_dtype(const BinaryDescriptor& d) {
-  return mixed(d) ? promote_types(d.dtype, *d.b_dtype).value_or(d.dtype) : d.dtype;
-}
+// Mixed dtypes (b_dtype, or a scalar_dtype of a higher category): a and b compute in their promoted
+// dtype (binary_operand_dtype). The forward of f16 or bf16 with f32 loads the 16-bit operand in its
+// kernels; every other pair, and every backward, first casts each tensor operand of another dtype
+// into the workspace (and the backward casts its gradient back), then runs as one dtype.
+DType operand_dtype(const BinaryDescriptor& d) { return binary_operand_dtype(d); }
+DType tensor_dtype(const BinaryDescriptor& d, bool of_b) { return of_b ? d.b_dtype.value_or(d.dtype) : d.dtype; }
+bool mixed(const BinaryDescriptor& d) { return operand_dtype(d) != d.dtype || tensor_dtype(d, true) != d.dtype; }
 bool loads_mixed(const BinaryDescriptor& d) {
   auto half = [](DType t) { return t == DType::f16 || t == DType::bf16; };
-  return mixed(d) && ((half(d.dtype) && *d.b_dtype == DType::f32) || (half(*d.b_dtype) && d.dtype == DType::f32));
+  return d.b_dtype && ((half(d.dtype) && *d.b_dtype == DType::f32) || (half(*d.b_dtype) && d.dtype == DType::f32));
 }
 bool casts_operand(const BinaryDescriptor& d, bool of_b, bool backward) {
-  if (!mixed(d) || (!backward && loads_mixed(d))) return false;
-  return (of_b ? *d.b_dtype : d.dtype) != operand_dtype(d);
+  if ((of_b ? d.b_scalar : d.a_scalar) || (!backward && loads_mixed(d))) return false;
+  return tensor_dtype(d, of_b) != operand_dtype(d);
 }
 
 // Where the casts' buffers lie, from the workspace's start: a's and b's values in the promoted dtype,
@@ -136,6 +141,7 @@ void promote_operands(const LaunchContext& ctx, BinaryDescriptor& d, AnyTensorRe
   }
   d.dtype = to;
   d.b_dtype.reset();
+  d.scalar_dtype.reset();
 }
 
 // Is a tensor operand broadcast along some dim of the output (its gradient then a reduction)?
@@ -152,11 +158,29 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
   if (d.a_scalar && d.b_scalar)
     return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_scalar",
                       "is set as a_scalar is: at least one operand must be a tensor");
-  if (!mixed(d)) {
+  if (d.scalar_dtype) {
+    if (!valid_dtype(*d.scalar_dtype))
+      return plan_error(StatusCode::invalid_problem, plan, "descriptor.scalar_dtype",
+                        std::to_string(static_cast<int>(*d.scalar_dtype)) + " is not a DType");
+    if (!d.a_scalar && !d.b_scalar)
+      return plan_error(StatusCode::invalid_problem, plan, "descriptor.scalar_dtype",
+                        "is set without a scalar operand (a_scalar or b_scalar)");
+  }
+  if (!d.b_dtype && operand_dtype(d) == d.dtype) {
     if (Status s = check_kind_dtype(plan, binary_kind_name(d.kind), d.dtype,
                                     [&](DType t) { return binary_kind_takes(d.kind, t); });
         !s)
       return s;
+  } else if (!d.b_dtype) {  // (a scalar of a higher category: the kind must take the promoted dtype)
+    if (!valid_dtype(d.dtype))
+      return plan_error(StatusCode::invalid_problem, plan, "descriptor.dtype",
+                        std::to_string(static_cast<int>(d.dtype)) + " is not a DType");
+    const DType to = operand_dtype(d);
+    if (!binary_kind_takes(d.kind, to))
+      return plan_error(StatusCode::unsupported, plan, "descriptor.scalar_dtype",
+                        std::string(dtype_name(d.dtype)) + " with a " + std::string(dtype_name(*d.scalar_dtype)) +
+                            " scalar promote to " + std::string(dtype_name(to)) + ", which " +
+                            std::string(binary_kind_name(d.kind)) + " does not take");
   } else {  // (mixed dtypes: the kind must take the promoted one)
     if (d.a_scalar || d.b_scalar)
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
@@ -178,9 +202,9 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
   // An integer dtype's numbers: whole and within its range (true division computes in f32).
   if (d.kind != BinaryKind::div) {
     if (d.a_scalar)
-      if (Status s = check_scalar_fits(plan, "descriptor.a_scalar", *d.a_scalar, d.dtype); !s) return s;
+      if (Status s = check_scalar_fits(plan, "descriptor.a_scalar", *d.a_scalar, operand_dtype(d)); !s) return s;
     if (d.b_scalar)
-      if (Status s = check_scalar_fits(plan, "descriptor.b_scalar", *d.b_scalar, d.dtype); !s) return s;
+      if (Status s = check_scalar_fits(plan, "descriptor.b_scalar", *d.b_scalar, operand_dtype(d)); !s) return s;
     if (d.kind == BinaryKind::add || d.kind == BinaryKind::sub)
       if (Status s = check_scalar_fits(plan, "descriptor.alpha", d.alpha, operand_dtype(d)); !s) return s;
   }
@@ -273,7 +297,7 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
     if (binary_kind_is_predicate(d.kind))
       return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.kind",
                         std::string(binary_kind_name(d.kind)) + " gives bool: it has no gradient");
-    if (mixed(d) && !is_floating(*d.b_dtype))
+    if (d.b_dtype && !is_floating(*d.b_dtype))
       return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.b_dtype",
                         std::string(dtype_name(*d.b_dtype)) + " has no gradient (the backward takes float dtypes)");
     return Status::ok();

@@ -319,6 +319,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BinaryDescriptor& d)
   if (in.chance(10)) d.b_scalar = fuzz_weight(in);
   // Mixed dtypes: promoted (u8 with i8 and a scalar operand with b_dtype are rejected).
   if (in.chance(15)) d.b_dtype = fuzz_dtype(in, schema.dtypes);
+  // A scalar's own dtype (promoted where of a higher category; set without a scalar: rejected).
+  if (in.chance(15)) d.scalar_dtype = fuzz_dtype(in, schema.dtypes);
   d.alpha = fuzz_weight(in);
 }
 

@@ -18,6 +18,11 @@ bool is_index(DType dtype);  // i32 or i64: the types an index tensor may have
 // is x; integers with floats give the float; the wider of two integers or of two floats; f16 with
 // bf16 gives f32. nullopt for u8 with i8, whose promotion (i16) is no dtype here.
 std::optional<DType> promote_types(DType a, DType b);
+// The dtype a tensor of dtype `tensor` and a scalar (a Python number, PyTorch's "wrapped number") of
+// dtype `scalar` combine into, as PyTorch's result_type: the tensor's, unless the scalar is of a higher
+// category (bool < integer < float); then i64 for an integer scalar and f32 (PyTorch's default float)
+// for a float one. An i32 tensor + 2.5 is f32, an f16 tensor * 2.5 f16, a bool tensor + 3 i64.
+DType promote_with_scalar(DType tensor, DType scalar);
 
 // IEEE binary16, bit-compatible with CUDA's __half. Conversions round to nearest even.
 struct half {

@@ -28,19 +28,21 @@
 // (binary_output_shape). A scalar operand has no gradient.
 // dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64) for every kind but the bitwise
 // ones. Forward on integers (PyTorch's integer tensor ops; no gradient): i8 u8 i32 i64 for add sub
-// mul div div_floor div_trunc remainder fmod maximum minimum, the predicates and the bitwise kinds,
-// and bool for add (or) mul (and) maximum minimum, the predicates and bitwise and / or / xor. i8, u8
-// and i32 compute in int32, i64 in int64, and every result wraps to its dtype (two's complement, as
-// PyTorch); div of integers is true division, its out f32 (the operands converted to f32 first).
+// mul div div_floor div_trunc remainder fmod pow maximum minimum fmax fmin, the predicates and the
+// bitwise kinds, and bool for add (or) mul (and) maximum minimum fmax fmin, the predicates and
+// bitwise and / or / xor. i8, u8 and i32 compute in int32, i64 in int64, and every result wraps to
+// its dtype (two's complement, as PyTorch); div of integers is true division, its out f32 (the
+// operands converted to f32 first).
 // Every tensor shares the dtype (b and db b_dtype's, where set) but out, which is
 // binary_output_dtype: bool for a predicate, f32 for div of integers. An integer dtype's scalar
 // operands and alpha must be whole numbers within its range (bool's: 0 or 1), else select fails
 // naming the field.
 // Integer edge values, defined (never a trap): div_floor, div_trunc, remainder and fmod by 0 give 0
-// (NumPy's); the most negative value divided by -1 wraps to itself, its remainder 0; a shift by a
-// negative count or by at least the compute type's width (32 bits for i8 u8 i32, 64 for i64) gives 0
-// to the left and the sign (0 or -1) to the right; past the dtype's own width the result is that as
-// well (u8 >> is logical).
+// (NumPy's); the most negative value divided by -1 wraps to itself, its remainder 0; pow wraps as
+// repeated products do, and a negative exponent gives the real power truncated (1 for a = 1, +-1
+// for a = -1, else 0, 0 too: PyTorch's); a shift by a negative count or by at least the compute
+// type's width (32 bits for i8 u8 i32, 64 for i64) gives 0 to the left and the sign (0 or -1) to the
+// right; past the dtype's own width the result is that as well (u8 >> is logical).
 // Views: any strides; inputs may broadcast (zero strides); outputs must not overlap themselves.
 // out may be a or b exactly (in place, as a.add_(b)) where that operand has the output's shape; da
 // and db may be dout exactly. Any other overlap of an output with an input is an error naming it.
@@ -120,6 +122,12 @@ struct BinaryDescriptor {
   // promoted dtype, da and db their operands' (computed in the promoted dtype, cast back through the
   // workspace).
   std::optional<DType> b_dtype{};
+  // The scalar operand's own dtype, as PyTorch types a Python number: it joins the promotion only when
+  // of a higher category than the tensor's (promote_with_scalar: an integer tensor + 2.5 computes in
+  // f32, a bool tensor + 3 in i64; an f16 tensor * 2.5 stays f16). The tensor is then cast into the
+  // workspace first, as for b_dtype. Unset: the scalar takes the tensor's dtype (and must be whole
+  // and in range for an integer one). Set without a scalar operand: an error naming this field.
+  std::optional<DType> scalar_dtype{};
   double alpha = 1.0;  // add and sub: a +- alpha b (torch.add(a, b, alpha=...)); the other kinds ignore it
 };
 
@@ -147,8 +155,10 @@ using BinaryBackwardPlan = Plan<BinaryBackwardOp>;
 // true and the kind is no predicate).
 bool binary_kind_takes(BinaryKind kind, DType dtype);
 
-// out's dtype: bool for a predicate, f32 for div of integers, else the operands' (descriptor.dtype,
-// or its promotion with b_dtype).
+// The dtype a and b compute in: descriptor.dtype, or its promotion with b_dtype (promote_types) or
+// with scalar_dtype (promote_with_scalar).
+DType binary_operand_dtype(const BinaryDescriptor& desc);
+// out's dtype: bool for a predicate, f32 for div of integers, else binary_operand_dtype.
 DType binary_output_dtype(const BinaryDescriptor& desc);
 
 // "add", "div_floor": the kind's name (SKUs and errors say it); "?" for a value that is no kind.

@@ -22,8 +22,9 @@
 // magnitude are 0).
 // dtypes: f32, f64, f16, bf16 (16-bit compute in f32, f64 in f64; x, out, dout and dx share it, but a
 // predicate's out, which is bool) for every kind but bitwise_not. Forward on integers (no gradient):
-// i8 u8 i32 i64 for abs neg sign square, and those and bool for bitwise_not and the predicates (isnan
-// and isinf false, isfinite true, signbit x < 0). i8, u8 and i32 compute in int32, i64 in int64; the
+// i8 u8 i32 i64 for abs neg sign square relu and floor ceil round trunc (the identity on an
+// integer, as PyTorch's), and those and bool for bitwise_not and the predicates (isnan and isinf
+// false, isfinite true, signbit x < 0). i8, u8 and i32 compute in int32, i64 in int64; the
 // results wrap to the dtype as PyTorch's (abs and neg of the most negative value give it back; neg of
 // a u8 is 256 - x).
 // Views: any strides; x and dout may broadcast (zero strides); out and dx must not overlap

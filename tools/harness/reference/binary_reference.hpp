@@ -134,9 +134,17 @@ inline double binary_integer(BinaryKind kind, int64_t a, int64_t b, int64_t alph
       const int64_t r = fmod();
       return static_cast<double>((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);
     }
+    case BinaryKind::pow: {  // b products (the exponents here are below a few thousand); b < 0 truncates
+      if (b < 0) return a == 1 ? 1.0 : (a == -1 ? (b % 2 != 0 ? -1.0 : 1.0) : 0.0);
+      uint64_t p = 1;
+      for (int64_t k = 0; k < b; ++k) p *= ua;
+      return wrap_to(dtype, p);
+    }
     case BinaryKind::maximum:
+    case BinaryKind::fmax:
       return static_cast<double>(a > b ? a : b);
     case BinaryKind::minimum:
+    case BinaryKind::fmin:
       return static_cast<double>(a < b ? a : b);
     case BinaryKind::bitwise_and:
       return wrap_to(dtype, ua & ub);
@@ -241,10 +249,9 @@ inline BinaryIndexing binary_indexing(const BinaryDescriptor& d) {
           d.b_shape};
 }
 
-// The dtype a and b are computed in: theirs, promoted where b_dtype differs (PyTorch's rules).
-inline DType operand_dtype(const BinaryDescriptor& d) {
-  return d.b_dtype ? promote_types(d.dtype, *d.b_dtype).value_or(d.dtype) : d.dtype;
-}
+// The dtype a and b are computed in: theirs, promoted where b_dtype differs or the scalar is of a
+// higher category (PyTorch's rules, the public binary_operand_dtype).
+inline DType operand_dtype(const BinaryDescriptor& d) { return binary_operand_dtype(d); }
 // An operand's element as the kernels compute with it: in the promoted dtype (an integer in a
 // 16-bit float or f32 rounds).
 inline double operand(const harness::HostView& v, int64_t i, DType to) { return harness::quantize(to, v.at(i)); }

@@ -201,7 +201,7 @@ inline double unary_integer(UnaryKind kind, int64_t x, DType dtype) {
       return dtype == DType::boolean ? static_cast<double>(x == 0) : wrap_to(dtype, ~u);
     case UnaryKind::signbit:
       return x < 0;
-    default:  // sign and the other predicates: as the floats' (exact on these integers)
+    default:  // sign, relu, the roundings (the identity) and the predicates: as the floats' (exact here)
       return unary(kind, static_cast<double>(x), UnaryParameters{});
   }
 }

@@ -96,8 +96,9 @@ std::vector<DType> float_dtypes() { return {DType::f32, DType::f64, DType::f16, 
 
 // The integer dtypes (forward only; no gradient): every kind that takes one, on whole numbers over
 // the dtype's range (i32 and i64 over a narrower one; results past it wrap) and bool's {0, 1}; the
-// quotients' divisors over [-10, 10) and the shift counts over [-3, 70) (0, -1, and counts past
-// every width), at edge sizes, broadcast operands, scalar operands, alpha and every kind of view.
+// quotients' divisors over [-10, 10) and the shift counts and pow's exponents over [-3, 70) (0, -1,
+// and counts past every width), at edge sizes, broadcast operands, scalar operands, alpha and every
+// kind of view.
 void add_integer_samples(std::vector<Sample<Desc>>& out) {
   struct Range {
     std::vector<DType> dtypes;
@@ -112,7 +113,8 @@ void add_integer_samples(std::vector<Sample<Desc>>& out) {
     d.kind = static_cast<BinaryKind>(kind);
     const bool divides = d.kind == K::div || d.kind == K::div_floor || d.kind == K::div_trunc ||
                          d.kind == K::remainder || d.kind == K::fmod;
-    const bool shifts = d.kind == K::shift_left || d.kind == K::shift_right;
+    // (pow's exponents as shift counts: negative ones, 0, 1, and past every width)
+    const bool shifts = d.kind == K::shift_left || d.kind == K::shift_right || d.kind == K::pow;
     // Mixed integer dtypes: a narrower integer (or bool) a with an i64 b, computed in i64.
     if (binary_kind_takes(d.kind, DType::i64)) {
       const Interval rb = d.kind == K::div ? Interval{1, 10}
@@ -171,6 +173,36 @@ void add_integer_samples(std::vector<Sample<Desc>>& out) {
         add({37, 53}, {53});
         d.alpha = 1;
       }
+    }
+    // A scalar of a higher category (scalar_dtype, PyTorch's Python numbers): a float one with an
+    // integer or bool tensor computes in f32 (a in [1, 100): no division by 0, no negative base), an
+    // integer one with a bool tensor in i64.
+    const std::vector<DType> integers = {DType::i8, DType::u8, DType::i32, DType::i64};
+    for (const auto& [scalar_dtype, value, scalar_a, dtypes] :
+         std::vector<std::tuple<DType, double, bool, std::vector<DType>>>{
+             {DType::f64, 2.5, false, {DType::i8, DType::u8, DType::i32, DType::i64, DType::boolean}},
+             {DType::f32, -1.5, true, integers},
+             {DType::i64, 3, false, {DType::boolean}}}) {
+      d.dtype = dtypes[0];
+      d.scalar_dtype = scalar_dtype;
+      (scalar_a ? d.a_scalar : d.b_scalar) = value;
+      if (!binary_kind_takes(d.kind, binary_operand_dtype(d))) {
+        d.a_scalar = d.b_scalar = std::nullopt;
+        d.scalar_dtype.reset();
+        continue;
+      }
+      const std::string note = std::string(binary_kind_name(d.kind)) + ", " + (scalar_a ? "a" : "b") + " the " +
+                               std::string(dtype_name(scalar_dtype)) + " scalar " + number(value) +
+                               ", the tensor in [1, 100)";
+      const Interval range = dtypes[0] == DType::boolean ? Interval{0, 2} : Interval{1, 100};
+      for (const auto& [shape, views] : std::vector<std::pair<Shape, Views>>{
+               {{4097}, Views::contiguous}, {{33, 128}, Views::transposed}, {{0}, Views::contiguous}}) {
+        d.a_shape = d.b_shape = shape;
+        out.push_back(
+            {d, views, {}, std::nullopt, note, dtypes, {{"a", range.lo, range.hi}, {"b", range.lo, range.hi}}});
+      }
+      d.a_scalar = d.b_scalar = std::nullopt;
+      d.scalar_dtype.reset();
     }
   }
 }
@@ -348,6 +380,8 @@ std::vector<BenchSample<Desc>> forward_bench() {
           {"div", "torch.div(a, b)", dtypes, standard_shapes, bench_desc<K::div, Operand::same>},
           {"maximum", "torch.maximum(a, b)", dtypes, standard_shapes, bench_desc<K::maximum, Operand::same>},
           {"pow", "torch.pow(a, b)", dtypes, standard_shapes, bench_desc<K::pow, Operand::same>},
+          {"logaddexp", "torch.logaddexp(a, b)", dtypes, standard_shapes, bench_desc<K::logaddexp, Operand::same>},
+          {"xlogy", "torch.xlogy(a, b)", dtypes, standard_shapes, bench_desc<K::xlogy, Operand::same>},
           {"lt", "torch.lt(a, b)", dtypes, standard_shapes, bench_desc<K::lt, Operand::same>},
           {"add_row", "a + b[D]", dtypes, standard_shapes, bench_desc<K::add, Operand::row>},
           {"mul_column", "a * b[N, 1]", dtypes, standard_shapes, bench_desc<K::mul, Operand::column>}};
