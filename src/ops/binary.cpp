@@ -25,7 +25,7 @@ std::string_view binary_kind_name(BinaryKind kind) {
 bool binary_kind_takes(BinaryKind kind, DType dtype) { return detail::kind_takes<detail::BinaryGroups>(kind, dtype); }
 
 DType binary_operand_dtype(const BinaryDescriptor& desc) {
-  if (desc.b_dtype) return promote_types(desc.dtype, *desc.b_dtype).value_or(desc.dtype);
+  if (desc.b_dtype && *desc.b_dtype != desc.dtype) return promote_types(desc.dtype, *desc.b_dtype).value_or(desc.dtype);
   if (desc.scalar_dtype && (desc.a_scalar || desc.b_scalar)) return promote_with_scalar(desc.dtype, *desc.scalar_dtype);
   return desc.dtype;
 }
@@ -166,12 +166,13 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.scalar_dtype",
                         "is set without a scalar operand (a_scalar or b_scalar)");
   }
-  if (!d.b_dtype && operand_dtype(d) == d.dtype) {
+  const bool b_differs = d.b_dtype && *d.b_dtype != d.dtype;  // (b_dtype equal to dtype: as unset)
+  if (!b_differs && operand_dtype(d) == d.dtype) {
     if (Status s = check_kind_dtype(plan, binary_kind_name(d.kind), d.dtype,
                                     [&](DType t) { return binary_kind_takes(d.kind, t); });
         !s)
       return s;
-  } else if (!d.b_dtype) {  // (a scalar of a higher category: the kind must take the promoted dtype)
+  } else if (!b_differs) {  // (a scalar of a higher category: the kind must take the promoted dtype)
     if (!valid_dtype(d.dtype))
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.dtype",
                         std::to_string(static_cast<int>(d.dtype)) + " is not a DType");
