@@ -28,6 +28,20 @@ TEST(DTypes, PromoteAsPyTorch) {
   }
 }
 
+// A scalar (a Python number) joins the promotion only when of a higher category than the tensor's.
+TEST(DTypes, PromoteWithAScalarAsPyTorch) {
+  using D = DType;
+  const struct {
+    D tensor, scalar, want;
+  } cases[] = {{D::i32, D::f64, D::f32},     {D::u8, D::f32, D::f32},      {D::i64, D::f16, D::f32},
+               {D::boolean, D::f64, D::f32}, {D::boolean, D::i32, D::i64}, {D::boolean, D::boolean, D::boolean},
+               {D::i8, D::i64, D::i8},       {D::u8, D::boolean, D::u8},   {D::f16, D::f64, D::f16},
+               {D::bf16, D::i64, D::bf16},   {D::f64, D::f32, D::f64},     {D::f32, D::boolean, D::f32}};
+  for (const auto& c : cases)
+    EXPECT_EQ(promote_with_scalar(c.tensor, c.scalar), c.want)
+        << dtype_name(c.tensor) << " with a " << dtype_name(c.scalar) << " scalar";
+}
+
 TEST(Half, EveryBitPatternRoundTripsThroughFloat) {
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
     const half h = half::from_bits(static_cast<uint16_t>(bits));

@@ -173,6 +173,7 @@ TEST_P(IntegerElementwiseTest, ScalarsOfAHigherCategoryPromote) {
   EXPECT_EQ(binary_output_dtype(d), DType::i64);
   EXPECT_EQ(binary(d, {}, {0, 1}), (V{3, 4}));
   // The same category (or a lower one): the tensor's dtype, no workspace.
+  d.a_scalar = 1;
   for (const auto& [tensor_dtype, scalar_dtype] : std::vector<std::pair<DType, DType>>{{DType::i8, DType::i64},
                                                                                        {DType::f16, DType::f64},
                                                                                        {DType::bf16, DType::i32},
@@ -200,6 +201,24 @@ TEST_P(IntegerElementwiseTest, ScalarsOfAHigherCategoryPromote) {
   d.scalar_dtype = DType::f32;
   EXPECT_TRUE(testing::is_error(BinaryBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
                                 "BinaryBackwardPlan", "descriptor.dtype"));
+  // An integer or bool scalar_dtype: the scalar must be one.
+  d.dtype = DType::f32;
+  for (const auto& [scalar_dtype, value] :
+       std::vector<std::pair<DType, double>>{{DType::i64, 2.5}, {DType::boolean, 3}, {DType::u8, -1}}) {
+    d.scalar_dtype = scalar_dtype;
+    d.a_scalar = value;
+    EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",
+                                  "descriptor.a_scalar"))
+        << dtype_name(scalar_dtype) << " " << value;
+  }
+  // b_dtype equal to dtype counts as unset: the scalar still promotes.
+  d.dtype = DType::i32;
+  d.b_dtype = DType::i32;
+  d.scalar_dtype = DType::f64;
+  d.a_scalar = 0.5;
+  EXPECT_EQ(binary_output_dtype(d), DType::f32);
+  EXPECT_EQ(binary(d, {}, {4, -5}), (V{4.5, -4.5}));
+  d.b_dtype.reset();
   d.a_scalar.reset();
   d.a_shape = {2};
   EXPECT_TRUE(testing::is_error(BinaryPlan::select(stream(), d).status(), StatusCode::invalid_problem, "BinaryPlan",

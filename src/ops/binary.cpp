@@ -117,9 +117,9 @@ PromotionBuffers promotion_buffers(const BinaryDescriptor& d, bool backward) {
   }
   return b;
 }
-Status check_promotion_workspace(std::string_view plan, const CheckedSize& bytes) {
+Status check_promotion_workspace(std::string_view plan, const BinaryDescriptor& d, const CheckedSize& bytes) {
   if (bytes.below(kMaxBytes)) return Status::ok();
-  return plan_error(StatusCode::invalid_problem, plan, "descriptor.b_dtype",
+  return plan_error(StatusCode::invalid_problem, plan, d.b_dtype ? "descriptor.b_dtype" : "descriptor.scalar_dtype",
                     "the casts of the type promotion would need 2^63 bytes of workspace");
 }
 
@@ -165,6 +165,12 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
     if (!d.a_scalar && !d.b_scalar)
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.scalar_dtype",
                         "is set without a scalar operand (a_scalar or b_scalar)");
+    // An integer or bool scalar is one: whole and within its dtype's range (bool's 0 or 1).
+    if (!is_floating(*d.scalar_dtype))
+      if (Status s = check_scalar_fits(plan, d.a_scalar ? "descriptor.a_scalar" : "descriptor.b_scalar",
+                                       d.a_scalar ? *d.a_scalar : *d.b_scalar, *d.scalar_dtype);
+          !s)
+        return s;
   }
   const bool b_differs = d.b_dtype && *d.b_dtype != d.dtype;  // (b_dtype equal to dtype: as unset)
   if (!b_differs && operand_dtype(d) == d.dtype) {
@@ -264,7 +270,7 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
   static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
     const CheckedSize workspace = promotion_buffers(d, false).end;
-    if (Status s = check_promotion_workspace(kSchema.plan, workspace); !s) return s;
+    if (Status s = check_promotion_workspace(kSchema.plan, d, workspace); !s) return s;
     return PlanChoice{forced.value_or(-1), static_cast<size_t>(workspace.value()), 0};
   }
   template <class F>
@@ -332,7 +338,7 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
                             ")");
     // The casts' buffers first, then the reductions' partials.
     const CheckedSize promotion = promotion_buffers(d, true).end;
-    if (Status s = check_promotion_workspace(kSchema.plan, promotion); !s) return s;
+    if (Status s = check_promotion_workspace(kSchema.plan, d, promotion); !s) return s;
     PlanChoice c{forced.value_or(-1), static_cast<size_t>(promotion.value()), 0};
     if (!broadcast) return c;
     c.variant = kBroadcastReduce;

@@ -40,7 +40,8 @@
 // Integer edge values, defined (never a trap): div_floor, div_trunc, remainder and fmod by 0 give 0
 // (NumPy's); the most negative value divided by -1 wraps to itself, its remainder 0; pow wraps as
 // repeated products do, and a negative exponent gives the real power truncated (1 for a = 1, +-1
-// for a = -1, else 0, 0 too: PyTorch's); a shift by a negative count or by at least the compute
+// for a = -1, else 0, 0 too: PyTorch's for a tensor exponent; PyTorch raises for a negative scalar
+// one, here it truncates the same way); a shift by a negative count or by at least the compute
 // type's width (32 bits for i8 u8 i32, 64 for i64) gives 0 to the left and the sign (0 or -1) to the
 // right; past the dtype's own width the result is that as well (u8 >> is logical).
 // Views: any strides; inputs may broadcast (zero strides); outputs must not overlap themselves.

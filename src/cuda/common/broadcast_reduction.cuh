@@ -4,8 +4,9 @@
 // every view steps through them contiguously from 16-byte aligned data (b = bias[D] over [N, D]),
 // an item takes a 16-byte vector of kept elements and keeps kReductionUnroll rows of loads in flight.
 // Where the reduced dims are innermost (b = scale[N, 1]), a warp takes a row. Each kernel picks its
-// splits (at most the plan's) and its order of the sums from the views: the bits depend on the plan
-// and the views alone, never on the run.
+// splits (at most the plan's) and its order of the sums from the views (and the vectors kernel from
+// its occupancy, a property of the build and the device): the bits depend on those alone, never on
+// the run.
 #include <algorithm>
 
 #include "common/broadcast_reduction.hpp"

@@ -249,9 +249,16 @@ inline BinaryIndexing binary_indexing(const BinaryDescriptor& d) {
           d.b_shape};
 }
 
-// The dtype a and b are computed in: theirs, promoted where b_dtype differs or the scalar is of a
-// higher category (PyTorch's rules, the public binary_operand_dtype).
-inline DType operand_dtype(const BinaryDescriptor& d) { return binary_operand_dtype(d); }
+// The dtype a and b are computed in: theirs, promoted where b_dtype differs (PyTorch's rules), or where
+// the scalar is of a higher category (bool < integer < float: an integer one gives i64, a float one
+// f32; written here, not taken from the library's promote_with_scalar).
+inline DType operand_dtype(const BinaryDescriptor& d) {
+  if (d.b_dtype && *d.b_dtype != d.dtype) return promote_types(d.dtype, *d.b_dtype).value_or(d.dtype);
+  if (!d.scalar_dtype || (!d.a_scalar && !d.b_scalar)) return d.dtype;
+  auto category = [](DType t) { return is_floating(t) ? 2 : (t == DType::boolean ? 0 : 1); };
+  if (category(*d.scalar_dtype) <= category(d.dtype)) return d.dtype;
+  return is_floating(*d.scalar_dtype) ? DType::f32 : DType::i64;
+}
 // An operand's element as the kernels compute with it: in the promoted dtype (an integer in a
 // 16-bit float or f32 rounds).
 inline double operand(const harness::HostView& v, int64_t i, DType to) { return harness::quantize(to, v.at(i)); }

@@ -8,8 +8,9 @@
 
 namespace baracuda::reference {
 
-// v reduced to the dtype's width (two's complement wrap; bool: v != 0), as a double (exact: the
-// samples' integers stay below 2^53).
+// v reduced to the dtype's width (two's complement wrap; bool: v != 0), as a double (exact below 2^53,
+// where the samples stay but for pow's wrapped i64 results: those compare after the same rounding of
+// both sides, so tests/test_integer_elementwise.cpp checks exact ones).
 inline double wrap_to(DType dtype, uint64_t v) {
   switch (dtype) {
     case DType::boolean:

@@ -175,8 +175,8 @@ void add_integer_samples(std::vector<Sample<Desc>>& out) {
       }
     }
     // A scalar of a higher category (scalar_dtype, PyTorch's Python numbers): a float one with an
-    // integer or bool tensor computes in f32 (a in [1, 100): no division by 0, no negative base), an
-    // integer one with a bool tensor in i64.
+    // integer or bool tensor computes in f32 (the tensor in [1, 100): no division by 0, and the
+    // scalar -1.5 as a base raised to whole exponents), an integer one with a bool tensor in i64.
     const std::vector<DType> integers = {DType::i8, DType::u8, DType::i32, DType::i64};
     for (const auto& [scalar_dtype, value, scalar_a, dtypes] :
          std::vector<std::tuple<DType, double, bool, std::vector<DType>>>{{DType::f64, 2.5, false, integers},
