@@ -88,16 +88,15 @@ Expanded expand_operands(const BinaryDescriptor& d, const AnyTensorRef& a, const
 // dtype (binary_operand_dtype). The forward of f16 or bf16 with f32 loads the 16-bit operand in its
 // kernels; every other pair, and every backward, first casts each tensor operand of another dtype
 // into the workspace (and the backward casts its gradient back), then runs as one dtype.
-DType operand_dtype(const BinaryDescriptor& d) { return binary_operand_dtype(d); }
 DType tensor_dtype(const BinaryDescriptor& d, bool of_b) { return of_b ? d.b_dtype.value_or(d.dtype) : d.dtype; }
-bool mixed(const BinaryDescriptor& d) { return operand_dtype(d) != d.dtype || tensor_dtype(d, true) != d.dtype; }
+bool mixed(const BinaryDescriptor& d) { return binary_operand_dtype(d) != d.dtype || tensor_dtype(d, true) != d.dtype; }
 bool loads_mixed(const BinaryDescriptor& d) {
   auto half = [](DType t) { return t == DType::f16 || t == DType::bf16; };
   return d.b_dtype && ((half(d.dtype) && *d.b_dtype == DType::f32) || (half(*d.b_dtype) && d.dtype == DType::f32));
 }
 bool casts_operand(const BinaryDescriptor& d, bool of_b, bool backward) {
   if ((of_b ? d.b_scalar : d.a_scalar) || (!backward && loads_mixed(d))) return false;
-  return tensor_dtype(d, of_b) != operand_dtype(d);
+  return tensor_dtype(d, of_b) != binary_operand_dtype(d);
 }
 
 // Where the casts' buffers lie, from the workspace's start: a's and b's values in the promoted dtype,
@@ -108,7 +107,7 @@ struct PromotionBuffers {
 };
 PromotionBuffers promotion_buffers(const BinaryDescriptor& d, bool backward) {
   PromotionBuffers b;
-  const int64_t element = static_cast<int64_t>(dtype_size(operand_dtype(d)));
+  const int64_t element = static_cast<int64_t>(dtype_size(binary_operand_dtype(d)));
   for (int k = 0; k < (backward ? 4 : 2); ++k) {
     const bool of_b = k % 2 == 1;
     if (!casts_operand(d, of_b, backward)) continue;
@@ -128,7 +127,7 @@ Status check_promotion_workspace(std::string_view plan, const BinaryDescriptor& 
 void promote_operands(const LaunchContext& ctx, BinaryDescriptor& d, AnyTensorRef& a, AnyTensorRef& b, bool backward,
                       PromotionCasts& casts) {
   const PromotionBuffers buffers = promotion_buffers(d, backward);
-  const DType to = operand_dtype(d);
+  const DType to = binary_operand_dtype(d);
   for (const bool of_b : {false, true}) {
     if (!casts_operand(d, of_b, backward)) continue;
     AnyTensorRef& x = of_b ? b : a;
@@ -173,7 +172,7 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
         return s;
   }
   const bool b_differs = d.b_dtype && *d.b_dtype != d.dtype;  // (b_dtype equal to dtype: as unset)
-  if (!b_differs && operand_dtype(d) == d.dtype) {
+  if (!b_differs && binary_operand_dtype(d) == d.dtype) {
     if (Status s = check_kind_dtype(plan, binary_kind_name(d.kind), d.dtype,
                                     [&](DType t) { return binary_kind_takes(d.kind, t); });
         !s)
@@ -182,7 +181,7 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
     if (!valid_dtype(d.dtype))
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.dtype",
                         std::to_string(static_cast<int>(d.dtype)) + " is not a DType");
-    const DType to = operand_dtype(d);
+    const DType to = binary_operand_dtype(d);
     if (!binary_kind_takes(d.kind, to))
       return plan_error(StatusCode::unsupported, plan, "descriptor.scalar_dtype",
                         std::string(dtype_name(d.dtype)) + " with a " + std::string(dtype_name(*d.scalar_dtype)) +
@@ -209,11 +208,11 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
   // An integer dtype's numbers: whole and within its range (true division computes in f32).
   if (d.kind != BinaryKind::div) {
     if (d.a_scalar)
-      if (Status s = check_scalar_fits(plan, "descriptor.a_scalar", *d.a_scalar, operand_dtype(d)); !s) return s;
+      if (Status s = check_scalar_fits(plan, "descriptor.a_scalar", *d.a_scalar, binary_operand_dtype(d)); !s) return s;
     if (d.b_scalar)
-      if (Status s = check_scalar_fits(plan, "descriptor.b_scalar", *d.b_scalar, operand_dtype(d)); !s) return s;
+      if (Status s = check_scalar_fits(plan, "descriptor.b_scalar", *d.b_scalar, binary_operand_dtype(d)); !s) return s;
     if (d.kind == BinaryKind::add || d.kind == BinaryKind::sub)
-      if (Status s = check_scalar_fits(plan, "descriptor.alpha", d.alpha, operand_dtype(d)); !s) return s;
+      if (Status s = check_scalar_fits(plan, "descriptor.alpha", d.alpha, binary_operand_dtype(d)); !s) return s;
   }
   if (!d.a_scalar)
     if (Status s = check_shape(plan, "descriptor.a_shape", d.a_shape); !s) return s;
@@ -242,7 +241,7 @@ struct BinaryFamily {
   static bool any_reduces(const Descriptor& d) { return reduces(d, false) || reduces(d, true); }
   static std::string_view kind_name(const Descriptor& d) { return binary_kind_name(d.kind); }
   static DType compute_dtype(const Descriptor& d) {
-    const DType operands = operand_dtype(d);  // (integer true division computes in f32)
+    const DType operands = binary_operand_dtype(d);  // (integer true division computes in f32)
     return elementwise_compute_dtype(d.kind == BinaryKind::div && !is_floating(operands) ? DType::f32 : operands);
   }
 };
@@ -352,7 +351,7 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
       int64_t m = 1, r = 1;
       for (int i = 0; i < out.rank; ++i) (b[i] ? r : m) *= out.dims[i];
       size_t partials = 0;
-      splits[of_b] = reduction_splits(t, m, r, operand_dtype(d), pref.workspace_limit, partials);
+      splits[of_b] = reduction_splits(t, m, r, binary_operand_dtype(d), pref.workspace_limit, partials);
       reduction = std::max(reduction, partials);
     }
     c.knob = splits[0] | (splits[1] << 32);  // each at most m + a few 2^20: far below 2^31
@@ -378,7 +377,7 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
     const PromotionBuffers buffers = promotion_buffers(d, true);
     char* const workspace = static_cast<char*>(ctx.workspace.data);
     if (mixed(d)) {
-      const DType to = operand_dtype(d);
+      const DType to = binary_operand_dtype(d);
       // A gradient of an operand that was cast: computed into its buffer, then cast back to it.
       for (const bool of_b : {false, true}) {
         AnyTensorMut& gradient = of_b ? views.db : views.da;
