@@ -417,8 +417,8 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
   }
 }
 
-// 16-bit defaults accumulate in f32: on CUDA the shared-row kernel along the last dim (lines of more
-// than 32 entries) and the column tiles along an outer one; the CPU is always sorted.
+// 16-bit defaults accumulate in f32: on CUDA the warp lines along the last dim (short lines) and the
+// column tiles along an outer one; the CPU is always sorted.
 TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
   if (dtype() != DType::f16 && dtype() != DType::bf16) GTEST_SKIP() << "16-bit defaults only";
   const Shape src{4, 64}, idx_shape{4, 40};
@@ -429,7 +429,7 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
     Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 4);
     const std::string variant = plan.sku({dout.ref(), idx.ref(), dsrc.mut(), nullptr}).variant;
     if (backend() == Backend::cuda) {
-      EXPECT_EQ(variant, dim == 1 ? "atomic.elements_shared" : "atomic.elements_columns");
+      EXPECT_EQ(variant, dim == 1 ? "sorted.elements_warp" : "atomic.elements_columns");
     } else {
       EXPECT_EQ(variant, "sorted.elements");
     }
@@ -440,39 +440,53 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
   EXPECT_EQ(plan.sku().variant, backend() == Backend::cuda ? "atomic.rows_shared" : "sorted.rows");
 }
 
-// CUDA's scatter kernels along the innermost dim, on both sides of each threshold: lines of at most
-// 32 entries take the short-line kernel whatever the destination line's length (deterministic, f32
-// sums, no workspace, by default too); more entries take the shared line where the line fits in
-// shared memory (12288 f32 sums, 6144 f64), in slabs of that size while the entries are at most
-// half a slab, and the general kernels past that. Also an index of size 1 along dim (every
-// entry alone on its line) and MoE routing's shape ([tokens, experts] <- top-k). Index values span a
-// few slots past each end: duplicates in a line and bad values.
+// CUDA's scatter kernels along the innermost dim, on both sides of each threshold: destination lines
+// of at most 1024 sums (512 f64) with at most 256 entries take the warp lines, where they have more
+// than 32 entries or the table is overwritten (the gradient: every line written once, zeros
+// included); other lines of at most 32 entries take the short-line kernel whatever the line's
+// length. Both are deterministic, with f32 sums and no workspace, by default too. More entries take
+// the shared line where the line fits in shared memory (12288 f32 sums, 6144 f64), in slabs of that
+// size while the entries are at most half a slab, and the general kernels past that. Also an index
+// of size 1 along dim (every entry alone on its line), MoE routing's shape ([tokens, experts] <-
+// top-k), and (CUDA only) more warp items than the grid has warps. Index values span a few slots past
+// each end: duplicates in a line and bad values.
 TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const bool cuda = backend() == Backend::cuda;
   const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
-  const int64_t slots = dtype() == DType::f64 ? 6144 : 12288;
+  const int64_t slots = dtype() == DType::f64 ? 6144 : 12288, warp = dtype() == DType::f64 ? 512 : 1024;
   struct Case {
     int64_t lines, line_length, entries, distinct;
-    std::string cuda_default;
+    std::string overwriting, adding;  // the CUDA default of the gradient (overwrites) and of scatter_add
+    bool cuda_only = false;
   };
   const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
   const std::string shared = "atomic.elements_shared", short_lines = "sorted.elements_short";
+  const std::string warp_lines = "sorted.elements_warp";
   const std::string slabs = sixteen_bit ? shared : general;  // f32 and f64 atomics beat slabs
-  const std::vector<Case> cases = {{70, 64, 8, 64, short_lines},
-                                   {70, 64, 32, 5, short_lines},
-                                   {70, 64, 33, 5, shared},
-                                   {6, 20000, 32, 7, short_lines},
-                                   {6, 20000, 33, 7, slabs},
-                                   {3, slots, 40, slots, shared},
-                                   {3, slots + 1, 40, slots + 1, slabs},  // two slabs, the second of one slot
-                                   {2, 4 * slots, slots / 2, 4 * slots, slabs},
-                                   {2, 4 * slots, slots / 2 + 1, 4 * slots, general},
-                                   {300, 20000, 1, 20000, short_lines},
-                                   {9, 37, 3, 37, short_lines}};
+  const std::vector<Case> cases = {{70, 64, 8, 64, warp_lines, short_lines},
+                                   {70, 64, 32, 5, warp_lines, short_lines},
+                                   {70, 64, 33, 5, warp_lines, warp_lines},
+                                   {40, 64, 256, 64, warp_lines, warp_lines},
+                                   {40, 64, 257, 64, shared, shared},
+                                   {40, warp, 33, warp, warp_lines, warp_lines},
+                                   {40, warp + 1, 33, warp + 1, shared, shared},
+                                   {40, warp, 8, warp, warp_lines, short_lines},
+                                   {40, warp + 1, 8, warp + 1, short_lines, short_lines},
+                                   {300, 50, 1, 50, warp_lines, short_lines},
+                                   {1100000, 8, 2, 8, warp_lines, short_lines, true},
+                                   {6, 20000, 32, 7, short_lines, short_lines},
+                                   {6, 20000, 33, 7, slabs, slabs},
+                                   {3, slots, 40, slots, shared, shared},
+                                   {3, slots + 1, 40, slots + 1, slabs, slabs},  // two slabs, the second of one slot
+                                   {2, 4 * slots, slots / 2, 4 * slots, slabs, slabs},
+                                   {2, 4 * slots, slots / 2 + 1, 4 * slots, general, general},
+                                   {300, 20000, 1, 20000, short_lines, short_lines},
+                                   {9, 37, 3, 37, warp_lines, short_lines}};
   for (const Case& c : cases) {
+    if (c.cuda_only && !cuda) continue;
     const Shape table_shape{c.lines, c.line_length}, idx_shape{c.lines, c.entries};
     SCOPED_TRACE(table_shape.to_string() + " <- " + idx_shape.to_string());
-    for (const PlanPreference& pref : scatter_variants()) {
+    for (const PlanPreference& pref : c.cuda_only ? std::vector<PlanPreference>(1) : scatter_variants()) {
       SCOPED_TRACE(pref.variant);
       const int64_t lo = c.distinct < c.line_length ? 0 : -2, hi = lo + c.distinct + 2;
       Tensor idx = index(contiguous(idx_shape), DType::i32, lo - 2, hi);
@@ -481,24 +495,25 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
       std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
       GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, 1};
       desc.accumulate = false;
-      const std::string variant = check_scatter<GatherBackwardPlan>(
+      const std::string overwriting = check_scatter<GatherBackwardPlan>(
           desc, {idx_shape, 1, false}, dout, idx, dsrc,
           [&](int64_t* count) {
             return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
           },
           pref);
       Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
-      check_scatter<ScatterAddPlan>(
+      const std::string adding = check_scatter<ScatterAddPlan>(
           {dtype(), DType::i32, table_shape, idx_shape, 1}, {idx_shape, 1, false}, addend, idx, dst,
           [&](int64_t* count) {
             return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
           },
           pref);
       if (cuda && pref.variant.empty()) {
-        EXPECT_EQ(variant, c.cuda_default);
+        EXPECT_EQ(overwriting, c.overwriting);
+        EXPECT_EQ(adding, c.adding);
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc));
-        EXPECT_EQ(plan.workspace_size() == 0, c.cuda_default != "sorted.elements");
-        if (c.cuda_default == short_lines) {
+        EXPECT_EQ(plan.workspace_size() == 0, c.overwriting != "sorted.elements");
+        if (c.overwriting == short_lines || c.overwriting == warp_lines) {
           EXPECT_TRUE(plan.precision_guarantee().deterministic);
           EXPECT_EQ(plan.precision_guarantee().accumulator, dtype() == DType::f64 ? DType::f64 : DType::f32);
         }

@@ -1,8 +1,9 @@
 // CUDA entry of the indexing family: the dtype / index dispatch, the zeroing of an
 // overwritten table, the strategy (src/cuda/indexing/, see strategies.hpp) and the bad-index count.
 //  - gather: gather.cu;
-//  - scatter-add along the innermost dim (either variant): scatter_short.cu for lines of a few
-//    entries, else scatter_line.cu where the destination line fits in shared memory;
+//  - scatter-add along the innermost dim (either variant): scatter_warp.cu for short destination
+//    lines, scatter_short.cu for lines of a few entries, else scatter_line.cu where the destination
+//    line fits in shared memory;
 //  - element-mode scatter-add along an outer dim: scatter_columns.cu while its slabs are few;
 //  - scatter-add elsewhere: scatter_atomic.cu, or scatter_sorted.cu (deterministic).
 #include <cuda_bf16.h>
@@ -22,7 +23,8 @@ template <class T, class Idx>
 Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) {
   // Overwriting: the shared-memory kernels write every table element themselves when the walk covers
   // every line of the table; otherwise the table is zeroed first and the sums are added.
-  const bool shared_sums = p.kernel == ScatterKernel::shared_line || p.kernel == ScatterKernel::column_tiles;
+  const bool shared_sums = p.kernel == ScatterKernel::shared_line || p.kernel == ScatterKernel::column_tiles ||
+                           p.kernel == ScatterKernel::warp_lines;
   const bool fused_overwrite = !p.desc.accumulate && shared_sums && covers_every_table_line(p.desc);
   if (!p.desc.accumulate && !fused_overwrite)
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
@@ -31,6 +33,8 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
   if (Status st = p.kernel == ScatterKernel::shared_line ? scatter_line<T, Idx>(stream, p, fused_overwrite, sm_count)
                   : p.kernel == ScatterKernel::column_tiles
                       ? scatter_columns<T, Idx>(stream, p, fused_overwrite, sm_count)
+                  : p.kernel == ScatterKernel::warp_lines
+                      ? scatter_warp_lines<T, Idx>(stream, p, fused_overwrite, sm_count)
                   : p.kernel == ScatterKernel::short_lines ? scatter_short_lines<T, Idx>(stream, p, sm_count)
                   : p.variant == IndexVariant::atomic      ? scatter_atomic<T, Idx>(stream, p, sm_count)
                                                            : scatter_sorted<T, Idx>(stream, p, sm_count);

@@ -165,6 +165,8 @@ const char* kernel_suffix(ScatterKernel k) {
       return "_short";
     case ScatterKernel::column_tiles:
       return "_columns";
+    case ScatterKernel::warp_lines:
+      return "_warp";
   }
   return "?";
 }

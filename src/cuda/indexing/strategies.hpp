@@ -29,6 +29,10 @@ inline constexpr int64_t kSharedRowBytes = 48 * 1024;
 inline constexpr int64_t kSlabEntriesDivisor = 2;
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;
+// scatter_warp_lines: a line's sums fit in this many bytes of shared memory (a warp's own; 1024 f32
+// sums), and an item of lines holds at most this many entries (8 rounds of a warp's lanes).
+inline constexpr int64_t kWarpLineBytes = 4096;
+inline constexpr int64_t kWarpItemEntries = 256;
 
 // scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
 // rows in shared memory; a table of more rows along dim is cut into `slabs` of rows, each reading
@@ -87,6 +91,12 @@ Status scatter_columns(const Stream& stream, const IndexedProblem& p, bool overw
 // deterministic, f32 sums for 16-bit types); no workspace.
 template <class T, class Idx>
 Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm_count);
+
+// Scatter-add of ScatterKernel::warp_lines problems (scatter_warp.cu): a few destination lines per
+// warp, summed in the warp's shared memory in entry order (deterministic, f32 sums for 16-bit types),
+// then written with one coalesced pass. `overwrite` as scatter_line; no workspace.
+template <class T, class Idx>
+Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
 
 // Deterministic scatter-add (scatter_sorted.cu): rows sorted by destination, summed by window in
 // p.workspace (sorted_scatter_workspace).

@@ -15,8 +15,10 @@ int64_t line_entries(const IndexedProblemDesc& desc) {
   return desc.scatter && last == desc.dim ? desc.shape.dims[desc.dim] : 0;
 }
 
-// Sums a block's shared line holds (scatter_line.cu: kSharedRowBytes of acc_t<T>): f32 for 16-bit types.
-int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / (dtype == DType::f64 ? 8 : 4); }
+// Bytes of a sum (acc_t<T>): f32 for 16-bit types.
+int64_t acc_size(DType dtype) { return dtype == DType::f64 ? 8 : 4; }
+// Sums a block's shared line holds (scatter_line.cu: kSharedRowBytes of acc_t<T>).
+int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / acc_size(dtype); }
 
 // Element mode along a dim that is not the walk's innermost (a later dim has more than one
 // element): the column tiles while they pay, and while the problem gives enough items or short ones
@@ -46,9 +48,19 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
          double(dim_size) * double(size) + double(entries) * double(kSortEntryBytes);
 }
 
+// Short destination lines take a warp's sums (scatter_warp.cu) where they hold more entries than a
+// warp's lanes, or where the table is overwritten and the walk reaches every line of it: then the
+// warp writes each line once, zeros included, instead of zeroing the table and adding the entries
+// after (measured: bench/NOTES.md, "Warp lines"). Adding a few entries a line into a table, the short
+// lines touch only their destinations.
 ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
   if (entries <= 0) return ScatterKernel::general;  // see column_tiles_pay
+  const int64_t line_size = desc.table_shape.dims[desc.dim];
+  const bool warp_fits = line_size >= 1 && line_size <= kWarpLineBytes / acc_size(desc.dtype) &&
+                         entries <= kWarpItemEntries;
+  const bool writes_every_line = !desc.accumulate && covers_every_table_line(desc);
+  if (warp_fits && (entries > kShortLineEntries || writes_every_line)) return ScatterKernel::warp_lines;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
   // A line longer than a slab of shared memory is cut into slabs, each reading all the line's
   // entries (from L2 after the first): worth it while the entries are few beside a slab.
@@ -74,13 +86,13 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   ScatterStrategy s;
   s.kernel = scatter_kernel(problem);
   // 16-bit types accumulate in f32 by default: atomically only in shared memory, else sorted.
-  // Short lines are summed in entry order at no cost: sorted (deterministic) by default.
   const bool sixteen_bit = problem.dtype == DType::f16 || problem.dtype == DType::bf16;
   const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit;
   if (s.kernel == ScatterKernel::general && column_tiles_pay(problem, general_atomics))
     s.kernel = ScatterKernel::column_tiles;
+  // Short and warp lines are summed in entry order at no cost: sorted (deterministic) by default.
   const bool atomic_default =
-      !deterministic && s.kernel != ScatterKernel::short_lines &&
+      !deterministic && s.kernel != ScatterKernel::short_lines && s.kernel != ScatterKernel::warp_lines &&
       (!sixteen_bit || s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles);
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
   // Slabs beat the sort (16-bit defaults, deterministic variants), not f32 / f64 atomics (measured:
