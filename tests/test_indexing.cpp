@@ -437,11 +437,11 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
   // index_select's backward along the last dim is the same line sum.
   IndexSelectBackwardPlan plan = unwrap(IndexSelectBackwardPlan::select(stream(), {dtype(), DType::i64, src, 1, 40}));
   EXPECT_EQ(plan.precision_guarantee().accumulator, DType::f32);
-  EXPECT_EQ(plan.sku().variant, backend() == Backend::cuda ? "atomic.rows_shared" : "sorted.rows");
+  EXPECT_EQ(plan.sku().variant, backend() == Backend::cuda ? "sorted.rows_warp" : "sorted.rows");
 }
 
 // CUDA's scatter kernels along the innermost dim, on both sides of each threshold: destination lines
-// of at most 1024 sums (512 f64) with at most 256 entries take the warp lines, where they have more
+// of at most 1024 sums (512 f64) with at most 128 entries take the warp lines, where they have more
 // than 32 entries or the table is overwritten (the gradient: every line written once, zeros
 // included); other lines of at most 32 entries take the short-line kernel whatever the line's
 // length. Both are deterministic, with f32 sums and no workspace, by default too. More entries take
@@ -466,8 +466,8 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const std::vector<Case> cases = {{70, 64, 8, 64, warp_lines, short_lines},
                                    {70, 64, 32, 5, warp_lines, short_lines},
                                    {70, 64, 33, 5, warp_lines, warp_lines},
-                                   {40, 64, 256, 64, warp_lines, warp_lines},
-                                   {40, 64, 257, 64, shared, shared},
+                                   {40, 64, 128, 64, warp_lines, warp_lines},
+                                   {40, 64, 129, 64, shared, shared},
                                    {40, warp, 33, warp, warp_lines, warp_lines},
                                    {40, warp + 1, 33, warp + 1, shared, shared},
                                    {40, warp, 8, warp, warp_lines, short_lines},

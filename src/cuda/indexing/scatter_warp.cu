@@ -6,11 +6,15 @@
 // Overwriting, that pass is the table's only write (zeros included), so the table is written once
 // at the full line rate where zeroing it first and adding the entries after would write it, then
 // read and rewrite every sector an entry reaches. No block-wide barrier: a warp's item is its own,
-// and the next item's entries are loaded before the current item is summed and written.
+// and the next item's entries are loaded while the current item is written.
 //
 // Each round of 32 entries (one a lane), lanes whose entries meet at one slot are matched
 // (__match_any_sync) and the lowest sums them in lane order, then adds that sum to the slot: every
 // slot sums its entries in entry order, the same bits on every run, with no atomics.
+//
+// A lane's place advances by 32 entries (or write-back chunks) a step: its (line, column) is carried
+// with a constant quotient and remainder, never divided; the write-back moves 16-byte chunks where
+// the table's lines allow (unit stride, aligned), else single elements.
 #include <algorithm>
 
 #include "cuda/common/check.cuh"
@@ -18,6 +22,7 @@
 #include "cuda/common/scatter_ops.cuh"
 #include "cuda/indexing/line_sum.cuh"
 #include "cuda/indexing/strategies.hpp"
+#include "ops/validate.hpp"
 
 namespace baracuda::detail::cuda {
 namespace {
@@ -33,10 +38,30 @@ struct WarpItems {
   int entries = 0, per_item = 0, line_size = 0, outer_dims = 0;
 };
 
+// A place (line of the item, position in the line) that advances by 32 a step, for lines of `size`
+// positions: 32 = whole * size + rest, so a step is two adds and at most one carry.
+struct Carried {
+  int line = 0, at = 0, whole = 0, rest = 0, size = 1;
+  __device__ __forceinline__ Carried(int size_, int lane) : size(size_) {
+    line = lane / size;
+    at = lane - line * size;
+    whole = 32 / size;
+    rest = 32 - whole * size;
+  }
+  __device__ __forceinline__ void step() {
+    line += whole;
+    at += rest;
+    if (at >= size) {
+      at -= size;
+      ++line;
+    }
+  }
+};
+
 template <class Acc>
 struct WarpTile {
-  int count = 0;        // the item's entries
-  int key[kRounds];     // slot in the warp's sums, or -1 for an entry to skip (bad index, padding)
+  int count = 0;     // the item's entries
+  int key[kRounds];  // slot in the warp's sums, or -1 for an entry to skip (bad index, padding)
   Acc value[kRounds];
 };
 
@@ -45,21 +70,20 @@ template <class T, class Idx>
 __device__ __forceinline__ void load_item(const IndexedLayout& layout, const WarpItems& g, const T* values,
                                           const Idx* index, int64_t item, WarpTile<acc_t<T>>& t) {
   const Walker<kRowTensors>& w = layout.rows;
-  const int lane = threadIdx.x % 32;
   const int64_t line0 = item * g.per_item;
   t.count = static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * g.entries;
+  Carried e(g.entries, threadIdx.x % 32);
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
-    const int e = r * 32 + lane;
-    const bool inside = e < t.count;
-    const int line_in_item = inside ? e / g.entries : 0, c = e - line_in_item * g.entries;
+    const bool inside = r * 32 + static_cast<int>(threadIdx.x % 32) < t.count;
     int64_t base[kRowTensors];
-    w.offsets(line0 + line_in_item, base, g.outer_dims);
-    // (c is 0 when dim left the walk: every line is one entry.)
-    const int64_t i = inside ? static_cast<int64_t>(index[base[1] + c * w.inner_stride(1)]) : -1;
-    t.value[r] = inside ? static_cast<acc_t<T>>(values[base[0] + c * w.inner_stride(0)]) : acc_t<T>(0);
+    w.offsets(line0 + (inside ? e.line : 0), base, g.outer_dims);
+    // (e.at is 0 when dim left the walk: every line is one entry.)
+    const int64_t i = inside ? static_cast<int64_t>(index[base[1] + e.at * w.inner_stride(1)]) : -1;
+    t.value[r] = inside ? static_cast<acc_t<T>>(values[base[0] + e.at * w.inner_stride(0)]) : acc_t<T>(0);
     const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
-    t.key[r] = valid ? line_in_item * g.line_size + static_cast<int>(i) : -1;
+    t.key[r] = valid ? e.line * g.line_size + static_cast<int>(i) : -1;
+    e.step();
   }
 }
 
@@ -69,60 +93,86 @@ __device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc*
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
-    if (r * 32 >= t.count) break;  // warp-uniform
-    stage[lane] = t.value[r];
-    const unsigned same = __match_any_sync(0xffffffffu, static_cast<unsigned>(t.key[r]));
-    __syncwarp();
-    if (t.key[r] >= 0 && lane == __ffs(same) - 1) {
-      Acc sum = ScatterSum::identity<Acc>();
-      for (unsigned m = same; m; m &= m - 1) sum = ScatterSum::reduce(sum, stage[__ffs(m) - 1]);
-      sums[t.key[r]] = ScatterSum::reduce(sums[t.key[r]], sum);
+    if (r * 32 < t.count) {  // warp-uniform; no break, so the tile stays in registers
+      stage[lane] = t.value[r];
+      const unsigned same = __match_any_sync(0xffffffffu, static_cast<unsigned>(t.key[r]));
+      __syncwarp();
+      if (t.key[r] >= 0 && lane == __ffs(same) - 1) {
+        Acc sum = ScatterSum::identity<Acc>();
+        for (unsigned m = same; m; m &= m - 1) sum = ScatterSum::reduce(sum, stage[__ffs(m) - 1]);
+        sums[t.key[r]] = ScatterSum::reduce(sums[t.key[r]], sum);
+      }
+      __syncwarp();  // the stage is rewritten next round
     }
-    __syncwarp();  // the stage is rewritten next round
   }
 }
 
-// Writes (or adds) an item's sums to its table lines and clears them for the next item. A lane's
-// slots advance by 32 a step, so its (line, column) is carried, not divided, and the line's table
-// offset recomputed only when its line changes.
-template <class T, class Acc>
+// kVec consecutive elements of a line: one 16-byte access where kVec > 1.
+template <class X, int kVec>
+struct alignas(sizeof(X) * kVec <= 16 ? sizeof(X) * kVec : 16) Chunk {
+  X v[kVec];
+};
+
+// Writes (or adds) an item's sums to its table lines in chunks of kVec and clears them for the next
+// item. Adding, a chunk no entry reached is neither read nor written (a sparse line costs its
+// entries), and the sums are read from shared memory twice rather than held in registers.
+template <int kVec, class T, class Acc>
 __device__ __forceinline__ void write_item(const IndexedLayout& layout, const WarpItems& g, int64_t item, Acc* sums,
                                            T* table, bool overwrite) {
-  constexpr int kBatch = 4;  // slots whose old values are loaded back to back (adding)
+  constexpr int kBatch = 2;  // chunks whose old values are loaded back to back (adding; 4 spill at 64 registers)
+  using Sums = Chunk<Acc, kVec>;
+  using Elements = Chunk<T, kVec>;
   const int lane = threadIdx.x % 32;
   const int64_t line0 = item * g.per_item;
-  const int slots = static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * g.line_size;
-  int line_in_item = lane / g.line_size, j = lane - line_in_item * g.line_size, based = -1;
+  const int line_chunks = g.line_size / kVec;
+  const int chunks = static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * line_chunks;
+  const auto reached = [](const Sums& x) {
+    bool any = false;
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) any = any || x.v[v] != ScatterSum::identity<Acc>();
+    return any;
+  };
+  Carried c(line_chunks, lane);
+  int based = -1;
   int64_t base[kRowTensors] = {};
-  for (int s0 = 0; s0 < slots; s0 += 32 * kBatch) {
-    T* at[kBatch];
-    T old[kBatch];
-    Acc sum[kBatch];
+  auto* sum_chunks = reinterpret_cast<Sums*>(sums);
+  for (int k0 = 0; k0 < chunks; k0 += 32 * kBatch) {
+    Elements* at[kBatch];
+    Elements old[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int s = s0 + u * 32 + lane;
-      if (s < slots && line_in_item != based) {
-        layout.rows.offsets(line0 + line_in_item, base, g.outer_dims);
-        based = line_in_item;
+      const int k = k0 + u * 32 + lane;
+      if (k < chunks && c.line != based) {
+        layout.rows.offsets(line0 + c.line, base, g.outer_dims);
+        based = c.line;
       }
-      at[u] = table + base[2] + int64_t(j) * layout.table_dim_stride;
-      sum[u] = s < slots ? sums[s] : ScatterSum::identity<Acc>();
-      old[u] = s < slots ? old_value(sum[u], at[u], overwrite) : T{};
-      for (j += 32; j >= g.line_size; j -= g.line_size) ++line_in_item;
+      at[u] = reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride);
+      old[u] = Elements{};
+      if (!overwrite && k < chunks && reached(sum_chunks[k])) old[u] = *at[u];
+      c.step();
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int s = s0 + u * 32 + lane;
-      if (s >= slots) continue;
-      sums[s] = ScatterSum::identity<Acc>();
-      write_slot(sum[u], at[u], old[u], overwrite);
+      const int k = k0 + u * 32 + lane;
+      if (k >= chunks) continue;
+      const Sums sum = sum_chunks[k];
+      Sums clear;
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) clear.v[v] = ScatterSum::identity<Acc>();
+      sum_chunks[k] = clear;
+      if (!overwrite && !reached(sum)) continue;
+      Elements out = old[u];  // zeros when overwriting
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) ScatterSum::combine(&out.v[v], sum.v[v]);
+      *at[u] = out;
     }
   }
   __syncwarp();  // the sums are cleared before the next item adds to them
 }
 
-template <class T, class Idx>
-__global__ void __launch_bounds__(kThreads)
+// Four blocks an SM (at most 64 registers, 4 x 33 KB of shared memory).
+template <int kVec, class T, class Idx>
+__global__ void __launch_bounds__(kThreads, 4)
     scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index,
                               bool overwrite) {
   using Acc = acc_t<T>;
@@ -134,14 +184,52 @@ __global__ void __launch_bounds__(kThreads)
   for (int s = lane; s < item_slots; s += 32) sums[s] = ScatterSum::identity<Acc>();
   __syncwarp();
   const int64_t first = int64_t(blockIdx.x) * kWarps + warp_in_block, step = int64_t(gridDim.x) * kWarps;
-  WarpTile<Acc> next;
-  if (first < g.items) load_item(layout, g, values, index, first, next);
+  // One tile in registers: the next item's loads are issued once the current item is summed, and
+  // are in flight while it is written.
+  WarpTile<Acc> tile;
+  if (first < g.items) load_item(layout, g, values, index, first, tile);
   for (int64_t item = first; item < g.items; item += step) {
-    const WarpTile<Acc> tile = next;
-    if (item + step < g.items) load_item(layout, g, values, index, item + step, next);
     add_item(tile, sums, stage[warp_in_block]);
-    write_item(layout, g, item, sums, table, overwrite);
+    if (item + step < g.items) load_item(layout, g, values, index, item + step, tile);
+    write_item<kVec>(layout, g, item, sums, table, overwrite);
   }
+}
+
+// Whether every line of the table starts 16-byte aligned with unit stride along dim and a whole
+// number of 16-byte chunks: then the write-back moves chunks.
+template <class T>
+bool chunked_lines(const IndexedLayout& layout, const WarpItems& g, const void* table) {
+  constexpr int64_t kVec = 16 / sizeof(T);
+  if (layout.table_dim_stride != 1 || g.line_size % kVec != 0 || !aligned16(table)) return false;
+  for (int d = 0; d < g.outer_dims; ++d)
+    if (layout.rows.strides[kRowTensors - 1][d] % kVec != 0) return false;
+  return true;
+}
+
+template <int kVec, class T, class Idx>
+Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const WarpItems& g, bool overwrite,
+                         int sm_count) {
+  using Acc = acc_t<T>;
+  const auto kernel = scatter_warp_lines_kernel<kVec, T, Idx>;
+  const size_t bytes = size_t(kWarps) * size_t(g.per_item) * size_t(g.line_size) * sizeof(Acc);  // <= 32 KB
+  // Shared memory before L1: four blocks of 33 KB an SM.
+  if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                   cudaSharedmemCarveoutMaxShared),
+                              "cudaFuncSetAttribute");
+      !st)
+    return st;
+  // One wave of resident blocks, each warp looping over its items (the next item's loads in flight).
+  int per_sm = 0;
+  if (Status st = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes),
+                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      !st)
+    return st;
+  const int64_t needed = (g.items + kWarps - 1) / kWarps;
+  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(sm_count) * std::max(per_sm, 1)));
+  kernel<<<blocks, kThreads, bytes, native(stream)>>>(p.layout, g, static_cast<const T*>(p.values),
+                                                      static_cast<T*>(p.table), static_cast<const Idx*>(p.index),
+                                                      overwrite);
+  return last_launch_status("scatter_warp_lines_kernel");
 }
 
 }  // namespace
@@ -161,13 +249,8 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
                                         kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
-  const size_t bytes = size_t(kWarps) * size_t(g.per_item) * size_t(g.line_size) * sizeof(Acc);  // <= 32 KB
-  const int64_t needed = (g.items + kWarps - 1) / kWarps;
-  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(sm_count) * kBlocksPerSm));
-  scatter_warp_lines_kernel<T, Idx><<<blocks, kThreads, bytes, native(stream)>>>(
-      layout, g, static_cast<const T*>(p.values), static_cast<T*>(p.table), static_cast<const Idx*>(p.index),
-      overwrite);
-  return last_launch_status("scatter_warp_lines_kernel");
+  return chunked_lines<T>(layout, g, p.table) ? launch_warp_lines<16 / sizeof(T), T, Idx>(stream, p, g, overwrite, sm_count)
+                                              : launch_warp_lines<1, T, Idx>(stream, p, g, overwrite, sm_count);
 }
 
 #define BARACUDA_INSTANTIATE(T, Idx) \

@@ -30,9 +30,10 @@ inline constexpr int64_t kSlabEntriesDivisor = 2;
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;
 // scatter_warp_lines: a line's sums fit in this many bytes of shared memory (a warp's own; 1024 f32
-// sums), and an item of lines holds at most this many entries (8 rounds of a warp's lanes).
+// sums), and an item of lines holds at most this many entries (4 rounds of a warp's lanes, held in
+// registers).
 inline constexpr int64_t kWarpLineBytes = 4096;
-inline constexpr int64_t kWarpItemEntries = 256;
+inline constexpr int64_t kWarpItemEntries = 128;
 
 // scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
 // rows in shared memory; a table of more rows along dim is cut into `slabs` of rows, each reading
