@@ -690,6 +690,55 @@ TEST_P(IndexingTest, ShortLinesOverStridedAndBroadcastViews) {
   }
 }
 
+// CUDA's warp lines move 16-byte chunks of a table whose lines start aligned with unit stride, and
+// read an item's entries as one run when the walk is dense ([lines, entries] back to back): every
+// mix of those, overwriting a poisoned table and adding into one, through the same plan. Lines of
+// 200 elements in items of several lines; 48 entries a line (two rounds) with duplicates and bad
+// values.
+TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
+  const Shape table_shape{300, 200}, idx_shape{300, 48};
+  struct Layout {
+    const char* name;
+    TensorSpec table, entries;
+  };
+  const std::vector<Layout> layouts = {
+      {"dense", contiguous(table_shape), contiguous(idx_shape)},
+      {"padded table lines (chunks, walked)", with_strides(table_shape, {208, 1}), contiguous(idx_shape)},
+      {"strided entries (chunks, walked)", contiguous(table_shape), with_strides(idx_shape, {1, 300})},
+      {"table along dim with stride 2 (elements)", with_strides(table_shape, {400, 2}), contiguous(idx_shape)},
+      {"misaligned table (elements)", TensorSpec{table_shape, {}, false, 1}, contiguous(idx_shape)},
+      {"transposed table (elements)", with_strides(table_shape, {1, 300}), contiguous(idx_shape)}};
+  for (const Layout& l : layouts) {
+    SCOPED_TRACE(l.name);
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE(pref.variant);
+      Tensor idx = index(l.entries, DType::i64, -2, 202);
+      Tensor dout = values(l.entries), dsrc = output(l.table);
+      std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+      GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 1};
+      desc.accumulate = false;
+      const std::string overwriting = check_scatter<GatherBackwardPlan>(
+          desc, {idx_shape, 1, false}, dout, idx, dsrc,
+          [&](int64_t* count) {
+            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+          },
+          pref);
+      Tensor dst = values(l.table);
+      const std::string adding = check_scatter<ScatterAddPlan>(
+          {dtype(), DType::i64, table_shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dst,
+          [&](int64_t* count) {
+            return ScatterAddArgs{dout.ref(), idx.ref(), dst.mut(), count};
+          },
+          pref);
+      if (backend() == Backend::cuda) {
+        const std::string expected = (pref.variant.empty() ? "sorted" : pref.variant) + ".elements_warp";
+        EXPECT_EQ(overwriting, expected);
+        EXPECT_EQ(adding, expected);
+      }
+    }
+  }
+}
+
 // accumulate = false overwrites the output: it starts as NaN on the device and the reference
 // assumes zeros, so an element the op leaves unwritten fails.
 TEST_P(IndexingTest, OverwriteModeWritesEveryElement) {

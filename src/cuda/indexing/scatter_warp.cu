@@ -65,22 +65,32 @@ struct WarpTile {
   Acc value[kRounds];
 };
 
-// Item `item`'s entries, one a lane a round: coalesced, the values loaded independently of their index.
-template <class T, class Idx>
+// Item `item`'s entries, one a lane a round: coalesced, the values loaded independently of their
+// index. kDense: the walk is [lines, entries] with unit steps in the values and the index (or one
+// entry a line, consecutive), so an item's entries are one run in each and need no walker offsets.
+template <bool kDense, class T, class Idx>
 __device__ __forceinline__ void load_item(const IndexedLayout& layout, const WarpItems& g, const T* values,
                                           const Idx* index, int64_t item, WarpTile<acc_t<T>>& t) {
   const Walker<kRowTensors>& w = layout.rows;
+  const int lane = threadIdx.x % 32;
   const int64_t line0 = item * g.per_item;
   t.count = static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * g.entries;
-  Carried e(g.entries, threadIdx.x % 32);
+  Carried e(g.entries, lane);
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
-    const bool inside = r * 32 + static_cast<int>(threadIdx.x % 32) < t.count;
-    int64_t base[kRowTensors];
-    w.offsets(line0 + (inside ? e.line : 0), base, g.outer_dims);
-    // (e.at is 0 when dim left the walk: every line is one entry.)
-    const int64_t i = inside ? static_cast<int64_t>(index[base[1] + e.at * w.inner_stride(1)]) : -1;
-    t.value[r] = inside ? static_cast<acc_t<T>>(values[base[0] + e.at * w.inner_stride(0)]) : acc_t<T>(0);
+    const bool inside = r * 32 + lane < t.count;
+    int64_t values_off = 0, index_off = 0;
+    if constexpr (kDense) {
+      values_off = index_off = line0 * g.entries + (inside ? r * 32 + lane : 0);
+    } else {
+      int64_t base[kRowTensors];
+      w.offsets(line0 + (inside ? e.line : 0), base, g.outer_dims);
+      // (e.at is 0 when dim left the walk: every line is one entry.)
+      values_off = base[0] + e.at * w.inner_stride(0);
+      index_off = base[1] + e.at * w.inner_stride(1);
+    }
+    const int64_t i = inside ? static_cast<int64_t>(index[index_off]) : -1;
+    t.value[r] = inside ? static_cast<acc_t<T>>(values[values_off]) : acc_t<T>(0);
     const bool valid = i >= 0 && i < layout.dim_size && i != layout.padding;
     t.key[r] = valid ? e.line * g.line_size + static_cast<int>(i) : -1;
     e.step();
@@ -116,7 +126,7 @@ struct alignas(sizeof(X) * kVec <= 16 ? sizeof(X) * kVec : 16) Chunk {
 // Writes (or adds) an item's sums to its table lines in chunks of kVec and clears them for the next
 // item. Adding, a chunk no entry reached is neither read nor written (a sparse line costs its
 // entries), and the sums are read from shared memory twice rather than held in registers.
-template <int kVec, class T, class Acc>
+template <int kVec, bool kDense, class T, class Acc>
 __device__ __forceinline__ void write_item(const IndexedLayout& layout, const WarpItems& g, int64_t item, Acc* sums,
                                            T* table, bool overwrite) {
   constexpr int kBatch = 2;  // chunks whose old values are loaded back to back (adding; 4 spill at 64 registers)
@@ -135,6 +145,7 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
   Carried c(line_chunks, lane);
   int based = -1;
   int64_t base[kRowTensors] = {};
+  if constexpr (kDense) layout.rows.offsets(line0, base, g.outer_dims);  // the item is one run of the table
   auto* sum_chunks = reinterpret_cast<Sums*>(sums);
   for (int k0 = 0; k0 < chunks; k0 += 32 * kBatch) {
     Elements* at[kBatch];
@@ -142,14 +153,18 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
       const int k = k0 + u * 32 + lane;
-      if (k < chunks && c.line != based) {
-        layout.rows.offsets(line0 + c.line, base, g.outer_dims);
-        based = c.line;
+      if constexpr (kDense) {
+        at[u] = reinterpret_cast<Elements*>(table + base[2]) + k;
+      } else {
+        if (k < chunks && c.line != based) {
+          layout.rows.offsets(line0 + c.line, base, g.outer_dims);
+          based = c.line;
+        }
+        at[u] = reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride);
+        c.step();
       }
-      at[u] = reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride);
       old[u] = Elements{};
       if (!overwrite && k < chunks && reached(sum_chunks[k])) old[u] = *at[u];
-      c.step();
     }
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
@@ -171,7 +186,7 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
 }
 
 // Four blocks an SM (at most 64 registers, 4 x 33 KB of shared memory).
-template <int kVec, class T, class Idx>
+template <int kVec, bool kDense, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
     scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index,
                               bool overwrite) {
@@ -187,11 +202,11 @@ __global__ void __launch_bounds__(kThreads, 4)
   // One tile in registers: the next item's loads are issued once the current item is summed, and
   // are in flight while it is written.
   WarpTile<Acc> tile;
-  if (first < g.items) load_item(layout, g, values, index, first, tile);
+  if (first < g.items) load_item<kDense>(layout, g, values, index, first, tile);
   for (int64_t item = first; item < g.items; item += step) {
     add_item(tile, sums, stage[warp_in_block]);
-    if (item + step < g.items) load_item(layout, g, values, index, item + step, tile);
-    write_item<kVec>(layout, g, item, sums, table, overwrite);
+    if (item + step < g.items) load_item<kDense>(layout, g, values, index, item + step, tile);
+    write_item<kVec, kDense>(layout, g, item, sums, table, overwrite);
   }
 }
 
@@ -206,11 +221,23 @@ bool chunked_lines(const IndexedLayout& layout, const WarpItems& g, const void* 
   return true;
 }
 
-template <int kVec, class T, class Idx>
+// Whether the walk is [lines, entries] with unit steps in the values and the index, the table's lines
+// back to back (or one entry a line, consecutive): see load_item and write_item.
+bool dense_walk(const IndexedLayout& layout, const WarpItems& g) {
+  const Walker<kRowTensors>& w = layout.rows;
+  if (layout.table_dim_stride != 1 || g.outer_dims > 1) return false;
+  const bool walked = g.outer_dims < w.rank;
+  for (int t = 0; t < 2 && walked; ++t)
+    if (w.inner_stride(t) != 1) return false;
+  if (g.outer_dims == 0) return true;  // one line
+  return w.strides[0][0] == g.entries && w.strides[1][0] == g.entries && w.strides[2][0] == g.line_size;
+}
+
+template <int kVec, bool kDense, class T, class Idx>
 Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const WarpItems& g, bool overwrite,
                          int sm_count) {
   using Acc = acc_t<T>;
-  const auto kernel = scatter_warp_lines_kernel<kVec, T, Idx>;
+  const auto kernel = scatter_warp_lines_kernel<kVec, kDense, T, Idx>;
   const size_t bytes = size_t(kWarps) * size_t(g.per_item) * size_t(g.line_size) * sizeof(Acc);  // <= 32 KB
   // Shared memory before L1: four blocks of 33 KB an SM.
   if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -249,8 +276,10 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
                                         kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
-  return chunked_lines<T>(layout, g, p.table) ? launch_warp_lines<16 / sizeof(T), T, Idx>(stream, p, g, overwrite, sm_count)
-                                              : launch_warp_lines<1, T, Idx>(stream, p, g, overwrite, sm_count);
+  constexpr int kVec = 16 / sizeof(T);
+  if (!chunked_lines<T>(layout, g, p.table)) return launch_warp_lines<1, false, T, Idx>(stream, p, g, overwrite, sm_count);
+  return dense_walk(layout, g) ? launch_warp_lines<kVec, true, T, Idx>(stream, p, g, overwrite, sm_count)
+                               : launch_warp_lines<kVec, false, T, Idx>(stream, p, g, overwrite, sm_count);
 }
 
 #define BARACUDA_INSTANTIATE(T, Idx) \
