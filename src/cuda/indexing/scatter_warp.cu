@@ -29,6 +29,7 @@ namespace {
 
 inline constexpr int kWarps = kThreads / 32;
 inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an item's entries, one a lane a round
+static_assert(kWarpLineBytes / 4 <= 32 * 32, "add_owned's ownership bits: 32 words a warp");
 
 // How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
 // slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
@@ -97,20 +98,27 @@ __device__ __forceinline__ void load_item(const IndexedLayout& layout, const War
   }
 }
 
-// Adds a tile into the warp's sums, round by round, each slot's entries in lane order.
+// Adds a tile into the warp's sums, round by round, each slot's entries in lane order. Adding into the
+// table (not overwriting), the first leader to reach a slot owns it (a bit a slot in `owned`) and
+// keeps its slot in `owner` (else -1): add_owned then touches only the slots the item reached.
 template <class Acc>
-__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage) {
+__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage, unsigned* owned, bool adding,
+                                         int (&owner)[kRounds]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
+    owner[r] = -1;
     if (r * 32 < t.count) {  // warp-uniform; no break, so the tile stays in registers
       stage[lane] = t.value[r];
       const unsigned same = __match_any_sync(0xffffffffu, static_cast<unsigned>(t.key[r]));
       __syncwarp();
-      if (t.key[r] >= 0 && lane == __ffs(same) - 1) {
+      const int key = t.key[r];
+      if (key >= 0 && lane == __ffs(same) - 1) {
         Acc sum = ScatterSum::identity<Acc>();
         for (unsigned m = same; m; m &= m - 1) sum = ScatterSum::reduce(sum, stage[__ffs(m) - 1]);
-        sums[t.key[r]] = ScatterSum::reduce(sums[t.key[r]], sum);
+        sums[key] = ScatterSum::reduce(sums[key], sum);
+        const unsigned bit = 1u << (key & 31);
+        if (adding && !(atomicOr(owned + (key >> 5), bit) & bit)) owner[r] = key;
       }
       __syncwarp();  // the stage is rewritten next round
     }
@@ -123,69 +131,84 @@ struct alignas(sizeof(X) * kVec <= 16 ? sizeof(X) * kVec : 16) Chunk {
   X v[kVec];
 };
 
-// Writes (or adds) an item's sums to its table lines in chunks of kVec and clears them for the next
-// item. Adding, a chunk no entry reached is neither read nor written (a sparse line costs its
-// entries), and the sums are read from shared memory twice rather than held in registers.
+// Overwriting: writes an item's sums (zeros included) to its table lines in chunks of kVec and
+// clears them for the next item. kDense: the item's lines are one run of the table.
 template <int kVec, bool kDense, class T, class Acc>
 __device__ __forceinline__ void write_item(const IndexedLayout& layout, const WarpItems& g, int64_t item, Acc* sums,
-                                           T* table, bool overwrite) {
-  constexpr int kBatch = 2;  // chunks whose old values are loaded back to back (adding; 4 spill at 64 registers)
+                                           T* table) {
   using Sums = Chunk<Acc, kVec>;
   using Elements = Chunk<T, kVec>;
-  const int lane = threadIdx.x % 32;
   const int64_t line0 = item * g.per_item;
   const int line_chunks = g.line_size / kVec;
   const int chunks = static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * line_chunks;
-  const auto reached = [](const Sums& x) {
-    bool any = false;
-#pragma unroll
-    for (int v = 0; v < kVec; ++v) any = any || x.v[v] != ScatterSum::identity<Acc>();
-    return any;
-  };
-  Carried c(line_chunks, lane);
+  Carried c(line_chunks, threadIdx.x % 32);
   int based = -1;
   int64_t base[kRowTensors] = {};
-  if constexpr (kDense) layout.rows.offsets(line0, base, g.outer_dims);  // the item is one run of the table
+  if constexpr (kDense) layout.rows.offsets(line0, base, g.outer_dims);
   auto* sum_chunks = reinterpret_cast<Sums*>(sums);
-  for (int k0 = 0; k0 < chunks; k0 += 32 * kBatch) {
-    Elements* at[kBatch];
-    Elements old[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int k = k0 + u * 32 + lane;
-      if constexpr (kDense) {
-        at[u] = reinterpret_cast<Elements*>(table + base[2]) + k;
-      } else {
-        if (k < chunks && c.line != based) {
-          layout.rows.offsets(line0 + c.line, base, g.outer_dims);
-          based = c.line;
-        }
-        at[u] = reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride);
-        c.step();
+  for (int k = threadIdx.x % 32; k < chunks; k += 32) {
+    Elements* at;
+    if constexpr (kDense) {
+      at = reinterpret_cast<Elements*>(table + base[2]) + k;
+    } else {
+      if (c.line != based) {
+        layout.rows.offsets(line0 + c.line, base, g.outer_dims);
+        based = c.line;
       }
-      old[u] = Elements{};
-      if (!overwrite && k < chunks && reached(sum_chunks[k])) old[u] = *at[u];
+      at = reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride);
+      c.step();
     }
+    const Sums sum = sum_chunks[k];
+    Sums clear;
+    Elements out;
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int k = k0 + u * 32 + lane;
-      if (k >= chunks) continue;
-      const Sums sum = sum_chunks[k];
-      Sums clear;
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) clear.v[v] = ScatterSum::identity<Acc>();
-      sum_chunks[k] = clear;
-      if (!overwrite && !reached(sum)) continue;
-      Elements out = old[u];  // zeros when overwriting
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) ScatterSum::combine(&out.v[v], sum.v[v]);
-      *at[u] = out;
+    for (int v = 0; v < kVec; ++v) {
+      clear.v[v] = ScatterSum::identity<Acc>();
+      out.v[v] = static_cast<T>(sum.v[v]);
     }
+    sum_chunks[k] = clear;
+    *at = out;
   }
   __syncwarp();  // the sums are cleared before the next item adds to them
 }
 
-// Four blocks an SM (at most 64 registers, 4 x 33 KB of shared memory).
+// Adding: each slot the item reached, by its owner lane, is added to its table element once (in f32
+// for 16-bit types: one rounding), then cleared with its ownership bit. The old values of a lane's
+// slots are loaded back to back.
+template <bool kDense, class T, class Acc>
+__device__ __forceinline__ void add_owned(const IndexedLayout& layout, const WarpItems& g, int64_t item,
+                                          const int (&owner)[kRounds], Acc* sums, unsigned* owned, T* table) {
+  const int64_t line0 = item * g.per_item;
+  T* at[kRounds];
+  T old[kRounds];
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    at[r] = table;
+    old[r] = T{};
+    if (owner[r] < 0) continue;
+    const int line = owner[r] / g.line_size, slot = owner[r] - line * g.line_size;
+    int64_t table_line = (line0 + line) * g.line_size;
+    if constexpr (!kDense) {
+      int64_t base[kRowTensors];
+      layout.rows.offsets(line0 + line, base, g.outer_dims);
+      table_line = base[2];
+    }
+    at[r] = table + table_line + int64_t(slot) * layout.table_dim_stride;
+    old[r] = *at[r];
+  }
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    if (owner[r] < 0) continue;
+    ScatterSum::combine(&old[r], sums[owner[r]]);
+    *at[r] = old[r];
+    sums[owner[r]] = ScatterSum::identity<Acc>();
+  }
+  __syncwarp();
+  owned[threadIdx.x % 32] = 0u;  // 32 words: the bits of kWarpLineBytes / 4 slots
+  __syncwarp();
+}
+
+// Four blocks an SM (at most 64 registers, 4 x 34 KB of shared memory).
 template <int kVec, bool kDense, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
     scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index,
@@ -193,10 +216,12 @@ __global__ void __launch_bounds__(kThreads, 4)
   using Acc = acc_t<T>;
   extern __shared__ unsigned char shared_bytes[];
   __shared__ Acc stage[kWarps][32];
+  __shared__ unsigned owned[kWarps][32];  // adding: a bit a slot, set by the slot's owner
   const int warp_in_block = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int item_slots = g.per_item * g.line_size;
   Acc* sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * item_slots;
   for (int s = lane; s < item_slots; s += 32) sums[s] = ScatterSum::identity<Acc>();
+  owned[warp_in_block][lane] = 0u;
   __syncwarp();
   const int64_t first = int64_t(blockIdx.x) * kWarps + warp_in_block, step = int64_t(gridDim.x) * kWarps;
   // One tile in registers: the next item's loads are issued once the current item is summed, and
@@ -204,9 +229,14 @@ __global__ void __launch_bounds__(kThreads, 4)
   WarpTile<Acc> tile;
   if (first < g.items) load_item<kDense>(layout, g, values, index, first, tile);
   for (int64_t item = first; item < g.items; item += step) {
-    add_item(tile, sums, stage[warp_in_block]);
+    int owner[kRounds];
+    add_item(tile, sums, stage[warp_in_block], owned[warp_in_block], !overwrite, owner);
     if (item + step < g.items) load_item<kDense>(layout, g, values, index, item + step, tile);
-    write_item<kVec, kDense>(layout, g, item, sums, table, overwrite);
+    if (overwrite) {
+      write_item<kVec, kDense>(layout, g, item, sums, table);
+    } else {
+      add_owned<kDense>(layout, g, item, owner, sums, owned[warp_in_block], table);
+    }
   }
 }
 
