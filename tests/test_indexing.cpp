@@ -441,7 +441,7 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 }
 
 // CUDA's scatter kernels along the innermost dim, on both sides of each threshold: destination lines
-// of at most 1024 sums (512 f64) with at most 128 entries take the warp lines, where they have more
+// of at most 2048 sums (1024 f64) with at most 128 entries take the warp lines, where they have more
 // than 32 entries or the table is overwritten (the gradient: every line written once, zeros
 // included); other lines of at most 32 entries take the short-line kernel whatever the line's
 // length. Both are deterministic, with f32 sums and no workspace, by default too. More entries take
@@ -453,7 +453,7 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const bool cuda = backend() == Backend::cuda;
   const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
-  const int64_t slots = dtype() == DType::f64 ? 6144 : 12288, warp = dtype() == DType::f64 ? 512 : 1024;
+  const int64_t slots = dtype() == DType::f64 ? 6144 : 12288, warp = dtype() == DType::f64 ? 1024 : 2048;
   struct Case {
     int64_t lines, line_length, entries, distinct;
     std::string overwriting, adding;  // the CUDA default of the gradient (overwrites) and of scatter_add

@@ -28,7 +28,7 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 //  - shared_line: each destination line summed in shared memory (the line fits in it);
 //  - short_lines: lines of at most 32 entries, each summed by a group of lanes in entry order, any
 //    line length (also every entry alone on its line: an index of size 1 along dim);
-//  - warp_lines: short destination lines (1024 f32 sums) of at most 128 entries, a few a warp, each
+//  - warp_lines: short destination lines (2048 f32 sums) of at most 128 entries, a few a warp, each
 //    summed in the warp's shared memory in entry order and written once (zeros included);
 //  - column_tiles: element mode along a dim that is not the walk's innermost (gather's backward
 //    along dim 0): a tile of adjacent columns by a slab of destination rows summed in shared memory.

@@ -5,8 +5,10 @@
 // shared memory, in f32 for 16-bit types, then writes the item's lines with one coalesced pass.
 // Overwriting, that pass is the table's only write (zeros included), so the table is written once
 // at the full line rate where zeroing it first and adding the entries after would write it, then
-// read and rewrite every sector an entry reaches. No block-wide barrier: a warp's item is its own,
-// and the next item's entries are loaded while the current item is written.
+// read and rewrite every sector an entry reaches. Adding into the table, only the slots the item
+// reached are read and written, each once, by the lane that reached it first. No block-wide
+// barrier: a warp's item is its own, and the next item's entries are loaded while the current item
+// is written.
 //
 // Each round of 32 entries (one a lane), lanes whose entries meet at one slot are matched
 // (__match_any_sync) and the lowest sums them in lane order, then adds that sum to the slot: every
@@ -29,7 +31,7 @@ namespace {
 
 inline constexpr int kWarps = kThreads / 32;
 inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an item's entries, one a lane a round
-static_assert(kWarpLineBytes / 4 <= 32 * 32, "add_owned's ownership bits: 32 words a warp");
+inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // a bit a slot (adding)
 
 // How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
 // slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
@@ -204,11 +206,11 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
     sums[owner[r]] = ScatterSum::identity<Acc>();
   }
   __syncwarp();
-  owned[threadIdx.x % 32] = 0u;  // 32 words: the bits of kWarpLineBytes / 4 slots
+  for (int w = threadIdx.x % 32; w < kOwnedWords; w += 32) owned[w] = 0u;
   __syncwarp();
 }
 
-// Four blocks an SM (at most 64 registers, 4 x 34 KB of shared memory).
+// Four blocks an SM (at most 64 registers; 4 x 34 KB of shared memory for items of up to 4 KB of sums).
 template <int kVec, bool kDense, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
     scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index,
@@ -216,12 +218,12 @@ __global__ void __launch_bounds__(kThreads, 4)
   using Acc = acc_t<T>;
   extern __shared__ unsigned char shared_bytes[];
   __shared__ Acc stage[kWarps][32];
-  __shared__ unsigned owned[kWarps][32];  // adding: a bit a slot, set by the slot's owner
+  __shared__ unsigned owned[kWarps][kOwnedWords];  // adding: a bit a slot, set by the slot's owner
   const int warp_in_block = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int item_slots = g.per_item * g.line_size;
   Acc* sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * item_slots;
   for (int s = lane; s < item_slots; s += 32) sums[s] = ScatterSum::identity<Acc>();
-  owned[warp_in_block][lane] = 0u;
+  for (int w = lane; w < kOwnedWords; w += 32) owned[warp_in_block][w] = 0u;
   __syncwarp();
   const int64_t first = int64_t(blockIdx.x) * kWarps + warp_in_block, step = int64_t(gridDim.x) * kWarps;
   // One tile in registers: the next item's loads are issued once the current item is summed, and
@@ -268,11 +270,16 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
                          int sm_count) {
   using Acc = acc_t<T>;
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, T, Idx>;
-  const size_t bytes = size_t(kWarps) * size_t(g.per_item) * size_t(g.line_size) * sizeof(Acc);  // <= 32 KB
-  // Shared memory before L1: four blocks of 33 KB an SM.
+  const size_t bytes = size_t(kWarps) * size_t(g.per_item) * size_t(g.line_size) * sizeof(Acc);  // <= 64 KB
+  // Shared memory before L1: four blocks of 34 KB an SM (three of 66 KB), past the 48 KB default.
   if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                    cudaSharedmemCarveoutMaxShared),
                               "cudaFuncSetAttribute");
+      !st)
+    return st;
+  if (Status st = cuda_status(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+          "cudaFuncSetAttribute");
       !st)
     return st;
   // One wave of resident blocks, each warp looping over its items (the next item's loads in flight).
@@ -302,7 +309,7 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   g.outer_dims = dim_walked ? layout.rows.rank - 1 : layout.rows.rank;
   g.lines = layout.row_count / g.entries;
   // As many lines an item as its sums and entries allow, while every SM still gets 32 items.
-  const int64_t fit = std::min<int64_t>(kWarpLineBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size,
+  const int64_t fit = std::min<int64_t>(kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size,
                                         kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;

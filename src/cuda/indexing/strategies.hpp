@@ -29,10 +29,12 @@ inline constexpr int64_t kSharedRowBytes = 48 * 1024;
 inline constexpr int64_t kSlabEntriesDivisor = 2;
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;
-// scatter_warp_lines: a line's sums fit in this many bytes of shared memory (a warp's own; 1024 f32
-// sums), and an item of lines holds at most this many entries (4 rounds of a warp's lanes, held in
-// registers).
-inline constexpr int64_t kWarpLineBytes = 4096;
+// scatter_warp_lines: a line's sums fit in this many bytes of shared memory (a warp's own; 2048 f32
+// sums); several lines make an item while their sums fit in kWarpItemBytes (four 8-warp blocks an
+// SM; a longer line takes 8 KB a warp, three blocks), and an item holds at most kWarpItemEntries
+// entries (4 rounds of a warp's lanes, held in registers).
+inline constexpr int64_t kWarpLineBytes = 8192;
+inline constexpr int64_t kWarpItemBytes = 4096;
 inline constexpr int64_t kWarpItemEntries = 128;
 
 // scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
