@@ -690,32 +690,36 @@ TEST_P(IndexingTest, ShortLinesOverStridedAndBroadcastViews) {
   }
 }
 
-// CUDA's warp lines move 16-byte chunks of a table whose lines start aligned with unit stride, and
-// read an item's entries as one run when the walk is dense ([lines, entries] back to back): every
-// mix of those, overwriting a poisoned table and adding into one, through the same plan. Lines of
-// 200 elements in items of several lines; 48 entries a line (two rounds) with duplicates and bad
+// CUDA's warp lines write an item whose lines are one run of the table (a dense walk: [lines,
+// entries] back to back) in 16-byte chunks from its first aligned element; other walks line by line,
+// in chunks where the lines start aligned with unit stride, else element by element. Every mix of
+// those, overwriting a poisoned table and adding into one, through the same plan: lines of 200 and
+// 201 elements in items of several lines, 48 entries a line (two rounds) with duplicates and bad
 // values.
 TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
-  const Shape table_shape{300, 200}, idx_shape{300, 48};
+  const Shape table_shape{300, 200}, odd_shape{300, 201}, idx_shape{300, 48};
   struct Layout {
     const char* name;
     TensorSpec table, entries;
   };
   const std::vector<Layout> layouts = {
       {"dense", contiguous(table_shape), contiguous(idx_shape)},
-      {"padded table lines (chunks, walked)", with_strides(table_shape, {208, 1}), contiguous(idx_shape)},
-      {"strided entries (chunks, walked)", contiguous(table_shape), with_strides(idx_shape, {1, 300})},
+      {"dense, misaligned table (head and tail elements)", TensorSpec{table_shape, {}, false, 1}, contiguous(idx_shape)},
+      {"dense, odd lines", contiguous(odd_shape), contiguous(idx_shape)},
+      {"padded table lines (chunks a line)", with_strides(table_shape, {208, 1}), contiguous(idx_shape)},
+      {"strided entries (chunks a line)", contiguous(table_shape), with_strides(idx_shape, {1, 300})},
+      {"odd lines, strided entries (elements)", contiguous(odd_shape), with_strides(idx_shape, {1, 300})},
       {"table along dim with stride 2 (elements)", with_strides(table_shape, {400, 2}), contiguous(idx_shape)},
-      {"misaligned table (elements)", TensorSpec{table_shape, {}, false, 1}, contiguous(idx_shape)},
       {"transposed table (elements)", with_strides(table_shape, {1, 300}), contiguous(idx_shape)}};
   for (const Layout& l : layouts) {
     SCOPED_TRACE(l.name);
+    const Shape& shape = l.table.shape;
     for (const PlanPreference& pref : scatter_variants()) {
       SCOPED_TRACE(pref.variant);
-      Tensor idx = index(l.entries, DType::i64, -2, 202);
+      Tensor idx = index(l.entries, DType::i64, -2, shape.dims[1] + 2);
       Tensor dout = values(l.entries), dsrc = output(l.table);
       std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
-      GatherDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 1};
+      GatherDescriptor desc{dtype(), DType::i64, shape, idx_shape, 1};
       desc.accumulate = false;
       const std::string overwriting = check_scatter<GatherBackwardPlan>(
           desc, {idx_shape, 1, false}, dout, idx, dsrc,
@@ -725,7 +729,7 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
           pref);
       Tensor dst = values(l.table);
       const std::string adding = check_scatter<ScatterAddPlan>(
-          {dtype(), DType::i64, table_shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dst,
+          {dtype(), DType::i64, shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dst,
           [&](int64_t* count) {
             return ScatterAddArgs{dout.ref(), idx.ref(), dst.mut(), count};
           },

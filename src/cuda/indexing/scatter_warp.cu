@@ -133,43 +133,56 @@ struct alignas(sizeof(X) * kVec <= 16 ? sizeof(X) * kVec : 16) Chunk {
   X v[kVec];
 };
 
-// Overwriting: writes an item's sums (zeros included) to its table lines in chunks of kVec and
-// clears them for the next item. kDense: the item's lines are one run of the table.
+// Overwriting: writes an item's sums (zeros included) to its table lines and clears them for the
+// next item.
+//  - kDense: the item's lines are one run of the table, written in 16-byte chunks of kVec elements
+//    from its first aligned element, single elements before it and after the last whole chunk (any
+//    line length, any alignment of T);
+//  - else each line on its own, in chunks of kVec (the lines are aligned: chunked_lines) or, with
+//    kVec 1, element by element at the table's stride.
 template <int kVec, bool kDense, class T, class Acc>
 __device__ __forceinline__ void write_item(const IndexedLayout& layout, const WarpItems& g, int64_t item, Acc* sums,
                                            T* table) {
-  using Sums = Chunk<Acc, kVec>;
   using Elements = Chunk<T, kVec>;
+  const int lane = threadIdx.x % 32;
   const int64_t line0 = item * g.per_item;
-  const int line_chunks = g.line_size / kVec;
-  const int chunks = static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * line_chunks;
-  Carried c(line_chunks, threadIdx.x % 32);
-  int based = -1;
+  const int lines = static_cast<int>(min(int64_t(g.per_item), g.lines - line0));
   int64_t base[kRowTensors] = {};
-  if constexpr (kDense) layout.rows.offsets(line0, base, g.outer_dims);
-  auto* sum_chunks = reinterpret_cast<Sums*>(sums);
-  for (int k = threadIdx.x % 32; k < chunks; k += 32) {
-    Elements* at;
-    if constexpr (kDense) {
-      at = reinterpret_cast<Elements*>(table + base[2]) + k;
-    } else {
+  const auto take = [&](int s) {  // a sum, converted, and its slot cleared
+    const T x = static_cast<T>(sums[s]);
+    sums[s] = ScatterSum::identity<Acc>();
+    return x;
+  };
+  if constexpr (kDense) {
+    layout.rows.offsets(line0, base, g.outer_dims);
+    T* run = table + base[2];
+    const int n = lines * g.line_size;
+    const int misalign = static_cast<int>((reinterpret_cast<uintptr_t>(run) % 16) / sizeof(T));
+    const int head = min(n, misalign ? kVec - misalign : 0), chunks = (n - head) / kVec;
+    for (int s = lane; s < head; s += 32) run[s] = take(s);
+    auto* body = reinterpret_cast<Elements*>(run + head);
+    for (int k = lane; k < chunks; k += 32) {
+      Elements out;
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) out.v[v] = take(head + k * kVec + v);
+      body[k] = out;
+    }
+    for (int s = head + chunks * kVec + lane; s < n; s += 32) run[s] = take(s);
+  } else {
+    const int line_chunks = g.line_size / kVec, chunks = lines * line_chunks;
+    Carried c(line_chunks, lane);
+    int based = -1;
+    for (int k = lane; k < chunks; k += 32) {
       if (c.line != based) {
         layout.rows.offsets(line0 + c.line, base, g.outer_dims);
         based = c.line;
       }
-      at = reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride);
+      Elements out;
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) out.v[v] = take(k * kVec + v);
+      *reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride) = out;
       c.step();
     }
-    const Sums sum = sum_chunks[k];
-    Sums clear;
-    Elements out;
-#pragma unroll
-    for (int v = 0; v < kVec; ++v) {
-      clear.v[v] = ScatterSum::identity<Acc>();
-      out.v[v] = static_cast<T>(sum.v[v]);
-    }
-    sum_chunks[k] = clear;
-    *at = out;
   }
   __syncwarp();  // the sums are cleared before the next item adds to them
 }
@@ -314,9 +327,9 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
   constexpr int kVec = 16 / sizeof(T);
-  if (!chunked_lines<T>(layout, g, p.table)) return launch_warp_lines<1, false, T, Idx>(stream, p, g, overwrite, sm_count);
-  return dense_walk(layout, g) ? launch_warp_lines<kVec, true, T, Idx>(stream, p, g, overwrite, sm_count)
-                               : launch_warp_lines<kVec, false, T, Idx>(stream, p, g, overwrite, sm_count);
+  if (dense_walk(layout, g)) return launch_warp_lines<kVec, true, T, Idx>(stream, p, g, overwrite, sm_count);
+  return chunked_lines<T>(layout, g, p.table) ? launch_warp_lines<kVec, false, T, Idx>(stream, p, g, overwrite, sm_count)
+                                              : launch_warp_lines<1, false, T, Idx>(stream, p, g, overwrite, sm_count);
 }
 
 #define BARACUDA_INSTANTIATE(T, Idx) \
