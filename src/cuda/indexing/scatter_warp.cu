@@ -36,9 +36,11 @@ inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  /
 // How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
 // slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
 // the walk, every entry then alone on its line).
+// `warp_slots`: each warp's sums in shared memory, an item's slots and 16 bytes more (see item_sums),
+// rounded up to 16 bytes.
 struct WarpItems {
   int64_t lines = 0, items = 0;
-  int entries = 0, per_item = 0, line_size = 0, outer_dims = 0;
+  int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0;
 };
 
 // A place (line of the item, position in the line) that advances by 32 a step, for lines of `size`
@@ -160,11 +162,19 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
     const int misalign = static_cast<int>((reinterpret_cast<uintptr_t>(run) % 16) / sizeof(T));
     const int head = min(n, misalign ? kVec - misalign : 0), chunks = (n - head) / kVec;
     for (int s = lane; s < head; s += 32) run[s] = take(s);
+    // The body's sums start 16-byte aligned too (item_sums): whole chunks, no bank conflicts.
     auto* body = reinterpret_cast<Elements*>(run + head);
+    auto* body_sums = reinterpret_cast<Chunk<Acc, kVec>*>(sums + head);
     for (int k = lane; k < chunks; k += 32) {
+      const Chunk<Acc, kVec> sum = body_sums[k];
+      Chunk<Acc, kVec> clear;
       Elements out;
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) out.v[v] = take(head + k * kVec + v);
+      for (int v = 0; v < kVec; ++v) {
+        clear.v[v] = ScatterSum::identity<Acc>();
+        out.v[v] = static_cast<T>(sum.v[v]);
+      }
+      body_sums[k] = clear;
       body[k] = out;
     }
     for (int s = head + chunks * kVec + lane; s < n; s += 32) run[s] = take(s);
@@ -177,9 +187,16 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
         layout.rows.offsets(line0 + c.line, base, g.outer_dims);
         based = c.line;
       }
+      auto& sum_chunk = reinterpret_cast<Chunk<Acc, kVec>*>(sums)[k];
+      const Chunk<Acc, kVec> sum = sum_chunk;
+      Chunk<Acc, kVec> clear;
       Elements out;
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) out.v[v] = take(k * kVec + v);
+      for (int v = 0; v < kVec; ++v) {
+        clear.v[v] = ScatterSum::identity<Acc>();
+        out.v[v] = static_cast<T>(sum.v[v]);
+      }
+      sum_chunk = clear;
       *reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride) = out;
       c.step();
     }
@@ -223,6 +240,21 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
   __syncwarp();
 }
 
+// Where an item's slot 0 sits in its warp's sums. A dense item's run of the table starts `shift`
+// elements past a 16-byte boundary; its slot 0 is put `shift` sums past the (16-byte aligned) warp
+// sums, so that the run's first whole chunk and its sums are both aligned (write_item).
+template <int kVec, bool kDense, class T, class Acc>
+__device__ __forceinline__ Acc* item_sums(const IndexedLayout& layout, const WarpItems& g, int64_t item, const T* table,
+                                          Acc* warp_sums) {
+  if constexpr (!kDense) {
+    return warp_sums;
+  } else {
+    int64_t base[kRowTensors];
+    layout.rows.offsets(item * g.per_item, base, g.outer_dims);
+    return warp_sums + (reinterpret_cast<uintptr_t>(table + base[2]) % 16) / sizeof(T);
+  }
+}
+
 // Four blocks an SM (at most 64 registers; 4 x 34 KB of shared memory for items of up to 4 KB of sums).
 template <int kVec, bool kDense, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
@@ -233,9 +265,8 @@ __global__ void __launch_bounds__(kThreads, 4)
   __shared__ Acc stage[kWarps][32];
   __shared__ unsigned owned[kWarps][kOwnedWords];  // adding: a bit a slot, set by the slot's owner
   const int warp_in_block = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int item_slots = g.per_item * g.line_size;
-  Acc* sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * item_slots;
-  for (int s = lane; s < item_slots; s += 32) sums[s] = ScatterSum::identity<Acc>();
+  Acc* warp_sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * g.warp_slots;
+  for (int s = lane; s < g.warp_slots; s += 32) warp_sums[s] = ScatterSum::identity<Acc>();
   for (int w = lane; w < kOwnedWords; w += 32) owned[warp_in_block][w] = 0u;
   __syncwarp();
   const int64_t first = int64_t(blockIdx.x) * kWarps + warp_in_block, step = int64_t(gridDim.x) * kWarps;
@@ -244,6 +275,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   WarpTile<Acc> tile;
   if (first < g.items) load_item<kDense>(layout, g, values, index, first, tile);
   for (int64_t item = first; item < g.items; item += step) {
+    Acc* sums = item_sums<kVec, kDense>(layout, g, item, table, warp_sums);
     int owner[kRounds];
     add_item(tile, sums, stage[warp_in_block], owned[warp_in_block], !overwrite, owner);
     if (item + step < g.items) load_item<kDense>(layout, g, values, index, item + step, tile);
@@ -283,7 +315,7 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
                          int sm_count) {
   using Acc = acc_t<T>;
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, T, Idx>;
-  const size_t bytes = size_t(kWarps) * size_t(g.per_item) * size_t(g.line_size) * sizeof(Acc);  // <= 64 KB
+  const size_t bytes = size_t(kWarps) * size_t(g.warp_slots) * sizeof(Acc);  // <= 64 KB + 8 x 32 bytes
   // Shared memory before L1: four blocks of 34 KB an SM (three of 66 KB), past the 48 KB default.
   if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                    cudaSharedmemCarveoutMaxShared),
@@ -326,6 +358,8 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
                                         kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
+  const int aligned = 16 / static_cast<int>(sizeof(Acc));  // sums in 16 bytes
+  g.warp_slots = (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
   constexpr int kVec = 16 / sizeof(T);
   if (dense_walk(layout, g)) return launch_warp_lines<kVec, true, T, Idx>(stream, p, g, overwrite, sm_count);
   return chunked_lines<T>(layout, g, p.table) ? launch_warp_lines<kVec, false, T, Idx>(stream, p, g, overwrite, sm_count)
