@@ -106,6 +106,32 @@ class IndexingTest : public testing::BackendDTypeTest {
     return prefs;
   }
 
+  // Gather's gradient along dim 1 (overwriting a poisoned table; the reference starts from zeros) and
+  // scatter_add (adding into a table) of the same entries, index values in [lo, hi): their SKUs.
+  std::pair<std::string, std::string> overwrite_and_add(const TensorSpec& table, const TensorSpec& entries, DType idx_t,
+                                                        int64_t lo, int64_t hi, const PlanPreference& pref) {
+    const Shape &table_shape = table.shape, &idx_shape = entries.shape;
+    Tensor idx = index(entries, idx_t, lo, hi);
+    Tensor dout = values(entries), dsrc = output(table);
+    std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+    GatherDescriptor desc{dtype(), idx_t, table_shape, idx_shape, 1};
+    desc.accumulate = false;
+    const std::string overwriting = check_scatter<GatherBackwardPlan>(
+        desc, {idx_shape, 1, false}, dout, idx, dsrc,
+        [&](int64_t* count) {
+          return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
+        },
+        pref);
+    Tensor dst = values(table);
+    const std::string adding = check_scatter<ScatterAddPlan>(
+        {dtype(), idx_t, table_shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dst,
+        [&](int64_t* count) {
+          return ScatterAddArgs{dout.ref(), idx.ref(), dst.mut(), count};
+        },
+        pref);
+    return {overwriting, adding};
+  }
+
   harness::Buffer counter_;
 };
 
@@ -489,28 +515,13 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
     for (const PlanPreference& pref : c.cuda_only ? std::vector<PlanPreference>(1) : scatter_variants()) {
       SCOPED_TRACE(pref.variant);
       const int64_t lo = c.distinct < c.line_length ? 0 : -2, hi = lo + c.distinct + 2;
-      Tensor idx = index(contiguous(idx_shape), DType::i32, lo - 2, hi);
-      // The gradient overwrites a poisoned table (the reference starts from zeros); scatter_add adds.
-      Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
-      std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
-      GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, 1};
-      desc.accumulate = false;
-      const std::string overwriting = check_scatter<GatherBackwardPlan>(
-          desc, {idx_shape, 1, false}, dout, idx, dsrc,
-          [&](int64_t* count) {
-            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
-          },
-          pref);
-      Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
-      const std::string adding = check_scatter<ScatterAddPlan>(
-          {dtype(), DType::i32, table_shape, idx_shape, 1}, {idx_shape, 1, false}, addend, idx, dst,
-          [&](int64_t* count) {
-            return ScatterAddArgs{addend.ref(), idx.ref(), dst.mut(), count};
-          },
-          pref);
+      const auto [overwriting, adding] =
+          overwrite_and_add(contiguous(table_shape), contiguous(idx_shape), DType::i32, lo - 2, hi, pref);
       if (cuda && pref.variant.empty()) {
         EXPECT_EQ(overwriting, c.overwriting);
         EXPECT_EQ(adding, c.adding);
+        GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, 1};
+        desc.accumulate = false;
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc));
         EXPECT_EQ(plan.workspace_size() == 0, c.overwriting != "sorted.elements");
         if (c.overwriting == short_lines || c.overwriting == warp_lines) {
@@ -716,24 +727,7 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
     const Shape& shape = l.table.shape;
     for (const PlanPreference& pref : scatter_variants()) {
       SCOPED_TRACE(pref.variant);
-      Tensor idx = index(l.entries, DType::i64, -2, shape.dims[1] + 2);
-      Tensor dout = values(l.entries), dsrc = output(l.table);
-      std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
-      GatherDescriptor desc{dtype(), DType::i64, shape, idx_shape, 1};
-      desc.accumulate = false;
-      const std::string overwriting = check_scatter<GatherBackwardPlan>(
-          desc, {idx_shape, 1, false}, dout, idx, dsrc,
-          [&](int64_t* count) {
-            return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
-          },
-          pref);
-      Tensor dst = values(l.table);
-      const std::string adding = check_scatter<ScatterAddPlan>(
-          {dtype(), DType::i64, shape, idx_shape, 1}, {idx_shape, 1, false}, dout, idx, dst,
-          [&](int64_t* count) {
-            return ScatterAddArgs{dout.ref(), idx.ref(), dst.mut(), count};
-          },
-          pref);
+      const auto [overwriting, adding] = overwrite_and_add(l.table, l.entries, DType::i64, -2, shape.dims[1] + 2, pref);
       if (backend() == Backend::cuda) {
         const std::string expected = (pref.variant.empty() ? "sorted" : pref.variant) + ".elements_warp";
         EXPECT_EQ(overwriting, expected);

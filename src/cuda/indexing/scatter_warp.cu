@@ -135,6 +135,21 @@ struct alignas(sizeof(X) * kVec <= 16 ? sizeof(X) * kVec : 16) Chunk {
   X v[kVec];
 };
 
+// A chunk of sums, converted, to its table elements; the sums cleared for the next item.
+template <int kVec, class T, class Acc>
+__device__ __forceinline__ void move_chunk(Chunk<Acc, kVec>& sums, Chunk<T, kVec>& to) {
+  const Chunk<Acc, kVec> sum = sums;
+  Chunk<Acc, kVec> clear;
+  Chunk<T, kVec> out;
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    clear.v[v] = ScatterSum::identity<Acc>();
+    out.v[v] = static_cast<T>(sum.v[v]);
+  }
+  sums = clear;
+  to = out;
+}
+
 // Overwriting: writes an item's sums (zeros included) to its table lines and clears them for the
 // next item.
 //  - kDense: the item's lines are one run of the table, written in 16-byte chunks of kVec elements
@@ -165,18 +180,7 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
     // The body's sums start 16-byte aligned too (item_sums): whole chunks, no bank conflicts.
     auto* body = reinterpret_cast<Elements*>(run + head);
     auto* body_sums = reinterpret_cast<Chunk<Acc, kVec>*>(sums + head);
-    for (int k = lane; k < chunks; k += 32) {
-      const Chunk<Acc, kVec> sum = body_sums[k];
-      Chunk<Acc, kVec> clear;
-      Elements out;
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        clear.v[v] = ScatterSum::identity<Acc>();
-        out.v[v] = static_cast<T>(sum.v[v]);
-      }
-      body_sums[k] = clear;
-      body[k] = out;
-    }
+    for (int k = lane; k < chunks; k += 32) move_chunk(body_sums[k], body[k]);
     for (int s = head + chunks * kVec + lane; s < n; s += 32) run[s] = take(s);
   } else {
     const int line_chunks = g.line_size / kVec, chunks = lines * line_chunks;
@@ -187,17 +191,8 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
         layout.rows.offsets(line0 + c.line, base, g.outer_dims);
         based = c.line;
       }
-      auto& sum_chunk = reinterpret_cast<Chunk<Acc, kVec>*>(sums)[k];
-      const Chunk<Acc, kVec> sum = sum_chunk;
-      Chunk<Acc, kVec> clear;
-      Elements out;
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        clear.v[v] = ScatterSum::identity<Acc>();
-        out.v[v] = static_cast<T>(sum.v[v]);
-      }
-      sum_chunk = clear;
-      *reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride) = out;
+      move_chunk(reinterpret_cast<Chunk<Acc, kVec>*>(sums)[k],
+                 *reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride));
       c.step();
     }
   }
