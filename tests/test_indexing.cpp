@@ -648,14 +648,15 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   }
 }
 
-// Many short lines of more than 32 entries: CUDA's shared-line kernel packs several lines a block (as
-// many as fit while a full grid keeps two items a block: here 3 on 132 SMs, the last item of one
-// line), over a contiguous walk and a 3-D strided one, overwriting and adding.
+// Many short lines of more than 128 entries (fewer take the warp lines): CUDA's shared-line kernel
+// packs several lines a block (as many as fit while a full grid keeps two items a block: here 3 on
+// 132 SMs, the last item of one line), over a contiguous walk and a 3-D strided one, overwriting and
+// adding.
 TEST_P(IndexingTest, LineScatterPacksSeveralShortLinesABlock) {
   for (const PlanPreference& pref : scatter_variants()) {
     SCOPED_TRACE(pref.variant);
     {
-      const Shape table_shape{4001, 64}, idx_shape{4001, 40};
+      const Shape table_shape{4001, 64}, idx_shape{4001, 200};
       Tensor idx = index(contiguous(idx_shape), DType::i64, -1, 66);
       Tensor dout = values(contiguous(idx_shape)), dsrc = output(contiguous(table_shape));
       std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
@@ -668,8 +669,8 @@ TEST_P(IndexingTest, LineScatterPacksSeveralShortLinesABlock) {
           },
           pref);
     }
-    const Shape table_shape{21, 200, 50}, idx_shape{21, 200, 36};
-    Tensor idx = index(with_strides(idx_shape, {36, 21 * 36, 1}), DType::i32, 0, 50);
+    const Shape table_shape{21, 200, 50}, idx_shape{21, 200, 150};
+    Tensor idx = index(with_strides(idx_shape, {150, 21 * 150, 1}), DType::i32, 0, 50);
     Tensor vals = values(contiguous(idx_shape)), dst = values(with_strides(table_shape, {200 * 50, 1, 200}));
     check_scatter<ScatterAddPlan>(
         {dtype(), DType::i32, table_shape, idx_shape, 2}, {idx_shape, 2, false}, vals, idx, dst,
@@ -705,10 +706,13 @@ TEST_P(IndexingTest, ShortLinesOverStridedAndBroadcastViews) {
 // entries] back to back) in 16-byte chunks from its first aligned element; other walks line by line,
 // in chunks where the lines start aligned with unit stride, else element by element. Every mix of
 // those, overwriting a poisoned table and adding into one, through the same plan: lines of 200 and
-// 201 elements in items of several lines, 48 entries a line (two rounds) with duplicates and bad
-// values.
+// 201 elements, 48 entries a line (rounds that cross lines) with duplicates and bad values, and
+// enough lines (9000) for items of two lines on a GPU of up to 140 SMs. Then the walks the warp
+// lines take apart from these: a 3-D strided one, an overwrite that does not reach every line (the
+// table zeroed first, then added into), lines of one element, and one entry a line through a
+// strided index.
 TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
-  const Shape table_shape{300, 200}, odd_shape{300, 201}, idx_shape{300, 48};
+  const Shape table_shape{9000, 200}, odd_shape{9000, 201}, idx_shape{9000, 48};
   struct Layout {
     const char* name;
     TensorSpec table, entries;
@@ -718,10 +722,11 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
       {"dense, misaligned table (head and tail elements)", TensorSpec{table_shape, {}, false, 1}, contiguous(idx_shape)},
       {"dense, odd lines", contiguous(odd_shape), contiguous(idx_shape)},
       {"padded table lines (chunks a line)", with_strides(table_shape, {208, 1}), contiguous(idx_shape)},
-      {"strided entries (chunks a line)", contiguous(table_shape), with_strides(idx_shape, {1, 300})},
-      {"odd lines, strided entries (elements)", contiguous(odd_shape), with_strides(idx_shape, {1, 300})},
+      {"padded table lines off 16 bytes (elements)", with_strides(table_shape, {202, 1}), contiguous(idx_shape)},
+      {"strided entries (chunks a line)", contiguous(table_shape), with_strides(idx_shape, {1, 9000})},
+      {"odd lines, strided entries (elements)", contiguous(odd_shape), with_strides(idx_shape, {1, 9000})},
       {"table along dim with stride 2 (elements)", with_strides(table_shape, {400, 2}), contiguous(idx_shape)},
-      {"transposed table (elements)", with_strides(table_shape, {1, 300}), contiguous(idx_shape)}};
+      {"transposed table (elements)", with_strides(table_shape, {1, 9000}), contiguous(idx_shape)}};
   for (const Layout& l : layouts) {
     SCOPED_TRACE(l.name);
     const Shape& shape = l.table.shape;
@@ -732,6 +737,44 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
         const std::string expected = (pref.variant.empty() ? "sorted" : pref.variant) + ".elements_warp";
         EXPECT_EQ(overwriting, expected);
         EXPECT_EQ(adding, expected);
+      }
+    }
+  }
+}
+
+TEST_P(IndexingTest, WarpLinesOverOtherWalks) {
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE(pref.variant);
+    // A 3-D walk [21, 200, 36] along dim 2 over a strided index and table.
+    {
+      const Shape table_shape{21, 200, 50}, idx_shape{21, 200, 36};
+      Tensor idx = index(with_strides(idx_shape, {36, 21 * 36, 1}), DType::i32, 0, 50);
+      Tensor vals = values(contiguous(idx_shape)), dst = values(with_strides(table_shape, {200 * 50, 1, 200}));
+      const std::string sku = check_scatter<ScatterAddPlan>(
+          {dtype(), DType::i32, table_shape, idx_shape, 2}, {idx_shape, 2, false}, vals, idx, dst,
+          [&](int64_t* count) {
+            return ScatterAddArgs{vals.ref(), idx.ref(), dst.mut(), count};
+          },
+          pref);
+      if (backend() == Backend::cuda) {
+        EXPECT_NE(sku.find("_warp"), std::string::npos) << sku;
+      }
+    }
+    // Overwriting with an index of fewer lines than the table (70 <- 60): zeroed first, then added.
+    // Lines of one element. One entry a line through a strided index (dim leaves the walk).
+    struct Walk {
+      TensorSpec table, entries;
+    };
+    for (const Walk& w : {Walk{contiguous({70, 64}), contiguous({60, 40})}, Walk{contiguous({300, 1}), contiguous({300, 40})},
+                          Walk{contiguous({300, 50}), with_strides({300, 1}, {2, 1})}}) {
+      SCOPED_TRACE(w.table.shape.to_string() + " <- " + w.entries.shape.to_string());
+      const auto [overwriting, adding] =
+          overwrite_and_add(w.table, w.entries, DType::i64, -2, w.table.shape.dims[1] + 2, pref);
+      if (backend() == Backend::cuda) {
+        EXPECT_NE(overwriting.find("_warp"), std::string::npos) << overwriting;
+        if (w.entries.shape.dims[1] > 32) {
+          EXPECT_NE(adding.find("_warp"), std::string::npos) << adding;
+        }
       }
     }
   }

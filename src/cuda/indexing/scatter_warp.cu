@@ -12,7 +12,9 @@
 //
 // Each round of 32 entries (one a lane), lanes whose entries meet at one slot are matched
 // (__match_any_sync) and the lowest sums them in lane order, then adds that sum to the slot: every
-// slot sums its entries in entry order, the same bits on every run, with no atomics.
+// slot sums its entries in entry order, a round's at a time, with no atomics: the same bits on every
+// run on a given GPU (where rounds fall depends on the lines an item takes, which follows the SM
+// count).
 //
 // A lane's place advances by 32 entries (or write-back chunks) a step: its (line, column) is carried
 // with a constant quotient and remainder, never divided; the write-back moves 16-byte chunks where
@@ -36,8 +38,8 @@ inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  /
 // How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
 // slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
 // the walk, every entry then alone on its line).
-// `warp_slots`: each warp's sums in shared memory, an item's slots and 16 bytes more (see item_sums),
-// rounded up to 16 bytes.
+// `warp_slots`: each warp's sums in shared memory, an item's slots and 16 / sizeof(T) more (see
+// item_sums), rounded up to 16 bytes.
 struct WarpItems {
   int64_t lines = 0, items = 0;
   int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0;
@@ -177,7 +179,7 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
     const int misalign = static_cast<int>((reinterpret_cast<uintptr_t>(run) % 16) / sizeof(T));
     const int head = min(n, misalign ? kVec - misalign : 0), chunks = (n - head) / kVec;
     for (int s = lane; s < head; s += 32) run[s] = take(s);
-    // The body's sums start 16-byte aligned too (item_sums): whole chunks, no bank conflicts.
+    // The body's sums start 16-byte aligned too (item_sums): whole 16-byte shared accesses.
     auto* body = reinterpret_cast<Elements*>(run + head);
     auto* body_sums = reinterpret_cast<Chunk<Acc, kVec>*>(sums + head);
     for (int k = lane; k < chunks; k += 32) move_chunk(body_sums[k], body[k]);
@@ -250,13 +252,13 @@ __device__ __forceinline__ Acc* item_sums(const IndexedLayout& layout, const War
   }
 }
 
-// Four blocks an SM (at most 64 registers; 4 x 34 KB of shared memory for items of up to 4 KB of sums).
+// Four blocks an SM (at most 64 registers; 4 x 36 KB of shared memory for items of up to 4 KB of sums).
 template <int kVec, bool kDense, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
     scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index,
                               bool overwrite) {
   using Acc = acc_t<T>;
-  extern __shared__ unsigned char shared_bytes[];
+  extern __shared__ __align__(16) unsigned char shared_bytes[];  // the sums' chunks are 16-byte accesses
   __shared__ Acc stage[kWarps][32];
   __shared__ unsigned owned[kWarps][kOwnedWords];  // adding: a bit a slot, set by the slot's owner
   const int warp_in_block = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -289,7 +291,7 @@ bool chunked_lines(const IndexedLayout& layout, const WarpItems& g, const void* 
   constexpr int64_t kVec = 16 / sizeof(T);
   if (layout.table_dim_stride != 1 || g.line_size % kVec != 0 || !aligned16(table)) return false;
   for (int d = 0; d < g.outer_dims; ++d)
-    if (layout.rows.strides[kRowTensors - 1][d] % kVec != 0) return false;
+    if (layout.rows.strides[2][d] % kVec != 0) return false;  // the table's line steps
   return true;
 }
 
@@ -311,15 +313,17 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
   using Acc = acc_t<T>;
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, T, Idx>;
   const size_t bytes = size_t(kWarps) * size_t(g.warp_slots) * sizeof(Acc);  // <= 64 KB + 8 x 32 bytes
-  // Shared memory before L1: four blocks of 34 KB an SM (three of 66 KB), past the 48 KB default.
+  // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB), past the 48 KB default.
   if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                    cudaSharedmemCarveoutMaxShared),
                               "cudaFuncSetAttribute");
       !st)
     return st;
-  if (Status st = cuda_status(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-          "cudaFuncSetAttribute");
+  // The instantiation's largest sums (one line of kWarpLineBytes a warp), the same on every call:
+  // a launch of smaller items elsewhere never lowers it under this one.
+  constexpr int kMaxBytes = kWarps * static_cast<int>(kWarpLineBytes + 32 + 16);
+  if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxBytes),
+                              "cudaFuncSetAttribute");
       !st)
     return st;
   // One wave of resident blocks, each warp looping over its items (the next item's loads in flight).
