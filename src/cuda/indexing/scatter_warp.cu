@@ -17,8 +17,9 @@
 // count).
 //
 // A lane's place advances by 32 entries (or write-back chunks) a step: its (line, column) is carried
-// with a constant quotient and remainder, never divided; the write-back moves 16-byte chunks where
-// the table's lines allow (unit stride, aligned), else single elements.
+// with a constant quotient and remainder, never divided. The write-back moves 16-byte chunks: a
+// dense item as one run from its first aligned element, other lines where each starts aligned with
+// unit stride; else single elements.
 #include <algorithm>
 
 #include "cuda/common/check.cuh"
