@@ -720,7 +720,8 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
   };
   const std::vector<Layout> layouts = {
       {"dense", contiguous(table_shape), contiguous(idx_shape)},
-      {"dense, misaligned table (head and tail elements)", TensorSpec{table_shape, {}, false, 1}, contiguous(idx_shape)},
+      {"dense, misaligned table (head and tail elements)", TensorSpec{table_shape, {}, false, 1},
+       contiguous(idx_shape)},
       {"dense, odd lines", contiguous(odd_shape), contiguous(idx_shape)},
       {"padded table lines (chunks a line)", with_strides(table_shape, {208, 1}), contiguous(idx_shape)},
       {"padded table lines off 16 bytes (elements)", with_strides(table_shape, {202, 1}), contiguous(idx_shape)},
@@ -766,8 +767,9 @@ TEST_P(IndexingTest, WarpLinesOverOtherWalks) {
     struct Walk {
       TensorSpec table, entries;
     };
-    for (const Walk& w : {Walk{contiguous({70, 64}), contiguous({60, 40})}, Walk{contiguous({300, 1}), contiguous({300, 40})},
-                          Walk{contiguous({300, 50}), with_strides({300, 1}, {2, 1})}}) {
+    for (const Walk& w :
+         {Walk{contiguous({70, 64}), contiguous({60, 40})}, Walk{contiguous({300, 1}), contiguous({300, 40})},
+          Walk{contiguous({300, 50}), with_strides({300, 1}, {2, 1})}}) {
       SCOPED_TRACE(w.table.shape.to_string() + " <- " + w.entries.shape.to_string());
       const auto [overwriting, adding] =
           overwrite_and_add(w.table, w.entries, DType::i64, -2, w.table.shape.dims[1] + 2, pref);

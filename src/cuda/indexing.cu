@@ -30,14 +30,13 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
   // Nothing to add (a 1-D index along an empty table): its values are still counted.
   if (p.layout.row_count == 0 || p.desc.shape.numel() == 0) return count_bad<Idx>(stream, p, sm_count);
-  if (Status st = p.kernel == ScatterKernel::shared_line ? scatter_line<T, Idx>(stream, p, fused_overwrite, sm_count)
-                  : p.kernel == ScatterKernel::column_tiles
-                      ? scatter_columns<T, Idx>(stream, p, fused_overwrite, sm_count)
-                  : p.kernel == ScatterKernel::warp_lines
-                      ? scatter_warp_lines<T, Idx>(stream, p, fused_overwrite, sm_count)
-                  : p.kernel == ScatterKernel::short_lines ? scatter_short_lines<T, Idx>(stream, p, sm_count)
-                  : p.variant == IndexVariant::atomic      ? scatter_atomic<T, Idx>(stream, p, sm_count)
-                                                           : scatter_sorted<T, Idx>(stream, p, sm_count);
+  if (Status st =
+          p.kernel == ScatterKernel::shared_line    ? scatter_line<T, Idx>(stream, p, fused_overwrite, sm_count)
+          : p.kernel == ScatterKernel::column_tiles ? scatter_columns<T, Idx>(stream, p, fused_overwrite, sm_count)
+          : p.kernel == ScatterKernel::warp_lines   ? scatter_warp_lines<T, Idx>(stream, p, fused_overwrite, sm_count)
+          : p.kernel == ScatterKernel::short_lines  ? scatter_short_lines<T, Idx>(stream, p, sm_count)
+          : p.variant == IndexVariant::atomic       ? scatter_atomic<T, Idx>(stream, p, sm_count)
+                                                    : scatter_sorted<T, Idx>(stream, p, sm_count);
       !st)
     return st;
   return count_bad<Idx>(stream, p, sm_count);

@@ -33,7 +33,7 @@ namespace baracuda::detail::cuda {
 namespace {
 
 inline constexpr int kWarps = kThreads / 32;
-inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an item's entries, one a lane a round
+inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);        // an item's entries, one a lane a round
 inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // a bit a slot (adding)
 
 // How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
@@ -315,9 +315,9 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, T, Idx>;
   const size_t bytes = size_t(kWarps) * size_t(g.warp_slots) * sizeof(Acc);  // <= 64 KB + 8 x 32 bytes
   // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB), past the 48 KB default.
-  if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                   cudaSharedmemCarveoutMaxShared),
-                              "cudaFuncSetAttribute");
+  if (Status st = cuda_status(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+          "cudaFuncSetAttribute");
       !st)
     return st;
   // The instantiation's largest sums (one line of kWarpLineBytes a warp), the same on every call:
@@ -354,16 +354,17 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   g.outer_dims = dim_walked ? layout.rows.rank - 1 : layout.rows.rank;
   g.lines = layout.row_count / g.entries;
   // As many lines an item as its sums and entries allow, while every SM still gets 32 items.
-  const int64_t fit = std::min<int64_t>(kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size,
-                                        kWarpItemEntries / g.entries);
+  const int64_t fit =
+      std::min<int64_t>(kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size, kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
   const int aligned = 16 / static_cast<int>(sizeof(Acc));  // sums in 16 bytes
   g.warp_slots = (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
   constexpr int kVec = 16 / sizeof(T);
   if (dense_walk(layout, g)) return launch_warp_lines<kVec, true, T, Idx>(stream, p, g, overwrite, sm_count);
-  return chunked_lines<T>(layout, g, p.table) ? launch_warp_lines<kVec, false, T, Idx>(stream, p, g, overwrite, sm_count)
-                                              : launch_warp_lines<1, false, T, Idx>(stream, p, g, overwrite, sm_count);
+  return chunked_lines<T>(layout, g, p.table)
+             ? launch_warp_lines<kVec, false, T, Idx>(stream, p, g, overwrite, sm_count)
+             : launch_warp_lines<1, false, T, Idx>(stream, p, g, overwrite, sm_count);
 }
 
 #define BARACUDA_INSTANTIATE(T, Idx) \

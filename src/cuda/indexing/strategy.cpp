@@ -57,8 +57,8 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
   if (entries <= 0) return ScatterKernel::general;  // see column_tiles_pay
   const int64_t line_size = desc.table_shape.dims[desc.dim];
-  const bool warp_fits = line_size >= 1 && line_size <= kWarpLineBytes / acc_size(desc.dtype) &&
-                         entries <= kWarpItemEntries;
+  const bool warp_fits =
+      line_size >= 1 && line_size <= kWarpLineBytes / acc_size(desc.dtype) && entries <= kWarpItemEntries;
   const bool writes_every_line = !desc.accumulate && covers_every_table_line(desc);
   if (warp_fits && (entries > kShortLineEntries || writes_every_line)) return ScatterKernel::warp_lines;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
