@@ -25,7 +25,6 @@
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scatter_ops.cuh"
-#include "cuda/indexing/line_sum.cuh"
 #include "cuda/indexing/strategies.hpp"
 #include "ops/validate.hpp"
 

@@ -16,7 +16,7 @@ int64_t line_entries(const IndexedProblemDesc& desc) {
 }
 
 // Bytes of a sum (acc_t<T>): f32 for 16-bit types.
-int64_t acc_size(DType dtype) { return dtype == DType::f64 ? 8 : 4; }
+int64_t acc_size(DType dtype) { return static_cast<int64_t>(dtype_size(acc_dtype(dtype))); }
 // Sums a block's shared line holds (scatter_line.cu: kSharedRowBytes of acc_t<T>).
 int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / acc_size(dtype); }
 
