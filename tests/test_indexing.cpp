@@ -341,20 +341,37 @@ TEST_P(IndexingTest, SortedLineScatterTakesTheOrderedLineKernel) {
       pref);
 }
 
-// More lines than a GPU grid's blocks (the line kernel's grid is 16 blocks per SM), each of two
-// tiles: a block carries its next tile's entries across lines.
+// More lines than a GPU grid's blocks (the line kernel's grid is one wave of resident blocks), so
+// that blocks take several: lines of two tiles (a block carries its next tile's entries across
+// lines, and writes a line back slot by slot) and (CUDA) lines of one tile, whose added sums are
+// written back entry by entry: into a contiguous table, entries meeting on a few slots, and into a
+// transposed one, spread over the line. Index values in [-1, slots]: -1 is out of range, and so is
+// `slots` where it is the line's length.
 TEST_P(IndexingTest, LineScatterWithMoreLinesThanBlocks) {
-  const Shape table_shape{2500, 50}, idx_shape{2500, 1100};
-  for (const PlanPreference& pref : scatter_variants()) {
-    SCOPED_TRACE(pref.variant);
-    Tensor vals = values(contiguous(idx_shape)), table = values(contiguous(table_shape));
-    Tensor idx = index(contiguous(idx_shape), DType::i64, -1, 51);
-    check_scatter<ScatterAddPlan>(
-        {dtype(), DType::i64, table_shape, idx_shape, 1}, {idx_shape, 1, false}, vals, idx, table,
-        [&](int64_t* count) {
-          return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count};
-        },
-        pref);
+  struct Case {
+    Shape table, idx;
+    int64_t slots;  // index values in [-1, slots]
+    bool transposed, cuda_only;
+  };
+  for (const Case& c : {Case{{2500, 50}, {2500, 1100}, 50, false, false}, Case{{1400, 2100}, {1400, 40}, 20, false, true},
+                        Case{{1400, 2100}, {1400, 40}, 2100, true, true}}) {
+    if (c.cuda_only && backend() != Backend::cuda) continue;
+    SCOPED_TRACE(c.table.to_string() + (c.transposed ? " transposed" : ""));
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE(pref.variant);
+      Tensor vals = values(contiguous(c.idx));
+      Tensor table = values(c.transposed ? with_strides(c.table, {1, c.table.dims[0]}) : contiguous(c.table));
+      Tensor idx = index(contiguous(c.idx), DType::i64, -1, c.slots + 1);
+      const std::string variant = check_scatter<ScatterAddPlan>(
+          {dtype(), DType::i64, c.table, c.idx, 1}, {c.idx, 1, false}, vals, idx, table,
+          [&](int64_t* count) {
+            return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count};
+          },
+          pref);
+      if (backend() == Backend::cuda) {
+        EXPECT_NE(variant.find("_shared"), std::string::npos) << variant;
+      }
+    }
   }
 }
 
@@ -494,6 +511,12 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
                                    {70, 64, 33, 5, warp_lines, warp_lines},
                                    {40, 64, 128, 64, warp_lines, warp_lines},
                                    {40, 64, 129, 64, shared, shared},
+                                   // The shared line adds entry by entry up to an entry a 6 slots
+                                   // and 1024 entries (one tile), else slot by slot.
+                                   {40, 774, 129, 774, shared, shared},
+                                   {40, 773, 129, 773, shared, shared},
+                                   {3, 6144, 1024, 6144, shared, shared},
+                                   {3, 6144, 1025, 6144, shared, shared},
                                    {40, warp, 33, warp, warp_lines, warp_lines},
                                    {40, warp + 1, 33, warp + 1, shared, shared},
                                    {40, warp, 8, warp, warp_lines, short_lines},

@@ -61,6 +61,20 @@ __device__ __forceinline__ void add_tile_ordered(const LineTile<Acc>& t, Acc* li
   }
 }
 
+// A slot's sum (f32 or f64), taken and cleared in one step: of the threads holding entries of the
+// slot, the first gets the sum and the rest the identity.
+template <class Acc>
+__device__ __forceinline__ Acc take_sum(Acc* slot) {
+  const Acc clear = ScatterSum::identity<Acc>();
+  if constexpr (sizeof(Acc) == 4) {
+    return __int_as_float(atomicExch(reinterpret_cast<int*>(slot), __float_as_int(clear)));
+  } else {
+    using Bits = unsigned long long;
+    return __longlong_as_double(static_cast<long long>(
+        atomicExch(reinterpret_cast<Bits*>(slot), static_cast<Bits>(__double_as_longlong(clear)))));
+  }
+}
+
 // A slot's sum written to `at` (added to `old`, its value, unless overwriting). Adding, a slot no
 // entry reached is neither read nor written: a sparse line costs its entries, not its length.
 template <class T, class Acc>

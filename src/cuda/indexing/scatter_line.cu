@@ -14,10 +14,13 @@ namespace {
 
 // Element mode along the innermost dim (torch.gather's backward along the last dim, index_select's
 // backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
-// 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it. A line
+// 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it; adding
+// an item whose entries are one tile and few beside its slots, only the slots they reached are
+// visited (add_entries). A line
 // longer than shared memory holds is cut into slabs (LineSlab), a block each. The entries (index
 // value, value) come in tiles of kLineTile, one tile ahead: the next tile's loads are issued before
-// the current tile is summed (atomic or ordered: line_sum.cuh) and its line written.
+// the current tile is summed (atomic or ordered: line_sum.cuh) and its line written. The grid is one
+// wave of resident blocks, so that a block's next tile is in flight while it writes its line.
 
 // What a block sums at once (an item): slots [first, first + width) of walk lines [line, line +
 // lines), in shared memory at (line - slab.line) * width + (slot - first). LineSpan says how items are
@@ -114,13 +117,44 @@ __device__ __forceinline__ void write_lines(const IndexedLayout& layout, const L
   }
 }
 
+// Adding an item whose entries are all in one tile (registers): each reached slot is taken by the
+// first of its entries' threads (take_sum), which adds it to its table element; a slot no entry
+// reached is not visited, and the loads of a thread's slots are in flight together. (Scanning the
+// line instead costs its length and a load latency per kThreads x kBatch slots.)
+template <class T, class Acc>
+__device__ __forceinline__ void add_entries(const IndexedLayout& layout, const LineSlab& slab, const LineTile<Acc>& t,
+                                            Acc* line_sum, T* table) {
+  const int width = static_cast<int>(slab.width);  // an item fits in shared memory
+  T* at[kLineItems];
+  T old[kLineItems];
+  Acc sum[kLineItems];
+#pragma unroll
+  for (int u = 0; u < kLineItems; ++u) {
+    sum[u] = t.key[u] >= 0 ? take_sum(line_sum + t.key[u]) : ScatterSum::identity<Acc>();
+    at[u] = table;
+    if (sum[u] != ScatterSum::identity<Acc>()) {
+      const int line_in_item = t.key[u] / width;
+      int64_t base[kRowTensors];
+      layout.rows.offsets(slab.line + line_in_item, base, layout.rows.rank - 1);
+      at[u] = table + base[2] + (slab.first + t.key[u] - line_in_item * width) * layout.table_dim_stride;
+    }
+    old[u] = old_value(sum[u], at[u], false);
+  }
+#pragma unroll
+  for (int u = 0; u < kLineItems; ++u) write_slot(sum[u], at[u], old[u], false);
+}
+
+// Adding, a line is written back entry by entry while it has at most 1 / kByEntryDivisor of an
+// entry a slot (and its entries fit one tile).
+inline constexpr int64_t kByEntryDivisor = 6;
+
 // Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
 // 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md). Four
 // for several lines an item, whose write-back carries more state.
 template <class T, bool kOrdered, LineSpan kSpan, class Idx>
 __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite,
-                              int64_t per_item) {
+                              int64_t per_item, bool by_entry) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
   constexpr int64_t kSlots = kSharedRowBytes / sizeof(Acc);
@@ -136,14 +170,14 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
   const int64_t used = kSpan == LineSpan::several ? per_item * layout.dim_size : min(layout.dim_size, kSlots);
   for (int64_t j = threadIdx.x; j < used; j += blockDim.x) line_sum[j] = ScatterSum::identity<Acc>();
   __syncthreads();
-  LineTile<Acc> next;
+  LineTile<Acc> next, tile;
   if (blockIdx.x < items)
     load_line_tile<kSpan>(layout, values, index, slab_of<kSpan>(blockIdx.x, per_item, kSlots, lines, layout.dim_size),
                           0, next);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const LineSlab slab = slab_of<kSpan>(item, per_item, kSlots, lines, layout.dim_size);
     for (int64_t k = 0; k < tiles; ++k) {
-      const LineTile<Acc> tile = next;
+      tile = next;
       const int64_t next_item = k + 1 < tiles ? item : item + gridDim.x;
       if (next_item < items)
         load_line_tile<kSpan>(layout, values, index,
@@ -156,7 +190,9 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
       }
     }
     __syncthreads();
-    if constexpr (kSpan == LineSpan::several) {
+    if (by_entry) {
+      add_entries(layout, slab, tile, line_sum, table);
+    } else if constexpr (kSpan == LineSpan::several) {
       write_lines(layout, slab, line_sum, table, overwrite);
     } else {
       int64_t base[kRowTensors];
@@ -199,6 +235,11 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   const int64_t per_item = span == LineSpan::slab      ? (layout.dim_size + slots - 1) / slots
                            : span == LineSpan::several ? several
                                                        : 1;
+  // Adding, an item whose entries are one tile and sparse on its lines is written back entry by
+  // entry (add_entries), else slot by slot. Measured (bench/NOTES.md, "Sparse line write-back"):
+  // entry by entry 2.0x faster at 64 entries a line of 2049, 1.2x at 129 of 1024, 1.45x slower at
+  // 1024 of 4096.
+  const bool by_entry = !overwrite && entries <= kLineTile && entries * kByEntryDivisor <= layout.dim_size;
   const auto pick = [&](auto ordered_tag) {
     constexpr bool kOrdered = decltype(ordered_tag)::value;
     return span == LineSpan::one       ? scatter_shared_row_kernel<T, kOrdered, LineSpan::one, Idx>
@@ -215,10 +256,17 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
           "cudaFuncSetAttribute");
       !st)
     return st;
+  // One wave of resident blocks, each looping over its items with the next tile in flight.
+  int per_sm = 0;
+  if (Status st = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes),
+                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      !st)
+    return st;
   const int64_t items = span == LineSpan::several ? (lines + several - 1) / several : lines * per_item;
-  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * 16));
+  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * std::max(per_sm, 1)));
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
-                                                      static_cast<const Idx*>(p.index), overwrite, per_item);
+                                                      static_cast<const Idx*>(p.index), overwrite, per_item,
+                                                      by_entry);
   return last_launch_status("scatter_shared_row_kernel");
 }
 
