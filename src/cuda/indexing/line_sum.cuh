@@ -11,6 +11,7 @@
 #include "common/elementwise.hpp"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scatter_ops.cuh"
+#include "cuda/indexing/line_write.cuh"
 
 namespace baracuda::detail::cuda {
 
@@ -83,12 +84,7 @@ __device__ __forceinline__ T old_value(Acc sum, const T* at, bool overwrite) {
 }
 template <class T, class Acc>
 __device__ __forceinline__ void write_slot(Acc sum, T* at, T old, bool overwrite) {
-  if (overwrite) {
-    *at = static_cast<T>(sum);
-  } else if (sum != ScatterSum::identity<Acc>()) {
-    ScatterSum::combine(&old, sum);
-    *at = old;
-  }
+  if (overwrite || sum != ScatterSum::identity<Acc>()) *at = written(sum, old, overwrite);
 }
 
 }  // namespace baracuda::detail::cuda

@@ -7,6 +7,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scatter_ops.cuh"
 #include "cuda/indexing/line_sum.cuh"
+#include "cuda/indexing/line_write.cuh"
 #include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
@@ -154,11 +155,12 @@ inline constexpr int64_t kByEntryDivisor = 6;
 template <class T, bool kOrdered, LineSpan kSpan, class Idx>
 __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite,
-                              int64_t per_item, bool by_entry) {
+                              int64_t per_item, bool by_entry, bool runs) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
   constexpr int64_t kSlots = kSharedRowBytes / sizeof(Acc);
-  extern __shared__ unsigned char shared_bytes[];
+  constexpr int kVec = 16 / sizeof(T);
+  extern __shared__ __align__(16) unsigned char shared_bytes[];  // write_run's chunks of sums
   Acc* line_sum = reinterpret_cast<Acc*>(shared_bytes);
   const Walker<kRowTensors>& w = layout.rows;
   const int64_t inner = w.inner_size(), lines = layout.row_count / inner;
@@ -167,7 +169,8 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
                         : kSpan == LineSpan::several ? (lines + per_item - 1) / per_item
                                                      : lines * per_item;
   const int64_t step = int64_t(blockDim.x) * kBatch;
-  const int64_t used = kSpan == LineSpan::several ? per_item * layout.dim_size : min(layout.dim_size, kSlots);
+  // An item's sums, and as many more as write_run's shift can take.
+  const int64_t used = (kSpan == LineSpan::several ? per_item * layout.dim_size : min(layout.dim_size, kSlots)) + kVec;
   for (int64_t j = threadIdx.x; j < used; j += blockDim.x) line_sum[j] = ScatterSum::identity<Acc>();
   __syncthreads();
   LineTile<Acc> next, tile;
@@ -176,6 +179,11 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
                           0, next);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const LineSlab slab = slab_of<kSpan>(item, per_item, kSlots, lines, layout.dim_size);
+    int64_t base[kRowTensors];
+    w.offsets(slab.line, base, w.rank - 1);
+    T* const first = table + base[2] + slab.first * layout.table_dim_stride;  // the item's first element
+    // Sums placed for write_run where the item is one run of the table.
+    Acc* const sums = runs ? line_sum + run_shift(first) : line_sum;
     for (int64_t k = 0; k < tiles; ++k) {
       tile = next;
       const int64_t next_item = k + 1 < tiles ? item : item + gridDim.x;
@@ -184,20 +192,20 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
                               slab_of<kSpan>(next_item, per_item, kSlots, lines, layout.dim_size),
                               k + 1 < tiles ? k + 1 : 0, next);
       if constexpr (kOrdered) {
-        add_tile_ordered(tile, line_sum);
+        add_tile_ordered(tile, sums);
       } else {
-        add_tile_atomic(tile, line_sum);
+        add_tile_atomic(tile, sums);
       }
     }
     __syncthreads();
     if (by_entry) {
-      add_entries(layout, slab, tile, line_sum, table);
+      add_entries(layout, slab, tile, sums, table);
+    } else if (runs) {
+      write_run<kVec>(first, static_cast<int>(slab.lines * slab.width), sums, threadIdx.x, blockDim.x, overwrite);
     } else if constexpr (kSpan == LineSpan::several) {
       write_lines(layout, slab, line_sum, table, overwrite);
     } else {
-      int64_t base[kRowTensors];
-      w.offsets(slab.line, base, w.rank - 1);
-      T* line = table + base[2] + slab.first * layout.table_dim_stride;
+      T* const line = first;
       for (int64_t j0 = threadIdx.x; j0 < slab.width; j0 += step) {
         T old[kBatch];  // the sums are read from shared memory twice rather than held
 #pragma unroll
@@ -216,6 +224,18 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     }
     __syncthreads();
   }
+}
+
+// Whether each item's table elements are one run (write_run): unit steps along dim and, several
+// lines an item, the walk's lines back to back in the table.
+bool item_runs(const IndexedLayout& layout, LineSpan span) {
+  if (layout.table_dim_stride != 1) return false;
+  if (span != LineSpan::several) return true;
+  const Walker<kRowTensors>& w = layout.rows;
+  int64_t step = layout.dim_size;
+  for (int d = w.rank - 2; d >= 0; --d)
+    if (w.strides[2][d] != step || __builtin_mul_overflow(step, w.sizes[d], &step)) return false;
+  return true;
 }
 
 }  // namespace
@@ -247,13 +267,18 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
                                        : scatter_shared_row_kernel<T, kOrdered, LineSpan::slab, Idx>;
   };
   const auto kernel = ordered ? pick(std::true_type{}) : pick(std::false_type{});
+  // An item's sums and write_run's shift (16 / sizeof(T) sums at most).
+  constexpr int64_t kShift = 16 / sizeof(T);
   const size_t bytes =
-      static_cast<size_t>(span == LineSpan::several ? several * layout.dim_size : std::min(layout.dim_size, slots)) *
+      static_cast<size_t>(
+          (span == LineSpan::several ? several * layout.dim_size : std::min(layout.dim_size, slots)) + kShift) *
       sizeof(Acc);
-  // The line can take the 48 KB a block gets by default, beside the kernel's static shared memory.
-  if (Status st = cuda_status(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-          "cudaFuncSetAttribute");
+  // The line takes up to the 48 KB a block gets by default and the shift's sums past it. The
+  // instantiation's largest, the same on every call: a launch of smaller items elsewhere never lowers
+  // it under this one.
+  constexpr int kMaxBytes = static_cast<int>(kSharedRowBytes + kShift * sizeof(Acc));
+  if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxBytes),
+                              "cudaFuncSetAttribute");
       !st)
     return st;
   // One wave of resident blocks, each looping over its items with the next tile in flight.
@@ -266,7 +291,7 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * std::max(per_sm, 1)));
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
                                                       static_cast<const Idx*>(p.index), overwrite, per_item,
-                                                      by_entry);
+                                                      by_entry, item_runs(layout, span));
   return last_launch_status("scatter_shared_row_kernel");
 }
 

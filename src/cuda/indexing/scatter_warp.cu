@@ -25,6 +25,7 @@
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/scatter_ops.cuh"
+#include "cuda/indexing/line_write.cuh"
 #include "cuda/indexing/strategies.hpp"
 #include "ops/validate.hpp"
 
@@ -131,32 +132,10 @@ __device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc*
   }
 }
 
-// kVec consecutive elements of a line: one 16-byte access where kVec > 1.
-template <class X, int kVec>
-struct alignas(sizeof(X) * kVec <= 16 ? sizeof(X) * kVec : 16) Chunk {
-  X v[kVec];
-};
-
-// A chunk of sums, converted, to its table elements; the sums cleared for the next item.
-template <int kVec, class T, class Acc>
-__device__ __forceinline__ void move_chunk(Chunk<Acc, kVec>& sums, Chunk<T, kVec>& to) {
-  const Chunk<Acc, kVec> sum = sums;
-  Chunk<Acc, kVec> clear;
-  Chunk<T, kVec> out;
-#pragma unroll
-  for (int v = 0; v < kVec; ++v) {
-    clear.v[v] = ScatterSum::identity<Acc>();
-    out.v[v] = static_cast<T>(sum.v[v]);
-  }
-  sums = clear;
-  to = out;
-}
-
 // Overwriting: writes an item's sums (zeros included) to its table lines and clears them for the
 // next item.
-//  - kDense: the item's lines are one run of the table, written in 16-byte chunks of kVec elements
-//    from its first aligned element, single elements before it and after the last whole chunk (any
-//    line length, any alignment of T);
+//  - kDense: the item's lines are one run of the table (write_run: 16-byte chunks from its first
+//    aligned element, any line length, any alignment of T);
 //  - else each line on its own, in chunks of kVec (the lines are aligned: chunked_lines) or, with
 //    kVec 1, element by element at the table's stride.
 template <int kVec, bool kDense, class T, class Acc>
@@ -167,23 +146,9 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
   const int64_t line0 = item * g.per_item;
   const int lines = static_cast<int>(min(int64_t(g.per_item), g.lines - line0));
   int64_t base[kRowTensors] = {};
-  const auto take = [&](int s) {  // a sum, converted, and its slot cleared
-    const T x = static_cast<T>(sums[s]);
-    sums[s] = ScatterSum::identity<Acc>();
-    return x;
-  };
   if constexpr (kDense) {
     layout.rows.offsets(line0, base, g.outer_dims);
-    T* run = table + base[2];
-    const int n = lines * g.line_size;
-    const int misalign = static_cast<int>((reinterpret_cast<uintptr_t>(run) % 16) / sizeof(T));
-    const int head = min(n, misalign ? kVec - misalign : 0), chunks = (n - head) / kVec;
-    for (int s = lane; s < head; s += 32) run[s] = take(s);
-    // The body's sums start 16-byte aligned too (item_sums): whole 16-byte shared accesses.
-    auto* body = reinterpret_cast<Elements*>(run + head);
-    auto* body_sums = reinterpret_cast<Chunk<Acc, kVec>*>(sums + head);
-    for (int k = lane; k < chunks; k += 32) move_chunk(body_sums[k], body[k]);
-    for (int s = head + chunks * kVec + lane; s < n; s += 32) run[s] = take(s);
+    write_run<kVec>(table + base[2], lines * g.line_size, sums, lane, 32, true);
   } else {
     const int line_chunks = g.line_size / kVec, chunks = lines * line_chunks;
     Carried c(line_chunks, lane);
@@ -194,7 +159,7 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
         based = c.line;
       }
       move_chunk(reinterpret_cast<Chunk<Acc, kVec>*>(sums)[k],
-                 *reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride));
+                 *reinterpret_cast<Elements*>(table + base[2] + int64_t(c.at) * kVec * layout.table_dim_stride), true);
       c.step();
     }
   }
@@ -248,7 +213,7 @@ __device__ __forceinline__ Acc* item_sums(const IndexedLayout& layout, const War
   } else {
     int64_t base[kRowTensors];
     layout.rows.offsets(item * g.per_item, base, g.outer_dims);
-    return warp_sums + (reinterpret_cast<uintptr_t>(table + base[2]) % 16) / sizeof(T);
+    return warp_sums + run_shift(table + base[2]);
   }
 }
 
