@@ -368,8 +368,8 @@ TEST_P(IndexingTest, LineScatterWithMoreLinesThanBlocks) {
             return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count};
           },
           pref);
-      if (backend() == Backend::cuda) {
-        EXPECT_NE(variant.find("_shared"), std::string::npos) << variant;
+      if (backend() == Backend::cuda && pref.variant == "sorted") {
+        EXPECT_EQ(variant, "sorted.elements_shared");
       }
     }
   }
@@ -489,7 +489,8 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 // included); other lines of at most 32 entries take the short-line kernel whatever the line's
 // length. Both are deterministic, with f32 sums and no workspace, by default too. More entries take
 // the shared line where the line fits in shared memory (12288 f32 sums, 6144 f64), in slabs of that
-// size while the entries are at most half a slab, and the general kernels past that. Also an index
+// size while the entries are at most half a slab, and the general kernels past that; f32 and f64
+// atomics (the general kernel) also take slabs and lines they add sparse entries to. Also an index
 // of size 1 along dim (every entry alone on its line), MoE routing's shape ([tokens, experts] <-
 // top-k), and (CUDA only) more warp items than the grid has warps. Index values span a few slots past
 // each end: duplicates in a line and bad values.
@@ -506,26 +507,28 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const std::string shared = "atomic.elements_shared", short_lines = "sorted.elements_short";
   const std::string warp_lines = "sorted.elements_warp";
   const std::string slabs = sixteen_bit ? shared : general;  // f32 and f64 atomics beat slabs
+  const std::string sparse = slabs;                          // and the shared line adding sparse lines
   const std::vector<Case> cases = {{70, 64, 8, 64, warp_lines, short_lines},
                                    {70, 64, 32, 5, warp_lines, short_lines},
                                    {70, 64, 33, 5, warp_lines, warp_lines},
                                    {40, 64, 128, 64, warp_lines, warp_lines},
                                    {40, 64, 129, 64, shared, shared},
-                                   // The shared line adds entry by entry up to an entry a 6 slots
-                                   // and 1024 entries (one tile), else slot by slot.
-                                   {40, 774, 129, 774, shared, shared},
+                                   // Adding up to an entry a 6 slots (sparse), the shared line
+                                   // adds entry by entry while the entries fit one tile (1024),
+                                   // and f32 / f64 atomics take the line.
+                                   {40, 774, 129, 774, shared, sparse},
                                    {40, 773, 129, 773, shared, shared},
-                                   {3, 6144, 1024, 6144, shared, shared},
+                                   {3, 6144, 1024, 6144, shared, sparse},
                                    {3, 6144, 1025, 6144, shared, shared},
                                    {40, warp, 33, warp, warp_lines, warp_lines},
-                                   {40, warp + 1, 33, warp + 1, shared, shared},
+                                   {40, warp + 1, 33, warp + 1, shared, sparse},
                                    {40, warp, 8, warp, warp_lines, short_lines},
                                    {40, warp + 1, 8, warp + 1, short_lines, short_lines},
                                    {300, 50, 1, 50, warp_lines, short_lines},
                                    {1100000, 8, 2, 8, warp_lines, short_lines, true},
                                    {6, 20000, 32, 7, short_lines, short_lines},
                                    {6, 20000, 33, 7, slabs, slabs},
-                                   {3, slots, 40, slots, shared, shared},
+                                   {3, slots, 40, slots, shared, sparse},
                                    {3, slots + 1, 40, slots + 1, slabs, slabs},  // two slabs, the second of one slot
                                    {2, 4 * slots, slots / 2, 4 * slots, slabs, slabs},
                                    {2, 4 * slots, slots / 2 + 1, 4 * slots, general, general},

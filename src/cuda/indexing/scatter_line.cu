@@ -145,10 +145,6 @@ __device__ __forceinline__ void add_entries(const IndexedLayout& layout, const L
   for (int u = 0; u < kLineItems; ++u) write_slot(sum[u], at[u], old[u], false);
 }
 
-// Adding, a line is written back entry by entry while it has at most 1 / kByEntryDivisor of an
-// entry a slot (and its entries fit one tile).
-inline constexpr int64_t kByEntryDivisor = 6;
-
 // Five blocks per SM (at most 51 registers): with two tiles in registers the kernel otherwise takes
 // 80+ registers and two or three blocks per SM, which measured 10-35% slower (bench/NOTES.md). Four
 // for several lines an item, whose write-back carries more state.
@@ -259,7 +255,7 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   // entry (add_entries), else slot by slot. Measured (bench/NOTES.md, "Sparse line write-back"):
   // entry by entry 2.0x faster at 64 entries a line of 2049, 1.2x at 129 of 1024, 1.45x slower at
   // 1024 of 4096.
-  const bool by_entry = !overwrite && entries <= kLineTile && entries * kByEntryDivisor <= layout.dim_size;
+  const bool by_entry = !overwrite && entries <= kLineTile && entries * kSparseLineSlots <= layout.dim_size;
   const auto pick = [&](auto ordered_tag) {
     constexpr bool kOrdered = decltype(ordered_tag)::value;
     return span == LineSpan::one       ? scatter_shared_row_kernel<T, kOrdered, LineSpan::one, Idx>

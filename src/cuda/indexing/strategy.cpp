@@ -98,7 +98,13 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   // Slabs beat the sort (16-bit defaults, deterministic variants), not f32 / f64 atomics (measured:
   // bench/NOTES.md, "Scatter sweep").
   const bool slabs = problem.table_shape.dims[problem.dim] > shared_line_slots(problem.dtype);
-  if (s.kernel == ScatterKernel::shared_line && slabs && !sixteen_bit && s.variant == IndexVariant::atomic)
+  // Adding sparse lines (at most an entry a kSparseLineSlots slots), f32 / f64 atomics into the
+  // table beat the shared line too, which reads each reached slot back before writing it (measured:
+  // bench/NOTES.md, "Long lines").
+  const bool adds = problem.accumulate || !covers_every_table_line(problem);
+  const bool sparse = line_entries(problem) * kSparseLineSlots <= problem.table_shape.dims[problem.dim];
+  if (s.kernel == ScatterKernel::shared_line && (slabs || (adds && sparse)) && !sixteen_bit &&
+      s.variant == IndexVariant::atomic)
     s.kernel = ScatterKernel::general;
   if (s.variant == IndexVariant::sorted && s.kernel == ScatterKernel::general && problem.shape.numel() > 0) {
     int64_t rows = 0, length = 0;
