@@ -90,22 +90,24 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit;
   if (s.kernel == ScatterKernel::general && column_tiles_pay(problem, general_atomics))
     s.kernel = ScatterKernel::column_tiles;
+  // f32 / f64 atomics into the table beat the line kernels' sums when adding (measured:
+  // bench/NOTES.md, "Adding with atomics"), except on lines dense with entries that fit shared
+  // memory (more than an entry a kSparseLineSlots slots), whose shared line reads and writes each
+  // line once; and on slabs whatever the entries. Overwriting, the line kernels write every line
+  // once where atomics need the table zeroed first.
+  const bool adds = problem.accumulate || !covers_every_table_line(problem);
+  const bool sparse = line_entries(problem) * kSparseLineSlots <= problem.table_shape.dims[problem.dim];
+  const bool slabs = problem.table_shape.dims[problem.dim] > shared_line_slots(problem.dtype);
+  const bool atomics_take_it =
+      s.kernel == ScatterKernel::shared_line ? slabs || (adds && sparse)
+                                             : adds && (s.kernel == ScatterKernel::short_lines ||
+                                                        s.kernel == ScatterKernel::warp_lines);
+  if (general_atomics && !sixteen_bit && atomics_take_it) s.kernel = ScatterKernel::general;
   // Short and warp lines are summed in entry order at no cost: sorted (deterministic) by default.
   const bool atomic_default =
       !deterministic && s.kernel != ScatterKernel::short_lines && s.kernel != ScatterKernel::warp_lines &&
       (!sixteen_bit || s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles);
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
-  // Slabs beat the sort (16-bit defaults, deterministic variants), not f32 / f64 atomics (measured:
-  // bench/NOTES.md, "Scatter sweep").
-  const bool slabs = problem.table_shape.dims[problem.dim] > shared_line_slots(problem.dtype);
-  // Adding sparse lines (at most an entry a kSparseLineSlots slots), f32 / f64 atomics into the
-  // table beat the shared line too, which reads each reached slot back before writing it (measured:
-  // bench/NOTES.md, "Long lines").
-  const bool adds = problem.accumulate || !covers_every_table_line(problem);
-  const bool sparse = line_entries(problem) * kSparseLineSlots <= problem.table_shape.dims[problem.dim];
-  if (s.kernel == ScatterKernel::shared_line && (slabs || (adds && sparse)) && !sixteen_bit &&
-      s.variant == IndexVariant::atomic)
-    s.kernel = ScatterKernel::general;
   if (s.variant == IndexVariant::sorted && s.kernel == ScatterKernel::general && problem.shape.numel() > 0) {
     int64_t rows = 0, length = 0;
     rows_and_length(problem, rows, length);
