@@ -359,8 +359,9 @@ TEST_P(IndexingTest, LineScatterWithMoreLinesThanBlocks) {
     int64_t slots;  // index values in [-1, slots]
     bool transposed, cuda_only;
   };
-  for (const Case& c : {Case{{2500, 50}, {2500, 1100}, 50, false, false}, Case{{1400, 2100}, {1400, 40}, 20, false, true},
-                        Case{{1400, 2100}, {1400, 40}, 2100, true, true}}) {
+  for (const Case& c :
+       {Case{{2500, 50}, {2500, 1100}, 50, false, false}, Case{{1400, 2100}, {1400, 40}, 20, false, true},
+        Case{{1400, 2100}, {1400, 40}, 2100, true, true}}) {
     if (c.cuda_only && backend() != Backend::cuda) continue;
     SCOPED_TRACE(c.table.to_string() + (c.transposed ? " transposed" : ""));
     for (const PlanPreference& pref : scatter_variants()) {
@@ -772,6 +773,44 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
         const std::string expected = (pref.variant.empty() ? "sorted" : pref.variant) + ".elements_warp";
         EXPECT_EQ(overwriting, expected);
         EXPECT_EQ(adding, atomics_add(pref) ? "atomic.elements" : expected);
+      }
+    }
+  }
+}
+
+// CUDA's shared line (more than 128 entries a line, or lines past 2048 sums) writes an item that is
+// one run of the table in 16-byte chunks from its first aligned element, and adds entry by entry
+// where the entries are sparse (at most one a 6 slots): every mix, overwriting a poisoned table and
+// adding into one. Several lines an item (enough lines on CUDA: 2700) and slabs
+// of a line past shared memory (the second slab starting past a 16-byte boundary when the table is);
+// dense and sparse entries; runs misaligned, of odd lines, and not runs (padded or transposed lines).
+TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
+  const bool cuda = backend() == Backend::cuda;
+  const int64_t lines = cuda ? 2700 : 60;  // the CPU's walk is the same at any count
+  struct Layout {
+    const char* name;
+    TensorSpec table, entries;
+  };
+  const Shape dense{lines, 201}, sparse{lines, 2100}, dense_idx{lines, 150}, sparse_idx{lines, 40};
+  const Shape slab{3, 30001}, slab_idx{3, 40};
+  const std::vector<Layout> layouts = {
+      {"dense entries, odd lines", contiguous(dense), contiguous(dense_idx)},
+      {"dense entries, misaligned table", TensorSpec{dense, {}, false, 1}, contiguous(dense_idx)},
+      {"dense entries, padded table lines (not one run)", with_strides(dense, {208, 1}), contiguous(dense_idx)},
+      {"dense entries, transposed table", with_strides(dense, {1, lines}), contiguous(dense_idx)},
+      {"sparse entries", contiguous(sparse), contiguous(sparse_idx)},
+      {"sparse entries, misaligned table", TensorSpec{sparse, {}, false, 3}, contiguous(sparse_idx)},
+      {"sparse entries, strided entries", contiguous(sparse), with_strides(sparse_idx, {1, lines})},
+      {"slabs, misaligned table", TensorSpec{slab, {}, false, 1}, contiguous(slab_idx)}};
+  for (const Layout& l : layouts) {
+    SCOPED_TRACE(l.name);
+    const Shape& shape = l.table.shape;
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE(pref.variant);
+      const auto [overwriting, adding] = overwrite_and_add(l.table, l.entries, DType::i64, -2, shape.dims[1] + 2, pref);
+      if (cuda && pref.variant == "sorted") {
+        EXPECT_EQ(overwriting, "sorted.elements_shared");
+        EXPECT_EQ(adding, "sorted.elements_shared");
       }
     }
   }

@@ -266,8 +266,8 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   // An item's sums and write_run's shift (16 / sizeof(T) sums at most).
   constexpr int64_t kShift = 16 / sizeof(T);
   const size_t bytes =
-      static_cast<size_t>(
-          (span == LineSpan::several ? several * layout.dim_size : std::min(layout.dim_size, slots)) + kShift) *
+      static_cast<size_t>((span == LineSpan::several ? several * layout.dim_size : std::min(layout.dim_size, slots)) +
+                          kShift) *
       sizeof(Acc);
   // The line takes up to the 48 KB a block gets by default and the shift's sums past it. The
   // instantiation's largest, the same on every call: a launch of smaller items elsewhere never lowers
@@ -286,8 +286,8 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   const int64_t items = span == LineSpan::several ? (lines + several - 1) / several : lines * per_item;
   const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * std::max(per_sm, 1)));
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
-                                                      static_cast<const Idx*>(p.index), overwrite, per_item,
-                                                      by_entry, item_runs(layout, span));
+                                                      static_cast<const Idx*>(p.index), overwrite, per_item, by_entry,
+                                                      item_runs(layout, span));
   return last_launch_status("scatter_shared_row_kernel");
 }
 

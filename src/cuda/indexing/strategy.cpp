@@ -99,9 +99,9 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   const bool sparse = line_entries(problem) * kSparseLineSlots <= problem.table_shape.dims[problem.dim];
   const bool slabs = problem.table_shape.dims[problem.dim] > shared_line_slots(problem.dtype);
   const bool atomics_take_it =
-      s.kernel == ScatterKernel::shared_line ? slabs || (adds && sparse)
-                                             : adds && (s.kernel == ScatterKernel::short_lines ||
-                                                        s.kernel == ScatterKernel::warp_lines);
+      s.kernel == ScatterKernel::shared_line
+          ? slabs || (adds && sparse)
+          : adds && (s.kernel == ScatterKernel::short_lines || s.kernel == ScatterKernel::warp_lines);
   if (general_atomics && !sixteen_bit && atomics_take_it) s.kernel = ScatterKernel::general;
   // Short and warp lines are summed in entry order at no cost: sorted (deterministic) by default.
   const bool atomic_default =
