@@ -347,6 +347,16 @@ TEST_P(IndexingTest, SortedLineScatterTakesTheOrderedLineKernel) {
       pref);
 }
 
+// A table with no slot along dim under lines of many entries: every entry is out of range (counted)
+// and nothing is written (CUDA's line kernels size their items by the line's length: the general
+// kernel takes these).
+TEST_P(IndexingTest, EmptyLinesUnderManyEntries) {
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE(pref.variant);
+    overwrite_and_add(contiguous({3, 0}), contiguous({3, 40}), DType::i64, -1, 1, pref);
+  }
+}
+
 // More lines than a GPU grid's blocks (the line kernel's grid is one wave of resident blocks), so
 // that blocks take several: lines of two tiles (a block carries its next tile's entries across
 // lines, and writes a line back slot by slot) and (CUDA) lines of one tile, whose added sums are
@@ -494,7 +504,8 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 // of at most 2048 sums (1024 f64) with at most 128 entries take the warp lines, where they have more
 // than 32 entries or the table is overwritten (the gradient: every line written once, zeros
 // included); other lines of at most 32 entries take the short-line kernel whatever the line's
-// length. Both are deterministic, with f32 sums and no workspace, by default too. More entries take
+// length. Both are deterministic, with f32 sums and no workspace, by default too, except that f32
+// and f64 atomics take every line they add to but dense shared ones. More entries take
 // the shared line where the line fits in shared memory (12288 f32 sums, 6144 f64), in slabs of that
 // size while the entries are at most half a slab, and the general kernels past that; f32 and f64
 // atomics (the general kernel) also take slabs and lines they add sparse entries to. Also an index
@@ -513,8 +524,9 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
   const std::string shared = "atomic.elements_shared", short_lines = "sorted.elements_short";
   const std::string warp_lines = "sorted.elements_warp";
-  const std::string slabs = sixteen_bit ? shared : general;  // f32 and f64 atomics beat slabs
-  const std::string sparse = slabs;                          // and the shared line adding sparse lines
+  const std::string slabs = sixteen_bit ? shared : general;              // f32 and f64 atomics beat slabs
+  const std::string sparse = slabs;                                      // and the shared line adding sparse lines
+  const std::string long_line = dtype() == DType::f64 ? slabs : shared;  // 6150 sums: f64 slabs
   const std::vector<Case> cases = {{70, 64, 8, 64, warp_lines, short_lines},
                                    {70, 64, 32, 5, warp_lines, short_lines},
                                    {70, 64, 33, 5, warp_lines, warp_lines},
@@ -527,6 +539,9 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
                                    {40, 773, 129, 773, shared, shared},
                                    {3, 6144, 1024, 6144, shared, sparse},
                                    {3, 6144, 1025, 6144, shared, shared},
+                                   // Sparse either side of one tile (f64: two slabs).
+                                   {3, 6150, 1024, 6150, long_line, sparse},
+                                   {3, 6150, 1025, 6150, long_line, sparse},
                                    {40, warp, 33, warp, warp_lines, warp_lines},
                                    {40, warp + 1, 33, warp + 1, shared, sparse},
                                    {40, warp, 8, warp, warp_lines, short_lines},
@@ -781,12 +796,12 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
 // CUDA's shared line (more than 128 entries a line, or lines past 2048 sums) writes an item that is
 // one run of the table in 16-byte chunks from its first aligned element, and adds entry by entry
 // where the entries are sparse (at most one a 6 slots): every mix, overwriting a poisoned table and
-// adding into one. Several lines an item (enough lines on CUDA: 2700) and slabs
+// adding into one. Several lines an item (enough lines on CUDA: 4001) and slabs
 // of a line past shared memory (the second slab starting past a 16-byte boundary when the table is);
 // dense and sparse entries; runs misaligned, of odd lines, and not runs (padded or transposed lines).
 TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
   const bool cuda = backend() == Backend::cuda;
-  const int64_t lines = cuda ? 2700 : 60;  // the CPU's walk is the same at any count
+  const int64_t lines = cuda ? 4001 : 60;  // several lines an item up to 200 SMs; the CPU's walk is alike
   struct Layout {
     const char* name;
     TensorSpec table, entries;
@@ -801,6 +816,8 @@ TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
       {"sparse entries", contiguous(sparse), contiguous(sparse_idx)},
       {"sparse entries, misaligned table", TensorSpec{sparse, {}, false, 3}, contiguous(sparse_idx)},
       {"sparse entries, strided entries", contiguous(sparse), with_strides(sparse_idx, {1, lines})},
+      {"sparse entries, padded table lines", with_strides(sparse, {2112, 1}), contiguous(sparse_idx)},
+      {"sparse entries, transposed table", with_strides(sparse, {1, lines}), contiguous(sparse_idx)},
       {"slabs, misaligned table", TensorSpec{slab, {}, false, 1}, contiguous(slab_idx)}};
   for (const Layout& l : layouts) {
     SCOPED_TRACE(l.name);

@@ -76,15 +76,4 @@ __device__ __forceinline__ Acc take_sum(Acc* slot) {
   }
 }
 
-// A slot's sum written to `at` (added to `old`, its value, unless overwriting). Adding, a slot no
-// entry reached is neither read nor written: a sparse line costs its entries, not its length.
-template <class T, class Acc>
-__device__ __forceinline__ T old_value(Acc sum, const T* at, bool overwrite) {
-  return overwrite || sum == ScatterSum::identity<Acc>() ? T{} : *at;
-}
-template <class T, class Acc>
-__device__ __forceinline__ void write_slot(Acc sum, T* at, T old, bool overwrite) {
-  if (overwrite || sum != ScatterSum::identity<Acc>()) *at = written(sum, old, overwrite);
-}
-
 }  // namespace baracuda::detail::cuda

@@ -33,6 +33,17 @@ __device__ __forceinline__ T written(Acc sum, T old, bool overwrite) {
   return old;
 }
 
+// A slot's sum written to `at` (added to `old`, its value, unless overwriting). Adding, a slot no
+// entry reached is neither read nor written: a sparse line costs its entries, not its length.
+template <class T, class Acc>
+__device__ __forceinline__ T old_value(Acc sum, const T* at, bool overwrite) {
+  return overwrite || sum == ScatterSum::identity<Acc>() ? T{} : *at;
+}
+template <class T, class Acc>
+__device__ __forceinline__ void write_slot(Acc sum, T* at, T old, bool overwrite) {
+  if (overwrite || sum != ScatterSum::identity<Acc>()) *at = written(sum, old, overwrite);
+}
+
 // A chunk of sums to its table elements, the sums cleared for the next item. Adding, a chunk no
 // entry reached is neither read nor written.
 template <int kVec, class T, class Acc>
@@ -63,7 +74,7 @@ __device__ __forceinline__ void write_run(T* run, int n, Acc* sums, int rank, in
   const auto one = [&](int s) {
     const Acc sum = sums[s];
     sums[s] = ScatterSum::identity<Acc>();
-    if (overwrite || sum != ScatterSum::identity<Acc>()) run[s] = written(sum, overwrite ? T{} : run[s], overwrite);
+    write_slot(sum, run + s, old_value(sum, run + s, overwrite), overwrite);
   };
   for (int s = rank; s < head; s += group) one(s);
   auto* body = reinterpret_cast<Chunk<T, kVec>*>(run + head);

@@ -15,10 +15,11 @@ namespace {
 
 // Element mode along the innermost dim (torch.gather's backward along the last dim, index_select's
 // backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
-// 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it; adding
+// 16-bit types), then writes or adds the line with one coalesced pass that also re-zeroes it: in
+// 16-byte chunks where the item is one run of the table (line_write.cuh), else slot by slot; adding
 // an item whose entries are one tile and few beside its slots, only the slots they reached are
-// visited (add_entries). A line
-// longer than shared memory holds is cut into slabs (LineSlab), a block each. The entries (index
+// visited (add_entries). A line longer than shared memory holds is cut into slabs (LineSlab), a
+// block each. The entries (index
 // value, value) come in tiles of kLineTile, one tile ahead: the next tile's loads are issued before
 // the current tile is summed (atomic or ordered: line_sum.cuh) and its line written. The grid is one
 // wave of resident blocks, so that a block's next tile is in flight while it writes its line.
@@ -201,19 +202,18 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     } else if constexpr (kSpan == LineSpan::several) {
       write_lines(layout, slab, line_sum, table, overwrite);
     } else {
-      T* const line = first;
       for (int64_t j0 = threadIdx.x; j0 < slab.width; j0 += step) {
         T old[kBatch];  // the sums are read from shared memory twice rather than held
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           const int64_t j = j0 + u * int64_t(blockDim.x);
-          old[u] = j < slab.width ? old_value(line_sum[j], line + j * layout.table_dim_stride, overwrite) : T{};
+          old[u] = j < slab.width ? old_value(line_sum[j], first + j * layout.table_dim_stride, overwrite) : T{};
         }
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           const int64_t j = j0 + u * int64_t(blockDim.x);
           if (j >= slab.width) continue;
-          write_slot(line_sum[j], line + j * layout.table_dim_stride, old[u], overwrite);
+          write_slot(line_sum[j], first + j * layout.table_dim_stride, old[u], overwrite);
           line_sum[j] = ScatterSum::identity<Acc>();  // ready for the next item
         }
       }
@@ -244,7 +244,7 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   const int64_t slots = kSharedRowBytes / sizeof(Acc);
   const int64_t entries = layout.rows.inner_size(), lines = layout.row_count / entries;
   // Several lines an item while two fit and their entries stay within a tile, and while that leaves
-  // two items a block of a full grid (resident blocks: five an SM).
+  // two items a block of a full grid (counted at five resident blocks an SM, the most there are).
   const int64_t fit = std::min(slots / layout.dim_size, kLineTile / entries);
   const int64_t several = std::min(fit, lines / (int64_t(sm_count) * 5 * 2));
   const LineSpan span = layout.dim_size > slots ? LineSpan::slab : several >= 2 ? LineSpan::several : LineSpan::one;
@@ -278,13 +278,9 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
       !st)
     return st;
   // One wave of resident blocks, each looping over its items with the next tile in flight.
-  int per_sm = 0;
-  if (Status st = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes),
-                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-      !st)
-    return st;
   const int64_t items = span == LineSpan::several ? (lines + several - 1) / several : lines * per_item;
-  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * std::max(per_sm, 1)));
+  unsigned blocks = 0;
+  if (Status st = one_wave_blocks(kernel, bytes, items, sm_count, blocks); !st) return st;
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
                                                       static_cast<const Idx*>(p.index), overwrite, per_item, by_entry,
                                                       item_runs(layout, span));

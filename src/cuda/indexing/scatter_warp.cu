@@ -292,13 +292,8 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
       !st)
     return st;
   // One wave of resident blocks, each warp looping over its items (the next item's loads in flight).
-  int per_sm = 0;
-  if (Status st = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes),
-                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-      !st)
-    return st;
-  const int64_t needed = (g.items + kWarps - 1) / kWarps;
-  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(sm_count) * std::max(per_sm, 1)));
+  unsigned blocks = 0;
+  if (Status st = one_wave_blocks(kernel, bytes, (g.items + kWarps - 1) / kWarps, sm_count, blocks); !st) return st;
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(p.layout, g, static_cast<const T*>(p.values),
                                                       static_cast<T*>(p.table), static_cast<const Idx*>(p.index),
                                                       overwrite);

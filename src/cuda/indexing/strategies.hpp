@@ -28,8 +28,8 @@ inline constexpr int64_t kSharedRowBytes = 48 * 1024;
 // A line longer than a slab takes scatter_line while its entries are at most a slab's slots over this.
 inline constexpr int64_t kSlabEntriesDivisor = 2;
 // Adding, scatter_line writes a line back entry by entry (not slot by slot) while it has at most an
-// entry a kSparseLineSlots slots and its entries fit one tile; f32 / f64 atomics take such lines
-// (strategy.cpp).
+// entry a kSparseLineSlots slots and its entries fit one tile; f32 / f64 atomics take every adding
+// line that sparse (strategy.cpp).
 inline constexpr int64_t kSparseLineSlots = 6;
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;

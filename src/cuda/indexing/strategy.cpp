@@ -57,6 +57,7 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
   if (entries <= 0) return ScatterKernel::general;  // see column_tiles_pay
   const int64_t line_size = desc.table_shape.dims[desc.dim];
+  if (line_size < 1 && entries > kShortLineEntries) return ScatterKernel::general;  // every entry out of range
   const bool warp_fits =
       line_size >= 1 && line_size <= kWarpLineBytes / acc_size(desc.dtype) && entries <= kWarpItemEntries;
   const bool writes_every_line = !desc.accumulate && covers_every_table_line(desc);
@@ -90,20 +91,21 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit;
   if (s.kernel == ScatterKernel::general && column_tiles_pay(problem, general_atomics))
     s.kernel = ScatterKernel::column_tiles;
-  // f32 / f64 atomics into the table beat the line kernels' sums when adding (measured:
-  // bench/NOTES.md, "Adding with atomics"), except on lines dense with entries that fit shared
-  // memory (more than an entry a kSparseLineSlots slots), whose shared line reads and writes each
-  // line once; and on slabs whatever the entries. Overwriting, the line kernels write every line
-  // once where atomics need the table zeroed first.
+  // f32 / f64 atomics into the table take lines past shared memory (slabs lose to them), and, when
+  // adding, the short and warp lines and the sparse shared lines (at most an entry a
+  // kSparseLineSlots slots, whatever their entries): measured 1.04-1.33x those (bench/NOTES.md, "Long
+  // lines"). The shared line keeps adds dense with entries, where it reads and writes each line
+  // once; overwriting, the line kernels write every line once where atomics need the table zeroed.
   const bool adds = problem.accumulate || !covers_every_table_line(problem);
-  const bool sparse = line_entries(problem) * kSparseLineSlots <= problem.table_shape.dims[problem.dim];
+  const bool sparse = line_entries(problem) <= problem.table_shape.dims[problem.dim] / kSparseLineSlots;
   const bool slabs = problem.table_shape.dims[problem.dim] > shared_line_slots(problem.dtype);
   const bool atomics_take_it =
       s.kernel == ScatterKernel::shared_line
           ? slabs || (adds && sparse)
           : adds && (s.kernel == ScatterKernel::short_lines || s.kernel == ScatterKernel::warp_lines);
   if (general_atomics && !sixteen_bit && atomics_take_it) s.kernel = ScatterKernel::general;
-  // Short and warp lines are summed in entry order at no cost: sorted (deterministic) by default.
+  // Short and warp lines are summed in entry order at no cost: sorted (deterministic) by default
+  // where they stay (16-bit types, overwriting, determinism asked).
   const bool atomic_default =
       !deterministic && s.kernel != ScatterKernel::short_lines && s.kernel != ScatterKernel::warp_lines &&
       (!sixteen_bit || s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles);
