@@ -106,6 +106,26 @@ class IndexingTest : public testing::BackendDTypeTest {
     return prefs;
   }
 
+  // A table layout and its entries, named.
+  struct Layout {
+    const char* name;
+    TensorSpec table, entries;
+  };
+  // overwrite_and_add over every layout and scatter variant, index values two past each end of the
+  // line (i64); `check` gets the variant and the SKUs of the overwrite and of the add.
+  void over_layouts(const std::vector<Layout>& layouts,
+                    const std::function<void(const PlanPreference&, const std::string&, const std::string&)>& check) {
+    for (const Layout& l : layouts) {
+      SCOPED_TRACE(l.name);
+      for (const PlanPreference& pref : scatter_variants()) {
+        SCOPED_TRACE(pref.variant);
+        const int64_t line = l.table.shape.dims[1];
+        const auto [overwriting, adding] = overwrite_and_add(l.table, l.entries, DType::i64, -2, line + 2, pref);
+        check(pref, overwriting, adding);
+      }
+    }
+  }
+
   // Whether CUDA's f32 / f64 atomics (the general kernel, "atomic.elements") take an adding scatter
   // that the short or warp lines would sum: the default and the atomic variant, not 16-bit types.
   bool atomics_add(const PlanPreference& pref) const {
@@ -763,10 +783,6 @@ TEST_P(IndexingTest, ShortLinesOverStridedAndBroadcastViews) {
 TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
   const int64_t lines = backend() == Backend::cuda ? 9000 : 300;  // the CPU's walk is the same at any count
   const Shape table_shape{lines, 200}, odd_shape{lines, 201}, idx_shape{lines, 48};
-  struct Layout {
-    const char* name;
-    TensorSpec table, entries;
-  };
   const std::vector<Layout> layouts = {
       {"dense", contiguous(table_shape), contiguous(idx_shape)},
       {"dense, misaligned table (head and tail elements)", TensorSpec{table_shape, {}, false, 1},
@@ -778,19 +794,13 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
       {"odd lines, strided entries (elements)", contiguous(odd_shape), with_strides(idx_shape, {1, lines})},
       {"table along dim with stride 2 (elements)", with_strides(table_shape, {400, 2}), contiguous(idx_shape)},
       {"transposed table (elements)", with_strides(table_shape, {1, lines}), contiguous(idx_shape)}};
-  for (const Layout& l : layouts) {
-    SCOPED_TRACE(l.name);
-    const Shape& shape = l.table.shape;
-    for (const PlanPreference& pref : scatter_variants()) {
-      SCOPED_TRACE(pref.variant);
-      const auto [overwriting, adding] = overwrite_and_add(l.table, l.entries, DType::i64, -2, shape.dims[1] + 2, pref);
-      if (backend() == Backend::cuda) {
-        const std::string expected = (pref.variant.empty() ? "sorted" : pref.variant) + ".elements_warp";
-        EXPECT_EQ(overwriting, expected);
-        EXPECT_EQ(adding, atomics_add(pref) ? "atomic.elements" : expected);
-      }
+  over_layouts(layouts, [&](const PlanPreference& pref, const std::string& overwriting, const std::string& adding) {
+    if (backend() == Backend::cuda) {
+      const std::string expected = (pref.variant.empty() ? "sorted" : pref.variant) + ".elements_warp";
+      EXPECT_EQ(overwriting, expected);
+      EXPECT_EQ(adding, atomics_add(pref) ? "atomic.elements" : expected);
     }
-  }
+  });
 }
 
 // CUDA's shared line (more than 128 entries a line, or lines past 2048 sums) writes an item that is
@@ -802,10 +812,6 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
 TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
   const bool cuda = backend() == Backend::cuda;
   const int64_t lines = cuda ? 4001 : 60;  // several lines an item up to 200 SMs; the CPU's walk is alike
-  struct Layout {
-    const char* name;
-    TensorSpec table, entries;
-  };
   const Shape dense{lines, 201}, sparse{lines, 2100}, dense_idx{lines, 150}, sparse_idx{lines, 40};
   const Shape slab{3, 30001}, slab_idx{3, 40};
   const std::vector<Layout> layouts = {
@@ -819,18 +825,12 @@ TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
       {"sparse entries, padded table lines", with_strides(sparse, {2112, 1}), contiguous(sparse_idx)},
       {"sparse entries, transposed table", with_strides(sparse, {1, lines}), contiguous(sparse_idx)},
       {"slabs, misaligned table", TensorSpec{slab, {}, false, 1}, contiguous(slab_idx)}};
-  for (const Layout& l : layouts) {
-    SCOPED_TRACE(l.name);
-    const Shape& shape = l.table.shape;
-    for (const PlanPreference& pref : scatter_variants()) {
-      SCOPED_TRACE(pref.variant);
-      const auto [overwriting, adding] = overwrite_and_add(l.table, l.entries, DType::i64, -2, shape.dims[1] + 2, pref);
-      if (cuda && pref.variant == "sorted") {
-        EXPECT_EQ(overwriting, "sorted.elements_shared");
-        EXPECT_EQ(adding, "sorted.elements_shared");
-      }
+  over_layouts(layouts, [&](const PlanPreference& pref, const std::string& overwriting, const std::string& adding) {
+    if (cuda && pref.variant == "sorted") {
+      EXPECT_EQ(overwriting, "sorted.elements_shared");
+      EXPECT_EQ(adding, "sorted.elements_shared");
     }
-  }
+  });
 }
 
 TEST_P(IndexingTest, WarpLinesOverOtherWalks) {
