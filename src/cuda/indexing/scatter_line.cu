@@ -19,10 +19,10 @@ namespace {
 // 16-byte chunks where the item is one run of the table (line_write.cuh), else slot by slot; adding
 // an item whose entries are one tile and few beside its slots, only the slots they reached are
 // visited (add_entries). A line longer than shared memory holds is cut into slabs (LineSlab), a
-// block each. The entries (index
-// value, value) come in tiles of kLineTile, one tile ahead: the next tile's loads are issued before
-// the current tile is summed (atomic or ordered: line_sum.cuh) and its line written. The grid is one
-// wave of resident blocks, so that a block's next tile is in flight while it writes its line.
+// block each. The entries (index value, value) come in tiles of kLineTile, one tile ahead: the next
+// tile's loads are issued before the current tile is summed (atomic or ordered: line_sum.cuh) and
+// its line written. The grid is one wave of resident blocks, so that a block's next tile is in
+// flight while it writes its line.
 
 // What a block sums at once (an item): slots [first, first + width) of walk lines [line, line +
 // lines), in shared memory at (line - slab.line) * width + (slot - first). LineSpan says how items are
