@@ -252,10 +252,10 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
                            : span == LineSpan::several ? several
                                                        : 1;
   // Adding, an item whose entries are one tile and sparse on its lines is written back entry by
-  // entry (add_entries), else slot by slot. Measured (bench/NOTES.md, "Sparse line write-back"):
+  // entry (add_entries), else slot by slot. Measured (bench/NOTES.md, "Long lines"):
   // entry by entry 2.0x faster at 64 entries a line of 2049, 1.2x at 129 of 1024, 1.45x slower at
   // 1024 of 4096.
-  const bool by_entry = !overwrite && entries <= kLineTile && entries * kSparseLineSlots <= layout.dim_size;
+  const bool by_entry = !overwrite && entries <= kLineTile && sparse_line(entries, layout.dim_size);
   const auto pick = [&](auto ordered_tag) {
     constexpr bool kOrdered = decltype(ordered_tag)::value;
     return span == LineSpan::one       ? scatter_shared_row_kernel<T, kOrdered, LineSpan::one, Idx>

@@ -31,6 +31,8 @@ inline constexpr int64_t kSlabEntriesDivisor = 2;
 // entry a kSparseLineSlots slots and its entries fit one tile; f32 / f64 atomics take every adding
 // line that sparse (strategy.cpp).
 inline constexpr int64_t kSparseLineSlots = 6;
+// Whether a line of `line_size` slots is that sparse with `entries` entries.
+inline bool sparse_line(int64_t entries, int64_t line_size) { return entries <= line_size / kSparseLineSlots; }
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;
 // scatter_warp_lines: a line's sums fit in this many bytes of shared memory (a warp's own; 2048 f32

@@ -57,7 +57,6 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
   if (entries <= 0) return ScatterKernel::general;  // see column_tiles_pay
   const int64_t line_size = desc.table_shape.dims[desc.dim];
-  if (line_size < 1 && entries > kShortLineEntries) return ScatterKernel::general;  // every entry out of range
   const bool warp_fits =
       line_size >= 1 && line_size <= kWarpLineBytes / acc_size(desc.dtype) && entries <= kWarpItemEntries;
   const bool writes_every_line = !desc.accumulate && covers_every_table_line(desc);
@@ -66,8 +65,9 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   // A line longer than a slab of shared memory is cut into slabs, each reading all the line's
   // entries (from L2 after the first): worth it while the entries are few beside a slab.
   const int64_t slots = shared_line_slots(desc.dtype);
-  return desc.table_shape.dims[desc.dim] <= slots || entries <= slots / kSlabEntriesDivisor ? ScatterKernel::shared_line
-                                                                                            : ScatterKernel::general;
+  // (A line of no slot, every entry out of range, takes the general kernel: items are sized by lines.)
+  return line_size >= 1 && (line_size <= slots || entries <= slots / kSlabEntriesDivisor) ? ScatterKernel::shared_line
+                                                                                          : ScatterKernel::general;
 }
 
 }  // namespace
@@ -97,7 +97,7 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   // lines"). The shared line keeps adds dense with entries, where it reads and writes each line
   // once; overwriting, the line kernels write every line once where atomics need the table zeroed.
   const bool adds = problem.accumulate || !covers_every_table_line(problem);
-  const bool sparse = line_entries(problem) <= problem.table_shape.dims[problem.dim] / kSparseLineSlots;
+  const bool sparse = sparse_line(line_entries(problem), problem.table_shape.dims[problem.dim]);
   const bool slabs = problem.table_shape.dims[problem.dim] > shared_line_slots(problem.dtype);
   const bool atomics_take_it =
       s.kernel == ScatterKernel::shared_line
