@@ -541,28 +541,16 @@ TEST_P(SoftmaxTest, SelectPicksTheKernelByShape) {
 
 INSTANTIATE_TEST_SUITE_P(Softmax, SoftmaxTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
 
-// Long rows, in f32: 2^24 elements (the CPU's pieces in parallel, CUDA's split_row), and split_row on
-// either side of its one threshold: pieces held in registers (up to one an SM), then read twice.
-class SoftmaxLongRowTest : public SoftmaxTest {
- protected:
-  // The longest row whose split_row pieces a block holds (one piece an SM): the pieces of a row far
-  // too long to hold are one an SM (the sku's variant is split_row.<pieces>x<length>x<chunks>).
-  int64_t split_row_held_limit(int64_t held) {
-    PlanPreference pref;
-    pref.variant = "split_row";
-    const std::string sku =
-        unwrap(SoftmaxPlan::select(stream(), along(dtype(), {1, int64_t{1} << 30}, -1), pref)).sku().variant;
-    return std::stoll(sku.substr(sku.find('.') + 1)) * 512 * held;
-  }
-};
+// Long rows, in f32: 2^24 elements (the CPU's pieces in parallel, CUDA's split_row), and split_row's
+// pieces: one whole and one of one element, a partial last vector, a partial last piece.
+class SoftmaxLongRowTest : public SoftmaxTest {};
 
 TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
-  std::vector<std::pair<Shape, std::string>> cases{{{(int64_t{1} << 24) + 3}, ""}, {{40, 131072}, "split_row"}};
-  if (backend() == Backend::cuda) {
-    const int64_t limit = split_row_held_limit(32);
-    cases.push_back({{2, limit}, "split_row"});
-    cases.push_back({{2, limit + 1}, "split_row"});
-  }
+  std::vector<std::pair<Shape, std::string>> cases{{{(int64_t{1} << 24) + 3}, ""},
+                                                   {{40, 131072}, "split_row"},
+                                                   {{3, 4095}, "split_row"},
+                                                   {{3, 8193}, "split_row"},
+                                                   {{2, 70001}, "split_row"}};
   for (const auto& [shape, variant] : cases) {
     for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
       SCOPED_TRACE(shape.to_string() + " " + variant);
@@ -581,24 +569,31 @@ TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
   }
 }
 
-// split_row's sku names its pieces and whether they are held (chunks > 0): both sides of the limit.
-TEST_P(SoftmaxLongRowTest, SplitRowHoldsPiecesUpToOneAnSm) {
+// split_row's sku names its pieces (split_row.<pieces>x<length>): whole vectors of 8192 to 32768
+// elements (one shorter piece for a shorter row) that cover the row once, more of them for fewer rows.
+TEST_P(SoftmaxLongRowTest, SplitRowPieces) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "split_row is CUDA's";
-  const int64_t limit = split_row_held_limit(32);
   PlanPreference pref;
   pref.variant = "split_row";
-  auto chunks = [&](int64_t length) {
-    const std::string sku = unwrap(SoftmaxPlan::select(stream(), along(dtype(), {3, length}, -1), pref)).sku().variant;
-    const std::string geometry = sku.substr(0, sku.rfind('.'));
-    return std::stoi(geometry.substr(geometry.rfind('x') + 1));
+  auto pieces = [&](const Shape& shape) {
+    const std::string sku = unwrap(SoftmaxPlan::select(stream(), along(dtype(), shape, -1), pref)).sku().variant;
+    const std::string geometry = sku.substr(sku.find('.') + 1);
+    return std::pair{std::stoll(geometry), std::stoll(geometry.substr(geometry.find('x') + 1))};
   };
-  EXPECT_EQ(chunks(limit), 8);
-  EXPECT_EQ(chunks(limit + 1), 0);
-  EXPECT_EQ(chunks(16384), 8);
-  EXPECT_EQ(chunks(16385), 8);  // two pieces of 8196 (whole vectors): 5 vectors a thread, rounded to 8
-  EXPECT_EQ(chunks(8192), 4);
-  EXPECT_EQ(chunks(8193), 8);
-  EXPECT_EQ(chunks(1), 1);
+  for (const Shape& shape : std::vector<Shape>{{3, 1}, {3, 8191}, {3, 8193}, {1, int64_t{1} << 20}, {256, 1 << 20},
+                                               {1, int64_t{1} << 30}, {4096, 33000}}) {
+    SCOPED_TRACE(shape.to_string());
+    const int64_t length = shape.dims[1];
+    const auto [count, piece] = pieces(shape);
+    EXPECT_EQ(piece % 4, 0);
+    EXPECT_LE(piece, 32768);
+    EXPECT_GE(piece, std::min<int64_t>(8192, ((length + 3) / 4) * 4));
+    EXPECT_GE(count * piece, length);
+    EXPECT_LT((count - 1) * piece, length);
+  }
+  EXPECT_EQ(pieces({3, 8193}).first, 2);
+  EXPECT_EQ(pieces({1, int64_t{1} << 30}).second, 32768);
+  EXPECT_GT(pieces({1, 1 << 20}).first, pieces({256, 1 << 20}).first);
 }
 
 INSTANTIATE_TEST_SUITE_P(Softmax, SoftmaxLongRowTest,

@@ -18,7 +18,7 @@ constexpr VariantInfo kVariants[] = {
     {"cluster_row", true, false, true,
      "sm_90: a row of up to 8 x 1024 x 128 bytes (262144 f32, forward) in a cluster of 2 to 8 blocks"},
     {"split_row", true, false, true,
-     "any row: a piece per block (up to one an SM) held in registers or read twice, partials through the workspace"},
+     "any row: pieces of 8192 to 32768 elements, a block each: their partials, then the outputs (x read twice)"},
     {"outer", true, true, true, "dim not innermost: threads own vectors of columns and walk dim twice"},
     {"rows", true, true, false, "CPU: rows in parallel (a long row's pieces in parallel), two passes"},
     {"pass_row", true, false, true,
@@ -108,7 +108,7 @@ std::string geometry_name(SoftmaxVariant v, const SoftmaxGeometry& g) {
     case SoftmaxVariant::cluster_row:
       return x(g.cluster, g.threads, g.chunks);
     case SoftmaxVariant::split_row:
-      return x(g.splits, g.split_length, g.chunks);  // chunks 0: pieces read twice
+      return x(g.splits, g.split_length);
     case SoftmaxVariant::outer:
       return x(g.lanes, g.slices, g.cluster);
     case SoftmaxVariant::pass_row:

@@ -32,7 +32,6 @@ struct SoftmaxShape {
   bool innermost = true;      // no dim after `dim` has a size > 1
   int vector = 1;             // elements per 16-byte access of the narrower dtype (the wider takes two)
   int held = 0;               // elements of each input one thread holds at most in registers (128 bytes)
-  int64_t input_bytes = 0;    // bytes of every input element along a row (for the split's batches)
   int64_t partial_bytes = 0;  // sizeof the math's Partial (what split_row keeps per piece)
   bool multi_pass = false;    // the sparsemax / entmax15 forward: several reductions of each row
 };
@@ -63,7 +62,6 @@ inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool back
   }
   s.vector = static_cast<int>(16 / std::min(in_size, out_size));
   s.held = static_cast<int>(128 / (acc * inputs));
-  s.input_bytes = backward ? 2 * out_size : in_size;
   auto partial_size = [](auto math) { return int64_t{sizeof(typename decltype(math)::type::Partial)}; };
   s.partial_bytes = d.dtype == DType::f64 ? with_math<double>(d.kind, backward, partial_size)
                                           : with_math<float>(d.kind, backward, partial_size);
@@ -76,13 +74,11 @@ struct SoftmaxGeometry {
   int threads = 0;            // per block
   int lanes = 0;              // warp_row: threads per row (a power of two <= 32); outer: threads across columns
   int cluster = 1;            // cluster_row: blocks per row; outer: blocks per tile of columns
-  int chunks = 0;             // warp/block/cluster/split_row: 16-byte vectors of each input held per thread
-                              // (split_row: 0 when its pieces are too long to hold, read twice instead)
+  int chunks = 0;             // warp/block/cluster_row: 16-byte vectors of each input held per thread
   int slices = 0;             // outer: threads along dim per column
   int64_t splits = 0;         // split_row: pieces (blocks) per row
   int64_t split_length = 0;   // split_row: elements per piece (a multiple of the vector)
-  CheckedSize workspace = 0;  // bytes
-  CheckedSize counters = 0;   // split_row: bytes at the workspace's start zeroed before each run
+  CheckedSize workspace = 0;  // bytes (split_row: the pieces' partials)
 };
 
 inline constexpr int kWarpRowThreads = 128;
@@ -94,11 +90,12 @@ inline constexpr int64_t kOnePassLaneVectors = BARACUDA_SOFTMAX_LANE_VECTORS;
 inline constexpr int kMaxBlockThreads = 1024;
 inline constexpr int kMaxCluster = 8;  // the portable cluster size
 inline constexpr int64_t kClusterBlockThreads = 512;
-// split_row: blocks of kSplitThreads, two an SM, each holding a piece of a row of up to 512 x 128
-// bytes of compute-type values; a row has at most one piece per SM, so that all of a row's pieces
-// can be resident together (the kernel waits for every piece of a row before writing it).
+// split_row: blocks of kSplitThreads, two an SM (64 registers a thread), a piece of kSplitMinLength
+// to kSplitMaxLength elements each: pieces long enough that folding the row's partials costs little
+// beside reading the piece, and at least kSplitPiecesPerSm an SM where the rows allow.
 inline constexpr int kSplitThreads = 512;
 inline constexpr int kSplitMinBlocks = 2;
+inline constexpr int64_t kSplitMinLength = 8192, kSplitMaxLength = 32768, kSplitPiecesPerSm = 4;
 inline constexpr int kOuterThreads = 256;
 inline constexpr int kPassThreads = 512;
 
@@ -151,20 +148,11 @@ inline std::optional<SoftmaxGeometry> softmax_geometry(SoftmaxVariant variant, c
       return g;
     }
     case SoftmaxVariant::split_row: {
-      // The fewest pieces that each hold in a block's registers; a row longer than one SM's pieces
-      // can hold takes one piece an SM, read twice (the second read mostly from L2).
       g.threads = kSplitThreads;
-      const int64_t piece_capacity = int64_t{kSplitThreads} * s.held, max_splits = std::max(sm_count, 1);
-      g.splits = std::min(ceil_div(length, piece_capacity), max_splits);
-      g.split_length = v * ceil_div(ceil_div(length, g.splits), v);
+      const int64_t wanted = ceil_div(kSplitPiecesPerSm * std::max(sm_count, 1), std::max<int64_t>(s.rows, 1));
+      g.split_length = v * ceil_div(std::clamp(ceil_div(length, wanted), kSplitMinLength, kSplitMaxLength), v);
       g.splits = ceil_div(length, g.split_length);
-      g.chunks = g.split_length <= piece_capacity
-                     ? static_cast<int>(pow2_at_least(ceil_div(g.split_length, int64_t{kSplitThreads} * v)))
-                     : 0;
-      // The counters (the next piece's ticket, each row's pieces done; 16-byte aligned in all), then
-      // the pieces' partials.
-      g.counters = round_up_to(CheckedSize(s.rows) * int64_t{sizeof(unsigned)} + int64_t{sizeof(uint64_t)}, 16);
-      g.workspace = g.counters + CheckedSize(s.rows) * g.splits * s.partial_bytes;
+      g.workspace = CheckedSize(s.rows) * g.splits * s.partial_bytes;
       return g;
     }
     case SoftmaxVariant::outer: {

@@ -6,9 +6,9 @@
 //     a block, or a cluster of blocks): x read once, y written once. The group's threads take the
 //     row's 16-byte vectors in turn (chunk c of thread k is vector c * group + k), so each load
 //     instruction of a warp is contiguous.
-//   split_row: pieces of split_length elements of a row, a block each, held in registers (or, for a
-//     row longer than the device's registers, read again): the pieces' partials meet in the
-//     workspace, each block waits for its row's, folds them in order and writes its piece.
+//   split_row: pieces of split_length elements of a row, a block each, in two kernels: one folds
+//     each piece's partial into the workspace, the next folds its row's partials in a fixed tree and
+//     writes the piece, reading it again.
 //   outer: dim is not innermost: each thread owns a vector of neighbouring columns (the problem's
 //     rows, contiguous in memory) and `slices` threads per column walk dim in turn; their partials
 //     fold in a fixed tree in shared memory (and, when a cluster shares a tile of columns, across
@@ -22,7 +22,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cuda/atomic>
 #include <string>
 #include <type_traits>
 
@@ -63,9 +62,7 @@ struct Args {
   bool vectorized;
   int lanes;                     // warp_row: threads per row; outer: threads across columns
   int64_t splits, split_length;  // split_row
-  uint64_t* ticket;              // split_row: the next piece to take (the workspace's start)
-  unsigned* done;                // split_row: each row's pieces folded
-  void* partials;                // split_row: one per piece
+  void* partials;                // split_row: one per piece (the workspace)
 };
 
 // V elements from position p of a line with step `stride` (elements at or past `limit` read as
@@ -350,98 +347,114 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
 }
 
 // ---------------------------------------------------------------------------------------------
-// split_row: the pieces of every row are tickets, taken in order from a counter by blocks that stay
-// resident (a grid no larger than the device holds). A block folds its piece, publishes the partial
-// and waits until every piece of the row has, then folds the row's partials in piece order (the same
-// bits every run) and writes its piece. Waiting cannot deadlock: a ticket is taken only by a running
-// block, a row has at most one piece per SM (SoftmaxGeometry), and a block waits only for the pieces
-// of its own row, so the blocks of the last row being handed out are never all waiting.
+// split_row: a row no group holds, in pieces of split_length elements, a block each, in two kernels:
+// split_partials folds each piece into the workspace (one partial a piece); split_write folds its
+// row's partials (a fixed tree: the same bits every run, and in every block of the row) and writes
+// its piece, reading it again. 3n elements moved for the held rows' 2n; the one kernel it replaced
+// held the pieces in registers and waited for each row's others, and ran at 40-54% of copy at
+// [256, 2^20] (rows completed in a convoy, each waiting for blocks still on older rows). split_write
+// takes the pieces in reverse order: the last ones split_partials read are still in L2.
 
-// *p read from L2 (ld.global.cg), past a stale line in this SM's L1: for values other SMs wrote.
-template <class T>
-__device__ __forceinline__ T load_global(const T* p) {
-  static_assert(sizeof(T) % 4 == 0 && alignof(T) >= 4, "read as whole 32-bit words");
-  unsigned words[sizeof(T) / 4];
-#pragma unroll
-  for (int k = 0; k < static_cast<int>(sizeof(T) / 4); ++k) words[k] = __ldcg(reinterpret_cast<const unsigned*>(p) + k);
-  T out;
-  memcpy(&out, words, sizeof(T));
-  return out;
+// f(row, begin, end) for the pieces this block takes, in order or in reverse.
+template <bool kReverse, class F>
+__device__ __forceinline__ void for_each_piece(const Args& a, F&& f) {
+  const int64_t pieces = a.rows * a.splits;
+  for (int64_t t = blockIdx.x; t < pieces; t += gridDim.x) {
+    const int64_t ticket = kReverse ? pieces - 1 - t : t;
+    const int64_t row = ticket / a.splits, begin = ticket % a.splits * a.split_length;
+    f(row, begin, begin + a.split_length < a.length ? begin + a.split_length : a.length);
+  }
 }
 
-template <class Math, class Load, class Store, int kChunks>
-__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_rows(Args a) {
-  using T = Types<Math, Load, Store>;
-  using A = typename T::A;
-  using Partial = typename T::Partial;
-  constexpr int V = T::kVector, kIn = T::kIn;
-  __shared__ ReduceScratch<Partial> scratch;
-  __shared__ uint64_t ticket_shared;
-  const Math math{a.kind};
-  const Load* in[2] = {static_cast<const Load*>(a.in[0]), static_cast<const Load*>(a.in[1])};
-  Store* out = static_cast<Store*>(a.out);
-  ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_device> next_ticket(*a.ticket);
-  const uint64_t tickets = static_cast<uint64_t>(a.rows) * static_cast<uint64_t>(a.splits);
-  for (;;) {
-    if (threadIdx.x == 0) ticket_shared = next_ticket.fetch_add(1, ::cuda::memory_order_relaxed);
-    __syncthreads();
-    const uint64_t ticket = ticket_shared;
-    if (ticket >= tickets) return;
-    const int64_t row = static_cast<int64_t>(ticket / a.splits), piece = static_cast<int64_t>(ticket % a.splits);
-    const int64_t begin = piece * a.split_length;
-    const int64_t end = begin + a.split_length < a.length ? begin + a.split_length : a.length;
-    int64_t base[kSoftmaxTensors];
-    a.walk.offsets(row, base);
-    // The piece's vectors: thread k takes vector c * blockDim.x + k of it, held (kChunks of them) or
-    // loaded again where it is needed.
-    const int64_t step = int64_t(blockDim.x) * V, first = begin + int64_t(threadIdx.x) * V;
-    auto load = [&](int64_t p, auto& v, int at) {
+// Vectors of each input a thread of the split kernels loads at once: about 32 values in flight (8
+// along a stride, whose 64-bit addresses spilled up to 260 bytes at 32).
+template <class Math, int V, bool kVectors>
+inline constexpr int kSplitUnroll =
+    std::clamp((kVectors ? 32 : 8) / (V * Math::kInputs * static_cast<int>(sizeof(typename Math::Value) / 4)), 1, 8);
+
+// f(v, p, step) for the vectors of [begin, end) this thread takes, kSplitUnroll at a time: thread k
+// takes vectors k, k + blockDim.x, ..., so that each load instruction of a warp is contiguous;
+// v[t][u * V + j] is input t's element p + u * step + j (fill past end).
+template <class Math, class Load, class Store, bool kVectors, class F>
+__device__ __forceinline__ void each_span(const Args& a, const Load* const (&in)[2],
+                                          const int64_t (&base)[kSoftmaxTensors], int64_t begin, int64_t end, F&& f) {
+  using A = typename Math::Value;
+  constexpr int kIn = Math::kInputs, V = Types<Math, Load, Store>::kVector, U = kSplitUnroll<Math, V, kVectors>;
+  constexpr int kPer = Vec16<Load>::kSize, kRaw = V / kPer;
+  const int64_t step = int64_t(blockDim.x) * V;
+  for (int64_t p = begin + int64_t(threadIdx.x) * V; p < end; p += U * step) {
+    A v[kIn][U * V];
+    if (kVectors && p + (U - 1) * step + V <= end) {
+      // Every load first, then the conversions (a branch and a conversion after each load kept the
+      // next from issuing: see held_rows).
+      Vec16<Load> raw[kIn][U][kRaw];
 #pragma unroll
       for (int t = 0; t < kIn; ++t)
-        load_vector<V>(in[t] + base[t], a.stride[t], p, end, a.vectorized, Math::fill(), &v[t][at]);
-    };
-    [[maybe_unused]] A held[kIn][(kChunks > 0 ? kChunks : 1) * V];
-    Partial local = Math::identity();  // of this thread's elements
-    if constexpr (kChunks > 0) {
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) load(first + c * step, held, c * V);
-      local = held_partial(math, held);
-    } else {
-      for (int64_t p = first; p < end; p += step) {
-        A v[kIn][V];
-        load(p, v, 0);
-        local = Math::combine(local, math.partial(v));
-      }
-    }
-    const Partial part = block_allreduce(local, Combine<Math>{}, Math::identity(), scratch);
-    Partial* partials = static_cast<Partial*>(a.partials) + row * a.splits;
-    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> done(a.done[row]);
-    if (threadIdx.x == 0) {
-      partials[piece] = part;
-      done.fetch_add(1, ::cuda::memory_order_release);
-      while (done.load(::cuda::memory_order_acquire) < static_cast<unsigned>(a.splits)) __nanosleep(64);
-    }
-    __syncthreads();
-    // Every thread folds the row's partials from L2 (another SM wrote them) in one fixed tree.
-    Partial total = Math::identity();
-    for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x)
-      total = Math::combine(total, load_global(partials + s));
-    total = block_allreduce(total, Combine<Math>{}, Math::identity(), scratch);
-    if constexpr (kChunks > 0) {
-      held_output(math, total, local).apply(held);
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c)
-        store_vector<V>(out + base[2], a.stride[2], first + c * step, end, a.vectorized, &held[0][c * V]);
+          for (int k = 0; k < kRaw; ++k) raw[t][u][k] = load16(in[t] + base[t] + p + u * step + k * kPer);
+#pragma unroll
+      for (int t = 0; t < kIn; ++t)
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int k = 0; k < kRaw; ++k)
+#pragma unroll
+            for (int j = 0; j < kPer; ++j) v[t][u * V + k * kPer + j] = static_cast<A>(raw[t][u][k].v[j]);
     } else {
-      const typename Math::Writer w = math.writer(total);
-      for (int64_t p = first; p < end; p += step) {
-        A v[kIn][V], o[V];
-        load(p, v, 0);
-        outputs<V, Math>(w, v, 0, o);
-        store_vector<V>(out + base[2], a.stride[2], p, end, a.vectorized, o);
-      }
+#pragma unroll
+      for (int t = 0; t < kIn; ++t)
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          load_vector<V, kVectors>(in[t] + base[t], a.stride[t], p + u * step, end, Math::fill(), &v[t][u * V]);
     }
+    f(v, p, step);
   }
+}
+
+template <class Math, class Load, class Store, bool kVectors>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_partials(Args a) {
+  using Partial = typename Math::Partial;
+  __shared__ ReduceScratch<Partial> scratch;
+  const Math math{a.kind};
+  const Load* const in[2] = {static_cast<const Load*>(a.in[0]), static_cast<const Load*>(a.in[1])};
+  for_each_piece<false>(a, [&](int64_t row, int64_t begin, int64_t end) {
+    int64_t base[kSoftmaxTensors];
+    a.walk.offsets(row, base);
+    Partial local = Math::identity();
+    each_span<Math, Load, Store, kVectors>(a, in, base, begin, end, [&](const auto& v, int64_t, int64_t) {
+      local = Math::combine(local, math.partial(v));
+    });
+    const Partial part = block_allreduce(local, Combine<Math>{}, Math::identity(), scratch);
+    if (threadIdx.x == 0) static_cast<Partial*>(a.partials)[row * a.splits + begin / a.split_length] = part;
+  });
+}
+
+template <class Math, class Load, class Store, bool kVectors>
+__global__ void __launch_bounds__(kSplitThreads, kSplitMinBlocks) split_write(Args a) {
+  using Partial = typename Math::Partial;
+  constexpr int V = Types<Math, Load, Store>::kVector;
+  __shared__ ReduceScratch<Partial> scratch;
+  const Math math{a.kind};
+  const Load* const in[2] = {static_cast<const Load*>(a.in[0]), static_cast<const Load*>(a.in[1])};
+  Store* out = static_cast<Store*>(a.out);
+  for_each_piece<true>(a, [&](int64_t row, int64_t begin, int64_t end) {
+    int64_t base[kSoftmaxTensors];
+    a.walk.offsets(row, base);
+    const Partial* partials = static_cast<const Partial*>(a.partials) + row * a.splits;
+    Partial total = Math::identity();
+    for (int64_t s = threadIdx.x; s < a.splits; s += blockDim.x) total = Math::combine(total, partials[s]);
+    const typename Math::Writer w = math.writer(block_allreduce(total, Combine<Math>{}, Math::identity(), scratch));
+    each_span<Math, Load, Store, kVectors>(a, in, base, begin, end, [&](const auto& v, int64_t p, int64_t step) {
+#pragma unroll
+      for (int u = 0; u < kSplitUnroll<Math, V, kVectors>; ++u) {
+        typename Math::Value o[V];
+        outputs<V, Math>(w, v, u * V, o);
+        store_vector<V, kVectors>(out + base[2], a.stride[2], p + u * step, end, o);
+      }
+    });
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -609,10 +622,7 @@ struct Launcher {
     a.lanes = p.geometry.lanes;
     a.splits = p.geometry.splits;
     a.split_length = p.geometry.split_length;
-    // split_row's workspace: the counters, then the partials (SoftmaxGeometry).
-    a.ticket = static_cast<uint64_t*>(p.workspace);
-    a.done = reinterpret_cast<unsigned*>(a.ticket + 1);
-    a.partials = static_cast<char*>(p.workspace) + p.geometry.counters.value();
+    a.partials = p.workspace;
   }
 
   int64_t sms() const { return ctx.target.sm_count; }
@@ -643,27 +653,16 @@ struct Launcher {
   }
 
   Status split() {
-    const SoftmaxGeometry& g = p.geometry;
-    if (Status s = cuda_status(cudaMemsetAsync(p.workspace, 0, static_cast<size_t>(g.counters.value()), stream()),
-                               "softmax split_row counters");
-        !s)
-      return s;
-    auto launch = [&](auto kernel) {
-      // As many blocks as stay resident (every piece of a row is then running or done), no more
-      // than there are pieces.
-      int per_sm = 0;
-      if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, g.threads, 0),
-                                 "softmax split_row occupancy");
+    const int64_t pieces = p.rows * p.geometry.splits;
+    return with_access([&](auto vectors) {
+      constexpr bool kVectors = decltype(vectors)::value;
+      if (Status s = launch_clusters(split_partials<Math, Load, Store, kVectors>, pieces, kSplitThreads, 1,
+                                     "softmax split_row partials");
           !s)
         return s;
-      if (per_sm * sms() < g.splits)
-        return Status::error(StatusCode::unsupported, "softmax split_row: the device cannot hold a row's pieces");
-      kernel<<<blocks_for(p.rows * g.splits, per_sm * sms()), g.threads, 0, stream()>>>(a);
-      return last_launch_status("softmax split_row");
-    };
-    if (g.chunks == 0) return launch(split_rows<Math, Load, Store, 0>);
-    return with_chunks<T::kMaxChunks>(
-        g.chunks, [&](auto chunks) { return launch(split_rows<Math, Load, Store, decltype(chunks)::value>); });
+      return launch_clusters(split_write<Math, Load, Store, kVectors>, pieces, kSplitThreads, 1,
+                             "softmax split_row write");
+    });
   }
 
   // A launch of `units` clusters of `cluster` blocks (sm_90; a plain launch for one), no more than
