@@ -569,7 +569,7 @@ TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
   }
 }
 
-// split_row's sku names its pieces (split_row.<pieces>x<length>): whole vectors of 8192 to 32768
+// split_row's sku names its pieces (split_row.<pieces>x<length>): whole vectors of 8192 to 131072
 // elements (one shorter piece for a shorter row) that cover the row once, more of them for fewer rows.
 TEST_P(SoftmaxLongRowTest, SplitRowPieces) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "split_row is CUDA's";
@@ -586,13 +586,13 @@ TEST_P(SoftmaxLongRowTest, SplitRowPieces) {
     const int64_t length = shape.dims[1];
     const auto [count, piece] = pieces(shape);
     EXPECT_EQ(piece % 4, 0);
-    EXPECT_LE(piece, 32768);
+    EXPECT_LE(piece, 131072);
     EXPECT_GE(piece, std::min<int64_t>(8192, ((length + 3) / 4) * 4));
     EXPECT_GE(count * piece, length);
     EXPECT_LT((count - 1) * piece, length);
   }
   EXPECT_EQ(pieces({3, 8193}).first, 2);
-  EXPECT_EQ(pieces({1, int64_t{1} << 30}).second, 32768);
+  EXPECT_EQ(pieces({1, int64_t{1} << 30}).second, 131072);
   EXPECT_GT(pieces({1, 1 << 20}).first, pieces({256, 1 << 20}).first);
 }
 

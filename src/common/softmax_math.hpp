@@ -109,16 +109,29 @@ struct SoftmaxForwardMath {
   BARACUDA_HD static A fill() { return minus_infinity<A>(); }  // a missing element: contributes nothing
   BARACUDA_HD static Partial identity() { return {minus_infinity<A>(), A(0)}; }
   BARACUDA_HD static Partial combine(const Partial& a, const Partial& b) { return merge_stats(a, b); }
-  // The partial of N values (missing ones hold fill()).
+  // The partial of N values (missing ones hold fill()): four independent max and sum chains, so that
+  // a thread's exps overlap, and no test for -inf an element (exp(-inf - base) is 0; base is 0 where
+  // every value is -inf, not -inf: -inf - -inf is NaN). fmax, one instruction on the GPU (a compare
+  // and a select take two), ignores a NaN, whose exp then makes the sum NaN all the same.
   template <int N>
   BARACUDA_HD Partial partial(const A (&in)[kInputs][N]) const {
-    A max = minus_infinity<A>();
+    const A max = chained<N>(minus_infinity<A>(), [&](int i) { return in[0][i]; }, [](A a, A b) { return fmax_of(a, b); });
+    const A base = max == minus_infinity<A>() ? A(0) : max;
+    return {max, chained<N>(A(0), [&](int i) { return softmax_exp(in[0][i] - base); }, [](A a, A b) { return a + b; })};
+  }
+  // op over f(0) .. f(N - 1) in four independent chains, then across them.
+  template <int N, class F, class Op>
+  BARACUDA_HD static A chained(A identity, F f, Op op) {
+    constexpr int K = N < 4 ? N : 4;
+    A chain[K];
     BARACUDA_UNROLL
-    for (int i = 0; i < N; ++i) max = in[0][i] > max ? in[0][i] : max;  // a NaN never becomes the max
-    A sum = 0;
+    for (int k = 0; k < K; ++k) chain[k] = identity;
     BARACUDA_UNROLL
-    for (int i = 0; i < N; ++i) sum += softmax_term(in[0][i], max);
-    return {max, sum};
+    for (int i = 0; i < N; ++i) chain[i % K] = op(chain[i % K], f(i));
+    A total = chain[0];
+    BARACUDA_UNROLL
+    for (int k = 1; k < K; ++k) total = op(total, chain[k]);
+    return total;
   }
 
   // Each output element from the row's total.
@@ -127,7 +140,9 @@ struct SoftmaxForwardMath {
     bool log;
     BARACUDA_HD A operator()(const A (&in)[kInputs]) const {
       // (x - max) - log(sum), not x - (max + log(sum)): with |x| ~ 1e30 the latter loses log(sum).
-      return log ? (in[0] - max) - scale : softmax_term(in[0], max) * scale;
+      // No test for -inf: exp(-inf - max) is 0, and where max is -inf too the row is all -inf and
+      // NaN either way (exp(NaN), or 0 times 1 / 0).
+      return log ? (in[0] - max) - scale : softmax_exp(in[0] - max) * scale;
     }
   };
   BARACUDA_HD Writer writer(const Partial& total) const {
@@ -138,38 +153,15 @@ struct SoftmaxForwardMath {
   // A row the GPU holds in registers: hold() gives the partial of N held values and, for softmax,
   // leaves exp(x - m) in their place (m: their own max), so that the HeldWriter only scales them by
   // exp(m - max) / sum: one exp an element instead of two, which is what bounded the bf16 forward
-  // (H200: [8192, 1024] 20.2 -> 16.0 us). Four independent max and sum chains, not one, so that a
-  // thread's exps overlap. Edge values as the partial and Writer above: exp(-inf - base) is 0, a
-  // NaN or +inf makes the sum NaN, and a piece of only -inf has scale 0 (0 / 0 = NaN when the whole
-  // row is -inf). log_softmax keeps x.
+  // (H200: [8192, 1024] 20.2 -> 16.0 us). Edge values as the partial and Writer above: a piece of
+  // only -inf has scale 0 (0 / 0 = NaN when the whole row is -inf). log_softmax keeps x.
   template <int N>
   BARACUDA_HD Partial hold(A (&in)[kInputs][N]) const {
-    constexpr int K = N < 4 ? N : 4;
-    A max_k[K], sum_k[K];
-    BARACUDA_UNROLL
-    for (int k = 0; k < K; ++k) max_k[k] = minus_infinity<A>(), sum_k[k] = A(0);
-    // fmax, one instruction on the GPU (a compare and a select take two): it ignores a NaN, whose
-    // exp then makes the sum NaN all the same.
-    BARACUDA_UNROLL
-    for (int i = 0; i < N; ++i) max_k[i % K] = fmax_of(max_k[i % K], in[0][i]);
-    A max = max_k[0];
-    BARACUDA_UNROLL
-    for (int k = 1; k < K; ++k) max = fmax_of(max, max_k[k]);
+    if (kind != SoftmaxKind::softmax) return partial(in);
+    const A max = chained<N>(minus_infinity<A>(), [&](int i) { return in[0][i]; }, [](A a, A b) { return fmax_of(a, b); });
     const A base = max == minus_infinity<A>() ? A(0) : max;
-    if (kind == SoftmaxKind::softmax) {
-      BARACUDA_UNROLL
-      for (int i = 0; i < N; ++i) {
-        in[0][i] = softmax_exp(in[0][i] - base);
-        sum_k[i % K] += in[0][i];
-      }
-    } else {
-      BARACUDA_UNROLL
-      for (int i = 0; i < N; ++i) sum_k[i % K] += softmax_exp(in[0][i] - base);
-    }
-    A sum = sum_k[0];
-    BARACUDA_UNROLL
-    for (int k = 1; k < K; ++k) sum += sum_k[k];
-    return {max, sum};
+    return {max, chained<N>(A(0), [&](int i) { return in[0][i] = softmax_exp(in[0][i] - base); },
+                            [](A a, A b) { return a + b; })};
   }
   struct HeldWriter {
     A scale, max, log_sum;

@@ -18,7 +18,7 @@ constexpr VariantInfo kVariants[] = {
     {"cluster_row", true, false, true,
      "sm_90: a row of up to 8 x 1024 x 128 bytes (262144 f32, forward) in a cluster of 2 to 8 blocks"},
     {"split_row", true, false, true,
-     "any row: pieces of 8192 to 32768 elements, a block each: their partials, then the outputs (x read twice)"},
+     "any row: pieces of 8192 to 131072 elements, a block each: their partials, then the outputs (x read twice)"},
     {"outer", true, true, true, "dim not innermost: threads own vectors of columns and walk dim twice"},
     {"rows", true, true, false, "CPU: rows in parallel (a long row's pieces in parallel), two passes"},
     {"pass_row", true, false, true,

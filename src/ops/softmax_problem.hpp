@@ -95,7 +95,7 @@ inline constexpr int64_t kClusterBlockThreads = 512;
 // beside reading the piece, and at least kSplitPiecesPerSm an SM where the rows allow.
 inline constexpr int kSplitThreads = 512;
 inline constexpr int kSplitMinBlocks = 2;
-inline constexpr int64_t kSplitMinLength = 8192, kSplitMaxLength = 32768, kSplitPiecesPerSm = 4;
+inline constexpr int64_t kSplitMinLength = 8192, kSplitMaxLength = 131072, kSplitPiecesPerSm = 4;
 inline constexpr int kOuterThreads = 256;
 inline constexpr int kPassThreads = 512;
 
