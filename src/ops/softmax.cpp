@@ -2,6 +2,7 @@
 // shared by both backends, as hooks of the one plan life cycle (ops/plan_impl.hpp).
 #include "baracuda/ops/softmax.hpp"
 
+#include <optional>
 #include <string>
 
 #include "ops/softmax_problem.hpp"
@@ -58,8 +59,15 @@ SoftmaxVariant default_variant(const PlanTarget& t, const SoftmaxShape& s) {
   const SoftmaxVariant unheld = s.multi_pass ? SoftmaxVariant::pass_row : SoftmaxVariant::split_row;
   if (t.backend == Backend::cpu) return s.innermost || s.multi_pass ? SoftmaxVariant::rows : SoftmaxVariant::outer;
   if (!s.innermost) return s.multi_pass ? unheld : SoftmaxVariant::outer;
-  for (SoftmaxVariant v : {SoftmaxVariant::warp_row, SoftmaxVariant::block_row, SoftmaxVariant::cluster_row})
-    if (softmax_geometry(v, s, t.arch, t.sm_count)) return v;
+  for (SoftmaxVariant v : {SoftmaxVariant::warp_row, SoftmaxVariant::block_row, SoftmaxVariant::cluster_row}) {
+    const std::optional<SoftmaxGeometry> g = softmax_geometry(v, s, t.arch, t.sm_count);
+    // A 16-bit forward row that needs a cluster of 8 is faster split, read twice: the held rows are
+    // bound by instructions there. H200, bf16, same run: [4096, 98304] 0.843 -> 0.666 ms, [4096,
+    // 131072] 1.035 -> 0.861 (45-49% -> 57-59% of copy); [2048, 65536] (a cluster of 2) 0.239 and
+    // 0.233, left held. f32 and the backward lose split ([2048, 65536] f32 0.314 -> 0.439).
+    if (g && v == SoftmaxVariant::cluster_row && g->cluster == kMaxCluster && s.narrow_forward) return unheld;
+    if (g) return v;
+  }
   return unheld;
 }
 

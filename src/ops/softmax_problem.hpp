@@ -34,6 +34,7 @@ struct SoftmaxShape {
   int held = 0;               // elements of each input one thread holds at most in registers (128 bytes)
   int64_t partial_bytes = 0;  // sizeof the math's Partial (what split_row keeps per piece)
   bool multi_pass = false;    // the sparsemax / entmax15 forward: several reductions of each row
+  bool narrow_forward = false;  // softmax / log_softmax forward, x and y both 16-bit
 };
 
 // Calls f(std::type_identity<Math>{}) with the math of a kind and direction in compute type Acc:
@@ -66,6 +67,7 @@ inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool back
   s.partial_bytes = d.dtype == DType::f64 ? with_math<double>(d.kind, backward, partial_size)
                                           : with_math<float>(d.kind, backward, partial_size);
   s.multi_pass = !backward && is_sparse(d.kind);
+  s.narrow_forward = !backward && !s.multi_pass && in_size == 2 && out_size == 2;
   return s;
 }
 
