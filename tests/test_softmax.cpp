@@ -584,8 +584,8 @@ TEST_P(SoftmaxLongRowTest, SplitRowPieces) {
     const std::string geometry = sku.substr(sku.find('.') + 1);
     return std::pair{std::stoll(geometry), std::stoll(geometry.substr(geometry.find('x') + 1))};
   };
-  for (const Shape& shape : std::vector<Shape>{{3, 1}, {3, 8191}, {3, 8193}, {1, int64_t{1} << 20}, {256, 1 << 20},
-                                               {1, int64_t{1} << 30}, {4096, 33000}}) {
+  for (const Shape& shape : std::vector<Shape>{
+           {3, 1}, {3, 8191}, {3, 8193}, {1, int64_t{1} << 20}, {256, 1 << 20}, {1, int64_t{1} << 30}, {4096, 33000}}) {
     SCOPED_TRACE(shape.to_string());
     const int64_t length = shape.dims[1];
     const auto [count, piece] = pieces(shape);

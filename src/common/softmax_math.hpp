@@ -115,13 +115,24 @@ struct SoftmaxForwardMath {
   // and a select take two), ignores a NaN, whose exp then makes the sum NaN all the same.
   template <int N>
   BARACUDA_HD Partial partial(const A (&in)[kInputs][N]) const {
-    const A max = chained<N>(minus_infinity<A>(), [&](int i) { return in[0][i]; }, [](A a, A b) { return fmax_of(a, b); });
-    const A base = max == minus_infinity<A>() ? A(0) : max;
-    return {max, chained<N>(A(0), [&](int i) { return softmax_exp(in[0][i] - base); }, [](A a, A b) { return a + b; })};
+    const A max = max_of(in), base = base_of(max);
+    return {max, chained<N>(A(0), Plus{}, [&](int i) { return softmax_exp(in[0][i] - base); })};
   }
+  struct Max {
+    BARACUDA_HD A operator()(A a, A b) const { return fmax_of(a, b); }
+  };
+  struct Plus {
+    BARACUDA_HD A operator()(A a, A b) const { return a + b; }
+  };
+  template <int N>
+  BARACUDA_HD static A max_of(const A (&in)[kInputs][N]) {
+    return chained<N>(minus_infinity<A>(), Max{}, [&](int i) { return in[0][i]; });
+  }
+  // What the exps subtract: the max, or 0 where every value is -inf (-inf - -inf would be NaN).
+  BARACUDA_HD static A base_of(A max) { return max == minus_infinity<A>() ? A(0) : max; }
   // op over f(0) .. f(N - 1) in four independent chains, then across them.
-  template <int N, class F, class Op>
-  BARACUDA_HD static A chained(A identity, F f, Op op) {
+  template <int N, class Op, class F>
+  BARACUDA_HD static A chained(A identity, Op op, F f) {
     constexpr int K = N < 4 ? N : 4;
     A chain[K];
     BARACUDA_UNROLL
@@ -158,10 +169,8 @@ struct SoftmaxForwardMath {
   template <int N>
   BARACUDA_HD Partial hold(A (&in)[kInputs][N]) const {
     if (kind != SoftmaxKind::softmax) return partial(in);
-    const A max = chained<N>(minus_infinity<A>(), [&](int i) { return in[0][i]; }, [](A a, A b) { return fmax_of(a, b); });
-    const A base = max == minus_infinity<A>() ? A(0) : max;
-    return {max, chained<N>(A(0), [&](int i) { return in[0][i] = softmax_exp(in[0][i] - base); },
-                            [](A a, A b) { return a + b; })};
+    const A max = max_of(in), base = base_of(max);
+    return {max, chained<N>(A(0), Plus{}, [&](int i) { return in[0][i] = softmax_exp(in[0][i] - base); })};
   }
   struct HeldWriter {
     A scale, max, log_sum;

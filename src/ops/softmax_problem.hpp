@@ -27,13 +27,13 @@ inline constexpr int kSoftmaxTensors = 3;
 
 // The sizes that decide a kernel.
 struct SoftmaxShape {
-  int64_t length = 0;         // elements along dim
-  int64_t rows = 0;           // the product of the other sizes
-  bool innermost = true;      // no dim after `dim` has a size > 1
-  int vector = 1;             // elements per 16-byte access of the narrower dtype (the wider takes two)
-  int held = 0;               // elements of each input one thread holds at most in registers (128 bytes)
-  int64_t partial_bytes = 0;  // sizeof the math's Partial (what split_row keeps per piece)
-  bool multi_pass = false;    // the sparsemax / entmax15 forward: several reductions of each row
+  int64_t length = 0;           // elements along dim
+  int64_t rows = 0;             // the product of the other sizes
+  bool innermost = true;        // no dim after `dim` has a size > 1
+  int vector = 1;               // elements per 16-byte access of the narrower dtype (the wider takes two)
+  int held = 0;                 // elements of each input one thread holds at most in registers (128 bytes)
+  int64_t partial_bytes = 0;    // sizeof the math's Partial (what split_row keeps per piece)
+  bool multi_pass = false;      // the sparsemax / entmax15 forward: several reductions of each row
   bool narrow_forward = false;  // softmax / log_softmax forward, x and y both 16-bit
 };
 
