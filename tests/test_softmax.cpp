@@ -1,6 +1,6 @@
 // Softmax family: what the op table's random inputs do not reach, on every backend and dtype under
 // every variant: PyTorch's edge values (-inf entries, rows of -inf, NaN, +inf, magnitudes of 1e30,
-// ties) for every kind, forward and backward; rows of 2^24 elements; the split kernel's row batches; in-place runs;
+// ties) for every kind, forward and backward; rows of 2^24 elements; split_row's pieces; in-place runs;
 // which kernel select picks on either side of each threshold. For sparsemax and entmax15 also: exact results on ties
 // and at the threshold, rows adversarial to the threshold search, every extent up to 2^20, rows that sum to 1 with
 // exact zeros off the support, strided views along every axis, and their gradients against finite differences of their
@@ -537,6 +537,21 @@ TEST_P(SoftmaxTest, SelectPicksTheKernelByShape) {
     EXPECT_EQ(picked({2, 2048 * h + 1}, 1, backward_plan), clusters && !narrow ? "cluster_row" : "split_row");
     EXPECT_EQ(picked({2, 8192 * h}, 1, backward_plan), clusters && !narrow ? "cluster_row" : "split_row");
     EXPECT_EQ(picked({2, 8192 * h + 1}, 1, backward_plan), "split_row");
+    if (narrow && clusters) {  // held where the split's workspace is over the limit, or y is f32, or sparsemax
+      PlanPreference no_workspace;
+      no_workspace.workspace_limit = 0;
+      const SoftmaxPlan plan =
+          unwrap(SoftmaxPlan::select(stream(), along(dtype(), {2, 2048 * h + 1}, 1), no_workspace));
+      EXPECT_EQ(plan.sku().variant.substr(0, plan.sku().variant.find('.')), "cluster_row");
+      EXPECT_EQ(plan.workspace_size(), 0u);
+      SoftmaxDescriptor f32_out = along(dtype(), {2, 2048 * h + 1}, 1);
+      f32_out.out_dtype = DType::f32;
+      EXPECT_EQ(unwrap(SoftmaxPlan::select(stream(), f32_out)).sku().variant.substr(0, 11), "cluster_row");
+      EXPECT_EQ(unwrap(SoftmaxPlan::select(stream(), along(dtype(), {2, 2048 * h + 1}, 1, SoftmaxKind::sparsemax)))
+                    .sku()
+                    .variant.substr(0, 11),
+                "cluster_row");
+    }
     EXPECT_EQ(picked({32000, 1024}, 0, backward_plan), "outer");
   }
   EXPECT_GT(unwrap(SoftmaxPlan::select(stream(), along(dtype(), {2, 8192 * held + 1}, 1))).workspace_size(), 0u);
@@ -546,15 +561,14 @@ TEST_P(SoftmaxTest, SelectPicksTheKernelByShape) {
 INSTANTIATE_TEST_SUITE_P(Softmax, SoftmaxTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
 
 // Long rows, in f32: 2^24 elements (the CPU's pieces in parallel, CUDA's split_row), and split_row's
-// pieces: one whole and one of one element, a partial last vector, a partial last piece.
+// pieces: one whole and one of one element, a partial last vector, a partial last piece, along
+// strides (rows of an odd length after the first start unaligned) and in 16-byte vectors (one row).
 class SoftmaxLongRowTest : public SoftmaxTest {};
 
 TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
-  std::vector<std::pair<Shape, std::string>> cases{{{(int64_t{1} << 24) + 3}, ""},
-                                                   {{40, 131072}, "split_row"},
-                                                   {{3, 4095}, "split_row"},
-                                                   {{3, 8193}, "split_row"},
-                                                   {{2, 70001}, "split_row"}};
+  std::vector<std::pair<Shape, std::string>> cases{
+      {{(int64_t{1} << 24) + 3}, ""}, {{40, 131072}, "split_row"}, {{3, 4095}, "split_row"}, {{3, 8193}, "split_row"},
+      {{2, 70001}, "split_row"},      {{1, 8193}, "split_row"},    {{1, 70001}, "split_row"}};
   for (const auto& [shape, variant] : cases) {
     for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
       SCOPED_TRACE(shape.to_string() + " " + variant);
@@ -574,7 +588,7 @@ TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
 }
 
 // split_row's sku names its pieces (split_row.<pieces>x<length>): whole vectors of 8192 to 131072
-// elements (one shorter piece for a shorter row) that cover the row once, more of them for fewer rows.
+// elements that cover the row once (a shorter row: one piece), more of them for fewer rows.
 TEST_P(SoftmaxLongRowTest, SplitRowPieces) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "split_row is CUDA's";
   PlanPreference pref;
@@ -591,7 +605,7 @@ TEST_P(SoftmaxLongRowTest, SplitRowPieces) {
     const auto [count, piece] = pieces(shape);
     EXPECT_EQ(piece % 4, 0);
     EXPECT_LE(piece, 131072);
-    EXPECT_GE(piece, std::min<int64_t>(8192, ((length + 3) / 4) * 4));
+    EXPECT_GE(piece, 8192);
     EXPECT_GE(count * piece, length);
     EXPECT_LT((count - 1) * piece, length);
   }

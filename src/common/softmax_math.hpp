@@ -10,8 +10,8 @@
 //
 // Edge values follow from the formulas, as in PyTorch's two-pass softmax: exp(v - max) of a NaN is
 // NaN and of a +inf is exp(inf - inf) = NaN, so such a row sums to NaN; a -inf contributes exactly 0
-// (softmax_term guards -inf - -inf, so a -inf piece of a row never poisons the rest); a row of only
-// -inf has max -inf and sum 0, so every output is 0/0 = NaN.
+// (base_of and softmax_term guard -inf - -inf, so a -inf piece of a row never poisons the rest); a
+// row of only -inf has max -inf and sum 0, so every output is NaN.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -57,13 +57,14 @@ BARACUDA_HD A softmax_sqrt(A x) {
 #endif
 }
 
-// The larger of a and b, a NaN ignored (C's fmax).
+// The larger of a and b, a NaN ignored (C's fmax). On the host a compare and a select: GCC calls
+// libm's fmax for std::fmax (unless math is finite-only), a call an element in the rows' loops.
 template <class A>
 BARACUDA_HD A fmax_of(A a, A b) {
 #if defined(__CUDA_ARCH__)
   return fmax(a, b);
 #else
-  return std::fmax(a, b);
+  return b > a || a != a ? b : a;
 #endif
 }
 

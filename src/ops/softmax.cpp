@@ -52,10 +52,11 @@ Status check_descriptor(std::string_view plan, const SoftmaxDescriptor& d) {
 }
 
 // The variant of a problem, from its shape: rows held in registers while they fit, by the smallest
-// unit that holds them; a dim that is not innermost walked along its columns. The multi-pass forward
-// (sparsemax, entmax15) reads any row it cannot hold once per pass, a block a row (on the CPU: the
-// rows variant, along any strides).
-SoftmaxVariant default_variant(const PlanTarget& t, const SoftmaxShape& s) {
+// unit that holds them (but the 16-bit forward's longest, split where the workspace limit allows);
+// a dim that is not innermost walked along its columns. The multi-pass forward (sparsemax,
+// entmax15) reads any row it cannot hold once per pass, a block a row (on the CPU: the rows
+// variant, along any strides).
+SoftmaxVariant default_variant(const PlanTarget& t, const SoftmaxShape& s, size_t workspace_limit) {
   const SoftmaxVariant unheld = s.multi_pass ? SoftmaxVariant::pass_row : SoftmaxVariant::split_row;
   if (t.backend == Backend::cpu) return s.innermost || s.multi_pass ? SoftmaxVariant::rows : SoftmaxVariant::outer;
   if (!s.innermost) return s.multi_pass ? unheld : SoftmaxVariant::outer;
@@ -65,7 +66,10 @@ SoftmaxVariant default_variant(const PlanTarget& t, const SoftmaxShape& s) {
     // bound by instructions there. H200, bf16, same run: [4096, 98304] 0.843 -> 0.666 ms, [4096,
     // 131072] 1.035 -> 0.861 (45-49% -> 57-59% of copy); [2048, 65536] (a cluster of 2) 0.239 and
     // 0.233, left held. f32 and the backward lose split ([2048, 65536] f32 0.314 -> 0.439).
-    if (g && v == SoftmaxVariant::cluster_row && g->cluster == kMaxCluster && s.narrow_forward) return unheld;
+    if (g && v == SoftmaxVariant::cluster_row && g->cluster == kMaxCluster && s.narrow_forward) {
+      const CheckedSize split_bytes = softmax_geometry(unheld, s, t.arch, t.sm_count)->workspace;
+      if (split_bytes.below(kMaxBytes) && static_cast<size_t>(split_bytes.value()) <= workspace_limit) return unheld;
+    }
     if (g) return v;
   }
   return unheld;
@@ -175,7 +179,8 @@ struct SoftmaxHooks : SoftmaxArgTable<kBackward> {
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
                                      std::optional<int> forced) {
     const SoftmaxShape s = shape_of(d);
-    const SoftmaxVariant v = forced ? static_cast<SoftmaxVariant>(*forced) : default_variant(t, s);
+    const SoftmaxVariant v =
+        forced ? static_cast<SoftmaxVariant>(*forced) : default_variant(t, s, pref.workspace_limit);
     if (!variant_runs(v, s))
       return plan_error(StatusCode::unsupported, kSchema.plan, "preference.variant",
                         "'" + pref.variant + "' does not run " +

@@ -16,12 +16,13 @@ Desc along(Shape shape, int dim) { return {DType::f32, std::nullopt, shape, dim,
 
 // Row lengths on both sides of every CUDA threshold (the rows a warp, a block and a cluster of 8
 // blocks hold: 32, 1024 and 8192 threads x the values one thread holds, which depend on the compute
-// type and the direction; see SoftmaxShape::held), in the direction's own dtypes.
+// type and the direction; see SoftmaxShape::held; and 2048 x held, past which the 16-bit forward
+// takes split_row rather than a cluster of 8), in the direction's own dtypes.
 std::vector<int64_t> threshold_lengths(bool backward) {
   std::vector<int64_t> lengths;
   const int64_t f32_held = backward ? 16 : 32;  // f64 holds half as many
   for (int64_t held : {f32_held, f32_held / 2})
-    for (int64_t threads : {32, 1024, 8192}) lengths.insert(lengths.end(), {threads * held, threads * held + 1});
+    for (int64_t threads : {32, 1024, 2048, 8192}) lengths.insert(lengths.end(), {threads * held, threads * held + 1});
   return lengths;
 }
 
