@@ -511,11 +511,11 @@ TEST_P(SoftmaxTest, SparseGradientsMatchFiniteDifferencesOfTheForward) {
 TEST_P(SoftmaxTest, SelectPicksTheKernelByShape) {
   const bool f64 = dtype() == DType::f64;
   const int64_t held = f64 ? 16 : 32;  // values one thread holds in the forward (half in the backward)
+  auto variant = [](const KernelSku& sku) { return sku.variant.substr(0, sku.variant.find('.')); };
   auto picked = [&](const Shape& shape, int dim, bool backward_plan) {
     const SoftmaxDescriptor d = along(dtype(), shape, dim);
-    const KernelSku sku = backward_plan ? unwrap(SoftmaxBackwardPlan::select(stream(), d)).sku()
-                                        : unwrap(SoftmaxPlan::select(stream(), d)).sku();
-    return sku.variant.substr(0, sku.variant.find('.'));
+    return variant(backward_plan ? unwrap(SoftmaxBackwardPlan::select(stream(), d)).sku()
+                                 : unwrap(SoftmaxPlan::select(stream(), d)).sku());
   };
   if (backend() == Backend::cpu) {
     EXPECT_EQ(picked({4, 100000}, 1, false), "rows");
@@ -542,15 +542,13 @@ TEST_P(SoftmaxTest, SelectPicksTheKernelByShape) {
       no_workspace.workspace_limit = 0;
       const SoftmaxPlan plan =
           unwrap(SoftmaxPlan::select(stream(), along(dtype(), {2, 2048 * h + 1}, 1), no_workspace));
-      EXPECT_EQ(plan.sku().variant.substr(0, plan.sku().variant.find('.')), "cluster_row");
+      EXPECT_EQ(variant(plan.sku()), "cluster_row");
       EXPECT_EQ(plan.workspace_size(), 0u);
       SoftmaxDescriptor f32_out = along(dtype(), {2, 2048 * h + 1}, 1);
       f32_out.out_dtype = DType::f32;
-      EXPECT_EQ(unwrap(SoftmaxPlan::select(stream(), f32_out)).sku().variant.substr(0, 11), "cluster_row");
-      EXPECT_EQ(unwrap(SoftmaxPlan::select(stream(), along(dtype(), {2, 2048 * h + 1}, 1, SoftmaxKind::sparsemax)))
-                    .sku()
-                    .variant.substr(0, 11),
-                "cluster_row");
+      EXPECT_EQ(variant(unwrap(SoftmaxPlan::select(stream(), f32_out)).sku()), "cluster_row");
+      const SoftmaxDescriptor sparse = along(dtype(), {2, 2048 * h + 1}, 1, SoftmaxKind::sparsemax);
+      EXPECT_EQ(variant(unwrap(SoftmaxPlan::select(stream(), sparse)).sku()), "cluster_row");
     }
     EXPECT_EQ(picked({32000, 1024}, 0, backward_plan), "outer");
   }

@@ -67,9 +67,9 @@ struct Args {
 
 // V elements from position p of a line with step `stride` (elements at or past `limit` read as
 // `fill`): 16-byte loads where the vector is whole when kVectors (unit stride, aligned vectors:
-// Args::vectorized, a template argument of held_rows and the split kernels so that the strided form's addressing costs
-// the vector form no registers: f32 warp rows of 32 values spilled 88 bytes, 20 without), else one
-// element at a time.
+// Args::vectorized, a template argument of held_rows and the split kernels so that the strided
+// form's addressing costs the vector form no registers: f32 warp rows of 32 values spilled 88
+// bytes, 20 without), else one element at a time.
 template <int V, bool kVectors, class T, class A, class I>
 __device__ __forceinline__ void load_vector(const T* line, int64_t stride, I p, I limit, A fill, A* out) {
   constexpr int kPer = Vec16<T>::kSize;
