@@ -521,10 +521,10 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 }
 
 // CUDA's scatter kernels along the innermost dim, on both sides of each threshold: destination lines
-// of at most 2048 sums (1024 f64) with at most 128 entries take the warp lines, where they have more
-// than 32 entries or the table is overwritten (the gradient: every line written once, zeros
-// included); other lines of at most 32 entries take the short-line kernel whatever the line's
-// length. Both are deterministic, with f32 sums and no workspace, by default too, except that f32
+// with at most 128 entries take the warp lines where they have more than 32 entries and are added to
+// (any line length: the warp hashes the slots it reaches), or where the table is overwritten (the
+// gradient: every line written once, zeros included) and a line holds at most 2048 sums (1024 f64);
+// other lines of at most 32 entries take the short-line kernel whatever the line's length. Both are deterministic, with f32 sums and no workspace, by default too, except that f32
 // and f64 atomics take every line they add to but dense shared ones. More entries take
 // the shared line where the line fits in shared memory (12288 f32 sums, 6144 f64), in slabs of that
 // size while the entries are at most half a slab, and the general kernels past that; f32 and f64
@@ -563,15 +563,18 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
                                    {3, 6150, 1024, 6150, long_line, sparse},
                                    {3, 6150, 1025, 6150, long_line, sparse},
                                    {40, warp, 33, warp, warp_lines, warp_lines},
-                                   {40, warp + 1, 33, warp + 1, shared, sparse},
+                                   // Adding, the warp lines hash the reached slots: any line length.
+                                   {40, warp + 1, 33, warp + 1, shared, warp_lines},
+                                   {40, 20000, 128, 20000, slabs, warp_lines},
+                                   {40, 20000, 129, 20000, slabs, sparse},
                                    {40, warp, 8, warp, warp_lines, short_lines},
                                    {40, warp + 1, 8, warp + 1, short_lines, short_lines},
                                    {300, 50, 1, 50, warp_lines, short_lines},
                                    {1100000, 8, 2, 8, warp_lines, short_lines, true},
                                    {6, 20000, 32, 7, short_lines, short_lines},
-                                   {6, 20000, 33, 7, slabs, slabs},
-                                   {3, slots, 40, slots, shared, sparse},
-                                   {3, slots + 1, 40, slots + 1, slabs, slabs},  // two slabs, the second of one slot
+                                   {6, 20000, 33, 7, slabs, warp_lines},
+                                   {3, slots, 40, slots, shared, warp_lines},
+                                   {3, slots + 1, 40, slots + 1, slabs, warp_lines},  // two slabs, the second of one slot
                                    {2, 4 * slots, slots / 2, 4 * slots, slabs, slabs},
                                    {2, 4 * slots, slots / 2 + 1, 4 * slots, general, general},
                                    {300, 20000, 1, 20000, short_lines, short_lines},

@@ -1,14 +1,18 @@
-// Scatter-add of short destination lines, a warp each (either variant; always in one fixed order):
-// the walk's innermost dim is dim and a line of sums fits in kWarpLineBytes of shared memory (gather's
-// backward of [tokens, experts] <- [tokens, k], of [rows, 1024] <- [rows, 64]). A warp takes an item
-// of a few consecutive lines (at most kWarpItemEntries entries), adds its entries into its own sums in
-// shared memory, in f32 for 16-bit types, then writes the item's lines with one coalesced pass.
-// Overwriting, that pass is the table's only write (zeros included), so the table is written once
-// at the full line rate where zeroing it first and adding the entries after would write it, then
-// read and rewrite every sector an entry reaches. Adding into the table, only the slots the item
-// reached are read and written, each once, by the lane that reached it first. No block-wide
-// barrier: a warp's item is its own, and the next item's entries are loaded while the current item
-// is written.
+// Scatter-add of destination lines of a few entries, a warp each (either variant; always in one fixed
+// order): the walk's innermost dim is dim (gather's backward of [tokens, experts] <- [tokens, k], of
+// [rows, 1024] <- [rows, 64]; scatter_add into [rows, 4096] <- [rows, 64]). A warp takes an item of a
+// few consecutive lines (at most kWarpItemEntries entries), adds its entries into its own sums in
+// shared memory, in f32 for 16-bit types, then writes them:
+//  - overwriting (a line of sums fits in kWarpLineBytes), the warp's sums are the item's whole lines,
+//    written with one coalesced pass: the table's only write (zeros included), so the table is
+//    written once at the full line rate where zeroing it first and adding the entries after would
+//    write it, then read and rewrite every sector an entry reaches;
+//  - adding into the table (lines of any length), the sums are those of the slots the item reached,
+//    found by the slot in a small open-addressing table of the warp's (kHashSlots, twice an item's
+//    entries: never full), and each is added to its table element once, by the lane that put it
+//    there (one rounding for 16-bit types).
+// No block-wide barrier: a warp's item is its own, and the next item's entries are loaded while the
+// current item is written.
 //
 // Each round of 32 entries (one a lane), lanes whose entries meet at one slot are matched
 // (__match_any_sync) and the lowest sums them in lane order, then adds that sum to the slot: every
@@ -34,13 +38,17 @@ namespace {
 
 inline constexpr int kWarps = kThreads / 32;
 inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);        // an item's entries, one a lane a round
-inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // a bit a slot (adding)
+// Adding: the reached slots' keys and sums, an item's entries at most, at no more than half load.
+inline constexpr int kHashBits = 8;
+inline constexpr int kHashSlots = 1 << kHashBits;
+static_assert(kHashSlots >= 2 * kWarpItemEntries);
 
 // How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
 // slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
 // the walk, every entry then alone on its line).
-// `warp_slots`: each warp's sums in shared memory, an item's slots and 16 / sizeof(T) more (see
-// item_sums), rounded up to 16 bytes.
+// `warp_slots`: each warp's sums in shared memory: overwriting, an item's slots and 16 / sizeof(T)
+// more (see item_sums), rounded up to 16 bytes; adding, kHashSlots (then as many keys follow the
+// warps' sums).
 struct WarpItems {
   int64_t lines = 0, items = 0;
   int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0;
@@ -105,11 +113,25 @@ __device__ __forceinline__ void load_item(const IndexedLayout& layout, const War
   }
 }
 
-// Adds a tile into the warp's sums, round by round, each slot's entries in lane order. Adding into the
-// table (not overwriting), the first leader to reach a slot owns it (a bit a slot in `owned`) and
-// keeps its slot in `owner` (else -1): add_owned then touches only the slots the item reached.
+// The warp's hash slot of a key (a slot of the item's lines: >= 0), put there if absent; `inserted`
+// says whether this call put it. Linear probing from a multiplicative hash; the keys of one round are
+// distinct, so lanes that race for a slot put different keys (where each lands may vary, its sum not).
+__device__ __forceinline__ int find_or_insert(int* keys, int key, bool& inserted) {
+  for (unsigned h = (static_cast<unsigned>(key) * 2654435769u) >> (32 - kHashBits);; h = (h + 1) % kHashSlots) {
+    const int seen = atomicCAS(keys + h, -1, key);
+    if (seen == -1 || seen == key) {
+      inserted = seen == -1;
+      return static_cast<int>(h);
+    }
+  }
+}
+
+// Adds a tile into the warp's sums, round by round, each slot's entries in lane order. Overwriting,
+// a slot's sum is sums[key]; adding into the table, it is the key's hash slot (keys non-null), and
+// the lane that put a key there keeps its hash slot in `owner` (else -1): add_owned then touches only
+// the slots the item reached.
 template <class Acc>
-__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage, unsigned* owned, bool adding,
+__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage, int* keys,
                                          int (&owner)[kRounds]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -123,9 +145,13 @@ __device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc*
       if (key >= 0 && lane == __ffs(same) - 1) {
         Acc sum = ScatterSum::identity<Acc>();
         for (unsigned m = same; m; m &= m - 1) sum = ScatterSum::reduce(sum, stage[__ffs(m) - 1]);
-        sums[key] = ScatterSum::reduce(sums[key], sum);
-        const unsigned bit = 1u << (key & 31);
-        if (adding && !(atomicOr(owned + (key >> 5), bit) & bit)) owner[r] = key;
+        int slot = key;
+        if (keys) {
+          bool inserted = false;
+          slot = find_or_insert(keys, key, inserted);
+          if (inserted) owner[r] = slot;
+        }
+        sums[slot] = ScatterSum::reduce(sums[slot], sum);
       }
       __syncwarp();  // the stage is rewritten next round
     }
@@ -167,11 +193,11 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
 }
 
 // Adding: each slot the item reached, by its owner lane, is added to its table element once (in f32
-// for 16-bit types: one rounding), then cleared with its ownership bit. The old values of a lane's
-// slots are loaded back to back.
+// for 16-bit types: one rounding), then its hash slot is emptied. The old values of a lane's slots
+// are loaded back to back.
 template <bool kDense, class T, class Acc>
 __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const WarpItems& g, int64_t item,
-                                          const int (&owner)[kRounds], Acc* sums, unsigned* owned, T* table) {
+                                          const int (&owner)[kRounds], Acc* sums, int* keys, T* table) {
   const int64_t line0 = item * g.per_item;
   T* at[kRounds];
   T old[kRounds];
@@ -180,7 +206,8 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
     at[r] = table;
     old[r] = T{};
     if (owner[r] < 0) continue;
-    const int line = owner[r] / g.line_size, slot = owner[r] - line * g.line_size;
+    const int key = keys[owner[r]];
+    const int line = key / g.line_size, slot = key - line * g.line_size;
     int64_t table_line = (line0 + line) * g.line_size;
     if constexpr (!kDense) {
       int64_t base[kRowTensors];
@@ -196,10 +223,9 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
     ScatterSum::combine(&old[r], sums[owner[r]]);
     *at[r] = old[r];
     sums[owner[r]] = ScatterSum::identity<Acc>();
+    keys[owner[r]] = -1;
   }
-  __syncwarp();
-  for (int w = threadIdx.x % 32; w < kOwnedWords; w += 32) owned[w] = 0u;
-  __syncwarp();
+  __syncwarp();  // the hash is empty before the next item adds to it
 }
 
 // Where an item's slot 0 sits in its warp's sums. A dense item's run of the table starts `shift`
@@ -218,18 +244,20 @@ __device__ __forceinline__ Acc* item_sums(const IndexedLayout& layout, const War
 }
 
 // Four blocks an SM (at most 64 registers; 4 x 36 KB of shared memory for items of up to 4 KB of sums).
-template <int kVec, bool kDense, class T, class Idx>
+// Adding (not kOverwrite), kVec is 1 (unused).
+template <int kVec, bool kDense, bool kOverwrite, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
-    scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index,
-                              bool overwrite) {
+    scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index) {
   using Acc = acc_t<T>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];  // the sums' chunks are 16-byte accesses
   __shared__ Acc stage[kWarps][32];
-  __shared__ unsigned owned[kWarps][kOwnedWords];  // adding: a bit a slot, set by the slot's owner
   const int warp_in_block = threadIdx.x / 32, lane = threadIdx.x % 32;
   Acc* warp_sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * g.warp_slots;
+  // Adding: the warp's hash keys after every warp's sums (-1: an empty slot).
+  int* keys = kOverwrite ? nullptr : reinterpret_cast<int*>(reinterpret_cast<Acc*>(shared_bytes) + kWarps * g.warp_slots) +
+                                        warp_in_block * kHashSlots;
   for (int s = lane; s < g.warp_slots; s += 32) warp_sums[s] = ScatterSum::identity<Acc>();
-  for (int w = lane; w < kOwnedWords; w += 32) owned[warp_in_block][w] = 0u;
+  for (int s = lane; keys && s < kHashSlots; s += 32) keys[s] = -1;
   __syncwarp();
   const int64_t first = int64_t(blockIdx.x) * kWarps + warp_in_block, step = int64_t(gridDim.x) * kWarps;
   // One tile in registers: the next item's loads are issued once the current item is summed, and
@@ -237,14 +265,14 @@ __global__ void __launch_bounds__(kThreads, 4)
   WarpTile<Acc> tile;
   if (first < g.items) load_item<kDense>(layout, g, values, index, first, tile);
   for (int64_t item = first; item < g.items; item += step) {
-    Acc* sums = item_sums<kVec, kDense>(layout, g, item, table, warp_sums);
+    Acc* sums = kOverwrite ? item_sums<kVec, kDense>(layout, g, item, table, warp_sums) : warp_sums;
     int owner[kRounds];
-    add_item(tile, sums, stage[warp_in_block], owned[warp_in_block], !overwrite, owner);
+    add_item(tile, sums, stage[warp_in_block], keys, owner);
     if (item + step < g.items) load_item<kDense>(layout, g, values, index, item + step, tile);
-    if (overwrite) {
+    if constexpr (kOverwrite) {
       write_item<kVec, kDense>(layout, g, item, sums, table);
     } else {
-      add_owned<kDense>(layout, g, item, owner, sums, owned[warp_in_block], table);
+      add_owned<kDense>(layout, g, item, owner, sums, keys, table);
     }
   }
 }
@@ -272,12 +300,12 @@ bool dense_walk(const IndexedLayout& layout, const WarpItems& g) {
   return w.strides[0][0] == g.entries && w.strides[1][0] == g.entries && w.strides[2][0] == g.line_size;
 }
 
-template <int kVec, bool kDense, class T, class Idx>
-Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const WarpItems& g, bool overwrite,
-                         int sm_count) {
+template <int kVec, bool kDense, bool kOverwrite, class T, class Idx>
+Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const WarpItems& g, int sm_count) {
   using Acc = acc_t<T>;
-  const auto kernel = scatter_warp_lines_kernel<kVec, kDense, T, Idx>;
-  const size_t bytes = size_t(kWarps) * size_t(g.warp_slots) * sizeof(Acc);  // <= 64 KB + 8 x 32 bytes
+  const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kOverwrite, T, Idx>;
+  // Overwriting, at most 64 KB + 8 x 32 bytes; adding, 8 x 256 sums and keys.
+  const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * sizeof(Acc) + (kOverwrite ? 0 : kHashSlots * sizeof(int)));
   // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB), past the 48 KB default.
   if (Status st = cuda_status(
           cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
@@ -295,8 +323,7 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
   unsigned blocks = 0;
   if (Status st = one_wave_blocks(kernel, bytes, (g.items + kWarps - 1) / kWarps, sm_count, blocks); !st) return st;
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(p.layout, g, static_cast<const T*>(p.values),
-                                                      static_cast<T*>(p.table), static_cast<const Idx*>(p.index),
-                                                      overwrite);
+                                                      static_cast<T*>(p.table), static_cast<const Idx*>(p.index));
   return last_launch_status("scatter_warp_lines_kernel");
 }
 
@@ -309,21 +336,29 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   const bool dim_walked = p.desc.shape.dims[p.desc.dim] > 1;  // else dim left the walk: one entry a line
   WarpItems g;
   g.entries = static_cast<int>(dim_walked ? layout.rows.inner_size() : 1);  // <= kWarpItemEntries (strategy)
-  g.line_size = static_cast<int>(layout.dim_size);  // <= kWarpLineBytes / sizeof(Acc) (strategy)
+  // Overwriting, <= kWarpLineBytes / sizeof(Acc); adding, <= kMaxWarpKey (strategy).
+  g.line_size = static_cast<int>(layout.dim_size);
   g.outer_dims = dim_walked ? layout.rows.rank - 1 : layout.rows.rank;
   g.lines = layout.row_count / g.entries;
-  // As many lines an item as its sums and entries allow, while every SM still gets 32 items.
-  const int64_t fit =
-      std::min<int64_t>(kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size, kWarpItemEntries / g.entries);
+  // As many lines an item as its entries and (overwriting) its sums allow, while every SM still gets
+  // 32 items; adding, while an item's slots are ints (its keys).
+  const int64_t fit = std::min<int64_t>(overwrite ? kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size
+                                                  : kMaxWarpKey / g.line_size,
+                                        kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
   const int aligned = 16 / static_cast<int>(sizeof(Acc));  // sums in 16 bytes
-  g.warp_slots = (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
+  g.warp_slots = overwrite ? (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned *
+                                 aligned
+                           : kHashSlots;
   constexpr int kVec = 16 / sizeof(T);
-  if (dense_walk(layout, g)) return launch_warp_lines<kVec, true, T, Idx>(stream, p, g, overwrite, sm_count);
-  return chunked_lines<T>(layout, g, p.table)
-             ? launch_warp_lines<kVec, false, T, Idx>(stream, p, g, overwrite, sm_count)
-             : launch_warp_lines<1, false, T, Idx>(stream, p, g, overwrite, sm_count);
+  const bool dense = dense_walk(layout, g);
+  if (!overwrite)
+    return dense ? launch_warp_lines<1, true, false, T, Idx>(stream, p, g, sm_count)
+                 : launch_warp_lines<1, false, false, T, Idx>(stream, p, g, sm_count);
+  if (dense) return launch_warp_lines<kVec, true, true, T, Idx>(stream, p, g, sm_count);
+  return chunked_lines<T>(layout, g, p.table) ? launch_warp_lines<kVec, false, true, T, Idx>(stream, p, g, sm_count)
+                                              : launch_warp_lines<1, false, true, T, Idx>(stream, p, g, sm_count);
 }
 
 #define BARACUDA_INSTANTIATE(T, Idx) \

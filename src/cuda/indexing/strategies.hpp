@@ -35,13 +35,16 @@ inline constexpr int64_t kSparseLineSlots = 6;
 inline bool sparse_line(int64_t entries, int64_t line_size) { return entries <= line_size / kSparseLineSlots; }
 // scatter_short_lines: lines of up to this many entries (a warp's lanes).
 inline constexpr int64_t kShortLineEntries = 32;
-// scatter_warp_lines: a line's sums fit in this many bytes of shared memory (a warp's own; 2048 f32
-// sums); several lines make an item while their sums fit in kWarpItemBytes (four 8-warp blocks an
-// SM; a longer line takes 8 KB a warp, three blocks), and an item holds at most kWarpItemEntries
-// entries (4 rounds of a warp's lanes, held in registers).
+// scatter_warp_lines: an item holds at most kWarpItemEntries entries (4 rounds of a warp's lanes, held
+// in registers). Overwriting, a line's sums fit in kWarpLineBytes of shared memory (a warp's own;
+// 2048 f32 sums) and several lines make an item while their sums fit in kWarpItemBytes (four 8-warp
+// blocks an SM; a longer line takes 8 KB a warp, three blocks). Adding, only the reached slots are
+// summed (a small hash a warp), so a line may be as long as a slot's key allows: an item's slots are
+// numbered in an int.
 inline constexpr int64_t kWarpLineBytes = 8192;
 inline constexpr int64_t kWarpItemBytes = 4096;
 inline constexpr int64_t kWarpItemEntries = 128;
+inline constexpr int64_t kMaxWarpKey = 2147483647;
 
 // scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
 // rows in shared memory; a table of more rows along dim is cut into `slabs` of rows, each reading
@@ -103,7 +106,8 @@ Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm
 
 // Scatter-add of ScatterKernel::warp_lines problems (scatter_warp.cu): a few destination lines per
 // warp, summed in the warp's shared memory in entry order (deterministic, f32 sums for 16-bit types),
-// then written with one coalesced pass. `overwrite` as scatter_line; no workspace.
+// then written with one coalesced pass (overwriting) or slot by slot where the entries reached
+// (adding). `overwrite` as scatter_line; no workspace.
 template <class T, class Idx>
 Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
 

@@ -48,18 +48,19 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
          double(dim_size) * double(size) + double(entries) * double(kSortEntryBytes);
 }
 
-// Short destination lines take a warp's sums (scatter_warp.cu) where they hold more entries than a
-// warp's lanes, or where the table is overwritten and the walk reaches every line of it: then the
-// warp writes each line once, zeros included, instead of zeroing the table and adding the entries
-// after (measured: bench/NOTES.md, "Warp lines"). Adding a few entries a line into a table, the short
-// lines touch only their destinations.
+// Lines of at most kWarpItemEntries entries take a warp's sums (scatter_warp.cu) where they hold more
+// entries than a warp's lanes, or where the table is overwritten, the walk reaches every line of it
+// and a line's sums fit a warp's shared memory: then the warp writes each line once, zeros included,
+// instead of zeroing the table and adding the entries after (measured: bench/NOTES.md, "Warp
+// lines"). Adding, the warp sums only the slots its entries reach, whatever the line's length.
+// Adding a few entries a line into a table, the short lines touch only their destinations.
 ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
   if (entries <= 0) return ScatterKernel::general;  // see column_tiles_pay
   const int64_t line_size = desc.table_shape.dims[desc.dim];
-  const bool warp_fits =
-      line_size >= 1 && line_size <= kWarpLineBytes / acc_size(desc.dtype) && entries <= kWarpItemEntries;
   const bool writes_every_line = !desc.accumulate && covers_every_table_line(desc);
+  const int64_t warp_line_size = writes_every_line ? kWarpLineBytes / acc_size(desc.dtype) : kMaxWarpKey;
+  const bool warp_fits = line_size >= 1 && line_size <= warp_line_size && entries <= kWarpItemEntries;
   if (warp_fits && (entries > kShortLineEntries || writes_every_line)) return ScatterKernel::warp_lines;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
   // A line longer than a slab of shared memory is cut into slabs, each reading all the line's
