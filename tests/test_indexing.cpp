@@ -1,5 +1,7 @@
 // Indexing family: gather, scatter-add, index_select and embedding, forward and backward, on every
 // backend and float dtype with i32 and i64 indices, against a double-precision reference.
+#include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "harness/reference/indexing_reference.hpp"
@@ -390,8 +392,8 @@ TEST_P(IndexingTest, LineScatterWithMoreLinesThanBlocks) {
     bool transposed, cuda_only;
   };
   for (const Case& c :
-       {Case{{2500, 50}, {2500, 1100}, 50, false, false}, Case{{1400, 2100}, {1400, 40}, 20, false, true},
-        Case{{1400, 2100}, {1400, 40}, 2100, true, true}}) {
+       {Case{{2500, 50}, {2500, 1100}, 50, false, false}, Case{{1400, 2100}, {1400, 200}, 20, false, true},
+        Case{{1400, 2100}, {1400, 200}, 2100, true, true}}) {
     if (c.cuda_only && backend() != Backend::cuda) continue;
     SCOPED_TRACE(c.table.to_string() + (c.transposed ? " transposed" : ""));
     for (const PlanPreference& pref : scatter_variants()) {
@@ -815,7 +817,7 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
 TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
   const bool cuda = backend() == Backend::cuda;
   const int64_t lines = cuda ? 4001 : 60;  // several lines an item up to 200 SMs; the CPU's walk is alike
-  const Shape dense{lines, 201}, sparse{lines, 2100}, dense_idx{lines, 150}, sparse_idx{lines, 40};
+  const Shape dense{lines, 201}, sparse{lines, 2100}, dense_idx{lines, 150}, sparse_idx{lines, 200};
   const Shape slab{3, 30001}, slab_idx{3, 40};
   const std::vector<Layout> layouts = {
       {"dense entries, odd lines", contiguous(dense), contiguous(dense_idx)},
@@ -834,6 +836,85 @@ TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
       EXPECT_EQ(adding, "sorted.elements_shared");
     }
   });
+}
+
+// CUDA's warp lines adding into lines longer than a warp's sums (2100 slots; f32 holds 2048, f64 1024)
+// keep the reached slots' sums in a small hash a warp: the same layouts as above, adding, with
+// entries spread over the line (few meet) and packed on 30 slots (many meet across a warp's rounds,
+// and their keys collide in the hash), the exact ones reduced without a load; on CUDA a dense walk of
+// 9000 lines (items of two lines on a GPU of up to 140 SMs).
+TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
+  const bool cuda = backend() == Backend::cuda;
+  const Shape many{cuda ? 9000 : 60, 2100}, table_shape{300, 2100}, idx_shape{300, 48};
+  const std::vector<Layout> layouts = {
+      {"dense, two lines an item", contiguous(many), contiguous({many.dims[0], 48})},
+      {"dense, misaligned table", TensorSpec{table_shape, {}, false, 1}, contiguous(idx_shape)},
+      {"padded table lines", with_strides(table_shape, {2112, 1}), contiguous(idx_shape)},
+      {"strided entries", contiguous(table_shape), with_strides(idx_shape, {1, 300})},
+      {"transposed table", with_strides(table_shape, {1, 300}), contiguous(idx_shape)}};
+  for (const Layout& l : layouts) {
+    SCOPED_TRACE(l.name);
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE(pref.variant);
+      for (const int64_t hi : {2102, 30}) {
+        Tensor idx = index(l.entries, DType::i64, -2, hi);
+        Tensor vals = values(l.entries), dst = values(l.table);
+        const std::string adding = check_scatter<ScatterAddPlan>(
+            {dtype(), DType::i64, l.table.shape, l.entries.shape, 1}, {l.entries.shape, 1, false}, vals, idx, dst,
+            [&](int64_t* count) {
+              return ScatterAddArgs{vals.ref(), idx.ref(), dst.mut(), count};
+            },
+            pref);
+        if (cuda) {
+          EXPECT_EQ(adding, atomics_add(pref) ? "atomic.elements"
+                                              : (pref.variant.empty() ? "sorted" : pref.variant) + ".elements_warp");
+        }
+      }
+    }
+  }
+}
+
+// Adding into a table sums a destination's entries in f32 (16-bit types) and rounds once: table ones,
+// two entries 2^-8 and 2^-16 meeting on a slot from different rounds of a warp (the sum is not exact
+// in bf16: loaded, added, stored, giving bf16(1 + 2^-8 + 2^-16) = 1 + 2^-7 where rounding the sum
+// first would give 1), the other entries 0.5 alone on their slots (exact: reduced without a load).
+// Lines a warp's sums hold (64) and longer ones (2100: hashed). (The atomic variant adds in T.)
+TEST_P(IndexingTest, AddingRoundsOnce) {
+  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
+  const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
+  const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
+  for (const int64_t line : {64, 2100}) {
+    const Shape table_shape{3, line}, idx_shape{3, 48};
+    for (const PlanPreference& pref : scatter_variants()) {
+      if (sixteen_bit && pref.variant == "atomic") continue;
+      SCOPED_TRACE(std::to_string(line) + " " + pref.variant);
+      Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
+      Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
+      std::fill(dst.host.begin(), dst.host.end(), 1.0);
+      for (int64_t r = 0; r < 3; ++r) {
+        for (int64_t j = 0; j < 48; ++j) {
+          idx.host[r * 48 + j] = static_cast<double>(j == 40 ? 7 : (7 + 11 * j) % line);
+          vals.host[r * 48 + j] = j == 0 ? std::ldexp(1.0, -8) : j == 40 ? std::ldexp(1.0, -16) : 0.5;
+        }
+      }
+      ASSERT_OK(vals.upload());
+      ASSERT_OK(idx.upload());
+      ASSERT_OK(dst.upload());
+      ScatterAddPlan plan =
+          unwrap(ScatterAddPlan::select(stream(), {dtype(), DType::i64, table_shape, idx_shape, 1}, pref));
+      harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {vals.ref(), idx.ref(), dst.mut(), nullptr}));
+      ASSERT_OK(dst.download());
+      for (int64_t r = 0; r < 3; ++r) {
+        for (int64_t k = 0; k < line; ++k) {
+          const bool reached = k == 7 || std::any_of(idx.host.begin() + r * 48, idx.host.begin() + r * 48 + 48,
+                                                     [&](double v) { return v == static_cast<double>(k); });
+          const double expected = k == 7 ? want : reached ? 1.5 : 1.0;
+          ASSERT_EQ(dst.at(r * line + k), expected) << "line " << r << ", slot " << k;
+        }
+      }
+    }
+  }
 }
 
 TEST_P(IndexingTest, WarpLinesOverOtherWalks) {

@@ -7,10 +7,13 @@
 //    written with one coalesced pass: the table's only write (zeros included), so the table is
 //    written once at the full line rate where zeroing it first and adding the entries after would
 //    write it, then read and rewrite every sector an entry reaches;
-//  - adding into the table (lines of any length), the sums are those of the slots the item reached,
-//    found by the slot in a small open-addressing table of the warp's (kHashSlots, twice an item's
-//    entries: never full), and each is added to its table element once, by the lane that put it
-//    there (one rounding for 16-bit types).
+//  - adding into the table, only the slots the item reached are added to, each once, by the lane
+//    that reached it first (its owner), with one rounding for 16-bit types. Where the item's lines
+//    fit the warp's sums (as overwriting), a slot's sum is at its place in the lines and its owner
+//    is marked by a bit; longer lines (any length) find a slot's sum in a small open-addressing table
+//    of the warp's (kHashSlots, twice an item's entries: never full). The owner adds with a
+//    fire-and-forget reduction (no load waited for) where the sum is exact in T (always for f32 and
+//    f64; for 16-bit types, a slot of one entry), else loads, adds and stores.
 // No block-wide barrier: a warp's item is its own, and the next item's entries are loaded while the
 // current item is written.
 //
@@ -38,17 +41,24 @@ namespace {
 
 inline constexpr int kWarps = kThreads / 32;
 inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);        // an item's entries, one a lane a round
-// Adding: the reached slots' keys and sums, an item's entries at most, at no more than half load.
+// Adding lines longer than the warp's sums: the reached slots' keys and sums, an item's entries at
+// most, at no more than half load.
 inline constexpr int kHashBits = 8;
 inline constexpr int kHashSlots = 1 << kHashBits;
 static_assert(kHashSlots >= 2 * kWarpItemEntries);
+inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // adding lines: a bit a slot
+
+// Where a slot's sum is and how its owner is known: `lines`, an item's whole lines (overwriting, no
+// owner); `owned_lines`, the same with a bit a slot for its owner (adding); `hashed`, the reached
+// slots alone (adding, lines of any length).
+enum class WarpSums { lines, owned_lines, hashed };
 
 // How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
 // slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
 // the walk, every entry then alone on its line).
-// `warp_slots`: each warp's sums in shared memory: overwriting, an item's slots and 16 / sizeof(T)
-// more (see item_sums), rounded up to 16 bytes; adding, kHashSlots (then as many keys follow the
-// warps' sums).
+// `warp_slots`: each warp's sums in shared memory: an item's slots and 16 / sizeof(T) more (see
+// item_sums), rounded up to 16 bytes; hashed, kHashSlots. Adding, each warp's marks follow every
+// warp's sums: kOwnedWords bits, or kHashSlots keys.
 struct WarpItems {
   int64_t lines = 0, items = 0;
   int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0;
@@ -126,12 +136,12 @@ __device__ __forceinline__ int find_or_insert(int* keys, int key, bool& inserted
   }
 }
 
-// Adds a tile into the warp's sums, round by round, each slot's entries in lane order. Overwriting,
-// a slot's sum is sums[key]; adding into the table, it is the key's hash slot (keys non-null), and
-// the lane that put a key there keeps its hash slot in `owner` (else -1): add_owned then touches only
-// the slots the item reached.
-template <class Acc>
-__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage, int* keys,
+// Adds a tile into the warp's sums, round by round, each slot's entries in lane order. Adding into the
+// table, the first leader to reach a slot owns it and keeps its place in the sums in `owner` (else
+// -1): add_owned then touches only the slots the item reached. `marks`: the warp's ownership bits
+// (owned_lines) or hash keys (hashed).
+template <WarpSums kSums, class Acc>
+__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage, int* marks,
                                          int (&owner)[kRounds]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -146,10 +156,13 @@ __device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc*
         Acc sum = ScatterSum::identity<Acc>();
         for (unsigned m = same; m; m &= m - 1) sum = ScatterSum::reduce(sum, stage[__ffs(m) - 1]);
         int slot = key;
-        if (keys) {
+        if constexpr (kSums == WarpSums::hashed) {
           bool inserted = false;
-          slot = find_or_insert(keys, key, inserted);
+          slot = find_or_insert(marks, key, inserted);
           if (inserted) owner[r] = slot;
+        } else if constexpr (kSums == WarpSums::owned_lines) {
+          const unsigned bit = 1u << (key & 31);
+          if (!(atomicOr(reinterpret_cast<unsigned*>(marks) + (key >> 5), bit) & bit)) owner[r] = key;
         }
         sums[slot] = ScatterSum::reduce(sums[slot], sum);
       }
@@ -192,21 +205,22 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
   __syncwarp();  // the sums are cleared before the next item adds to them
 }
 
-// Adding: each slot the item reached, by its owner lane, is added to its table element once (in f32
-// for 16-bit types: one rounding), then its hash slot is emptied. The old values of a lane's slots
-// are loaded back to back.
-template <bool kDense, class T, class Acc>
+// Adding: each slot the item reached, by its owner lane, is added to its table element once, then its
+// sum and mark are cleared. A sum exact in T goes as a reduction no one waits for (with one owner a
+// slot, the same bits as a load, add and store: one rounding); the others' old values are loaded back
+// to back, then added in Acc (one rounding for 16-bit types) and stored.
+template <WarpSums kSums, bool kDense, class T, class Acc>
 __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const WarpItems& g, int64_t item,
-                                          const int (&owner)[kRounds], Acc* sums, int* keys, T* table) {
+                                          const int (&owner)[kRounds], Acc* sums, int* marks, T* table) {
   const int64_t line0 = item * g.per_item;
   T* at[kRounds];
   T old[kRounds];
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
-    at[r] = table;
+    at[r] = nullptr;
     old[r] = T{};
     if (owner[r] < 0) continue;
-    const int key = keys[owner[r]];
+    const int key = kSums == WarpSums::hashed ? marks[owner[r]] : owner[r];
     const int line = key / g.line_size, slot = key - line * g.line_size;
     int64_t table_line = (line0 + line) * g.line_size;
     if constexpr (!kDense) {
@@ -214,18 +228,32 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
       layout.rows.offsets(line0 + line, base, g.outer_dims);
       table_line = base[2];
     }
-    at[r] = table + table_line + int64_t(slot) * layout.table_dim_stride;
-    old[r] = *at[r];
+    T* p = table + table_line + int64_t(slot) * layout.table_dim_stride;
+    const Acc sum = sums[owner[r]];
+    if (static_cast<Acc>(static_cast<T>(sum)) == sum) {  // (false for NaN: loaded, added, stored)
+      ScatterSum::atomic_combine(p, sum);
+      sums[owner[r]] = ScatterSum::identity<Acc>();
+    } else {
+      at[r] = p;
+      old[r] = *p;
+    }
   }
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
-    if (owner[r] < 0) continue;
+    if (at[r] == nullptr) continue;
     ScatterSum::combine(&old[r], sums[owner[r]]);
     *at[r] = old[r];
     sums[owner[r]] = ScatterSum::identity<Acc>();
-    keys[owner[r]] = -1;
   }
-  __syncwarp();  // the hash is empty before the next item adds to it
+  if constexpr (kSums == WarpSums::hashed) {
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r)
+      if (owner[r] >= 0) marks[owner[r]] = -1;
+  } else {
+    __syncwarp();
+    for (int w = threadIdx.x % 32; w < kOwnedWords; w += 32) marks[w] = 0;
+  }
+  __syncwarp();  // the sums and marks are clear before the next item adds to them
 }
 
 // Where an item's slot 0 sits in its warp's sums. A dense item's run of the table starts `shift`
@@ -244,8 +272,8 @@ __device__ __forceinline__ Acc* item_sums(const IndexedLayout& layout, const War
 }
 
 // Four blocks an SM (at most 64 registers; 4 x 36 KB of shared memory for items of up to 4 KB of sums).
-// Adding (not kOverwrite), kVec is 1 (unused).
-template <int kVec, bool kDense, bool kOverwrite, class T, class Idx>
+// Adding (not WarpSums::lines), kVec is 1 (unused).
+template <int kVec, bool kDense, WarpSums kSums, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
     scatter_warp_lines_kernel(IndexedLayout layout, WarpItems g, const T* values, T* table, const Idx* index) {
   using Acc = acc_t<T>;
@@ -253,11 +281,12 @@ __global__ void __launch_bounds__(kThreads, 4)
   __shared__ Acc stage[kWarps][32];
   const int warp_in_block = threadIdx.x / 32, lane = threadIdx.x % 32;
   Acc* warp_sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * g.warp_slots;
-  // Adding: the warp's hash keys after every warp's sums (-1: an empty slot).
-  int* keys = kOverwrite ? nullptr : reinterpret_cast<int*>(reinterpret_cast<Acc*>(shared_bytes) + kWarps * g.warp_slots) +
-                                        warp_in_block * kHashSlots;
+  // Adding: the warp's marks after every warp's sums (ownership bits, or hash keys with -1 empty).
+  constexpr int kMarks = kSums == WarpSums::hashed ? kHashSlots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
+  int* marks = reinterpret_cast<int*>(reinterpret_cast<Acc*>(shared_bytes) + kWarps * g.warp_slots) +
+               warp_in_block * kMarks;
   for (int s = lane; s < g.warp_slots; s += 32) warp_sums[s] = ScatterSum::identity<Acc>();
-  for (int s = lane; keys && s < kHashSlots; s += 32) keys[s] = -1;
+  for (int s = lane; s < kMarks; s += 32) marks[s] = kSums == WarpSums::hashed ? -1 : 0;
   __syncwarp();
   const int64_t first = int64_t(blockIdx.x) * kWarps + warp_in_block, step = int64_t(gridDim.x) * kWarps;
   // One tile in registers: the next item's loads are issued once the current item is summed, and
@@ -265,14 +294,14 @@ __global__ void __launch_bounds__(kThreads, 4)
   WarpTile<Acc> tile;
   if (first < g.items) load_item<kDense>(layout, g, values, index, first, tile);
   for (int64_t item = first; item < g.items; item += step) {
-    Acc* sums = kOverwrite ? item_sums<kVec, kDense>(layout, g, item, table, warp_sums) : warp_sums;
+    Acc* sums = kSums == WarpSums::lines ? item_sums<kVec, kDense>(layout, g, item, table, warp_sums) : warp_sums;
     int owner[kRounds];
-    add_item(tile, sums, stage[warp_in_block], keys, owner);
+    add_item<kSums>(tile, sums, stage[warp_in_block], marks, owner);
     if (item + step < g.items) load_item<kDense>(layout, g, values, index, item + step, tile);
-    if constexpr (kOverwrite) {
+    if constexpr (kSums == WarpSums::lines) {
       write_item<kVec, kDense>(layout, g, item, sums, table);
     } else {
-      add_owned<kDense>(layout, g, item, owner, sums, keys, table);
+      add_owned<kSums, kDense>(layout, g, item, owner, sums, marks, table);
     }
   }
 }
@@ -300,12 +329,13 @@ bool dense_walk(const IndexedLayout& layout, const WarpItems& g) {
   return w.strides[0][0] == g.entries && w.strides[1][0] == g.entries && w.strides[2][0] == g.line_size;
 }
 
-template <int kVec, bool kDense, bool kOverwrite, class T, class Idx>
+template <int kVec, bool kDense, WarpSums kSums, class T, class Idx>
 Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const WarpItems& g, int sm_count) {
   using Acc = acc_t<T>;
-  const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kOverwrite, T, Idx>;
-  // Overwriting, at most 64 KB + 8 x 32 bytes; adding, 8 x 256 sums and keys.
-  const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * sizeof(Acc) + (kOverwrite ? 0 : kHashSlots * sizeof(int)));
+  const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kSums, T, Idx>;
+  // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, 8 x 256 sums and keys.
+  const int marks = kSums == WarpSums::hashed ? kHashSlots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
+  const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * sizeof(Acc) + size_t(marks) * sizeof(int));
   // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB), past the 48 KB default.
   if (Status st = cuda_status(
           cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
@@ -314,7 +344,7 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
     return st;
   // The instantiation's largest sums (one line of kWarpLineBytes a warp), the same on every call:
   // a launch of smaller items elsewhere never lowers it under this one.
-  constexpr int kMaxBytes = kWarps * static_cast<int>(kWarpLineBytes + 32 + 16);
+  constexpr int kMaxBytes = kWarps * static_cast<int>(kWarpLineBytes + 32 + 16 + kOwnedWords * 4);
   if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxBytes),
                               "cudaFuncSetAttribute");
       !st)
@@ -340,25 +370,30 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   g.line_size = static_cast<int>(layout.dim_size);
   g.outer_dims = dim_walked ? layout.rows.rank - 1 : layout.rows.rank;
   g.lines = layout.row_count / g.entries;
-  // As many lines an item as its entries and (overwriting) its sums allow, while every SM still gets
-  // 32 items; adding, while an item's slots are ints (its keys).
-  const int64_t fit = std::min<int64_t>(overwrite ? kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size
-                                                  : kMaxWarpKey / g.line_size,
+  // A line's sums in the warp's lines where they fit (overwriting, they do: strategy), else hashed.
+  const bool hashed = g.line_size > kWarpLineBytes / static_cast<int64_t>(sizeof(Acc));
+  // As many lines an item as its entries and its sums allow (hashed: an item's slots numbered in an
+  // int), while every SM still gets 32 items.
+  const int64_t fit = std::min<int64_t>(hashed ? kMaxWarpKey / g.line_size
+                                               : kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size,
                                         kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
   const int aligned = 16 / static_cast<int>(sizeof(Acc));  // sums in 16 bytes
-  g.warp_slots = overwrite ? (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned *
-                                 aligned
-                           : kHashSlots;
+  g.warp_slots = hashed ? kHashSlots
+                        : (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
   constexpr int kVec = 16 / sizeof(T);
   const bool dense = dense_walk(layout, g);
+  if (hashed)
+    return dense ? launch_warp_lines<1, true, WarpSums::hashed, T, Idx>(stream, p, g, sm_count)
+                 : launch_warp_lines<1, false, WarpSums::hashed, T, Idx>(stream, p, g, sm_count);
   if (!overwrite)
-    return dense ? launch_warp_lines<1, true, false, T, Idx>(stream, p, g, sm_count)
-                 : launch_warp_lines<1, false, false, T, Idx>(stream, p, g, sm_count);
-  if (dense) return launch_warp_lines<kVec, true, true, T, Idx>(stream, p, g, sm_count);
-  return chunked_lines<T>(layout, g, p.table) ? launch_warp_lines<kVec, false, true, T, Idx>(stream, p, g, sm_count)
-                                              : launch_warp_lines<1, false, true, T, Idx>(stream, p, g, sm_count);
+    return dense ? launch_warp_lines<1, true, WarpSums::owned_lines, T, Idx>(stream, p, g, sm_count)
+                 : launch_warp_lines<1, false, WarpSums::owned_lines, T, Idx>(stream, p, g, sm_count);
+  if (dense) return launch_warp_lines<kVec, true, WarpSums::lines, T, Idx>(stream, p, g, sm_count);
+  return chunked_lines<T>(layout, g, p.table)
+             ? launch_warp_lines<kVec, false, WarpSums::lines, T, Idx>(stream, p, g, sm_count)
+             : launch_warp_lines<1, false, WarpSums::lines, T, Idx>(stream, p, g, sm_count);
 }
 
 #define BARACUDA_INSTANTIATE(T, Idx) \
