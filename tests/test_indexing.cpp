@@ -818,7 +818,7 @@ TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
   const bool cuda = backend() == Backend::cuda;
   const int64_t lines = cuda ? 4001 : 60;  // several lines an item up to 200 SMs; the CPU's walk is alike
   const Shape dense{lines, 201}, sparse{lines, 2100}, dense_idx{lines, 150}, sparse_idx{lines, 200};
-  const Shape slab{3, 30001}, slab_idx{3, 40};
+  const Shape slab{3, 30001}, slab_idx{3, 200};
   const std::vector<Layout> layouts = {
       {"dense entries, odd lines", contiguous(dense), contiguous(dense_idx)},
       {"dense entries, misaligned table", TensorSpec{dense, {}, false, 1}, contiguous(dense_idx)},
@@ -876,8 +876,8 @@ TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
 
 // Adding into a table sums a destination's entries in f32 (16-bit types) and rounds once: table ones,
 // two entries 2^-8 and 2^-16 meeting on a slot from different rounds of a warp (the sum is not exact
-// in bf16: loaded, added, stored, giving bf16(1 + 2^-8 + 2^-16) = 1 + 2^-7 where rounding the sum
-// first would give 1), the other entries 0.5 alone on their slots (exact: reduced without a load).
+// in bf16: bf16(1 + 2^-8 + 2^-16) = 1 + 2^-7 where rounding the sum first would give 1), the other
+// entries 0.5 alone on their slots.
 // Lines a warp's sums hold (64) and longer ones (2100: hashed). (The atomic variant adds in T.)
 TEST_P(IndexingTest, AddingRoundsOnce) {
   const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;

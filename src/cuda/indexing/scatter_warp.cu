@@ -11,9 +11,8 @@
 //    that reached it first (its owner), with one rounding for 16-bit types. Where the item's lines
 //    fit the warp's sums (as overwriting), a slot's sum is at its place in the lines and its owner
 //    is marked by a bit; longer lines (any length) find a slot's sum in a small open-addressing table
-//    of the warp's (kHashSlots, twice an item's entries: never full). The owner adds with a
-//    fire-and-forget reduction (no load waited for) where the sum is exact in T (always for f32 and
-//    f64; for 16-bit types, a slot of one entry), else loads, adds and stores.
+//    of the warp's (kHashSlots, twice an item's entries: never full). f32 and f64 owners add with a
+//    fire-and-forget reduction (no load waited for); 16-bit ones load, add and store.
 // No block-wide barrier: a warp's item is its own, and the next item's entries are loaded while the
 // current item is written.
 //
@@ -28,6 +27,7 @@
 // dense item as one run from its first aligned element, other lines where each starts aligned with
 // unit stride; else single elements.
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
@@ -206,9 +206,10 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
 }
 
 // Adding: each slot the item reached, by its owner lane, is added to its table element once, then its
-// sum and mark are cleared. A sum exact in T goes as a reduction no one waits for (with one owner a
-// slot, the same bits as a load, add and store: one rounding); the others' old values are loaded back
-// to back, then added in Acc (one rounding for 16-bit types) and stored.
+// sum and mark are cleared. f32 / f64 sums go as reductions no one waits for (with one owner a slot,
+// the same bits as a load, add and store); 16-bit types load their old values back to back, add in
+// f32 (one rounding) and store (measured: bf16 reductions were 10-30% slower than that, bench/NOTES.md
+// "Warp lines adding").
 template <WarpSums kSums, bool kDense, class T, class Acc>
 __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const WarpItems& g, int64_t item,
                                           const int (&owner)[kRounds], Acc* sums, int* marks, T* table) {
@@ -229,9 +230,8 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
       table_line = base[2];
     }
     T* p = table + table_line + int64_t(slot) * layout.table_dim_stride;
-    const Acc sum = sums[owner[r]];
-    if (static_cast<Acc>(static_cast<T>(sum)) == sum) {  // (false for NaN: loaded, added, stored)
-      ScatterSum::atomic_combine(p, sum);
+    if constexpr (std::is_same_v<T, Acc>) {
+      ScatterSum::atomic_combine(p, sums[owner[r]]);
       sums[owner[r]] = ScatterSum::identity<Acc>();
     } else {
       at[r] = p;
