@@ -526,14 +526,15 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 // with at most 128 entries take the warp lines where they have more than 32 entries and are added to
 // (any line length: the warp hashes the slots it reaches), or where the table is overwritten (the
 // gradient: every line written once, zeros included) and a line holds at most 2048 sums (1024 f64);
-// other lines of at most 32 entries take the short-line kernel whatever the line's length. Both are deterministic, with f32 sums and no workspace, by default too, except that f32
-// and f64 atomics take every line they add to but dense shared ones. More entries take
-// the shared line where the line fits in shared memory (12288 f32 sums, 6144 f64), in slabs of that
-// size while the entries are at most half a slab, and the general kernels past that; f32 and f64
-// atomics (the general kernel) also take slabs and lines they add sparse entries to. Also an index
-// of size 1 along dim (every entry alone on its line), MoE routing's shape ([tokens, experts] <-
-// top-k), and (CUDA only) more warp items than the grid has warps. Index values span a few slots past
-// each end: duplicates in a line and bad values.
+// other lines of at most 32 entries take the short-line kernel whatever the line's length. Both are
+// deterministic, with f32 sums and no workspace, by default too, except that f32 and f64 atomics take
+// every line they add to but dense shared ones. More entries take the shared line where the line fits
+// in shared memory (12288 f32 sums, 6144 f64), in slabs of that size while the entries are at most
+// half a slab, and the general kernels past that; f32 and f64 atomics (the general kernel) also take
+// slabs and lines they add sparse entries to. Also an index of size 1 along dim (every entry alone on
+// its line), MoE routing's shape ([tokens, experts] <- top-k), and (CUDA only) more warp items than
+// the grid has warps. Index values span a few slots past each end: duplicates in a line and bad
+// values.
 TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const bool cuda = backend() == Backend::cuda;
   const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
@@ -549,38 +550,39 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const std::string slabs = sixteen_bit ? shared : general;              // f32 and f64 atomics beat slabs
   const std::string sparse = slabs;                                      // and the shared line adding sparse lines
   const std::string long_line = dtype() == DType::f64 ? slabs : shared;  // 6150 sums: f64 slabs
-  const std::vector<Case> cases = {{70, 64, 8, 64, warp_lines, short_lines},
-                                   {70, 64, 32, 5, warp_lines, short_lines},
-                                   {70, 64, 33, 5, warp_lines, warp_lines},
-                                   {40, 64, 128, 64, warp_lines, warp_lines},
-                                   {40, 64, 129, 64, shared, shared},
-                                   // Adding up to an entry a 6 slots (sparse), the shared line
-                                   // adds entry by entry while the entries fit one tile (1024),
-                                   // and f32 / f64 atomics take the line.
-                                   {40, 774, 129, 774, shared, sparse},
-                                   {40, 773, 129, 773, shared, shared},
-                                   {3, 6144, 1024, 6144, shared, sparse},
-                                   {3, 6144, 1025, 6144, shared, shared},
-                                   // Sparse either side of one tile (f64: two slabs).
-                                   {3, 6150, 1024, 6150, long_line, sparse},
-                                   {3, 6150, 1025, 6150, long_line, sparse},
-                                   {40, warp, 33, warp, warp_lines, warp_lines},
-                                   // Adding, the warp lines hash the reached slots: any line length.
-                                   {40, warp + 1, 33, warp + 1, shared, warp_lines},
-                                   {40, 20000, 128, 20000, slabs, warp_lines},
-                                   {40, 20000, 129, 20000, slabs, sparse},
-                                   {40, warp, 8, warp, warp_lines, short_lines},
-                                   {40, warp + 1, 8, warp + 1, short_lines, short_lines},
-                                   {300, 50, 1, 50, warp_lines, short_lines},
-                                   {1100000, 8, 2, 8, warp_lines, short_lines, true},
-                                   {6, 20000, 32, 7, short_lines, short_lines},
-                                   {6, 20000, 33, 7, slabs, warp_lines},
-                                   {3, slots, 40, slots, shared, warp_lines},
-                                   {3, slots + 1, 40, slots + 1, slabs, warp_lines},  // two slabs, the second of one slot
-                                   {2, 4 * slots, slots / 2, 4 * slots, slabs, slabs},
-                                   {2, 4 * slots, slots / 2 + 1, 4 * slots, general, general},
-                                   {300, 20000, 1, 20000, short_lines, short_lines},
-                                   {9, 37, 3, 37, warp_lines, short_lines}};
+  const std::vector<Case> cases = {
+      {70, 64, 8, 64, warp_lines, short_lines},
+      {70, 64, 32, 5, warp_lines, short_lines},
+      {70, 64, 33, 5, warp_lines, warp_lines},
+      {40, 64, 128, 64, warp_lines, warp_lines},
+      {40, 64, 129, 64, shared, shared},
+      // Adding up to an entry a 6 slots (sparse), the shared line
+      // adds entry by entry while the entries fit one tile (1024),
+      // and f32 / f64 atomics take the line.
+      {40, 774, 129, 774, shared, sparse},
+      {40, 773, 129, 773, shared, shared},
+      {3, 6144, 1024, 6144, shared, sparse},
+      {3, 6144, 1025, 6144, shared, shared},
+      // Sparse either side of one tile (f64: two slabs).
+      {3, 6150, 1024, 6150, long_line, sparse},
+      {3, 6150, 1025, 6150, long_line, sparse},
+      {40, warp, 33, warp, warp_lines, warp_lines},
+      // Adding, the warp lines hash the reached slots: any line length.
+      {40, warp + 1, 33, warp + 1, shared, warp_lines},
+      {40, 20000, 128, 20000, slabs, warp_lines},
+      {40, 20000, 129, 20000, slabs, sparse},
+      {40, warp, 8, warp, warp_lines, short_lines},
+      {40, warp + 1, 8, warp + 1, short_lines, short_lines},
+      {300, 50, 1, 50, warp_lines, short_lines},
+      {1100000, 8, 2, 8, warp_lines, short_lines, true},
+      {6, 20000, 32, 7, short_lines, short_lines},
+      {6, 20000, 33, 7, slabs, warp_lines},
+      {3, slots, 40, slots, shared, warp_lines},
+      {3, slots + 1, 40, slots + 1, slabs, warp_lines},  // two slabs, the second of one slot
+      {2, 4 * slots, slots / 2, 4 * slots, slabs, slabs},
+      {2, 4 * slots, slots / 2 + 1, 4 * slots, general, general},
+      {300, 20000, 1, 20000, short_lines, short_lines},
+      {9, 37, 3, 37, warp_lines, short_lines}};
   for (const Case& c : cases) {
     if (c.cuda_only && !cuda) continue;
     const Shape table_shape{c.lines, c.line_length}, idx_shape{c.lines, c.entries};

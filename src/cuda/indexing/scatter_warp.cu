@@ -40,7 +40,7 @@ namespace baracuda::detail::cuda {
 namespace {
 
 inline constexpr int kWarps = kThreads / 32;
-inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);        // an item's entries, one a lane a round
+inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an item's entries, one a lane a round
 // Adding lines longer than the warp's sums: the reached slots' keys and sums, an item's entries at
 // most, at no more than half load.
 inline constexpr int kHashBits = 8;
@@ -156,15 +156,14 @@ __device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc*
         Acc sum = ScatterSum::identity<Acc>();
         for (unsigned m = same; m; m &= m - 1) sum = ScatterSum::reduce(sum, stage[__ffs(m) - 1]);
         int slot = key;
-        if constexpr (kSums == WarpSums::hashed) {
-          bool inserted = false;
-          slot = find_or_insert(marks, key, inserted);
-          if (inserted) owner[r] = slot;
-        } else if constexpr (kSums == WarpSums::owned_lines) {
-          const unsigned bit = 1u << (key & 31);
-          if (!(atomicOr(reinterpret_cast<unsigned*>(marks) + (key >> 5), bit) & bit)) owner[r] = key;
-        }
+        bool inserted = false;
+        if constexpr (kSums == WarpSums::hashed) slot = find_or_insert(marks, key, inserted);
         sums[slot] = ScatterSum::reduce(sums[slot], sum);
+        if constexpr (kSums == WarpSums::owned_lines) {
+          const unsigned bit = 1u << (key & 31);
+          inserted = !(atomicOr(reinterpret_cast<unsigned*>(marks) + (key >> 5), bit) & bit);
+        }
+        if (kSums != WarpSums::lines && inserted) owner[r] = slot;
       }
       __syncwarp();  // the stage is rewritten next round
     }
@@ -283,8 +282,8 @@ __global__ void __launch_bounds__(kThreads, 4)
   Acc* warp_sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * g.warp_slots;
   // Adding: the warp's marks after every warp's sums (ownership bits, or hash keys with -1 empty).
   constexpr int kMarks = kSums == WarpSums::hashed ? kHashSlots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
-  int* marks = reinterpret_cast<int*>(reinterpret_cast<Acc*>(shared_bytes) + kWarps * g.warp_slots) +
-               warp_in_block * kMarks;
+  int* marks =
+      reinterpret_cast<int*>(reinterpret_cast<Acc*>(shared_bytes) + kWarps * g.warp_slots) + warp_in_block * kMarks;
   for (int s = lane; s < g.warp_slots; s += 32) warp_sums[s] = ScatterSum::identity<Acc>();
   for (int s = lane; s < kMarks; s += 32) marks[s] = kSums == WarpSums::hashed ? -1 : 0;
   __syncwarp();
@@ -294,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   WarpTile<Acc> tile;
   if (first < g.items) load_item<kDense>(layout, g, values, index, first, tile);
   for (int64_t item = first; item < g.items; item += step) {
-    Acc* sums = kSums == WarpSums::lines ? item_sums<kVec, kDense>(layout, g, item, table, warp_sums) : warp_sums;
+    Acc* sums = kSums == WarpSums::hashed ? warp_sums : item_sums<kVec, kDense>(layout, g, item, table, warp_sums);
     int owner[kRounds];
     add_item<kSums>(tile, sums, stage[warp_in_block], marks, owner);
     if (item + step < g.items) load_item<kDense>(layout, g, values, index, item + step, tile);
@@ -374,14 +373,15 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   const bool hashed = g.line_size > kWarpLineBytes / static_cast<int64_t>(sizeof(Acc));
   // As many lines an item as its entries and its sums allow (hashed: an item's slots numbered in an
   // int), while every SM still gets 32 items.
-  const int64_t fit = std::min<int64_t>(hashed ? kMaxWarpKey / g.line_size
-                                               : kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size,
-                                        kWarpItemEntries / g.entries);
+  const int64_t fit = std::min<int64_t>(
+      hashed ? kMaxWarpKey / g.line_size : kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size,
+      kWarpItemEntries / g.entries);
   g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
   g.items = (g.lines + g.per_item - 1) / g.per_item;
   const int aligned = 16 / static_cast<int>(sizeof(Acc));  // sums in 16 bytes
-  g.warp_slots = hashed ? kHashSlots
-                        : (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
+  g.warp_slots = hashed
+                     ? kHashSlots
+                     : (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
   constexpr int kVec = 16 / sizeof(T);
   const bool dense = dense_walk(layout, g);
   if (hashed)
