@@ -392,8 +392,8 @@ TEST_P(IndexingTest, LineScatterWithMoreLinesThanBlocks) {
     bool transposed, cuda_only;
   };
   for (const Case& c :
-       {Case{{2500, 50}, {2500, 1100}, 50, false, false}, Case{{1400, 2100}, {1400, 200}, 20, false, true},
-        Case{{1400, 2100}, {1400, 200}, 2100, true, true}}) {
+       {Case{{2500, 50}, {2500, 1100}, 50, false, false}, Case{{1400, 4000}, {1400, 600}, 20, false, true},
+        Case{{1400, 4000}, {1400, 600}, 4000, true, true}}) {
     if (c.cuda_only && backend() != Backend::cuda) continue;
     SCOPED_TRACE(c.table.to_string() + (c.transposed ? " transposed" : ""));
     for (const PlanPreference& pref : scatter_variants()) {
@@ -556,10 +556,10 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
       {70, 64, 33, 5, warp_lines, warp_lines},
       {40, 64, 128, 64, warp_lines, warp_lines},
       {40, 64, 129, 64, shared, shared},
-      // Adding up to an entry a 6 slots (sparse), the shared line
-      // adds entry by entry while the entries fit one tile (1024),
-      // and f32 / f64 atomics take the line.
-      {40, 774, 129, 774, shared, sparse},
+      // Adding up to an entry a 6 slots (sparse): a warp, up to 512 entries (tiles of 128); the
+      // shared line adds entry by entry while the entries fit one tile (1024), and f32 / f64
+      // atomics take the line.
+      {40, 774, 129, 774, shared, warp_lines},
       {40, 773, 129, 773, shared, shared},
       {3, 6144, 1024, 6144, shared, sparse},
       {3, 6144, 1025, 6144, shared, shared},
@@ -570,7 +570,9 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
       // Adding, the warp lines hash the reached slots: any line length.
       {40, warp + 1, 33, warp + 1, shared, warp_lines},
       {40, 20000, 128, 20000, slabs, warp_lines},
-      {40, 20000, 129, 20000, slabs, sparse},
+      {40, 20000, 129, 20000, slabs, warp_lines},
+      {40, 20000, 512, 20000, slabs, warp_lines},
+      {40, 20000, 513, 20000, slabs, sparse},
       {40, warp, 8, warp, warp_lines, short_lines},
       {40, warp + 1, 8, warp + 1, short_lines, short_lines},
       {300, 50, 1, 50, warp_lines, short_lines},
@@ -810,7 +812,8 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
   });
 }
 
-// CUDA's shared line (more than 128 entries a line, or lines past 2048 sums) writes an item that is
+// CUDA's shared line (more than 128 entries a line, or lines past 2048 sums overwritten; adding,
+// sparse lines of more than 512 entries or dense ones of more than 128) writes an item that is
 // one run of the table in 16-byte chunks from its first aligned element, and adds entry by entry
 // where the entries are sparse (at most one a 6 slots): every mix, overwriting a poisoned table and
 // adding into one. Several lines an item (enough lines on CUDA: 4001) and slabs
@@ -819,7 +822,7 @@ TEST_P(IndexingTest, WarpLinesOverEveryLayout) {
 TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
   const bool cuda = backend() == Backend::cuda;
   const int64_t lines = cuda ? 4001 : 60;  // several lines an item up to 200 SMs; the CPU's walk is alike
-  const Shape dense{lines, 201}, sparse{lines, 2100}, dense_idx{lines, 150}, sparse_idx{lines, 200};
+  const Shape dense{lines, 201}, sparse{cuda ? 1000 : 60, 4000}, dense_idx{lines, 150}, sparse_idx{sparse.dims[0], 600};
   const Shape slab{3, 30001}, slab_idx{3, 200};
   const std::vector<Layout> layouts = {
       {"dense entries, odd lines", contiguous(dense), contiguous(dense_idx)},
@@ -828,9 +831,9 @@ TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
       {"dense entries, transposed table", with_strides(dense, {1, lines}), contiguous(dense_idx)},
       {"sparse entries", contiguous(sparse), contiguous(sparse_idx)},
       {"sparse entries, misaligned table", TensorSpec{sparse, {}, false, 3}, contiguous(sparse_idx)},
-      {"sparse entries, strided entries", contiguous(sparse), with_strides(sparse_idx, {1, lines})},
-      {"sparse entries, padded table lines", with_strides(sparse, {2112, 1}), contiguous(sparse_idx)},
-      {"sparse entries, transposed table", with_strides(sparse, {1, lines}), contiguous(sparse_idx)},
+      {"sparse entries, strided entries", contiguous(sparse), with_strides(sparse_idx, {1, sparse.dims[0]})},
+      {"sparse entries, padded table lines", with_strides(sparse, {4016, 1}), contiguous(sparse_idx)},
+      {"sparse entries, transposed table", with_strides(sparse, {1, sparse.dims[0]}), contiguous(sparse_idx)},
       {"slabs, misaligned table", TensorSpec{slab, {}, false, 1}, contiguous(slab_idx)}};
   over_layouts(layouts, [&](const PlanPreference& pref, const std::string& overwriting, const std::string& adding) {
     if (cuda && pref.variant == "sorted") {
@@ -853,7 +856,9 @@ TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
       {"dense, misaligned table", TensorSpec{table_shape, {}, false, 1}, contiguous(idx_shape)},
       {"padded table lines", with_strides(table_shape, {2112, 1}), contiguous(idx_shape)},
       {"strided entries", contiguous(table_shape), with_strides(idx_shape, {1, 300})},
-      {"transposed table", with_strides(table_shape, {1, 300}), contiguous(idx_shape)}};
+      {"transposed table", with_strides(table_shape, {1, 300}), contiguous(idx_shape)},
+      {"300 entries a line (three tiles)", contiguous(table_shape), contiguous({300, 300})},
+      {"300 entries a line, transposed table", with_strides(table_shape, {1, 300}), contiguous({300, 300})}};
   for (const Layout& l : layouts) {
     SCOPED_TRACE(l.name);
     for (const PlanPreference& pref : scatter_variants()) {
@@ -879,24 +884,26 @@ TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
 // Adding into a table sums a destination's entries in f32 (16-bit types) and rounds once: table ones,
 // two entries 2^-8 and 2^-16 meeting on a slot from different rounds of a warp (the sum is not exact
 // in bf16: bf16(1 + 2^-8 + 2^-16) = 1 + 2^-7 where rounding the sum first would give 1), the other
-// entries 0.5 alone on their slots.
-// Lines a warp's sums hold (64) and longer ones (2100: hashed). (The atomic variant adds in T.)
+// entries 0.5 alone on their slots. Lines a warp's sums hold (64 slots), longer ones (2100: hashed),
+// and a line of 300 entries (three tiles of a warp, the second entry in the second tile).
+// (The atomic variant adds in T.)
 TEST_P(IndexingTest, AddingRoundsOnce) {
   const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
   const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
   const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
-  for (const int64_t line : {64, 2100}) {
-    const Shape table_shape{3, line}, idx_shape{3, 48};
+  for (const auto& [line, entries] : {std::pair<int64_t, int64_t>{64, 48}, {2100, 48}, {2100, 300}}) {
+    const Shape table_shape{3, line}, idx_shape{3, entries};
+    const int64_t meet = entries > 128 ? 200 : 40;  // the entry that meets entry 0 on slot 7
     for (const PlanPreference& pref : scatter_variants()) {
       if (sixteen_bit && pref.variant == "atomic") continue;
-      SCOPED_TRACE(std::to_string(line) + " " + pref.variant);
+      SCOPED_TRACE(std::to_string(line) + " x " + std::to_string(entries) + " " + pref.variant);
       Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
       Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
       std::fill(dst.host.begin(), dst.host.end(), 1.0);
       for (int64_t r = 0; r < 3; ++r) {
-        for (int64_t j = 0; j < 48; ++j) {
-          idx.host[r * 48 + j] = static_cast<double>(j == 40 ? 7 : (7 + 11 * j) % line);
-          vals.host[r * 48 + j] = j == 0 ? std::ldexp(1.0, -8) : j == 40 ? std::ldexp(1.0, -16) : 0.5;
+        for (int64_t j = 0; j < entries; ++j) {
+          idx.host[r * entries + j] = static_cast<double>(j == meet ? 7 : (7 + 11 * j) % line);
+          vals.host[r * entries + j] = j == 0 ? std::ldexp(1.0, -8) : j == meet ? std::ldexp(1.0, -16) : 0.5;
         }
       }
       ASSERT_OK(vals.upload());
@@ -908,9 +915,9 @@ TEST_P(IndexingTest, AddingRoundsOnce) {
       ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {vals.ref(), idx.ref(), dst.mut(), nullptr}));
       ASSERT_OK(dst.download());
       for (int64_t r = 0; r < 3; ++r) {
+        const auto first = idx.host.begin() + r * entries, last = first + entries;
         for (int64_t k = 0; k < line; ++k) {
-          const bool reached = k == 7 || std::any_of(idx.host.begin() + r * 48, idx.host.begin() + r * 48 + 48,
-                                                     [&](double v) { return v == static_cast<double>(k); });
+          const bool reached = std::find(first, last, static_cast<double>(k)) != last;
           const double expected = k == 7 ? want : reached ? 1.5 : 1.0;
           ASSERT_EQ(dst.at(r * line + k), expected) << "line " << r << ", slot " << k;
         }

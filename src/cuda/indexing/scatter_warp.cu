@@ -11,7 +11,7 @@
 //    that reached it first (its owner), with one rounding for 16-bit types. Where the item's lines
 //    fit the warp's sums (as overwriting), a slot's sum is at its place in the lines and its owner
 //    is marked by a bit; longer lines (any length) find a slot's sum in a small open-addressing table
-//    of the warp's (kHashSlots, twice an item's entries: never full). f32 and f64 owners add with a
+//    of the warp's (twice an item's entries: never full). f32 and f64 owners add with a
 //    fire-and-forget reduction (no load waited for); 16-bit ones load, add and store.
 // No block-wide barrier: a warp's item is its own, and the next item's entries are loaded while the
 // current item is written.
@@ -41,11 +41,10 @@ namespace {
 
 inline constexpr int kWarps = kThreads / 32;
 inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an item's entries, one a lane a round
-// Adding lines longer than the warp's sums: the reached slots' keys and sums, an item's entries at
-// most, at no more than half load.
-inline constexpr int kHashBits = 8;
-inline constexpr int kHashSlots = 1 << kHashBits;
-static_assert(kHashSlots >= 2 * kWarpItemEntries);
+// Adding lines longer than the warp's sums: the reached slots' keys and sums, twice an item's
+// entries (a line's, past kWarpItemEntries) rounded up to a power of two: at most half full.
+inline constexpr int kHashBits = 8;  // an item of at most kWarpItemEntries
+inline constexpr int kMaxHashSlots = static_cast<int>(2 * kWarpLineEntries);
 inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // adding lines: a bit a slot
 
 // Where a slot's sum is and how its owner is known: `lines`, an item's whole lines (overwriting, no
@@ -57,20 +56,23 @@ enum class WarpSums { lines, owned_lines, hashed };
 // slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
 // the walk, every entry then alone on its line).
 // `warp_slots`: each warp's sums in shared memory: an item's slots and 16 / sizeof(T) more (see
-// item_sums), rounded up to 16 bytes; hashed, kHashSlots. Adding, each warp's marks follow every
-// warp's sums: kOwnedWords bits, or kHashSlots keys.
+// item_sums), rounded up to 16 bytes; hashed, 2^hash_bits. Adding, each warp's marks follow every
+// warp's sums: kOwnedWords bits, or as many hash keys.
+// `tiles`: an item's tiles of at most kWarpItemEntries entries (more than one: an item is one line
+// of more entries, its sums hashed in 2^hash_bits slots).
 struct WarpItems {
   int64_t lines = 0, items = 0;
-  int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0;
+  int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0, tiles = 1, hash_bits = kHashBits;
 };
 
 // A place (line of the item, position in the line) that advances by 32 a step, for lines of `size`
-// positions: 32 = whole * size + rest, so a step is two adds and at most one carry.
+// positions, from position `start` of the item: 32 = whole * size + rest, so a step is two adds and
+// at most one carry.
 struct Carried {
   int line = 0, at = 0, whole = 0, rest = 0, size = 1;
-  __device__ __forceinline__ Carried(int size_, int lane) : size(size_) {
-    line = lane / size;
-    at = lane - line * size;
+  __device__ __forceinline__ Carried(int size_, int start) : size(size_) {
+    line = start / size;
+    at = start - line * size;
     whole = 32 / size;
     rest = 32 - whole * size;
   }
@@ -91,23 +93,25 @@ struct WarpTile {
   Acc value[kRounds];
 };
 
-// Item `item`'s entries, one a lane a round: coalesced, the values loaded independently of their
-// index. kDense: the walk is [lines, entries] with unit steps in the values and the index (or one
-// entry a line, consecutive), so an item's entries are one run in each and need no walker offsets.
+// Tile `tile` of item `item`'s entries, one a lane a round: coalesced, the values loaded independently
+// of their index. kDense: the walk is [lines, entries] with unit steps in the values and the index (or
+// one entry a line, consecutive), so an item's entries are one run in each and need no walker offsets.
 template <bool kDense, class T, class Idx>
 __device__ __forceinline__ void load_item(const IndexedLayout& layout, const WarpItems& g, const T* values,
-                                          const Idx* index, int64_t item, WarpTile<acc_t<T>>& t) {
+                                          const Idx* index, int64_t item, int tile, WarpTile<acc_t<T>>& t) {
   const Walker<kRowTensors>& w = layout.rows;
   const int lane = threadIdx.x % 32;
   const int64_t line0 = item * g.per_item;
-  t.count = static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * g.entries;
-  Carried e(g.entries, lane);
+  const int first = tile * static_cast<int>(kWarpItemEntries);
+  t.count = min(static_cast<int>(min(int64_t(g.per_item), g.lines - line0)) * g.entries - first,
+                static_cast<int>(kWarpItemEntries));
+  Carried e(g.entries, first + lane);
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
     const bool inside = r * 32 + lane < t.count;
     int64_t values_off = 0, index_off = 0;
     if constexpr (kDense) {
-      values_off = index_off = line0 * g.entries + (inside ? r * 32 + lane : 0);
+      values_off = index_off = line0 * g.entries + first + (inside ? r * 32 + lane : 0);
     } else {
       int64_t base[kRowTensors];
       w.offsets(line0 + (inside ? e.line : 0), base, g.outer_dims);
@@ -126,8 +130,9 @@ __device__ __forceinline__ void load_item(const IndexedLayout& layout, const War
 // The warp's hash slot of a key (a slot of the item's lines: >= 0), put there if absent; `inserted`
 // says whether this call put it. Linear probing from a multiplicative hash; the keys of one round are
 // distinct, so lanes that race for a slot put different keys (where each lands may vary, its sum not).
-__device__ __forceinline__ int find_or_insert(int* keys, int key, bool& inserted) {
-  for (unsigned h = (static_cast<unsigned>(key) * 2654435769u) >> (32 - kHashBits);; h = (h + 1) % kHashSlots) {
+__device__ __forceinline__ int find_or_insert(int* keys, int bits, int key, bool& inserted) {
+  const unsigned last = (1u << bits) - 1;
+  for (unsigned h = (static_cast<unsigned>(key) * 2654435769u) >> (32 - bits);; h = (h + 1) & last) {
     const int seen = atomicCAS(keys + h, -1, key);
     if (seen == -1 || seen == key) {
       inserted = seen == -1;
@@ -141,7 +146,7 @@ __device__ __forceinline__ int find_or_insert(int* keys, int key, bool& inserted
 // -1): add_owned then touches only the slots the item reached. `marks`: the warp's ownership bits
 // (owned_lines) or hash keys (hashed).
 template <WarpSums kSums, class Acc>
-__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage, int* marks,
+__device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc* stage, int* marks, int hash_bits,
                                          int (&owner)[kRounds]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -157,7 +162,7 @@ __device__ __forceinline__ void add_item(const WarpTile<Acc>& t, Acc* sums, Acc*
         for (unsigned m = same; m; m &= m - 1) sum = ScatterSum::reduce(sum, stage[__ffs(m) - 1]);
         int slot = key;
         bool inserted = false;
-        if constexpr (kSums == WarpSums::hashed) slot = find_or_insert(marks, key, inserted);
+        if constexpr (kSums == WarpSums::hashed) slot = find_or_insert(marks, hash_bits, key, inserted);
         sums[slot] = ScatterSum::reduce(sums[slot], sum);
         if constexpr (kSums == WarpSums::owned_lines) {
           const unsigned bit = 1u << (key & 31);
@@ -255,6 +260,52 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
   __syncwarp();  // the sums and marks are clear before the next item adds to them
 }
 
+// Adding an item of one line in several tiles (hashed): the owners of earlier tiles are not known,
+// so the warp scans its hash and adds each key's sum to its slot of the line, as add_owned does,
+// then empties the hash.
+template <bool kDense, class T, class Acc>
+__device__ __forceinline__ void add_hashed_line(const IndexedLayout& layout, const WarpItems& g, int64_t line,
+                                                Acc* sums, int* keys, T* table) {
+  int64_t table_line = line * g.line_size;
+  if constexpr (!kDense) {
+    int64_t base[kRowTensors];
+    layout.rows.offsets(line, base, g.outer_dims);
+    table_line = base[2];
+  }
+  const int slots = 1 << g.hash_bits, lane = threadIdx.x % 32;
+  for (int s0 = 0; s0 < slots; s0 += 32 * kRounds) {
+    T* at[kRounds];
+    T old[kRounds];
+    int from[kRounds];
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      at[r] = nullptr;
+      old[r] = T{};
+      from[r] = s0 + r * 32 + lane;
+      const int key = from[r] < slots ? keys[from[r]] : -1;  // (a line's key is its slot)
+      if (key < 0) continue;
+      T* p = table + table_line + int64_t(key) * layout.table_dim_stride;
+      if constexpr (std::is_same_v<T, Acc>) {
+        ScatterSum::atomic_combine(p, sums[from[r]]);
+        sums[from[r]] = ScatterSum::identity<Acc>();
+        keys[from[r]] = -1;
+      } else {
+        at[r] = p;
+        old[r] = *p;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      if (at[r] == nullptr) continue;
+      ScatterSum::combine(&old[r], sums[from[r]]);
+      *at[r] = old[r];
+      sums[from[r]] = ScatterSum::identity<Acc>();
+      keys[from[r]] = -1;
+    }
+  }
+  __syncwarp();  // the hash is empty before the next item adds to it
+}
+
 // Where an item's slot 0 sits in its warp's sums. A dense item's run of the table starts `shift`
 // elements past a 16-byte boundary; its slot 0 is put `shift` sums past the (16-byte aligned) warp
 // sums, so that the run's first whole chunk and its sums are both aligned (write_item).
@@ -281,24 +332,32 @@ __global__ void __launch_bounds__(kThreads, 4)
   const int warp_in_block = threadIdx.x / 32, lane = threadIdx.x % 32;
   Acc* warp_sums = reinterpret_cast<Acc*>(shared_bytes) + warp_in_block * g.warp_slots;
   // Adding: the warp's marks after every warp's sums (ownership bits, or hash keys with -1 empty).
-  constexpr int kMarks = kSums == WarpSums::hashed ? kHashSlots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
+  const int mark_count = kSums == WarpSums::hashed ? g.warp_slots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
   int* marks =
-      reinterpret_cast<int*>(reinterpret_cast<Acc*>(shared_bytes) + kWarps * g.warp_slots) + warp_in_block * kMarks;
+      reinterpret_cast<int*>(reinterpret_cast<Acc*>(shared_bytes) + kWarps * g.warp_slots) + warp_in_block * mark_count;
   for (int s = lane; s < g.warp_slots; s += 32) warp_sums[s] = ScatterSum::identity<Acc>();
-  for (int s = lane; s < kMarks; s += 32) marks[s] = kSums == WarpSums::hashed ? -1 : 0;
+  for (int s = lane; s < mark_count; s += 32) marks[s] = kSums == WarpSums::hashed ? -1 : 0;
   __syncwarp();
   const int64_t first = int64_t(blockIdx.x) * kWarps + warp_in_block, step = int64_t(gridDim.x) * kWarps;
   // One tile in registers: the next item's loads are issued once the current item is summed, and
   // are in flight while it is written.
   WarpTile<Acc> tile;
-  if (first < g.items) load_item<kDense>(layout, g, values, index, first, tile);
+  if (first < g.items) load_item<kDense>(layout, g, values, index, first, 0, tile);
   for (int64_t item = first; item < g.items; item += step) {
     Acc* sums = kSums == WarpSums::hashed ? warp_sums : item_sums<kVec, kDense>(layout, g, item, table, warp_sums);
     int owner[kRounds];
-    add_item<kSums>(tile, sums, stage[warp_in_block], marks, owner);
-    if (item + step < g.items) load_item<kDense>(layout, g, values, index, item + step, tile);
+    for (int t = 0; t < g.tiles; ++t) {
+      add_item<kSums>(tile, sums, stage[warp_in_block], marks, g.hash_bits, owner);
+      if (t + 1 < g.tiles) {
+        load_item<kDense>(layout, g, values, index, item, t + 1, tile);
+      } else if (item + step < g.items) {
+        load_item<kDense>(layout, g, values, index, item + step, 0, tile);
+      }
+    }
     if constexpr (kSums == WarpSums::lines) {
       write_item<kVec, kDense>(layout, g, item, sums, table);
+    } else if (kSums == WarpSums::hashed && g.tiles > 1) {
+      add_hashed_line<kDense>(layout, g, item, sums, marks, table);
     } else {
       add_owned<kSums, kDense>(layout, g, item, owner, sums, marks, table);
     }
@@ -333,7 +392,7 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
   using Acc = acc_t<T>;
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kSums, T, Idx>;
   // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, 8 x 256 sums and keys.
-  const int marks = kSums == WarpSums::hashed ? kHashSlots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
+  const int marks = kSums == WarpSums::hashed ? g.warp_slots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
   const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * sizeof(Acc) + size_t(marks) * sizeof(int));
   // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB), past the 48 KB default.
   if (Status st = cuda_status(
@@ -343,7 +402,9 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
     return st;
   // The instantiation's largest sums (one line of kWarpLineBytes a warp), the same on every call:
   // a launch of smaller items elsewhere never lowers it under this one.
-  constexpr int kMaxBytes = kWarps * static_cast<int>(kWarpLineBytes + 32 + 16 + kOwnedWords * 4);
+  constexpr int kMaxBytes = kSums == WarpSums::hashed
+                                ? kWarps * kMaxHashSlots * static_cast<int>(sizeof(Acc) + sizeof(int))
+                                : kWarps * static_cast<int>(kWarpLineBytes + 32 + 16 + kOwnedWords * 4);
   if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxBytes),
                               "cudaFuncSetAttribute");
       !st)
@@ -364,13 +425,17 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   const IndexedLayout& layout = p.layout;
   const bool dim_walked = p.desc.shape.dims[p.desc.dim] > 1;  // else dim left the walk: one entry a line
   WarpItems g;
-  g.entries = static_cast<int>(dim_walked ? layout.rows.inner_size() : 1);  // <= kWarpItemEntries (strategy)
+  // Overwriting, <= kWarpItemEntries; adding, <= kWarpLineEntries (strategy).
+  g.entries = static_cast<int>(dim_walked ? layout.rows.inner_size() : 1);
   // Overwriting, <= kWarpLineBytes / sizeof(Acc); adding, <= kMaxWarpKey (strategy).
   g.line_size = static_cast<int>(layout.dim_size);
   g.outer_dims = dim_walked ? layout.rows.rank - 1 : layout.rows.rank;
   g.lines = layout.row_count / g.entries;
-  // A line's sums in the warp's lines where they fit (overwriting, they do: strategy), else hashed.
-  const bool hashed = g.line_size > kWarpLineBytes / static_cast<int64_t>(sizeof(Acc));
+  // A line's sums in the warp's lines where they fit and its entries make one tile (overwriting,
+  // they do: strategy), else hashed; a line of more entries is an item of several tiles.
+  g.tiles = (g.entries + static_cast<int>(kWarpItemEntries) - 1) / static_cast<int>(kWarpItemEntries);
+  const bool hashed = g.tiles > 1 || g.line_size > kWarpLineBytes / static_cast<int64_t>(sizeof(Acc));
+  while (g.tiles > 1 && (1 << g.hash_bits) < 2 * g.entries) ++g.hash_bits;
   // As many lines an item as its entries and its sums allow (hashed: an item's slots numbered in an
   // int), while every SM still gets 32 items.
   const int64_t fit = std::min<int64_t>(
@@ -380,7 +445,7 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   g.items = (g.lines + g.per_item - 1) / g.per_item;
   const int aligned = 16 / static_cast<int>(sizeof(Acc));  // sums in 16 bytes
   g.warp_slots = hashed
-                     ? kHashSlots
+                     ? 1 << g.hash_bits
                      : (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
   constexpr int kVec = 16 / sizeof(T);
   const bool dense = dense_walk(layout, g);
