@@ -41,8 +41,9 @@ inline constexpr int64_t kShortLineEntries = 32;
 // blocks an SM; a longer line takes 8 KB a warp, three blocks). Adding, only the reached slots are
 // summed (a small hash a warp), so a line may be as long as a slot's key allows: an item's slots are
 // numbered in an int.
-// Adding a line of more entries, at most kWarpLineEntries and sparse (sparse_line), the line is an
-// item of several tiles of kWarpItemEntries, its reached slots hashed in 2 x kWarpLineEntries.
+// Adding a line of more entries in f32 / f64, at most kWarpLineEntries and sparse (sparse_line), the
+// line is an item of several tiles of kWarpItemEntries, its reached slots hashed in up to
+// 2 x kWarpLineEntries.
 inline constexpr int64_t kWarpLineBytes = 8192;
 inline constexpr int64_t kWarpItemBytes = 4096;
 inline constexpr int64_t kWarpItemEntries = 128;

@@ -53,8 +53,10 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
 // and a line's sums fit a warp's shared memory: then the warp writes each line once, zeros included,
 // instead of zeroing the table and adding the entries after (measured: bench/NOTES.md, "Warp
 // lines"). Adding, the warp sums only the slots its entries reach, whatever the line's length, and
-// takes sparse lines of up to kWarpLineEntries entries (denser ones keep the shared line, which
-// reads and writes each line once).
+// in f32 / f64 (their sorted variant: the default adds with atomics) takes sparse lines of up to
+// kWarpLineEntries entries: 16-bit types, which load each reached slot before adding, measured
+// slower there than the shared line (bench/NOTES.md, "Warp lines adding"); denser lines keep the
+// shared line, which reads and writes each line once.
 // Adding a few entries a line into a table, the short lines touch only their destinations.
 ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t entries = line_entries(desc);
@@ -62,8 +64,9 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t line_size = desc.table_shape.dims[desc.dim];
   const bool writes_every_line = !desc.accumulate && covers_every_table_line(desc);
   const int64_t warp_line_size = writes_every_line ? kWarpLineBytes / acc_size(desc.dtype) : kMaxWarpKey;
+  const bool sixteen_bit = desc.dtype == DType::f16 || desc.dtype == DType::bf16;
   const int64_t warp_entries =
-      !writes_every_line && sparse_line(entries, line_size) ? kWarpLineEntries : kWarpItemEntries;
+      !writes_every_line && !sixteen_bit && sparse_line(entries, line_size) ? kWarpLineEntries : kWarpItemEntries;
   const bool warp_fits = line_size >= 1 && line_size <= warp_line_size && entries <= warp_entries;
   if (warp_fits && (entries > kShortLineEntries || writes_every_line)) return ScatterKernel::warp_lines;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
