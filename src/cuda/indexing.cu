@@ -2,7 +2,8 @@
 // overwritten table, the strategy (src/cuda/indexing/, see strategies.hpp) and the bad-index count.
 //  - gather: gather.cu;
 //  - scatter-add along the innermost dim (either variant): scatter_warp.cu for lines of a few
-//    entries (at most 128: added to at any length, overwritten while short), scatter_short.cu for
+//    entries (at most 128, or sparse f32 / f64 adds of up to 512: added to at any length,
+//    overwritten while short), scatter_short.cu for
 //    lines of at most 32 entries, else scatter_line.cu where the destination line fits in shared
 //    memory; f32 / f64 atomics (scatter_atomic.cu) where they add to lines other than dense shared
 //    ones (strategy.cpp);

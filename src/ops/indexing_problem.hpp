@@ -28,8 +28,9 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 //  - shared_line: each destination line summed in shared memory (the line fits in it);
 //  - short_lines: lines of at most 32 entries, each summed by a group of lanes in entry order, any
 //    line length (also every entry alone on its line: an index of size 1 along dim);
-//  - warp_lines: short destination lines (2048 f32 sums) of at most 128 entries, a few a warp, each
-//    summed in the warp's shared memory in entry order and written once (zeros included);
+//  - warp_lines: lines of at most 128 entries (adding in f32 / f64, sparse lines of up to 512), a few
+//    a warp, each summed in the warp's shared memory in entry order, then written once (overwriting
+//    lines of up to 2048 f32 sums, zeros included) or added slot by slot where reached (any length);
 //  - column_tiles: element mode along a dim that is not the walk's innermost (gather's backward
 //    along dim 0): a tile of adjacent columns by a slab of destination rows summed in shared memory.
 enum class ScatterKernel : unsigned char { general, shared_line, short_lines, column_tiles, warp_lines };

@@ -25,8 +25,9 @@ inline constexpr int kWarpsPerBlock = kThreads / 32;
 
 // Adds a destination's whole sum to it, the only thread that does. Overwriting, the table was just
 // zeroed: the sum is stored. f32 and f64 add with an atomic that nothing contends (the bits of a
-// load, add and store, without waiting for the load); 16-bit types load, add in f32 and store, for
-// one rounding (their atomics would round the sum to 16 bits first).
+// load, add and store, without waiting for the load, but for f32 subnormals, which PTX's
+// red.add.f32 flushes to zero); 16-bit types load, add in f32 and store, for one rounding (their
+// atomics would round the sum to 16 bits first).
 template <class T, class Acc>
 __device__ __forceinline__ void add_once(T* p, Acc sum, bool overwrite) {
   if (overwrite) {

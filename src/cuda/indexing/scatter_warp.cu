@@ -1,8 +1,9 @@
 // Scatter-add of destination lines of a few entries, a warp each (either variant; always in one fixed
 // order): the walk's innermost dim is dim (gather's backward of [tokens, experts] <- [tokens, k], of
 // [rows, 1024] <- [rows, 64]; scatter_add into [rows, 4096] <- [rows, 64]). A warp takes an item of a
-// few consecutive lines (at most kWarpItemEntries entries), adds its entries into its own sums in
-// shared memory, in f32 for 16-bit types, then writes them:
+// few consecutive lines (at most kWarpItemEntries entries; or, adding in f32 / f64, one line of up to
+// kWarpLineEntries in tiles of kWarpItemEntries), adds its entries into its own sums in shared
+// memory, in f32 for 16-bit types, then writes them:
 //  - overwriting (a line of sums fits in kWarpLineBytes), the warp's sums are the item's whole lines,
 //    written with one coalesced pass: the table's only write (zeros included), so the table is
 //    written once at the full line rate where zeroing it first and adding the entries after would
@@ -12,13 +13,14 @@
 //    fit the warp's sums (as overwriting), a slot's sum is at its place in the lines and its owner
 //    is marked by a bit; longer lines (any length) find a slot's sum in a small open-addressing table
 //    of the warp's (twice an item's entries: never full). f32 and f64 owners add with a
-//    fire-and-forget reduction (no load waited for); 16-bit ones load, add and store.
+//    fire-and-forget reduction (no load waited for; f32's flushes subnormal inputs and results to
+//    zero, as PTX's red.add.f32 does); 16-bit ones load, add and store.
 // No block-wide barrier: a warp's item is its own, and the next item's entries are loaded while the
 // current item is written.
 //
 // Each round of 32 entries (one a lane), lanes whose entries meet at one slot are matched
 // (__match_any_sync) and the lowest sums them in lane order, then adds that sum to the slot: every
-// slot sums its entries in entry order, a round's at a time, with no atomics: the same bits on every
+// slot sums its entries in entry order, a round's at a time, with no atomic order: the same bits on every
 // run on a given GPU (where rounds fall depends on the lines an item takes, which follows the SM
 // count).
 //
@@ -44,6 +46,7 @@ inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an i
 // Adding lines longer than the warp's sums: the reached slots' keys and sums, twice an item's
 // entries (a line's, past kWarpItemEntries) rounded up to a power of two: at most half full.
 inline constexpr int kHashBits = 8;  // an item of at most kWarpItemEntries
+static_assert((1 << kHashBits) >= 2 * kWarpItemEntries);
 inline constexpr int kMaxHashSlots = static_cast<int>(2 * kWarpLineEntries);
 inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // adding lines: a bit a slot
 
@@ -89,7 +92,7 @@ struct Carried {
 template <class Acc>
 struct WarpTile {
   int count = 0;     // the item's entries
-  int key[kRounds];  // slot in the warp's sums, or -1 for an entry to skip (bad index, padding)
+  int key[kRounds];  // slot of the item's lines (line x line_size + slot), or -1 to skip (bad index, padding)
   Acc value[kRounds];
 };
 
@@ -211,7 +214,8 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
 
 // Adding: each slot the item reached, by its owner lane, is added to its table element once, then its
 // sum and mark are cleared. f32 / f64 sums go as reductions no one waits for (with one owner a slot,
-// the same bits as a load, add and store); 16-bit types load their old values back to back, add in
+// the same bits as a load, add and store but for f32 subnormals, flushed to zero by the reduction);
+// 16-bit types load their old values back to back, add in
 // f32 (one rounding) and store (measured: bf16 reductions were 10-30% slower than that, bench/NOTES.md
 // "Warp lines adding").
 template <WarpSums kSums, bool kDense, class T, class Acc>
@@ -321,7 +325,8 @@ __device__ __forceinline__ Acc* item_sums(const IndexedLayout& layout, const War
   }
 }
 
-// Four blocks an SM (at most 64 registers; 4 x 36 KB of shared memory for items of up to 4 KB of sums).
+// Four blocks an SM (at most 64 registers; 4 x 36 KB of shared memory for items of up to 4 KB of sums;
+// fewer for longer lines and for a hash of up to 1024 slots: 64 KB f32, 96 KB f64).
 // Adding (not WarpSums::lines), kVec is 1 (unused).
 template <int kVec, bool kDense, WarpSums kSums, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
@@ -356,8 +361,12 @@ __global__ void __launch_bounds__(kThreads, 4)
     }
     if constexpr (kSums == WarpSums::lines) {
       write_item<kVec, kDense>(layout, g, item, sums, table);
-    } else if (kSums == WarpSums::hashed && g.tiles > 1) {
-      add_hashed_line<kDense>(layout, g, item, sums, marks, table);
+    } else if constexpr (kSums == WarpSums::hashed) {
+      if (g.tiles > 1) {
+        add_hashed_line<kDense>(layout, g, item, sums, marks, table);  // (an item of one line)
+      } else {
+        add_owned<kSums, kDense>(layout, g, item, owner, sums, marks, table);
+      }
     } else {
       add_owned<kSums, kDense>(layout, g, item, owner, sums, marks, table);
     }
@@ -391,17 +400,19 @@ template <int kVec, bool kDense, WarpSums kSums, class T, class Idx>
 Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const WarpItems& g, int sm_count) {
   using Acc = acc_t<T>;
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kSums, T, Idx>;
-  // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, 8 x 256 sums and keys.
+  // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, up to 8 x 1024 sums and
+  // keys.
   const int marks = kSums == WarpSums::hashed ? g.warp_slots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
   const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * sizeof(Acc) + size_t(marks) * sizeof(int));
-  // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB), past the 48 KB default.
+  // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB or 64 KB, two of 96 KB), past
+  // the 48 KB default.
   if (Status st = cuda_status(
           cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
           "cudaFuncSetAttribute");
       !st)
     return st;
-  // The instantiation's largest sums (one line of kWarpLineBytes a warp), the same on every call:
-  // a launch of smaller items elsewhere never lowers it under this one.
+  // The instantiation's largest sums (one line of kWarpLineBytes a warp, or the largest hash), the same
+  // on every call: a launch of smaller items elsewhere never lowers it under this one.
   constexpr int kMaxBytes = kSums == WarpSums::hashed
                                 ? kWarps * kMaxHashSlots * static_cast<int>(sizeof(Acc) + sizeof(int))
                                 : kWarps * static_cast<int>(kWarpLineBytes + 32 + 16 + kOwnedWords * 4);

@@ -39,8 +39,8 @@ inline constexpr int64_t kShortLineEntries = 32;
 // in registers). Overwriting, a line's sums fit in kWarpLineBytes of shared memory (a warp's own;
 // 2048 f32 sums) and several lines make an item while their sums fit in kWarpItemBytes (four 8-warp
 // blocks an SM; a longer line takes 8 KB a warp, three blocks). Adding, only the reached slots are
-// summed (a small hash a warp), so a line may be as long as a slot's key allows: an item's slots are
-// numbered in an int.
+// summed (in the line's sums where it fits, else in a small hash a warp), so a line may be as long as
+// a slot's key allows: an item's slots are numbered in an int.
 // Adding a line of more entries in f32 / f64, at most kWarpLineEntries and sparse (sparse_line), the
 // line is an item of several tiles of kWarpItemEntries, its reached slots hashed in up to
 // 2 x kWarpLineEntries.
