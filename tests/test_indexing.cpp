@@ -131,8 +131,9 @@ class IndexingTest : public testing::BackendDTypeTest {
   // Whether CUDA's f32 / f64 atomics (the general kernel, "atomic.elements") take an adding scatter
   // that the short or warp lines would sum: the default and the atomic variant, not 16-bit types.
   bool atomics_add(const PlanPreference& pref) const {
-    return backend() == Backend::cuda && dtype() != DType::f16 && dtype() != DType::bf16 && pref.variant != "sorted";
+    return backend() == Backend::cuda && !sixteen_bit() && pref.variant != "sorted";
   }
+  bool sixteen_bit() const { return dtype() == DType::f16 || dtype() == DType::bf16; }
 
   // Gather's gradient along dim 1 (overwriting a poisoned table; the reference starts from zeros) and
   // scatter_add (adding into a table) of the same entries, index values in [lo, hi): their SKUs.
@@ -279,8 +280,7 @@ TEST_P(IndexingTest, RowScattersOnBothSidesOfTheBucketThreshold) {
       const Strides table_strides{40 * (length + 3), length + 3, 1};  // rows with gaps
       if (backend() == Backend::cpu) {  // the workspace tells the paths apart: buckets or (key, position) pairs
         const int64_t rows = 3 * k, destinations = 3 * 40;
-        const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
-        const int64_t want = !sixteen_bit ? 0 : length >= 64 ? (destinations + 1 + rows) * 8 : rows * 16;
+        const int64_t want = !sixteen_bit() ? 0 : length >= 64 ? (destinations + 1 + rows) * 8 : rows * 16;
         EXPECT_EQ(unwrap(IndexSelectBackwardPlan::select(stream(), desc)).workspace_size(), static_cast<size_t>(want));
       }
       for (const PlanPreference& pref : scatter_variants()) {
@@ -338,9 +338,8 @@ TEST_P(IndexingTest, ElementScattersOnBothSidesOfTheBufferThreshold) {
       return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
     });
     if (backend() == Backend::cpu) {
-      const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
       const size_t workspace = unwrap(GatherBackwardPlan::select(stream(), desc)).workspace_size();
-      EXPECT_EQ(workspace >= size_t{512} * 1024, sixteen_bit || dim != 2) << workspace;
+      EXPECT_EQ(workspace >= size_t{512} * 1024, sixteen_bit() || dim != 2) << workspace;
     }
   }
 }
@@ -502,7 +501,7 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
 // 16-bit defaults accumulate in f32: on CUDA the warp lines along the last dim (short lines) and the
 // column tiles along an outer one; the CPU is always sorted.
 TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
-  if (dtype() != DType::f16 && dtype() != DType::bf16) GTEST_SKIP() << "16-bit defaults only";
+  if (!sixteen_bit()) GTEST_SKIP() << "16-bit defaults only";
   const Shape src{4, 64}, idx_shape{4, 40};
   for (int dim : {1, 0}) {
     GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), {dtype(), DType::i64, src, idx_shape, dim}));
@@ -538,20 +537,19 @@ TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {
 // values.
 TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   const bool cuda = backend() == Backend::cuda;
-  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
   const int64_t slots = dtype() == DType::f64 ? 6144 : 12288, warp = dtype() == DType::f64 ? 1024 : 2048;
   struct Case {
     int64_t lines, line_length, entries, distinct;
     std::string overwriting, adding;  // the CUDA default of the gradient (overwrites) and of scatter_add
     bool cuda_only = false;
   };
-  const std::string general = sixteen_bit ? "sorted.elements" : "atomic.elements";
+  const std::string general = sixteen_bit() ? "sorted.elements" : "atomic.elements";
   const std::string shared = "atomic.elements_shared", short_lines = "sorted.elements_short";
   const std::string warp_lines = "sorted.elements_warp";
-  const std::string slabs = sixteen_bit ? shared : general;              // f32 and f64 atomics beat slabs
+  const std::string slabs = sixteen_bit() ? shared : general;            // f32 and f64 atomics beat slabs
   const std::string sparse = slabs;                                      // and the shared line adding sparse lines
   const std::string long_line = dtype() == DType::f64 ? slabs : shared;  // 6150 sums: f64 slabs
-  const std::string sparse_adds = sixteen_bit ? sparse : warp_lines;     // up to 512 entries, f32 / f64
+  const std::string sparse_adds = sixteen_bit() ? sparse : warp_lines;   // up to 512 entries, f32 / f64
   const std::vector<Case> cases = {
       {70, 64, 8, 64, warp_lines, short_lines},
       {70, 64, 32, 5, warp_lines, short_lines},
@@ -596,13 +594,13 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
       const int64_t lo = c.distinct < c.line_length ? 0 : -2, hi = lo + c.distinct + 2;
       const auto [overwriting, adding] =
           overwrite_and_add(contiguous(table_shape), contiguous(idx_shape), DType::i32, lo - 2, hi, pref);
-      if (cuda && pref.variant == "sorted" && !sixteen_bit) {
+      if (cuda && pref.variant == "sorted" && !sixteen_bit()) {
         EXPECT_EQ(adding == warp_lines, c.adding == warp_lines) << adding;  // f32 / f64 atomics aside
       }
       if (cuda && pref.variant.empty()) {
         EXPECT_EQ(overwriting, c.overwriting);
         // f32 / f64 atomics take every adding line but those dense in the shared line.
-        EXPECT_EQ(adding, sixteen_bit || c.adding == shared ? c.adding : general);
+        EXPECT_EQ(adding, sixteen_bit() || c.adding == shared ? c.adding : general);
         GatherDescriptor desc{dtype(), DType::i32, table_shape, idx_shape, 1};
         desc.accumulate = false;
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc));
@@ -626,7 +624,6 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
 // tile width.
 TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   const bool cuda = backend() == Backend::cuda;
-  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
   const auto size = static_cast<int64_t>(dtype_size(dtype()));
   const int64_t width = 32 / size;                                      // the narrowest tile
   const int64_t rows = (dtype() == DType::f64 ? 6144 : 12288) / width;  // its rows
@@ -654,7 +651,7 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
                                    {rows + 1, width, 3, true, true, true, 1100}};
   // The SKU each preference gets on CUDA.
   const auto expected = [&](const Case& c, const std::string& pref) {
-    const bool atomics = pref == "atomic" || (pref.empty() && !sixteen_bit);
+    const bool atomics = pref == "atomic" || (pref.empty() && !sixteen_bit());
     const bool columns = atomics ? c.beside_atomics : c.beside_sort;
     const std::string variant = !pref.empty() ? pref : atomics || columns ? "atomic" : "sorted";
     return variant + (columns ? ".elements_columns" : ".elements");
@@ -850,12 +847,11 @@ TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
   // entry), f32 / f64 take the warp lines in three tiles, more lines (4001) than resident warps (at
   // most 3168 on 132 SMs), so a warp scans and empties its hash between two lines.
   const Shape several{lines, 2100}, several_idx{lines, 300};
-  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
   over_layouts({{"sparse entries, several lines an item", contiguous(several), contiguous(several_idx)}},
                [&](const PlanPreference& pref, const std::string& overwriting, const std::string& adding) {
                  if (cuda && pref.variant == "sorted") {
                    EXPECT_EQ(overwriting, "sorted.elements_shared");
-                   EXPECT_EQ(adding, sixteen_bit ? "sorted.elements_shared" : "sorted.elements_warp");
+                   EXPECT_EQ(adding, sixteen_bit() ? "sorted.elements_shared" : "sorted.elements_warp");
                  }
                });
 }
@@ -867,7 +863,6 @@ TEST_P(IndexingTest, SharedLinesOverEveryLayout) {
 // GPU of up to 140 SMs); lines of 300 entries (f32 / f64: three tiles a warp, the hash scanned).
 TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
   const bool cuda = backend() == Backend::cuda;
-  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
   const Shape many{cuda ? 9000 : 60, 2100}, table_shape{300, 2100}, idx_shape{300, 48};
   const std::vector<Layout> layouts = {
       {"dense, two lines an item", contiguous(many), contiguous({many.dims[0], 48})},
@@ -892,7 +887,7 @@ TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
             pref);
         if (cuda) {
           // 16-bit lines of more than 128 entries keep the shared line (atomic by default).
-          const bool shared = sixteen_bit && l.entries.shape.dims[1] > 128;
+          const bool shared = sixteen_bit() && l.entries.shape.dims[1] > 128;
           const std::string variant = pref.variant.empty() ? (shared ? "atomic" : "sorted") : pref.variant;
           EXPECT_EQ(adding,
                     atomics_add(pref) ? "atomic.elements" : variant + (shared ? ".elements_shared" : ".elements_warp"));
@@ -909,14 +904,13 @@ TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
 // and a line of 300 entries (three tiles of a warp, the second entry in the second tile).
 // (The atomic variant adds in T.)
 TEST_P(IndexingTest, AddingRoundsOnce) {
-  const bool sixteen_bit = dtype() == DType::f16 || dtype() == DType::bf16;
   const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
   const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
   for (const auto& [line, entries] : {std::pair<int64_t, int64_t>{64, 48}, {2100, 48}, {2100, 300}}) {
     const Shape table_shape{3, line}, idx_shape{3, entries};
     const int64_t meet = entries > 128 ? 200 : 40;  // the entry that meets entry 0 on slot 7
     for (const PlanPreference& pref : scatter_variants()) {
-      if (sixteen_bit && pref.variant == "atomic") continue;
+      if (sixteen_bit() && pref.variant == "atomic") continue;
       SCOPED_TRACE(std::to_string(line) + " x " + std::to_string(entries) + " " + pref.variant);
       Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
       Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);

@@ -3,10 +3,9 @@
 //  - gather: gather.cu;
 //  - scatter-add along the innermost dim (either variant): scatter_warp.cu for lines of a few
 //    entries (at most 128, or sparse f32 / f64 adds of up to 512: added to at any length,
-//    overwritten while short), scatter_short.cu for
-//    lines of at most 32 entries, else scatter_line.cu where the destination line fits in shared
-//    memory; f32 / f64 atomics (scatter_atomic.cu) where they add to lines other than dense shared
-//    ones (strategy.cpp);
+//    overwritten while short), scatter_short.cu for lines of at most 32 entries, else
+//    scatter_line.cu where the destination line fits in shared memory; f32 / f64 atomics
+//    (scatter_atomic.cu) where they add to lines other than dense shared ones (strategy.cpp);
 //  - element-mode scatter-add along an outer dim: scatter_columns.cu while its slabs are few;
 //  - scatter-add elsewhere: scatter_atomic.cu, or scatter_sorted.cu (deterministic).
 #include <cuda_bf16.h>

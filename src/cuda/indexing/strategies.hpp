@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "common/checked.hpp"
 #include "ops/indexing_problem.hpp"
@@ -48,7 +49,7 @@ inline constexpr int64_t kWarpLineBytes = 8192;
 inline constexpr int64_t kWarpItemBytes = 4096;
 inline constexpr int64_t kWarpItemEntries = 128;
 inline constexpr int64_t kWarpLineEntries = 512;
-inline constexpr int64_t kMaxWarpKey = 2147483647;
+inline constexpr int64_t kMaxWarpKey = std::numeric_limits<int>::max();
 
 // scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
 // rows in shared memory; a table of more rows along dim is cut into `slabs` of rows, each reading

@@ -15,6 +15,8 @@ int64_t line_entries(const IndexedProblemDesc& desc) {
   return desc.scatter && last == desc.dim ? desc.shape.dims[desc.dim] : 0;
 }
 
+bool sixteen_bit(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16; }
+
 // Bytes of a sum (acc_t<T>): f32 for 16-bit types.
 int64_t acc_size(DType dtype) { return static_cast<int64_t>(dtype_size(acc_dtype(dtype))); }
 // Sums a block's shared line holds (scatter_line.cu: kSharedRowBytes of acc_t<T>).
@@ -64,9 +66,9 @@ ScatterKernel scatter_kernel(const IndexedProblemDesc& desc) {
   const int64_t line_size = desc.table_shape.dims[desc.dim];
   const bool writes_every_line = !desc.accumulate && covers_every_table_line(desc);
   const int64_t warp_line_size = writes_every_line ? kWarpLineBytes / acc_size(desc.dtype) : kMaxWarpKey;
-  const bool sixteen_bit = desc.dtype == DType::f16 || desc.dtype == DType::bf16;
-  const int64_t warp_entries =
-      !writes_every_line && !sixteen_bit && sparse_line(entries, line_size) ? kWarpLineEntries : kWarpItemEntries;
+  const int64_t warp_entries = !writes_every_line && !sixteen_bit(desc.dtype) && sparse_line(entries, line_size)
+                                   ? kWarpLineEntries
+                                   : kWarpItemEntries;
   const bool warp_fits = line_size >= 1 && line_size <= warp_line_size && entries <= warp_entries;
   if (warp_fits && (entries > kShortLineEntries || writes_every_line)) return ScatterKernel::warp_lines;
   if (entries <= kShortLineEntries) return ScatterKernel::short_lines;
@@ -95,8 +97,7 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   ScatterStrategy s;
   s.kernel = scatter_kernel(problem);
   // 16-bit types accumulate in f32 by default: atomically only in shared memory, else sorted.
-  const bool sixteen_bit = problem.dtype == DType::f16 || problem.dtype == DType::bf16;
-  const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit;
+  const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit(problem.dtype);
   if (s.kernel == ScatterKernel::general && column_tiles_pay(problem, general_atomics))
     s.kernel = ScatterKernel::column_tiles;
   // f32 / f64 atomics into the table take lines past shared memory (slabs lose to them), and, when
@@ -111,12 +112,13 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
       s.kernel == ScatterKernel::shared_line
           ? slabs || (adds && sparse)
           : adds && (s.kernel == ScatterKernel::short_lines || s.kernel == ScatterKernel::warp_lines);
-  if (general_atomics && !sixteen_bit && atomics_take_it) s.kernel = ScatterKernel::general;
+  if (general_atomics && !sixteen_bit(problem.dtype) && atomics_take_it) s.kernel = ScatterKernel::general;
   // Short and warp lines are summed in entry order at no cost: sorted (deterministic) by default
   // where they stay (16-bit types, overwriting, determinism asked).
-  const bool atomic_default =
-      !deterministic && s.kernel != ScatterKernel::short_lines && s.kernel != ScatterKernel::warp_lines &&
-      (!sixteen_bit || s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles);
+  const bool atomic_default = !deterministic && s.kernel != ScatterKernel::short_lines &&
+                              s.kernel != ScatterKernel::warp_lines &&
+                              (!sixteen_bit(problem.dtype) || s.kernel == ScatterKernel::shared_line ||
+                               s.kernel == ScatterKernel::column_tiles);
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
   if (s.variant == IndexVariant::sorted && s.kernel == ScatterKernel::general && problem.shape.numel() > 0) {
     int64_t rows = 0, length = 0;
