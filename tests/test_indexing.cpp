@@ -614,12 +614,13 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   }
 }
 
-// Element-mode scatters along an outer dim ([R, C] <- [K, C] along dim 0): CUDA's column-tile kernel
-// (a tile of `width` columns by a slab of `rows` rows in shared memory) where the items (column tiles
-// x slabs) are at least 256 or each has at most 16384 entries (K x width), and where the slabs pay:
-// at most 8 beside f32 / f64 atomics (the default, or forced); beside the global sort (16-bit
-// defaults, the sorted variant) while slabs x K x (element + index bytes) <= R x element bytes + 128 K
-// and the slabs are at most 32.
+// Element-mode scatters along an outer dim ([R, C] <- [K, C] along dim 0): CUDA's column lines (a
+// warp a column) where K <= 1024 and the column tiles would need more than 8 slabs, but beside f32 /
+// f64 atomics (the default, or forced); else the column-tile kernel (a tile of `width` columns by a
+// slab of `rows` rows in shared memory) where the items (column tiles x slabs) are at least 256 or
+// each has at most 16384 entries (K x width), and where the slabs pay: at most 8 beside the atomics;
+// beside the global sort (16-bit defaults, the sorted variant) while slabs x K x (element + index
+// bytes) <= R x element bytes + 128 K and the slabs are at most 32.
 // Both sides of each threshold, every variant, and strided 3-D walks with the column count off the
 // tile width.
 TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
@@ -652,6 +653,9 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   // The SKU each preference gets on CUDA.
   const auto expected = [&](const Case& c, const std::string& pref) {
     const bool atomics = pref == "atomic" || (pref.empty() && !sixteen_bit());
+    const bool lines = !atomics && c.entries <= 1024 && c.table_rows > 8 * rows;
+    // (16-bit column lines of more than 128 entries add atomically in shared memory by default.)
+    if (lines) return (pref.empty() && c.entries > 128 ? "atomic" : "sorted") + std::string(".elements_column_lines");
     const bool columns = atomics ? c.beside_atomics : c.beside_sort;
     const std::string variant = !pref.empty() ? pref : atomics || columns ? "atomic" : "sorted";
     return variant + (columns ? ".elements_columns" : ".elements");
@@ -677,7 +681,7 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
       if (cuda) {
         EXPECT_EQ(variant, expected(c, pref.variant));
       }
-      if (cuda && variant == "sorted.elements_columns") {
+      if (cuda && variant.rfind("sorted.elements_column", 0) == 0) {
         // Deterministic: a second run gives the same bits.
         const std::vector<double> first = dsrc.host;
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));
@@ -725,6 +729,121 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
           return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count};
         },
         pref);
+  }
+}
+
+// CUDA's column lines (element mode along an outer dim of a tall table, at most 1024 entries a column,
+// the walk taken with dim innermost; the table zeroed first when overwritten) over layouts: the warp
+// lines' adds (40 and 128 entries: a warp a column, its reached slots hashed) and the shared line's
+// (129 and 1024 entries: a block a column, added entry by entry; 1024 packed on 30 rows, duplicates
+// everywhere), one entry a column (dim leaves the walk), a 3-D walk along dim 1 over a transposed
+// table and a strided i32 index, an index narrower than the table (the overwrite zeroes columns the
+// walk never reaches), a table with unit stride along dim, a column longer than the shared line's
+// sums (three slabs); 1025 entries take another kernel.
+// Overwritten and added, every variant (the sorted one twice, to the same bits); the CPU runs the
+// same problems.
+TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
+  const bool cuda = backend() == Backend::cuda;
+  const int64_t rows = (dtype() == DType::f64 ? 6144 : 12288) / (32 / static_cast<int64_t>(dtype_size(dtype())));
+  const int64_t tall = 8 * rows + 1;  // 9 slabs of the narrowest column tile
+  struct Case {
+    const char* name;
+    TensorSpec table, entries;
+    int dim = 0;
+    int64_t hi = 0;  // index values in [-2, hi)
+    DType idx_t = DType::i64;
+    bool lines = true;
+  };
+  const std::vector<Case> cases = {
+      {"40 entries", contiguous({tall, 37}), contiguous({40, 37}), 0, tall + 2},
+      {"128 entries", contiguous({tall, 37}), contiguous({128, 37}), 0, tall + 2},
+      {"129 entries", contiguous({tall, 37}), contiguous({129, 37}), 0, tall + 2},
+      {"1024 entries", contiguous({tall, 5}), contiguous({1024, 5}), 0, tall + 2},
+      {"1024 entries on 30 rows", contiguous({tall, 5}), contiguous({1024, 5}), 0, 30},
+      {"1025 entries", contiguous({tall, 5}), contiguous({1025, 5}), 0, tall + 2, DType::i64, false},
+      {"one entry a column", contiguous({tall, 300}), contiguous({1, 300}), 0, tall + 2},
+      {"a column in three slabs of the shared line", contiguous({3 * 12288 - 5, 4}), contiguous({300, 4}), 0,
+       3 * 12288 - 3},
+      {"3-D along dim 1, transposed table, strided index", with_strides({3, tall, 7}, {1, 21, 3}),
+       with_strides({3, 90, 7}, {7, 21, 1}), 1, tall + 2, DType::i32},
+      {"index narrower than the table", contiguous({tall, 40}), contiguous({200, 33}), 0, tall + 2},
+      {"unit stride along dim", with_strides({tall, 9}, {1, tall}), contiguous({300, 9}), 0, tall + 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Shape &table_shape = c.table.shape, &idx_shape = c.entries.shape;
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE(pref.variant);
+      Tensor idx = index(c.entries, c.idx_t, -2, c.hi);
+      Tensor dout = values(c.entries), dsrc = output(c.table);
+      std::fill(dsrc.host.begin(), dsrc.host.end(), 0.0);
+      GatherDescriptor desc{dtype(), c.idx_t, table_shape, idx_shape, c.dim};
+      desc.accumulate = false;
+      const auto args = [&](int64_t* count) { return GatherBackwardArgs{dout.ref(), idx.ref(), dsrc.mut(), count}; };
+      const std::string overwriting =
+          check_scatter<GatherBackwardPlan>(desc, {idx_shape, c.dim, false}, dout, idx, dsrc, args, pref);
+      Tensor vals = values(c.entries), dst = values(c.table);
+      const std::string adding = check_scatter<ScatterAddPlan>(
+          {dtype(), c.idx_t, table_shape, idx_shape, c.dim}, {idx_shape, c.dim, false}, vals, idx, dst,
+          [&](int64_t* count) {
+            return ScatterAddArgs{vals.ref(), idx.ref(), dst.mut(), count};
+          },
+          pref);
+      if (!cuda) continue;
+      const bool atomics = pref.variant == "atomic" || (pref.variant.empty() && !sixteen_bit());
+      const bool lines = c.lines && !atomics;
+      // The default: entry order (sorted) on a warp's lines, shared-memory atomics past 128 entries.
+      const std::string variant =
+          !pref.variant.empty() ? pref.variant : idx_shape.dims[c.dim] > 128 ? "atomic" : "sorted";
+      EXPECT_EQ(overwriting == variant + ".elements_column_lines", lines) << overwriting;
+      EXPECT_EQ(adding == variant + ".elements_column_lines", lines) << adding;
+      if (lines && variant == "sorted") {
+        // Deterministic: a second run gives the same bits.
+        const std::vector<double> first = dsrc.host;
+        GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));
+        EXPECT_TRUE(plan.precision_guarantee().deterministic);
+        EXPECT_TRUE(plan.run(stream(), {}, args(nullptr)).is_ok());
+        EXPECT_TRUE(dsrc.download().is_ok());
+        EXPECT_TRUE(first == dsrc.host);
+      }
+    }
+  }
+  // Sums in f32 for 16-bit types, rounded once (as AddingRoundsOnce, along dim 0): ones added to, two
+  // entries 2^-8 and 2^-16 of a column meeting on row 7 from different tiles, the others 0.5 alone.
+  const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
+  const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
+  const Shape table_shape{tall, 3}, idx_shape{300, 3};
+  for (const PlanPreference& pref : scatter_variants()) {
+    if (pref.variant == "atomic") continue;  // (adds in T)
+    SCOPED_TRACE(pref.variant);
+    Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
+    Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
+    std::fill(dst.host.begin(), dst.host.end(), 1.0);
+    for (int64_t k = 0; k < 300; ++k) {
+      for (int64_t col = 0; col < 3; ++col) {
+        idx.host[k * 3 + col] = static_cast<double>(k == 200 ? 7 : (7 + 11 * k) % tall);
+        vals.host[k * 3 + col] = k == 0 ? std::ldexp(1.0, -8) : k == 200 ? std::ldexp(1.0, -16) : 0.5;
+      }
+    }
+    ASSERT_OK(vals.upload());
+    ASSERT_OK(idx.upload());
+    ASSERT_OK(dst.upload());
+    ScatterAddPlan plan =
+        unwrap(ScatterAddPlan::select(stream(), {dtype(), DType::i64, table_shape, idx_shape, 0}, pref));
+    if (cuda && (sixteen_bit() || pref.variant == "sorted")) {
+      EXPECT_EQ(plan.sku({vals.ref(), idx.ref(), dst.mut(), nullptr}).variant,
+                (pref.variant.empty() ? "atomic" : "sorted") + std::string(".elements_column_lines"));
+    }
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {vals.ref(), idx.ref(), dst.mut(), nullptr}));
+    ASSERT_OK(dst.download());
+    for (int64_t row = 0; row < tall; ++row) {
+      // Rows 7 + 11 k for k < 300 (below `tall`), but k = 200's (moved to row 7).
+      const bool reached = row >= 7 && (row - 7) % 11 == 0 && row < 7 + 11 * 300 && row != 7 + 11 * 200;
+      for (int64_t col = 0; col < 3; ++col) {
+        const double expected = row == 7 ? want : reached ? 1.5 : 1.0;
+        ASSERT_EQ(dst.at(row * 3 + col), expected) << "row " << row << ", column " << col;
+      }
+    }
   }
 }
 

@@ -6,7 +6,8 @@
 //    overwritten while short), scatter_short.cu for lines of at most 32 entries, else
 //    scatter_line.cu where the destination line fits in shared memory; f32 / f64 atomics
 //    (scatter_atomic.cu) where they add to lines other than dense shared ones (strategy.cpp);
-//  - element-mode scatter-add along an outer dim: scatter_columns.cu while its slabs are few;
+//  - element-mode scatter-add along an outer dim: scatter_columns.cu while its slabs are few, the
+//    warp or shared lines over columns (column lines) for a few entries a column of a tall table;
 //  - scatter-add elsewhere: scatter_atomic.cu, or scatter_sorted.cu (deterministic).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -22,6 +23,32 @@ namespace baracuda::detail::cuda {
 namespace {
 
 template <class T, class Idx>
+Status run_scatter(const Stream& stream, const IndexedProblem& p, bool fused_overwrite, int sm_count) {
+  switch (p.kernel) {
+    case ScatterKernel::shared_line:
+      return scatter_line<T, Idx>(stream, p, p.layout, fused_overwrite, false, sm_count);
+    case ScatterKernel::column_tiles:
+      return scatter_columns<T, Idx>(stream, p, fused_overwrite, sm_count);
+    case ScatterKernel::warp_lines:
+      return scatter_warp_lines<T, Idx>(stream, p, p.layout, fused_overwrite, false, sm_count);
+    case ScatterKernel::short_lines:
+      return scatter_short_lines<T, Idx>(stream, p, sm_count);
+    case ScatterKernel::column_lines: {
+      // Added into the table, zeroed first when overwritten (see strategies.hpp).
+      const IndexedLayout columns = dim_innermost(p.layout);
+      const bool zeroed = !p.desc.accumulate;
+      return p.desc.shape.dims[p.desc.dim] <= kWarpItemEntries
+                 ? scatter_warp_lines<T, Idx>(stream, p, columns, false, zeroed, sm_count)
+                 : scatter_line<T, Idx>(stream, p, columns, false, zeroed, sm_count);
+    }
+    case ScatterKernel::general:
+      break;
+  }
+  return p.variant == IndexVariant::atomic ? scatter_atomic<T, Idx>(stream, p, sm_count)
+                                           : scatter_sorted<T, Idx>(stream, p, sm_count);
+}
+
+template <class T, class Idx>
 Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) {
   // Overwriting: the shared-memory kernels write every table element themselves when the walk covers
   // every line of the table; otherwise the table is zeroed first and the sums are added.
@@ -32,15 +59,7 @@ Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) 
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
   // Nothing to add (a 1-D index along an empty table): its values are still counted.
   if (p.layout.row_count == 0 || p.desc.shape.numel() == 0) return count_bad<Idx>(stream, p, sm_count);
-  if (Status st =
-          p.kernel == ScatterKernel::shared_line    ? scatter_line<T, Idx>(stream, p, fused_overwrite, sm_count)
-          : p.kernel == ScatterKernel::column_tiles ? scatter_columns<T, Idx>(stream, p, fused_overwrite, sm_count)
-          : p.kernel == ScatterKernel::warp_lines   ? scatter_warp_lines<T, Idx>(stream, p, fused_overwrite, sm_count)
-          : p.kernel == ScatterKernel::short_lines  ? scatter_short_lines<T, Idx>(stream, p, sm_count)
-          : p.variant == IndexVariant::atomic       ? scatter_atomic<T, Idx>(stream, p, sm_count)
-                                                    : scatter_sorted<T, Idx>(stream, p, sm_count);
-      !st)
-    return st;
+  if (Status st = run_scatter<T, Idx>(stream, p, fused_overwrite, sm_count); !st) return st;
   return count_bad<Idx>(stream, p, sm_count);
 }
 

@@ -167,6 +167,8 @@ const char* kernel_suffix(ScatterKernel k) {
       return "_columns";
     case ScatterKernel::warp_lines:
       return "_warp";
+    case ScatterKernel::column_lines:
+      return "_column_lines";
   }
   return "?";
 }

@@ -32,8 +32,10 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 //    a warp, each summed in the warp's shared memory in entry order, then written once (overwriting
 //    lines of up to 2048 f32 sums, zeros included) or added slot by slot where reached (any length);
 //  - column_tiles: element mode along a dim that is not the walk's innermost (gather's backward
-//    along dim 0): a tile of adjacent columns by a slab of destination rows summed in shared memory.
-enum class ScatterKernel : unsigned char { general, shared_line, short_lines, column_tiles, warp_lines };
+//    along dim 0): a tile of adjacent columns by a slab of destination rows summed in shared memory;
+//  - column_lines: the same problems with few entries a column on a tall table: each column's line
+//    summed by a warp as warp_lines adds (the table zeroed first when overwritten).
+enum class ScatterKernel : unsigned char { general, shared_line, short_lines, column_tiles, warp_lines, column_lines };
 
 // How a backend runs a scatter, decided at select.
 struct ScatterStrategy {

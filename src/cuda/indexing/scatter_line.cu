@@ -123,9 +123,10 @@ __device__ __forceinline__ void write_lines(const IndexedLayout& layout, const L
 // first of its entries' threads (take_sum), which adds it to its table element; a slot no entry
 // reached is not visited, and the loads of a thread's slots are in flight together. (Scanning the
 // line instead costs its length and a load latency per kThreads x kBatch slots.)
+// `zeroed`: the table holds zeros (an overwrite, zeroed first): nothing is loaded.
 template <class T, class Acc>
 __device__ __forceinline__ void add_entries(const IndexedLayout& layout, const LineSlab& slab, const LineTile<Acc>& t,
-                                            Acc* line_sum, T* table) {
+                                            Acc* line_sum, T* table, bool zeroed) {
   const int width = static_cast<int>(slab.width);  // an item fits in shared memory
   T* at[kLineItems];
   T old[kLineItems];
@@ -140,7 +141,7 @@ __device__ __forceinline__ void add_entries(const IndexedLayout& layout, const L
       layout.rows.offsets(slab.line + line_in_item, base, layout.rows.rank - 1);
       at[u] = table + base[2] + (slab.first + t.key[u] - line_in_item * width) * layout.table_dim_stride;
     }
-    old[u] = old_value(sum[u], at[u], false);
+    old[u] = old_value(sum[u], at[u], zeroed);
   }
 #pragma unroll
   for (int u = 0; u < kLineItems; ++u) write_slot(sum[u], at[u], old[u], false);
@@ -152,7 +153,7 @@ __device__ __forceinline__ void add_entries(const IndexedLayout& layout, const L
 template <class T, bool kOrdered, LineSpan kSpan, class Idx>
 __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     scatter_shared_row_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, bool overwrite,
-                              int64_t per_item, bool by_entry, bool runs) {
+                              int64_t per_item, bool by_entry, bool runs, bool zeroed) {
   using Acc = acc_t<T>;
   constexpr int kBatch = 8;  // write-back loads issued back to back
   constexpr int64_t kSlots = kSharedRowBytes / sizeof(Acc);
@@ -196,7 +197,7 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     }
     __syncthreads();
     if (by_entry) {
-      add_entries(layout, slab, tile, sums, table);
+      add_entries(layout, slab, tile, sums, table, zeroed);
     } else if (runs) {
       write_run<kVec>(first, static_cast<int>(slab.lines * slab.width), sums, threadIdx.x, blockDim.x, overwrite);
     } else if constexpr (kSpan == LineSpan::several) {
@@ -236,10 +237,13 @@ bool item_runs(const IndexedLayout& layout, LineSpan span) {
 
 }  // namespace
 
+// Column lines of up to kColumnLineEntries entries are one tile each (add_entries).
+static_assert(kColumnLineEntries <= kLineTile);
+
 template <class T, class Idx>
-Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count) {
+Status scatter_line(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
+                    bool zeroed, int sm_count) {
   using Acc = acc_t<T>;
-  const IndexedLayout& layout = p.layout;
   const bool ordered = p.variant == IndexVariant::sorted;
   const int64_t slots = kSharedRowBytes / sizeof(Acc);
   const int64_t entries = layout.rows.inner_size(), lines = layout.row_count / entries;
@@ -283,12 +287,12 @@ Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrit
   if (Status st = one_wave_blocks(kernel, bytes, items, sm_count, blocks); !st) return st;
   kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
                                                       static_cast<const Idx*>(p.index), overwrite, per_item, by_entry,
-                                                      item_runs(layout, span));
+                                                      item_runs(layout, span), zeroed);
   return last_launch_status("scatter_shared_row_kernel");
 }
 
 #define BARACUDA_INSTANTIATE(T, Idx) \
-  template Status scatter_line<T, Idx>(const Stream&, const IndexedProblem&, bool, int);
+  template Status scatter_line<T, Idx>(const Stream&, const IndexedProblem&, const IndexedLayout&, bool, bool, int);
 BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
 #undef BARACUDA_INSTANTIATE
 

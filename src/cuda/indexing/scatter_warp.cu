@@ -15,6 +15,11 @@
 //    of the warp's (twice an item's entries: never full). f32 and f64 owners add with a
 //    fire-and-forget reduction (no load waited for; f32's flushes subnormal inputs and results to
 //    zero, as PTX's red.add.f32 does); 16-bit ones load, add and store.
+// The same kernel adds the column lines of at most kWarpItemEntries entries (ScatterKernel::column_lines:
+// element mode along an outer dim, the gather's backward along dim 0 of a tall table): the walk with
+// dim moved innermost (dim_innermost) makes each column's destination line a line here, its entries a
+// lane each at the column's stride (the warps of a block take neighbouring columns, so they share
+// sectors), its reached slots hashed and added to the table, zeroed first when overwritten.
 // No block-wide barrier: a warp's item is its own, and the next item's entries are loaded while the
 // current item is written.
 //
@@ -63,9 +68,11 @@ enum class WarpSums { lines, owned_lines, hashed };
 // warp's sums: kOwnedWords bits, or as many hash keys.
 // `tiles`: an item's tiles of at most kWarpItemEntries entries (more than one: an item is one line
 // of more entries, its sums hashed in 2^hash_bits slots).
+// `zeroed`: adding into a table known to hold zeros (see add_slots).
 struct WarpItems {
   int64_t lines = 0, items = 0;
   int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0, tiles = 1, hash_bits = kHashBits;
+  bool zeroed = false;
 };
 
 // A place (line of the item, position in the line) that advances by 32 a step, for lines of `size`
@@ -212,47 +219,64 @@ __device__ __forceinline__ void write_item(const IndexedLayout& layout, const Wa
   __syncwarp();  // the sums are cleared before the next item adds to them
 }
 
-// Adding: each slot the item reached, by its owner lane, is added to its table element once, then its
-// sum and mark are cleared. f32 / f64 sums go as reductions no one waits for (with one owner a slot,
-// the same bits as a load, add and store but for f32 subnormals, flushed to zero by the reduction);
-// 16-bit types load their old values back to back, add in
-// f32 (one rounding) and store (measured: bf16 reductions were 10-30% slower than that, bench/NOTES.md
-// "Warp lines adding").
-template <WarpSums kSums, bool kDense, class T, class Acc>
-__device__ __forceinline__ void add_owned(const IndexedLayout& layout, const WarpItems& g, int64_t item,
-                                          const int (&owner)[kRounds], Acc* sums, int* marks, T* table) {
-  const int64_t line0 = item * g.per_item;
-  T* at[kRounds];
+// Adds each round's sum (sums[from[r]]) to its table element (at[r]; null: none) once, and clears
+// the sum. f32 / f64 sums go as reductions no one waits for (with one owner a slot, the same bits as a
+// load, add and store but for f32 subnormals, flushed to zero by the reduction); 16-bit types load
+// their old values back to back, add in f32 (one rounding) and store (measured: bf16 reductions were
+// 10-30% slower than that, bench/NOTES.md "Warp lines adding"). Where the table is known to hold
+// zeros (`zeroed`: an overwriting scatter after zero_view), nothing is loaded: 0 + sum is stored.
+template <class T, class Acc>
+__device__ __forceinline__ void add_slots(T* (&at)[kRounds], const int (&from)[kRounds], Acc* sums, bool zeroed) {
   T old[kRounds];
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
-    at[r] = nullptr;
-    old[r] = T{};
-    if (owner[r] < 0) continue;
-    const int key = kSums == WarpSums::hashed ? marks[owner[r]] : owner[r];
-    const int line = key / g.line_size, slot = key - line * g.line_size;
-    int64_t table_line = (line0 + line) * g.line_size;
-    if constexpr (!kDense) {
-      int64_t base[kRowTensors];
-      layout.rows.offsets(line0 + line, base, g.outer_dims);
-      table_line = base[2];
-    }
-    T* p = table + table_line + int64_t(slot) * layout.table_dim_stride;
+    old[r] = static_cast<T>(0.0f);
+    if (at[r] == nullptr || zeroed) continue;
     if constexpr (std::is_same_v<T, Acc>) {
-      ScatterSum::atomic_combine(p, sums[owner[r]]);
-      sums[owner[r]] = ScatterSum::identity<Acc>();
+      ScatterSum::atomic_combine(at[r], sums[from[r]]);
+      sums[from[r]] = ScatterSum::identity<Acc>();
+      at[r] = nullptr;
     } else {
-      at[r] = p;
-      old[r] = *p;
+      old[r] = *at[r];
     }
   }
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
     if (at[r] == nullptr) continue;
-    ScatterSum::combine(&old[r], sums[owner[r]]);
+    ScatterSum::combine(&old[r], sums[from[r]]);
     *at[r] = old[r];
-    sums[owner[r]] = ScatterSum::identity<Acc>();
+    sums[from[r]] = ScatterSum::identity<Acc>();
   }
+}
+
+// The table offset of line `line` (its slot 0).
+template <bool kDense>
+__device__ __forceinline__ int64_t table_line(const IndexedLayout& layout, const WarpItems& g, int64_t line) {
+  if constexpr (kDense) {
+    return line * g.line_size;
+  } else {
+    int64_t base[kRowTensors];
+    layout.rows.offsets(line, base, g.outer_dims);
+    return base[2];
+  }
+}
+
+// Adding: each slot the item reached is added to by its owner lane (add_slots), then its mark is
+// cleared.
+template <WarpSums kSums, bool kDense, class T, class Acc>
+__device__ __forceinline__ void add_owned(const IndexedLayout& layout, const WarpItems& g, int64_t item,
+                                          const int (&owner)[kRounds], Acc* sums, int* marks, T* table) {
+  const int64_t line0 = item * g.per_item;
+  T* at[kRounds];
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    at[r] = nullptr;
+    if (owner[r] < 0) continue;
+    const int key = kSums == WarpSums::hashed ? marks[owner[r]] : owner[r];
+    const int line = key / g.line_size, slot = key - line * g.line_size;
+    at[r] = table + table_line<kDense>(layout, g, line0 + line) + int64_t(slot) * layout.table_dim_stride;
+  }
+  add_slots(at, owner, sums, g.zeroed);
   if constexpr (kSums == WarpSums::hashed) {
 #pragma unroll
     for (int r = 0; r < kRounds; ++r)
@@ -265,47 +289,26 @@ __device__ __forceinline__ void add_owned(const IndexedLayout& layout, const War
 }
 
 // Adding an item of one line in several tiles (hashed): the owners of earlier tiles are not known,
-// so the warp scans its hash and adds each key's sum to its slot of the line, as add_owned does,
-// then empties the hash.
+// so the warp scans its hash and adds each key's sum to its slot of the line (add_slots), then
+// empties the hash.
 template <bool kDense, class T, class Acc>
 __device__ __forceinline__ void add_hashed_line(const IndexedLayout& layout, const WarpItems& g, int64_t line,
                                                 Acc* sums, int* keys, T* table) {
-  int64_t table_line = line * g.line_size;
-  if constexpr (!kDense) {
-    int64_t base[kRowTensors];
-    layout.rows.offsets(line, base, g.outer_dims);
-    table_line = base[2];
-  }
-  const int slots = 1 << g.hash_bits, lane = threadIdx.x % 32;
-  for (int s0 = 0; s0 < slots; s0 += 32 * kRounds) {
+  T* const line_start = table + table_line<kDense>(layout, g, line);
+  const int lane = threadIdx.x % 32;
+  for (int s0 = 0; s0 < g.warp_slots; s0 += 32 * kRounds) {
     T* at[kRounds];
-    T old[kRounds];
     int from[kRounds];
 #pragma unroll
     for (int r = 0; r < kRounds; ++r) {
-      at[r] = nullptr;
-      old[r] = T{};
       from[r] = s0 + r * 32 + lane;
-      const int key = from[r] < slots ? keys[from[r]] : -1;  // (a line's key is its slot)
-      if (key < 0) continue;
-      T* p = table + table_line + int64_t(key) * layout.table_dim_stride;
-      if constexpr (std::is_same_v<T, Acc>) {
-        ScatterSum::atomic_combine(p, sums[from[r]]);
-        sums[from[r]] = ScatterSum::identity<Acc>();
-        keys[from[r]] = -1;
-      } else {
-        at[r] = p;
-        old[r] = *p;
-      }
+      const int key = from[r] < g.warp_slots ? keys[from[r]] : -1;  // (a line's key is its slot)
+      at[r] = key < 0 ? nullptr : line_start + int64_t(key) * layout.table_dim_stride;
     }
+    add_slots(at, from, sums, g.zeroed);
 #pragma unroll
-    for (int r = 0; r < kRounds; ++r) {
-      if (at[r] == nullptr) continue;
-      ScatterSum::combine(&old[r], sums[from[r]]);
-      *at[r] = old[r];
-      sums[from[r]] = ScatterSum::identity<Acc>();
-      keys[from[r]] = -1;
-    }
+    for (int r = 0; r < kRounds; ++r)
+      if (from[r] < g.warp_slots) keys[from[r]] = -1;
   }
   __syncwarp();  // the hash is empty before the next item adds to it
 }
@@ -397,7 +400,8 @@ bool dense_walk(const IndexedLayout& layout, const WarpItems& g) {
 }
 
 template <int kVec, bool kDense, WarpSums kSums, class T, class Idx>
-Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const WarpItems& g, int sm_count) {
+Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, const WarpItems& g,
+                         int sm_count) {
   using Acc = acc_t<T>;
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kSums, T, Idx>;
   // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, up to 8 x 1024 sums and
@@ -423,7 +427,7 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
   // One wave of resident blocks, each warp looping over its items (the next item's loads in flight).
   unsigned blocks = 0;
   if (Status st = one_wave_blocks(kernel, bytes, (g.items + kWarps - 1) / kWarps, sm_count, blocks); !st) return st;
-  kernel<<<blocks, kThreads, bytes, native(stream)>>>(p.layout, g, static_cast<const T*>(p.values),
+  kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, g, static_cast<const T*>(p.values),
                                                       static_cast<T*>(p.table), static_cast<const Idx*>(p.index));
   return last_launch_status("scatter_warp_lines_kernel");
 }
@@ -431,11 +435,12 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const Wa
 }  // namespace
 
 template <class T, class Idx>
-Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count) {
+Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
+                          bool zeroed, int sm_count) {
   using Acc = acc_t<T>;
-  const IndexedLayout& layout = p.layout;
   const bool dim_walked = p.desc.shape.dims[p.desc.dim] > 1;  // else dim left the walk: one entry a line
   WarpItems g;
+  g.zeroed = zeroed;
   // Overwriting, <= kWarpItemEntries; adding, <= kWarpLineEntries (strategy).
   g.entries = static_cast<int>(dim_walked ? layout.rows.inner_size() : 1);
   // Overwriting, <= kWarpLineBytes / sizeof(Acc); adding, <= kMaxWarpKey (strategy).
@@ -461,19 +466,20 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool ov
   constexpr int kVec = 16 / sizeof(T);
   const bool dense = dense_walk(layout, g);
   if (hashed)
-    return dense ? launch_warp_lines<1, true, WarpSums::hashed, T, Idx>(stream, p, g, sm_count)
-                 : launch_warp_lines<1, false, WarpSums::hashed, T, Idx>(stream, p, g, sm_count);
+    return dense ? launch_warp_lines<1, true, WarpSums::hashed, T, Idx>(stream, p, layout, g, sm_count)
+                 : launch_warp_lines<1, false, WarpSums::hashed, T, Idx>(stream, p, layout, g, sm_count);
   if (!overwrite)
-    return dense ? launch_warp_lines<1, true, WarpSums::owned_lines, T, Idx>(stream, p, g, sm_count)
-                 : launch_warp_lines<1, false, WarpSums::owned_lines, T, Idx>(stream, p, g, sm_count);
-  if (dense) return launch_warp_lines<kVec, true, WarpSums::lines, T, Idx>(stream, p, g, sm_count);
+    return dense ? launch_warp_lines<1, true, WarpSums::owned_lines, T, Idx>(stream, p, layout, g, sm_count)
+                 : launch_warp_lines<1, false, WarpSums::owned_lines, T, Idx>(stream, p, layout, g, sm_count);
+  if (dense) return launch_warp_lines<kVec, true, WarpSums::lines, T, Idx>(stream, p, layout, g, sm_count);
   return chunked_lines<T>(layout, g, p.table)
-             ? launch_warp_lines<kVec, false, WarpSums::lines, T, Idx>(stream, p, g, sm_count)
-             : launch_warp_lines<1, false, WarpSums::lines, T, Idx>(stream, p, g, sm_count);
+             ? launch_warp_lines<kVec, false, WarpSums::lines, T, Idx>(stream, p, layout, g, sm_count)
+             : launch_warp_lines<1, false, WarpSums::lines, T, Idx>(stream, p, layout, g, sm_count);
 }
 
-#define BARACUDA_INSTANTIATE(T, Idx) \
-  template Status scatter_warp_lines<T, Idx>(const Stream&, const IndexedProblem&, bool, int);
+#define BARACUDA_INSTANTIATE(T, Idx)                                                                              \
+  template Status scatter_warp_lines<T, Idx>(const Stream&, const IndexedProblem&, const IndexedLayout&, bool, bool, \
+                                             int);
 BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
 #undef BARACUDA_INSTANTIATE
 

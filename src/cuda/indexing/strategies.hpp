@@ -50,6 +50,15 @@ inline constexpr int64_t kWarpItemBytes = 4096;
 inline constexpr int64_t kWarpItemEntries = 128;
 inline constexpr int64_t kWarpLineEntries = 512;
 inline constexpr int64_t kMaxWarpKey = std::numeric_limits<int>::max();
+// Column lines (ScatterKernel::column_lines): element mode along a dim that is not the walk's
+// innermost (gather's backward along dim 0 of a tall table), at most kColumnLineEntries entries a
+// column (one tile of the shared line), where the column tiles would need more than
+// kMaxColumnLineSlabs slabs. The walk is taken with dim innermost (dim_innermost), so that each
+// column's destination line is a line of the kernels above: the warp lines' adds for at most
+// kWarpItemEntries entries, else the shared line's, slot by slot where the entries reached (slabs
+// past its sums); into the table zeroed first when overwriting.
+inline constexpr int64_t kColumnLineEntries = 1024;
+inline constexpr int64_t kMaxColumnLineSlabs = 8;
 
 // scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
 // rows in shared memory; a table of more rows along dim is cut into `slabs` of rows, each reading
@@ -91,11 +100,19 @@ Status gather(const Stream& stream, const IndexedProblem& p, int sm_count);
 template <class T, class Idx>
 Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_count);
 
-// Scatter-add of ScatterKernel::shared_line problems (scatter_line.cu): a destination line per block, summed in
-// shared memory, atomic or ordered by p.variant. `overwrite`: write every table element rather than
-// add to it (the walk covers every line of the table); no workspace.
+// The walk `layout` with dim moved innermost (its other dims in order): a destination line is then the
+// table along dim at one column (column lines).
+IndexedLayout dim_innermost(const IndexedLayout& layout);
+
+// The line kernels below sum the lines of `layout` (p.layout, or dim_innermost's for column lines).
+// `overwrite`: write every table element rather than add to it (the walk covers every line of the
+// table); `zeroed`: adding into a table known to hold zeros (zeroed first), so nothing is loaded.
+
+// Scatter-add of ScatterKernel::shared_line problems (scatter_line.cu): a destination line per block,
+// summed in shared memory, atomic or ordered by p.variant; no workspace.
 template <class T, class Idx>
-Status scatter_line(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
+Status scatter_line(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
+                    bool zeroed, int sm_count);
 
 // Scatter-add of ScatterKernel::column_tiles problems (scatter_columns.cu): element mode along a dim
 // that is not the walk's innermost, a tile of columns by a slab of rows summed in shared memory,
@@ -112,9 +129,10 @@ Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm
 // Scatter-add of ScatterKernel::warp_lines problems (scatter_warp.cu): a few destination lines per
 // warp, summed in the warp's shared memory in entry order (deterministic, f32 sums for 16-bit types),
 // then written with one coalesced pass (overwriting) or slot by slot where the entries reached
-// (adding). `overwrite` as scatter_line; no workspace.
+// (adding); no workspace.
 template <class T, class Idx>
-Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
+Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
+                          bool zeroed, int sm_count);
 
 // Deterministic scatter-add (scatter_sorted.cu): rows sorted by destination, summed by window in
 // p.workspace (sorted_scatter_workspace).

@@ -2,6 +2,8 @@
 // workspace.
 #include "cuda/indexing/strategies.hpp"
 
+#include <utility>
+
 namespace baracuda::detail::cuda {
 namespace {
 
@@ -30,12 +32,18 @@ int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / acc_size(dtype
 // entry (kSortEntryBytes) and the slabs are at most kMaxColumnSlabsBesideSort (past it, measured:
 // the write-back of many narrow slabs, 32 bytes a row, runs slower than the sort's zeroing and sums).
 inline constexpr int64_t kMaxColumnSlabsBesideSort = 32;
-bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
+// Whether the problem is an element-mode scatter along a dim that is not the walk's innermost (a
+// later dim has more than one element) onto a table with rows along dim.
+bool along_outer_dim(const IndexedProblemDesc& desc) {
   if (!desc.scatter || desc.broadcast_index || desc.shape.numel() == 0) return false;
   bool outer = false;
   for (int d = desc.dim + 1; d < desc.shape.rank; ++d) outer = outer || desc.shape.dims[d] > 1;
+  return outer && desc.table_shape.dims[desc.dim] > 0;
+}
+
+bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
+  if (!along_outer_dim(desc)) return false;
   const int64_t dim_size = desc.table_shape.dims[desc.dim];
-  if (!outer || dim_size <= 0) return false;
   const ColumnTiles tiles = column_tiles(desc.dtype, dim_size);
   const int64_t entries = desc.shape.dims[desc.dim], columns = desc.shape.numel() / entries;
   // (Quotients and doubles: a descriptor's sizes reach 2^62.)
@@ -48,6 +56,18 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
   // In doubles: a cost estimate, past int64 for huge tables.
   return double(tiles.slabs) * double(entries) * double(entry_bytes) <=
          double(dim_size) * double(size) + double(entries) * double(kSortEntryBytes);
+}
+
+// The column lines (a warp a column's line, the table zeroed first when overwritten) where each
+// column has few entries on a tall table: at most kColumnLineEntries, where the column tiles would
+// need more than kMaxColumnLineSlabs slabs, each reading every entry of its columns (measured:
+// bench/NOTES.md, "Column lines"). Such lines are sparse (more than 8 slabs are at least 6145 rows:
+// at most an entry a 6 slots); a line's slots are numbered in an int.
+bool column_lines_pay(const IndexedProblemDesc& desc) {
+  if (!along_outer_dim(desc)) return false;
+  const int64_t dim_size = desc.table_shape.dims[desc.dim], entries = desc.shape.dims[desc.dim];
+  return entries <= kColumnLineEntries && dim_size <= kMaxWarpKey &&
+         column_tiles(desc.dtype, dim_size).slabs > kMaxColumnLineSlabs;
 }
 
 // Lines of at most kWarpItemEntries entries take a warp's sums (scatter_warp.cu) where they hold more
@@ -92,12 +112,29 @@ ColumnTiles column_tiles(DType dtype, int64_t dim_size) {
   return t;
 }
 
+IndexedLayout dim_innermost(const IndexedLayout& layout) {
+  // (dim is a walk dim of its own: only the marker tensor steps along it, so collapsing never merged
+  // it; where it has one element it left the walk and nothing moves.)
+  IndexedLayout moved = layout;
+  Walker<kRowTensors>& w = moved.rows;
+  int d = 0;
+  while (d < w.rank && w.strides[kRowTensors - 1][d] == 0) ++d;
+  for (; d + 1 < w.rank; ++d) {
+    std::swap(w.sizes[d], w.sizes[d + 1]);
+    for (int t = 0; t < kRowTensors; ++t) std::swap(w.strides[t][d], w.strides[t][d + 1]);
+  }
+  return moved;
+}
+
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
                                  bool deterministic) {
   ScatterStrategy s;
   s.kernel = scatter_kernel(problem);
   // 16-bit types accumulate in f32 by default: atomically only in shared memory, else sorted.
   const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit(problem.dtype);
+  // (Not against f32 / f64 atomics: measured slower, bench/NOTES.md "Column lines".)
+  if (s.kernel == ScatterKernel::general && !general_atomics && column_lines_pay(problem))
+    s.kernel = ScatterKernel::column_lines;
   if (s.kernel == ScatterKernel::general && column_tiles_pay(problem, general_atomics))
     s.kernel = ScatterKernel::column_tiles;
   // f32 / f64 atomics into the table take lines past shared memory (slabs lose to them), and, when
@@ -113,12 +150,14 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
           ? slabs || (adds && sparse)
           : adds && (s.kernel == ScatterKernel::short_lines || s.kernel == ScatterKernel::warp_lines);
   if (general_atomics && !sixteen_bit(problem.dtype) && atomics_take_it) s.kernel = ScatterKernel::general;
-  // Short and warp lines are summed in entry order at no cost: sorted (deterministic) by default
-  // where they stay (16-bit types, overwriting, determinism asked).
-  const bool atomic_default = !deterministic && s.kernel != ScatterKernel::short_lines &&
-                              s.kernel != ScatterKernel::warp_lines &&
-                              (!sixteen_bit(problem.dtype) || s.kernel == ScatterKernel::shared_line ||
-                               s.kernel == ScatterKernel::column_tiles);
+  // Short and warp lines (and column lines of a warp's entries) are summed in entry order at no cost:
+  // sorted (deterministic) by default where they stay (16-bit types, overwriting, determinism asked).
+  // 16-bit types add atomically by default only in shared memory (f32 sums).
+  const bool warp_sums = s.kernel == ScatterKernel::short_lines || s.kernel == ScatterKernel::warp_lines ||
+                         (s.kernel == ScatterKernel::column_lines && problem.shape.dims[problem.dim] <= kWarpItemEntries);
+  const bool shared_sums = s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles ||
+                           s.kernel == ScatterKernel::column_lines;
+  const bool atomic_default = !deterministic && !warp_sums && (!sixteen_bit(problem.dtype) || shared_sums);
   s.variant = forced.value_or(atomic_default ? IndexVariant::atomic : IndexVariant::sorted);
   if (s.variant == IndexVariant::sorted && s.kernel == ScatterKernel::general && problem.shape.numel() > 0) {
     int64_t rows = 0, length = 0;
