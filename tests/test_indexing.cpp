@@ -654,8 +654,10 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   const auto expected = [&](const Case& c, const std::string& pref) {
     const bool atomics = pref == "atomic" || (pref.empty() && !sixteen_bit());
     const bool lines = !atomics && c.entries <= 1024 && c.table_rows > 8 * rows;
-    // (16-bit column lines of more than 128 entries add atomically in shared memory by default.)
-    if (lines) return (pref.empty() && c.entries > 128 ? "atomic" : "sorted") + std::string(".elements_column_lines");
+    // (16-bit column lines of more than 128 entries on at most 12288 rows add atomically in shared
+    // memory by default.)
+    const bool shared = c.entries > 128 && c.table_rows <= 12288;
+    if (lines) return (pref.empty() && shared ? "atomic" : "sorted") + std::string(".elements_column_lines");
     const bool columns = atomics ? c.beside_atomics : c.beside_sort;
     const std::string variant = !pref.empty() ? pref : atomics || columns ? "atomic" : "sorted";
     return variant + (columns ? ".elements_columns" : ".elements");
@@ -685,7 +687,8 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
         // Deterministic: a second run gives the same bits.
         const std::vector<double> first = dsrc.host;
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));
-        EXPECT_TRUE(plan.run(stream(), {}, args(nullptr)).is_ok());
+        harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+        EXPECT_TRUE(plan.run(stream(), {ws.data(), ws.size()}, args(nullptr)).is_ok());
         EXPECT_TRUE(dsrc.download().is_ok());
         EXPECT_TRUE(first == dsrc.host);
       }
@@ -734,12 +737,13 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
 
 // CUDA's column lines (element mode along an outer dim of a tall table, at most 1024 entries a column,
 // the walk taken with dim innermost; the table zeroed first when overwritten) over layouts: the warp
-// lines' adds (40 and 128 entries: a warp a column, its reached slots hashed) and the shared line's
-// (129 and 1024 entries: a block a column, added entry by entry; 1024 packed on 30 rows, duplicates
-// everywhere), one entry a column (dim leaves the walk), a 3-D walk along dim 1 over a transposed
-// table and a strided i32 index, an index narrower than the table (the overwrite zeroes columns the
-// walk never reaches), a table with unit stride along dim, a column longer than the shared line's
-// sums (three slabs); 1025 entries take another kernel.
+// lines' adds (40 and 128 entries: a warp a column, its reached slots hashed; more entries on columns
+// longer than the shared line's 12288 sums: the hash in tiles) and, for 16-bit types, the shared
+// line's (129 and 1024 entries on 6145 rows: a block a column, added entry by entry; 1024 packed on 30
+// rows, duplicates everywhere), one entry a column (dim leaves the walk), a 3-D walk along dim 1 over
+// a transposed table and a strided i32 index, an index narrower than the table (the overwrite zeroes
+// columns the walk never reaches), a table with unit stride along dim, both sides of 12288 rows at
+// 300 entries; 1025 entries take another kernel.
 // Overwritten and added, every variant (the sorted one twice, to the same bits); the CPU runs the
 // same problems.
 TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
@@ -762,8 +766,11 @@ TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
       {"1024 entries on 30 rows", contiguous({tall, 5}), contiguous({1024, 5}), 0, 30},
       {"1025 entries", contiguous({tall, 5}), contiguous({1025, 5}), 0, tall + 2, DType::i64, false},
       {"one entry a column", contiguous({tall, 300}), contiguous({1, 300}), 0, tall + 2},
-      {"a column in three slabs of the shared line", contiguous({3 * 12288 - 5, 4}), contiguous({300, 4}), 0,
-       3 * 12288 - 3},
+      {"a column longer than the shared line's sums (hashed in tiles)", contiguous({3 * 12288 - 5, 4}),
+       contiguous({300, 4}), 0, 3 * 12288 - 3},
+      // 16-bit types on both sides of the shared line's 12288 sums (f32 / f64 at 12288 rows: column tiles).
+      {"12288 rows", contiguous({12288, 4}), contiguous({300, 4}), 0, 12290, DType::i64, sixteen_bit()},
+      {"12289 rows", contiguous({12289, 4}), contiguous({300, 4}), 0, 12291},
       {"3-D along dim 1, transposed table, strided index", with_strides({3, tall, 7}, {1, 21, 3}),
        with_strides({3, 90, 7}, {7, 21, 1}), 1, tall + 2, DType::i32},
       {"index narrower than the table", contiguous({tall, 40}), contiguous({200, 33}), 0, tall + 2},
@@ -791,9 +798,10 @@ TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
       if (!cuda) continue;
       const bool atomics = pref.variant == "atomic" || (pref.variant.empty() && !sixteen_bit());
       const bool lines = c.lines && !atomics;
-      // The default: entry order (sorted) on a warp's lines, shared-memory atomics past 128 entries.
-      const std::string variant =
-          !pref.variant.empty() ? pref.variant : idx_shape.dims[c.dim] > 128 ? "atomic" : "sorted";
+      // The default: entry order (sorted) on a warp's lines, shared-memory atomics on the shared line
+      // (past 128 entries, on at most 12288 rows).
+      const bool shared = idx_shape.dims[c.dim] > 128 && table_shape.dims[c.dim] <= 12288;
+      const std::string variant = !pref.variant.empty() ? pref.variant : shared ? "atomic" : "sorted";
       EXPECT_EQ(overwriting == variant + ".elements_column_lines", lines) << overwriting;
       EXPECT_EQ(adding == variant + ".elements_column_lines", lines) << adding;
       if (lines && variant == "sorted") {
@@ -801,7 +809,8 @@ TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
         const std::vector<double> first = dsrc.host;
         GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));
         EXPECT_TRUE(plan.precision_guarantee().deterministic);
-        EXPECT_TRUE(plan.run(stream(), {}, args(nullptr)).is_ok());
+        harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+        EXPECT_TRUE(plan.run(stream(), {ws.data(), ws.size()}, args(nullptr)).is_ok());
         EXPECT_TRUE(dsrc.download().is_ok());
         EXPECT_TRUE(first == dsrc.host);
       }

@@ -34,12 +34,11 @@ Status run_scatter(const Stream& stream, const IndexedProblem& p, bool fused_ove
     case ScatterKernel::short_lines:
       return scatter_short_lines<T, Idx>(stream, p, sm_count);
     case ScatterKernel::column_lines: {
-      // Added into the table, zeroed first when overwritten (see strategies.hpp).
+      // The walk with dim innermost, added into the table (zeroed first when overwritten).
       const IndexedLayout columns = dim_innermost(p.layout);
       const bool zeroed = !p.desc.accumulate;
-      return p.desc.shape.dims[p.desc.dim] <= kWarpItemEntries
-                 ? scatter_warp_lines<T, Idx>(stream, p, columns, false, zeroed, sm_count)
-                 : scatter_line<T, Idx>(stream, p, columns, false, zeroed, sm_count);
+      return column_lines_by_warp(p.desc) ? scatter_warp_lines<T, Idx>(stream, p, columns, false, zeroed, sm_count)
+                                          : scatter_line<T, Idx>(stream, p, columns, false, zeroed, sm_count);
     }
     case ScatterKernel::general:
       break;

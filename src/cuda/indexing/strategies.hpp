@@ -54,11 +54,14 @@ inline constexpr int64_t kMaxWarpKey = std::numeric_limits<int>::max();
 // innermost (gather's backward along dim 0 of a tall table), at most kColumnLineEntries entries a
 // column (one tile of the shared line), where the column tiles would need more than
 // kMaxColumnLineSlabs slabs. The walk is taken with dim innermost (dim_innermost), so that each
-// column's destination line is a line of the kernels above: the warp lines' adds for at most
-// kWarpItemEntries entries, else the shared line's, slot by slot where the entries reached (slabs
-// past its sums); into the table zeroed first when overwriting.
+// column's destination line is a line of the kernels above (column_lines_by_warp): the warp lines'
+// adds, or the shared line's entry by entry; into the table zeroed first when overwriting. Their
+// hash takes up to 2 x kColumnLineEntries slots a warp.
 inline constexpr int64_t kColumnLineEntries = 1024;
 inline constexpr int64_t kMaxColumnLineSlabs = 8;
+// Whether column lines are summed by the warp lines (at most kWarpItemEntries entries; or a column
+// longer than the shared line's sums, its reached slots hashed in tiles) rather than the shared line.
+bool column_lines_by_warp(const IndexedProblemDesc& desc);
 
 // scatter_columns' tile: `width` adjacent columns (the walk's innermost dim) by `rows` destination
 // rows in shared memory; a table of more rows along dim is cut into `slabs` of rows, each reading

@@ -1,8 +1,8 @@
 // The CUDA indexing policy, decided at select: which scatter kernel, which default variant, and the
 // workspace.
-#include "cuda/indexing/strategies.hpp"
-
 #include <utility>
+
+#include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
 namespace {
@@ -112,6 +112,14 @@ ColumnTiles column_tiles(DType dtype, int64_t dim_size) {
   return t;
 }
 
+// Measured (bench/NOTES.md, "Column lines"): more entries on columns that fit the shared line's sums
+// run faster there (atomically or in order in shared memory, then entry by entry), longer columns
+// faster by the warp's hash in tiles than by slabs of the shared line.
+bool column_lines_by_warp(const IndexedProblemDesc& desc) {
+  return desc.shape.dims[desc.dim] <= kWarpItemEntries ||
+         desc.table_shape.dims[desc.dim] > shared_line_slots(desc.dtype);
+}
+
 IndexedLayout dim_innermost(const IndexedLayout& layout) {
   // (dim is a walk dim of its own: only the marker tensor steps along it, so collapsing never merged
   // it; where it has one element it left the walk and nothing moves.)
@@ -154,7 +162,7 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   // sorted (deterministic) by default where they stay (16-bit types, overwriting, determinism asked).
   // 16-bit types add atomically by default only in shared memory (f32 sums).
   const bool warp_sums = s.kernel == ScatterKernel::short_lines || s.kernel == ScatterKernel::warp_lines ||
-                         (s.kernel == ScatterKernel::column_lines && problem.shape.dims[problem.dim] <= kWarpItemEntries);
+                         (s.kernel == ScatterKernel::column_lines && column_lines_by_warp(problem));
   const bool shared_sums = s.kernel == ScatterKernel::shared_line || s.kernel == ScatterKernel::column_tiles ||
                            s.kernel == ScatterKernel::column_lines;
   const bool atomic_default = !deterministic && !warp_sums && (!sixteen_bit(problem.dtype) || shared_sums);
