@@ -271,9 +271,11 @@ std::vector<Shape> skewed_shapes(Backend b) {
 std::vector<Shape> along_dim1_shapes(Backend b) {
   return b == Backend::cuda ? std::vector<Shape>{{8192, 4096, 1024}} : std::vector<Shape>{{1024, 1024, 256}};
 }
-// gather along dim 0: src [4096, 8192], index [1024, 8192] (the dim-1 case transposed).
+// gather along dim 0: src [4096, 8192], index [1024, 8192] (the dim-1 case transposed); on the GPU
+// also a tall table with few entries a column (src [65536, 1024], index [64, 1024]: column lines).
 std::vector<Shape> gather_rows_shapes(Backend b) {
-  return b == Backend::cuda ? std::vector<Shape>{{4096, 8192, 1024}} : std::vector<Shape>{{1024, 1024, 256}};
+  return b == Backend::cuda ? std::vector<Shape>{{4096, 8192, 1024}, {65536, 1024, 64}}
+                            : std::vector<Shape>{{1024, 1024, 256}};
 }
 
 // (Functions, not globals: the table is built during other files' static initialization.)
