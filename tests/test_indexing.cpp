@@ -134,6 +134,12 @@ class IndexingTest : public testing::BackendDTypeTest {
     return backend() == Backend::cuda && !sixteen_bit() && pref.variant != "sorted";
   }
   bool sixteen_bit() const { return dtype() == DType::f16 || dtype() == DType::bf16; }
+  // CUDA's default variant of a 16-bit column line (K entries on a column of `rows`): entry order
+  // (sorted) on the warp lines (at most 128 entries, or at most 512 on a column longer than the
+  // shared line's 12288 sums), else shared-memory atomics on the shared line.
+  static std::string column_lines_default(int64_t rows, int64_t entries) {
+    return entries <= 128 || (entries <= 512 && rows > 12288) ? "sorted" : "atomic";
+  }
 
   // Gather's gradient along dim 1 (overwriting a poisoned table; the reference starts from zeros) and
   // scatter_add (adding into a table) of the same entries, index values in [lo, hi): their SKUs.
@@ -614,13 +620,14 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
   }
 }
 
-// Element-mode scatters along an outer dim ([R, C] <- [K, C] along dim 0): CUDA's column lines (a
-// warp a column) where K <= 1024 and the column tiles would need more than 8 slabs, but beside f32 /
-// f64 atomics (the default, or forced); else the column-tile kernel (a tile of `width` columns by a
-// slab of `rows` rows in shared memory) where the items (column tiles x slabs) are at least 256 or
-// each has at most 16384 entries (K x width), and where the slabs pay: at most 8 beside the atomics;
-// beside the global sort (16-bit defaults, the sorted variant) while slabs x K x (element + index
-// bytes) <= R x element bytes + 128 K and the slabs are at most 32.
+// Element-mode scatters along an outer dim ([R, C] <- [K, C] along dim 0): CUDA's column lines (each
+// column a line of the line kernels) where K <= 1024 and the column tiles would need more than 8
+// slabs, but for f32 / f64 atomics (the default, or forced); else the column-tile kernel (a tile of
+// `width` columns by a slab of `rows` rows in shared memory) where the items (column tiles x slabs)
+// are at least 256 or each has at most 16384 entries (K x width), and where the slabs pay: at most 8
+// beside the atomics; beside the global sort (16-bit defaults, the sorted variant) while slabs x K x
+// (element + index bytes) <= R x element bytes + 128 K and the slabs are at most 32 (K > 1024 there:
+// 13 slabs).
 // Both sides of each threshold, every variant, and strided 3-D walks with the column count off the
 // tile width.
 TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
@@ -628,8 +635,9 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   const auto size = static_cast<int64_t>(dtype_size(dtype()));
   const int64_t width = 32 / size;                                      // the narrowest tile
   const int64_t rows = (dtype() == DType::f64 ? 6144 : 12288) / width;  // its rows
-  // The most entries a column of 16 slabs takes beside the sort (i64 index values).
-  const int64_t sort_entries = 16 * rows * size / (16 * (size + 8) - 128);
+  // The most entries a column of 13 slabs takes beside the sort (i64 index values): more than the
+  // column lines' 1024 in every dtype.
+  const int64_t sort_entries = 13 * rows * size / (13 * (size + 8) - 128);
   struct Case {
     int64_t table_rows, columns, entries;
     bool beside_atomics, beside_sort, cuda_only;
@@ -637,8 +645,8 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   };
   const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, true, false},               // 8 slabs
                                    {8 * rows + 1, 2 * width, 3, false, true, false},          // 9 slabs
-                                   {16 * rows, 2 * width, sort_entries, false, true, false},  // 16 slabs
-                                   {16 * rows, 2 * width, sort_entries + 1, false, false, false},
+                                   {13 * rows, 2 * width, sort_entries, false, true, false},  // 13 slabs
+                                   {13 * rows, 2 * width, sort_entries + 1, false, false, false},
                                    {32 * rows, 2 * width, 3, false, true, false},         // 32 slabs
                                    {32 * rows + 1, 2 * width, 3, false, false, false},    // 33 slabs  //
                                    {rows, 255 * width, 16384 / width, true, true, true},  // 255 items of 16384 entries
@@ -653,11 +661,8 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   // The SKU each preference gets on CUDA.
   const auto expected = [&](const Case& c, const std::string& pref) {
     const bool atomics = pref == "atomic" || (pref.empty() && !sixteen_bit());
-    const bool lines = !atomics && c.entries <= 1024 && c.table_rows > 8 * rows;
-    // (16-bit column lines of more than 128 entries on at most 12288 rows add atomically in shared
-    // memory by default.)
-    const bool shared = c.entries > 128 && c.table_rows <= 12288;
-    if (lines) return (pref.empty() && shared ? "atomic" : "sorted") + std::string(".elements_column_lines");
+    const bool lines = (sixteen_bit() || !atomics) && c.entries <= 1024 && c.table_rows > 8 * rows;
+    if (lines) return (!pref.empty() ? pref : column_lines_default(c.table_rows, c.entries)) + ".elements_column_lines";
     const bool columns = atomics ? c.beside_atomics : c.beside_sort;
     const std::string variant = !pref.empty() ? pref : atomics || columns ? "atomic" : "sorted";
     return variant + (columns ? ".elements_columns" : ".elements");
@@ -736,14 +741,15 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
 }
 
 // CUDA's column lines (element mode along an outer dim of a tall table, at most 1024 entries a column,
-// the walk taken with dim innermost; the table zeroed first when overwritten) over layouts: the warp
-// lines' adds (40 and 128 entries: a warp a column, its reached slots hashed; more entries on columns
-// longer than the shared line's 12288 sums: the hash in tiles) and, for 16-bit types, the shared
-// line's (129 and 1024 entries on 6145 rows: a block a column, added entry by entry; 1024 packed on 30
-// rows, duplicates everywhere), one entry a column (dim leaves the walk), a 3-D walk along dim 1 over
-// a transposed table and a strided i32 index, an index narrower than the table (the overwrite zeroes
-// columns the walk never reaches), a table with unit stride along dim, both sides of 12288 rows at
-// 300 entries; 1025 entries take another kernel.
+// the walk taken with dim innermost; the table zeroed first when overwritten) over layouts and both
+// sides of each choice of kernel: the warp lines' adds for at most 128 entries (a warp a column, its
+// reached slots hashed) and for at most 512 on columns longer than the shared line's 12288 sums (the
+// hash in tiles: 300 and 512 entries); else the shared line (a block a column, added entry by entry:
+// 129 and 1024 entries on 16-bit columns of 6145 rows, 1024 on f32 / f64 columns in slabs; 513 on a
+// long column); 1024 entries packed on 30 rows (duplicates everywhere), one entry a column (dim leaves
+// the walk), a 3-D walk along dim 1 over a transposed table and a strided i32 index, an index
+// narrower than the table (the overwrite zeroes columns the walk never reaches), a table with unit
+// stride along dim, both sides of 12288 rows at 300 entries; 1025 entries take another kernel.
 // Overwritten and added, every variant (the sorted one twice, to the same bits); the CPU runs the
 // same problems.
 TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
@@ -768,6 +774,9 @@ TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
       {"one entry a column", contiguous({tall, 300}), contiguous({1, 300}), 0, tall + 2},
       {"a column longer than the shared line's sums (hashed in tiles)", contiguous({3 * 12288 - 5, 4}),
        contiguous({300, 4}), 0, 3 * 12288 - 3},
+      {"512 entries on a long column", contiguous({3 * 12288 - 5, 4}), contiguous({512, 4}), 0, 3 * 12288 - 3},
+      {"513 entries on a long column (shared line slabs)", contiguous({3 * 12288 - 5, 4}), contiguous({513, 4}), 0,
+       3 * 12288 - 3},
       // 16-bit types on both sides of the shared line's 12288 sums (f32 / f64 at 12288 rows: column tiles).
       {"12288 rows", contiguous({12288, 4}), contiguous({300, 4}), 0, 12290, DType::i64, sixteen_bit()},
       {"12289 rows", contiguous({12289, 4}), contiguous({300, 4}), 0, 12291},
@@ -817,40 +826,44 @@ TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
     }
   }
   // Sums in f32 for 16-bit types, rounded once (as AddingRoundsOnce, along dim 0): ones added to, two
-  // entries 2^-8 and 2^-16 of a column meeting on row 7 from different tiles, the others 0.5 alone.
+  // entries 2^-8 and 2^-16 of a column meeting on row 7 (entries 0 and 200: different tiles of the
+  // warp lines), the others 0.5 alone; on the shared line (16-bit, `tall` rows) and on the warp's
+  // hash in tiles (a column past the shared line's sums). bf16 tells one rounding from two.
   const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
   const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
-  const Shape table_shape{tall, 3}, idx_shape{300, 3};
-  for (const PlanPreference& pref : scatter_variants()) {
-    if (pref.variant == "atomic") continue;  // (adds in T)
-    SCOPED_TRACE(pref.variant);
-    Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
-    Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
-    std::fill(dst.host.begin(), dst.host.end(), 1.0);
-    for (int64_t k = 0; k < 300; ++k) {
-      for (int64_t col = 0; col < 3; ++col) {
-        idx.host[k * 3 + col] = static_cast<double>(k == 200 ? 7 : (7 + 11 * k) % tall);
-        vals.host[k * 3 + col] = k == 0 ? std::ldexp(1.0, -8) : k == 200 ? std::ldexp(1.0, -16) : 0.5;
+  for (const int64_t height : {tall, int64_t{3 * 12288 - 5}}) {
+    const Shape table_shape{height, 3}, idx_shape{300, 3};
+    for (const PlanPreference& pref : scatter_variants()) {
+      if (pref.variant == "atomic") continue;  // (adds in T)
+      SCOPED_TRACE(std::to_string(height) + " rows " + pref.variant);
+      Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
+      Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
+      std::fill(dst.host.begin(), dst.host.end(), 1.0);
+      for (int64_t k = 0; k < 300; ++k) {
+        for (int64_t col = 0; col < 3; ++col) {
+          idx.host[k * 3 + col] = static_cast<double>(k == 200 ? 7 : 7 + 11 * k);
+          vals.host[k * 3 + col] = k == 0 ? std::ldexp(1.0, -8) : k == 200 ? std::ldexp(1.0, -16) : 0.5;
+        }
       }
-    }
-    ASSERT_OK(vals.upload());
-    ASSERT_OK(idx.upload());
-    ASSERT_OK(dst.upload());
-    ScatterAddPlan plan =
-        unwrap(ScatterAddPlan::select(stream(), {dtype(), DType::i64, table_shape, idx_shape, 0}, pref));
-    if (cuda && (sixteen_bit() || pref.variant == "sorted")) {
-      EXPECT_EQ(plan.sku({vals.ref(), idx.ref(), dst.mut(), nullptr}).variant,
-                (pref.variant.empty() ? "atomic" : "sorted") + std::string(".elements_column_lines"));
-    }
-    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-    ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {vals.ref(), idx.ref(), dst.mut(), nullptr}));
-    ASSERT_OK(dst.download());
-    for (int64_t row = 0; row < tall; ++row) {
-      // Rows 7 + 11 k for k < 300 (below `tall`), but k = 200's (moved to row 7).
-      const bool reached = row >= 7 && (row - 7) % 11 == 0 && row < 7 + 11 * 300 && row != 7 + 11 * 200;
-      for (int64_t col = 0; col < 3; ++col) {
-        const double expected = row == 7 ? want : reached ? 1.5 : 1.0;
-        ASSERT_EQ(dst.at(row * 3 + col), expected) << "row " << row << ", column " << col;
+      ASSERT_OK(vals.upload());
+      ASSERT_OK(idx.upload());
+      ASSERT_OK(dst.upload());
+      ScatterAddPlan plan =
+          unwrap(ScatterAddPlan::select(stream(), {dtype(), DType::i64, table_shape, idx_shape, 0}, pref));
+      if (cuda && (sixteen_bit() || pref.variant == "sorted")) {
+        EXPECT_EQ(plan.sku({vals.ref(), idx.ref(), dst.mut(), nullptr}).variant,
+                  (pref.variant.empty() ? column_lines_default(height, 300) : pref.variant) + ".elements_column_lines");
+      }
+      harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {vals.ref(), idx.ref(), dst.mut(), nullptr}));
+      ASSERT_OK(dst.download());
+      for (int64_t row = 0; row < height; ++row) {
+        // Rows 7 + 11 k for k < 300 (below either height), but k = 200's (moved to row 7).
+        const bool reached = row >= 7 && (row - 7) % 11 == 0 && row < 7 + 11 * 300 && row != 7 + 11 * 200;
+        for (int64_t col = 0; col < 3; ++col) {
+          const double expected = row == 7 ? want : reached ? 1.5 : 1.0;
+          ASSERT_EQ(dst.at(row * 3 + col), expected) << "row " << row << ", column " << col;
+        }
       }
     }
   }

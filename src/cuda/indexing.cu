@@ -50,7 +50,8 @@ Status run_scatter(const Stream& stream, const IndexedProblem& p, bool fused_ove
 template <class T, class Idx>
 Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) {
   // Overwriting: the shared-memory kernels write every table element themselves when the walk covers
-  // every line of the table; otherwise the table is zeroed first and the sums are added.
+  // every line of the table; otherwise (and always for column lines) the table is zeroed first and
+  // the sums are added.
   const bool shared_sums = p.kernel == ScatterKernel::shared_line || p.kernel == ScatterKernel::column_tiles ||
                            p.kernel == ScatterKernel::warp_lines;
   const bool fused_overwrite = !p.desc.accumulate && shared_sums && covers_every_table_line(p.desc);

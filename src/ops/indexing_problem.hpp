@@ -34,7 +34,7 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 //  - column_tiles: element mode along a dim that is not the walk's innermost (gather's backward
 //    along dim 0): a tile of adjacent columns by a slab of destination rows summed in shared memory;
 //  - column_lines: the same problems with few entries a column on a tall table: each column's line
-//    summed by a warp as warp_lines adds (the table zeroed first when overwritten).
+//    summed as warp_lines or shared_line add (the table zeroed first when overwritten).
 enum class ScatterKernel : unsigned char { general, shared_line, short_lines, column_tiles, warp_lines, column_lines };
 
 // How a backend runs a scatter, decided at select.

@@ -1,5 +1,6 @@
-// Scatter-add along the innermost dim (either variant): one destination line per block, summed in
-// shared memory (see scatter_shared_row_kernel); no workspace.
+// Scatter-add along the innermost dim of a walk (either variant): one destination line per block,
+// summed in shared memory (see scatter_shared_row_kernel); no workspace. The walk is the problem's,
+// or for column lines (strategies.hpp) the problem's with dim moved innermost.
 #include <algorithm>
 #include <type_traits>
 

@@ -2,9 +2,8 @@
 // order): the walk's innermost dim is dim (gather's backward of [tokens, experts] <- [tokens, k], of
 // [rows, 1024] <- [rows, 64]; scatter_add into [rows, 4096] <- [rows, 64]). A warp takes an item of a
 // few consecutive lines (at most kWarpItemEntries entries; or, adding, one line of more in tiles of
-// kWarpItemEntries: up to kWarpLineEntries in f32 / f64, a column line up to kColumnLineEntries),
-// adds its entries into its own sums in shared
-// memory, in f32 for 16-bit types, then writes them:
+// kWarpItemEntries: up to kWarpLineEntries, in f32 / f64 and on column lines), adds its entries into
+// its own sums in shared memory, in f32 for 16-bit types, then writes them:
 //  - overwriting (a line of sums fits in kWarpLineBytes), the warp's sums are the item's whole lines,
 //    written with one coalesced pass: the table's only write (zeros included), so the table is
 //    written once at the full line rate where zeroing it first and adding the entries after would
@@ -15,12 +14,13 @@
 //    is marked by a bit; longer lines (any length) find a slot's sum in a small open-addressing table
 //    of the warp's (twice an item's entries: never full). f32 and f64 owners add with a
 //    fire-and-forget reduction (no load waited for; f32's flushes subnormal inputs and results to
-//    zero, as PTX's red.add.f32 does); 16-bit ones load, add and store.
+//    zero, as PTX's red.add.f32 does); 16-bit ones load, add and store; into a table known to be
+//    zero (`zeroed`), every type stores 0 + its sum.
 // The same kernel adds column lines (ScatterKernel::column_lines: element mode along an outer dim, the
 // gather's backward along dim 0 of a tall table; column_lines_by_warp): the walk with dim moved
 // innermost (dim_innermost) makes each column's destination line a line here, its entries a lane each
 // at the column's stride (the warps of a block take neighbouring columns, so they share sectors), its
-// reached slots hashed (up to kColumnLineEntries entries, in tiles) and added to the table, zeroed
+// reached slots hashed (in tiles past kWarpItemEntries entries) and added to the table, zeroed
 // first when overwritten.
 // No block-wide barrier: a warp's item is its own, and the next item's entries are loaded while the
 // current item is written.
@@ -54,7 +54,7 @@ inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an i
 // entries (a line's, past kWarpItemEntries) rounded up to a power of two: at most half full.
 inline constexpr int kHashBits = 8;  // an item of at most kWarpItemEntries
 static_assert((1 << kHashBits) >= 2 * kWarpItemEntries);
-inline constexpr int kMaxHashSlots = static_cast<int>(2 * std::max(kWarpLineEntries, kColumnLineEntries));
+inline constexpr int kMaxHashSlots = static_cast<int>(2 * kWarpLineEntries);
 inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // adding lines: a bit a slot
 
 // Where a slot's sum is and how its owner is known: `lines`, an item's whole lines (overwriting, no
@@ -331,7 +331,7 @@ __device__ __forceinline__ Acc* item_sums(const IndexedLayout& layout, const War
 }
 
 // Four blocks an SM (at most 64 registers; 4 x 36 KB of shared memory for items of up to 4 KB of sums;
-// fewer for longer lines and for a hash of up to 2048 slots: 128 KB f32, 192 KB f64).
+// fewer for longer lines and for a hash of up to 1024 slots: 64 KB f32, 96 KB f64).
 // Adding (not WarpSums::lines), kVec is 1 (unused).
 template <int kVec, bool kDense, WarpSums kSums, class T, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
@@ -406,12 +406,12 @@ Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const In
                          int sm_count) {
   using Acc = acc_t<T>;
   const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kSums, T, Idx>;
-  // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, up to 8 x 2048 sums and
+  // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, up to 8 x 1024 sums and
   // keys.
   const int marks = kSums == WarpSums::hashed ? g.warp_slots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
   const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * sizeof(Acc) + size_t(marks) * sizeof(int));
-  // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB or 64 KB, two of 96 KB, one of
-  // 128 or 192 KB), past the 48 KB default.
+  // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB or 64 KB, two of 96 KB), past
+  // the 48 KB default.
   if (Status st = cuda_status(
           cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
           "cudaFuncSetAttribute");
@@ -443,8 +443,7 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, const I
   const bool dim_walked = p.desc.shape.dims[p.desc.dim] > 1;  // else dim left the walk: one entry a line
   WarpItems g;
   g.zeroed = zeroed;
-  // Overwriting, <= kWarpItemEntries; adding, <= kWarpLineEntries (kColumnLineEntries a column)
-  // (strategy).
+  // Overwriting, <= kWarpItemEntries; adding, <= kWarpLineEntries (strategy).
   g.entries = static_cast<int>(dim_walked ? layout.rows.inner_size() : 1);
   // Overwriting, <= kWarpLineBytes / sizeof(Acc); adding, <= kMaxWarpKey (strategy).
   g.line_size = static_cast<int>(layout.dim_size);

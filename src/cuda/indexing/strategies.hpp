@@ -55,8 +55,7 @@ inline constexpr int64_t kMaxWarpKey = std::numeric_limits<int>::max();
 // column (one tile of the shared line), where the column tiles would need more than
 // kMaxColumnLineSlabs slabs. The walk is taken with dim innermost (dim_innermost), so that each
 // column's destination line is a line of the kernels above (column_lines_by_warp): the warp lines'
-// adds, or the shared line's entry by entry; into the table zeroed first when overwriting. Their
-// hash takes up to 2 x kColumnLineEntries slots a warp.
+// adds, or the shared line's entry by entry; into the table zeroed first when overwriting.
 inline constexpr int64_t kColumnLineEntries = 1024;
 inline constexpr int64_t kMaxColumnLineSlabs = 8;
 // Whether column lines are summed by the warp lines (at most kWarpItemEntries entries; or a column

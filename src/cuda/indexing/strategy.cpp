@@ -58,7 +58,8 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
          double(dim_size) * double(size) + double(entries) * double(kSortEntryBytes);
 }
 
-// The column lines (a warp a column's line, the table zeroed first when overwritten) where each
+// The column lines (each column's line summed by the line kernels, the table zeroed first when
+// overwritten) where each
 // column has few entries on a tall table: at most kColumnLineEntries, where the column tiles would
 // need more than kMaxColumnLineSlabs slabs, each reading every entry of its columns (measured:
 // bench/NOTES.md, "Column lines"). Such lines are sparse (more than 8 slabs are at least 6145 rows:
@@ -115,9 +116,12 @@ ColumnTiles column_tiles(DType dtype, int64_t dim_size) {
 // Measured (bench/NOTES.md, "Column lines"): more entries on columns that fit the shared line's sums
 // run faster there (atomically or in order in shared memory, then entry by entry), longer columns
 // faster by the warp's hash in tiles than by slabs of the shared line.
+// The warp's hash stays within kWarpLineEntries entries (2 x 512 slots: 96 KB of shared memory a
+// block in f64, which sm_80-89 GPUs give too); more on a longer column take the shared line's slabs.
 bool column_lines_by_warp(const IndexedProblemDesc& desc) {
-  return desc.shape.dims[desc.dim] <= kWarpItemEntries ||
-         desc.table_shape.dims[desc.dim] > shared_line_slots(desc.dtype);
+  const int64_t entries = desc.shape.dims[desc.dim];
+  return entries <= kWarpItemEntries ||
+         (entries <= kWarpLineEntries && desc.table_shape.dims[desc.dim] > shared_line_slots(desc.dtype));
 }
 
 IndexedLayout dim_innermost(const IndexedLayout& layout) {
@@ -140,8 +144,10 @@ ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optiona
   s.kernel = scatter_kernel(problem);
   // 16-bit types accumulate in f32 by default: atomically only in shared memory, else sorted.
   const bool general_atomics = forced ? *forced == IndexVariant::atomic : !deterministic && !sixteen_bit(problem.dtype);
-  // (Not against f32 / f64 atomics: measured slower, bench/NOTES.md "Column lines".)
-  if (s.kernel == ScatterKernel::general && !general_atomics && column_lines_pay(problem))
+  // (Not against f32 / f64 atomics: measured slower, bench/NOTES.md "Column lines". 16-bit types asked
+  // for atomics keep them, in f32 in shared memory, as the shared line does.)
+  if (s.kernel == ScatterKernel::general && !(general_atomics && !sixteen_bit(problem.dtype)) &&
+      column_lines_pay(problem))
     s.kernel = ScatterKernel::column_lines;
   if (s.kernel == ScatterKernel::general && column_tiles_pay(problem, general_atomics))
     s.kernel = ScatterKernel::column_tiles;
