@@ -627,7 +627,7 @@ TEST_P(IndexingTest, ScatterKernelsOnBothSidesOfEachThreshold) {
 // are at least 256 or each has at most 16384 entries (K x width), and where the slabs pay: at most 8
 // beside the atomics; beside the global sort (16-bit defaults, the sorted variant) while slabs x K x
 // (element + index bytes) <= R x element bytes + 128 K and the slabs are at most 32 (K > 1024 there:
-// 13 slabs).
+// 14 slabs).
 // Both sides of each threshold, every variant, and strided 3-D walks with the column count off the
 // tile width.
 TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
@@ -635,18 +635,18 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
   const auto size = static_cast<int64_t>(dtype_size(dtype()));
   const int64_t width = 32 / size;                                      // the narrowest tile
   const int64_t rows = (dtype() == DType::f64 ? 6144 : 12288) / width;  // its rows
-  // The most entries a column of 13 slabs takes beside the sort (i64 index values): more than the
-  // column lines' 1024 in every dtype.
-  const int64_t sort_entries = 13 * rows * size / (13 * (size + 8) - 128);
+  // The most entries a column of 14 slabs takes beside the sort (i64 index values): more than the
+  // column lines' 1024 in every dtype (and 20 tiles of columns: 280 items).
+  const int64_t sort_entries = 14 * rows * size / (14 * (size + 8) - 128);
   struct Case {
     int64_t table_rows, columns, entries;
     bool beside_atomics, beside_sort, cuda_only;
     int64_t lines = 1;  // more than one: a 3-D walk [lines, entries, columns] along dim 1
   };
-  const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, true, false},               // 8 slabs
-                                   {8 * rows + 1, 2 * width, 3, false, true, false},          // 9 slabs
-                                   {13 * rows, 2 * width, sort_entries, false, true, false},  // 13 slabs
-                                   {13 * rows, 2 * width, sort_entries + 1, false, false, false},
+  const std::vector<Case> cases = {{8 * rows, 2 * width, 3, true, true, false},                // 8 slabs
+                                   {8 * rows + 1, 2 * width, 3, false, true, false},           // 9 slabs
+                                   {14 * rows, 20 * width, sort_entries, false, true, false},  // 14 slabs
+                                   {14 * rows, 20 * width, sort_entries + 1, false, false, false},
                                    {32 * rows, 2 * width, 3, false, true, false},         // 32 slabs
                                    {32 * rows + 1, 2 * width, 3, false, false, false},    // 33 slabs  //
                                    {rows, 255 * width, 16384 / width, true, true, true},  // 255 items of 16384 entries
@@ -805,12 +805,11 @@ TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
           },
           pref);
       if (!cuda) continue;
-      const bool atomics = pref.variant == "atomic" || (pref.variant.empty() && !sixteen_bit());
+      // (f32 / f64 atomics, the default or asked, keep the global atomics.)
+      const bool atomics = !sixteen_bit() && pref.variant != "sorted";
       const bool lines = c.lines && !atomics;
-      // The default: entry order (sorted) on a warp's lines, shared-memory atomics on the shared line
-      // (past 128 entries, on at most 12288 rows).
-      const bool shared = idx_shape.dims[c.dim] > 128 && table_shape.dims[c.dim] <= 12288;
-      const std::string variant = !pref.variant.empty() ? pref.variant : shared ? "atomic" : "sorted";
+      const std::string variant =
+          !pref.variant.empty() ? pref.variant : column_lines_default(table_shape.dims[c.dim], idx_shape.dims[c.dim]);
       EXPECT_EQ(overwriting == variant + ".elements_column_lines", lines) << overwriting;
       EXPECT_EQ(adding == variant + ".elements_column_lines", lines) << adding;
       if (lines && variant == "sorted") {
