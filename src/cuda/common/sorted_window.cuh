@@ -160,7 +160,6 @@ __global__ void __launch_bounds__(kThreads)
   using Acc = acc_t<T>;
   constexpr int kV = Vec16<T>::kSize;
   constexpr int kWindow = static_cast<int>(kRowsPerWindow);
-  constexpr int kBatch = 4;  // rows whose loads are in flight together
   // One window per group of `lanes` threads; lanes >= kWindow, so the groups' offsets fit.
   __shared__ int64_t offsets[kThreads];
   const int groups = kThreads / lanes;
@@ -181,21 +180,11 @@ __global__ void __launch_bounds__(kThreads)
                      Acc sum[kV];
 #pragma unroll
                      for (int k = 0; k < kV; ++k) sum[k] = ScatterSum::identity<Acc>();
-                     const int64_t* run = offsets + group * kWindow - start;  // run[i]: row i's offset
-                     const auto add = [&](const Vec16<T>& x) {
+                     for (int64_t i = s; i < e; ++i) {
+                       const Vec16<T> x = load16(values + offsets[group * kWindow + (i - start)] + v * kV);
 #pragma unroll
                        for (int k = 0; k < kV; ++k) sum[k] = ScatterSum::reduce(sum[k], static_cast<Acc>(x.v[k]));
-                     };
-                     // kBatch rows' loads in flight together, added in row order (the same sums).
-                     int64_t i = s;
-                     for (; i + kBatch <= e; i += kBatch) {
-                       Vec16<T> x[kBatch];
-#pragma unroll
-                       for (int b = 0; b < kBatch; ++b) x[b] = load16(values + run[i + b] + v * kV);
-#pragma unroll
-                       for (int b = 0; b < kBatch; ++b) add(x[b]);
                      }
-                     for (; i < e; ++i) add(load16(values + run[i] + v * kV));
                      if (!from_previous && !into_next) {
                        T* dst = table + key + v * kV;
                        Vec16<T> y = load16(dst);
