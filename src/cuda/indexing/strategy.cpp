@@ -59,11 +59,10 @@ bool column_tiles_pay(const IndexedProblemDesc& desc, bool against_atomics) {
 }
 
 // The column lines (each column's line summed by the line kernels, the table zeroed first when
-// overwritten) where each
-// column has few entries on a tall table: at most kColumnLineEntries, where the column tiles would
-// need more than kMaxColumnLineSlabs slabs, each reading every entry of its columns (measured:
-// bench/NOTES.md, "Column lines"). Such lines are sparse (more than 8 slabs are at least 6145 rows:
-// at most an entry a 6 slots); a line's slots are numbered in an int.
+// overwritten) where each column has few entries on a tall table: at most kColumnLineEntries, where
+// the column tiles would need more than kMaxColumnLineSlabs slabs, each reading every entry of its
+// columns (measured: bench/NOTES.md, "Column lines"). Such lines are sparse (more than 8 slabs are at
+// least 6145 rows: at most an entry a 6 slots); a line's slots are numbered in an int.
 bool column_lines_pay(const IndexedProblemDesc& desc) {
   if (!along_outer_dim(desc)) return false;
   const int64_t dim_size = desc.table_shape.dims[desc.dim], entries = desc.shape.dims[desc.dim];
@@ -115,9 +114,9 @@ ColumnTiles column_tiles(DType dtype, int64_t dim_size) {
 
 // Measured (bench/NOTES.md, "Column lines"): more entries on columns that fit the shared line's sums
 // run faster there (atomically or in order in shared memory, then entry by entry), longer columns
-// faster by the warp's hash in tiles than by slabs of the shared line.
-// The warp's hash stays within kWarpLineEntries entries (2 x 512 slots: 96 KB of shared memory a
-// block in f64, which sm_80-89 GPUs give too); more on a longer column take the shared line's slabs.
+// faster by the warp's hash in tiles than by slabs of the shared line. The warp's hash stays within
+// kWarpLineEntries entries (2 x 512 slots: 96 KB of shared memory a block in f64, which sm_80-89 GPUs
+// give too); more entries on a longer column take the shared line's slabs.
 bool column_lines_by_warp(const IndexedProblemDesc& desc) {
   const int64_t entries = desc.shape.dims[desc.dim];
   return entries <= kWarpItemEntries ||
