@@ -134,6 +134,64 @@ class IndexingTest : public testing::BackendDTypeTest {
     return backend() == Backend::cuda && !sixteen_bit() && pref.variant != "sorted";
   }
   bool sixteen_bit() const { return dtype() == DType::f16 || dtype() == DType::bf16; }
+  // Runs the plan of `desc` again over the table a check_scatter just wrote: the same bits again (a
+  // deterministic variant).
+  template <class Plan>
+  void expect_same_bits_again(const typename Plan::Descriptor& desc, const PlanPreference& pref,
+                              const typename Plan::Args& args, Tensor& table) {
+    const std::vector<double> first = table.host;
+    Plan plan = unwrap(Plan::select(stream(), desc, pref));
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    EXPECT_TRUE(plan.run(stream(), {ws.data(), ws.size()}, args).is_ok());
+    EXPECT_TRUE(table.download().is_ok());
+    EXPECT_TRUE(first == table.host);
+  }
+
+  // Adds into a table of ones `lines` destination lines of `line` slots along `dim` (1: [lines, line];
+  // 0: [line, lines], a line a column), `entries` a line: entry 0 (2^-8) and entry `meet` (2^-16) on
+  // slot 7, every other entry j (0.5) alone on slot (7 + 11 j) % line. Slot 7 must hold
+  // 1 + 2^-8 + 2^-16 rounded once to T (bf16: 1 + 2^-7, where rounding the sum first gives 1), the
+  // other reached slots 1.5, the rest 1. Returns the plan's SKU variant.
+  std::string check_rounds_once(int dim, int64_t lines, int64_t line, int64_t entries, int64_t meet,
+                                const PlanPreference& pref) {
+    const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
+    const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
+    const Shape table_shape = dim == 1 ? Shape{lines, line} : Shape{line, lines};
+    const Shape idx_shape = dim == 1 ? Shape{lines, entries} : Shape{entries, lines};
+    // Element (line r, entry or slot j) of the index / table.
+    const auto entry_at = [&](int64_t r, int64_t j) { return dim == 1 ? r * entries + j : j * lines + r; };
+    const auto slot_at = [&](int64_t r, int64_t k) { return dim == 1 ? r * line + k : k * lines + r; };
+    Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
+    Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
+    std::fill(dst.host.begin(), dst.host.end(), 1.0);
+    std::vector<char> reached(static_cast<size_t>(line));
+    for (int64_t j = 0; j < entries; ++j) {
+      const int64_t slot = j == meet ? 7 : (7 + 11 * j) % line;
+      reached[static_cast<size_t>(slot)] = 1;
+      for (int64_t r = 0; r < lines; ++r) {
+        idx.host[entry_at(r, j)] = static_cast<double>(slot);
+        vals.host[entry_at(r, j)] = j == 0 ? std::ldexp(1.0, -8) : j == meet ? std::ldexp(1.0, -16) : 0.5;
+      }
+    }
+    EXPECT_TRUE(vals.upload().is_ok());
+    EXPECT_TRUE(idx.upload().is_ok());
+    EXPECT_TRUE(dst.upload().is_ok());
+    ScatterAddPlan plan =
+        unwrap(ScatterAddPlan::select(stream(), {dtype(), DType::i64, table_shape, idx_shape, dim}, pref));
+    const ScatterAddArgs args{vals.ref(), idx.ref(), dst.mut(), nullptr};
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    EXPECT_TRUE(plan.run(stream(), {ws.data(), ws.size()}, args).is_ok());
+    EXPECT_TRUE(dst.download().is_ok());
+    for (int64_t r = 0; r < lines; ++r) {
+      for (int64_t k = 0; k < line; ++k) {
+        const double expected = k == 7 ? want : reached[static_cast<size_t>(k)] ? 1.5 : 1.0;
+        EXPECT_EQ(dst.at(slot_at(r, k)), expected) << "line " << r << ", slot " << k;
+        if (dst.at(slot_at(r, k)) != expected) return plan.sku(args).variant;  // (one report a case)
+      }
+    }
+    return plan.sku(args).variant;
+  }
+
   // CUDA's default variant of a 16-bit column line (K entries on a column of `rows`): entry order
   // (sorted) on the warp lines (at most 128 entries, or at most 512 on a column longer than the
   // shared line's 12288 sums), else shared-memory atomics on the shared line.
@@ -689,13 +747,7 @@ TEST_P(IndexingTest, ColumnScatterOnBothSidesOfEachThreshold) {
         EXPECT_EQ(variant, expected(c, pref.variant));
       }
       if (cuda && variant.rfind("sorted.elements_column", 0) == 0) {
-        // Deterministic: a second run gives the same bits.
-        const std::vector<double> first = dsrc.host;
-        GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));
-        harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-        EXPECT_TRUE(plan.run(stream(), {ws.data(), ws.size()}, args(nullptr)).is_ok());
-        EXPECT_TRUE(dsrc.download().is_ok());
-        EXPECT_TRUE(first == dsrc.host);
+        expect_same_bits_again<GatherBackwardPlan>(desc, pref, args(nullptr), dsrc);
       }
       if (c.cuda_only) continue;
       Tensor addend = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
@@ -813,56 +865,23 @@ TEST_P(IndexingTest, ColumnLinesOverEveryLayout) {
       EXPECT_EQ(overwriting == variant + ".elements_column_lines", lines) << overwriting;
       EXPECT_EQ(adding == variant + ".elements_column_lines", lines) << adding;
       if (lines && variant == "sorted") {
-        // Deterministic: a second run gives the same bits.
-        const std::vector<double> first = dsrc.host;
-        GatherBackwardPlan plan = unwrap(GatherBackwardPlan::select(stream(), desc, pref));
-        EXPECT_TRUE(plan.precision_guarantee().deterministic);
-        harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-        EXPECT_TRUE(plan.run(stream(), {ws.data(), ws.size()}, args(nullptr)).is_ok());
-        EXPECT_TRUE(dsrc.download().is_ok());
-        EXPECT_TRUE(first == dsrc.host);
+        EXPECT_TRUE(unwrap(GatherBackwardPlan::select(stream(), desc, pref)).precision_guarantee().deterministic);
+        expect_same_bits_again<GatherBackwardPlan>(desc, pref, args(nullptr), dsrc);
       }
     }
   }
-  // Sums in f32 for 16-bit types, rounded once (as AddingRoundsOnce, along dim 0): ones added to, two
-  // entries 2^-8 and 2^-16 of a column meeting on row 7 (entries 0 and 200: different tiles of the
-  // warp lines), the others 0.5 alone; on the shared line (16-bit, `tall` rows) and on the warp's
-  // hash in tiles (a column past the shared line's sums). bf16 tells one rounding from two.
-  const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
-  const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
+  // Sums in f32 for 16-bit types, rounded once (as AddingRoundsOnce, along dim 0): entries 0 and 200
+  // of a column (different tiles of the warp lines) meet on row 7; on the shared line (16-bit, `tall`
+  // rows) and on the warp's hash in tiles (a column past the shared line's sums). bf16 tells one
+  // rounding from two.
   for (const int64_t height : {tall, int64_t{3 * 12288 - 5}}) {
-    const Shape table_shape{height, 3}, idx_shape{300, 3};
     for (const PlanPreference& pref : scatter_variants()) {
       if (pref.variant == "atomic") continue;  // (adds in T)
       SCOPED_TRACE(std::to_string(height) + " rows " + pref.variant);
-      Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
-      Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
-      std::fill(dst.host.begin(), dst.host.end(), 1.0);
-      for (int64_t k = 0; k < 300; ++k) {
-        for (int64_t col = 0; col < 3; ++col) {
-          idx.host[k * 3 + col] = static_cast<double>(k == 200 ? 7 : 7 + 11 * k);
-          vals.host[k * 3 + col] = k == 0 ? std::ldexp(1.0, -8) : k == 200 ? std::ldexp(1.0, -16) : 0.5;
-        }
-      }
-      ASSERT_OK(vals.upload());
-      ASSERT_OK(idx.upload());
-      ASSERT_OK(dst.upload());
-      ScatterAddPlan plan =
-          unwrap(ScatterAddPlan::select(stream(), {dtype(), DType::i64, table_shape, idx_shape, 0}, pref));
+      const std::string variant = check_rounds_once(0, 3, height, 300, 200, pref);
       if (cuda && (sixteen_bit() || pref.variant == "sorted")) {
-        EXPECT_EQ(plan.sku({vals.ref(), idx.ref(), dst.mut(), nullptr}).variant,
+        EXPECT_EQ(variant,
                   (pref.variant.empty() ? column_lines_default(height, 300) : pref.variant) + ".elements_column_lines");
-      }
-      harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {vals.ref(), idx.ref(), dst.mut(), nullptr}));
-      ASSERT_OK(dst.download());
-      for (int64_t row = 0; row < height; ++row) {
-        // Rows 7 + 11 k for k < 300 (below either height), but k = 200's (moved to row 7).
-        const bool reached = row >= 7 && (row - 7) % 11 == 0 && row < 7 + 11 * 300 && row != 7 + 11 * 200;
-        for (int64_t col = 0; col < 3; ++col) {
-          const double expected = row == 7 ? want : reached ? 1.5 : 1.0;
-          ASSERT_EQ(dst.at(row * 3 + col), expected) << "row " << row << ", column " << col;
-        }
       }
     }
   }
@@ -1044,39 +1063,12 @@ TEST_P(IndexingTest, HashedWarpLinesOverEveryLayout) {
 // and a line of 300 entries (three tiles of a warp, the second entry in the second tile).
 // (The atomic variant adds in T.)
 TEST_P(IndexingTest, AddingRoundsOnce) {
-  const double exact = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -16);
-  const double want = dtype() == DType::bf16 ? 1.0078125 : dtype() == DType::f16 ? 1.00390625 : exact;
   for (const auto& [line, entries] : {std::pair<int64_t, int64_t>{64, 48}, {2100, 48}, {2100, 300}}) {
-    const Shape table_shape{3, line}, idx_shape{3, entries};
     const int64_t meet = entries > 128 ? 200 : 40;  // the entry that meets entry 0 on slot 7
     for (const PlanPreference& pref : scatter_variants()) {
       if (sixteen_bit() && pref.variant == "atomic") continue;
       SCOPED_TRACE(std::to_string(line) + " x " + std::to_string(entries) + " " + pref.variant);
-      Tensor vals = values(contiguous(idx_shape)), dst = values(contiguous(table_shape));
-      Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
-      std::fill(dst.host.begin(), dst.host.end(), 1.0);
-      for (int64_t r = 0; r < 3; ++r) {
-        for (int64_t j = 0; j < entries; ++j) {
-          idx.host[r * entries + j] = static_cast<double>(j == meet ? 7 : (7 + 11 * j) % line);
-          vals.host[r * entries + j] = j == 0 ? std::ldexp(1.0, -8) : j == meet ? std::ldexp(1.0, -16) : 0.5;
-        }
-      }
-      ASSERT_OK(vals.upload());
-      ASSERT_OK(idx.upload());
-      ASSERT_OK(dst.upload());
-      ScatterAddPlan plan =
-          unwrap(ScatterAddPlan::select(stream(), {dtype(), DType::i64, table_shape, idx_shape, 1}, pref));
-      harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
-      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {vals.ref(), idx.ref(), dst.mut(), nullptr}));
-      ASSERT_OK(dst.download());
-      for (int64_t r = 0; r < 3; ++r) {
-        const auto first = idx.host.begin() + r * entries, last = first + entries;
-        for (int64_t k = 0; k < line; ++k) {
-          const bool reached = std::find(first, last, static_cast<double>(k)) != last;
-          const double expected = k == 7 ? want : reached ? 1.5 : 1.0;
-          ASSERT_EQ(dst.at(r * line + k), expected) << "line " << r << ", slot " << k;
-        }
-      }
+      check_rounds_once(1, 3, line, entries, meet, pref);
     }
   }
 }
