@@ -134,12 +134,16 @@ class IndexingTest : public testing::BackendDTypeTest {
     return backend() == Backend::cuda && !sixteen_bit() && pref.variant != "sorted";
   }
   bool sixteen_bit() const { return dtype() == DType::f16 || dtype() == DType::bf16; }
-  // Runs the plan of `desc` again over the table a check_scatter just wrote: the same bits again (a
-  // deterministic variant).
+  // Runs the plan of `desc` again over the table a check_scatter just wrote (a plan that adds: over
+  // the table's contents before that run, `before`): the same bits again (a deterministic variant).
   template <class Plan>
   void expect_same_bits_again(const typename Plan::Descriptor& desc, const PlanPreference& pref,
-                              const typename Plan::Args& args, Tensor& table) {
+                              const typename Plan::Args& args, Tensor& table, const std::vector<double>& before = {}) {
     const std::vector<double> first = table.host;
+    if (!before.empty()) {
+      table.host = before;
+      EXPECT_TRUE(table.upload().is_ok());
+    }
     Plan plan = unwrap(Plan::select(stream(), desc, pref));
     harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
     EXPECT_TRUE(plan.run(stream(), {ws.data(), ws.size()}, args).is_ok());
@@ -293,6 +297,35 @@ TEST_P(IndexingTest, EmbeddingBackwardStridedViewsAndLongRuns) {
           return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
         },
         pref);
+  }
+}
+
+// Tokens as real text draws them (log-uniform: a few take hundreds of rows, most one): runs of every
+// length, from one row to many windows, and windows of many one-row runs; a padding token, bad
+// tokens, contiguous and padded dweight rows (the sorted keys are row offsets over their greatest
+// common divisor: 24, 40 or 64 elements, none a power of two's multiple alone), rows of whole
+// 16-byte vectors and not. The sorted variant runs twice, to the same bits.
+TEST_P(IndexingTest, EmbeddingBackwardOnSkewedTokens) {
+  const int64_t v = 3001, n = 2500;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (const auto& [d, row_stride] : {std::pair<int64_t, int64_t>{24, 24}, {24, 40}, {64, 64}, {7, 7}}) {
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE("d " + std::to_string(d) + " row stride " + std::to_string(row_stride) + " variant " + pref.variant);
+      Tensor dout = values(contiguous({n, d})), dweight = values(with_strides({v, d}, {row_stride, 1}));
+      Tensor indices = index(contiguous({n}), DType::i64, 0, 1);
+      for (int64_t i = 0; i < n; ++i)
+        indices.host[i] = i % 397 == 5 ? (i % 2 ? -1.0 : double(v)) : std::floor(std::exp(unit(rng) * std::log(v))) - 1;
+      ASSERT_OK(indices.upload());
+      const EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, int64_t{2}};
+      const auto args = [&](int64_t* count) {
+        return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+      };
+      const std::vector<double> before = dweight.host;
+      check_scatter<EmbeddingBackwardPlan>(desc, IndexedCase{{n, d}, 0, true, 2}, dout, indices, dweight, args, pref);
+      if (pref.variant == "sorted")
+        expect_same_bits_again<EmbeddingBackwardPlan>(desc, pref, args(nullptr), dweight, before);
+    }
   }
 }
 

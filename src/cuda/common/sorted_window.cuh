@@ -21,12 +21,23 @@ inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread s
 // The window for rows of `row_length` elements.
 inline int64_t sorted_window(int64_t row_length) { return row_length > 1 ? kRowsPerWindow : kElementsPerWindow; }
 
+// The sorted keys: each valid row's table offset divided by `unit` (a common divisor of every table
+// offset the walk can reach: fewer key bits, so fewer radix passes), and the sentinel that sorts
+// after every valid key.
+struct SortedKeys {
+  const uint64_t* keys;
+  uint64_t sentinel;
+  int64_t unit;
+  __device__ __forceinline__ int64_t table_offset(uint64_t key) const { return static_cast<int64_t>(key) * unit; }
+};
+
 // Calls f(s, e, key, from_previous, into_next) for each run [s, e) of equal keys in the window
 // [start, end) of the sorted keys, stopping at the sentinel (invalid rows sort last). A run that
 // continues from the previous window or into the next one is a partial sum of its destination.
 template <class F>
-__device__ __forceinline__ void for_each_run(const uint64_t* keys, int64_t start, int64_t end, int64_t rows,
-                                             uint64_t sentinel, F&& f) {
+__device__ __forceinline__ void for_each_run(const SortedKeys& k, int64_t start, int64_t end, int64_t rows, F&& f) {
+  const uint64_t* keys = k.keys;
+  const uint64_t sentinel = k.sentinel;
   int64_t s = start;
   while (s < end && keys[s] != sentinel) {
     const uint64_t key = keys[s];
@@ -39,50 +50,55 @@ __device__ __forceinline__ void for_each_run(const uint64_t* keys, int64_t start
 
 // Sums the runs of window w (see the file comment). `lane` of `group` threads share the columns.
 template <class T>
-__device__ void sum_window(const IndexedLayout& layout, const T* values, T* table, const uint64_t* keys,
+__device__ void sum_window(const IndexedLayout& layout, const SortedKeys& k, const T* values, T* table,
                            const int64_t* offsets, acc_t<T>* partials, int64_t window, int64_t w, int lane, int group) {
   using Acc = acc_t<T>;
   const int64_t rows = layout.row_count, length = layout.row_length;
   const int64_t start = w * window, end = min(start + window, rows);
-  const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
-  for_each_run(keys, start, end, rows, sentinel,
-               [&](int64_t s, int64_t e, uint64_t key, bool from_previous, bool into_next) {
-                 for (int64_t c = lane; c < length; c += group) {
-                   int64_t dv, dt;
-                   layout.column(c, dv, dt);
-                   Acc sum = ScatterSum::identity<Acc>();
-                   for (int64_t i = s; i < e; ++i)
-                     sum = ScatterSum::reduce(sum, static_cast<Acc>(values[offsets[i] + dv]));
-                   if (!from_previous && !into_next) {
-                     ScatterSum::combine(table + key + dt, sum);
-                   } else {
-                     partials[(w * 2 + (from_previous ? 0 : 1)) * length + c] = sum;
-                   }
-                 }
-               });
+  for_each_run(k, start, end, rows, [&](int64_t s, int64_t e, uint64_t key, bool from_previous, bool into_next) {
+    for (int64_t c = lane; c < length; c += group) {
+      int64_t dv, dt;
+      layout.column(c, dv, dt);
+      Acc sum = ScatterSum::identity<Acc>();
+      for (int64_t i = s; i < e; ++i) sum = ScatterSum::reduce(sum, static_cast<Acc>(values[offsets[i] + dv]));
+      if (!from_previous && !into_next) {
+        ScatterSum::combine(table + k.table_offset(key) + dt, sum);
+      } else {
+        partials[(w * 2 + (from_previous ? 0 : 1)) * length + c] = sum;
+      }
+    }
+  });
 }
 
 // For a run that starts in window w and crosses into the next: its partials, in window order. The
-// run's last window is found by binary search in the sorted keys, so the partials' loads are
-// independent of each other (the sum itself stays in window order).
+// run's last window is found by galloping over the windows' first keys, then bisecting (one probe
+// when the run ends in the next window, the common case), so the partials' loads are independent of
+// each other (the sum itself stays in window order).
 template <class T>
-__device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint64_t* keys, const acc_t<T>* partials,
+__device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, T* table, const acc_t<T>* partials,
                               int64_t window, int64_t w, int lane, int group) {
   using Acc = acc_t<T>;
+  const uint64_t* keys = k.keys;
   const int64_t rows = layout.row_count, length = layout.row_length;
+  const int64_t windows = (rows + window - 1) / window;
   const int64_t start = w * window, end = min(start + window, rows);
   const uint64_t key = keys[end - 1];
-  if (key == static_cast<uint64_t>(layout.sentinel_key) || end >= rows || keys[end] != key) return;
+  if (key == k.sentinel || end >= rows || keys[end] != key) return;
   if (keys[start] == key && start > 0 && keys[start - 1] == key) return;  // started in an earlier window
-  int64_t lo = end, hi = rows;                                            // the first position past the run
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] == key)
-      lo = mid + 1;
-    else
-      hi = mid;
+  // The run reaches window v when v's first key is the run's key; it reaches w + 1.
+  int64_t last = w + 1, step = 1;
+  while (last + step < windows && keys[(last + step) * window] == key) {
+    last += step;
+    step *= 2;
   }
-  const int64_t last = (lo - 1) / window;  // the run's last window
+  for (int64_t past = min(last + step, windows); past - last > 1;) {  // window `past` is not reached
+    const int64_t mid = last + (past - last) / 2;
+    if (keys[mid * window] == key)
+      last = mid;
+    else
+      past = mid;
+  }
+  const int64_t table_off = k.table_offset(key);
   for (int64_t c = lane; c < length; c += group) {
     int64_t dv, dt;
     layout.column(c, dv, dt);
@@ -97,16 +113,16 @@ __device__ void fix_up_window(const IndexedLayout& layout, T* table, const uint6
       sum = ScatterSum::reduce(sum, p3);
     }
     for (; next <= last; ++next) sum = ScatterSum::reduce(sum, partials[(next * 2) * length + c]);
-    ScatterSum::combine(table + key + dt, sum);
+    ScatterSum::combine(table + table_off + dt, sum);
   }
 }
 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    sum_windows_kernel(IndexedLayout layout, const T* values, T* table, const uint64_t* keys, const int64_t* offsets,
+    sum_windows_kernel(IndexedLayout layout, SortedKeys k, const T* values, T* table, const int64_t* offsets,
                        acc_t<T>* partials, int64_t window, int64_t windows, int lanes) {
   for_each_row(windows, lanes, [&](int64_t w, int lane) {
-    sum_window(layout, values, table, keys, offsets, partials, window, w, lane, lanes);
+    sum_window(layout, k, values, table, offsets, partials, window, w, lane, lanes);
   });
 }
 
@@ -115,22 +131,22 @@ __global__ void __launch_bounds__(kThreads)
 // partial slots as sum_window.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    sum_element_windows_kernel(IndexedLayout layout, const T* values, T* table, const uint64_t* keys,
-                               const int64_t* offsets, acc_t<T>* partials, int64_t windows) {
+    sum_element_windows_kernel(IndexedLayout layout, SortedKeys k, const T* values, T* table, const int64_t* offsets,
+                               acc_t<T>* partials, int64_t windows) {
   using Acc = acc_t<T>;
   constexpr int kWindow = static_cast<int>(kElementsPerWindow);
   const int64_t rows = layout.row_count;
-  const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
+  const uint64_t sentinel = k.sentinel;
   for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < windows; w += int64_t(gridDim.x) * blockDim.x) {
     const int64_t start = w * kWindow;
     uint64_t key[kWindow];
     Acc v[kWindow];
 #pragma unroll
-    for (int j = 0; j < kWindow; ++j) key[j] = start + j < rows ? keys[start + j] : sentinel;
+    for (int j = 0; j < kWindow; ++j) key[j] = start + j < rows ? k.keys[start + j] : sentinel;
 #pragma unroll
     for (int j = 0; j < kWindow; ++j) v[j] = key[j] != sentinel ? static_cast<Acc>(values[offsets[start + j]]) : Acc(0);
-    const bool continues = start > 0 && key[0] != sentinel && keys[start - 1] == key[0];
-    const uint64_t after = start + kWindow < rows ? keys[start + kWindow] : sentinel;
+    const bool continues = start > 0 && key[0] != sentinel && k.keys[start - 1] == key[0];
+    const uint64_t after = start + kWindow < rows ? k.keys[start + kWindow] : sentinel;
     Acc sum = ScatterSum::identity<Acc>();
 #pragma unroll
     for (int j = 0; j < kWindow; ++j) {
@@ -140,7 +156,7 @@ __global__ void __launch_bounds__(kThreads)
         const bool from_previous = continues && key[j] == key[0];  // the window's first run
         const bool into_next = j + 1 == kWindow && after == key[j];
         if (!from_previous && !into_next) {
-          ScatterSum::combine(table + key[j], sum);
+          ScatterSum::combine(table + k.table_offset(key[j]), sum);
         } else {
           partials[w * 2 + (from_previous ? 0 : 1)] = sum;
         }
@@ -150,93 +166,133 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Rows mode, rows of whole 16-byte vectors: a block stages each window's keys and row offsets in
-// shared memory, then every thread sums whole vectors of columns (kV accumulators) down each run.
-// Same runs, same order and same partial slots as sum_window.
+// How a window's row ends its run, for the vectorized sums.
+enum RowEnd : uint8_t {
+  kSkippedRow,          // past the window's valid rows (rows of invalid index values sort last)
+  kRunGoesOn,           // the run goes on at the next row of the window
+  kRunToTable,          // a whole run ends here: added into the table
+  kRunToFirstPartial,   // the run came from the previous window: partial slot 0
+  kRunToSecondPartial,  // the run goes on into the next window: partial slot 1
+};
+
+// Rows mode, rows of whole 16-byte vectors: a block stages each window's row offsets, destinations
+// and run ends in shared memory; then every thread sums whole vectors of columns (kV accumulators)
+// down the window, kBatch rows' loads (and the table loads of the runs they end) in flight at once,
+// across runs: a window of 32 one-row runs (the tail of a skewed index) is four rounds of loads, not
+// 32 dependent ones. Same runs, same order and same partial slots as sum_window.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    sum_windows_vectorized_kernel(IndexedLayout layout, const T* values, T* table, const uint64_t* keys,
+    sum_windows_vectorized_kernel(IndexedLayout layout, SortedKeys k, const T* values, T* table,
                                   const int64_t* row_offsets, acc_t<T>* partials, int64_t windows, int lanes) {
   using Acc = acc_t<T>;
   constexpr int kV = Vec16<T>::kSize;
   constexpr int kWindow = static_cast<int>(kRowsPerWindow);
-  // One window per group of `lanes` threads; lanes >= kWindow, so the groups' offsets fit.
-  __shared__ int64_t offsets[kThreads];
+  constexpr int kBatch = 8;
+  static_assert(kWindow % kBatch == 0);
+  // One window per group of `lanes` threads; lanes >= kWindow, so the groups' rows fit.
+  __shared__ int64_t offsets[kThreads], destinations[kThreads];
+  __shared__ RowEnd ends[kThreads];
   const int groups = kThreads / lanes;
   const int group = threadIdx.x / lanes, lane = threadIdx.x % lanes;
   const int64_t rows = layout.row_count, length = layout.row_length;
   const int64_t vectors = length / kV;
-  const uint64_t sentinel = static_cast<uint64_t>(layout.sentinel_key);
   for (int64_t base = int64_t(blockIdx.x) * groups; base < windows; base += int64_t(gridDim.x) * groups) {
     const int64_t w = base + group;
     const int64_t start = w * kWindow, end = w < windows ? min(start + kWindow, rows) : start;
     __syncthreads();
-    for (int i = lane; i < kWindow; i += lanes)
-      offsets[group * kWindow + i] = start + i < end ? row_offsets[start + i] : 0;
+    if (lane < kWindow) {
+      const int64_t r = start + lane;
+      RowEnd how = kSkippedRow;
+      int64_t offset = 0, destination = 0;
+      const uint64_t key = r < end ? k.keys[r] : k.sentinel;
+      if (key != k.sentinel) {
+        offset = row_offsets[r];
+        destination = k.table_offset(key);
+        const uint64_t next = r + 1 < rows ? k.keys[r + 1] : k.sentinel;
+        if (next == key && r + 1 < end)
+          how = kRunGoesOn;
+        else if (start > 0 && k.keys[start - 1] == key)
+          how = kRunToFirstPartial;
+        else
+          how = next == key ? kRunToSecondPartial : kRunToTable;
+      }
+      offsets[group * kWindow + lane] = offset;
+      destinations[group * kWindow + lane] = destination;
+      ends[group * kWindow + lane] = how;
+    }
     __syncthreads();
-    for_each_run(keys, start, end, rows, sentinel,
-                 [&](int64_t s, int64_t e, uint64_t key, bool from_previous, bool into_next) {
-                   for (int64_t v = lane; v < vectors; v += lanes) {
-                     Acc sum[kV];
+    for (int64_t v = lane; v < vectors; v += lanes) {
+      Acc sum[kV];
 #pragma unroll
-                     for (int k = 0; k < kV; ++k) sum[k] = ScatterSum::identity<Acc>();
-                     for (int64_t i = s; i < e; ++i) {
-                       const Vec16<T> x = load16(values + offsets[group * kWindow + (i - start)] + v * kV);
+      for (int c = 0; c < kV; ++c) sum[c] = ScatterSum::identity<Acc>();
+      for (int b = group * kWindow; b < (group + 1) * kWindow && ends[b] != kSkippedRow; b += kBatch) {
+        Vec16<T> x[kBatch], y[kBatch];
 #pragma unroll
-                       for (int k = 0; k < kV; ++k) sum[k] = ScatterSum::reduce(sum[k], static_cast<Acc>(x.v[k]));
-                     }
-                     if (!from_previous && !into_next) {
-                       T* dst = table + key + v * kV;
-                       Vec16<T> y = load16(dst);
+        for (int j = 0; j < kBatch; ++j) {
+          const RowEnd how = ends[b + j];
+          x[j] = how != kSkippedRow ? load16(values + offsets[b + j] + v * kV) : Vec16<T>{};
+          y[j] = how == kRunToTable ? load16(table + destinations[b + j] + v * kV) : Vec16<T>{};
+        }
 #pragma unroll
-                       for (int k = 0; k < kV; ++k) ScatterSum::combine(&y.v[k], sum[k]);
-                       store16(dst, y);
-                     } else {
-                       Acc* slot = partials + (w * 2 + (from_previous ? 0 : 1)) * length + v * kV;
+        for (int j = 0; j < kBatch; ++j) {
+          const RowEnd how = ends[b + j];
+          if (how == kSkippedRow) break;
 #pragma unroll
-                       for (int k = 0; k < kV; ++k) slot[k] = sum[k];
-                     }
-                   }
-                 });
+          for (int c = 0; c < kV; ++c) sum[c] = ScatterSum::reduce(sum[c], static_cast<Acc>(x[j].v[c]));
+          if (how == kRunGoesOn) continue;
+          if (how == kRunToTable) {
+#pragma unroll
+            for (int c = 0; c < kV; ++c) ScatterSum::combine(&y[j].v[c], sum[c]);
+            store16(table + destinations[b + j] + v * kV, y[j]);
+          } else {
+            Acc* slot = partials + (w * 2 + (how == kRunToFirstPartial ? 0 : 1)) * length + v * kV;
+#pragma unroll
+            for (int c = 0; c < kV; ++c) slot[c] = sum[c];
+          }
+#pragma unroll
+          for (int c = 0; c < kV; ++c) sum[c] = ScatterSum::identity<Acc>();
+        }
+      }
+    }
   }
 }
 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    fix_up_kernel(IndexedLayout layout, T* table, const uint64_t* keys, const acc_t<T>* partials, int64_t window,
+    fix_up_kernel(IndexedLayout layout, SortedKeys k, T* table, const acc_t<T>* partials, int64_t window,
                   int64_t windows, int lanes) {
   for_each_row(windows, lanes,
-               [&](int64_t w, int lane) { fix_up_window(layout, table, keys, partials, window, w, lane, lanes); });
+               [&](int64_t w, int lane) { fix_up_window(layout, k, table, partials, window, w, lane, lanes); });
 }
 
-// Adds the layout's rows of `values` into `table` by runs of equal keys: `keys` are the rows'
-// destinations (table offsets) sorted stably with the sentinel last, `offsets` the rows' values
-// offsets in the same order, `partials` two rows of Acc per window (sorted_window(row_length) rows
-// each). `vectorized_rows`: rows of whole 16-byte vectors, aligned.
+// Adds the layout's rows of `values` into `table` by runs of equal keys: `k.keys` are the rows'
+// destinations sorted stably with the sentinel last, `offsets` the rows' values offsets in the same
+// order, `partials` two rows of Acc per window (sorted_window(row_length) rows each).
+// `vectorized_rows`: rows of whole 16-byte vectors, aligned.
 template <class T>
 Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectorized_rows, const T* values, T* table,
-                       const uint64_t* keys, const int64_t* offsets, acc_t<T>* partials, int sm_count) {
+                       const SortedKeys& k, const int64_t* offsets, acc_t<T>* partials, int sm_count) {
   const int64_t rows = layout.row_count;
   const int64_t window = sorted_window(layout.row_length);
   const int64_t windows = (rows + window - 1) / window;
   const int lanes = layout.columns.rank == 0 ? 1 : lanes_for(layout.row_length);
   if (vectorized_rows) {
-    // At least kRowsPerWindow lanes per window, so a block's windows fit its offsets in shared memory.
+    // At least kRowsPerWindow lanes per window, so a block's windows fit its rows in shared memory.
     const int vector_lanes = std::max<int>(lanes_for(layout.row_length / Vec16<T>::kSize), int(kRowsPerWindow));
     sum_windows_vectorized_kernel<T><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
-        layout, values, table, keys, offsets, partials, windows, vector_lanes);
+        layout, k, values, table, offsets, partials, windows, vector_lanes);
     if (Status st = last_launch_status("sum_windows_vectorized_kernel"); !st) return st;
   } else if (layout.columns.rank == 0) {
     sum_element_windows_kernel<T><<<grid_stride_blocks(windows, sm_count), kThreads, 0, s>>>(
-        layout, values, table, keys, offsets, partials, windows);
+        layout, k, values, table, offsets, partials, windows);
     if (Status st = last_launch_status("sum_element_windows_kernel"); !st) return st;
   } else {
-    sum_windows_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(
-        layout, values, table, keys, offsets, partials, window, windows, lanes);
+    sum_windows_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, values, table, offsets,
+                                                                                    partials, window, windows, lanes);
     if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
   }
   fix_up_kernel<T>
-      <<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, table, keys, partials, window, windows, lanes);
+      <<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, table, partials, window, windows, lanes);
   return last_launch_status("fix_up_kernel");
 }
 
