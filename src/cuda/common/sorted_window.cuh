@@ -70,23 +70,20 @@ __device__ void sum_window(const IndexedLayout& layout, const SortedKeys& k, con
   });
 }
 
-// For a run that starts in window w and crosses into the next: its partials, in window order. The
-// run's last window is found by galloping over the windows' first keys, then bisecting (one probe
-// when the run ends in the next window, the common case), so the partials' loads are independent of
-// each other (the sum itself stays in window order).
-template <class T>
-__device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, T* table, const acc_t<T>* partials,
-                              int64_t window, int64_t w, int lane, int group) {
-  using Acc = acc_t<T>;
+// Whether window w starts a run that crosses into the next window (w's partial slot 1 holds the
+// run's first sum): then the run's key and its last window, found by galloping over the windows' first
+// keys, then bisecting (one probe when the run ends in the next window, the common case).
+__device__ inline bool crossing_run(const IndexedLayout& layout, const SortedKeys& k, int64_t window, int64_t w,
+                                    uint64_t& key, int64_t& last) {
   const uint64_t* keys = k.keys;
-  const int64_t rows = layout.row_count, length = layout.row_length;
-  const int64_t windows = (rows + window - 1) / window;
+  const int64_t rows = layout.row_count, windows = (rows + window - 1) / window;
   const int64_t start = w * window, end = min(start + window, rows);
-  const uint64_t key = keys[end - 1];
-  if (key == k.sentinel || end >= rows || keys[end] != key) return;
-  if (keys[start] == key && start > 0 && keys[start - 1] == key) return;  // started in an earlier window
+  key = keys[end - 1];
+  if (key == k.sentinel || end >= rows || keys[end] != key) return false;
+  if (keys[start] == key && start > 0 && keys[start - 1] == key) return false;  // started in an earlier window
   // The run reaches window v when v's first key is the run's key; it reaches w + 1.
-  int64_t last = w + 1, step = 1;
+  int64_t step = 1;
+  last = w + 1;
   while (last + step < windows && keys[(last + step) * window] == key) {
     last += step;
     step *= 2;
@@ -98,23 +95,81 @@ __device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, 
     else
       past = mid;
   }
+  return true;
+}
+
+// For a run that starts in window w and crosses into the next: its partials, in window order, kBatch
+// windows' loads in flight at once (the sum itself stays in window order).
+inline constexpr int kFixUpBatch = 8;
+
+template <class T>
+__device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, T* table, const acc_t<T>* partials,
+                              int64_t window, int64_t w, int lane, int group) {
+  using Acc = acc_t<T>;
+  const int64_t length = layout.row_length;
+  uint64_t key;
+  int64_t last;
+  if (!crossing_run(layout, k, window, w, key, last)) return;
   const int64_t table_off = k.table_offset(key);
   for (int64_t c = lane; c < length; c += group) {
     int64_t dv, dt;
     layout.column(c, dv, dt);
     Acc sum = partials[(w * 2 + 1) * length + c];
-    int64_t next = w + 1;
-    for (; next + 4 <= last + 1; next += 4) {
-      const Acc p0 = partials[(next * 2) * length + c], p1 = partials[((next + 1) * 2) * length + c];
-      const Acc p2 = partials[((next + 2) * 2) * length + c], p3 = partials[((next + 3) * 2) * length + c];
-      sum = ScatterSum::reduce(sum, p0);
-      sum = ScatterSum::reduce(sum, p1);
-      sum = ScatterSum::reduce(sum, p2);
-      sum = ScatterSum::reduce(sum, p3);
+    for (int64_t next = w + 1; next <= last; next += kFixUpBatch) {
+      Acc p[kFixUpBatch];
+#pragma unroll
+      for (int j = 0; j < kFixUpBatch; ++j)
+        p[j] = partials[(min(next + j, last) * 2) * length + c];  // unconditional: the loads issue together
+#pragma unroll
+      for (int j = 0; j < kFixUpBatch; ++j)
+        if (next + j <= last) sum = ScatterSum::reduce(sum, p[j]);
     }
-    for (; next <= last; ++next) sum = ScatterSum::reduce(sum, partials[(next * 2) * length + c]);
     ScatterSum::combine(table + table_off + dt, sum);
   }
+}
+
+// The same for rows of whole 16-byte vectors: a thread sums kV columns, their partials loaded as
+// 16-byte vectors of the accumulator type.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    fix_up_vectorized_kernel(IndexedLayout layout, SortedKeys k, T* table, const acc_t<T>* partials, int64_t windows,
+                             int lanes) {
+  using Acc = acc_t<T>;
+  constexpr int kV = Vec16<T>::kSize;
+  constexpr int kParts = sizeof(Acc) / sizeof(T);  // 16-byte vectors of Acc a vector of T sums into
+  const int64_t length = layout.row_length, vectors = length / kV;
+  for_each_row(windows, lanes, [&](int64_t w, int lane) {
+    uint64_t key;
+    int64_t last;
+    if (!crossing_run(layout, k, kRowsPerWindow, w, key, last)) return;
+    T* const row = table + k.table_offset(key);
+    for (int64_t v = lane; v < vectors; v += lanes) {
+      const auto part = [&](int64_t slot, int q) {
+        return load16(partials + slot * length + v * kV + q * (kV / kParts));
+      };
+      Vec16<Acc> sum[kParts];
+#pragma unroll
+      for (int q = 0; q < kParts; ++q) sum[q] = part(w * 2 + 1, q);
+      for (int64_t next = w + 1; next <= last; next += kFixUpBatch) {
+        Vec16<Acc> p[kFixUpBatch][kParts];
+#pragma unroll
+        for (int j = 0; j < kFixUpBatch; ++j)
+#pragma unroll
+          for (int q = 0; q < kParts; ++q) p[j][q] = part(min(next + j, last) * 2, q);  // (unconditional, as above)
+#pragma unroll
+        for (int j = 0; j < kFixUpBatch; ++j)
+          if (next + j <= last)
+#pragma unroll
+            for (int q = 0; q < kParts; ++q)
+#pragma unroll
+              for (int c = 0; c < kV / kParts; ++c) sum[q].v[c] = ScatterSum::reduce(sum[q].v[c], p[j][q].v[c]);
+      }
+      Vec16<T> y = load16(row + v * kV);
+#pragma unroll
+      for (int c = 0; c < kV; ++c) ScatterSum::combine(&y.v[c], sum[c / (kV / kParts)].v[c % (kV / kParts)]);
+      store16(row + v * kV, y);
+    }
+  });
 }
 
 template <class T>
@@ -290,6 +345,12 @@ Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectori
     sum_windows_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, values, table, offsets,
                                                                                     partials, window, windows, lanes);
     if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
+  }
+  if (vectorized_rows) {
+    const int vector_lanes = lanes_for(layout.row_length / Vec16<T>::kSize);
+    fix_up_vectorized_kernel<T><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
+        layout, k, table, partials, windows, vector_lanes);
+    return last_launch_status("fix_up_vectorized_kernel");
   }
   fix_up_kernel<T>
       <<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, table, partials, window, windows, lanes);
