@@ -44,19 +44,17 @@ Status run_scatter(const Stream& stream, const IndexedProblem& p, bool fused_ove
       break;
   }
   return p.variant == IndexVariant::atomic ? scatter_atomic<T, Idx>(stream, p, sm_count)
-                                           : scatter_sorted<T, Idx>(stream, p, fused_overwrite, sm_count);
+                                           : scatter_sorted<T, Idx>(stream, p, sm_count);
 }
 
 template <class T, class Idx>
 Status scatter_add(const Stream& stream, const IndexedProblem& p, int sm_count) {
   // Overwriting: the shared-memory kernels write every table element themselves when the walk covers
-  // every line of the table, the sorted sums where they can write it by rows; otherwise (and always
-  // for column lines) the table is zeroed first and the sums are added.
+  // every line of the table; otherwise (and always for column lines) the table is zeroed first and
+  // the sums are added.
   const bool shared_sums = p.kernel == ScatterKernel::shared_line || p.kernel == ScatterKernel::column_tiles ||
                            p.kernel == ScatterKernel::warp_lines;
-  const bool sorted_rows = p.kernel == ScatterKernel::general && p.variant == IndexVariant::sorted;
-  const bool fused_overwrite = !p.desc.accumulate && ((shared_sums && covers_every_table_line(p.desc)) ||
-                                                      (sorted_rows && sorted_writes_every_row(p)));
+  const bool fused_overwrite = !p.desc.accumulate && shared_sums && covers_every_table_line(p.desc);
   if (!p.desc.accumulate && !fused_overwrite)
     if (Status st = zero_view<T>(stream, p.table_view, sm_count); !st) return st;
   // Nothing to add (a 1-D index along an empty table): its values are still counted.

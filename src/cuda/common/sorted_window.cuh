@@ -133,7 +133,7 @@ __device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     fix_up_vectorized_kernel(IndexedLayout layout, SortedKeys k, T* table, const acc_t<T>* partials, int64_t windows,
-                             int lanes, bool overwrite) {
+                             int lanes, bool zeroed) {
   using Acc = acc_t<T>;
   constexpr int kV = Vec16<T>::kSize;
   constexpr int kParts = sizeof(Acc) / sizeof(T);  // 16-byte vectors of Acc a vector of T sums into
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
               for (int c = 0; c < kV / kParts; ++c) sum[q].v[c] = ScatterSum::reduce(sum[q].v[c], p[j][q].v[c]);
       }
-      Vec16<T> y = overwrite ? Vec16<T>{} : load16(row + v * kV);
+      Vec16<T> y = zeroed ? Vec16<T>{} : load16(row + v * kV);
 #pragma unroll
       for (int c = 0; c < kV; ++c) ScatterSum::combine(&y.v[c], sum[c / (kV / kParts)].v[c % (kV / kParts)]);
       store16(row + v * kV, y);
@@ -230,58 +230,21 @@ enum RowEnd : uint8_t {
   kRunToSecondPartial,  // the run goes on into the next window: partial slot 1
 };
 
-// An overwritten table whose rows the sorted sums write directly (the walk reaches the table by row
-// only): `rows` table rows of `row_stride` elements apart. The sums write the rows they reach, without
-// loading them; the rows no key reaches are zeroed beside the sums, by the same kernel (its odd
-// blocks), so the table is written once, and the zeroing's bandwidth overlaps the sums' latency.
-struct SortedOverwrite {
-  int64_t rows = 0;  // 0: adding into the table (zeroed first when overwritten)
-  int64_t row_stride = 0;
-};
-
-// The zeroing half: a lane per table row binary-searches the sorted keys for it, then the warp zeroes
-// the rows of its 32 that no key reaches.
-template <class T>
-__device__ void zero_unreached_rows(const SortedKeys& k, int64_t sorted_rows, T* table, const SortedOverwrite& o,
-                                    int64_t vectors, int64_t block, int64_t blocks) {
-  constexpr int kV = Vec16<T>::kSize, kWarps = kThreads / 32;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int64_t base = (block * kWarps + warp) * 32; base < o.rows; base += blocks * kWarps * 32) {
-    bool unreached = false;
-    if (base + lane < o.rows) {
-      const uint64_t key = static_cast<uint64_t>((base + lane) * o.row_stride / k.unit);
-      int64_t lo = 0, hi = sorted_rows;  // the first sorted key not below `key`
-      while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (k.keys[mid] < key)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      unreached = lo == sorted_rows || k.keys[lo] != key;
-    }
-    for (unsigned mask = __ballot_sync(~0u, unreached); mask != 0; mask &= mask - 1) {
-      T* row = table + (base + __ffs(mask) - 1) * o.row_stride;
-      for (int64_t v = lane; v < vectors; v += 32) store16(row + v * kV, Vec16<T>{});
-    }
-  }
-}
-
 // Rows mode, rows of whole 16-byte vectors: a block stages each window's row offsets, destinations
 // and run ends in shared memory; then every thread sums whole vectors of columns (kV accumulators)
 // down the window, kBatch rows' loads (and the table loads of the runs they end) in flight at once,
 // across runs: a window of 32 one-row runs (the tail of a skewed index) is four rounds of loads, not
-// 32 dependent ones. Same runs, same order and same partial slots as sum_window. Overwriting
-// (o.rows > 0): the even blocks sum, the odd ones zero the unreached rows.
-template <class T>
+// 32 dependent ones. Same runs, same order and same partial slots as sum_window. kZeroed: the table
+// holds zeros (an overwritten table, zeroed first), so runs are stored without loading it, and the
+// registers the table's loads took hold twice the rows in flight.
+template <class T, bool kZeroed>
 __global__ void __launch_bounds__(kThreads)
     sum_windows_vectorized_kernel(IndexedLayout layout, SortedKeys k, const T* values, T* table,
-                                  const int64_t* row_offsets, acc_t<T>* partials, int64_t windows, int lanes,
-                                  SortedOverwrite o) {
+                                  const int64_t* row_offsets, acc_t<T>* partials, int64_t windows, int lanes) {
   using Acc = acc_t<T>;
   constexpr int kV = Vec16<T>::kSize;
   constexpr int kWindow = static_cast<int>(kRowsPerWindow);
-  constexpr int kBatch = 8;
+  constexpr int kBatch = kZeroed ? 16 : 8;
   static_assert(kWindow % kBatch == 0);
   // One window per group of `lanes` threads; lanes >= kWindow, so the groups' rows fit.
   __shared__ int64_t offsets[kThreads], destinations[kThreads];
@@ -290,10 +253,7 @@ __global__ void __launch_bounds__(kThreads)
   const int group = threadIdx.x / lanes, lane = threadIdx.x % lanes;
   const int64_t rows = layout.row_count, length = layout.row_length;
   const int64_t vectors = length / kV;
-  const bool overwrite = o.rows > 0;
-  const int64_t block = overwrite ? blockIdx.x / 2 : blockIdx.x, blocks = overwrite ? gridDim.x / 2 : gridDim.x;
-  if (overwrite && blockIdx.x % 2 == 1) return zero_unreached_rows(k, rows, table, o, vectors, block, blocks);
-  for (int64_t base = block * groups; base < windows; base += blocks * groups) {
+  for (int64_t base = int64_t(blockIdx.x) * groups; base < windows; base += int64_t(gridDim.x) * groups) {
     const int64_t w = base + group;
     const int64_t start = w * kWindow, end = w < windows ? min(start + kWindow, rows) : start;
     __syncthreads();
@@ -323,12 +283,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int c = 0; c < kV; ++c) sum[c] = ScatterSum::identity<Acc>();
       for (int b = group * kWindow; b < (group + 1) * kWindow && ends[b] != kSkippedRow; b += kBatch) {
-        Vec16<T> x[kBatch], y[kBatch];
+        Vec16<T> x[kBatch], y[kBatch] = {};  // y: the table's rows (zeros when kZeroed)
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
           const RowEnd how = ends[b + j];
           x[j] = how != kSkippedRow ? load16(values + offsets[b + j] + v * kV) : Vec16<T>{};
-          y[j] = how == kRunToTable && !overwrite ? load16(table + destinations[b + j] + v * kV) : Vec16<T>{};
+          if (!kZeroed && how == kRunToTable) y[j] = load16(table + destinations[b + j] + v * kV);
         }
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
@@ -365,12 +325,11 @@ __global__ void __launch_bounds__(kThreads)
 // Adds the layout's rows of `values` into `table` by runs of equal keys: `k.keys` are the rows'
 // destinations sorted stably with the sentinel last, `offsets` the rows' values offsets in the same
 // order, `partials` two rows of Acc per window (sorted_window(row_length) rows each).
-// `vectorized_rows`: rows of whole 16-byte vectors, aligned; `o` (vectorized rows only): the table
-// is overwritten, its unreached rows zeroed here.
+// `vectorized_rows`: rows of whole 16-byte vectors, aligned; `zeroed`: the table holds zeros (it is
+// overwritten, and was zeroed first), so the vectorized rows store their sums without loading it.
 template <class T>
-Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectorized_rows, const T* values, T* table,
-                       const SortedKeys& k, const int64_t* offsets, acc_t<T>* partials, const SortedOverwrite& o,
-                       int sm_count) {
+Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectorized_rows, bool zeroed, const T* values,
+                       T* table, const SortedKeys& k, const int64_t* offsets, acc_t<T>* partials, int sm_count) {
   const int64_t rows = layout.row_count;
   const int64_t window = sorted_window(layout.row_length);
   const int64_t windows = (rows + window - 1) / window;
@@ -378,9 +337,13 @@ Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectori
   if (vectorized_rows) {
     // At least kRowsPerWindow lanes per window, so a block's windows fit its rows in shared memory.
     const int vector_lanes = std::max<int>(lanes_for(layout.row_length / Vec16<T>::kSize), int(kRowsPerWindow));
-    const unsigned blocks = row_blocks(windows, vector_lanes, sm_count) * (o.rows > 0 ? 2 : 1);
-    sum_windows_vectorized_kernel<T>
-        <<<blocks, kThreads, 0, s>>>(layout, k, values, table, offsets, partials, windows, vector_lanes, o);
+    const unsigned blocks = row_blocks(windows, vector_lanes, sm_count);
+    if (zeroed)
+      sum_windows_vectorized_kernel<T, true>
+          <<<blocks, kThreads, 0, s>>>(layout, k, values, table, offsets, partials, windows, vector_lanes);
+    else
+      sum_windows_vectorized_kernel<T, false>
+          <<<blocks, kThreads, 0, s>>>(layout, k, values, table, offsets, partials, windows, vector_lanes);
     if (Status st = last_launch_status("sum_windows_vectorized_kernel"); !st) return st;
   } else if (layout.columns.rank == 0) {
     sum_element_windows_kernel<T><<<grid_stride_blocks(windows, sm_count), kThreads, 0, s>>>(
@@ -394,7 +357,7 @@ Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectori
   if (vectorized_rows) {
     const int vector_lanes = lanes_for(layout.row_length / Vec16<T>::kSize);
     fix_up_vectorized_kernel<T><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
-        layout, k, table, partials, windows, vector_lanes, o.rows > 0);
+        layout, k, table, partials, windows, vector_lanes, zeroed);
     return last_launch_status("fix_up_vectorized_kernel");
   }
   fix_up_kernel<T>

@@ -73,7 +73,7 @@ int key_bits(uint64_t sentinel) {
 }  // namespace
 
 template <class T, class Idx>
-Status scatter_sorted(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count) {
+Status scatter_sorted(const Stream& stream, const IndexedProblem& p, int sm_count) {
   const IndexedLayout& layout = p.layout;
   cudaStream_t s = native(stream);
   const int64_t rows = layout.row_count;
@@ -82,7 +82,6 @@ Status scatter_sorted(const Stream& stream, const IndexedProblem& p, bool overwr
   const int64_t unit = key_unit(layout);
   // The sentinel over the unit, rounded up: above every valid key (valid offsets are below sentinel_key).
   const SortedKeys k{b.keys, static_cast<uint64_t>((layout.sentinel_key + unit - 1) / unit), unit};
-  const SortedOverwrite o = overwrite ? SortedOverwrite{layout.dim_size, layout.table_dim_stride} : SortedOverwrite{};
   const unsigned key_blocks = grid_stride_blocks(rows, sm_count);
   scatter_keys_kernel<Idx>
       <<<key_blocks, kThreads, 0, s>>>(layout, static_cast<const Idx*>(p.index), k, b.keys_in, b.offsets_in);
@@ -93,12 +92,13 @@ Status scatter_sorted(const Stream& stream, const IndexedProblem& p, bool overwr
                               "cub::DeviceRadixSort::SortPairs");
       !st)
     return st;
-  return sum_sorted_runs<T>(s, layout, p.vectorized_rows, static_cast<const T*>(p.values), static_cast<T*>(p.table), k,
-                            b.offsets, static_cast<acc_t<T>*>(b.partials), o, sm_count);
+  // Overwriting, the table was zeroed first (indexing.cu).
+  const bool zeroed = !p.desc.accumulate;
+  return sum_sorted_runs<T>(s, layout, p.vectorized_rows, zeroed, static_cast<const T*>(p.values),
+                            static_cast<T*>(p.table), k, b.offsets, static_cast<acc_t<T>*>(b.partials), sm_count);
 }
 
-#define BARACUDA_INSTANTIATE(T, Idx) \
-  template Status scatter_sorted<T, Idx>(const Stream&, const IndexedProblem&, bool, int);
+#define BARACUDA_INSTANTIATE(T, Idx) template Status scatter_sorted<T, Idx>(const Stream&, const IndexedProblem&, int);
 BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
 #undef BARACUDA_INSTANTIATE
 

@@ -137,12 +137,8 @@ Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, const I
                           bool zeroed, int sm_count);
 
 // Deterministic scatter-add (scatter_sorted.cu): rows sorted by destination, summed by window in
-// p.workspace (sorted_scatter_workspace). `overwrite` (where sorted_writes_every_row): the sums write
-// the rows they reach and zero the others, with no zeroing pass first.
+// p.workspace (sorted_scatter_workspace).
 template <class T, class Idx>
-Status scatter_sorted(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
-// Whether the sorted scatter can overwrite p's table row by row: rows of whole 16-byte vectors, the
-// table reached by the index value alone (a 1-D index along dim 0: embedding backward), every row walked.
-bool sorted_writes_every_row(const IndexedProblem& p);
+Status scatter_sorted(const Stream& stream, const IndexedProblem& p, int sm_count);
 
 }  // namespace baracuda::detail::cuda

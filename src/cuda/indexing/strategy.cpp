@@ -123,14 +123,6 @@ bool column_lines_by_warp(const IndexedProblemDesc& desc) {
          (entries <= kWarpLineEntries && desc.table_shape.dims[desc.dim] > shared_line_slots(desc.dtype));
 }
 
-bool sorted_writes_every_row(const IndexedProblem& p) {
-  if (p.desc.accumulate || !p.vectorized_rows || p.layout.row_count == 0 || !covers_every_table_line(p.desc))
-    return false;
-  for (int d = 0; d < p.layout.rows.rank; ++d)
-    if (p.layout.rows.strides[2][d] != 0) return false;
-  return true;
-}
-
 IndexedLayout dim_innermost(const IndexedLayout& layout) {
   // (dim is a walk dim of its own: only the marker tensor steps along it, so collapsing never merged
   // it; where it has one element it left the walk and nothing moves.)
