@@ -303,39 +303,50 @@ TEST_P(IndexingTest, EmbeddingBackwardStridedViewsAndLongRuns) {
 }
 
 // Tokens as real text draws them (log-uniform: a few take hundreds of rows, most one): runs of every
-// length, from one row to many windows, and windows of many one-row runs; a padding token, bad
-// tokens, contiguous and padded dweight rows (the sorted keys are row offsets over their greatest
-// common divisor: 24, 40 or 64 elements, none a power of two's multiple alone), rows of whole
-// 16-byte vectors and not; added into dweight and overwriting it (poisoned first: CUDA's sorted
-// rows write the rows they reach and zero the others in one pass). The sorted variant runs twice, to
-// the same bits.
+// length, from one row to many windows, and windows of many one-row runs; contiguous and padded
+// dweight rows (the sorted keys are row offsets over their greatest common divisor: 24, 40, 64 or
+// 264 elements); rows of whole 16-byte vectors (CUDA's vectorized windows and fix-up, up to 66
+// vectors a row) and not (d 7); added into dweight and overwriting it (poisoned first). Every case
+// but the last has a padding token and bad tokens (sorted last, after every window's valid rows);
+// the last has neither, and its last token a run of hundreds of rows, crossing into the final
+// window. The sorted variant runs twice, to the same bits.
 TEST_P(IndexingTest, EmbeddingBackwardOnSkewedTokens) {
   const int64_t v = 3001, n = 2500;
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  for (const auto& [d, row_stride] : {std::pair<int64_t, int64_t>{24, 24}, {24, 40}, {64, 64}, {7, 7}}) {
+  struct Case {
+    int64_t d, row_stride;
+    bool skipped_tokens;
+  };
+  for (const Case& k : {Case{24, 24, true}, {24, 40, true}, {64, 64, true}, {7, 7, true}, {264, 264, false}}) {
     for (const bool accumulate : {true, false}) {
       for (const PlanPreference& pref : scatter_variants()) {
-        SCOPED_TRACE("d " + std::to_string(d) + " row stride " + std::to_string(row_stride) + " variant " +
+        SCOPED_TRACE("d " + std::to_string(k.d) + " row stride " + std::to_string(k.row_stride) + " variant " +
                      pref.variant + (accumulate ? " adding" : " overwriting"));
-        const TensorSpec table = with_strides({v, d}, {row_stride, 1});
-        Tensor dout = values(contiguous({n, d})), dweight = accumulate ? values(table) : output(table);
+        const TensorSpec table = with_strides({v, k.d}, {k.row_stride, 1});
+        Tensor dout = values(contiguous({n, k.d})), dweight = accumulate ? values(table) : output(table);
         if (!accumulate) std::fill(dweight.host.begin(), dweight.host.end(), 0.0);
         Tensor indices = index(contiguous({n}), DType::i64, 0, 1);
-        for (int64_t i = 0; i < n; ++i)
-          indices.host[i] =
-              i % 397 == 5 ? (i % 2 ? -1.0 : double(v)) : std::floor(std::exp(unit(rng) * std::log(v))) - 1;
+        for (int64_t i = 0; i < n; ++i) {
+          const double token = std::floor(std::exp(unit(rng) * std::log(v))) - 1;
+          indices.host[i] = !k.skipped_tokens ? (i % 7 == 3 ? double(v - 1) : token)
+                            : i % 397 == 5    ? (i % 2 ? -1.0 : double(v))
+                                              : token;
+        }
         ASSERT_OK(indices.upload());
-        EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, int64_t{2}};
+        EmbeddingDescriptor desc{dtype(), DType::i64, v, k.d, n, {}};
+        if (k.skipped_tokens) desc.padding_idx = 2;
         desc.accumulate = accumulate;
         const auto args = [&](int64_t* count) {
           return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
         };
         const std::vector<double> before = dweight.host;
-        check_scatter<EmbeddingBackwardPlan>(desc, IndexedCase{{n, d}, 0, true, 2}, dout, indices, dweight, args, pref);
-        if (pref.variant == "sorted")
-          expect_same_bits_again<EmbeddingBackwardPlan>(desc, pref, args(nullptr), dweight,
-                                                        accumulate ? before : std::vector<double>{});
+        const IndexedCase c{{n, k.d}, 0, true, k.skipped_tokens ? 2 : reference::kNoPadding};
+        const std::string variant = check_scatter<EmbeddingBackwardPlan>(desc, c, dout, indices, dweight, args, pref);
+        if (pref.variant != "sorted") continue;
+        EXPECT_EQ(variant, backend() == Backend::cuda && k.d != 7 ? "sorted.rows_vectorized" : "sorted.rows");
+        expect_same_bits_again<EmbeddingBackwardPlan>(desc, pref, args(nullptr), dweight,
+                                                      accumulate ? before : std::vector<double>{});
       }
     }
   }
