@@ -1,6 +1,6 @@
 #pragma once
-// Deterministic sums of runs of equal sorted keys: the sorted scatter-add's second half, and what a
-// segment reduction over sorted keys reuses. The rows, sorted by key (stable: a run keeps the rows'
+// Deterministic sums of runs of equal sorted keys: the sorted scatter-add's second half
+// (scatter_sorted.cu). The rows, sorted by key (stable: a run keeps the rows'
 // original order), are cut into windows; each window sums its runs of equal keys in sorted order in
 // the accumulator type, adding complete runs straight into the table and leaving runs that cross a
 // window edge as partial sums; a fix-up pass sums each crossing run's partials in window order. No
