@@ -618,6 +618,51 @@ TEST_P(IndexingTest, ScatterAddWithEveryIndexEqualCrossesManyWindows) {
   }
 }
 
+// One token on 95% of the rows (a batch padded with one token): a run over hundreds to thousands of
+// windows, which CUDA's sorted fix-up adds in chunks of 64 windows from 512 windows on (16384 rows,
+// or elements): both sides of that (500 and 513 windows), rows of 16-byte vectors and not, and element
+// mode along dim 0 of a tall table (two such runs, a column each). Every variant; the sorted one
+// twice, to the same bits.
+TEST_P(IndexingTest, ScatterOfOneDominantIndexOnBothSidesOfTheChunkedFixUp) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> percent(0, 99), other(0, 3);
+  const auto dominant = [&](Tensor& idx, int64_t token) {
+    for (double& x : idx.host) x = percent(rng) < 95 ? double(token) : double(other(rng));
+    ASSERT_OK(idx.upload());
+  };
+  for (const int64_t n : {int64_t{16000}, int64_t{16416}, int64_t{70000}}) {
+    for (const int64_t d : {8, 3}) {
+      for (const PlanPreference& pref : scatter_variants()) {
+        SCOPED_TRACE("rows " + std::to_string(n) + " d " + std::to_string(d) + " variant " + pref.variant);
+        const int64_t v = 5;
+        Tensor dout = values(contiguous({n, d})), dweight = values(contiguous({v, d}));
+        Tensor indices = index(contiguous({n}), DType::i64, 0, 1);
+        dominant(indices, 1);
+        const EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, {}};
+        const auto args = [&](int64_t* count) {
+          return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+        };
+        const std::vector<double> before = dweight.host;
+        check_scatter<EmbeddingBackwardPlan>(desc, IndexedCase{{n, d}, 0, true}, dout, indices, dweight, args, pref);
+        if (pref.variant == "sorted")
+          expect_same_bits_again<EmbeddingBackwardPlan>(desc, pref, args(nullptr), dweight, before);
+      }
+    }
+  }
+  for (const PlanPreference& pref : scatter_variants()) {
+    SCOPED_TRACE("elements, variant " + pref.variant);
+    const Shape idx_shape{70000, 2}, table_shape{200000, 2};  // (tall: the sorted variant is the global sort)
+    Tensor vals = values(contiguous(idx_shape)), table = values(contiguous(table_shape));
+    Tensor idx = index(contiguous(idx_shape), DType::i64, 0, 1);
+    dominant(idx, 3);
+    const ScatterAddDescriptor desc{dtype(), DType::i64, table_shape, idx_shape, 0};
+    const auto args = [&](int64_t* count) { return ScatterAddArgs{vals.ref(), idx.ref(), table.mut(), count}; };
+    const std::vector<double> before = table.host;
+    check_scatter<ScatterAddPlan>(desc, {idx_shape, 0, false}, vals, idx, table, args, pref);
+    if (pref.variant == "sorted") expect_same_bits_again<ScatterAddPlan>(desc, pref, args(nullptr), table, before);
+  }
+}
+
 // 16-bit defaults accumulate in f32: on CUDA the warp lines along the last dim (short lines) and the
 // column tiles along an outer one; the CPU is always sorted.
 TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {

@@ -102,11 +102,65 @@ __device__ inline bool crossing_run(const IndexedLayout& layout, const SortedKey
 // windows' loads in flight at once (the sum itself stays in window order).
 inline constexpr int kFixUpBatch = 8;
 
+// Long runs (a token on most rows: one run over thousands of windows). Where a problem has at least
+// kChunkedWindows windows, each chunk of kChunkWindows windows that lies inside one run (the run
+// covers the last row before the chunk and the first row after it) is summed first, in window order,
+// into a partial row of its own after the windows' two rows each (sum_chunks_kernel); the fix-up then
+// adds a chunk's sum in its windows' place wherever its run covers the chunk and the window after it.
+// The same order for every run: still the same bits every time, and a run over 32768 windows takes
+// about 80 rounds of loads instead of 4096.
+inline constexpr int64_t kChunkWindows = 64, kChunkedWindows = 8 * kChunkWindows;
+
+// The partial rows of a run from window `next` on (next <= last), up to kFixUpBatch of them, `next`
+// moved past them: a window's slot 0, or a chunk's sum. Returns how many; the rows after them repeat
+// the last one (loaded with the others, not added).
+__device__ __forceinline__ int next_partial_rows(int64_t& next, int64_t last, int64_t windows, bool chunked,
+                                                 int64_t (&rows)[kFixUpBatch]) {
+  int n = 0;
+#pragma unroll
+  for (int j = 0; j < kFixUpBatch; ++j) {
+    if (next <= last) {
+      const bool chunk = chunked && next % kChunkWindows == 0 && next + kChunkWindows <= last;
+      rows[j] = chunk ? 2 * windows + next / kChunkWindows : 2 * next;
+      next += chunk ? kChunkWindows : 1;
+      ++n;
+    } else {
+      rows[j] = rows[j - 1];  // (j > 0: the caller asks while next <= last)
+    }
+  }
+  return n;
+}
+
+// The chunks' sums (see kChunkWindows): chunk c's 64 windows' slot 0 in window order, where they lie
+// inside one run.
+template <class Acc>
+__global__ void __launch_bounds__(kThreads)
+    sum_chunks_kernel(SortedKeys k, int64_t window, int64_t windows, int64_t length, Acc* partials, int lanes) {
+  for_each_row(windows / kChunkWindows, lanes, [&](int64_t c, int lane) {
+    const int64_t first = c * kChunkWindows, after = first + kChunkWindows;
+    if (first == 0 || after >= windows) return;
+    const uint64_t key = k.keys[first * window];
+    if (key == k.sentinel || k.keys[first * window - 1] != key || k.keys[after * window] != key) return;
+    for (int64_t col = lane; col < length; col += lanes) {
+      Acc sum = partials[(first * 2) * length + col];
+      for (int64_t next = first + 1; next < after; next += kFixUpBatch) {
+        Acc p[kFixUpBatch];
+#pragma unroll
+        for (int j = 0; j < kFixUpBatch; ++j) p[j] = partials[(min(next + j, after - 1) * 2) * length + col];
+#pragma unroll
+        for (int j = 0; j < kFixUpBatch; ++j)
+          if (next + j < after) sum = ScatterSum::reduce(sum, p[j]);
+      }
+      partials[(2 * windows + c) * length + col] = sum;
+    }
+  });
+}
+
 template <class T>
 __device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, T* table, const acc_t<T>* partials,
-                              int64_t window, int64_t w, int lane, int group) {
+                              int64_t window, int64_t w, bool chunked, int lane, int group) {
   using Acc = acc_t<T>;
-  const int64_t length = layout.row_length;
+  const int64_t length = layout.row_length, windows = (layout.row_count + window - 1) / window;
   uint64_t key;
   int64_t last;
   if (!crossing_run(layout, k, window, w, key, last)) return;
@@ -115,14 +169,15 @@ __device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, 
     int64_t dv, dt;
     layout.column(c, dv, dt);
     Acc sum = partials[(w * 2 + 1) * length + c];
-    for (int64_t next = w + 1; next <= last; next += kFixUpBatch) {
+    for (int64_t next = w + 1; next <= last;) {
+      int64_t rows[kFixUpBatch] = {};
+      const int n = next_partial_rows(next, last, windows, chunked, rows);
       Acc p[kFixUpBatch];
 #pragma unroll
-      for (int j = 0; j < kFixUpBatch; ++j)
-        p[j] = partials[(min(next + j, last) * 2) * length + c];  // unconditional: the loads issue together
+      for (int j = 0; j < kFixUpBatch; ++j) p[j] = partials[rows[j] * length + c];  // (the loads issue together)
 #pragma unroll
       for (int j = 0; j < kFixUpBatch; ++j)
-        if (next + j <= last) sum = ScatterSum::reduce(sum, p[j]);
+        if (j < n) sum = ScatterSum::reduce(sum, p[j]);
     }
     ScatterSum::combine(table + table_off + dt, sum);
   }
@@ -133,7 +188,7 @@ __device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     fix_up_vectorized_kernel(IndexedLayout layout, SortedKeys k, T* table, const acc_t<T>* partials, int64_t windows,
-                             int lanes, bool zeroed) {
+                             int lanes, bool zeroed, bool chunked) {
   using Acc = acc_t<T>;
   constexpr int kV = Vec16<T>::kSize;
   constexpr int kParts = sizeof(Acc) / sizeof(T);  // 16-byte vectors of Acc a vector of T sums into
@@ -150,15 +205,17 @@ __global__ void __launch_bounds__(kThreads)
       Vec16<Acc> sum[kParts];
 #pragma unroll
       for (int q = 0; q < kParts; ++q) sum[q] = part(w * 2 + 1, q);
-      for (int64_t next = w + 1; next <= last; next += kFixUpBatch) {
+      for (int64_t next = w + 1; next <= last;) {
+        int64_t rows[kFixUpBatch] = {};
+        const int n = next_partial_rows(next, last, windows, chunked, rows);
         Vec16<Acc> p[kFixUpBatch][kParts];
 #pragma unroll
         for (int j = 0; j < kFixUpBatch; ++j)
 #pragma unroll
-          for (int q = 0; q < kParts; ++q) p[j][q] = part(min(next + j, last) * 2, q);  // (unconditional, as above)
+          for (int q = 0; q < kParts; ++q) p[j][q] = part(rows[j], q);  // (the loads issue together)
 #pragma unroll
         for (int j = 0; j < kFixUpBatch; ++j)
-          if (next + j <= last)
+          if (j < n)
 #pragma unroll
             for (int q = 0; q < kParts; ++q)
 #pragma unroll
@@ -317,14 +374,16 @@ __global__ void __launch_bounds__(kThreads)
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     fix_up_kernel(IndexedLayout layout, SortedKeys k, T* table, const acc_t<T>* partials, int64_t window,
-                  int64_t windows, int lanes) {
-  for_each_row(windows, lanes,
-               [&](int64_t w, int lane) { fix_up_window(layout, k, table, partials, window, w, lane, lanes); });
+                  int64_t windows, int lanes, bool chunked) {
+  for_each_row(windows, lanes, [&](int64_t w, int lane) {
+    fix_up_window(layout, k, table, partials, window, w, chunked, lane, lanes);
+  });
 }
 
 // Adds the layout's rows of `values` into `table` by runs of equal keys: `k.keys` are the rows'
 // destinations sorted stably with the sentinel last, `offsets` the rows' values offsets in the same
-// order, `partials` two rows of Acc per window (sorted_window(row_length) rows each).
+// order, `partials` two rows of Acc per window (sorted_window(row_length) rows each), then a row per
+// kChunkWindows windows.
 // `vectorized_rows`: rows of whole 16-byte vectors, aligned; `zeroed`: the table holds zeros (it is
 // overwritten, and was zeroed first), so the vectorized rows store their sums without loading it.
 template <class T>
@@ -354,14 +413,21 @@ Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectori
                                                                                     partials, window, windows, lanes);
     if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
   }
+  const bool chunked = windows >= kChunkedWindows;
+  if (chunked) {
+    const int chunk_lanes = lanes_for(layout.row_length);
+    sum_chunks_kernel<acc_t<T>><<<row_blocks(windows / kChunkWindows, chunk_lanes, sm_count), kThreads, 0, s>>>(
+        k, window, windows, layout.row_length, partials, chunk_lanes);
+    if (Status st = last_launch_status("sum_chunks_kernel"); !st) return st;
+  }
   if (vectorized_rows) {
     const int vector_lanes = lanes_for(layout.row_length / Vec16<T>::kSize);
     fix_up_vectorized_kernel<T><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
-        layout, k, table, partials, windows, vector_lanes, zeroed);
+        layout, k, table, partials, windows, vector_lanes, zeroed, chunked);
     return last_launch_status("fix_up_vectorized_kernel");
   }
-  fix_up_kernel<T>
-      <<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, table, partials, window, windows, lanes);
+  fix_up_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, table, partials, window,
+                                                                             windows, lanes, chunked);
   return last_launch_status("fix_up_kernel");
 }
 

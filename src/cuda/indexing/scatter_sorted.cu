@@ -107,9 +107,11 @@ SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length
   const int64_t n = std::max<int64_t>(rows, 1);  // rows and row_length are below kMaxElements
   const CheckedSize keys = round_up_to(CheckedSize(n) * 8, 256);
   const int64_t window = sorted_window(row_length);
-  const CheckedSize partials = round_up_to(
-      CheckedSize((n + window - 1) / window) * 2 * std::max<int64_t>(row_length, 1) * (dtype == DType::f64 ? 8 : 4),
-      256);
+  const int64_t windows = (n + window - 1) / window;
+  const CheckedSize partials =  // two rows a window, a row a chunk of windows (sorted_window.cuh)
+      round_up_to(CheckedSize(2 * windows + windows / kChunkWindows) * std::max<int64_t>(row_length, 1) *
+                      (dtype == DType::f64 ? 8 : 4),
+                  256);
   // Past kMaxBytes the plan is refused at select; the sort is not even asked its scratch size.
   if (!(keys * 4 + partials).below(kMaxBytes)) return {};
   w.keys = w.offsets = static_cast<size_t>(keys.value());
