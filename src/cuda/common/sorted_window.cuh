@@ -131,6 +131,23 @@ __device__ __forceinline__ int next_partial_rows(int64_t& next, int64_t last, in
   return n;
 }
 
+// Adds a run's partial rows from window `next` to `last` (next_partial_rows) in order: add(load(row))
+// for each, kFixUpBatch loads issued together. The one loop of the chunks' sums and both fix-ups.
+template <class Load, class Add>
+__device__ __forceinline__ void add_partial_rows(int64_t next, int64_t last, int64_t windows, bool chunked, Load&& load,
+                                                 Add&& add) {
+  while (next <= last) {
+    int64_t rows[kFixUpBatch] = {};
+    const int n = next_partial_rows(next, last, windows, chunked, rows);
+    decltype(load(int64_t{})) p[kFixUpBatch];
+#pragma unroll
+    for (int j = 0; j < kFixUpBatch; ++j) p[j] = load(rows[j]);
+#pragma unroll
+    for (int j = 0; j < kFixUpBatch; ++j)
+      if (j < n) add(p[j]);
+  }
+}
+
 // The chunks' sums (see kChunkWindows): chunk c's 64 windows' slot 0 in window order, where they lie
 // inside one run.
 template <class Acc>
@@ -143,14 +160,9 @@ __global__ void __launch_bounds__(kThreads)
     if (key == k.sentinel || k.keys[first * window - 1] != key || k.keys[after * window] != key) return;
     for (int64_t col = lane; col < length; col += lanes) {
       Acc sum = partials[(first * 2) * length + col];
-      for (int64_t next = first + 1; next < after; next += kFixUpBatch) {
-        Acc p[kFixUpBatch];
-#pragma unroll
-        for (int j = 0; j < kFixUpBatch; ++j) p[j] = partials[(min(next + j, after - 1) * 2) * length + col];
-#pragma unroll
-        for (int j = 0; j < kFixUpBatch; ++j)
-          if (next + j < after) sum = ScatterSum::reduce(sum, p[j]);
-      }
+      add_partial_rows(
+          first + 1, after - 1, windows, false, [&](int64_t row) { return partials[row * length + col]; },
+          [&](Acc p) { sum = ScatterSum::reduce(sum, p); });
       partials[(2 * windows + c) * length + col] = sum;
     }
   });
@@ -169,16 +181,9 @@ __device__ void fix_up_window(const IndexedLayout& layout, const SortedKeys& k, 
     int64_t dv, dt;
     layout.column(c, dv, dt);
     Acc sum = partials[(w * 2 + 1) * length + c];
-    for (int64_t next = w + 1; next <= last;) {
-      int64_t rows[kFixUpBatch] = {};
-      const int n = next_partial_rows(next, last, windows, chunked, rows);
-      Acc p[kFixUpBatch];
-#pragma unroll
-      for (int j = 0; j < kFixUpBatch; ++j) p[j] = partials[rows[j] * length + c];  // (the loads issue together)
-#pragma unroll
-      for (int j = 0; j < kFixUpBatch; ++j)
-        if (j < n) sum = ScatterSum::reduce(sum, p[j]);
-    }
+    add_partial_rows(
+        w + 1, last, windows, chunked, [&](int64_t row) { return partials[row * length + c]; },
+        [&](Acc p) { sum = ScatterSum::reduce(sum, p); });
     ScatterSum::combine(table + table_off + dt, sum);
   }
 }
@@ -198,32 +203,26 @@ __global__ void __launch_bounds__(kThreads)
     int64_t last;
     if (!crossing_run(layout, k, kRowsPerWindow, w, key, last)) return;
     T* const row = table + k.table_offset(key);
+    struct Parts {  // a vector's kV sums, as 16-byte vectors of Acc
+      Vec16<Acc> q[kParts];
+    };
     for (int64_t v = lane; v < vectors; v += lanes) {
-      const auto part = [&](int64_t slot, int q) {
-        return load16(partials + slot * length + v * kV + q * (kV / kParts));
+      const auto load = [&](int64_t row) {
+        Parts p;
+#pragma unroll
+        for (int q = 0; q < kParts; ++q) p.q[q] = load16(partials + row * length + v * kV + q * (kV / kParts));
+        return p;
       };
-      Vec16<Acc> sum[kParts];
+      Parts sum = load(w * 2 + 1);
+      add_partial_rows(w + 1, last, windows, chunked, load, [&](const Parts& p) {
 #pragma unroll
-      for (int q = 0; q < kParts; ++q) sum[q] = part(w * 2 + 1, q);
-      for (int64_t next = w + 1; next <= last;) {
-        int64_t rows[kFixUpBatch] = {};
-        const int n = next_partial_rows(next, last, windows, chunked, rows);
-        Vec16<Acc> p[kFixUpBatch][kParts];
+        for (int q = 0; q < kParts; ++q)
 #pragma unroll
-        for (int j = 0; j < kFixUpBatch; ++j)
-#pragma unroll
-          for (int q = 0; q < kParts; ++q) p[j][q] = part(rows[j], q);  // (the loads issue together)
-#pragma unroll
-        for (int j = 0; j < kFixUpBatch; ++j)
-          if (j < n)
-#pragma unroll
-            for (int q = 0; q < kParts; ++q)
-#pragma unroll
-              for (int c = 0; c < kV / kParts; ++c) sum[q].v[c] = ScatterSum::reduce(sum[q].v[c], p[j][q].v[c]);
-      }
+          for (int c = 0; c < kV / kParts; ++c) sum.q[q].v[c] = ScatterSum::reduce(sum.q[q].v[c], p.q[q].v[c]);
+      });
       Vec16<T> y = zeroed ? Vec16<T>{} : load16(row + v * kV);
 #pragma unroll
-      for (int c = 0; c < kV; ++c) ScatterSum::combine(&y.v[c], sum[c / (kV / kParts)].v[c % (kV / kParts)]);
+      for (int c = 0; c < kV; ++c) ScatterSum::combine(&y.v[c], sum.q[c / (kV / kParts)].v[c % (kV / kParts)]);
       store16(row + v * kV, y);
     }
   });

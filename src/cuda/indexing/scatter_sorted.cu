@@ -44,13 +44,13 @@ SortedBuffers carve(void* workspace, const SortedScatterWorkspace& sizes) {
 // Each row's sort key (its destination's table offset over the key unit, or the sentinel for a
 // skipped row) and its values offset, so the sums read the values without locating the row again.
 template <class Idx>
-__global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, SortedKeys k, uint64_t* keys,
-                                    int64_t* offsets) {
+__global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, int64_t unit, uint64_t sentinel,
+                                    uint64_t* keys, int64_t* offsets) {
   for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < layout.row_count;
        r += int64_t(gridDim.x) * blockDim.x) {
     int64_t values_off, table_off;
     const bool valid = layout.locate(index, r, values_off, table_off);
-    keys[r] = valid ? static_cast<uint64_t>(k.unit == 1 ? table_off : table_off / k.unit) : k.sentinel;
+    keys[r] = valid ? static_cast<uint64_t>(unit == 1 ? table_off : table_off / unit) : sentinel;
     offsets[r] = values_off;
   }
 }
@@ -83,8 +83,8 @@ Status scatter_sorted(const Stream& stream, const IndexedProblem& p, int sm_coun
   // The sentinel over the unit, rounded up: above every valid key (valid offsets are below sentinel_key).
   const SortedKeys k{b.keys, static_cast<uint64_t>((layout.sentinel_key + unit - 1) / unit), unit};
   const unsigned key_blocks = grid_stride_blocks(rows, sm_count);
-  scatter_keys_kernel<Idx>
-      <<<key_blocks, kThreads, 0, s>>>(layout, static_cast<const Idx*>(p.index), k, b.keys_in, b.offsets_in);
+  scatter_keys_kernel<Idx><<<key_blocks, kThreads, 0, s>>>(layout, static_cast<const Idx*>(p.index), unit, k.sentinel,
+                                                           b.keys_in, b.offsets_in);
   if (Status st = last_launch_status("scatter_keys_kernel"); !st) return st;
   size_t temp_bytes = b.sort_temp_bytes;
   if (Status st = cuda_status(cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys, b.offsets_in,
