@@ -630,20 +630,24 @@ TEST_P(IndexingTest, ScatterOfOneDominantIndexOnBothSidesOfTheChunkedFixUp) {
     for (double& x : idx.host) x = percent(rng) < 95 ? double(token) : double(other(rng));
     ASSERT_OK(idx.upload());
   };
-  for (const int64_t n : {int64_t{16000}, int64_t{16416}, int64_t{70000}}) {
+  // (70001 rows: the atomic variant's spans of 8 rows end short; d = 3: token 0 is padding, so runs
+  // of the dominant token are broken by skipped rows.)
+  for (const int64_t n : {int64_t{16000}, int64_t{16416}, int64_t{70001}}) {
     for (const int64_t d : {8, 3}) {
       for (const PlanPreference& pref : scatter_variants()) {
         SCOPED_TRACE("rows " + std::to_string(n) + " d " + std::to_string(d) + " variant " + pref.variant);
         const int64_t v = 5;
+        const std::optional<int64_t> padding = d == 3 ? std::optional<int64_t>(0) : std::nullopt;
         Tensor dout = values(contiguous({n, d})), dweight = values(contiguous({v, d}));
         Tensor indices = index(contiguous({n}), DType::i64, 0, 1);
         dominant(indices, 1);
-        const EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, {}};
+        const EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, padding};
         const auto args = [&](int64_t* count) {
           return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
         };
         const std::vector<double> before = dweight.host;
-        check_scatter<EmbeddingBackwardPlan>(desc, IndexedCase{{n, d}, 0, true}, dout, indices, dweight, args, pref);
+        check_scatter<EmbeddingBackwardPlan>(desc, IndexedCase{{n, d}, 0, true, padding ? 0 : reference::kNoPadding},
+                                             dout, indices, dweight, args, pref);
         if (pref.variant == "sorted")
           expect_same_bits_again<EmbeddingBackwardPlan>(desc, pref, args(nullptr), dweight, before);
       }

@@ -1,6 +1,9 @@
 // Scatter-add with atomics: the walk of the gather (rows, or elements in batches), each value added
 // into its destination with an atomic; f32 rows of whole 4-vectors use one vector reduction per 16
-// bytes. The order of the additions varies from run to run.
+// bytes. A thread group takes kSpan consecutive rows (or a batch of elements) at once: their loads
+// are in flight together, and a run of equal destinations among them (a repeated token, padding-free
+// batches of one token) is summed in registers first, one atomic per run: a table row every row adds
+// into is contended kSpan times less. The order of the additions varies from run to run.
 #include <type_traits>
 
 #include "cuda/common/check.cuh"
@@ -11,19 +14,62 @@
 namespace baracuda::detail::cuda {
 namespace {
 
+inline constexpr int kSpan = 8;
+
+__device__ __forceinline__ float4 operator+(float4 a, float4 b) {
+  return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+// Adds x[j] into its destination off[j] for each valid j, one add(off, sum) per run of equal
+// consecutive destinations (an invalid entry ends a run).
+template <int kN, class Acc, class Add>
+__device__ __forceinline__ void add_runs(const int64_t (&off)[kN], const bool (&valid)[kN], const Acc (&x)[kN],
+                                         Add&& add) {
+  Acc sum = x[0];
+#pragma unroll
+  for (int j = 0; j < kN; ++j) {
+    if (!valid[j]) continue;
+    sum = j > 0 && valid[j - 1] && off[j - 1] == off[j] ? sum + x[j] : x[j];
+    if (j + 1 == kN || !valid[j + 1] || off[j + 1] != off[j]) add(off[j], sum);
+  }
+}
+
+// The walk's rows kSpan at a time: f(values_off, table_off, valid, lane) for each span, its rows
+// located together (valid: the row exists and its index value is in range, not padding).
+template <class Idx, class F>
+__device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const Idx* index, int lanes, F&& f) {
+  const int64_t rows = layout.row_count;
+  for_each_row((rows + kSpan - 1) / kSpan, lanes, [&](int64_t s, int lane) {
+    int64_t values_off[kSpan] = {}, table_off[kSpan] = {};
+    bool valid[kSpan];
+#pragma unroll
+    for (int j = 0; j < kSpan; ++j)
+      valid[j] = s * kSpan + j < rows && layout.locate(index, s * kSpan + j, values_off[j], table_off[j]);
+    f(values_off, table_off, valid, lane);
+  });
+}
+
+inline unsigned span_blocks(int64_t rows, int lanes, int sm_count) {
+  return row_blocks((rows + kSpan - 1) / kSpan, lanes, sm_count);
+}
+
 template <class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
     scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
   using Acc = acc_t<T>;
-  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
-    int64_t values_off, table_off;
-    if (!layout.locate(index, r, values_off, table_off)) return;
-    for (int64_t c = lane; c < layout.row_length; c += lanes) {
-      int64_t dv, dt;
-      layout.column(c, dv, dt);
-      ScatterSum::atomic_combine(table + table_off + dt, static_cast<Acc>(values[values_off + dv]));
-    }
-  });
+  for_each_span(
+      layout, index, lanes,
+      [&](const int64_t(&values_off)[kSpan], const int64_t(&table_off)[kSpan], const bool(&valid)[kSpan], int lane) {
+        for (int64_t c = lane; c < layout.row_length; c += lanes) {
+          int64_t dv, dt;
+          layout.column(c, dv, dt);
+          Acc x[kSpan];
+#pragma unroll
+          for (int j = 0; j < kSpan; ++j) x[j] = valid[j] ? static_cast<Acc>(values[values_off[j] + dv]) : Acc(0);
+          add_runs(table_off, valid, x,
+                   [&](int64_t off, Acc sum) { ScatterSum::atomic_combine(table + off + dt, sum); });
+        }
+      });
 }
 
 template <class T, class Idx>
@@ -37,9 +83,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
                            for (int u = 0; u < kElementBatch; ++u)
                              x[u] = valid[u] ? static_cast<Acc>(values[values_off[u]]) : Acc(0);
-#pragma unroll
-                           for (int u = 0; u < kElementBatch; ++u)
-                             if (valid[u]) ScatterSum::atomic_combine(table + table_off[u], x[u]);
+                           add_runs(table_off, valid, x,
+                                    [&](int64_t off, Acc sum) { ScatterSum::atomic_combine(table + off, sum); });
                          });
 }
 
@@ -48,14 +93,18 @@ template <class Idx>
 __global__ void __launch_bounds__(kThreads)
     scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int lanes) {
   const int64_t vectors = layout.row_length / 4;
-  for_each_row(layout.row_count, lanes, [&](int64_t r, int lane) {
-    int64_t values_off, table_off;
-    if (!layout.locate(index, r, values_off, table_off)) return;
-    for (int64_t v = lane; v < vectors; v += lanes) {
-      const float4 x = *reinterpret_cast<const float4*>(values + values_off + v * 4);
-      ScatterSum::atomic_combine4(table + table_off + v * 4, x);
-    }
-  });
+  for_each_span(
+      layout, index, lanes,
+      [&](const int64_t(&values_off)[kSpan], const int64_t(&table_off)[kSpan], const bool(&valid)[kSpan], int lane) {
+        for (int64_t v = lane; v < vectors; v += lanes) {
+          float4 x[kSpan];
+#pragma unroll
+          for (int j = 0; j < kSpan; ++j)
+            x[j] = valid[j] ? *reinterpret_cast<const float4*>(values + values_off[j] + v * 4) : float4{};
+          add_runs(table_off, valid, x,
+                   [&](int64_t off, float4 sum) { ScatterSum::atomic_combine4(table + off + v * 4, sum); });
+        }
+      });
 }
 
 }  // namespace
@@ -71,7 +120,7 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
     if (p.vectorized_rows) {
       const int lanes = lanes_for(layout.row_length / 4);
       scatter_atomic_v4_kernel<Idx>
-          <<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
+          <<<span_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
       return last_launch_status("scatter_atomic_v4_kernel");
     }
   }
@@ -84,7 +133,7 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
   }
   const int lanes = lanes_for(layout.row_length);
   scatter_atomic_kernel<T, Idx>
-      <<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
+      <<<span_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
   return last_launch_status("scatter_atomic_kernel");
 }
 
