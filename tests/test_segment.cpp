@@ -2,8 +2,7 @@
 // the sort variant's sorted rows in tiles of segment_tile_rows rows (src/ops/segment.cpp and
 // src/cuda/segment/kernels.cuh): segments that end exactly at a tile's end, empty ones at a tile's
 // start and at N, one-row segments, segments across one, two and three tile ends, rows before the
-// first offset and after the last, bad ids at both ends; starts on both sides of the sorted ids'
-// samples. The CPU runs the same cases against the same
+// first offset and after the last, bad ids at both ends. The CPU runs the same cases against the same
 // naive reference. (The op table's random samples cover shapes, views and dtypes at large.)
 #include <gtest/gtest.h>
 
@@ -181,27 +180,6 @@ TEST_P(SegmentWalkTest, WideRowsAcrossTileEnds) {
   check<SegmentSumPlan>(Reduction::sum, Layout{{P - 1, 1, 2 * P + 1, 0, 5}, 2, 1}, length, SegmentForm::offsets,
                         DType::i64);
   check<SegmentMaxPlan>(Reduction::max, Layout{{P, P + 3, 0}, 0, 0}, length, SegmentForm::sorted_ids, DType::i32);
-}
-
-// CUDA finds the starts of sorted ids (and of the sort variant's sorted keys) through a sample every
-// kStartBucket = 64 ids (src/cuda/segment/launch.cuh): starts at, just before and just after a
-// sample, fewer rows than a bucket, bad ids filling whole buckets at both ends, a segment a row.
-TEST_P(SegmentWalkTest, StartsAcrossSampleBuckets) {
-  constexpr int64_t B = 64;
-  const std::vector<Layout> cases = {
-      {{B - 1, 1, B, 0, B + 1, B - 2, 0, 0, 3 * B, 0}},
-      {{5, 0, 7}},
-      {{B}},
-      {{B - 1}, 0, 2},
-      {{1, 2 * B, 0, 1}, B + 3, 2 * B},
-      {std::vector<int64_t>(static_cast<size_t>(3 * B + 1), 1)},
-  };
-  for (const Layout& layout : cases)
-    for (SegmentForm form : {SegmentForm::sorted_ids, SegmentForm::unsorted_ids})
-      for (DType index_dtype : {DType::i64, DType::i32}) {
-        check<SegmentSumPlan>(Reduction::sum, layout, 1, form, index_dtype);
-        check<SegmentMaxPlan>(Reduction::max, layout, 2, form, index_dtype);
-      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Segments, SegmentWalkTest,

@@ -109,52 +109,13 @@ Status sort_rows(cudaStream_t stream, const SegmentProblem& p, const SortBuffers
 }
 
 // The segments' starts (SegmentTiles): offsets clamped into [0, N] (launch_starts then takes their
-// running maximum), or for ids lower_bound(s), one thread a search. A search over all N ids took 26
-// dependent loads at N = 2^26, the last ten or so DRAM sectors no other search shares (127 us of a
-// 0.30 ms D = 1 sum): so every kStartBucket-th id is first copied to a compact array of samples
-// (8 MB at N = 2^26, L2-resident), the searches run over the samples, and only the last
-// log2(kStartBucket) steps read the ids, inside one bucket. The answers are lower_bound(s) for sorted
-// ids, and for any ids nondecreasing in s and inside [0, N] (buckets in order, a binary search within
-// one), so the regions stay a partition whatever the ids.
-inline constexpr int64_t kStartBucket = 64;
-__host__ __device__ inline int64_t start_samples(int64_t rows) { return (rows + kStartBucket - 1) / kStartBucket; }
-
+// running maximum), or for ids lower_bound(s), one thread a search (a binary search's answers are
+// nondecreasing in s over any ids, sorted or not).
 template <class K>
-__global__ void __launch_bounds__(kThreads) segment_samples_kernel(SegmentRows<K> rows, int64_t* samples) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < start_samples(rows.rows);
-       j += int64_t(gridDim.x) * blockDim.x)
-    samples[j] = rows.key(j * kStartBucket);
-}
-
-template <class K>
-__device__ __forceinline__ int64_t sampled_lower_bound(const SegmentRows<K>& rows, const int64_t* samples, int64_t s) {
-  int64_t lo = 0, hi = start_samples(rows.rows);  // the first sample not below s
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (samples[mid] < s)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0) return 0;
-  // Position (lo - 1) B is below s and position lo B (if any) is not: the answer is in between.
-  int64_t b = (lo - 1) * kStartBucket + 1, e = min(lo * kStartBucket, rows.rows);
-  while (b < e) {
-    const int64_t mid = b + (e - b) / 2;
-    if (rows.key(mid) < s)
-      b = mid + 1;
-    else
-      e = mid;
-  }
-  return b;
-}
-
-template <class K>
-__global__ void __launch_bounds__(kThreads)
-    segment_starts_kernel(SegmentRows<K> rows, const int64_t* samples, int64_t* starts) {
+__global__ void __launch_bounds__(kThreads) segment_starts_kernel(SegmentRows<K> rows, int64_t* starts) {
   for (int64_t s = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; s <= rows.segments;
        s += int64_t(gridDim.x) * blockDim.x)
-    starts[s] = rows.offsets ? rows.offset(s) : sampled_lower_bound(rows, samples, s);
+    starts[s] = rows.offsets ? rows.offset(s) : rows.lower_bound(s);
 }
 
 struct MaxOfStarts {
@@ -166,10 +127,10 @@ inline size_t offsets_scan_bytes(int64_t segments) {
                                  MaxOfStarts{}, segments + 1);
   return temp;
 }
-// S + 1 starts, then the offsets scan's own scratch, or the ids' samples.
+// S + 1 starts, then (offsets) the scan's own scratch.
 inline CheckedSize starts_bytes(const SegmentProblem& p) {
   const CheckedSize starts = round_up_to((CheckedSize(p.segments) + 1) * 8, kAlign);
-  if (p.form != SegmentForm::offsets) return starts + round_up_to(CheckedSize(start_samples(p.rows)) * 8, kAlign);
+  if (p.form != SegmentForm::offsets) return starts;
   return starts + CheckedSize(static_cast<int64_t>(round_up(offsets_scan_bytes(p.segments))));
 }
 
@@ -181,14 +142,7 @@ Status launch_starts(cudaStream_t stream, const SegmentProblem& p, const Segment
                      int sm_count) {
   auto* starts = reinterpret_cast<int64_t*>(scratch);
   const size_t starts_size = round_up(size_t(p.segments + 1) * 8);
-  auto* samples = reinterpret_cast<int64_t*>(scratch + starts_size);
-  if (!rows.offsets && p.rows > 0) {
-    segment_samples_kernel<K>
-        <<<grid_stride_blocks(start_samples(p.rows), sm_count), kThreads, 0, stream>>>(rows, samples);
-    if (Status st = last_launch_status("segment_samples_kernel"); !st) return st;
-  }
-  segment_starts_kernel<K>
-      <<<grid_stride_blocks(p.segments + 1, sm_count), kThreads, 0, stream>>>(rows, samples, starts);
+  segment_starts_kernel<K><<<grid_stride_blocks(p.segments + 1, sm_count), kThreads, 0, stream>>>(rows, starts);
   if (Status st = last_launch_status("segment_starts_kernel"); !st) return st;
   if (rows.offsets) {
     size_t temp = offsets_scan_bytes(p.segments);
