@@ -1,9 +1,11 @@
-// Scatter-add with atomics: the walk of the gather (rows, or elements in batches), each value added
-// into its destination with an atomic; f32 rows of whole 4-vectors use one vector reduction per 16
-// bytes. A thread group takes kSpan consecutive rows (or a batch of elements) at once: their loads
-// are in flight together, and a run of equal destinations among them (a repeated token, padding-free
-// batches of one token) is summed in registers first, one atomic per run: a table row every row adds
-// into is contended kSpan times less. The order of the additions varies from run to run.
+// Scatter-add with atomics: the walk of the gather (rows, or elements in batches), the values added
+// into their destinations with atomics; f32 rows of whole 4-vectors use one vector reduction per 16
+// bytes. A thread group takes a span of kSpan consecutive rows (or a batch of elements) at once:
+// their loads are in flight together, and a run of equal destinations among them (a repeated token,
+// padding-free batches of one token) is summed in registers first, one atomic per run: a table row
+// every row adds into is contended kSpan times less. Spans of one row where kSpan-row spans would
+// leave the device short of groups (few long rows). The order of the additions varies from run to
+// run.
 #include <type_traits>
 
 #include "cuda/common/check.cuh"
@@ -34,31 +36,34 @@ __device__ __forceinline__ void add_runs(const int64_t (&off)[kN], const bool (&
   }
 }
 
-// The walk's rows kSpan at a time: f(values_off, table_off, valid, lane) for each span, its rows
-// located together (valid: the row exists and its index value is in range, not padding).
+// The walk's rows `span` (1 or kSpan) at a time: f(values_off, table_off, valid, lane) for each span,
+// its rows located together (valid: the row exists and its index value is in range, not padding).
 template <class Idx, class F>
-__device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const Idx* index, int lanes, F&& f) {
+__device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const Idx* index, int span, int lanes,
+                                              F&& f) {
   const int64_t rows = layout.row_count;
-  for_each_row((rows + kSpan - 1) / kSpan, lanes, [&](int64_t s, int lane) {
+  for_each_row((rows + span - 1) / span, lanes, [&](int64_t s, int lane) {
     int64_t values_off[kSpan] = {}, table_off[kSpan] = {};
     bool valid[kSpan];
 #pragma unroll
-    for (int j = 0; j < kSpan; ++j)
-      valid[j] = s * kSpan + j < rows && layout.locate(index, s * kSpan + j, values_off[j], table_off[j]);
+    for (int j = 0; j < kSpan; ++j) {
+      const int64_t r = s * span + j;
+      valid[j] = j < span && r < rows && layout.locate(index, r, values_off[j], table_off[j]);
+    }
     f(values_off, table_off, valid, lane);
   });
 }
 
-inline unsigned span_blocks(int64_t rows, int lanes, int sm_count) {
-  return row_blocks((rows + kSpan - 1) / kSpan, lanes, sm_count);
-}
+// kSpan rows a group while that still gives the device 8 groups an SM (each group a block where rows
+// are long); else a row a group, as many groups as rows (8 rows of 1M elements: 8 blocks, not 1).
+inline int span_of(int64_t rows, int sm_count) { return rows >= int64_t(kSpan) * 8 * sm_count ? kSpan : 1; }
 
 template <class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
+    scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int span, int lanes) {
   using Acc = acc_t<T>;
   for_each_span(
-      layout, index, lanes,
+      layout, index, span, lanes,
       [&](const int64_t(&values_off)[kSpan], const int64_t(&table_off)[kSpan], const bool(&valid)[kSpan], int lane) {
         for (int64_t c = lane; c < layout.row_length; c += lanes) {
           int64_t dv, dt;
@@ -91,10 +96,11 @@ __global__ void __launch_bounds__(kThreads)
 // f32 rows of whole 4-vectors: one vector reduction per 16 bytes (ScatterSum::atomic_combine4).
 template <class Idx>
 __global__ void __launch_bounds__(kThreads)
-    scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int lanes) {
+    scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int span,
+                             int lanes) {
   const int64_t vectors = layout.row_length / 4;
   for_each_span(
-      layout, index, lanes,
+      layout, index, span, lanes,
       [&](const int64_t(&values_off)[kSpan], const int64_t(&table_off)[kSpan], const bool(&valid)[kSpan], int lane) {
         for (int64_t v = lane; v < vectors; v += lanes) {
           float4 x[kSpan];
@@ -116,11 +122,13 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
   T* table = static_cast<T*>(p.table);
   const Idx* index = static_cast<const Idx*>(p.index);
   cudaStream_t s = native(stream);
+  const int span = span_of(layout.row_count, sm_count);
+  const int64_t spans = (layout.row_count + span - 1) / span;
   if constexpr (std::is_same_v<T, float>) {
     if (p.vectorized_rows) {
       const int lanes = lanes_for(layout.row_length / 4);
       scatter_atomic_v4_kernel<Idx>
-          <<<span_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
+          <<<row_blocks(spans, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, span, lanes);
       return last_launch_status("scatter_atomic_v4_kernel");
     }
   }
@@ -133,7 +141,7 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
   }
   const int lanes = lanes_for(layout.row_length);
   scatter_atomic_kernel<T, Idx>
-      <<<span_blocks(layout.row_count, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, lanes);
+      <<<row_blocks(spans, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, span, lanes);
   return last_launch_status("scatter_atomic_kernel");
 }
 
