@@ -630,10 +630,10 @@ TEST_P(IndexingTest, ScatterOfOneDominantIndexOnBothSidesOfTheChunkedFixUp) {
     for (double& x : idx.host) x = percent(rng) < 95 ? double(token) : double(other(rng));
     ASSERT_OK(idx.upload());
   };
-  // (8447 rows: below span_of's 8448 on 132 SMs, the atomic variant takes a row a group; 70001 rows:
+  // (4223 rows: below spans_pay's 4224 on 132 SMs, the atomic variant takes a row a group; 70001 rows:
   // its spans of 8 rows end short. d = 3, and d = 8 at 70001 rows (the f32 vector kernel): token 0 is
   // padding, so runs of the dominant token are broken by skipped rows.)
-  for (const int64_t n : {int64_t{8447}, int64_t{16000}, int64_t{16416}, int64_t{70001}}) {
+  for (const int64_t n : {int64_t{4223}, int64_t{16000}, int64_t{16416}, int64_t{70001}}) {
     for (const int64_t d : {8, 3}) {
       for (const PlanPreference& pref : scatter_variants()) {
         SCOPED_TRACE("rows " + std::to_string(n) + " d " + std::to_string(d) + " variant " + pref.variant);

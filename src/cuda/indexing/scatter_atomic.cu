@@ -4,10 +4,11 @@
 // their loads are in flight together, and a run of equal destinations among them (a repeated token,
 // padding-free batches of one token) is summed in registers first, one atomic per run: a table row
 // every row adds into is contended kSpan times less. Spans of one row where kSpan-row spans would
-// leave the device short of groups (few long rows). The order of the additions varies from run to
+// leave the device short of groups (few long rows: spans_pay). The order of the additions varies from run to
 // run.
 #include <type_traits>
 
+#include "common/checked.hpp"
 #include "cuda/common/check.cuh"
 #include "cuda/common/row_walk.cuh"
 #include "cuda/common/scatter_ops.cuh"
@@ -36,41 +37,39 @@ __device__ __forceinline__ void add_runs(const int64_t (&off)[kN], const bool (&
   }
 }
 
-// The walk's rows `span` (1 or kSpan) at a time: f(values_off, table_off, valid, lane) for each span,
+// The walk's rows kRows (1 or kSpan) at a time: f(values_off, table_off, valid, lane) for each span,
 // its rows located together (valid: the row exists and its index value is in range, not padding).
-template <class Idx, class F>
-__device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const Idx* index, int span, int lanes,
-                                              F&& f) {
+template <int kRows, class Idx, class F>
+__device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const Idx* index, int lanes, F&& f) {
   const int64_t rows = layout.row_count;
-  for_each_row((rows + span - 1) / span, lanes, [&](int64_t s, int lane) {
-    int64_t values_off[kSpan] = {}, table_off[kSpan] = {};
-    bool valid[kSpan];
+  for_each_row((rows + kRows - 1) / kRows, lanes, [&](int64_t s, int lane) {
+    int64_t values_off[kRows] = {}, table_off[kRows] = {};
+    bool valid[kRows];
 #pragma unroll
-    for (int j = 0; j < kSpan; ++j) {
-      const int64_t r = s * span + j;
-      valid[j] = j < span && r < rows && layout.locate(index, r, values_off[j], table_off[j]);
-    }
+    for (int j = 0; j < kRows; ++j)
+      valid[j] = s * kRows + j < rows && layout.locate(index, s * kRows + j, values_off[j], table_off[j]);
     f(values_off, table_off, valid, lane);
   });
 }
 
-// kSpan rows a group while that still gives the device 8 groups an SM (each group a block where rows
-// are long); else a row a group, as many groups as rows (8 rows of 1M elements: 8 blocks, not 1).
-inline int span_of(int64_t rows, int sm_count) { return rows >= int64_t(kSpan) * 8 * sm_count ? kSpan : 1; }
+// Spans of kSpan rows while they give the device 4 groups an SM (each group a block where rows are
+// long: 8192 rows of 768 measured even with a row a group, bench/NOTES.md); else a row a group, as
+// many groups as rows (8 rows of 1M elements: 8 blocks, not 1), the kernels' one-row instantiation.
+inline bool spans_pay(int64_t rows, int sm_count) { return rows >= int64_t(kSpan) * 4 * sm_count; }
 
-template <class T, class Idx>
+template <int kRows, class T, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int span, int lanes) {
+    scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
   using Acc = acc_t<T>;
-  for_each_span(
-      layout, index, span, lanes,
-      [&](const int64_t(&values_off)[kSpan], const int64_t(&table_off)[kSpan], const bool(&valid)[kSpan], int lane) {
+  for_each_span<kRows>(
+      layout, index, lanes,
+      [&](const int64_t(&values_off)[kRows], const int64_t(&table_off)[kRows], const bool(&valid)[kRows], int lane) {
         for (int64_t c = lane; c < layout.row_length; c += lanes) {
           int64_t dv, dt;
           layout.column(c, dv, dt);
-          Acc x[kSpan];
+          Acc x[kRows];
 #pragma unroll
-          for (int j = 0; j < kSpan; ++j) x[j] = valid[j] ? static_cast<Acc>(values[values_off[j] + dv]) : Acc(0);
+          for (int j = 0; j < kRows; ++j) x[j] = valid[j] ? static_cast<Acc>(values[values_off[j] + dv]) : Acc(0);
           add_runs(table_off, valid, x,
                    [&](int64_t off, Acc sum) { ScatterSum::atomic_combine(table + off + dt, sum); });
         }
@@ -94,18 +93,17 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // f32 rows of whole 4-vectors: one vector reduction per 16 bytes (ScatterSum::atomic_combine4).
-template <class Idx>
+template <int kRows, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int span,
-                             int lanes) {
+    scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int lanes) {
   const int64_t vectors = layout.row_length / 4;
-  for_each_span(
-      layout, index, span, lanes,
-      [&](const int64_t(&values_off)[kSpan], const int64_t(&table_off)[kSpan], const bool(&valid)[kSpan], int lane) {
+  for_each_span<kRows>(
+      layout, index, lanes,
+      [&](const int64_t(&values_off)[kRows], const int64_t(&table_off)[kRows], const bool(&valid)[kRows], int lane) {
         for (int64_t v = lane; v < vectors; v += lanes) {
-          float4 x[kSpan];
+          float4 x[kRows];
 #pragma unroll
-          for (int j = 0; j < kSpan; ++j)
+          for (int j = 0; j < kRows; ++j)
             x[j] = valid[j] ? *reinterpret_cast<const float4*>(values + values_off[j] + v * 4) : float4{};
           add_runs(table_off, valid, x,
                    [&](int64_t off, float4 sum) { ScatterSum::atomic_combine4(table + off + v * 4, sum); });
@@ -122,13 +120,13 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
   T* table = static_cast<T*>(p.table);
   const Idx* index = static_cast<const Idx*>(p.index);
   cudaStream_t s = native(stream);
-  const int span = span_of(layout.row_count, sm_count);
-  const int64_t spans = (layout.row_count + span - 1) / span;
+  const bool spans = spans_pay(layout.row_count, sm_count);
   if constexpr (std::is_same_v<T, float>) {
     if (p.vectorized_rows) {
       const int lanes = lanes_for(layout.row_length / 4);
-      scatter_atomic_v4_kernel<Idx>
-          <<<row_blocks(spans, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, span, lanes);
+      const auto kernel = spans ? scatter_atomic_v4_kernel<kSpan, Idx> : scatter_atomic_v4_kernel<1, Idx>;
+      kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}), lanes, sm_count), kThreads, 0, s>>>(
+          layout, values, table, index, lanes);
       return last_launch_status("scatter_atomic_v4_kernel");
     }
   }
@@ -140,8 +138,9 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
     return last_launch_status("scatter_atomic_elements_kernel");
   }
   const int lanes = lanes_for(layout.row_length);
-  scatter_atomic_kernel<T, Idx>
-      <<<row_blocks(spans, lanes, sm_count), kThreads, 0, s>>>(layout, values, table, index, span, lanes);
+  const auto kernel = spans ? scatter_atomic_kernel<kSpan, T, Idx> : scatter_atomic_kernel<1, T, Idx>;
+  kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}), lanes, sm_count), kThreads, 0, s>>>(
+      layout, values, table, index, lanes);
   return last_launch_status("scatter_atomic_kernel");
 }
 
