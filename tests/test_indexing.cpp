@@ -668,6 +668,26 @@ TEST_P(IndexingTest, ScatterOfOneDominantIndexOnBothSidesOfTheChunkedFixUp) {
   }
 }
 
+// A few long rows: the atomic variant cuts each row into pieces of at least a block's units, up to 4
+// groups an SM (scatter_atomic.cu's pieces_of); a repeated token, so pieces of one row meet in the table.
+TEST_P(IndexingTest, FewLongRowsCutIntoPieces) {
+  for (const int64_t d : {40000, 40001}) {  // the f32 vector kernel and the element one
+    for (const PlanPreference& pref : scatter_variants()) {
+      SCOPED_TRACE("d " + std::to_string(d) + " variant " + pref.variant);
+      const int64_t v = 5, n = 3;
+      Tensor dout = values(contiguous({n, d})), dweight = values(contiguous({v, d}));
+      Tensor indices = index(contiguous({n}), DType::i64, 0, 1);
+      indices.host = {2.0, 4.0, 2.0};
+      ASSERT_OK(indices.upload());
+      const EmbeddingDescriptor desc{dtype(), DType::i64, v, d, n, {}};
+      const auto args = [&](int64_t* count) {
+        return EmbeddingBackwardArgs{dout.ref(), indices.ref(), dweight.mut(), count};
+      };
+      check_scatter<EmbeddingBackwardPlan>(desc, IndexedCase{{n, d}, 0, true}, dout, indices, dweight, args, pref);
+    }
+  }
+}
+
 // 16-bit defaults accumulate in f32: on CUDA the warp lines along the last dim (short lines) and the
 // column tiles along an outer one; the CPU is always sorted.
 TEST_P(IndexingTest, SixteenBitDefaultsAccumulateInF32) {

@@ -6,6 +6,7 @@
 // every row adds into is contended kSpan times less. Spans of one row where kSpan-row spans would
 // leave the device short of groups (few long rows: spans_pay). The order of the additions varies from run to
 // run.
+#include <algorithm>
 #include <type_traits>
 
 #include "common/checked.hpp"
@@ -37,43 +38,54 @@ __device__ __forceinline__ void add_runs(const int64_t (&off)[kN], const bool (&
   }
 }
 
-// The walk's rows kRows (1 or kSpan) at a time: f(values_off, table_off, valid, lane) for each span,
-// its rows located together (valid: the row exists and its index value is in range, not padding).
+// The walk's rows kRows (1 or kSpan) at a time, each span's units (columns or vectors) cut into
+// `pieces` parts: f(values_off, table_off, valid, first, end, lane) for each span and part [first,
+// end) of `units`, the span's rows located together (valid: the row exists and its index value is in
+// range, not padding).
 template <int kRows, class Idx, class F>
-__device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const Idx* index, int lanes, F&& f) {
-  const int64_t rows = layout.row_count;
-  for_each_row((rows + kRows - 1) / kRows, lanes, [&](int64_t s, int lane) {
+__device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const Idx* index, int64_t units,
+                                              int64_t pieces, int lanes, F&& f) {
+  const int64_t rows = layout.row_count, per_piece = (units + pieces - 1) / pieces;
+  for_each_row((rows + kRows - 1) / kRows * pieces, lanes, [&](int64_t item, int lane) {
+    const int64_t s = item / pieces, first = (item - s * pieces) * per_piece;
     int64_t values_off[kRows] = {}, table_off[kRows] = {};
     bool valid[kRows];
 #pragma unroll
     for (int j = 0; j < kRows; ++j)
       valid[j] = s * kRows + j < rows && layout.locate(index, s * kRows + j, values_off[j], table_off[j]);
-    f(values_off, table_off, valid, lane);
+    f(values_off, table_off, valid, first, min(units, first + per_piece), lane);
   });
 }
 
 // Spans of kSpan rows while they give the device 4 groups an SM (each group a block where rows are
 // long: 8192 rows of 768 measured even with a row a group, bench/NOTES.md); else a row a group, as
-// many groups as rows (8 rows of 1M elements: 8 blocks, not 1), the kernels' one-row instantiation.
+// many groups as rows, the kernels' one-row instantiation, and rows of more than a block's units cut
+// into pieces of at least a block's, up to 4 groups an SM (16 rows of 262144 f32 were 16 blocks on
+// 132 SMs: 0.88x PyTorch).
 inline bool spans_pay(int64_t rows, int sm_count) { return rows >= int64_t(kSpan) * 4 * sm_count; }
+inline int64_t pieces_of(int64_t rows, int64_t units, int sm_count) {
+  if (spans_pay(rows, sm_count) || rows == 0) return 1;
+  return std::max<int64_t>(1, std::min((int64_t(4) * sm_count + rows - 1) / rows, units / kThreads));
+}
 
 template <int kRows, class T, class Idx>
-__global__ void __launch_bounds__(kThreads)
-    scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table, const Idx* index, int lanes) {
+__global__ void __launch_bounds__(kThreads) scatter_atomic_kernel(IndexedLayout layout, const T* values, T* table,
+                                                                  const Idx* index, int64_t pieces, int lanes) {
   using Acc = acc_t<T>;
-  for_each_span<kRows>(
-      layout, index, lanes,
-      [&](const int64_t(&values_off)[kRows], const int64_t(&table_off)[kRows], const bool(&valid)[kRows], int lane) {
-        for (int64_t c = lane; c < layout.row_length; c += lanes) {
-          int64_t dv, dt;
-          layout.column(c, dv, dt);
-          Acc x[kRows];
+  for_each_span<kRows>(layout, index, layout.row_length, pieces, lanes,
+                       [&](const int64_t(&values_off)[kRows], const int64_t(&table_off)[kRows],
+                           const bool(&valid)[kRows], int64_t first, int64_t end, int lane) {
+                         for (int64_t c = first + lane; c < end; c += lanes) {
+                           int64_t dv, dt;
+                           layout.column(c, dv, dt);
+                           Acc x[kRows];
 #pragma unroll
-          for (int j = 0; j < kRows; ++j) x[j] = valid[j] ? static_cast<Acc>(values[values_off[j] + dv]) : Acc(0);
-          add_runs(table_off, valid, x,
-                   [&](int64_t off, Acc sum) { ScatterSum::atomic_combine(table + off + dt, sum); });
-        }
-      });
+                           for (int j = 0; j < kRows; ++j)
+                             x[j] = valid[j] ? static_cast<Acc>(values[values_off[j] + dv]) : Acc(0);
+                           add_runs(table_off, valid, x,
+                                    [&](int64_t off, Acc sum) { ScatterSum::atomic_combine(table + off + dt, sum); });
+                         }
+                       });
 }
 
 template <class T, class Idx>
@@ -95,12 +107,14 @@ __global__ void __launch_bounds__(kThreads)
 // f32 rows of whole 4-vectors: one vector reduction per 16 bytes (ScatterSum::atomic_combine4).
 template <int kRows, class Idx>
 __global__ void __launch_bounds__(kThreads)
-    scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int lanes) {
+    scatter_atomic_v4_kernel(IndexedLayout layout, const float* values, float* table, const Idx* index, int64_t pieces,
+                             int lanes) {
   const int64_t vectors = layout.row_length / 4;
   for_each_span<kRows>(
-      layout, index, lanes,
-      [&](const int64_t(&values_off)[kRows], const int64_t(&table_off)[kRows], const bool(&valid)[kRows], int lane) {
-        for (int64_t v = lane; v < vectors; v += lanes) {
+      layout, index, vectors, pieces, lanes,
+      [&](const int64_t(&values_off)[kRows], const int64_t(&table_off)[kRows], const bool(&valid)[kRows], int64_t first,
+          int64_t end, int lane) {
+        for (int64_t v = first + lane; v < end; v += lanes) {
           float4 x[kRows];
 #pragma unroll
           for (int j = 0; j < kRows; ++j)
@@ -123,10 +137,11 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
   const bool spans = spans_pay(layout.row_count, sm_count);
   if constexpr (std::is_same_v<T, float>) {
     if (p.vectorized_rows) {
-      const int lanes = lanes_for(layout.row_length / 4);
+      const int64_t vectors = layout.row_length / 4, pieces = pieces_of(layout.row_count, vectors, sm_count);
+      const int lanes = lanes_for(vectors);
       const auto kernel = spans ? scatter_atomic_v4_kernel<kSpan, Idx> : scatter_atomic_v4_kernel<1, Idx>;
-      kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}), lanes, sm_count), kThreads, 0, s>>>(
-          layout, values, table, index, lanes);
+      kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}) * pieces, lanes, sm_count), kThreads,
+               0, s>>>(layout, values, table, index, pieces, lanes);
       return last_launch_status("scatter_atomic_v4_kernel");
     }
   }
@@ -137,10 +152,11 @@ Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_coun
         layout, values, table, index, lanes);
     return last_launch_status("scatter_atomic_elements_kernel");
   }
+  const int64_t pieces = pieces_of(layout.row_count, layout.row_length, sm_count);
   const int lanes = lanes_for(layout.row_length);
   const auto kernel = spans ? scatter_atomic_kernel<kSpan, T, Idx> : scatter_atomic_kernel<1, T, Idx>;
-  kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}), lanes, sm_count), kThreads, 0, s>>>(
-      layout, values, table, index, lanes);
+  kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}) * pieces, lanes, sm_count), kThreads, 0,
+           s>>>(layout, values, table, index, pieces, lanes);
   return last_launch_status("scatter_atomic_kernel");
 }
 
