@@ -3,9 +3,9 @@
 // bytes. A thread group takes a span of kSpan consecutive rows (or a batch of elements) at once:
 // their loads are in flight together, and a run of equal destinations among them (a repeated token,
 // padding-free batches of one token) is summed in registers first, one atomic per run: a table row
-// every row adds into is contended kSpan times less. Spans of one row where kSpan-row spans would
-// leave the device short of groups (few long rows: spans_pay). The order of the additions varies from run to
-// run.
+// every row adds into is contended kSpan times less. Where spans would leave the device short of
+// groups, a row a group, long rows cut into pieces (spans_pay, pieces_of). The order of the additions
+// varies from run to run.
 #include <algorithm>
 #include <type_traits>
 
