@@ -671,7 +671,7 @@ TEST_P(IndexingTest, ScatterOfOneDominantIndexOnBothSidesOfTheChunkedFixUp) {
 // A few long rows: the atomic variant cuts each row into pieces of at least a block's units, up to 4
 // groups an SM (scatter_atomic.cu's pieces_of); a repeated token, so pieces of one row meet in the table.
 TEST_P(IndexingTest, FewLongRowsCutIntoPieces) {
-  for (const int64_t d : {40000, 40001}) {  // the f32 vector kernel and the element one
+  for (const int64_t d : {40000, 40001}) {  // f32: the vector kernel, then the element-wise rows kernel
     for (const PlanPreference& pref : scatter_variants()) {
       SCOPED_TRACE("d " + std::to_string(d) + " variant " + pref.variant);
       const int64_t v = 5, n = 3;
