@@ -153,6 +153,39 @@ TEST_P(CopyTest, SkuNamesThePathAndTheDtypes) {
   }
 }
 
+// The transpose path on views one element past an aligned start (x's loads and y's stores element
+// by element), with x's unit dim Q across the kernel's lane counts and P across a thread's rows.
+TEST_P(CopyTest, TransposeOfMisalignedViews) {
+  const DType to = dtype() == DType::f32 ? DType::bf16 : dtype();
+  for (int64_t q : {16, 17, 40, 65}) {
+    for (int64_t offset : {0, 1}) {
+      const Shape shape{q, 37};
+      harness::TensorSpec xs = testing::with_strides(shape, {1, q});
+      xs.offset = offset;
+      harness::TensorSpec ys = contiguous(shape);
+      ys.offset = offset;
+      const bool boolean = dtype() == DType::boolean;  // bytes 0 and 1 only
+      const Tensor x =
+          unwrap(harness::random_tensor(backend(), dtype(), xs, rng_, boolean ? 0 : -100, boolean ? 2 : 100));
+      Tensor y = unwrap(harness::random_tensor(backend(), to, ys, rng_));
+      ASSERT_TRUE(harness::poison(y).is_ok());
+      CastPlan plan = unwrap(CastPlan::select(stream(), cast_desc(to, shape)));
+      const std::string variant = plan.sku(CastArgs{x.ref(), y.mut()}).variant;
+      SCOPED_TRACE("q " + std::to_string(q) + ", offset " + std::to_string(offset) + ": " + variant);
+      if (backend() == Backend::cuda) {
+        EXPECT_EQ(variant.rfind("transpose.", 0), 0u);
+      }
+      ASSERT_TRUE(plan.run(stream(), {}, {x.ref(), y.mut()}).is_ok());
+      ASSERT_TRUE(stream().synchronize());
+      ASSERT_TRUE(y.download().is_ok());
+      for (int64_t i = 0; i < shape.numel(); ++i) {
+        const double want = reference::convert_value(x.at(i), dtype(), to);
+        ASSERT_TRUE(same(y.at(i), want, to)) << "element " << i << ": got " << y.at(i) << ", want " << want;
+      }
+    }
+  }
+}
+
 TEST_P(CopyTest, FillTakesSpecialValuesAndExactIntegers) {
   const Shape shape{1000};
   auto run = [&](FillDescriptor d) {

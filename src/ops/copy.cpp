@@ -38,7 +38,7 @@ constexpr VariantInfo kCastVariants[] = {
     kElementwiseVariants[2],
     kElementwiseVariants[3],
     {"transpose", true, false, true,
-     "x's unit-stride dim is not y's: 2-D tiles through shared memory, both sides' accesses contiguous"},
+     "x's unit-stride dim is not y's: blocks transposed in registers, both sides' accesses whole sectors"},
 };
 static_assert(std::size(kCastVariants) == kCastTranspose + 1);
 

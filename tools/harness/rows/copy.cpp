@@ -63,6 +63,11 @@ std::vector<Sample<CastDescriptor>> cast_samples() {
     add({15, 128}, Views::transposed, "x");
     add({128, 15}, Views::transposed, "x");
     add({40, 3, 50}, Views::transposed, "x");
+    // The transpose kernel's lanes along Q (x's unit dim, the first here): for every vector width,
+    // both sides of 1, 2, 4 and 8 lanes' worth of vectors; P (y's) in part of a thread's R rows and
+    // of a tile.
+    for (const Shape& s : {Shape{17, 200}, Shape{32, 40}, Shape{64, 33}, Shape{65, 300}, Shape{16, 1000}})
+      add(s, Views::transposed, "x");
     // Values past out's range.
     add({4097}, Views::contiguous, {}, kFloatTypes, {float_range_for(to)});
     add({33, 128}, Views::transposed, "x", kFloatTypes, {float_range_for(to)});
