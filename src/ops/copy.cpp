@@ -25,7 +25,7 @@ std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTenso
 
 int cast_path(Backend backend, const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y) {
   const ElementwisePath p = layout_path(backend, shape, {x, y}, 1);
-  if (backend == Backend::cuda && p == ElementwisePath::strided && transpose_shape(shape, x, y)) return kCastTranspose;
+  if (p == ElementwisePath::strided && transpose_shape(shape, x, y)) return kCastTranspose;
   return static_cast<int>(p);
 }
 
@@ -37,8 +37,9 @@ constexpr VariantInfo kCastVariants[] = {
     kElementwiseVariants[1],
     kElementwiseVariants[2],
     kElementwiseVariants[3],
-    {"transpose", true, false, true,
-     "x's unit-stride dim is not y's: blocks transposed in registers, both sides' accesses whole sectors"},
+    {"transpose", true, true, true,
+     "x's unit-stride dim is not y's: tiles, read along x's unit stride and written along y's (CUDA: blocks "
+     "transposed in registers, exchanged through shared memory)"},
 };
 static_assert(std::size(kCastVariants) == kCastTranspose + 1);
 

@@ -78,8 +78,8 @@ Out fill_value(const FillDescriptor& d) {
   return convert<Out>(d.value);
 }
 
-// The 2-D tile a transpose moves (CUDA): after collapsing dims, y's innermost dim (unit stride in y)
-// and the dim where x has unit stride; the other dims are batches.
+// The 2-D tiles a transpose moves: after collapsing dims, y's innermost dim (unit stride in y) and the
+// dim where x has unit stride; the other dims are batches.
 struct TransposeShape {
   int rank = 0;     // collapsed
   int x_unit = -1;  // the dim where x's stride is 1 (not the innermost)
@@ -90,6 +90,30 @@ struct TransposeShape {
 // stride 1, x's does not (nor 0), x has a stride-1 dim elsewhere; both dims at least kTransposeMinSize.
 inline constexpr int64_t kTransposeMinSize = 16;
 std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y);
+// The transpose's walk, for both backends: P (y's unit-stride dim) by Q (x's), and the batches of the
+// other collapsed dims.
+struct TransposeWalk {
+  int64_t p_size = 0, q_size = 0;
+  int64_t x_p = 0, y_q = 0;  // x's stride along P and y's along Q
+  Walker<2> batch;           // x, y
+  int64_t batches = 1;
+};
+inline TransposeWalk transpose_walk(const TransposeShape& ts) {
+  TransposeWalk w;
+  const int p = ts.rank - 1, q = ts.x_unit;
+  w.p_size = ts.sizes[p];
+  w.q_size = ts.sizes[q];
+  w.x_p = ts.strides[0][p];
+  w.y_q = ts.strides[1][q];
+  for (int d = 0; d < ts.rank; ++d) {
+    if (d == p || d == q) continue;
+    w.batch.sizes[w.batch.rank] = ts.sizes[d];
+    for (int k = 0; k < 2; ++k) w.batch.strides[k][w.batch.rank] = ts.strides[k][d];
+    ++w.batch.rank;
+  }
+  w.batches = w.batch.numel();
+  return w;
+}
 // The path a cast of x into y takes by itself (CastPlan's, and the casts other plans run first).
 int cast_path(Backend backend, const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y);
 

@@ -1,6 +1,5 @@
 // The CPU entry points of the copy family: a cast goes to the translation unit of x's dtype; a fill
-// is the fill functor through the elementwise launcher. (The transpose path is CUDA's: the CPU's
-// strided path walks x along y's rows.)
+// is the fill functor through the elementwise launcher.
 #include "cpu/elementwise.hpp"
 #include "ops/copy_problem.hpp"
 

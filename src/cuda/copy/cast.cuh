@@ -14,14 +14,9 @@
 
 namespace baracuda::detail::cuda {
 
-// The two tiled dims and the batches of the others (the collapsed dims of ops/copy.cpp's
-// transpose_shape): P is y's innermost (unit stride in y), Q the one where x has unit stride.
-struct TransposeArgs {
-  int64_t p_size = 0, q_size = 0;
-  int64_t x_p = 0, y_q = 0;  // x's stride along P and y's along Q
-  Walker<2> batch;           // x, y
-  int64_t batches = 1;
-  bool x_vectors = false, y_vectors = false;  // whole aligned accesses along Q in x, along P in y
+// The walk (ops/copy_problem.hpp) and whether each side's accesses are whole aligned pieces.
+struct TransposeArgs : TransposeWalk {
+  bool x_vectors = false, y_vectors = false;  // along Q in x, along P in y
 };
 
 // A tile is 16 x R positions of P by 16 x V of Q (V: 16 bytes of the wider type; R = min(V, 8)).
@@ -113,23 +108,13 @@ Status run_cast_transpose(const LaunchContext& ctx, const CastProblem& problem) 
   constexpr int V = kPackSize<In, Out>, R = kTransposeRows<In, Out>;
   auto aligned = [](const void* ptr, size_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; };
   TransposeArgs a;
-  const int p = ts->rank - 1, q = ts->x_unit;
-  a.p_size = ts->sizes[p];
-  a.q_size = ts->sizes[q];
-  a.x_p = ts->strides[0][p];
-  a.y_q = ts->strides[1][q];
+  static_cast<TransposeWalk&>(a) = transpose_walk(*ts);
   a.x_vectors = aligned(problem.x.data, Pack<In, V>::kBytes) && a.x_p % V == 0;
   a.y_vectors = aligned(problem.y.data, Pack<Out, R>::kBytes) && a.y_q % R == 0;
-  // The batch walker: every collapsed dim but P and Q (its steps keep the accesses aligned or not).
-  for (int d = 0; d < ts->rank; ++d) {
-    if (d == p || d == q) continue;
-    a.batch.sizes[a.batch.rank] = ts->sizes[d];
-    for (int k = 0; k < 2; ++k) a.batch.strides[k][a.batch.rank] = ts->strides[k][d];
-    a.x_vectors = a.x_vectors && ts->strides[0][d] % V == 0;
-    a.y_vectors = a.y_vectors && ts->strides[1][d] % R == 0;
-    ++a.batch.rank;
+  for (int d = 0; d < a.batch.rank; ++d) {  // the batches' steps keep the accesses aligned or not
+    a.x_vectors = a.x_vectors && a.batch.strides[0][d] % V == 0;
+    a.y_vectors = a.y_vectors && a.batch.strides[1][d] % R == 0;
   }
-  a.batches = a.batch.numel();
   constexpr int64_t kTileQ = int64_t{kTransposeLanes} * V, kTileP = int64_t{kTransposeLanes} * R;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTileP - 1) / kTileP, INT32_MAX)),
                   static_cast<unsigned>(std::min<int64_t>((a.q_size + kTileQ - 1) / kTileQ, 65535)),
