@@ -118,7 +118,7 @@ std::vector<BenchSample<CastDescriptor>> cast_bench() {
           {"cast_to_f32", "x.to(torch.float32)", {DType::bf16}, standard_shapes, cast_to<DType::f32>},
           {"copy_transposed",
            "x.t().contiguous()",
-           {DType::f32, DType::bf16},
+           {DType::f32, DType::bf16, DType::u8},
            standard_shapes,
            same_type,
            false,
