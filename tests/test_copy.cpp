@@ -149,12 +149,13 @@ TEST_P(CopyTest, SkuNamesThePathAndTheDtypes) {
 }
 
 // The transpose path on views one element past an aligned start (x's loads and y's stores element
-// by element), with x's unit dim Q across the kernel's lane counts and P across a thread's rows.
+// by element; at offset 0 where x's rows are whole pieces, by vectors), with x's unit dim Q in and past
+// a thread's block.
 TEST_P(CopyTest, TransposeOfMisalignedViews) {
   const DType to = dtype() == DType::f32 ? DType::bf16 : dtype();
   for (int64_t q : {16, 17, 40, 65}) {
     for (int64_t offset : {0, 1}) {
-      const Shape shape{q, 37};
+      const Shape shape{q, 40};  // y's rows whole pieces at offset 0 (vector stores), not at 1
       harness::TensorSpec xs = testing::with_strides(shape, {1, q});
       xs.offset = offset;
       harness::TensorSpec ys = contiguous(shape);

@@ -26,8 +26,9 @@ struct TransposeArgs : TransposeWalk {
 // elements into the tile in shared memory; after the barrier each thread takes V pieces back a row
 // at a time and stores them along y's unit stride. Every global and shared access is a whole piece
 // of 2 to 16 bytes, and a warp's global accesses are two rows of 16 pieces (256 bytes of a 16-bit or
-// wider type). The tile's pieces are swizzled (piece ^ (row / V) % 16) so that both the column
-// writes and the row reads are free of bank conflicts. H200, [16384, 4096] f32 / bf16 (% of copy):
+// wider type). The tile's pieces are swizzled (piece ^ (row / V) % 16) so that the row reads are free
+// of bank conflicts, and so are the column writes of pieces of 2, 8 and 16 bytes (4-byte pieces, f32
+// to 8-bit or f64 to 16-bit, write two lanes a bank). H200, [16384, 4096] f32 / bf16 (% of copy):
 // 2-D tiles of elements, 16-bit column reads: 87.1 / 67.7; blocks transposed in registers, no shared
 // memory (a warp's stores 64 bytes of 8 rows): 50.4 / 38.0; this kernel: bench/NOTES.md, "Transposes".
 inline constexpr int kTransposeThreads = 256;

@@ -63,10 +63,13 @@ std::vector<Sample<CastDescriptor>> cast_samples() {
     add({15, 128}, Views::transposed, "x");
     add({128, 15}, Views::transposed, "x");
     add({40, 3, 50}, Views::transposed, "x");
-    // The transpose kernel's lanes along Q (x's unit dim, the first here): for every vector width,
-    // both sides of 1, 2, 4 and 8 lanes' worth of vectors; P (y's) in part of a thread's R rows and
-    // of a tile.
-    for (const Shape& s : {Shape{17, 200}, Shape{32, 40}, Shape{64, 33}, Shape{65, 300}, Shape{16, 1000}})
+    // The transpose kernels' blocks and tiles: Q (x's unit dim, the first here) and P (y's, the last)
+    // in part of a thread's block (V up to 8 elements a side) and of a tile (16 V on CUDA, 32 on the
+    // CPU), and past one tile ({200, 40}: two tiles along Q at V = 8); and a batch whose strides alone
+    // break the vector accesses ({20, 2, 36}: x's stride along P 40 and y's along Q 72 are multiples of
+    // 8, the batch's 20 and 36 are not).
+    for (const Shape& s : {Shape{17, 200}, Shape{32, 40}, Shape{64, 33}, Shape{65, 300}, Shape{16, 1000},
+                           Shape{200, 40}, Shape{20, 2, 36}})
       add(s, Views::transposed, "x");
     // Values past out's range.
     add({4097}, Views::contiguous, {}, kFloatTypes, {float_range_for(to)});
