@@ -359,8 +359,11 @@ def operand_b(shape, kind):
 
 def binary_forward(fn, b_kind="same"):
     def build(shape, dtype):
-        return (lambda: (rand(shape, dtype, 0.5, 2.0), rand(operand_b(shape, b_kind), dtype, 0.5, 2.0))), \
-            lambda s: fn(s[0], s[1])
+        def b():  # "transposed": the transpose of a contiguous [D, N] buffer, as the profiler's
+            if b_kind == "transposed":
+                return rand(tuple(shape[::-1]), dtype, 0.5, 2.0).t()
+            return rand(operand_b(shape, b_kind), dtype, 0.5, 2.0)
+        return (lambda: (rand(shape, dtype, 0.5, 2.0), b())), lambda s: fn(s[0], s[1])
     return build
 
 
@@ -388,6 +391,7 @@ BINARY_CASES = {
     "torch.lt(a, b)": binary_forward(torch.lt),
     "a + b[D]": binary_forward(torch.add, "row"),
     "a * b[N, 1]": binary_forward(torch.mul, "column"),
+    "a + b.t()": binary_forward(torch.add, "transposed"),
     "autograd of a * b": binary_backward(torch.mul),
     "autograd of a / b": binary_backward(torch.div),
     "autograd of a + b[D] (da is dout)": binary_backward(torch.add, "row"),

@@ -384,7 +384,18 @@ std::vector<BenchSample<Desc>> forward_bench() {
           {"xlogy", "torch.xlogy(a, b)", dtypes, standard_shapes, bench_desc<K::xlogy, Operand::same>},
           {"lt", "torch.lt(a, b)", dtypes, standard_shapes, bench_desc<K::lt, Operand::same>},
           {"add_row", "a + b[D]", dtypes, standard_shapes, bench_desc<K::add, Operand::row>},
-          {"mul_column", "a * b[N, 1]", dtypes, standard_shapes, bench_desc<K::mul, Operand::column>}};
+          {"mul_column", "a * b[N, 1]", dtypes, standard_shapes, bench_desc<K::mul, Operand::column>},
+          // b the transpose of a contiguous [D, N] buffer (issue 10's transposed operand)
+          {"add_transposed",
+           "a + b.t()",
+           dtypes,
+           standard_shapes,
+           bench_desc<K::add, Operand::same>,
+           false,
+           false,
+           {},
+           {},
+           "b"}};
 }
 std::vector<BenchSample<Desc>> backward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
