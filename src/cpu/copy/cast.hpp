@@ -100,6 +100,11 @@ Status run_cast_transpose(const CastProblem& problem) {
     const In* from = x + base[0] + p0 * w.x_p + q0;
     Out* to = y + base[1] + q0 * w.y_q + p0;
     if (pn == T && qn == T) {  // whole tiles: loops of a constant count
+      // The next tile's y lines, written for: their ownership asked for a tile ahead (bf16 [1024,
+      // 4096] 4.2 -> 3.4-3.75 ms; prefetching its x lines as well measured slower where y's rows are
+      // not whole lines).
+      if (q0 + 2 * T <= w.q_size)
+        for (int64_t q = 0; q < T; ++q) __builtin_prefetch(to + (q + T) * w.y_q, 1);
       for (int64_t p = 0; p < T; ++p)
         for (int64_t q = 0; q < T; ++q) tile[p][q] = convert<Out>(from[p * w.x_p + q]);
       if constexpr (sizeof(Out) == 2 || sizeof(Out) == 4) {
