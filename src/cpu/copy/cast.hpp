@@ -15,14 +15,14 @@ namespace baracuda::detail::cpu {
 // kTransposeTile elements, one tile a task, consecutive tasks along x's rows. A tile's pieces of x
 // rows are first converted into a contiguous buffer (reads along x's unit stride), then y's rows are
 // written along P from it, in 16-byte blocks transposed in registers. The strided path, walking x a
-// whole row apart an element, ran at 0.10-0.43x JAX's transpose on a 2-core Zen 4; read straight from
+// whole row apart an element, ran at 0.10-0.43x JAX's transpose on a 2-core Xeon; read straight from
 // x, a tile's rows a power of two apart fell on a few L1 sets (bf16 0.47x). 64-element tiles, or tiles
 // walked along y's rows: bf16 slower, f32 even (bench/NOTES.md, "CPU transposes").
 inline constexpr int64_t kTransposeTile = 32;
 
-// Square blocks of 2- and 4-byte elements transposed in SIMD registers (GCC / Clang vector types, so
-// every ISA build gets its own shuffles): rows interleaved by elements, then by pairs, then by
-// quads. Element by element, a 16-bit tile took about 4 cycles an element.
+// Square blocks of 2- and 4-byte elements transposed in 16-byte SIMD registers (GCC / Clang vector
+// types: the compiler picks each target's shuffles): rows interleaved by elements, then by pairs, then
+// by quads. Element by element, a 16-bit tile took about 4 cycles an element.
 using U16x8 = uint16_t __attribute__((vector_size(16)));
 using U32x4 = uint32_t __attribute__((vector_size(16)));
 using U64x2 = uint64_t __attribute__((vector_size(16)));
