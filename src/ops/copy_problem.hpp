@@ -91,14 +91,17 @@ struct TransposeShape {
 inline constexpr int64_t kTransposeMinSize = 16;
 std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y);
 // The transpose's walk, for both backends: P (y's unit-stride dim) by Q (x's), and the batches of the
-// other collapsed dims.
+// other collapsed dims; none where the views do not make a transpose.
 struct TransposeWalk {
   int64_t p_size = 0, q_size = 0;
   int64_t x_p = 0, y_q = 0;  // x's stride along P and y's along Q
   Walker<2> batch;           // x, y
   int64_t batches = 1;
 };
-inline TransposeWalk transpose_walk(const TransposeShape& ts) {
+inline std::optional<TransposeWalk> transpose_walk(const CastProblem& problem) {
+  const std::optional<TransposeShape> shape = transpose_shape(problem.desc.shape, problem.x, problem.y);
+  if (!shape) return std::nullopt;
+  const TransposeShape& ts = *shape;
   TransposeWalk w;
   const int p = ts.rank - 1, q = ts.x_unit;
   w.p_size = ts.sizes[p];

@@ -3,6 +3,7 @@
 // functor through the shared CPU elementwise launcher, or the tiled transpose below. cast_float.cpp and
 // cast_integer.cpp instantiate one set each.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "cpu/elementwise.hpp"
@@ -36,12 +37,6 @@ template <class V>
 inline void store_vector(void* p, V v) {
   std::memcpy(p, &v, sizeof(V));
 }
-template <class To, class V>
-inline To as(V v) {
-  To t;
-  std::memcpy(&t, &v, sizeof(To));
-  return t;
-}
 // Rows `from` (`from_step` bytes apart) of a block of 16 bytes each into columns at `to`.
 template <int kBytes>
 inline void transpose_block(const unsigned char* from, int64_t from_step, unsigned char* to, int64_t to_step) {
@@ -50,14 +45,15 @@ inline void transpose_block(const unsigned char* from, int64_t from_step, unsign
     for (int k = 0; k < 8; ++k) r[k] = load_vector<U16x8>(from + k * from_step);
     U32x4 t[8];
     for (int k = 0; k < 4; ++k) {
-      t[2 * k] = as<U32x4>(__builtin_shufflevector(r[2 * k], r[2 * k + 1], 0, 8, 1, 9, 2, 10, 3, 11));
-      t[2 * k + 1] = as<U32x4>(__builtin_shufflevector(r[2 * k], r[2 * k + 1], 4, 12, 5, 13, 6, 14, 7, 15));
+      t[2 * k] = std::bit_cast<U32x4>(__builtin_shufflevector(r[2 * k], r[2 * k + 1], 0, 8, 1, 9, 2, 10, 3, 11));
+      t[2 * k + 1] = std::bit_cast<U32x4>(__builtin_shufflevector(r[2 * k], r[2 * k + 1], 4, 12, 5, 13, 6, 14, 7, 15));
     }
     U64x2 u[8];
     for (int k = 0; k < 2; ++k) {  // rows 4k..4k+3: pairs of rows' columns 0-3 in t[4k], 4-7 in t[4k+1]
       for (int h = 0; h < 2; ++h) {
-        u[4 * k + 2 * h] = as<U64x2>(__builtin_shufflevector(t[4 * k + h], t[4 * k + 2 + h], 0, 4, 1, 5));
-        u[4 * k + 2 * h + 1] = as<U64x2>(__builtin_shufflevector(t[4 * k + h], t[4 * k + 2 + h], 2, 6, 3, 7));
+        u[4 * k + 2 * h] = std::bit_cast<U64x2>(__builtin_shufflevector(t[4 * k + h], t[4 * k + 2 + h], 0, 4, 1, 5));
+        u[4 * k + 2 * h + 1] =
+            std::bit_cast<U64x2>(__builtin_shufflevector(t[4 * k + h], t[4 * k + 2 + h], 2, 6, 3, 7));
       }
     }
     for (int c = 0; c < 4; ++c) {  // u[c]: rows 0-3 of columns 2c, 2c + 1; u[4 + c]: rows 4-7
@@ -68,10 +64,10 @@ inline void transpose_block(const unsigned char* from, int64_t from_step, unsign
     static_assert(kBytes == 4);
     U32x4 r[4];
     for (int k = 0; k < 4; ++k) r[k] = load_vector<U32x4>(from + k * from_step);
-    const U64x2 t0 = as<U64x2>(__builtin_shufflevector(r[0], r[1], 0, 4, 1, 5));
-    const U64x2 t1 = as<U64x2>(__builtin_shufflevector(r[0], r[1], 2, 6, 3, 7));
-    const U64x2 t2 = as<U64x2>(__builtin_shufflevector(r[2], r[3], 0, 4, 1, 5));
-    const U64x2 t3 = as<U64x2>(__builtin_shufflevector(r[2], r[3], 2, 6, 3, 7));
+    const U64x2 t0 = std::bit_cast<U64x2>(__builtin_shufflevector(r[0], r[1], 0, 4, 1, 5));
+    const U64x2 t1 = std::bit_cast<U64x2>(__builtin_shufflevector(r[0], r[1], 2, 6, 3, 7));
+    const U64x2 t2 = std::bit_cast<U64x2>(__builtin_shufflevector(r[2], r[3], 0, 4, 1, 5));
+    const U64x2 t3 = std::bit_cast<U64x2>(__builtin_shufflevector(r[2], r[3], 2, 6, 3, 7));
     store_vector(to, __builtin_shufflevector(t0, t2, 0, 2));
     store_vector(to + to_step, __builtin_shufflevector(t0, t2, 1, 3));
     store_vector(to + 2 * to_step, __builtin_shufflevector(t1, t3, 0, 2));
@@ -82,9 +78,9 @@ inline void transpose_block(const unsigned char* from, int64_t from_step, unsign
 template <class In, class Out>
 Status run_cast_transpose(const CastProblem& problem) {
   constexpr int64_t T = kTransposeTile;
-  const std::optional<TransposeShape> ts = transpose_shape(problem.desc.shape, problem.x, problem.y);
-  if (!ts) return Status::error(StatusCode::invalid_problem, "cast: the views do not make a transpose");
-  const TransposeWalk w = transpose_walk(*ts);
+  const std::optional<TransposeWalk> walk = transpose_walk(problem);
+  if (!walk) return Status::error(StatusCode::invalid_problem, "cast: the views do not make a transpose");
+  const TransposeWalk& w = *walk;
   const In* x = static_cast<const In*>(problem.x.data);
   Out* y = static_cast<Out*>(problem.y.data);
   const int64_t tiles_p = (w.p_size + T - 1) / T, tiles_q = (w.q_size + T - 1) / T;

@@ -105,12 +105,12 @@ __global__ void __launch_bounds__(kTransposeThreads) cast_transpose_kernel(const
 
 template <class In, class Out>
 Status run_cast_transpose(const LaunchContext& ctx, const CastProblem& problem) {
-  const std::optional<TransposeShape> ts = transpose_shape(problem.desc.shape, problem.x, problem.y);
-  if (!ts) return Status::error(StatusCode::invalid_problem, "cast: the views do not make a transpose");
+  const std::optional<TransposeWalk> walk = transpose_walk(problem);
+  if (!walk) return Status::error(StatusCode::invalid_problem, "cast: the views do not make a transpose");
   constexpr int V = kTransposeSide<In, Out>;
   auto aligned = [](const void* ptr, size_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; };
   TransposeArgs a;
-  static_cast<TransposeWalk&>(a) = transpose_walk(*ts);
+  static_cast<TransposeWalk&>(a) = *walk;
   a.x_vectors = aligned(problem.x.data, Pack<In, V>::kBytes) && a.x_p % V == 0;
   a.y_vectors = aligned(problem.y.data, Pack<Out, V>::kBytes) && a.y_q % V == 0;
   for (int d = 0; d < a.batch.rank; ++d) {  // the batches' steps keep the accesses aligned or not

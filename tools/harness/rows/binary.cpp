@@ -386,16 +386,12 @@ std::vector<BenchSample<Desc>> forward_bench() {
           {"add_row", "a + b[D]", dtypes, standard_shapes, bench_desc<K::add, Operand::row>},
           {"mul_column", "a * b[N, 1]", dtypes, standard_shapes, bench_desc<K::mul, Operand::column>},
           // b the transpose of a contiguous [D, N] buffer (issue 10's transposed operand)
-          {"add_transposed",
-           "a + b.t()",
-           dtypes,
-           standard_shapes,
-           bench_desc<K::add, Operand::same>,
-           false,
-           false,
-           {},
-           {},
-           "b"}};
+          {.name = "add_transposed",
+           .torch = "a + b.t()",
+           .dtypes = dtypes,
+           .shapes = standard_shapes,
+           .describe = bench_desc<K::add, Operand::same>,
+           .transposed = "b"}};
 }
 std::vector<BenchSample<Desc>> backward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
