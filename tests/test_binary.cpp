@@ -307,6 +307,76 @@ TEST_P(BinaryTest, SkuNamesTheKindAndVariant) {
   EXPECT_EQ(backward.sku().variant, "broadcast_reduce.mul");
 }
 
+// An operand read along another dim than the output (b = c.t(), as a + c.t()): the arithmetic kinds
+// take the transposed path on CUDA (tiles of 16 V, blocks of V = 16 bytes of the type, at most 8),
+// the others and the CPU the strided one. Sizes on both sides of the path's minimum (16) and of a
+// tile; a batch dim; views one element past an aligned start (piece accesses then element by
+// element); the other operand broadcast along either dim; in place into a.
+TEST_P(BinaryTest, TransposedOperand) {
+  struct Case {
+    Shape shape;     // the output's
+    Strides b;       // b's strides (a transpose of a contiguous buffer)
+    int64_t offset;  // both operands' and the output's
+    Shape a;         // a's shape (contiguous), broadcast against the output's
+  };
+  const std::vector<Case> cases = {
+      {{16, 16}, {1, 16}, 0, {16, 16}},        {{17, 200}, {1, 17}, 0, {17, 200}},
+      {{65, 300}, {1, 65}, 1, {65, 300}},     {{200, 40}, {1, 200}, 0, {200, 40}},
+      {{33, 1000}, {1, 33}, 0, {33, 1000}},   {{15, 128}, {1, 15}, 0, {15, 128}},
+      {{3, 40, 50}, {2000, 1, 40}, 0, {3, 40, 50}}, {{64, 48}, {1, 64}, 0, {48}},
+      {{64, 48}, {1, 64}, 1, {64, 1}}};
+  const bool f64 = dtype() == DType::f64;
+  for (BinaryKind kind : {BinaryKind::add, BinaryKind::sub, BinaryKind::div, BinaryKind::maximum}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(binary_kind_name(kind)) + " " + c.shape.to_string() + " offset " +
+                   std::to_string(c.offset) + " a " + c.a.to_string());
+      harness::TensorSpec bs = testing::with_strides(c.shape, c.b), as = contiguous(c.a), os = contiguous(c.shape);
+      bs.offset = as.offset = os.offset = c.offset;
+      const Tensor a = unwrap(harness::random_tensor(backend(), dtype(), as, rng_, 0.5, 2));
+      const Tensor b = unwrap(harness::random_tensor(backend(), dtype(), bs, rng_, 0.5, 2));
+      Tensor out = unwrap(harness::random_tensor(backend(), dtype(), os, rng_));
+      ASSERT_OK(harness::poison(out));
+      BinaryDescriptor d = desc(kind, c.a, c.shape);
+      d.alpha = kind == BinaryKind::sub ? 2.0 : 1.0;
+      const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d));
+      const bool tiles = backend() == Backend::cuda && kind != BinaryKind::maximum && c.shape.dims[0] != 15;
+      EXPECT_EQ(plan.sku(BinaryArgs{a.ref(), b.ref(), out.mut()}).variant,
+                std::string(tiles ? "transposed." : "strided.") + std::string(binary_kind_name(kind)));
+      ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
+      ASSERT_OK(out.download());
+      const int64_t a_size = c.a.numel();  // a broadcast along rows ([48]) or columns ([64, 1])
+      const int64_t cols = c.shape.dims[c.shape.rank - 1];
+      auto a_at = [&](int64_t i) { return a_size == c.shape.numel() ? a.at(i) : a.at(c.a.rank == 1 ? i % cols : i / cols); };
+      EXPECT_TRUE(matches(
+          out, [&](int64_t i) { return reference::binary(kind, a_at(i), b.at(i), d.alpha, f64); },
+          [](int64_t i) { return "element " + std::to_string(i); }));
+    }
+  }
+  // In place: out = a, b transposed.
+  Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous({100, 64}), rng_, 0.5, 2));
+  const Tensor b = unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides({100, 64}, {1, 100}), rng_, 0.5, 2));
+  const std::vector<double> saved = values(a);
+  ASSERT_OK(unwrap(BinaryPlan::select(stream(), desc(BinaryKind::mul, {100, 64}, {100, 64})))
+                .run(stream(), {}, {a.ref(), b.ref(), a.mut()}));
+  ASSERT_OK(a.download());
+  EXPECT_TRUE(matches(
+      a, [&](int64_t i) { return reference::binary(BinaryKind::mul, saved[i], b.at(i), 1.0, f64); },
+      [](int64_t i) { return "in place, element " + std::to_string(i); }));
+  // Forced: contiguous views do not make the walk (CUDA); the CPU has no such variant.
+  PlanPreference forced;
+  forced.variant = "transposed";
+  const Expected<BinaryPlan> plan = BinaryPlan::select(stream(), desc(BinaryKind::add, {64, 48}, {64, 48}), forced);
+  if (backend() == Backend::cuda) {
+    ASSERT_TRUE(plan.has_value());
+    const Tensor x = unwrap(harness::random_tensor(backend(), dtype(), contiguous({64, 48}), rng_));
+    Tensor y = output({64, 48});
+    EXPECT_TRUE(testing::is_error(plan->run(stream(), {}, {x.ref(), x.ref(), y.mut()}), StatusCode::invalid_problem,
+                                  "BinaryPlan", "preference.variant"));
+  } else {
+    EXPECT_FALSE(plan.has_value());
+  }
+}
+
 // Scalar operands: x + 2, 2 ** x, x / 4 and their gradients (none for the scalar).
 TEST_P(BinaryTest, ScalarOperands) {
   const bool f64 = dtype() == DType::f64;

@@ -135,20 +135,20 @@ TEST_P(CopyTest, SkuNamesThePathAndTheDtypes) {
   const std::string pair = std::string(dtype_name(dtype())) + "_to_" + std::string(dtype_name(to));
   CastPlan plan = unwrap(CastPlan::select(stream(), cast_desc(to, {64, 48})));
   EXPECT_EQ(plan.sku().variant, (backend() == Backend::cuda ? "vectorized." : "contiguous.") + pair);
-  // x the transpose of a contiguous [48, 64]: the transpose path on both backends.
+  // x the transpose of a contiguous [48, 64]: the transposed path on both backends.
   Tensor x = unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides({64, 48}, {1, 64}), rng_));
   Tensor y = output(to, {64, 48});
-  EXPECT_EQ(plan.sku(CastArgs{x.ref(), y.mut()}).variant, "transpose." + pair);
+  EXPECT_EQ(plan.sku(CastArgs{x.ref(), y.mut()}).variant, "transposed." + pair);
   // Forced onto a contiguous x, it names the variant.
   PlanPreference forced;
-  forced.variant = "transpose";
+  forced.variant = "transposed";
   CastPlan transpose = unwrap(CastPlan::select(stream(), cast_desc(to, {64, 48}), forced));
   const Tensor x2 = unwrap(harness::random_tensor(backend(), dtype(), contiguous({64, 48}), rng_));
   EXPECT_TRUE(testing::is_error(transpose.run(stream(), {}, {x2.ref(), y.mut()}), StatusCode::invalid_problem,
                                 "CastPlan", "preference.variant"));
 }
 
-// The transpose path on views one element past an aligned start (x's loads and y's stores element
+// The transposed path on views one element past an aligned start (x's loads and y's stores element
 // by element; at offset 0 where x's rows are whole pieces, by vectors), with x's unit dim Q in and past
 // a thread's block.
 TEST_P(CopyTest, TransposeOfMisalignedViews) {
@@ -168,7 +168,7 @@ TEST_P(CopyTest, TransposeOfMisalignedViews) {
       CastPlan plan = unwrap(CastPlan::select(stream(), cast_desc(to, shape)));
       const std::string variant = plan.sku(CastArgs{x.ref(), y.mut()}).variant;
       SCOPED_TRACE("q " + std::to_string(q) + ", offset " + std::to_string(offset) + ": " + variant);
-      EXPECT_EQ(variant.rfind("transpose.", 0), 0u);
+      EXPECT_EQ(variant.rfind("transposed.", 0), 0u);
       ASSERT_TRUE(plan.run(stream(), {}, {x.ref(), y.mut()}).is_ok());
       ASSERT_TRUE(stream().synchronize());
       ASSERT_TRUE(y.download().is_ok());

@@ -250,10 +250,15 @@ using BinaryHooksBase = BroadcastHooksBase<Hooks, BinaryFamily>;
 
 struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
   using Args = BinaryArgs;
-  static constexpr OpSchema kSchema{"BinaryPlan", "binary", "elementwise", kEveryDType, {}, kElementwiseVariants, true};
+  static constexpr OpSchema kSchema{"BinaryPlan", "binary", "elementwise", kEveryDType, {}, kBinaryVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"a", &Args::a}, {"b", &Args::b}, {"out", nullptr, &Args::out}};
   // out may be a or b exactly (in place; only an operand of the output's shape can be).
   static constexpr bool may_alias(const Descriptor&, int, int) { return true; }
+  // The transposed path serves the arithmetic kinds (add, sub, mul, div, ...: the one group whose
+  // translation unit compiles it, to keep the build's cost where a transposed operand is common).
+  static bool transposes(const Descriptor& d) {
+    return GroupHas<std::tuple_element_t<kBinaryArith, BinaryGroups>>::of(d.kind);
+  }
 
   static bool nothing_to_do(const Descriptor& d) { return output_shape(d).numel() == 0; }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
@@ -268,6 +273,11 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
   }
   static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
+    if (forced && variant_path(kSchema.variants, *forced) == ElementwisePath::transposed && !transposes(d))
+      return plan_error(StatusCode::unsupported, kSchema.plan, "preference.variant",
+                        "'transposed' serves the arithmetic kinds (add, sub, mul, div, div_floor, div_trunc, "
+                        "remainder, fmod, copysign), not " +
+                            std::string(binary_kind_name(d.kind)));
     const CheckedSize workspace = promotion_buffers(d, false).end;
     if (Status s = check_promotion_workspace(kSchema.plan, d, workspace); !s) return s;
     return PlanChoice{forced.value_or(-1), static_cast<size_t>(workspace.value()), 0};

@@ -7,6 +7,7 @@
 //   may_alias(d, output, input)          whether an output may be that input exactly (field indices)
 //   elementwise_views(d, args, f)        f(views of the elementwise passes, expanded, in launch order;
 //                                        how many are inputs)
+//   transposes(d) (optional)             whether the transposed path serves d (its schema lists it)
 // and `Family` (both directions)
 //   check(plan, d), output_shape(d), any_reduces(d) (a broadcast operand: a backward reduces its
 //   gradient), kind_name(d), compute_dtype(d) (the precision guarantee's)
@@ -23,7 +24,18 @@ namespace baracuda::detail {
 template <class Hooks, class Family>
 struct BroadcastHooksBase {
   using Descriptor = typename Family::Descriptor;
-  static constexpr int kBroadcastReduce = static_cast<int>(ElementwisePath::broadcast_reduce);
+  // The broadcast_reduce variant's index (a backward's), -1 where the schema has none (a forward's).
+  static constexpr int kBroadcastReduce =
+      variant_index(Hooks::kSchema.variants, path_name(ElementwisePath::broadcast_reduce));
+  static ElementwisePath forced_path(int variant) { return variant_path(Hooks::kSchema.variants, variant); }
+  static bool transposes(const PlanTarget& t, const Descriptor& d) {
+    if constexpr (requires { Hooks::transposes(d); }) {
+      const int v = variant_index(Hooks::kSchema.variants, path_name(ElementwisePath::transposed));
+      return v >= 0 && Hooks::kSchema.variants[v].on(t.backend) && Hooks::transposes(d);
+    } else {
+      return false;
+    }
+  }
 
   static Status check(const Descriptor& d) { return Family::check(Hooks::kSchema.plan, d); }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
@@ -35,7 +47,7 @@ struct BroadcastHooksBase {
   // the one contiguous aligned views get).
   template <class Args>
   static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    if (c.variant >= 0 && c.variant != kBroadcastReduce) return static_cast<ElementwisePath>(c.variant);
+    if (c.variant >= 0 && c.variant != kBroadcastReduce) return forced_path(c.variant);
     if (!a) {
       const bool broadcast = Family::any_reduces(d);
       if (t.backend == Backend::cuda)
@@ -43,7 +55,7 @@ struct BroadcastHooksBase {
       return broadcast ? ElementwisePath::strided : ElementwisePath::contiguous;
     }
     return Hooks::elementwise_views(d, *a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return layout_path(t.backend, Family::output_shape(d), v, inputs);
+      return layout_path(t.backend, Family::output_shape(d), v, inputs, transposes(t, d));
     });
   }
   // The path a problem runs its views in (a binary promotion's casts rewrite them after select): the
@@ -53,8 +65,7 @@ struct BroadcastHooksBase {
     PlanChoice c = ctx.choice;
     if (c.variant >= 0 && c.variant != kBroadcastReduce) {
       const Status fits = Hooks::elementwise_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-        return check_forced_path(Hooks::kSchema.plan, static_cast<ElementwisePath>(c.variant), Family::output_shape(d),
-                                 v, inputs);
+        return check_forced_path(Hooks::kSchema.plan, forced_path(c.variant), Family::output_shape(d), v, inputs);
       });
       if (!fits) c.variant = -1;
     }
@@ -86,13 +97,14 @@ struct BroadcastHooksBase {
     }
     if (c.variant < 0 || c.variant == kBroadcastReduce) return Status::ok();
     return Hooks::elementwise_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
-      return check_forced_path(plan, static_cast<ElementwisePath>(c.variant), Family::output_shape(d), v, inputs);
+      return check_forced_path(plan, forced_path(c.variant), Family::output_shape(d), v, inputs);
     });
   }
   // The path and the kind: "vectorized.add", "broadcast_reduce.where".
   template <class Args>
   static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    const ElementwisePath p = c.variant == kBroadcastReduce ? ElementwisePath::broadcast_reduce : path(t, d, c, a);
+    const ElementwisePath p =
+        c.variant >= 0 && c.variant == kBroadcastReduce ? ElementwisePath::broadcast_reduce : path(t, d, c, a);
     return {std::string(path_name(p)) + "." + std::string(Family::kind_name(d)), layout_of_path(p)};
   }
 };

@@ -11,37 +11,11 @@
 
 namespace baracuda::detail {
 
-std::optional<TransposeShape> transpose_shape(const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y) {
-  TransposeShape t;
-  const Strides* views[2] = {&x.strides, &y.strides};
-  const int rank = t.rank = collapse_dims(shape, views, 2, nullptr, t.sizes, t.strides);
-  if (rank < 2 || t.strides[1][rank - 1] != 1 || t.strides[0][rank - 1] == 1 || t.strides[0][rank - 1] == 0 ||
-      t.sizes[rank - 1] < kTransposeMinSize)
-    return std::nullopt;
-  for (t.x_unit = rank - 2; t.x_unit >= 0; --t.x_unit)
-    if (t.strides[0][t.x_unit] == 1 && t.sizes[t.x_unit] >= kTransposeMinSize) return t;
-  return std::nullopt;
-}
-
-int cast_path(Backend backend, const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y) {
-  const ElementwisePath p = layout_path(backend, shape, {x, y}, 1);
-  if (p == ElementwisePath::strided && transpose_shape(shape, x, y)) return kCastTranspose;
-  return static_cast<int>(p);
+ElementwisePath cast_path(Backend backend, const Shape& shape, const AnyTensorRef& x, const AnyTensorRef& y) {
+  return layout_path(backend, shape, {x, y}, 1, true);
 }
 
 namespace {
-
-// The elementwise paths and the cast's own transpose (at kCastTranspose).
-constexpr VariantInfo kCastVariants[] = {
-    kElementwiseVariants[0],
-    kElementwiseVariants[1],
-    kElementwiseVariants[2],
-    kElementwiseVariants[3],
-    {"transpose", true, true, true,
-     "x's unit-stride dim is not y's: tiles, read along x's unit stride and written along y's (CUDA: blocks "
-     "transposed in registers, exchanged through shared memory)"},
-};
-static_assert(std::size(kCastVariants) == kCastTranspose + 1);
 
 DType compute_dtype(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
 
@@ -77,28 +51,19 @@ struct CastHooks {
     return g;
   }
   // The forced path, else the one the views allow (without views: the one contiguous aligned views get).
-  static int path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    if (c.variant >= 0) return c.variant;
-    if (!a)
-      return static_cast<int>(t.backend == Backend::cuda ? ElementwisePath::vectorized : ElementwisePath::contiguous);
+  static ElementwisePath path(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
+    if (c.variant >= 0) return variant_path(kCastVariants, c.variant);
+    if (!a) return t.backend == Backend::cuda ? ElementwisePath::vectorized : ElementwisePath::contiguous;
     return cast_path(t.backend, d.shape, a->x, a->y);
   }
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
     if (Status s = check_outputs_against_inputs(kSchema.plan, kFields, a); !s) return s;
     if (c.variant < 0) return Status::ok();
-    if (c.variant == kCastTranspose) {
-      if (transpose_shape(d.shape, a.x, a.y)) return Status::ok();
-      return plan_error(StatusCode::invalid_problem, kSchema.plan, "preference.variant",
-                        "'transpose' needs y's innermost dim at unit stride and x's unit stride on another dim, "
-                        "both of at least " +
-                            std::to_string(kTransposeMinSize) + " elements");
-    }
-    return check_forced_path(kSchema.plan, static_cast<ElementwisePath>(c.variant), d.shape, {a.x, a.y}, 1);
+    return check_forced_path(kSchema.plan, variant_path(kCastVariants, c.variant), d.shape, {a.x, a.y}, 1);
   }
   static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args* a) {
-    const int p = path(t, d, c, a);
-    return {std::string(kCastVariants[p].name) + "." + dtype_pair(d),
-            p == kCastTranspose ? Layout::strided : layout_of_path(static_cast<ElementwisePath>(p))};
+    const ElementwisePath p = path(t, d, c, a);
+    return {std::string(path_name(p)) + "." + dtype_pair(d), layout_of_path(p)};
   }
   static CastProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
     return {d, path(ctx.target, d, ctx.choice, &a), a.x, a.y};

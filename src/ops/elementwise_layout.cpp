@@ -2,28 +2,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/elementwise.hpp"
 #include "ops/validate.hpp"
 
 namespace baracuda::detail {
-
-std::string_view path_name(ElementwisePath path) {
-  switch (path) {
-    case ElementwisePath::vectorized:
-      return "vectorized";
-    case ElementwisePath::contiguous:
-      return "contiguous";
-    case ElementwisePath::strided:
-      return "strided";
-    case ElementwisePath::strided_vectorized:
-      return "strided_vectorized";
-    case ElementwisePath::broadcast_reduce:
-      return "broadcast_reduce";
-  }
-  return "?";
-}
 
 bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs) {
   std::vector<const Strides*> strides;
@@ -51,8 +36,19 @@ bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> v
   return true;
 }
 
-ElementwisePath layout_path(Backend backend, const Shape& shape, std::initializer_list<AnyTensorRef> views,
-                            int inputs) {
+namespace {
+// Whether the views make a TransposedWalk (the ops that have the path take two or three views).
+bool makes_transposed_walk(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs) {
+  const AnyTensorRef* v = views.begin();
+  if (views.size() == 2) return transposed_walk<2>(shape, {&v[0].strides, &v[1].strides}, inputs).has_value();
+  if (views.size() == 3)
+    return transposed_walk<3>(shape, {&v[0].strides, &v[1].strides, &v[2].strides}, inputs).has_value();
+  return false;
+}
+}  // namespace
+
+ElementwisePath layout_path(Backend backend, const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs,
+                            bool transposes) {
   bool contiguous = true, aligned = true;
   for (const AnyTensorRef& v : views) {
     contiguous = contiguous && v.is_contiguous();
@@ -61,6 +57,7 @@ ElementwisePath layout_path(Backend backend, const Shape& shape, std::initialize
   if (contiguous)
     return backend == Backend::cuda && aligned ? ElementwisePath::vectorized : ElementwisePath::contiguous;
   if (backend == Backend::cuda && rows_vectorizable(shape, views, inputs)) return ElementwisePath::strided_vectorized;
+  if (transposes && makes_transposed_walk(shape, views, inputs)) return ElementwisePath::transposed;
   return ElementwisePath::strided;
 }
 
@@ -85,6 +82,11 @@ Status check_forced_path(std::string_view plan, ElementwisePath forced, const Sh
   if (forced == ElementwisePath::strided_vectorized && !rows_vectorizable(shape, views, inputs))
     return plan_error(StatusCode::invalid_problem, plan, "preference.variant",
                       "'" + name + "' needs 16-byte aligned rows of whole vectors with unit or zero inner strides");
+  if (forced == ElementwisePath::transposed && !makes_transposed_walk(shape, views, inputs))
+    return plan_error(StatusCode::invalid_problem, plan, "preference.variant",
+                      "'" + name + "' needs the outputs' innermost dim at unit stride, one input's unit stride on "
+                      "another dim, the other inputs' stride 1 or 0 along the innermost, both dims of at least " +
+                          std::to_string(kTransposedMinSize) + " elements");
   if (forced != ElementwisePath::contiguous && forced != ElementwisePath::vectorized) return Status::ok();
   for (const AnyTensorRef& v : views) {
     if (!v.is_contiguous())

@@ -78,9 +78,10 @@ inline void transpose_block(const unsigned char* from, int64_t from_step, unsign
 template <class In, class Out>
 Status run_cast_transpose(const CastProblem& problem) {
   constexpr int64_t T = kTransposeTile;
-  const std::optional<TransposeWalk> walk = transpose_walk(problem);
+  const std::optional<TransposedWalk<2>> walk = transposed_walk(cast_tensors(problem));
   if (!walk) return Status::error(StatusCode::invalid_problem, "cast: the views do not make a transpose");
-  const TransposeWalk& w = *walk;
+  const TransposedWalk<2>& w = *walk;
+  const int64_t x_p = w.p_strides[0], y_q = w.q_strides[1];
   const In* x = static_cast<const In*>(problem.x.data);
   Out* y = static_cast<Out*>(problem.y.data);
   const int64_t tiles_p = (w.p_size + T - 1) / T, tiles_q = (w.q_size + T - 1) / T;
@@ -93,32 +94,32 @@ Status run_cast_transpose(const CastProblem& problem) {
     const int64_t q0 = in_batch % tiles_q * T, p0 = in_batch / tiles_q * T;
     const int64_t qn = std::min(T, w.q_size - q0), pn = std::min(T, w.p_size - p0);
     alignas(64) Out tile[T][T];  // [p - p0][q - q0]
-    const In* from = x + base[0] + p0 * w.x_p + q0;
-    Out* to = y + base[1] + q0 * w.y_q + p0;
+    const In* from = x + base[0] + p0 * x_p + q0;
+    Out* to = y + base[1] + q0 * y_q + p0;
     if (pn == T && qn == T) {  // whole tiles: loops of a constant count
       // The next tile's y lines, written for: their ownership asked for a tile ahead (bf16 [1024,
       // 4096] 4.2 -> 3.4-3.75 ms; prefetching its x lines as well measured slower where y's rows are
       // not whole lines).
       if (q0 + 2 * T <= w.q_size)
-        for (int64_t q = 0; q < T; ++q) __builtin_prefetch(to + (q + T) * w.y_q, 1);
+        for (int64_t q = 0; q < T; ++q) __builtin_prefetch(to + (q + T) * y_q, 1);
       for (int64_t p = 0; p < T; ++p)
-        for (int64_t q = 0; q < T; ++q) tile[p][q] = convert<Out>(from[p * w.x_p + q]);
+        for (int64_t q = 0; q < T; ++q) tile[p][q] = convert<Out>(from[p * x_p + q]);
       if constexpr (sizeof(Out) == 2 || sizeof(Out) == 4) {
         constexpr int64_t B = 16 / sizeof(Out);  // a block's side
         for (int64_t q = 0; q < T; q += B)
           for (int64_t p = 0; p < T; p += B)
             transpose_block<sizeof(Out)>(reinterpret_cast<const unsigned char*>(&tile[p][q]), T * sizeof(Out),
-                                         reinterpret_cast<unsigned char*>(to + q * w.y_q + p),
-                                         w.y_q * static_cast<int64_t>(sizeof(Out)));
+                                         reinterpret_cast<unsigned char*>(to + q * y_q + p),
+                                         y_q * static_cast<int64_t>(sizeof(Out)));
       } else {
         for (int64_t q = 0; q < T; ++q)
-          for (int64_t p = 0; p < T; ++p) to[q * w.y_q + p] = tile[p][q];
+          for (int64_t p = 0; p < T; ++p) to[q * y_q + p] = tile[p][q];
       }
     } else {
       for (int64_t p = 0; p < pn; ++p)
-        for (int64_t q = 0; q < qn; ++q) tile[p][q] = convert<Out>(from[p * w.x_p + q]);
+        for (int64_t q = 0; q < qn; ++q) tile[p][q] = convert<Out>(from[p * x_p + q]);
       for (int64_t q = 0; q < qn; ++q)
-        for (int64_t p = 0; p < pn; ++p) to[q * w.y_q + p] = tile[p][q];
+        for (int64_t p = 0; p < pn; ++p) to[q * y_q + p] = tile[p][q];
     }
   }
   return Status::ok();
@@ -135,7 +136,7 @@ Status launch_cast(const CastProblem& problem) {
     } else {
       return dispatch_any<half, bfloat16>(problem.desc.out_dtype, [&](auto out) {
         using Out = typename decltype(out)::type;
-        if (problem.path == kCastTranspose) return run_cast_transpose<In, Out>(problem);
+        if (problem.path == ElementwisePath::transposed) return run_cast_transpose<In, Out>(problem);
         return run_elementwise<In, Out>(CastFunctor<cast_acc_t<In>>{}, cast_tensors(problem));
       });
     }

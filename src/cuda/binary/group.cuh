@@ -5,7 +5,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda/common/broadcast_reduction.cuh"
-#include "cuda/common/elementwise.cuh"
+#include "cuda/common/elementwise_transposed.cuh"
 #include "ops/binary_problem.hpp"
 
 namespace baracuda::detail::cuda {
@@ -18,6 +18,10 @@ Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& proble
     using First = typename decltype(first)::type;
     using Out = math_output_t<Math, T>;
     return binary_typed<Math, T, First>(problem, [&](const auto& op, const auto& tensors) {
+      // The transposed path: the arithmetic kinds only (ops/binary.cpp offers it to them alone).
+      if constexpr (G == kBinaryArith)
+        if (tensors.path == ElementwisePath::transposed)
+          return run_elementwise_transposed<T, Out, First>(ctx.stream, op, tensors);
       return run_elementwise<T, Out, First>(ctx.stream, ctx.target.sm_count, op, tensors);
     });
   });

@@ -268,6 +268,12 @@ std::vector<Sample<Desc>> samples(bool backward) {
       add({33, 128}, {128}, k.a, k.b, v);
     }
     add({5, 7, 11}, {5, 7, 11}, k.a, k.b, Views::transposed);
+    // One operand alone transposed (a + c.t()): CUDA's transposed path for the arithmetic kinds, P and
+    // Q in and past a tile, a batch whose strides break the piece accesses, the other operand broadcast.
+    add({33, 128}, {33, 128}, k.a, k.b, Views::transposed, "b");
+    add({65, 300}, {65, 300}, k.a, k.b, Views::transposed, "a");
+    add({20, 2, 36}, {20, 2, 36}, k.a, k.b, Views::transposed, "b");
+    add({33, 128}, {128}, k.a, k.b, Views::transposed, "a");
     add({4097}, {4097}, k.a, k.b, Views::misaligned, input);
     add({4097}, {4097}, k.a, k.b, Views::misaligned, output);
     // Mixed dtypes, promoted: a 16-bit a with an f32 b and the other way round (the kernels load
@@ -287,6 +293,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
       add({37, 53}, {53}, k.a, k.b, Views::contiguous, {}, dtypes);
       add({53}, {37, 53}, k.a, k.b, Views::contiguous, {}, dtypes);
       add({33, 128}, {33, 128}, k.a, k.b, Views::transposed, {}, dtypes);
+      add({33, 128}, {33, 128}, k.a, k.b, Views::transposed, "b", dtypes);
       add({33, 128}, {33, 128}, k.a, k.b, Views::misaligned, {}, dtypes);
       add({40, 64}, {40, 1}, k.a, k.b, Views::contiguous, {}, dtypes);
       add({1, 5}, {0, 5}, k.a, k.b, Views::contiguous, {}, dtypes);  // nothing to cast in b; da zeros

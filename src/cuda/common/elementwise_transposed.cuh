@@ -1,0 +1,195 @@
+#pragma once
+// The CUDA transposed path (ops/elementwise_layout.hpp's TransposedWalk): an elementwise op whose
+// outputs step along P with unit stride and one input (the staged one) along Q, as x.t().contiguous()
+// (a cast) or a + b.t(). A tile is 16 x V positions of P by 16 x V of Q, V elements the side of a
+// thread's block: 16 bytes of the wider type, at most 8 (8-bit pairs take 8-byte accesses: blocks of
+// 16 x 16 bytes held 164 registers). Thread (tq, tp) loads V rows of the staged input, V elements
+// each (one access along its unit stride), transposes that block in registers and puts its V pieces
+// of V elements into the tile in shared memory; after the barrier each thread takes V pieces back,
+// a row at a time, loads the other inputs' pieces along P, applies the op to whole pieces and stores
+// the outputs' along P. Every global and shared access is a whole piece of 2 to 16 bytes, and a
+// warp's global accesses are two rows of 16 pieces (256 bytes of a 16-bit or wider type). The tile's
+// pieces are swizzled (piece ^ (row / V) % 16) so that the row reads are free of bank conflicts, and
+// so are the column writes of pieces of 2, 8 and 16 bytes (4-byte pieces, 8-bit x V = 4, write two
+// lanes a bank). H200, [16384, 4096] f32 / bf16 (% of copy, a transposed copy): 2-D tiles of
+// elements, 16-bit column reads: 87.1 / 67.7; blocks transposed in registers, no shared memory (a
+// warp's stores 64 bytes of 8 rows): 50.4 / 38.0; this kernel: bench/NOTES.md, "Transposes".
+#include "cuda/common/elementwise.cuh"
+
+namespace baracuda::detail::cuda {
+
+inline constexpr int kTransposeThreads = 256;
+inline constexpr int kTransposeLanes = 16;  // threads of a tile along each of P and Q
+template <class In, class Out>
+inline constexpr int kTransposeSide = kPackSize<In, Out> < 8 ? kPackSize<In, Out> : 8;
+
+// The walk, and whether each tensor's accesses are whole aligned pieces (the staged input's along Q,
+// the others' along P; an input with stride 0 along P is one value a row, any alignment).
+template <int NT>
+struct TransposedArgs : TransposedWalk<NT> {
+  bool pieces[NT] = {};
+  bool all_pieces = false;  // every tensor's
+};
+
+// S: the staged input (a template argument: indexed at run time, the tensors' arrays left registers).
+template <class In, class Out, class Op, class First, int S>
+__global__ void __launch_bounds__(kTransposeThreads)
+    elementwise_transposed_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> io,
+                                  TransposedArgs<Op::kIn + Op::kOut> a) {
+  constexpr int kIn = Op::kIn, kOut = Op::kOut, NT = kIn + kOut;
+  constexpr int V = kTransposeSide<In, Out>, L = kTransposeLanes;
+  constexpr int64_t kTile = L * V;
+  using Piece = Pack<In, V>;
+  using Acc = typename Op::Acc;
+  __shared__ Piece tile[kTile][L];
+  const int t = static_cast<int>(threadIdx.x), tq = t % L, tp = t / L;
+  constexpr int s = S;
+  // Rows of the other inputs' pieces loaded before use: 16-bit pieces (V = 8) four at a time, so that
+  // their registers (and the outputs' conversions) do not cost resident threads.
+  constexpr int R = V < 4 ? V : 4;
+  auto slot = [](int row, int piece) { return piece ^ (row / V) % L; };
+  const int64_t p_tiles = (a.p_size + kTile - 1) / kTile, q_tiles = (a.q_size + kTile - 1) / kTile;
+  for (int64_t b = blockIdx.z; b < a.batches; b += gridDim.z) {
+    int64_t base[NT];
+    a.batch.offsets(b, base);
+    for (int64_t qt = blockIdx.y; qt < q_tiles; qt += gridDim.y) {
+      for (int64_t pt = blockIdx.x; pt < p_tiles; pt += gridDim.x) {
+        const int64_t p0 = pt * kTile, q0 = qt * kTile;
+        {
+          const int64_t p = p0 + int64_t{tp} * V, q = q0 + int64_t{tq} * V;
+          const int64_t from = base[s] + p * a.p_strides[s] + q;
+          if (a.pieces[s] && p + V <= a.p_size && q + V <= a.q_size) {
+            Piece in[V];
+#pragma unroll
+            for (int k = 0; k < V; ++k) in[k] = load_input_pack<V>(io, s, from + k * a.p_strides[s]);
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+              Piece out;
+#pragma unroll
+              for (int k = 0; k < V; ++k) out.v[k] = in[k].v[j];
+              const int row = tq * V + j;
+              tile[row][slot(row, tp)] = out;
+            }
+          } else {
+            // The block crosses an edge, or the staged rows are not whole pieces: element by element
+            // (a separate path, so that the piece path keeps its elements packed: merged, every
+            // element took a register), a row at a time.
+#pragma unroll 1
+            for (int k = 0; k < V; ++k) {
+#pragma unroll
+              for (int j = 0; j < V; ++j) {
+                const int row = tq * V + j;
+                tile[row][slot(row, tp)].v[k] =
+                    p + k < a.p_size && q + j < a.q_size ? load_input(io, s, from + k * a.p_strides[s] + j) : In{};
+              }
+            }
+          }
+        }
+        __syncthreads();
+        // The other inputs' pieces of R rows are loaded before any of their outputs is stored: an output
+        // may be one of them exactly (in place), so the compiler could not move a load above a store.
+        const int64_t pp = p0 + int64_t{tq} * V;
+        const bool whole = a.all_pieces && pp + V <= a.p_size;
+#pragma unroll
+        for (int h = 0; h < V; h += R) {
+          Piece in[R][kSlots<kIn>];
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            const int64_t q = q0 + (h + i) * (kTransposeThreads / L) + tp;
+            if (!whole || q >= a.q_size) continue;
+#pragma unroll
+            for (int k = 0; k < kIn; ++k) {
+              const int64_t at = base[k] + q * a.q_strides[k] + pp * a.p_strides[k];
+              if (k != s) {
+                if (a.p_strides[k] == 0) {
+                  const In value = load_input(io, k, at);
+#pragma unroll
+                  for (int e = 0; e < V; ++e) in[i][k].v[e] = value;
+                } else {
+                  in[i][k] = load_input_pack<V>(io, k, at);
+                }
+              }
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            const int row = (h + i) * (kTransposeThreads / L) + tp;
+            const int64_t q = q0 + row;
+            if (q >= a.q_size || pp >= a.p_size) continue;
+            int64_t at[NT];
+#pragma unroll
+            for (int k = 0; k < NT; ++k) at[k] = base[k] + q * a.q_strides[k] + pp * a.p_strides[k];
+            const Piece staged = tile[row][slot(row, tq)];
+            if (whole) {
+              in[i][s] = staged;
+              Pack<Out, V> out[kOut];
+              apply_pack(op, in[i], out);
+#pragma unroll
+              for (int k = 0; k < kOut; ++k) store_pack(io.out[k] + at[kIn + k], out[k]);
+            } else {
+              // An edge piece, or some tensor's accesses not whole pieces: element by element.
+#pragma unroll 1
+              for (int e = 0; e < V && pp + e < a.p_size; ++e) {
+                Acc x[kSlots<kIn>];
+                Acc y[kOut];
+#pragma unroll
+                for (int k = 0; k < kIn; ++k)
+                  x[k] = convert<Acc>(k == s ? staged.v[e] : load_input(io, k, at[k] + e * a.p_strides[k]));
+                op(x, y);
+#pragma unroll
+                for (int k = 0; k < kOut; ++k) io.out[k][at[kIn + k] + e] = convert<Out>(y[k]);
+              }
+            }
+          }
+        }
+        __syncthreads();
+      }
+    }
+  }
+}
+
+// Runs op over the tensors of the transposed path (t.path == transposed), inputs of In (the first of
+// First) and outputs of Out. An op compiles this only where its plan offers the path.
+template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
+Status run_elementwise_transposed(const Stream& stream, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
+  static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
+  static_assert(kIn >= 1 && kIn <= 3, "one of at most three inputs is staged");
+  constexpr int NT = kIn + kOut, V = kTransposeSide<In, Out>;
+  const std::optional<TransposedWalk<NT>> walk = transposed_walk(t);
+  if (!walk) return Status::error(StatusCode::invalid_problem, "elementwise: the views do not make a transposed walk");
+  Operands<In, Out, kIn, kOut, First> p{};
+  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
+  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
+  TransposedArgs<NT> a;
+  static_cast<TransposedWalk<NT>&>(a) = *walk;
+  a.all_pieces = true;
+  for (int k = 0; k < NT; ++k) {
+    const void* data = k < kIn ? t.in[k] : t.out[k - kIn];
+    const size_t element = k >= kIn ? sizeof(Out) : k == 0 ? sizeof(First) : sizeof(In);
+    // The staged input's pieces run along Q (its rows V apart along P); the others' along P.
+    const int64_t unit = k == a.staged ? a.q_strides[k] : a.p_strides[k];
+    const int64_t other = k == a.staged ? a.p_strides[k] : a.q_strides[k];
+    bool pieces = unit == 0 || (reinterpret_cast<uintptr_t>(data) % (element * V) == 0 && other % V == 0);
+    for (int d = 0; d < a.batch.rank && unit != 0; ++d) pieces = pieces && a.batch.strides[k][d] % V == 0;
+    a.pieces[k] = pieces;
+    if (k != a.staged) a.all_pieces = a.all_pieces && pieces;
+  }
+  constexpr int64_t kTile = int64_t{kTransposeLanes} * V;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTile - 1) / kTile, INT32_MAX)),
+                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTile - 1) / kTile, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
+  cudaStream_t s = native(stream);
+  switch (a.staged) {  // (transposed_walk's staged input is one of the kIn)
+    case 0:
+      elementwise_transposed_kernel<In, Out, Op, First, 0><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
+      break;
+    case 1:
+      if constexpr (kIn > 1) elementwise_transposed_kernel<In, Out, Op, First, 1><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
+      break;
+    default:
+      if constexpr (kIn > 2) elementwise_transposed_kernel<In, Out, Op, First, 2><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
+  }
+  return last_launch_status("elementwise_transposed_kernel");
+}
+
+}  // namespace baracuda::detail::cuda
