@@ -319,12 +319,15 @@ TEST_P(BinaryTest, TransposedOperand) {
     int64_t offset;  // both operands' and the output's
     Shape a;         // a's shape (contiguous), broadcast against the output's
   };
-  const std::vector<Case> cases = {
-      {{16, 16}, {1, 16}, 0, {16, 16}},        {{17, 200}, {1, 17}, 0, {17, 200}},
-      {{65, 300}, {1, 65}, 1, {65, 300}},     {{200, 40}, {1, 200}, 0, {200, 40}},
-      {{33, 1000}, {1, 33}, 0, {33, 1000}},   {{15, 128}, {1, 15}, 0, {15, 128}},
-      {{3, 40, 50}, {2000, 1, 40}, 0, {3, 40, 50}}, {{64, 48}, {1, 64}, 0, {48}},
-      {{64, 48}, {1, 64}, 1, {64, 1}}};
+  const std::vector<Case> cases = {{{16, 16}, {1, 16}, 0, {16, 16}},
+                                   {{17, 200}, {1, 17}, 0, {17, 200}},
+                                   {{65, 300}, {1, 65}, 1, {65, 300}},
+                                   {{200, 40}, {1, 200}, 0, {200, 40}},
+                                   {{33, 1000}, {1, 33}, 0, {33, 1000}},
+                                   {{15, 128}, {1, 15}, 0, {15, 128}},
+                                   {{3, 40, 50}, {2000, 1, 40}, 0, {3, 40, 50}},
+                                   {{64, 48}, {1, 64}, 0, {48}},
+                                   {{64, 48}, {1, 64}, 1, {64, 1}}};
   const bool f64 = dtype() == DType::f64;
   for (BinaryKind kind : {BinaryKind::add, BinaryKind::sub, BinaryKind::div, BinaryKind::maximum}) {
     for (const Case& c : cases) {
@@ -346,7 +349,9 @@ TEST_P(BinaryTest, TransposedOperand) {
       ASSERT_OK(out.download());
       const int64_t a_size = c.a.numel();  // a broadcast along rows ([48]) or columns ([64, 1])
       const int64_t cols = c.shape.dims[c.shape.rank - 1];
-      auto a_at = [&](int64_t i) { return a_size == c.shape.numel() ? a.at(i) : a.at(c.a.rank == 1 ? i % cols : i / cols); };
+      auto a_at = [&](int64_t i) {
+        return a_size == c.shape.numel() ? a.at(i) : a.at(c.a.rank == 1 ? i % cols : i / cols);
+      };
       EXPECT_TRUE(matches(
           out, [&](int64_t i) { return reference::binary(kind, a_at(i), b.at(i), d.alpha, f64); },
           [](int64_t i) { return "element " + std::to_string(i); }));
@@ -354,7 +359,8 @@ TEST_P(BinaryTest, TransposedOperand) {
   }
   // In place: out = a, b transposed.
   Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous({100, 64}), rng_, 0.5, 2));
-  const Tensor b = unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides({100, 64}, {1, 100}), rng_, 0.5, 2));
+  const Tensor b =
+      unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides({100, 64}, {1, 100}), rng_, 0.5, 2));
   const std::vector<double> saved = values(a);
   ASSERT_OK(unwrap(BinaryPlan::select(stream(), desc(BinaryKind::mul, {100, 64}, {100, 64})))
                 .run(stream(), {}, {a.ref(), b.ref(), a.mut()}));

@@ -84,8 +84,9 @@ Status check_forced_path(std::string_view plan, ElementwisePath forced, const Sh
                       "'" + name + "' needs 16-byte aligned rows of whole vectors with unit or zero inner strides");
   if (forced == ElementwisePath::transposed && !makes_transposed_walk(shape, views, inputs))
     return plan_error(StatusCode::invalid_problem, plan, "preference.variant",
-                      "'" + name + "' needs the outputs' innermost dim at unit stride, one input's unit stride on "
-                      "another dim, the other inputs' stride 1 or 0 along the innermost, both dims of at least " +
+                      "'" + name +
+                          "' needs the outputs' innermost dim at unit stride, one input's unit stride on "
+                          "another dim, the other inputs' stride 1 or 0 along the innermost, both dims of at least " +
                           std::to_string(kTransposedMinSize) + " elements");
   if (forced != ElementwisePath::contiguous && forced != ElementwisePath::vectorized) return Status::ok();
   for (const AnyTensorRef& v : views) {

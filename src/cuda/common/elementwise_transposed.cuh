@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
         // may be one of them exactly (in place), so the compiler could not move a load above a store.
         const int64_t pp = p0 + int64_t{tq} * V;
         const bool whole = a.all_pieces && pp + V <= a.p_size;
-#pragma unroll
+#pragma unroll 1  // (unrolled, the halves of 16-bit rows spilled: 128 registers against 118)
         for (int h = 0; h < V; h += R) {
           Piece in[R][kSlots<kIn>];
 #pragma unroll
@@ -127,9 +127,12 @@ __global__ void __launch_bounds__(kTransposeThreads)
 #pragma unroll
               for (int k = 0; k < kOut; ++k) store_pack(io.out[k] + at[kIn + k], out[k]);
             } else {
-              // An edge piece, or some tensor's accesses not whole pieces: element by element.
-#pragma unroll 1
-              for (int e = 0; e < V && pp + e < a.p_size; ++e) {
+              // An edge piece, or some tensor's accesses not whole pieces: element by element (the
+              // loop unrolled: a lane of `staged` picked at run time would put it in local memory,
+              // whose stores, made for every row, cost the transposed copy 20% of its rate).
+#pragma unroll
+              for (int e = 0; e < V; ++e) {
+                if (pp + e >= a.p_size) break;
                 Acc x[kSlots<kIn>];
                 Acc y[kOut];
 #pragma unroll
@@ -184,10 +187,12 @@ Status run_elementwise_transposed(const Stream& stream, const Op& op, const Elem
       elementwise_transposed_kernel<In, Out, Op, First, 0><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
       break;
     case 1:
-      if constexpr (kIn > 1) elementwise_transposed_kernel<In, Out, Op, First, 1><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
+      if constexpr (kIn > 1)
+        elementwise_transposed_kernel<In, Out, Op, First, 1><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
       break;
     default:
-      if constexpr (kIn > 2) elementwise_transposed_kernel<In, Out, Op, First, 2><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
+      if constexpr (kIn > 2)
+        elementwise_transposed_kernel<In, Out, Op, First, 2><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
   }
   return last_launch_status("elementwise_transposed_kernel");
 }
