@@ -308,9 +308,9 @@ TEST_P(BinaryTest, SkuNamesTheKindAndVariant) {
 }
 
 // An operand read along another dim than the output (b = c.t(), as a + c.t()): the arithmetic kinds
-// take the transposed path on CUDA (tiles of 16 V, blocks of V = 16 bytes of the type, at most 8),
-// the others and the CPU the strided one. Sizes on both sides of the path's minimum (16) and of a
-// tile; a batch dim; views one element past an aligned start (piece accesses then element by
+// take the transposed path on CUDA (tiles of 16 V, blocks of V = 16 bytes of the type, at most 8)
+// from 128 tiles, below that when forced; the others and the CPU the strided one. Sizes on both sides of the path's
+// minimum (16) and of a tile; a batch dim; views one element past an aligned start (piece accesses then element by
 // element); the other operand broadcast along either dim; in place into a.
 TEST_P(BinaryTest, TransposedOperand) {
   struct Case {
@@ -318,43 +318,53 @@ TEST_P(BinaryTest, TransposedOperand) {
     Strides b;       // b's strides (a transpose of a contiguous buffer)
     int64_t offset;  // both operands' and the output's
     Shape a;         // a's shape (contiguous), broadcast against the output's
+    bool tiles;      // at least 128 tiles (CUDA's own choice; fewer run strided unless forced)
   };
-  const std::vector<Case> cases = {{{16, 16}, {1, 16}, 0, {16, 16}},
-                                   {{17, 200}, {1, 17}, 0, {17, 200}},
-                                   {{65, 300}, {1, 65}, 1, {65, 300}},
-                                   {{200, 40}, {1, 200}, 0, {200, 40}},
-                                   {{33, 1000}, {1, 33}, 0, {33, 1000}},
-                                   {{15, 128}, {1, 15}, 0, {15, 128}},
-                                   {{3, 40, 50}, {2000, 1, 40}, 0, {3, 40, 50}},
-                                   {{64, 48}, {1, 64}, 0, {48}},
-                                   {{64, 48}, {1, 64}, 1, {64, 1}}};
+  const std::vector<Case> cases = {{{16, 16}, {1, 16}, 0, {16, 16}, false},
+                                   {{17, 200}, {1, 17}, 0, {17, 200}, false},
+                                   {{65, 300}, {1, 65}, 1, {65, 300}, false},
+                                   {{200, 40}, {1, 200}, 0, {200, 40}, false},
+                                   {{33, 1000}, {1, 33}, 0, {33, 1000}, false},
+                                   {{15, 128}, {1, 15}, 0, {15, 128}, false},
+                                   {{3, 40, 50}, {2000, 1, 40}, 0, {3, 40, 50}, false},
+                                   {{64, 48}, {1, 64}, 0, {48}, false},
+                                   {{64, 48}, {1, 64}, 1, {64, 1}, false},
+                                   {{1024, 2048}, {1, 1024}, 0, {1024, 2048}, true}};
   const bool f64 = dtype() == DType::f64;
   for (BinaryKind kind : {BinaryKind::add, BinaryKind::sub, BinaryKind::div, BinaryKind::maximum}) {
     for (const Case& c : cases) {
-      SCOPED_TRACE(std::string(binary_kind_name(kind)) + " " + c.shape.to_string() + " offset " +
-                   std::to_string(c.offset) + " a " + c.a.to_string());
-      harness::TensorSpec bs = testing::with_strides(c.shape, c.b), as = contiguous(c.a), os = contiguous(c.shape);
-      bs.offset = as.offset = os.offset = c.offset;
-      const Tensor a = unwrap(harness::random_tensor(backend(), dtype(), as, rng_, 0.5, 2));
-      const Tensor b = unwrap(harness::random_tensor(backend(), dtype(), bs, rng_, 0.5, 2));
-      Tensor out = unwrap(harness::random_tensor(backend(), dtype(), os, rng_));
-      ASSERT_OK(harness::poison(out));
-      BinaryDescriptor d = desc(kind, c.a, c.shape);
-      d.alpha = kind == BinaryKind::sub ? 2.0 : 1.0;
-      const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d));
-      const bool tiles = backend() == Backend::cuda && kind != BinaryKind::maximum && c.shape.dims[0] != 15;
-      EXPECT_EQ(plan.sku(BinaryArgs{a.ref(), b.ref(), out.mut()}).variant,
-                std::string(tiles ? "transposed." : "strided.") + std::string(binary_kind_name(kind)));
-      ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
-      ASSERT_OK(out.download());
-      const int64_t a_size = c.a.numel();  // a broadcast along rows ([48]) or columns ([64, 1])
-      const int64_t cols = c.shape.dims[c.shape.rank - 1];
-      auto a_at = [&](int64_t i) {
-        return a_size == c.shape.numel() ? a.at(i) : a.at(c.a.rank == 1 ? i % cols : i / cols);
-      };
-      EXPECT_TRUE(matches(
-          out, [&](int64_t i) { return reference::binary(kind, a_at(i), b.at(i), d.alpha, f64); },
-          [](int64_t i) { return "element " + std::to_string(i); }));
+      // The transposed path where it serves: CUDA, an arithmetic kind, both tiled dims at least 16.
+      const bool serves = backend() == Backend::cuda && kind != BinaryKind::maximum && c.shape.dims[0] != 15;
+      for (const bool forced : {false, true}) {
+        if (forced && (!serves || c.tiles)) continue;
+        if (c.tiles && kind != BinaryKind::add) continue;
+        SCOPED_TRACE(std::string(binary_kind_name(kind)) + " " + c.shape.to_string() + " offset " +
+                     std::to_string(c.offset) + " a " + c.a.to_string() + (forced ? " forced" : ""));
+        harness::TensorSpec bs = testing::with_strides(c.shape, c.b), as = contiguous(c.a), os = contiguous(c.shape);
+        bs.offset = as.offset = os.offset = c.offset;
+        const Tensor a = unwrap(harness::random_tensor(backend(), dtype(), as, rng_, 0.5, 2));
+        const Tensor b = unwrap(harness::random_tensor(backend(), dtype(), bs, rng_, 0.5, 2));
+        Tensor out = unwrap(harness::random_tensor(backend(), dtype(), os, rng_));
+        ASSERT_OK(harness::poison(out));
+        BinaryDescriptor d = desc(kind, c.a, c.shape);
+        d.alpha = kind == BinaryKind::sub ? 2.0 : 1.0;
+        PlanPreference pref;
+        if (forced) pref.variant = "transposed";
+        const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), d, pref));
+        const bool tiled = serves && (forced || c.tiles);
+        EXPECT_EQ(plan.sku(BinaryArgs{a.ref(), b.ref(), out.mut()}).variant,
+                  std::string(tiled ? "transposed." : "strided.") + std::string(binary_kind_name(kind)));
+        ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
+        ASSERT_OK(out.download());
+        const int64_t a_size = c.a.numel();  // a broadcast along rows ([48]) or columns ([64, 1])
+        const int64_t cols = c.shape.dims[c.shape.rank - 1];
+        auto a_at = [&](int64_t i) {
+          return a_size == c.shape.numel() ? a.at(i) : a.at(c.a.rank == 1 ? i % cols : i / cols);
+        };
+        EXPECT_TRUE(matches(
+            out, [&](int64_t i) { return reference::binary(kind, a_at(i), b.at(i), d.alpha, f64); },
+            [](int64_t i) { return "element " + std::to_string(i); }));
+      }
     }
   }
   // In place: out = a, b transposed.

@@ -135,10 +135,24 @@ TEST_P(CopyTest, SkuNamesThePathAndTheDtypes) {
   const std::string pair = std::string(dtype_name(dtype())) + "_to_" + std::string(dtype_name(to));
   CastPlan plan = unwrap(CastPlan::select(stream(), cast_desc(to, {64, 48})));
   EXPECT_EQ(plan.sku().variant, (backend() == Backend::cuda ? "vectorized." : "contiguous.") + pair);
-  // x the transpose of a contiguous [48, 64]: the transposed path on both backends.
+  // x the transpose of a contiguous [48, 64]: the transposed path on the CPU; on CUDA the strided one
+  // (one tile, fewer than kMinTransposedTiles, 128), and the transposed one from 128 tiles (16 V
+  // elements a side, V = 16 bytes of the wider dtype, at most 8).
   Tensor x = unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides({64, 48}, {1, 64}), rng_));
   Tensor y = output(to, {64, 48});
-  EXPECT_EQ(plan.sku(CastArgs{x.ref(), y.mut()}).variant, "transposed." + pair);
+  EXPECT_EQ(plan.sku(CastArgs{x.ref(), y.mut()}).variant,
+            (backend() == Backend::cuda ? "strided." : "transposed.") + pair);
+  const int64_t side =
+      16 * std::min<int64_t>(8, 16 / static_cast<int64_t>(std::max(dtype_size(dtype()), dtype_size(to))));
+  for (const int64_t rows : {8 * side, 7 * side}) {  // 8 x 16 tiles, then 7 x 16
+    const Shape shape{rows, 16 * side};
+    const Tensor tx = unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides(shape, {1, rows}), rng_));
+    Tensor ty = output(to, shape);
+    const CastPlan tiles = unwrap(CastPlan::select(stream(), cast_desc(to, shape)));
+    const bool enough = rows == 8 * side || backend() != Backend::cuda;
+    EXPECT_EQ(tiles.sku(CastArgs{tx.ref(), ty.mut()}).variant, (enough ? "transposed." : "strided.") + pair)
+        << shape.to_string();
+  }
   // Forced onto a contiguous x, it names the variant.
   PlanPreference forced;
   forced.variant = "transposed";
@@ -165,7 +179,9 @@ TEST_P(CopyTest, TransposeOfMisalignedViews) {
           unwrap(harness::random_tensor(backend(), dtype(), xs, rng_, boolean ? 0 : -100, boolean ? 2 : 100));
       Tensor y = unwrap(harness::random_tensor(backend(), to, ys, rng_));
       ASSERT_TRUE(harness::poison(y).is_ok());
-      CastPlan plan = unwrap(CastPlan::select(stream(), cast_desc(to, shape)));
+      PlanPreference forced;  // (CUDA takes these few tiles strided by itself)
+      forced.variant = "transposed";
+      CastPlan plan = unwrap(CastPlan::select(stream(), cast_desc(to, shape), forced));
       const std::string variant = plan.sku(CastArgs{x.ref(), y.mut()}).variant;
       SCOPED_TRACE("q " + std::to_string(q) + ", offset " + std::to_string(offset) + ": " + variant);
       EXPECT_EQ(variant.rfind("transposed.", 0), 0u);
