@@ -96,7 +96,8 @@ inline Layout layout_of_path(ElementwisePath path) {
 // Every pointer 16-byte aligned; all views contiguous: vectorized on CUDA (contiguous on the CPU,
 // whose loop the compiler vectorizes). Otherwise strided_vectorized on CUDA when rows_vectorizable;
 // else transposed where the op has that path on this backend (`transposes`) and the views make a
-// TransposedWalk; else strided. Outputs come after inputs in `views`.
+// TransposedWalk (on CUDA, of at least 128 tiles: elementwise_layout.cpp); else strided. Outputs come
+// after inputs in `views`.
 ElementwisePath layout_path(Backend backend, const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs,
                             bool transposes = false);
 
