@@ -13,7 +13,9 @@
 // so are the column writes of pieces of 2, 8 and 16 bytes (4-byte pieces, 8-bit x V = 4, write two
 // lanes a bank). H200, [16384, 4096] f32 / bf16 (% of copy, a transposed copy): 2-D tiles of
 // elements, 16-bit column reads: 87.1 / 67.7; blocks transposed in registers, no shared memory (a
-// warp's stores 64 bytes of 8 rows): 50.4 / 38.0; this kernel: bench/NOTES.md, "Transposes".
+// warp's stores 64 bytes of 8 rows): 50.4 / 38.0; this kernel: bench/NOTES.md, "Transposes" and
+// "Transposed operands". The tile side V is also counted on the host (ops/elementwise_layout.cpp,
+// transposed_tiles) to choose the path: change both together.
 #include "cuda/common/elementwise.cuh"
 
 namespace baracuda::detail::cuda {
@@ -44,8 +46,8 @@ __global__ void __launch_bounds__(kTransposeThreads)
   __shared__ Piece tile[kTile][L];
   const int t = static_cast<int>(threadIdx.x), tq = t % L, tp = t / L;
   constexpr int s = S;
-  // Rows of the other inputs' pieces loaded before use: 16-bit pieces (V = 8) four at a time, so that
-  // their registers (and the outputs' conversions) do not cost resident threads.
+  // Rows of the other inputs' pieces loaded before use: at most four (16-bit pieces, V = 8, in two
+  // halves), so that their registers (and the outputs' conversions) do not cost resident threads.
   constexpr int R = V < 4 ? V : 4;
   auto slot = [](int row, int piece) { return piece ^ (row / V) % L; };
   const int64_t p_tiles = (a.p_size + kTile - 1) / kTile, q_tiles = (a.q_size + kTile - 1) / kTile;
