@@ -242,13 +242,26 @@ TEST_P(BinaryTest, OptionalGradients) {
 // A bias gradient over many rows: db sums its column in many splits (on the GPU past the 16 partials
 // finalize loads at a time, and a remainder). Whole numbers, so every sum is exact and db is the
 // exact column sum rounded once to the dtype; a second run gives the same bits.
+// The bias gradient (db of a + b[D]: column sums of dout), exact on integer values and bit-identical
+// across runs: columns of whole 16-byte vectors and not, few and many splits of the rows (CUDA's
+// finalize folds a kept element's splits in 32 warps, batches of 16: under and past 512 of them),
+// kept elements not a multiple of 32, and rows that do not collapse to one dim (dout padded).
 TEST_P(BinaryTest, BiasGradientOverManyRows) {
-  for (const int64_t columns : {16, 3}) {  // whole 16-byte vectors of columns, and not
-    SCOPED_TRACE(std::to_string(columns) + " columns");
-    const BinaryDescriptor d = desc(BinaryKind::add, {4500, columns}, {columns});
+  struct Case {
+    Shape shape;
+    Strides dout_strides;  // zero: contiguous
+  };
+  const std::vector<Case> cases = {{{4500, 16}, {}}, {{4500, 3}, {}},   {{40000, 16}, {}},
+                                   {{3000, 40}, {}}, {{600, 1000}, {}}, {{6, 700, 16}, {11208, 16, 1}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.shape.to_string());
+    const int64_t columns = c.shape.dims[c.shape.rank - 1], rows = c.shape.numel() / columns;
+    const BinaryDescriptor d = desc(BinaryKind::add, c.shape, {columns});
     Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.a_shape), rng_));
     Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.b_shape), rng_));
-    Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.a_shape), rng_, -8, 8));
+    const harness::TensorSpec dout_spec =
+        c.dout_strides[0] ? testing::with_strides(c.shape, c.dout_strides) : contiguous(c.shape);
+    Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), dout_spec, rng_, -8, 8));
     for (double& v : dout.host) v = std::round(v);
     ASSERT_OK(dout.upload());
     const BinaryBackwardPlan plan = unwrap(BinaryBackwardPlan::select(stream(), d));
@@ -265,7 +278,7 @@ TEST_P(BinaryTest, BiasGradientOverManyRows) {
       first = values(db);
       for (int64_t j = 0; j < columns; ++j) {
         double sum = 0;
-        for (int64_t r = 0; r < 4500; ++r) sum += dout.at(r * columns + j);
+        for (int64_t r = 0; r < rows; ++r) sum += dout.at(r * columns + j);
         EXPECT_EQ(db.at(j), harness::quantize(dtype(), sum)) << j;
       }
     }

@@ -13,8 +13,9 @@
 // (R elements); the sum over R is cut into S splits. Work item t covers one (j, s): it visits the
 // elements r = s, s + S, ... of kept element j and sums the terms in that fixed order. The sum goes to
 // the reduced output directly when S == 1, else to partial[s * M + j] (split-major: neighbouring kept
-// elements' partials are neighbours), summed in order of s by finalize. So the result does not depend on scheduling
-// (nor on the kernel that ran the items: every backend's kernel keeps this order).
+// elements' partials are neighbours), summed by finalize in order of s (the CPU) or in another fixed
+// order (CUDA's finalize kernel). So the result does not depend on scheduling (nor on the kernel that
+// ran the items: every kernel keeps the order within an item).
 #include <cstdint>
 
 #include "common/elementwise.hpp"
@@ -70,9 +71,7 @@ struct BroadcastReduction {
   }
 
   // Adds kept element j's partials in order of s. They are loaded kFinalizeBatch at a time before
-  // being added, so that a GPU thread has that many loads in flight rather than one L2 round trip
-  // per split (a bias gradient of bf16 [16384, 4096] takes 264 splits); the order of the adds, and
-  // so the bits, are those of the plain loop.
+  // being added (as CUDA's finalize kernel loads its lanes' partials), the adds in the plain loop's order.
   static constexpr int kFinalizeBatch = 16;
   BARACUDA_HD void finalize(int64_t j) const {
     Acc sum = 0;

@@ -37,13 +37,12 @@ bool rows_vectorizable(const Shape& shape, std::initializer_list<AnyTensorRef> v
 }
 
 namespace {
-// The tiles of CUDA's transposed kernel over the views (cuda/common/elementwise_transposed.cuh: 16 V
-// elements a side, V 16 bytes of the widest view, at most 8), 0 where they make no TransposedWalk (the
-// ops that have the path take two or three views).
+// The tiles of CUDA's transposed kernel over the views, 0 where they make no TransposedWalk (the ops
+// that have the path take two or three views).
 int64_t transposed_tiles(const Shape& shape, std::initializer_list<AnyTensorRef> views, int inputs) {
   size_t widest = 1;
   for (const AnyTensorRef& view : views) widest = std::max(widest, dtype_size(view.dtype));
-  const int64_t side = 16 * std::min<int64_t>(8, static_cast<int64_t>(16 / widest));
+  const int64_t side = int64_t{kTransposedLanes} * transposed_piece(widest);
   auto tiles = [&](const auto& walk) -> int64_t {
     if (!walk) return 0;  // (each factor at most a dim's size: the product at most the element count)
     return (walk->p_size + side - 1) / side * ((walk->q_size + side - 1) / side) * walk->batches;

@@ -107,6 +107,11 @@ ElementwisePath layout_path(Backend backend, const Shape& shape, std::initialize
 // other input steps through P with stride 1 or 0; P and Q both have at least kTransposedMinSize
 // elements. The other collapsed dims are batches. None where the views do not make one.
 inline constexpr int64_t kTransposedMinSize = 16;
+// CUDA's tiles of the path (cuda/common/elementwise_transposed.cuh) are kTransposedLanes pieces a
+// side, a piece 16 bytes of the widest tensor's dtype and at most 8 elements (8-bit pairs take 8-byte
+// accesses: 16 x 16 bytes a thread held 164 registers). The host counts tiles to choose the path.
+inline constexpr int kTransposedLanes = 16;
+constexpr int transposed_piece(size_t widest_bytes) { return 16 / widest_bytes < 8 ? int(16 / widest_bytes) : 8; }
 template <int NT>
 struct TransposedWalk {
   int staged = -1;

@@ -23,10 +23,45 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_items_kernel(Red
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < items; t += step) k.item(t);
 }
 
+// Each kept element's partials summed by a block of 32 warps for 32 neighbouring kept elements (a
+// lane each: a warp's loads are 128 neighbouring bytes of one split): warp w folds splits w, w + 32,
+// ... in that order, kFinalizeBatch loads in flight, and warp 0 adds the warps' sums in warp order.
+// A fixed order, so the bits depend on s alone (not the host's order: the backends' s differ anyway).
+// A thread a kept element folding all s in turn (the host's loop) took 40 us of a bf16 bias
+// gradient of [65536, 768] (1408 splits), this 4 (bench/NOTES.md, "Broadcast reduction: ...").
+inline constexpr int kFinalizeWarps = 32;
 template <class Reduction>
-__global__ void __launch_bounds__(kThreads) broadcast_reduction_finalize_kernel(Reduction k) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
-  for (int64_t j = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; j < k.m; j += step) k.finalize(j);
+__global__ void __launch_bounds__(kFinalizeWarps * 32) broadcast_reduction_finalize_kernel(Reduction k) {
+  using Acc = typename Reduction::Acc;
+  constexpr int kBatch = Reduction::kFinalizeBatch, W = kFinalizeWarps;
+  __shared__ Acc sums[W][33];
+  const int lane = static_cast<int>(threadIdx.x % 32), w = static_cast<int>(threadIdx.x / 32);
+  for (int64_t j0 = int64_t{blockIdx.x} * 32; j0 < k.m; j0 += int64_t{gridDim.x} * 32) {
+    const int64_t j = j0 + lane;
+    Acc sum = 0;
+    if (j < k.m) {
+      for (int64_t split = w; split < k.s; split += int64_t{W} * kBatch) {
+        Acc batch[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int64_t at = split + int64_t{b} * W;
+          batch[b] = at < k.s ? k.partial[at * k.m + j] : Acc(0);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) sum += batch[b];
+      }
+    }
+    sums[w][lane] = sum;
+    __syncthreads();
+    if (w == 0 && j < k.m) {
+      Acc total = 0;
+      for (int i = 0; i < W; ++i) total += sums[i][lane];
+      int64_t base[Reduction::NT];
+      k.kept.offsets(j, base);
+      k.store(base, total);
+    }
+    __syncthreads();
+  }
 }
 
 // Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements,
@@ -35,7 +70,9 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_finalize_kernel(
 template <class T, int kIn>
 inline constexpr int kReductionUnroll = sizeof(T) >= 4 ? 4 : 2;
 
-template <class T, class Body, class First>
+// kOneReducedDim: the reduced dims collapse to one (or none), whose offsets are a product (the walker's
+// loop over dims cost registers: bf16 bias gradient 70 -> 54, 0.070 -> 0.058 ms on [16384, 4096]).
+template <class T, class Body, class First, bool kOneReducedDim>
 __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(BroadcastReduction<T, Body, First> k) {
   using Acc = typename Body::Acc;
   constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
@@ -50,9 +87,15 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
     for (int64_t first = split; first < k.r; first += kU * k.s) {
       // A row's offsets are computed where they are used (twice) rather than kept: registers.
       auto offsets = [&](int u, int64_t(&off)[NT]) {
-        k.reduced.offsets(first + u * k.s, off);
+        if constexpr (kOneReducedDim) {
+          const int64_t row = first + u * k.s;  // (0 where there is no reduced dim: strides of 0)
 #pragma unroll
-        for (int i = 0; i < NT; ++i) off[i] += base[i];
+          for (int i = 0; i < NT; ++i) off[i] = base[i] + row * k.reduced.strides[i][0];
+        } else {
+          k.reduced.offsets(first + u * k.s, off);
+#pragma unroll
+          for (int i = 0; i < NT; ++i) off[i] += base[i];
+        }
       };
       Vec16<T> in[kU][kIn];
 #pragma unroll
@@ -223,6 +266,25 @@ inline int64_t kernel_splits(int64_t planned, int64_t m, int64_t per_item, int64
   return std::clamp<int64_t>((items_wanted + items_per_split - 1) / items_per_split, 1, most);
 }
 
+// One wave of items, a resident thread each: the kernel's registers decide how many blocks an SM
+// holds (bf16's bias gradient: 80 registers, 3 blocks; items for 4 blocks an SM left a quarter of them
+// to a second wave at a third of the occupancy, ncu: 90 us of 0.115 ms). Sets k.s.
+template <bool kOneReducedDim, class T, class Body, class First>
+Status run_reduction_vectors(cudaStream_t s, int sm_count, int64_t planned_splits,
+                             BroadcastReduction<T, Body, First>& k) {
+  const auto kernel = broadcast_reduction_vectors_kernel<T, Body, First, kOneReducedDim>;
+  int per_sm = 0;
+  if (Status st = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0),
+                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      !st)
+    return st;
+  const int64_t resident = int64_t(sm_count) * std::clamp(per_sm, 1, 2048 / kThreads) * kThreads;
+  k.s = kernel_splits(planned_splits, k.m, Vec16<T>::kSize, resident, k.r / kReductionUnroll<T, Body::kIn>);
+  const int64_t items = k.m / Vec16<T>::kSize * k.s;
+  kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
+  return last_launch_status("broadcast_reduction_vectors_kernel");
+}
+
 // Runs the reduction; the kernel (and so the order of the sums) depends on the views alone.
 template <class T, class Body, class First>
 Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastReduction<T, Body, First>& planned) {
@@ -242,26 +304,19 @@ Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastRe
       broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
   } else if (kOneType && reduction_vectorizable(k)) {
-    // One wave of items, a resident thread each: the kernel's registers decide how many blocks an SM
-    // holds (bf16's bias gradient: 80 registers, 3 blocks; items for 4 blocks an SM left a quarter of
-    // them to a second wave at a third of the occupancy, ncu: 90 us of 0.115 ms).
-    int per_sm = 0;
-    if constexpr (kOneType)
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, broadcast_reduction_vectors_kernel<T, Body, First>,
-                                                    kThreads, 0);
-    const int64_t resident = int64_t(sm_count) * std::clamp(per_sm, 1, 2048 / kThreads) * kThreads;
-    k.s = kernel_splits(planned.s, k.m, Vec16<T>::kSize, resident, k.r / kReductionUnroll<T, Body::kIn>);
-    const int64_t items = k.m / Vec16<T>::kSize * k.s;
-    if constexpr (kOneType)
-      broadcast_reduction_vectors_kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
-    if (Status st = last_launch_status("broadcast_reduction_vectors_kernel"); !st) return st;
+    if constexpr (kOneType) {
+      const Status st = k.reduced.rank <= 1 ? run_reduction_vectors<true>(s, sm_count, planned.s, k)
+                                            : run_reduction_vectors<false>(s, sm_count, planned.s, k);
+      if (!st) return st;
+    }
   } else {
     k.s = kernel_splits(planned.s, k.m, 1, threads, k.r);
     broadcast_reduction_items_kernel<<<grid_stride_blocks(k.items(), sm_count), kThreads, 0, s>>>(k);
     if (Status st = last_launch_status("broadcast_reduction_items_kernel"); !st) return st;
   }
   if (k.s == 1) return Status::ok();
-  broadcast_reduction_finalize_kernel<<<grid_stride_blocks(k.m, sm_count), kThreads, 0, s>>>(k);
+  const unsigned finalize_blocks = static_cast<unsigned>(std::min<int64_t>((k.m + 31) / 32, int64_t(sm_count) * 64));
+  broadcast_reduction_finalize_kernel<<<finalize_blocks, kFinalizeWarps * 32, 0, s>>>(k);
   return last_launch_status("broadcast_reduction_finalize_kernel");
 }
 

@@ -2,8 +2,8 @@
 // The CUDA transposed path (ops/elementwise_layout.hpp's TransposedWalk): an elementwise op whose
 // outputs step along P with unit stride and one input (the staged one) along Q, as x.t().contiguous()
 // (a cast) or a + b.t(). A tile is 16 x V positions of P by 16 x V of Q, V elements the side of a
-// thread's block: 16 bytes of the wider type, at most 8 (8-bit pairs take 8-byte accesses: blocks of
-// 16 x 16 bytes held 164 registers). Thread (tq, tp) loads V rows of the staged input, V elements
+// thread's block: 16 bytes of the wider type, at most 8 (ops/elementwise_layout.hpp's
+// transposed_piece, which the host counts tiles with). Thread (tq, tp) loads V rows of the staged input, V elements
 // each (one access along its unit stride), transposes that block in registers and puts its V pieces
 // of V elements into the tile in shared memory; after the barrier each thread takes V pieces back,
 // a row at a time, loads the other inputs' pieces along P, applies the op to whole pieces and stores
@@ -14,16 +14,23 @@
 // lanes a bank). H200, [16384, 4096] f32 / bf16 (% of copy, a transposed copy): 2-D tiles of
 // elements, 16-bit column reads: 87.1 / 67.7; blocks transposed in registers, no shared memory (a
 // warp's stores 64 bytes of 8 rows): 50.4 / 38.0; this kernel: bench/NOTES.md, "Transposes" and
-// "Transposed operands". The tile side V is also counted on the host (ops/elementwise_layout.cpp,
-// transposed_tiles) to choose the path: change both together.
+// "Transposed operands".
 #include "cuda/common/elementwise.cuh"
 
 namespace baracuda::detail::cuda {
 
 inline constexpr int kTransposeThreads = 256;
-inline constexpr int kTransposeLanes = 16;  // threads of a tile along each of P and Q
+inline constexpr int kTransposeLanes = kTransposedLanes;  // threads of a tile along each of P and Q
 template <class In, class Out>
-inline constexpr int kTransposeSide = kPackSize<In, Out> < 8 ? kPackSize<In, Out> : 8;
+inline constexpr int kTransposeSide = transposed_piece(sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out));
+// Rows of the other inputs' pieces loaded before use, and the blocks an SM the registers must allow
+// (0: no bound). At V = 8 (16- and 8-bit) with another input: two rows and three blocks (bf16 a +
+// b.t(): 80 registers, no spills; four rows, unbounded: 118 registers, two blocks an SM, a warp
+// waiting 9 of its 14 cycles an instruction on loads). A copy (one input) holds 62, four blocks.
+template <class In, class Out>
+inline constexpr int kTransposeRows = kTransposeSide<In, Out> == 8 ? 2 : kTransposeSide<In, Out>;
+template <class In, class Out, int kIn>
+inline constexpr int kTransposeMinBlocks = kTransposeSide<In, Out> == 8 && kIn > 1 ? 3 : 0;
 
 // The walk, and whether each tensor's accesses are whole aligned pieces (the staged input's along Q,
 // the others' along P; an input with stride 0 along P is one value a row, any alignment).
@@ -35,7 +42,7 @@ struct TransposedArgs : TransposedWalk<NT> {
 
 // S: the staged input (a template argument: indexed at run time, the tensors' arrays left registers).
 template <class In, class Out, class Op, class First, int S>
-__global__ void __launch_bounds__(kTransposeThreads)
+__global__ void __launch_bounds__(kTransposeThreads, kTransposeMinBlocks<In, Out, Op::kIn>)
     elementwise_transposed_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> io,
                                   TransposedArgs<Op::kIn + Op::kOut> a) {
   constexpr int kIn = Op::kIn, kOut = Op::kOut, NT = kIn + kOut;
@@ -46,9 +53,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
   __shared__ Piece tile[kTile][L];
   const int t = static_cast<int>(threadIdx.x), tq = t % L, tp = t / L;
   constexpr int s = S;
-  // Rows of the other inputs' pieces loaded before use: at most four (16-bit pieces, V = 8, in two
-  // halves), so that their registers (and the outputs' conversions) do not cost resident threads.
-  constexpr int R = V < 4 ? V : 4;
+  constexpr int R = kTransposeRows<In, Out>;
   auto slot = [](int row, int piece) { return piece ^ (row / V) % L; };
   const int64_t p_tiles = (a.p_size + kTile - 1) / kTile, q_tiles = (a.q_size + kTile - 1) / kTile;
   for (int64_t b = blockIdx.z; b < a.batches; b += gridDim.z) {
@@ -92,7 +97,7 @@ __global__ void __launch_bounds__(kTransposeThreads)
         // may be one of them exactly (in place), so the compiler could not move a load above a store.
         const int64_t pp = p0 + int64_t{tq} * V;
         const bool whole = a.all_pieces && pp + V <= a.p_size;
-#pragma unroll 1  // (unrolled, the halves of 16-bit rows spilled: 128 registers against 118)
+#pragma unroll 1  // (unrolled, 16-bit rows spilled)
         for (int h = 0; h < V; h += R) {
           Piece in[R][kSlots<kIn>];
 #pragma unroll

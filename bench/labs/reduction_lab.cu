@@ -1,0 +1,131 @@
+// Broadcast-reduction lab (bench/NOTES.md, "Broadcast reduction: registers of the 16-bit vectors
+// kernel"): the library's run_split_reduction (cuda/common/broadcast_reduction.cuh, as the include
+// path this lab is built with has it) on a bias gradient (db = column sums of dout [N, D]) and on the
+// backward of a * b[D] (da = dout b, db = column sums of dout a), f32 and bf16, beside a device copy
+// of the same bytes. Not part of the library or its build. Build (sm_90) with the library's flags:
+//   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Isrc -Iinclude bench/labs/reduction_lab.cu
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "cuda/common/broadcast_reduction.cuh"
+
+using namespace baracuda;
+using namespace baracuda::detail;
+using namespace baracuda::detail::cuda;
+
+#define CK(x)                                                             \
+  do {                                                                    \
+    cudaError_t e = (x);                                                  \
+    if (e != cudaSuccess) {                                               \
+      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); \
+      exit(1);                                                            \
+    }                                                                     \
+  } while (0)
+
+struct SumBody {  // db += dout
+  using Acc = float;
+  static constexpr int kIn = 1, kOut = 0;
+  BARACUDA_HD float operator()(const float (&x)[1], float (&)[1]) const { return x[0]; }
+};
+struct MulBody {  // da = dout b, db += dout a
+  using Acc = float;
+  static constexpr int kIn = 3, kOut = 1;
+  BARACUDA_HD float operator()(const float (&x)[3], float (&y)[1]) const {
+    y[0] = x[0] * x[2];
+    return x[0] * x[1];
+  }
+};
+
+template <class F>
+float median_ms(F&& launch) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> times;
+  for (int it = 0; it < 25; ++it) {
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (it >= 5) times.push_back(ms);
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// [n, d] tensors: dout, a (and da), b [d], db [d].
+template <class T, class Body>
+void run_case(int64_t n, int64_t d, int sms) {
+  constexpr int kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
+  const size_t bytes = size_t(n) * d * sizeof(T);
+  T *dout, *a, *da, *b, *db;
+  CK(cudaMalloc(&dout, bytes));
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&da, bytes));
+  CK(cudaMalloc(&b, d * sizeof(T)));
+  CK(cudaMalloc(&db, d * sizeof(T)));
+  CK(cudaMemset(dout, 0, bytes));
+  CK(cudaMemset(a, 0, bytes));
+  CK(cudaMemset(b, 0, d * sizeof(T)));
+  const int64_t planned = 4096;
+  float* partial;
+  CK(cudaMalloc(&partial, planned * d * sizeof(float)));
+  // a copy's time for the bytes the case moves (sum: reads dout; mul: reads dout and a, writes da),
+  // from a copy of one tensor (two streams)
+  const int streams = kIn == 1 ? 1 : 3;
+  const float copy_ms =
+      median_ms([&] { CK(cudaMemcpyAsync(da, dout, bytes, cudaMemcpyDeviceToDevice)); }) * streams / 2;
+  BroadcastReduction<T, Body> k;
+  const T* ins[3] = {dout, a, b};
+  for (int i = 0; i < kIn; ++i) k.p.in[i] = ins[i];
+  if (kOut) k.p.out[0] = da;
+  k.p.out[kOut] = db;
+  k.partial = partial;
+  k.m = d;
+  k.r = n;
+  k.s = planned;
+  k.kept.rank = 1;
+  k.kept.sizes[0] = d;
+  k.reduced.rank = 1;
+  k.reduced.sizes[0] = n;
+  for (int i = 0; i < NT; ++i) {
+    const bool is_b = kIn == 3 && i == 2, is_db = i == NT - 1;
+    k.kept.strides[i][0] = 1;
+    k.reduced.strides[i][0] = is_b || is_db ? 0 : d;
+  }
+  auto kernel = broadcast_reduction_vectors_kernel<T, Body, T, RED_ONE>;
+  cudaFuncAttributes attr{};
+  CK(cudaFuncGetAttributes(&attr, kernel));
+  const float ms = median_ms([&] {
+    if (!run_split_reduction(Stream::cuda(), sms, k)) printf("launch failed\n");
+  });
+  printf("%s %s [%lld, %lld] regs %d  %.4f ms  %5.1f%% of copy (copy %.4f)\n", sizeof(T) == 4 ? "f32" : "bf16",
+         kIn == 1 ? "sum" : "mul", (long long)n, (long long)d, attr.numRegs, ms, 100.f * copy_ms / ms, copy_ms);
+  CK(cudaFree(dout));
+  CK(cudaFree(a));
+  CK(cudaFree(da));
+  CK(cudaFree(b));
+  CK(cudaFree(db));
+  CK(cudaFree(partial));
+}
+
+int main() {
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  run_case<__nv_bfloat16, SumBody>(16384, 4096, sms);
+  run_case<float, SumBody>(16384, 4096, sms);
+  run_case<__nv_bfloat16, MulBody>(16384, 4096, sms);
+  run_case<float, MulBody>(16384, 4096, sms);
+  run_case<__nv_bfloat16, SumBody>(65536, 768, sms);
+  run_case<__nv_bfloat16, MulBody>(65536, 768, sms);
+  return 0;
+}

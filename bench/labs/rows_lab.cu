@@ -1,0 +1,315 @@
+// Broadcast-rows lab (bench/NOTES.md, "Broadcast rows, a wave of blocks"): variants of the library's
+// strided_vectorized rows kernel (cuda/common/elementwise.cuh) on a ∘ b[D] and a ∘ b[N, 1], f32 and
+// bf16, beside a device copy of the same bytes, to find what keeps bf16 at ~80% of copy before
+// changing the library. Each variant: kU vectors of a row a thread, kR rows loaded together, the
+// next rows' loads issued before the current ones are computed (kPrefetch), a grid of one block a
+// row or of one wave. Not part of the library or its build. Build (sm_90) with the library's flags:
+//   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Isrc -Iinclude bench/labs/rows_lab.cu
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "cuda/common/elementwise.cuh"
+#include "cuda/common/elementwise_transposed.cuh"
+
+using namespace baracuda;
+using namespace baracuda::detail;
+using namespace baracuda::detail::cuda;
+
+// (the one library function the launch calls; the lab links no library)
+int64_t baracuda::Shape::numel() const {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d) n *= dims[d];
+  return n;
+}
+
+#define CK(x)                                                             \
+  do {                                                                    \
+    cudaError_t e = (x);                                                  \
+    if (e != cudaSuccess) {                                               \
+      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); \
+      exit(1);                                                            \
+    }                                                                     \
+  } while (0)
+
+struct AddOp {
+  using Acc = float;
+  static constexpr int kIn = 2, kOut = 1;
+  __device__ void operator()(const float (&x)[2], float (&y)[1]) const { y[0] = x[0] + x[1]; }
+};
+
+// Rows as a 2-D block: 2^lane_bits threads along a row (kU vectors each, gridDim.x * lanes apart),
+// the block's other threads on the next rows; rows and vectors counted in 32 bits, a row's tensors
+// as pointers. With kPrefetch the thread's next row is loaded before the current one is stored.
+template <class In, class Op, int kU, bool kPrefetch>
+__global__ void __launch_bounds__(kThreads)
+    lab_tile_kernel(Op op, Operands<In, In, 2, 1, In> p, Walker<3> walker, int rows, int lane_bits) {
+  constexpr int kIn = 2, NT = 3;
+  constexpr int kV = kPackSize<In, In>;
+  using Piece = Pack<In, kV>;
+  const int vectors = static_cast<int>(walker.inner_size() / kV);
+  const int lanes = 1 << lane_bits, lane = threadIdx.x & (lanes - 1);
+  const int row_step = gridDim.y * (kThreads >> lane_bits);
+  const int vstride = gridDim.x * lanes;
+  const int first = blockIdx.x * lanes + lane;
+  const bool b_scalar = walker.inner_stride(1) == 0;
+  struct Row {
+    const In* in[kIn];
+    In* out;
+  };
+  auto row_at = [&](int row) {
+    int64_t base[NT];
+    walker.offsets(row, base, walker.rank - 1);
+    return Row{{p.in[0] + base[0], p.in[1] + base[1]}, p.out[0] + base[2]};
+  };
+  auto load = [&](const Row& r, int v0, Piece(&in)[kU][kIn]) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int v = v0 + u * vstride;
+      if (v < vectors) {
+        in[u][0] = load_pack<kV>(r.in[0] + int64_t(v) * kV);
+        if (b_scalar) {
+          const In value = *r.in[1];
+#pragma unroll
+          for (int e = 0; e < kV; ++e) in[u][1].v[e] = value;
+        } else {
+          in[u][1] = load_pack<kV>(r.in[1] + int64_t(v) * kV);
+        }
+      }
+    }
+  };
+  auto store = [&](const Row& r, int v0, Piece(&in)[kU][kIn]) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int v = v0 + u * vstride;
+      if (v < vectors) {
+        Pack<In, kV> out[1];
+        apply_pack(op, in[u], out);
+        store_pack(r.out + int64_t(v) * kV, out[0]);
+      }
+    }
+  };
+  for (int v0 = first; v0 < vectors; v0 += vstride * kU) {
+    int row = blockIdx.y * (kThreads >> lane_bits) + (threadIdx.x >> lane_bits);
+    if (row >= rows) break;
+    Row r = row_at(row);
+    Piece in[kU][kIn];
+    load(r, v0, in);
+    for (;;) {
+      const int next = row + row_step;
+      if constexpr (kPrefetch) {
+        Row rn{};
+        Piece ahead[kU][kIn];
+        if (next < rows) {
+          rn = row_at(next);
+          load(rn, v0, ahead);
+        }
+        store(r, v0, in);
+        if (next >= rows) break;
+        r = rn;
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          in[u][0] = ahead[u][0];
+          in[u][1] = ahead[u][1];
+        }
+      } else {
+        store(r, v0, in);
+        if (next >= rows) break;
+        r = row_at(next);
+        load(r, v0, in);
+      }
+      row = next;
+    }
+  }
+}
+
+template <class F>
+float median_ms(F&& launch) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> times;
+  for (int it = 0; it < 25; ++it) {
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (it >= 5) times.push_back(ms);
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+template <class In>
+In from_float(float v) {
+  if constexpr (std::is_same_v<In, float>)
+    return v;
+  else
+    return __float2bfloat16(v);
+}
+
+template <class In, int kU, bool kPrefetch>
+void tile_variant(int lane_bits, Operands<In, In, 2, 1, In> p, const Walker<3>& w, int64_t rows, float copy_ms, int sms,
+                  const char* label) {
+  auto kernel = lab_tile_kernel<In, AddOp, kU, kPrefetch>;
+  cudaFuncAttributes attr{};
+  CK(cudaFuncGetAttributes(&attr, kernel));
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  constexpr int kV = kPackSize<In, In>;
+  const int64_t vectors = w.inner_size() / kV, lanes = int64_t{1} << lane_bits, per_block = kThreads / lanes;
+  const int64_t gx = std::max<int64_t>(1, vectors / (lanes * kU));  // (whole steps; the rest loops)
+  const int64_t gy = std::clamp<int64_t>(int64_t(per_sm) * sms / gx, 1, (rows + per_block - 1) / per_block);
+  dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+  const float ms = median_ms([&] { kernel<<<grid, kThreads>>>(AddOp{}, p, w, static_cast<int>(rows), lane_bits); });
+  char name[64];
+  snprintf(name, sizeof name, "tile lanes %d U%d%s", 1 << lane_bits, kU, kPrefetch ? " prefetch" : "");
+  printf("%-10s %-28s regs %3d blocks/SM %d grid %6lld x %5lld  %.4f ms  %5.1f%% of copy\n", label, name, attr.numRegs,
+         per_sm, (long long)gx, (long long)gy, ms, 100.f * copy_ms / ms);
+}
+
+// The library's launch (run_elementwise's strided_vectorized path), as the headers this lab was built
+// with have it.
+template <class In>
+void library_variant(Operands<In, In, 2, 1, In> p, const Walker<3>& w, int64_t rows, float copy_ms, int sms,
+                     const char* label) {
+  ElementwiseTensors<2, 1> t;
+  t.path = ElementwisePath::strided_vectorized;
+  t.shape.rank = 2;
+  t.shape.dims[0] = rows;
+  t.shape.dims[1] = w.sizes[1];
+  for (int k = 0; k < 3; ++k) {
+    Strides& st = k < 2 ? t.in_strides[k] : t.out_strides[0];
+    st[0] = w.strides[k][0];
+    st[1] = w.strides[k][1];
+  }
+  t.in[0] = p.in[0];
+  t.in[1] = p.in[1];
+  t.out[0] = p.out[0];
+  const float ms = median_ms([&] {
+    if (!run_elementwise<In>(Stream::cuda(), sms, AddOp{}, t)) printf("launch failed\n");
+  });
+  printf("%-10s %-28s %.4f ms  %5.1f%% of copy\n", label, "library", ms, 100.f * copy_ms / ms);
+}
+
+template <class In>
+void run_case(int64_t n, int64_t d, bool row_operand, int sms) {
+  const size_t bytes = size_t(n) * d * sizeof(In);
+  In *a, *b, *out;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&out, bytes));
+  const int64_t b_count = row_operand ? n : d;
+  CK(cudaMalloc(&b, b_count * sizeof(In)));
+  std::vector<In> host(b_count);
+  for (int64_t i = 0; i < b_count; ++i) host[i] = from_float<In>(float(i % 7) - 3.f);
+  CK(cudaMemcpy(b, host.data(), b_count * sizeof(In), cudaMemcpyHostToDevice));
+  CK(cudaMemset(a, 0, bytes));
+  const float copy_ms = median_ms([&] { CK(cudaMemcpyAsync(out, a, bytes, cudaMemcpyDeviceToDevice)); });
+  Walker<3> w;
+  w.rank = 2;
+  w.sizes[0] = n;
+  w.sizes[1] = d;
+  w.strides[0][0] = d;
+  w.strides[0][1] = 1;
+  w.strides[1][0] = row_operand ? 1 : 0;
+  w.strides[1][1] = row_operand ? 0 : 1;
+  w.strides[2][0] = d;
+  w.strides[2][1] = 1;
+  Operands<In, In, 2, 1, In> p{};
+  p.in[0] = a;
+  p.in[1] = b;
+  p.out[0] = out;
+  char label[64];
+  snprintf(label, sizeof label, "%s[%lld,%lld]%s", sizeof(In) == 4 ? "f32" : "bf16", (long long)n, (long long)d,
+           row_operand ? "N1" : "D");
+  printf("%s copy %.4f ms\n", label, copy_ms);
+  constexpr bool f32 = sizeof(In) == 4;
+  library_variant<In>(p, w, n, copy_ms, sms, label);
+  for (int lane_bits = 5; lane_bits <= 8; ++lane_bits) {
+    if ((int64_t{1} << lane_bits) > (d / kPackSize<In, In>)*2) break;
+    tile_variant<In, 1, false>(lane_bits, p, w, n, copy_ms, sms, label);
+    tile_variant<In, 1, true>(lane_bits, p, w, n, copy_ms, sms, label);
+    tile_variant<In, 2, false>(lane_bits, p, w, n, copy_ms, sms, label);
+    if constexpr (f32) tile_variant<In, 2, true>(lane_bits, p, w, n, copy_ms, sms, label);
+  }
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  CK(cudaFree(out));
+}
+
+// out = a + b.t() (a, out [n, d] contiguous, b [d, n] contiguous) through the library's transposed
+// kernel, as compiled from the headers this lab was built with.
+template <class In>
+void transposed_case(int64_t n, int64_t d) {
+  const size_t bytes = size_t(n) * d * sizeof(In);
+  In *a, *b, *out;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMalloc(&out, bytes));
+  CK(cudaMemset(a, 0, bytes));
+  CK(cudaMemset(b, 0, bytes));
+  const float copy_ms = median_ms([&] { CK(cudaMemcpyAsync(out, a, bytes, cudaMemcpyDeviceToDevice)); });
+  Shape shape;
+  shape.rank = 2;
+  shape.dims[0] = n;
+  shape.dims[1] = d;
+  Strides sa{}, sb{};
+  sa[0] = d;
+  sa[1] = 1;
+  sb[0] = 1;
+  sb[1] = n;
+  const Strides* strides[3] = {&sa, &sb, &sa};
+  TransposedArgs<3> args;
+  static_cast<TransposedWalk<3>&>(args) = *transposed_walk<3>(shape, strides, 2);
+  args.all_pieces = true;
+  for (bool& piece : args.pieces) piece = true;
+  Operands<In, In, 2, 1, In> p{};
+  p.in[0] = a;
+  p.in[1] = b;
+  p.out[0] = out;
+  constexpr int64_t kTile = int64_t{kTransposeLanes} * kTransposeSide<In, In>;
+  const dim3 grid(static_cast<unsigned>((args.p_size + kTile - 1) / kTile),
+                  static_cast<unsigned>((args.q_size + kTile - 1) / kTile), 1);
+  auto kernel = elementwise_transposed_kernel<In, In, AddOp, In, 1>;
+  cudaFuncAttributes attr{};
+  CK(cudaFuncGetAttributes(&attr, kernel));
+  const float ms = median_ms([&] { kernel<<<grid, kTransposeThreads>>>(AddOp{}, p, args); });
+  printf("%s a + b.t() [%lld,%lld] regs %d  %.4f ms  %5.1f%% of copy (copy %.4f)\n", sizeof(In) == 4 ? "f32" : "bf16",
+         (long long)n, (long long)d, attr.numRegs, ms, 100.f * copy_ms / ms, copy_ms);
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  CK(cudaFree(out));
+}
+
+int main(int argc, char**) {
+  if (argc > 1) {  // the transposed kernel alone
+    transposed_case<__nv_bfloat16>(16384, 4096);
+    transposed_case<float>(16384, 4096);
+    transposed_case<__nv_bfloat16>(4096, 100000);
+    return 0;
+  }
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (bool row_operand : {false, true}) {
+    run_case<__nv_bfloat16>(16384, 4096, row_operand, sms);
+    run_case<float>(16384, 4096, row_operand, sms);
+  }
+  run_case<__nv_bfloat16>(4096, 8192, false, sms);
+  run_case<__nv_bfloat16>(65536, 768, false, sms);
+  run_case<float>(65536, 768, false, sms);
+  run_case<__nv_bfloat16>(262144, 256, false, sms);
+  run_case<__nv_bfloat16>(16384, 1000, false, sms);
+  run_case<float>(16384, 1000, true, sms);
+  run_case<float>(16384, 2048, false, sms);
+  run_case<float>(8192, 4100, false, sms);
+  run_case<float>(4096, 16384, false, sms);
+  return 0;
+}
