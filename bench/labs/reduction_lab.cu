@@ -2,7 +2,9 @@
 // kernel"): the library's run_split_reduction (cuda/common/broadcast_reduction.cuh, as the include
 // path this lab is built with has it) on a bias gradient (db = column sums of dout [N, D]) and on the
 // backward of a * b[D] (da = dout b, db = column sums of dout a), f32 and bf16, beside a device copy
-// of the same bytes. Not part of the library or its build. Build (sm_90) with the library's flags:
+// of the same bytes. Not part of the library or its build. Build (sm_90) with the library's flags
+// (`ninja -t commands` of any .cu: its -I, -D, -std and --expt flags); a variant of a header put in a
+// directory named first with -I compiles against the same lab, for two builds run in one device call:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Isrc -Iinclude bench/labs/reduction_lab.cu
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -102,7 +104,7 @@ void run_case(int64_t n, int64_t d, int sms) {
     k.kept.strides[i][0] = 1;
     k.reduced.strides[i][0] = is_b || is_db ? 0 : d;
   }
-  auto kernel = broadcast_reduction_vectors_kernel<T, Body, T, RED_ONE>;
+  auto kernel = broadcast_reduction_vectors_kernel<T, Body, T, true>;  // (its registers: one reduced dim)
   cudaFuncAttributes attr{};
   CK(cudaFuncGetAttributes(&attr, kernel));
   const float ms = median_ms([&] {

@@ -1,9 +1,11 @@
-// Broadcast-rows lab (bench/NOTES.md, "Broadcast rows, a wave of blocks"): variants of the library's
-// strided_vectorized rows kernel (cuda/common/elementwise.cuh) on a ∘ b[D] and a ∘ b[N, 1], f32 and
-// bf16, beside a device copy of the same bytes, to find what keeps bf16 at ~80% of copy before
-// changing the library. Each variant: kU vectors of a row a thread, kR rows loaded together, the
-// next rows' loads issued before the current ones are computed (kPrefetch), a grid of one block a
-// row or of one wave. Not part of the library or its build. Build (sm_90) with the library's flags:
+// Broadcast-rows lab (bench/NOTES.md, "Broadcast rows in lanes; ..."): a + b[D] and a + b[N, 1],
+// f32 and bf16, beside a device copy of the same bytes: the library's strided_vectorized launch
+// (run_elementwise, as the headers this lab is built with have it), a prototype of the row lanes
+// (lab_tile_kernel: lanes a row, one or two vectors a thread, the next row's loads before the current
+// row's stores or not), and, run with an argument, the transposed kernel on a + b.t(). Not part of
+// the library or its build. Build (sm_90) with the library's flags (`ninja -t commands` of any .cu:
+// its -I, -D, -std and --expt flags); a variant of a header put in a directory named first with -I
+// compiles against the same lab, for two builds run in one device call:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Isrc -Iinclude bench/labs/rows_lab.cu
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

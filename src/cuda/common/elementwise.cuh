@@ -184,94 +184,135 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Rows of vectors (see rows_vectorizable) in a 2-D block: 2^lane_bits threads along a row, each
-// taking kU vectors of it (a step of gridDim.x * lanes apart, all loaded before use), the block's
-// other threads on the next rows; each thread then steps over rows a grid's worth apart (the grid is
-// about one wave). Rows and vectors are counted in 32 bits (the host sends larger problems to the
-// row kernels): at most 40 registers, six blocks an SM, for one vector (bench/NOTES.md, "Broadcast
-// rows, a 2-D block"). An input with inner stride 0 is one value a row, loaded once for every lane.
-template <class In, class Out, class Op, class First, int kU>
-__global__ void __launch_bounds__(kThreads, kU == 1 ? 6 : 3)
+// Vectors a thread takes of a row in elementwise_rows_vectorized_kernel: kPackUnroll's for 4- and
+// 8-byte elements (H200, [16384, 4096] f32: a + b[D] 88 -> 94% of copy); one where a tensor has
+// 16-bit elements, whose conversions take registers (two vectors: 64) that cost more threads than
+// the loads in flight gain (bf16 a + b[D]: 82.5% with one, 71.9% with two). Rows of fewer than
+// kThreads * kRowUnroll vectors take elementwise_row_lanes_kernel.
+template <class In, class Out, int kIn>
+inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? kPackUnroll<In, Out, kIn> : 1;
+
+// Rows of vectors (see rows_vectorizable): blockIdx.y steps over rows, and each thread takes up to
+// kRowUnroll vectors of a row a gridDim.x * kThreads apart, all loaded before any use (as the
+// vectorized kernel's), so that a row's offsets are computed once and enough bytes are in flight.
+// An input with inner stride 0 is one value per row, loaded once and used for every lane.
+template <class In, class Out, class Op, class First>
+__global__ void __launch_bounds__(kThreads)
     elementwise_rows_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p,
-                                       Walker<Op::kIn + Op::kOut> walker, int rows, int lane_bits) {
+                                       Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
+  constexpr int NT = Op::kIn + Op::kOut;
+  constexpr int kV = kPackSize<In, Out>;
+  constexpr int kU = kRowUnroll<In, Out, Op::kIn>;
+  const int64_t vectors = walker.inner_size() / kV;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    int64_t base[NT];
+    walker.offsets(row, base, walker.rank - 1);
+    for (int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; first < vectors;
+         first += stride * kU) {
+      Pack<In, kV> in[kU][kSlots<Op::kIn>];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t v = first + u * stride;
+        if (v < vectors) {
+#pragma unroll
+          for (int k = 0; k < Op::kIn; ++k) {
+            if (walker.inner_stride(k) == 0) {
+              const In value = load_input(p, k, base[k]);
+#pragma unroll
+              for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
+            } else {
+              in[u][k] = load_input_pack<kV>(p, k, base[k] + v * kV);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t v = first + u * stride;
+        if (v < vectors) {
+          Pack<Out, kV> out[Op::kOut];
+          apply_pack(op, in[u], out);
+#pragma unroll
+          for (int k = 0; k < Op::kOut; ++k) store_pack(p.out[k] + base[Op::kIn + k] + v * kV, out[k]);
+        }
+      }
+    }
+  }
+}
+
+// Rows of vectors (see rows_vectorizable) in a 2-D block: 2^lane_bits threads along a row, one
+// vector each (gridDim.x * lanes apart), the block's other threads on the next rows; each thread then
+// steps over rows a grid's worth apart (the grid is one wave: no block turnover). Rows and vectors
+// are counted in 32 bits (the host sends larger problems to the row kernels) and the kernel held to
+// 40 registers, six blocks an SM: a vector or a row more in flight a thread cost more registers, so
+// resident threads, than it gained (bench/NOTES.md, "Broadcast rows, a 2-D block").
+template <class In, class Out, class Op, class First>
+__global__ void __launch_bounds__(kThreads, 6)
+    elementwise_row_lanes_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p,
+                                 Walker<Op::kIn + Op::kOut> walker, int rows, int lane_bits) {
   constexpr int kIn = Op::kIn, NT = kIn + Op::kOut;
   constexpr int kV = kPackSize<In, Out>;
   const int vectors = static_cast<int>(walker.inner_size() / kV);
   const int rows_a_block = kThreads >> lane_bits;
   const int row_step = static_cast<int>(gridDim.y) * rows_a_block;
   const int first_row = static_cast<int>(blockIdx.y) * rows_a_block + (static_cast<int>(threadIdx.x) >> lane_bits);
-  const int stride = static_cast<int>(gridDim.x) << lane_bits;
-  for (int first = (static_cast<int>(blockIdx.x) << lane_bits) + (threadIdx.x & ((1 << lane_bits) - 1));
-       first < vectors; first += stride * kU) {
+  for (int v = (static_cast<int>(blockIdx.x) << lane_bits) + (threadIdx.x & ((1 << lane_bits) - 1)); v < vectors;
+       v += static_cast<int>(gridDim.x) << lane_bits) {
     for (int row = first_row; row < rows; row += row_step) {
       int64_t base[NT];
       walker.offsets(row, base, walker.rank - 1);
-      Pack<In, kV> in[kU][kSlots<kIn>];
+      Pack<In, kV> in[kSlots<kIn>];
 #pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int v = first + u * stride;
-        if (v >= vectors) continue;
+      for (int k = 0; k < kIn; ++k) {
+        if (walker.inner_stride(k) == 0) {
+          const In value = load_input(p, k, base[k]);
 #pragma unroll
-        for (int k = 0; k < kIn; ++k) {
-          if (walker.inner_stride(k) == 0) {
-            const In value = load_input(p, k, base[k]);
-#pragma unroll
-            for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
-          } else {
-            in[u][k] = load_input_pack<kV>(p, k, base[k] + int64_t{v} * kV);
-          }
+          for (int e = 0; e < kV; ++e) in[k].v[e] = value;
+        } else {
+          in[k] = load_input_pack<kV>(p, k, base[k] + int64_t{v} * kV);
         }
       }
+      Pack<Out, kV> out[Op::kOut];
+      apply_pack(op, in, out);
 #pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int v = first + u * stride;
-        if (v >= vectors) continue;
-        Pack<Out, kV> out[Op::kOut];
-        apply_pack(op, in[u], out);
-#pragma unroll
-        for (int k = 0; k < Op::kOut; ++k) store_pack(p.out[k] + base[kIn + k] + int64_t{v} * kV, out[k]);
-      }
+      for (int k = 0; k < Op::kOut; ++k) store_pack(p.out[k] + base[kIn + k] + int64_t{v} * kV, out[k]);
     }
   }
 }
 
-// The lanes of a row in elementwise_rows_vectorized_kernel's block: the power of two in [32, 256]
-// leaving the fewest lanes idle on a row of `units`, the largest of equals (fewer blocks a row).
-// H200 (bench/labs/rows_lab.cu): bf16 [65536, 768] (96 vectors) at 32 lanes 90.8% of copy, at 128
-// 83.1%; [16384, 1000] (125) at 128 91.8%, at 32 78.7%.
-inline int row_lane_bits(int64_t units) {
+// The lanes of a row in elementwise_row_lanes_kernel's block: the power of two in [32, 256] leaving
+// the fewest lanes idle on a row of `vectors`, the largest of equals (fewer blocks a row). H200
+// (bench/labs/rows_lab.cu): bf16 [65536, 768] (96 vectors) at 32 lanes 90.8% of copy, at 128 83.1%;
+// [16384, 1000] (125) at 128 91.8%, at 32 78.7%.
+inline int row_lane_bits(int64_t vectors) {
   int best = 8;
-  int64_t best_slots = (units + 255) / 256 * 256;
+  int64_t best_slots = (vectors + 255) / 256 * 256;
   for (int bits = 7; bits >= 5; --bits) {
-    const int64_t slots = ((units + (int64_t{1} << bits) - 1) >> bits) << bits;
+    const int64_t slots = ((vectors + (int64_t{1} << bits) - 1) >> bits) << bits;
     if (slots < best_slots) best = bits, best_slots = slots;
   }
   return best;
 }
 
-// Vectors a thread takes of a row where a row has a block's worth of them: four for 4- and 8-byte
-// elements (H200, f32 a + b[D] [16384, 4096]: 0.134 ms, one vector 0.146); one where a tensor has
-// 16-bit elements (their conversions take the registers of more vectors).
-template <class In, class Out>
-inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? 4 : 1;
-
-template <class In, class Out, class First, int kU, class Op, int NT>
-Status run_rows_vectorized(cudaStream_t s, int sm_count, const Op& op,
-                           const Operands<In, Out, Op::kIn, Op::kOut, First>& p, const Walker<NT>& walker,
-                           int64_t rows) {
-  const int64_t units = (walker.inner_size() / kPackSize<In, Out> + kU - 1) / kU;
-  const int lane_bits = row_lane_bits(units);
-  const int64_t grid_x = ((units - 1) >> lane_bits) + 1, row_blocks = (rows - 1) / (kThreads >> lane_bits) + 1;
-  const auto kernel = elementwise_rows_vectorized_kernel<In, Out, Op, First, kU>;
+// Rows of whole vectors shorter than a block's worth (kThreads * kRowUnroll vectors): row lanes,
+// rows_vectorized's blocks leaving threads idle (H200, a + b[D] [262144, 256]: f32 0.288 -> 0.142
+// ms, bf16 0.184 -> 0.081; [65536, 768] 0.165 -> 0.108, 0.089 -> 0.061). Longer rows keep a block
+// along a row: in lanes (one wave), f32 lerp weight [D] [16384, 4096] 0.193 -> 0.230 ms (four vectors
+// a thread: 80 registers, spills under a bound of three blocks), bf16 swiglu 0.102 -> 0.110.
+template <class In, class Out, class First, class Op, int NT>
+Status run_row_lanes(cudaStream_t s, int sm_count, const Op& op, const Operands<In, Out, Op::kIn, Op::kOut, First>& p,
+                     const Walker<NT>& walker, int64_t rows) {
+  const int64_t vectors = walker.inner_size() / kPackSize<In, Out>;
+  const int lane_bits = row_lane_bits(vectors);
+  const int64_t grid_x = ((vectors - 1) >> lane_bits) + 1, row_blocks = (rows - 1) / (kThreads >> lane_bits) + 1;
+  const auto kernel = elementwise_row_lanes_kernel<In, Out, Op, First>;
   unsigned wave = 0;
   if (Status st = one_wave_blocks(kernel, 0, grid_x * row_blocks, sm_count, wave); !st) return st;
-  // One vector a thread: about one wave, each thread stepping over rows (no block turnover). kU
-  // vectors: a block's rows once (as many blocks as rows), which measured 0.134 ms against one wave's
-  // 0.151 on f32 a + b[D] [16384, 4096].
-  const int64_t grid_y = kU == 1 ? std::min<int64_t>(wave / grid_x, row_blocks) : row_blocks;
-  const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(std::clamp<int64_t>(grid_y, 1, 65535)));
+  const dim3 grid(static_cast<unsigned>(grid_x),
+                  static_cast<unsigned>(std::clamp<int64_t>(std::min<int64_t>(wave / grid_x, row_blocks), 1, 65535)));
   kernel<<<grid, kThreads, 0, s>>>(op, p, walker, static_cast<int>(rows), lane_bits);
-  return last_launch_status("elementwise_rows_vectorized_kernel");
+  return last_launch_status("elementwise_row_lanes_kernel");
 }
 
 // Runs op over the tensors, inputs of element type In (the first of First) and outputs of Out.
@@ -307,13 +348,16 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       const int64_t inner = walker.inner_size();
       const int64_t rows = n / inner;
       const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
-      // (rows and vectors past 2^30, which the vectorized rows count in 32 bits, take the row kernels)
-      constexpr int64_t kMaxRows = int64_t{1} << 30;
-      if (t.path == ElementwisePath::strided_vectorized && rows <= kMaxRows && inner / kPackSize<In, Out> <= kMaxRows) {
-        constexpr int kU = kRowUnroll<In, Out>;
-        if (kU > 1 && inner / kPackSize<In, Out> >= int64_t{kThreads} * kU)
-          return run_rows_vectorized<In, Out, First, kU>(s, sm_count, op, p, walker, rows);
-        return run_rows_vectorized<In, Out, First, 1>(s, sm_count, op, p, walker, rows);
+      if (t.path == ElementwisePath::strided_vectorized) {
+        constexpr int kU = kRowUnroll<In, Out, kIn>;
+        const int64_t vectors = inner / kPackSize<In, Out>, per_block = int64_t{kThreads} * kU;
+        if (vectors >= per_block) {
+          const dim3 grid(static_cast<unsigned>((vectors + per_block - 1) / per_block), grid_y);
+          elementwise_rows_vectorized_kernel<In, Out, Op, First><<<grid, kThreads, 0, s>>>(op, p, walker, rows);
+          return last_launch_status("elementwise_rows_vectorized_kernel");
+        }
+        // (more than 2^30 rows, which the lanes count in 32 bits, take the row kernels below)
+        if (rows <= int64_t{1} << 30) return run_row_lanes<In, Out, First>(s, sm_count, op, p, walker, rows);
       }
       if (inner >= kMinRowLength) {
         const dim3 grid(static_cast<unsigned>(std::min<int64_t>((inner + kThreads - 1) / kThreads, 1024)), grid_y);
