@@ -14,19 +14,11 @@
 #include <vector>
 
 #include "cuda/common/broadcast_reduction.cuh"
+#include "lab.cuh"
 
 using namespace baracuda;
 using namespace baracuda::detail;
 using namespace baracuda::detail::cuda;
-
-#define CK(x)                                                             \
-  do {                                                                    \
-    cudaError_t e = (x);                                                  \
-    if (e != cudaSuccess) {                                               \
-      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
 
 struct SumBody {  // db += dout
   using Acc = float;
@@ -41,28 +33,6 @@ struct MulBody {  // da = dout b, db += dout a
     return x[0] * x[1];
   }
 };
-
-template <class F>
-float median_ms(F&& launch) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> times;
-  for (int it = 0; it < 25; ++it) {
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (it >= 5) times.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 // [n, d] tensors: dout, a (and da), b [d], db [d].
 template <class T, class Body>

@@ -16,6 +16,7 @@
 
 #include "cuda/common/elementwise.cuh"
 #include "cuda/common/elementwise_transposed.cuh"
+#include "lab.cuh"
 
 using namespace baracuda;
 using namespace baracuda::detail;
@@ -27,15 +28,6 @@ int64_t baracuda::Shape::numel() const {
   for (int d = 0; d < rank; ++d) n *= dims[d];
   return n;
 }
-
-#define CK(x)                                                             \
-  do {                                                                    \
-    cudaError_t e = (x);                                                  \
-    if (e != cudaSuccess) {                                               \
-      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
 
 struct AddOp {
   using Acc = float;
@@ -126,28 +118,6 @@ __global__ void __launch_bounds__(kThreads)
       row = next;
     }
   }
-}
-
-template <class F>
-float median_ms(F&& launch) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> times;
-  for (int it = 0; it < 25; ++it) {
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (it >= 5) times.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
 }
 
 template <class In>

@@ -15,14 +15,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                             \
-  do {                                                                    \
-    cudaError_t e = (x);                                                  \
-    if (e != cudaSuccess) {                                               \
-      printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
+#include "lab.cuh"
 
 template <class T>
 __device__ __forceinline__ float tof(T v) {
