@@ -61,24 +61,15 @@ int main() {
     cudaMemset(a, 0, n * d * es);
     cudaMemset(dout, 0, n * d * es);
     cudaMemset(b, 0, d * es);
-    auto ref = [&](void* p, Shape s) {
-      AnyTensorRef r;
-      r.data = p;
+    auto view = [&]<class View>(View r, Shape s) {  // a contiguous view of s at r.data
       r.dtype = dt;
       r.shape = s;
       r.strides = contiguous_strides(s);
       r.capacity = s.numel();
       return r;
     };
-    auto mut = [&](void* p, Shape s) {
-      AnyTensorMut r;
-      r.data = p;
-      r.dtype = dt;
-      r.shape = s;
-      r.strides = contiguous_strides(s);
-      r.capacity = s.numel();
-      return r;
-    };
+    auto ref = [&](void* p, Shape s) { return view(AnyTensorRef{p}, s); };
+    auto mut = [&](void* p, Shape s) { return view(AnyTensorMut{p}, s); };
     BinaryDescriptor desc;
     desc.kind = BinaryKind::add;
     desc.dtype = dt;
