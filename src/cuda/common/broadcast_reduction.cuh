@@ -27,8 +27,9 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_items_kernel(Red
 // lane each: a warp's loads are 128 neighbouring bytes of one split): warp w folds splits w, w + 32,
 // ... in that order, kFinalizeBatch loads in flight, and warp 0 adds the warps' sums in warp order.
 // A fixed order, so the bits depend on s alone (not the host's order: the backends' s differ anyway).
-// A thread a kept element folding all s in turn (the host's loop) took 40 us of a bf16 bias
-// gradient of [65536, 768] (1408 splits), this 4 (bench/NOTES.md, "Broadcast reduction: ...").
+// Against a thread a kept element folding all s in turn (the host's loop), a bf16 bias gradient of
+// [65536, 768] (1408 splits) went 0.070 -> 0.048 ms in the lab; ncu, [16384, 4096]: this kernel 4.3 us
+// (bench/NOTES.md, "Broadcast rows in lanes; the broadcast reduction's one reduced dim; ...").
 inline constexpr int kFinalizeWarps = 32;
 template <class Reduction>
 __global__ void __launch_bounds__(kFinalizeWarps * 32) broadcast_reduction_finalize_kernel(Reduction k) {

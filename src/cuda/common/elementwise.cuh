@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kThreads)
 // steps over rows a grid's worth apart (the grid is one wave: no block turnover). Rows and vectors
 // are counted in 32 bits (the host sends larger problems to the row kernels) and the kernel held to
 // 40 registers, six blocks an SM: a vector or a row more in flight a thread cost more registers, so
-// resident threads, than it gained (bench/NOTES.md, "Broadcast rows, a 2-D block").
+// resident threads, than it gained (bench/NOTES.md, "Broadcast rows in lanes; ...").
 template <class In, class Out, class Op, class First>
 __global__ void __launch_bounds__(kThreads, 6)
     elementwise_row_lanes_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p,
