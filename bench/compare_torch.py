@@ -3,7 +3,8 @@
 
 Runs baracuda-profiler's standard suite (or the ops given), then times PyTorch's best equivalent
 of every case it can do on the same shapes and dtypes: CUDA events, warm-up, the median of many
-runs, inputs rotated through enough buffer sets that the working set exceeds 3x the L2 cache,
+runs (queued back to back, each between its own events: GPU time; --serial waits after each run, for a
+call's latency, as the profiler's --serial), inputs rotated through enough buffer sets that the working set exceeds 3x the L2 cache,
 fresh random data. Prints one table: case, ours, PyTorch, speed-up, our fraction of the copy
 bandwidth (measured by the profiler in the same run), and for some cases further peers (EXTRA_PEERS:
 torch.compile, Liger-Kernel, the entmax package) in columns of their own. A peer that is not
@@ -43,19 +44,25 @@ def rotation_sets(bytes_per_set):
     return max(2, min(64, math.ceil(3 * l2 / max(bytes_per_set, 1))))
 
 
+# Queued (the default): every run between its own events, enqueued back to back, one wait at the end:
+# GPU time, the Python call hidden behind the previous run (as triton.testing.do_bench, and the
+# profiler's default). --serial waits after each run: a call's latency (the profiler's --serial).
+SERIAL = False
+
+
 def time_median(fn, sets, iterations=100, warmup=10):
     for i in range(warmup):
         fn(i % sets)
     torch.cuda.synchronize()
-    times = []
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for i in range(iterations):
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iterations)]
+    for i, (start, stop) in enumerate(events):
         start.record()
         fn(i % sets)
         stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    times.sort()
+        if SERIAL:
+            stop.synchronize()
+    torch.cuda.synchronize()
+    times = sorted(start.elapsed_time(stop) for start, stop in events)
     return times[len(times) // 2]
 
 
@@ -791,8 +798,11 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--commit", default=os.environ.get("BARACUDA_COMMIT", "unknown"))
     ap.add_argument("--no-extras", dest="extras", action="store_false", help="time PyTorch only, no EXTRA_PEERS")
+    ap.add_argument("--serial", action="store_true", help="time each run alone, waiting after it (a call's latency)")
     ap.add_argument("--no-jax", dest="jax", action="store_false", help="no jax ms column (JAX's skewed 16-bit sums take seconds)")
     args = ap.parse_args()
+    global SERIAL
+    SERIAL = args.serial
 
     check_peers(args.profiler, args.ops)
     with tempfile.TemporaryDirectory() as tmp:
@@ -804,6 +814,8 @@ def main():
             cmd.append(f"--dtypes={args.dtypes}")
         if args.shapes:
             cmd.append(f"--shapes={args.shapes}")
+        if args.serial:
+            cmd.append("--serial")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         print(proc.stdout)
         if not os.path.exists(path):
@@ -858,12 +870,13 @@ def main():
             f"(the kernels autograd runs, not the engine's walk on the CPU). Forward peers' outputs are compared "
             f"with the torch column's on the same inputs. Each time is GPU time between events around one "
             f"Python call, so a peer that takes longer to launch its kernels than to run them is timed at its "
-            f"launch rate. vs fastest: our speed-up over the fastest of torch ms and the further peers "
+            f"launch rate (queued or not). vs fastest: our speed-up over the fastest of torch ms and the further peers "
             f"(those without a footnote).")
     lines = [f"# baracuda vs PyTorch {torch.__version__} on {ours['device']}",
              "",
              f"date {datetime.date.today().isoformat()}, commit {args.commit}, copy bandwidth "
-             f"{ours['copy_gbps']:.1f} GB/s (device-to-device, read + write, same run). Medians of 100 runs, "
+             f"{ours['copy_gbps']:.1f} GB/s (device-to-device, read + write, same run). Medians of 100 runs "
+             f"{'each alone (--serial: a call latency)' if SERIAL else 'queued back to back, each between its own events'}, "
              f"inputs rotated past 3x L2. % copy counts the fewest bytes each op must move, at the 1 GiB copy's "
              f"rate; % same-bytes copy is a device copy moving those bytes, timed as the cases are (it "
              f"pays the launch and ramp a small case pays). Backward "

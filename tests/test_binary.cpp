@@ -285,6 +285,56 @@ TEST_P(BinaryTest, BiasGradientOverManyRows) {
   }
 }
 
+// add's and sub's gradients are dout's alone: their backward runs with a and b left empty (the
+// elementwise, reduced, scalar and mixed-dtype paths), da = dout and db = +-alpha dout, summed over b's
+// broadcast dims.
+TEST_P(BinaryTest, AddAndSubBackwardTakeNoOperands) {
+  struct Case {
+    Shape a, b;
+    bool b_scalar, mixed;
+  };
+  const std::vector<Case> cases = {{{37, 40}, {37, 40}, false, false},
+                                   {{300, 24}, {24}, false, false},
+                                   {{300, 24}, {300, 1}, false, false},
+                                   {{37, 40}, {}, true, false},
+                                   {{300, 24}, {24}, false, dtype() != DType::f32 && dtype() != DType::f64}};
+  for (const BinaryKind kind : {BinaryKind::add, BinaryKind::sub}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(binary_kind_name(kind)) + " " + c.a.to_string() + " " + c.b.to_string() +
+                   (c.b_scalar ? " scalar" : "") + (c.mixed ? " b f32" : ""));
+      BinaryDescriptor d = desc(kind, c.a, c.b);
+      d.alpha = 2;
+      if (c.b_scalar) d.b_scalar = 3.0;
+      if (c.mixed) d.b_dtype = DType::f32;
+      const DType out_type = c.mixed ? DType::f32 : dtype();  // dout has the output's (promoted) dtype
+      Tensor dout = unwrap(harness::random_tensor(backend(), out_type, contiguous(c.a), rng_, -8, 8));
+      for (double& v : dout.host) v = std::round(v);
+      ASSERT_OK(dout.upload());
+      const BinaryBackwardPlan plan = unwrap(BinaryBackwardPlan::select(stream(), d));
+      harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+      Tensor da = output(c.a);
+      std::optional<Tensor> db;
+      if (!c.b_scalar) db = output(c.b, d.b_dtype);
+      ASSERT_OK(
+          plan.run(stream(), {ws.data(), ws.size()}, {dout.ref(), {}, {}, da.mut(), db ? db->mut() : AnyTensorMut{}}));
+      ASSERT_OK(da.download());
+      EXPECT_EQ(values(da), values(dout));
+      if (!db) continue;
+      ASSERT_OK(db->download());
+      const double sign = kind == BinaryKind::add ? 2.0 : -2.0;
+      const int64_t columns = c.a.dims[1];
+      std::vector<double> want(static_cast<size_t>(c.b.numel()), 0.0);
+      for (int64_t i = 0; i < c.a.numel(); ++i) {
+        const int64_t r = i / columns, j = i % columns;
+        const int64_t at = c.b.numel() == c.a.numel() ? i : c.b.rank == 1 ? j : r;
+        want[static_cast<size_t>(at)] += sign * dout.at(i);
+      }
+      for (int64_t k = 0; k < c.b.numel(); ++k)
+        EXPECT_EQ(db->at(k), harness::quantize(db->dtype, want[static_cast<size_t>(k)])) << k;
+    }
+  }
+}
+
 TEST_P(BinaryTest, OverlapsAreRejected) {
   Tensor buffer = unwrap(harness::random_tensor(backend(), dtype(), contiguous({200}), rng_));
   const AnyTensorMut whole = buffer.mut();

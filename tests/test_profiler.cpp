@@ -9,6 +9,7 @@
 #include "profiler/options.hpp"
 #include "profiler/profiler.hpp"
 #include "profiler/report.hpp"
+#include "support/backend.hpp"
 
 namespace baracuda::profiler {
 namespace {
@@ -19,9 +20,9 @@ Expected<Options> parse(std::vector<const char*> args) {
 }
 
 TEST(ProfilerOptions, ParsesEveryOption) {
-  Expected<Options> o =
-      parse({"--ops=lerp,lerp_backward", "--dtypes", "bf16,f32", "--shapes=16384x4096,1000", "--backend=cpu",
-             "--variant=strided", "--deterministic", "--iterations=7", "--warmup", "3", "--seed=9", "--json=out.json"});
+  Expected<Options> o = parse({"--ops=lerp,lerp_backward", "--dtypes", "bf16,f32", "--shapes=16384x4096,1000",
+                               "--backend=cpu", "--variant=strided", "--deterministic", "--serial", "--iterations=7",
+                               "--warmup", "3", "--seed=9", "--json=out.json"});
   ASSERT_TRUE(o) << o.status().to_string();
   EXPECT_EQ(o->ops, (std::vector<std::string>{"lerp", "lerp_backward"}));
   EXPECT_EQ(o->dtypes, (std::vector<DType>{DType::bf16, DType::f32}));
@@ -31,6 +32,8 @@ TEST(ProfilerOptions, ParsesEveryOption) {
   EXPECT_EQ(o->backend, Backend::cpu);
   EXPECT_EQ(o->variant, "strided");
   EXPECT_TRUE(o->deterministic);
+  EXPECT_TRUE(o->serial);
+  EXPECT_FALSE(parse({})->serial);
   EXPECT_EQ(o->iterations, 7);
   EXPECT_EQ(o->warmup, 3);
   EXPECT_EQ(o->seed, 9u);
@@ -135,9 +138,25 @@ TEST(ProfilerRunner, ReportsAWrongKernelAsAFailure) {
 }
 
 TEST(ProfilerRunner, CopyBandwidthIsMeasured) {
-  Expected<double> gbps = measure_copy_gbps(Stream::host(), 8 << 20, 3);
-  ASSERT_TRUE(gbps) << gbps.status().to_string();
-  EXPECT_GT(*gbps, 0.1);
+  for (const bool serial : {false, true}) {
+    Expected<double> gbps = measure_copy_gbps(Stream::host(), 8 << 20, 3, serial);
+    ASSERT_TRUE(gbps) << gbps.status().to_string();
+    EXPECT_GT(*gbps, 0.1);
+  }
+}
+
+// Queued runs (each between its own events, the host waiting once at the end) and serial ones (the
+// host waiting after each) both time every run of a large copy: near the same rate.
+TEST(ProfilerRunner, CudaCopyBandwidthIsMeasuredQueuedAndSerial) {
+  BARACUDA_SKIP_UNLESS_AVAILABLE(Backend::cuda);
+  Expected<double> queued = measure_copy_gbps(Stream::cuda(), 64 << 20, 20, false);
+  Expected<double> serial = measure_copy_gbps(Stream::cuda(), 64 << 20, 20, true);
+  ASSERT_TRUE(queued) << queued.status().to_string();
+  ASSERT_TRUE(serial) << serial.status().to_string();
+  EXPECT_GT(*queued, 100.0);
+  EXPECT_GT(*serial, 100.0);
+  EXPECT_LT(*queued, 3 * *serial);
+  EXPECT_LT(*serial, 3 * *queued);
 }
 
 }  // namespace

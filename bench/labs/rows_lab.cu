@@ -2,7 +2,9 @@
 // f32 and bf16, beside a device copy of the same bytes: the library's strided_vectorized launch
 // (run_elementwise, as the headers this lab is built with have it), a prototype of the row lanes
 // (lab_tile_kernel: lanes a row, one or two vectors a thread, the next row's loads before the current
-// row's stores or not), and, run with an argument, the transposed kernel on a + b.t(). Not part of
+// row's stores or not; with LANES set), a flat variant (lab_flat_kernel: the vectorized kernel's
+// tiles over all rows, each vector's row by a multiply-shift division) and, run with an argument, the
+// transposed kernel on a + b.t(). Not part of
 // the library or its build. Build (sm_90) with the library's flags (`ninja -t commands` of any .cu:
 // its -I, -D, -std and --expt flags); a variant of a header put in a directory named first with -I
 // compiles against the same lab, for two builds run in one device call:
@@ -120,6 +122,102 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// n / d and n % d for n, d < 2^31 by a multiply and a shift (the round-up method: p = 31 +
+// ceil(log2 d), m = ceil(2^p / d), n / d = (n * m) >> p); d = 1 has m = 0 and is taken apart.
+struct LabDivmod {
+  unsigned d = 1, m = 0, shift = 0;
+  explicit LabDivmod(unsigned divisor) : d(divisor) {
+    if (d == 1) return;
+    unsigned log2 = 0;
+    while ((1u << log2) < d) ++log2;
+    const unsigned p = 31 + log2;
+    m = static_cast<unsigned>(((1ull << p) + d - 1) / d);
+    shift = p - 32;
+  }
+  __host__ __device__ unsigned quotient(unsigned n) const {
+#ifdef __CUDA_ARCH__
+    return d == 1 ? n : __umulhi(n, m) >> shift;
+#else
+    return d == 1 ? n : static_cast<unsigned>((uint64_t(n) * m) >> 32) >> shift;
+#endif
+  }
+};
+
+// Rows of vectors as the vectorized kernel's flat tiles: each thread kU vectors kThreads apart, every
+// vector's row and column by one LabDivmod, tensor t at row * strides[t][0] + column * kV *
+// inner_stride(t) (rank-2 walker; an inner stride 0 broadcasts the row's value).
+template <class In, class Op, int kU, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    lab_flat_kernel(Op op, Operands<In, In, 2, 1, In> p, Walker<3> walker, LabDivmod per_row, unsigned vectors) {
+  constexpr int kV = kPackSize<In, In>;
+  const unsigned tiles = (vectors + kThreads * kU - 1) / (kThreads * kU);
+  for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const unsigned first = tile * kThreads * kU + threadIdx.x;
+    Pack<In, kV> in[kU][2];
+    int64_t out_at[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const unsigned v = first + u * kThreads;
+      if (v < vectors) {
+        const unsigned row = per_row.quotient(v), col = (v - row * per_row.d) * kV;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const int64_t at = int64_t{row} * walker.strides[k][0];
+          if (walker.strides[k][1] == 0) {
+            const In value = p.in[k][at];
+#pragma unroll
+            for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
+          } else {
+            in[u][k] = load_pack<kV>(p.in[k] + at + col);
+          }
+        }
+        out_at[u] = int64_t{row} * walker.strides[2][0] + col;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const unsigned v = first + u * kThreads;
+      if (v < vectors) {
+        Pack<In, kV> out[1];
+        apply_pack(op, in[u], out);
+        store_pack(p.out[0] + out_at[u], out[0]);
+      }
+    }
+  }
+}
+
+template <class In, int kU, int kMinBlocks>
+void flat_variant(Operands<In, In, 2, 1, In> p, const Walker<3>& w, int64_t rows, float copy_ms, const char* label) {
+  auto kernel = lab_flat_kernel<In, AddOp, kU, kMinBlocks>;
+  cudaFuncAttributes attr{};
+  CK(cudaFuncGetAttributes(&attr, kernel));
+  constexpr int kV = kPackSize<In, In>;
+  const unsigned per_row = static_cast<unsigned>(w.inner_size() / kV), vectors = per_row * static_cast<unsigned>(rows);
+  const unsigned blocks = (vectors + kThreads * kU - 1) / (kThreads * kU);
+  const float ms = median_ms([&] { kernel<<<blocks, kThreads>>>(AddOp{}, p, w, LabDivmod(per_row), vectors); });
+  char name[64];
+  snprintf(name, sizeof name, "flat U%d min%d", kU, kMinBlocks);
+  printf("%-10s %-28s regs %3d  %.4f ms  %5.1f%% of copy\n", label, name, attr.numRegs, ms, 100.f * copy_ms / ms);
+}
+
+// Checks LabDivmod against division on random and edge values (host).
+bool divmod_ok() {
+  uint64_t x = 88172645463325252ull;
+  auto next = [&] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17, x; };
+  for (int i = 0; i < 2000000; ++i) {
+    unsigned d = static_cast<unsigned>(next() >> (33 + next() % 31)) + 1;
+    if (d >= (1u << 31)) d = (1u << 31) - 1;
+    const LabDivmod f(d);
+    const unsigned ns[4] = {static_cast<unsigned>(next() % (1u << 31)), d - 1, d, (1u << 31) - 1};
+    for (unsigned n : ns)
+      if (f.quotient(n) != n / d) {
+        printf("divmod wrong: %u / %u\n", n, d);
+        return false;
+      }
+  }
+  return true;
+}
+
 template <class In>
 In from_float(float v) {
   if constexpr (std::is_same_v<In, float>)
@@ -205,6 +303,10 @@ void run_case(int64_t n, int64_t d, bool row_operand, int sms) {
   printf("%s copy %.4f ms\n", label, copy_ms);
   constexpr bool f32 = sizeof(In) == 4;
   library_variant<In>(p, w, n, copy_ms, sms, label);
+  flat_variant<In, kPackUnroll<In, In, 2>, 1>(p, w, n, copy_ms, label);
+  flat_variant<In, kPackUnroll<In, In, 2>, 3>(p, w, n, copy_ms, label);
+  flat_variant<In, 2, 1>(p, w, n, copy_ms, label);
+  if (getenv("LANES") == nullptr) goto done;
   for (int lane_bits = 5; lane_bits <= 8; ++lane_bits) {
     if ((int64_t{1} << lane_bits) > (d / kPackSize<In, In>)*2) break;
     tile_variant<In, 1, false>(lane_bits, p, w, n, copy_ms, sms, label);
@@ -212,6 +314,7 @@ void run_case(int64_t n, int64_t d, bool row_operand, int sms) {
     tile_variant<In, 2, false>(lane_bits, p, w, n, copy_ms, sms, label);
     if constexpr (f32) tile_variant<In, 2, true>(lane_bits, p, w, n, copy_ms, sms, label);
   }
+done:
   CK(cudaFree(a));
   CK(cudaFree(b));
   CK(cudaFree(out));
@@ -268,6 +371,7 @@ int main(int argc, char**) {
     transposed_case<__nv_bfloat16>(4096, 100000);
     return 0;
   }
+  if (!divmod_ok()) return 1;
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (bool row_operand : {false, true}) {

@@ -112,21 +112,17 @@ BARACUDA_HD A log1p_of_unit(A t) {
 
 }  // namespace binary_fn
 
-// The kinds whose gradients do not depend on a and b (add, sub): their backward reads dout alone.
-struct LinearInOperands {
-  static constexpr bool kGradientReadsOperands = false;
-};
-// How many inputs a kind's backward reads: dout, a and b, or dout alone.
+// How many inputs a kind's backward reads: dout, a and b, or dout alone
+// (binary_gradient_reads_operands, which the plan's arg specs follow too).
 template <class Math>
 constexpr int gradient_inputs() {
-  if constexpr (requires { Math::kGradientReadsOperands; }) return Math::kGradientReadsOperands ? 3 : 1;
-  return 3;
+  return binary_gradient_reads_operands(Math::kKind) ? 3 : 1;
 }
 
 // ---------------------------------------------------------------------------------------------
 // arithmetic
 
-struct AddMath : LinearInOperands {
+struct AddMath {
   static constexpr BinaryKind kKind = BinaryKind::add;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
@@ -139,7 +135,7 @@ struct AddMath : LinearInOperands {
     db = alpha * dy;
   }
 };
-struct SubMath : LinearInOperands {
+struct SubMath {
   static constexpr BinaryKind kKind = BinaryKind::sub;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -555,20 +551,22 @@ struct BinaryGradient {
     y[0] = of_b ? db : da;
   }
 };
-// (dout, tensor) -> its gradient, the other operand a scalar (see BinaryScalarForward).
-template <class Math, class Acc_>
+// (dout[, tensor]) -> the tensor's gradient, the other operand a scalar (see BinaryScalarForward); the
+// tensor is read only where the kind's gradient needs it (gradient_inputs).
+template <class Math, class Acc_, int kIn_ = gradient_inputs<Math>() == 3 ? 2 : 1>
 struct BinaryScalarGradient {
   using Acc = Acc_;
-  static constexpr int kIn = 2, kOut = 1;
+  static constexpr int kIn = kIn_, kOut = 1;
   Acc alpha, scalar;
   bool scalar_is_a;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
+    const Acc tensor = kIn == 2 ? x[kIn - 1] : Acc(0);
     Acc da, db;
     if (scalar_is_a) {
-      Math::backward(x[0], scalar, x[1], alpha, da, db);
+      Math::backward(x[0], scalar, tensor, alpha, da, db);
       y[0] = db;
     } else {
-      Math::backward(x[0], x[1], scalar, alpha, da, db);
+      Math::backward(x[0], tensor, scalar, alpha, da, db);
       y[0] = da;
     }
   }

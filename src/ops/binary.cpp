@@ -129,7 +129,8 @@ void promote_operands(const LaunchContext& ctx, BinaryDescriptor& d, AnyTensorRe
   const PromotionBuffers buffers = promotion_buffers(d, backward);
   const DType to = binary_operand_dtype(d);
   for (const bool of_b : {false, true}) {
-    if (!casts_operand(d, of_b, backward)) continue;
+    // (a backward that reads no operand, add's or sub's, casts none: they may have no data)
+    if (!casts_operand(d, of_b, backward) || (backward && !binary_gradient_reads_operands(d.kind))) continue;
     AnyTensorRef& x = of_b ? b : a;
     const Shape& shape = of_b ? d.b_shape : d.a_shape;
     const AnyTensorMut buffer =
@@ -334,6 +335,8 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
     specs[1].present = specs[3].present = !d.a_scalar;
     specs[2].present = specs[4].present = !d.b_scalar;
     specs[3].optional = specs[4].optional = true;
+    // add's and sub's gradients are dout's alone: a and b are neither read nor required
+    if (!binary_gradient_reads_operands(d.kind)) specs[1].present = specs[2].present = false;
   }
   // A broadcast operand's gradient is a reduction: the broadcast_reduce variant, split at select.
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
@@ -376,6 +379,11 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
     // (A gradient not written elementwise stands in as dout, which is in the list anyway.)
     const AnyTensorRef da = args.da.data && !reduces(d, false) ? AnyTensorRef(args.da) : args.dout;
     const AnyTensorRef db = args.db.data && !reduces(d, true) ? AnyTensorRef(args.db) : args.dout;
+    if (!binary_gradient_reads_operands(d.kind)) {  // dout alone (a and b may have no data)
+      if (d.a_scalar) return f({args.dout, db}, 1);
+      if (d.b_scalar) return f({args.dout, da}, 1);
+      return f({args.dout, da, db}, 1);
+    }
     if (d.a_scalar) return f({args.dout, e.b, db}, 2);
     if (d.b_scalar) return f({args.dout, e.a, da}, 2);
     return f({args.dout, e.a, e.b, da, db}, 3);

@@ -149,9 +149,10 @@ Status binary_typed(const BinaryBackwardProblem& p, Launch&& launch, Reduce&& re
     const AnyTensorMut& dx = scalar_is_a ? p.db : p.da;
     if (!dx.data || n == 0) return Status::ok();
     const Acc scalar = static_cast<Acc>(scalar_is_a ? *p.desc.a_scalar : *p.desc.b_scalar);
-    const ElementwiseTensors<2, 1> t{p.path,    p.shape,     {p.dout.data, x.data}, {p.dout.strides, x.strides},
-                                     {dx.data}, {dx.strides}};
-    return launch(BinaryScalarGradient<Math, Acc>{alpha, scalar, scalar_is_a}, t);
+    using Gradient = BinaryScalarGradient<Math, Acc>;  // (dout, x), or dout alone where x is not read
+    ElementwiseTensors<Gradient::kIn, 1> t{p.path, p.shape, {p.dout.data}, {p.dout.strides}, {dx.data}, {dx.strides}};
+    if constexpr (Gradient::kIn == 2) t.in[1] = x.data, t.in_strides[1] = x.strides;
+    return launch(Gradient{alpha, scalar, scalar_is_a}, t);
   }
   const bool want_a = p.da.data != nullptr, want_b = p.db.data != nullptr;
   const bool reduce_a = want_a && p.splits_a > 0, reduce_b = want_b && p.splits_b > 0;

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   report.backend = backend;
   report.device = device_name(stream);
   const size_t copy_size = backend == Backend::cuda ? size_t{1} << 30 : size_t{256} << 20;
-  Expected<double> copy = measure_copy_gbps(stream, copy_size, backend == Backend::cuda ? 50 : 5);
+  Expected<double> copy = measure_copy_gbps(stream, copy_size, backend == Backend::cuda ? 50 : 5, o.serial);
   if (!copy) {
     std::cerr << "baracuda-profiler: copy bandwidth: " << copy.status().to_string() << "\n";
     return 1;
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   RunSettings settings;
   settings.iterations = o.iterations;
   settings.warmup = o.warmup;
+  settings.serial = o.serial;
   for (size_t i = 0; i < planned.size(); ++i) {
     const Planned& p = planned[i];
     std::cerr << "[" << i + 1 << "/" << planned.size() << "] " << p.op->name << " " << dtype_name(p.dtype) << " "

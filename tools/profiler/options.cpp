@@ -39,6 +39,9 @@ reference, times it (median of many runs, inputs rotated past the L2 cache) and 
   --deterministic     require deterministic kernels
   --iterations=N      timed runs per case (default: 100 on cuda, 10 on cpu)
   --warmup=N          untimed runs first (default: 10 on cuda, 2 on cpu)
+  --serial            cuda: wait for each timed run before enqueuing the next, so a time is a call's
+                      latency, host enqueue included (default: runs queued back to back, each between
+                      its own events: the GPU's time, as triton.testing.do_bench)
   --seed=N            seed of the random inputs (default: 1)
   --json=FILE         also write the results as JSON (with --list: the ops, their PyTorch peers and SKUs)
   --list              print every op (or those of --ops), plan SKU and precision guarantee, then exit
@@ -123,6 +126,8 @@ Expected<Options> parse_options(int argc, const char* const* argv) {
       o.json_path = value;
     } else if (arg == "--deterministic") {
       o.deterministic = true;
+    } else if (arg == "--serial") {
+      o.serial = true;
     } else if (arg == "--list") {
       o.list = true;
     } else if (arg == "--help" || arg == "-h") {

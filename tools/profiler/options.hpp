@@ -15,6 +15,7 @@ struct Options {
   std::optional<Backend> backend;  // empty: CUDA where a GPU is, else CPU
   std::string variant;
   bool deterministic = false;
+  bool serial = false;  // time each run alone (its latency, host enqueue included)
   int iterations = 0;
   int warmup = 0;
   uint64_t seed = 1;

@@ -63,62 +63,66 @@ std::vector<OpEntry>& registry() {
   return ops;
 }
 
-// Times `fn` once; on CUDA with events on the stream, on the CPU with a steady clock.
-class Stopwatch {
- public:
-  explicit Stopwatch(const Stream& stream) : stream_(stream) {
+// Each run's time: on the CPU by a steady clock around it; on CUDA by a pair of events around it on
+// the stream. Queued (the default), the runs are enqueued back to back and the host waits once at the
+// end, so a run's events time the GPU's work alone while the host enqueues the next run (as
+// triton.testing.do_bench; a run shorter than its host enqueue still shows that time). Serial, the
+// host waits after every run: a call's latency, its host enqueue included.
+Expected<std::vector<double>> run_timed(const Stream& stream, int iterations, bool serial,
+                                        const std::function<Status(int)>& fn) {
+  std::vector<double> ms;
 #if BARACUDA_HAS_CUDA
-    if (stream.backend() == Backend::cuda) {
-      cudaEventCreate(&start_);
-      cudaEventCreate(&stop_);
+  if (stream.backend() == Backend::cuda) {
+    std::vector<cudaEvent_t> events(2 * static_cast<size_t>(iterations), nullptr);
+    auto destroy = [&] {
+      for (cudaEvent_t e : events)
+        if (e) cudaEventDestroy(e);
+    };
+    auto failed = [&](const char* what, cudaError_t err) {
+      destroy();
+      return Status::error(StatusCode::backend_error, std::string(what) + ": " + cudaGetErrorName(err));
+    };
+    for (cudaEvent_t& e : events)
+      if (cudaError_t err = cudaEventCreate(&e); err != cudaSuccess) return failed("cudaEventCreate", err);
+    for (int i = 0; i < iterations; ++i) {
+      cudaEventRecord(events[2 * i], stream.cuda_stream());
+      if (Status s = fn(i); !s) {
+        destroy();
+        return s;
+      }
+      cudaEventRecord(events[2 * i + 1], stream.cuda_stream());
+      if (serial)
+        if (cudaError_t err = cudaEventSynchronize(events[2 * i + 1]); err != cudaSuccess)
+          return failed("cudaEventSynchronize", err);
     }
-#endif
-  }
-  ~Stopwatch() {
-#if BARACUDA_HAS_CUDA
-    if (start_) cudaEventDestroy(start_);
-    if (stop_) cudaEventDestroy(stop_);
-#endif
-  }
-  template <class F>
-  Expected<double> time_ms(F&& fn) {
-#if BARACUDA_HAS_CUDA
-    if (stream_.backend() == Backend::cuda) {
-      cudaEventRecord(start_, stream_.cuda_stream());
-      if (Status s = fn(); !s) return s;
-      cudaEventRecord(stop_, stream_.cuda_stream());
-      const cudaError_t err = cudaEventSynchronize(stop_);
-      if (err != cudaSuccess)
-        return Status::error(StatusCode::backend_error, std::string("cudaEventSynchronize: ") + cudaGetErrorName(err));
-      float ms = 0;
-      cudaEventElapsedTime(&ms, start_, stop_);
-      return static_cast<double>(ms);
+    for (int i = 0; i < iterations; ++i) {
+      if (cudaError_t err = cudaEventSynchronize(events[2 * i + 1]); err != cudaSuccess)
+        return failed("cudaEventSynchronize", err);
+      float t = 0;
+      cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]);
+      ms.push_back(t);
     }
+    destroy();
+    return ms;
+  }
 #endif
+  (void)serial;
+  for (int i = 0; i < iterations; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (Status s = fn(); !s) return s;
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (Status s = fn(i); !s) return s;
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  return ms;
+}
 
- private:
-  Stream stream_;
-#if BARACUDA_HAS_CUDA
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-#endif
-};
-
-Expected<Timing> time_repeated(const Stream& stream, int warmup, int iterations, const std::function<Status(int)>& fn) {
-  Stopwatch watch(stream);
+Expected<Timing> time_repeated(const Stream& stream, int warmup, int iterations, bool serial,
+                               const std::function<Status(int)>& fn) {
   for (int i = 0; i < warmup; ++i)
     if (Status s = fn(i); !s) return s;
   if (!stream.synchronize()) return Status::error(StatusCode::backend_error, "stream synchronize failed");
-  std::vector<double> ms;
-  for (int i = 0; i < iterations; ++i) {
-    Expected<double> t = watch.time_ms([&] { return fn(i); });
-    if (!t) return t.status();
-    ms.push_back(*t);
-  }
+  Expected<std::vector<double>> runs = run_timed(stream, iterations, serial, fn);
+  if (!runs) return runs.status();
+  std::vector<double>& ms = *runs;
   std::sort(ms.begin(), ms.end());
   Timing timing;
   timing.iterations = iterations;
@@ -164,7 +168,8 @@ CaseResult run_case(const OpEntry& op, ProfilerCase& c, const CaseConfig& config
   r.verification = c.verify();
   const int iterations = settings.iterations ? settings.iterations : (gpu ? 100 : 10);
   const int warmup = settings.warmup ? settings.warmup : (gpu ? 10 : 2);
-  Expected<Timing> t = time_repeated(config.stream, warmup, iterations, [&](int i) { return c.run(i % sets); });
+  Expected<Timing> t =
+      time_repeated(config.stream, warmup, iterations, settings.serial, [&](int i) { return c.run(i % sets); });
   if (!t) {
     r.status = t.status();
     return r;
@@ -175,7 +180,7 @@ CaseResult run_case(const OpEntry& op, ProfilerCase& c, const CaseConfig& config
   return r;
 }
 
-Expected<double> measure_copy_gbps(const Stream& stream, size_t bytes, int iterations) {
+Expected<double> measure_copy_gbps(const Stream& stream, size_t bytes, int iterations, bool serial) {
   Expected<harness::Buffer> src = harness::Buffer::allocate(stream.backend(), bytes, std::max(0, stream.device()));
   if (!src) return src.status();
   Expected<harness::Buffer> dst = harness::Buffer::allocate(stream.backend(), bytes, std::max(0, stream.device()));
@@ -184,7 +189,7 @@ Expected<double> measure_copy_gbps(const Stream& stream, size_t bytes, int itera
   std::vector<unsigned char> pattern(bytes);
   for (size_t i = 0; i < bytes; ++i) pattern[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
   if (Status s = src->upload(pattern.data(), bytes); !s) return s;
-  Expected<Timing> t = time_repeated(stream, 3, iterations,
+  Expected<Timing> t = time_repeated(stream, 3, iterations, serial,
                                      [&](int) { return harness::copy_bytes(stream, dst->data(), src->data(), bytes); });
   if (!t) return t.status();
   return 2.0 * static_cast<double>(bytes) / (t->median_ms * 1e6);

@@ -93,6 +93,7 @@ struct RunSettings {
   int iterations = 0;      // 0: 100 on CUDA, 10 on CPU
   int warmup = 0;          // 0: 10 on CUDA, 2 on CPU
   size_t cache_bytes = 0;  // working set to exceed by rotation (0: 3x the device's L2, 64 MiB on CPU)
+  bool serial = false;     // CUDA: wait for each run before the next (its latency); else queued (GPU time)
 };
 
 // Sets the case up, runs and verifies it once, then times it (warm-up, median of many runs,
@@ -101,7 +102,7 @@ CaseResult run_case(const OpEntry& op, ProfilerCase& c, const CaseConfig& config
                     double copy_gbps);
 
 // Device-to-device (or host memcpy) bandwidth, bytes read plus written per second, in GB/s.
-Expected<double> measure_copy_gbps(const Stream& stream, size_t bytes, int iterations);
+Expected<double> measure_copy_gbps(const Stream& stream, size_t bytes, int iterations, bool serial);
 // The device's L2 size (0 on the CPU) and a name for the report.
 size_t l2_bytes(const Stream& stream);
 std::string device_name(const Stream& stream);

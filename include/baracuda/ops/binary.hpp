@@ -104,6 +104,11 @@ enum class BinaryKind : unsigned char {
 inline constexpr int kBinaryKindCount = static_cast<int>(BinaryKind::logical_xor) + 1;
 // Whether out is bool (a comparison or a logical op): those kinds have no backward.
 constexpr bool binary_kind_is_predicate(BinaryKind kind) { return kind >= BinaryKind::eq; }
+// Whether the kind's gradients read a and b: add's and sub's are dout's alone (times alpha), so their
+// BinaryBackwardPlan ignores a and b (ArgSpec::present false: they may be left empty).
+constexpr bool binary_gradient_reads_operands(BinaryKind kind) {
+  return kind != BinaryKind::add && kind != BinaryKind::sub;
+}
 
 struct BinaryDescriptor {
   BinaryKind kind = BinaryKind::add;
@@ -140,8 +145,8 @@ struct BinaryArgs {
 
 struct BinaryBackwardArgs {
   AnyTensorRef dout;
-  AnyTensorRef a;
-  AnyTensorRef b;
+  AnyTensorRef a;   // unused (may be left empty) where a_scalar is set or the kind is add or sub
+  AnyTensorRef b;   // (binary_gradient_reads_operands)
   AnyTensorMut da;  // a_shape, overwritten; optional (null: not computed); unused where a_scalar is set
   AnyTensorMut db;
 };

@@ -65,11 +65,12 @@ __global__ void __launch_bounds__(kFinalizeWarps * 32) broadcast_reduction_final
   }
 }
 
-// Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements,
-// whose eight sums and conversions per vector would otherwise take registers enough to halve the
-// threads an SM holds (4 with one input measured no better: bf16 bias gradient 0.117 ms either way).
+// Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements with
+// several inputs, whose eight sums and conversions per vector would otherwise take registers enough to
+// halve the threads an SM holds (H200 lab, vectors kernel: bf16 a * b[D] backward 64 registers at 2,
+// 97 at 4, no faster; the bias gradient, one input, 40 at 2 and 44 at 4, 0.048 -> 0.046 ms).
 template <class T, int kIn>
-inline constexpr int kReductionUnroll = sizeof(T) >= 4 ? 4 : 2;
+inline constexpr int kReductionUnroll = sizeof(T) >= 4 || kIn == 1 ? 4 : 2;
 
 // kOneReducedDim: the reduced dims collapse to one (or none), whose offsets are a product (the walker's
 // loop over dims cost registers: bf16 bias gradient 70 -> 54, 0.070 -> 0.058 ms on [16384, 4096]).
@@ -80,64 +81,67 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
   constexpr int kU = kReductionUnroll<T, Body::kIn>;
   const int64_t vectors = k.m / kV, items = vectors * k.s;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  bool one_value[kIn];  // an input with inner stride 0: one value along the vector
+#pragma unroll
+  for (int i = 0; i < kIn; ++i) one_value[i] = k.kept.inner_stride(i) == 0;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < items; t += step) {
     const int64_t split = t / vectors, j0 = (t - split * vectors) * kV;
     int64_t base[NT];
     k.kept.offsets(j0, base);
     Acc sum[kV] = {};
-    for (int64_t first = split; first < k.r; first += kU * k.s) {
-      // A row's offsets are computed where they are used (twice) rather than kept: registers.
-      auto offsets = [&](int u, int64_t(&off)[NT]) {
-        if constexpr (kOneReducedDim) {
-          const int64_t row = first + u * k.s;  // (0 where there is no reduced dim: strides of 0)
+    // A row's offsets are computed where they are used (twice) rather than kept: registers.
+    auto offsets = [&](int64_t row, int64_t(&off)[NT]) {
+      if constexpr (kOneReducedDim) {
 #pragma unroll
-          for (int i = 0; i < NT; ++i) off[i] = base[i] + row * k.reduced.strides[i][0];
-        } else {
-          k.reduced.offsets(first + u * k.s, off);
+        for (int i = 0; i < NT; ++i) off[i] = base[i] + row * k.reduced.strides[i][0];  // (no reduced dim: 0)
+      } else {
+        k.reduced.offsets(row, off);
 #pragma unroll
-          for (int i = 0; i < NT; ++i) off[i] += base[i];
-        }
-      };
-      Vec16<T> in[kU][kIn];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        if (first + u * k.s < k.r) {
-          int64_t off[NT];
-          offsets(u, off);
-#pragma unroll
-          for (int i = 0; i < kIn; ++i) {
-            if (k.kept.inner_stride(i) == 0) {  // one value along the vector
-              const T value = k.p.in[i][off[i]];
-#pragma unroll
-              for (int e = 0; e < kV; ++e) in[u][i].v[e] = value;
-            } else {
-              in[u][i] = load16(k.p.in[i] + off[i]);
-            }
-          }
-        }
+        for (int i = 0; i < NT; ++i) off[i] += base[i];
       }
+    };
+    // kCount rows first, first + s, ..., all in range: every load issued before any use. A guard
+    // between them, or a load's elements merged one by one with a repeated value, made the compiler
+    // unpack each load as it landed before issuing the next (one in flight: bf16 bias gradient 0.054
+    // -> 0.046 ms, a * b[D] backward 0.137 -> 0.107 in the lab once both went).
+    auto rows = [&]<int kCount>(int64_t first) {
+      uint4 raw[kCount][kIn];
 #pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        if (first + u * k.s < k.r) {
-          Vec16<T> out[kOut > 0 ? kOut : 1];
+      for (int u = 0; u < kCount; ++u) {
+        int64_t off[NT];
+        offsets(first + u * k.s, off);
 #pragma unroll
-          for (int e = 0; e < kV; ++e) {
-            Acc x[kIn];
-            Acc y[kOut > 0 ? kOut : 1];
-#pragma unroll
-            for (int i = 0; i < kIn; ++i) x[i] = static_cast<Acc>(in[u][i].v[e]);
-            sum[e] += k.body(x, y);
-#pragma unroll
-            for (int o = 0; o < kOut; ++o) out[o].v[e] = static_cast<T>(y[o]);
-          }
-          int64_t off[NT];
-          offsets(u, off);
-#pragma unroll
-          for (int o = 0; o < kOut; ++o)
-            if (k.p.out[o]) store16(k.p.out[o] + off[kIn + o], out[o]);
-        }
+        for (int i = 0; i < kIn; ++i) raw[u][i] = load16_or_splat(k.p.in[i] + off[i], one_value[i]);
       }
-    }
+      Vec16<T> in[kCount][kIn];
+#pragma unroll
+      for (int u = 0; u < kCount; ++u)
+#pragma unroll
+        for (int i = 0; i < kIn; ++i) in[u][i] = as_vec16<T>(raw[u][i]);
+#pragma unroll
+      for (int u = 0; u < kCount; ++u) {
+        Vec16<T> out[kOut > 0 ? kOut : 1];
+#pragma unroll
+        for (int e = 0; e < kV; ++e) {
+          Acc x[kIn];
+          Acc y[kOut > 0 ? kOut : 1];
+#pragma unroll
+          for (int i = 0; i < kIn; ++i) x[i] = static_cast<Acc>(in[u][i].v[e]);
+          sum[e] += k.body(x, y);
+#pragma unroll
+          for (int o = 0; o < kOut; ++o) out[o].v[e] = static_cast<T>(y[o]);
+        }
+        int64_t off[NT];
+        offsets(first + u * k.s, off);
+#pragma unroll
+        for (int o = 0; o < kOut; ++o)
+          if (k.p.out[o]) store16(k.p.out[o] + off[kIn + o], out[o]);
+      }
+    };
+    // The rows split, split + s, ... in order (kU at a time, then the last few one at a time).
+    int64_t first = split;
+    for (; first + (kU - 1) * k.s < k.r; first += kU * k.s) rows.template operator()<kU>(first);
+    for (; first < k.r; first += k.s) rows.template operator()<1>(first);
     if (k.s == 1) {
       Vec16<T> total;
 #pragma unroll

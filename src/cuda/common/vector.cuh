@@ -21,6 +21,31 @@ __device__ __forceinline__ Vec16<T> load16(const T* p) {
   return out;
 }
 
+// The 16 bytes at p, or where one_value the element *p in each of them, as raw words: a kernel keeping
+// several vectors in flight converts them (as_vec16) only once all are loaded, since elements written
+// one by one (a repeated value merged with a load) made the compiler unpack each load as it landed,
+// before issuing the next (cuda/common/broadcast_reduction.cuh).
+template <class T>
+__device__ __forceinline__ uint4 load16_or_splat(const T* p, bool one_value) {
+  if (!one_value) return *reinterpret_cast<const uint4*>(p);
+  if constexpr (sizeof(T) == 8) {
+    const uint2 d = *reinterpret_cast<const uint2*>(p);
+    return {d.x, d.y, d.x, d.y};
+  } else {
+    // (the element's bits in every sizeof(T) bytes of a word)
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>;
+    const uint32_t w = *reinterpret_cast<const Bits*>(p) * (0xffffffffu / static_cast<Bits>(~Bits{0}));
+    return {w, w, w, w};
+  }
+}
+
+template <class T>
+__device__ __forceinline__ Vec16<T> as_vec16(uint4 raw) {
+  Vec16<T> out;
+  *reinterpret_cast<uint4*>(&out) = raw;
+  return out;
+}
+
 template <class T>
 __device__ __forceinline__ void store16(T* p, const Vec16<T>& v) {
 #if BARACUDA_STREAMING_STORES

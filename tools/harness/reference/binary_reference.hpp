@@ -291,8 +291,10 @@ inline void binary_backward(const BinaryDescriptor& d, harness::RefIO& io) {
   const BinaryIndexing ix = binary_indexing(d);
   const bool f64 = operand_dtype(d) == DType::f64;
   const harness::HostView& dout = io.in("dout");
-  const harness::HostView* a = d.a_scalar ? nullptr : &io.in("a");
-  const harness::HostView* b = d.b_scalar ? nullptr : &io.in("b");
+  // (add's and sub's backward takes no a or b: their gradients do not read them)
+  const bool operands = binary_gradient_reads_operands(d.kind);
+  const harness::HostView* a = d.a_scalar || !operands ? nullptr : &io.in("a");
+  const harness::HostView* b = d.b_scalar || !operands ? nullptr : &io.in("b");
   harness::RefOutput* da = d.a_scalar ? nullptr : &io.out("da");
   harness::RefOutput* db = d.b_scalar ? nullptr : &io.out("db");
   // (A gradient element no output element reads is a sum of nothing: it starts at 0.)
@@ -300,7 +302,7 @@ inline void binary_backward(const BinaryDescriptor& d, harness::RefIO& io) {
     const int64_t ka = ix.a_of(i), kb = ix.b_of(i);
     const bool want_a = da && da->wanted(ka), want_b = db && db->wanted(kb);
     if (!want_a && !want_b) continue;
-    const double x = a ? a->at(ka) : *d.a_scalar, y = b ? b->at(kb) : *d.b_scalar;
+    const double x = a ? a->at(ka) : d.a_scalar.value_or(0.0), y = b ? b->at(kb) : d.b_scalar.value_or(0.0);
     double ga = 0, gb = 0;
     binary_gradients(d.kind, dout.at(i), x, y, d.alpha, f64, ga, gb);
     if (want_a) da->add(ka, ga);
