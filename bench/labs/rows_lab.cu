@@ -16,20 +16,12 @@
 #include <cstdio>
 #include <vector>
 
-#include "cuda/common/elementwise.cuh"
 #include "cuda/common/elementwise_transposed.cuh"
-#include "lab.cuh"
+#include "elementwise_lab.cuh"
 
 using namespace baracuda;
 using namespace baracuda::detail;
 using namespace baracuda::detail::cuda;
-
-// (the one library function the launch calls; the lab links no library)
-int64_t baracuda::Shape::numel() const {
-  int64_t n = 1;
-  for (int d = 0; d < rank; ++d) n *= dims[d];
-  return n;
-}
 
 struct AddOp {
   using Acc = float;

@@ -21,7 +21,8 @@
 namespace baracuda::detail::cuda {
 
 // Vectors per input per thread, loaded before use: 128 bytes in flight per thread for one and two
-// inputs (a single-input op needs twice the unroll to keep as many bytes in flight).
+// inputs (a single-input op needs twice the unroll to keep as many bytes in flight); but see
+// kPackUnroll for a single input of 4 bytes or more.
 template <int kIn>
 #ifndef BARACUDA_UNROLL_ONE_INPUT
 #define BARACUDA_UNROLL_ONE_INPUT 8
@@ -39,8 +40,17 @@ inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) > sizeof(Out)
 // (one 16-bit input and output), bf16 silu and gelu held 94-102 registers, a quarter of the warps
 // resident, 51-58% of the DRAM bandwidth; with 128 (two u8 inputs), u8 bitwise_and held 148, an
 // eighth resident, 40%.
+//
+// A single input with an output both of 4 bytes or more takes one vector a thread, whose blocks turn
+// over fastest: H200, [16384, 4096] rotated, queued runs, f32 x -> 1.5 x + 0.25 at 0.1290 ms with one
+// (the device copy's 0.1289, torch.exp's 0.1297), 0.1335 with two, 0.1346 with four, 0.1356 with eight
+// (bench/labs/unary_lab.cu); gelu, silu, exp f32 0.96x -> 0.98-1.01x PyTorch. 16-bit ones keep theirs:
+// with one, bf16 gelu (erff a element) went 0.0820 -> 0.0916 ms and the f32 -> bf16 cast 0.0969 ->
+// 0.0987, though exp and silu gained 3% (bench/NOTES.md, "Queued timing; ...").
 template <class In, class Out, int kIn>
-inline constexpr int kPackUnroll = std::min(kUnroll<kIn>, 32 / kPackSize<In, Out>);
+inline constexpr int kPackUnroll = kIn == 1 && sizeof(In) >= 4 && sizeof(Out) >= 4
+                                       ? 1
+                                       : std::min(kUnroll<kIn>, 32 / kPackSize<In, Out>);
 
 // Applies op to every lane of a vector of each input, in the compute type.
 template <class In, class Out, class Op, int N>
