@@ -111,6 +111,7 @@ PromotionBuffers promotion_buffers(const BinaryDescriptor& d, bool backward) {
   for (int k = 0; k < (backward ? 4 : 2); ++k) {
     const bool of_b = k % 2 == 1;
     if (!casts_operand(d, of_b, backward)) continue;
+    if (k < 2 && backward && !binary_gradient_reads_operands(d.kind)) continue;  // (see promote_operands)
     b.at[k] = b.end.saturated();
     b.end = round_up_to(b.end + CheckedSize((of_b ? d.b_shape : d.a_shape).numel()) * element, 256);
   }

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   report.copy_gbps = *copy;
+  report.serial = o.serial;
 
   struct Planned {
     const OpEntry* op;

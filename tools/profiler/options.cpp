@@ -1,6 +1,7 @@
 #include "profiler/options.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <sstream>
 
 namespace baracuda::profiler {
@@ -16,11 +17,12 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
-Expected<int64_t> parse_int(const std::string& option, const std::string& text, int64_t lo) {
+Expected<int64_t> parse_int(const std::string& option, const std::string& text, int64_t lo, int64_t hi = INT64_MAX) {
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < lo)
-    return bad(option + ": '" + text + "' is not an integer >= " + std::to_string(lo));
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    return bad(option + ": '" + text + "' is not an integer in [" + std::to_string(lo) + ", " +
+               (hi == INT64_MAX ? std::string("2^63)") : std::to_string(hi) + "]"));
   return v;
 }
 
@@ -114,7 +116,8 @@ Expected<Options> parse_options(int argc, const char* const* argv) {
     } else if (arg == "--variant") {
       o.variant = value;
     } else if (arg == "--iterations" || arg == "--warmup" || arg == "--seed") {
-      Expected<int64_t> v = parse_int(arg, value, arg == "--iterations" ? 1 : 0);
+      // (timed runs each hold a pair of events: a million is far past any use)
+      Expected<int64_t> v = parse_int(arg, value, arg == "--iterations" ? 1 : 0, arg == "--seed" ? INT64_MAX : 1000000);
       if (!v) return v.status();
       if (arg == "--iterations")
         o.iterations = static_cast<int>(*v);

@@ -55,7 +55,8 @@ bool all_passed(const Report& report) {
 
 void print_table(std::ostream& out, const Report& report) {
   out << "device: " << report.device << " (" << backend_name(report.backend) << "), copy bandwidth "
-      << fixed(report.copy_gbps, 1) << " GB/s (read + write)\n";
+      << fixed(report.copy_gbps, 1) << " GB/s (read + write); runs timed "
+      << (report.serial ? "alone (--serial)" : "queued back to back") << "\n";
   const char* header[] = {"op", "variant", "dtype", "shape", "verify", "max err / tol", "median ms", "GB/s", "% copy"};
   std::vector<std::vector<std::string>> rows;
   rows.emplace_back(std::begin(header), std::end(header));
@@ -99,7 +100,8 @@ void print_table(std::ostream& out, const Report& report) {
 void write_json(std::ostream& out, const Report& report) {
   out << "{\n  \"device\": " << json_string(report.device)
       << ",\n  \"backend\": " << json_string(std::string(backend_name(report.backend)))
-      << ",\n  \"copy_gbps\": " << json_number(report.copy_gbps) << ",\n  \"cases\": [";
+      << ",\n  \"copy_gbps\": " << json_number(report.copy_gbps)
+      << ",\n  \"timing\": " << json_string(report.serial ? "serial" : "queued") << ",\n  \"cases\": [";
   for (size_t i = 0; i < report.results.size(); ++i) {
     const CaseResult& r = report.results[i];
     out << (i ? "," : "") << "\n    {\"op\": " << json_string(r.op) << ", \"torch\": " << json_string(r.torch)

@@ -12,6 +12,7 @@ struct Report {
   std::string device;
   Backend backend = Backend::cpu;
   double copy_gbps = 0;
+  bool serial = false;  // runs timed alone (--serial), else queued back to back
   std::vector<CaseResult> results;
 };
 

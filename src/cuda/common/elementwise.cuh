@@ -194,13 +194,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Vectors a thread takes of a row in elementwise_rows_vectorized_kernel: kPackUnroll's for 4- and
-// 8-byte elements (H200, [16384, 4096] f32: a + b[D] 88 -> 94% of copy); one where a tensor has
+// Vectors a thread takes of a row in elementwise_rows_vectorized_kernel: kUnroll's, at most 32
+// elements, for 4- and 8-byte elements (H200, [16384, 4096] f32: a + b[D] 88 -> 94% of copy; a
+// single input's one vector of kPackUnroll was not measured on rows); one where a tensor has
 // 16-bit elements, whose conversions take registers (two vectors: 64) that cost more threads than
 // the loads in flight gain (bf16 a + b[D]: 82.5% with one, 71.9% with two). Rows of fewer than
 // kThreads * kRowUnroll vectors take elementwise_row_lanes_kernel.
 template <class In, class Out, int kIn>
-inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? kPackUnroll<In, Out, kIn> : 1;
+inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? std::min(kUnroll<kIn>, 32 / kPackSize<In, Out>)
+                                                                      : 1;
 
 // Rows of vectors (see rows_vectorizable): blockIdx.y steps over rows, and each thread takes up to
 // kRowUnroll vectors of a row a gridDim.x * kThreads apart, all loaded before any use (as the
