@@ -2,7 +2,8 @@
 // kernel"): the library's run_split_reduction (cuda/common/broadcast_reduction.cuh, as the include
 // path this lab is built with has it) on a bias gradient (db = column sums of dout [N, D]) and on the
 // backward of a * b[D] (da = dout b, db = column sums of dout a), f32 and bf16, beside a device copy
-// of the same bytes. Not part of the library or its build. Build (sm_90) with the library's flags
+// of the same bytes; and the rows kernel (reduced dim innermost: b [N, 1]) on the same two bodies.
+// Not part of the library or its build. Build (sm_90) with the library's flags
 // (`ninja -t commands` of any .cu: its -I, -D, -std and --expt flags); a variant of a header put in a
 // directory named first with -I compiles against the same lab, for two builds run in one device call:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Isrc -Iinclude bench/labs/reduction_lab.cu
@@ -90,6 +91,62 @@ void run_case(int64_t n, int64_t d, int sms) {
   CK(cudaFree(partial));
 }
 
+// The reduced dim innermost (b [n, 1]: db = row sums of dout (sum) or of dout a (mul, da = dout b)):
+// the rows kernel, a warp a row.
+template <class T, class Body>
+void run_rows_case(int64_t n, int64_t d, int sms) {
+  constexpr int kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
+  const size_t bytes = size_t(n) * d * sizeof(T);
+  T *dout, *a, *da, *b, *db;
+  CK(cudaMalloc(&dout, bytes));
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&da, bytes));
+  CK(cudaMalloc(&b, n * sizeof(T)));
+  CK(cudaMalloc(&db, n * sizeof(T)));
+  CK(cudaMemset(dout, 0, bytes));
+  CK(cudaMemset(a, 0, bytes));
+  CK(cudaMemset(b, 0, n * sizeof(T)));
+  const int64_t planned = 64;
+  float* partial;
+  CK(cudaMalloc(&partial, planned * n * sizeof(float)));
+  const int streams = kIn == 1 ? 1 : 3;
+  const float copy_ms =
+      median_ms([&] { CK(cudaMemcpyAsync(da, dout, bytes, cudaMemcpyDeviceToDevice)); }) * streams / 2;
+  BroadcastReduction<T, Body> k;
+  const T* ins[3] = {dout, a, b};
+  for (int i = 0; i < kIn; ++i) k.p.in[i] = ins[i];
+  if (kOut) k.p.out[0] = da;
+  k.p.out[kOut] = db;
+  k.partial = partial;
+  k.m = n;
+  k.r = d;
+  k.s = planned;
+  k.lanes_on_split = true;
+  k.kept.rank = 1;
+  k.kept.sizes[0] = n;
+  k.reduced.rank = 1;
+  k.reduced.sizes[0] = d;
+  for (int i = 0; i < NT; ++i) {
+    const bool per_row = (kIn == 3 && i == 2) || i == NT - 1;  // b and db: one value a row
+    k.kept.strides[i][0] = per_row ? 1 : d;
+    k.reduced.strides[i][0] = per_row ? 0 : 1;
+  }
+  auto kernel = broadcast_reduction_rows_kernel<T, Body, T>;
+  cudaFuncAttributes attr{};
+  CK(cudaFuncGetAttributes(&attr, kernel));
+  const float ms = median_ms([&] {
+    if (!run_split_reduction(Stream::cuda(), sms, k)) printf("launch failed\n");
+  });
+  printf("%s %s rows [%lld, %lld] regs %d  %.4f ms  %5.1f%% of copy (copy %.4f)\n", sizeof(T) == 4 ? "f32" : "bf16",
+         kIn == 1 ? "sum" : "mul", (long long)n, (long long)d, attr.numRegs, ms, 100.f * copy_ms / ms, copy_ms);
+  CK(cudaFree(dout));
+  CK(cudaFree(a));
+  CK(cudaFree(da));
+  CK(cudaFree(b));
+  CK(cudaFree(db));
+  CK(cudaFree(partial));
+}
+
 int main() {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -99,5 +156,8 @@ int main() {
   run_case<float, MulBody>(16384, 4096, sms);
   run_case<__nv_bfloat16, SumBody>(65536, 768, sms);
   run_case<__nv_bfloat16, MulBody>(65536, 768, sms);
+  run_rows_case<__nv_bfloat16, MulBody>(16384, 4096, sms);
+  run_rows_case<float, MulBody>(16384, 4096, sms);
+  run_rows_case<__nv_bfloat16, SumBody>(16384, 4096, sms);
   return 0;
 }
