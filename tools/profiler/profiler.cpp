@@ -68,7 +68,7 @@ std::vector<OpEntry>& registry() {
 // end, so a run's events time the GPU's work alone while the host enqueues the next run (as
 // triton.testing.do_bench; a run shorter than its host enqueue still shows that time). Serial, the
 // host waits after every run: a call's latency, its host enqueue included.
-Expected<std::vector<double>> run_timed(const Stream& stream, int iterations, bool serial,
+Expected<std::vector<double>> run_timed([[maybe_unused]] const Stream& stream, int iterations, bool serial,
                                         const std::function<Status(int)>& fn) {
   std::vector<double> ms;
 #if BARACUDA_HAS_CUDA
