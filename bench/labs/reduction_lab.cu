@@ -35,23 +35,25 @@ struct MulBody {  // da = dout b, db += dout a
   }
 };
 
-// [n, d] tensors: dout, a (and da), b [d], db [d].
+// [n, d] tensors dout, a (and da). rows false: b and db [d], the vectors kernel (column sums); rows
+// true: b and db [n, 1], the rows kernel (row sums, a warp a row).
 template <class T, class Body>
-void run_case(int64_t n, int64_t d, int sms) {
+void run_case(int64_t n, int64_t d, int sms, bool rows = false) {
   constexpr int kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
+  const int64_t kept = rows ? n : d, reduced = rows ? d : n;
   const size_t bytes = size_t(n) * d * sizeof(T);
   T *dout, *a, *da, *b, *db;
   CK(cudaMalloc(&dout, bytes));
   CK(cudaMalloc(&a, bytes));
   CK(cudaMalloc(&da, bytes));
-  CK(cudaMalloc(&b, d * sizeof(T)));
-  CK(cudaMalloc(&db, d * sizeof(T)));
+  CK(cudaMalloc(&b, kept * sizeof(T)));
+  CK(cudaMalloc(&db, kept * sizeof(T)));
   CK(cudaMemset(dout, 0, bytes));
   CK(cudaMemset(a, 0, bytes));
-  CK(cudaMemset(b, 0, d * sizeof(T)));
-  const int64_t planned = 4096;
+  CK(cudaMemset(b, 0, kept * sizeof(T)));
+  const int64_t planned = rows ? 64 : 4096;
   float* partial;
-  CK(cudaMalloc(&partial, planned * d * sizeof(float)));
+  CK(cudaMalloc(&partial, planned * kept * sizeof(float)));
   // a copy's time for the bytes the case moves (sum: reads dout; mul: reads dout and a, writes da),
   // from a copy of one tensor (two streams)
   const int streams = kIn == 1 ? 1 : 3;
@@ -63,82 +65,31 @@ void run_case(int64_t n, int64_t d, int sms) {
   if (kOut) k.p.out[0] = da;
   k.p.out[kOut] = db;
   k.partial = partial;
-  k.m = d;
-  k.r = n;
+  k.m = kept;
+  k.r = reduced;
   k.s = planned;
+  k.lanes_on_split = rows;
   k.kept.rank = 1;
-  k.kept.sizes[0] = d;
+  k.kept.sizes[0] = kept;
   k.reduced.rank = 1;
-  k.reduced.sizes[0] = n;
+  k.reduced.sizes[0] = reduced;
   for (int i = 0; i < NT; ++i) {
-    const bool is_b = kIn == 3 && i == 2, is_db = i == NT - 1;
-    k.kept.strides[i][0] = 1;
-    k.reduced.strides[i][0] = is_b || is_db ? 0 : d;
+    const bool of_b = (kIn == 3 && i == 2) || i == NT - 1;  // b and db: one value along the reduced dim
+    k.kept.strides[i][0] = rows && !of_b ? d : 1;
+    k.reduced.strides[i][0] = of_b ? 0 : rows ? 1 : d;
   }
-  auto kernel = broadcast_reduction_vectors_kernel<T, Body, T, true>;  // (its registers: one reduced dim)
+  // (the registers of the kernel the layout takes; the vectors kernel's with one reduced dim)
   cudaFuncAttributes attr{};
-  CK(cudaFuncGetAttributes(&attr, kernel));
+  if (rows)
+    CK(cudaFuncGetAttributes(&attr, broadcast_reduction_rows_kernel<T, Body, T>));
+  else
+    CK(cudaFuncGetAttributes(&attr, broadcast_reduction_vectors_kernel<T, Body, T, true>));
   const float ms = median_ms([&] {
     if (!run_split_reduction(Stream::cuda(), sms, k)) printf("launch failed\n");
   });
-  printf("%s %s [%lld, %lld] regs %d  %.4f ms  %5.1f%% of copy (copy %.4f)\n", sizeof(T) == 4 ? "f32" : "bf16",
-         kIn == 1 ? "sum" : "mul", (long long)n, (long long)d, attr.numRegs, ms, 100.f * copy_ms / ms, copy_ms);
-  CK(cudaFree(dout));
-  CK(cudaFree(a));
-  CK(cudaFree(da));
-  CK(cudaFree(b));
-  CK(cudaFree(db));
-  CK(cudaFree(partial));
-}
-
-// The reduced dim innermost (b [n, 1]: db = row sums of dout (sum) or of dout a (mul, da = dout b)):
-// the rows kernel, a warp a row.
-template <class T, class Body>
-void run_rows_case(int64_t n, int64_t d, int sms) {
-  constexpr int kIn = Body::kIn, kOut = Body::kOut, NT = kIn + kOut + 1;
-  const size_t bytes = size_t(n) * d * sizeof(T);
-  T *dout, *a, *da, *b, *db;
-  CK(cudaMalloc(&dout, bytes));
-  CK(cudaMalloc(&a, bytes));
-  CK(cudaMalloc(&da, bytes));
-  CK(cudaMalloc(&b, n * sizeof(T)));
-  CK(cudaMalloc(&db, n * sizeof(T)));
-  CK(cudaMemset(dout, 0, bytes));
-  CK(cudaMemset(a, 0, bytes));
-  CK(cudaMemset(b, 0, n * sizeof(T)));
-  const int64_t planned = 64;
-  float* partial;
-  CK(cudaMalloc(&partial, planned * n * sizeof(float)));
-  const int streams = kIn == 1 ? 1 : 3;
-  const float copy_ms =
-      median_ms([&] { CK(cudaMemcpyAsync(da, dout, bytes, cudaMemcpyDeviceToDevice)); }) * streams / 2;
-  BroadcastReduction<T, Body> k;
-  const T* ins[3] = {dout, a, b};
-  for (int i = 0; i < kIn; ++i) k.p.in[i] = ins[i];
-  if (kOut) k.p.out[0] = da;
-  k.p.out[kOut] = db;
-  k.partial = partial;
-  k.m = n;
-  k.r = d;
-  k.s = planned;
-  k.lanes_on_split = true;
-  k.kept.rank = 1;
-  k.kept.sizes[0] = n;
-  k.reduced.rank = 1;
-  k.reduced.sizes[0] = d;
-  for (int i = 0; i < NT; ++i) {
-    const bool per_row = (kIn == 3 && i == 2) || i == NT - 1;  // b and db: one value a row
-    k.kept.strides[i][0] = per_row ? 1 : d;
-    k.reduced.strides[i][0] = per_row ? 0 : 1;
-  }
-  auto kernel = broadcast_reduction_rows_kernel<T, Body, T>;
-  cudaFuncAttributes attr{};
-  CK(cudaFuncGetAttributes(&attr, kernel));
-  const float ms = median_ms([&] {
-    if (!run_split_reduction(Stream::cuda(), sms, k)) printf("launch failed\n");
-  });
-  printf("%s %s rows [%lld, %lld] regs %d  %.4f ms  %5.1f%% of copy (copy %.4f)\n", sizeof(T) == 4 ? "f32" : "bf16",
-         kIn == 1 ? "sum" : "mul", (long long)n, (long long)d, attr.numRegs, ms, 100.f * copy_ms / ms, copy_ms);
+  printf("%s %s%s [%lld, %lld] regs %d  %.4f ms  %5.1f%% of copy (copy %.4f)\n", sizeof(T) == 4 ? "f32" : "bf16",
+         kIn == 1 ? "sum" : "mul", rows ? " rows" : "", (long long)n, (long long)d, attr.numRegs, ms,
+         100.f * copy_ms / ms, copy_ms);
   CK(cudaFree(dout));
   CK(cudaFree(a));
   CK(cudaFree(da));
@@ -156,8 +107,8 @@ int main() {
   run_case<float, MulBody>(16384, 4096, sms);
   run_case<__nv_bfloat16, SumBody>(65536, 768, sms);
   run_case<__nv_bfloat16, MulBody>(65536, 768, sms);
-  run_rows_case<__nv_bfloat16, MulBody>(16384, 4096, sms);
-  run_rows_case<float, MulBody>(16384, 4096, sms);
-  run_rows_case<__nv_bfloat16, SumBody>(16384, 4096, sms);
+  run_case<__nv_bfloat16, MulBody>(16384, 4096, sms, true);
+  run_case<float, MulBody>(16384, 4096, sms, true);
+  run_case<__nv_bfloat16, SumBody>(16384, 4096, sms, true);
   return 0;
 }
