@@ -285,6 +285,51 @@ TEST_P(BinaryTest, BiasGradientOverManyRows) {
   }
 }
 
+// a * b with b [rows, 1]: b's gradient sums each row of dout * a (on the GPU a warp a row, its lanes'
+// vectors a few at a time then one by one, a row cut into pieces where rows are few; rows not of
+// whole vectors take the per-element kernel). Integer values: every sum is exact, so the result is
+// the quantized exact sum, and the same bits on a second run.
+TEST_P(BinaryTest, RowGradientOverLongRows) {
+  const std::vector<Shape> shapes = {{64, 1576}, {3, 200000}, {40, 8}, {5, 1001}, {2, 33000}};
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE(shape.to_string());
+    const int64_t columns = shape.dims[1], rows = shape.dims[0];
+    const BinaryDescriptor d = desc(BinaryKind::mul, shape, {rows, 1});
+    Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.a_shape), rng_, -8, 8));
+    Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(d.b_shape), rng_, -8, 8));
+    Tensor dout = unwrap(harness::random_tensor(backend(), dtype(), contiguous(shape), rng_, -8, 8));
+    for (Tensor* t : {&a, &b, &dout}) {
+      for (double& v : t->host) v = std::round(v);
+      ASSERT_OK(t->upload());
+    }
+    const BinaryBackwardPlan plan = unwrap(BinaryBackwardPlan::select(stream(), d));
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), plan.workspace_size()));
+    std::vector<double> first;
+    for (int run = 0; run < 2; ++run) {
+      Tensor da = output(shape), db = output(d.b_shape);
+      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {dout.ref(), a.ref(), b.ref(), da.mut(), db.mut()}));
+      ASSERT_OK(da.download());
+      ASSERT_OK(db.download());
+      if (run == 1) {
+        EXPECT_EQ(values(db), first);
+        continue;
+      }
+      first = values(db);
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0;
+        for (int64_t j = 0; j < columns; ++j) {
+          const int64_t at = r * columns + j;
+          sum += dout.at(at) * a.at(at);
+          if (j % 97 == 0 || j == columns - 1) {
+            ASSERT_EQ(da.at(at), harness::quantize(dtype(), dout.at(at) * b.at(r))) << at;
+          }
+        }
+        EXPECT_EQ(db.at(r), harness::quantize(dtype(), sum)) << r;
+      }
+    }
+  }
+}
+
 // add's and sub's gradients are dout's alone: their backward runs with a and b left empty (the
 // elementwise, reduced, scalar and mixed-dtype paths), da = dout and db = +-alpha dout, summed over b's
 // broadcast dims.

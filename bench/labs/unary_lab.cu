@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/unary_math.hpp"
 #include "elementwise_lab.cuh"
 
 #ifndef BARACUDA_PERSISTENT
@@ -112,5 +113,8 @@ int main() {
   run_case<float, ExpOp>(16384, 4096, sms, "exp");
   run_case<__nv_bfloat16, ScaleOp>(16384, 4096, sms, "scale");
   run_case<__nv_bfloat16, ExpOp>(16384, 4096, sms, "exp");
+  run_case<__nv_bfloat16, UnaryForward<GeluMath, float, true>>(16384, 4096, sms, "gelu");
+  run_case<__nv_bfloat16, UnaryForward<SiluMath, float, true>>(16384, 4096, sms, "silu");
+  run_case<__nv_bfloat16, UnaryForward<ExpMath, float, true>>(16384, 4096, sms, "exp16");
   return 0;
 }

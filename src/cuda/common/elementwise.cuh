@@ -36,10 +36,13 @@ inline constexpr int64_t kMinRowLength = 128;
 template <class In, class Out>
 inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out)));
 // Vectors in flight a thread: kUnroll's (every vector is at most 16 bytes a tensor), but at most 32
-// elements a thread, as f32's: the compiler keeps every element's compute-type value live. With 64
-// (one 16-bit input and output), bf16 silu and gelu held 94-102 registers, a quarter of the warps
-// resident, 51-58% of the DRAM bandwidth; with 128 (two u8 inputs), u8 bitwise_and held 148, an
-// eighth resident, 40%.
+// input elements a thread, counted over all inputs (fill has none: as one): the compiler keeps every
+// element's compute-type value live. With 64 (one 16-bit input and output), bf16 silu and gelu held
+// 94-102 registers, a quarter of the warps resident, 51-58% of the DRAM bandwidth; with 128 (two u8
+// inputs), u8 bitwise_and held 148, an eighth resident, 40%; with 64 (two bf16 inputs, 4 vectors),
+// gelu's gradient (erff and an exp an element) held 96 registers and took 0.1291 ms on [16384, 4096],
+// 0.1130 with 2 vectors; addcdiv's three bf16 gradients (four inputs) 0.2110 -> 0.1984 ms with 1;
+// memory-bound ops unchanged (bench/labs/binary_lab.cu).
 //
 // A single input with an output both of 4 bytes or more takes one vector a thread, whose blocks turn
 // over fastest: H200, [16384, 4096] rotated, queued runs, f32 x -> 1.5 x + 0.25 at 0.1290 ms with one
@@ -50,7 +53,8 @@ inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) > sizeof(Out)
 template <class In, class Out, int kIn>
 inline constexpr int kPackUnroll = kIn == 1 && sizeof(In) >= 4 && sizeof(Out) >= 4
                                        ? 1
-                                       : std::min(kUnroll<kIn>, 32 / kPackSize<In, Out>);
+                                       : std::max(1,
+                                                  std::min(kUnroll<kIn>, 32 / (std::max(kIn, 1) * kPackSize<In, Out>)));
 
 // Applies op to every lane of a vector of each input, in the compute type.
 template <class In, class Out, class Op, int N>
