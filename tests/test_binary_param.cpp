@@ -199,15 +199,16 @@ TEST_P(BinaryParamTest, ForwardBroadcastRowsTakeTheRowVectorizedKernel) {
 
 // The strided_vectorized kernels (cuda/common/elementwise.cuh): rows of 1 to 2048 vectors (every
 // dtype's), on both sides of a block's worth (rows_vectorized from kThreads * kRowUnroll vectors:
-// 256 of 16-bit types, 1024 of f32 and f64 here), shorter rows in lanes of 32, 64, 128 and 256
-// threads, and more rows than a wave of lane blocks holds (each thread then steps over rows).
+// 256 of 16-bit types, 1024 of f32 and f64 here; and just past 1024, 4104 elements, so that a
+// thread's last vectors fall off the row), shorter rows in lanes of 32, 64, 128 and 256 threads, and
+// more rows than a wave of lane blocks holds (each thread then steps over rows).
 TEST_P(BinaryParamTest, ForwardBroadcastRowsEveryBlockShape) {
   const std::string rows = backend() == Backend::cuda ? "strided_vectorized" : "strided";
   struct Case {
     int64_t n, d;
   };
   for (const Case& c : {Case{7001, 8}, Case{300, 768}, Case{300, 1000}, Case{900, 2040}, Case{64, 2048},
-                        Case{300, 4088}, Case{64, 4096}}) {
+                        Case{300, 4088}, Case{64, 4096}, Case{40, 4104}}) {
     const Shape shape{c.n, c.d};
     for (Shape weight_shape : {Shape{c.d}, Shape{c.n, 1}}) {
       SCOPED_TRACE(shape.to_string() + " weight " + weight_shape.to_string());

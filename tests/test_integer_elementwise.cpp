@@ -4,6 +4,7 @@
 // rejects, and the dtypes each kind refuses, naming the field. Every case on every backend present.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "support/backend.hpp"
@@ -89,6 +90,34 @@ TEST_P(IntegerElementwiseTest, ArithmeticWrapsAtEveryWidth) {
   EXPECT_EQ(unary(UnaryKind::square, DType::i32, {46341, -3}), (V{-2147479015, 9}));
   EXPECT_EQ(unary(UnaryKind::sign, DType::i64, {-7, 0, 9}), (V{-1, 0, 1}));
   EXPECT_EQ(binary(BinaryKind::maximum, DType::i64, {-7, 4e15}, {3, -4e15}), (V{3, 4e15}));
+}
+
+// a + b with b [N, 1] and b [D] for 1-, 4- and 8-byte integers (on the GPU the rows kernels, which
+// repeat a stride-0 operand's element through whole words), rows on either side of the row lanes'
+// bound (125 or 513 vectors of u8).
+TEST_P(IntegerElementwiseTest, BroadcastRowsOfEveryWidth) {
+  const int64_t n = 37;
+  for (DType dtype : {DType::u8, DType::i8, DType::i32, DType::i64}) {
+    for (int64_t d : {2000, 8208}) {
+      for (bool column : {true, false}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " d " + std::to_string(d) + (column ? " b [N, 1]" : " b [D]"));
+        BinaryDescriptor desc;
+        desc.kind = BinaryKind::add;
+        desc.dtype = dtype;
+        desc.a_shape = {n, d};
+        desc.b_shape = column ? Shape{n, 1} : Shape{d};
+        Tensor a = unwrap(harness::random_tensor(backend(), dtype, contiguous(desc.a_shape), rng_, 0, 60));
+        Tensor b = unwrap(harness::random_tensor(backend(), dtype, contiguous(desc.b_shape), rng_, 0, 60));
+        Tensor out = unwrap(harness::random_tensor(backend(), dtype, contiguous(desc.a_shape), rng_, 0, 2));
+        ASSERT_TRUE(harness::poison(out).is_ok());
+        const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), desc));
+        const Status st = plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()});
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        ASSERT_TRUE(out.download().is_ok());
+        for (int64_t i = 0; i < n * d; ++i) ASSERT_EQ(out.at(i), a.at(i) + b.at(column ? i / d : i % d)) << i;
+      }
+    }
+  }
 }
 
 // Division by 0 gives 0; the most negative value by -1 wraps to itself (its remainder 0); floor and

@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_vectors_kernel(B
         int64_t off[NT];
         offsets(first + u * k.s, off);
 #pragma unroll
-        for (int i = 0; i < kIn; ++i) raw[u][i] = load16_or_splat(k.p.in[i] + off[i], one_value[i]);
+        for (int i = 0; i < kIn; ++i) raw[u][i] = load_or_splat<uint4>(k.p.in[i] + off[i], one_value[i]);
       }
       Vec16<T> in[kCount][kIn];
 #pragma unroll
@@ -184,8 +184,8 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(Broa
       for (int u = 0; u < kCount; ++u)
 #pragma unroll
         for (int i = 0; i < kIn; ++i)
-          raw[u][i] = load16_or_splat(k.p.in[i] + base[i] + (first + u * 32) * kV * k.reduced.inner_stride(i),
-                                      one_value[i]);
+          raw[u][i] = load_or_splat<uint4>(k.p.in[i] + base[i] + (first + u * 32) * kV * k.reduced.inner_stride(i),
+                                           one_value[i]);
 #pragma unroll
       for (int u = 0; u < kCount; ++u) {
         Vec16<T> in[kIn];

@@ -120,6 +120,28 @@ __device__ __forceinline__ In load_input(const Operands<In, Out, kIn, kOut, Firs
     if (k == 0) return convert<In>(reinterpret_cast<const First*>(p.in[0])[off]);
   return p.in[k][off];
 }
+// Input k's vector v of a row whose offset is row_at, or where one_value (the input's inner stride
+// is 0: one value along the row) its element at row_at in every lane, written as whole words: the
+// value merged element by element made the compiler unpack each load as it landed before issuing
+// the next (bf16 a * b[N, 1] [16384, 4096] 0.0867 -> 0.0764 ms in rows_lab.cu, as the broadcast
+// reduction's kernels found).
+template <int N, class In, class Out, int kIn, int kOut, class First>
+__device__ __forceinline__ void load_row_pack(Pack<In, N>& out, const Operands<In, Out, kIn, kOut, First>& p, int k,
+                                              int64_t row_at, int64_t v, bool one_value) {
+  if constexpr (!std::is_same_v<First, In>) {
+    if (k == 0) {
+      if (!one_value) {
+        out = load_input_pack<N>(p, 0, row_at + v * N);
+      } else {
+        const In value = load_input(p, 0, row_at);
+#pragma unroll
+        for (int e = 0; e < N; ++e) out.v[e] = value;
+      }
+      return;
+    }
+  }
+  load_pack_or_splat(out, p.in[k] + row_at + (one_value ? 0 : v * N), one_value);
+}
 
 template <class In, class Out, class Op, class First>
 __global__ void __launch_bounds__(kThreads)
@@ -201,9 +223,11 @@ __global__ void __launch_bounds__(kThreads)
 // Vectors a thread takes of a row in elementwise_rows_vectorized_kernel: kUnroll's, at most 32
 // elements, for 4- and 8-byte elements (H200, [16384, 4096] f32: a + b[D] 88 -> 94% of copy; a
 // single input's one vector of kPackUnroll was not measured on rows); one where a tensor has
-// 16-bit elements, whose conversions take registers (two vectors: 64) that cost more threads than
-// the loads in flight gain (bf16 a + b[D]: 82.5% with one, 71.9% with two). Rows of fewer than
-// kThreads * kRowUnroll vectors take elementwise_row_lanes_kernel.
+// narrower elements. Two, loaded as whole words (load_row_pack: 46 registers), sped bf16 a + b[D] and
+// a * b[N, 1] [16384, 4096] 0.0774 -> 0.0695 and 0.0869 -> 0.0767 ms and lerp weight [D] 0.1060 ->
+// 0.0961, but slowed swiglu (silu a element) 0.0969 -> 0.1120 (profiler, H200); one vector as words
+// gave 0.0754 and 0.0764 in rows_lab.cu (bench/NOTES.md, "Broadcast rows of 16-bit elements").
+// Rows of fewer than kThreads * kRowUnroll vectors take elementwise_row_lanes_kernel.
 template <class In, class Out, int kIn>
 inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? std::min(kUnroll<kIn>, 32 / kPackSize<In, Out>)
                                                                       : 1;
@@ -232,15 +256,7 @@ __global__ void __launch_bounds__(kThreads)
         const int64_t v = first + u * stride;
         if (v < vectors) {
 #pragma unroll
-          for (int k = 0; k < Op::kIn; ++k) {
-            if (walker.inner_stride(k) == 0) {
-              const In value = load_input(p, k, base[k]);
-#pragma unroll
-              for (int e = 0; e < kV; ++e) in[u][k].v[e] = value;
-            } else {
-              in[u][k] = load_input_pack<kV>(p, k, base[k] + v * kV);
-            }
-          }
+          for (int k = 0; k < Op::kIn; ++k) load_row_pack(in[u][k], p, k, base[k], v, walker.inner_stride(k) == 0);
         }
       }
 #pragma unroll
@@ -280,15 +296,7 @@ __global__ void __launch_bounds__(kThreads, 6)
       walker.offsets(row, base, walker.rank - 1);
       Pack<In, kV> in[kSlots<kIn>];
 #pragma unroll
-      for (int k = 0; k < kIn; ++k) {
-        if (walker.inner_stride(k) == 0) {
-          const In value = load_input(p, k, base[k]);
-#pragma unroll
-          for (int e = 0; e < kV; ++e) in[k].v[e] = value;
-        } else {
-          in[k] = load_input_pack<kV>(p, k, base[k] + int64_t{v} * kV);
-        }
-      }
+      for (int k = 0; k < kIn; ++k) load_row_pack(in[k], p, k, base[k], int64_t{v}, walker.inner_stride(k) == 0);
       Pack<Out, kV> out[Op::kOut];
       apply_pack(op, in, out);
 #pragma unroll

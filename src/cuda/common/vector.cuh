@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace baracuda::detail::cuda {
@@ -21,21 +22,33 @@ __device__ __forceinline__ Vec16<T> load16(const T* p) {
   return out;
 }
 
-// The 16 bytes at p, or where one_value the element *p in each of them, as raw words: a kernel keeping
-// several vectors in flight converts them (as_vec16) only once all are loaded, since elements written
-// one by one (a repeated value merged with a load) made the compiler unpack each load as it landed,
-// before issuing the next (cuda/common/broadcast_reduction.cuh).
-template <class T>
-__device__ __forceinline__ uint4 load16_or_splat(const T* p, bool one_value) {
-  if (!one_value) return *reinterpret_cast<const uint4*>(p);
+// The sizeof(Access) bytes at p (an access of 2, 4, 8 or 16 bytes), or where one_value the element *p
+// in each sizeof(T) of them, as raw words: a kernel keeping several vectors in flight converts them
+// only once all are loaded, since elements written one by one (a repeated value merged with a load)
+// made the compiler unpack each load as it landed, before issuing the next (cuda/common/
+// broadcast_reduction.cuh, the rows kernels of cuda/common/elementwise.cuh).
+template <class Access, class T>
+__device__ __forceinline__ Access load_or_splat(const T* p, bool one_value) {
+  static_assert(sizeof(Access) >= sizeof(T));
+  if (!one_value) return *reinterpret_cast<const Access*>(p);
   if constexpr (sizeof(T) == 8) {
     const uint2 d = *reinterpret_cast<const uint2*>(p);
-    return {d.x, d.y, d.x, d.y};
+    if constexpr (sizeof(Access) == 16) {
+      return {d.x, d.y, d.x, d.y};
+    } else {
+      return d;
+    }
   } else {
     // (the element's bits in every sizeof(T) bytes of a word)
     using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>;
     const uint32_t w = *reinterpret_cast<const Bits*>(p) * (0xffffffffu / static_cast<Bits>(~Bits{0}));
-    return {w, w, w, w};
+    if constexpr (sizeof(Access) == 16) {
+      return {w, w, w, w};
+    } else if constexpr (sizeof(Access) == 8) {
+      return {w, w};
+    } else {
+      return static_cast<Access>(w);
+    }
   }
 }
 
@@ -75,6 +88,13 @@ __device__ __forceinline__ Pack<T, N> load_pack(const T* p) {
   Pack<T, N> out;
   *reinterpret_cast<Access*>(&out) = *reinterpret_cast<const Access*>(p);
   return out;
+}
+// load_pack into out, or where one_value the element *p in each of the N (load_or_splat). Written
+// into the caller's pack: returned by value, the rows kernel held 62 registers rather than 46.
+template <int N, class T>
+__device__ __forceinline__ void load_pack_or_splat(Pack<T, N>& out, const T* p, bool one_value) {
+  const auto raw = load_or_splat<typename Pack<T, N>::Access>(p, one_value);
+  memcpy(&out, &raw, sizeof raw);
 }
 
 template <class T, int N>
