@@ -34,9 +34,8 @@ void run_case(const Op& op, int64_t rows, int64_t cols, int sms, const char* nam
     }
     for (int k = 0; k < kOut; ++k) CK(cudaMalloc(&out[s][k], bytes));
   }
-  const float copy_ms = queued_median_ms([&](int i) {
-    CK(cudaMemcpyAsync(out[i % kSets][0], in[i % kSets][0], bytes, cudaMemcpyDeviceToDevice));
-  });
+  const float copy_ms = queued_median_ms(
+      [&](int i) { CK(cudaMemcpyAsync(out[i % kSets][0], in[i % kSets][0], bytes, cudaMemcpyDeviceToDevice)); });
   const float ideal_ms = copy_ms * (kIn + kOut) / 2;  // the copy moves 2 x bytes
   ElementwiseTensors<kIn, kOut> t;
   t.path = ElementwisePath::vectorized;

@@ -240,8 +240,8 @@ void tile_variant(int lane_bits, Operands<In, In, 2, 1, In> p, const Walker<3>& 
 }
 
 // The library's launch (run_elementwise's strided_vectorized path), as the headers this lab was built
-// with have it.
-// The library's launch, queued (as the profiler times), rotating through sets of a and out.
+// with have it: timed queued (as the profiler times), rotating through sets of a and out; with the
+// lab's add and with the library's own functors (BinaryPlan's add and mul: alpha, operands swapped).
 template <class In>
 void library_variant(Operands<In, In, 2, 1, In> p, In* const* a, In* const* out, int sets, const Walker<3>& w,
                      int64_t rows, float copy_ms, int sms, const char* label) {
@@ -256,25 +256,16 @@ void library_variant(Operands<In, In, 2, 1, In> p, In* const* a, In* const* out,
     st[1] = w.strides[k][1];
   }
   t.in[1] = p.in[1];
-  const float ms = queued_median_ms([&](int i) {
-    t.in[0] = a[i % sets];
-    t.out[0] = out[i % sets];
-    if (!run_elementwise<In>(Stream::cuda(), sms, AddOp{}, t)) printf("launch failed\n");
-  });
+  auto time = [&](const auto& op) {
+    return queued_median_ms([&](int i) {
+      t.in[0] = a[i % sets];
+      t.out[0] = out[i % sets];
+      if (!run_elementwise<In>(Stream::cuda(), sms, op, t)) printf("launch failed\n");
+    });
+  };
+  const float ms = time(AddOp{});
   printf("%-10s %-28s %.4f ms  %5.1f%% of copy\n", label, "library (queued, rotated)", ms, 100.f * copy_ms / ms);
-  // the library's own functors (BinaryPlan's add and mul: alpha, operands swapped or not)
-  const BinaryForward<AddMath, float> add{1.0f};
-  const BinaryForward<MulMath, float> mul{1.0f};
-  const float add_ms = queued_median_ms([&](int i) {
-    t.in[0] = a[i % sets];
-    t.out[0] = out[i % sets];
-    if (!run_elementwise<In>(Stream::cuda(), sms, add, t)) printf("launch failed\n");
-  });
-  const float mul_ms = queued_median_ms([&](int i) {
-    t.in[0] = a[i % sets];
-    t.out[0] = out[i % sets];
-    if (!run_elementwise<In>(Stream::cuda(), sms, mul, t)) printf("launch failed\n");
-  });
+  const float add_ms = time(BinaryForward<AddMath, float>{1.0f}), mul_ms = time(BinaryForward<MulMath, float>{1.0f});
   printf("%-10s %-28s %.4f ms  %5.1f%% of copy; mul %.4f ms  %5.1f%%\n", label, "library's add and mul", add_ms,
          100.f * copy_ms / add_ms, mul_ms, 100.f * copy_ms / mul_ms);
 }
