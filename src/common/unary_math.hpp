@@ -104,8 +104,7 @@ BARACUDA_HD NormalFor16 normal_for16(float x) {
   const float a = fminf(fabsf(x), 15.0f);
   const float gaussian = exp_for16(-0.5f * a * a);
   const float p = fmaf(fmaf(fmaf(0.0170471658f, a, 0.119528803f), a, 0.36196529f), a, 0.499999812f);
-  const float q =
-      fmaf(fmaf(fmaf(fmaf(0.0427359156f, a, 0.299411505f), a, 0.953424573f), a, 1.52179635f), a, 1.0f);
+  const float q = fmaf(fmaf(fmaf(fmaf(0.0427359156f, a, 0.299411505f), a, 0.953424573f), a, 1.52179635f), a, 1.0f);
 #if defined(__CUDA_ARCH__)
   const float lower = gaussian * __fdividef(p, q);
 #else
