@@ -125,6 +125,37 @@ TEST_P(UnaryTest, SpecialValuesBackward) {
   }
 }
 
+// gelu and its gradient for 16-bit outputs on the GPU (unary_fn::normal_for16: Phi(-|x|) from
+// exp(-x^2 / 2) and a fitted rational, no 1 + erf to cancel): within two units of the dtype's
+// rounding of the f64 value, relative, down the negative tail to where f16's subnormals end and
+// bf16's values are 1e-30, and on the positive side and across the gradient's zero near -0.75.
+TEST_P(UnaryTest, GeluTailOf16BitOutputsOnTheGpu) {
+  if (backend() != Backend::cuda || (dtype() != DType::f16 && dtype() != DType::bf16))
+    GTEST_SKIP() << "the GPU's f16 / bf16 kernels alone take normal_for16 (f32 and the CPU: 0.5 x (1 + erf))";
+  std::vector<double> xs;
+  const double last = dtype() == DType::f16 ? -5.2 : -11.5;  // gelu(-5.2) 5e-7 (f16), gelu(-11.5) 1e-29
+  for (double x = last; x <= 4; x += 0.0625) xs.push_back(x);
+  Tensor x = tensor_of(xs), dout = tensor_of(std::vector<double>(xs.size(), 1.0));
+  UnaryDescriptor d;
+  d.kind = UnaryKind::gelu;
+  d.dtype = dtype();
+  d.shape = x.shape;
+  Tensor out = output(x.shape), dx = output(x.shape);
+  ASSERT_OK(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), out.mut()}));
+  ASSERT_OK(unwrap(UnaryBackwardPlan::select(stream(), d)).run(stream(), {}, {dout.ref(), x.ref(), dx.mut()}));
+  ASSERT_OK(out.download());
+  ASSERT_OK(dx.download());
+  // Two units of rounding, relative; f16 subnormals (below 2^-14) are 2^-24 apart.
+  const double u = harness::unit_roundoff(dtype()), floor = dtype() == DType::f16 ? 0x1p-24 : 0.0;
+  for (int64_t i = 0; i < x.shape.numel(); ++i) {
+    const double xi = x.at(i), want = reference::unary(UnaryKind::gelu, xi, d.parameters),
+                 want_dx = reference::unary_backward(UnaryKind::gelu, 1.0, xi, d.parameters);
+    EXPECT_LE(std::fabs(out.at(i) - want), 2 * u * std::fabs(want) + floor) << "gelu(" << xi << ")";
+    EXPECT_LE(std::fabs(dx.at(i) - want_dx), 2 * u * std::max(std::fabs(want_dx), 1e-3) + floor)
+        << "gelu'(" << xi << ")";
+  }
+}
+
 // erfinv in f64 near +-1, where its first guess is far off (the CPU's erfinv_host): erfc of the
 // answer gives back 1 - |y|, which is exact there, to 1e-12 (x itself to about 1e-14).
 TEST_P(UnaryTest, ErfinvNearOneInF64) {

@@ -90,12 +90,12 @@ BARACUDA_HD float sigmoid_for16(float x) {
 
 // The standard normal distribution function Phi(x) for a 16-bit output on the GPU, with exp(-x^2 / 2),
 // which the density shares. For a = |x|, Phi(-a) = exp(-a^2 / 2) R(a), R(a) = P(a) / Q(a) a (3, 4)
-// rational fitted to Phi(-a) exp(a^2 / 2) on [0, 14] for this library (within 7e-7 relative in f32; an
-// f16 ulp is 2^-11, a bf16 one 2^-8; bench/NOTES.md, "gelu for 16-bit outputs"), and Phi(x) = 1 -
-// Phi(-a) for x >= 0 (Phi(-a) <= 1/2: no cancellation). Two special-function operations (ex2, rcp)
-// and seven FMAs where erff takes about 30 instructions. a is taken up to 15, where exp(-a^2 / 2) is 0
-// in f32, subnormals or not (past 14, Phi(-a) < 1e-44): +-inf give Phi 1 and 0, so gelu(-inf) is NaN
-// as x Phi(x) in f32 (and PyTorch's) is; NaN gives 1, and the products with x keep the NaN.
+// rational fitted to Phi(-a) exp(a^2 / 2) on [0, 14] by scripts/fit_normal_for16.py (within 7e-7
+// relative in f32; an f16 ulp is 2^-11, a bf16 one 2^-8; bench/NOTES.md, "gelu for 16-bit outputs"),
+// and Phi(x) = 1 - Phi(-a) for x >= 0 (Phi(-a) <= 1/2: no cancellation). Two special-function
+// operations (ex2, rcp) and seven FMAs, where the f32 erf is a rational with an IEEE division. a is taken up to 15,
+// where exp(-a^2 / 2) is 0 in f32, subnormals or not (past 14, Phi(-a) < 1e-44): +-inf give Phi 1 and 0, so gelu(-inf)
+// is NaN as x Phi(x) in f32 (and PyTorch's) is; NaN gives 1, and the products with x keep the NaN.
 struct NormalFor16 {
   float cdf;       // Phi(x)
   float gaussian;  // exp(-x^2 / 2)
@@ -103,8 +103,8 @@ struct NormalFor16 {
 BARACUDA_HD NormalFor16 normal_for16(float x) {
   const float a = fminf(fabsf(x), 15.0f);
   const float gaussian = exp_for16(-0.5f * a * a);
-  const float p = fmaf(fmaf(fmaf(0.0170471658f, a, 0.119528803f), a, 0.36196529f), a, 0.499999812f);
-  const float q = fmaf(fmaf(fmaf(fmaf(0.0427359156f, a, 0.299411505f), a, 0.953424573f), a, 1.52179635f), a, 1.0f);
+  const float p = fmaf(fmaf(fmaf(0.017047278f, a, 0.119529257f), a, 0.361966056f), a, 0.499999812f);
+  const float q = fmaf(fmaf(fmaf(fmaf(0.0427361958f, a, 0.299412656f), a, 0.953426736f), a, 1.52179785f), a, 1.0f);
 #if defined(__CUDA_ARCH__)
   const float lower = gaussian * __fdividef(p, q);
 #else
