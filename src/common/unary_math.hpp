@@ -93,9 +93,10 @@ BARACUDA_HD float sigmoid_for16(float x) {
 // rational fitted to Phi(-a) exp(a^2 / 2) on [0, 14] by scripts/fit_normal_for16.py (within 7e-7
 // relative in f32; an f16 ulp is 2^-11, a bf16 one 2^-8; bench/NOTES.md, "gelu for 16-bit outputs"),
 // and Phi(x) = 1 - Phi(-a) for x >= 0 (Phi(-a) <= 1/2: no cancellation). Two special-function
-// operations (ex2, rcp) and seven FMAs, where the f32 erf is a rational with an IEEE division. a is taken up to 15,
-// where exp(-a^2 / 2) is 0 in f32, subnormals or not (past 14, Phi(-a) < 1e-44): +-inf give Phi 1 and 0, so gelu(-inf)
-// is NaN as x Phi(x) in f32 (and PyTorch's) is; NaN gives 1, and the products with x keep the NaN.
+// operations (ex2, rcp) and seven FMAs, where the f32 erf is a rational with an IEEE division.
+// a is taken up to 15, where exp(-a^2 / 2) is 0 in f32, subnormals or not (past 14, Phi(-a) < 1e-44):
+// +-inf give Phi 1 and 0, so gelu(-inf) is NaN as x Phi(x) in f32 (and PyTorch's) is; NaN gives 1,
+// and the products with x keep the NaN.
 struct NormalFor16 {
   float cdf;       // Phi(x)
   float gaussian;  // exp(-x^2 / 2)
