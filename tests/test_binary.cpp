@@ -9,6 +9,7 @@
 
 #include "harness/reference/binary_reference.hpp"
 #include "support/backend.hpp"
+#include "support/matches.hpp"
 
 namespace baracuda {
 namespace {
@@ -283,6 +284,80 @@ TEST_P(BinaryTest, BiasGradientOverManyRows) {
       }
     }
   }
+}
+
+// a + b[D], a / b[D], a + b[N, 1], a / b[N, 1] on rows either side of the GPU's bound between the
+// row lanes and the rows kernel, which moves with the op's cost (cuda/common/elementwise.cuh,
+// kRowUnroll): for 16-bit types 2048 elements (one vector a thread: div) or 4096 (two: add); for f32
+// 4096 and f64 2048. Rows of 4104 leave a thread's last vectors off the row.
+TEST_P(BinaryTest, BroadcastRowsEitherSideOfTheRowKernelsBound) {
+  const int64_t n = 21;
+  for (BinaryKind kind : {BinaryKind::add, BinaryKind::div}) {
+    for (int64_t d : {2040, 2048, 2056, 4088, 4096, 4104}) {
+      for (bool column : {false, true}) {
+        SCOPED_TRACE(std::string(binary_kind_name(kind)) + " d " + std::to_string(d) +
+                     (column ? " b [N, 1]" : " b [D]"));
+        const BinaryDescriptor dsc = desc(kind, {n, d}, column ? Shape{n, 1} : Shape{d});
+        Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(dsc.a_shape), rng_, -4, 4));
+        Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(dsc.b_shape), rng_, 0.5, 4));
+        Tensor out = output(dsc.a_shape);
+        const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), dsc));
+        ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
+        ASSERT_OK(out.download());
+        EXPECT_TRUE(matches(
+            out,
+            [&](int64_t i) {
+              const double x = a.at(i), y = b.at(column ? i / d : i % d);
+              return kind == BinaryKind::add ? x + y : x / y;
+            },
+            [](int64_t i) { return "element " + std::to_string(i); }));
+      }
+    }
+  }
+}
+
+// a / b of f16 and bf16 values, correctly rounded to the dtype (the GPU divides for a 16-bit output
+// as common/arith16.hpp says, the CPU in IEEE f32): every value over a set of divisors, and a set of
+// dividends over every value, the set holding +-0, +-inf, NaN, subnormals, the extremes and values
+// whose quotients overflow and underflow; and a divisor as a scalar operand (a / 3).
+TEST_P(BinaryTest, QuotientsOf16BitValuesAreCorrectlyRounded) {
+  if (dtype() != DType::f16 && dtype() != DType::bf16) GTEST_SKIP() << "every value of a 16-bit dtype";
+  const std::vector<double> every = testing::every_16bit_value(dtype());
+  const double largest = dtype() == DType::f16 ? 65504.0 : 0x1.fep127,
+               least = dtype() == DType::f16 ? 0x1p-24 : 0x1p-133;
+  const std::vector<double> some = {
+      0.0, -0.0, kInf, -kInf, kNaN, least, -least,      3 * least,           largest, -largest, 1,
+      -1,  3,    -7,   0.1,   1e-3, 1e3,   largest / 3, 2 * least / largest, 1.5,     100,      -1e-4,
+      0.7, 5e4};
+  auto check = [&](const std::vector<double>& as, const std::vector<double>& bs, const char* what) {
+    std::vector<double> a, b;
+    for (double x : as)
+      for (double y : bs) a.push_back(x), b.push_back(y);
+    const Shape shape{static_cast<int64_t>(a.size())};
+    Tensor ta = tensor_of(a, shape), tb = tensor_of(b, shape), out = output(shape);
+    ASSERT_OK(unwrap(BinaryPlan::select(stream(), desc(BinaryKind::div, shape, shape)))
+                  .run(stream(), {}, {ta.ref(), tb.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    int wrong = 0;
+    for (int64_t i = 0; i < shape.numel() && wrong < 10; ++i) {
+      if (!testing::is_nearest_16bit(dtype(), out.at(i), ta.at(i) / tb.at(i))) {
+        ++wrong;
+        ADD_FAILURE() << what << ": " << ta.at(i) << " / " << tb.at(i) << ": got " << out.at(i) << ", exact "
+                      << ta.at(i) / tb.at(i);
+      }
+    }
+  };
+  check(every, some, "every value / some");
+  check(some, every, "some / every value");
+  // A scalar divisor (BinaryScalarForward).
+  BinaryDescriptor d = desc(BinaryKind::div, {65536}, {});
+  d.b_shape = Shape{};
+  d.b_scalar = 3.0;
+  Tensor x = tensor_of(every, {65536}), out = output({65536});
+  ASSERT_OK(unwrap(BinaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), {}, out.mut()}));
+  ASSERT_OK(out.download());
+  for (int64_t i = 0; i < 65536; ++i)
+    ASSERT_TRUE(testing::is_nearest_16bit(dtype(), out.at(i), x.at(i) / 3.0)) << x.at(i) << " / 3: got " << out.at(i);
 }
 
 // a * b with b [rows, 1]: b's gradient sums each row of dout * a (on the GPU a warp a row, its lanes'

@@ -199,9 +199,10 @@ TEST_P(BinaryParamTest, ForwardBroadcastRowsTakeTheRowVectorizedKernel) {
 
 // The strided_vectorized kernels (cuda/common/elementwise.cuh): rows of 1 to 2048 vectors (every
 // dtype's), on both sides of a block's worth (rows_vectorized from kThreads * kRowUnroll vectors:
-// 256 of 16-bit types, 1024 of f32 and f64 here; and just past 1024, 4104 elements, so that a
-// thread's last vectors fall off the row), shorter rows in lanes of 32, 64, 128 and 256 threads, and
-// more rows than a wave of lane blocks holds (each thread then steps over rows).
+// 512 of 16-bit types, lerp being arithmetic (two a thread), and 1024 of f32 and f64: 4096 elements,
+// f64's 2048; and 4104 elements, so that a thread's last vectors fall off the row), shorter rows in
+// lanes of 32, 64, 128 and 256 threads, and more rows than a wave of lane blocks holds (each thread
+// then steps over rows).
 TEST_P(BinaryParamTest, ForwardBroadcastRowsEveryBlockShape) {
   const std::string rows = backend() == Backend::cuda ? "strided_vectorized" : "strided";
   struct Case {

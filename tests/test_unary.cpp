@@ -8,6 +8,7 @@
 
 #include "harness/reference/unary_reference.hpp"
 #include "support/backend.hpp"
+#include "support/matches.hpp"
 
 namespace baracuda {
 namespace {
@@ -153,6 +154,32 @@ TEST_P(UnaryTest, GeluTailOf16BitOutputsOnTheGpu) {
     EXPECT_LE(std::fabs(out.at(i) - want), 2 * u * std::fabs(want) + floor) << "gelu(" << xi << ")";
     EXPECT_LE(std::fabs(dx.at(i) - want_dx), 2 * u * std::max(std::fabs(want_dx), 1e-3) + floor)
         << "gelu'(" << xi << ")";
+  }
+}
+
+// sqrt and reciprocal of every f16 and bf16 value, correctly rounded to the dtype (the GPU computes
+// them for a 16-bit output as common/arith16.hpp says, the CPU in IEEE f32): neither neighbour of the
+// result nearer the exact value; +-0, +-inf, NaN, the subnormals and negative roots included.
+TEST_P(UnaryTest, SqrtAndReciprocalOfEvery16BitValueAreCorrectlyRounded) {
+  if (dtype() != DType::f16 && dtype() != DType::bf16) GTEST_SKIP() << "every value of a 16-bit dtype";
+  Tensor x = tensor_of(testing::every_16bit_value(dtype()));
+  for (UnaryKind kind : {UnaryKind::sqrt, UnaryKind::reciprocal}) {
+    SCOPED_TRACE(std::string(unary_kind_name(kind)));
+    UnaryDescriptor d;
+    d.kind = kind;
+    d.dtype = dtype();
+    d.shape = x.shape;
+    Tensor out = output(x.shape);
+    ASSERT_OK(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    int wrong = 0;
+    for (int64_t i = 0; i < x.shape.numel() && wrong < 10; ++i) {
+      const double xi = x.at(i), exact = kind == UnaryKind::sqrt ? std::sqrt(xi) : 1.0 / xi;
+      if (!testing::is_nearest_16bit(dtype(), out.at(i), exact)) {
+        ++wrong;
+        ADD_FAILURE() << unary_kind_name(kind) << "(" << xi << "): got " << out.at(i) << ", exact " << exact;
+      }
+    }
   }
 }
 

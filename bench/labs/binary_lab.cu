@@ -48,7 +48,7 @@ void run_case(const Op& op, int64_t rows, int64_t cols, int sms, const char* nam
     if (!run_elementwise<T>(Stream::cuda(), sms, op, t)) printf("launch failed\n");
   });
   printf("%-5s %-11s [%lld, %lld] vectors a thread %d  %.4f ms  %5.1f%% of copy (copy-rate time %.4f)\n",
-         sizeof(T) == 4 ? "f32" : "bf16", name, (long long)rows, (long long)cols, kPackUnroll<T, T, kIn>, ms,
+         sizeof(T) == 4 ? "f32" : "bf16", name, (long long)rows, (long long)cols, kPackUnroll<T, T, Op>, ms,
          100.f * ideal_ms / ms, ideal_ms);
   for (int s = 0; s < kSets; ++s) {
     for (int k = 0; k < kIn; ++k) CK(cudaFree(in[s][k]));

@@ -315,8 +315,8 @@ void run_case(int64_t n, int64_t d, bool row_operand, int sms) {
   printf("%s copy %.4f ms\n", label, copy_ms);
   constexpr bool f32 = sizeof(In) == 4;
   library_variant<In>(p, a_sets, out_sets, kSets, w, n, copy_ms, sms, label);
-  flat_variant<In, kPackUnroll<In, In, 2>, 1>(p, w, n, copy_ms, label);
-  flat_variant<In, kPackUnroll<In, In, 2>, 3>(p, w, n, copy_ms, label);
+  flat_variant<In, kPackUnroll<In, In, AddOp>, 1>(p, w, n, copy_ms, label);
+  flat_variant<In, kPackUnroll<In, In, AddOp>, 3>(p, w, n, copy_ms, label);
   flat_variant<In, 2, 1>(p, w, n, copy_ms, label);
   if (getenv("LANES") == nullptr) goto done;
   for (int lane_bits = 5; lane_bits <= 8; ++lane_bits) {

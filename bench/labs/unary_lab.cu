@@ -92,7 +92,7 @@ void run_case(int64_t rows, int64_t cols, int sms, const char* name) {
     if (!run_elementwise<T>(Stream::cuda(), sms, Op{}, t)) printf("launch failed\n");
   });
   printf("%-5s %-5s [%lld, %lld] vectors a thread %d persistent %d  %.4f ms  %5.1f%% of copy (copy %.4f)\n",
-         sizeof(T) == 4 ? "f32" : "bf16", name, (long long)rows, (long long)cols, kPackUnroll<T, T, 1>,
+         sizeof(T) == 4 ? "f32" : "bf16", name, (long long)rows, (long long)cols, kPackUnroll<T, T, Op>,
          BARACUDA_PERSISTENT + 0, ms, 100.f * copy_ms / ms, copy_ms);
   const float one_128_2 = oneshot_ms<T, Op, 128, 2>(in, out, kSets, n);
   const float one_128_4 = oneshot_ms<T, Op, 128, 4>(in, out, kSets, n);

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "baracuda/ops/binary.hpp"
+#include "common/arith16.hpp"
 #include "common/broadcast_reduction.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
@@ -122,7 +123,7 @@ constexpr int gradient_inputs() {
 // ---------------------------------------------------------------------------------------------
 // arithmetic
 
-struct AddMath {
+struct AddMath : ArithmeticCost {
   static constexpr BinaryKind kKind = BinaryKind::add;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
@@ -135,7 +136,7 @@ struct AddMath {
     db = alpha * dy;
   }
 };
-struct SubMath {
+struct SubMath : ArithmeticCost {
   static constexpr BinaryKind kKind = BinaryKind::sub;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -148,7 +149,7 @@ struct SubMath {
     db = -alpha * dy;
   }
 };
-struct MulMath {
+struct MulMath : ArithmeticCost {
   static constexpr BinaryKind kKind = BinaryKind::mul;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
@@ -161,7 +162,7 @@ struct MulMath {
     db = dy * a;
   }
 };
-struct DivMath {
+struct DivMath : SpecialCost {
   static constexpr BinaryKind kKind = BinaryKind::div;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   static constexpr bool kIntegerToFloat = true;  // int / int is f32 (PyTorch's true division)
@@ -169,6 +170,7 @@ struct DivMath {
   BARACUDA_HD static A forward(A a, A b, A) {
     return a / b;
   }
+  BARACUDA_HD static float forward16(float a, float b, float) { return arith16::div(a, b); }
   template <class A>
   BARACUDA_HD static void backward(A dy, A a, A b, A, A& da, A& db) {
     da = dy / b;
@@ -236,7 +238,7 @@ struct FmodMath {
     db = -dy * std::trunc(a / b);
   }
 };
-struct CopysignMath {
+struct CopysignMath : ArithmeticCost {
   static constexpr BinaryKind kKind = BinaryKind::copysign;
   template <class A>
   BARACUDA_HD static A forward(A a, A b, A) {
@@ -333,7 +335,7 @@ struct XlogyMath {
 // ---------------------------------------------------------------------------------------------
 // extremes
 
-struct MaximumMath {  // NaN propagates; a tie splits the gradient
+struct MaximumMath : ArithmeticCost {  // NaN propagates; a tie splits the gradient
   static constexpr BinaryKind kKind = BinaryKind::maximum;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
@@ -349,7 +351,7 @@ struct MaximumMath {  // NaN propagates; a tie splits the gradient
     db = a > b ? A(0) : g;
   }
 };
-struct MinimumMath {
+struct MinimumMath : ArithmeticCost {
   static constexpr BinaryKind kKind = BinaryKind::minimum;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   template <class A>
@@ -365,7 +367,7 @@ struct MinimumMath {
     db = a < b ? A(0) : g;
   }
 };
-struct FmaxMath {  // NaN ignored; a tie sends the gradient to a
+struct FmaxMath : ArithmeticCost {  // NaN ignored; a tie sends the gradient to a
   static constexpr BinaryKind kKind = BinaryKind::fmax;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;  // (maximum's: no NaN)
   template <class A>
@@ -382,7 +384,7 @@ struct FmaxMath {  // NaN ignored; a tie sends the gradient to a
     db = to_a ? A(0) : dy;
   }
 };
-struct FminMath {
+struct FminMath : ArithmeticCost {
   static constexpr BinaryKind kKind = BinaryKind::fmin;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;  // (maximum's: no NaN)
   template <class A>
@@ -496,10 +498,23 @@ enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtrem
 // The functors the elementwise launchers run.
 // (a, b) -> out; swapped: the inputs are (b, a) (mixed dtypes put the narrower operand first, where
 // the launchers load it as a type of its own).
-template <class Math, class Acc_>
+// Math's forward, or for a 16-bit output where k16 (kUses16BitMath) its forward16 where it has one:
+// the same to the accuracy a 16-bit result keeps and cheaper on the GPU (the host's loops take forward).
+template <class Math, bool k16, class A>
+BARACUDA_HD A binary_forward_of(A a, A b, A alpha) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (k16 && requires { Math::forward16(a, b, alpha); })
+    return Math::forward16(a, b, alpha);
+  else
+#endif
+    return Math::forward(a, b, alpha);
+}
+
+template <class Math, class Acc_, bool k16 = false>
 struct BinaryForward {
   using Acc = Acc_;
   static constexpr int kIn = 2, kOut = 1;
+  static constexpr ElementCost kCost = element_cost<Math>();
   Acc alpha;
   bool swapped = false;
   // The operands picked by simd_math::select (bits for f32 on the host): with a ternary GCC loaded
@@ -507,19 +522,20 @@ struct BinaryForward {
   // elements: 38.8 ms, 4.6 ms selected).
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
     const Acc a = simd_math::select(swapped, x[1], x[0]), b = simd_math::select(swapped, x[0], x[1]);
-    y[0] = Math::forward(a, b, alpha);
+    y[0] = binary_forward_of<Math, k16>(a, b, alpha);
   }
 };
 // (tensor) -> out, the other operand a scalar: f(scalar, x) when scalar_is_a, else f(x, scalar).
-template <class Math, class Acc_>
+template <class Math, class Acc_, bool k16 = false>
 struct BinaryScalarForward {
   using Acc = Acc_;
   static constexpr int kIn = 1, kOut = 1;
+  static constexpr ElementCost kCost = element_cost<Math>();
   Acc alpha, scalar;
   bool scalar_is_a;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {  // (selected: as BinaryForward's)
-    y[0] = Math::forward(simd_math::select(scalar_is_a, scalar, x[0]), simd_math::select(scalar_is_a, x[0], scalar),
-                         alpha);
+    y[0] = binary_forward_of<Math, k16>(simd_math::select(scalar_is_a, scalar, x[0]),
+                                        simd_math::select(scalar_is_a, x[0], scalar), alpha);
   }
 };
 // The gradients' functors read (dout, a, b), or dout alone where the kind's gradient needs no more

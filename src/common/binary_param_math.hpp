@@ -14,7 +14,7 @@
 
 namespace baracuda::detail {
 
-struct LerpMath {
+struct LerpMath : ArithmeticCost {
   static constexpr std::string_view kPlan = "LerpPlan", kOp = "lerp";
   static constexpr std::string_view kBackwardPlan = "LerpBackwardPlan", kBackwardOp = "lerp_backward";
   // a + w (b - a), evaluated from the nearer end so that w = 1 gives b exactly (as torch.lerp does).
@@ -31,7 +31,7 @@ struct LerpMath {
   }
 };
 
-struct AddcmulMath {  // a + w b
+struct AddcmulMath : ArithmeticCost {  // a + w b
   static constexpr std::string_view kPlan = "AddcmulPlan", kOp = "addcmul";
   static constexpr std::string_view kBackwardPlan = "AddcmulBackwardPlan", kBackwardOp = "addcmul_backward";
   template <class Acc>
@@ -53,6 +53,7 @@ template <class Math, class Acc_>
 struct ScalarWeightForward {  // (a, b) -> out
   using Acc = Acc_;
   static constexpr int kIn = 2, kOut = 1;
+  static constexpr ElementCost kCost = element_cost<Math>();
   Acc w;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::forward(x[0], x[1], w); }
 };
@@ -61,6 +62,7 @@ template <class Math, class Acc_>
 struct TensorWeightForward {  // (a, b, w) -> out
   using Acc = Acc_;
   static constexpr int kIn = 3, kOut = 1;
+  static constexpr ElementCost kCost = element_cost<Math>();
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = Math::forward(x[0], x[1], x[2]); }
 };
 

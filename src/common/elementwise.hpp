@@ -4,6 +4,7 @@
 //   using Acc;                    the compute type (float for 16-bit and f32, double for f64)
 //   static constexpr int kIn, kOut;
 //   void operator()(const Acc (&in)[kIn], Acc (&out)[kOut]) const;
+//   static constexpr ElementCost kCost;  (optional: see ElementCost)
 // and every kernel shape (contiguous, vectorized, strided) of every backend reuses it.
 #include <cstdint>
 #include <string>
@@ -139,6 +140,35 @@ Status unless_predicate(std::string_view plan, F&& gradient) {
   else
     return gradient(std::type_identity<Math>{});
 }
+
+// How much compute an element takes beside its bytes. The GPU launcher sizes a thread's work on
+// 16-bit elements by it (cuda/common/elementwise.cuh, kPackUnroll and kRowUnroll):
+//  - arithmetic: a few FMA-class instructions (add, mul, abs, relu, where, lerp, a cast);
+//  - special: one or two special-function results and a few instructions (exp, rsqrt, sigmoid,
+//    silu; sqrt and the quotients of common/arith16.hpp);
+//  - heavy: a polynomial or more (erf, gelu, tanh, log, lgamma, pow, the trigonometry). What a Math
+//    or a functor that names no `static constexpr ElementCost kCost` gets.
+// A kind's cost is measured, not guessed: bench/labs/cost_lab.cu times it both ways.
+enum class ElementCost { arithmetic, special, heavy };
+template <class T>
+consteval ElementCost element_cost() {
+  if constexpr (requires { T::kCost; })
+    return T::kCost;
+  else
+    return ElementCost::heavy;
+}
+// The base of the Maths of each cost (a Math may also name kCost itself).
+struct ArithmeticCost {
+  static constexpr ElementCost kCost = ElementCost::arithmetic;
+};
+struct SpecialCost {
+  static constexpr ElementCost kCost = ElementCost::special;
+};
+
+// Whether a storage type takes a Math's forward16 / backward16 (on the GPU: f32 arithmetic that is
+// accurate enough for a 16-bit result and cheaper than the f32 one).
+template <class T>
+inline constexpr bool kUses16BitMath = sizeof(T) == 2 && !std::is_integral_v<T>;
 
 // A Math whose integer inputs give an f32 result, computed in f32 (true division: PyTorch's int / int).
 template <class Math>

@@ -36,7 +36,7 @@ BARACUDA_HD Acc blend(Acc a, Acc b, bool take_b) {
   return out;
 }
 
-struct WhereMath {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
+struct WhereMath : ArithmeticCost {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
   static constexpr TernaryKind kKind = TernaryKind::where;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
   static constexpr bool kGradientReadsValues = false;  // its backward reads the condition and dout alone
@@ -53,7 +53,7 @@ struct WhereMath {  // a ? b : c; a is the condition (bool, 0 or 1 in A)
   }
 };
 
-struct ClampMath {  // min(max(a, b), c), NaN from any operand (torch.clamp's kernel)
+struct ClampMath : ArithmeticCost {  // min(max(a, b), c), NaN from any operand (torch.clamp's kernel)
   static constexpr TernaryKind kKind = TernaryKind::clamp;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -72,7 +72,7 @@ struct ClampMath {  // min(max(a, b), c), NaN from any operand (torch.clamp's ke
   }
 };
 
-struct AddcdivMath {  // a + value (b / c), as PyTorch's kernels (floats alone: PyTorch rejects integers)
+struct AddcdivMath : SpecialCost {  // a + value (b / c), as PyTorch's kernels (floats alone: PyTorch rejects integers)
   static constexpr TernaryKind kKind = TernaryKind::addcdiv;
   static constexpr bool kTensorsOnly = true;  // (torch.addcdiv's operands are tensors)
   template <class A>
@@ -128,6 +128,7 @@ template <class Math, class Acc_, int kIn_>
 struct TernaryForward {
   using Acc = Acc_;
   static constexpr int kIn = kIn_, kOut = 1;
+  static constexpr ElementCost kCost = element_cost<Math>();
   TernaryOperands<Acc> operands;
   Acc value;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "baracuda/ops/unary.hpp"
+#include "common/arith16.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "common/simd_math.hpp"
@@ -202,7 +203,7 @@ BARACUDA_HD A digamma(A x) {
 
 // The kinds that also take integers (forward only): abs, neg, sign, square (their results wrap), relu,
 // and floor, ceil, round, trunc (each the identity on an integer, as PyTorch's).
-struct AbsMath {
+struct AbsMath : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::abs;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -217,7 +218,7 @@ struct AbsMath {
     return dy * unary_fn::sgn(x);  // abs'(0) = 0
   }
 };
-struct NegMath {
+struct NegMath : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::neg;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -237,7 +238,7 @@ struct PiecewiseConstant {
     return A(0);
   }
 };
-struct SignMath : PiecewiseConstant {
+struct SignMath : PiecewiseConstant, ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::sign;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -245,19 +246,20 @@ struct SignMath : PiecewiseConstant {
     return unary_fn::sgn(x);
   }
 };
-struct ReciprocalMath {
+struct ReciprocalMath : SpecialCost {
   static constexpr UnaryKind kKind = UnaryKind::reciprocal;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return A(1) / x;
   }
+  BARACUDA_HD static float forward16(float x, const UnaryParams<float>&) { return arith16::div(1.0f, x); }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     const A r = A(1) / x;
     return -dy * r * r;
   }
 };
-struct SquareMath {
+struct SquareMath : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::square;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -269,18 +271,19 @@ struct SquareMath {
     return dy * A(2) * x;
   }
 };
-struct SqrtMath {
+struct SqrtMath : SpecialCost {
   static constexpr UnaryKind kKind = UnaryKind::sqrt;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
     return std::sqrt(x);
   }
+  BARACUDA_HD static float forward16(float x, const UnaryParams<float>&) { return arith16::sqrt(x); }
   template <class A>
   BARACUDA_HD static A backward(A dy, A x, const UnaryParams<A>&) {
     return dy / (A(2) * std::sqrt(x));
   }
 };
-struct RsqrtMath {
+struct RsqrtMath : SpecialCost {
   static constexpr UnaryKind kKind = UnaryKind::rsqrt;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -292,7 +295,7 @@ struct RsqrtMath {
     return A(-0.5) * dy * r * r * r;
   }
 };
-struct ExpMath {
+struct ExpMath : SpecialCost {
   static constexpr UnaryKind kKind = UnaryKind::exp;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -558,7 +561,7 @@ struct LgammaMath {
     return dy * unary_fn::digamma(x);
   }
 };
-struct FloorMath : PiecewiseConstant {
+struct FloorMath : PiecewiseConstant, ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::floor;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -569,7 +572,7 @@ struct FloorMath : PiecewiseConstant {
       return std::floor(x);
   }
 };
-struct CeilMath : PiecewiseConstant {
+struct CeilMath : PiecewiseConstant, ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::ceil;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -580,7 +583,7 @@ struct CeilMath : PiecewiseConstant {
       return std::ceil(x);
   }
 };
-struct RoundMath : PiecewiseConstant {
+struct RoundMath : PiecewiseConstant, ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::round;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -591,7 +594,7 @@ struct RoundMath : PiecewiseConstant {
       return std::rint(x);  // the default rounding mode: ties to even
   }
 };
-struct TruncMath : PiecewiseConstant {
+struct TruncMath : PiecewiseConstant, ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::trunc;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -602,7 +605,7 @@ struct TruncMath : PiecewiseConstant {
       return std::trunc(x);
   }
 };
-struct FracMath {
+struct FracMath : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::frac;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -617,7 +620,7 @@ struct FracMath {
 // ---------------------------------------------------------------------------------------------
 // activations (comparisons are written so that NaN propagates through the forward, as PyTorch's)
 
-struct ReluMath {
+struct ReluMath : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::relu;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers;
   template <class A>
@@ -639,7 +642,7 @@ template <class A>
 BARACUDA_HD A hardtanh_backward(A dy, A x, A lo, A hi) {
   return (x <= lo || x >= hi) ? A(0) : dy;
 }
-struct Relu6Math {
+struct Relu6Math : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::relu6;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -650,7 +653,7 @@ struct Relu6Math {
     return hardtanh_backward(dy, x, A(0), A(6));
   }
 };
-struct LeakyReluMath {
+struct LeakyReluMath : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::leaky_relu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
@@ -732,7 +735,7 @@ struct GeluTanhMath {  // x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
     return dy * (A(0.5) * (A(1) + t) + (sech2 == A(0) ? A(0) : A(0.5) * x * sech2 * d_inner));
   }
 };
-struct SiluMath {
+struct SiluMath : SpecialCost {
   static constexpr UnaryKind kKind = UnaryKind::silu;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -776,7 +779,7 @@ struct SoftplusMath {
     return simd_math::select(bx > p.threshold, dy, dy * z / (z + A(1)));
   }
 };
-struct SoftsignMath {
+struct SoftsignMath : SpecialCost {
   static constexpr UnaryKind kKind = UnaryKind::softsign;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -788,7 +791,7 @@ struct SoftsignMath {
     return dy / (d * d);
   }
 };
-struct SigmoidMath {
+struct SigmoidMath : SpecialCost {
   static constexpr UnaryKind kKind = UnaryKind::sigmoid;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -817,7 +820,7 @@ struct LogsigmoidMath {  // min(x, 0) - log1p(exp(-|x|)): no overflow either way
     return x < A(0) ? dy * (A(1) - z / (A(1) + z)) : dy * (z / (A(1) + z));
   }
 };
-struct HardtanhMath {
+struct HardtanhMath : ArithmeticCost {
   static constexpr UnaryKind kKind = UnaryKind::hardtanh;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>& p) {
@@ -828,7 +831,7 @@ struct HardtanhMath {
     return hardtanh_backward(dy, x, p.min_val, p.max_val);
   }
 };
-struct HardsigmoidMath {  // clamp(x + 3, 0, 6) / 6
+struct HardsigmoidMath : ArithmeticCost {  // clamp(x + 3, 0, 6) / 6
   static constexpr UnaryKind kKind = UnaryKind::hardsigmoid;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -839,7 +842,7 @@ struct HardsigmoidMath {  // clamp(x + 3, 0, 6) / 6
     return (x > A(-3) && x < A(3)) ? dy / A(6) : A(0);
   }
 };
-struct HardswishMath {  // x clamp(x + 3, 0, 6) / 6
+struct HardswishMath : ArithmeticCost {  // x clamp(x + 3, 0, 6) / 6
   static constexpr UnaryKind kKind = UnaryKind::hardswish;
   template <class A>
   BARACUDA_HD static A forward(A x, const UnaryParams<A>&) {
@@ -852,7 +855,7 @@ struct HardswishMath {  // x clamp(x + 3, 0, 6) / 6
   }
 };
 
-struct BitwiseNotMath {  // integers and bool alone; no gradient
+struct BitwiseNotMath : ArithmeticCost {  // integers and bool alone; no gradient
   static constexpr UnaryKind kKind = UnaryKind::bitwise_not;
   static constexpr bool kFloats = false;
   static constexpr IntegerDTypes kIntegers = IntegerDTypes::integers_and_bool;
@@ -947,15 +950,12 @@ BARACUDA_HD A backward_of(A dy, A x, const UnaryParams<A>& p) {
     return Math::backward(dy, x, p);
 }
 
-// Whether a storage type takes a Math's forward16 / backward16 (on the GPU).
-template <class T>
-inline constexpr bool kUses16BitMath = sizeof(T) == 2 && !std::is_integral_v<T>;
-
 // The functors the elementwise launchers run: (x) -> out and (dout, x) -> dx; k16: kUses16BitMath.
 template <class Math, class Acc_, bool k16 = false>
 struct UnaryForward {
   using Acc = Acc_;
   static constexpr int kIn = 1, kOut = 1;
+  static constexpr ElementCost kCost = element_cost<Math>();
   UnaryParams<Acc> p;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const { y[0] = forward_of<Math, k16>(x[0], p); }
 };

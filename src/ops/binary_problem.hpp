@@ -127,11 +127,11 @@ Status binary_typed(const BinaryForwardProblem& p, Launch&& launch) {
     const AnyTensorRef& x = scalar_is_a ? p.b : p.a;
     const ElementwiseTensors<1, 1> t{p.path, p.shape, {x.data}, {x.strides}, {p.out.data}, {p.out.strides}};
     const Acc scalar = scalar_as<Acc>(scalar_is_a ? *p.desc.a_scalar : *p.desc.b_scalar);
-    return launch(BinaryScalarForward<Math, Acc>{alpha, scalar, scalar_is_a}, t);
+    return launch(BinaryScalarForward<Math, Acc, kUses16BitMath<T>>{alpha, scalar, scalar_is_a}, t);
   } else {
     const ElementwiseTensors<2, 1> t{p.path,       p.shape,        {p.a.data, p.b.data}, {p.a.strides, p.b.strides},
                                      {p.out.data}, {p.out.strides}};
-    return launch(BinaryForward<Math, Acc>{alpha}, t);
+    return launch(BinaryForward<Math, Acc, kUses16BitMath<T>>{alpha}, t);
   }
 }
 

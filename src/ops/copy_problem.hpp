@@ -37,6 +37,7 @@ template <class Acc_>
 struct CastFunctor {
   using Acc = Acc_;
   static constexpr int kIn = 1, kOut = 1;
+  static constexpr ElementCost kCost = ElementCost::arithmetic;
   BARACUDA_HD void operator()(const Acc (&x)[1], Acc (&y)[1]) const { y[0] = x[0]; }
 };
 

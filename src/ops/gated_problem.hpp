@@ -25,6 +25,7 @@ template <class Math, class Acc_, bool k16 = false>
 struct GatedForward {
   using Acc = Acc_;
   static constexpr int kIn = 2, kOut = 1;
+  static constexpr ElementCost kCost = element_cost<Math>();
   UnaryParams<Acc> p;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
     y[0] = x[0] * forward_of<Math, k16>(x[1], p);

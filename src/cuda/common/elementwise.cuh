@@ -44,17 +44,21 @@ inline constexpr int kPackSize = static_cast<int>(16 / (sizeof(In) > sizeof(Out)
 // 0.1130 with 2 vectors; addcdiv's three bf16 gradients (four inputs) 0.2110 -> 0.1984 ms with 1;
 // memory-bound ops unchanged (bench/labs/binary_lab.cu).
 //
-// A single input with an output both of 4 bytes or more takes one vector a thread, whose blocks turn
-// over fastest: H200, [16384, 4096] rotated, queued runs, f32 x -> 1.5 x + 0.25 at 0.1290 ms with one
+// A single input takes one vector a thread, whose blocks turn over fastest, where the input and the
+// output are both 4 bytes or more, or both 16-bit and the op is not heavy (common/elementwise.hpp's
+// ElementCost): H200, [16384, 4096] rotated, queued runs, f32 x -> 1.5 x + 0.25 at 0.1290 ms with one
 // (the device copy's 0.1289, torch.exp's 0.1297), 0.1335 with two, 0.1346 with four, 0.1356 with eight
-// (bench/labs/unary_lab.cu); gelu, silu, exp f32 0.96x -> 0.98-1.01x PyTorch. 16-bit ones keep theirs:
-// with one, bf16 gelu (erff a element) went 0.0820 -> 0.0916 ms and the f32 -> bf16 cast 0.0969 ->
-// 0.0987, though exp and silu gained 3% (bench/NOTES.md, "Queued timing; ...").
-template <class In, class Out, int kIn>
-inline constexpr int kPackUnroll = kIn == 1 && sizeof(In) >= 4 && sizeof(Out) >= 4
-                                       ? 1
-                                       : std::max(1,
-                                                  std::min(kUnroll<kIn>, 32 / (std::max(kIn, 1) * kPackSize<In, Out>)));
+// (bench/labs/unary_lab.cu); gelu, silu, exp f32 0.96x -> 0.98-1.01x PyTorch. bf16, four -> one
+// (bench/labs/cost_lab.cu, medians of five runs): neg 0.0692 -> 0.0674 ms, relu 0.0699 -> 0.0679, exp
+// 0.0700 -> 0.0685, silu 0.0705 -> 0.0690; heavy ops keep four (gelu 0.0728 -> 0.0841 with one; tanh,
+// log even or slower), and so does a narrowing input (the f32 -> bf16 cast 0.0969 -> 0.0987 with one)
+// (bench/NOTES.md, "Vectors a thread by the op's cost").
+template <class In, class Out, class Op>
+inline constexpr int kPackUnroll =
+    Op::kIn == 1 && ((sizeof(In) >= 4 && sizeof(Out) >= 4) ||
+                     (sizeof(In) == 2 && sizeof(Out) == 2 && element_cost<Op>() != ElementCost::heavy))
+        ? 1
+        : std::max(1, std::min(kUnroll<Op::kIn>, 32 / (std::max(Op::kIn, 1) * kPackSize<In, Out>)));
 
 // Applies op to every lane of a vector of each input, in the compute type.
 template <class In, class Out, class Op, int N>
@@ -147,7 +151,7 @@ template <class In, class Out, class Op, class First>
 __global__ void __launch_bounds__(kThreads)
     elementwise_vectorized_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, int64_t n) {
   constexpr int kV = kPackSize<In, Out>;
-  constexpr int kU = kPackUnroll<In, Out, Op::kIn>;
+  constexpr int kU = kPackUnroll<In, Out, Op>;
   const int64_t vectors = n / kV;
   const int64_t tiles = (vectors + int64_t(kThreads) * kU - 1) / (int64_t(kThreads) * kU);
   // Grid-stride over tiles of kThreads * kU vectors: the grid may be sized to what is resident.
@@ -222,15 +226,19 @@ __global__ void __launch_bounds__(kThreads)
 
 // Vectors a thread takes of a row in elementwise_rows_vectorized_kernel: kUnroll's, at most 32
 // elements, for 4- and 8-byte elements (H200, [16384, 4096] f32: a + b[D] 88 -> 94% of copy; a
-// single input's one vector of kPackUnroll was not measured on rows); one where a tensor has
-// narrower elements. Two, loaded as whole words (load_row_pack: 46 registers), sped bf16 a + b[D] and
-// a * b[N, 1] [16384, 4096] 0.0774 -> 0.0695 and 0.0869 -> 0.0767 ms and lerp weight [D] 0.1060 ->
-// 0.0961, but slowed swiglu (silu a element) 0.0969 -> 0.1120 (profiler, H200); one vector as words
-// gave 0.0754 and 0.0764 in rows_lab.cu (bench/NOTES.md, "Broadcast rows of 16-bit elements").
+// single input's one vector of kPackUnroll was not measured on rows). For 16-bit elements two, loaded
+// as whole words (load_row_pack: 46 registers), where the op is arithmetic (ElementCost), else one:
+// with two, bf16 [16384, 4096] a + b[D] 0.0756 -> 0.0700 ms, a * b[D] 0.0755 -> 0.0700, maximum
+// 0.0765 -> 0.0752, a + b[N, 1] 0.0818 -> 0.0827 and lerp weight [D] even (bench/labs/cost_lab.cu),
+// but swiglu (silu an element) 0.0969 -> 0.1120 (bench/NOTES.md, "Broadcast rows of 16-bit
+// elements"). Other narrow elements take one.
 // Rows of fewer than kThreads * kRowUnroll vectors take elementwise_row_lanes_kernel.
-template <class In, class Out, int kIn>
-inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4 ? std::min(kUnroll<kIn>, 32 / kPackSize<In, Out>)
-                                                                      : 1;
+template <class In, class Out, class Op>
+inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4
+                                      ? std::min(kUnroll<Op::kIn>, 32 / kPackSize<In, Out>)
+                                  : sizeof(In) == 2 && sizeof(Out) == 2 && element_cost<Op>() == ElementCost::arithmetic
+                                      ? 2
+                                      : 1;
 
 // Rows of vectors (see rows_vectorizable): blockIdx.y steps over rows, and each thread takes up to
 // kRowUnroll vectors of a row a gridDim.x * kThreads apart, all loaded before any use (as the
@@ -242,7 +250,7 @@ __global__ void __launch_bounds__(kThreads)
                                        Walker<Op::kIn + Op::kOut> walker, int64_t rows) {
   constexpr int NT = Op::kIn + Op::kOut;
   constexpr int kV = kPackSize<In, Out>;
-  constexpr int kU = kRowUnroll<In, Out, Op::kIn>;
+  constexpr int kU = kRowUnroll<In, Out, Op>;
   const int64_t vectors = walker.inner_size() / kV;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
@@ -350,7 +358,7 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
   cudaStream_t s = native(stream);
   switch (t.path) {
     case ElementwisePath::vectorized: {
-      const int64_t per_block = int64_t(kThreads) * kPackUnroll<In, Out, kIn> * kPackSize<In, Out>;
+      const int64_t per_block = int64_t(kThreads) * kPackUnroll<In, Out, Op> * kPackSize<In, Out>;
       int64_t blocks = std::max<int64_t>(1, (n + per_block - 1) / per_block);
 #if BARACUDA_PERSISTENT
       int resident = 0;
@@ -373,7 +381,7 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       const int64_t rows = n / inner;
       const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
       if (t.path == ElementwisePath::strided_vectorized) {
-        constexpr int kU = kRowUnroll<In, Out, kIn>;
+        constexpr int kU = kRowUnroll<In, Out, Op>;
         const int64_t vectors = inner / kPackSize<In, Out>, per_block = int64_t{kThreads} * kU;
         if (vectors >= per_block) {
           const dim3 grid(static_cast<unsigned>((vectors + per_block - 1) / per_block), grid_y);

@@ -392,6 +392,7 @@ std::vector<BenchSample<Desc>> forward_bench() {
           {"lt", "torch.lt(a, b)", dtypes, standard_shapes, bench_desc<K::lt, Operand::same>},
           {"add_row", "a + b[D]", dtypes, standard_shapes, bench_desc<K::add, Operand::row>},
           {"mul_column", "a * b[N, 1]", dtypes, standard_shapes, bench_desc<K::mul, Operand::column>},
+          {"div_row", "a / b[D]", dtypes, standard_shapes, bench_desc<K::div, Operand::row>},
           // b the transpose of a contiguous [D, N] buffer (issue 10's transposed operand)
           {.name = "add_transposed",
            .torch = "a + b.t()",

@@ -324,6 +324,9 @@ std::vector<BenchSample<Desc>> forward_bench() {
   return {{"gelu", "F.gelu(x)", dtypes, standard_shapes, bench_desc<K::gelu>},
           {"silu", "F.silu(x)", dtypes, standard_shapes, bench_desc<K::silu>},
           {"exp", "torch.exp(x)", dtypes, standard_shapes, bench_desc<K::exp>},
+          // a square root and a quotient (the GPU's 16-bit kernels: common/arith16.hpp)
+          {"sqrt", "torch.sqrt(x)", dtypes, standard_shapes, bench_desc<K::sqrt>},
+          {"reciprocal", "torch.reciprocal(x)", dtypes, standard_shapes, bench_desc<K::reciprocal>},
           // a predicate: out is bool (n + n / sizeof(T) bytes: f32 5 bytes an element, bf16 3)
           {"isnan", "torch.isnan(x)", dtypes, standard_shapes, bench_desc<K::isnan>}};
 }
