@@ -336,9 +336,9 @@ SEGMENT_CASES = {
 
 # Unary cases: x (and dy) of the case's shape; the backward peers are the kernels autograd runs
 # (aten.gelu_backward / silu_backward read dy and x; exp's backward multiplies dy by the saved y).
-def unary_forward(fn):
+def unary_forward(fn, lo=-1.0, hi=1.0):  # x in [lo, hi), the profiler's range for the case
     def build(shape, dtype):
-        return (lambda: (rand(shape, dtype),)), lambda s: fn(s[0])
+        return (lambda: (rand(shape, dtype, lo, hi),)), lambda s: fn(s[0])
     return build
 
 
@@ -352,7 +352,7 @@ UNARY_CASES = {
     "F.gelu(x)": unary_forward(torch.nn.functional.gelu),
     "F.silu(x)": unary_forward(torch.nn.functional.silu),
     "torch.exp(x)": unary_forward(torch.exp),
-    "torch.sqrt(x)": unary_forward(torch.sqrt),
+    "torch.sqrt(x)": unary_forward(torch.sqrt, 0.0, 4.0),
     "torch.reciprocal(x)": unary_forward(torch.reciprocal),
     "torch.isnan(x)": unary_forward(torch.isnan),
     "aten.gelu_backward(dy, x)": unary_backward(torch.ops.aten.gelu_backward),

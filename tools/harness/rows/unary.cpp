@@ -319,13 +319,19 @@ Desc bench_desc(DType dtype, const Shape& shape) {
   return d;
 }
 
+constexpr ValueRange kSqrtBenchRange[] = {{"x", 0.0, 4.0}};  // sqrt's bench: no NaN to verify
 std::vector<BenchSample<Desc>> forward_bench() {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   return {{"gelu", "F.gelu(x)", dtypes, standard_shapes, bench_desc<K::gelu>},
           {"silu", "F.silu(x)", dtypes, standard_shapes, bench_desc<K::silu>},
           {"exp", "torch.exp(x)", dtypes, standard_shapes, bench_desc<K::exp>},
           // a square root and a quotient (the GPU's 16-bit kernels: common/arith16.hpp)
-          {"sqrt", "torch.sqrt(x)", dtypes, standard_shapes, bench_desc<K::sqrt>},
+          {.name = "sqrt",
+           .torch = "torch.sqrt(x)",
+           .dtypes = dtypes,
+           .shapes = standard_shapes,
+           .describe = bench_desc<K::sqrt>,
+           .value_ranges = kSqrtBenchRange},
           {"reciprocal", "torch.reciprocal(x)", dtypes, standard_shapes, bench_desc<K::reciprocal>},
           // a predicate: out is bool (n + n / sizeof(T) bytes: f32 5 bytes an element, bf16 3)
           {"isnan", "torch.isnan(x)", dtypes, standard_shapes, bench_desc<K::isnan>}};

@@ -116,8 +116,10 @@ class TableCase final : public ProfilerCase {
     if (s.index_bound > 0)
       return t.allocate_indices(c.stream, s.dtype, s.shape, sets, seed, s.index_bound, bench_.skewed, s.sorted);
     if (s.output && !s.accumulates) return t.allocate_output(c.stream, s.dtype, s.shape, sets);
-    double lo = -1.0, hi = 1.0;
+    double lo = -1.0, hi = 1.0;  // the case's own range (BenchSample::value_ranges), else the row's
     for (const harness::ValueRange& r : row_.value_ranges())
+      if (r.arg == s.name) lo = r.lo, hi = r.hi;
+    for (const harness::ValueRange& r : problem_->value_ranges)
       if (r.arg == s.name) lo = r.lo, hi = r.hi;
     if (Status st = t.allocate_random(c.stream, s.dtype, s.shape, sets, seed, lo, hi); !st) return st;
     if (s.output) before_[k] = t.snapshot();  // set 0 before any run
