@@ -7,6 +7,7 @@
 // trees (-DLAB_BASE for headers from before ElementCost) and run both in one device call:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Isrc -Iinclude bench/labs/cost_lab.cu
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "common/binary_param_math.hpp"
 #include "common/unary_math.hpp"
 #include "elementwise_lab.cuh"
+#include "ops/copy_problem.hpp"
 #include "ops/gated_problem.hpp"
 
 using namespace baracuda;
@@ -61,7 +63,7 @@ float copy_ms_of(int64_t elements) {
   return ms;  // the copy reads and writes `elements` in all
 }
 
-template <class Op>
+template <class In = T, class Op>
 void run_case(const Op& op, const char* name, const Operand (&layout)[Op::kIn], ElementwisePath path) {
   constexpr int kIn = Op::kIn;
   T* in[kSets][kIn];
@@ -73,7 +75,7 @@ void run_case(const Op& op, const char* name, const Operand (&layout)[Op::kIn], 
                       : l == Operand::row_vector ? kCols
                       : l == Operand::column     ? kRows
                                                  : 0;
-    if (l == Operand::full || l == Operand::first_half) elements += kRows * kCols * (l == Operand::first_half ? 2 : 1);
+    if (l == Operand::full || l == Operand::first_half || l == Operand::second_half) elements += kRows * kCols;
     for (int s = 0; s < kSets; ++s) {
       if (l == Operand::second_half)
         in[s][k] = in[s][k - 1] + kCols;
@@ -108,14 +110,15 @@ void run_case(const Op& op, const char* name, const Operand (&layout)[Op::kIn], 
   const float ms = queued_median_ms([&](int i) {
     for (int k = 0; k < kIn; ++k) t.in[k] = in[i % kSets][k];
     t.out[0] = out[i % kSets];
-    if (!run_elementwise<T>(Stream::cuda(), sm_count(), op, t)) printf("launch failed\n");
+    // (In another 16-bit type: T's bits read as In, finite for the fill's values)
+    if (!run_elementwise<In, T>(Stream::cuda(), sm_count(), op, t)) printf("launch failed\n");
   });
   const float ideal_ms = copy_ms_of(elements);
 #ifdef LAB_BASE  // headers from before ElementCost
   const int cost = -1, vectors = -1;
 #else
   const int cost = int(element_cost<Op>());
-  const int vectors = path == ElementwisePath::vectorized ? kPackUnroll<T, T, Op> : kRowUnroll<T, T, Op>;
+  const int vectors = path == ElementwisePath::vectorized ? kPackUnroll<In, T, Op> : kRowUnroll<In, T, Op>;
 #endif
   printf("bf16 %-16s %-18s cost %2d vectors a thread %2d  %.4f ms  %5.1f%% of copy\n", name,
          std::string(path_name(path)).c_str(), cost, vectors, ms, 100.f * ideal_ms / ms);
@@ -178,6 +181,8 @@ int main() {
   columns<MulMath>("mul b[N,1]");
   gated<GatedMath<SiluMath, GatedKind::swiglu>>("swiglu");
   gated<GatedMath<ReluMath, GatedKind::reglu>>("reglu");
+  run_case<__half>(CastFunctor<float>{}, "cast f16", {Operand::full}, ElementwisePath::vectorized);
+  run_case<__half>(CastFunctor<float>{}, "cast f16 half", {Operand::first_half}, ElementwisePath::strided_vectorized);
   run_case(TensorWeightForward<LerpMath, float>{}, "lerp w[D]", {Operand::full, Operand::full, Operand::row_vector},
            ElementwisePath::strided_vectorized);
   return 0;
