@@ -15,6 +15,7 @@
 #include "common/broadcast_reduction.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
+#include "common/math16.hpp"
 #include "common/simd_math.hpp"
 
 namespace baracuda::detail {
@@ -498,18 +499,7 @@ enum BinaryGroupIndex : int { kBinaryArith, kBinaryTranscendental, kBinaryExtrem
 // The functors the elementwise launchers run.
 // (a, b) -> out; swapped: the inputs are (b, a) (mixed dtypes put the narrower operand first, where
 // the launchers load it as a type of its own).
-// Math's forward, or for a 16-bit output where k16 (kUses16BitMath) its forward16 where it has one:
-// the same to the accuracy a 16-bit result keeps and cheaper on the GPU (the host's loops take forward).
-template <class Math, bool k16, class A>
-BARACUDA_HD A binary_forward_of(A a, A b, A alpha) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (k16 && requires { Math::forward16(a, b, alpha); })
-    return Math::forward16(a, b, alpha);
-  else
-#endif
-    return Math::forward(a, b, alpha);
-}
-
+// k16: kUses16BitMath (forward_of: common/math16.hpp).
 template <class Math, class Acc_, bool k16 = false>
 struct BinaryForward {
   using Acc = Acc_;
@@ -522,7 +512,7 @@ struct BinaryForward {
   // elements: 38.8 ms, 4.6 ms selected).
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
     const Acc a = simd_math::select(swapped, x[1], x[0]), b = simd_math::select(swapped, x[0], x[1]);
-    y[0] = binary_forward_of<Math, k16>(a, b, alpha);
+    y[0] = forward_of<Math, k16>(a, b, alpha);
   }
 };
 // (tensor) -> out, the other operand a scalar: f(scalar, x) when scalar_is_a, else f(x, scalar).
@@ -534,8 +524,8 @@ struct BinaryScalarForward {
   Acc alpha, scalar;
   bool scalar_is_a;
   BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {  // (selected: as BinaryForward's)
-    y[0] = binary_forward_of<Math, k16>(simd_math::select(scalar_is_a, scalar, x[0]),
-                                        simd_math::select(scalar_is_a, x[0], scalar), alpha);
+    y[0] = forward_of<Math, k16>(simd_math::select(scalar_is_a, scalar, x[0]),
+                                 simd_math::select(scalar_is_a, x[0], scalar), alpha);
   }
 };
 // The gradients' functors read (dout, a, b), or dout alone where the kind's gradient needs no more

@@ -17,6 +17,7 @@
 #include "common/arith16.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
+#include "common/math16.hpp"
 #include "common/simd_math.hpp"
 
 namespace baracuda::detail {
@@ -928,29 +929,8 @@ inline constexpr int kUnaryGroupCount = static_cast<int>(std::tuple_size_v<Unary
 // Their indices in UnaryGroups (each backend's translation unit of a group instantiates its own).
 enum UnaryGroupIndex : int { kUnaryBasic, kUnaryExpLog, kUnaryTrig, kUnaryPiecewise, kUnarySmooth, kUnaryPredicate };
 
-// f(x) and dout f'(x), for a 16-bit storage type where k16: a Math may give forward16 / backward16, the
-// same to the accuracy a 16-bit output keeps and cheaper on the GPU; the GPU's kernels of f16 and
-// bf16 take them (the host's are the vectorized loops of forward / backward).
-template <class Math, bool k16, class A>
-BARACUDA_HD A forward_of(A x, const UnaryParams<A>& p) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (k16 && requires { Math::forward16(x, p); })
-    return Math::forward16(x, p);
-  else
-#endif
-    return Math::forward(x, p);
-}
-template <class Math, bool k16, class A>
-BARACUDA_HD A backward_of(A dy, A x, const UnaryParams<A>& p) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (k16 && requires { Math::backward16(dy, x, p); })
-    return Math::backward16(dy, x, p);
-  else
-#endif
-    return Math::backward(dy, x, p);
-}
-
-// The functors the elementwise launchers run: (x) -> out and (dout, x) -> dx; k16: kUses16BitMath.
+// The functors the elementwise launchers run: (x) -> out and (dout, x) -> dx; k16: kUses16BitMath
+// (forward_of / backward_of: common/math16.hpp).
 template <class Math, class Acc_, bool k16 = false>
 struct UnaryForward {
   using Acc = Acc_;
