@@ -286,32 +286,56 @@ TEST_P(BinaryTest, BiasGradientOverManyRows) {
   }
 }
 
-// a + b[D], a / b[D], a + b[N, 1], a / b[N, 1] on rows either side of the GPU's bound between the
-// row lanes and the rows kernel, which moves with the op's cost (cuda/common/elementwise.cuh,
-// kRowUnroll): for 16-bit types 2048 elements (one vector a thread: div) or 4096 (two: add); for f32
-// 4096 and f64 2048. Rows of 4104 leave a thread's last vectors off the row.
-TEST_P(BinaryTest, BroadcastRowsEitherSideOfTheRowKernelsBound) {
-  const int64_t n = 21;
+// Broadcast rows through each of the CUDA launcher's kernels (cuda/common/elementwise.cuh): walks of
+// one or two dims after collapsing (the flat rows kernel: rows of one vector, 16 bytes, and of odd
+// counts), and walks of three or four, whose rows of fewer than kThreads * kRowUnroll vectors take
+// the row lanes and longer ones the row kernel: either side of that bound, 2048 elements for div
+// in 16 bits and for f64, else 4096 (rows of 4104 leave a thread's last vectors off the row). b is
+// broadcast along rows ([D]) and along columns ([N, 1]). (The flat kernel's launches of 2^28 vectors:
+// test_binary_param_large.cpp.)
+TEST_P(BinaryTest, BroadcastRowsThroughEachRowKernel) {
+  const auto kv = static_cast<int64_t>(16 / dtype_size(dtype()));
+  std::vector<std::pair<Shape, Shape>> cases = {
+      {{21, 4104}, {4104}},     {{21, 2040}, {21, 1}},
+      {{7, kv}, {kv}},          {{9, kv}, {9, 1}},
+      {{1, 3 * kv}, {1}},       {{4, 1, 6, kv}, {1, 1, 6, kv}},
+      {{3, 5, kv}, {3, 1, kv}}, {{2, 3, 4, 2 * kv}, {2, 1, 4, 1}},
+      {{3, 5, 3 * kv}, {5, 1}},
+  };
+  for (int64_t d : {2040, 2048, 2056, 4088, 4096, 4104}) {
+    cases.push_back({{3, 2, d}, {3, 1, d}});
+    cases.push_back({{3, 2, d}, {2, 1}});
+  }
   for (BinaryKind kind : {BinaryKind::add, BinaryKind::div}) {
-    for (int64_t d : {2040, 2048, 2056, 4088, 4096, 4104}) {
-      for (bool column : {false, true}) {
-        SCOPED_TRACE(std::string(binary_kind_name(kind)) + " d " + std::to_string(d) +
-                     (column ? " b [N, 1]" : " b [D]"));
-        const BinaryDescriptor dsc = desc(kind, {n, d}, column ? Shape{n, 1} : Shape{d});
-        Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(dsc.a_shape), rng_, -4, 4));
-        Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(dsc.b_shape), rng_, 0.5, 4));
-        Tensor out = output(dsc.a_shape);
-        const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), dsc));
-        ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
-        ASSERT_OK(out.download());
-        EXPECT_TRUE(matches(
-            out,
-            [&](int64_t i) {
-              const double x = a.at(i), y = b.at(column ? i / d : i % d);
-              return kind == BinaryKind::add ? x + y : x / y;
-            },
-            [](int64_t i) { return "element " + std::to_string(i); }));
-      }
+    for (const auto& [a_shape, b_shape] : cases) {
+      SCOPED_TRACE(std::string(binary_kind_name(kind)) + " " + testing::shape_string(a_shape) + " with " +
+                   testing::shape_string(b_shape));
+      const BinaryDescriptor dsc = desc(kind, a_shape, b_shape);
+      Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(a_shape), rng_, -4, 4));
+      Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(b_shape), rng_, 0.5, 4));
+      Tensor out = output(a_shape);
+      const BinaryPlan plan = unwrap(BinaryPlan::select(stream(), dsc));
+      ASSERT_OK(plan.run(stream(), {}, {a.ref(), b.ref(), out.mut()}));
+      ASSERT_OK(out.download());
+      // b's element of output element i: its dims right-aligned with a's, size-1 dims broadcast.
+      auto b_index = [&](int64_t i) {
+        int64_t at = 0, step = 1;
+        for (int d = a_shape.rank - 1, e = b_shape.rank - 1; d >= 0; --d, --e) {
+          const int64_t coord = i % a_shape.dims[d];
+          i /= a_shape.dims[d];
+          if (e < 0) break;
+          if (b_shape.dims[e] != 1) at += coord * step;
+          step *= b_shape.dims[e];
+        }
+        return at;
+      };
+      EXPECT_TRUE(matches(
+          out,
+          [&](int64_t i) {
+            const double x = a.at(i), y = b.at(b_index(i));
+            return kind == BinaryKind::add ? x + y : x / y;
+          },
+          [](int64_t i) { return "element " + std::to_string(i); }));
     }
   }
 }

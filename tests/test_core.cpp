@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "common/divisor.hpp"
 
 namespace baracuda {
 namespace {
@@ -76,6 +77,28 @@ TEST(BFloat16, RoundsToNearestEvenAndKeepsNaN) {
     if (!std::isnan(f)) {
       EXPECT_EQ(bfloat16(f).bits, bits);
     }
+  }
+}
+
+// U32Divisor's quotient (the CUDA flat rows kernel's, which computes the same multiply-high) against
+// `/`: divisors of every size class and either side of each power of two, dividends at the ends of
+// the range, about each multiple, and random.
+TEST(U32Divisor, QuotientsMatchDivision) {
+  std::vector<uint32_t> divisors = {
+      1,    2,    3,    5,    7,     8,     96,    125,         128,         255,         256,         257,
+      1000, 4095, 4096, 4097, 65535, 65536, 65537, 0x7fffffffu, 0x80000000u, 0x80000001u, 0xfffffffeu, 0xffffffffu};
+  uint64_t z = 0x9E3779B97F4A7C15ull;
+  auto next = [&] { return z = z * 6364136223846793005ull + 1442695040888963407ull, static_cast<uint32_t>(z >> 32); };
+  for (int i = 0; i < 200; ++i) divisors.push_back(next() >> (next() % 32) | 1);
+  for (uint32_t d : divisors) {
+    const detail::U32Divisor div(d);
+    std::vector<uint32_t> ns = {0, 1, d - 1, d, d + 1, 0xffffffffu, 0xfffffffeu, 0x80000000u};
+    for (uint64_t m : {uint64_t{2}, uint64_t{3}, uint64_t{1000}, uint64_t{0xffffffffu / d}})
+      for (int64_t e : {-1, 0, 1})
+        if (const int64_t n = static_cast<int64_t>(m * d) + e; n >= 0 && n <= 0xffffffffll) ns.push_back(uint32_t(n));
+    for (int i = 0; i < 1000; ++i) ns.push_back(next());
+    for (uint32_t n : ns) ASSERT_EQ(div.quotient(n), n / d) << n << " / " << d;
+    EXPECT_EQ(div.divisor(), d);
   }
 }
 

@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "common/binary_math.hpp"
 #include "common/binary_param_math.hpp"
@@ -23,9 +25,13 @@ using namespace baracuda;
 using namespace baracuda::detail;
 using namespace baracuda::detail::cuda;
 
-using T = __nv_bfloat16;
-constexpr int64_t kRows = 16384, kCols = 4096;
-constexpr int kSets = 3;  // 3 sets of every full tensor: far past the 60 MB L2
+#ifndef LAB_T  // -DLAB_T=float for f32 tensors
+#define LAB_T __nv_bfloat16
+#endif
+using T = LAB_T;
+const char* const kTypeName = sizeof(T) == 2 ? "bf16" : "f32";
+int64_t kRows = 16384, kCols = 4096;  // main's arguments may set them
+constexpr int kSets = 3;              // 3 sets of every full tensor: far past the 60 MB L2
 
 // How an input is laid over the [kRows, kCols] output: a full tensor, one value a column (b [D]),
 // one a row (b [N, 1]), or a half of an [kRows, 2 kCols] x (the gated ops' a and b).
@@ -118,10 +124,11 @@ void run_case(const Op& op, const char* name, const Operand (&layout)[Op::kIn], 
   const int cost = -1, vectors = -1;
 #else
   const int cost = int(element_cost<Op>());
-  const int vectors = path == ElementwisePath::vectorized ? kPackUnroll<In, T, Op> : kRowUnroll<In, T, Op>;
+  const int vectors = kPackUnroll<In, T, Op>;  // (the flat rows kernel takes as many as the vectorized one)
 #endif
-  printf("bf16 %-16s %-18s cost %2d vectors a thread %2d  %.4f ms  %5.1f%% of copy\n", name,
-         std::string(path_name(path)).c_str(), cost, vectors, ms, 100.f * ideal_ms / ms);
+  printf("%s [%lld,%lld] %-16s %-18s cost %2d vectors a thread %2d  %.4f ms  %5.1f%% of copy\n", kTypeName,
+         (long long)kRows, (long long)kCols, name, std::string(path_name(path)).c_str(), cost, vectors, ms,
+         100.f * ideal_ms / ms);
   for (int s = 0; s < kSets; ++s) {
     for (int k = 0; k < kIn; ++k)
       if (layout[k] != Operand::second_half) CK(cudaFree(in[s][k]));
@@ -156,7 +163,20 @@ void gated(const char* name) {
            ElementwisePath::strided_vectorized);
 }
 
-int main() {
+// Arguments: none for every case at [16384, 4096]; `rows R C` for the broadcast-row cases at [R, C].
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "rows") {
+    kRows = std::atoll(argv[2]), kCols = std::atoll(argv[3]);
+    printf("[%lld, %lld]\n", (long long)kRows, (long long)kCols);
+    rows<AddMath>("add b[D]");
+    rows<DivMath>("div b[D]");
+    columns<AddMath>("add b[N,1]");
+    columns<MulMath>("mul b[N,1]");
+    gated<GatedMath<SiluMath, GatedKind::swiglu>>("swiglu");
+    run_case(TensorWeightForward<LerpMath, float>{}, "lerp w[D]", {Operand::full, Operand::full, Operand::row_vector},
+             ElementwisePath::strided_vectorized);
+    return 0;
+  }
   unary<NegMath>("neg");
   unary<ReluMath>("relu");
   unary<ExpMath>("exp");

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/divisor.hpp"
 #include "common/elementwise.hpp"
 #include "cuda/common/check.cuh"
 #include "cuda/common/launch.cuh"
@@ -281,6 +282,91 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Rows of vectors (see rows_vectorizable) of a walk of at most two collapsed dims, as one flat run of
+// vectors: the vectorized kernel's tiles (kPackUnroll vectors a thread, loaded before use) over every
+// row at once, so that short rows leave no thread idle and no block waits on the end of a row. Each
+// vector's row comes from a multiply-high (U32Divisor); a tensor's offset is the row times its row
+// step plus, unless it is one value a row (inner stride 0), the vector's place in the row. H200, bf16
+// (bench/labs/cost_lab.cu, medians of three runs, against the row kernels): [16384, 4096] a + b[N, 1]
+// 0.0782 -> 0.0694 ms, a / b[D] 0.0844 -> 0.0741, lerp weight [D] 0.1056 -> 0.0962; [1048576, 8]
+// a + b[D] 0.2041 -> 0.0135 (the row lanes left 31 of 32 lanes idle). Walks of more dims keep the row
+// kernels: the same kernel walking them through divisors (an unrolled, guarded step a dim) ran bf16
+// a + b[N, 1] at 0.0805 ms even where one dim needed no step (bench/NOTES.md, "Flat broadcast rows").
+template <int NT>
+struct FlatRows {
+  int64_t row_step[NT] = {};
+  bool one_value[NT] = {};
+  U32Divisor vectors_a_row;
+  uint32_t vectors = 0;  // the launch's: its rows * vectors a row
+};
+template <class In, class Out, class Op, class First>
+__global__ void __launch_bounds__(kThreads)
+    elementwise_flat_rows_kernel(Op op, Operands<In, Out, Op::kIn, Op::kOut, First> p, FlatRows<Op::kIn + Op::kOut> w) {
+  constexpr int kIn = Op::kIn;
+  constexpr int kV = kPackSize<In, Out>;
+  constexpr int kU = kPackUnroll<In, Out, Op>;
+  const uint32_t tiles = (w.vectors - 1) / (uint32_t{kThreads} * kU) + 1;
+  for (uint32_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const uint32_t first = tile * kThreads * kU + threadIdx.x;
+    Pack<In, kV> in[kU][kSlots<kIn>];
+    uint32_t row[kU], at[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const uint32_t v = first + u * kThreads;
+      row[u] = w.vectors_a_row.quotient(v);
+      at[u] = v - row[u] * w.vectors_a_row.divisor();
+      if (v < w.vectors) {
+#pragma unroll
+        for (int k = 0; k < kIn; ++k)
+          load_row_pack(in[u][k], p, k, row[u] * w.row_step[k], int64_t{at[u]}, w.one_value[k]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      if (first + u * kThreads < w.vectors) {
+        Pack<Out, kV> out[Op::kOut];
+        apply_pack(op, in[u], out);
+#pragma unroll
+        for (int k = 0; k < Op::kOut; ++k)
+          store_pack(p.out[k] + row[u] * w.row_step[kIn + k] + int64_t{at[u]} * kV, out[k]);
+      }
+    }
+  }
+}
+
+// The flat rows kernel over a walk of at most two dims whose rows hold at most kFlatLaunchVectors
+// vectors: one launch per kFlatLaunchVectors vectors of whole rows (so that a launch counts them in
+// 32 bits), each with the pointers moved to its first row.
+inline constexpr int64_t kFlatLaunchVectors = int64_t{1} << 28;
+template <class In, class Out, class First, class Op, int NT>
+Status run_flat_rows(cudaStream_t s, const Op& op, Operands<In, Out, Op::kIn, Op::kOut, First> p,
+                     const Walker<NT>& walker, int64_t rows) {
+  constexpr int kIn = Op::kIn;
+  const int64_t vectors_a_row = walker.inner_size() / kPackSize<In, Out>;
+  if (rows == 0 || vectors_a_row == 0) return Status::ok();
+  const int64_t rows_a_launch = kFlatLaunchVectors / vectors_a_row;
+  FlatRows<NT> w;
+  for (int t = 0; t < NT; ++t) {
+    w.row_step[t] = walker.rank == 2 ? walker.strides[t][0] : 0;
+    w.one_value[t] = walker.inner_stride(t) == 0;
+  }
+  w.vectors_a_row = U32Divisor(static_cast<uint32_t>(vectors_a_row));
+  const int64_t per_block = int64_t{kThreads} * kPackUnroll<In, Out, Op>;
+  for (int64_t first_row = 0; first_row < rows; first_row += rows_a_launch) {
+    w.vectors = static_cast<uint32_t>(std::min(rows_a_launch, rows - first_row) * vectors_a_row);
+    elementwise_flat_rows_kernel<In, Out, Op, First>
+        <<<static_cast<unsigned>((w.vectors - 1) / per_block + 1), kThreads, 0, s>>>(op, p, w);
+    if (Status st = last_launch_status("elementwise_flat_rows_kernel"); !st) return st;
+    // (the first input may hold another type than In: moved in its own elements)
+    for (int k = 0; k < kIn; ++k) {
+      const int64_t step = rows_a_launch * w.row_step[k];
+      p.in[k] = k == 0 ? reinterpret_cast<const In*>(reinterpret_cast<const First*>(p.in[k]) + step) : p.in[k] + step;
+    }
+    for (int k = 0; k < Op::kOut; ++k) p.out[k] += rows_a_launch * w.row_step[kIn + k];
+  }
+  return Status::ok();
+}
+
 // Rows of vectors (see rows_vectorizable) in a 2-D block: 2^lane_bits threads along a row, one
 // vector each (gridDim.x * lanes apart), the block's other threads on the next rows; each thread then
 // steps over rows a grid's worth apart (the grid is one wave: no block turnover). Rows and vectors
@@ -327,7 +413,8 @@ inline int row_lane_bits(int64_t vectors) {
   return best;
 }
 
-// Rows of whole vectors shorter than a block's worth (kThreads * kRowUnroll vectors): row lanes,
+// Walks of more than two dims (the flat rows kernel takes the others) with rows of whole vectors
+// shorter than a block's worth (kThreads * kRowUnroll vectors): row lanes,
 // rows_vectorized's blocks leaving threads idle (H200, a + b[D] [262144, 256]: f32 0.288 -> 0.142
 // ms, bf16 0.184 -> 0.081; [65536, 768] 0.165 -> 0.108, 0.089 -> 0.061). Longer rows keep a block
 // along a row: in lanes (one wave), f32 lerp weight [D] [16384, 4096] 0.193 -> 0.230 ms (four vectors
@@ -381,6 +468,8 @@ Status run_elementwise(const Stream& stream, int sm_count, const Op& op, const E
       const int64_t rows = n / inner;
       const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
       if (t.path == ElementwisePath::strided_vectorized) {
+        if (walker.rank <= 2 && inner / kPackSize<In, Out> <= kFlatLaunchVectors)
+          return run_flat_rows<In, Out, First>(s, op, p, walker, rows);
         constexpr int kU = kRowUnroll<In, Out, Op>;
         const int64_t vectors = inner / kPackSize<In, Out>, per_block = int64_t{kThreads} * kU;
         if (vectors >= per_block) {

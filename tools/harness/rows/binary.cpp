@@ -350,6 +350,12 @@ std::vector<Shape> standard_shapes(Backend backend) {
   if (backend == Backend::cuda) return {{16384, 4096}, {1000, 1001}};
   return {{1024, 4096}, {1000, 1001}};
 }
+// Short rows, where a kernel along a row would leave threads idle: rows of one 16-byte vector (f32:
+// two) and of 768 elements.
+std::vector<Shape> short_row_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{8388608, 8}, {65536, 768}};
+  return {{524288, 8}};
+}
 enum class Operand { same, row, column };
 template <BinaryKind kKind, Operand kB>
 Desc bench_desc(DType dtype, const Shape& shape) {
@@ -393,6 +399,8 @@ std::vector<BenchSample<Desc>> forward_bench() {
           {"add_row", "a + b[D]", dtypes, standard_shapes, bench_desc<K::add, Operand::row>},
           {"mul_column", "a * b[N, 1]", dtypes, standard_shapes, bench_desc<K::mul, Operand::column>},
           {"div_row", "a / b[D]", dtypes, standard_shapes, bench_desc<K::div, Operand::row>},
+          {"add_row_short", "a + b[D]", dtypes, short_row_shapes, bench_desc<K::add, Operand::row>},
+          {"mul_column_short", "a * b[N, 1]", dtypes, short_row_shapes, bench_desc<K::mul, Operand::column>},
           // b the transpose of a contiguous [D, N] buffer (issue 10's transposed operand)
           {.name = "add_transposed",
            .torch = "a + b.t()",
