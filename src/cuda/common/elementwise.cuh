@@ -5,7 +5,8 @@
 //  - contiguous: same layout, any alignment, one element per access;
 //  - strided: offsets from the shared Walker (64-bit), zero strides broadcast; computed once per
 //    row (the innermost collapsed dim) when rows are long, else per element;
-//  - strided_vectorized: rows of 16-byte vectors, inputs broadcast along a row allowed.
+//  - strided_vectorized: rows of 16-byte vectors, inputs broadcast along a row allowed: one flat
+//    run of vectors over all rows where the walk has at most two dims, else a row at a time.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
