@@ -308,8 +308,7 @@ TEST_P(BinaryTest, BroadcastRowsThroughEachRowKernel) {
   }
   for (BinaryKind kind : {BinaryKind::add, BinaryKind::div}) {
     for (const auto& [a_shape, b_shape] : cases) {
-      SCOPED_TRACE(std::string(binary_kind_name(kind)) + " " + testing::shape_string(a_shape) + " with " +
-                   testing::shape_string(b_shape));
+      SCOPED_TRACE(std::string(binary_kind_name(kind)) + " " + a_shape.to_string() + " with " + b_shape.to_string());
       const BinaryDescriptor dsc = desc(kind, a_shape, b_shape);
       Tensor a = unwrap(harness::random_tensor(backend(), dtype(), contiguous(a_shape), rng_, -4, 4));
       Tensor b = unwrap(harness::random_tensor(backend(), dtype(), contiguous(b_shape), rng_, 0.5, 4));

@@ -39,13 +39,6 @@ inline harness::TensorSpec contiguous(Shape shape) { return {shape, {}, false, 0
 inline harness::TensorSpec with_strides(Shape shape, Strides strides) { return {shape, strides, true, 0}; }
 inline harness::TensorSpec misaligned(Shape shape) { return {shape, {}, false, 1}; }
 
-// A shape as "[2, 3, 4]", for test traces.
-inline std::string shape_string(const Shape& shape) {
-  std::string text = "[";
-  for (int d = 0; d < shape.rank; ++d) text += (d ? ", " : "") + std::to_string(shape.dims[d]);
-  return text + "]";
-}
-
 inline Stream stream_for(Backend backend) { return backend == Backend::cuda ? Stream::cuda() : Stream::host(); }
 
 // Empty when the backend can run here; otherwise why not.

@@ -233,7 +233,8 @@ __global__ void __launch_bounds__(kThreads)
 // with two, bf16 [16384, 4096] a + b[D] 0.0756 -> 0.0700 ms, a * b[D] 0.0755 -> 0.0700, maximum
 // 0.0765 -> 0.0752, a + b[N, 1] 0.0818 -> 0.0827 and lerp weight [D] even (bench/labs/cost_lab.cu),
 // but swiglu (silu an element) 0.0969 -> 0.1120 (bench/NOTES.md, "Broadcast rows of 16-bit
-// elements"). Other narrow elements take one.
+// elements"). Other narrow elements take one. (Measured on 2-D walks, which the flat rows kernel now
+// takes; the row kernels keep walks of more dims and rows longer than kFlatLaunchVectors.)
 // Rows of fewer than kThreads * kRowUnroll vectors take elementwise_row_lanes_kernel.
 template <class In, class Out, class Op>
 inline constexpr int kRowUnroll = sizeof(In) >= 4 && sizeof(Out) >= 4
