@@ -510,6 +510,47 @@ GATED_CASES = {
     "autograd of a * F.gelu(b), x = [a, b]": gated_case(torch.nn.functional.gelu, True),
 }
 
+# Norm cases: x [rows, n], the weight (and LayerNorm's bias) [n]; with a residual, h = x + r first
+# (PyTorch: two kernels). The backward is autograd's, through a graph built once per input set.
+# `compile`: the same function through torch.compile (a fresh dynamo cache per case).
+def norm_case(kind, backward=False, residual=False, compile=False):
+    def forward(x, w, b, r):
+        if residual:
+            x = x + r
+        if kind == "layer":
+            return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b)
+        return torch.nn.functional.rms_norm(x, x.shape[-1:], w)
+
+    def build(shape, dtype):
+        fn = forward
+        if compile:
+            torch._dynamo.reset()
+            fn = torch.compile(forward, dynamic=False)
+        n = shape[-1]
+
+        def inputs(grad=False):
+            x = rand(shape, dtype).requires_grad_(grad)
+            w = rand((n,), dtype, 0.5, 1.5).requires_grad_(grad)
+            b = rand((n,), dtype).requires_grad_(grad) if kind == "layer" else None
+            return x, w, b, rand(shape, dtype) if residual else None
+        if not backward:
+            return (lambda: inputs()), lambda s: fn(*s)
+
+        def make():
+            x, w, b, r = inputs(True)
+            return fn(x, w, b, r), [t for t in (x, w, b) if t is not None], rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+NORM_CASES = {
+    "F.layer_norm(x, [n], w, b)": norm_case("layer"),
+    "autograd of F.layer_norm(x, [n], w, b)": norm_case("layer", True),
+    "F.rms_norm(x, [n], w)": norm_case("rms"),
+    "autograd of F.rms_norm(x, [n], w)": norm_case("rms", True),
+    "h = x + r; F.rms_norm(h, [n], w)": norm_case("rms", residual=True),
+}
+
 TORCH_CASES = {
     "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
     "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
@@ -545,6 +586,7 @@ TORCH_CASES = {
     **TERNARY_CASES,
     **COPY_CASES,
     **GATED_CASES,
+    **NORM_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,
@@ -620,7 +662,14 @@ EXTRA_FORWARD = {
     **{f"torch.cumsum(x, {dim})": {"compile ms": compiled(scan_values(torch.cumsum, dim), on_values)}
        for dim in (-1, 0)},
 }
+EXTRA_FORWARD.update({
+    "F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", compile=True)},
+    "F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", compile=True)},
+    "h = x + r; F.rms_norm(h, [n], w)": {"compile ms": norm_case("rms", residual=True, compile=True)},
+})
 EXTRA_BACKWARD = {
+    "autograd of F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", True, compile=True)},
+    "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True)},
     "aten._softmax_backward_data(dy, y, -1)": {
         "liger ms": peer_backward("liger_kernel.ops.softmax", "LigerSoftmaxFunction")},
     "sparsemax_backward(y, dy, -1)": {

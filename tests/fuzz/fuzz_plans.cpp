@@ -399,6 +399,19 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, SoftmaxDescriptor& d
                              : fuzz_enum(in, SoftmaxKind::sparsemax, SoftmaxKind::entmax15, 5);
 }
 
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, NormDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.weight_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(80) ? DType::f32 : fuzz_dtype(in, {}));
+  d.shape = fuzz_shape(in);
+  const int rank = std::clamp(d.shape.rank, 0, kMaxRank);
+  d.normalized_dims = in.chance(90) && rank > 0 ? in.consume_int(1, rank) : in.consume_int(-2, kMaxRank + 2);
+  d.eps = in.chance(90) ? 1e-5 : fuzz_weight(in);
+  d.has_weight = in.consume_bool();
+  d.has_bias = in.consume_bool();
+  d.weight_offset = in.chance(80) ? 0.0 : fuzz_weight(in);
+  d.residual = in.consume_bool();
+}
+
 // The reduced dims: mostly a subset of the rank's dims in any order (some negative), or none (every
 // dim); now and then wild ones (repeated, past the rank, below -rank) or a count past the rank,
 // kMaxRank or below 0.
@@ -1333,6 +1346,10 @@ std::span<const PlanEntry> registry() {
       entry<SegmentMeanBackwardPlan>(),
       entry<SegmentMaxBackwardPlan>(),
       entry<SegmentMinBackwardPlan>(),
+      entry<LayerNormPlan>(),
+      entry<RmsNormPlan>(),
+      entry<LayerNormBackwardPlan>(),
+      entry<RmsNormBackwardPlan>(),
   };
   return kPlans;
 }

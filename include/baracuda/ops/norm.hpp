@@ -1,0 +1,85 @@
+#pragma once
+// Normalization over the last `normalized_dims` dims of x (F.layer_norm / F.rms_norm): each row of
+// n = the product of those dims is normalized on its own.
+//   LayerNormPlan          y = (h - mean) * rstd * w + b,   rstd = 1 / sqrt(var + eps) (var biased)
+//   RmsNormPlan            y = h * rstd * w,                rstd = 1 / sqrt(mean(h^2) + eps)
+// with h = x, or with a residual (pre-norm blocks, the fused add + norm of inference engines)
+// h = x + residual, rounded to x's dtype and written to `h` in the same pass, as an unfused add
+// then norm would. The weight w is optional (1 where absent) and read as w or, with
+// `weight_offset = 1`, as 1 + w (Gemma's RMSNorm); the bias b (LayerNorm alone) is optional.
+// `mean` (LayerNorm) and `rstd` are the saved statistics, optional outputs in `stats` precision
+// (f32, f64 for f64 inputs) of shape x.shape[:-normalized_dims].
+//   LayerNormBackwardPlan / RmsNormBackwardPlan read dy, x (the forward's normalized input: its x,
+//   or with a residual its h = x + residual), the weight and the saved mean / rstd, and write each
+//   of, all optional:
+//     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) [+ dh],   g = dy * w, xhat = (h - mean) * rstd
+//     (RmsNorm: no mean(g) term, xhat = h * rstd); with a residual, dh (the gradient reaching h by the
+//     skip path) is added, and dx is the gradient of both x and residual;
+//     dweight = sum over rows of dy * xhat;  dbias = sum over rows of dy.
+//
+// dtypes: x, residual, h, y, dy, dh, dx share `dtype` (f32, f64, f16, bf16); the weight, bias and
+// their gradients have `weight_dtype` (dtype or f32). 16-bit and f32 data compute and accumulate in
+// f32, f64 in f64. Numerics: two passes over the row (the mean, then the squared deviations), so
+// constant rows give var 0 and huge magnitudes (1e30 in f32) do not cancel; NaN or inf in a row
+// gives NaN over that row, as PyTorch; a normalized size of 0 gives NaN statistics.
+//
+// Deterministic always, and batch-invariant: a row's y, mean and rstd depend only on that row (the
+// kernel for a row is chosen from n and the dtypes alone, never from the row count), so they are
+// the same bits whatever the other rows. dweight and dbias are summed in a fixed order: rows in
+// fixed chunks (their count chosen at select from the shape and the device), then the chunks in
+// order; the partial sums live in the workspace.
+//
+// Views may have any strides (zero strides broadcast an input); outputs must not overlap an input or
+// each other, except y over x or residual (in place) and dx over dy, x or dh.
+#include <optional>
+
+#include "baracuda/core/plan.hpp"
+
+namespace baracuda {
+
+struct NormDescriptor {
+  DType dtype = DType::f32;
+  std::optional<DType> weight_dtype;  // of weight, bias, dweight, dbias; nullopt: dtype
+  Shape shape;                        // x's: rank 1..8
+  int normalized_dims = 1;            // 1..rank: the trailing dims normalized together
+  double eps = 1e-5;                  // > 0 and finite
+  bool has_weight = true;
+  bool has_bias = true;        // LayerNorm alone (RmsNorm must leave it false)
+  double weight_offset = 0.0;  // 0 (w) or 1 (1 + w: Gemma)
+  bool residual = false;       // h = x + residual, written to args.h (forward); dh read (backward)
+};
+
+struct NormArgs {
+  AnyTensorRef x;
+  AnyTensorRef residual;  // with descriptor.residual
+  AnyTensorRef weight;    // the normalized shape, with has_weight
+  AnyTensorRef bias;      // with has_bias (LayerNorm)
+  AnyTensorMut y;
+  AnyTensorMut h;     // x + residual, with descriptor.residual
+  AnyTensorMut mean;  // optional (LayerNorm): x.shape[:-normalized_dims]
+  AnyTensorMut rstd;  // optional
+};
+
+struct NormBackwardArgs {
+  AnyTensorRef dy;
+  AnyTensorRef x;  // the forward's normalized input: its x, or with a residual its h
+  AnyTensorRef weight;
+  AnyTensorRef mean;  // LayerNorm
+  AnyTensorRef rstd;
+  AnyTensorRef dh;       // optional, with descriptor.residual: the gradient reaching h by the skip path
+  AnyTensorMut dx;       // optional
+  AnyTensorMut dweight;  // optional, with has_weight
+  AnyTensorMut dbias;    // optional, with has_bias
+};
+
+struct LayerNormOp : OpTag<NormDescriptor, NormArgs> {};
+struct RmsNormOp : OpTag<NormDescriptor, NormArgs> {};
+struct LayerNormBackwardOp : OpTag<NormDescriptor, NormBackwardArgs> {};
+struct RmsNormBackwardOp : OpTag<NormDescriptor, NormBackwardArgs> {};
+
+using LayerNormPlan = Plan<LayerNormOp>;
+using RmsNormPlan = Plan<RmsNormOp>;
+using LayerNormBackwardPlan = Plan<LayerNormBackwardOp>;
+using RmsNormBackwardPlan = Plan<RmsNormBackwardOp>;
+
+}  // namespace baracuda

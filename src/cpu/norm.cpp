@@ -1,0 +1,191 @@
+// The CPU kernels of the norm plans: rows in parallel, each read once for its mean, once for its
+// squared deviations and once to write (the same two-pass statistics as the GPU's); the backward's
+// dweight and dbias summed by blocks of columns over the rows in order (deterministic, no scratch).
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "common/dispatch.hpp"
+#include "cpu/parallel.hpp"
+#include "ops/norm_problem.hpp"
+
+namespace baracuda::detail::cpu {
+namespace {
+
+template <class Acc, class T>
+Acc load(const T* p, int64_t i) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+    return static_cast<Acc>(static_cast<float>(p[i]));
+  else
+    return static_cast<Acc>(p[i]);
+}
+template <class T, class Acc>
+void store(T* p, int64_t i, Acc v) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+    p[i] = T(static_cast<float>(v));
+  else
+    p[i] = static_cast<T>(v);
+}
+// A value as T holds it (h = x + residual is rounded to x's dtype).
+template <class T, class Acc>
+Acc rounded(Acc v) {
+  T t[1];
+  store(t, 0, v);
+  return load<Acc>(t, 0);
+}
+
+// Element j's offset in tensor t along the normalized dims.
+template <int NT>
+int64_t inner_offset(const Walker<NT>& w, int t, int64_t j) {
+  if (w.rank <= 1) return w.rank ? j * w.strides[t][0] : 0;
+  int64_t off[NT];
+  w.offsets(j, off);
+  return off[t];
+}
+
+template <class T, class W>
+Status forward(const NormForwardProblem& p) {
+  using Acc = acc_t<T>;
+  const NormGeometry& g = p.geometry;
+  const NormArgs& a = p.args;
+  const bool rms = p.kind == NormKind::rms, residual = p.desc.residual;
+  const W* weight = p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
+  const W* bias = !rms && p.desc.has_bias ? static_cast<const W*>(a.bias.data) : nullptr;
+  Acc* mean_out = rms ? nullptr : static_cast<Acc*>(a.mean.data);
+  Acc* rstd_out = static_cast<Acc*>(a.rstd.data);
+  const Acc n = static_cast<Acc>(g.n), eps = static_cast<Acc>(p.desc.eps);
+  const Acc offset = static_cast<Acc>(p.desc.weight_offset);
+#pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
+  for (int64_t row = 0; row < g.rows; ++row) {
+    int64_t off[kNormRowTensors];
+    g.row.offsets(row, off);
+    const T* x = static_cast<const T*>(a.x.data) + off[0];
+    const T* r = residual ? static_cast<const T*>(a.residual.data) + off[1] : nullptr;
+    T* y = static_cast<T*>(a.y.data) + off[2];
+    T* h = residual ? static_cast<T*>(a.h.data) + off[3] : nullptr;
+    auto value = [&](int64_t j) {  // h's value (x + residual rounded to T), as the GPU computes it
+      const Acc v = load<Acc>(x, inner_offset(g.inner, 0, j));
+      return r ? rounded<T>(v + load<Acc>(r, inner_offset(g.inner, 1, j))) : v;
+    };
+    Acc sum = 0;
+    for (int64_t j = 0; j < g.n; ++j) {
+      const Acc v = value(j);
+      if (h) store(h, inner_offset(g.inner, 3, j), v);
+      sum += rms ? v * v : v;
+    }
+    Acc mean = 0, rstd;
+    if (rms) {
+      rstd = Acc(1) / std::sqrt(sum / n + eps);
+    } else {
+      mean = sum / n;
+      Acc dev = 0;
+      for (int64_t j = 0; j < g.n; ++j) dev += (value(j) - mean) * (value(j) - mean);
+      rstd = Acc(1) / std::sqrt(dev / n + eps);
+    }
+    if (mean_out) mean_out[off[4]] = mean;
+    if (rstd_out) rstd_out[off[5]] = rstd;
+    for (int64_t j = 0; j < g.n; ++j) {
+      Acc out = (value(j) - mean) * rstd;
+      if (weight) out *= load<Acc>(weight, inner_offset(g.inner, 4, j)) + offset;
+      if (bias) out += load<Acc>(bias, inner_offset(g.inner, 5, j));
+      store(y, inner_offset(g.inner, 2, j), out);
+    }
+  }
+  return Status::ok();
+}
+
+template <class T, class W>
+Status backward(const NormBackwardProblem& p) {
+  using Acc = acc_t<T>;
+  const NormGeometry& g = p.geometry;
+  const NormBackwardArgs& a = p.args;
+  const bool rms = p.kind == NormKind::rms;
+  const W* weight = p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
+  const Acc* mean = rms ? nullptr : static_cast<const Acc*>(a.mean.data);
+  const Acc* rstd = static_cast<const Acc*>(a.rstd.data);
+  const T* dh_base = p.desc.residual ? static_cast<const T*>(a.dh.data) : nullptr;
+  const Acc n = static_cast<Acc>(g.n), offset = static_cast<Acc>(p.desc.weight_offset);
+  // Row `row`'s pointers, mean and rstd.
+  struct Row {
+    const T *dy, *h, *dh;
+    T* dx;
+    Acc mean, rstd;
+  };
+  auto row_of = [&](int64_t row) {
+    int64_t off[kNormRowTensors];
+    g.row.offsets(row, off);
+    return Row{static_cast<const T*>(a.dy.data) + off[0],
+               static_cast<const T*>(a.x.data) + off[1],
+               dh_base ? dh_base + off[2] : nullptr,
+               a.dx.data ? static_cast<T*>(a.dx.data) + off[3] : nullptr,
+               mean ? mean[off[4]] : Acc(0),
+               rstd[off[5]]};
+  };
+  auto w_at = [&](int64_t j) { return weight ? load<Acc>(weight, inner_offset(g.inner, 4, j)) + offset : Acc(1); };
+  W* dweight = static_cast<W*>(a.dweight.data);
+  W* dbias = static_cast<W*>(a.dbias.data);
+  // First (dx may be dy or h exactly, in place): columns in blocks, each block's rows in order, so
+  // the sums' order is fixed.
+  constexpr int64_t kColumns = 64;
+  const int64_t blocks = dweight || dbias ? (g.n + kColumns - 1) / kColumns : 0;
+#pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t j0 = b * kColumns, j1 = std::min(g.n, j0 + kColumns);
+    Acc sw[kColumns] = {}, sb[kColumns] = {};
+    for (int64_t row = 0; row < g.rows; ++row) {
+      const Row r = row_of(row);
+      for (int64_t j = j0; j < j1; ++j) {
+        const Acc dy = load<Acc>(r.dy, inner_offset(g.inner, 0, j));
+        sw[j - j0] += dy * ((load<Acc>(r.h, inner_offset(g.inner, 1, j)) - r.mean) * r.rstd);
+        sb[j - j0] += dy;
+      }
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      if (dweight) store(dweight, inner_offset(g.inner, 5, j), sw[j - j0]);
+      if (dbias) store(dbias, inner_offset(g.inner, 6, j), sb[j - j0]);
+    }
+  }
+  if (a.dx.data) {
+#pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
+    for (int64_t row = 0; row < g.rows; ++row) {
+      const Row r = row_of(row);
+      auto xhat = [&](int64_t j) { return (load<Acc>(r.h, inner_offset(g.inner, 1, j)) - r.mean) * r.rstd; };
+      auto grad = [&](int64_t j) { return load<Acc>(r.dy, inner_offset(g.inner, 0, j)) * w_at(j); };
+      Acc sum_gx = 0, sum_g = 0;
+      for (int64_t j = 0; j < g.n; ++j) {
+        sum_gx += grad(j) * xhat(j);
+        sum_g += grad(j);
+      }
+      const Acc ca = sum_gx / n, cb = rms ? Acc(0) : sum_g / n;
+      for (int64_t j = 0; j < g.n; ++j) {
+        Acc out = r.rstd * (grad(j) - cb - xhat(j) * ca);
+        if (r.dh) out += load<Acc>(r.dh, inner_offset(g.inner, 2, j));
+        store(r.dx, inner_offset(g.inner, 3, j), out);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+// Calls f(type_identity<T>, type_identity<W>) for the problem's dtypes (W is T or f32).
+template <class Problem, class F>
+Status dispatch(const Problem& p, F&& f) {
+  return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{});
+    return f(t, t);
+  });
+}
+
+}  // namespace
+
+Status launch(const LaunchContext&, const NormForwardProblem& p) {
+  return dispatch(p,
+                  [&](auto t, auto w) { return forward<typename decltype(t)::type, typename decltype(w)::type>(p); });
+}
+Status launch(const LaunchContext&, const NormBackwardProblem& p) {
+  return dispatch(p,
+                  [&](auto t, auto w) { return backward<typename decltype(t)::type, typename decltype(w)::type>(p); });
+}
+
+}  // namespace baracuda::detail::cpu

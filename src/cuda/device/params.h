@@ -1,0 +1,59 @@
+#pragma once
+// Kernel parameter structs of the kernels compiled at select: plain C++ that the host compiler and
+// NVRTC both read (no headers, no std), so a launch passes the struct the host filled, by value.
+namespace baracuda::device {
+
+inline constexpr int kMaxRank = 8;
+
+// A linear index over `sizes` (row-major) to an element offset in each of NT tensors; the host's
+// detail::Walker<NT> (common/elementwise.hpp), field for field.
+template <int NT>
+struct Walk {
+  int rank;
+  long long sizes[kMaxRank];
+  long long strides[NT][kMaxRank];
+};
+
+// The norm kernels (cuda/device/norm.cuh). Row tensors are walked by `row` over the leading dims
+// and by `inner` along the normalized ones.
+struct NormForwardParams {
+  const void* x;
+  const void* residual;  // null: h = x
+  const void* weight;    // null: 1
+  const void* bias;      // null: 0
+  void* y;
+  void* h;     // null unless residual
+  void* mean;  // stats precision; null: not written
+  void* rstd;
+  long long rows, n;
+  double eps, weight_offset;
+  Walk<6> row;    // x, residual, y, h, mean, rstd
+  Walk<6> inner;  // x, residual, y, h, weight, bias
+};
+
+struct NormBackwardParams {
+  const void* dy;
+  const void* h;
+  const void* weight;  // null: 1
+  const void* mean;    // null: 0 (RmsNorm)
+  const void* rstd;
+  const void* dh;  // null: no skip-path gradient
+  void* dx;        // null: not written
+  void* partial;   // stats precision [chunks, n] of dweight, then [chunks, n] of dbias (workspace)
+  int want_dweight, want_dbias;
+  long long rows, n, rows_per_chunk;
+  double weight_offset;
+  Walk<6> row;    // dy, h, dh, dx, mean, rstd
+  Walk<5> inner;  // dy, h, dh, dx, weight
+};
+
+// The chunks' partial sums, added in chunk order, into dweight and dbias.
+struct NormFinalizeParams {
+  const void* partial;
+  void* dweight;  // null: not written
+  void* dbias;
+  long long n, chunks;
+  Walk<2> inner;  // dweight, dbias
+};
+
+}  // namespace baracuda::device

@@ -1,0 +1,70 @@
+#pragma once
+// CUDA kernels compiled when a plan is selected (NVRTC), kept in two caches: one in the process and
+// one on disk. A family describes what it needs as a Program (a short main unit that includes the
+// library's device sources, src/cuda/device/, embedded in the library at build time, and the kernels
+// to take from it as C++ name expressions); `load` returns the kernels ready to launch, compiling
+// them at most once per process and, with a warm disk cache, never. No CUDA header is needed here.
+//
+// The disk cache: BARACUDA_CACHE_DIR, else $XDG_CACHE_HOME/baracuda, else $HOME/.cache/baracuda;
+// BARACUDA_CACHE_DIR=off disables it. A file is named by a hash of everything that specializes the
+// kernel (the embedded sources, the program, the options, NVRTC's version, the arch), written to a
+// temporary file and renamed, and checked whole on reading (its key and a checksum): a corrupt,
+// truncated or foreign file is recompiled and replaced, never trusted; a directory that cannot be
+// written means no disk cache, not an error. NVRTC is opened at first use (BARACUDA_NVRTC_LIBRARY
+// names another library file): without it, a kernel that is not on disk is a backend error.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "baracuda/core/status.hpp"
+
+namespace baracuda::detail::jit {
+
+struct Program {
+  std::string name;                  // for messages: "norm.forward<bf16>"
+  std::string source;                // the main unit: #include "cuda/device/..." and nothing of the host
+  std::vector<std::string> kernels;  // name expressions: "baracuda::device::norm_forward<float, 4>"
+  std::vector<std::string> options;  // NVRTC options beyond the arch and the language standard
+};
+
+// A program compiled for one arch: its CUBIN and each kernel's lowered (mangled) name.
+struct Compiled {
+  std::vector<char> cubin;
+  std::vector<std::string> lowered;
+};
+
+// Where a compile came from, counted per process (tests and the warm-up command read them).
+struct CacheStats {
+  int64_t compiled = 0;       // NVRTC runs
+  int64_t disk_hits = 0;      // programs read from the disk cache
+  int64_t disk_rejected = 0;  // cache files found corrupt, truncated or foreign (then recompiled)
+};
+CacheStats cache_stats();
+
+// The disk cache directory now in force ("" when it is off).
+std::string cache_directory();
+
+// The program compiled for `arch` (compute capability * 10): from the disk cache, else by NVRTC
+// (then stored on disk). Needs no GPU. An error names `plan`, the program and, for a compile
+// error, carries NVRTC's log.
+Expected<Compiled> compile(const Program& program, int arch, std::string_view plan);
+
+// A loaded program: its kernels (cudaKernel_t, valid on every device) in Program::kernels order.
+// Owned by the in-process cache for the life of the process, so plans may hold the pointer.
+struct Module {
+  std::vector<void*> kernels;
+};
+
+// The program's kernels for `arch`, from the in-process cache, else compile() and load. Threads
+// asking for one key at once wait for one compile. Needs the CUDA runtime (not a GPU to compile).
+Expected<const Module*> load(const Program& program, int arch, std::string_view plan);
+
+// Every program the library's families compile at select, for rows of the given lengths (the
+// kernels' specializations depend on them): the warm-up command and the compile test use it.
+std::vector<Program> catalog(const std::vector<int64_t>& row_lengths);
+
+// A hash of the embedded device sources (what a cache key starts from) and their count.
+std::string sources_fingerprint();
+int embedded_source_count();
+
+}  // namespace baracuda::detail::jit

@@ -1,0 +1,79 @@
+// The in-process kernel cache: compiled programs loaded as CUDA libraries (context-independent, so
+// one load serves every device), kept for the life of the process.
+#include <cuda_runtime.h>
+
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "cuda/jit/jit.hpp"
+
+namespace baracuda::detail::jit {
+namespace {
+
+Expected<const Module*> load_compiled(const Program& program, int arch, std::string_view plan) {
+  Expected<Compiled> compiled = compile(program, arch, plan);
+  if (!compiled) return compiled.status();
+  auto fail = [&](const char* step, cudaError_t err) -> Status {
+    cudaGetLastError();  // a failed load leaves no sticky error: clear the runtime's last error
+    return Status::error(StatusCode::backend_error, std::string(plan) + ": kernel " + program.name + ": " + step +
+                                                        ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+  };
+  cudaLibrary_t library = nullptr;
+  cudaError_t err = cudaLibraryLoadData(&library, compiled->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (err != cudaSuccess) return fail("cudaLibraryLoadData", err);
+  // Never unloaded: plans hold the kernels, and unloading at exit races the runtime's own teardown.
+  auto module = std::make_unique<Module>();
+  for (const std::string& name : compiled->lowered) {
+    cudaKernel_t kernel = nullptr;
+    if ((err = cudaLibraryGetKernel(&kernel, library, name.c_str())) != cudaSuccess) {
+      cudaLibraryUnload(library);
+      return fail("cudaLibraryGetKernel", err);
+    }
+    module->kernels.push_back(reinterpret_cast<void*>(kernel));
+  }
+  return module.release();
+}
+
+struct Cache {
+  std::mutex mutex;
+  // One entry per key, made by the first thread to ask; the others wait on its future.
+  std::map<std::string, std::shared_future<Expected<const Module*>>> entries;
+};
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: modules outlive static destruction
+  return *c;
+}
+
+}  // namespace
+
+Expected<const Module*> load(const Program& program, int arch, std::string_view plan) {
+  std::string key = std::to_string(arch) + "\n" + program.source;
+  for (const std::string& o : program.options) key += "\n" + o;
+  for (const std::string& k : program.kernels) key += "\n" + k;
+  Cache& c = cache();
+  std::promise<Expected<const Module*>> promise;
+  std::shared_future<Expected<const Module*>> future;
+  bool mine = false;
+  {
+    const std::lock_guard lock(c.mutex);
+    auto [it, inserted] = c.entries.try_emplace(key);
+    if (inserted) {
+      it->second = promise.get_future().share();
+      mine = true;
+    }
+    future = it->second;
+  }
+  if (mine) {
+    Expected<const Module*> loaded = load_compiled(program, arch, plan);
+    if (!loaded) {  // not kept: a later select may find NVRTC or the device in a better state
+      const std::lock_guard lock(c.mutex);
+      c.entries.erase(key);
+    }
+    promise.set_value(std::move(loaded));
+  }
+  return future.get();
+}
+
+}  // namespace baracuda::detail::jit

@@ -1,0 +1,219 @@
+// The CUDA side of the norm plans: the kernels of cuda/device/norm.cuh, compiled at select for the
+// plan's dtypes, kind, variant and row length (the rows a thread holds), and their launches.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "cuda/common/check.cuh"
+#include "cuda/device/params.h"
+#include "cuda/jit/jit.hpp"
+#include "ops/norm_problem.hpp"
+#include "ops/validate.hpp"
+
+namespace baracuda::detail::cuda {
+namespace {
+
+std::string device_type(DType t) {
+  switch (t) {
+    case DType::f16:
+      return "baracuda::device::f16";
+    case DType::bf16:
+      return "baracuda::device::bf16";
+    case DType::f64:
+      return "double";
+    default:
+      return "float";
+  }
+}
+
+int vector_width(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
+
+// A block's threads and the vectors each holds (0: streamed) for rows of n elements read vw at a
+// time. The held rows' threads hold at most norm_held_values(backward, dtype) values.
+struct BlockShape {
+  int threads = 32;
+  int held = 0;
+};
+BlockShape block_shape(int64_t n, int vw, bool held, bool backward, DType dtype) {
+  const int64_t vectors = (n + vw - 1) / vw;
+  auto threads_for = [](int64_t work) {
+    return static_cast<int>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 1024));
+  };
+  if (!held) return {threads_for((vectors + 7) / 8), 0};
+  const int64_t per_thread = std::max(1, norm_held_values(backward, dtype) / vw);
+  const int threads = threads_for((vectors + per_thread - 1) / per_thread);
+  return {threads, static_cast<int>(std::max<int64_t>(1, (vectors + threads - 1) / threads))};
+}
+
+}  // namespace
+
+// The program's kernels: [vectorized, by element] (+ the backward's finalize).
+jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool held, int64_t n) {
+  jit::Program p;
+  const std::string name = backward ? "norm_backward" : "norm_forward";
+  const std::string types = device_type(t) + ", " + device_type(w) + ", " + (kind == NormKind::rms ? "true" : "false");
+  p.name = std::string(kind == NormKind::rms ? "rms_" : "layer_") + name + "<" + std::string(dtype_name(t)) + ", " +
+           std::string(dtype_name(w)) + ", " + (held ? "held" : "streamed") + ", n " + std::to_string(n) + ">";
+  p.source = "#include \"cuda/device/norm.cuh\"\n";
+  for (int vw : {vector_width(t), 1}) {
+    const BlockShape b = block_shape(n, vw, held, backward, t);
+    p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + (vw > 1 ? "true" : "false") + ", " +
+                        std::to_string(b.held) + ">");
+  }
+  if (backward) p.kernels.push_back("baracuda::device::norm_finalize<" + device_type(t) + ", " + device_type(w) + ">");
+  return p;
+}
+
+namespace {
+
+template <int NT, int M>
+device::Walk<NT> walk_of(const Walker<M>& w, const std::array<int, NT>& slots) {
+  device::Walk<NT> out{};
+  out.rank = w.rank;
+  for (int d = 0; d < kMaxRank; ++d) {
+    out.sizes[d] = w.sizes[d];
+    for (int t = 0; t < NT; ++t) out.strides[t][d] = w.strides[slots[t]][d];
+  }
+  return out;
+}
+
+// Rows read as 16-byte vectors: every row tensor present (slots 0..3) has unit stride along one
+// collapsed normalized dim, rows starting on 16-byte boundaries, and n is whole vectors; the
+// tensors of the normalized shape (slots 4, 5) are contiguous.
+bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const void*> row_tensors,
+                  std::initializer_list<const void*> inner_tensors) {
+  if (vw <= 1 || g.inner.rank != 1 || g.n % vw != 0) return false;
+  int t = 0;
+  for (const void* data : row_tensors) {
+    if (data) {
+      if (!aligned16(data) || g.inner.strides[t][0] != 1) return false;
+      for (int k = 0; k < g.row.rank; ++k)
+        if (g.row.strides[t][k] % vw != 0) return false;
+    }
+    ++t;
+  }
+  for (const void* data : inner_tensors) {
+    if (data && g.inner.strides[t][0] != 1) return false;
+    ++t;
+  }
+  return true;
+}
+
+Status launch_kernel(const void* kernel, int64_t grid, int threads, void* params, const Stream& stream,
+                     const char* what) {
+  void* args[] = {params};
+  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(threads)),
+                                      args, 0, native(stream)),
+                     what);
+}
+
+const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
+
+}  // namespace
+
+Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DType dtype, DType weight_dtype,
+                                   bool backward, bool held, int64_t n, std::string_view plan) {
+  Expected<const jit::Module*> m =
+      jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n), target.arch, plan);
+  if (!m) return m.status();
+  return static_cast<const void*>(*m);
+}
+
+Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
+  const NormGeometry& g = p.geometry;
+  const NormArgs& a = p.args;
+  const bool held = ctx.choice.knob != 0;
+  device::NormForwardParams params{};
+  params.x = a.x.data;
+  params.residual = p.desc.residual ? a.residual.data : nullptr;
+  params.weight = p.desc.has_weight ? a.weight.data : nullptr;
+  params.bias = p.desc.has_bias && p.kind == NormKind::layer ? a.bias.data : nullptr;
+  params.y = a.y.data;
+  params.h = p.desc.residual ? a.h.data : nullptr;
+  params.mean = p.kind == NormKind::layer ? a.mean.data : nullptr;
+  params.rstd = a.rstd.data;
+  params.rows = g.rows;
+  params.n = g.n;
+  params.eps = p.desc.eps;
+  params.weight_offset = p.desc.weight_offset;
+  params.row = walk_of<6>(g.row, {0, 1, 2, 3, 4, 5});
+  params.inner = walk_of<6>(g.inner, {0, 1, 2, 3, 4, 5});
+  const int vw = vector_width(p.desc.dtype);
+  const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
+  const BlockShape b = block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
+  return launch_kernel(module_of(ctx).kernels[vec ? 0 : 1], std::min<int64_t>(g.rows, int64_t{1} << 20), b.threads,
+                       &params, ctx.stream, "norm_forward");
+}
+
+Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
+  const NormGeometry& g = p.geometry;
+  const NormBackwardArgs& a = p.args;
+  const bool held = ctx.choice.knob != 0;
+  const bool partials = ctx.choice.workspace > 0 && (a.dweight.data || a.dbias.data);
+  device::NormBackwardParams params{};
+  params.dy = a.dy.data;
+  params.h = a.x.data;
+  params.weight = p.desc.has_weight ? a.weight.data : nullptr;
+  params.mean = p.kind == NormKind::layer ? a.mean.data : nullptr;
+  params.rstd = a.rstd.data;
+  params.dh = p.desc.residual ? a.dh.data : nullptr;
+  params.dx = a.dx.data;
+  params.partial = partials ? ctx.workspace.data : nullptr;
+  params.want_dweight = partials && a.dweight.data;
+  params.want_dbias = partials && a.dbias.data;
+  params.rows = g.rows;
+  params.n = g.n;
+  params.rows_per_chunk = p.chunks.rows_per_chunk;
+  params.weight_offset = p.desc.weight_offset;
+  params.row = walk_of<6>(g.row, {0, 1, 2, 3, 4, 5});
+  params.inner = walk_of<5>(g.inner, {0, 1, 2, 3, 4});
+  if (!params.dx && !partials) return Status::ok();
+  const int vw = vector_width(p.desc.dtype);
+  const bool vec = vectorizable(g, vw, {params.dy, params.h, params.dh, params.dx}, {params.weight});
+  const BlockShape b = block_shape(g.n, vec ? vw : 1, held, true, p.desc.dtype);
+  const jit::Module& m = module_of(ctx);
+  if (Status s =
+          launch_kernel(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads, &params, ctx.stream, "norm_backward");
+      !s)
+    return s;
+  if (!partials) return Status::ok();
+  device::NormFinalizeParams fin{};
+  fin.partial = ctx.workspace.data;
+  fin.dweight = a.dweight.data;
+  fin.dbias = a.dbias.data;
+  fin.n = g.n;
+  fin.chunks = p.chunks.chunks;
+  fin.inner = walk_of<2>(g.inner, {5, 6});
+  return launch_kernel(m.kernels[2], std::clamp<int64_t>((g.n + 255) / 256, 1, 4096), 256, &fin, ctx.stream,
+                       "norm_finalize");
+}
+
+}  // namespace baracuda::detail::cuda
+
+namespace baracuda::detail::jit {
+
+std::vector<Program> norm_programs(const std::vector<int64_t>& row_lengths) {
+  std::vector<Program> out;
+  for (NormKind kind : {NormKind::layer, NormKind::rms})
+    for (bool backward : {false, true})
+      for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
+        for (DType w : {t, DType::f32}) {
+          for (int64_t n : row_lengths) {
+            if (n <= norm_held_limit(backward, t)) out.push_back(cuda::norm_program(kind, t, w, backward, true, n));
+            out.push_back(cuda::norm_program(kind, t, w, backward, false, n));
+          }
+        }
+  // One program per key: the streamed ones do not depend on n.
+  std::vector<Program> unique;
+  for (Program& p : out) {
+    const bool seen = std::any_of(unique.begin(), unique.end(), [&](const Program& u) {
+      return u.kernels == p.kernels && u.source == p.source && u.options == p.options;
+    });
+    if (!seen) unique.push_back(std::move(p));
+  }
+  return unique;
+}
+
+}  // namespace baracuda::detail::jit

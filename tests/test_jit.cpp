@@ -1,0 +1,215 @@
+// Kernels compiled at select (src/cuda/jit/): every program of the catalog compiles with NVRTC (no GPU
+// needed, so CI compiles every kernel), and the disk cache cannot hurt: a hit gives the same CUBIN, a
+// truncated, corrupt or foreign file is recompiled, an unwritable or disabled directory means no
+// cache, two processes filling one directory at once leave whole files, and NVRTC failing (a bad
+// option, a bad source, no library) is a Status naming the plan and the kernel, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/jit/jit.hpp"
+
+namespace baracuda::detail::jit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kArch = 90;
+
+// A fresh cache directory for one test, set as BARACUDA_CACHE_DIR while it lives.
+class CacheDir {
+ public:
+  explicit CacheDir(const std::string& name)
+      : path_(fs::temp_directory_path() / ("baracuda-jit-test-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    ::setenv("BARACUDA_CACHE_DIR", path_.c_str(), 1);
+  }
+  ~CacheDir() {
+    fs::remove_all(path_);
+    ::unsetenv("BARACUDA_CACHE_DIR");
+  }
+  const fs::path& path() const { return path_; }
+  std::vector<fs::path> files() const {
+    std::vector<fs::path> out;
+    if (fs::exists(path_))
+      for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path());
+    return out;
+  }
+
+ private:
+  fs::path path_;
+};
+
+// The smallest real program: a norm forward of f32 rows of 768.
+Program small_program() {
+  std::vector<Program> all = catalog({768});
+  EXPECT_FALSE(all.empty());
+  return all.front();
+}
+
+std::vector<char> read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(Jit, EveryProgramOfTheCatalogCompiles) {
+  ::setenv("BARACUDA_CACHE_DIR", "off", 1);
+  const std::vector<Program> programs = catalog({768, 4096});
+  ASSERT_GT(programs.size(), 50u);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> failures(programs.size());
+  std::vector<std::thread> pool;
+  const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (size_t i = t; i < programs.size(); i += threads) {
+        const Expected<Compiled> c = compile(programs[i], kArch, "JitTest");
+        if (!c)
+          failures[i] = c.status().to_string();
+        else if (c->cubin.empty() || c->lowered.size() != programs[i].kernels.size())
+          failures[i] = programs[i].name + ": empty CUBIN or missing kernels";
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  ::unsetenv("BARACUDA_CACHE_DIR");
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("[ jit ] %zu programs compiled for sm_%d in %.1f s on %u threads\n", programs.size(), kArch, seconds,
+              threads);
+}
+
+TEST(Jit, ADiskHitGivesTheSameCubin) {
+  CacheDir dir("hit");
+  const Program p = small_program();
+  const CacheStats before = cache_stats();
+  const Expected<Compiled> first = compile(p, kArch, "JitTest");
+  ASSERT_TRUE(first) << first.status().to_string();
+  ASSERT_EQ(dir.files().size(), 1u);
+  const Expected<Compiled> second = compile(p, kArch, "JitTest");
+  ASSERT_TRUE(second);
+  const CacheStats after = cache_stats();
+  EXPECT_EQ(after.compiled - before.compiled, 1);
+  EXPECT_EQ(after.disk_hits - before.disk_hits, 1);
+  EXPECT_EQ(first->cubin, second->cubin);
+  EXPECT_EQ(first->lowered, second->lowered);
+  // Another arch is another key.
+  ASSERT_TRUE(compile(p, 80, "JitTest"));
+  EXPECT_EQ(dir.files().size(), 2u);
+}
+
+TEST(Jit, TruncatedCorruptOrForeignFilesAreRecompiled) {
+  CacheDir dir("corrupt");
+  const Program p = small_program();
+  const Expected<Compiled> good = compile(p, kArch, "JitTest");
+  ASSERT_TRUE(good);
+  ASSERT_EQ(dir.files().size(), 1u);
+  const fs::path file = dir.files().front();
+  const std::vector<char> bytes = read_bytes(file);
+  auto rewrite = [&](const std::vector<char>& b) {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(b.data(), static_cast<std::streamsize>(b.size()));
+  };
+  std::vector<char> flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x40;
+  std::vector<char> truncated(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() / 3));
+  const std::vector<char> foreign = {'E', 'L', 'F', 0, 1, 2, 3};
+  for (const auto& [label, contents] : {std::pair<const char*, std::vector<char>>{"truncated", truncated},
+                                        {"a flipped bit", flipped},
+                                        {"foreign", foreign},
+                                        {"empty", {}}}) {
+    SCOPED_TRACE(label);
+    rewrite(contents);
+    const CacheStats before = cache_stats();
+    const Expected<Compiled> again = compile(p, kArch, "JitTest");
+    ASSERT_TRUE(again) << again.status().to_string();
+    EXPECT_EQ(again->cubin, good->cubin);
+    EXPECT_EQ(cache_stats().disk_rejected - before.disk_rejected, 1);
+    EXPECT_EQ(read_bytes(file), bytes);  // replaced by a whole file
+  }
+}
+
+TEST(Jit, AnUnwritableOrDisabledCacheIsNoCache) {
+  const Program p = small_program();
+  // A directory below a regular file can never be made (root can write anywhere else).
+  const fs::path blocker = fs::temp_directory_path() / ("baracuda-jit-blocker-" + std::to_string(::getpid()));
+  std::ofstream(blocker) << "not a directory";
+  ::setenv("BARACUDA_CACHE_DIR", (blocker / "cache").c_str(), 1);
+  const Expected<Compiled> c = compile(p, kArch, "JitTest");
+  EXPECT_TRUE(c) << c.status().to_string();
+  fs::remove(blocker);
+  ::setenv("BARACUDA_CACHE_DIR", "off", 1);
+  EXPECT_EQ(cache_directory(), "");
+  const CacheStats before = cache_stats();
+  ASSERT_TRUE(compile(p, kArch, "JitTest"));
+  ASSERT_TRUE(compile(p, kArch, "JitTest"));
+  EXPECT_EQ(cache_stats().compiled - before.compiled, 2);
+  ::unsetenv("BARACUDA_CACHE_DIR");
+}
+
+TEST(Jit, CompileErrorsAreStatusesNamingThePlanAndTheKernel) {
+  ::setenv("BARACUDA_CACHE_DIR", "off", 1);
+  Program bad_option = small_program();
+  bad_option.options.push_back("--no-such-option");
+  const Expected<Compiled> a = compile(bad_option, kArch, "JitTestPlan");
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.status().code(), StatusCode::backend_error);
+  EXPECT_NE(a.status().message().find("JitTestPlan"), std::string::npos) << a.status().message();
+  EXPECT_NE(a.status().message().find(bad_option.name), std::string::npos) << a.status().message();
+
+  Program bad_source = small_program();
+  bad_source.source += "this is not C++;\n";
+  const Expected<Compiled> b = compile(bad_source, kArch, "JitTestPlan");
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.status().message().find("NVRTC failed"), std::string::npos) << b.status().message();
+  EXPECT_NE(b.status().message().find("error"), std::string::npos) << "the compiler's log: " << b.status().message();
+
+  Program no_kernel = small_program();
+  no_kernel.kernels.push_back("baracuda::device::no_such_kernel<float>");
+  EXPECT_FALSE(compile(no_kernel, kArch, "JitTestPlan"));
+  EXPECT_FALSE(compile(small_program(), 0, "JitTestPlan"));  // no arch
+  ::unsetenv("BARACUDA_CACHE_DIR");
+}
+
+#ifdef BARACUDA_JIT_WARM
+// Runs the warm-up command with `env` set; its exit status.
+int warm(const std::string& env, const std::string& args = "--lengths 768 --threads 1") {
+  const std::string cmd = env + " " + BARACUDA_JIT_WARM + " --arch 90 " + args + " > /dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(Jit, TwoProcessesFillingOneCacheLeaveWholeFiles) {
+  CacheDir dir("two");
+  const std::string env = "BARACUDA_CACHE_DIR=" + dir.path().string();
+  const std::string cmd = "(" + env + " " + BARACUDA_JIT_WARM + " --arch 90 --lengths 768 --threads 1 & " + env + " " +
+                          BARACUDA_JIT_WARM + " --arch 90 --lengths 768 --threads 1 & wait) > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::vector<Program> programs = catalog({768});
+  size_t cubins = 0;
+  for (const fs::path& f : dir.files()) {
+    EXPECT_EQ(f.extension(), ".cubin") << "a temporary file left behind: " << f;
+    cubins += f.extension() == ".cubin";
+  }
+  EXPECT_EQ(cubins, programs.size());
+  const CacheStats before = cache_stats();
+  for (const Program& p : programs) ASSERT_TRUE(compile(p, kArch, "JitTest"));
+  EXPECT_EQ(cache_stats().compiled - before.compiled, 0);  // every one a disk hit
+  EXPECT_EQ(cache_stats().disk_rejected - before.disk_rejected, 0);
+}
+
+TEST(Jit, NoNvrtcIsAStatusNotACrash) {
+  EXPECT_EQ(warm("BARACUDA_CACHE_DIR=off BARACUDA_NVRTC_LIBRARY=/nonexistent/libnvrtc.so"), 1);
+  EXPECT_EQ(warm("BARACUDA_CACHE_DIR=off"), 0);
+}
+#endif
+
+}  // namespace
+}  // namespace baracuda::detail::jit

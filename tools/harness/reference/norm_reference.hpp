@@ -1,0 +1,110 @@
+#pragma once
+// Naive double-precision references of LayerNorm and RmsNorm, forward and backward, independent of
+// both backends: each row on its own, the mean and the variance in two passes. h = x + residual is
+// rounded to the data's dtype first, as the plans (and an unfused add) do.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "baracuda/ops/norm.hpp"
+#include "harness/op_table.hpp"
+
+namespace baracuda::reference {
+
+struct NormSizes {
+  int64_t rows = 1, n = 1;
+};
+inline NormSizes norm_sizes(const NormDescriptor& d) {
+  NormSizes s;
+  for (int k = 0; k < d.shape.rank; ++k) (k < d.shape.rank - d.normalized_dims ? s.rows : s.n) *= d.shape.dims[k];
+  return s;
+}
+
+inline bool present(const harness::RefIO& io, std::string_view name) {
+  return io.specs[static_cast<size_t>(io.index_of(name))].present;
+}
+
+// The weight as applied (w + offset, or 1 without one).
+inline double norm_weight(const NormDescriptor& d, const harness::RefIO& io, int64_t j) {
+  return d.has_weight ? io.in("weight").at(j) + d.weight_offset : 1.0;
+}
+
+inline void norm_forward(const NormDescriptor& d, bool rms, harness::RefIO& io) {
+  const auto [rows, n] = norm_sizes(d);
+  const harness::HostView& x = io.in("x");
+  const bool bias = !rms && d.has_bias;
+  harness::RefOutput& y = io.out("y");
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> h(static_cast<size_t>(n));
+    double sum = 0, sum_abs = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double v = x.at(r * n + j);
+      if (d.residual) {
+        v = harness::quantize(d.dtype, v + io.in("residual").at(r * n + j));
+        if (io.out("h").wanted(r * n + j)) io.out("h").set(r * n + j, v);
+      }
+      h[static_cast<size_t>(j)] = v;
+      sum += rms ? v * v : v;
+      sum_abs += rms ? v * v : std::fabs(v);
+    }
+    const double mean = rms ? 0.0 : sum / static_cast<double>(n);
+    double var = rms ? sum / static_cast<double>(n) : 0.0;
+    if (!rms) {
+      for (double v : h) var += (v - mean) * (v - mean);
+      var /= static_cast<double>(n);
+    }
+    const double rstd = 1.0 / std::sqrt(var + d.eps);
+    const double scale = sum_abs / static_cast<double>(n);  // of the row's values (squares for RmsNorm)
+    if (!rms && present(io, "mean") && io.out("mean").wanted(r)) io.out("mean").set(r, mean, scale, n);
+    if (present(io, "rstd") && io.out("rstd").wanted(r)) io.out("rstd").set(r, rstd, std::fabs(rstd), n);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = r * n + j;
+      if (!y.wanted(i)) continue;
+      const double w = norm_weight(d, io, j), b = bias ? io.in("bias").at(j) : 0.0;
+      const double v = h[static_cast<size_t>(j)];
+      const double magnitude =
+          (std::fabs(v) + std::fabs(mean) + (rms ? 0.0 : scale)) * std::fabs(rstd * w) + std::fabs(b);
+      y.set(i, (v - mean) * rstd * w + b, magnitude, n);
+    }
+  }
+}
+
+inline void norm_backward(const NormDescriptor& d, bool rms, harness::RefIO& io) {
+  const auto [rows, n] = norm_sizes(d);
+  const harness::HostView &dy = io.in("dy"), &x = io.in("x"), &rstd_in = io.in("rstd");
+  const bool want_dx = present(io, "dx"), want_dw = d.has_weight && present(io, "dweight");
+  const bool want_db = !rms && d.has_bias && present(io, "dbias");
+  for (int64_t j = 0; j < n && rows == 0; ++j) {  // no rows: zero sums
+    if (want_dw && io.out("dweight").wanted(j)) io.out("dweight").set(j, 0.0);
+    if (want_db && io.out("dbias").wanted(j)) io.out("dbias").set(j, 0.0);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const double mean = rms ? 0.0 : io.in("mean").at(r), rstd = rstd_in.at(r);
+    std::vector<double> g(static_cast<size_t>(n)), xhat(static_cast<size_t>(n));
+    double sum_gx = 0, sum_g = 0, scale_gx = 0, scale_g = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t k = static_cast<size_t>(j);
+      xhat[k] = (x.at(r * n + j) - mean) * rstd;
+      g[k] = dy.at(r * n + j) * norm_weight(d, io, j);
+      sum_gx += g[k] * xhat[k];
+      sum_g += g[k];
+      scale_gx += std::fabs(g[k] * xhat[k]);
+      scale_g += std::fabs(g[k]);
+      if (want_dw && io.out("dweight").wanted(j)) io.out("dweight").add(j, dy.at(r * n + j) * xhat[k]);
+      if (want_db && io.out("dbias").wanted(j)) io.out("dbias").add(j, dy.at(r * n + j));
+    }
+    if (!want_dx) continue;
+    const double a = sum_gx / static_cast<double>(n), b = rms ? 0.0 : sum_g / static_cast<double>(n);
+    const double sa = scale_gx / static_cast<double>(n), sb = rms ? 0.0 : scale_g / static_cast<double>(n);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = r * n + j;
+      if (!io.out("dx").wanted(i)) continue;
+      const size_t k = static_cast<size_t>(j);
+      const double skip = d.residual && present(io, "dh") ? io.in("dh").at(i) : 0.0;
+      const double magnitude = std::fabs(rstd) * (std::fabs(g[k]) + sb + std::fabs(xhat[k]) * sa) + std::fabs(skip);
+      io.out("dx").set(i, rstd * (g[k] - b - xhat[k] * a) + skip, magnitude, n);
+    }
+  }
+}
+
+}  // namespace baracuda::reference
