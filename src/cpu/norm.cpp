@@ -34,16 +34,35 @@ Acc rounded(Acc v) {
   return load<Acc>(t, 0);
 }
 
-// Element j's offset in tensor t along the normalized dims.
-template <int NT>
+// Element j's offset in tensor t along the normalized dims; kUnit: every tensor is contiguous
+// there, so the loops over a row are plain loops the compiler vectorizes.
+template <bool kUnit, int NT>
 int64_t inner_offset(const Walker<NT>& w, int t, int64_t j) {
+  if constexpr (kUnit) return j;
   if (w.rank <= 1) return w.rank ? j * w.strides[t][0] : 0;
   int64_t off[NT];
   w.offsets(j, off);
   return off[t];
 }
 
-template <class T, class W>
+// Whether every tensor present (non-null) has unit stride along the (collapsed) normalized dims.
+bool unit_inner(const NormGeometry& g, std::initializer_list<const void*> tensors) {
+  if (g.inner.rank > 1) return false;
+  int t = 0;
+  for (const void* data : tensors) {
+    if (data && g.inner.rank == 1 && g.inner.strides[t][0] != 1) return false;
+    ++t;
+  }
+  return true;
+}
+
+// Calls f(std::bool_constant<kUnit>) for the problem's inner addressing.
+template <class F>
+Status with_inner(bool unit, F&& f) {
+  return unit ? f(std::true_type{}) : f(std::false_type{});
+}
+
+template <class T, class W, bool kUnit>
 Status forward(const NormForwardProblem& p) {
   using Acc = acc_t<T>;
   const NormGeometry& g = p.geometry;
@@ -53,7 +72,7 @@ Status forward(const NormForwardProblem& p) {
   const W* bias = !rms && p.desc.has_bias ? static_cast<const W*>(a.bias.data) : nullptr;
   Acc* mean_out = rms ? nullptr : static_cast<Acc*>(a.mean.data);
   Acc* rstd_out = static_cast<Acc*>(a.rstd.data);
-  const Acc n = static_cast<Acc>(g.n), eps = static_cast<Acc>(p.desc.eps);
+  const Acc n = static_cast<Acc>(std::max<int64_t>(g.n, 1)), eps = static_cast<Acc>(p.desc.eps);  // empty: 0, 0
   const Acc offset = static_cast<Acc>(p.desc.weight_offset);
 #pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
   for (int64_t row = 0; row < g.rows; ++row) {
@@ -64,13 +83,14 @@ Status forward(const NormForwardProblem& p) {
     T* y = static_cast<T*>(a.y.data) + off[2];
     T* h = residual ? static_cast<T*>(a.h.data) + off[3] : nullptr;
     auto value = [&](int64_t j) {  // h's value (x + residual rounded to T), as the GPU computes it
-      const Acc v = load<Acc>(x, inner_offset(g.inner, 0, j));
-      return r ? rounded<T>(v + load<Acc>(r, inner_offset(g.inner, 1, j))) : v;
+      const Acc v = load<Acc>(x, inner_offset<kUnit>(g.inner, 0, j));
+      return r ? rounded<T>(v + load<Acc>(r, inner_offset<kUnit>(g.inner, 1, j))) : v;
     };
     Acc sum = 0;
+#pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < g.n; ++j) {
       const Acc v = value(j);
-      if (h) store(h, inner_offset(g.inner, 3, j), v);
+      if (h) store(h, inner_offset<kUnit>(g.inner, 3, j), v);
       sum += rms ? v * v : v;
     }
     Acc mean = 0, rstd;
@@ -79,6 +99,7 @@ Status forward(const NormForwardProblem& p) {
     } else {
       mean = sum / n;
       Acc dev = 0;
+#pragma omp simd reduction(+ : dev)
       for (int64_t j = 0; j < g.n; ++j) dev += (value(j) - mean) * (value(j) - mean);
       rstd = Acc(1) / std::sqrt(dev / n + eps);
     }
@@ -86,15 +107,15 @@ Status forward(const NormForwardProblem& p) {
     if (rstd_out) rstd_out[off[5]] = rstd;
     for (int64_t j = 0; j < g.n; ++j) {
       Acc out = (value(j) - mean) * rstd;
-      if (weight) out *= load<Acc>(weight, inner_offset(g.inner, 4, j)) + offset;
-      if (bias) out += load<Acc>(bias, inner_offset(g.inner, 5, j));
-      store(y, inner_offset(g.inner, 2, j), out);
+      if (weight) out *= load<Acc>(weight, inner_offset<kUnit>(g.inner, 4, j)) + offset;
+      if (bias) out += load<Acc>(bias, inner_offset<kUnit>(g.inner, 5, j));
+      store(y, inner_offset<kUnit>(g.inner, 2, j), out);
     }
   }
   return Status::ok();
 }
 
-template <class T, class W>
+template <class T, class W, bool kUnit>
 Status backward(const NormBackwardProblem& p) {
   using Acc = acc_t<T>;
   const NormGeometry& g = p.geometry;
@@ -121,7 +142,9 @@ Status backward(const NormBackwardProblem& p) {
                mean ? mean[off[4]] : Acc(0),
                rstd[off[5]]};
   };
-  auto w_at = [&](int64_t j) { return weight ? load<Acc>(weight, inner_offset(g.inner, 4, j)) + offset : Acc(1); };
+  auto w_at = [&](int64_t j) {
+    return weight ? load<Acc>(weight, inner_offset<kUnit>(g.inner, 4, j)) + offset : Acc(1);
+  };
   W* dweight = static_cast<W*>(a.dweight.data);
   W* dbias = static_cast<W*>(a.dbias.data);
   // First (dx may be dy or h exactly, in place): columns in blocks, each block's rows in order, so
@@ -135,23 +158,24 @@ Status backward(const NormBackwardProblem& p) {
     for (int64_t row = 0; row < g.rows; ++row) {
       const Row r = row_of(row);
       for (int64_t j = j0; j < j1; ++j) {
-        const Acc dy = load<Acc>(r.dy, inner_offset(g.inner, 0, j));
-        sw[j - j0] += dy * ((load<Acc>(r.h, inner_offset(g.inner, 1, j)) - r.mean) * r.rstd);
+        const Acc dy = load<Acc>(r.dy, inner_offset<kUnit>(g.inner, 0, j));
+        sw[j - j0] += dy * ((load<Acc>(r.h, inner_offset<kUnit>(g.inner, 1, j)) - r.mean) * r.rstd);
         sb[j - j0] += dy;
       }
     }
     for (int64_t j = j0; j < j1; ++j) {
-      if (dweight) store(dweight, inner_offset(g.inner, 5, j), sw[j - j0]);
-      if (dbias) store(dbias, inner_offset(g.inner, 6, j), sb[j - j0]);
+      if (dweight) store(dweight, inner_offset<kUnit>(g.inner, 5, j), sw[j - j0]);
+      if (dbias) store(dbias, inner_offset<kUnit>(g.inner, 6, j), sb[j - j0]);
     }
   }
   if (a.dx.data) {
 #pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
     for (int64_t row = 0; row < g.rows; ++row) {
       const Row r = row_of(row);
-      auto xhat = [&](int64_t j) { return (load<Acc>(r.h, inner_offset(g.inner, 1, j)) - r.mean) * r.rstd; };
-      auto grad = [&](int64_t j) { return load<Acc>(r.dy, inner_offset(g.inner, 0, j)) * w_at(j); };
+      auto xhat = [&](int64_t j) { return (load<Acc>(r.h, inner_offset<kUnit>(g.inner, 1, j)) - r.mean) * r.rstd; };
+      auto grad = [&](int64_t j) { return load<Acc>(r.dy, inner_offset<kUnit>(g.inner, 0, j)) * w_at(j); };
       Acc sum_gx = 0, sum_g = 0;
+#pragma omp simd reduction(+ : sum_gx, sum_g)
       for (int64_t j = 0; j < g.n; ++j) {
         sum_gx += grad(j) * xhat(j);
         sum_g += grad(j);
@@ -159,8 +183,8 @@ Status backward(const NormBackwardProblem& p) {
       const Acc ca = sum_gx / n, cb = rms ? Acc(0) : sum_g / n;
       for (int64_t j = 0; j < g.n; ++j) {
         Acc out = r.rstd * (grad(j) - cb - xhat(j) * ca);
-        if (r.dh) out += load<Acc>(r.dh, inner_offset(g.inner, 2, j));
-        store(r.dx, inner_offset(g.inner, 3, j), out);
+        if (r.dh) out += load<Acc>(r.dh, inner_offset<kUnit>(g.inner, 2, j));
+        store(r.dx, inner_offset<kUnit>(g.inner, 3, j), out);
       }
     }
   }
@@ -180,12 +204,23 @@ Status dispatch(const Problem& p, F&& f) {
 }  // namespace
 
 Status launch(const LaunchContext&, const NormForwardProblem& p) {
-  return dispatch(p,
-                  [&](auto t, auto w) { return forward<typename decltype(t)::type, typename decltype(w)::type>(p); });
+  const NormArgs& a = p.args;
+  const bool unit = unit_inner(p.geometry, {a.x.data, a.residual.data, a.y.data, a.h.data, a.weight.data, a.bias.data});
+  return dispatch(p, [&](auto t, auto w) {
+    return with_inner(unit, [&](auto u) {
+      return forward<typename decltype(t)::type, typename decltype(w)::type, decltype(u)::value>(p);
+    });
+  });
 }
 Status launch(const LaunchContext&, const NormBackwardProblem& p) {
-  return dispatch(p,
-                  [&](auto t, auto w) { return backward<typename decltype(t)::type, typename decltype(w)::type>(p); });
+  const NormBackwardArgs& a = p.args;
+  const bool unit =
+      unit_inner(p.geometry, {a.dy.data, a.x.data, a.dh.data, a.dx.data, a.weight.data, a.dweight.data, a.dbias.data});
+  return dispatch(p, [&](auto t, auto w) {
+    return with_inner(unit, [&](auto u) {
+      return backward<typename decltype(t)::type, typename decltype(w)::type, decltype(u)::value>(p);
+    });
+  });
 }
 
 }  // namespace baracuda::detail::cpu

@@ -21,7 +21,7 @@
 // their gradients have `weight_dtype` (dtype or f32). 16-bit and f32 data compute and accumulate in
 // f32, f64 in f64. Numerics: two passes over the row (the mean, then the squared deviations), so
 // constant rows give var 0 and huge magnitudes (1e30 in f32) do not cancel; NaN or inf in a row
-// gives NaN over that row, as PyTorch; a normalized size of 0 gives NaN statistics.
+// gives NaN over that row, as PyTorch; an empty row (normalized size 0) has mean 0 and variance 0.
 //
 // Deterministic always, and batch-invariant: a row's y, mean and rstd depend only on that row (the
 // kernel for a row is chosen from n and the dtypes alone, never from the row count), so they are

@@ -4,15 +4,18 @@
 // registers, kHeld vectors a thread, and read from memory once; a longer one (kHeld = 0) is read
 // again for each pass, mostly from L2. kVec: the row tensors are contiguous along the normalized
 // dims with 16-byte aligned rows, read as 16-byte vectors; otherwise each element's offset comes from
-// the inner walk (the weight and bias too are contiguous with kVec). The statistics are two passes (the mean, then the squared deviations) over the
-// held or re-read values; every sum is block_sum's fixed order, so a row's results depend on that
-// row alone (batch-invariant) and never change between runs.
+// the inner walk (the weight and bias too are contiguous with kVec). The statistics are two passes (the mean, then the
+// squared deviations) over the held or re-read values; every sum is block_sum's fixed order, so a row's results depend
+// on that row alone (batch-invariant) and never change between runs.
 #include "cuda/device/common.cuh"
 
 namespace baracuda::device {
 
-// Tensor slots of the walks (params.h).
-enum : int { kRowA = 0, kRowB = 1, kRowOut = 2, kRowH = 3, kRowMean = 4, kRowRstd = 5 };
+// Tensor slots of the walks (params.h): the forward's x, residual, y, h; the backward's dy, x, dh,
+// dx; then the statistics (rows) or the tensors of the normalized shape (inner).
+enum : int { kX = 0, kResidual = 1, kY = 2, kH = 3 };
+enum : int { kDy = 0, kXSaved = 1, kDh = 2, kDx = 3 };
+enum : int { kMean = 4, kRstd = 5, kWeight = 4, kBias = 5 };
 
 template <class T, bool kVec>
 struct RowAccess {
@@ -62,22 +65,24 @@ __global__ void __launch_bounds__(1024) norm_forward(const NormForwardParams p) 
   constexpr int VW = Row::VW;
   __shared__ Acc shared[32];
   const int64 vectors = p.n / VW;  // kVec: the host checked n % VW == 0
-  const Acc n = static_cast<Acc>(p.n), eps = static_cast<Acc>(p.eps), offset = static_cast<Acc>(p.weight_offset);
+  // (An empty row's statistics: mean 0, variance 0.)
+  const Acc n = static_cast<Acc>(p.n > 0 ? p.n : 1), eps = static_cast<Acc>(p.eps);
+  const Acc offset = static_cast<Acc>(p.weight_offset);
   const W* weight = static_cast<const W*>(p.weight);
   const W* bias = static_cast<const W*>(p.bias);
   for (int64 row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const T* x = static_cast<const T*>(p.x) + walk_offset(p.row, kRowA, row);
-    const T* residual = p.residual ? static_cast<const T*>(p.residual) + walk_offset(p.row, kRowB, row) : nullptr;
-    T* y = static_cast<T*>(p.y) + walk_offset(p.row, kRowOut, row);
-    T* h = p.h ? static_cast<T*>(p.h) + walk_offset(p.row, kRowH, row) : nullptr;
+    const T* x = static_cast<const T*>(p.x) + walk_offset(p.row, kX, row);
+    const T* residual = p.residual ? static_cast<const T*>(p.residual) + walk_offset(p.row, kResidual, row) : nullptr;
+    T* y = static_cast<T*>(p.y) + walk_offset(p.row, kY, row);
+    T* h = p.h ? static_cast<T*>(p.h) + walk_offset(p.row, kH, row) : nullptr;
     // h's values at vector v: x, or x + residual rounded to T (written to h on the first pass).
     auto load_h = [&](int64 v, Acc(&out)[VW], bool write_h) {
-      Row::load(x, p.inner, kRowA, v * VW, out);
+      Row::load(x, p.inner, kX, v * VW, out);
       if (!residual) return;
       Acc r[VW];
-      Row::load(residual, p.inner, kRowB, v * VW, r);
+      Row::load(residual, p.inner, kResidual, v * VW, r);
       for (int i = 0; i < VW; ++i) out[i] = to_acc<Acc>(round_to<T>(out[i] + r[i]));
-      if (write_h) Row::store(h, p.inner, kRowH, v * VW, out);
+      if (write_h) Row::store(h, p.inner, kH, v * VW, out);
     };
     Acc held[kHeld > 0 ? kHeld : 1][VW];
     Acc sum[1] = {Acc(0)};
@@ -119,19 +124,19 @@ __global__ void __launch_bounds__(1024) norm_forward(const NormForwardParams p) 
       rstd = reciprocal_sqrt(dev[0] / n + eps);
     }
     if (threadIdx.x == 0) {
-      if (p.mean) static_cast<Acc*>(p.mean)[walk_offset(p.row, kRowMean, row)] = mean;
-      if (p.rstd) static_cast<Acc*>(p.rstd)[walk_offset(p.row, kRowRstd, row)] = rstd;
+      if (p.mean) static_cast<Acc*>(p.mean)[walk_offset(p.row, kMean, row)] = mean;
+      if (p.rstd) static_cast<Acc*>(p.rstd)[walk_offset(p.row, kRstd, row)] = rstd;
     }
     // Pass 3: y = (h - mean) * rstd * w + b.
     auto write = [&](int64 v, Acc(&e)[VW]) {
       for (int i = 0; i < VW; ++i) {
         const int64 j = v * VW + i;
         Acc out = (e[i] - mean) * rstd;
-        out *= weight_at<kVec>(weight, p.inner, 4, j, offset);
-        if (bias) out += to_acc<Acc>(bias[inner_at<kVec>(p.inner, 5, j)]);
+        out *= weight_at<kVec>(weight, p.inner, kWeight, j, offset);
+        if (bias) out += to_acc<Acc>(bias[inner_at<kVec>(p.inner, kBias, j)]);
         e[i] = out;
       }
-      Row::store(y, p.inner, kRowOut, v * VW, e);
+      Row::store(y, p.inner, kY, v * VW, e);
     };
     if constexpr (kHeld > 0) {
       for (int k = 0; k < kHeld; ++k) {
@@ -166,23 +171,23 @@ __global__ void __launch_bounds__(1024) norm_backward(const NormBackwardParams p
   const bool partials = p.want_dweight || p.want_dbias;
   Acc dw[kHeld > 0 ? kHeld : 1][VW] = {}, db[kHeld > 0 ? kHeld : 1][VW] = {};
   for (int64 row = first; row < last; ++row) {
-    const T* dy = static_cast<const T*>(p.dy) + walk_offset(p.row, kRowA, row);
-    const T* h = static_cast<const T*>(p.h) + walk_offset(p.row, kRowB, row);
-    const T* dh = p.dh ? static_cast<const T*>(p.dh) + walk_offset(p.row, kRowH, row) : nullptr;
-    T* dx = p.dx ? static_cast<T*>(p.dx) + walk_offset(p.row, kRowOut, row) : nullptr;
-    const Acc mean = p.mean ? static_cast<const Acc*>(p.mean)[walk_offset(p.row, kRowMean, row)] : Acc(0);
-    const Acc rstd = static_cast<const Acc*>(p.rstd)[walk_offset(p.row, kRowRstd, row)];
+    const T* dy = static_cast<const T*>(p.dy) + walk_offset(p.row, kDy, row);
+    const T* h = static_cast<const T*>(p.h) + walk_offset(p.row, kXSaved, row);
+    const T* dh = p.dh ? static_cast<const T*>(p.dh) + walk_offset(p.row, kDh, row) : nullptr;
+    T* dx = p.dx ? static_cast<T*>(p.dx) + walk_offset(p.row, kDx, row) : nullptr;
+    const Acc mean = p.mean ? static_cast<const Acc*>(p.mean)[walk_offset(p.row, kMean, row)] : Acc(0);
+    const Acc rstd = static_cast<const Acc*>(p.rstd)[walk_offset(p.row, kRstd, row)];
     // dy and xhat at vector v.
     auto load = [&](int64 v, Acc(&g)[VW], Acc(&xhat)[VW]) {
-      Row::load(dy, p.inner, kRowA, v * VW, g);
-      Row::load(h, p.inner, kRowB, v * VW, xhat);
+      Row::load(dy, p.inner, kDy, v * VW, g);
+      Row::load(h, p.inner, kXSaved, v * VW, xhat);
       for (int i = 0; i < VW; ++i) xhat[i] = (xhat[i] - mean) * rstd;
     };
     Acc held_dy[kHeld > 0 ? kHeld : 1][VW], held_xhat[kHeld > 0 ? kHeld : 1][VW];
     Acc sums[2] = {Acc(0), Acc(0)};  // sum(g * xhat), sum(g), g = dy * w
     auto accumulate = [&](int64 v, const Acc(&d)[VW], const Acc(&xhat)[VW]) {
       for (int i = 0; i < VW; ++i) {
-        const Acc g = d[i] * weight_at<kVec>(weight, p.inner, 4, v * VW + i, offset);
+        const Acc g = d[i] * weight_at<kVec>(weight, p.inner, kWeight, v * VW + i, offset);
         sums[0] += g * xhat[i];
         sums[1] += g;
       }
@@ -208,13 +213,13 @@ __global__ void __launch_bounds__(1024) norm_backward(const NormBackwardParams p
     auto finish = [&](int64 v, const Acc(&d)[VW], const Acc(&xhat)[VW], Acc(&pw)[VW], Acc(&pb)[VW], bool first_row) {
       if (dx) {
         Acc out[VW], skip[VW];
-        if (dh) Row::load(dh, p.inner, kRowH, v * VW, skip);
+        if (dh) Row::load(dh, p.inner, kDh, v * VW, skip);
         for (int i = 0; i < VW; ++i) {
-          const Acc g = d[i] * weight_at<kVec>(weight, p.inner, 4, v * VW + i, offset);
+          const Acc g = d[i] * weight_at<kVec>(weight, p.inner, kWeight, v * VW + i, offset);
           out[i] = rstd * (g - b - xhat[i] * a);
           if (dh) out[i] += skip[i];
         }
-        Row::store(dx, p.inner, kRowOut, v * VW, out);
+        Row::store(dx, p.inner, kDx, v * VW, out);
       }
       for (int i = 0; i < VW; ++i) {
         pw[i] = (first_row ? Acc(0) : pw[i]) + d[i] * xhat[i];

@@ -2,6 +2,7 @@
 // Naive double-precision references of LayerNorm and RmsNorm, forward and backward, independent of
 // both backends: each row on its own, the mean and the variance in two passes. h = x + residual is
 // rounded to the data's dtype first, as the plans (and an unfused add) do.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -47,14 +48,15 @@ inline void norm_forward(const NormDescriptor& d, bool rms, harness::RefIO& io) 
       sum += rms ? v * v : v;
       sum_abs += rms ? v * v : std::fabs(v);
     }
-    const double mean = rms ? 0.0 : sum / static_cast<double>(n);
-    double var = rms ? sum / static_cast<double>(n) : 0.0;
+    const double count = static_cast<double>(std::max<int64_t>(n, 1));  // an empty row: mean 0, var 0
+    const double mean = rms ? 0.0 : sum / count;
+    double var = rms ? sum / count : 0.0;
     if (!rms) {
       for (double v : h) var += (v - mean) * (v - mean);
-      var /= static_cast<double>(n);
+      var /= count;
     }
     const double rstd = 1.0 / std::sqrt(var + d.eps);
-    const double scale = sum_abs / static_cast<double>(n);  // of the row's values (squares for RmsNorm)
+    const double scale = sum_abs / count;  // of the row's values (squares for RmsNorm)
     if (!rms && present(io, "mean") && io.out("mean").wanted(r)) io.out("mean").set(r, mean, scale, n);
     if (present(io, "rstd") && io.out("rstd").wanted(r)) io.out("rstd").set(r, rstd, std::fabs(rstd), n);
     for (int64_t j = 0; j < n; ++j) {
