@@ -1,6 +1,7 @@
 // CPU kernels of the reduction family. Work is cut the same way whatever the thread count, so the
-// bits never depend on it: each output's reduced elements in pieces of kPiece, each piece folded
-// into its own states, the pieces' states combined in order.
+// bits never depend on it: each output's reduced elements in pieces of kPiece (longer where the
+// outputs' pieces would pass kMaxPartials), each piece folded into its own states, the pieces' states
+// combined in order.
 //   rows:    an output at a time: a piece is folded into kLanes states (element e into lane
 //            e % kLanes, so the compiler can keep independent sums in flight), merged in a fixed
 //            tree (merge_lanes).
@@ -28,7 +29,10 @@
 namespace baracuda::detail::cpu {
 namespace {
 
-constexpr int64_t kPiece = 8192;  // reduced elements per work item
+constexpr int64_t kPiece = 8192;  // reduced elements per work item (at least)
+// The most pieces' states held at once (the host scratch of a run): bounded, whatever the count, so
+// that a broadcast x of many more elements than memory holds never sizes an allocation.
+constexpr int64_t kMaxPartials = int64_t{1} << 12;
 constexpr int kSlots = 8;
 constexpr int kColumns = 64;
 constexpr int kTile = 2048;  // values loaded at once (8 KiB of f32)
@@ -239,7 +243,11 @@ struct Reducer {
   Math math{p.params};
   const X* x = static_cast<const X*>(p.x);
   int64_t count = p.params.count;
-  int64_t pieces = std::max<int64_t>(1, ceil_div(p.params.count, kPiece));
+  // Pieces of a multiple of kPiece elements, at most kMaxPartials of them over all the outputs (one
+  // each past that: the outputs alone keep the threads busy).
+  int64_t piece = kPiece * ceil_div(ceil_div(std::max<int64_t>(count, 1), kPiece),
+                                    std::max<int64_t>(1, kMaxPartials / std::max<int64_t>(p.outputs, 1)));
+  int64_t pieces = std::max<int64_t>(1, ceil_div(count, piece));
 
   // Element e of an output's reduced set, from the output's first element's offset.
   int64_t element(int64_t e) const {
@@ -316,8 +324,8 @@ struct Reducer {
     const bool parallel = p.outputs * std::max<int64_t>(count, 1) > kParallelThreshold;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t block = item / pieces, piece = item % pieces;
-      const int64_t begin = piece * kPiece, end = std::min(count, begin + kPiece);
+      const int64_t block = item / pieces, at = item % pieces;
+      const int64_t begin = at * piece, end = std::min(count, begin + piece);
       const int64_t first = columns ? block / per_line * line + block % per_line * kColumns : block;
       const int width = columns ? static_cast<int>(std::min<int64_t>(kColumns, line - block % per_line * kColumns)) : 1;
       int64_t off[3];
@@ -329,7 +337,7 @@ struct Reducer {
         states[0] = fold_row(off[0], begin, end);
       for (int j = 0; j < width; ++j) {
         if (pieces > 1) {
-          partial[(first + j) * pieces + piece] = states[j];
+          partial[(first + j) * pieces + at] = states[j];
           continue;
         }
         int64_t at_j[3];

@@ -1,7 +1,8 @@
 // CPU kernels of the scans. Work is cut the same way whatever the thread count, so the bits never
 // depend on it: a line of up to kPiece elements is one sequential fold; a longer one is cut into
-// pieces of kPiece, each piece's total folded first (in parallel), the totals scanned in order, then
-// each piece folded again from its prefix while writing.
+// pieces of kPiece (longer where the lines' pieces would pass kMaxPieces: the host scratch of a run is
+// bounded), each piece's total folded first (in parallel), the totals scanned in order, then each
+// piece folded again from its prefix while writing.
 //   rows:    a line at a time.
 //   columns: kColumns neighbouring lines (along the innermost other dim) at a time, walking down
 //            them together: each element's row is read contiguously.
@@ -17,13 +18,17 @@ namespace baracuda::detail::cpu {
 namespace {
 
 constexpr int64_t kPiece = int64_t{1} << 16;
+constexpr int64_t kMaxPieces = int64_t{1} << 12;  // over all the lines
 constexpr int kColumns = 64;
 
 template <class Step>
 void scan(const ScanProblem& p) {
   using State = typename Step::State;
   const Step step{p};
-  const int64_t n = p.n, pieces = ceil_div(n, kPiece);
+  const int64_t n = p.n;
+  const int64_t piece_length = kPiece * ceil_div(ceil_div(std::max<int64_t>(n, 1), kPiece),
+                                                 std::max<int64_t>(1, kMaxPieces / std::max<int64_t>(p.lines, 1)));
+  const int64_t pieces = ceil_div(n, piece_length);
   const bool columns = p.variant == ScanVariant::columns && p.walk.rank > 0;
   const int64_t line = columns ? p.walk.inner_size() : 1;
   const int64_t per_line = ceil_div(line, kColumns);
@@ -40,7 +45,7 @@ void scan(const ScanProblem& p) {
     p.walk.offsets(first, off[0]);
     for (int j = 1; j < width; ++j)
       for (int t = 0; t < kScanTensors; ++t) off[j][t] = off[0][t] + j * p.walk.inner_stride(t);
-    const int64_t begin = piece * kPiece, end = std::min(n, begin + kPiece);
+    const int64_t begin = piece * piece_length, end = std::min(n, begin + piece_length);
     for (int64_t q = begin; q < end; ++q) {
       const int64_t i = down ? n - 1 - q : q;
       for (int j = 0; j < width; ++j) {
