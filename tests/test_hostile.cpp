@@ -1,6 +1,7 @@
 // Hostile input: one regression per class of bug the fuzzer (tests/fuzz/) hunts. Each case once
 // wrote or read outside a buffer, wrapped an integer, or returned OK having done nothing; each now
 // returns an error naming the plan and the field, or (for bad index values) skips and counts.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -66,6 +67,30 @@ TEST_P(HostileTest, ExtentOverflowIsAnError) {
   EXPECT_TRUE(is_error(gather.run(stream(), {}, ga), StatusCode::invalid_problem, "GatherPlan", "args.src.strides"));
   // The extent itself saturates rather than wrapping.
   EXPECT_EQ(AnyTensorRef(ga.src).extent(), kInt64Max);
+}
+
+// A broadcast x of far more elements than memory holds, reduced to a scalar: shape [2^48], stride 0.
+// Once the CPU's run sized its host scratch by the count (2^38 bytes) and the failed allocation's
+// exception escaped run. Walking 2^48 elements would take the CPU about a day, so it refuses more than
+// 2^40 at select, naming descriptor.shape; below that its scratch is bounded (pieces longer than
+// usual past 2^12 of them), and a broadcast of 2^26 still sums exactly.
+TEST_P(HostileTest, HugeBroadcastReductionIsRefusedOrBounded) {
+  Buffer x = buffer<double>({0.5}), out = buffer<double>({-1.0});
+  ReduceDescriptor d;
+  d.dtype = DType::f64;
+  d.shape = {int64_t{1} << 48};
+  if (GetParam() == Backend::cpu) {
+    EXPECT_TRUE(
+        is_error(ReducePlan::select(stream(), d).status(), StatusCode::unsupported, "ReducePlan", "descriptor.shape"));
+  }
+  d.shape = {int64_t{1} << 26};
+  const ReducePlan plan = unwrap(ReducePlan::select(stream(), d));
+  Buffer workspace = unwrap(Buffer::allocate(GetParam(), std::max<size_t>(plan.workspace_size(), 1)));
+  ReduceArgs args;
+  args.x = {x.data(), DType::f64, d.shape, {0}, 1};
+  args.out = AnyTensorMut::contiguous(out.data(), DType::f64, {});
+  ASSERT_TRUE(plan.run(stream(), {workspace.data(), plan.workspace_size()}, args).is_ok());
+  EXPECT_EQ((read<double, 1>(out)[0]), 0x1p25);
 }
 
 // Element-count overflow: shapes whose product wraps to zero once passed as empty problems.

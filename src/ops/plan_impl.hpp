@@ -23,6 +23,7 @@
 // the SKU and the precision guarantee. A family's .cpp ends with `template class Plan<Op>;` per op.
 #include <algorithm>
 #include <array>
+#include <new>
 
 #include "baracuda/core/plan.hpp"
 #include "cuda/runtime.hpp"
@@ -201,7 +202,15 @@ Status Plan<Op>::run(const Stream& stream, Workspace workspace, const Args& args
   const detail::LaunchContext ctx{stream, target_, choice_, workspace};
   const auto problem = Hooks::problem(ctx, desc_, detail::without_empty_strides<Op>(args));
   auto launch = [&](const auto& p) -> Status {
-    if (target_.backend == Backend::cpu) return detail::cpu::launch(ctx, p);
+    if (target_.backend == Backend::cpu) {
+      // A CPU kernel's host scratch is bounded, but an allocation may still fail: a Status, never an
+      // exception out of run.
+      try {
+        return detail::cpu::launch(ctx, p);
+      } catch (const std::bad_alloc&) {
+        return detail::plan_error(StatusCode::backend_error, name, "run", "host memory allocation failed");
+      }
+    }
 #if BARACUDA_HAS_CUDA
     const detail::DeviceScope device(target_.device);
     return detail::cuda::launch(ctx, p);

@@ -41,6 +41,11 @@ constexpr VariantInfo kVariants[] = {
      "split over blocks through the workspace"},
 };
 
+// The CPU reads every element of x, one by one, broadcast or not: 2^40 of them take minutes on all its
+// cores; a larger x is a broadcast view of far more elements than memory holds (4 TiB of f32), whose
+// walk would take hours or days (2^48: about a day).
+constexpr int64_t kCpuMaxElements = int64_t{1} << 40;
+
 ReduceVariant variant_of(const PlanChoice& c) { return static_cast<ReduceVariant>(c.variant); }
 
 std::string_view kind_name(ReduceKind kind) {
@@ -293,6 +298,9 @@ struct ReduceHooks : ReduceArgTable<kBackward> {
   static Status check(const Descriptor& d) { return check_descriptor(kSchema.plan, d, kBackward); }
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
+    if (t.backend == Backend::cpu && d.shape.numel() > kCpuMaxElements)
+      return plan_error(StatusCode::unsupported, kSchema.plan, "descriptor.shape",
+                        d.shape.to_string() + " has more than 2^40 elements, the most the CPU backend reduces");
     const ReduceShape s = shape_of(d, kBackward);
     const ReduceVariant v = forced ? static_cast<ReduceVariant>(*forced) : default_variant(t, s);
     CheckedSize workspace = CheckedSize(stats_bytes(d, kBackward)) * s.outputs;
