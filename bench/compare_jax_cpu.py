@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans, softmax family, unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
+"""The CPU backend's reductions, scans, softmax family, norms (layer_norm, rms_norm and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
 run on this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
@@ -227,8 +227,47 @@ def ternary_case(op, shape, dtype):
     return fn, make
 
 
+# LayerNorm / RmsNorm over the last dim (weight, LayerNorm's bias; f32 statistics for 16-bit x, as
+# ours): the forward, and the backward as the pullback of (x, w[, b]) alone, its residuals computed
+# beforehand (ours reads the saved mean and rstd).
+def _layer_norm(x, w, b, eps=1e-5):
+    xf = x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x
+    mean = jnp.mean(xf, -1, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), -1, keepdims=True)
+    return ((xf - mean) * jax.lax.rsqrt(var + eps) * w + b).astype(x.dtype)
+
+
+def _rms_norm(x, w, eps=1e-5):
+    xf = x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x
+    return (xf * jax.lax.rsqrt(jnp.mean(jnp.square(xf), -1, keepdims=True) + eps) * w).astype(x.dtype)
+
+
+NORM = {"layer_norm": (_layer_norm, 3), "rms_norm": (_rms_norm, 2)}
+
+
+def norm_case(op, shape, dtype):
+    f, arity = NORM[op.removesuffix("_backward")]
+
+    def args(seed):
+        key = jax.random.PRNGKey(seed)
+        x = jax.random.uniform(key, shape, jnp.float32, -1.0, 1.0).astype(dtype)
+        w = jax.random.uniform(jax.random.fold_in(key, 1), shape[-1:], jnp.float32, 0.5, 1.5).astype(dtype)
+        b = jax.random.uniform(jax.random.fold_in(key, 2), shape[-1:], jnp.float32, -1.0, 1.0).astype(dtype)
+        return (x, w, b)[:arity]
+    if not op.endswith("_backward"):
+        return jax.jit(f), args
+
+    def make_pullback(seed):
+        dout = jax.random.uniform(jax.random.fold_in(jax.random.PRNGKey(seed), 3), shape, jnp.float32, -1.0,
+                                  1.0).astype(dtype)
+        return jax.vjp(f, *args(seed))[1], dout
+    return jax.jit(lambda pullback, dout: pullback(dout)), make_pullback
+
+
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
+    if op.removesuffix("_backward") in NORM:
+        return norm_case(op, shape, dtype)
     if op in BINARY:
         return binary_case(op, shape, dtype)
     if op in TERNARY:

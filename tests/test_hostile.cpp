@@ -285,6 +285,60 @@ TEST_P(HostileTest, SelfOverlappingOutputIsAnError) {
 }
 
 // A default-constructed plan (its descriptor never validated) answers every member without a throw.
+// Overlap: an output shares memory with an input only as that very view, for every plan (once
+// softmax took y one element past x, and read what it had written); and where a backward reduces a
+// broadcast operand's gradient after another pass wrote its gradients, not even as that view (once
+// addcdiv's db over dout left dc summed from db's values).
+TEST_P(HostileTest, PartialOverlapAndUnsafeAliasesAreErrors) {
+  Buffer xs = unwrap(Buffer::allocate(GetParam(), 64 * sizeof(float)));
+  float* base = static_cast<float*>(xs.data());
+  SoftmaxDescriptor sd;
+  sd.shape = {4, 8};
+  const SoftmaxPlan softmax = unwrap(SoftmaxPlan::select(stream(), sd));
+  SoftmaxArgs sa;
+  sa.x = {base, DType::f32, {4, 8}, {8, 1}, 64};
+  sa.y = {base + 1, DType::f32, {4, 8}, {8, 1}, 63};
+  EXPECT_TRUE(is_error(softmax.run(stream(), {}, sa), StatusCode::invalid_problem, "SoftmaxPlan", "args.y"));
+  sa.y = {base, DType::f32, {4, 8}, {8, 1}, 64};  // in place: allowed
+  EXPECT_TRUE(softmax.run(stream(), {}, sa).is_ok());
+  const SoftmaxBackwardPlan softmax_back = unwrap(SoftmaxBackwardPlan::select(stream(), sd));
+  Buffer ys = unwrap(Buffer::allocate(GetParam(), 32 * sizeof(float)));
+  SoftmaxBackwardArgs sb;
+  sb.y = {ys.data(), DType::f32, {4, 8}, {8, 1}, 32};
+  sb.dy = {base, DType::f32, {4, 8}, {8, 1}, 64};
+  sb.dx = {base, DType::f32, {4, 8}, {1, 4}, 64};  // dy's memory, other strides
+  EXPECT_TRUE(
+      is_error(softmax_back.run(stream(), {}, sb), StatusCode::invalid_problem, "SoftmaxBackwardPlan", "args.dx"));
+
+  TernaryDescriptor td;
+  td.kind = TernaryKind::addcdiv;
+  td.dtype = DType::f32;
+  td.a_shape = td.b_shape = {4, 8};
+  td.c_shape = {8};  // broadcast: dc is reduced from dout
+  const TernaryBackwardPlan ternary = unwrap(TernaryBackwardPlan::select(stream(), td));
+  Buffer dc = unwrap(Buffer::allocate(GetParam(), 8 * sizeof(float)));
+  TernaryBackwardArgs tb;
+  tb.dout = {base, DType::f32, {4, 8}, {8, 1}, 64};
+  tb.a = {ys.data(), DType::f32, {4, 8}, {8, 1}, 32};
+  tb.b = {ys.data(), DType::f32, {4, 8}, {8, 1}, 32};
+  tb.c = {ys.data(), DType::f32, {8}, {1}, 32};
+  tb.db = {base, DType::f32, {4, 8}, {8, 1}, 64};  // exactly dout
+  tb.dc = {dc.data(), DType::f32, {8}, {1}, 8};
+  EXPECT_TRUE(is_error(ternary.run(stream(), {}, tb), StatusCode::invalid_problem, "TernaryBackwardPlan", "args.db"));
+
+  NormDescriptor nd;
+  nd.shape = {4, 8};
+  nd.residual = true;
+  nd.has_weight = nd.has_bias = false;
+  const RmsNormPlan norm = unwrap(RmsNormPlan::select(stream(), nd));
+  NormArgs na;
+  na.x = {base, DType::f32, {4, 8}, {8, 1}, 64};
+  na.residual = {ys.data(), DType::f32, {4, 8}, {8, 1}, 32};
+  na.y = {base + 32, DType::f32, {4, 8}, {8, 1}, 32};
+  na.h = {base, DType::f32, {4, 8}, {8, 1}, 64};  // h is written before x is read again
+  EXPECT_TRUE(is_error(norm.run(stream(), {}, na), StatusCode::invalid_problem, "RmsNormPlan", "args.h"));
+}
+
 TEST_P(HostileTest, DefaultConstructedPlanAnswersEveryMember) {
   const GatherPlan plan;
   GatherArgs args;

@@ -307,8 +307,9 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
       "BinaryBackwardPlan", "binary_backward", "elementwise", kFloats, {}, kElementwiseBackwardVariants, true};
   static constexpr ArgField<Args> kFields[] = {
       {"dout", &Args::dout}, {"a", &Args::a}, {"b", &Args::b}, {"da", nullptr, &Args::da}, {"db", nullptr, &Args::db}};
-  // da and db may be dout exactly; never a or b (a reduction reads them after another pass wrote).
-  static constexpr bool may_alias(const Descriptor&, int, int input) { return input == 0; }
+  // da and db may be dout exactly, unless an operand broadcasts: its gradient's reduction reads dout
+  // after the elementwise pass wrote the other gradient. Never a or b (read by the reductions too).
+  static bool may_alias(const Descriptor& d, int, int input) { return input == 0 && !BinaryFamily::any_reduces(d); }
 
   static Status check(const Descriptor& d) {
     if (Status s = check_descriptor(kSchema.plan, d); !s) return s;

@@ -161,6 +161,22 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<
   }
 
   static Status check(const Descriptor& d) { return check_descriptor(kSchema.plan, d); }
+  // With a broadcast weight, dweight's reduction may read dout, a and b after the elementwise pass
+  // wrote da and db: no gradient may then be an input, not even exactly (in place).
+  static Status check_args(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args& a) {
+    if (weight_is_broadcast(d)) {
+      for (const ArgField<Args>& out : kFields) {
+        if (!out.out || !out.get(a).data) continue;
+        for (const ArgField<Args>& in : kFields) {
+          if (in.out) continue;
+          const Status s = check_disjoint(kSchema.plan, "args." + std::string(out.name), out.get(a),
+                                          "args." + std::string(in.name), in.get(a));
+          if (!s) return s;
+        }
+      }
+    }
+    return Base::check_args(t, d, c, a);
+  }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
     Base::fill(d, specs);
     const bool tensor = d.weight_mode == WeightMode::tensor;

@@ -140,6 +140,8 @@ Status Plan<Op>::can_implement(const Args& args) const {
                                   spec.output ? detail::ViewRole::output : detail::ViewRole::input);
     if (!s) return s;
   }
+  if (Status s = detail::check_outputs_against_inputs<Args>(Hooks::kSchema.plan, Hooks::kFields, specs, args); !s)
+    return s;
   if constexpr (detail::HasBadIndexCount<Args>) {
     if (reinterpret_cast<uintptr_t>(args.bad_index_count) % alignof(int64_t) != 0)
       return detail::plan_error(StatusCode::misaligned_operand, Hooks::kSchema.plan, "args.bad_index_count",

@@ -228,8 +228,9 @@ struct TernaryBackwardHooks : TernaryHooksBase<TernaryBackwardHooks> {
                                                {"da", nullptr, &Args::da},
                                                {"db", nullptr, &Args::db},
                                                {"dc", nullptr, &Args::dc}};
-  // The gradients may be dout exactly; never an operand (a reduction reads them after another pass wrote).
-  static constexpr bool may_alias(const Descriptor&, int, int input) { return input == 0; }
+  // The gradients may be dout exactly, unless an operand broadcasts: its gradient's reduction reads
+  // dout after the elementwise pass wrote the others. Never an operand (read by the reductions too).
+  static bool may_alias(const Descriptor& d, int, int input) { return input == 0 && !any_reduces(d); }
 
   // An empty output may still have a gradient to write: zeros for an operand broadcast along a dim
   // of size 0.

@@ -1,6 +1,7 @@
 #pragma once
 // Validation shared by every op family. Every error names the plan and the field at fault:
 //   "<Plan>: <field>: <what is wrong>".
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -58,24 +59,28 @@ Status check_alias(std::string_view plan, std::string_view out_field, const AnyT
                    std::string_view in_field, const AnyTensorRef& in);
 
 // No byte of `out` is a byte of `other` (views with no data or no element share none).
-// check_alias for every output of an op against every input it reads (its ArgField table): each
-// output may be an input exactly (in place) and overlap no input otherwise.
-template <class Args, size_t N>
-Status check_outputs_against_inputs(std::string_view plan, const ArgField<Args> (&fields)[N], const Args& args) {
-  for (const ArgField<Args>& out : fields) {
-    if (!out.out) continue;
-    for (const ArgField<Args>& in : fields) {
-      if (in.out) continue;
-      const Status s = check_alias(plan, "args." + std::string(out.name), out.get(args), "args." + std::string(in.name),
-                                   in.get(args));
+Status check_disjoint(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
+                      std::string_view other_field, const AnyTensorRef& other);
+
+// Every plan's overlap rule (plan_impl.hpp's can_implement): an output shares no memory with another
+// output, and shares memory with an input only as that very view (check_alias). Arguments the
+// descriptor does not use are no memory. A family that allows fewer aliases says so in check_args.
+template <class Args>
+Status check_outputs_against_inputs(std::string_view plan, std::span<const ArgField<Args>> fields,
+                                    std::span<const ArgSpec> specs, const Args& args) {
+  for (size_t o = 0; o < fields.size(); ++o) {
+    if (!fields[o].out || !specs[o].present) continue;
+    const std::string out_field = "args." + std::string(fields[o].name);
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (i == o || !specs[i].present) continue;
+      const std::string field = "args." + std::string(fields[i].name);
+      const Status s = fields[i].out ? check_disjoint(plan, out_field, fields[o].get(args), field, fields[i].get(args))
+                                     : check_alias(plan, out_field, fields[o].get(args), field, fields[i].get(args));
       if (!s) return s;
     }
   }
   return Status::ok();
 }
-
-Status check_disjoint(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
-                      std::string_view other_field, const AnyTensorRef& other);
 
 // The workspace is at least `needed` bytes and 16-byte aligned.
 Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed);
