@@ -46,7 +46,8 @@
 // right; past the dtype's own width the result is that as well (u8 >> is logical).
 // Views: any strides; inputs may broadcast (zero strides); outputs must not overlap themselves.
 // out may be a or b exactly (in place, as a.add_(b)) where that operand has the output's shape; da
-// and db may be dout exactly. Any other overlap of an output with an input is an error naming it.
+// and db may be dout exactly, unless a or b broadcasts (its gradient is reduced from dout after the
+// other is written). Any other overlap of an output with an input is an error naming it.
 // The backward's da and db are optional: leave one empty (data null) and it is not computed.
 //
 // Edge values follow PyTorch: maximum / minimum of a NaN is NaN; fmax / fmin return the other

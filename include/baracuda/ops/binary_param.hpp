@@ -11,7 +11,9 @@
 //
 // Views: a, b, weight and dout may be strided or broadcast (zero strides); outputs may be strided
 // but must not overlap themselves (no zero stride on a dimension of size > 1). Every view of the
-// output shape has exactly that shape; the weight views have exactly `weight_shape`.
+// output shape has exactly that shape; the weight views have exactly `weight_shape`. An output may
+// share memory with an input only as that very view (in place), and not at all in a backward whose
+// weight broadcasts (dweight is reduced from dout, a and b after da and db are written).
 #include "baracuda/core/plan.hpp"
 
 namespace baracuda {

@@ -23,7 +23,8 @@
 // dtypes f32, f64, f16, bf16 (a, b, c, out and the gradients share it; where's a is bool); compute
 // in f32 for 16-bit types and f32, f64 for f64; a scalar operand is held in the compute type. Every
 // view may be strided or broadcast (zero strides); out may be an input exactly (in place, x.clamp_())
-// where that input has the output's shape, and da / db / dc may be dout exactly; any other overlap of
+// where that input has the output's shape, and da / db / dc may be dout exactly unless an operand
+// broadcasts (its gradient is reduced from dout after the others are written); any other overlap of
 // an output is an error naming it.
 #include "baracuda/core/plan.hpp"
 
