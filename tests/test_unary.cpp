@@ -2,10 +2,15 @@
 // Special values (+-0, +-inf, NaN, subnormals, large arguments, the kinks and bounds of the
 // piecewise kinds) through every kind, forward and backward, against the f64 reference rounded to the
 // dtype (NaN where it is NaN, infinities exactly); runs in place (out = x, dx = dout); partial
-// overlaps of an output with an input rejected, naming the output; the SKU names the kind.
+// overlaps of an output with an input rejected, naming the output; the SKU names the kind. The host's
+// f32 maths (common/simd_math.hpp: exp, log1p, erf) within their documented ulp bounds on dense grids
+// against long double, in every instruction set the CPU clones build, and through the CPU plans in f32
+// and bf16.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "common/simd_math.hpp"
 #include "harness/reference/unary_reference.hpp"
 #include "support/backend.hpp"
 #include "support/matches.hpp"
@@ -87,6 +92,236 @@ class UnaryTest : public testing::BackendDTypeTest {
     return ::testing::AssertionSuccess();
   }
 };
+
+// ---------------------------------------------------------------------------------------------
+// The host's f32 maths. The bounds docs/OPS.md states: exp and log1p within 1 ulp, erf within 0.51
+// ulp, |erf| <= 1, erf monotone; the units of the exact value's binade (2^-149 for subnormals).
+
+namespace simd = ::baracuda::detail::simd_math;
+
+float f32_of(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+uint32_t bits_of(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+// |got - exact| in units in the last place of exact as an f32; an exact value past the largest f32's
+// rounding must come out infinite (0 ulp), and NaN must be NaN.
+double ulps(float got, long double exact) {
+  if (std::isnan(exact)) return std::isnan(got) ? 0 : kInf;
+  if (std::isinf(static_cast<float>(exact))) return got == static_cast<float>(exact) ? 0 : kInf;
+  const int binade = exact == 0 ? -126 : std::max(std::ilogb(exact), -126);
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / std::ldexp(1.0L, binade - 23));
+}
+
+enum class F32Fn { exp, log1p, erf };
+const char* fn_name(F32Fn fn) { return fn == F32Fn::exp ? "exp" : fn == F32Fn::log1p ? "log1p" : "erf"; }
+long double exact_of(F32Fn fn, float x) {
+  const long double v = x;
+  return fn == F32Fn::exp ? std::exp(v) : fn == F32Fn::log1p ? std::log1p(v) : std::erf(v);
+}
+template <F32Fn kFn>
+[[gnu::always_inline]] inline float call(float x) {
+  if constexpr (kFn == F32Fn::exp)
+    return simd::exp(x);
+  else if constexpr (kFn == F32Fn::log1p)
+    return simd::log1p(x);
+  else
+    return simd::erf(x);
+}
+
+// The instruction sets BARACUDA_CPU_CLONES builds (cpu/vector_math.hpp), each applying the inlined
+// math over a range as the library's clones do (this file builds with -ffp-contract=off, as the
+// library: tests/CMakeLists.txt).
+enum class Isa { baseline, avx2, x86_64_v4 };
+template <F32Fn kFn>
+void apply_baseline(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = call<kFn>(x[i]);
+}
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define BARACUDA_TEST_CLONES 1
+template <F32Fn kFn>
+__attribute__((target("avx2"))) void apply_avx2(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = call<kFn>(x[i]);
+}
+template <F32Fn kFn>
+__attribute__((target("arch=x86-64-v4"))) void apply_v4(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = call<kFn>(x[i]);
+}
+#endif
+std::vector<Isa> isas_here() {
+  std::vector<Isa> isas = {Isa::baseline};
+#if BARACUDA_TEST_CLONES
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) isas.push_back(Isa::avx2);
+  if (__builtin_cpu_supports("x86-64-v4")) isas.push_back(Isa::x86_64_v4);
+#endif
+  return isas;
+}
+const char* isa_name(Isa isa) { return isa == Isa::baseline ? "x86-64" : isa == Isa::avx2 ? "avx2" : "x86-64-v4"; }
+template <F32Fn kFn>
+std::vector<float> apply_as(Isa isa, const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  switch (isa) {
+#if BARACUDA_TEST_CLONES
+    case Isa::avx2:
+      apply_avx2<kFn>(x.data(), y.data(), x.size());
+      break;
+    case Isa::x86_64_v4:
+      apply_v4<kFn>(x.data(), y.data(), x.size());
+      break;
+#endif
+    default:
+      apply_baseline<kFn>(x.data(), y.data(), x.size());
+  }
+  return y;
+}
+std::vector<float> apply(F32Fn fn, Isa isa, const std::vector<float>& x) {
+  return fn == F32Fn::exp     ? apply_as<F32Fn::exp>(isa, x)
+         : fn == F32Fn::log1p ? apply_as<F32Fn::log1p>(isa, x)
+                              : apply_as<F32Fn::erf>(isa, x);
+}
+
+// Every f32 from bits `first` to `last` (both included), `step` apart.
+std::vector<float> f32_range(uint32_t first, uint32_t last, uint32_t step = 1) {
+  std::vector<float> v;
+  for (uint64_t b = first; b <= last; b += step) v.push_back(f32_of(static_cast<uint32_t>(b)));
+  return v;
+}
+std::vector<float> concat(std::initializer_list<std::vector<float>> parts) {
+  std::vector<float> v;
+  for (const auto& p : parts) v.insert(v.end(), p.begin(), p.end());
+  return v;
+}
+// The grids: exp every f32 of [-104, -87] (subnormal results; 0 below -103.97) and a walk through
+// the rest of its range with the specials; log1p every f32 near the old 2.2 ulp point (0.0144) and a
+// walk of every magnitude in (-1, inf]; erf a walk of [0, 4] (it is 1 past 3.92) and its negatives.
+std::vector<float> grid(F32Fn fn) {
+  constexpr float kInfF = std::numeric_limits<float>::infinity();
+  const std::vector<float> specials = {0.0f,   -0.0f,   kInfF,  -kInfF, std::numeric_limits<float>::quiet_NaN(),
+                                       1e-45f, -1e-45f, 1e-39f, -1e-39f};
+  switch (fn) {
+    case F32Fn::exp:
+      return concat({specials, f32_range(bits_of(-87.0f), bits_of(-104.5f)), f32_range(0, bits_of(89.0f), 389),
+                     f32_range(bits_of(-0.0f), bits_of(-87.0f), 389)});
+    case F32Fn::log1p:
+      return concat({specials,
+                     f32_range(bits_of(0.0143f), bits_of(0.0145f)),
+                     f32_range(0, 0x7f7fffffu, 1021),
+                     f32_range(bits_of(-0.0f), bits_of(-1.0f), 389),
+                     {-1.0f, -2.0f}});
+    case F32Fn::erf: {
+      std::vector<float> v = concat({specials, f32_range(0, bits_of(4.0f), 389), {5.0f, 1e30f}});
+      for (size_t i = 0, n = v.size(); i < n; ++i) v.push_back(-v[i]);
+      return v;
+    }
+  }
+  return {};
+}
+double bound(F32Fn fn) { return fn == F32Fn::erf ? 0.51 : 1.0; }
+
+TEST(UnaryF32Math, WithinTheirUlpBoundsInEveryCloneIsa) {
+  for (F32Fn fn : {F32Fn::exp, F32Fn::log1p, F32Fn::erf}) {
+    const std::vector<float> x = grid(fn), base = apply(fn, Isa::baseline, x);
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double e = ulps(base[i], exact_of(fn, x[i]));
+      if (!(e <= worst)) worst = e, at = i;
+    }
+    EXPECT_LE(worst, bound(fn)) << fn_name(fn) << "(" << x[at] << ") = " << base[at] << ", exact "
+                                << static_cast<double>(exact_of(fn, x[at]));
+    for (Isa isa : isas_here()) {
+      const std::vector<float> y = apply(fn, isa, x);
+      size_t differ = 0;
+      while (differ < x.size() && bits_of(y[differ]) == bits_of(base[differ])) ++differ;
+      EXPECT_EQ(differ, x.size()) << fn_name(fn) << " built for " << isa_name(isa)
+                                  << " differs from x86-64's at x = " << (differ < x.size() ? x[differ] : 0.0f);
+    }
+  }
+}
+
+TEST(UnaryF32Math, ExpThroughTheUnderflow) {
+  // Subnormal results, not 0, down to e^x = 2^-149; 0 below half of it (x < -150 ln 2 = -103.972).
+  EXPECT_EQ(simd::exp(-87.5f), static_cast<float>(std::exp(-87.5L)));
+  EXPECT_EQ(simd::exp(-100.0f), static_cast<float>(std::exp(-100.0L)));
+  EXPECT_EQ(simd::exp(-103.9f), f32_of(1));
+  EXPECT_EQ(simd::exp(-104.0f), 0.0f);
+  EXPECT_EQ(simd::exp(-1e30f), 0.0f);
+  EXPECT_GT(simd::exp(-87.33f), 0x1p-126f);  // still normal
+}
+
+// |erf| <= 1 and erf non-decreasing over every f32 of [0.25, 4] (where the old f32 erf broke both),
+// odd in its bits; erf(x) = 1 past 3.92.
+TEST(UnaryF32Math, ErfIsBoundedAndMonotone) {
+  const std::vector<float> x = f32_range(bits_of(0.25f), bits_of(4.0f)), y = apply(F32Fn::erf, Isa::baseline, x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_LE(y[i], 1.0f) << "erf(" << x[i] << ")";
+    if (i) {
+      ASSERT_GE(y[i], y[i - 1]) << "erf(" << x[i] << ") < erf(" << x[i - 1] << ")";
+    }
+  }
+  for (float v : {0.5f, 1.0f, 2.0f, 3.0f, 3.9f}) EXPECT_EQ(bits_of(simd::erf(-v)), bits_of(simd::erf(v)) ^ 0x80000000u);
+  EXPECT_EQ(simd::erf(3.93f), 1.0f);
+}
+
+// The same maths through UnaryPlan on the CPU: f32 bit for bit what the functions above give (the
+// clone the host runs), bf16 (every value) within half a bf16 unit of the exact value plus the f32
+// result's one ulp, and gelu of the sign of x (x Phi(x) with 0 <= Phi <= 1) in both.
+TEST_P(UnaryTest, HostF32MathWithinItsBounds) {
+  if (backend() != Backend::cpu || (dtype() != DType::f32 && dtype() != DType::bf16))
+    GTEST_SKIP() << "the CPU's f32 maths (common/simd_math.hpp), in f32 and bf16";
+  std::vector<double> xs;
+  if (dtype() == DType::bf16) {
+    xs = testing::every_16bit_value(DType::bf16);
+  } else {
+    for (F32Fn fn : {F32Fn::exp, F32Fn::log1p, F32Fn::erf}) {
+      const std::vector<float> g = grid(fn);
+      for (size_t i = 0; i < g.size(); i += 7) xs.push_back(g[i]);
+    }
+  }
+  Tensor x = tensor_of(xs);
+  for (UnaryKind kind : {UnaryKind::exp, UnaryKind::log1p, UnaryKind::erf, UnaryKind::gelu}) {
+    SCOPED_TRACE(std::string(unary_kind_name(kind)));
+    UnaryDescriptor d;
+    d.kind = kind;
+    d.dtype = dtype();
+    d.shape = x.shape;
+    Tensor out = output(x.shape);
+    ASSERT_OK(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), out.mut()}));
+    ASSERT_OK(out.download());
+    int wrong = 0;
+    for (int64_t i = 0; i < x.shape.numel() && wrong < 10; ++i) {
+      const float xi = static_cast<float>(x.at(i)), got = static_cast<float>(out.at(i));
+      if (kind == UnaryKind::gelu) {
+        if (std::isfinite(xi) && (xi < 0 ? !(got <= 0) : xi > 0 ? !(got >= 0) : false))  // gelu(-inf) is NaN
+          ++wrong, ADD_FAILURE() << "gelu(" << xi << ") = " << got;
+        continue;
+      }
+      const F32Fn fn = kind == UnaryKind::exp ? F32Fn::exp : kind == UnaryKind::log1p ? F32Fn::log1p : F32Fn::erf;
+      if (dtype() == DType::f32) {
+        const float want = fn == F32Fn::exp ? simd::exp(xi) : fn == F32Fn::log1p ? simd::log1p(xi) : simd::erf(xi);
+        if (bits_of(got) != bits_of(want) && !(std::isnan(got) && std::isnan(want)))
+          ++wrong,
+              ADD_FAILURE() << fn_name(fn) << "(" << xi << "): the plan gives " << got << ", the function " << want;
+        continue;
+      }
+      const long double exact = exact_of(fn, xi);
+      if (std::isnan(exact) || std::isinf(harness::quantize(DType::bf16, static_cast<double>(exact))) || exact == 0) {
+        if (!testing::is_nearest_16bit(DType::bf16, got, static_cast<double>(exact)))
+          ++wrong, ADD_FAILURE() << fn_name(fn) << "(" << xi << ") = " << got;
+        continue;
+      }
+      // Half a bf16 unit of the exact value, in f32 units (2^16 of them), and the f32 result's one ulp.
+      if (ulps(got, exact) > 32768 + bound(fn))
+        ++wrong, ADD_FAILURE() << fn_name(fn) << "(" << xi << ") = " << got << ", exact " << static_cast<double>(exact);
+    }
+  }
+}
 
 TEST_P(UnaryTest, SpecialValuesForward) {
   Tensor x = tensor_of(specials());

@@ -4,10 +4,13 @@
 // they are the C library's (CUDA's libdevice on the device); f32 on the host takes the branch-free
 // approximations below, which a loop of them vectorizes (the C library's are calls, one element at a
 // time). Those select with bit masks (select), never a branch, step through bits with dtype_bits
-// (memcpy), and are exact at +-0, +-inf and NaN and take subnormal inputs; exp flushes its subnormal
-// results (x < -87) to 0.
+// (memcpy), are exact at +-0, +-inf and NaN, take subnormal inputs and give subnormal results, and
+// compute the same bits in every instruction set's build (no FMA: the host files build with
+// -ffp-contract=off). Their bounds over every f32 (docs/OPS.md; tests/test_unary.cpp checks them):
+// exp 1 ulp, log1p 1 ulp, erf 0.51 ulp and monotone.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "baracuda/core/dtype.hpp"
@@ -40,22 +43,33 @@ BARACUDA_SIMD_INLINE float select(bool c, float v, float w) {
   return to_float((of(v) & mask) | (of(w) & ~mask));
 }
 
-// x = n ln2 + r with |r| <= ln2 / 2 (n an integer in a float, r exact: ln2 in two parts, Cephes'),
-// and 2^n as two powers of 2 (their product may overflow: inf). x within [-87, 89]: exp(-87) is still
-// normal, as every intermediate, because a product with a subnormal result (or one that underflows)
-// costs a microcode assist, 20x the loop's time; exp flushes below -87 to 0. NaN passes through.
+// c ? v : w for integers and doubles, in bits as for floats.
+BARACUDA_SIMD_INLINE int32_t select(bool c, int32_t v, int32_t w) {
+  const int32_t mask = -static_cast<int32_t>(c);
+  return (v & mask) | (w & ~mask);
+}
+BARACUDA_SIMD_INLINE double select(bool c, double v, double w) {
+  const uint64_t mask = 0u - static_cast<uint64_t>(c);
+  uint64_t a, b;
+  std::memcpy(&a, &v, sizeof a);
+  std::memcpy(&b, &w, sizeof b);
+  a = (a & mask) | (b & ~mask);
+  std::memcpy(&v, &a, sizeof v);
+  return v;
+}
+// 2^n for n in [-126, 127], from its bits.
+BARACUDA_SIMD_INLINE float pow2(int32_t n) { return to_float(static_cast<uint32_t>(n + 127) << 23); }
+
+// x = n ln2 + r with |r| <= ln2 / 2 (n an integer, r exact: ln2 in two parts, Cephes'), for x within
+// [-104, 89] (the callers clamp; NaN passes through).
 struct Reduced {
-  float r, scale_lo, scale_hi;
+  float r;
   int32_t n;
 };
 BARACUDA_SIMD_INLINE Reduced reduce_ln2(float x) {
-  const float c = select(x < -87.0f, -87.0f, select(x > 89.0f, 89.0f, x));
-  const float shifted = c * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer
+  const float shifted = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer
   const float n = shifted - 12582912.0f;
-  const int32_t k = static_cast<int32_t>(of(shifted) - of(12582912.0f));
-  const int32_t half = k >> 1;
-  return {(c - n * 0.693359375f) + n * 2.12194440e-4f, to_float(static_cast<uint32_t>(half + 127) << 23),
-          to_float(static_cast<uint32_t>(k - half + 127) << 23), k};
+  return {(x - n * 0.693359375f) + n * 2.12194440e-4f, static_cast<int32_t>(of(shifted) - of(12582912.0f))};
 }
 // exp(r) - 1 for |r| <= ln2 / 2: r + r^2 P(r), Cephes' expf polynomial (within 1 ulp of exp(r)).
 BARACUDA_SIMD_INLINE float expm1_reduced(float r) {
@@ -67,20 +81,38 @@ BARACUDA_SIMD_INLINE float expm1_reduced(float r) {
   p = p * r + 5.0000001201e-1f;
   return p * r * r + r;
 }
+// e 2^n for n in [-126, 128] and e 2^n >= 2^-126: two powers of 2, since 2^128 is not a float (the
+// product overflows to inf where it should).
+BARACUDA_SIMD_INLINE float scale(float e, int32_t n) {
+  const int32_t half = n >> 1;
+  return (e * pow2(half)) * pow2(n - half);
+}
 
+// e^x = 2^n e^r. Results under 2^-126 (x < -87.34) are subnormal: v = e^r 2^(n + 126) < 1 is
+// rounded to a multiple of 2^-23 by adding 1, whose low bits are then the subnormal's (2^-149
+// units; 1 + v rounding to 2 gives 2^-126's bits), so every product stays normal: a product with a
+// subnormal result, or one that underflows, costs a microcode assist (20x the loop's time, even in
+// a lane whose result is not taken). x is clamped to [-104, 89]: e^-104 rounds to 0, e^89 overflows
+// to inf. Within 1 ulp, subnormals included; NaN passes through.
 BARACUDA_SIMD_INLINE float exp(float x) {
-  const Reduced t = reduce_ln2(x);
-  return select(x < -87.0f, 0.0f, ((expm1_reduced(t.r) + 1.0f) * t.scale_lo) * t.scale_hi);
+  const Reduced t = reduce_ln2(select(x < -104.0f, -104.0f, select(x > 89.0f, 89.0f, x)));
+  const float e = expm1_reduced(t.r) + 1.0f;
+  const float v = e * pow2(select(t.n < -126, t.n, -126) + 126);
+  const bool subnormal = (t.n <= -126) & (v < 1.0f);
+  const float tiny = to_float(of(v + 1.0f) - of(1.0f));
+  return select(subnormal, tiny, scale(select(subnormal, 1.0f, e), select(t.n < -126, -126, t.n)));
 }
 
 // 2^n (e^r - 1) + (2^n - 1): no cancellation near 0 (n = 0: e^r - 1 itself); past n = 64 the -1 is
-// below the rounding, and exp's form keeps 2^n from overflowing before the last product. The sign
+// below the rounding, and exp's form keeps 2^n from overflowing before the last product. x is
+// clamped to [-64, 89] (expm1 rounds to -1 from -17.4; 2^-92 keeps every product normal). The sign
 // is x's (expm1(-0) = -0).
 BARACUDA_SIMD_INLINE float expm1(float x) {
-  const Reduced t = reduce_ln2(x);
-  const float e = expm1_reduced(t.r), scale = t.scale_lo * t.scale_hi;
-  const float near = e * scale + (scale - 1.0f);
-  const float far = ((e + 1.0f) * t.scale_lo) * t.scale_hi - 1.0f;
+  const Reduced t = reduce_ln2(select(x < -64.0f, -64.0f, select(x > 89.0f, 89.0f, x)));
+  const int32_t half = t.n >> 1;
+  const float e = expm1_reduced(t.r), lo = pow2(half), hi = pow2(t.n - half), s = lo * hi;
+  const float near = e * s + (s - 1.0f);
+  const float far = ((e + 1.0f) * lo) * hi - 1.0f;
   return to_float(of(select(t.n > 64, far, near)) | (of(x) & kSign));
 }
 
@@ -114,32 +146,76 @@ BARACUDA_SIMD_INLINE float log(float x) {
   return select((bits << 1) == 0, to_float(0xff800000u), result);                                       // +-0: -inf
 }
 
-// log(1 + x) = log(u) x / (u - 1) with u = 1 + x rounded (Goldberg): the factor corrects u's rounding
-// error; x itself where u rounds to 1, inf at inf.
+// fdlibm's log1pf without its branches: log(1 + x) = k ln2 + log(1 + f) + c, 1 + f = (1 + x) / 2^k
+// in [sqrt(1/2), sqrt(2)) and c = the rounding error of u = 1 + x over u (f = x, k = c = 0 for x
+// in [sqrt(1/2) - 1, sqrt(2) - 1)), log(1 + f) = f - f^2 / 2 + s (f^2 / 2 + R(s^2)), s = f / (2 + f)
+// (R: FreeBSD's k_logf.h, within 2^-34.2), ln2 in two parts: within 1 ulp (fdlibm's bound). x itself
+// for |x| < 2^-24 (those lanes compute with 0: x^2 could be subnormal, an assist); -1 gives -inf, x <
+// -1 NaN, inf inf.
 BARACUDA_SIMD_INLINE float log1p(float x) {
-  const float u = 1.0f + x, d = u - 1.0f;
-  return select((d == 0.0f) | (of(x) == 0x7f800000u), x, log(u) * (x / d));
+  const uint32_t bits = of(x);
+  const bool tiny = (bits & ~kSign) < 0x33800000u;  // |x| < 2^-24
+  const bool near = (x < 0.41421353816986083984f) & (x > -0.29289320111274719238f);
+  const float u = 1.0f + x;
+  const uint32_t mantissa = of(u) & 0x007fffffu;
+  const bool high = mantissa >= 0x003504f4u;                  // u's mantissa past sqrt(2): 1 + f = u / 2^(k + 1)
+  const int32_t e = static_cast<int32_t>(of(u) >> 23) - 127;  // u in [2^e, 2^(e + 1)): k is e or e + 1
+  const float c = select(e > 0, 1.0f - (u - x), x - (u - 1.0f)) / u;  // u - x, u - 1 exact
+  const int32_t k = e + high;
+  const float f = select(near, select(tiny, 0.0f, x), to_float(mantissa | select(high, 0x3f000000, 0x3f800000)) - 1.0f);
+  const float fk = static_cast<float>(select(near, 0, k)), ck = select(near, 0.0f, c);
+  const float s = f / (2.0f + f), z = s * s, w = z * z;
+  const float r = z * (0.66666662693f + w * 0.28498786688f) + w * (0.40000972152f + w * 0.24279078841f);
+  const float hfsq = 0.5f * f * f;
+  const float result = fk * 6.9313812256e-01f - ((hfsq - (s * (hfsq + r) + (fk * 9.0580006145e-06f + ck))) - f);
+  const float special = select(x == -1.0f, to_float(0xff800000u), select(x < -1.0f, to_float(0x7fc00000u), x));
+  return select(tiny | ((bits & ~kSign) >= 0x7f800000u) | (x <= -1.0f), special, result);
 }
 
-// x P(x^2) / Q(x^2) on |x| < 4 (Eigen's and XLA's rational erf: within a few ulp), 1 past 3.92, where
-// erf rounds to 1 in f32; the sign is x's.
+// erf |x| in f64, rounded once to f32: in f32 the rounding of each step is about as large as erf's
+// own rise from one f32 to the next (past 1, where erf is within 0.16 of 1), and the result was not
+// monotone. Two pieces (Juffa's erff's, fitted here without FMA: scripts/fit_erf.py): |x| + |x| P(x^2)
+// up to 0.921875, 1 - e^R(|x|) past it (R approximating log erfc; e^R > 0, so |erf| <= 1), |x| capped
+// at 3.9375 (erf rounds to 1 from 3.9193). Within 0.51 ulp and monotone (tests/test_unary.cpp checks
+// every f32); the sign is x's.
 BARACUDA_SIMD_INLINE float erf(float x) {
-  const float a = to_float(of(x) & ~kSign);
-  const float c = select(a > 4.0f, 4.0f, a);
-  const float x2 = c * c;
-  float p = -2.72614225801306e-10f;
-  p = p * x2 + 2.77068142495902e-08f;
-  p = p * x2 - 2.10102402082508e-06f;
-  p = p * x2 - 5.69250639462346e-05f;
-  p = p * x2 - 7.34990630326855e-04f;
-  p = p * x2 - 2.95459980854025e-03f;
-  p = p * x2 - 1.60960333262415e-02f;
-  float q = -1.45660718464996e-05f;
-  q = q * x2 - 2.13374055278905e-04f;
-  q = q * x2 - 1.68282697438203e-03f;
-  q = q * x2 - 7.37332916720468e-03f;
-  q = q * x2 - 1.42647390514189e-02f;
-  const float magnitude = select(a > 3.92f, 1.0f, c * (p / q));
+  const float af = to_float(of(x) & ~kSign);
+  const double a = static_cast<double>(select(af > 3.9375f, 3.9375f, af)), s = a * a;
+  double p = 8.370053830069883e-05;
+  p = p * s - 8.142693338687845e-04;
+  p = p * s + 5.201031329357871e-03;
+  p = p * s - 2.685939787297733e-02;
+  p = p * s + 1.1283695486842556e-01;
+  p = p * s - 3.761263373461594e-01;
+  p = p * s + 1.283791666373707e-01;
+  double r = -2.1184059804160206e-05;
+  r = r * a + 4.3547574786501975e-04;
+  r = r * a - 4.17589143453602e-03;
+  r = r * a + 2.5131922814779824e-02;
+  r = r * a - 1.082990645357622e-01;
+  r = r * a - 6.333299859914125e-01;
+  r = r * a - 1.1295231406269957e+00;
+  r = r * a + 1.7635820441320644e-04;
+  // e^r for r in [-17.3, 0.001]: 2^n e^f, |f| <= ln2 / 2, e^f by its Taylor series to f^8 (within 2^-32).
+  const double shifted = r * 1.4426950408889634 + 6755399441055744.0;  // 1.5 * 2^52: rounds to an integer
+  const double n = shifted - 6755399441055744.0;
+  const double f = r - n * 0.6931471805599453;
+  double q = 1.0 / 40320;
+  q = q * f + 1.0 / 5040;
+  q = q * f + 1.0 / 720;
+  q = q * f + 1.0 / 120;
+  q = q * f + 1.0 / 24;
+  q = q * f + 1.0 / 6;
+  q = q * f + 0.5;
+  q = q * f + 1.0;
+  q = q * f + 1.0;
+  uint64_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  const uint64_t two_n = (bits - 0x4338000000000000u + 1023u) << 52;  // 2^n's bits (n in [-26, 0])
+  double scale;
+  std::memcpy(&scale, &two_n, sizeof scale);
+  const double tail = 1.0 - q * scale;
+  const float magnitude = static_cast<float>(select(a <= 0.921875, a * p + a, tail));
   return to_float(of(magnitude) | (of(x) & kSign));
 }
 
