@@ -81,26 +81,25 @@ BARACUDA_SIMD_INLINE float expm1_reduced(float r) {
   p = p * r + 5.0000001201e-1f;
   return p * r * r + r;
 }
-// e 2^n for n in [-126, 128] and e 2^n >= 2^-126: two powers of 2, since 2^128 is not a float (the
-// product overflows to inf where it should).
-BARACUDA_SIMD_INLINE float scale(float e, int32_t n) {
-  const int32_t half = n >> 1;
-  return (e * pow2(half)) * pow2(n - half);
-}
-
-// e^x = 2^n e^r. Results under 2^-126 (x < -87.34) are subnormal: v = e^r 2^(n + 126) < 1 is
-// rounded to a multiple of 2^-23 by adding 1, whose low bits are then the subnormal's (2^-149
-// units; 1 + v rounding to 2 gives 2^-126's bits), so every product stays normal: a product with a
-// subnormal result, or one that underflows, costs a microcode assist (20x the loop's time, even in
-// a lane whose result is not taken). x is clamped to [-104, 89]: e^-104 rounds to 0, e^89 overflows
-// to inf. Within 1 ulp, subnormals included; NaN passes through.
+// e^x = 2^n e^r, 2^n added to e^r's exponent bits (e^r in (0.7, 1.42): no product, no rounding). n
+// is at most 128 (x <= 89), and 2^128 e^r is a float for x <= 88.7228317 (there e^r < 1), inf past
+// it (chosen with NaN, x + inf). Results under 2^-126 (x < -87.34, n <= -126) are subnormal: v =
+// e^r 2^(n + 126) < 1 (normal, from the bits as well) is rounded to a multiple of 2^-23 by adding 1,
+// whose low bits are then the subnormal's (2^-149 units; 1 + v rounding to 2 gives 2^-126's bits):
+// the rounding of the product 2^n e^r, without a product that is subnormal or underflows (a
+// microcode assist, 20x the loop's time, even in a lane whose result is not taken). Where n > -126,
+// v = 2 e^r > 1 selects the normal result. x is clamped to [-104, 89]: e^-104 rounds to 0. Within 1
+// ulp, subnormals included; the clamps and selects compile to min, max and blends (every lane of a
+// vector computes every path; the common range costs two integer adds over a flushing exp).
 BARACUDA_SIMD_INLINE float exp(float x) {
-  const Reduced t = reduce_ln2(select(x < -104.0f, -104.0f, select(x > 89.0f, 89.0f, x)));
-  const float e = expm1_reduced(t.r) + 1.0f;
-  const float v = e * pow2(select(t.n < -126, t.n, -126) + 126);
-  const bool subnormal = (t.n <= -126) & (v < 1.0f);
+  const float c = select(x < -104.0f, -104.0f, x);  // NaN stays NaN
+  const Reduced t = reduce_ln2(c);
+  const uint32_t e = of(expm1_reduced(t.r) + 1.0f);
+  const int32_t m = t.n + 126 < 1 ? t.n + 126 : 1;
+  const float v = to_float(e + (static_cast<uint32_t>(m) << 23));
   const float tiny = to_float(of(v + 1.0f) - of(1.0f));
-  return select(subnormal, tiny, scale(select(subnormal, 1.0f, e), select(t.n < -126, -126, t.n)));
+  const float result = select(v < 1.0f, tiny, to_float(e + (static_cast<uint32_t>(t.n) << 23)));
+  return select(!(x <= 88.72283172607421875f), x + to_float(0x7f800000u), result);
 }
 
 // 2^n (e^r - 1) + (2^n - 1): no cancellation near 0 (n = 0: e^r - 1 itself); past n = 64 the -1 is
