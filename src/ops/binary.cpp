@@ -255,7 +255,7 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
   static constexpr OpSchema kSchema{"BinaryPlan", "binary", "elementwise", kEveryDType, {}, kBinaryVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"a", &Args::a}, {"b", &Args::b}, {"out", nullptr, &Args::out}};
   // out may be a or b exactly (in place; only an operand of the output's shape can be).
-  static constexpr bool may_alias(const Descriptor&, int, int) { return true; }
+  static constexpr bool may_alias(const Descriptor&, const Args&, int, int) { return true; }
   // The transposed path serves the arithmetic kinds (add, sub, mul, div, ...: the one group whose
   // translation unit compiles it, to keep the build's cost where a transposed operand is common).
   static bool transposes(const Descriptor& d) {
@@ -307,9 +307,13 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
       "BinaryBackwardPlan", "binary_backward", "elementwise", kFloats, {}, kElementwiseBackwardVariants, true};
   static constexpr ArgField<Args> kFields[] = {
       {"dout", &Args::dout}, {"a", &Args::a}, {"b", &Args::b}, {"da", nullptr, &Args::da}, {"db", nullptr, &Args::db}};
-  // da and db may be dout exactly, unless an operand broadcasts: its gradient's reduction reads dout
-  // after the elementwise pass wrote the other gradient. Never a or b (read by the reductions too).
-  static bool may_alias(const Descriptor& d, int, int input) { return input == 0 && !BinaryFamily::any_reduces(d); }
+  // da and db may be dout exactly, unless a gradient asked for is reduced (its operand broadcasts):
+  // the reduction reads dout after the elementwise pass wrote the other. Never a or b (read by the
+  // reductions too).
+  static bool may_alias(const Descriptor& d, const Args& a, int, int input) {
+    const bool reduced = (a.da.data && reduces(d, false)) || (a.db.data && reduces(d, true));
+    return input == 0 && !reduced;
+  }
 
   static Status check(const Descriptor& d) {
     if (Status s = check_descriptor(kSchema.plan, d); !s) return s;

@@ -162,9 +162,9 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<
 
   static Status check(const Descriptor& d) { return check_descriptor(kSchema.plan, d); }
   // With a broadcast weight, dweight's reduction may read dout, a and b after the elementwise pass
-  // wrote da and db: no gradient may then be an input, not even exactly (in place).
+  // wrote da and db: when dweight is asked for, no gradient may be an input, not even exactly.
   static Status check_args(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args& a) {
-    if (weight_is_broadcast(d)) {
+    if (weight_is_broadcast(d) && a.dweight.data) {
       for (const ArgField<Args>& out : kFields) {
         if (!out.out || !out.get(a).data) continue;
         for (const ArgField<Args>& in : kFields) {

@@ -4,7 +4,7 @@
 // kernel's name. `Hooks` (one direction of a family) supplies
 //   kSchema, kFields                     the schema and the argument table
 //   arg_specs(d, specs)                  every view's dtype, shape and presence
-//   may_alias(d, output, input)          whether an output may be that input exactly (field indices)
+//   may_alias(d, args, output, input)    whether an output may be that input exactly (field indices)
 //   elementwise_views(d, args, f)        f(views of the elementwise passes, expanded, in launch order;
 //                                        how many are inputs)
 //   transposes(d) (optional)             whether the transposed path serves d (its schema lists it)
@@ -89,7 +89,7 @@ struct BroadcastHooksBase {
         const AnyTensorRef other = Hooks::kFields[i].get(a);
         const std::string field = "args." + std::string(Hooks::kFields[i].name);
         // Another output, or an input the output may not be: no shared memory at all.
-        const bool exact_ok = !Hooks::kFields[i].out && Hooks::may_alias(d, o, i);
+        const bool exact_ok = !Hooks::kFields[i].out && Hooks::may_alias(d, a, o, i);
         const Status s = exact_ok ? check_alias(plan, out_field, out, field, other)
                                   : check_disjoint(plan, out_field, out, field, other);
         if (!s) return s;

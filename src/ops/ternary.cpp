@@ -182,7 +182,7 @@ struct TernaryForwardHooks : TernaryHooksBase<TernaryForwardHooks> {
   static constexpr ArgField<Args> kFields[] = {
       {"a", &Args::a}, {"b", &Args::b}, {"c", &Args::c}, {"out", nullptr, &Args::out}};
   // out may be an operand of its dtype exactly (in place; only an operand of the output's shape can be).
-  static bool may_alias(const Descriptor& d, int, int input) { return dtype_of(d, input) == d.dtype; }
+  static bool may_alias(const Descriptor& d, const Args&, int, int input) { return dtype_of(d, input) == d.dtype; }
 
   static bool nothing_to_do(const Descriptor& d) { return output_shape(d).numel() == 0; }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
@@ -228,9 +228,13 @@ struct TernaryBackwardHooks : TernaryHooksBase<TernaryBackwardHooks> {
                                                {"da", nullptr, &Args::da},
                                                {"db", nullptr, &Args::db},
                                                {"dc", nullptr, &Args::dc}};
-  // The gradients may be dout exactly, unless an operand broadcasts: its gradient's reduction reads
-  // dout after the elementwise pass wrote the others. Never an operand (read by the reductions too).
-  static bool may_alias(const Descriptor& d, int, int input) { return input == 0 && !any_reduces(d); }
+  // The gradients may be dout exactly, unless a gradient asked for is reduced (its operand
+  // broadcasts): the reduction reads dout after the elementwise pass wrote the others. Never an
+  // operand (read by the reductions too).
+  static bool may_alias(const Descriptor& d, const Args& a, int, int input) {
+    const bool reduced = (a.da.data && reduces(d, 0)) || (a.db.data && reduces(d, 1)) || (a.dc.data && reduces(d, 2));
+    return input == 0 && !reduced;
+  }
 
   // An empty output may still have a gradient to write: zeros for an operand broadcast along a dim
   // of size 0.
