@@ -232,7 +232,8 @@ Status check_descriptor(std::string_view plan, const BinaryDescriptor& d) {
                               "] of size " + std::to_string(x));
     }
   }
-  return Status::ok();
+  // Each operand within the limit, their broadcast may still not be ([247, 1] with [1, 2^61]).
+  return check_shape(plan, d.b_scalar ? "descriptor.a_shape" : "descriptor.b_shape", output_shape(d));
 }
 
 // The family's side of the shared hooks (ops/broadcast_hooks.hpp).

@@ -258,7 +258,18 @@ struct NormHooks {
     return Status::ok();
   }
 
-  static auto problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
+  // The args with every view the descriptor does not use cleared: an unused input may hold anything
+  // (a fuzzed stride of 2^63 - 1 once overflowed the walks' offsets), and the kernels see only nulls.
+  static Args used(const Descriptor& d, Args a) {
+    std::array<ArgSpec, std::size(kFields)> specs{};
+    arg_specs(d, specs);
+    for (size_t i = 0; i < std::size(kFields); ++i)
+      if (!specs[i].present) kFields[i].set(a, AnyTensorMut{});
+    return a;
+  }
+
+  static auto problem(const LaunchContext& ctx, const Descriptor& d, const Args& args) {
+    const Args a = used(d, args);
     if constexpr (kBackward) {
       NormBackwardProblem p{
           K, d, weight_dtype_of(d), a,

@@ -160,7 +160,11 @@ Status check_descriptor(std::string_view plan, const TernaryDescriptor& d) {
                                   std::to_string(x));
         }
   }
-  return Status::ok();
+  // Each operand within the limit, their broadcast may still not be ([247, 1] with [1, 2^61]): the
+  // error names the last tensor operand.
+  int last = 2;
+  while (last > 0 && is_scalar(d, last)) --last;
+  return check_shape(plan, "descriptor." + std::string(kOperandNames[last]) + "_shape", output_shape(d));
 }
 
 // The family's side of the shared hooks (ops/broadcast_hooks.hpp).
