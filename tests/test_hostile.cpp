@@ -2,6 +2,7 @@
 // wrote or read outside a buffer, wrapped an integer, or returned OK having done nothing; each now
 // returns an error naming the plan and the field, or (for bad index values) skips and counts.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -260,6 +261,42 @@ TEST_P(HostileTest, UnusedOperandViewIsIgnored) {
   const auto got = read<float, 2>(out);
   EXPECT_EQ(got[0], 4.0f);
   EXPECT_EQ(got[1], 5.0f);
+}
+
+// An unused view of a norm (RmsNorm's bias, a residual without descriptor.residual) with absurd
+// strides is ignored; once its strides entered the walks and overflowed them.
+TEST_P(HostileTest, UnusedNormViewIsIgnored) {
+  Buffer x = buffer<float>({1.0f, 3.0f}), y = buffer<float>({0.0f, 0.0f});
+  NormDescriptor d;
+  d.shape = {1, 2};
+  d.has_weight = d.has_bias = false;
+  const RmsNormPlan plan = unwrap(RmsNormPlan::select(stream(), d));
+  NormArgs args;
+  args.x = {x.data(), DType::f32, {1, 2}, {2, 1}, 2};
+  args.bias = {x.data(), DType::f32, {151, 3}, {-5626332866401898538, kInt64Max}, 1};
+  args.residual = {x.data(), DType::f32, {1, 2}, {kInt64Max, kInt64Max}, 1};
+  args.y = {y.data(), DType::f32, {1, 2}, {2, 1}, 2};
+  ASSERT_TRUE(plan.run(stream(), {}, args).is_ok());
+  const auto got = read<float, 2>(y);
+  const float rstd = 1.0f / std::sqrt(5.0f + 1e-5f);  // mean of squares (1 + 9) / 2
+  EXPECT_NEAR(got[0], rstd, 1e-6f);
+  EXPECT_NEAR(got[1], 3.0f * rstd, 1e-6f);
+}
+
+// Operands each within the element limit whose broadcast is not: once an overflow in select.
+TEST_P(HostileTest, BroadcastOutputPastTheLimitIsAnError) {
+  BinaryDescriptor b;
+  b.a_shape = {247, 1};
+  b.b_shape = {1, int64_t{1} << 60};
+  EXPECT_TRUE(is_error(BinaryBackwardPlan::select(stream(), b).status(), StatusCode::invalid_problem,
+                       "BinaryBackwardPlan", "descriptor.b_shape"));
+  TernaryDescriptor t;
+  t.kind = TernaryKind::addcdiv;
+  t.a_shape = {247, 1};
+  t.b_shape = {1, int64_t{1} << 60};
+  t.c_shape = {1};
+  EXPECT_TRUE(is_error(TernaryBackwardPlan::select(stream(), t).status(), StatusCode::invalid_problem,
+                       "TernaryBackwardPlan", "descriptor.c_shape"));
 }
 
 TEST_P(HostileTest, SelfOverlappingOutputIsAnError) {
