@@ -206,8 +206,8 @@ TEST(Jit, TwoProcessesFillingOneCacheLeaveWholeFiles) {
 }
 
 TEST(Jit, NoNvrtcIsAStatusNotACrash) {
+  // (That the command succeeds with NVRTC is the two-process test's.)
   EXPECT_EQ(warm("BARACUDA_CACHE_DIR=off BARACUDA_NVRTC_LIBRARY=/nonexistent/libnvrtc.so"), 1);
-  EXPECT_EQ(warm("BARACUDA_CACHE_DIR=off"), 0);
 }
 #endif
 
