@@ -81,6 +81,18 @@ class UnaryTest : public testing::BackendDTypeTest {
     return t;
   }
 
+  // out = kind(x) through UnaryPlan, downloaded.
+  Tensor forward(UnaryKind kind, const Tensor& x) {
+    UnaryDescriptor d;
+    d.kind = kind;
+    d.dtype = dtype();
+    d.shape = x.shape;
+    Tensor out = output(x.shape);
+    EXPECT_TRUE(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), out.mut()}).is_ok());
+    EXPECT_TRUE(out.download().is_ok());
+    return out;
+  }
+
   // got against want rounded to the dtype: NaN for NaN, infinities exactly, else within tol.
   ::testing::AssertionResult matches(const Tensor& got, const std::function<double(int64_t)>& want, double tol) {
     for (int64_t i = 0; i < got.shape.numel(); ++i) {
@@ -287,13 +299,7 @@ TEST_P(UnaryTest, HostF32MathWithinItsBounds) {
   Tensor x = tensor_of(xs);
   for (UnaryKind kind : {UnaryKind::exp, UnaryKind::log1p, UnaryKind::erf, UnaryKind::gelu}) {
     SCOPED_TRACE(std::string(unary_kind_name(kind)));
-    UnaryDescriptor d;
-    d.kind = kind;
-    d.dtype = dtype();
-    d.shape = x.shape;
-    Tensor out = output(x.shape);
-    ASSERT_OK(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), out.mut()}));
-    ASSERT_OK(out.download());
+    const Tensor out = forward(kind, x);
     int wrong = 0;
     for (int64_t i = 0; i < x.shape.numel() && wrong < 10; ++i) {
       const float xi = static_cast<float>(x.at(i)), got = static_cast<float>(out.at(i));
@@ -400,13 +406,7 @@ TEST_P(UnaryTest, SqrtAndReciprocalOfEvery16BitValueAreCorrectlyRounded) {
   Tensor x = tensor_of(testing::every_16bit_value(dtype()));
   for (UnaryKind kind : {UnaryKind::sqrt, UnaryKind::reciprocal}) {
     SCOPED_TRACE(std::string(unary_kind_name(kind)));
-    UnaryDescriptor d;
-    d.kind = kind;
-    d.dtype = dtype();
-    d.shape = x.shape;
-    Tensor out = output(x.shape);
-    ASSERT_OK(unwrap(UnaryPlan::select(stream(), d)).run(stream(), {}, {x.ref(), out.mut()}));
-    ASSERT_OK(out.download());
+    const Tensor out = forward(kind, x);
     int wrong = 0;
     for (int64_t i = 0; i < x.shape.numel() && wrong < 10; ++i) {
       const double xi = x.at(i), exact = kind == UnaryKind::sqrt ? std::sqrt(xi) : 1.0 / xi;
