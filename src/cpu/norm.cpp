@@ -62,9 +62,13 @@ Status with_inner(bool unit, F&& f) {
   return unit ? f(std::true_type{}) : f(std::false_type{});
 }
 
+// The longest 16-bit row the forward converts once and keeps (32 KB of f32: within L1).
+inline constexpr int64_t kHeldRow = 8192;
+
 template <class T, class W, bool kUnit>
 Status forward(const NormForwardProblem& p) {
   using Acc = acc_t<T>;
+  constexpr bool k16 = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
   const NormGeometry& g = p.geometry;
   const NormArgs& a = p.args;
   const bool rms = p.kind == NormKind::rms, residual = p.desc.residual;
@@ -86,31 +90,42 @@ Status forward(const NormForwardProblem& p) {
       const Acc v = load<Acc>(x, inner_offset<kUnit>(g.inner, 0, j));
       return r ? rounded<T>(v + load<Acc>(r, inner_offset<kUnit>(g.inner, 1, j))) : v;
     };
+    // A 16-bit row of up to kHeldRow elements is converted once, into f32 that stays in L1 for the
+    // later passes; longer rows, and f32 / f64 ones, are read again.
+    alignas(64) Acc held[k16 ? kHeldRow : 1];
+    const bool hold = k16 && g.n <= kHeldRow;
     Acc sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < g.n; ++j) {
       const Acc v = value(j);
+      if (hold) held[j] = v;
       if (h) store(h, inner_offset<kUnit>(g.inner, 3, j), v);
       sum += rms ? v * v : v;
     }
-    Acc mean = 0, rstd;
-    if (rms) {
-      rstd = Acc(1) / std::sqrt(sum / n + eps);
-    } else {
-      mean = sum / n;
-      Acc dev = 0;
+    auto finish = [&](auto get) {
+      Acc mean = 0, rstd;
+      if (rms) {
+        rstd = Acc(1) / std::sqrt(sum / n + eps);
+      } else {
+        mean = sum / n;
+        Acc dev = 0;
 #pragma omp simd reduction(+ : dev)
-      for (int64_t j = 0; j < g.n; ++j) dev += (value(j) - mean) * (value(j) - mean);
-      rstd = Acc(1) / std::sqrt(dev / n + eps);
-    }
-    if (mean_out) mean_out[off[4]] = mean;
-    if (rstd_out) rstd_out[off[5]] = rstd;
-    for (int64_t j = 0; j < g.n; ++j) {
-      Acc out = (value(j) - mean) * rstd;
-      if (weight) out *= load<Acc>(weight, inner_offset<kUnit>(g.inner, 4, j)) + offset;
-      if (bias) out += load<Acc>(bias, inner_offset<kUnit>(g.inner, 5, j));
-      store(y, inner_offset<kUnit>(g.inner, 2, j), out);
-    }
+        for (int64_t j = 0; j < g.n; ++j) dev += (get(j) - mean) * (get(j) - mean);
+        rstd = Acc(1) / std::sqrt(dev / n + eps);
+      }
+      if (mean_out) mean_out[off[4]] = mean;
+      if (rstd_out) rstd_out[off[5]] = rstd;
+      for (int64_t j = 0; j < g.n; ++j) {
+        Acc out = (get(j) - mean) * rstd;
+        if (weight) out *= load<Acc>(weight, inner_offset<kUnit>(g.inner, 4, j)) + offset;
+        if (bias) out += load<Acc>(bias, inner_offset<kUnit>(g.inner, 5, j));
+        store(y, inner_offset<kUnit>(g.inner, 2, j), out);
+      }
+    };
+    if (hold)
+      finish([&](int64_t j) { return held[j]; });
+    else
+      finish(value);
   }
   return Status::ok();
 }
