@@ -1,6 +1,7 @@
-// The CPU kernels of the norm plans: rows in parallel, each read once for its mean, once for its
-// squared deviations and once to write (the same two-pass statistics as the GPU's); the backward's
-// dweight and dbias summed by blocks of columns over the rows in order (deterministic, no scratch).
+// The CPU kernels of the norm plans: rows in parallel, each pass over a row once for its mean, once
+// for its squared deviations and once to write (the same two-pass statistics as the GPU's; a short
+// 16-bit row converted once into f32 the later passes read); the backward's dweight and dbias
+// summed by blocks of columns over the rows in order (deterministic, no scratch).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
