@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "common/convert.hpp"
 #include "common/dispatch.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/norm_problem.hpp"
@@ -13,26 +14,19 @@
 namespace baracuda::detail::cpu {
 namespace {
 
+// The data's values in the compute type and back, by the library's one conversion.
 template <class Acc, class T>
 Acc load(const T* p, int64_t i) {
-  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
-    return static_cast<Acc>(static_cast<float>(p[i]));
-  else
-    return static_cast<Acc>(p[i]);
+  return convert<Acc>(p[i]);
 }
 template <class T, class Acc>
 void store(T* p, int64_t i, Acc v) {
-  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
-    p[i] = T(static_cast<float>(v));
-  else
-    p[i] = static_cast<T>(v);
+  p[i] = convert<T>(v);
 }
 // A value as T holds it (h = x + residual is rounded to x's dtype).
 template <class T, class Acc>
 Acc rounded(Acc v) {
-  T t[1];
-  store(t, 0, v);
-  return load<Acc>(t, 0);
+  return convert<Acc>(convert<T>(v));
 }
 
 // Element j's offset in tensor t along the normalized dims; kUnit: every tensor is contiguous

@@ -164,17 +164,8 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<
   // With a broadcast weight, dweight's reduction may read dout, a and b after the elementwise pass
   // wrote da and db: when dweight is asked for, no gradient may be an input, not even exactly.
   static Status check_args(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args& a) {
-    if (weight_is_broadcast(d) && a.dweight.data) {
-      for (const ArgField<Args>& out : kFields) {
-        if (!out.out || !out.get(a).data) continue;
-        for (const ArgField<Args>& in : kFields) {
-          if (in.out) continue;
-          const Status s = check_disjoint(kSchema.plan, "args." + std::string(out.name), out.get(a),
-                                          "args." + std::string(in.name), in.get(a));
-          if (!s) return s;
-        }
-      }
-    }
+    if (weight_is_broadcast(d) && a.dweight.data)
+      if (Status s = check_no_alias<Args>(kSchema.plan, kFields, a, [](size_t, size_t) { return true; }); !s) return s;
     return Base::check_args(t, d, c, a);
   }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {

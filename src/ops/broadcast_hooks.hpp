@@ -71,30 +71,19 @@ struct BroadcastHooksBase {
     }
     return path(ctx.target, d, c, &a);
   }
-  // An output may be an input exactly where Hooks allows it, and overlap nothing else; a forced
-  // elementwise variant must fit the views.
+  // An output may be an input exactly only where Hooks allows it (every other overlap is refused by
+  // every plan's rule: plan_impl.hpp); a forced elementwise variant must fit the views. A view the
+  // descriptor does not use (a scalar operand's) was never checked: it is no memory.
   template <class Args>
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
     const std::string_view plan = Hooks::kSchema.plan;
     constexpr int kCount = static_cast<int>(std::size(Hooks::kFields));
-    // A view the descriptor does not use (a scalar operand's) was never checked: it is no memory.
     ArgSpec specs[kCount];
     Hooks::arg_specs(d, specs);
-    for (int o = 0; o < kCount; ++o) {
-      if (!Hooks::kFields[o].out || !specs[o].present) continue;
-      const AnyTensorRef out = Hooks::kFields[o].get(a);
-      const std::string out_field = "args." + std::string(Hooks::kFields[o].name);
-      for (int i = 0; i < kCount; ++i) {
-        if (i == o || !specs[i].present) continue;  // (a view without data shares nothing)
-        const AnyTensorRef other = Hooks::kFields[i].get(a);
-        const std::string field = "args." + std::string(Hooks::kFields[i].name);
-        // Another output, or an input the output may not be: no shared memory at all.
-        const bool exact_ok = !Hooks::kFields[i].out && Hooks::may_alias(d, a, o, i);
-        const Status s = exact_ok ? check_alias(plan, out_field, out, field, other)
-                                  : check_disjoint(plan, out_field, out, field, other);
-        if (!s) return s;
-      }
-    }
+    const Status s = check_no_alias<Args>(plan, Hooks::kFields, a, [&](size_t o, size_t i) {
+      return specs[o].present && specs[i].present && !Hooks::may_alias(d, a, static_cast<int>(o), static_cast<int>(i));
+    });
+    if (!s) return s;
     if (c.variant < 0 || c.variant == kBroadcastReduce) return Status::ok();
     return Hooks::elementwise_views(d, a, [&](std::initializer_list<AnyTensorRef> v, int inputs) {
       return check_forced_path(plan, forced_path(c.variant), Family::output_shape(d), v, inputs);

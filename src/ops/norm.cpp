@@ -12,6 +12,22 @@
 #include "ops/plan_impl.hpp"
 
 namespace baracuda::detail {
+namespace {
+
+Shape leading_shape(const NormDescriptor& d) {
+  Shape s;
+  s.rank = d.shape.rank - d.normalized_dims;
+  for (int k = 0; k < s.rank; ++k) s.dims[k] = d.shape.dims[k];
+  return s;
+}
+Shape normalized_shape(const NormDescriptor& d) {
+  Shape s;
+  s.rank = d.normalized_dims;
+  for (int k = 0; k < s.rank; ++k) s.dims[k] = d.shape.dims[d.shape.rank - d.normalized_dims + k];
+  return s;
+}
+
+}  // namespace
 
 NormGeometry norm_geometry(const NormDescriptor& d, std::initializer_list<AnyTensorRef> full,
                            std::initializer_list<AnyTensorRef> inner_only, std::initializer_list<AnyTensorRef> stats) {
@@ -19,12 +35,8 @@ NormGeometry norm_geometry(const NormDescriptor& d, std::initializer_list<AnyTen
   NormGeometry g;
   bool leading[kMaxRank] = {}, trailing[kMaxRank] = {};
   for (int k = 0; k < rank; ++k) (k < lead ? leading : trailing)[k] = true;
-  Shape lead_shape, inner_shape;
-  lead_shape.rank = lead;
-  inner_shape.rank = d.normalized_dims;
-  for (int k = 0; k < rank; ++k) (k < lead ? lead_shape.dims[k] : inner_shape.dims[k - lead]) = d.shape.dims[k];
-  g.rows = lead_shape.numel();
-  g.n = inner_shape.numel();
+  g.rows = leading_shape(d).numel();
+  g.n = normalized_shape(d).numel();
   // Every view's strides laid along x's dims (an absent view's are zero).
   Strides row_strides[kNormRowTensors] = {}, inner_strides[kNormInnerTensors] = {};
   int t = 0;
@@ -75,20 +87,6 @@ constexpr VariantInfo kVariants[] = {
 };
 
 DType weight_dtype_of(const NormDescriptor& d) { return d.weight_dtype.value_or(d.dtype); }
-DType stats_dtype_of(const NormDescriptor& d) { return d.dtype == DType::f64 ? DType::f64 : DType::f32; }
-
-Shape leading_shape(const NormDescriptor& d) {
-  Shape s;
-  s.rank = d.shape.rank - d.normalized_dims;
-  for (int k = 0; k < s.rank; ++k) s.dims[k] = d.shape.dims[k];
-  return s;
-}
-Shape normalized_shape(const NormDescriptor& d) {
-  Shape s;
-  s.rank = d.normalized_dims;
-  for (int k = 0; k < s.rank; ++k) s.dims[k] = d.shape.dims[d.shape.rank - d.normalized_dims + k];
-  return s;
-}
 
 template <NormKind K, bool kBackward>
 struct NormHooks {
@@ -152,7 +150,7 @@ struct NormHooks {
   }
 
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
-    const DType w = weight_dtype_of(d), stats = stats_dtype_of(d);
+    const DType w = weight_dtype_of(d), stats = acc_dtype(d.dtype);
     const Shape lead = leading_shape(d), inner = normalized_shape(d);
     auto set = [&](int i, DType dtype, const Shape& shape, bool present, bool optional = false) {
       specs[i].dtype = dtype;
@@ -200,7 +198,7 @@ struct NormHooks {
     if constexpr (kBackward) {
       if (d.has_weight || (!kRms && d.has_bias)) {
         const NormChunks chunks = norm_chunks(rows, n, t.sm_count, true);
-        c.workspace = static_cast<size_t>(2 * chunks.chunks * n) * dtype_size(stats_dtype_of(d));
+        c.workspace = static_cast<size_t>(2 * chunks.chunks * n) * dtype_size(acc_dtype(d.dtype));
       }
     }
 #if BARACUDA_HAS_CUDA
@@ -220,7 +218,7 @@ struct NormHooks {
 
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
     PrecisionGuarantee g;
-    g.compute = g.accumulator = stats_dtype_of(d);
+    g.compute = g.accumulator = acc_dtype(d.dtype);
     return g;
   }
 
@@ -244,18 +242,9 @@ struct NormHooks {
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
     std::array<ArgSpec, std::size(kFields)> specs{};
     arg_specs(d, specs);
-    for (size_t o = 0; o < std::size(kFields); ++o) {
-      const ArgField<Args>& out = kFields[o];
-      if (!out.out || !specs[o].present || out.name == "y" || out.name == "dx") continue;
-      for (size_t i = 0; i < std::size(kFields); ++i) {
-        const ArgField<Args>& in = kFields[i];
-        if (in.out || !specs[i].present) continue;
-        const Status s = check_disjoint(kPlan, "args." + std::string(out.name), out.get(a),
-                                        "args." + std::string(in.name), in.get(a));
-        if (!s) return s;
-      }
-    }
-    return Status::ok();
+    return check_no_alias<Args>(kPlan, kFields, a, [&](size_t o, size_t i) {
+      return specs[o].present && specs[i].present && kFields[o].name != "y" && kFields[o].name != "dx";
+    });
   }
 
   // The args with every view the descriptor does not use cleared: an unused input may hold anything

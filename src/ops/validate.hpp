@@ -82,6 +82,24 @@ Status check_outputs_against_inputs(std::string_view plan, std::span<const ArgFi
   return Status::ok();
 }
 
+// A family's narrowing of that rule: no output `o` shares memory with an input `i` for which
+// forbidden(o, i) holds (field indices), not even as the same view: where the op reads the input
+// again after writing the output. Outputs without data are skipped.
+template <class Args, class Forbidden>
+Status check_no_alias(std::string_view plan, std::span<const ArgField<Args>> fields, const Args& args,
+                      Forbidden&& forbidden) {
+  for (size_t o = 0; o < fields.size(); ++o) {
+    if (!fields[o].out || !fields[o].get(args).data) continue;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i].out || !forbidden(o, i)) continue;
+      const Status s = check_disjoint(plan, "args." + std::string(fields[o].name), fields[o].get(args),
+                                      "args." + std::string(fields[i].name), fields[i].get(args));
+      if (!s) return s;
+    }
+  }
+  return Status::ok();
+}
+
 // The workspace is at least `needed` bytes and 16-byte aligned.
 Status check_workspace(std::string_view plan, const Workspace& workspace, size_t needed);
 

@@ -118,9 +118,9 @@ struct PlanTarget {
 };
 // What select decided, fixed for the plan's life (so runs are reproducible).
 struct PlanChoice {
-  int variant = -1;      // index into the schema's variants; -1: the views pick it at run
-  size_t workspace = 0;  // bytes
-  int64_t knob = 0;      // a family's own select-time decision (e.g. how a reduction is split)
+  int variant = -1;               // index into the schema's variants; -1: the views pick it at run
+  size_t workspace = 0;           // bytes
+  int64_t knob = 0;               // a family's own select-time decision (e.g. how a reduction is split)
   const void* kernels = nullptr;  // CUDA: the kernels select compiled (a process-wide cache owns them)
 };
 }  // namespace detail

@@ -129,14 +129,17 @@ std::vector<std::string> options_for(const Program& program, int arch) {
   return opts;
 }
 
-// Everything a compile depends on, as text: the cache file holds it and must match it whole.
-std::string key_text(const Program& program, int arch) {
+}  // namespace
+
+std::string cache_key(const Program& program, int arch) {
   std::string k = "baracuda-jit 1\nsources " + fingerprint() + "\nnvrtc " + nvrtc_version_text() + "\n";
   for (const std::string& o : options_for(program, arch)) k += "option " + o + "\n";
   for (const std::string& name : program.kernels) k += "kernel " + name + "\n";
   k += "source\n" + program.source;
   return k;
 }
+
+namespace {
 
 std::string cache_file_name(const std::string& key) {
   return hex(fnv1a(key)) + hex(fnv1a(key, 0x84222325cbf29ce4ull)) + ".cubin";
@@ -324,7 +327,7 @@ int embedded_source_count() { return static_cast<int>(embedded_sources().size())
 
 Expected<Compiled> compile(const Program& program, int arch, std::string_view plan) {
   if (arch <= 0) return jit_error(plan, program, "no arch to compile for (" + std::to_string(arch) + ")");
-  const std::string key = key_text(program, arch);
+  const std::string key = cache_key(program, arch);
   const std::string dir = cache_directory();
   const std::string file = cache_file_name(key);
   if (!dir.empty()) {

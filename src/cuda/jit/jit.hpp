@@ -63,6 +63,10 @@ Expected<const Module*> load(const Program& program, int arch, std::string_view 
 // kernels' specializations depend on them): the warm-up command and the compile test use it.
 std::vector<Program> catalog(const std::vector<int64_t>& row_lengths);
 
+// Everything a compile depends on, as text: the disk cache's files hold it, the in-process cache
+// keys by it.
+std::string cache_key(const Program& program, int arch);
+
 // A hash of the embedded device sources (what a cache key starts from) and their count.
 std::string sources_fingerprint();
 int embedded_source_count();

@@ -49,9 +49,7 @@ Cache& cache() {
 }  // namespace
 
 Expected<const Module*> load(const Program& program, int arch, std::string_view plan) {
-  std::string key = std::to_string(arch) + "\n" + program.source;
-  for (const std::string& o : program.options) key += "\n" + o;
-  for (const std::string& k : program.kernels) key += "\n" + k;
+  const std::string key = cache_key(program, arch);
   Cache& c = cache();
   std::promise<Expected<const Module*>> promise;
   std::shared_future<Expected<const Module*>> future;
