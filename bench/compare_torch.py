@@ -551,6 +551,62 @@ NORM_CASES = {
     "h = x + r; F.rms_norm(h, [n], w)": norm_case("rms", residual=True),
 }
 
+def matmul_case(backward=False):
+    """torch.matmul of a [M, K] by b [K, N] (the profiler's shape is M x N x K)."""
+    def build(shape, dtype):
+        m, n, k = shape
+
+        def inputs(grad=False):
+            return rand((m, k), dtype).requires_grad_(grad), rand((k, n), dtype).requires_grad_(grad)
+        if not backward:
+            return (lambda: inputs()), lambda s: torch.matmul(*s)
+
+        def make():
+            a, b = inputs(True)
+            return torch.matmul(a, b), [a, b], rand((m, n), dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+def linear_case(act=None, backward=False, compile=False):
+    """F.linear of x [M, K] by w [N, K] and bias [N], then act (the profiler's shape is M x N x K)."""
+    def forward(x, w, b):
+        y = torch.nn.functional.linear(x, w, b)
+        return act(y) if act else y
+
+    def build(shape, dtype):
+        m, n, k = shape
+        fn = forward
+        if compile:
+            torch._dynamo.reset()
+            fn = torch.compile(forward, dynamic=False)
+
+        def inputs(grad=False):
+            return tuple(t.requires_grad_(grad) for t in (rand((m, k), dtype), rand((n, k), dtype), rand((n,), dtype)))
+        if not backward:
+            return (lambda: inputs()), lambda s: fn(*s)
+
+        def make():
+            x, w, b = inputs(True)
+            return fn(x, w, b), [x, w, b], rand((m, n), dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+def gelu_tanh(y):
+    return torch.nn.functional.gelu(y, approximate="tanh")
+
+
+MATMUL_CASES = {
+    "torch.matmul(a, b)": matmul_case(),
+    "autograd of torch.matmul(a, b)": matmul_case(True),
+    "F.linear(x, w, b)": linear_case(),
+    "F.gelu(F.linear(x, w, b))": linear_case(torch.nn.functional.gelu),
+    "F.gelu(F.linear(x, w, b), approximate='tanh')": linear_case(gelu_tanh),
+    "autograd of F.gelu(F.linear(x, w, b))": linear_case(torch.nn.functional.gelu, True),
+}
+
+
 TORCH_CASES = {
     "torch.lerp(a, b, 0.3)": binary_param_forward(torch.lerp, False),
     "torch.lerp(a, b, w[D])": binary_param_forward(torch.lerp, True),
@@ -587,6 +643,7 @@ TORCH_CASES = {
     **COPY_CASES,
     **GATED_CASES,
     **NORM_CASES,
+    **MATMUL_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,
@@ -666,10 +723,13 @@ EXTRA_FORWARD.update({
     "F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", compile=True)},
     "F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", compile=True)},
     "h = x + r; F.rms_norm(h, [n], w)": {"compile ms": norm_case("rms", residual=True, compile=True)},
+    "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
+    "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
 })
 EXTRA_BACKWARD = {
     "autograd of F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", True, compile=True)},
     "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True)},
+    "autograd of F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, True, compile=True)},
     "aten._softmax_backward_data(dy, y, -1)": {
         "liger ms": peer_backward("liger_kernel.ops.softmax", "LigerSoftmaxFunction")},
     "sparsemax_backward(y, dy, -1)": {

@@ -13,6 +13,7 @@ std::string PrecisionGuarantee::to_string() const {
   s += dtype_name(accumulator);
   s += bit_stable ? " bit-stable" : " not-bit-stable";
   s += deterministic ? " deterministic" : " nondeterministic";
+  if (tf32) s += " tf32-inputs";
   return s;
 }
 

@@ -201,5 +201,6 @@ std::vector<std::unique_ptr<OpRow>> copy_rows();
 std::vector<std::unique_ptr<OpRow>> gated_rows();
 std::vector<std::unique_ptr<OpRow>> ternary_rows();
 std::vector<std::unique_ptr<OpRow>> norm_rows();
+std::vector<std::unique_ptr<OpRow>> matmul_rows();
 
 }  // namespace baracuda::harness

@@ -34,6 +34,7 @@ struct PrecisionGuarantee {
   DType accumulator = DType::f32;  // the precision of sums (reductions)
   bool bit_stable = true;          // same inputs, same hardware: same bits
   bool deterministic = true;       // no atomics whose order changes the result
+  bool tf32 = false;               // f32 inputs rounded to TF32 (10 mantissa bits) before their products
   std::string to_string() const;
 };
 

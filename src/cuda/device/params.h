@@ -56,4 +56,18 @@ struct NormFinalizeParams {
   Walk<2> inner;  // dweight, dbias
 };
 
+// The matmul family's elementwise passes (cuda/device/matmul.cuh), element i of a walk over the
+// output's dims: dst = act(scale * src + bias[(i % n) * bias_stride]) (a GEMM's result without its
+// GEMM, its unfused epilogue, c copied into out), dst = act(src) / src * act'(pre) (the linear plans), dst = src (an f32
+// accumulator rounded), or ones.
+struct MatmulPassParams {
+  const void* src;  // null: 0
+  const void* pre;
+  const void* bias;  // null: none
+  void* dst;
+  long long total, n, bias_stride;
+  double scale;
+  Walk<3> walk;  // src, pre, dst
+};
+
 }  // namespace baracuda::device

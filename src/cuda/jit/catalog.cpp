@@ -1,9 +1,14 @@
 // Every family's programs, gathered for the warm-up command and the compile test.
 #include "cuda/jit/jit.hpp"
+#include "ops/matmul_problem.hpp"
 #include "ops/norm_problem.hpp"
 
 namespace baracuda::detail::jit {
 
-std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) { return norm_programs(row_lengths); }
+std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
+  std::vector<Program> out = norm_programs(row_lengths);
+  for (Program& p : matmul_programs()) out.push_back(std::move(p));
+  return out;
+}
 
 }  // namespace baracuda::detail::jit

@@ -1,0 +1,108 @@
+#pragma once
+// Matrix products: the GPU's through cuBLASLt, the CPU's through OpenBLAS (16-bit data through f32
+// panels). Every plan here is one or more GEMMs on the views as given: no copies.
+//
+//   MatmulPlan          out = alpha * op(a) @ op(b) + beta * c           (torch.matmul, torch.addmm, baddbmm)
+//   MatmulBackwardPlan  da = alpha * dout @ op(b)^T, db = alpha * op(a)^T @ dout  (as op demands, transposed back)
+//   LinearPlan          y = act(x @ weight^T + bias)                      (F.linear, then an activation)
+//   LinearBackwardPlan  dpre = dy * act'(pre); dx = dpre @ weight, dweight = dpre^T @ x, dbias = sum of dpre rows
+//
+// Shapes, as torch.matmul: op(a) is [..., M, K] and op(b) [..., K, N] (op transposes the last two
+// dims when asked); their leading (batch) dims broadcast against each other, and out is
+// [batch..., M, N]. A 1-D a is the row [1, K], a 1-D b the column [K, 1], and that dim is dropped
+// from out. The backward sums da and db over the batch dims they were broadcast along, in a fixed
+// order (no atomics). K = 0 gives out = beta * c.
+//
+// Views: any batch strides (zero ones broadcast); each matrix (the last two dims) must have a unit
+// stride along one of its dims and a stride no smaller than that dim's extent along the other (rows
+// padded or a transposed view are fine; a matrix broadcast along a matrix dim is not): BLAS and
+// cuBLASLt take no other layout, and can_implement says which view when one does not fit. c may be
+// out itself (addmm in place); no output may otherwise overlap an input.
+//
+// dtypes: a, b (x, weight, bias) share `dtype` (f32, f64, f16, bf16); 16-bit inputs multiply and
+// accumulate in f32 and out may be f32 (`out_dtype`); f64 in f64. f32 products in TF32 (10
+// mantissa bits, Hopper's tensor cores) only with `allow_tf32`, and precision_guarantee().tf32 says
+// so. Deterministic: the same GEMM configuration gives the same bits run after run (cuBLASLt's
+// split-K schemes sum in a fixed order); not batch-invariant: the algorithm, chosen for the shape,
+// may change with M.
+#include <optional>
+
+#include "baracuda/core/plan.hpp"
+
+namespace baracuda {
+
+struct MatmulDescriptor {
+  DType dtype = DType::f32;
+  std::optional<DType> out_dtype;  // of out and c: nullopt is dtype; f32 with 16-bit inputs
+  Shape a, b;                      // the operands as stored (before op), rank 1..8
+  bool transpose_a = false;        // op(a) = a with its last two dims swapped (a of rank >= 2)
+  bool transpose_b = false;
+  double alpha = 1.0;  // finite
+  double beta = 0.0;   // finite; applies to c
+  bool has_c = false;  // add beta * c, c of out's shape
+  bool allow_tf32 = false;
+};
+
+struct MatmulArgs {
+  AnyTensorRef a;
+  AnyTensorRef b;
+  AnyTensorRef c;  // with has_c: out's shape and dtype; may be out itself
+  AnyTensorMut out;
+};
+
+struct MatmulBackwardArgs {
+  AnyTensorRef dout;  // out's shape and dtype
+  AnyTensorRef a;     // read for db
+  AnyTensorRef b;     // read for da
+  AnyTensorMut da;    // optional: a's shape and dtype
+  AnyTensorMut db;    // optional
+};
+
+// The activation a LinearPlan applies after the bias.
+enum class Activation : unsigned char {
+  none,
+  relu,
+  gelu,       // x * Phi(x), the erf form (F.gelu's default)
+  gelu_tanh,  // the tanh approximation (F.gelu(approximate="tanh"))
+  silu,       // x * sigmoid(x)
+};
+std::string_view activation_name(Activation activation);
+
+struct LinearDescriptor {
+  DType dtype = DType::f32;  // of x, weight, bias, y (and pre)
+  Shape x;                   // [..., in_features], rank 1..8
+  int64_t out_features = 0;  // weight is [out_features, in_features]
+  bool has_bias = true;
+  Activation activation = Activation::none;
+  bool allow_tf32 = false;
+};
+
+struct LinearArgs {
+  AnyTensorRef x;
+  AnyTensorRef weight;  // [out_features, in_features]
+  AnyTensorRef bias;    // [out_features], with has_bias
+  AnyTensorMut y;       // [..., out_features]
+  AnyTensorMut pre;     // optional, with an activation: x @ weight^T + bias, which the backward reads
+};
+
+struct LinearBackwardArgs {
+  AnyTensorRef dy;      // y's shape
+  AnyTensorRef x;       // read for dweight
+  AnyTensorRef weight;  // read for dx
+  AnyTensorRef pre;     // with an activation: the forward's pre
+  AnyTensorMut dx;      // optional
+  AnyTensorMut dweight;  // optional
+  AnyTensorMut dbias;    // optional, with has_bias
+};
+
+struct MatmulOp : OpTag<MatmulDescriptor, MatmulArgs> {};
+struct MatmulBackwardOp : OpTag<MatmulDescriptor, MatmulBackwardArgs> {};
+struct LinearOp : OpTag<LinearDescriptor, LinearArgs> {};
+struct LinearBackwardOp : OpTag<LinearDescriptor, LinearBackwardArgs> {};
+
+using MatmulPlan = Plan<MatmulOp>;
+using MatmulBackwardPlan = Plan<MatmulBackwardOp>;
+using LinearPlan = Plan<LinearOp>;
+using LinearBackwardPlan = Plan<LinearBackwardOp>;
+
+}  // namespace baracuda

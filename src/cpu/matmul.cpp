@@ -1,0 +1,279 @@
+// The CPU side of the matmul plans: each GEMM by OpenBLAS on the views as they lie (f32, f64), or,
+// for 16-bit data, on f32 copies of each batch entry's matrices (the library's conversion, then
+// sgemm, then one rounding of the f32 result); summed batch dims accumulate in order into one
+// result (deterministic); the bias and activation applied to the result before it is stored.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "common/convert.hpp"
+#include "common/dispatch.hpp"
+#include "common/elementwise.hpp"
+#include "cpu/parallel.hpp"
+#include "ops/matmul_problem.hpp"
+
+namespace baracuda::detail::cpu {
+namespace {
+
+template <class T>
+using acc_t = typename acc_type<T>::type;
+
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+double activate(Activation act, double x) {
+  switch (act) {
+    case Activation::relu:
+      return x > 0 ? x : (std::isnan(x) ? x : 0.0);
+    case Activation::gelu:
+      return 0.5 * x * (1.0 + std::erf(x * kSqrtHalf));
+    case Activation::gelu_tanh:
+      return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+    case Activation::silu:
+      return x / (1.0 + std::exp(-x));
+    case Activation::none:
+      break;
+  }
+  return x;
+}
+
+// d act / dx at x.
+double activation_slope(Activation act, double x) {
+  switch (act) {
+    case Activation::relu:
+      return x > 0 ? 1.0 : 0.0;
+    case Activation::gelu:
+      return 0.5 * (1.0 + std::erf(x * kSqrtHalf)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+    case Activation::gelu_tanh: {
+      const double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
+      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3 * 0.044715 * x * x);
+    }
+    case Activation::silu: {
+      const double s = 1.0 / (1.0 + std::exp(-x));
+      return s * (1.0 + x * (1.0 - s));
+    }
+    case Activation::none:
+      break;
+  }
+  return 1.0;
+}
+
+template <class T>
+Status run_pass(const ActivationPass& pass) {
+  const Strides* strides[3] = {&pass.src.strides, &pass.pre.strides, &pass.dst.strides};
+  Strides none{};
+  if (!pass.pre.data) strides[1] = &none;
+  const Walker<3> w = make_walker<3>(pass.shape, strides);
+  const int64_t total = pass.shape.numel();
+  const T* src = static_cast<const T*>(pass.src.data);
+  const T* pre = static_cast<const T*>(pass.pre.data);
+  T* dst = static_cast<T*>(pass.dst.data);
+#pragma omp parallel for schedule(static) if (total >= kParallelThreshold)
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t off[3];
+    w.offsets(i, off);
+    const double s = convert<double>(src[off[0]]);
+    const double v = pass.backward ? s * activation_slope(pass.activation, convert<double>(pre[off[1]]))
+                                   : activate(pass.activation, s);
+    dst[off[2]] = convert<T>(static_cast<acc_t<T>>(v));
+  }
+  return Status::ok();
+}
+
+// A matrix as BLAS takes it in `row_major` order: transposed or not, and its leading dimension.
+struct BlasOperand {
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 1;
+};
+BlasOperand operand(int64_t rows, int64_t cols, GemmMatrix m, bool row_major) {
+  gemm_layout_ok(rows, cols, m.rs, m.cs);
+  const bool natural = row_major ? m.cs == 1 : m.rs == 1;
+  const int64_t ld = natural ? (row_major ? m.rs : m.cs) : (row_major ? m.cs : m.rs);
+  return {natural ? CblasNoTrans : CblasTrans, std::max<int64_t>(ld, 1)};
+}
+
+// Offsets of the kept (outer) batch entry `kept` and of the summed entry `r` along each tensor.
+struct BatchWalk {
+  Walker<4> kept, summed;
+  int64_t kept_count = 1, summed_count = 1;
+};
+BatchWalk batch_walk(const Gemm& g) {
+  BatchWalk b;
+  const int reduced = g.reduced_dims(), outer = g.batch_rank - reduced;
+  b.kept.rank = outer;
+  b.summed.rank = reduced;
+  for (int i = 0; i < g.batch_rank; ++i) {
+    Walker<4>& w = i < outer ? b.kept : b.summed;
+    const int j = i < outer ? i : i - outer;
+    w.sizes[j] = g.batch[i];
+    for (int t = 0; t < 4; ++t) w.strides[t][j] = g.stride[t][i];
+  }
+  b.kept_count = b.kept.numel();
+  b.summed_count = b.summed.numel();
+  return b;
+}
+
+// d (m x n, its own strides) from the f32 / f64 result `acc` (row-major m x n) or in place: the bias,
+// the activation, the store.
+template <class O, class Acc>
+void finish(const Gemm& g, const Acc* acc, O* d) {
+  const O* bias = static_cast<const O*>(g.bias);
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      O* out = d + i * g.d.rs + j * g.d.cs;
+      double v = acc ? static_cast<double>(acc[i * g.n + j]) : convert<double>(*out);
+      if (bias) v += convert<double>(bias[j * g.bias_stride]);
+      if (g.activation != Activation::none) v = activate(g.activation, v);
+      *out = convert<O>(static_cast<acc_t<O>>(v));
+    }
+}
+
+template <class T>
+void blas_gemm(bool row_major, int64_t m, int64_t n, int64_t k, double alpha, const T* a, BlasOperand oa, const T* b,
+               BlasOperand ob, double beta, T* d, int64_t ldd) {
+  const CBLAS_ORDER order = row_major ? CblasRowMajor : CblasColMajor;
+  if constexpr (std::is_same_v<T, double>)
+    cblas_dgemm(order, oa.trans, ob.trans, static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k),
+                alpha, a, static_cast<blasint>(oa.ld), b, static_cast<blasint>(ob.ld), beta, d,
+                static_cast<blasint>(ldd));
+  else
+    cblas_sgemm(order, oa.trans, ob.trans, static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k),
+                static_cast<float>(alpha), a, static_cast<blasint>(oa.ld), b, static_cast<blasint>(ob.ld),
+                static_cast<float>(beta), d, static_cast<blasint>(ldd));
+}
+
+// One kept batch entry of an f32 / f64 GEMM on the views themselves.
+template <class T>
+void gemm_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
+  int64_t base[4];
+  bw.kept.offsets(kept, base);
+  T* d = static_cast<T*>(const_cast<void*>(g.d.data)) + base[kGemmD];
+  GemmMatrix dm = g.d;
+  gemm_layout_ok(g.m, g.n, dm.rs, dm.cs);
+  const bool row_major = dm.cs == 1;
+  const int64_t ldd = std::max<int64_t>(1, row_major ? dm.rs : dm.cs);
+  double beta = 0.0;
+  if (g.c.data && g.beta != 0.0) {
+    const T* c = static_cast<const T*>(g.c.data) + base[kGemmC];
+    if (c != d || g.c.rs != g.d.rs || g.c.cs != g.d.cs)
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) d[i * g.d.rs + j * g.d.cs] = c[i * g.c.rs + j * g.c.cs];
+    beta = g.beta;
+  }
+  if (g.k == 0 || bw.summed_count == 0) {
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        T& v = d[i * g.d.rs + j * g.d.cs];
+        v = beta == 0.0 ? T(0) : static_cast<T>(beta * v);
+      }
+  }
+  for (int64_t r = 0; r < bw.summed_count && g.k > 0; ++r) {
+    int64_t off[4];
+    bw.summed.offsets(r, off);
+    const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
+    const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
+    // Column-major d: d^T = b^T a^T keeps d's own order.
+    blas_gemm<T>(row_major, g.m, g.n, g.k, g.alpha, a, operand(g.m, g.k, g.a, row_major), b,
+                 operand(g.k, g.n, g.b, row_major), r == 0 ? beta : 1.0, d, ldd);
+  }
+  if (g.bias || g.activation != Activation::none) finish<T, T>(g, nullptr, d);
+}
+
+// One kept batch entry of a 16-bit GEMM through f32 copies (row-major panels).
+template <class T, class O>
+void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector<float>& scratch) {
+  int64_t base[4];
+  bw.kept.offsets(kept, base);
+  scratch.resize(static_cast<size_t>(g.m * g.k + g.k * g.n + g.m * g.n));
+  float* a32 = scratch.data();
+  float* b32 = a32 + g.m * g.k;
+  float* acc = b32 + g.k * g.n;
+  O* d = static_cast<O*>(const_cast<void*>(g.d.data)) + base[kGemmD];
+  if (g.c.data && g.beta != 0.0) {
+    const O* c = static_cast<const O*>(g.c.data) + base[kGemmC];
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j)
+        acc[i * g.n + j] = static_cast<float>(g.beta * convert<float>(c[i * g.c.rs + j * g.c.cs]));
+  } else {
+    std::fill(acc, acc + g.m * g.n, 0.0f);
+  }
+  for (int64_t r = 0; r < bw.summed_count && g.k > 0; ++r) {
+    int64_t off[4];
+    bw.summed.offsets(r, off);
+    const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
+    const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.k; ++j) a32[i * g.k + j] = convert<float>(a[i * g.a.rs + j * g.a.cs]);
+    for (int64_t i = 0; i < g.k; ++i)
+      for (int64_t j = 0; j < g.n; ++j) b32[i * g.n + j] = convert<float>(b[i * g.b.rs + j * g.b.cs]);
+    blas_gemm<float>(true, g.m, g.n, g.k, g.alpha, a32, {CblasNoTrans, g.k}, b32, {CblasNoTrans, g.n}, 1.0, acc, g.n);
+  }
+  finish<O, float>(g, acc, d);
+}
+
+template <class T, class O>
+Status run_gemm(const Gemm& g) {
+  if (g.m == 0 || g.n == 0) return Status::ok();
+  const BatchWalk bw = batch_walk(g);
+  if (bw.kept_count == 0) return Status::ok();
+  // Many small products: one per thread (BLAS runs single-threaded inside a parallel region);
+  // otherwise one at a time, BLAS's threads inside each.
+  const double work = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  const bool across = bw.kept_count > 1 && work * static_cast<double>(bw.summed_count) < double(1 << 22);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+#pragma omp parallel for schedule(dynamic) if (across)
+    for (int64_t e = 0; e < bw.kept_count; ++e) gemm_entry<T>(g, bw, e);
+  } else {
+#pragma omp parallel if (across)
+    {
+      std::vector<float> scratch;
+#pragma omp for schedule(dynamic)
+      for (int64_t e = 0; e < bw.kept_count; ++e) gemm_entry_16<T, O>(g, bw, e, scratch);
+    }
+  }
+  return Status::ok();
+}
+
+template <class T>
+void fill_ones(void* at, int64_t count) {
+  T* p = static_cast<T*>(at);
+  std::fill(p, p + count, convert<T>(1.0f));
+}
+
+}  // namespace
+
+Status launch(const LaunchContext& ctx, const MatmulProblem& p) {
+  if (p.ones_count)
+    if (Status s = dispatch_float<half, bfloat16>(p.ones_dtype, [&](auto t) {
+          fill_ones<typename decltype(t)::type>(static_cast<char*>(ctx.workspace.data) + p.ones_offset, p.ones_count);
+          return Status::ok();
+        });
+        !s)
+      return s;
+  auto passes = [&](const std::vector<ActivationPass>& list) {
+    for (const ActivationPass& pass : list)
+      if (Status s = dispatch_float<half, bfloat16>(pass.dtype, [&](auto t) { return run_pass<typename decltype(t)::type>(pass); });
+          !s)
+        return s;
+    return Status::ok();
+  };
+  if (Status s = passes(p.passes_before); !s) return s;
+  for (const Gemm& g : p.gemms) {
+    Status s = dispatch_float<half, bfloat16>(g.in, [&](auto t) {
+      using T = typename decltype(t)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+        return run_gemm<T, T>(g);
+      else
+        return g.out == DType::f32 ? run_gemm<T, float>(g) : run_gemm<T, T>(g);
+    });
+    if (!s) return s;
+  }
+  return passes(p.passes_after);
+}
+
+}  // namespace baracuda::detail::cpu

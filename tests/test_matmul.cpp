@@ -1,0 +1,118 @@
+// The matmul plans beyond the op table (tools/harness/rows/matmul.cpp): addmm in place (c is out),
+// layouts BLAS cannot take and outputs over inputs refused with the field named, and runs that are
+// bit-identical, on every backend and dtype.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "baracuda/baracuda.hpp"
+#include "harness/data.hpp"
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using testing::unwrap;
+
+class MatmulTest : public testing::BackendDTypeTest {
+ protected:
+  Tensor random(const harness::TensorSpec& spec) {
+    return unwrap(harness::random_tensor(backend(), dtype(), spec, rng_));
+  }
+  MatmulDescriptor desc(int64_t m, int64_t n, int64_t k) {
+    MatmulDescriptor d;
+    d.dtype = dtype();
+    d.a = {m, k};
+    d.b = {k, n};
+    return d;
+  }
+};
+
+TEST_P(MatmulTest, AddmmInPlaceReadsCBeforeWritingOut) {
+  const int64_t m = 19, n = 23, k = 37;
+  MatmulDescriptor d = desc(m, n, k);
+  d.has_c = true;
+  d.alpha = 0.5;
+  d.beta = -2.0;
+  Tensor a = random(testing::contiguous({m, k})), b = random(testing::contiguous({k, n}));
+  Tensor out = random(testing::contiguous({m, n}));
+  const std::vector<double> c = out.host;  // c's values, before the run
+  MatmulPlan plan = unwrap(MatmulPlan::select(stream(), d));
+  MatmulArgs args{a.ref(), b.ref(), out.ref(), out.mut()};
+  ASSERT_OK(plan.run(stream(), {}, args));
+  ASSERT_OK(out.download());
+  const double tol = harness::tolerance(dtype());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = d.beta * c[static_cast<size_t>(out.offset + i * n + j)], magnitude = std::fabs(want);
+      for (int64_t q = 0; q < k; ++q) {
+        const double t = d.alpha * a.at(i * k + q) * b.at(q * n + j);
+        want += t;
+        magnitude += std::fabs(t);
+      }
+      EXPECT_NEAR(out.at(i * n + j), want, tol * (1 + magnitude) * 2) << i << ", " << j;
+    }
+}
+
+TEST_P(MatmulTest, LayoutsBlasCannotTakeAreRefusedByName) {
+  MatmulDescriptor d = desc(4, 6, 5);
+  MatmulPlan plan = unwrap(MatmulPlan::select(stream(), d));
+  // a [4, 5] with strides (10, 2): no unit stride along either matrix dim.
+  Tensor a = random(testing::with_strides({4, 5}, {10, 2})), b = random(testing::contiguous({5, 6}));
+  Tensor out = random(testing::contiguous({4, 6}));
+  const Status s = plan.can_implement({a.ref(), b.ref(), {}, out.mut()});
+  EXPECT_TRUE(testing::is_error(s, StatusCode::unsupported, "MatmulPlan", "args.a")) << s.to_string();
+  // Rows broadcast (stride 0) along a matrix dim of b.
+  Tensor a2 = random(testing::contiguous({4, 5})), b2 = random(testing::with_strides({5, 6}, {0, 1}));
+  const Status s2 = plan.can_implement({a2.ref(), b2.ref(), {}, out.mut()});
+  EXPECT_TRUE(testing::is_error(s2, StatusCode::unsupported, "MatmulPlan", "args.b")) << s2.to_string();
+}
+
+TEST_P(MatmulTest, OutOverAnInputIsRefused) {
+  MatmulDescriptor d = desc(6, 6, 6);
+  MatmulPlan plan = unwrap(MatmulPlan::select(stream(), d));
+  Tensor a = random(testing::contiguous({6, 6})), b = random(testing::contiguous({6, 6}));
+  const Status s = plan.can_implement({a.ref(), b.ref(), {}, a.mut()});
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("args.out"), std::string::npos) << s.to_string();
+}
+
+TEST_P(MatmulTest, LinearTrainingStepIsBitIdenticalAcrossRuns) {
+  LinearDescriptor d;
+  d.dtype = dtype();
+  d.x = {4, 33, 40};
+  d.out_features = 24;
+  d.activation = Activation::gelu;
+  Tensor x = random(testing::contiguous(d.x)), w = random(testing::contiguous({24, 40}));
+  Tensor bias = random(testing::contiguous({24})), dy = random(testing::contiguous({4, 33, 24}));
+  Tensor y = random(testing::contiguous({4, 33, 24})), pre = random(testing::contiguous({4, 33, 24}));
+  Tensor dx = random(testing::contiguous(d.x)), dw = random(testing::contiguous({24, 40}));
+  Tensor db = random(testing::contiguous({24}));
+  LinearPlan forward = unwrap(LinearPlan::select(stream(), d));
+  LinearBackwardPlan backward = unwrap(LinearBackwardPlan::select(stream(), d));
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, backward.workspace_size())));
+  harness::Buffer ws_f = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, forward.workspace_size())));
+  std::vector<std::vector<double>> first;
+  for (int run = 0; run < 3; ++run) {
+    ASSERT_OK(forward.run(stream(), {ws_f.data(), ws_f.size()}, {x.ref(), w.ref(), bias.ref(), y.mut(), pre.mut()}));
+    ASSERT_OK(backward.run(stream(), {ws.data(), ws.size()},
+                           {dy.ref(), x.ref(), w.ref(), pre.ref(), dx.mut(), dw.mut(), db.mut()}));
+    std::vector<std::vector<double>> got;
+    for (Tensor* t : {&y, &pre, &dx, &dw, &db}) {
+      ASSERT_OK(t->download());
+      got.push_back(t->host);
+    }
+    if (run == 0)
+      first = got;
+    else
+      ASSERT_EQ(got, first) << "run " << run;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Matmul, MatmulTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+}  // namespace
+}  // namespace baracuda

@@ -1,0 +1,260 @@
+// Op-table rows of the matmul family: Matmul and Linear, forward and backward. Sizes from {1, 3, 17,
+// 64, 255, 4097} in each of M, N, K (one large at a time: the references are naive), K = 0, every
+// transpose, 1-D operands, batches strided, broadcast both ways (and folded into M or K), alpha and
+// beta with c, f32 output of 16-bit inputs, every activation with and without a bias; padded,
+// transposed, broadcast and misaligned views. In-place addmm and the layouts BLAS cannot take are
+// tests/test_matmul.cpp's.
+#include <string>
+#include <vector>
+
+#include "harness/op_row.hpp"
+#include "harness/reference/matmul_reference.hpp"
+
+namespace baracuda::harness {
+namespace {
+
+using MDesc = MatmulDescriptor;
+using LDesc = LinearDescriptor;
+
+MDesc mm(Shape a, Shape b, bool ta = false, bool tb = false) {
+  MDesc d;
+  d.a = a;
+  d.b = b;
+  d.transpose_a = ta;
+  d.transpose_b = tb;
+  return d;
+}
+// op(a) [m, k] @ op(b) [k, n] as stored.
+MDesc mmk(int64_t m, int64_t n, int64_t k, bool ta = false, bool tb = false) {
+  return mm(ta ? Shape{k, m} : Shape{m, k}, tb ? Shape{n, k} : Shape{k, n}, ta, tb);
+}
+
+std::vector<Sample<MDesc>> matmul_samples(bool backward) {
+  std::vector<Sample<MDesc>> out;
+  auto add = [&](MDesc d, Views views = Views::contiguous, std::string note = {}, std::vector<DType> dtypes = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), std::move(dtypes)});
+  };
+  for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1},
+                                                            {3, 17, 64},
+                                                            {17, 3, 255},
+                                                            {64, 64, 64},
+                                                            {255, 17, 3},
+                                                            {1, 255, 64},
+                                                            {4097, 3, 17},
+                                                            {3, 4097, 17},
+                                                            {17, 3, 4097},
+                                                            {255, 64, 17}})
+    add(mmk(m, n, k));
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) add(mmk(17, 64, 3, ta, tb), Views::contiguous, "op");
+  add(mmk(5, 7, 0), Views::contiguous, "K = 0");
+  add(mmk(0, 7, 5));
+  add(mm({4, 17, 9}, {4, 9, 5}));
+  add(mm({2, 1, 7, 5}, {3, 5, 6}), Views::contiguous, "batch broadcast both ways");
+  add(mm({7, 5}, {3, 5, 6}), Views::contiguous, "a broadcast over the batch");
+  add(mm({3, 7, 5}, {5, 6}), Views::contiguous, "b broadcast: folded into M");
+  add(mm({2, 3, 4, 5}, {5, 6}, false, false), Views::contiguous, "two batch dims folded into M");
+  add(mm({3, 5, 7}, {3, 5, 6}, true, false), Views::contiguous, "batched op(a)");
+  add(mm({5}, {5}), Views::contiguous, "1-D @ 1-D");
+  add(mm({5}, {3, 5, 4}), Views::contiguous, "1-D a");
+  add(mm({3, 4, 5}, {5}), Views::contiguous, "1-D b");
+  add(mm({6, 5}, {5}), Views::contiguous, "matrix @ vector");
+  if (!backward) {
+    MDesc addmm = mmk(9, 11, 13);
+    addmm.has_c = true;
+    addmm.alpha = 0.5;
+    addmm.beta = -1.5;
+    add(addmm, Views::contiguous, "alpha 0.5, beta -1.5, c");
+    MDesc k0 = mmk(4, 6, 0);
+    k0.has_c = true;
+    k0.beta = 2.0;
+    add(k0, Views::contiguous, "K = 0: out = beta c");
+    MDesc batched_c = mm({3, 7, 5}, {5, 6});
+    batched_c.has_c = true;
+    batched_c.beta = 1.0;
+    add(batched_c, Views::contiguous, "c, folded");
+    MDesc wide = mmk(33, 17, 40);
+    wide.out_dtype = DType::f32;
+    add(wide, Views::contiguous, "f32 out", {DType::f16, DType::bf16});
+  } else {
+    MDesc scaled = mmk(9, 11, 13);
+    scaled.alpha = -0.75;
+    add(scaled, Views::contiguous, "alpha -0.75");
+  }
+  for (Views v : {Views::padded, Views::misaligned}) {
+    add(mmk(33, 20, 17), v);
+    add(mm({3, 9, 7}, {3, 7, 5}), v);
+    add(mm({2, 1, 7, 5}, {3, 5, 6}), v);
+  }
+  add(mmk(33, 20, 17), Views::transposed);
+  add(mmk(33, 20, 17, true, true), Views::transposed);
+  add(mm({3, 9, 7}, {3, 7, 5}), Views::broadcast);
+  add(mm({4, 1, 6, 5}, {4, 3, 5, 2}), Views::broadcast);
+  return out;
+}
+
+std::vector<DescriptorError<MDesc>> matmul_errors() {
+  return {
+      {"K mismatch",
+       [](MDesc& d) {
+         d.a = {4, 5};
+         d.b = {6, 3};
+         d.transpose_a = d.transpose_b = false;
+       },
+       StatusCode::invalid_problem, "descriptor.b"},
+      {"batch dims that do not broadcast",
+       [](MDesc& d) {
+         d.a = {2, 4, 5};
+         d.b = {3, 5, 6};
+         d.transpose_a = d.transpose_b = false;
+       },
+       StatusCode::invalid_problem, "descriptor.b"},
+      {"rank 0 a", [](MDesc& d) { d.a = {}; }, StatusCode::invalid_problem, "descriptor.a.rank"},
+      {"transposed 1-D a",
+       [](MDesc& d) {
+         d.a = {5};
+         d.transpose_a = true;
+       },
+       StatusCode::invalid_problem, "descriptor.transpose_a"},
+      {"negative size",
+       [](MDesc& d) {
+         d.a = {-2, 3};
+         d.transpose_a = false;
+       },
+       StatusCode::invalid_problem, "descriptor.a[0]"},
+      {"alpha NaN", [](MDesc& d) { d.alpha = std::nan(""); }, StatusCode::invalid_problem, "descriptor.alpha"},
+      {"beta inf", [](MDesc& d) { d.beta = INFINITY; }, StatusCode::invalid_problem, "descriptor.beta"},
+      {"integer out_dtype", [](MDesc& d) { d.out_dtype = DType::i32; }, StatusCode::unsupported, "descriptor.out_dtype"},
+  };
+}
+
+LDesc lin(Shape x, int64_t out, bool bias = true, Activation act = Activation::none) {
+  LDesc d;
+  d.x = x;
+  d.out_features = out;
+  d.has_bias = bias;
+  d.activation = act;
+  return d;
+}
+
+constexpr Activation kActivations[] = {Activation::none, Activation::relu, Activation::gelu, Activation::gelu_tanh,
+                                       Activation::silu};
+
+std::vector<Sample<LDesc>> linear_samples(bool backward) {
+  std::vector<Sample<LDesc>> out;
+  auto add = [&](LDesc d, Views views = Views::contiguous, std::string note = {}) {
+    // relu's kink: the finite differences skip padded samples.
+    if (backward && d.activation == Activation::relu && views == Views::contiguous) views = Views::padded;
+    out.push_back({d, views, {}, std::nullopt, std::move(note), {}});
+  };
+  for (Activation a : kActivations) {
+    const std::string name(activation_name(a));
+    add(lin({5, 7}, 3, true, a), Views::contiguous, name);
+    add(lin({2, 3, 16}, 9, true, a), Views::contiguous, name + ", batched");
+    add(lin({6, 33}, 17, false, a), Views::contiguous, name + ", no bias");
+  }
+  add(lin({7}, 4), Views::contiguous, "1-D x");
+  add(lin({4, 0}, 3, true, Activation::gelu), Views::contiguous, "no input features: act(bias)");
+  add(lin({0, 8}, 5));
+  add(lin({3, 8}, 0));
+  add(lin({255, 64}, 17, true, Activation::silu), Views::contiguous, "silu");
+  add(lin({2, 2, 3, 12}, 10, true, Activation::gelu_tanh), Views::contiguous, "gelu_tanh, two batch dims");
+  for (Views v : {Views::padded, Views::misaligned, Views::transposed}) {
+    add(lin({9, 12}, 7, true, Activation::gelu), v, "gelu");
+    add(lin({9, 12}, 7, true, Activation::relu), v, "relu");
+  }
+  add(lin({3, 5, 12}, 7, true, Activation::silu), Views::padded, "silu");
+  // x broadcast along its batch (a weight broadcast along a matrix dim is no layout BLAS takes).
+  out.push_back({lin({3, 5, 12}, 7, true, Activation::none), Views::broadcast, "x", std::nullopt, "x broadcast", {}});
+  return out;
+}
+
+std::vector<DescriptorError<LDesc>> linear_errors() {
+  return {
+      {"rank 0 x", [](LDesc& d) { d.x = {}; }, StatusCode::invalid_problem, "descriptor.x.rank"},
+      {"negative out_features", [](LDesc& d) { d.out_features = -1; }, StatusCode::invalid_problem,
+       "descriptor.out_features"},
+      {"unknown activation", [](LDesc& d) { d.activation = static_cast<Activation>(9); }, StatusCode::invalid_problem,
+       "descriptor.activation"},
+  };
+}
+
+// Bench shapes {M, N, K}: the on the GPU (a square, an LLM's tokens x hidden against its
+// projections, decode), and CPU sizes NumPy and JAX are compared at.
+std::vector<Shape> matmul_shapes(Backend backend) {
+  if (backend == Backend::cuda)
+    return {{8192, 8192, 8192}, {8192, 4096, 4096}, {8192, 14336, 4096}, {8192, 128256, 4096},
+            {1, 14336, 4096},   {8, 14336, 4096},   {64, 14336, 4096}};
+  return {{1024, 1024, 1024}, {8, 4096, 4096}};
+}
+std::vector<Shape> linear_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{8192, 14336, 4096}, {8192, 4096, 4096}};
+  return {{1024, 1024, 1024}};
+}
+MDesc matmul_bench(DType dtype, const Shape& s) {
+  MDesc d = mmk(s.dims[0], s.dims[1], s.dims[2]);
+  d.dtype = dtype;
+  return d;
+}
+template <Activation A>
+LDesc linear_bench(DType dtype, const Shape& s) {
+  LDesc d = lin({s.dims[0], s.dims[2]}, s.dims[1], true, A);
+  d.dtype = dtype;
+  return d;
+}
+
+std::vector<BenchSample<MDesc>> matmul_bench_cases(bool backward) {
+  const std::vector<DType> dtypes = {DType::bf16, DType::f32};
+  if (backward) return {{"matmul_backward", "autograd of torch.matmul(a, b)", dtypes, matmul_shapes, matmul_bench}};
+  return {{"matmul", "torch.matmul(a, b)", dtypes, matmul_shapes, matmul_bench}};
+}
+std::vector<BenchSample<LDesc>> linear_bench_cases(bool backward) {
+  const std::vector<DType> dtypes = {DType::bf16};
+  if (backward)
+    return {{"linear_gelu_backward", "autograd of F.gelu(F.linear(x, w, b))", dtypes, linear_shapes,
+             linear_bench<Activation::gelu>}};
+  return {{"linear", "F.linear(x, w, b)", dtypes, linear_shapes, linear_bench<Activation::none>},
+          {"linear_gelu", "F.gelu(F.linear(x, w, b))", dtypes, linear_shapes, linear_bench<Activation::gelu>},
+          {"linear_gelu_tanh", "F.gelu(F.linear(x, w, b), approximate='tanh')", dtypes, linear_shapes,
+           linear_bench<Activation::gelu_tanh>}};
+}
+
+template <bool kBackward>
+std::vector<Sample<MDesc>> matmul_samples_of() {
+  return matmul_samples(kBackward);
+}
+template <bool kBackward>
+std::vector<Sample<LDesc>> linear_samples_of() {
+  return linear_samples(kBackward);
+}
+void matmul_forward_ref(const MDesc& d, RefIO& io) { reference::matmul_forward(d, io); }
+void matmul_backward_ref(const MDesc& d, RefIO& io) { reference::matmul_backward(d, io); }
+void linear_forward_ref(const LDesc& d, RefIO& io) { reference::linear_forward(d, io); }
+void linear_backward_ref(const LDesc& d, RefIO& io) { reference::linear_backward(d, io); }
+
+}  // namespace
+
+std::vector<std::unique_ptr<OpRow>> matmul_rows() {
+  std::vector<std::unique_ptr<OpRow>> rows;
+  rows.push_back(make_row<MatmulPlan>({matmul_samples_of<false>,
+                                       matmul_forward_ref,
+                                       harness::tolerance,
+                                       {},
+                                       matmul_errors(),
+                                       matmul_bench_cases(false)}));
+  rows.push_back(make_row<MatmulBackwardPlan>({matmul_samples_of<true>, matmul_backward_ref, harness::tolerance, {},
+                                               matmul_errors(), matmul_bench_cases(true), forward_of<MatmulPlan>,
+                                               Gradient{"dout", "out", {{"da", "a"}, {"db", "b"}}}}));
+  rows.push_back(make_row<LinearPlan>({linear_samples_of<false>,
+                                       linear_forward_ref,
+                                       harness::tolerance,
+                                       {},
+                                       linear_errors(),
+                                       linear_bench_cases(false)}));
+  rows.push_back(make_row<LinearBackwardPlan>(
+      {linear_samples_of<true>, linear_backward_ref, harness::tolerance, {}, linear_errors(), linear_bench_cases(true),
+       forward_of<LinearPlan>, Gradient{"dy", "y", {{"dx", "x"}, {"dweight", "weight"}, {"dbias", "bias"}}}}));
+  return rows;
+}
+
+}  // namespace baracuda::harness
