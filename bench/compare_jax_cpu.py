@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans, softmax family, norms (layer_norm, rms_norm and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
+"""The CPU backend's reductions, scans, softmax family, norms (layer_norm, rms_norm and backward), matmul (and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
 run on this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
@@ -264,8 +264,32 @@ def norm_case(op, shape, dtype):
     return jax.jit(lambda pullback, dout: pullback(dout)), make_pullback
 
 
+# torch.matmul's case shape is M x N x K: a [M, K] @ b [K, N] (16-bit products accumulated in f32,
+# as ours); the backward as the pullback of (a, b), its residuals computed beforehand.
+def matmul_case(op, shape, dtype):
+    m, n, k = shape
+
+    def f(a, b):
+        return jnp.matmul(a, b, preferred_element_type=jnp.float32).astype(dtype)
+
+    def args(seed):
+        key = jax.random.PRNGKey(seed)
+        a = jax.random.uniform(key, (m, k), jnp.float32, -1.0, 1.0).astype(dtype)
+        return a, jax.random.uniform(jax.random.fold_in(key, 1), (k, n), jnp.float32, -1.0, 1.0).astype(dtype)
+    if op == "matmul":
+        return jax.jit(f), args
+
+    def make_pullback(seed):
+        dout = jax.random.uniform(jax.random.fold_in(jax.random.PRNGKey(seed), 3), (m, n), jnp.float32, -1.0,
+                                  1.0).astype(dtype)
+        return jax.vjp(f, *args(seed))[1], dout
+    return jax.jit(lambda pullback, dout: pullback(dout)), make_pullback
+
+
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
+    if op in ("matmul", "matmul_backward"):
+        return matmul_case(op, shape, dtype)
     if op.removesuffix("_backward") in NORM:
         return norm_case(op, shape, dtype)
     if op in BINARY:

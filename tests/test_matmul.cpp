@@ -42,7 +42,8 @@ TEST_P(MatmulTest, AddmmInPlaceReadsCBeforeWritingOut) {
   const std::vector<double> c = out.host;  // c's values, before the run
   MatmulPlan plan = unwrap(MatmulPlan::select(stream(), d));
   MatmulArgs args{a.ref(), b.ref(), out.ref(), out.mut()};
-  ASSERT_OK(plan.run(stream(), {}, args));
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, plan.workspace_size())));
+  ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, args));
   ASSERT_OK(out.download());
   const double tol = harness::tolerance(dtype());
   for (int64_t i = 0; i < m; ++i)

@@ -289,6 +289,7 @@ MatmulProblem matmul_forward(const MatmulDescriptor& d, const MatmulShapes& s, c
 }
 
 // da = alpha * dout @ op(b)^T, written through op: da's view as op(a) [m, k]; db likewise as op(b).
+// (An empty gradient has no GEMM: its strides were cleared, so its batch dims would look summed.)
 MatmulProblem matmul_backward(const MatmulDescriptor& d, const MatmulShapes& s, const MatmulBackwardArgs& a,
                               const WorkspaceLayout& w) {
   MatmulProblem p;
@@ -298,7 +299,7 @@ MatmulProblem matmul_backward(const MatmulDescriptor& d, const MatmulShapes& s, 
   const auto [ar, ac] = op_dims(s.a_vector, d.transpose_a, true);
   const auto [br, bc] = op_dims(s.b_vector, d.transpose_b, false);
   const int orows = s.a_vector ? 0 : (s.b_vector ? 1 : 2), ocols = s.b_vector ? 0 : 1;
-  if (a.da.data) {  // [m, k] = dout [m, n] @ op(b)^T [n, k]
+  if (a.da.data && a.da.numel() > 0) {  // [m, k] = dout [m, n] @ op(b)^T [n, k]
     Gemm g = gemm_over(s.batch, d.dtype, d.dtype, s.m, s.k, s.n);
     g.alpha = d.alpha;
     g.tf32 = d.allow_tf32;
@@ -307,7 +308,7 @@ MatmulProblem matmul_backward(const MatmulDescriptor& d, const MatmulShapes& s, 
     set_slot(g, kGemmD, place(a.da, s.batch, ar, ac));
     p.gemms.push_back(g);
   }
-  if (a.db.data) {  // [k, n] = op(a)^T [k, m] @ dout [m, n]
+  if (a.db.data && a.db.numel() > 0) {  // [k, n] = op(a)^T [k, m] @ dout [m, n]
     Gemm g = gemm_over(s.batch, d.dtype, d.dtype, s.k, s.n, s.m);
     g.alpha = d.alpha;
     g.tf32 = d.allow_tf32;
@@ -371,7 +372,7 @@ MatmulProblem linear_backward(const LinearDescriptor& d, const LinearBackwardArg
     dpre = scratch;
   }
   const int rd = rows_dim(d);
-  if (a.dx.data) {  // dx [rows, in] = dpre [rows, out] @ weight [out, in]
+  if (a.dx.data && a.dx.numel() > 0) {  // dx [rows, in] = dpre [rows, out] @ weight [out, in]
     Gemm g = gemm_over(batch, d.dtype, d.dtype, rows, in, out);
     g.tf32 = d.allow_tf32;
     set_slot(g, kGemmA, place(dpre, batch, rd, 1));
@@ -379,7 +380,7 @@ MatmulProblem linear_backward(const LinearDescriptor& d, const LinearBackwardArg
     set_slot(g, kGemmD, place(a.dx, batch, rd, 1));
     p.gemms.push_back(g);
   }
-  if (a.dweight.data) {  // dweight [out, in] = dpre^T [out, rows] @ x [rows, in], summed over batch
+  if (a.dweight.data && a.dweight.numel() > 0) {  // dweight [out, in] = dpre^T [out, rows] @ x [rows, in], summed over batch
     Gemm g = gemm_over(batch, d.dtype, d.dtype, out, in, rows);
     g.tf32 = d.allow_tf32;
     set_slot(g, kGemmA, place(dpre, batch, 1, rd));
@@ -387,7 +388,7 @@ MatmulProblem linear_backward(const LinearDescriptor& d, const LinearBackwardArg
     set_slot(g, kGemmD, place(a.dweight, batch, 2, 1));
     p.gemms.push_back(g);
   }
-  if (a.dbias.data) {  // dbias [out, 1] = dpre^T [out, rows] @ ones [rows, 1], summed over batch
+  if (a.dbias.data && a.dbias.numel() > 0) {  // dbias [out, 1] = dpre^T [out, rows] @ ones [rows, 1], summed over batch
     Gemm g = gemm_over(batch, d.dtype, d.dtype, out, 1, rows);
     set_slot(g, kGemmA, place(dpre, batch, 1, rd));
     p.ones_count = std::max<int64_t>(1, batch.numel() * rows);

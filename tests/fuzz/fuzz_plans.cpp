@@ -412,6 +412,40 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, NormDescriptor& d) {
   d.residual = in.consume_bool();
 }
 
+// Mostly operands whose K agree (else few cases get past select), sometimes any two shapes.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, MatmulDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.out_dtype = in.chance(80) ? std::nullopt : std::optional<DType>(in.chance(70) ? DType::f32 : fuzz_dtype(in, {}));
+  d.a = fuzz_shape(in);
+  d.b = fuzz_shape(in);
+  d.transpose_a = in.chance(30);
+  d.transpose_b = in.chance(30);
+  const int ra = d.a.rank, rb = d.b.rank;
+  if (in.chance(80) && ra >= 1 && ra <= kMaxRank && rb >= 1 && rb <= kMaxRank) {
+    if (ra == 1) d.transpose_a = false;
+    if (rb == 1) d.transpose_b = false;
+    const int64_t k = ra == 1 ? d.a.dims[0] : d.a.dims[ra - (d.transpose_a ? 2 : 1)];
+    d.b.dims[rb == 1 ? 0 : rb - (d.transpose_b ? 1 : 2)] = k;
+    // Batch dims mostly equal or 1 (broadcast).
+    for (int i = 0; i + 2 < std::min(ra, rb) && in.chance(80); ++i)
+      d.b.dims[rb - 3 - i] = in.chance(30) ? 1 : d.a.dims[ra - 3 - i];
+  }
+  d.alpha = in.chance(80) ? 1.0 : fuzz_weight(in);
+  d.beta = in.chance(60) ? 0.0 : fuzz_weight(in);
+  d.has_c = in.consume_bool();
+  d.allow_tf32 = in.consume_bool();
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, LinearDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.x = fuzz_shape(in);
+  d.out_features = fuzz_size(in);
+  d.has_bias = in.consume_bool();
+  d.activation = in.chance(5) ? static_cast<Activation>(in.consume_int(5, 255))
+                              : static_cast<Activation>(in.consume_int(0, 4));
+  d.allow_tf32 = in.consume_bool();
+}
+
 // The reduced dims: mostly a subset of the rank's dims in any order (some negative), or none (every
 // dim); now and then wild ones (repeated, past the rank, below -rank) or a count past the rank,
 // kMaxRank or below 0.
@@ -1350,6 +1384,10 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormPlan>(),
       entry<LayerNormBackwardPlan>(),
       entry<RmsNormBackwardPlan>(),
+      entry<MatmulPlan>(),
+      entry<MatmulBackwardPlan>(),
+      entry<LinearPlan>(),
+      entry<LinearBackwardPlan>(),
   };
   return kPlans;
 }
