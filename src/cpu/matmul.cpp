@@ -249,15 +249,19 @@ void fill_ones(void* at, int64_t count) {
 
 Status launch(const LaunchContext& ctx, const MatmulProblem& p) {
   if (p.ones_count)
-    if (Status s = dispatch_float<half, bfloat16>(p.ones_dtype, [&](auto t) {
-          fill_ones<typename decltype(t)::type>(static_cast<char*>(ctx.workspace.data) + p.ones_offset, p.ones_count);
-          return Status::ok();
-        });
+    if (Status s = dispatch_float<half, bfloat16>(p.ones_dtype,
+                                                  [&](auto t) {
+                                                    fill_ones<typename decltype(t)::type>(
+                                                        static_cast<char*>(ctx.workspace.data) + p.ones_offset,
+                                                        p.ones_count);
+                                                    return Status::ok();
+                                                  });
         !s)
       return s;
   auto passes = [&](const std::vector<ActivationPass>& list) {
     for (const ActivationPass& pass : list)
-      if (Status s = dispatch_float<half, bfloat16>(pass.dtype, [&](auto t) { return run_pass<typename decltype(t)::type>(pass); });
+      if (Status s = dispatch_float<half, bfloat16>(pass.dtype,
+                                                    [&](auto t) { return run_pass<typename decltype(t)::type>(pass); });
           !s)
         return s;
     return Status::ok();

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "common/elementwise.hpp"
 #include "cuda/common/check.cuh"
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
-#include "common/elementwise.hpp"
 #include "cuda/runtime.hpp"
 #include "ops/matmul_problem.hpp"
 #include "ops/validate.hpp"
@@ -82,8 +82,9 @@ int alignment(const void* p, std::initializer_list<int64_t> strides, DType t) {
 
 // Everything the heuristic's answer depends on.
 std::vector<int64_t> key_of(int device, const LtCall& c, size_t workspace_limit) {
-  std::vector<int64_t> key = {device,      static_cast<int64_t>(c.in), static_cast<int64_t>(c.out), c.tf32, c.m, c.n,
-                              c.k,         c.batch,                    c.epilogue,                   static_cast<int64_t>(workspace_limit)};
+  std::vector<int64_t> key = {
+      device,     static_cast<int64_t>(c.in),           static_cast<int64_t>(c.out), c.tf32, c.m, c.n, c.k, c.batch,
+      c.epilogue, static_cast<int64_t>(workspace_limit)};
   for (const LtMatrix* x : {&c.a, &c.b, &c.d}) {
     key.insert(key.end(), {x->ld, x->batch_stride, x->transposed});
     key.push_back(alignment(x->data, {x->ld, x->batch_stride}, x == &c.d ? c.out : c.in));
@@ -114,7 +115,8 @@ Status describe(const LtCall& c, LtDescriptors& out, std::string_view plan) {
                              "cublasLtMatmulDescCreate");
       !s)
     return s;
-  const cublasOperation_t ta = c.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t ta = c.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          tb = c.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasLtMatmulDescSetAttribute(out.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
   cublasLtMatmulDescSetAttribute(out.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
   cublasLtMatmulDescSetAttribute(out.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &c.epilogue, sizeof c.epilogue);
@@ -165,11 +167,10 @@ Expected<Algo> algo_for(int device, const LtCall& c, size_t workspace_limit, std
     return s;
   const uint64_t limit = workspace_limit;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof limit);
-  const uint32_t align[4] = {
-      static_cast<uint32_t>(alignment(c.a.data, {c.a.ld, c.a.batch_stride}, c.in)),
-      static_cast<uint32_t>(alignment(c.b.data, {c.b.ld, c.b.batch_stride}, c.in)),
-      static_cast<uint32_t>(alignment(c.d.data, {c.d.ld, c.d.batch_stride}, c.out)),
-      static_cast<uint32_t>(alignment(c.d.data, {c.d.ld, c.d.batch_stride}, c.out))};
+  const uint32_t align[4] = {static_cast<uint32_t>(alignment(c.a.data, {c.a.ld, c.a.batch_stride}, c.in)),
+                             static_cast<uint32_t>(alignment(c.b.data, {c.b.ld, c.b.batch_stride}, c.in)),
+                             static_cast<uint32_t>(alignment(c.d.data, {c.d.ld, c.d.batch_stride}, c.out)),
+                             static_cast<uint32_t>(alignment(c.d.data, {c.d.ld, c.d.batch_stride}, c.out))};
   const cublasLtMatmulPreferenceAttributes_t which[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -216,12 +217,14 @@ struct GemmRun {
   int64_t inner = 1;          // the batch of one call
   int64_t outer = 1;          // calls per summed entry: the other kept dims
   int64_t summed = 1;
-  bool row_major = true;  // d: computed as d^T = b^T a^T
+  bool row_major = true;    // d: computed as d^T = b^T a^T
   bool accumulate = false;  // 16-bit d summed over batch dims: through the f32 accumulator
   bool fused_bias = false;  // the bias (and activation) by cuBLASLt's epilogue
 };
 
-bool epilogue_fuses(Activation a) { return a == Activation::none || a == Activation::relu || a == Activation::gelu_tanh; }
+bool epilogue_fuses(Activation a) {
+  return a == Activation::none || a == Activation::relu || a == Activation::gelu_tanh;
+}
 
 GemmRun plan_run(const Gemm& g) {
   GemmRun r;
@@ -431,11 +434,11 @@ Status run_gemm(const LaunchContext& ctx, const MatmulProblem& p, const Gemm& g,
     const bool f64 = c.in == DType::f64;
     const void* alpha = f64 ? static_cast<const void*>(&c.alpha) : &alpha32;
     const void* beta = f64 ? static_cast<const void*>(&c.beta) : &beta32;
-    return blas_status(cublasLtMatmul(h, desc.op, alpha, c.a.data, desc.a, c.b.data, desc.b, beta, c.d.data, desc.d,
-                                      const_cast<void*>(c.d.data), desc.d, &algo->algo,
-                                      algo->workspace ? ws + p.blas_offset : nullptr, algo->workspace,
-                                      native(ctx.stream)),
-                       p.plan, "cublasLtMatmul");
+    return blas_status(
+        cublasLtMatmul(h, desc.op, alpha, c.a.data, desc.a, c.b.data, desc.b, beta, c.d.data, desc.d,
+                       const_cast<void*>(c.d.data), desc.d, &algo->algo, algo->workspace ? ws + p.blas_offset : nullptr,
+                       algo->workspace, native(ctx.stream)),
+        p.plan, "cublasLtMatmul");
   });
   if (!s) return s;
   if (r.accumulate) {  // the f32 sums rounded into d
@@ -460,26 +463,14 @@ Status run_gemm(const LaunchContext& ctx, const MatmulProblem& p, const Gemm& g,
 
 }  // namespace
 
-static std::string device_type(DType t) {
-  switch (t) {
-    case DType::f16:
-      return "baracuda::device::f16";
-    case DType::bf16:
-      return "baracuda::device::bf16";
-    case DType::f64:
-      return "double";
-    default:
-      return "float";
-  }
-}
-
 // The passes' kernels for dtype t (kernel order above).
 jit::Program matmul_program(DType t) {
   jit::Program p;
-  const std::string T = device_type(t);
+  const std::string T = jit::device_type(t);
   p.name = "matmul_passes<" + std::string(dtype_name(t)) + ">";
   p.source = "#include \"cuda/device/matmul.cuh\"\n";
-  for (int a = 0; a <= 4; ++a) p.kernels.push_back("baracuda::device::matmul_result<" + T + ", " + std::to_string(a) + ">");
+  for (int a = 0; a <= 4; ++a)
+    p.kernels.push_back("baracuda::device::matmul_result<" + T + ", " + std::to_string(a) + ">");
   p.kernels.push_back("baracuda::device::matmul_result<float, 0>");
   for (int a = 1; a <= 4; ++a)
     p.kernels.push_back("baracuda::device::activation_forward<" + T + ", " + std::to_string(a) + ">");

@@ -15,19 +15,6 @@
 namespace baracuda::detail::cuda {
 namespace {
 
-std::string device_type(DType t) {
-  switch (t) {
-    case DType::f16:
-      return "baracuda::device::f16";
-    case DType::bf16:
-      return "baracuda::device::bf16";
-    case DType::f64:
-      return "double";
-    default:
-      return "float";
-  }
-}
-
 int vector_width(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
 
 // A block's threads and the vectors each holds (0: streamed) for rows of n elements read vw at a
@@ -53,7 +40,8 @@ BlockShape block_shape(int64_t n, int vw, bool held, bool backward, DType dtype)
 jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool held, int64_t n) {
   jit::Program p;
   const std::string name = backward ? "norm_backward" : "norm_forward";
-  const std::string types = device_type(t) + ", " + device_type(w) + ", " + (kind == NormKind::rms ? "true" : "false");
+  const std::string types =
+      jit::device_type(t) + ", " + jit::device_type(w) + ", " + (kind == NormKind::rms ? "true" : "false");
   p.name = std::string(kind == NormKind::rms ? "rms_" : "layer_") + name + "<" + std::string(dtype_name(t)) + ", " +
            std::string(dtype_name(w)) + ", " + (held ? "held" : "streamed") + ", n " + std::to_string(n) + ">";
   p.source = "#include \"cuda/device/norm.cuh\"\n";
@@ -62,7 +50,8 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + (vw > 1 ? "true" : "false") + ", " +
                         std::to_string(b.held) + ">");
   }
-  if (backward) p.kernels.push_back("baracuda::device::norm_finalize<" + device_type(t) + ", " + device_type(w) + ">");
+  if (backward)
+    p.kernels.push_back("baracuda::device::norm_finalize<" + jit::device_type(t) + ", " + jit::device_type(w) + ">");
   return p;
 }
 

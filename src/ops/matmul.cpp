@@ -121,8 +121,8 @@ void simplify(Gemm& g) {
     };
     bool fold = false;
     if (!summed && g.stride[kGemmB][i] == 0 && g.m > 0) {
-      fold = continues(kGemmA, g.a, g.m, true) && continues(kGemmC, g.c, g.m, true) &&
-             continues(kGemmD, g.d, g.m, true);
+      fold =
+          continues(kGemmA, g.a, g.m, true) && continues(kGemmC, g.c, g.m, true) && continues(kGemmD, g.d, g.m, true);
       if (fold) g.m *= size;
     } else if (summed && g.k > 0) {
       fold = continues(kGemmA, g.a, g.k, false) && continues(kGemmB, g.b, g.k, true);
@@ -184,8 +184,8 @@ Expected<MatmulShapes> matmul_shapes(std::string_view plan, const MatmulDescript
     const int64_t da = ia >= 0 ? d.a.dims[ia] : 1, db = ib >= 0 ? d.b.dims[ib] : 1;
     if (da != db && da != 1 && db != 1)
       return plan_error(StatusCode::invalid_problem, plan, "descriptor.b",
-                        "batch dim " + std::to_string(i) + " (" + std::to_string(db) + ") does not broadcast against a's (" +
-                            std::to_string(da) + ")");
+                        "batch dim " + std::to_string(i) + " (" + std::to_string(db) +
+                            ") does not broadcast against a's (" + std::to_string(da) + ")");
     s.batch.dims[i] = da == 1 ? db : da;
   }
   s.out = s.batch;
@@ -201,7 +201,8 @@ Expected<MatmulShapes> matmul_shapes(std::string_view plan, const MatmulDescript
 }
 
 Status check_scalars(std::string_view plan, const MatmulDescriptor& d) {
-  if (!std::isfinite(d.alpha)) return plan_error(StatusCode::invalid_problem, plan, "descriptor.alpha", "is not finite");
+  if (!std::isfinite(d.alpha))
+    return plan_error(StatusCode::invalid_problem, plan, "descriptor.alpha", "is not finite");
   if (!std::isfinite(d.beta)) return plan_error(StatusCode::invalid_problem, plan, "descriptor.beta", "is not finite");
   const DType out = d.out_dtype.value_or(d.dtype);
   const bool sixteen = d.dtype == DType::f16 || d.dtype == DType::bf16;
@@ -351,8 +352,7 @@ MatmulProblem linear_forward(const LinearDescriptor& d, const LinearArgs& a) {
   set_slot(g, kGemmD, place(separate ? AnyTensorRef(a.pre) : AnyTensorRef(a.y), batch, rows_dim(d), 1));
   g.activation = separate ? Activation::none : d.activation;
   p.gemms.push_back(g);
-  if (separate)
-    p.passes_after.push_back({d.activation, false, d.dtype, linear_out_shape(d), a.pre, {}, a.y});
+  if (separate) p.passes_after.push_back({d.activation, false, d.dtype, linear_out_shape(d), a.pre, {}, a.y});
   return p;
 }
 
@@ -380,7 +380,8 @@ MatmulProblem linear_backward(const LinearDescriptor& d, const LinearBackwardArg
     set_slot(g, kGemmD, place(a.dx, batch, rd, 1));
     p.gemms.push_back(g);
   }
-  if (a.dweight.data && a.dweight.numel() > 0) {  // dweight [out, in] = dpre^T [out, rows] @ x [rows, in], summed over batch
+  if (a.dweight.data &&
+      a.dweight.numel() > 0) {  // dweight [out, in] = dpre^T [out, rows] @ x [rows, in], summed over batch
     Gemm g = gemm_over(batch, d.dtype, d.dtype, out, in, rows);
     g.tf32 = d.allow_tf32;
     set_slot(g, kGemmA, place(dpre, batch, 1, rd));
@@ -460,12 +461,14 @@ Args contiguous_args(std::span<const ArgField<Args>> fields, std::span<const Arg
   return a;
 }
 
-template <class Op>
-struct MatmulHooksBase {
-  // The GEMMs' algorithms (CUDA), the workspace and the passes' kernels for this descriptor.
-  template <class Hooks>
-  static Expected<PlanChoice> choose_for(const PlanTarget& t, const typename Op::Descriptor& d,
-                                         const PlanPreference& pref, const WorkspaceLayout& layout, DType dtype) {
+// What the four plans' hooks share, over each one's own (Hooks): arg_specs, layout, build,
+// nothing_to_do. The choice: on CUDA, the GEMMs' algorithms for contiguous, aligned views (so the
+// workspace cuBLASLt needs) and the passes' kernels.
+template <class Hooks, class Descriptor, class Args>
+struct MatmulFamilyHooks {
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
+                                     std::optional<int>) {
+    const WorkspaceLayout layout = Hooks::layout(t, d);
     PlanChoice c;
     c.variant = 0;
     c.workspace = layout.blas;
@@ -473,27 +476,46 @@ struct MatmulHooksBase {
 #if BARACUDA_HAS_CUDA
     std::array<ArgSpec, std::size(Hooks::kFields)> specs{};
     Hooks::arg_specs(d, specs);
-    typename Op::Args args = contiguous_args<typename Op::Args>(Hooks::kFields, specs);
-    Workspace ws{reinterpret_cast<void*>(uintptr_t{1} << 40), layout.blas};
-    MatmulProblem p = Hooks::build(d, args, ws, layout);
+    const Args args = contiguous_args<Args>(Hooks::kFields, specs);
+    MatmulProblem p =
+        Hooks::build(d, args, Workspace{reinterpret_cast<void*>(uintptr_t{1} << 40), layout.blas}, layout);
     for (Gemm& g : p.gemms) simplify(g);
     const size_t limit = pref.workspace_limit > layout.blas ? pref.workspace_limit - layout.blas : 0;
     Expected<size_t> blas = cuda::prepare_gemms(t, p, limit);
     if (!blas) return blas.status();
     c.workspace = layout.blas + *blas;
-    Expected<const void*> kernels = cuda::matmul_kernels(t, dtype, Hooks::kSchema.plan);
+    Expected<const void*> kernels = cuda::matmul_kernels(t, d.dtype, Hooks::kSchema.plan);
     if (!kernels) return kernels.status();
     c.kernels = *kernels;
 #else
     static_cast<void>(pref);
-    static_cast<void>(dtype);
 #endif
     return c;
+  }
+
+  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
+    PrecisionGuarantee g;
+    g.compute = g.accumulator = acc_dtype(d.dtype);
+    g.tf32 = d.allow_tf32 && d.dtype == DType::f32;
+    return g;
+  }
+
+  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
+    KernelShape k{"blas", Layout::contiguous};
+    if (a) k.layout = layout_of(views_of<Args>(Hooks::kFields, *a));
+    return k;
+  }
+
+  static MatmulProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
+    MatmulProblem p = Hooks::build(d, a, ctx.workspace, Hooks::layout(ctx.target, d));
+    for (Gemm& g : p.gemms) simplify(g);
+    return p;
   }
 };
 
 template <bool kBackward>
-struct MatmulHooks {
+struct MatmulHooks : MatmulFamilyHooks<MatmulHooks<kBackward>, MatmulDescriptor,
+                                       std::conditional_t<kBackward, MatmulBackwardArgs, MatmulArgs>> {
   using Descriptor = MatmulDescriptor;
   using Args = std::conditional_t<kBackward, MatmulBackwardArgs, MatmulArgs>;
   static constexpr std::string_view kPlan = kBackward ? "MatmulBackwardPlan" : "MatmulPlan";
@@ -552,28 +574,9 @@ struct MatmulHooks {
     return w;
   }
 
-  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
-                                     std::optional<int>) {
-    return MatmulHooksBase<std::conditional_t<kBackward, MatmulBackwardOp, MatmulOp>>::template choose_for<
-        MatmulHooks>(t, d, pref, layout(t, d), d.dtype);
-  }
-
   static bool nothing_to_do(const Descriptor& d) {
     const MatmulShapes s = shapes(d);
     return kBackward ? d.a.numel() == 0 && d.b.numel() == 0 : s.out.numel() == 0;
-  }
-
-  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
-    PrecisionGuarantee g;
-    g.compute = g.accumulator = acc_dtype(d.dtype);
-    g.tf32 = d.allow_tf32 && d.dtype == DType::f32;
-    return g;
-  }
-
-  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
-    KernelShape k{"blas", Layout::contiguous};
-    if (a) k.layout = layout_of(views_of<Args>(kFields, *a));
-    return k;
   }
 
   static MatmulProblem build(const Descriptor& d, const Args& a, const Workspace&, const WorkspaceLayout& w) {
@@ -589,16 +592,11 @@ struct MatmulHooks {
     if (Status s = check_no_alias<Args>(kPlan, kFields, a, forbidden); !s) return s;
     return check_layouts<Args>(kPlan, kFields, a, build(d, a, {}, {}));
   }
-
-  static auto problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
-    MatmulProblem p = build(d, a, ctx.workspace, layout(ctx.target, d));
-    for (Gemm& g : p.gemms) simplify(g);
-    return p;
-  }
 };
 
 template <bool kBackward>
-struct LinearHooks {
+struct LinearHooks : MatmulFamilyHooks<LinearHooks<kBackward>, LinearDescriptor,
+                                       std::conditional_t<kBackward, LinearBackwardArgs, LinearArgs>> {
   using Descriptor = LinearDescriptor;
   using Args = std::conditional_t<kBackward, LinearBackwardArgs, LinearArgs>;
   static constexpr std::string_view kPlan = kBackward ? "LinearBackwardPlan" : "LinearPlan";
@@ -678,28 +676,9 @@ struct LinearHooks {
     return w;
   }
 
-  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
-                                     std::optional<int>) {
-    return MatmulHooksBase<std::conditional_t<kBackward, LinearBackwardOp, LinearOp>>::template choose_for<LinearHooks>(
-        t, d, pref, layout(t, d), d.dtype);
-  }
-
   static bool nothing_to_do(const Descriptor& d) {
     const int64_t y = linear_out_shape(d).numel();
     return kBackward ? d.x.numel() == 0 && d.out_features == 0 : y == 0;
-  }
-
-  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
-    PrecisionGuarantee g;
-    g.compute = g.accumulator = acc_dtype(d.dtype);
-    g.tf32 = d.allow_tf32 && d.dtype == DType::f32;
-    return g;
-  }
-
-  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
-    KernelShape k{"blas", Layout::contiguous};
-    if (a) k.layout = layout_of(views_of<Args>(kFields, *a));
-    return k;
   }
 
   static MatmulProblem build(const Descriptor& d, const Args& a, const Workspace& ws, const WorkspaceLayout& w) {
@@ -714,12 +693,6 @@ struct LinearHooks {
     if (Status s = check_no_alias<Args>(kPlan, kFields, a, [](size_t, size_t) { return true; }); !s) return s;
     Workspace fake{reinterpret_cast<void*>(uintptr_t{1} << 40), 0};
     return check_layouts<Args>(kPlan, kFields, a, build(d, a, fake, {}));
-  }
-
-  static auto problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
-    MatmulProblem p = build(d, a, ctx.workspace, layout(ctx.target, d));
-    for (Gemm& g : p.gemms) simplify(g);
-    return p;
   }
 };
 

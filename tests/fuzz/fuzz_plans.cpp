@@ -441,8 +441,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, LinearDescriptor& d)
   d.x = fuzz_shape(in);
   d.out_features = fuzz_size(in);
   d.has_bias = in.consume_bool();
-  d.activation = in.chance(5) ? static_cast<Activation>(in.consume_int(5, 255))
-                              : static_cast<Activation>(in.consume_int(0, 4));
+  d.activation =
+      in.chance(5) ? static_cast<Activation>(in.consume_int(5, 255)) : static_cast<Activation>(in.consume_int(0, 4));
   d.allow_tf32 = in.consume_bool();
 }
 

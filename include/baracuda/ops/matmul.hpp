@@ -86,11 +86,11 @@ struct LinearArgs {
 };
 
 struct LinearBackwardArgs {
-  AnyTensorRef dy;      // y's shape
-  AnyTensorRef x;       // read for dweight
-  AnyTensorRef weight;  // read for dx
-  AnyTensorRef pre;     // with an activation: the forward's pre
-  AnyTensorMut dx;      // optional
+  AnyTensorRef dy;       // y's shape
+  AnyTensorRef x;        // read for dweight
+  AnyTensorRef weight;   // read for dx
+  AnyTensorRef pre;      // with an activation: the forward's pre
+  AnyTensorMut dx;       // optional
   AnyTensorMut dweight;  // optional
   AnyTensorMut dbias;    // optional, with has_bias
 };

@@ -44,8 +44,9 @@ __device__ __forceinline__ Acc activation_slope(Acc x) {
   }
 }
 
-#define BARACUDA_FOR_EACH_ELEMENT(p) \
-  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < (p).total; i += static_cast<int64>(gridDim.x) * blockDim.x)
+#define BARACUDA_FOR_EACH_ELEMENT(p)                                                       \
+  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < (p).total; \
+       i += static_cast<int64>(gridDim.x) * blockDim.x)
 
 // dst = act(scale * src + bias[(i % n) * bias_stride]), src of dst's type T (or absent: 0).
 template <class T, int A>

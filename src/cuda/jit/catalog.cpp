@@ -1,9 +1,23 @@
-// Every family's programs, gathered for the warm-up command and the compile test.
+// Every family's programs, gathered for the warm-up command and the compile test; the element
+// types' names the programs use.
 #include "cuda/jit/jit.hpp"
 #include "ops/matmul_problem.hpp"
 #include "ops/norm_problem.hpp"
 
 namespace baracuda::detail::jit {
+
+std::string device_type(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return "baracuda::device::f16";
+    case DType::bf16:
+      return "baracuda::device::bf16";
+    case DType::f64:
+      return "double";
+    default:
+      return "float";
+  }
+}
 
 std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   std::vector<Program> out = norm_programs(row_lengths);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "baracuda/core/dtype.hpp"
 #include "baracuda/core/status.hpp"
 
 namespace baracuda::detail::jit {
@@ -66,6 +67,10 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths);
 // Everything a compile depends on, as text: the disk cache's files hold it, the in-process cache
 // keys by it.
 std::string cache_key(const Program& program, int arch);
+
+// The device sources' name of a float dtype's element type, for a program's kernel expressions
+// ("baracuda::device::bf16", "float").
+std::string device_type(DType dtype);
 
 // A hash of the embedded device sources (what a cache key starts from) and their count.
 std::string sources_fingerprint();

@@ -124,7 +124,8 @@ std::vector<DescriptorError<MDesc>> matmul_errors() {
        StatusCode::invalid_problem, "descriptor.a[0]"},
       {"alpha NaN", [](MDesc& d) { d.alpha = std::nan(""); }, StatusCode::invalid_problem, "descriptor.alpha"},
       {"beta inf", [](MDesc& d) { d.beta = INFINITY; }, StatusCode::invalid_problem, "descriptor.beta"},
-      {"integer out_dtype", [](MDesc& d) { d.out_dtype = DType::i32; }, StatusCode::unsupported, "descriptor.out_dtype"},
+      {"integer out_dtype", [](MDesc& d) { d.out_dtype = DType::i32; }, StatusCode::unsupported,
+       "descriptor.out_dtype"},
   };
 }
 
@@ -242,8 +243,13 @@ std::vector<std::unique_ptr<OpRow>> matmul_rows() {
                                        {},
                                        matmul_errors(),
                                        matmul_bench_cases(false)}));
-  rows.push_back(make_row<MatmulBackwardPlan>({matmul_samples_of<true>, matmul_backward_ref, harness::tolerance, {},
-                                               matmul_errors(), matmul_bench_cases(true), forward_of<MatmulPlan>,
+  rows.push_back(make_row<MatmulBackwardPlan>({matmul_samples_of<true>,
+                                               matmul_backward_ref,
+                                               harness::tolerance,
+                                               {},
+                                               matmul_errors(),
+                                               matmul_bench_cases(true),
+                                               forward_of<MatmulPlan>,
                                                Gradient{"dout", "out", {{"da", "a"}, {"db", "b"}}}}));
   rows.push_back(make_row<LinearPlan>({linear_samples_of<false>,
                                        linear_forward_ref,
@@ -251,9 +257,15 @@ std::vector<std::unique_ptr<OpRow>> matmul_rows() {
                                        {},
                                        linear_errors(),
                                        linear_bench_cases(false)}));
-  rows.push_back(make_row<LinearBackwardPlan>(
-      {linear_samples_of<true>, linear_backward_ref, harness::tolerance, {}, linear_errors(), linear_bench_cases(true),
-       forward_of<LinearPlan>, Gradient{"dy", "y", {{"dx", "x"}, {"dweight", "weight"}, {"dbias", "bias"}}}}));
+  rows.push_back(
+      make_row<LinearBackwardPlan>({linear_samples_of<true>,
+                                    linear_backward_ref,
+                                    harness::tolerance,
+                                    {},
+                                    linear_errors(),
+                                    linear_bench_cases(true),
+                                    forward_of<LinearPlan>,
+                                    Gradient{"dy", "y", {{"dx", "x"}, {"dweight", "weight"}, {"dbias", "bias"}}}}));
   return rows;
 }
 
