@@ -167,6 +167,9 @@ struct BenchCase {
   std::string_view gathered;                        // an input read only where indexed: its bytes count as the output's
   std::string_view omitted;                         // an optional output left empty: not computed, not counted
   std::string_view transposed;                      // an input viewed as the transpose of a contiguous buffer
+  // How many terms the reference sums for each element of an output (a matmul's K), where that is
+  // more than the inputs' elements per output element: the profiler checks that many times fewer.
+  int64_t (*reference_terms)(const Shape&) = nullptr;
   std::function<std::unique_ptr<Problem>(DType, const Shape&)> problem;  // a case's shape -> its plan
 };
 

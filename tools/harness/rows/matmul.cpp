@@ -4,6 +4,7 @@
 // beta with c, f32 output of 16-bit inputs, every activation with and without a bias; padded,
 // transposed, broadcast and misaligned views. In-place addmm and the layouts BLAS cannot take are
 // tests/test_matmul.cpp's.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -204,20 +205,29 @@ LDesc linear_bench(DType dtype, const Shape& s) {
   return d;
 }
 
+// The reference's terms per output element: K for the products, M or N for the gradients.
+int64_t contracted(const Shape& s) { return std::max({s.dims[0], s.dims[1], s.dims[2]}); }
+
 std::vector<BenchSample<MDesc>> matmul_bench_cases(bool backward) {
   const std::vector<DType> dtypes = {DType::bf16, DType::f32};
-  if (backward) return {{"matmul_backward", "autograd of torch.matmul(a, b)", dtypes, matmul_shapes, matmul_bench}};
-  return {{"matmul", "torch.matmul(a, b)", dtypes, matmul_shapes, matmul_bench}};
+  BenchSample<MDesc> c{"matmul", "torch.matmul(a, b)", dtypes, matmul_shapes, matmul_bench};
+  if (backward) c = {"matmul_backward", "autograd of torch.matmul(a, b)", dtypes, matmul_shapes, matmul_bench};
+  c.reference_terms = contracted;
+  return {c};
 }
 std::vector<BenchSample<LDesc>> linear_bench_cases(bool backward) {
   const std::vector<DType> dtypes = {DType::bf16};
+  std::vector<BenchSample<LDesc>> cases;
   if (backward)
-    return {{"linear_gelu_backward", "autograd of F.gelu(F.linear(x, w, b))", dtypes, linear_shapes,
-             linear_bench<Activation::gelu>}};
-  return {{"linear", "F.linear(x, w, b)", dtypes, linear_shapes, linear_bench<Activation::none>},
-          {"linear_gelu", "F.gelu(F.linear(x, w, b))", dtypes, linear_shapes, linear_bench<Activation::gelu>},
-          {"linear_gelu_tanh", "F.gelu(F.linear(x, w, b), approximate='tanh')", dtypes, linear_shapes,
-           linear_bench<Activation::gelu_tanh>}};
+    cases = {{"linear_gelu_backward", "autograd of F.gelu(F.linear(x, w, b))", dtypes, linear_shapes,
+              linear_bench<Activation::gelu>}};
+  else
+    cases = {{"linear", "F.linear(x, w, b)", dtypes, linear_shapes, linear_bench<Activation::none>},
+             {"linear_gelu", "F.gelu(F.linear(x, w, b))", dtypes, linear_shapes, linear_bench<Activation::gelu>},
+             {"linear_gelu_tanh", "F.gelu(F.linear(x, w, b), approximate='tanh')", dtypes, linear_shapes,
+              linear_bench<Activation::gelu_tanh>}};
+  for (BenchSample<LDesc>& c : cases) c.reference_terms = contracted;
+  return cases;
 }
 
 template <bool kBackward>

@@ -47,6 +47,7 @@ class TableCase final : public ProfilerCase {
   Status setup(const CaseConfig& c, int sets) override {
     stream_ = c.stream;
     dtype_ = c.dtype;
+    shape_ = c.shape;
     problem_ = bench_.problem(c.dtype, c.shape);
     if (Status s = problem_->select(c.stream, preference_of(bench_, c.preference)); !s) return s;
     Expected<harness::Buffer> ws = allocate_workspace(c.stream, problem_->workspace_size());
@@ -88,8 +89,8 @@ class TableCase final : public ProfilerCase {
       }
       if (Status st = tensors_[k].download_set0(); !st) return {false, 0, 0, 0, 0, st.to_string()};
       // About kMaxChecks reference terms per output: fewer checks where each element sums many.
-      const int64_t n = s.shape.numel();
-      io.outputs[k] = harness::RefOutput(n, std::max<int64_t>(1, kMaxChecks * n / dense));
+      const int64_t n = s.shape.numel(), terms = bench_.reference_terms ? bench_.reference_terms(shape_) : 1;
+      io.outputs[k] = harness::RefOutput(n, std::max<int64_t>(1, kMaxChecks * n / dense / std::max<int64_t>(1, terms)));
       if (s.accumulates) io.outputs[k].start_from(before_[k].view(s.shape));
     }
     problem_->reference(io);
@@ -128,6 +129,7 @@ class TableCase final : public ProfilerCase {
 
   const harness::OpRow& row_;
   const harness::BenchCase& bench_;
+  Shape shape_;
   Stream stream_ = Stream::host();
   DType dtype_ = DType::f32;
   std::unique_ptr<harness::Problem> problem_;
