@@ -332,13 +332,33 @@ Status for_each_call(const Gemm& g, void* accumulator, F&& f) {
 // ---------------------------------------------------------------------------------------------
 // The passes.
 
-// The program's kernels, in this order: matmul_result<T, act> for act 0..4, then <float, 0>;
-// activation_forward<T, 1..4>; activation_backward<T, 1..4>; round_accumulator<T>; fill_ones<T>.
-constexpr int kResultF32 = 5, kForward = 6, kBackward = 10, kRound = 14, kOnes = 15;
+// The program's kernels, in this order, first by element (kVec false), then by 16-byte vector:
+// matmul_result<T, act> for act 0..4, then <float, 0>; activation_forward<T, 1..4>;
+// activation_backward<T, 1..4>; and after both, round_accumulator<T>, fill_ones<T>.
+constexpr int kResultF32 = 5, kForward = 6, kBackward = 10, kVectorKernels = 14, kRound = 28, kOnes = 29;
+
+// Whether a pass can step by 16-byte vectors of `element_bytes` elements: every tensor present
+// contiguous over the walk (row-major) and 16-byte aligned, and the count whole vectors.
+bool vectorizable(const device::MatmulPassParams& p, size_t element_bytes) {
+  const int64_t vw = 16 / static_cast<int64_t>(element_bytes);
+  if (p.total % vw != 0) return false;
+  const void* data[3] = {p.src, p.pre, p.dst};
+  for (int t = 0; t < 3; ++t) {
+    if (!data[t]) continue;
+    if (!aligned16(data[t])) return false;
+    int64_t step = 1;
+    for (int d = p.walk.rank - 1; d >= 0; --d) {
+      if (p.walk.sizes[d] != 1 && p.walk.strides[t][d] != step) return false;
+      step *= p.walk.sizes[d];
+    }
+  }
+  return true;
+}
 
 Status launch_pass(const void* kernel, device::MatmulPassParams& params, const Stream& stream, const char* what) {
   if (params.total == 0) return Status::ok();
-  const int64_t blocks = std::clamp<int64_t>((params.total + 255) / 256, 1, 132 * 16);
+  // Enough blocks to fill the GPU several times over; each thread strides through the rest.
+  const int64_t blocks = std::clamp<int64_t>((params.total + 255) / 256, 1, 132 * 32);
   void* args[] = {&params};
   return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), args, 0, native(stream)),
                      what);
@@ -381,7 +401,8 @@ Status result_pass(const jit::Module& m, const Gemm& g, int kept, const GemmMatr
   p.scale = scale;
   p.walk = result_walk(g, kept, src ? *src : GemmMatrix{}, src_batch);
   const int kernel = g.out == DType::f32 && g.in != DType::f32 ? kResultF32 : static_cast<int>(act);
-  return launch_pass(m.kernels[kernel], p, stream, "matmul_result");
+  const int vec = vectorizable(p, dtype_size(g.out)) ? kVectorKernels : 0;
+  return launch_pass(m.kernels[vec + kernel], p, stream, "matmul_result");
 }
 
 Status activation_pass(const jit::Module& m, const ActivationPass& pass, const Stream& stream) {
@@ -401,7 +422,8 @@ Status activation_pass(const jit::Module& m, const ActivationPass& pass, const S
     for (int t = 0; t < 3; ++t) p.walk.strides[t][d] = w.strides[t][d];
   }
   const int act = static_cast<int>(pass.activation) - 1;
-  return launch_pass(m.kernels[(pass.backward ? kBackward : kForward) + act], p, stream, "matmul activation");
+  const int vec = vectorizable(p, dtype_size(pass.dtype)) ? kVectorKernels : 0;
+  return launch_pass(m.kernels[vec + (pass.backward ? kBackward : kForward) + act], p, stream, "matmul activation");
 }
 
 Status run_gemm(const LaunchContext& ctx, const MatmulProblem& p, const Gemm& g, const jit::Module& m,
@@ -469,13 +491,15 @@ jit::Program matmul_program(DType t) {
   const std::string T = jit::device_type(t);
   p.name = "matmul_passes<" + std::string(dtype_name(t)) + ">";
   p.source = "#include \"cuda/device/matmul.cuh\"\n";
-  for (int a = 0; a <= 4; ++a)
-    p.kernels.push_back("baracuda::device::matmul_result<" + T + ", " + std::to_string(a) + ">");
-  p.kernels.push_back("baracuda::device::matmul_result<float, 0>");
-  for (int a = 1; a <= 4; ++a)
-    p.kernels.push_back("baracuda::device::activation_forward<" + T + ", " + std::to_string(a) + ">");
-  for (int a = 1; a <= 4; ++a)
-    p.kernels.push_back("baracuda::device::activation_backward<" + T + ", " + std::to_string(a) + ">");
+  for (const char* vec : {"false", "true"}) {
+    for (int a = 0; a <= 4; ++a)
+      p.kernels.push_back("baracuda::device::matmul_result<" + T + ", " + std::to_string(a) + ", " + vec + ">");
+    p.kernels.push_back(std::string("baracuda::device::matmul_result<float, 0, ") + vec + ">");
+    for (const char* pass : {"activation_forward", "activation_backward"})
+      for (int a = 1; a <= 4; ++a)
+        p.kernels.push_back(std::string("baracuda::device::") + pass + "<" + T + ", " + std::to_string(a) + ", " + vec +
+                            ">");
+  }
   p.kernels.push_back("baracuda::device::round_accumulator<" + T + ">");
   p.kernels.push_back("baracuda::device::fill_ones<" + T + ">");
   return p;
