@@ -48,7 +48,7 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
   for (int vw : {vector_width(t), 1}) {
     const BlockShape b = block_shape(n, vw, held, backward, t);
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + (vw > 1 ? "true" : "false") + ", " +
-                        std::to_string(b.held) + ">");
+                        std::to_string(b.held) + ", " + std::to_string(b.threads) + ">");
   }
   if (backward)
     p.kernels.push_back("baracuda::device::norm_finalize<" + jit::device_type(t) + ", " + jit::device_type(w) + ">");

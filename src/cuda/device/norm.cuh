@@ -58,8 +58,14 @@ __device__ __forceinline__ Acc weight_at(const W* w, const Walk<NT>& inner, int 
   return w ? to_acc<Acc>(w[inner_at<kVec>(inner, t, e)]) + offset : Acc(1);
 }
 
-template <class T, class W, bool kRms, bool kVec, int kHeld>
-__global__ void __launch_bounds__(1024) norm_forward(const NormForwardParams p) {
+// kThreads: the block's size, fixed by the row length at select. The launch bounds give the compiler
+// 512 threads an SM to plan registers for (128 a thread for blocks of 128): a bound of 1024 capped
+// them at 64 and spilled the held values to local memory (7x the DRAM traffic of a row).
+template <int kThreads>
+inline constexpr int kNormMinBlocks = kThreads >= 512 ? 1 : 512 / kThreads;
+
+template <class T, class W, bool kRms, bool kVec, int kHeld, int kThreads>
+__global__ void __launch_bounds__(kThreads, kNormMinBlocks<kThreads>) norm_forward(const NormForwardParams p) {
   using Acc = acc_t<T>;
   using Row = RowAccess<T, kVec>;
   constexpr int VW = Row::VW;
@@ -155,8 +161,8 @@ __global__ void __launch_bounds__(1024) norm_forward(const NormForwardParams p) 
 
 // Rows [chunk * rows_per_chunk, ...) of one block: dx per row, and the chunk's partial dweight
 // (sum of dy * xhat) and dbias (sum of dy) over its rows, in row order, into the workspace.
-template <class T, class W, bool kRms, bool kVec, int kHeld>
-__global__ void __launch_bounds__(1024) norm_backward(const NormBackwardParams p) {
+template <class T, class W, bool kRms, bool kVec, int kHeld, int kThreads>
+__global__ void __launch_bounds__(kThreads, kNormMinBlocks<kThreads>) norm_backward(const NormBackwardParams p) {
   using Acc = acc_t<T>;
   using Row = RowAccess<T, kVec>;
   constexpr int VW = Row::VW;
