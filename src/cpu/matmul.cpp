@@ -3,6 +3,7 @@
 // sgemm, then one rounding of the f32 result); summed batch dims accumulate in order into one
 // result (deterministic); the bias and activation applied to the result before it is stored.
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -120,9 +121,16 @@ BatchWalk batch_walk(const Gemm& g) {
 
 // d (m x n, its own strides) from the f32 / f64 result `acc` (row-major m x n) or in place: the bias,
 // the activation, the store.
+// Rows in parallel where there are enough elements and no parallel region around (the batch
+// entries' own threads).
+bool rows_in_parallel(int64_t rows, int64_t cols) {
+  return rows > 1 && rows * cols >= kParallelThreshold && !omp_in_parallel();
+}
+
 template <class O, class Acc>
 void finish(const Gemm& g, const Acc* acc, O* d) {
   const O* bias = static_cast<const O*>(g.bias);
+#pragma omp parallel for schedule(static) if (rows_in_parallel(g.m, g.n))
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j) {
       O* out = d + i * g.d.rs + j * g.d.cs;
@@ -184,6 +192,14 @@ void gemm_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
   if (g.bias || g.activation != Activation::none) finish<T, T>(g, nullptr, d);
 }
 
+// A strided 16-bit matrix into a row-major f32 one.
+template <class T>
+void to_panel(const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
+#pragma omp parallel for schedule(static) if (rows_in_parallel(rows, cols))
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = convert<float>(src[i * rs + j * cs]);
+}
+
 // One kept batch entry of a 16-bit GEMM through f32 copies (row-major panels).
 template <class T, class O>
 void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector<float>& scratch) {
@@ -207,10 +223,8 @@ void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector
     bw.summed.offsets(r, off);
     const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
     const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.k; ++j) a32[i * g.k + j] = convert<float>(a[i * g.a.rs + j * g.a.cs]);
-    for (int64_t i = 0; i < g.k; ++i)
-      for (int64_t j = 0; j < g.n; ++j) b32[i * g.n + j] = convert<float>(b[i * g.b.rs + j * g.b.cs]);
+    to_panel(a, g.m, g.k, g.a.rs, g.a.cs, a32);
+    to_panel(b, g.k, g.n, g.b.rs, g.b.cs, b32);
     blas_gemm<float>(true, g.m, g.n, g.k, g.alpha, a32, {CblasNoTrans, g.k}, b32, {CblasNoTrans, g.n}, 1.0, acc, g.n);
   }
   finish<O, float>(g, acc, d);
