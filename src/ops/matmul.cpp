@@ -461,6 +461,15 @@ Args contiguous_args(std::span<const ArgField<Args>> fields, std::span<const Arg
   return a;
 }
 
+// `forbidden` narrowed to the arguments the descriptor uses (an unused view is never checked, so
+// its strides may be anything).
+template <class Hooks, class Forbidden>
+auto used_pairs(const typename Hooks::Descriptor& d, Forbidden forbidden) {
+  std::array<ArgSpec, std::size(Hooks::kFields)> specs{};
+  Hooks::arg_specs(d, specs);
+  return [specs, forbidden](size_t o, size_t i) { return specs[o].present && specs[i].present && forbidden(o, i); };
+}
+
 // What the four plans' hooks share, over each one's own (Hooks): arg_specs, layout, build,
 // nothing_to_do. The choice: on CUDA, the GEMMs' algorithms for contiguous, aligned views (so the
 // workspace cuBLASLt needs) and the passes' kernels.
@@ -589,7 +598,7 @@ struct MatmulHooks : MatmulFamilyHooks<MatmulHooks<kBackward>, MatmulDescriptor,
   // Outputs never overlap a or b (read throughout); out may be c exactly (addmm in place).
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
     auto forbidden = [](size_t o, size_t i) { return kBackward || kFields[o].name != "out" || kFields[i].name != "c"; };
-    if (Status s = check_no_alias<Args>(kPlan, kFields, a, forbidden); !s) return s;
+    if (Status s = check_no_alias<Args>(kPlan, kFields, a, used_pairs<MatmulHooks>(d, forbidden)); !s) return s;
     return check_layouts<Args>(kPlan, kFields, a, build(d, a, {}, {}));
   }
 };
@@ -690,7 +699,8 @@ struct LinearHooks : MatmulFamilyHooks<LinearHooks<kBackward>, LinearDescriptor,
 
   // No output overlaps an input (the GEMMs read theirs throughout; pre is read after y's GEMM).
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
-    if (Status s = check_no_alias<Args>(kPlan, kFields, a, [](size_t, size_t) { return true; }); !s) return s;
+    auto every = [](size_t, size_t) { return true; };
+    if (Status s = check_no_alias<Args>(kPlan, kFields, a, used_pairs<LinearHooks>(d, every)); !s) return s;
     Workspace fake{reinterpret_cast<void*>(uintptr_t{1} << 40), 0};
     return check_layouts<Args>(kPlan, kFields, a, build(d, a, fake, {}));
   }
