@@ -14,6 +14,7 @@
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
+#include "cpu/onednn.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/matmul_problem.hpp"
 
@@ -134,7 +135,7 @@ void finish(const Gemm& g, const Acc* acc, O* d) {
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j) {
       O* out = d + i * g.d.rs + j * g.d.cs;
-      double v = acc ? static_cast<double>(acc[i * g.n + j]) : convert<double>(*out);
+      double v = acc ? convert<double>(acc[i * g.n + j]) : convert<double>(*out);
       if (bias) v += convert<double>(bias[j * g.bias_stride]);
       if (g.activation != Activation::none) v = activate(g.activation, v);
       *out = convert<O>(static_cast<acc_t<O>>(v));
@@ -230,11 +231,44 @@ void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector
   finish<O, float>(g, acc, d);
 }
 
+// Each kept entry by oneDNN (no summed dims: a 16-bit d would round at every step): c first copied
+// into d where it is another buffer, then d = alpha a b + beta d, then the bias and activation in
+// place. False, having written nothing, where oneDNN takes no such product.
+template <class T, class O>
+bool onednn_entries(const Gemm& g, const BatchWalk& bw) {
+  const bool c_apart = g.c.data && g.beta != 0.0 && (g.c.data != g.d.data || g.c.rs != g.d.rs || g.c.cs != g.d.cs);
+  for (int64_t e = 0; e < bw.kept_count; ++e) {
+    int64_t base[4];
+    bw.kept.offsets(e, base);
+    O* d = static_cast<O*>(const_cast<void*>(g.d.data)) + base[kGemmD];
+    if (c_apart) {
+      const O* c = static_cast<const O*>(g.c.data) + base[kGemmC];
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) d[i * g.d.rs + j * g.d.cs] = c[i * g.c.rs + j * g.c.cs];
+    }
+    const T* a = static_cast<const T*>(g.a.data) + base[kGemmA];
+    const T* b = static_cast<const T*>(g.b.data) + base[kGemmB];
+    // (The first entry decides: every entry is the same configuration. c copied into d is harmless to
+    // the fallback, which reads c again.)
+    if (!onednn_gemm(g.in, g.out, g.m, g.n, g.k, a, g.a, b, g.b, d, g.d, g.alpha, g.c.data ? g.beta : 0.0))
+      return false;
+    if (g.bias || g.activation != Activation::none) finish<O, O>(g, nullptr, d);
+  }
+  return true;
+}
+
 template <class T, class O>
 Status run_gemm(const Gemm& g) {
   if (g.m == 0 || g.n == 0) return Status::ok();
   const BatchWalk bw = batch_walk(g);
   if (bw.kept_count == 0) return Status::ok();
+  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  if constexpr (!std::is_same_v<T, double>) {
+    // oneDNN for products large enough to pay its call (a few microseconds) and few enough to run one
+    // after another.
+    if (bw.summed_count == 1 && g.k > 0 && flops >= double(1 << 20) && bw.kept_count <= 64 && onednn_entries<T, O>(g, bw))
+      return Status::ok();
+  }
   // Many small products: one per thread (BLAS runs single-threaded inside a parallel region);
   // otherwise one at a time, BLAS's threads inside each.
   const double work = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);

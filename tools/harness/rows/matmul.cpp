@@ -44,7 +44,9 @@ std::vector<Sample<MDesc>> matmul_samples(bool backward) {
                                                             {4097, 3, 17},
                                                             {3, 4097, 17},
                                                             {17, 3, 4097},
-                                                            {255, 64, 17}})
+                                                            {255, 64, 17},
+                                                            {130, 70, 60},
+                                                            {255, 255, 255}})
     add(mmk(m, n, k));
   for (bool ta : {false, true})
     for (bool tb : {false, true}) add(mmk(17, 64, 3, ta, tb), Views::contiguous, "op");
@@ -82,6 +84,9 @@ std::vector<Sample<MDesc>> matmul_samples(bool backward) {
     scaled.alpha = -0.75;
     add(scaled, Views::contiguous, "alpha -0.75");
   }
+  // (The CPU takes products of 2^20 flops and more to oneDNN, smaller ones to OpenBLAS: both sides.)
+  for (Views v : {Views::padded, Views::misaligned, Views::transposed}) add(mmk(130, 70, 60, v == Views::transposed), v);
+  add(mm({3, 90, 64}, {3, 64, 100}), Views::padded, "batched, oneDNN's side");
   for (Views v : {Views::padded, Views::misaligned}) {
     add(mmk(33, 20, 17), v);
     add(mm({3, 9, 7}, {3, 7, 5}), v);
@@ -160,6 +165,8 @@ std::vector<Sample<LDesc>> linear_samples(bool backward) {
   add(lin({0, 8}, 5));
   add(lin({3, 8}, 0));
   add(lin({255, 64}, 17, true, Activation::silu), Views::contiguous, "silu");
+  for (Activation a : kActivations) add(lin({96, 128}, 64, true, a), Views::contiguous, "oneDNN's side");
+  add(lin({96, 128}, 64, true, Activation::gelu), Views::padded, "oneDNN's side");
   add(lin({2, 2, 3, 12}, 10, true, Activation::gelu_tanh), Views::contiguous, "gelu_tanh, two batch dims");
   for (Views v : {Views::padded, Views::misaligned, Views::transposed}) {
     add(lin({9, 12}, 7, true, Activation::gelu), v, "gelu");
