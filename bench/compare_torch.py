@@ -597,6 +597,29 @@ def gelu_tanh(y):
     return torch.nn.functional.gelu(y, approximate="tanh")
 
 
+def rand_case(shape, dtype):
+    return (lambda: torch.empty(shape, device="cuda", dtype=dtype)), lambda out: out.uniform_()
+
+
+def dropout_case(backward=False):
+    def build(shape, dtype):
+        if not backward:
+            return (lambda: rand(shape, dtype)), lambda x: torch.nn.functional.dropout(x, 0.1, training=True)
+
+        def make():
+            x = rand(shape, dtype).requires_grad_(True)
+            return torch.nn.functional.dropout(x, 0.1, training=True), [x], rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+RANDOM_CASES = {
+    "torch.rand(shape)": rand_case,
+    "F.dropout(x, 0.1)": dropout_case(),
+    "autograd of F.dropout(x, 0.1)": dropout_case(True),
+}
+
+
 MATMUL_CASES = {
     "torch.matmul(a, b)": matmul_case(),
     "autograd of torch.matmul(a, b)": matmul_case(True),
@@ -644,6 +667,7 @@ TORCH_CASES = {
     **GATED_CASES,
     **NORM_CASES,
     **MATMUL_CASES,
+    **RANDOM_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,

@@ -12,6 +12,7 @@
 #include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/matmul.hpp"
 #include "baracuda/ops/norm.hpp"
+#include "baracuda/ops/random.hpp"
 #include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/scan.hpp"
 #include "baracuda/ops/segment.hpp"

@@ -446,6 +446,25 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, LinearDescriptor& d)
   d.allow_tf32 = in.consume_bool();
 }
 
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, RandomDescriptor& d) {
+  d.kind = in.chance(5) ? static_cast<RandomKind>(in.consume_int(3, 255)) : static_cast<RandomKind>(in.consume_int(0, 2));
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+  d.seed = static_cast<uint64_t>(in.consume_int64());
+  d.offset = static_cast<uint64_t>(in.consume_int64());
+  d.low = in.chance(70) ? in.consume_int(-100, 100) : fuzz_weight(in);
+  d.high = in.chance(70) ? d.low + in.consume_int(1, 1000) : fuzz_weight(in);
+  d.p = in.chance(80) ? in.consume_int(0, 100) / 100.0 : fuzz_weight(in);
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, DropoutDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.shape = fuzz_shape(in);
+  d.p = in.chance(80) ? in.consume_int(0, 100) / 100.0 : fuzz_weight(in);
+  d.seed = static_cast<uint64_t>(in.consume_int64());
+  d.offset = static_cast<uint64_t>(in.consume_int64());
+}
+
 // The reduced dims: mostly a subset of the rank's dims in any order (some negative), or none (every
 // dim); now and then wild ones (repeated, past the rank, below -rank) or a count past the rank,
 // kMaxRank or below 0.
@@ -1388,6 +1407,9 @@ std::span<const PlanEntry> registry() {
       entry<MatmulBackwardPlan>(),
       entry<LinearPlan>(),
       entry<LinearBackwardPlan>(),
+      entry<RandomPlan>(),
+      entry<DropoutPlan>(),
+      entry<DropoutBackwardPlan>(),
   };
   return kPlans;
 }

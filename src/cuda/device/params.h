@@ -70,4 +70,27 @@ struct MatmulPassParams {
   Walk<3> walk;  // src, pre, dst
 };
 
+// The random plans (cuda/device/random.cuh): element i of the walk over the logical shape draws
+// stream position offset + i (cuda/device/philox.h).
+struct RandomParams {
+  void* out;
+  long long total;
+  unsigned long long seed, offset;
+  unsigned long long threshold;  // bernoulli: bits below it give 1
+  unsigned long long range;      // randint: high - low
+  double low, high;
+  Walk<1> walk;
+};
+
+struct DropoutParams {
+  const void* src;  // x (forward) or dy (backward)
+  void* dst;        // y or dx
+  void* mask;       // optional bool
+  long long total;
+  unsigned long long seed, offset;
+  unsigned long long threshold;  // bits below it drop the element
+  double scale;                  // 1 / (1 - p), already rounded to the compute type
+  Walk<3> walk;                  // src, dst, mask
+};
+
 }  // namespace baracuda::device

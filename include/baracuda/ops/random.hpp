@@ -1,0 +1,75 @@
+#pragma once
+// Random numbers and dropout from one counter-based generator, Philox-4x32-10 (src/cuda/device/philox.h).
+//
+// The contract: element i of a tensor (its row-major index over the shape, not its place in memory)
+// takes the 32 bits of stream position (offset + i) under `seed`: word (offset + i) % 4 of Philox's
+// block at counter (offset + i) / 4, key the seed. So a value depends on (seed, offset + i) alone:
+// the same bits on the CPU and on every GPU, whatever the grid, the SM count or the output's strides,
+// and a tensor written whole or as pieces at the right offsets is the same tensor. A caller that
+// draws again advances `offset` by the elements drawn (rounded up to a multiple of 4 if it wants
+// fresh blocks, not required).
+//
+//   RandomPlan   uniform [low, high): the 24 high bits as u in [0, 1) (exact in f32), low + (high - low) u
+//                in f32 (a result that rounds up to high becomes the float below it), then rounded to
+//                the output's dtype (a 16-bit value may round up to high); f64: u from 53 bits;
+//                bernoulli(p): 1 where bits < p 2^32 (p exact to 2^-32), else 0;
+//                randint [low, high): low + bits mod (high - low) (i32, i64; range below 2^32).
+//   DropoutPlan  y = x / (1 - p) where bits >= p 2^32 (kept), else 0; `mask` (optional, bool) says
+//                which were kept. DropoutBackwardPlan: dx = dy / (1 - p) where kept, the mask
+//                regenerated from (seed, offset), never stored. p = 0 keeps everything (y = x), p = 1
+//                drops everything (y = 0).
+// f64 uniform takes two positions per element (2 (offset + i) and 2 (offset + i) + 1: 53 bits).
+// A dropped element is 0 even where x is NaN (PyTorch's product with the mask keeps the NaN).
+// Not yet: normal, exponential (they need log / cos bit-identical on both backends), randperm,
+// multinomial.
+#include <cstdint>
+
+#include "baracuda/core/plan.hpp"
+
+namespace baracuda {
+
+enum class RandomKind : unsigned char { uniform, bernoulli, randint };
+std::string_view random_kind_name(RandomKind kind);
+
+struct RandomDescriptor {
+  RandomKind kind = RandomKind::uniform;
+  DType dtype = DType::f32;  // uniform, bernoulli: f32 f64 f16 bf16; randint: i32 i64
+  Shape shape;
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  double low = 0.0, high = 1.0;  // uniform, randint (whole numbers); low < high
+  double p = 0.5;                // bernoulli: in [0, 1]
+};
+
+struct RandomArgs {
+  AnyTensorMut out;
+};
+
+struct DropoutDescriptor {
+  DType dtype = DType::f32;  // of x, y, dy, dx: f32 f64 f16 bf16
+  Shape shape;
+  double p = 0.5;  // the probability of dropping: in [0, 1]
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
+struct DropoutArgs {
+  AnyTensorRef x;
+  AnyTensorMut y;
+  AnyTensorMut mask;  // optional, bool: true where kept
+};
+
+struct DropoutBackwardArgs {
+  AnyTensorRef dy;
+  AnyTensorMut dx;
+};
+
+struct RandomOp : OpTag<RandomDescriptor, RandomArgs> {};
+struct DropoutOp : OpTag<DropoutDescriptor, DropoutArgs> {};
+struct DropoutBackwardOp : OpTag<DropoutDescriptor, DropoutBackwardArgs> {};
+
+using RandomPlan = Plan<RandomOp>;
+using DropoutPlan = Plan<DropoutOp>;
+using DropoutBackwardPlan = Plan<DropoutBackwardOp>;
+
+}  // namespace baracuda

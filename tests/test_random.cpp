@@ -1,0 +1,146 @@
+// The random family's contract beyond the op table (tools/harness/rows/random.cpp): Philox's known
+// answers (Random123's test vectors), a tensor written whole equal to its pieces written at their
+// offsets, the CPU's bits equal to the GPU's, the moments of uniform and bernoulli, and dropout's
+// backward regenerating the forward's mask.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "baracuda/baracuda.hpp"
+#include "cuda/device/philox.h"
+#include "harness/data.hpp"
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using testing::unwrap;
+
+TEST(Philox, KnownAnswers) {
+  using device::Philox4;
+  const Philox4 zero = device::philox4x32_10({{0, 0, 0, 0}}, 0, 0);
+  EXPECT_EQ(zero.v[0], 0x6627e8d5u);
+  EXPECT_EQ(zero.v[1], 0xe169c58du);
+  EXPECT_EQ(zero.v[2], 0xbc57ac4cu);
+  EXPECT_EQ(zero.v[3], 0x9b00dbd8u);
+  const Philox4 ones = device::philox4x32_10({{~0u, ~0u, ~0u, ~0u}}, ~0u, ~0u);
+  EXPECT_EQ(ones.v[0], 0x408f276du);
+  EXPECT_EQ(ones.v[3], 0x6d5451fdu);
+  const Philox4 pi = device::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u,
+                                           0x299f31d0u);
+  EXPECT_EQ(pi.v[0], 0xd16cfe09u);
+  EXPECT_EQ(pi.v[1], 0x94fdccebu);
+  EXPECT_EQ(pi.v[2], 0x5001e420u);
+  EXPECT_EQ(pi.v[3], 0x24126ea1u);
+}
+
+class RandomTest : public testing::BackendDTypeTest {
+ protected:
+  Tensor draw(RandomDescriptor d, const harness::TensorSpec& spec, const Stream& s) {
+    Tensor t = unwrap(harness::random_tensor(backend_of(s), d.dtype, spec, rng_));
+    EXPECT_TRUE(harness::poison(t).is_ok());
+    RandomPlan plan = unwrap(RandomPlan::select(s, d));
+    EXPECT_TRUE(plan.run(s, {}, {t.mut()}).is_ok());
+    EXPECT_TRUE(t.download().is_ok());
+    return t;
+  }
+  static Backend backend_of(const Stream& s) { return s.backend(); }
+  RandomDescriptor uniform(Shape shape) {
+    RandomDescriptor d;
+    d.dtype = dtype();
+    d.shape = shape;
+    d.seed = 0x1234567890abcdefull;
+    d.offset = 99;
+    return d;
+  }
+};
+
+TEST_P(RandomTest, PiecesAtTheirOffsetsAreTheWhole) {
+  const int64_t rows = 100, cols = 64;
+  RandomDescriptor whole = uniform({rows, cols});
+  const Tensor all = draw(whole, testing::contiguous(whole.shape), stream());
+  for (int64_t first : {int64_t{0}, int64_t{37}}) {
+    RandomDescriptor piece = uniform({rows - first, cols});
+    piece.offset = whole.offset + static_cast<uint64_t>(first * cols);
+    const Tensor part = draw(piece, testing::contiguous(piece.shape), stream());
+    for (int64_t i = 0; i < piece.shape.numel(); ++i) ASSERT_EQ(part.at(i), all.at(first * cols + i)) << first << ", " << i;
+  }
+}
+
+TEST_P(RandomTest, TheCpuAndTheGpuDrawTheSameBits) {
+  if (backend() != Backend::cuda) GTEST_SKIP() << "compares the CUDA backend with the CPU's";
+  for (RandomKind kind : {RandomKind::uniform, RandomKind::bernoulli}) {
+    RandomDescriptor d = uniform({333, 77});
+    d.kind = kind;
+    d.p = 0.37;
+    const Tensor gpu = draw(d, testing::contiguous(d.shape), stream());
+    const Tensor cpu = draw(d, testing::contiguous(d.shape), Stream::host());
+    for (int64_t i = 0; i < d.shape.numel(); ++i) ASSERT_EQ(gpu.at(i), cpu.at(i)) << random_kind_name(kind) << " " << i;
+  }
+  DropoutDescriptor dd;
+  dd.dtype = dtype();
+  dd.shape = {300, 50};
+  dd.p = 0.2;
+  Tensor x = unwrap(harness::random_tensor(Backend::cpu, dtype(), testing::contiguous(dd.shape), rng_));
+  Tensor xg = unwrap(harness::random_tensor(Backend::cuda, dtype(), testing::contiguous(dd.shape), rng_));
+  xg.host = x.host;
+  ASSERT_OK(xg.upload());
+  Tensor y = unwrap(harness::random_tensor(Backend::cpu, dtype(), testing::contiguous(dd.shape), rng_));
+  Tensor yg = unwrap(harness::random_tensor(Backend::cuda, dtype(), testing::contiguous(dd.shape), rng_));
+  ASSERT_OK(unwrap(DropoutPlan::select(Stream::host(), dd)).run(Stream::host(), {}, {x.ref(), y.mut(), {}}));
+  ASSERT_OK(unwrap(DropoutPlan::select(stream(), dd)).run(stream(), {}, {xg.ref(), yg.mut(), {}}));
+  ASSERT_OK(y.download());
+  ASSERT_OK(yg.download());
+  for (int64_t i = 0; i < dd.shape.numel(); ++i) ASSERT_EQ(y.at(i), yg.at(i)) << i;
+}
+
+TEST_P(RandomTest, MomentsOfUniformAndBernoulli) {
+  const int64_t n = 1 << 20;
+  const Tensor u = draw(uniform({n}), testing::contiguous({n}), stream());
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += u.at(i) / n;
+  for (int64_t i = 0; i < n; ++i) var += (u.at(i) - mean) * (u.at(i) - mean) / n;
+  // Standard errors: 1/sqrt(12 n) = 2.8e-4 for the mean, ~8e-5 for the variance; 16-bit rounding
+  // moves the mean by about its unit roundoff / 4.
+  EXPECT_NEAR(mean, 0.5, 2e-3);
+  EXPECT_NEAR(var, 1.0 / 12, 2e-3);
+  RandomDescriptor b = uniform({n});
+  b.kind = RandomKind::bernoulli;
+  b.p = 0.3;
+  const Tensor bits = draw(b, testing::contiguous({n}), stream());
+  double ones = 0;
+  for (int64_t i = 0; i < n; ++i) ones += bits.at(i);
+  EXPECT_NEAR(ones / n, 0.3, 5 * std::sqrt(0.3 * 0.7 / n));
+}
+
+TEST_P(RandomTest, DropoutBackwardRegeneratesTheForwardsMask) {
+  DropoutDescriptor d;
+  d.dtype = dtype();
+  d.shape = {129, 65};
+  d.p = 0.4;
+  d.seed = 5;
+  d.offset = 12345;
+  Tensor x = unwrap(harness::random_tensor(backend(), dtype(), testing::contiguous(d.shape), rng_, 0.5, 1.5));
+  Tensor y = unwrap(harness::random_tensor(backend(), dtype(), testing::contiguous(d.shape), rng_));
+  Tensor mask = unwrap(harness::random_tensor(backend(), DType::boolean, testing::contiguous(d.shape), rng_));
+  Tensor dx = unwrap(harness::random_tensor(backend(), dtype(), testing::contiguous(d.shape), rng_));
+  ASSERT_OK(unwrap(DropoutPlan::select(stream(), d)).run(stream(), {}, {x.ref(), y.mut(), mask.mut()}));
+  ASSERT_OK(unwrap(DropoutBackwardPlan::select(stream(), d)).run(stream(), {}, {x.ref(), dx.mut()}));
+  ASSERT_OK(y.download());
+  ASSERT_OK(mask.download());
+  ASSERT_OK(dx.download());
+  int64_t kept = 0;
+  for (int64_t i = 0; i < d.shape.numel(); ++i) {
+    ASSERT_EQ(dx.at(i), y.at(i)) << i;  // dy = x: the same products
+    ASSERT_EQ(mask.at(i) != 0, y.at(i) != 0) << i;  // x in [0.5, 1.5): kept values are nonzero
+    kept += mask.at(i) != 0;
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / d.shape.numel(), 0.6, 0.03);
+}
+
+INSTANTIATE_TEST_SUITE_P(Random, RandomTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+}  // namespace
+}  // namespace baracuda

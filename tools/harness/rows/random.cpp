@@ -1,0 +1,220 @@
+// Op-table rows of the random family: RandomPlan (uniform, bernoulli, randint), DropoutPlan and its
+// backward. The reference is the contract itself (include/baracuda/ops/random.hpp): element i draws
+// Philox's bits at stream position offset + i, computed here in double from those bits; the
+// generator's own known answers, the statistics and the CPU = CUDA identity are tests/test_random.cpp's.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/device/philox.h"
+#include "harness/op_row.hpp"
+
+namespace baracuda::harness {
+namespace {
+
+using device::philox_bits;
+using RDesc = RandomDescriptor;
+using DDesc = DropoutDescriptor;
+
+RDesc draw(RandomKind kind, Shape shape, uint64_t seed, uint64_t offset) {
+  RDesc d;
+  d.kind = kind;
+  d.shape = shape;
+  d.seed = seed;
+  d.offset = offset;
+  if (kind == RandomKind::randint) {
+    d.dtype = DType::i32;
+    d.low = -5;
+    d.high = 1000;
+  }
+  return d;
+}
+
+std::vector<Sample<RDesc>> random_samples() {
+  std::vector<Sample<RDesc>> out;
+  auto add = [&](RDesc d, Views views = Views::contiguous, std::string note = {}, std::vector<DType> dtypes = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), std::move(dtypes)});
+  };
+  const std::vector<DType> floats = {DType::f32, DType::f64, DType::f16, DType::bf16};
+  for (Shape s : std::vector<Shape>{{1}, {7}, {5, 33}, {300, 257}, {2, 3, 4, 5}, {0, 4}}) {
+    add(draw(RandomKind::uniform, s, 42, 0), Views::contiguous, "uniform", floats);
+    add(draw(RandomKind::bernoulli, s, 7, 3), Views::contiguous, "bernoulli", floats);
+  }
+  RDesc wide = draw(RandomKind::uniform, {64, 64}, 1, (uint64_t{1} << 40) + 1);
+  wide.low = -3.5;
+  wide.high = 2.25;
+  add(wide, Views::contiguous, "uniform [-3.5, 2.25), offset 2^40 + 1", floats);
+  RDesc wrap = draw(RandomKind::uniform, {100}, ~uint64_t{0}, ~uint64_t{0} - 50);
+  add(wrap, Views::contiguous, "the stream position wrapping past 2^64", floats);
+  for (double p : {0.0, 0.3, 1.0}) {
+    RDesc b = draw(RandomKind::bernoulli, {40, 40}, 9, 0);
+    b.p = p;
+    add(b, Views::contiguous, "bernoulli p " + std::to_string(p), floats);
+  }
+  for (DType t : {DType::i32, DType::i64}) {
+    RDesc r = draw(RandomKind::randint, {33, 65}, 5, 17);
+    add(r, Views::contiguous, "randint [-5, 1000)", {t});
+    RDesc full = draw(RandomKind::randint, {1000}, 5, 0);
+    full.low = t == DType::i32 ? -2147483648.0 : -4294967296.0;
+    full.high = full.low + 4294967296.0;
+    add(full, Views::contiguous, "randint over 2^32 values", {t});
+  }
+  for (Views v : {Views::padded, Views::transposed, Views::misaligned}) {
+    add(draw(RandomKind::uniform, {33, 40}, 3, 11), v, "uniform", floats);
+    add(draw(RandomKind::bernoulli, {33, 40}, 3, 11), v, "bernoulli", floats);
+    add(draw(RandomKind::randint, {33, 40}, 3, 11), v, "randint", {DType::i32, DType::i64});
+  }
+  return out;
+}
+
+std::vector<DescriptorError<RDesc>> random_errors() {
+  return {
+      {"p NaN",
+       [](RDesc& d) {
+         d.kind = RandomKind::bernoulli;
+         d.p = std::nan("");
+       },
+       StatusCode::invalid_problem, "descriptor.p"},
+      {"p above 1",
+       [](RDesc& d) {
+         d.kind = RandomKind::bernoulli;
+         d.p = 1.5;
+       },
+       StatusCode::invalid_problem, "descriptor.p"},
+      {"low = high",
+       [](RDesc& d) {
+         d.kind = RandomKind::uniform;
+         d.dtype = DType::f32;
+         d.low = d.high = 1.0;
+       },
+       StatusCode::invalid_problem, "descriptor.high"},
+      {"randint of f32",
+       [](RDesc& d) {
+         d.kind = RandomKind::randint;
+         d.dtype = DType::f32;
+       },
+       StatusCode::unsupported, "descriptor.dtype"},
+      {"randint range past 2^32",
+       [](RDesc& d) {
+         d.kind = RandomKind::randint;
+         d.dtype = DType::i64;
+         d.low = 0;
+         d.high = 1e12;
+       },
+       StatusCode::unsupported, "descriptor.high"},
+      {"negative size", [](RDesc& d) { d.shape = {-1}; }, StatusCode::invalid_problem, "descriptor.shape[0]"},
+  };
+}
+
+// The value element i takes, from the contract.
+double expected(const RDesc& d, int64_t i) {
+  const uint64_t at = d.offset + static_cast<uint64_t>(i);
+  switch (d.kind) {
+    case RandomKind::bernoulli:
+      return static_cast<double>(philox_bits(d.seed, at)) < std::floor(d.p * 4294967296.0) ? 1.0 : 0.0;
+    case RandomKind::randint:
+      return d.low + static_cast<double>(philox_bits(d.seed, at) % static_cast<uint64_t>(d.high - d.low));
+    case RandomKind::uniform:
+      break;
+  }
+  if (d.dtype == DType::f64) {
+    const double u = (static_cast<double>(philox_bits(d.seed, 2 * at) >> 5) * 67108864.0 +
+                      static_cast<double>(philox_bits(d.seed, 2 * at + 1) >> 6)) *
+                     std::ldexp(1.0, -53);
+    return d.low + (d.high - d.low) * u;
+  }
+  const double u = static_cast<double>(philox_bits(d.seed, at) >> 8) * std::ldexp(1.0, -24);
+  return quantize(d.dtype, quantize(DType::f32, d.low + (d.high - d.low) * u));
+}
+
+void random_reference(const RDesc& d, RefIO& io) {
+  RefOutput& out = io.out("out");
+  for (int64_t i = 0; i < d.shape.numel(); ++i)
+    if (out.wanted(i)) out.set(i, expected(d, i), std::fabs(d.low) + std::fabs(d.high), 4);
+}
+
+DDesc drop(Shape shape, double p, uint64_t seed = 1234, uint64_t offset = 0) {
+  DDesc d;
+  d.shape = shape;
+  d.p = p;
+  d.seed = seed;
+  d.offset = offset;
+  return d;
+}
+
+std::vector<Sample<DDesc>> dropout_samples() {
+  std::vector<Sample<DDesc>> out;
+  auto add = [&](DDesc d, Views views = Views::contiguous, std::string note = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), {}});
+  };
+  for (double p : {0.0, 0.1, 0.5, 1.0}) add(drop({300, 129}, p), Views::contiguous, "p " + std::to_string(p));
+  add(drop({1}, 0.5));
+  add(drop({2, 3, 4, 5}, 0.25, 77, 1000));
+  add(drop({0, 8}, 0.5));
+  for (Views v : {Views::padded, Views::transposed, Views::misaligned, Views::broadcast}) add(drop({33, 40}, 0.3), v);
+  return out;
+}
+
+std::vector<DescriptorError<DDesc>> dropout_errors() {
+  return {
+      {"p NaN", [](DDesc& d) { d.p = std::nan(""); }, StatusCode::invalid_problem, "descriptor.p"},
+      {"p negative", [](DDesc& d) { d.p = -0.1; }, StatusCode::invalid_problem, "descriptor.p"},
+      {"p above 1", [](DDesc& d) { d.p = 1.01; }, StatusCode::invalid_problem, "descriptor.p"},
+  };
+}
+
+bool kept(const DDesc& d, int64_t i) {
+  return static_cast<double>(philox_bits(d.seed, d.offset + static_cast<uint64_t>(i))) >= std::floor(d.p * 4294967296.0);
+}
+
+template <bool kBackward>
+void dropout_reference(const DDesc& d, RefIO& io) {
+  const HostView& x = io.in(kBackward ? "dy" : "x");
+  RefOutput& y = io.out(kBackward ? "dx" : "y");
+  const double scale = d.p < 1 ? 1.0 / (1.0 - d.p) : 0.0;
+  const bool mask = !kBackward && io.specs[static_cast<size_t>(io.index_of("mask"))].present;
+  for (int64_t i = 0; i < d.shape.numel(); ++i) {
+    const bool k = kept(d, i);
+    if (y.wanted(i)) y.set(i, k ? x.at(i) * scale : 0.0);
+    if (mask && io.out("mask").wanted(i)) io.out("mask").set(i, k ? 1.0 : 0.0);
+  }
+}
+
+std::vector<Shape> bench_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{16384, 4096}};
+  return {{2048, 4096}};
+}
+RDesc uniform_bench(DType dtype, const Shape& s) {
+  RDesc d = draw(RandomKind::uniform, s, 1, 0);
+  d.dtype = dtype;
+  return d;
+}
+DDesc dropout_bench(DType dtype, const Shape& s) {
+  DDesc d = drop(s, 0.1);
+  d.dtype = dtype;
+  return d;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<OpRow>> random_rows() {
+  std::vector<std::unique_ptr<OpRow>> rows;
+  const std::vector<DType> dtypes = {DType::f32, DType::bf16};
+  rows.push_back(make_row<RandomPlan>({random_samples,
+                                       random_reference,
+                                       harness::tolerance,
+                                       {},
+                                       random_errors(),
+                                       {{"rand", "torch.rand(shape)", dtypes, bench_shapes, uniform_bench}}}));
+  BenchSample<DDesc> fwd{"dropout", "F.dropout(x, 0.1)", dtypes, bench_shapes, dropout_bench};
+  fwd.omitted = "mask";
+  rows.push_back(make_row<DropoutPlan>(
+      {dropout_samples, dropout_reference<false>, harness::tolerance, {}, dropout_errors(), {fwd}}));
+  rows.push_back(make_row<DropoutBackwardPlan>(
+      {dropout_samples, dropout_reference<true>, harness::tolerance, {}, dropout_errors(),
+       {{"dropout_backward", "autograd of F.dropout(x, 0.1)", dtypes, bench_shapes, dropout_bench}},
+       forward_of<DropoutPlan>, Gradient{"dy", "y", {{"dx", "x"}}}}));
+  return rows;
+}
+
+}  // namespace baracuda::harness
