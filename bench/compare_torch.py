@@ -613,8 +613,13 @@ def dropout_case(backward=False):
     return build
 
 
+def randn_case(shape, dtype):
+    return (lambda: torch.empty(shape, device="cuda", dtype=dtype)), lambda out: out.normal_()
+
+
 RANDOM_CASES = {
     "torch.rand(shape)": rand_case,
+    "torch.randn(shape)": randn_case,
     "F.dropout(x, 0.1)": dropout_case(),
     "autograd of F.dropout(x, 0.1)": dropout_case(True),
 }

@@ -28,8 +28,8 @@ TEST(Philox, KnownAnswers) {
   const Philox4 ones = device::philox4x32_10({{~0u, ~0u, ~0u, ~0u}}, ~0u, ~0u);
   EXPECT_EQ(ones.v[0], 0x408f276du);
   EXPECT_EQ(ones.v[3], 0x6d5451fdu);
-  const Philox4 pi = device::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u,
-                                           0x299f31d0u);
+  const Philox4 pi =
+      device::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u);
   EXPECT_EQ(pi.v[0], 0xd16cfe09u);
   EXPECT_EQ(pi.v[1], 0x94fdccebu);
   EXPECT_EQ(pi.v[2], 0x5001e420u);
@@ -65,13 +65,14 @@ TEST_P(RandomTest, PiecesAtTheirOffsetsAreTheWhole) {
     RandomDescriptor piece = uniform({rows - first, cols});
     piece.offset = whole.offset + static_cast<uint64_t>(first * cols);
     const Tensor part = draw(piece, testing::contiguous(piece.shape), stream());
-    for (int64_t i = 0; i < piece.shape.numel(); ++i) ASSERT_EQ(part.at(i), all.at(first * cols + i)) << first << ", " << i;
+    for (int64_t i = 0; i < piece.shape.numel(); ++i)
+      ASSERT_EQ(part.at(i), all.at(first * cols + i)) << first << ", " << i;
   }
 }
 
 TEST_P(RandomTest, TheCpuAndTheGpuDrawTheSameBits) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "compares the CUDA backend with the CPU's";
-  for (RandomKind kind : {RandomKind::uniform, RandomKind::bernoulli}) {
+  for (RandomKind kind : {RandomKind::uniform, RandomKind::bernoulli, RandomKind::normal, RandomKind::exponential}) {
     RandomDescriptor d = uniform({333, 77});
     d.kind = kind;
     d.p = 0.37;
@@ -113,6 +114,23 @@ TEST_P(RandomTest, MomentsOfUniformAndBernoulli) {
   double ones = 0;
   for (int64_t i = 0; i < n; ++i) ones += bits.at(i);
   EXPECT_NEAR(ones / n, 0.3, 5 * std::sqrt(0.3 * 0.7 / n));
+  RandomDescriptor g = uniform({n});
+  g.kind = RandomKind::normal;
+  g.mean = 1.5;
+  g.std = 2.0;
+  const Tensor z = draw(g, testing::contiguous({n}), stream());
+  double zm = 0, zv = 0;
+  for (int64_t i = 0; i < n; ++i) zm += z.at(i) / n;
+  for (int64_t i = 0; i < n; ++i) zv += (z.at(i) - zm) * (z.at(i) - zm) / n;
+  EXPECT_NEAR(zm, 1.5, 0.01);  // standard error 2 / 1024
+  EXPECT_NEAR(zv, 4.0, 0.03);  // about 4 sqrt(2 / n) = 0.0055
+  RandomDescriptor x = uniform({n});
+  x.kind = RandomKind::exponential;
+  x.lambda = 4.0;
+  const Tensor e = draw(x, testing::contiguous({n}), stream());
+  double em = 0;
+  for (int64_t i = 0; i < n; ++i) em += e.at(i) / n;
+  EXPECT_NEAR(em, 0.25, 0.0025);  // standard error 0.25 / 1024
 }
 
 TEST_P(RandomTest, DropoutBackwardRegeneratesTheForwardsMask) {
@@ -133,7 +151,7 @@ TEST_P(RandomTest, DropoutBackwardRegeneratesTheForwardsMask) {
   ASSERT_OK(dx.download());
   int64_t kept = 0;
   for (int64_t i = 0; i < d.shape.numel(); ++i) {
-    ASSERT_EQ(dx.at(i), y.at(i)) << i;  // dy = x: the same products
+    ASSERT_EQ(dx.at(i), y.at(i)) << i;              // dy = x: the same products
     ASSERT_EQ(mask.at(i) != 0, y.at(i) != 0) << i;  // x in [0.5, 1.5): kept values are nonzero
     kept += mask.at(i) != 0;
   }

@@ -266,7 +266,8 @@ Status run_gemm(const Gemm& g) {
   if constexpr (!std::is_same_v<T, double>) {
     // oneDNN for products large enough to pay its call (a few microseconds) and few enough to run one
     // after another.
-    if (bw.summed_count == 1 && g.k > 0 && flops >= double(1 << 20) && bw.kept_count <= 64 && onednn_entries<T, O>(g, bw))
+    if (bw.summed_count == 1 && g.k > 0 && flops >= double(1 << 20) && bw.kept_count <= 64 &&
+        onednn_entries<T, O>(g, bw))
       return Status::ok();
   }
   // Many small products: one per thread (BLAS runs single-threaded inside a parallel region);

@@ -3,10 +3,9 @@
 // to create, so each configuration's is made once and kept for the process.
 #include "cpu/onednn.hpp"
 
-#include <dnnl.hpp>
-
 #include <array>
 #include <cstring>
+#include <dnnl.hpp>
 #include <map>
 #include <mutex>
 
@@ -50,8 +49,21 @@ bool onednn_gemm(DType in, DType out, int64_t m, int64_t n, int64_t k, const voi
   gemm_layout_ok(m, k, am.rs, am.cs);
   gemm_layout_ok(k, n, bm.rs, bm.cs);
   gemm_layout_ok(m, n, dm.rs, dm.cs);
-  const Key key = {static_cast<int64_t>(in), static_cast<int64_t>(out), m, n, k, am.rs, am.cs, bm.rs, bm.cs, dm.rs,
-                   dm.cs, bits_of(alpha), bits_of(beta), 0, 0};
+  const Key key = {static_cast<int64_t>(in),
+                   static_cast<int64_t>(out),
+                   m,
+                   n,
+                   k,
+                   am.rs,
+                   am.cs,
+                   bm.rs,
+                   bm.cs,
+                   dm.rs,
+                   dm.cs,
+                   bits_of(alpha),
+                   bits_of(beta),
+                   0,
+                   0};
   using dims = dnnl::memory::dims;
   const dnnl::memory::desc ad(dims{m, k}, dnnl_type(in), dims{am.rs, am.cs});
   const dnnl::memory::desc bd(dims{k, n}, dnnl_type(in), dims{bm.rs, bm.cs});

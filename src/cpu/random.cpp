@@ -50,13 +50,23 @@ void fill(const RandomProblem& p) {
     offsets<1>(q.walk, i, off);
     const unsigned long long at = q.offset + static_cast<unsigned long long>(i);
     if constexpr (std::is_integral_v<T>) {
-      out[off[0]] = static_cast<T>(static_cast<long long>(q.low) + static_cast<long long>(philox_bits(q.seed, at) % q.range));
+      out[off[0]] =
+          static_cast<T>(static_cast<long long>(q.low) + static_cast<long long>(philox_bits(q.seed, at) % q.range));
+    } else if (p.kind == RandomKind::normal || p.kind == RandomKind::exponential) {
+      // (low / high carry mean / std, or lambda in high: ops/random.cpp)
+      const double v = p.kind == RandomKind::normal ? q.low + q.high * device::philox_normal(q.seed, at)
+                                                    : device::philox_exponential(q.seed, at) / q.high;
+      if constexpr (std::is_same_v<T, double>)
+        out[off[0]] = v;
+      else
+        out[off[0]] = convert<T>(static_cast<float>(v));
     } else if (p.kind == RandomKind::bernoulli) {
       out[off[0]] = convert<T>(philox_bits(q.seed, at) < q.threshold ? 1.0f : 0.0f);
     } else if constexpr (std::is_same_v<T, double>) {
       out[off[0]] = uniform_f64(philox_bits(q.seed, 2 * at), philox_bits(q.seed, 2 * at + 1), q.low, q.high);
     } else {
-      out[off[0]] = convert<T>(uniform_f32(philox_bits(q.seed, at), static_cast<float>(q.low), static_cast<float>(q.high)));
+      out[off[0]] =
+          convert<T>(uniform_f32(philox_bits(q.seed, at), static_cast<float>(q.low), static_cast<float>(q.high)));
     }
   }
 }

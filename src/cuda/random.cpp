@@ -12,8 +12,8 @@
 
 namespace baracuda::detail::cuda {
 
-// The program's kernels: floats random_fill<T, uniform>, random_fill<T, bernoulli>, dropout<T>;
-// integers random_fill<T, randint>.
+// The program's kernels: floats random_fill<T, uniform>, random_fill<T, bernoulli>, dropout<T>,
+// random_fill<T, normal>, random_fill<T, exponential>; integers random_fill<T, randint>.
 jit::Program random_program(DType t) {
   jit::Program p;
   const bool integer = t == DType::i32 || t == DType::i64;
@@ -27,6 +27,8 @@ jit::Program random_program(DType t) {
     p.kernels.push_back("baracuda::device::random_fill<" + T + ", 0>");
     p.kernels.push_back("baracuda::device::random_fill<" + T + ", 1>");
     p.kernels.push_back("baracuda::device::dropout<" + T + ">");
+    p.kernels.push_back("baracuda::device::random_fill<" + T + ", 3>");
+    p.kernels.push_back("baracuda::device::random_fill<" + T + ", 4>");
   }
   return p;
 }
@@ -53,7 +55,8 @@ Expected<const void*> random_kernels(const PlanTarget& target, DType dtype, std:
 }
 
 Status launch(const LaunchContext& ctx, const RandomProblem& p) {
-  const int kernel = p.kind == RandomKind::bernoulli ? 1 : 0;
+  constexpr int kByKind[] = {0, 1, 0, 3, 4};  // uniform, bernoulli, randint (the integers' only), normal, exponential
+  const int kernel = kByKind[static_cast<int>(p.kind)];
   return launch_kernel(module_of(ctx).kernels[kernel], p.params, p.params.total, ctx.stream, "random_fill");
 }
 

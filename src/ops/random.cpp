@@ -21,6 +21,10 @@ std::string_view random_kind_name(RandomKind kind) {
       return "bernoulli";
     case RandomKind::randint:
       return "randint";
+    case RandomKind::normal:
+      return "normal";
+    case RandomKind::exponential:
+      return "exponential";
   }
   return "?";
 }
@@ -32,7 +36,8 @@ namespace {
 
 constexpr DType kRandomDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64};
 constexpr VariantInfo kVariants[] = {
-    {"philox", true, true, true, "Philox-4x32-10, one position of the stream an element: the same bits on every backend"},
+    {"philox", true, true, true,
+     "Philox-4x32-10, one position of the stream an element: the same bits on every backend"},
 };
 
 bool integral(DType t) { return t == DType::i32 || t == DType::i64; }
@@ -81,16 +86,33 @@ struct RandomHooks {
     const bool wants_int = d.kind == RandomKind::randint;
     if (integral(d.dtype) != wants_int)
       return plan_error(StatusCode::unsupported, kPlan, "descriptor.dtype",
-                        std::string(dtype_name(d.dtype)) + " is not a dtype of " + std::string(random_kind_name(d.kind)) +
+                        std::string(dtype_name(d.dtype)) + " is not a dtype of " +
+                            std::string(random_kind_name(d.kind)) +
                             (wants_int ? " (i32, i64)" : " (f32, f64, f16, bf16)"));
+    if (d.kind == RandomKind::normal) {
+      if (!std::isfinite(d.mean))
+        return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.mean", "is not finite");
+      if (!(d.std >= 0) || !std::isfinite(d.std))
+        return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.std",
+                          std::to_string(d.std) + " is not a finite number >= 0");
+      return Status::ok();
+    }
+    if (d.kind == RandomKind::exponential) {
+      if (!(d.lambda > 0) || !std::isfinite(d.lambda))
+        return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.lambda",
+                          std::to_string(d.lambda) + " is not a finite rate > 0");
+      return Status::ok();
+    }
     if (d.kind == RandomKind::bernoulli) {
       if (!(d.p >= 0 && d.p <= 1))
-        return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.p", std::to_string(d.p) + " is outside [0, 1]");
+        return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.p",
+                          std::to_string(d.p) + " is outside [0, 1]");
       return Status::ok();
     }
     if (!std::isfinite(d.low) || !std::isfinite(d.high) || !(d.low < d.high))
-      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.high",
-                        "[" + std::to_string(d.low) + ", " + std::to_string(d.high) + ") is not a finite, non-empty range");
+      return plan_error(
+          StatusCode::invalid_problem, kPlan, "descriptor.high",
+          "[" + std::to_string(d.low) + ", " + std::to_string(d.high) + ") is not a finite, non-empty range");
     if (wants_int) {
       const double lo = d.dtype == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
       const double hi = d.dtype == DType::i32 ? 2147483648.0 : 9223372036854775808.0;
@@ -135,8 +157,9 @@ struct RandomHooks {
     q.offset = d.offset;
     q.threshold = random_threshold(d.p);
     q.range = d.kind == RandomKind::randint ? static_cast<unsigned long long>(d.high - d.low) : 1;
-    q.low = d.low;
-    q.high = d.high;
+    // The kernels' two parameters: [low, high), or normal's (mean, std), or exponential's (-, lambda).
+    q.low = d.kind == RandomKind::normal ? d.mean : d.low;
+    q.high = d.kind == RandomKind::normal ? d.std : d.kind == RandomKind::exponential ? d.lambda : d.high;
     const Strides* strides[1] = {&a.out.strides};
     q.walk = walk_over<1>(d.shape, strides);
     return p;
@@ -148,13 +171,13 @@ struct DropoutHooks {
   using Descriptor = DropoutDescriptor;
   using Args = std::conditional_t<kBackward, DropoutBackwardArgs, DropoutArgs>;
   static constexpr std::string_view kPlan = kBackward ? "DropoutBackwardPlan" : "DropoutPlan";
-  static constexpr OpSchema kSchema{kPlan, kBackward ? "dropout_backward" : "dropout", "random", kFloats, {}, kVariants};
+  static constexpr OpSchema kSchema{kPlan,    kBackward ? "dropout_backward" : "dropout", "random", kFloats, {},
+                                    kVariants};
   static constexpr auto fields() {
     if constexpr (kBackward)
       return std::array<ArgField<Args>, 2>{{{"dy", &Args::dy}, {"dx", nullptr, &Args::dx}}};
     else
-      return std::array<ArgField<Args>, 3>{
-          {{"x", &Args::x}, {"y", nullptr, &Args::y}, {"mask", nullptr, &Args::mask}}};
+      return std::array<ArgField<Args>, 3>{{{"x", &Args::x}, {"y", nullptr, &Args::y}, {"mask", nullptr, &Args::mask}}};
   }
   static constexpr auto kFields = fields();
 

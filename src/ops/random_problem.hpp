@@ -22,9 +22,7 @@ struct DropoutProblem {
 };
 
 // The bits below which bernoulli(p) gives 1 and dropout(p) drops: floor(p 2^32), p in [0, 1].
-inline unsigned long long random_threshold(double p) {
-  return static_cast<unsigned long long>(p * 4294967296.0);
-}
+inline unsigned long long random_threshold(double p) { return static_cast<unsigned long long>(p * 4294967296.0); }
 
 namespace cpu {
 Status launch(const LaunchContext& ctx, const RandomProblem& problem);

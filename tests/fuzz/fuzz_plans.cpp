@@ -447,7 +447,11 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, LinearDescriptor& d)
 }
 
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, RandomDescriptor& d) {
-  d.kind = in.chance(5) ? static_cast<RandomKind>(in.consume_int(3, 255)) : static_cast<RandomKind>(in.consume_int(0, 2));
+  d.kind =
+      in.chance(5) ? static_cast<RandomKind>(in.consume_int(5, 255)) : static_cast<RandomKind>(in.consume_int(0, 4));
+  d.mean = in.chance(80) ? 0.0 : fuzz_weight(in);
+  d.std = in.chance(80) ? 1.0 : fuzz_weight(in);
+  d.lambda = in.chance(80) ? 1.0 : fuzz_weight(in);
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.shape = fuzz_shape(in);
   d.seed = static_cast<uint64_t>(in.consume_int64());

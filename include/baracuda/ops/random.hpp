@@ -13,22 +13,26 @@
 //                in f32 (a result that rounds up to high becomes the float below it), then rounded to
 //                the output's dtype (a 16-bit value may round up to high); f64: u from 53 bits;
 //                bernoulli(p): 1 where bits < p 2^32 (p exact to 2^-32), else 0;
-//                randint [low, high): low + bits mod (high - low) (i32, i64; range below 2^32).
+//                randint [low, high): low + bits mod (high - low) (i32, i64; range at most 2^32);
+//                normal(mean, std): mean + std z, z by Box-Muller (cosine half) from the whole Philox
+//                block at counter (offset + i, 0, 1): two 53-bit uniforms; exponential(lambda):
+//                -log(u) / lambda from the block at (offset + i, 0, 2). Their log and cos are the
+//                library's own (+ - * / alone: the same bits on both backends, within a few f64 ulps),
+//                computed in f64 and rounded to f32, then to a 16-bit dtype.
 //   DropoutPlan  y = x / (1 - p) where bits >= p 2^32 (kept), else 0; `mask` (optional, bool) says
 //                which were kept. DropoutBackwardPlan: dx = dy / (1 - p) where kept, the mask
 //                regenerated from (seed, offset), never stored. p = 0 keeps everything (y = x), p = 1
 //                drops everything (y = 0).
 // f64 uniform takes two positions per element (2 (offset + i) and 2 (offset + i) + 1: 53 bits).
 // A dropped element is 0 even where x is NaN (PyTorch's product with the mask keeps the NaN).
-// Not yet: normal, exponential (they need log / cos bit-identical on both backends), randperm,
-// multinomial.
+// Not yet: randperm, multinomial.
 #include <cstdint>
 
 #include "baracuda/core/plan.hpp"
 
 namespace baracuda {
 
-enum class RandomKind : unsigned char { uniform, bernoulli, randint };
+enum class RandomKind : unsigned char { uniform, bernoulli, randint, normal, exponential };
 std::string_view random_kind_name(RandomKind kind);
 
 struct RandomDescriptor {
@@ -39,6 +43,8 @@ struct RandomDescriptor {
   uint64_t offset = 0;
   double low = 0.0, high = 1.0;  // uniform, randint (whole numbers); low < high
   double p = 0.5;                // bernoulli: in [0, 1]
+  double mean = 0.0, std = 1.0;  // normal: finite, std >= 0
+  double lambda = 1.0;           // exponential: the rate, > 0 and finite
 };
 
 struct RandomArgs {

@@ -78,7 +78,7 @@ struct RandomParams {
   unsigned long long seed, offset;
   unsigned long long threshold;  // bernoulli: bits below it give 1
   unsigned long long range;      // randint: high - low
-  double low, high;
+  double low, high;              // uniform, randint; normal: mean, std; exponential: -, lambda
   Walk<1> walk;
 };
 

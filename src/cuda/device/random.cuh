@@ -8,7 +8,7 @@
 
 namespace baracuda::device {
 
-enum : int { kRandomUniform = 0, kRandomBernoulli = 1, kRandomRandint = 2 };
+enum : int { kRandomUniform = 0, kRandomBernoulli = 1, kRandomRandint = 2, kRandomNormal = 3, kRandomExponential = 4 };
 
 // u in [0, 1) from the top 24 bits (exact in f32), scaled to [low, high) in f32.
 __device__ __forceinline__ float uniform_f32(unsigned int bits, float low, float high) {
@@ -23,8 +23,9 @@ __device__ __forceinline__ double uniform_f64(unsigned int hi, unsigned int lo, 
   return v < high ? v : nextafter(high, low);
 }
 
-#define BARACUDA_FOR_EACH_ELEMENT(p) \
-  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < (p).total; i += static_cast<int64>(gridDim.x) * blockDim.x)
+#define BARACUDA_FOR_EACH_ELEMENT(p)                                                       \
+  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < (p).total; \
+       i += static_cast<int64>(gridDim.x) * blockDim.x)
 
 template <class T, int K>
 __global__ void random_fill(const RandomParams p) {
@@ -32,8 +33,15 @@ __global__ void random_fill(const RandomParams p) {
     const unsigned long long at = p.offset + static_cast<unsigned long long>(i);
     T* out = static_cast<T*>(p.out) + walk_offset(p.walk, 0, i);
     if constexpr (K == kRandomRandint) {
-      *out = static_cast<T>(static_cast<long long>(p.low) +
-                            static_cast<long long>(philox_bits(p.seed, at) % p.range));
+      *out = static_cast<T>(static_cast<long long>(p.low) + static_cast<long long>(philox_bits(p.seed, at) % p.range));
+    } else if constexpr (K == kRandomNormal || K == kRandomExponential) {
+      // (params' low / high carry mean / std or 0 / 1 / lambda)
+      const double v =
+          K == kRandomNormal ? p.low + p.high * philox_normal(p.seed, at) : philox_exponential(p.seed, at) / p.high;
+      if constexpr (sizeof(T) == 8)
+        *out = v;
+      else
+        *out = round_to<T>(static_cast<float>(v));
     } else if constexpr (K == kRandomBernoulli) {
       *out = round_to<T>(philox_bits(p.seed, at) < p.threshold ? 1.0f : 0.0f);
     } else if constexpr (sizeof(T) == 8) {

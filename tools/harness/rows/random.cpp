@@ -40,6 +40,17 @@ std::vector<Sample<RDesc>> random_samples() {
     add(draw(RandomKind::uniform, s, 42, 0), Views::contiguous, "uniform", floats);
     add(draw(RandomKind::bernoulli, s, 7, 3), Views::contiguous, "bernoulli", floats);
   }
+  for (Shape s : std::vector<Shape>{{7}, {300, 257}}) {
+    add(draw(RandomKind::normal, s, 11, 5), Views::contiguous, "normal", floats);
+    add(draw(RandomKind::exponential, s, 12, 6), Views::contiguous, "exponential", floats);
+  }
+  RDesc shifted = draw(RandomKind::normal, {50, 20}, 13, 1);
+  shifted.mean = -2.0;
+  shifted.std = 0.25;
+  add(shifted, Views::padded, "normal(-2, 0.25)", floats);
+  RDesc rate = draw(RandomKind::exponential, {50, 20}, 14, 1);
+  rate.lambda = 3.5;
+  add(rate, Views::transposed, "exponential(3.5)", floats);
   RDesc wide = draw(RandomKind::uniform, {64, 64}, 1, (uint64_t{1} << 40) + 1);
   wide.low = -3.5;
   wide.high = 2.25;
@@ -103,6 +114,20 @@ std::vector<DescriptorError<RDesc>> random_errors() {
        },
        StatusCode::unsupported, "descriptor.high"},
       {"negative size", [](RDesc& d) { d.shape = {-1}; }, StatusCode::invalid_problem, "descriptor.shape[0]"},
+      {"normal std negative",
+       [](RDesc& d) {
+         d.kind = RandomKind::normal;
+         d.dtype = DType::f32;
+         d.std = -1;
+       },
+       StatusCode::invalid_problem, "descriptor.std"},
+      {"exponential lambda 0",
+       [](RDesc& d) {
+         d.kind = RandomKind::exponential;
+         d.dtype = DType::f32;
+         d.lambda = 0;
+       },
+       StatusCode::invalid_problem, "descriptor.lambda"},
   };
 }
 
@@ -114,6 +139,10 @@ double expected(const RDesc& d, int64_t i) {
       return static_cast<double>(philox_bits(d.seed, at)) < std::floor(d.p * 4294967296.0) ? 1.0 : 0.0;
     case RandomKind::randint:
       return d.low + static_cast<double>(philox_bits(d.seed, at) % static_cast<uint64_t>(d.high - d.low));
+    case RandomKind::normal:
+      return quantize(d.dtype, d.mean + d.std * device::philox_normal(d.seed, at));
+    case RandomKind::exponential:
+      return quantize(d.dtype, device::philox_exponential(d.seed, at) / d.lambda);
     case RandomKind::uniform:
       break;
   }
@@ -130,7 +159,13 @@ double expected(const RDesc& d, int64_t i) {
 void random_reference(const RDesc& d, RefIO& io) {
   RefOutput& out = io.out("out");
   for (int64_t i = 0; i < d.shape.numel(); ++i)
-    if (out.wanted(i)) out.set(i, expected(d, i), std::fabs(d.low) + std::fabs(d.high), 4);
+    if (out.wanted(i)) {
+      const double v = expected(d, i);
+      const double scale = d.kind == RandomKind::normal        ? std::fabs(v) + std::fabs(d.mean)
+                           : d.kind == RandomKind::exponential ? std::fabs(v)
+                                                               : std::fabs(d.low) + std::fabs(d.high);
+      out.set(i, v, scale, 4);
+    }
 }
 
 DDesc drop(Shape shape, double p, uint64_t seed = 1234, uint64_t offset = 0) {
@@ -164,7 +199,8 @@ std::vector<DescriptorError<DDesc>> dropout_errors() {
 }
 
 bool kept(const DDesc& d, int64_t i) {
-  return static_cast<double>(philox_bits(d.seed, d.offset + static_cast<uint64_t>(i))) >= std::floor(d.p * 4294967296.0);
+  return static_cast<double>(philox_bits(d.seed, d.offset + static_cast<uint64_t>(i))) >=
+         std::floor(d.p * 4294967296.0);
 }
 
 template <bool kBackward>
@@ -189,6 +225,11 @@ RDesc uniform_bench(DType dtype, const Shape& s) {
   d.dtype = dtype;
   return d;
 }
+RDesc normal_bench(DType dtype, const Shape& s) {
+  RDesc d = draw(RandomKind::normal, s, 1, 0);
+  d.dtype = dtype;
+  return d;
+}
 DDesc dropout_bench(DType dtype, const Shape& s) {
   DDesc d = drop(s, 0.1);
   d.dtype = dtype;
@@ -205,15 +246,21 @@ std::vector<std::unique_ptr<OpRow>> random_rows() {
                                        harness::tolerance,
                                        {},
                                        random_errors(),
-                                       {{"rand", "torch.rand(shape)", dtypes, bench_shapes, uniform_bench}}}));
+                                       {{"rand", "torch.rand(shape)", dtypes, bench_shapes, uniform_bench},
+                                        {"randn", "torch.randn(shape)", dtypes, bench_shapes, normal_bench}}}));
   BenchSample<DDesc> fwd{"dropout", "F.dropout(x, 0.1)", dtypes, bench_shapes, dropout_bench};
   fwd.omitted = "mask";
   rows.push_back(make_row<DropoutPlan>(
       {dropout_samples, dropout_reference<false>, harness::tolerance, {}, dropout_errors(), {fwd}}));
   rows.push_back(make_row<DropoutBackwardPlan>(
-      {dropout_samples, dropout_reference<true>, harness::tolerance, {}, dropout_errors(),
+      {dropout_samples,
+       dropout_reference<true>,
+       harness::tolerance,
+       {},
+       dropout_errors(),
        {{"dropout_backward", "autograd of F.dropout(x, 0.1)", dtypes, bench_shapes, dropout_bench}},
-       forward_of<DropoutPlan>, Gradient{"dy", "y", {{"dx", "x"}}}}));
+       forward_of<DropoutPlan>,
+       Gradient{"dy", "y", {{"dx", "x"}}}}));
   return rows;
 }
 
