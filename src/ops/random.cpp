@@ -71,7 +71,27 @@ device::Walk<NT> walk_over(const Shape& shape, const Strides* const (&strides)[N
   return out;
 }
 
-struct RandomHooks {
+// What the three plans' hooks share, over each one's own (Hooks: kFields, kPlan).
+template <class Hooks, class Descriptor, class Args>
+struct RandomFamilyHooks {
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
+                                     std::optional<int>) {
+    return random_choice(t, d.dtype, Hooks::kPlan);
+  }
+  static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }
+  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
+    KernelShape k{"philox", Layout::contiguous};
+    if (a) {
+      std::vector<AnyTensorRef> views;
+      for (const ArgField<Args>& f : Hooks::kFields)
+        if (f.get(*a).data) views.push_back(f.get(*a));
+      k.layout = layout_of(views);
+    }
+    return k;
+  }
+};
+
+struct RandomHooks : RandomFamilyHooks<RandomHooks, RandomDescriptor, RandomArgs> {
   using Descriptor = RandomDescriptor;
   using Args = RandomArgs;
   static constexpr std::string_view kPlan = "RandomPlan";
@@ -131,20 +151,10 @@ struct RandomHooks {
     specs[0].shape = d.shape;
   }
 
-  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
-                                     std::optional<int>) {
-    return random_choice(t, d.dtype, kPlan);
-  }
-  static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
     PrecisionGuarantee g;
     g.compute = g.accumulator = d.dtype == DType::f64 ? DType::f64 : DType::f32;
     return g;
-  }
-  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
-    KernelShape k{"philox", Layout::contiguous};
-    if (a) k.layout = layout_of(std::vector<AnyTensorRef>{a->out});
-    return k;
   }
   static RandomProblem problem(const LaunchContext&, const Descriptor& d, const Args& a) {
     RandomProblem p;
@@ -167,7 +177,8 @@ struct RandomHooks {
 };
 
 template <bool kBackward>
-struct DropoutHooks {
+struct DropoutHooks : RandomFamilyHooks<DropoutHooks<kBackward>, DropoutDescriptor,
+                                        std::conditional_t<kBackward, DropoutBackwardArgs, DropoutArgs>> {
   using Descriptor = DropoutDescriptor;
   using Args = std::conditional_t<kBackward, DropoutBackwardArgs, DropoutArgs>;
   static constexpr std::string_view kPlan = kBackward ? "DropoutBackwardPlan" : "DropoutPlan";
@@ -194,25 +205,10 @@ struct DropoutHooks {
       specs[i].optional = i == 2;
     }
   }
-  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
-                                     std::optional<int>) {
-    return random_choice(t, d.dtype, kPlan);
-  }
-  static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }
   static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
     PrecisionGuarantee g;
     g.compute = g.accumulator = acc_dtype(d.dtype);
     return g;
-  }
-  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
-    KernelShape k{"philox", Layout::contiguous};
-    if (a) {
-      std::vector<AnyTensorRef> views;
-      for (const ArgField<Args>& f : kFields)
-        if (f.get(*a).data) views.push_back(f.get(*a));
-      k.layout = layout_of(views);
-    }
-    return k;
   }
   static DropoutProblem problem(const LaunchContext&, const Descriptor& d, const Args& a) {
     DropoutProblem p;
