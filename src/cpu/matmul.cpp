@@ -129,14 +129,14 @@ bool rows_in_parallel(int64_t rows, int64_t cols) {
 }
 
 template <class O, class Acc>
-void finish(const Gemm& g, const Acc* acc, O* d) {
+void finish(const Gemm& g, const Acc* acc, int64_t acc_ld, O* d, int64_t rows, int64_t cols, int64_t col0) {
   const O* bias = static_cast<const O*>(g.bias);
-#pragma omp parallel for schedule(static) if (rows_in_parallel(g.m, g.n))
-  for (int64_t i = 0; i < g.m; ++i)
-    for (int64_t j = 0; j < g.n; ++j) {
+#pragma omp parallel for schedule(static) if (rows_in_parallel(rows, cols))
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
       O* out = d + i * g.d.rs + j * g.d.cs;
-      double v = acc ? convert<double>(acc[i * g.n + j]) : convert<double>(*out);
-      if (bias) v += convert<double>(bias[j * g.bias_stride]);
+      double v = acc ? convert<double>(acc[i * acc_ld + j]) : convert<double>(*out);
+      if (bias) v += convert<double>(bias[(col0 + j) * g.bias_stride]);
       if (g.activation != Activation::none) v = activate(g.activation, v);
       *out = convert<O>(static_cast<acc_t<O>>(v));
     }
@@ -190,7 +190,7 @@ void gemm_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
     blas_gemm<T>(row_major, g.m, g.n, g.k, g.alpha, a, operand(g.m, g.k, g.a, row_major), b,
                  operand(g.k, g.n, g.b, row_major), r == 0 ? beta : 1.0, d, ldd);
   }
-  if (g.bias || g.activation != Activation::none) finish<T, T>(g, nullptr, d);
+  if (g.bias || g.activation != Activation::none) finish<T, T>(g, nullptr, 0, d, g.m, g.n, 0);
 }
 
 // A strided 16-bit matrix into a row-major f32 one.
@@ -201,34 +201,48 @@ void to_panel(const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, 
     for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = convert<float>(src[i * rs + j * cs]);
 }
 
-// One kept batch entry of a 16-bit GEMM through f32 copies (row-major panels).
+// One kept batch entry of a 16-bit GEMM through f32 copies, in blocks of at most kBlock rows,
+// columns and terms (the scratch stays 12 MiB whatever the shapes; a view broadcast by zero strides
+// can be far larger than its memory): each block of d summed in f32 over every term in order, then
+// rounded once.
+constexpr int64_t kBlock = 1024;
+
 template <class T, class O>
 void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector<float>& scratch) {
   int64_t base[4];
   bw.kept.offsets(kept, base);
-  scratch.resize(static_cast<size_t>(g.m * g.k + g.k * g.n + g.m * g.n));
+  const int64_t mb = std::min(g.m, kBlock), nb = std::min(g.n, kBlock), kb = std::min(g.k, kBlock);
+  scratch.resize(static_cast<size_t>(mb * kb + kb * nb + mb * nb));
   float* a32 = scratch.data();
-  float* b32 = a32 + g.m * g.k;
-  float* acc = b32 + g.k * g.n;
+  float* b32 = a32 + mb * kb;
+  float* acc = b32 + kb * nb;
   O* d = static_cast<O*>(const_cast<void*>(g.d.data)) + base[kGemmD];
-  if (g.c.data && g.beta != 0.0) {
-    const O* c = static_cast<const O*>(g.c.data) + base[kGemmC];
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j)
-        acc[i * g.n + j] = static_cast<float>(g.beta * convert<float>(c[i * g.c.rs + j * g.c.cs]));
-  } else {
-    std::fill(acc, acc + g.m * g.n, 0.0f);
-  }
-  for (int64_t r = 0; r < bw.summed_count && g.k > 0; ++r) {
-    int64_t off[4];
-    bw.summed.offsets(r, off);
-    const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
-    const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
-    to_panel(a, g.m, g.k, g.a.rs, g.a.cs, a32);
-    to_panel(b, g.k, g.n, g.b.rs, g.b.cs, b32);
-    blas_gemm<float>(true, g.m, g.n, g.k, g.alpha, a32, {CblasNoTrans, g.k}, b32, {CblasNoTrans, g.n}, 1.0, acc, g.n);
-  }
-  finish<O, float>(g, acc, d);
+  for (int64_t i0 = 0; i0 < g.m; i0 += mb)
+    for (int64_t j0 = 0; j0 < g.n; j0 += nb) {
+      const int64_t rows = std::min(mb, g.m - i0), cols = std::min(nb, g.n - j0);
+      if (g.c.data && g.beta != 0.0) {
+        const O* c = static_cast<const O*>(g.c.data) + base[kGemmC];
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j)
+            acc[i * cols + j] = static_cast<float>(g.beta * convert<float>(c[(i0 + i) * g.c.rs + (j0 + j) * g.c.cs]));
+      } else {
+        std::fill(acc, acc + rows * cols, 0.0f);
+      }
+      for (int64_t r = 0; r < bw.summed_count; ++r) {
+        int64_t off[4];
+        bw.summed.offsets(r, off);
+        const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
+        const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
+        for (int64_t p0 = 0; p0 < g.k; p0 += kb) {
+          const int64_t terms = std::min(kb, g.k - p0);
+          to_panel(a + i0 * g.a.rs + p0 * g.a.cs, rows, terms, g.a.rs, g.a.cs, a32);
+          to_panel(b + p0 * g.b.rs + j0 * g.b.cs, terms, cols, g.b.rs, g.b.cs, b32);
+          blas_gemm<float>(true, rows, cols, terms, g.alpha, a32, {CblasNoTrans, terms}, b32, {CblasNoTrans, cols}, 1.0,
+                           acc, cols);
+        }
+      }
+      finish<O, float>(g, acc, cols, d + i0 * g.d.rs + j0 * g.d.cs, rows, cols, j0);
+    }
 }
 
 // Each kept entry by oneDNN (no summed dims: a 16-bit d would round at every step): c first copied
@@ -252,7 +266,7 @@ bool onednn_entries(const Gemm& g, const BatchWalk& bw) {
     // the fallback, which reads c again.)
     if (!onednn_gemm(g.in, g.out, g.m, g.n, g.k, a, g.a, b, g.b, d, g.d, g.alpha, g.c.data ? g.beta : 0.0))
       return false;
-    if (g.bias || g.activation != Activation::none) finish<O, O>(g, nullptr, d);
+    if (g.bias || g.activation != Activation::none) finish<O, O>(g, nullptr, 0, d, g.m, g.n, 0);
   }
   return true;
 }

@@ -119,14 +119,21 @@ void simplify(Gemm& g) {
       if (t == kGemmC && !g.c.data) return true;
       return g.stride[t][i] == along * (rows ? mat.rs : mat.cs);
     };
+    // A fold keeps every matrix in a layout BLAS takes: a 1-row matrix's other stride is free, and
+    // stacking its rows along a batch stride can make one it does not take.
+    auto takes = [](int64_t rows, int64_t cols, GemmMatrix mat) { return gemm_layout_ok(rows, cols, mat.rs, mat.cs); };
     bool fold = false;
     if (!summed && g.stride[kGemmB][i] == 0 && g.m > 0) {
-      fold =
-          continues(kGemmA, g.a, g.m, true) && continues(kGemmC, g.c, g.m, true) && continues(kGemmD, g.d, g.m, true);
-      if (fold) g.m *= size;
+      const int64_t m = g.m * size;
+      fold = continues(kGemmA, g.a, g.m, true) && continues(kGemmC, g.c, g.m, true) &&
+             continues(kGemmD, g.d, g.m, true) && takes(m, g.k, g.a) && (!g.c.data || takes(m, g.n, g.c)) &&
+             takes(m, g.n, g.d);
+      if (fold) g.m = m;
     } else if (summed && g.k > 0) {
-      fold = continues(kGemmA, g.a, g.k, false) && continues(kGemmB, g.b, g.k, true);
-      if (fold) g.k *= size;
+      const int64_t k = g.k * size;
+      fold = continues(kGemmA, g.a, g.k, false) && continues(kGemmB, g.b, g.k, true) && takes(g.m, k, g.a) &&
+             takes(k, g.n, g.b);
+      if (fold) g.k = k;
     }
     if (!fold) break;
     --g.batch_rank;
@@ -470,6 +477,15 @@ auto used_pairs(const typename Hooks::Descriptor& d, Forbidden forbidden) {
   return [specs, forbidden](size_t o, size_t i) { return specs[o].present && specs[i].present && forbidden(o, i); };
 }
 
+// The most multiply-adds one CPU product may ask for, and a product's count (saturating).
+constexpr int64_t kCpuMultiplyAdds = int64_t{1} << 40;
+int64_t product_of(std::initializer_list<int64_t> sizes) {
+  int64_t p = 1;
+  for (int64_t s : sizes)
+    if (__builtin_mul_overflow(p, std::max<int64_t>(s, 0), &p)) return INT64_MAX;
+  return p;
+}
+
 // What the four plans' hooks share, over each one's own (Hooks): arg_specs, layout, build,
 // nothing_to_do. The choice: on CUDA, the GEMMs' algorithms for contiguous, aligned views (so the
 // workspace cuBLASLt needs) and the passes' kernels.
@@ -481,6 +497,10 @@ struct MatmulFamilyHooks {
     PlanChoice c;
     c.variant = 0;
     c.workspace = layout.blas;
+    // (Views broadcast by zero strides can describe products far larger than their memory.)
+    if (t.backend == Backend::cpu && Hooks::multiply_adds(d) > kCpuMultiplyAdds)
+      return plan_error(StatusCode::unsupported, Hooks::kPlan, "descriptor",
+                        "the CPU takes at most 2^40 multiply-adds a product (hours of work past that)");
     if (t.backend == Backend::cpu || Hooks::nothing_to_do(d)) return c;
 #if BARACUDA_HAS_CUDA
     std::array<ArgSpec, std::size(Hooks::kFields)> specs{};
@@ -550,6 +570,10 @@ struct MatmulHooks : MatmulFamilyHooks<MatmulHooks<kBackward>, MatmulDescriptor,
     return matmul_shapes(kPlan, d).status();
   }
   static MatmulShapes shapes(const Descriptor& d) { return *matmul_shapes(kPlan, d); }
+  static int64_t multiply_adds(const Descriptor& d) {
+    const MatmulShapes s = shapes(d);
+    return product_of({s.batch.numel(), s.m, s.n, s.k});
+  }
 
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
     const MatmulShapes s = shapes(d);
@@ -639,6 +663,10 @@ struct LinearHooks : MatmulFamilyHooks<LinearHooks<kBackward>, LinearDescriptor,
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.activation",
                         std::to_string(static_cast<int>(d.activation)) + " is no Activation");
     return check_shape(kPlan, "descriptor.out_features", linear_out_shape(d));
+  }
+
+  static int64_t multiply_adds(const Descriptor& d) {
+    return product_of({linear_batch(d).numel(), linear_rows(d), in_features(d), d.out_features});
   }
 
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
