@@ -319,13 +319,15 @@ LtCall lt_call(const Gemm& g, const GemmRun& r, int64_t o, int64_t s, void* accu
 
 // Every call of a Gemm that has work, in order: f(call).
 template <class F>
-Status for_each_call(const Gemm& g, void* accumulator, F&& f) {
+Status for_each_call(const Gemm& g, void* accumulator, F&& f, bool first_only = false) {
   if (g.m == 0 || g.n == 0 || g.k == 0) return Status::ok();
   const GemmRun r = plan_run(g);
   if (r.inner == 0 || r.outer == 0 || r.summed == 0) return Status::ok();
   for (int64_t o = 0; o < r.outer; ++o)
-    for (int64_t s = 0; s < r.summed; ++s)
+    for (int64_t s = 0; s < r.summed; ++s) {
       if (Status st = f(lt_call(g, r, o, s, accumulator)); !st) return st;
+      if (first_only) return Status::ok();
+    }
   return Status::ok();
 }
 
@@ -518,12 +520,17 @@ Expected<size_t> prepare_gemms(const PlanTarget& target, const MatmulProblem& p,
   for (size_t limit : {std::min<size_t>(workspace_limit, size_t{32} << 20), size_t{0}}) {
     if (limit == 0) limit = need;
     for (const Gemm& g : p.gemms) {
-      Status s = for_each_call(g, reinterpret_cast<void*>(uintptr_t{1} << 40), [&](const LtCall& c) -> Status {
-        Expected<Algo> algo = algo_for(target.device, c, limit, p.plan);
-        if (!algo) return algo.status();
-        need = std::max(need, algo->workspace);
-        return Status::ok();
-      });
+      // The first call alone: the others differ at most in their pointers' alignment, and run asks
+      // for theirs within the workspace the plan then has (a batch may be billions of calls long).
+      Status s = for_each_call(
+          g, reinterpret_cast<void*>(uintptr_t{1} << 40),
+          [&](const LtCall& c) -> Status {
+            Expected<Algo> algo = algo_for(target.device, c, limit, p.plan);
+            if (!algo) return algo.status();
+            need = std::max(need, algo->workspace);
+            return Status::ok();
+          },
+          true);
       if (!s) return s;
     }
   }
