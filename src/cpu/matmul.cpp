@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "cpu/onednn.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/matmul_problem.hpp"
+#include "ops/validate.hpp"
 
 namespace baracuda::detail::cpu {
 namespace {
@@ -311,6 +313,18 @@ void fill_ones(void* at, int64_t count) {
 }  // namespace
 
 Status launch(const LaunchContext& ctx, const MatmulProblem& p) {
+  // Views broadcast by zero strides can ask for millions of small products (a batch that neither
+  // folds nor exists in memory); each BLAS call costs microseconds, so such a plan is refused before
+  // anything is written: at most 2^16 products summed one after another, 2^22 in all, a GEMM.
+  for (const Gemm& g : p.gemms) {
+    const BatchWalk bw = batch_walk(g);
+    if (bw.summed_count > (int64_t{1} << 16) ||
+        bw.kept_count > (int64_t{1} << 22) / std::max<int64_t>(1, bw.summed_count))
+      return plan_error(StatusCode::unsupported, p.plan, "args",
+                        "the views make " + std::to_string(bw.kept_count) + " x " + std::to_string(bw.summed_count) +
+                            " separate products (batch dims that do not fold into M or K); the CPU takes at most 2^16 "
+                            "summed and 2^22 in all: make the operands contiguous");
+  }
   if (p.ones_count)
     if (Status s = dispatch_float<half, bfloat16>(p.ones_dtype,
                                                   [&](auto t) {
