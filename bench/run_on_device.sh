@@ -14,6 +14,9 @@
 #   mkdir .ship && cp build/dev/libbaracuda.so build/dev/tests/baracuda_tests \
 #     build/dev/tools/profiler/baracuda-profiler .ship/ && strip .ship/*
 # then the device tool's run with carry [".ship"] and e.g. `TF='*cuda*' bash bench/run_on_device.sh`.
+# The device machine has no OpenBLAS or oneDNN: ship libopenblas.so.0, libgfortran.so.5,
+# libquadmath.so.0 (from /usr/lib/x86_64-linux-gnu/openblas-openmp and /usr/lib/x86_64-linux-gnu) and
+# libdnnl.so.2 beside the binaries (LD_LIBRARY_PATH below takes them from .ship).
 set -o pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
