@@ -1,6 +1,7 @@
 #pragma once
-// Matrix products: the GPU's through cuBLASLt, the CPU's through OpenBLAS (16-bit data through f32
-// panels). Every plan here is one or more GEMMs on the views as given: no copies.
+// Matrix products: the GPU's through cuBLASLt, the CPU's through oneDNN (f32 and 16-bit products of
+// 2^20 flops and more: its AMX / AVX-512 kernels) and OpenBLAS (smaller ones, f64; 16-bit data
+// through f32 copies). Every plan here is one or more GEMMs on the views as given: no copies.
 //
 //   MatmulPlan          out = alpha * op(a) @ op(b) + beta * c           (torch.matmul, torch.addmm, baddbmm)
 //   MatmulBackwardPlan  da = alpha * dout @ op(b)^T, db = alpha * op(a)^T @ dout  (as op demands, transposed back)
@@ -11,13 +12,16 @@
 // dims when asked); their leading (batch) dims broadcast against each other, and out is
 // [batch..., M, N]. A 1-D a is the row [1, K], a 1-D b the column [K, 1], and that dim is dropped
 // from out. The backward sums da and db over the batch dims they were broadcast along, in a fixed
-// order (no atomics). K = 0 gives out = beta * c.
+// order (no atomics); it takes dout in `dtype` (out_dtype must be dtype there) and gives no dc
+// (beta * dout). K = 0 gives out = beta * c.
 //
 // Views: any batch strides (zero ones broadcast); each matrix (the last two dims) must have a unit
 // stride along one of its dims and a stride no smaller than that dim's extent along the other (rows
 // padded or a transposed view are fine; a matrix broadcast along a matrix dim is not): BLAS and
 // cuBLASLt take no other layout, and can_implement says which view when one does not fit. c may be
-// out itself (addmm in place); no output may otherwise overlap an input.
+// out itself (addmm in place); no output may otherwise overlap an input. The CPU refuses more than
+// 2^40 multiply-adds, and views whose batch dims neither fold into M or K nor stay few (more than
+// 2^16 products summed one after another, 2^22 in all): zero strides can describe such work.
 //
 // dtypes: a, b (x, weight, bias) share `dtype` (f32, f64, f16, bf16); 16-bit inputs multiply and
 // accumulate in f32 and out may be f32 (`out_dtype`); f64 in f64. f32 products in TF32 (10
