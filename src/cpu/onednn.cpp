@@ -23,13 +23,14 @@ dnnl::memory::data_type dnnl_type(DType t) {
   }
 }
 
-struct Engine {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-};
-Engine& engine() {
-  static Engine e;
+// One engine for the process; a stream per calling thread (a stream is not shared between threads).
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
+}
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
 }
 
 using Key = std::array<int64_t, 15>;
@@ -82,7 +83,7 @@ bool onednn_gemm(DType in, DType out, int64_t m, int64_t n, int64_t k, const voi
           ops.append_sum(static_cast<float>(beta));
           attr.set_post_ops(ops);
         }
-        made = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, dd), attr, engine().engine));
+        made = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, dd), attr, engine()));
       } catch (const dnnl::error&) {
         made.reset();
       }
@@ -93,10 +94,9 @@ bool onednn_gemm(DType in, DType out, int64_t m, int64_t n, int64_t k, const voi
     primitive = *it->second;
   }
   try {
-    Engine& e = engine();
-    dnnl::memory ma(ad, e.engine, const_cast<void*>(a)), mb(bd, e.engine, const_cast<void*>(b)), md(dd, e.engine, d);
-    primitive.execute(e.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, md}});
-    e.stream.wait();
+    dnnl::memory ma(ad, engine(), const_cast<void*>(a)), mb(bd, engine(), const_cast<void*>(b)), md(dd, engine(), d);
+    primitive.execute(stream(), {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, md}});
+    stream().wait();
   } catch (const dnnl::error&) {
     return false;
   }
