@@ -1,7 +1,7 @@
 // A training step of one layer on the host stream: y = gelu(x W^T + b), then the backward from dy,
 // with the workspace each plan asks for. (The same plans run on a CUDA stream with device memory.)
-#include <baracuda/baracuda.hpp>
 #include <algorithm>
+#include <baracuda/baracuda.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -26,7 +26,8 @@ int main() {
     return 1;
   }
   std::vector<char> workspace(std::max(forward->workspace_size(), backward->workspace_size()) + 256);
-  void* ws = workspace.data() + (256 - reinterpret_cast<uintptr_t>(workspace.data()) % 256) % 256;  // aligned for any plan
+  void* ws =
+      workspace.data() + (256 - reinterpret_cast<uintptr_t>(workspace.data()) % 256) % 256;  // aligned for any plan
 
   LinearArgs args{TensorRef<float, 2>(x.data(), {tokens, in}), TensorRef<float, 2>(w.data(), {out, in}),
                   TensorRef<float, 1>(b.data(), {out}), TensorMut<float, 2>(y.data(), {tokens, out}),

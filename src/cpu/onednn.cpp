@@ -1,6 +1,6 @@
-// One 2-D product by oneDNN's matmul: its AMX and AVX-512 kernels (bf16 on AMX runs 5x the f32
-// path's speed on this machine's Xeon, f32 small-M twice OpenBLAS's). A primitive costs 0.3-0.9 ms
-// to create, so each configuration's is made once and kept for the process.
+// One 2-D product by oneDNN's matmul: its AMX and AVX-512 kernels, well ahead of f32 panels through
+// OpenBLAS for 16-bit data and of OpenBLAS for small-M f32 (bench/NOTES.md, "CPU matmul"). Creating a
+// primitive costs far more than most products, so each configuration's is made once and kept.
 #include "cpu/onednn.hpp"
 
 #include <array>

@@ -22,8 +22,7 @@ float uniform_f32(unsigned int bits, float low, float high) {
   return v < high ? v : std::nextafter(high, low);
 }
 double uniform_f64(unsigned int hi, unsigned int lo, double low, double high) {
-  const double u = (static_cast<double>(hi >> 5) * 67108864.0 + static_cast<double>(lo >> 6)) * 1.1102230246251565e-16;
-  const double v = low + (high - low) * u;
+  const double v = low + (high - low) * device::philox_u53(hi, lo);
   return v < high ? v : std::nextafter(high, low);
 }
 

@@ -418,7 +418,8 @@ MatmulProblem linear_backward(const LinearDescriptor& d, const LinearBackwardArg
 // Hooks.
 
 constexpr VariantInfo kVariants[] = {
-    {"blas", true, true, true, "CPU: oneDNN (2^20 flops and more) or OpenBLAS; CUDA: cuBLASLt, algorithm chosen at select"},
+    {"blas", true, true, true,
+     "CPU: oneDNN (2^20 flops and more) or OpenBLAS; CUDA: cuBLASLt, algorithm chosen at select"},
 };
 
 template <class Args>

@@ -32,7 +32,7 @@ struct BenchSample {
   std::string_view gathered{};
   std::string_view omitted{};     // an optional output left empty (not computed), as the peer does not write it
   std::string_view transposed{};  // an input viewed as the transpose of a contiguous buffer (x.t())
-  std::span<const ValueRange> value_ranges{};  // its inputs' own ranges, as a Sample's (sqrt's x >= 0)
+  std::span<const ValueRange> value_ranges{};          // its inputs' own ranges, as a Sample's (sqrt's x >= 0)
   int64_t (*reference_terms)(const Shape&) = nullptr;  // see BenchCase
 };
 
@@ -154,7 +154,8 @@ class TypedRow final : public OpRow {
       const auto describe = b.describe;
       bench_.push_back(
           {b.name, b.torch, b.dtypes, b.shapes, b.deterministic, b.skewed, b.gathered, b.omitted, b.transposed,
-           b.reference_terms, [this, describe, ranges = b.value_ranges](DType dtype, const Shape& shape) -> std::unique_ptr<Problem> {
+           b.reference_terms,
+           [this, describe, ranges = b.value_ranges](DType dtype, const Shape& shape) -> std::unique_ptr<Problem> {
              Sample<Descriptor> sample{describe(dtype, shape)};
              sample.value_ranges.assign(ranges.begin(), ranges.end());
              return std::make_unique<TypedProblem<Plan>>(&spec_, std::move(sample));

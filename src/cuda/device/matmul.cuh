@@ -44,8 +44,9 @@ __device__ __forceinline__ Acc activation_slope(Acc x) {
   }
 }
 
-#define BARACUDA_FOR_EACH_ELEMENT(p) \
-  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < (p).total; i += static_cast<int64>(gridDim.x) * blockDim.x)
+#define BARACUDA_FOR_EACH_ELEMENT(p)                                                       \
+  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < (p).total; \
+       i += static_cast<int64>(gridDim.x) * blockDim.x)
 
 // Element i's offset in tensor t: the walk's, or with kVec (every tensor contiguous, 16-byte
 // aligned, total a whole number of vectors) i itself, the kernels then stepping a vector at a time.
@@ -57,8 +58,8 @@ template <class T, bool kVec>
 inline constexpr int kPassWidth = kVec ? kVectorWidth<T> : 1;
 
 // The kernels below take VW = kPassWidth elements a thread per step: one 16-byte vector with kVec.
-#define BARACUDA_FOR_EACH_STEP(p, VW)                                                                      \
-  for (int64 i = (blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x) * (VW); i < (p).total;     \
+#define BARACUDA_FOR_EACH_STEP(p, VW)                                                               \
+  for (int64 i = (blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x) * (VW); i < (p).total; \
        i += static_cast<int64>(gridDim.x) * blockDim.x * (VW))
 
 template <class T, int VW>
@@ -118,8 +119,7 @@ __global__ void activation_backward(const MatmulPassParams p) {
     T dy[VW], x[VW], dx[VW];
     load_step<T, VW>(p.src, pass_offset<kVec>(p, 0, i), dy);
     load_step<T, VW>(p.pre, pass_offset<kVec>(p, 1, i), x);
-    for (int k = 0; k < VW; ++k)
-      dx[k] = round_to<T>(to_acc<Acc>(dy[k]) * activation_slope<A>(to_acc<Acc>(x[k])));
+    for (int k = 0; k < VW; ++k) dx[k] = round_to<T>(to_acc<Acc>(dy[k]) * activation_slope<A>(to_acc<Acc>(x[k])));
     store_step<T, VW>(p.dst, pass_offset<kVec>(p, 2, i), dx);
   }
 }

@@ -60,7 +60,7 @@ __device__ __forceinline__ Acc weight_at(const W* w, const Walk<NT>& inner, int 
 
 // kThreads: the block's size, fixed by the row length at select. The launch bounds give the compiler
 // 512 threads an SM to plan registers for (128 a thread for blocks of 128): a bound of 1024 capped
-// them at 64 and spilled the held values to local memory (7x the DRAM traffic of a row).
+// them at 64 and spilled the held values to local memory (bench/NOTES.md, "Matmul family ...").
 template <int kThreads>
 inline constexpr int kNormMinBlocks = kThreads >= 512 ? 1 : 512 / kThreads;
 

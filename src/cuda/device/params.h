@@ -58,8 +58,8 @@ struct NormFinalizeParams {
 
 // The matmul family's elementwise passes (cuda/device/matmul.cuh), element i of a walk over the
 // output's dims: dst = act(scale * src + bias[(i % n) * bias_stride]) (a GEMM's result without its
-// GEMM, its unfused epilogue, c copied into out), dst = act(src) / src * act'(pre) (the linear plans), dst = src (an f32
-// accumulator rounded), or ones.
+// GEMM, its unfused epilogue, c copied into out), dst = act(src) / src * act'(pre) (the linear plans), dst = src (an
+// f32 accumulator rounded), or ones.
 struct MatmulPassParams {
   const void* src;  // null: 0
   const void* pre;

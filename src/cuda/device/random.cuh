@@ -17,9 +17,7 @@ __device__ __forceinline__ float uniform_f32(unsigned int bits, float low, float
   return v < high ? v : nextafterf(high, low);
 }
 __device__ __forceinline__ double uniform_f64(unsigned int hi, unsigned int lo, double low, double high) {
-  const double u =
-      (static_cast<double>(hi >> 5) * 67108864.0 + static_cast<double>(lo >> 6)) * 1.1102230246251565e-16;  // 2^-53
-  const double v = low + (high - low) * u;
+  const double v = low + (high - low) * philox_u53(hi, lo);
   return v < high ? v : nextafter(high, low);
 }
 

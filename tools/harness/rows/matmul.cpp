@@ -85,7 +85,8 @@ std::vector<Sample<MDesc>> matmul_samples(bool backward) {
     add(scaled, Views::contiguous, "alpha -0.75");
   }
   // (The CPU takes products of 2^20 flops and more to oneDNN, smaller ones to OpenBLAS: both sides.)
-  for (Views v : {Views::padded, Views::misaligned, Views::transposed}) add(mmk(130, 70, 60, v == Views::transposed), v);
+  for (Views v : {Views::padded, Views::misaligned, Views::transposed})
+    add(mmk(130, 70, 60, v == Views::transposed), v);
   add(mm({3, 90, 64}, {3, 64, 100}), Views::padded, "batched, oneDNN's side");
   for (Views v : {Views::padded, Views::misaligned}) {
     add(mmk(33, 20, 17), v);
