@@ -38,7 +38,8 @@ namespace {
 template <class Params>
 Status launch_kernel(const void* kernel, Params params, long long total, const Stream& stream, const char* what) {
   if (total == 0) return Status::ok();
-  const int64_t blocks = std::clamp<int64_t>((total + 255) / 256, 1, 132 * 32);
+  // A thread draws a group of 2 or 4 elements (cuda/device/random_draw.h), grid-stride beyond.
+  const int64_t blocks = std::clamp<int64_t>((total / 2 + 256) / 256, 1, 132 * 32);
   void* args[] = {&params};
   return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), args, 0, native(stream)),
                      what);

@@ -14,9 +14,10 @@
 //                the output's dtype (a 16-bit value may round up to high); f64: u from 53 bits;
 //                bernoulli(p): 1 where bits < p 2^32 (p exact to 2^-32), else 0;
 //                randint [low, high): low + bits mod (high - low) (i32, i64; range at most 2^32);
-//                normal(mean, std): mean + std z, z by Box-Muller (cosine half) from the whole Philox
-//                block at counter (offset + i, 0, 1): two 53-bit uniforms; exponential(lambda):
-//                -log(u) / lambda from the block at (offset + i, 0, 2). Their log and cos are the
+//                normal(mean, std): mean + std z, z by Box-Muller from the Philox block at counter
+//                (k, 0, 1), k = (offset + i) / 2: two 53-bit uniforms, the cosine half for an even
+//                position, the sine half for an odd one; exponential(lambda): -log(u) / lambda, u
+//                from words 0-1 (even) or 2-3 (odd) of the block at (k, 0, 2). Their log and cos are the
 //                library's own (+ - * / alone: the same bits on both backends, within a few f64 ulps),
 //                computed in f64 and rounded to f32, then to a 16-bit dtype.
 //   DropoutPlan  y = x / (1 - p) where bits >= p 2^32 (kept), else 0; `mask` (optional, bool) says

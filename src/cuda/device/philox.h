@@ -48,51 +48,130 @@ BARACUDA_PHILOX_FN double philox_u53(unsigned int hi, unsigned int lo) {
   return (static_cast<double>(hi >> 5) * 67108864.0 + static_cast<double>(lo >> 6)) * 1.1102230246251565e-16;
 }
 
-// log(x) for x in [2^-53, 1] and cos(2 pi v) for v in [0, 1) from +, -, *, / alone, in one order:
-// the same bits on every backend (the libraries' log and cos differ in their last bits). Both are
-// within a few units of f64's last place, far below what the callers round to.
-BARACUDA_PHILOX_FN double portable_log(double x) {
-  int e = 0;
-  while (x < 0.70710678118654752440) {  // x = m 2^e, m in [sqrt(1/2), sqrt(2)): exact doublings
-    x *= 2.0;
-    --e;
-  }
-  const double s = (x - 1.0) / (x + 1.0), s2 = s * s;  // log m = 2 atanh(s), |s| <= 0.1716
-  double series = 1.0 / 25.0;
-  for (int k = 23; k >= 1; k -= 2) series = 1.0 / k + s2 * series;
-  return e * 0.693147180559945286226764 + e * 2.319046813846299558e-17 + 2.0 * s * series;
+// The bits of a double (exact on both sides: the exponent is read, never computed).
+BARACUDA_PHILOX_FN unsigned long long philox_double_bits(double x) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned long long>(__double_as_longlong(x));
+#else
+  unsigned long long u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return u;
+#endif
 }
-BARACUDA_PHILOX_FN double portable_cos_2pi(double v) {
+BARACUDA_PHILOX_FN double philox_bits_double(unsigned long long u) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(u));
+#else
+  double x;
+  __builtin_memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
+
+// c[0] + x (c[1] + x (c[2] + ...)), innermost first.
+template <int N>
+BARACUDA_PHILOX_FN double philox_horner(double x, const double (&c)[N]) {
+  double r = c[N - 1];
+  for (int k = N - 2; k >= 0; --k) r = c[k] + x * r;
+  return r;
+}
+
+// log(x) for x in [2^-53, 1] and cos / sin(2 pi v) for v in [0, 1) from +, -, * and one division,
+// in one order, with constants folded by the compiler: the same bits on every backend (the
+// libraries' log and cos differ in their last bits). Both are within a few units of f64's last
+// place, far below what the callers round to.
+BARACUDA_PHILOX_FN double portable_log(double x) {
+  // x = m 2^e, m in [sqrt(1/2), sqrt(2)): the exponent from the bits, m by exact scalings.
+  const unsigned long long bits = philox_double_bits(x);
+  int e = static_cast<int>(bits >> 52) - 1023;
+  double m = philox_bits_double((bits & 0xFFFFFFFFFFFFFull) | (1023ull << 52));  // [1, 2)
+  if (m >= 1.41421356237309504880) {
+    m *= 0.5;
+    ++e;
+  }
+  const double s = (m - 1.0) / (m + 1.0), s2 = s * s;  // log m = 2 atanh(s), |s| <= 0.1716
+  const double series[] = {1.0,      1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9,  1.0 / 11, 1.0 / 13,
+                           1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21, 1.0 / 23, 1.0 / 25};
+  return e * 0.693147180559945286226764 + e * 2.319046813846299558e-17 + 2.0 * s * philox_horner(s2, series);
+}
+BARACUDA_PHILOX_FN void portable_sincos_2pi(double v, double& cos_out, double& sin_out) {
   const double t = v - (v >= 0.5 ? 1.0 : 0.0);  // [-1/2, 1/2): exact
   const double q = t < -0.375 ? -2.0 : t < -0.125 ? -1.0 : t < 0.125 ? 0.0 : t < 0.375 ? 1.0 : 2.0;
   const double x = 6.283185307179586232 * (t - 0.25 * q);  // [-pi/4, pi/4]
   const double x2 = x * x;
-  double c = 1.0, sn = 1.0;  // Taylor, 11 and 10 terms
-  for (int k = 22; k >= 2; k -= 2) c = 1.0 - x2 / (k * (k - 1)) * c;
-  for (int k = 21; k >= 3; k -= 2) sn = 1.0 - x2 / (k * (k - 1)) * sn;
-  sn *= x;
-  const int quadrant = static_cast<int>(q) & 3;  // cos(x + q pi / 2)
-  return quadrant == 0 ? c : quadrant == 1 ? -sn : quadrant == 2 ? -c : sn;
+  // Taylor to x^16 and x^17: the first term left out is below 2^-58.
+  const double cos_series[] = {1.0,
+                               -1.0 / 2,
+                               1.0 / 24,
+                               -1.0 / 720,
+                               1.0 / 40320,
+                               -1.0 / 3628800,
+                               1.0 / 479001600,
+                               -1.0 / 87178291200.0,
+                               1.0 / 20922789888000.0};
+  const double sin_series[] = {1.0,
+                               -1.0 / 6,
+                               1.0 / 120,
+                               -1.0 / 5040,
+                               1.0 / 362880,
+                               -1.0 / 39916800,
+                               1.0 / 6227020800.0,
+                               -1.0 / 1307674368000.0,
+                               1.0 / 355687428096000.0};
+  const double c = philox_horner(x2, cos_series), sn = x * philox_horner(x2, sin_series);
+  switch (static_cast<int>(q) & 3) {  // the angle is x + q pi / 2
+    case 0:
+      cos_out = c, sin_out = sn;
+      break;
+    case 1:
+      cos_out = -sn, sin_out = c;
+      break;
+    case 2:
+      cos_out = -c, sin_out = -sn;
+      break;
+    default:
+      cos_out = sn, sin_out = -c;
+      break;
+  }
 }
 
-// The block at counter (index, 0, stream): the normal and exponential draws take one block an
-// element, from streams of their own (1, 2), apart from the bits' (stream 0).
+// The block at counter (index, 0, stream). The 32-bit draws are stream 0 (philox_bits); the normal
+// and exponential draws have streams of their own (1, 2) and take one block for two positions.
 BARACUDA_PHILOX_FN Philox4 philox_block(unsigned long long seed, unsigned long long index, unsigned int stream) {
   return philox4x32_10({{static_cast<unsigned int>(index), static_cast<unsigned int>(index >> 32), 0u, stream}},
                        static_cast<unsigned int>(seed), static_cast<unsigned int>(seed >> 32));
 }
 
-// A standard normal (Box-Muller's cosine half): u1 in (0, 1], u2 in [0, 1), 53 bits each.
-BARACUDA_PHILOX_FN double philox_normal(unsigned long long seed, unsigned long long index) {
-  const Philox4 r = philox_block(seed, index, 1u);
+// Standard normals at positions 2 g and 2 g + 1 (Box-Muller, both halves) from the block at
+// (g, 0, 1): u1 in (0, 1] from words 0 and 1, u2 in [0, 1) from words 2 and 3, 53 bits each.
+BARACUDA_PHILOX_FN void philox_normal_pair(unsigned long long seed, unsigned long long g, double (&z)[2]) {
+  const Philox4 r = philox_block(seed, g, 1u);
   const double u1 = 1.0 - philox_u53(r.v[0], r.v[1]), u2 = philox_u53(r.v[2], r.v[3]);
-  return sqrt(-2.0 * portable_log(u1)) * portable_cos_2pi(u2);
+  const double radius = sqrt(-2.0 * portable_log(u1));
+  double c, s;
+  portable_sincos_2pi(u2, c, s);
+  z[0] = radius * c;
+  z[1] = radius * s;
 }
 
-// A standard exponential: -log(u), u in (0, 1].
+// Standard exponentials at positions 2 g and 2 g + 1: -log(u), u in (0, 1] from words 0-1 and 2-3
+// of the block at (g, 0, 2).
+BARACUDA_PHILOX_FN void philox_exponential_pair(unsigned long long seed, unsigned long long g, double (&e)[2]) {
+  const Philox4 r = philox_block(seed, g, 2u);
+  e[0] = -portable_log(1.0 - philox_u53(r.v[0], r.v[1]));
+  e[1] = -portable_log(1.0 - philox_u53(r.v[2], r.v[3]));
+}
+
+// One position's value of each (the references' per-element form of the pairs above).
+BARACUDA_PHILOX_FN double philox_normal(unsigned long long seed, unsigned long long index) {
+  double z[2];
+  philox_normal_pair(seed, index >> 1, z);
+  return z[index & 1];
+}
 BARACUDA_PHILOX_FN double philox_exponential(unsigned long long seed, unsigned long long index) {
-  const Philox4 r = philox_block(seed, index, 2u);
-  return -portable_log(1.0 - philox_u53(r.v[0], r.v[1]));
+  double e[2];
+  philox_exponential_pair(seed, index >> 1, e);
+  return e[index & 1];
 }
 
 #undef BARACUDA_PHILOX_FN

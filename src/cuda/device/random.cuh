@@ -1,51 +1,81 @@
 #pragma once
-// The random plans' kernels (include/baracuda/ops/random.hpp): one thread an element, element i of
-// the logical tensor drawing stream position offset + i. The values are the host's (cpu/random.cpp)
-// bit for bit: the same integer arithmetic and, for uniform, the same f32 operations (this program
-// is compiled without FMA contraction, as the host's code is).
+// The random plans' kernels (include/baracuda/ops/random.hpp): one thread a group of elements that
+// share a Philox block (cuda/device/random_draw.h, the host's arithmetic bit for bit; this program
+// is compiled without FMA contraction, as the host's code is). Contiguous outputs are written by
+// whole groups (one 8- or 16-byte store where aligned), others element by element through the walk.
 #include "cuda/device/common.cuh"
-#include "cuda/device/philox.h"
+#include "cuda/device/random_draw.h"
 
 namespace baracuda::device {
 
-enum : int { kRandomUniform = 0, kRandomBernoulli = 1, kRandomRandint = 2, kRandomNormal = 3, kRandomExponential = 4 };
+// The type a kind's values are computed in before rounding to T (random_group_values).
+template <class T, int K>
+struct RandomValue {
+  using type = float;
+};
+template <int K>
+struct RandomValue<double, K> {
+  using type = double;
+};
+template <>
+struct RandomValue<int, kRandomRandint> {
+  using type = long long;
+};
+template <>
+struct RandomValue<long long, kRandomRandint> {
+  using type = long long;
+};
 
-// u in [0, 1) from the top 24 bits (exact in f32), scaled to [low, high) in f32.
-__device__ __forceinline__ float uniform_f32(unsigned int bits, float low, float high) {
-  const float u = static_cast<float>(bits >> 8) * 5.9604644775390625e-8f;  // 2^-24
-  const float v = low + (high - low) * u;
-  return v < high ? v : nextafterf(high, low);
-}
-__device__ __forceinline__ double uniform_f64(unsigned int hi, unsigned int lo, double low, double high) {
-  const double v = low + (high - low) * philox_u53(hi, lo);
-  return v < high ? v : nextafter(high, low);
+template <class T, int G>
+struct alignas(sizeof(T) * G) RandomGroupVector {
+  T e[G];
+};
+
+// Whether element i0's group of G lies whole inside [0, total), in one contiguous view.
+template <int G>
+__device__ __forceinline__ bool whole_group(bool contiguous, unsigned long long i0, long long total) {
+  return contiguous && total >= G && i0 <= static_cast<unsigned long long>(total) - G;
 }
 
-#define BARACUDA_FOR_EACH_ELEMENT(p)                                                       \
-  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < (p).total; \
-       i += static_cast<int64>(gridDim.x) * blockDim.x)
+template <int NT>
+__device__ __forceinline__ bool unit_stride(const Walk<NT>& w, int t) {
+  return w.rank == 1 && w.strides[t][0] == 1;
+}
+
+template <class T, int G>
+__device__ __forceinline__ void store_group(T* out, const T (&v)[G]) {
+  if (reinterpret_cast<unsigned long long>(out) % sizeof(RandomGroupVector<T, G>) == 0) {
+    RandomGroupVector<T, G> w;
+    for (int j = 0; j < G; ++j) w.e[j] = v[j];
+    *reinterpret_cast<RandomGroupVector<T, G>*>(out) = w;
+  } else {
+    for (int j = 0; j < G; ++j) out[j] = v[j];
+  }
+}
+
+#define BARACUDA_FOR_EACH_GROUP(s, count)                                                                          \
+  for (unsigned long long s = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; s < (count); \
+       s += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
 
 template <class T, int K>
 __global__ void random_fill(const RandomParams p) {
-  BARACUDA_FOR_EACH_ELEMENT(p) {
-    const unsigned long long at = p.offset + static_cast<unsigned long long>(i);
-    T* out = static_cast<T*>(p.out) + walk_offset(p.walk, 0, i);
-    if constexpr (K == kRandomRandint) {
-      *out = static_cast<T>(static_cast<long long>(p.low) + static_cast<long long>(philox_bits(p.seed, at) % p.range));
-    } else if constexpr (K == kRandomNormal || K == kRandomExponential) {
-      // (params' low / high carry mean / std or 0 / 1 / lambda)
-      const double v =
-          K == kRandomNormal ? p.low + p.high * philox_normal(p.seed, at) : philox_exponential(p.seed, at) / p.high;
-      if constexpr (sizeof(T) == 8)
-        *out = v;
-      else
-        *out = round_to<T>(static_cast<float>(v));
-    } else if constexpr (K == kRandomBernoulli) {
-      *out = round_to<T>(philox_bits(p.seed, at) < p.threshold ? 1.0f : 0.0f);
-    } else if constexpr (sizeof(T) == 8) {
-      *out = uniform_f64(philox_bits(p.seed, 2 * at), philox_bits(p.seed, 2 * at + 1), p.low, p.high);
+  constexpr int G = kRandomGroup < K, sizeof(T) == 8 && K != kRandomRandint > ;
+  using V = typename RandomValue<T, K>::type;
+  const unsigned long long first = p.offset / G, count = random_group_count<G>(p.offset, p.total);
+  const bool contiguous = unit_stride(p.walk, 0);
+  T* out = static_cast<T*>(p.out);
+  BARACUDA_FOR_EACH_GROUP(s, count) {
+    const unsigned long long g = first + s, i0 = g * G - p.offset;
+    V v[G];
+    random_group_values<K>(p, g, v);
+    T t[G];
+    for (int j = 0; j < G; ++j) t[j] = round_to<T>(v[j]);
+    if (whole_group<G>(contiguous, i0, p.total)) {
+      store_group(out + i0, t);
     } else {
-      *out = round_to<T>(uniform_f32(philox_bits(p.seed, at), static_cast<float>(p.low), static_cast<float>(p.high)));
+      for (int j = 0; j < G; ++j)
+        if (i0 + j < static_cast<unsigned long long>(p.total))
+          out[walk_offset(p.walk, 0, static_cast<int64>(i0 + j))] = t[j];
     }
   }
 }
@@ -54,15 +84,45 @@ __global__ void random_fill(const RandomParams p) {
 template <class T>
 __global__ void dropout(const DropoutParams p) {
   using Acc = acc_t<T>;
+  constexpr int G = 4;
   const Acc scale = static_cast<Acc>(p.scale);
-  BARACUDA_FOR_EACH_ELEMENT(p) {
-    const bool kept = philox_bits(p.seed, p.offset + static_cast<unsigned long long>(i)) >= p.threshold;
-    const T x = static_cast<const T*>(p.src)[walk_offset(p.walk, 0, i)];
-    static_cast<T*>(p.dst)[walk_offset(p.walk, 1, i)] = round_to<T>(kept ? to_acc<Acc>(x) * scale : Acc(0));
-    if (p.mask) static_cast<unsigned char*>(p.mask)[walk_offset(p.walk, 2, i)] = kept ? 1 : 0;
+  const unsigned long long first = p.offset / G, count = random_group_count<G>(p.offset, p.total);
+  const bool contiguous = unit_stride(p.walk, 0) && unit_stride(p.walk, 1) && (!p.mask || unit_stride(p.walk, 2));
+  const T* src = static_cast<const T*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  unsigned char* mask = static_cast<unsigned char*>(p.mask);
+  BARACUDA_FOR_EACH_GROUP(s, count) {
+    const unsigned long long g = first + s, i0 = g * G - p.offset;
+    const Philox4 r = philox_bits_block(p.seed, g);
+    bool kept[G];
+    for (int j = 0; j < G; ++j) kept[j] = r.v[j] >= p.threshold;
+    if (whole_group<G>(contiguous, i0, p.total)) {
+      T x[G], y[G];
+      if (reinterpret_cast<unsigned long long>(src + i0) % sizeof(RandomGroupVector<T, G>) == 0) {
+        const RandomGroupVector<T, G> w = *reinterpret_cast<const RandomGroupVector<T, G>*>(src + i0);
+        for (int j = 0; j < G; ++j) x[j] = w.e[j];
+      } else {
+        for (int j = 0; j < G; ++j) x[j] = src[i0 + j];
+      }
+      for (int j = 0; j < G; ++j) y[j] = round_to<T>(kept[j] ? to_acc<Acc>(x[j]) * scale : Acc(0));
+      store_group(dst + i0, y);
+      if (mask) {
+        unsigned char m[G];
+        for (int j = 0; j < G; ++j) m[j] = kept[j] ? 1 : 0;
+        store_group(mask + i0, m);
+      }
+    } else {
+      for (int j = 0; j < G; ++j) {
+        const unsigned long long i = i0 + j;
+        if (i >= static_cast<unsigned long long>(p.total)) continue;
+        const T x = src[walk_offset(p.walk, 0, static_cast<int64>(i))];
+        dst[walk_offset(p.walk, 1, static_cast<int64>(i))] = round_to<T>(kept[j] ? to_acc<Acc>(x) * scale : Acc(0));
+        if (mask) mask[walk_offset(p.walk, 2, static_cast<int64>(i))] = kept[j] ? 1 : 0;
+      }
+    }
   }
 }
 
-#undef BARACUDA_FOR_EACH_ELEMENT
+#undef BARACUDA_FOR_EACH_GROUP
 
 }  // namespace baracuda::device
