@@ -38,8 +38,8 @@ TEST(Philox, KnownAnswers) {
 }
 
 // The library's own log and sin / cos (philox.h: the same bits on both backends) against the C
-// library's on dense grids: within 4 f64 ulps of log and 2^-49 of cos / sin (absolute; near a zero
-// of cos the relative error of any reduction grows).
+// library's on dense grids: f64 within 4 ulps of log and 2^-49 of cos / sin (absolute; near a zero
+// of cos the relative error of any reduction grows); f32 within 4 ulps and 5e-7.
 TEST(Philox, PortableLogAndSinCosAreAccurate) {
   double worst_log = 0, worst_trig = 0;
   for (int i = 1; i <= 200000; ++i) {
@@ -56,6 +56,22 @@ TEST(Philox, PortableLogAndSinCosAreAccurate) {
   EXPECT_LE(worst_log, 4 * 0x1p-53);
   EXPECT_LE(worst_trig, 0x1p-49);
   EXPECT_EQ(device::portable_log(1.0), 0.0);
+  // The f32 forms (f32 and 16-bit outputs) on every input they take: u = k 2^-24.
+  double worst_log_f32 = 0, worst_trig_f32 = 0;
+  for (int k = 0; k < (1 << 24); k += 7) {
+    const float u = static_cast<float>(k) * 0x1p-24f;
+    const float x = 1.0f - u;  // [2^-24, 1]
+    const double want = std::log(static_cast<double>(x));
+    if (want != 0)
+      worst_log_f32 = std::max(worst_log_f32, std::fabs(device::portable_log_f32(x) - want) / std::fabs(want));
+    float c, s;
+    device::portable_sincos_2pi_f32(u, c, s);
+    worst_trig_f32 =
+        std::max({worst_trig_f32, std::fabs(c - std::cos(2 * M_PI * u)), std::fabs(s - std::sin(2 * M_PI * u))});
+  }
+  EXPECT_LE(worst_log_f32, 4 * 0x1p-24);
+  EXPECT_LE(worst_trig_f32, 5e-7);
+  EXPECT_EQ(device::portable_log_f32(1.0f), 0.0f);
   EXPECT_NEAR(device::portable_log(0x1p-53), -53 * std::log(2.0), 1e-13);
 }
 

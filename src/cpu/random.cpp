@@ -43,7 +43,7 @@ void for_each_group(unsigned long long offset, long long total, Body body) {
 template <class T, int K>
 void fill(const RandomProblem& p) {
   const device::RandomParams& q = p.params;
-  constexpr int G = device::kRandomGroup < K, sizeof(T) == 8 && K != device::kRandomRandint > ;
+  constexpr int G = device::kRandomGroup<K, (sizeof(T) == 8 && K != device::kRandomRandint)>;
   using V =
       std::conditional_t<K == device::kRandomRandint, long long, std::conditional_t<sizeof(T) == 8, double, float>>;
   T* out = static_cast<T*>(q.out);

@@ -14,12 +14,15 @@
 //                the output's dtype (a 16-bit value may round up to high); f64: u from 53 bits;
 //                bernoulli(p): 1 where bits < p 2^32 (p exact to 2^-32), else 0;
 //                randint [low, high): low + bits mod (high - low) (i32, i64; range at most 2^32);
-//                normal(mean, std): mean + std z, z by Box-Muller from the Philox block at counter
-//                (k, 0, 1), k = (offset + i) / 2: two 53-bit uniforms, the cosine half for an even
-//                position, the sine half for an odd one; exponential(lambda): -log(u) / lambda, u
-//                from words 0-1 (even) or 2-3 (odd) of the block at (k, 0, 2). Their log and cos are the
-//                library's own (+ - * / alone: the same bits on both backends, within a few f64 ulps),
-//                computed in f64 and rounded to f32, then to a 16-bit dtype.
+//                normal(mean, std): mean + std z, z by Box-Muller (both halves); exponential(lambda):
+//                -log(u) / lambda. f32 and 16-bit outputs: position P takes word P % 4 of the block at
+//                counter (P / 4, 0, 1) (normal: words 0-1 and 2-3 are the two uniforms of a pair, cosine
+//                then sine) or (P / 4, 0, 2) (exponential), 24-bit uniforms, f32 maths (normals reach
+//                5.77 standard deviations); f64: P takes the block at (P / 2, 0, 1 or 2), 53-bit
+//                uniforms (normal: words 0-1 and 2-3, cosine for even P, sine for odd; exponential:
+//                words 0-1 for even P, 2-3 for odd), f64 maths. Their log and sin / cos are the
+//                library's own (+ - * and one division: the same bits on both backends, within a few
+//                ulps); mean + std z and z / lambda in f64, rounded to f32, then to a 16-bit dtype.
 //   DropoutPlan  y = x / (1 - p) where bits >= p 2^32 (kept), else 0; `mask` (optional, bool) says
 //                which were kept. DropoutBackwardPlan: dx = dy / (1 - p) where kept, the mask
 //                regenerated from (seed, offset), never stored. p = 0 keeps everything (y = x), p = 1

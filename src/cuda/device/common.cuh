@@ -101,6 +101,9 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
 
 // Element `linear` of the walk's sizes: tensor t's offset (elements). Not inlined: its 64-bit
 // divisions, copied into every unrolled access, made kernels ten times the size and compile time.
+// A walk in the kernel's parameters must come from a `const __grid_constant__` parameter: passing
+// a plain parameter by reference copies the whole struct to local memory at each call (the norms
+// moved four times their bytes that way: bench/NOTES.md).
 template <int NT>
 __device__ __noinline__ int64 walk_offset(const Walk<NT>& w, int t, int64 linear) {
   int64 off = 0;

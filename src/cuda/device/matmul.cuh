@@ -84,7 +84,7 @@ __device__ __forceinline__ void store_step(void* base, int64 at, const T (&in)[V
 
 // dst = act(scale * src + bias[(i % n) * bias_stride]), src of dst's type T (or absent: 0).
 template <class T, int A, bool kVec>
-__global__ void matmul_result(const MatmulPassParams p) {
+__global__ void matmul_result(const __grid_constant__ MatmulPassParams p) {
   using Acc = acc_t<T>;
   constexpr int VW = kPassWidth<T, kVec>;
   BARACUDA_FOR_EACH_STEP(p, VW) {
@@ -101,7 +101,7 @@ __global__ void matmul_result(const MatmulPassParams p) {
 
 // The linear forward's y = act(pre) and backward's dpre = dy * act'(pre).
 template <class T, int A, bool kVec>
-__global__ void activation_forward(const MatmulPassParams p) {
+__global__ void activation_forward(const __grid_constant__ MatmulPassParams p) {
   using Acc = acc_t<T>;
   constexpr int VW = kPassWidth<T, kVec>;
   BARACUDA_FOR_EACH_STEP(p, VW) {
@@ -112,7 +112,7 @@ __global__ void activation_forward(const MatmulPassParams p) {
   }
 }
 template <class T, int A, bool kVec>
-__global__ void activation_backward(const MatmulPassParams p) {
+__global__ void activation_backward(const __grid_constant__ MatmulPassParams p) {
   using Acc = acc_t<T>;
   constexpr int VW = kPassWidth<T, kVec>;
   BARACUDA_FOR_EACH_STEP(p, VW) {
@@ -126,7 +126,7 @@ __global__ void activation_backward(const MatmulPassParams p) {
 
 // dst = src rounded, src the f32 accumulator.
 template <class T>
-__global__ void round_accumulator(const MatmulPassParams p) {
+__global__ void round_accumulator(const __grid_constant__ MatmulPassParams p) {
   BARACUDA_FOR_EACH_ELEMENT(p) {
     const float v = static_cast<const float*>(p.src)[walk_offset(p.walk, 0, i)];
     static_cast<T*>(p.dst)[walk_offset(p.walk, 2, i)] = round_to<T>(v);
@@ -134,7 +134,7 @@ __global__ void round_accumulator(const MatmulPassParams p) {
 }
 
 template <class T>
-__global__ void fill_ones(const MatmulPassParams p) {
+__global__ void fill_ones(const __grid_constant__ MatmulPassParams p) {
   BARACUDA_FOR_EACH_ELEMENT(p) { static_cast<T*>(p.dst)[i] = round_to<T>(1.0f); }
 }
 

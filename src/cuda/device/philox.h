@@ -69,9 +69,9 @@ BARACUDA_PHILOX_FN double philox_bits_double(unsigned long long u) {
 }
 
 // c[0] + x (c[1] + x (c[2] + ...)), innermost first.
-template <int N>
-BARACUDA_PHILOX_FN double philox_horner(double x, const double (&c)[N]) {
-  double r = c[N - 1];
+template <class F, int N>
+BARACUDA_PHILOX_FN F philox_horner(F x, const F (&c)[N]) {
+  F r = c[N - 1];
   for (int k = N - 2; k >= 0; --k) r = c[k] + x * r;
   return r;
 }
@@ -162,6 +162,76 @@ BARACUDA_PHILOX_FN void philox_exponential_pair(unsigned long long seed, unsigne
   e[1] = -portable_log(1.0 - philox_u53(r.v[2], r.v[3]));
 }
 
+// The f32 forms for f32 and 16-bit outputs: four values a block, u from 24 bits (u1 = 1 - u in
+// [2^-24, 1]: normals reach 5.77 standard deviations), log and sin / cos in f32 by the same method
+// (within 2 f32 ulps of log, 3e-7 absolute of sin / cos).
+BARACUDA_PHILOX_FN float philox_u24(unsigned int bits) {
+  return static_cast<float>(bits >> 8) * 5.9604644775390625e-8f;
+}
+BARACUDA_PHILOX_FN float portable_log_f32(float x) {  // x in [2^-24, 1]
+#if defined(__CUDA_ARCH__)
+  const unsigned int bits = __float_as_uint(x);
+#else
+  unsigned int bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+#endif
+  int e = static_cast<int>(bits >> 23) - 127;
+  const unsigned int mbits = (bits & 0x7FFFFFu) | (127u << 23);
+#if defined(__CUDA_ARCH__)
+  float m = __uint_as_float(mbits);
+#else
+  float m;
+  __builtin_memcpy(&m, &mbits, sizeof m);  // [1, 2)
+#endif
+  if (m >= 1.41421356f) {
+    m *= 0.5f;
+    ++e;
+  }
+  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  const float coefficients[] = {1.0f, 1.0f / 3, 1.0f / 5, 1.0f / 7, 1.0f / 9, 1.0f / 11};
+  const float series = philox_horner(s2, coefficients);
+  // ln 2 in two parts, the first exact times any e here.
+  return e * 0.693145751953125f + (e * 1.428606765330187e-6f + 2.0f * s * series);
+}
+BARACUDA_PHILOX_FN void portable_sincos_2pi_f32(float v, float& cos_out, float& sin_out) {  // v in [0, 1)
+  const float t = v - (v >= 0.5f ? 1.0f : 0.0f);
+  const float q = t < -0.375f ? -2.0f : t < -0.125f ? -1.0f : t < 0.125f ? 0.0f : t < 0.375f ? 1.0f : 2.0f;
+  const float x = 6.28318530718f * (t - 0.25f * q), x2 = x * x;
+  const float cos_series[] = {1.0f, -1.0f / 2, 1.0f / 24, -1.0f / 720, 1.0f / 40320, -1.0f / 3628800};
+  const float sin_series[] = {1.0f, -1.0f / 6, 1.0f / 120, -1.0f / 5040, 1.0f / 362880};
+  const float c = philox_horner(x2, cos_series), sn = x * philox_horner(x2, sin_series);
+  switch (static_cast<int>(q) & 3) {
+    case 0:
+      cos_out = c, sin_out = sn;
+      break;
+    case 1:
+      cos_out = -sn, sin_out = c;
+      break;
+    case 2:
+      cos_out = -c, sin_out = -sn;
+      break;
+    default:
+      cos_out = sn, sin_out = -c;
+      break;
+  }
+}
+// Normals at positions 4 g .. 4 g + 3: Box-Muller on words (0, 1) and (2, 3) of the block at (g, 0, 1).
+BARACUDA_PHILOX_FN void philox_normal_quad(unsigned long long seed, unsigned long long g, float (&z)[4]) {
+  const Philox4 r = philox_block(seed, g, 1u);
+  for (int k = 0; k < 2; ++k) {
+    const float radius = sqrtf(-2.0f * portable_log_f32(1.0f - philox_u24(r.v[2 * k])));
+    float c, sn;
+    portable_sincos_2pi_f32(philox_u24(r.v[2 * k + 1]), c, sn);
+    z[2 * k] = radius * c;
+    z[2 * k + 1] = radius * sn;
+  }
+}
+// Exponentials at positions 4 g .. 4 g + 3: -log(1 - u), u from word j of the block at (g, 0, 2).
+BARACUDA_PHILOX_FN void philox_exponential_quad(unsigned long long seed, unsigned long long g, float (&e)[4]) {
+  const Philox4 r = philox_block(seed, g, 2u);
+  for (int j = 0; j < 4; ++j) e[j] = -portable_log_f32(1.0f - philox_u24(r.v[j]));
+}
+
 // One position's value of each (the references' per-element form of the pairs above).
 BARACUDA_PHILOX_FN double philox_normal(unsigned long long seed, unsigned long long index) {
   double z[2];
@@ -172,6 +242,16 @@ BARACUDA_PHILOX_FN double philox_exponential(unsigned long long seed, unsigned l
   double e[2];
   philox_exponential_pair(seed, index >> 1, e);
   return e[index & 1];
+}
+BARACUDA_PHILOX_FN float philox_normal_f32(unsigned long long seed, unsigned long long index) {
+  float z[4];
+  philox_normal_quad(seed, index >> 2, z);
+  return z[index & 3];
+}
+BARACUDA_PHILOX_FN float philox_exponential_f32(unsigned long long seed, unsigned long long index) {
+  float e[4];
+  philox_exponential_quad(seed, index >> 2, e);
+  return e[index & 3];
 }
 
 #undef BARACUDA_PHILOX_FN

@@ -58,8 +58,8 @@ __device__ __forceinline__ void store_group(T* out, const T (&v)[G]) {
        s += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
 
 template <class T, int K>
-__global__ void random_fill(const RandomParams p) {
-  constexpr int G = kRandomGroup < K, sizeof(T) == 8 && K != kRandomRandint > ;
+__global__ void random_fill(const __grid_constant__ RandomParams p) {
+  constexpr int G = kRandomGroup<K, (sizeof(T) == 8 && K != kRandomRandint)>;
   using V = typename RandomValue<T, K>::type;
   const unsigned long long first = p.offset / G, count = random_group_count<G>(p.offset, p.total);
   const bool contiguous = unit_stride(p.walk, 0);
@@ -82,7 +82,7 @@ __global__ void random_fill(const RandomParams p) {
 
 // y = x * scale where kept (bits >= threshold), else 0; the mask (bool) where asked for.
 template <class T>
-__global__ void dropout(const DropoutParams p) {
+__global__ void dropout(const __grid_constant__ DropoutParams p) {
   using Acc = acc_t<T>;
   constexpr int G = 4;
   const Acc scale = static_cast<Acc>(p.scale);

@@ -6,7 +6,8 @@
 //   32-bit draws (uniform f32 / 16-bit, bernoulli, randint, dropout): G = 4, word j of the block at
 //     counter g (stream 0): philox_bits of position 4 g + j.
 //   f64 uniform: G = 2, words 2 j and 2 j + 1 of that block (positions 2 (2 g + j) and one more).
-//   normal, exponential: G = 2, the pair functions of philox.h (streams 1, 2).
+//   normal, exponential: f64 G = 2, f32 and 16-bit G = 4, philox.h's pair and quad functions
+//   (streams 1, 2).
 // Positions are taken mod 2^64 (an offset near 2^64 wraps), block counters as philox_bits takes them.
 #include "cuda/device/params.h"
 #include "cuda/device/philox.h"
@@ -22,9 +23,9 @@ namespace baracuda::device {
 
 enum : int { kRandomUniform = 0, kRandomBernoulli = 1, kRandomRandint = 2, kRandomNormal = 3, kRandomExponential = 4 };
 
-// Elements a block gives kind K (f64: an f64 uniform takes two words an element).
+// Elements a block gives kind K (an f64 draw takes two words an element).
 template <int K, bool kF64>
-inline constexpr int kRandomGroup = K == kRandomNormal || K == kRandomExponential || (K == kRandomUniform && kF64) ? 2
+inline constexpr int kRandomGroup = kF64 && (K == kRandomUniform || K == kRandomNormal || K == kRandomExponential) ? 2
                                                                                                                    : 4;
 
 // The block holding positions 4 g .. 4 g + 3 (philox_bits's counter: position / 4, mod 2^62).
@@ -48,16 +49,24 @@ BARACUDA_DRAW_FN double uniform_f64(unsigned int hi, unsigned int lo, double low
 // for normal and lambda in high for exponential: ops/random.cpp.)
 template <int K, class V, int G>
 BARACUDA_DRAW_FN void random_group_values(const RandomParams& p, unsigned long long g, V (&v)[G]) {
-  if constexpr (K == kRandomNormal || K == kRandomExponential) {
+  if constexpr ((K == kRandomNormal || K == kRandomExponential) && G == 2) {
     double d[2];
     if constexpr (K == kRandomNormal) {
       philox_normal_pair(p.seed, (g << 1) >> 1, d);
-      for (int j = 0; j < 2; ++j) d[j] = p.low + p.high * d[j];
+      for (int j = 0; j < 2; ++j) v[j] = p.low + p.high * d[j];
     } else {
       philox_exponential_pair(p.seed, (g << 1) >> 1, d);
-      for (int j = 0; j < 2; ++j) d[j] = d[j] / p.high;
+      for (int j = 0; j < 2; ++j) v[j] = d[j] / p.high;
     }
-    for (int j = 0; j < 2; ++j) v[j] = sizeof(V) == 8 ? d[j] : static_cast<V>(static_cast<float>(d[j]));
+  } else if constexpr (K == kRandomNormal || K == kRandomExponential) {
+    float f[4];
+    if constexpr (K == kRandomNormal) {
+      philox_normal_quad(p.seed, (g << 2) >> 2, f);
+      for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(p.low + p.high * static_cast<double>(f[j]));
+    } else {
+      philox_exponential_quad(p.seed, (g << 2) >> 2, f);
+      for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(static_cast<double>(f[j]) / p.high);
+    }
   } else {
     const Philox4 r = philox_bits_block(p.seed, g);
     if constexpr (K == kRandomUniform && G == 2) {

@@ -140,9 +140,11 @@ double expected(const RDesc& d, int64_t i) {
     case RandomKind::randint:
       return d.low + static_cast<double>(philox_bits(d.seed, at) % static_cast<uint64_t>(d.high - d.low));
     case RandomKind::normal:
-      return quantize(d.dtype, d.mean + d.std * device::philox_normal(d.seed, at));
+      if (d.dtype != DType::f64) return quantize(d.dtype, d.mean + d.std * device::philox_normal_f32(d.seed, at));
+      return d.mean + d.std * device::philox_normal(d.seed, at);
     case RandomKind::exponential:
-      return quantize(d.dtype, device::philox_exponential(d.seed, at) / d.lambda);
+      if (d.dtype != DType::f64) return quantize(d.dtype, device::philox_exponential_f32(d.seed, at) / d.lambda);
+      return device::philox_exponential(d.seed, at) / d.lambda;
     case RandomKind::uniform:
       break;
   }
