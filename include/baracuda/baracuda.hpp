@@ -5,6 +5,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/attention.hpp"
 #include "baracuda/ops/binary.hpp"
 #include "baracuda/ops/binary_param.hpp"
 #include "baracuda/ops/copy.hpp"

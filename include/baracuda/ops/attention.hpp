@@ -1,0 +1,92 @@
+#pragma once
+// Scaled-dot-product attention (F.scaled_dot_product_attention, jax.nn.dot_product_attention), per
+// batch entry b and query head h, whose kv head is h / (heads_q / heads_kv) (grouped-query and
+// multi-query attention):
+//   AttentionPlan          out = softmax(s) v,   s_ij = cap(scale * q_i . k_j) + bias_ij, masked
+// with cap(x) = softcap * tanh(x / softcap) where softcap > 0 (Gemma 2), x otherwise. Views:
+//   q    [B, S_q,  H_q,  D]      k  [B, S_kv, H_kv, D]      v  [B, S_kv, H_kv, D_v]
+//   out  [B, S_q,  H_q,  D_v]    lse [B, H_q, S_q]          bias [B, H_q, S_q, S_kv]
+// any strides (so [B, H, S, D] buffers work through strides; a bias broadcasts along dims with zero
+// strides). lse, the row's logsumexp (log of the sum of exp(s_ij) over its unmasked keys), is an
+// optional output in `acc` precision (f32; f64 for f64 data), the backward's input.
+//
+// Masks: key j is visible to query i where diag(i) - window_left <= j <= diag(i) + window_right,
+// each bound dropped where its window is -1, with diag(i) = i (top_left: PyTorch's is_causal) or
+// i + S_kv - S_q (bottom_right: FlashAttention's, the last query sees the last key). `causal` is
+// window_right 0 (a window_right of -1 reads as 0 then). The bias (dtype or f32) is added after the
+// soft-cap and may hold -inf. A row with no visible key (a fully masked row, also one whose bias is
+// -inf throughout) has out 0 and lse -inf, and the backward gives it zero gradients.
+//
+//   AttentionBackwardPlan reads q, k, v, out, dout, lse (and the bias) and writes each of dq, dk, dv
+// (all optional): with P_ij = exp(s_ij - lse_i) recomputed from lse and D_i = dout_i . out_i,
+//   dv_j = sum_i P_ij dout_i,   dS_ij = P_ij (dout_i . v_j - D_i) cap'(.),
+//   dq_i = scale sum_j dS_ij k_j,   dk_j = scale sum_i dS_ij q_i,
+// dk and dv summed over the query heads sharing the kv head. The bias has no gradient.
+//
+// dtypes: q, k, v, out, dout, dq, dk, dv share `dtype` (f32, f64, f16, bf16); 16-bit and f32 data
+// compute and accumulate in f32, f64 in f64. Deterministic always: the forward's rows are
+// independent, and the backward sums in a fixed order (FlashAttention-2's two passes: dk and dv per
+// (b, kv head, kv tile) over the query heads and tiles in order, then dq per (b, q head, q tile)),
+// without atomics.
+//
+// Outputs must not overlap an input or each other.
+#include <optional>
+
+#include "baracuda/core/plan.hpp"
+
+namespace baracuda {
+
+// Where the causal / window diagonal lies when S_q != S_kv.
+enum class CausalAlignment : unsigned char {
+  top_left,      // query i's diagonal is key i (PyTorch's is_causal)
+  bottom_right,  // query i's diagonal is key i + S_kv - S_q (FlashAttention)
+};
+
+struct AttentionDescriptor {
+  DType dtype = DType::f32;
+  int64_t batch = 1;
+  int64_t seq_q = 0;
+  int64_t seq_kv = 0;
+  int64_t heads_q = 1;
+  int64_t heads_kv = 1;     // divides heads_q
+  int64_t head_dim = 64;    // D of q and k: 1..512
+  int64_t head_dim_v = 64;  // D_v of v and out: 1..512
+  double scale = 0.0;       // > 0 and finite, or 0: 1 / sqrt(head_dim)
+  bool causal = false;      // window_right 0
+  CausalAlignment alignment = CausalAlignment::top_left;
+  int64_t window_left = -1;         // keys before the diagonal a query sees; -1: all
+  int64_t window_right = -1;        // keys after it; -1: all (0 with causal)
+  double softcap = 0.0;             // >= 0 and finite; 0: none
+  bool has_bias = false;            // args.bias added to the scores
+  std::optional<DType> bias_dtype;  // dtype or f32; nullopt: dtype
+};
+
+struct AttentionArgs {
+  AnyTensorRef q;
+  AnyTensorRef k;
+  AnyTensorRef v;
+  AnyTensorRef bias;  // with has_bias
+  AnyTensorMut out;
+  AnyTensorMut lse;  // optional
+};
+
+struct AttentionBackwardArgs {
+  AnyTensorRef q;
+  AnyTensorRef k;
+  AnyTensorRef v;
+  AnyTensorRef bias;  // with has_bias
+  AnyTensorRef out;
+  AnyTensorRef dout;
+  AnyTensorRef lse;
+  AnyTensorMut dq;  // optional
+  AnyTensorMut dk;  // optional
+  AnyTensorMut dv;  // optional
+};
+
+struct AttentionOp : OpTag<AttentionDescriptor, AttentionArgs> {};
+struct AttentionBackwardOp : OpTag<AttentionDescriptor, AttentionBackwardArgs> {};
+
+using AttentionPlan = Plan<AttentionOp>;
+using AttentionBackwardPlan = Plan<AttentionBackwardOp>;
+
+}  // namespace baracuda

@@ -1,0 +1,222 @@
+// The attention plans (forward and backward): validation, kernel choice and the masks, shared by
+// both backends, as hooks of the one plan life cycle (ops/plan_impl.hpp). The CPU runs
+// FlashAttention's tiled online softmax (cpu/attention.cpp); on CUDA, select refuses for now: the
+// GPU path is cuDNN's fused attention through the cuDNN frontend, and a kernel of ours where cuDNN
+// refuses a case.
+#include "baracuda/ops/attention.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/attention_problem.hpp"
+// (after the problem header, whose backend entry points it calls)
+#include "ops/plan_impl.hpp"
+
+namespace baracuda::detail {
+namespace {
+
+// The largest head dim (of q and k, and of v): FlashAttention's and cuDNN's limit is 256; the CPU's
+// tiles take up to 512 (DeepSeek's MLA uses 576 / 512 in decode, which this does not cover yet).
+inline constexpr int64_t kMaxHeadDim = 512;
+
+// In AttentionVariant order.
+enum class AttentionVariant : int { tiled };
+constexpr VariantInfo kVariants[] = {
+    {"tiled", true, true, false,
+     "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
+};
+
+DType bias_dtype_of(const AttentionDescriptor& d) { return d.bias_dtype.value_or(d.dtype); }
+
+Shape q_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_q, d.heads_q, d.head_dim}; }
+Shape k_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_kv, d.heads_kv, d.head_dim}; }
+Shape v_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_kv, d.heads_kv, d.head_dim_v}; }
+Shape out_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_q, d.heads_q, d.head_dim_v}; }
+Shape lse_shape(const AttentionDescriptor& d) { return {d.batch, d.heads_q, d.seq_q}; }
+Shape bias_shape(const AttentionDescriptor& d) { return {d.batch, d.heads_q, d.seq_q, d.seq_kv}; }
+
+double resolved_scale(const AttentionDescriptor& d) {
+  return d.scale != 0 ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.head_dim));
+}
+
+template <bool kBackward>
+struct AttentionHooks {
+  using Descriptor = AttentionDescriptor;
+  using Args = std::conditional_t<kBackward, AttentionBackwardArgs, AttentionArgs>;
+  static constexpr std::string_view kPlan = kBackward ? "AttentionBackwardPlan" : "AttentionPlan";
+  static constexpr std::string_view kOp = kBackward ? "attention_backward" : "attention";
+  static constexpr OpSchema kSchema{kPlan, kOp, "attention", kFloats, {}, kVariants};
+
+  static constexpr auto fields() {
+    if constexpr (kBackward)
+      return std::array<ArgField<Args>, 10>{{{"q", &Args::q},
+                                             {"k", &Args::k},
+                                             {"v", &Args::v},
+                                             {"bias", &Args::bias},
+                                             {"out", &Args::out},
+                                             {"dout", &Args::dout},
+                                             {"lse", &Args::lse},
+                                             {"dq", nullptr, &Args::dq},
+                                             {"dk", nullptr, &Args::dk},
+                                             {"dv", nullptr, &Args::dv}}};
+    else
+      return std::array<ArgField<Args>, 6>{{{"q", &Args::q},
+                                            {"k", &Args::k},
+                                            {"v", &Args::v},
+                                            {"bias", &Args::bias},
+                                            {"out", nullptr, &Args::out},
+                                            {"lse", nullptr, &Args::lse}}};
+  }
+  static constexpr auto kFields = fields();
+
+  static Status check(const Descriptor& d) {
+    const std::pair<const char*, int64_t> sizes[] = {{"descriptor.batch", d.batch},
+                                                     {"descriptor.seq_q", d.seq_q},
+                                                     {"descriptor.seq_kv", d.seq_kv},
+                                                     {"descriptor.heads_q", d.heads_q},
+                                                     {"descriptor.heads_kv", d.heads_kv}};
+    for (const auto& [field, size] : sizes)
+      if (size < 0)
+        return plan_error(StatusCode::invalid_problem, kPlan, field, "size " + std::to_string(size) + " is negative");
+    if (d.heads_kv < 1 || d.heads_q % d.heads_kv != 0)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.heads_kv",
+                        std::to_string(d.heads_kv) + " does not divide heads_q (" + std::to_string(d.heads_q) +
+                            "): each kv head serves a whole group of query heads");
+    for (const auto& [field, dim] :
+         {std::pair{"descriptor.head_dim", d.head_dim}, {"descriptor.head_dim_v", d.head_dim_v}})
+      if (dim < 1 || dim > kMaxHeadDim)
+        return plan_error(StatusCode::invalid_problem, kPlan, field,
+                          std::to_string(dim) + " is outside 1.." + std::to_string(kMaxHeadDim));
+    for (const Shape& s : {q_shape(d), k_shape(d), v_shape(d), out_shape(d), bias_shape(d)})
+      if (Status st = check_shape(kPlan, "descriptor", s); !st) return st;
+    if (d.scale < 0 || !std::isfinite(d.scale))
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.scale",
+                        std::to_string(d.scale) + " is not a positive finite number (or 0: 1 / sqrt(head_dim))");
+    if (d.softcap < 0 || !std::isfinite(d.softcap))
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.softcap",
+                        std::to_string(d.softcap) + " is not a finite number >= 0 (0: no soft-cap)");
+    if (d.window_left < -1)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.window_left",
+                        std::to_string(d.window_left) + " is below -1 (-1: unbounded)");
+    if (d.window_right < -1)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.window_right",
+                        std::to_string(d.window_right) + " is below -1 (-1: unbounded)");
+    if (d.causal && d.window_right > 0)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.window_right",
+                        std::to_string(d.window_right) + " lets a causal query see keys past its diagonal");
+    if (d.alignment != CausalAlignment::top_left && d.alignment != CausalAlignment::bottom_right)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.alignment",
+                        "is neither top_left nor bottom_right");
+    const DType b = bias_dtype_of(d);
+    if (d.has_bias && b != d.dtype && b != DType::f32)
+      return plan_error(StatusCode::unsupported, kPlan, "descriptor.bias_dtype",
+                        std::string(valid_dtype(b) ? dtype_name(b) : "?") + " is neither dtype (" +
+                            std::string(dtype_name(d.dtype)) + ") nor f32");
+    return Status::ok();
+  }
+
+  static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
+    const DType stats = acc_dtype(d.dtype);
+    auto set = [&](int i, DType dtype, const Shape& shape, bool present, bool optional = false) {
+      specs[i].dtype = dtype;
+      specs[i].shape = shape;
+      specs[i].present = present;
+      specs[i].optional = optional;
+    };
+    set(0, d.dtype, q_shape(d), true);                    // q
+    set(1, d.dtype, k_shape(d), true);                    // k
+    set(2, d.dtype, v_shape(d), true);                    // v
+    set(3, bias_dtype_of(d), bias_shape(d), d.has_bias);  // bias
+    if constexpr (kBackward) {
+      set(4, d.dtype, out_shape(d), true);      // out
+      set(5, d.dtype, out_shape(d), true);      // dout
+      set(6, stats, lse_shape(d), true);        // lse
+      set(7, d.dtype, q_shape(d), true, true);  // dq
+      set(8, d.dtype, k_shape(d), true, true);  // dk
+      set(9, d.dtype, v_shape(d), true, true);  // dv
+    } else {
+      set(4, d.dtype, out_shape(d), true);      // out
+      set(5, stats, lse_shape(d), true, true);  // lse
+    }
+  }
+
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor&, const PlanPreference&,
+                                     std::optional<int>) {
+    if (t.backend != Backend::cpu)
+      return plan_error(StatusCode::unsupported, kPlan, "stream",
+                        "the CUDA backend has no attention kernel yet (cuDNN's fused attention is to come): "
+                        "select on a host stream");
+    PlanChoice c;
+    c.variant = static_cast<int>(AttentionVariant::tiled);
+    return c;
+  }
+
+  static bool nothing_to_do(const Descriptor& d) {
+    // The backward of no queries still writes dk and dv (zeros); the forward of no keys writes out (0)
+    // and lse (-inf).
+    if constexpr (kBackward)
+      return d.batch == 0 || (d.seq_q == 0 && d.seq_kv == 0) || (d.heads_q == 0 && d.seq_kv == 0);
+    else
+      return d.batch == 0 || d.seq_q == 0 || d.heads_q == 0;
+  }
+
+  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
+    PrecisionGuarantee g;
+    g.compute = g.accumulator = acc_dtype(d.dtype);
+    return g;
+  }
+
+  static std::vector<AnyTensorRef> views_of(const Args& a) {
+    std::vector<AnyTensorRef> v;
+    for (const ArgField<Args>& f : kFields)
+      if (f.get(a).data) v.push_back(f.get(a));
+    return v;
+  }
+
+  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice& c, const Args* a) {
+    KernelShape k{std::string(kVariants[c.variant].name), Layout::contiguous};
+    if (a) k.layout = layout_of(views_of(*a));
+    return k;
+  }
+
+  // Beyond every plan's overlap rule (ops/validate.hpp): no output may be an input either, not even
+  // exactly. A forward tile writes its rows of out while other tiles still read q, k and v; the
+  // backward writes dk and dv before its second pass reads q, k, v and dout again.
+  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
+    std::array<ArgSpec, std::size(kFields)> specs{};
+    arg_specs(d, specs);
+    return check_no_alias<Args>(kPlan, kFields, a,
+                                [&](size_t o, size_t i) { return specs[o].present && specs[i].present; });
+  }
+
+  // The args with every view the descriptor does not use cleared (an unused input may hold anything).
+  static Args used(const Descriptor& d, Args a) {
+    std::array<ArgSpec, std::size(kFields)> specs{};
+    arg_specs(d, specs);
+    for (size_t i = 0; i < std::size(kFields); ++i)
+      if (!specs[i].present) kFields[i].set(a, AnyTensorMut{});
+    return a;
+  }
+
+  static auto problem(const LaunchContext&, const Descriptor& d, const Args& args) {
+    if constexpr (kBackward)
+      return AttentionBackwardProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args)};
+    else
+      return AttentionProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args)};
+  }
+};
+
+}  // namespace
+
+template <>
+struct OpHooks<AttentionOp> : AttentionHooks<false> {};
+template <>
+struct OpHooks<AttentionBackwardOp> : AttentionHooks<true> {};
+
+}  // namespace baracuda::detail
+
+namespace baracuda {
+template class Plan<AttentionOp>;
+template class Plan<AttentionBackwardOp>;
+}  // namespace baracuda

@@ -1,0 +1,60 @@
+#pragma once
+// What the attention plans hand to a backend: the descriptor with its defaults resolved (the scale,
+// the window that causal implies, the bias dtype), the views, and the keys each query sees, computed
+// here once for both backends.
+#include <algorithm>
+#include <cstdint>
+
+#include "baracuda/ops/attention.hpp"
+#include "common/elementwise.hpp"
+#include "ops/launch.hpp"
+
+namespace baracuda::detail {
+
+// The keys [lo, hi) query i sees: the window around its diagonal (the sizes' bounds where a window is
+// -1), clipped to [0, seq_kv). lo and hi never decrease with i, so a tile of queries sees the keys
+// between its first row's lo and its last row's hi.
+struct AttentionMask {
+  int64_t seq_kv = 0;
+  int64_t shift = 0;  // diag(i) - i: 0 top-left, seq_kv - seq_q bottom-right
+  int64_t left = -1, right = -1;
+  int64_t lo(int64_t i) const { return left < 0 ? 0 : std::clamp<int64_t>(i + shift - left, 0, seq_kv); }
+  int64_t hi(int64_t i) const { return right < 0 ? seq_kv : std::clamp<int64_t>(i + shift + right + 1, 0, seq_kv); }
+};
+
+inline AttentionMask attention_mask(const AttentionDescriptor& d) {
+  AttentionMask m;
+  m.seq_kv = d.seq_kv;
+  m.shift = d.alignment == CausalAlignment::bottom_right ? d.seq_kv - d.seq_q : 0;
+  m.left = d.window_left;
+  m.right = d.causal ? 0 : d.window_right;
+  return m;
+}
+
+struct AttentionProblem {
+  AttentionDescriptor desc;
+  double scale = 1.0;  // resolved: 1 / sqrt(head_dim) where the descriptor's is 0
+  DType bias_dtype = DType::f32;
+  AttentionMask mask;
+  AttentionArgs args;
+};
+
+struct AttentionBackwardProblem {
+  AttentionDescriptor desc;
+  double scale = 1.0;
+  DType bias_dtype = DType::f32;
+  AttentionMask mask;
+  AttentionBackwardArgs args;
+};
+
+namespace cpu {
+Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
+Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
+}  // namespace cpu
+namespace cuda {
+// Not reached yet: select refuses CUDA streams (cuDNN's fused attention is to come).
+Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
+Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
+}  // namespace cuda
+
+}  // namespace baracuda::detail
