@@ -412,6 +412,27 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, NormDescriptor& d) {
   d.residual = in.consume_bool();
 }
 
+// Mostly small valid sizes (heads_q a multiple of heads_kv, head dims up to 40), sometimes any;
+// every mask, the soft-cap and scale at their edges, the bias in any dtype.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.batch = fuzz_size(in);
+  d.seq_q = fuzz_size(in);
+  d.seq_kv = fuzz_size(in);
+  d.heads_kv = in.chance(90) ? in.consume_int<int64_t>(1, 3) : fuzz_size(in);
+  d.heads_q = in.chance(85) ? d.heads_kv * in.consume_int<int64_t>(0, 3) : fuzz_size(in);
+  d.head_dim = in.chance(90) ? in.consume_int<int64_t>(1, 40) : in.consume_int<int64_t>(-2, 600);
+  d.head_dim_v = in.chance(70) ? d.head_dim : in.consume_int<int64_t>(-2, 600);
+  d.scale = in.chance(80) ? 0.0 : fuzz_weight(in);
+  d.causal = in.consume_bool();
+  d.alignment = fuzz_enum(in, CausalAlignment::top_left, CausalAlignment::bottom_right, 5);
+  d.window_left = in.chance(60) ? -1 : in.consume_int<int64_t>(-3, 12);
+  d.window_right = in.chance(60) ? (d.causal ? 0 : -1) : in.consume_int<int64_t>(-3, 12);
+  d.softcap = in.chance(80) ? 0.0 : fuzz_weight(in);
+  d.has_bias = in.consume_bool();
+  d.bias_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(70) ? DType::f32 : fuzz_dtype(in, {}));
+}
+
 // Mostly operands whose K agree (else few cases get past select), sometimes any two shapes.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, MatmulDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
@@ -1409,6 +1430,8 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormBackwardPlan>(),
       entry<MatmulPlan>(),
       entry<MatmulBackwardPlan>(),
+      entry<AttentionPlan>(),
+      entry<AttentionBackwardPlan>(),
       entry<LinearPlan>(),
       entry<LinearBackwardPlan>(),
       entry<RandomPlan>(),

@@ -1,0 +1,136 @@
+// The attention plans beyond the op table (tools/harness/rows/attention.cpp): [B, H, S, D] buffers
+// viewed through strides give what [B, S, H, D] ones give; a row whose bias is -inf throughout is
+// fully masked (out 0, lse -inf, zero gradients); and CUDA streams are refused, for now, with a
+// Status naming the plan and the stream.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "baracuda/baracuda.hpp"
+#include "harness/data.hpp"
+#include "support/backend.hpp"
+
+namespace baracuda {
+namespace {
+
+using harness::Tensor;
+using testing::unwrap;
+
+class AttentionTest : public testing::BackendDTypeTest {
+ protected:
+  void SetUp() override {
+    BackendDTypeTest::SetUp();
+    if (IsSkipped()) return;
+    AttentionDescriptor d;
+    d.dtype = dtype();
+    d.seq_q = d.seq_kv = 4;
+    if (backend() == Backend::cuda) {
+      // The GPU path (cuDNN's fused attention) is to come: select refuses, naming the plan and the stream.
+      EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                    "AttentionPlan", "stream"));
+      EXPECT_TRUE(testing::is_error(AttentionBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                    "AttentionBackwardPlan", "stream"));
+      GTEST_SKIP() << "no CUDA attention kernel yet: select refuses";
+    }
+  }
+  Tensor random(DType dtype, const Shape& shape, Strides strides = {}, bool strided = false) {
+    return unwrap(harness::random_tensor(backend(), dtype, {shape, strides, strided, 0}, rng_));
+  }
+  Tensor output(DType dtype, const Shape& shape, Strides strides = {}, bool strided = false) {
+    Tensor t = random(dtype, shape, strides, strided);
+    EXPECT_TRUE(harness::poison(t).is_ok());
+    return t;
+  }
+  DType acc() const { return dtype() == DType::f64 ? DType::f64 : DType::f32; }
+  double tolerance() const { return harness::tolerance(dtype()) * 10; }
+};
+
+// [B, S, H, D] strides of a [B, H, S, D] buffer.
+Strides bhsd(const Shape& s) {
+  const int64_t S = s.dims[1], H = s.dims[2], D = s.dims[3];
+  return {H * S * D, D, S * D, 1};
+}
+
+TEST_P(AttentionTest, HeadMajorBuffersThroughStridesMatchSequenceMajorOnes) {
+  AttentionDescriptor d;
+  d.dtype = dtype();
+  d.batch = 2;
+  d.seq_q = 70;
+  d.seq_kv = 90;
+  d.heads_q = 4;
+  d.heads_kv = 2;
+  d.head_dim = 64;
+  d.head_dim_v = 32;
+  d.causal = true;
+  d.alignment = CausalAlignment::bottom_right;
+  const Shape qs{2, 70, 4, 64}, ks{2, 90, 2, 64}, vs{2, 90, 2, 32}, os{2, 70, 4, 32};
+  Tensor q = random(dtype(), qs, bhsd(qs), true), k = random(dtype(), ks, bhsd(ks), true),
+         v = random(dtype(), vs, bhsd(vs), true), out = output(dtype(), os, bhsd(os), true);
+  // The same values in [B, S, H, D] buffers.
+  auto copy = [&](const Tensor& from) {
+    Tensor t = random(dtype(), from.shape);
+    for (int64_t i = 0; i < from.shape.numel(); ++i)
+      t.host[static_cast<size_t>(t.offset + t.element_offset(i))] = from.at(i);
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  };
+  Tensor q2 = copy(q), k2 = copy(k), v2 = copy(v), out2 = output(dtype(), os);
+  const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+  ASSERT_OK(plan.run(stream(), {}, {q.ref(), k.ref(), v.ref(), {}, out.mut(), {}}));
+  ASSERT_OK(plan.run(stream(), {}, {q2.ref(), k2.ref(), v2.ref(), {}, out2.mut(), {}}));
+  ASSERT_OK(out.download());
+  ASSERT_OK(out2.download());
+  EXPECT_EQ(plan.sku({q.ref(), k.ref(), v.ref(), {}, out.mut(), {}}).layout, Layout::strided);
+  for (int64_t i = 0; i < os.numel(); ++i) ASSERT_NEAR(out.at(i), out2.at(i), tolerance()) << i;
+}
+
+TEST_P(AttentionTest, RowsWhoseBiasIsMinusInfinityAreFullyMasked) {
+  AttentionDescriptor d;
+  d.dtype = dtype();
+  d.seq_q = 6;
+  d.seq_kv = 9;
+  d.heads_q = 2;
+  d.heads_kv = 1;
+  d.head_dim = d.head_dim_v = 16;
+  d.has_bias = true;
+  const Shape qs{1, 6, 2, 16}, ks{1, 9, 1, 16}, os{1, 6, 2, 16}, ls{1, 2, 6};
+  Tensor q = random(dtype(), qs), k = random(dtype(), ks), v = random(dtype(), ks), out = output(dtype(), os);
+  Tensor lse = output(acc(), ls);
+  // The bias broadcast along the heads (stride 0); query 2's row -inf throughout.
+  Tensor bias = random(dtype(), {1, 2, 6, 9}, {54, 0, 9, 1}, true);
+  for (int64_t j = 0; j < 9; ++j) bias.host[static_cast<size_t>(bias.offset + 2 * 9 + j)] = -INFINITY;
+  ASSERT_OK(bias.upload());
+  const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+  ASSERT_OK(plan.run(stream(), {}, {q.ref(), k.ref(), v.ref(), bias.ref(), out.mut(), lse.mut()}));
+  ASSERT_OK(out.download());
+  ASSERT_OK(lse.download());
+  for (int64_t h = 0; h < 2; ++h) {
+    EXPECT_EQ(lse.at(h * 6 + 2), -std::numeric_limits<double>::infinity()) << h;
+    EXPECT_TRUE(std::isfinite(lse.at(h * 6 + 1))) << h;
+    for (int64_t c = 0; c < 16; ++c) EXPECT_EQ(out.at((2 * 2 + h) * 16 + c), 0.0) << h << " " << c;
+  }
+  // The backward gives the masked rows zero gradients and finite ones elsewhere.
+  Tensor dout = random(dtype(), os), dq = output(dtype(), qs), dk = output(dtype(), ks), dv = output(dtype(), ks);
+  const AttentionBackwardPlan backward = unwrap(AttentionBackwardPlan::select(stream(), d));
+  ASSERT_OK(backward.run(
+      stream(), {},
+      {q.ref(), k.ref(), v.ref(), bias.ref(), out.ref(), dout.ref(), lse.ref(), dq.mut(), dk.mut(), dv.mut()}));
+  ASSERT_OK(dq.download());
+  ASSERT_OK(dk.download());
+  ASSERT_OK(dv.download());
+  for (int64_t i = 0; i < qs.numel(); ++i) {
+    const bool masked = i / 32 == 2;  // query 2, both heads
+    if (masked)
+      EXPECT_EQ(dq.at(i), 0.0) << i;
+    else
+      EXPECT_TRUE(std::isfinite(dq.at(i))) << i;
+  }
+  for (int64_t i = 0; i < ks.numel(); ++i) EXPECT_TRUE(std::isfinite(dk.at(i)) && std::isfinite(dv.at(i))) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, AttentionTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+}  // namespace
+}  // namespace baracuda

@@ -1,0 +1,170 @@
+// Op-table rows of the attention family, forward and backward. Every mask (none, causal aligned
+// top-left and bottom-right, sliding windows on either side), grouped-query ratios 1, 4 and 8,
+// S_q != S_kv both ways, lengths 1, 17, 1000 and one 4097 (f32), fully masked rows (bottom-right with
+// S_q > S_kv, no keys at all), head dims 64, 96, 128, 256 and 192 / 128, the soft-cap, the bias (its
+// own dtype or f32, broadcast), and padded, transposed, broadcast and misaligned views. [B, H, S, D]
+// buffers and edge values are tests/test_attention.cpp's.
+#include <string>
+#include <vector>
+
+#include "harness/op_row.hpp"
+#include "harness/reference/attention_reference.hpp"
+
+namespace baracuda::harness {
+namespace {
+
+using Desc = AttentionDescriptor;
+
+Desc attention(int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q, int64_t heads_kv, int64_t head_dim = 64,
+               int64_t head_dim_v = 64) {
+  Desc d;
+  d.batch = batch;
+  d.seq_q = seq_q;
+  d.seq_kv = seq_kv;
+  d.heads_q = heads_q;
+  d.heads_kv = heads_kv;
+  d.head_dim = head_dim;
+  d.head_dim_v = head_dim_v;
+  return d;
+}
+Desc causal(Desc d, CausalAlignment alignment) {
+  d.causal = true;
+  d.alignment = alignment;
+  return d;
+}
+
+std::vector<Sample<Desc>> samples(bool backward) {
+  std::vector<Sample<Desc>> out;
+  auto add = [&](Desc d, std::string note = {}, Views views = Views::contiguous, std::vector<DType> dtypes = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), std::move(dtypes)});
+  };
+  constexpr auto top = CausalAlignment::top_left, bottom = CausalAlignment::bottom_right;
+  add(attention(1, 1, 1, 1, 1), "length 1");
+  add(attention(2, 17, 17, 2, 2), "length 17");
+  add(attention(2, 17, 17, 4, 1), "GQA 4");
+  add(attention(1, 17, 33, 8, 1), "MQA 8, S_q < S_kv");
+  add(attention(1, 40, 23, 8, 2), "GQA 4, S_q > S_kv");
+  add(causal(attention(2, 17, 17, 2, 2), top), "causal");
+  add(causal(attention(1, 17, 33, 4, 1), top), "causal top-left, S_q < S_kv");
+  add(causal(attention(1, 17, 33, 4, 1), bottom), "causal bottom-right, S_q < S_kv");
+  add(causal(attention(1, 33, 17, 2, 1), top), "causal top-left, S_q > S_kv");
+  add(causal(attention(1, 33, 17, 2, 1), bottom), "causal bottom-right, S_q > S_kv: 16 fully masked rows");
+  Desc window = attention(1, 40, 40, 2, 1);
+  window.window_left = 5;
+  window.window_right = 3;
+  add(window, "window (5, 3)");
+  Desc sliding = causal(attention(1, 30, 300, 2, 2), bottom);
+  sliding.window_left = 7;
+  add(sliding, "causal bottom-right, window_left 7");
+  Desc right_only = attention(1, 20, 20, 1, 1);
+  right_only.window_right = 2;
+  right_only.window_left = 0;
+  add(right_only, "window (0, 2)");
+  Desc shifted = attention(1, 300, 20, 1, 1);
+  shifted.window_left = 3;
+  shifted.window_right = 3;
+  add(shifted, "window (3, 3) top-left, S_q > S_kv: rows past key 23 fully masked");
+  for (int64_t dim : {96, 128, 256}) add(attention(1, 20, 21, 2, 1, dim, dim), "head dim " + std::to_string(dim));
+  add(attention(1, 20, 21, 2, 1, 192, 128), "head dims 192 / 128");
+  add(attention(1, 9, 7, 2, 1, 3, 5), "head dims 3 / 5");
+  Desc capped = causal(attention(1, 30, 30, 2, 1), top);
+  capped.softcap = 1.5;  // the scores reach past it: tanh's curve matters
+  capped.scale = 0.5;
+  add(capped, "soft-cap 1.5, scale 0.5");
+  Desc biased = causal(attention(2, 17, 23, 4, 2), bottom);
+  biased.has_bias = true;
+  add(biased, "bias, causal bottom-right");
+  Desc f32_bias = attention(1, 19, 19, 2, 2);
+  f32_bias.has_bias = true;
+  f32_bias.bias_dtype = DType::f32;
+  add(f32_bias, "f32 bias");
+  add(attention(1, 5, 0, 2, 1), "no keys: every row fully masked");
+  add(attention(1, 0, 5, 2, 1), "no queries");
+  add(attention(0, 5, 5, 2, 1), "batch 0");
+  add(causal(attention(1, 1000, 1000, 2, 1), top), "length 1000, causal");
+  add(attention(1, 1000, 1000, 1, 1), "length 1000");
+  if (!backward)
+    add(causal(attention(1, 4097, 4097, 1, 1), bottom), "length 4097, causal", Views::contiguous, {DType::f32});
+  for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+    Desc d = causal(attention(2, 17, 23, 4, 2), bottom);
+    d.has_bias = true;
+    add(d, "bias, causal bottom-right", v);
+    add(attention(1, 9, 300, 2, 1, 32, 48), "head dims 32 / 48", v);
+  }
+  return out;
+}
+
+std::vector<DescriptorError<Desc>> errors() {
+  return {
+      {"heads_kv not dividing heads_q",
+       [](Desc& d) {
+         d.heads_q = 4;
+         d.heads_kv = 3;
+       },
+       StatusCode::invalid_problem, "descriptor.heads_kv"},
+      {"heads_kv 0", [](Desc& d) { d.heads_kv = 0; }, StatusCode::invalid_problem, "descriptor.heads_kv"},
+      {"head_dim 0", [](Desc& d) { d.head_dim = 0; }, StatusCode::invalid_problem, "descriptor.head_dim"},
+      {"head_dim 513", [](Desc& d) { d.head_dim = 513; }, StatusCode::invalid_problem, "descriptor.head_dim"},
+      {"head_dim_v 0", [](Desc& d) { d.head_dim_v = 0; }, StatusCode::invalid_problem, "descriptor.head_dim_v"},
+      {"head_dim_v 600", [](Desc& d) { d.head_dim_v = 600; }, StatusCode::invalid_problem, "descriptor.head_dim_v"},
+      {"negative batch", [](Desc& d) { d.batch = -1; }, StatusCode::invalid_problem, "descriptor.batch"},
+      {"negative seq_q", [](Desc& d) { d.seq_q = -3; }, StatusCode::invalid_problem, "descriptor.seq_q"},
+      {"negative seq_kv", [](Desc& d) { d.seq_kv = -3; }, StatusCode::invalid_problem, "descriptor.seq_kv"},
+      {"negative heads_q", [](Desc& d) { d.heads_q = -2; }, StatusCode::invalid_problem, "descriptor.heads_q"},
+      {"scale negative", [](Desc& d) { d.scale = -0.1; }, StatusCode::invalid_problem, "descriptor.scale"},
+      {"scale NaN", [](Desc& d) { d.scale = std::nan(""); }, StatusCode::invalid_problem, "descriptor.scale"},
+      {"scale inf", [](Desc& d) { d.scale = INFINITY; }, StatusCode::invalid_problem, "descriptor.scale"},
+      {"softcap negative", [](Desc& d) { d.softcap = -1; }, StatusCode::invalid_problem, "descriptor.softcap"},
+      {"softcap NaN", [](Desc& d) { d.softcap = std::nan(""); }, StatusCode::invalid_problem, "descriptor.softcap"},
+      {"window_left -2", [](Desc& d) { d.window_left = -2; }, StatusCode::invalid_problem, "descriptor.window_left"},
+      {"window_right -2", [](Desc& d) { d.window_right = -2; }, StatusCode::invalid_problem, "descriptor.window_right"},
+      {"causal with window_right 1",
+       [](Desc& d) {
+         d.causal = true;
+         d.window_right = 1;
+       },
+       StatusCode::invalid_problem, "descriptor.window_right"},
+      {"integer bias_dtype",
+       [](Desc& d) {
+         d.has_bias = true;
+         d.bias_dtype = DType::i32;
+       },
+       StatusCode::unsupported, "descriptor.bias_dtype"},
+      {"sizes past 2^62 elements",
+       [](Desc& d) {
+         d.seq_q = int64_t{1} << 40;
+         d.seq_kv = int64_t{1} << 40;
+       },
+       StatusCode::invalid_problem, "descriptor"},
+  };
+}
+
+// The backward's saved lse is random: above the scores' range (|s| stays within about 3 here), so
+// that exp(s - lse) stays a probability's size.
+std::vector<ValueRange> backward_ranges() { return {{"lse", 1.5, 3.0}}; }
+
+void forward_reference(const Desc& d, RefIO& io) { reference::attention_forward(d, io); }
+void backward_reference(const Desc& d, RefIO& io) { reference::attention_backward(d, io); }
+template <bool kBackward>
+std::vector<Sample<Desc>> samples_of() {
+  return samples(kBackward);
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<OpRow>> attention_rows() {
+  std::vector<std::unique_ptr<OpRow>> rows;
+  const Gradient gradient{"dout", "out", {{"dq", "q"}, {"dk", "k"}, {"dv", "v"}}};
+  rows.push_back(make_row<AttentionPlan>({samples_of<false>, forward_reference, harness::tolerance, {}, errors()}));
+  rows.push_back(make_row<AttentionBackwardPlan>({samples_of<true>,
+                                                  backward_reference,
+                                                  harness::tolerance,
+                                                  backward_ranges(),
+                                                  errors(),
+                                                  {},
+                                                  forward_of<AttentionPlan>,
+                                                  gradient}));
+  return rows;
+}
+
+}  // namespace baracuda::harness
