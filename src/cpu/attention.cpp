@@ -280,7 +280,13 @@ Status backward(const AttentionBackwardProblem& p) {
                                                  d.heads_kv ? d.heads_q / d.heads_kv : 0};
   const int D = tiles.D, Dv = tiles.Dv;
   const bool cap = d.softcap > 0;
-  const int64_t q_tiles = (d.seq_q + kQueryTile - 1) / kQueryTile, kv_tiles = (d.seq_kv + kKeyTile - 1) / kKeyTile;
+  // Pass 1's key tiles: 256 keys, or 64 where that leaves fewer than 16 tasks (short sequences, few kv
+  // heads), so that every thread has work (a thread alone would also run BLAS's own threads on each
+  // small product: BLAS runs single-threaded only inside a parallel region). Chosen from the shape
+  // alone, so the bits do not depend on the thread count.
+  const int64_t q_tiles = (d.seq_q + kQueryTile - 1) / kQueryTile;
+  const int kv_step = d.batch * d.heads_kv * ((d.seq_kv + kKeyTile - 1) / kKeyTile) < 16 ? kQueryTile : kKeyTile;
+  const int64_t kv_tiles = (d.seq_kv + kv_step - 1) / kv_step;
   const int64_t work = d.batch * d.heads_q * std::max<int64_t>(d.seq_q, 1) * std::max<int64_t>(d.seq_kv, 1) * D;
   // q, dout, k, v panels; P, dP (dS), tanh; two accumulators (dk, dv; dq); lse and D of the rows.
   const int64_t sq = int64_t{kQueryTile} * D, sdo = int64_t{kQueryTile} * Dv, sk = int64_t{kKeyTile} * D,
@@ -341,8 +347,8 @@ Status backward(const AttentionBackwardProblem& p) {
 #pragma omp parallel for schedule(dynamic) num_threads(t1) if (t1 > 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t b = task / (d.heads_kv * kv_tiles), hk = task / kv_tiles % d.heads_kv,
-                    j0 = task % kv_tiles * kKeyTile;
-      const int n = static_cast<int>(std::min<int64_t>(kKeyTile, d.seq_kv - j0));
+                    j0 = task % kv_tiles * kv_step;
+      const int n = static_cast<int>(std::min<int64_t>(kv_step, d.seq_kv - j0));
       const Slots s = slots(omp_get_thread_num());
       int64_t ldk, ldv, ldq, ldo;
       const A* k = panel<A, T>(a.k, b, hk, j0, n, D, s.k, ldk);
