@@ -6,7 +6,7 @@
 // two passes that recompute the probabilities from the saved logsumexp: dk and dv per (b, kv head,
 // kv tile) over the group's query heads and tiles in order, then dq per (b, query head, query tile)
 // over the key tiles in order; every sum in a fixed order, no atomics, so the bits never change.
-// Scratch is a few tiles a thread (at most about 3 MB at head dim 512 in f64), never proportional to
+// Scratch is a few tiles a thread (at most about 5 MB at head dim 512 in f64), never proportional to
 // the sequences.
 #include <cblas.h>
 #include <omp.h>
