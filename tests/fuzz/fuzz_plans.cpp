@@ -412,6 +412,22 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, NormDescriptor& d) {
   d.residual = in.consume_bool();
 }
 
+// ignore_index: a class, or a value no index fill draws (the fills' bad values are -1, C, C + 1, the
+// extremes and random words): either way the counter counts exactly the targets outside [0, C).
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.weight_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(80) ? DType::f32 : fuzz_dtype(in, {}));
+  d.shape = fuzz_shape(in);
+  d.reduction = in.chance(5) ? static_cast<LossReduction>(in.consume_int(3, 255))
+                             : static_cast<LossReduction>(in.consume_int(0, 2));
+  const int64_t classes = d.shape.rank >= 1 && d.shape.rank <= kMaxRank ? d.shape.dims[d.shape.rank >= 2 ? 1 : 0] : 0;
+  d.ignore_index = in.chance(50) || classes <= 0 ? -(int64_t{1} << 40) : in.consume_int<int64_t>(0, classes - 1);
+  d.label_smoothing = in.chance(60) ? 0.0 : (in.chance(70) ? 0.1 : fuzz_weight(in));
+  d.z_loss = in.chance(60) ? 0.0 : (in.chance(70) ? 1e-4 : fuzz_weight(in));
+  d.has_weight = in.consume_bool();
+}
+
 // Mostly operands whose K agree (else few cases get past select), sometimes any two shapes.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, MatmulDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
@@ -1407,6 +1423,8 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormPlan>(),
       entry<LayerNormBackwardPlan>(),
       entry<RmsNormBackwardPlan>(),
+      entry<CrossEntropyPlan>(),
+      entry<CrossEntropyBackwardPlan>(),
       entry<MatmulPlan>(),
       entry<MatmulBackwardPlan>(),
       entry<LinearPlan>(),
