@@ -71,7 +71,7 @@ Expected<const void*> cross_entropy_kernels(const PlanTarget& target, DType dtyp
 
 namespace baracuda::detail::jit {
 struct Program;
-// The cross-entropy programs for rows of these class counts: both directions, every dtype, weight
-// dtype and index dtype (cuda/loss.cpp).
-std::vector<Program> cross_entropy_programs(const std::vector<int64_t>& class_counts);
+// The cross-entropy programs of the common vocabularies: both directions, every dtype, weight dtype
+// and index dtype (cuda/loss.cpp).
+std::vector<Program> cross_entropy_programs();
 }  // namespace baracuda::detail::jit

@@ -23,7 +23,7 @@ std::string device_type(DType dtype) {
 
 std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   std::vector<Program> out = norm_programs(row_lengths);
-  for (Program& p : cross_entropy_programs(row_lengths)) out.push_back(std::move(p));
+  for (Program& p : cross_entropy_programs()) out.push_back(std::move(p));
   for (Program& p : matmul_programs()) out.push_back(std::move(p));
   for (Program& p : random_programs()) out.push_back(std::move(p));
   return out;
