@@ -314,10 +314,10 @@ TEST_P(CrossEntropyTest, BackwardMatchesFiniteDifferences) {
 TEST_P(CrossEntropyTest, RunsAreBitIdenticalAndInPlaceGivesTheSameBits) {
   for (int64_t c : {int64_t{1000}, int64_t{70000}}) {  // 70000: chunked rows on CUDA
     SCOPED_TRACE("C = " + std::to_string(c));
-    const int64_t n = 33;
+    const int64_t n = c > 32768 ? 5 : 33;
     const std::vector<double> x = uniform(n * c, -4, 4), w = uniform(c, 0.5, 1.5);
     std::vector<int64_t> t;
-    for (int64_t row = 0; row < n; ++row) t.push_back(row == 7 ? -100 : (row * 131) % c);
+    for (int64_t row = 0; row < n; ++row) t.push_back(row == 3 ? -100 : (row * 131) % c);
     for (LossReduction r : {LossReduction::none, LossReduction::sum, LossReduction::mean}) {
       CrossEntropyDescriptor d = desc(n, c, r);
       d.has_weight = true;
