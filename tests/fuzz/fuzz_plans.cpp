@@ -1044,7 +1044,7 @@ struct CaseArgs {
   // index_bound 0 both for "not an index" and for an index into a dim of size 0, where every value
   // is bad; such a case cannot tell its index field, and skips the index checks.)
   bool index_known = true;
-  bool zero_when_all_bad = true;  // check_all_bad applies (not to segment reductions)
+  bool zero_when_all_bad = true;  // check_all_bad applies (not to segment reductions, nor to losses)
 };
 
 // Huge broadcast inputs (more elements than a buffer holds) are made only where a plan must refuse
@@ -1061,7 +1061,7 @@ CaseArgs make_case_args(FuzzInput& in, Backend backend, const OpSchema& schema, 
   CaseArgs c;
   c.index_known = schema.index_dtypes.empty() ||
                   std::any_of(specs.begin(), specs.end(), [](const ArgSpec& s) { return s.index_bound > 0; });
-  c.zero_when_all_bad = schema.category != "segment";
+  c.zero_when_all_bad = schema.category != "segment" && schema.category != "loss";
   c.fields.reserve(specs.size());
   for (const ArgSpec& spec : specs) c.fields.push_back(make_field(in, spec, backend, huge_broadcasts, rng));
   if (has_count) c.count = make_count(in, backend);
@@ -1187,7 +1187,8 @@ bool is_zero(DType dtype, const std::byte* p) {
 
 // 3d. With every index value bad, nothing is read or added: a gather's output is zeros, an
 // accumulating scatter's table is unchanged, an overwriting one's is zeros. (The indexing family's
-// rule: a segment reduction's empty segments hold their own value, -inf for a max.)
+// rule: a segment reduction's empty segments hold their own value, -inf for a max; a loss's saved
+// logsumexp reads no target, and its mean over no target is NaN.)
 void check_all_bad(CaseArgs& c) {
   if (!c.zero_when_all_bad) return;
   const bool any_index = std::any_of(c.fields.begin(), c.fields.end(), is_index_field);
