@@ -142,6 +142,24 @@ Status forward(const CrossEntropyForwardProblem& p) {
   return Status::ok();
 }
 
+// A counted row's gradient without its target term: dx_c = exp(x_c - lse) * scale - class_term * w_c
+// (w null: 1), in the widest vectors the host has. x may be dx itself (each element read, then
+// written).
+template <class A, class T, class W, bool kUnit>
+BARACUDA_CPU_CLONES void row_gradient_values(const T* x, T* dx, int64_t n, int64_t step, int64_t dstep, const W* w,
+                                             int64_t wstep, A lse, A scale, A class_term) {
+  if (w) {
+    for (int64_t c = 0; c < n; ++c)
+      dx[kUnit ? c : c * dstep] = convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale -
+                                             class_term * convert<A>(w[c * wstep]));
+    return;
+  }
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c)
+    dx[kUnit ? c : c * dstep] =
+        convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - class_term);
+}
+
 template <class T, class W, class I, bool kUnit>
 Status backward(const CrossEntropyBackwardProblem& p) {
   using A = acc_t<T>;
@@ -195,19 +213,8 @@ Status backward(const CrossEntropyBackwardProblem& p) {
     const A w_t = w ? convert<A>(w[tc * wstep]) : A(1);
     const A d_t =
         simd_math::exp(convert<A>(x[tc * g.class_stride]) - lse) * k.scale - k.target_term - k.class_term * w_t;
-    if (w) {
-      for (int64_t c = 0; c < g.classes; ++c) {
-        const A v = simd_math::exp(convert<A>(x[kUnit ? c : c * g.class_stride]) - lse) * k.scale -
-                    k.class_term * convert<A>(w[c * wstep]);
-        dx[kUnit ? c : c * g.dclass_stride] = convert<T>(v);
-      }
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < g.classes; ++c) {
-        const A v = simd_math::exp(convert<A>(x[kUnit ? c : c * g.class_stride]) - lse) * k.scale - k.class_term;
-        dx[kUnit ? c : c * g.dclass_stride] = convert<T>(v);
-      }
-    }
+    row_gradient_values<A, T, W, kUnit>(x, dx, g.classes, g.class_stride, g.dclass_stride, w, wstep, lse, k.scale,
+                                        k.class_term);
     dx[tc * g.dclass_stride] = convert<T>(d_t);
   }
   if (p.args.bad_index_count) *p.args.bad_index_count += bad;
