@@ -33,12 +33,15 @@
 // `index_dtype` (i32, i64); the weight is `weight_dtype` (dtype or f32). 16-bit and f32 compute and
 // accumulate in f32, f64 in f64.
 //
-// Any C from 1 up: a row's logsumexp is one pass (a running max and sum of exps, the target's and
-// the smoothing's terms gathered on the way), with no scratch proportional to C. Deterministic and
-// batch-invariant: a row's loss, lse and gradient depend on that row alone (the kernel for a row is
-// chosen from C and the dtypes, never from the row count). sum and mean are reduced in a fixed order:
-// the row terms go into the workspace, then one block adds them up in a fixed order (no atomics).
-// Views may have any strides (the fast path: classes contiguous, 16-byte aligned rows).
+// Any C from 1 up, with no scratch proportional to C. On CUDA a row's logsumexp is one pass over its
+// logits (a running max and sum of exps, the smoothing's sums gathered on the way; the target's logit
+// read once more); a block takes a row, or each 32768 classes of a longer row, whose pieces a second
+// pass merges in order. The CPU reads a row twice (its max, then its exps), one thread a row. Deterministic and
+// batch-invariant: a row's loss, lse and gradient depend on that row alone (the kernel for a row is chosen from C, the
+// dtypes and the layout, never from the row count). sum and mean are reduced in a fixed order, never by atomics: each
+// row's terms (ce, z-loss, w_t, counted) go into the workspace (a host buffer on the CPU), then are added up in a fixed
+// order (CUDA: one block, thread i taking rows i, i + 1024, ..., then a fixed tree; CPU: in row order). Views may have
+// any strides (the fast path: classes contiguous, 16-byte aligned rows).
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
