@@ -174,7 +174,8 @@ class CrossEntropyTest : public testing::BackendDTypeTest {
 };
 
 TEST_P(CrossEntropyTest, TheIssuesClassCountsMatchTheReference) {
-  for (int64_t c : {int64_t{1}, int64_t{2}, int64_t{1000}, int64_t{32000}, (int64_t{1} << 20) + 3}) {
+  for (int64_t c : {int64_t{1}, int64_t{2}, int64_t{1000}, int64_t{32000}, int64_t{128256}, int64_t{262144},
+                    (int64_t{1} << 20) + 3}) {
     const int64_t n = c > 100000 ? 2 : 5;
     SCOPED_TRACE("C = " + std::to_string(c));
     const std::vector<double> x = uniform(n * c, -3, 3);

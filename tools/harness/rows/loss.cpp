@@ -1,10 +1,10 @@
 // Op-table rows of the loss family: cross-entropy, forward and backward. Class counts from 1 to
-// 2^20 + 3 (either side of the 16-byte vectors and of the CUDA chunk of 32768 classes); rank 1, 2,
-// 3 and 4 logits (classes along dim 1); every option (class weights in the logits' dtype or f32,
-// label smoothing with and without weights, the z-loss, ignore_index, i32 targets) under each
-// reduction; padded, transposed, broadcast and misaligned views. Targets are drawn from [-2, C + 2)
-// unless a sample says otherwise, so bad targets occur and are counted. Edge values (every target
-// ignored, +-1e4 and -inf logits), in-place dlogits and batch invariance are tests/test_loss.cpp's.
+// 2^20 + 3 (128256 and 262144 among them) (either side of the 16-byte vectors and of the CUDA chunk of 32768 classes);
+// rank 1, 2, 3 and 4 logits (classes along dim 1); every option (class weights in the logits' dtype or f32, label
+// smoothing with and without weights, the z-loss, ignore_index, i32 targets) under each reduction; padded, transposed,
+// broadcast and misaligned views. Targets are drawn from [-2, C + 2) unless a sample says otherwise, so bad targets
+// occur and are counted. Edge values (every target ignored, +-1e4 and -inf logits), in-place dlogits and batch
+// invariance are tests/test_loss.cpp's.
 #include <string>
 #include <vector>
 
@@ -42,6 +42,8 @@ std::vector<Sample<Desc>> samples() {
   }
   add(ce({3, 32000}), Views::contiguous, {}, {}, true);
   for (int64_t c : {32767, 32768, 32769, 65536 + 5}) add(ce({2, c}), Views::contiguous, {}, {}, true);
+  for (int64_t c : {128256, 262144})
+    add(ce({2, c}), Views::contiguous, "vocabularies", {DType::f32, DType::bf16}, true);
   add(ce({2, (1 << 20) + 3}, LossReduction::none), Views::contiguous, "2^20 + 3 classes", {DType::f32, DType::bf16},
       true);
   add(ce({300, 4}), Views::contiguous, "300 rows");
