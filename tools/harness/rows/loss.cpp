@@ -1,5 +1,5 @@
-// Op-table rows of the loss family: cross-entropy, forward and backward. Class counts from 1 to
-// 2^20 + 3 (128256 and 262144 among them) (either side of the 16-byte vectors and of the CUDA chunk of 32768 classes);
+// Op-table rows of the loss family: cross-entropy, forward and backward. Class counts from 1 to 2^20 + 3, either
+// side of the 16-byte vectors and of the CUDA chunk of 32768 classes, and the vocabularies 32000, 128256 and 262144;
 // rank 1, 2, 3 and 4 logits (classes along dim 1); every option (class weights in the logits' dtype or f32, label
 // smoothing with and without weights, the z-loss, ignore_index, i32 targets) under each reduction; padded, transposed,
 // broadcast and misaligned views. Targets are drawn from [-2, C + 2) unless a sample says otherwise, so bad targets
