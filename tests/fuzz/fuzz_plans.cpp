@@ -412,6 +412,22 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, NormDescriptor& d) {
   d.residual = in.consume_bool();
 }
 
+// ignore_index: a class, or a value no index fill draws (the fills' bad values are -1, C, C + 1, the
+// extremes and random words): either way the counter counts exactly the targets outside [0, C).
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.weight_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(80) ? DType::f32 : fuzz_dtype(in, {}));
+  d.shape = fuzz_shape(in);
+  d.reduction = in.chance(5) ? static_cast<LossReduction>(in.consume_int(3, 255))
+                             : static_cast<LossReduction>(in.consume_int(0, 2));
+  const int64_t classes = d.shape.rank >= 1 && d.shape.rank <= kMaxRank ? d.shape.dims[d.shape.rank >= 2 ? 1 : 0] : 0;
+  d.ignore_index = in.chance(50) || classes <= 0 ? -(int64_t{1} << 40) : in.consume_int<int64_t>(0, classes - 1);
+  d.label_smoothing = in.chance(60) ? 0.0 : (in.chance(70) ? 0.1 : fuzz_weight(in));
+  d.z_loss = in.chance(60) ? 0.0 : (in.chance(70) ? 1e-4 : fuzz_weight(in));
+  d.has_weight = in.consume_bool();
+}
+
 // Mostly operands whose K agree (else few cases get past select), sometimes any two shapes.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, MatmulDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
@@ -1030,7 +1046,7 @@ struct CaseArgs {
   // index_bound 0 both for "not an index" and for an index into a dim of size 0, where every value
   // is bad; such a case cannot tell its index field, and skips the index checks.)
   bool index_known = true;
-  bool zero_when_all_bad = true;  // check_all_bad applies (not to segment reductions)
+  bool zero_when_all_bad = true;  // check_all_bad applies (not to segment reductions, nor to losses)
 };
 
 // Huge broadcast inputs (more elements than a buffer holds) are made only where a plan must refuse
@@ -1047,7 +1063,7 @@ CaseArgs make_case_args(FuzzInput& in, Backend backend, const OpSchema& schema, 
   CaseArgs c;
   c.index_known = schema.index_dtypes.empty() ||
                   std::any_of(specs.begin(), specs.end(), [](const ArgSpec& s) { return s.index_bound > 0; });
-  c.zero_when_all_bad = schema.category != "segment";
+  c.zero_when_all_bad = schema.category != "segment" && schema.category != "loss";
   c.fields.reserve(specs.size());
   for (const ArgSpec& spec : specs) c.fields.push_back(make_field(in, spec, backend, huge_broadcasts, rng));
   if (has_count) c.count = make_count(in, backend);
@@ -1173,7 +1189,8 @@ bool is_zero(DType dtype, const std::byte* p) {
 
 // 3d. With every index value bad, nothing is read or added: a gather's output is zeros, an
 // accumulating scatter's table is unchanged, an overwriting one's is zeros. (The indexing family's
-// rule: a segment reduction's empty segments hold their own value, -inf for a max.)
+// rule: a segment reduction's empty segments hold their own value, -inf for a max; a loss's saved
+// logsumexp reads no target, and its mean over no target is NaN.)
 void check_all_bad(CaseArgs& c) {
   if (!c.zero_when_all_bad) return;
   const bool any_index = std::any_of(c.fields.begin(), c.fields.end(), is_index_field);
@@ -1568,6 +1585,8 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormPlan>(),
       entry<LayerNormBackwardPlan>(),
       entry<RmsNormBackwardPlan>(),
+      entry<CrossEntropyPlan>(),
+      entry<CrossEntropyBackwardPlan>(),
       entry<MatmulPlan>(),
       entry<MatmulBackwardPlan>(),
       entry<LinearPlan>(),
