@@ -97,6 +97,8 @@ size_t cross_entropy_workspace(const CrossEntropyDescriptor& d, bool backward) {
 
 namespace {
 
+constexpr InPlace kCrossEntropyBackwardInPlace[] = {{"dlogits", "logits"}};
+
 template <bool kBackward>
 struct CrossEntropyHooks {
   using Descriptor = CrossEntropyDescriptor;
@@ -219,16 +221,10 @@ struct CrossEntropyHooks {
     return k;
   }
 
-  // Beyond every plan's overlap rule (ops/validate.hpp): the forward's outputs share memory with no
-  // input (a row's loss is written while the weight is still read for other rows); dlogits may be
-  // the logits exactly (each element is read, then written, by one thread) and nothing else.
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
-    std::array<ArgSpec, std::size(kFields)> specs{};
-    arg_specs(d, specs);
-    return check_no_alias<Args>(kPlan, kFields, a, [&](size_t o, size_t i) {
-      return specs[o].present && specs[i].present && !(kBackward && kFields[i].name == "logits");
-    });
-  }
+  // The overlap rule (ops/validate.hpp) refuses every output over an input but this pair: dlogits
+  // may be the logits exactly (each element is read, then written, by one thread).
+  static constexpr std::span<const InPlace> kInPlace =
+      kBackward ? std::span<const InPlace>(kCrossEntropyBackwardInPlace) : std::span<const InPlace>();
 
   // The args with every view the descriptor does not use cleared (an unused input may hold anything).
   static Args used(const Descriptor& d, Args a) {

@@ -157,7 +157,7 @@ __device__ void finish_row(const CrossEntropyParams& p, int64 row, const CrossEn
 
 template <class T, class W, class I, bool kVec, int kThreads>
 __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
-    cross_entropy_forward(const CrossEntropyParams p) {
+    cross_entropy_forward(const __grid_constant__ CrossEntropyParams p) {
   using Acc = acc_t<T>;
   using Access = ClassAccess<T, kVec>;
   constexpr int VW = Access::VW;
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
 
 // The chunks of each row merged in chunk order, then the row finished: a thread a row.
 template <class T, class W, class I>
-__global__ void __launch_bounds__(256) cross_entropy_combine(const CrossEntropyParams p) {
+__global__ void __launch_bounds__(256) cross_entropy_combine(const __grid_constant__ CrossEntropyParams p) {
   using Acc = acc_t<T>;
   for (int64 row = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; row < p.rows;
        row += static_cast<int64>(gridDim.x) * blockDim.x) {
@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(256) cross_entropy_combine(const CrossEntropyP
 // sum and mean: the rows' terms added in a fixed order by one block of 1024 threads (thread i takes
 // rows i, i + 1024, ... in order; then block_sum), and the loss written.
 template <class T>
-__global__ void __launch_bounds__(1024) cross_entropy_reduce(const CrossEntropyParams p) {
+__global__ void __launch_bounds__(1024) cross_entropy_reduce(const __grid_constant__ CrossEntropyParams p) {
   using Acc = acc_t<T>;
   __shared__ Acc shared[kTermCount * 32];
   Acc sums[kTermCount] = {Acc(0), Acc(0), Acc(0), Acc(0)};
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_reduce(const CrossEntropyP
 // The backward's totals, by one block of 1024 threads in a fixed order: W = sum_c w_c (with a weight
 // and smoothing), and for the mean the targets' weights and the rows counted.
 template <class T, class W, class I>
-__global__ void __launch_bounds__(1024) cross_entropy_totals(const CrossEntropyParams p) {
+__global__ void __launch_bounds__(1024) cross_entropy_totals(const __grid_constant__ CrossEntropyParams p) {
   using Acc = acc_t<T>;
   __shared__ Acc shared[3 * 32];
   Acc sums[3] = {Acc(0), Acc(0), Acc(0)};
@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_totals(const CrossEntropyP
 
 template <class T, class W, class I, bool kVec, int kThreads>
 __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
-    cross_entropy_backward(const CrossEntropyParams p) {
+    cross_entropy_backward(const __grid_constant__ CrossEntropyParams p) {
   using Acc = acc_t<T>;
   using Access = ClassAccess<T, kVec>;
   constexpr int VW = Access::VW;
