@@ -180,15 +180,9 @@ struct AttentionHooks {
     return k;
   }
 
-  // Beyond every plan's overlap rule (ops/validate.hpp): no output may be an input either, not even
-  // exactly. A forward tile writes its rows of out while other tiles still read q, k and v; the
-  // backward writes dk and dv before its second pass reads q, k, v and dout again.
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
-    std::array<ArgSpec, std::size(kFields)> specs{};
-    arg_specs(d, specs);
-    return check_no_alias<Args>(kPlan, kFields, a,
-                                [&](size_t o, size_t i) { return specs[o].present && specs[i].present; });
-  }
+  // No kInPlace: no output may be an input, not even exactly (every plan's rule, ops/validate.hpp). A
+  // forward tile writes its rows of out while other tiles still read q, k and v; the backward writes
+  // dk and dv before its second pass reads q, k, v and dout again.
 
   // The args with every view the descriptor does not use cleared (an unused input may hold anything).
   static Args used(const Descriptor& d, Args a) {
