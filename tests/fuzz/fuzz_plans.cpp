@@ -431,6 +431,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor&
   d.softcap = in.chance(80) ? 0.0 : fuzz_weight(in);
   d.has_bias = in.consume_bool();
   d.bias_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(70) ? DType::f32 : fuzz_dtype(in, {}));
+}
+
 // ignore_index: a class, or a value no index fill draws (the fills' bad values are -1, C, C + 1, the
 // extremes and random words): either way the counter counts exactly the targets outside [0, C).
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescriptor& d) {
