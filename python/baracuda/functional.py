@@ -1,6 +1,6 @@
 """Plain functions over the plans: each builds a descriptor from its inputs, selects a plan (cached per
 descriptor and device), allocates the outputs the plan's arg_specs() ask for with the input's framework
-(NumPy, or PyTorch where the input is a torch.Tensor), and runs it.
+(NumPy; PyTorch where the input is a torch.Tensor; JAX arrays, on the CPU, where it is one), and runs it.
 
 On a CUDA tensor the work is queued on PyTorch's current stream (no synchronization); NumPy arrays run
 on the CPU backend.
@@ -91,10 +91,36 @@ class _Torch:
         return ("cpu",), "cpu", None
 
 
+class _Jax(_NumPy):
+    """JAX arrays are immutable: the outputs are NumPy arrays the plan writes, handed to JAX through
+    DLPack (zero-copy where JAX takes the buffer as it is). CPU arrays alone: a GPU array needs an
+    allocation JAX does not expose (its XLA FFI custom calls are the way there, not yet written)."""
+
+    name = "jax"
+
+    @staticmethod
+    def streams(like):
+        platform = next(iter(like.devices())).platform
+        if platform != "cpu":
+            raise NotImplementedError(f"baracuda's plain functions take JAX arrays on the CPU, not {platform}")
+        return ("cpu",), "cpu", None
+
+    @staticmethod
+    def wrap(out):
+        import jax
+
+        try:
+            return jax.dlpack.from_dlpack(out)
+        except Exception:  # (a buffer JAX will not alias, e.g. misaligned: a copy)
+            return jax.numpy.asarray(out)
+
+
 def _framework(x):
     module = type(x).__module__
     if module.startswith("torch"):
         return _Torch
+    if module.startswith("jax"):
+        return _Jax
     return _NumPy
 
 
@@ -132,9 +158,11 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None):
             out[spec.name] = fw.empty(spec.shape, spec.dtype, like)
     workspace = None
     size = plan.workspace_size()
-    if size and fw is not _NumPy:  # (the CPU plans allocate their own when given none)
+    if size and fw is _Torch:  # (the CPU plans allocate their own when given none)
         workspace = fw.empty((size,), "u8", like)
     plan.run(workspace=workspace, stream=run_stream, **inputs, **out)
+    if fw is _Jax:
+        out = {name: fw.wrap(t) for name, t in out.items()}
     return out
 
 

@@ -116,3 +116,11 @@ def test_torch_inputs_give_torch_outputs():
     y = bc.softmax(x)
     assert isinstance(y, torch.Tensor)
     torch.testing.assert_close(y, torch.softmax(x, -1))
+
+
+def test_jax_inputs_give_jax_outputs(rng):
+    jax = pytest.importorskip("jax")
+    x = jax.numpy.asarray(randn(rng, 3, 8))
+    y = bc.softmax(x)
+    assert isinstance(y, jax.Array)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(jax.nn.softmax(x, -1)), rtol=1e-5, atol=1e-6)
