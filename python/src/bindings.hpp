@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -118,16 +119,33 @@ class DescriptorClass {
     type_name() = name;
   }
 
+  // One field, read and written by name; a value it cannot take raises an error naming the field.
   template <class T>
   DescriptorClass& field(const char* name, T D::*member) {
-    cls_.def_rw(name, member);
-    setters()[name] = [member](D& d, nb::handle value) { d.*member = nb::cast<T>(value); };
+    auto set = [member, name](D& d, nb::handle value) { d.*member = field_value<T>(value, name); };
+    cls_.def_prop_rw(
+        name, [member](const D& d) -> const T& { return d.*member; }, set, nb::rv_policy::reference_internal);
+    setters()[name] = set;
     getters().emplace_back(name, [member](const D& d) { return nb::cast(d.*member); });
     return *this;
   }
   nb::class_<D>& cls() { return cls_; }
 
  private:
+  template <class T>
+  static T field_value(nb::handle value, const char* field) {
+    const std::string where = type_name() + "." + field + ": ";
+    try {
+      if constexpr (std::is_same_v<T, DType>) return dtype_from_python(value);
+      if constexpr (std::is_same_v<T, std::optional<DType>>)
+        return value.is_none() ? std::nullopt : std::optional<DType>(dtype_from_python(value));
+      return nb::cast<T>(value);
+    } catch (const nb::builtin_exception& e) {
+      throw nb::value_error((where + e.what()).c_str());
+    } catch (const nb::cast_error&) {
+      throw nb::type_error((where + "cannot take " + nb::cast<std::string>(nb::repr(value))).c_str());
+    }
+  }
   static std::map<std::string, std::function<void(D&, nb::handle)>>& setters() {
     static std::map<std::string, std::function<void(D&, nb::handle)>> map;
     return map;

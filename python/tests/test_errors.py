@@ -88,8 +88,15 @@ def test_descriptor_fields_by_keyword():
     assert "transpose_b=True" in repr(d)
     with pytest.raises(TypeError):
         bc.MatmulDescriptor(c=(1,))
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match=r"MatmulDescriptor\.dtype: .*f99"):
         d.dtype = "f99"
+    with pytest.raises(TypeError, match=r"NormDescriptor\.shape: cannot take"):
+        bc.NormDescriptor(shape="abc")
+    with pytest.raises(TypeError, match=r"NormDescriptor\.eps"):
+        bc.NormDescriptor(eps="small")
+    u = bc.UnaryDescriptor(kind=bc.UnaryKind.elu)
+    u.parameters.alpha = 2.0  # a nested struct is written in place
+    assert u.parameters.alpha == 2.0
 
 
 def test_cuda_select_without_a_gpu():
