@@ -277,7 +277,20 @@ nb::class_<BoundPlan<P>> bind_plan(nb::module_& m, const char* name) {
           "Each argument's dtype and shape for this descriptor, and whether it is used.")
       .def_prop_ro("descriptor", [](const Bound& self) { return self.plan.descriptor(); })
       .def_prop_ro("stream", [](const Bound& self) { return self.stream; })
-      .def_prop_ro_static("schema", [](nb::handle) { return schema_to_python(P::schema()); })
+      .def_prop_ro_static("schema",
+                          [](nb::handle) {
+                            // The op's schema, and its argument table: each argument's name and direction.
+                            nb::dict schema = schema_to_python(P::schema());
+                            nb::list args;
+                            for (const auto& f : P::arg_fields()) {
+                              nb::dict arg;
+                              arg["name"] = f.name;
+                              arg["output"] = f.out != nullptr;
+                              args.append(arg);
+                            }
+                            schema["args"] = args;
+                            return schema;
+                          })
       .def_static("arg_names",
                   [] {
                     std::vector<std::string> names;

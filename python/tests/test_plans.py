@@ -45,6 +45,22 @@ def test_schema_and_sku():
     assert specs["y"].output and specs["y"].shape == (4, 8) and specs["y"].dtype == "f32"
     assert not specs["bias"].present
     assert plan.stream.backend == bc.Backend.cpu
+    assert {"name": "y", "output": True} in bc.RmsNormPlan.schema["args"]
+
+
+def test_sku_of_views_and_preference(rng):
+    desc = bc.UnaryDescriptor(kind=bc.UnaryKind.relu, shape=(4, 6))
+    plan = bc.UnaryPlan.select(desc, "cpu")
+    x = randn(rng, 6, 4).T
+    assert plan.sku(x=x, out=poisoned(4, 6)).layout == bc.Layout.strided
+    assert plan.sku().layout == bc.Layout.contiguous
+    cpu_variant = next(v["name"] for v in bc.RmsNormPlan.schema["variants"] if v["cpu"])
+    norm = bc.NormDescriptor(shape=(2, 8), has_bias=False)
+    forced = bc.RmsNormPlan.select(norm, "cpu", bc.PlanPreference(variant=cpu_variant))
+    assert forced.sku().variant == cpu_variant
+    with pytest.raises(bc.Error) as e:
+        bc.RmsNormPlan.select(norm, "cpu", bc.PlanPreference(variant="no_such_variant"))
+    assert "preference.variant" in str(e.value)
 
 
 # ---------------------------------------------------------------------------------------------
