@@ -147,6 +147,10 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None):
     the framework of `like`, runs, and returns the outputs by name. The cache key is the descriptor's
     fields, or `key` where a field is not hashable."""
     fw = _framework(like)
+    if fw is _Torch:
+        # (torch refuses DLPack export of a tensor that requires grad; autograd comes with the custom
+        # ops of baracuda.torch, not here)
+        inputs = {k: v.detach() if v is not None else None for k, v in inputs.items()}
     stream_key, select_stream, run_stream = fw.streams(like)
     cache_key = (plan_cls.__name__, key if key is not None else tuple(sorted(fields.items())), stream_key)
     plan = _plans.get(cache_key)
