@@ -6,8 +6,6 @@ On a CUDA tensor the work is queued on PyTorch's current stream (no synchronizat
 on the CPU backend.
 """
 
-import builtins
-
 from . import _baracuda as _bc
 
 __all__ = [
@@ -312,4 +310,3 @@ for _kind in _bc.UnaryKind:
         globals()[_kind.name] = _unary_function(_kind.name)
         __all__.append(_kind.name)
 del _kind
-_ = builtins  # (the module defines sum; builtins stays reachable)
