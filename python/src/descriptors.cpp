@@ -12,6 +12,7 @@ void bind_descriptors(nb::module_& m) {
   bind_named_enum<GatedKind>(m, "GatedKind", gated_kind_name);
   bind_named_enum<RandomKind>(m, "RandomKind", random_kind_name);
   bind_named_enum<Activation>(m, "Activation", activation_name);
+  bind_named_enum<LossReduction>(m, "LossReduction", loss_reduction_name);
   // ... and those it does not.
   nb::enum_<SoftmaxKind>(m, "SoftmaxKind")
       .value("softmax", SoftmaxKind::softmax)
@@ -165,6 +166,17 @@ void bind_descriptors(nb::module_& m) {
       .field("has_bias", &NormDescriptor::has_bias)
       .field("weight_offset", &NormDescriptor::weight_offset)
       .field("residual", &NormDescriptor::residual);
+
+  DescriptorClass<CrossEntropyDescriptor>(m, "CrossEntropyDescriptor")
+      .field("dtype", &CrossEntropyDescriptor::dtype)
+      .field("index_dtype", &CrossEntropyDescriptor::index_dtype)
+      .field("weight_dtype", &CrossEntropyDescriptor::weight_dtype)
+      .field("shape", &CrossEntropyDescriptor::shape)
+      .field("reduction", &CrossEntropyDescriptor::reduction)
+      .field("ignore_index", &CrossEntropyDescriptor::ignore_index)
+      .field("label_smoothing", &CrossEntropyDescriptor::label_smoothing)
+      .field("z_loss", &CrossEntropyDescriptor::z_loss)
+      .field("has_weight", &CrossEntropyDescriptor::has_weight);
 
   DescriptorClass<RandomDescriptor>(m, "RandomDescriptor")
       .field("kind", &RandomDescriptor::kind)
