@@ -176,6 +176,26 @@ def test_dropout_and_backward(rng):
 
 
 # ---------------------------------------------------------------------------------------------
+# loss.hpp
+
+def test_cross_entropy_and_backward(rng):
+    x = randn(rng, 5, 7)
+    t = np.array([0, 6, -100, 3, 2], np.int64)  # one row ignored
+    loss, lse = poisoned(), poisoned(5)
+    desc = bc.CrossEntropyDescriptor(shape=(5, 7), reduction=bc.LossReduction.mean, index_dtype="i64")
+    run(bc.CrossEntropyPlan, desc, logits=x, targets=t, loss=loss, lse=lse)
+    ref_lse = np.log(np.exp(x).sum(-1))
+    kept = t != -100
+    np.testing.assert_allclose(lse, ref_lse, **TOL)
+    np.testing.assert_allclose(loss, (ref_lse - x[np.arange(5), np.where(kept, t, 0)])[kept].mean(), **TOL)
+    dloss, dx = np.array(2.0, np.float32), poisoned(5, 7)
+    run(bc.CrossEntropyBackwardPlan, desc, dloss=dloss, logits=x, targets=t, lse=lse, dlogits=dx)
+    p = np.exp(x - ref_lse[:, None])
+    p[np.arange(5)[kept], t[kept]] -= 1
+    np.testing.assert_allclose(dx, np.where(kept[:, None], 2.0 * p / kept.sum(), 0), **TOL)
+
+
+# ---------------------------------------------------------------------------------------------
 # unary.hpp, binary.hpp, ternary.hpp, binary_param.hpp, gated.hpp
 
 def test_unary_and_backward(rng):
