@@ -14,6 +14,9 @@ void bind_descriptors(nb::module_& m) {
   bind_named_enum<Activation>(m, "Activation", activation_name);
   bind_named_enum<LossReduction>(m, "LossReduction", loss_reduction_name);
   // ... and those it does not.
+  nb::enum_<CausalAlignment>(m, "CausalAlignment")
+      .value("top_left", CausalAlignment::top_left)
+      .value("bottom_right", CausalAlignment::bottom_right);
   nb::enum_<SoftmaxKind>(m, "SoftmaxKind")
       .value("softmax", SoftmaxKind::softmax)
       .value("log_softmax", SoftmaxKind::log_softmax)
@@ -166,6 +169,24 @@ void bind_descriptors(nb::module_& m) {
       .field("has_bias", &NormDescriptor::has_bias)
       .field("weight_offset", &NormDescriptor::weight_offset)
       .field("residual", &NormDescriptor::residual);
+
+  DescriptorClass<AttentionDescriptor>(m, "AttentionDescriptor")
+      .field("dtype", &AttentionDescriptor::dtype)
+      .field("batch", &AttentionDescriptor::batch)
+      .field("seq_q", &AttentionDescriptor::seq_q)
+      .field("seq_kv", &AttentionDescriptor::seq_kv)
+      .field("heads_q", &AttentionDescriptor::heads_q)
+      .field("heads_kv", &AttentionDescriptor::heads_kv)
+      .field("head_dim", &AttentionDescriptor::head_dim)
+      .field("head_dim_v", &AttentionDescriptor::head_dim_v)
+      .field("scale", &AttentionDescriptor::scale)
+      .field("causal", &AttentionDescriptor::causal)
+      .field("alignment", &AttentionDescriptor::alignment)
+      .field("window_left", &AttentionDescriptor::window_left)
+      .field("window_right", &AttentionDescriptor::window_right)
+      .field("softcap", &AttentionDescriptor::softcap)
+      .field("has_bias", &AttentionDescriptor::has_bias)
+      .field("bias_dtype", &AttentionDescriptor::bias_dtype);
 
   DescriptorClass<CrossEntropyDescriptor>(m, "CrossEntropyDescriptor")
       .field("dtype", &CrossEntropyDescriptor::dtype)

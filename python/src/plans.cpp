@@ -23,6 +23,8 @@ void bind_plans(nb::module_& m) {
   bind_plan<RandomPlan>(m, "RandomPlan");
   bind_plan<DropoutPlan>(m, "DropoutPlan");
   bind_plan<DropoutBackwardPlan>(m, "DropoutBackwardPlan");
+  bind_plan<AttentionPlan>(m, "AttentionPlan");
+  bind_plan<AttentionBackwardPlan>(m, "AttentionBackwardPlan");
   bind_plan<CrossEntropyPlan>(m, "CrossEntropyPlan");
   bind_plan<CrossEntropyBackwardPlan>(m, "CrossEntropyBackwardPlan");
   // unary.hpp, binary.hpp, ternary.hpp, binary_param.hpp, gated.hpp

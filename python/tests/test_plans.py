@@ -176,6 +176,25 @@ def test_dropout_and_backward(rng):
 
 
 # ---------------------------------------------------------------------------------------------
+# attention.hpp
+
+def test_attention_causal_gqa(rng):
+    b, s, hq, hkv, d = 1, 5, 4, 2, 8
+    q, k, v = randn(rng, b, s, hq, d), randn(rng, b, s, hkv, d), randn(rng, b, s, hkv, d)
+    out, lse = poisoned(b, s, hq, d), poisoned(b, hq, s)
+    desc = bc.AttentionDescriptor(batch=b, seq_q=s, seq_kv=s, heads_q=hq, heads_kv=hkv, head_dim=d, head_dim_v=d,
+                                  causal=True)
+    run(bc.AttentionPlan, desc, q=q, k=k, v=v, out=out, lse=lse)
+    kk, vv = np.repeat(k, hq // hkv, axis=2), np.repeat(v, hq // hkv, axis=2)
+    scores = np.einsum("bqhd,bkhd->bhqk", q, kk) / math.sqrt(d)
+    scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
+    ref_lse = np.log(np.exp(scores).sum(-1))
+    ref = np.einsum("bhqk,bkhd->bqhd", np.exp(scores - ref_lse[..., None]), vv)
+    np.testing.assert_allclose(out, ref, **TOL)
+    np.testing.assert_allclose(lse, ref_lse, **TOL)
+
+
+# ---------------------------------------------------------------------------------------------
 # loss.hpp
 
 def test_cross_entropy_and_backward(rng):
