@@ -205,5 +205,6 @@ std::vector<std::unique_ptr<OpRow>> ternary_rows();
 std::vector<std::unique_ptr<OpRow>> norm_rows();
 std::vector<std::unique_ptr<OpRow>> matmul_rows();
 std::vector<std::unique_ptr<OpRow>> random_rows();
+std::vector<std::unique_ptr<OpRow>> rotary_rows();
 
 }  // namespace baracuda::harness
