@@ -21,7 +21,8 @@ template <class T, class I, bool kInterleaved>
 void rotate(const device::RotaryParams& p) {
   using Acc = acc_t<T>;
   const int64_t heads = p.heads[0] + p.heads[1];
-#pragma omp parallel for schedule(static) if (p.tokens * p.head_dim * heads >= kParallelThreshold)
+#pragma omp parallel for schedule(static) if (p.tokens * p.head_dim >= \
+                                              kParallelThreshold / std::max <int64_t>(heads, 1))
   for (int64_t token = 0; token < p.tokens; ++token) {
     const int64_t b = token / p.seq, s = token - b * p.seq;
     const double position = device::rotary_position<I>(p, b, s);
