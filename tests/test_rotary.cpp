@@ -246,10 +246,12 @@ TEST_P(RotaryTest, OverlapsAndBadViewsAreRefused) {
   a.k_out = t.q_out.mut();  // both outputs in one buffer
   EXPECT_TRUE(fails(a, StatusCode::invalid_problem, "args.k_out"));
   a = good;
-  AnyTensorMut shifted = t.q.mut();  // q moved by one element: overlaps q without being it
-  shifted.data = static_cast<char*>(shifted.data) + dtype_size(dtype());
-  shifted.capacity -= 1;
-  a.q_out = shifted;
+  // q and q_out one element apart in one buffer: overlapping without being the same view.
+  const int64_t n = t.q.shape.numel();
+  Tensor both = input(testing::contiguous({2 * n}), dtype());
+  a.q = AnyTensorRef::contiguous(both.mut().data, dtype(), t.q.shape, 2 * n);
+  a.q_out = AnyTensorMut::contiguous(static_cast<char*>(both.mut().data) + dtype_size(dtype()), dtype(), t.q.shape,
+                                     2 * n - 1);
   EXPECT_TRUE(fails(a, StatusCode::invalid_problem, "args.q_out"));
   a = good;
   Tensor row = input(testing::contiguous({d.seq_len}), DType::i64);  // one [S] row, not [B, S]

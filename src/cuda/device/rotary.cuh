@@ -34,7 +34,7 @@ __global__ void rotary(const __grid_constant__ RotaryParams p) {
     // The pair's dims (a, b), or the copied dim (a alone).
     const int64 ea = pair ? (kInterleaved ? 2 * j : j) : p.pairs + j, eb = kInterleaved ? ea + 1 : ea + p.pairs;
     for (int t = 0; t < 2; ++t) {
-      if (!pair && !p.copy[t]) continue;
+      if (p.heads[t] == 0 || (!pair && !p.copy[t])) continue;
       const T* x = static_cast<const T*>(p.src[t]) + b * p.src_strides[t][0] + s * p.src_strides[t][1];
       T* y = static_cast<T*>(p.dst[t]) + b * p.dst_strides[t][0] + s * p.dst_strides[t][1];
       const int64 xh = p.src_strides[t][2], yh = p.dst_strides[t][2];
