@@ -88,9 +88,10 @@ struct RotaryHooks {
     const int64_t rd = rotary_dim_of(d);
     if (rd < 0 || rd > d.head_dim || rd % 2 != 0)
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.rotary_dim",
-                        std::to_string(d.rotary_dim) + (d.rotary_dim ? "" : " (head_dim " + std::to_string(rd) + ")") +
-                            " is not an even number of dims within 0.." + std::to_string(d.head_dim) +
-                            " (the head_dim)");
+                        std::to_string(d.rotary_dim) +
+                            (d.rotary_dim ? "" : " (the head_dim, " + std::to_string(rd) + ")") +
+                            " is not an even number of dims in 2.." + std::to_string(d.head_dim) +
+                            " (the head_dim; 0 rotates all of it)");
     if (rotary_layout_name(d.layout) == "?")
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.layout",
                         std::to_string(static_cast<int>(d.layout)) + " is no RotaryLayout");
