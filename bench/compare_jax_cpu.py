@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans, softmax family, norms (layer_norm, rms_norm and backward), matmul (and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
+"""The CPU backend's reductions, scans, softmax family, random draws (rand, randn, dropout), norms (layer_norm, rms_norm and backward), matmul (and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
 run on this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
@@ -286,10 +286,28 @@ def matmul_case(op, shape, dtype):
     return jax.jit(lambda pullback, dout: pullback(dout)), make_pullback
 
 
+# The random family (tools/harness/rows/random.cpp's bench cases): jax.random's draws from a key
+# (threefry, JAX's default), dropout written as JAX users write it (bernoulli keep mask, x / (1 - p)).
+RANDOM = {
+    "rand": lambda key, x: jax.random.uniform(key, x.shape, x.dtype),
+    "randn": lambda key, x: jax.random.normal(key, x.shape, x.dtype),
+    "dropout": lambda key, x: jnp.where(jax.random.bernoulli(key, 0.9, x.shape), x / 0.9, 0).astype(x.dtype),
+}
+
+
+def random_case(op, shape, dtype):
+    def make(seed):
+        key = jax.random.PRNGKey(seed)
+        return key, jax.random.uniform(jax.random.fold_in(key, 1), shape, jnp.float32, -1.0, 1.0).astype(dtype)
+    return jax.jit(RANDOM[op]), make
+
+
 def jax_case(op, shape, dtype):
     """(jitted fn, make(seed) -> its arguments) for one profiled case."""
     if op in ("matmul", "matmul_backward"):
         return matmul_case(op, shape, dtype)
+    if op in RANDOM:
+        return random_case(op, shape, dtype)
     if op.removesuffix("_backward") in NORM:
         return norm_case(op, shape, dtype)
     if op in BINARY:

@@ -551,6 +551,52 @@ NORM_CASES = {
     "h = x + r; F.rms_norm(h, [n], w)": norm_case("rms", residual=True),
 }
 
+# Cross-entropy cases: logits x [N, C] (the profiler's shape), targets t [N] in [0, C), the mean. The
+# backward is autograd's (the softmax minus the one-hot, scaled), through a graph built once per
+# input set. `compile`: the same function through torch.compile (a fresh dynamo cache per case).
+def cross_entropy_case(backward=False, compile=False):
+    def forward(x, t):
+        return torch.nn.functional.cross_entropy(x, t)
+
+    def build(shape, dtype):
+        fn = forward
+        if compile:
+            torch._dynamo.reset()
+            fn = torch.compile(forward, dynamic=False)
+        n, c = shape
+
+        def inputs(grad=False):
+            return rand(shape, dtype, -4.0, 4.0).requires_grad_(grad), torch.randint(0, c, (n,), device="cuda")
+        if not backward:
+            return (lambda: inputs()), lambda s: fn(*s)
+
+        def make():
+            x, t = inputs(True)
+            return fn(x, t), (x,), rand((), dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
+def liger_cross_entropy(shape, dtype):
+    """Liger-Kernel's cross-entropy. It computes the gradient inside its forward (written over the
+    logits), so this column is its forward and backward together; its backward alone only scales."""
+    fn = peer_attr("liger_kernel.ops.cross_entropy", "LigerCrossEntropyFunction.apply")
+    n, c = shape
+
+    def make():
+        return rand(shape, dtype, -4.0, 4.0), torch.randint(0, c, (n,), device="cuda")
+
+    def run(s):
+        out = fn(s[0], s[1])
+        return out[0] if isinstance(out, tuple) else out
+    return make, run
+
+
+LOSS_CASES = {
+    "F.cross_entropy(x, t)": cross_entropy_case(),
+    "autograd of F.cross_entropy(x, t)": cross_entropy_case(True),
+}
+
 def matmul_case(backward=False):
     """torch.matmul of a [M, K] by b [K, N] (the profiler's shape is M x N x K)."""
     def build(shape, dtype):
@@ -735,6 +781,7 @@ TORCH_CASES = {
     **COPY_CASES,
     **GATED_CASES,
     **NORM_CASES,
+    **LOSS_CASES,
     **MATMUL_CASES,
     **RANDOM_CASES,
     **ROTARY_CASES,
@@ -817,6 +864,7 @@ EXTRA_FORWARD.update({
     "F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", compile=True)},
     "F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", compile=True)},
     "h = x + r; F.rms_norm(h, [n], w)": {"compile ms": norm_case("rms", residual=True, compile=True)},
+    "F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(compile=True), "liger ms": liger_cross_entropy},
     "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
     "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
     "apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(compile=True)},
@@ -825,6 +873,7 @@ EXTRA_FORWARD.update({
 EXTRA_BACKWARD = {
     "autograd of F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", True, compile=True)},
     "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True)},
+    "autograd of F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(True, compile=True)},
     "autograd of F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, True, compile=True)},
     "autograd of apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(backward=True, compile=True)},
     "aten._softmax_backward_data(dy, y, -1)": {

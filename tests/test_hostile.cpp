@@ -325,7 +325,8 @@ TEST_P(HostileTest, SelfOverlappingOutputIsAnError) {
 // Overlap: an output shares memory with an input only as that very view, for every plan (once
 // softmax took y one element past x, and read what it had written); and where a backward reduces a
 // broadcast operand's gradient after another pass wrote its gradients, not even as that view (once
-// addcdiv's db over dout left dc summed from db's values).
+// addcdiv's db over dout left dc summed from db's values); and only where the op's header allows
+// it (once a gather's out over src read rows it had already written).
 TEST_P(HostileTest, PartialOverlapAndUnsafeAliasesAreErrors) {
   Buffer xs = unwrap(Buffer::allocate(GetParam(), 64 * sizeof(float)));
   float* base = static_cast<float*>(xs.data());
@@ -374,6 +375,17 @@ TEST_P(HostileTest, PartialOverlapAndUnsafeAliasesAreErrors) {
   na.y = {base + 32, DType::f32, {4, 8}, {8, 1}, 32};
   na.h = {base, DType::f32, {4, 8}, {8, 1}, 64};  // h is written before x is read again
   EXPECT_TRUE(is_error(norm.run(stream(), {}, na), StatusCode::invalid_problem, "RmsNormPlan", "args.h"));
+
+  GatherDescriptor gd;
+  gd.src_shape = gd.index_shape = {4, 8};
+  gd.dim = 1;
+  const GatherPlan gather = unwrap(GatherPlan::select(stream(), gd));
+  Buffer index = unwrap(Buffer::allocate(GetParam(), 32 * sizeof(int64_t)));
+  GatherArgs ga;
+  ga.src = {base, DType::f32, {4, 8}, {8, 1}, 64};
+  ga.index = {index.data(), DType::i64, {4, 8}, {8, 1}, 32};
+  ga.out = {base, DType::f32, {4, 8}, {8, 1}, 64};  // exactly src: its header allows no alias
+  EXPECT_TRUE(is_error(gather.run(stream(), {}, ga), StatusCode::invalid_problem, "GatherPlan", "args.out"));
 }
 
 TEST_P(HostileTest, DefaultConstructedPlanAnswersEveryMember) {

@@ -1,11 +1,13 @@
 // The op table's generic drivers: every row (tools/harness/rows/) on every backend and dtype of its
 // schema. Every sample against the f64 reference under every variant; bit-identical reruns of the
-// deterministic variants; finite differences of every backward against its forward; each row's
-// error cases; the profiler's cases; and docs/OPS.md against the schemas. A new row is covered by
-// all of them without a line here.
+// deterministic variants; every output over every input of its dtype and shape (in place) refused
+// or bit-identical to the unaliased call; finite differences of every backward against its forward;
+// each row's error cases; the profiler's cases; and docs/OPS.md against the schemas. A new row is
+// covered by all of them without a line here.
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "harness/op_table.hpp"
@@ -195,15 +197,15 @@ TEST_P(OpTableTest, SamplesMatchTheReferenceUnderEveryVariant) {
   EXPECT_GE(runs, static_cast<int>(samples.size()));  // the default ran on every sample
 }
 
-// The bytes of every output buffer after one run from the initial contents.
-std::vector<unsigned char> output_bytes(const ProblemTensors& t) {
-  std::vector<unsigned char> all;
+// The bytes of every output buffer after one run from the initial contents (empty for the other
+// arguments).
+std::vector<std::vector<unsigned char>> output_bytes(const ProblemTensors& t) {
+  std::vector<std::vector<unsigned char>> all(t.specs.size());
   for (size_t k = 0; k < t.specs.size(); ++k) {
     if (!t.specs[k].present || !t.specs[k].output) continue;
     const harness::Buffer& b = t.tensors[k].buffer;
-    const size_t start = all.size();
-    all.resize(start + b.size());
-    EXPECT_TRUE(b.download(all.data() + start, b.size()).is_ok());
+    all[k].resize(b.size());
+    EXPECT_TRUE(b.download(all[k].data(), b.size()).is_ok());
   }
   return all;
 }
@@ -227,7 +229,7 @@ TEST_P(OpTableTest, DeterministicVariantsAreBitIdenticalAcrossRuns) {
       if (!t.run(p, stream())) continue;  // a forced variant that does not fit (checked above)
       SCOPED_TRACE(describe("sample #" + std::to_string(i), p, t) + "; variant " +
                    (variant.empty() ? "(default)" : variant));
-      const std::vector<unsigned char> first = output_bytes(t);
+      const std::vector<std::vector<unsigned char>> first = output_bytes(t);
       for (int run = 1; run < 10; ++run) {
         ASSERT_OK(t.run(p, stream()));
         ASSERT_EQ(output_bytes(t), first) << "run " << run << " differs from run 0";
@@ -237,6 +239,113 @@ TEST_P(OpTableTest, DeterministicVariantsAreBitIdenticalAcrossRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OpTable, OpTableTest, ::testing::ValuesIn(row_cases(DTypes::each)), case_name);
+
+// ---------------------------------------------------------------------------------------------
+// Aliases: an output given exactly the view of an input of its dtype and shape, holding that input's
+// values (in place), is either refused by can_implement (an error naming the output) or gives the
+// same bits as the call with the input in a buffer of its own, laid out as the output. Every alias
+// a plan's header allows is among those accepted.
+
+class OpTableAliasTest : public OpTableTest {};
+
+// The aliases each plan's header allows ("output over input"); every other plan allows none.
+const std::map<std::string_view, std::vector<std::string_view>>& documented_aliases() {
+  static const std::vector<std::string_view> binary_param_backward = {
+      "da over dout", "da over a",      "da over b",         "da over weight", "db over dout",   "db over a",
+      "db over b",    "db over weight", "dweight over dout", "dweight over a", "dweight over b", "dweight over weight"};
+  static const std::map<std::string_view, std::vector<std::string_view>> aliases = {
+      {"UnaryPlan", {"out over x"}},
+      {"UnaryBackwardPlan", {"dx over dout", "dx over x"}},
+      {"BinaryPlan", {"out over a", "out over b"}},
+      {"BinaryBackwardPlan", {"da over dout", "db over dout"}},
+      {"LerpPlan", {"out over a", "out over b", "out over weight"}},
+      {"LerpBackwardPlan", binary_param_backward},
+      {"AddcmulPlan", {"out over a", "out over b", "out over weight"}},
+      {"AddcmulBackwardPlan", binary_param_backward},
+      {"TernaryPlan", {"out over a", "out over b", "out over c"}},
+      {"TernaryBackwardPlan", {"da over dout", "db over dout", "dc over dout"}},
+      {"CastPlan", {"y over x"}},
+      {"GatedBackwardPlan", {"dx over x"}},
+      {"SoftmaxPlan", {"y over x"}},
+      {"SoftmaxBackwardPlan", {"dx over y", "dx over dy"}},
+      {"LayerNormPlan", {"y over x", "y over residual"}},
+      {"RmsNormPlan", {"y over x", "y over residual"}},
+      {"LayerNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
+      {"RmsNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
+      {"MatmulPlan", {"out over c"}},
+      {"DropoutPlan", {"y over x"}},
+      {"DropoutBackwardPlan", {"dx over dy"}},
+  };
+  return aliases;
+}
+
+TEST_P(OpTableAliasTest, AcceptedAliasesGiveTheUnaliasedBits) {
+  std::set<std::string> accepted;
+  std::vector<std::unique_ptr<Problem>> samples = row().samples(dtype());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    Problem& p = *samples[i];
+    std::optional<ProblemTensors> tensors = prepare(p);
+    if (!tensors) continue;
+    ProblemTensors& t = *tensors;
+    for (size_t o = 0; o < t.specs.size(); ++o) {
+      const ArgSpec& out_spec = t.specs[o];
+      if (!out_spec.present || !out_spec.output || out_spec.shape.numel() == 0) continue;
+      for (size_t k = 0; k < t.specs.size(); ++k) {
+        const ArgSpec& in_spec = t.specs[k];
+        if (!in_spec.present || in_spec.output || in_spec.dtype != out_spec.dtype || !(in_spec.shape == out_spec.shape))
+          continue;
+        const std::string alias = std::string(out_spec.name) + " over " + std::string(in_spec.name);
+        SCOPED_TRACE(describe("sample #" + std::to_string(i), p, t) + "; " + alias);
+        // The input's values at the output's elements, in a copy of the output's buffer.
+        harness::Tensor& out = t.tensors[o];
+        const std::vector<double> initial = t.initial[o];
+        harness::Tensor copy{out.dtype,  out.shape,    out.strides,
+                             out.offset, out.capacity, unwrap(harness::Buffer::allocate(backend(), out.buffer.size())),
+                             initial};
+        for (int64_t j = 0; j < out.shape.numel(); ++j)
+          copy.host[static_cast<size_t>(copy.offset + copy.element_offset(j))] = t.tensors[k].at(j);
+        ASSERT_OK(copy.upload());
+        t.initial[o] = copy.host;
+        for (const std::string& variant : variants()) {
+          PlanPreference pref;
+          pref.variant = variant;
+          if (!p.select(stream(), pref) || !p.precision_guarantee().deterministic) continue;
+          p.bind(0, static_cast<int>(k), out.mut());
+          const Status alias_fits = p.can_implement();
+          p.bind(0, static_cast<int>(k), copy.mut());
+          if (!p.can_implement()) continue;  // a forced variant that does not fit (checked above)
+          if (!alias_fits) {
+            EXPECT_TRUE(testing::is_error(alias_fits, StatusCode::invalid_problem, std::string(schema().plan),
+                                          "args." + std::string(out_spec.name)))
+                << "variant " << variant;
+            continue;
+          }
+          if (!t.run(p, stream())) continue;
+          const std::vector<std::vector<unsigned char>> unaliased = output_bytes(t);
+          p.bind(0, static_cast<int>(k), out.mut());
+          ASSERT_OK(t.run(p, stream()));
+          const std::vector<std::vector<unsigned char>> aliased = output_bytes(t);
+          for (size_t j = 0; j < aliased.size(); ++j)
+            EXPECT_TRUE(aliased[j] == unaliased[j])
+                << t.specs[j].name << " differs from the unaliased call's; variant " << variant;
+          accepted.insert(alias);
+        }
+        p.bind(0, static_cast<int>(k), t.tensors[k].mut());
+        t.initial[o] = initial;
+      }
+    }
+  }
+  const auto it = documented_aliases().find(schema().plan);
+  const std::vector<std::string_view> documented =
+      it == documented_aliases().end() ? std::vector<std::string_view>() : it->second;
+  for (const std::string& alias : accepted)
+    EXPECT_NE(std::find(documented.begin(), documented.end(), alias), documented.end())
+        << alias << " is accepted, yet the header does not allow it";
+  for (std::string_view alias : documented)
+    EXPECT_TRUE(accepted.count(std::string(alias))) << alias << " is allowed by the header, yet no sample accepts it";
+}
+
+INSTANTIATE_TEST_SUITE_P(OpTable, OpTableAliasTest, ::testing::ValuesIn(row_cases(DTypes::each)), case_name);
 
 // ---------------------------------------------------------------------------------------------
 // Backward against forward: <grad, v> equals the central difference of L = <dout, forward(x)>

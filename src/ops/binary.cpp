@@ -256,6 +256,7 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
   static constexpr OpSchema kSchema{"BinaryPlan", "binary", "elementwise", kEveryDType, {}, kBinaryVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"a", &Args::a}, {"b", &Args::b}, {"out", nullptr, &Args::out}};
   // out may be a or b exactly (in place; only an operand of the output's shape can be).
+  static constexpr InPlace kInPlace[] = {{"out", "a"}, {"out", "b"}};
   static constexpr bool may_alias(const Descriptor&, const Args&, int, int) { return true; }
   // The transposed path serves the arithmetic kinds (add, sub, mul, div, ...: the one group whose
   // translation unit compiles it, to keep the build's cost where a transposed operand is common).
@@ -311,9 +312,9 @@ struct BinaryBackwardHooks : BinaryHooksBase<BinaryBackwardHooks> {
   // da and db may be dout exactly, unless a gradient asked for is reduced (its operand broadcasts):
   // the reduction reads dout after the elementwise pass wrote the other. Never a or b (read by the
   // reductions too).
-  static bool may_alias(const Descriptor& d, const Args& a, int, int input) {
-    const bool reduced = (a.da.data && reduces(d, false)) || (a.db.data && reduces(d, true));
-    return input == 0 && !reduced;
+  static constexpr InPlace kInPlace[] = {{"da", "dout"}, {"db", "dout"}};
+  static bool may_alias(const Descriptor& d, const Args& a, int, int) {
+    return !((a.da.data && reduces(d, false)) || (a.db.data && reduces(d, true)));
   }
 
   static Status check(const Descriptor& d) {

@@ -116,6 +116,7 @@ struct BinaryParamForwardHooks : BinaryParamHooksBase<BinaryParamForwardHooks<Ma
   static constexpr OpSchema kSchema{Math::kPlan, Math::kOp, "elementwise", kFloats, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {
       {"a", &Args::a}, {"b", &Args::b}, {"weight", &Args::weight}, {"out", nullptr, &Args::out}};
+  static constexpr InPlace kInPlace[] = {{"out", "a"}, {"out", "b"}, {"out", "weight"}};
 
   static Status check(const Descriptor& d) { return check_descriptor(kSchema.plan, d); }
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
@@ -154,6 +155,11 @@ struct BinaryParamBackwardHooks : BinaryParamHooksBase<BinaryParamBackwardHooks<
                                                {"da", nullptr, &Args::da},
                                                {"db", nullptr, &Args::db},
                                                {"dweight", nullptr, &Args::dweight}};
+  // One elementwise pass reads every input's element before it writes the outputs' (a broadcast
+  // weight's dweight is reduced after it: check_args).
+  static constexpr InPlace kInPlace[] = {
+      {"da", "dout"}, {"da", "a"},      {"da", "b"},         {"da", "weight"}, {"db", "dout"},   {"db", "a"},
+      {"db", "b"},    {"db", "weight"}, {"dweight", "dout"}, {"dweight", "a"}, {"dweight", "b"}, {"dweight", "weight"}};
   static constexpr int kBroadcastReduce = static_cast<int>(ElementwisePath::broadcast_reduce);
   // An empty output still has a dweight to write (zeros: a sum of nothing) when the weight is not empty.
   static bool nothing_to_do(const Descriptor& d) {

@@ -4,7 +4,7 @@
 // kernel's name. `Hooks` (one direction of a family) supplies
 //   kSchema, kFields                     the schema and the argument table
 //   arg_specs(d, specs)                  every view's dtype, shape and presence
-//   may_alias(d, args, output, input)    whether an output may be that input exactly (field indices)
+//   may_alias(d, args, output, input)    whether these args may use kInPlace's pair (field indices)
 //   elementwise_views(d, args, f)        f(views of the elementwise passes, expanded, in launch order;
 //                                        how many are inputs)
 //   transposes(d) (optional)             whether the transposed path serves d (its schema lists it)
@@ -71,9 +71,10 @@ struct BroadcastHooksBase {
     }
     return path(ctx.target, d, c, &a);
   }
-  // An output may be an input exactly only where Hooks allows it (every other overlap is refused by
-  // every plan's rule: plan_impl.hpp); a forced elementwise variant must fit the views. A view the
-  // descriptor does not use (a scalar operand's) was never checked: it is no memory.
+  // An output may be an input exactly only where Hooks allows it for these args (every other
+  // overlap, and every pair kInPlace does not list, is refused by every plan's rule: plan_impl.hpp);
+  // a forced elementwise variant must fit the views. A view the descriptor does not use (a scalar
+  // operand's) was never checked: it is no memory.
   template <class Args>
   static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args& a) {
     const std::string_view plan = Hooks::kSchema.plan;

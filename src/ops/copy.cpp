@@ -28,6 +28,7 @@ struct CastHooks {
   using Args = CastArgs;
   static constexpr OpSchema kSchema{"CastPlan", "cast", "copy", kEveryDType, {}, kCastVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"x", &Args::x}, {"y", nullptr, &Args::y}};
+  static constexpr InPlace kInPlace[] = {{"y", "x"}};  // where the dtypes match (check_alias)
 
   static Status check(const Descriptor& d) {
     if (!valid_dtype(d.out_dtype))

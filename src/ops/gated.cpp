@@ -127,6 +127,7 @@ struct GatedBackwardHooks : GatedHooksBase<GatedBackwardHooks> {
   static constexpr OpSchema kSchema{
       "GatedBackwardPlan", "gated_backward", "elementwise", kFloats, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"dout", &Args::dout}, {"x", &Args::x}, {"dx", nullptr, &Args::dx}};
+  static constexpr InPlace kInPlace[] = {{"dx", "x"}};
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
     for (ArgSpec& s : specs) s.dtype = d.dtype;
     specs[0].shape = half_shape(d);

@@ -88,6 +88,9 @@ constexpr VariantInfo kVariants[] = {
 
 DType weight_dtype_of(const NormDescriptor& d) { return d.weight_dtype.value_or(d.dtype); }
 
+constexpr InPlace kNormInPlace[] = {{"y", "x"}, {"y", "residual"}};
+constexpr InPlace kNormBackwardInPlace[] = {{"dx", "dy"}, {"dx", "x"}, {"dx", "dh"}};
+
 template <NormKind K, bool kBackward>
 struct NormHooks {
   using Descriptor = NormDescriptor;
@@ -121,6 +124,11 @@ struct NormHooks {
                                             {"rstd", nullptr, &Args::rstd}}};
   }
   static constexpr auto kFields = fields();
+  // Only y and dx, written element by element after their inputs' last read, may be an input exactly.
+  // h is written on the first pass while x and residual are read again on the later ones; dweight
+  // and dbias are summed (on the CPU) before dx is written.
+  static constexpr std::span<const InPlace> kInPlace =
+      kBackward ? std::span<const InPlace>(kNormBackwardInPlace) : kNormInPlace;
 
   static Status check(const Descriptor& d) {
     if (Status s = check_shape(kPlan, "descriptor.shape", d.shape); !s) return s;
@@ -233,18 +241,6 @@ struct NormHooks {
     KernelShape k{std::string(kVariants[c.variant].name), Layout::contiguous};
     if (a) k.layout = layout_of(views_of(*a));
     return k;
-  }
-
-  // Beyond every plan's overlap rule (ops/validate.hpp): only y and dx, written element by element
-  // after their inputs' last read, may be an input exactly (y over x or residual; dx over dy, x or
-  // dh). h is written on the first pass while x and residual are read again on the later ones;
-  // dweight and dbias are summed (on the CPU) before dx is written.
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
-    std::array<ArgSpec, std::size(kFields)> specs{};
-    arg_specs(d, specs);
-    return check_no_alias<Args>(kPlan, kFields, a, [&](size_t o, size_t i) {
-      return specs[o].present && specs[i].present && kFields[o].name != "y" && kFields[o].name != "dx";
-    });
   }
 
   // The args with every view the descriptor does not use cleared: an unused input may hold anything

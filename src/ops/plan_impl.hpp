@@ -14,6 +14,7 @@
 //   static auto problem(const LaunchContext&, const Descriptor&, const Args&);
 // and optionally
 //   static Status check_args(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args&);
+//   static constexpr InPlace kInPlace[];                     outputs that may be an input exactly
 //
 // problem() returns the family's backend problem P; each backend provides
 //   Status cpu::launch(const LaunchContext&, const P&)  and  Status cuda::launch(const LaunchContext&, const P&),
@@ -62,6 +63,15 @@ typename Op::Args without_empty_strides(const typename Op::Args& args) {
     field.set(out, cleared);
   }
   return out;
+}
+
+// The pairs an op lets an output be an input exactly (none unless its hooks list them).
+template <class Op>
+constexpr std::span<const InPlace> in_place_of() {
+  if constexpr (requires { OpHooks<Op>::kInPlace; })
+    return OpHooks<Op>::kInPlace;
+  else
+    return {};
 }
 
 template <class Args>
@@ -140,7 +150,9 @@ Status Plan<Op>::can_implement(const Args& args) const {
                                   spec.output ? detail::ViewRole::output : detail::ViewRole::input);
     if (!s) return s;
   }
-  if (Status s = detail::check_outputs_against_inputs<Args>(Hooks::kSchema.plan, Hooks::kFields, specs, args); !s)
+  if (Status s = detail::check_outputs_against_inputs<Args>(Hooks::kSchema.plan, Hooks::kFields, specs,
+                                                            detail::in_place_of<Op>(), args);
+      !s)
     return s;
   if constexpr (detail::HasBadIndexCount<Args>) {
     if (reinterpret_cast<uintptr_t>(args.bad_index_count) % alignof(int64_t) != 0)

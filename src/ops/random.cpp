@@ -176,6 +176,10 @@ struct RandomHooks : RandomFamilyHooks<RandomHooks, RandomDescriptor, RandomArgs
   }
 };
 
+// Element by element: y may be x exactly, dx dy (in place).
+constexpr InPlace kDropoutInPlace[] = {{"y", "x"}};
+constexpr InPlace kDropoutBackwardInPlace[] = {{"dx", "dy"}};
+
 template <bool kBackward>
 struct DropoutHooks : RandomFamilyHooks<DropoutHooks<kBackward>, DropoutDescriptor,
                                         std::conditional_t<kBackward, DropoutBackwardArgs, DropoutArgs>> {
@@ -191,6 +195,8 @@ struct DropoutHooks : RandomFamilyHooks<DropoutHooks<kBackward>, DropoutDescript
       return std::array<ArgField<Args>, 3>{{{"x", &Args::x}, {"y", nullptr, &Args::y}, {"mask", nullptr, &Args::mask}}};
   }
   static constexpr auto kFields = fields();
+  static constexpr std::span<const InPlace> kInPlace =
+      kBackward ? std::span<const InPlace>(kDropoutBackwardInPlace) : kDropoutInPlace;
 
   static Status check(const Descriptor& d) {
     if (Status s = check_shape(kPlan, "descriptor.shape", d.shape); !s) return s;

@@ -44,6 +44,11 @@ Shape heads_shape(const RotaryDescriptor& d, int64_t heads) { return Shape{d.bat
 // output kOut + t is input t rotated.
 enum : int { kQ = 0, kK = 1, kPositions = 2, kInvFreq = 3, kOut = 4 };
 
+// An output may be its own input exactly (in place: a pair's elements are read before they are
+// written, by the one thread or loop step that writes them), never the other tensor.
+constexpr InPlace kRotaryInPlace[] = {{"q_out", "q"}, {"k_out", "k"}};
+constexpr InPlace kRotaryBackwardInPlace[] = {{"dq", "dq_out"}, {"dk", "dk_out"}};
+
 template <bool kBackward>
 struct RotaryHooks {
   using Descriptor = RotaryDescriptor;
@@ -69,6 +74,8 @@ struct RotaryHooks {
                                             {"k_out", nullptr, &Args::k_out}}};
   }
   static constexpr auto kFields = fields();
+  static constexpr std::span<const InPlace> kInPlace =
+      kBackward ? std::span<const InPlace>(kRotaryBackwardInPlace) : kRotaryInPlace;
 
   static Status check(const Descriptor& d) {
     const std::pair<const char*, int64_t> sizes[] = {
@@ -152,16 +159,6 @@ struct RotaryHooks {
       k.layout = layout_of(views);
     }
     return k;
-  }
-
-  // Narrower than every plan's overlap rule (ops/validate.hpp): an output may be its own input
-  // exactly (in place), never the other tensor, positions or inv_freq.
-  static Status check_args(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args& a) {
-    std::array<ArgSpec, std::size(kFields)> specs{};
-    arg_specs(d, specs);
-    return check_no_alias<Args>(kPlan, kFields, a, [&](size_t o, size_t i) {
-      return specs[o].present && specs[i].present && static_cast<int>(i) != static_cast<int>(o) - kOut;
-    });
   }
 
   static RotaryProblem problem(const LaunchContext&, const Descriptor& d, const Args& a) {

@@ -139,6 +139,7 @@ struct SoftmaxArgTable<false> {
   using Args = SoftmaxArgs;
   static constexpr OpSchema kSchema{"SoftmaxPlan", "softmax", "reduction", kFloats, {}, kVariants};
   static constexpr ArgField<Args> kFields[] = {{"x", &Args::x, nullptr}, {"y", nullptr, &Args::y}};
+  static constexpr InPlace kInPlace[] = {{"y", "x"}};
   static void views_of(const Args& a, AnyTensorRef (&views)[kSoftmaxTensors]) {
     views[0] = views[1] = a.x;
     views[2] = a.y;
@@ -151,6 +152,7 @@ struct SoftmaxArgTable<true> {
                                     kBackwardVariants};
   static constexpr ArgField<Args> kFields[] = {
       {"y", &Args::y, nullptr}, {"dy", &Args::dy, nullptr}, {"dx", nullptr, &Args::dx}};
+  static constexpr InPlace kInPlace[] = {{"dx", "y"}, {"dx", "dy"}};
   static void views_of(const Args& a, AnyTensorRef (&views)[kSoftmaxTensors]) {
     views[0] = a.y;
     views[1] = a.dy;

@@ -186,6 +186,7 @@ struct TernaryForwardHooks : TernaryHooksBase<TernaryForwardHooks> {
   static constexpr ArgField<Args> kFields[] = {
       {"a", &Args::a}, {"b", &Args::b}, {"c", &Args::c}, {"out", nullptr, &Args::out}};
   // out may be an operand of its dtype exactly (in place; only an operand of the output's shape can be).
+  static constexpr InPlace kInPlace[] = {{"out", "a"}, {"out", "b"}, {"out", "c"}};
   static bool may_alias(const Descriptor& d, const Args&, int, int input) { return dtype_of(d, input) == d.dtype; }
 
   static bool nothing_to_do(const Descriptor& d) { return output_shape(d).numel() == 0; }
@@ -235,9 +236,9 @@ struct TernaryBackwardHooks : TernaryHooksBase<TernaryBackwardHooks> {
   // The gradients may be dout exactly, unless a gradient asked for is reduced (its operand
   // broadcasts): the reduction reads dout after the elementwise pass wrote the others. Never an
   // operand (read by the reductions too).
-  static bool may_alias(const Descriptor& d, const Args& a, int, int input) {
-    const bool reduced = (a.da.data && reduces(d, 0)) || (a.db.data && reduces(d, 1)) || (a.dc.data && reduces(d, 2));
-    return input == 0 && !reduced;
+  static constexpr InPlace kInPlace[] = {{"da", "dout"}, {"db", "dout"}, {"dc", "dout"}};
+  static bool may_alias(const Descriptor& d, const Args& a, int, int) {
+    return !((a.da.data && reduces(d, 0)) || (a.db.data && reduces(d, 1)) || (a.dc.data && reduces(d, 2)));
   }
 
   // An empty output may still have a gradient to write: zeros for an operand broadcast along a dim

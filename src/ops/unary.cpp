@@ -131,6 +131,7 @@ struct UnaryForwardHooks : UnaryHooksBase<UnaryForwardHooks> {
   static constexpr bool kForward = true;
   static constexpr OpSchema kSchema{"UnaryPlan", "unary", "elementwise", kEveryDType, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"x", &Args::x}, {"out", nullptr, &Args::out}};
+  static constexpr InPlace kInPlace[] = {{"out", "x"}};
   template <class F>
   static auto with_views(const Args& a, F&& f) {
     return f({a.x, a.out}, 1);
@@ -153,6 +154,7 @@ struct UnaryBackwardHooks : UnaryHooksBase<UnaryBackwardHooks> {
   static constexpr OpSchema kSchema{
       "UnaryBackwardPlan", "unary_backward", "elementwise", kFloats, {}, kElementwiseVariants, true};
   static constexpr ArgField<Args> kFields[] = {{"dout", &Args::dout}, {"x", &Args::x}, {"dx", nullptr, &Args::dx}};
+  static constexpr InPlace kInPlace[] = {{"dx", "dout"}, {"dx", "x"}};
   template <class F>
   static auto with_views(const Args& a, F&& f) {
     return f({a.dout, a.x, a.dx}, 2);

@@ -1,6 +1,7 @@
 #pragma once
 // Validation shared by every op family. Every error names the plan and the field at fault:
 //   "<Plan>: <field>: <what is wrong>".
+#include <algorithm>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,20 +63,32 @@ Status check_alias(std::string_view plan, std::string_view out_field, const AnyT
 Status check_disjoint(std::string_view plan, std::string_view out_field, const AnyTensorRef& out,
                       std::string_view other_field, const AnyTensorRef& other);
 
+// An output that may be given exactly an input's view (in place), by argument names: an op lists the
+// pairs its header allows (OpHooks::kInPlace), those whose kernels read each element of the input
+// before they write that element of the output, and nothing else.
+struct InPlace {
+  std::string_view out, in;
+};
+
 // Every plan's overlap rule (plan_impl.hpp's can_implement): an output shares no memory with another
-// output, and shares memory with an input only as that very view (check_alias). Arguments the
-// descriptor does not use are no memory. A family that allows fewer aliases says so in check_args.
+// output, and shares memory with an input only as that very view (check_alias), where `in_place`
+// lists the pair. Arguments the descriptor does not use are no memory. A family that refuses a
+// listed pair for some descriptors says so in check_args.
 template <class Args>
 Status check_outputs_against_inputs(std::string_view plan, std::span<const ArgField<Args>> fields,
-                                    std::span<const ArgSpec> specs, const Args& args) {
+                                    std::span<const ArgSpec> specs, std::span<const InPlace> in_place,
+                                    const Args& args) {
   for (size_t o = 0; o < fields.size(); ++o) {
     if (!fields[o].out || !specs[o].present) continue;
     const std::string out_field = "args." + std::string(fields[o].name);
     for (size_t i = 0; i < fields.size(); ++i) {
       if (i == o || !specs[i].present) continue;
       const std::string field = "args." + std::string(fields[i].name);
-      const Status s = fields[i].out ? check_disjoint(plan, out_field, fields[o].get(args), field, fields[i].get(args))
-                                     : check_alias(plan, out_field, fields[o].get(args), field, fields[i].get(args));
+      const bool may_alias = !fields[i].out && std::any_of(in_place.begin(), in_place.end(), [&](const InPlace& p) {
+        return p.out == fields[o].name && p.in == fields[i].name;
+      });
+      const Status s = may_alias ? check_alias(plan, out_field, fields[o].get(args), field, fields[i].get(args))
+                                 : check_disjoint(plan, out_field, fields[o].get(args), field, fields[i].get(args));
       if (!s) return s;
     }
   }

@@ -254,11 +254,13 @@ class Runner {
   }
 
   void print_table(double seconds) const {
-    std::printf("\n%-26s %10s %10s %10s   %s\n", "plan", "rej.select", "rej.run", "ran", "run rejections by code");
+    std::printf("\n%-26s %10s %10s %10s %8s %8s   %s\n", "plan", "rej.select", "rej.run", "ran", "overlap", "alias",
+                "run rejections by code");
     const auto row = [](std::string_view name, const PlanCounts& c) {
-      std::printf("%-26.*s %10lld %10lld %10lld  %s\n", static_cast<int>(name.size()), name.data(),
+      std::printf("%-26.*s %10lld %10lld %10lld %8lld %8lld  %s\n", static_cast<int>(name.size()), name.data(),
                   static_cast<long long>(c.select_rejections()), static_cast<long long>(c.run_rejections()),
-                  static_cast<long long>(c.ran), codes(c.rejected_at_run).c_str());
+                  static_cast<long long>(c.ran), static_cast<long long>(c.partial_overlaps),
+                  static_cast<long long>(c.exact_aliases), codes(c.rejected_at_run).c_str());
     };
     for (std::string_view name : fuzzed_plan_names()) {
       const auto it = stats_.plans.find(name);

@@ -412,6 +412,22 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, NormDescriptor& d) {
   d.residual = in.consume_bool();
 }
 
+// ignore_index: a class, or a value no index fill draws (the fills' bad values are -1, C, C + 1, the
+// extremes and random words): either way the counter counts exactly the targets outside [0, C).
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.weight_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(80) ? DType::f32 : fuzz_dtype(in, {}));
+  d.shape = fuzz_shape(in);
+  d.reduction = in.chance(5) ? static_cast<LossReduction>(in.consume_int(3, 255))
+                             : static_cast<LossReduction>(in.consume_int(0, 2));
+  const int64_t classes = d.shape.rank >= 1 && d.shape.rank <= kMaxRank ? d.shape.dims[d.shape.rank >= 2 ? 1 : 0] : 0;
+  d.ignore_index = in.chance(50) || classes <= 0 ? -(int64_t{1} << 40) : in.consume_int<int64_t>(0, classes - 1);
+  d.label_smoothing = in.chance(60) ? 0.0 : (in.chance(70) ? 0.1 : fuzz_weight(in));
+  d.z_loss = in.chance(60) ? 0.0 : (in.chance(70) ? 1e-4 : fuzz_weight(in));
+  d.has_weight = in.consume_bool();
+}
+
 // Mostly operands whose K agree (else few cases get past select), sometimes any two shapes.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, MatmulDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
@@ -794,6 +810,15 @@ int64_t index_value(DType index_dtype, int64_t bound, IndexMix mix, SplitMix64& 
   }
 }
 
+void store_index(DType index_dtype, int64_t value, std::byte* p) {
+  if (index_dtype == DType::i32) {
+    const auto narrow = static_cast<int32_t>(value);
+    std::memcpy(p, &narrow, sizeof narrow);
+  } else {
+    std::memcpy(p, &value, sizeof value);
+  }
+}
+
 int64_t load_index(DType index_dtype, const std::byte* p) {
   if (index_dtype == DType::i32) {
     int32_t v;
@@ -953,15 +978,8 @@ std::vector<std::byte> initial_contents(const ArgSpec& spec, const AnyTensorMut&
   } else if (spec.index_bound > 0 && is_index(v.dtype)) {
     const auto mix = static_cast<IndexMix>(in.consume_weighted({70, 15, 15}));
     fill_random_bytes(bytes, rng);
-    for (size_t at = lead; at + esize <= bytes.size(); at += esize) {
-      const int64_t value = index_value(v.dtype, spec.index_bound, mix, rng);
-      if (v.dtype == DType::i32) {
-        const auto narrow = static_cast<int32_t>(value);
-        std::memcpy(&bytes[at], &narrow, sizeof narrow);
-      } else {
-        std::memcpy(&bytes[at], &value, sizeof value);
-      }
-    }
+    for (size_t at = lead; at + esize <= bytes.size(); at += esize)
+      store_index(v.dtype, index_value(v.dtype, spec.index_bound, mix, rng), &bytes[at]);
   } else {
     fill_random_bytes(bytes, rng);
     for (size_t at = lead; at + esize <= bytes.size(); at += esize) store_value(v.dtype, rng, specials, &bytes[at]);
@@ -1044,7 +1062,7 @@ struct CaseArgs {
   // index_bound 0 both for "not an index" and for an index into a dim of size 0, where every value
   // is bad; such a case cannot tell its index field, and skips the index checks.)
   bool index_known = true;
-  bool zero_when_all_bad = true;  // check_all_bad applies (not to segment reductions)
+  bool zero_when_all_bad = true;  // check_all_bad applies (not to segment reductions, nor to losses)
 };
 
 // Huge broadcast inputs (more elements than a buffer holds) are made only where a plan must refuse
@@ -1061,7 +1079,7 @@ CaseArgs make_case_args(FuzzInput& in, Backend backend, const OpSchema& schema, 
   CaseArgs c;
   c.index_known = schema.index_dtypes.empty() ||
                   std::any_of(specs.begin(), specs.end(), [](const ArgSpec& s) { return s.index_bound > 0; });
-  c.zero_when_all_bad = schema.category != "segment";
+  c.zero_when_all_bad = schema.category != "segment" && schema.category != "loss";
   c.fields.reserve(specs.size());
   for (const ArgSpec& spec : specs) c.fields.push_back(make_field(in, spec, backend, huge_broadcasts, rng));
   if (has_count) c.count = make_count(in, backend);
@@ -1187,7 +1205,8 @@ bool is_zero(DType dtype, const std::byte* p) {
 
 // 3d. With every index value bad, nothing is read or added: a gather's output is zeros, an
 // accumulating scatter's table is unchanged, an overwriting one's is zeros. (The indexing family's
-// rule: a segment reduction's empty segments hold their own value, -inf for a max.)
+// rule: a segment reduction's empty segments hold their own value, -inf for a max; a loss's saved
+// logsumexp reads no target, and its mean over no target is NaN.)
 void check_all_bad(CaseArgs& c) {
   if (!c.zero_when_all_bad) return;
   const bool any_index = std::any_of(c.fields.begin(), c.fields.end(), is_index_field);
@@ -1263,12 +1282,114 @@ std::string describe(const CaseArgs& c) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5. Overlaps: now and then an output is made to share memory with an input. Partly (its first
+// element inside the input's span, the input's inside its own, or the same first element in
+// another layout): can_implement must refuse it. Exactly (the input given the output's very view,
+// holding the input's values: in place): can_implement refuses it with an error naming the output,
+// or a second run over fresh outputs gives the first run's bits, in which the input had a buffer of
+// its own laid out as the output.
+
+enum class Overlap : unsigned char { none, partial, exact };
+struct OverlapCase {
+  Overlap kind = Overlap::none;
+  size_t out = 0, in = 0;  // field indices
+};
+
+// As check_alias decides (src/ops/validate.cpp): the same first element, dtype and shape, and the
+// same stride along every dim of size > 1.
+bool same_view(const AnyTensorRef& a, const AnyTensorRef& b) {
+  if (a.data != b.data || a.dtype != b.dtype || !(a.shape == b.shape)) return false;
+  for (int d = 0; d < stored_rank(a.shape); ++d)
+    if (a.shape.dims[d] > 1 && a.strides[d] != b.strides[d]) return false;
+  return true;
+}
+
+// The field of `guest` moves into the buffer of `host`, `offset` bytes past its first element
+// (inside its span, or at it in another layout); false where that would not overlap partly.
+bool overlap_partly(Backend backend, FieldCase& host, FieldCase& guest, size_t offset) {
+  const int64_t span = saturating_mul(std::min(reach(host.view.shape, host.view.strides), host.view.capacity),
+                                      static_cast<int64_t>(element_bytes(host.view.dtype)));
+  AnyTensorMut moved = guest.view;
+  moved.data = static_cast<std::byte*>(host.view.data) + offset;
+  if (static_cast<int64_t>(offset) >= span || same_view(moved, host.view)) return false;
+  std::vector<std::byte> bytes = host.memory->initial();
+  bytes.resize(std::max(bytes.size(), host.lead + offset +
+                                          static_cast<size_t>(std::max<int64_t>(guest.view.capacity, 0)) *
+                                              element_bytes(guest.view.dtype)),
+               kCanary);
+  host.memory.emplace(backend, std::move(bytes));
+  host.view.data = host.memory->data() + host.lead;
+  guest.memory.reset();
+  guest.view.data = static_cast<std::byte*>(host.view.data) + offset;
+  return true;
+}
+
+// The input takes the output's view, in a copy of the output's buffer that holds the input's values
+// at the view's elements (and so does the output's own, where the second run will put the input).
+void alias_exactly(FuzzInput& in, Backend backend, FieldCase& out, FieldCase& input) {
+  SplitMix64 rng(in.consume_uint64());
+  const bool specials = in.chance(15);
+  std::vector<std::byte> bytes = out.memory->initial();
+  const size_t esize = element_bytes(out.view.dtype);
+  for_each_offset(out.view, [&](int64_t off) {
+    std::byte* at = &bytes[out.lead + static_cast<size_t>(off) * esize];
+    if (input.spec.index_bound > 0 && is_index(out.view.dtype))
+      store_index(out.view.dtype, index_value(out.view.dtype, input.spec.index_bound, IndexMix::mostly_valid, rng), at);
+    else
+      store_value(out.view.dtype, rng, specials, at);
+  });
+  out.memory.emplace(backend, bytes);
+  out.view.data = out.memory->data() + out.lead;
+  input.memory.emplace(backend, std::move(bytes));
+  input.lead = out.lead;
+  input.view = out.view;
+  input.view.data = input.memory->data() + input.lead;
+}
+
+OverlapCase make_overlap(FuzzInput& in, Backend backend, CaseArgs& c) {
+  const auto kind = static_cast<Overlap>(in.consume_weighted({90, 5, 5}));
+  if (kind == Overlap::none) return {};
+  // Present fields with elements; for an exact alias, an honest output and an input of its spec's
+  // dtype and shape.
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t o = 0; o < c.fields.size(); ++o) {
+    const FieldCase& out = c.fields[o];
+    if (!out.spec.present || !out.spec.output || !out.memory || !out.view.data || out.view.capacity <= 0 ||
+        exact_numel(out.view.shape) == 0)
+      continue;
+    if (kind == Overlap::exact && (!contract_violation(out.view, out.spec).empty() || !walkable(out.view))) continue;
+    for (size_t i = 0; i < c.fields.size(); ++i) {
+      const FieldCase& input = c.fields[i];
+      if (!input.spec.present || input.spec.output) continue;
+      if (kind == Overlap::exact
+              ? input.spec.dtype == out.spec.dtype && input.spec.shape == out.spec.shape
+              : input.memory && input.view.data && input.view.capacity > 0 && exact_numel(input.view.shape) > 0)
+        pairs.emplace_back(o, i);
+    }
+  }
+  if (pairs.empty()) return {};
+  const auto [o, i] = in.pick(std::span<const std::pair<size_t, size_t>>(pairs));
+  if (kind == Overlap::exact) {
+    alias_exactly(in, backend, c.fields[o], c.fields[i]);
+    return {kind, o, i};
+  }
+  const bool out_inside = in.consume_bool();
+  FieldCase& host = c.fields[out_inside ? i : o];
+  FieldCase& guest = c.fields[out_inside ? o : i];
+  const size_t step = element_bytes(guest.view.dtype);  // the guest stays aligned where the host is
+  const size_t steps = in.consume_weighted({45, 35, 20});
+  const size_t offset = steps == 0 ? step : steps == 1 ? step * in.consume_int<size_t>(1, 64) : 0;
+  return overlap_partly(backend, host, guest, offset) ? OverlapCase{kind, o, i} : OverlapCase{};
+}
+
+// ---------------------------------------------------------------------------------------------
 // The plan-generic driver.
 
 enum class Stage : unsigned char { select, run, ran };
 struct CaseOutcome {
   Stage stage = Stage::ran;
   StatusCode code = StatusCode::ok;
+  Overlap overlap = Overlap::none;  // partial: made and refused; exact: accepted, both runs compared
 };
 
 template <class Args>
@@ -1318,17 +1439,73 @@ void synchronize(const Stream& stream) {
     fail("the CUDA stream failed after run (a kernel faulted? run this case under compute-sanitizer)");
 }
 
+// The exact alias's second run, after the first (the case as made) ran and kept every invariant;
+// true where the plan accepted the alias and both runs' bits were compared.
+template <class Plan>
+bool check_exact_alias(const Stream& stream, const Plan& plan, const FuzzWorkspace& workspace, CaseArgs& c,
+                       const OverlapCase& overlap) {
+  std::vector<std::optional<FuzzBuffer>> first(c.fields.size());
+  for (size_t k = 0; k < c.fields.size(); ++k) {
+    FieldCase& f = c.fields[k];
+    if (!f.spec.output || !f.memory) continue;
+    first[k].emplace(std::move(*f.memory));
+    f.memory.emplace(stream.backend(), first[k]->initial());
+    f.view.data = f.memory->data() + f.lead;
+  }
+  const int64_t counted = c.count.memory ? c.count.now() : 0;
+  if (c.count.memory) {
+    std::vector<std::byte> preset = c.count.memory->initial();
+    c.count.memory.emplace(stream.backend(), std::move(preset));
+  }
+  FieldCase& out = c.fields[overlap.out];
+  FieldCase& input = c.fields[overlap.in];
+  input.view.data = out.view.data;
+  const std::string alias = field_name(input.spec) + " given exactly " + field_name(out.spec) + "'s view";
+
+  const typename Plan::Args args = assemble<Plan>(c);
+  const Status implementable = plan.can_implement(args);
+  const Status ran = plan.run(stream, workspace.get(), args);
+  synchronize(stream);
+  if (!implementable) {
+    const std::string named = std::string(Plan::schema().plan) + ": " + field_name(out.spec) + ": ";
+    if (implementable.code() != StatusCode::invalid_problem || !implementable.message().starts_with(named))
+      fail(alias + " was refused, but not as an alias of that output: " + implementable.to_string());
+    if (ran.code() != implementable.code())
+      fail(alias + ": can_implement refused (" + implementable.to_string() + ") but run returned " + ran.to_string());
+    check_nothing_written(c);
+    return false;
+  }
+  if (!ran) fail(alias + ": can_implement accepted it, but run returned " + ran.to_string());
+  if (!plan.precision_guarantee().deterministic) return false;
+  for (size_t k = 0; k < c.fields.size(); ++k) {
+    if (!first[k]) continue;
+    const std::span<const std::byte> now = c.fields[k].memory->current(), before = first[k]->current();
+    const auto diff = std::ranges::mismatch(now, before);
+    if (diff.in1 != now.end())
+      fail(alias + ": " + field_name(c.fields[k].spec) + " differs from the unaliased run's at byte " +
+           std::to_string(diff.in1 - now.begin()) + " of " + std::to_string(now.size()));
+  }
+  if (c.count.memory && c.count.now() != counted)
+    fail(alias + ": bad_index_count " + std::to_string(c.count.now()) + ", unaliased " + std::to_string(counted));
+  return true;
+}
+
 // The calls that take args, on a selected plan.
 template <class Plan>
 CaseOutcome fuzz_args(FuzzInput& in, const Stream& stream, const Plan& plan, CaseArgs& c) {
   const OpSchema& schema = Plan::schema();
+  if (in.chance(25)) (void)plan.sku(assemble<Plan>(c)).to_string();  // any args, valid or not
+  if (in.chance(3)) check_default_plan<Plan>(stream, assemble<Plan>(c));
+  const FuzzWorkspace workspace = fuzz_workspace(in, stream.backend(), plan.workspace_size());
+  // (Drawn last, so that the bytes of a case without one decide what they did before.)
+  const OverlapCase overlap = make_overlap(in, stream.backend(), c);
   const typename Plan::Args args = assemble<Plan>(c);
-  if (in.chance(25)) (void)plan.sku(args).to_string();  // any args, valid or not
-  if (in.chance(3)) check_default_plan<Plan>(stream, args);
   const Status implementable = plan.can_implement(args);
   expect_named(schema, "can_implement", implementable);
+  if (overlap.kind == Overlap::partial && implementable)
+    fail("can_implement accepted " + field_name(c.fields[overlap.out].spec) + " partly overlapping " +
+         field_name(c.fields[overlap.in].spec));
 
-  const FuzzWorkspace workspace = fuzz_workspace(in, stream.backend(), plan.workspace_size());
   const Status ran = plan.run(stream, workspace.get(), args);
   synchronize(stream);
   expect_named(schema, "run", ran);
@@ -1336,10 +1513,11 @@ CaseOutcome fuzz_args(FuzzInput& in, const Stream& stream, const Plan& plan, Cas
     fail("can_implement refused (" + implementable.to_string() + ") but run returned " + ran.to_string());
   if (!ran) {
     if (ran.code() != StatusCode::backend_error) check_nothing_written(c);
-    return {Stage::run, ran.code()};
+    return {Stage::run, ran.code(), overlap.kind == Overlap::partial ? Overlap::partial : Overlap::none};
   }
   check_after_run(c);
-  return {Stage::ran, StatusCode::ok};
+  const bool compared = overlap.kind == Overlap::exact && check_exact_alias(stream, plan, workspace, c, overlap);
+  return {Stage::ran, StatusCode::ok, compared ? Overlap::exact : Overlap::none};
 }
 
 template <class Plan>
@@ -1423,6 +1601,8 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormPlan>(),
       entry<LayerNormBackwardPlan>(),
       entry<RmsNormBackwardPlan>(),
+      entry<CrossEntropyPlan>(),
+      entry<CrossEntropyBackwardPlan>(),
       entry<MatmulPlan>(),
       entry<MatmulBackwardPlan>(),
       entry<LinearPlan>(),
@@ -1437,6 +1617,8 @@ std::span<const PlanEntry> registry() {
 }
 
 void record(PlanCounts& counts, const CaseOutcome& outcome) {
+  counts.partial_overlaps += outcome.overlap == Overlap::partial;
+  counts.exact_aliases += outcome.overlap == Overlap::exact;
   switch (outcome.stage) {
     case Stage::select:
       ++counts.rejected_at_select[outcome.code];
@@ -1464,6 +1646,8 @@ void PlanCounts::add(const PlanCounts& other) {
   for (const auto& [code, count] : other.rejected_at_select) rejected_at_select[code] += count;
   for (const auto& [code, count] : other.rejected_at_run) rejected_at_run[code] += count;
   ran += other.ran;
+  partial_overlaps += other.partial_overlaps;
+  exact_aliases += other.exact_aliases;
 }
 
 std::vector<std::string_view> fuzzed_plan_names() {

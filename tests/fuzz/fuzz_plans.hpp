@@ -20,6 +20,8 @@ struct PlanCounts {
   std::map<StatusCode, int64_t> rejected_at_select;  // by the status code select returned
   std::map<StatusCode, int64_t> rejected_at_run;     // by the code of can_implement / run
   int64_t ran = 0;                                   // run returned ok (and the invariants held)
+  int64_t partial_overlaps = 0;                      // an output made to overlap an input partly (refused)
+  int64_t exact_aliases = 0;                         // an input given an output's view, accepted: bits compared
 
   int64_t select_rejections() const;
   int64_t run_rejections() const;

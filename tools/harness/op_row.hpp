@@ -203,6 +203,7 @@ std::vector<std::unique_ptr<OpRow>> copy_rows();
 std::vector<std::unique_ptr<OpRow>> gated_rows();
 std::vector<std::unique_ptr<OpRow>> ternary_rows();
 std::vector<std::unique_ptr<OpRow>> norm_rows();
+std::vector<std::unique_ptr<OpRow>> loss_rows();
 std::vector<std::unique_ptr<OpRow>> matmul_rows();
 std::vector<std::unique_ptr<OpRow>> random_rows();
 std::vector<std::unique_ptr<OpRow>> rotary_rows();

@@ -29,6 +29,8 @@
 //                drops everything (y = 0).
 // f64 uniform takes two positions per element (2 (offset + i) and 2 (offset + i) + 1: 53 bits).
 // A dropped element is 0 even where x is NaN (PyTorch's product with the mask keeps the NaN).
+// y may be x exactly and dx dy exactly (in place); any other overlap of an output with an input or
+// another output is an error naming the output.
 // Not yet: randperm, multinomial.
 #include <cstdint>
 

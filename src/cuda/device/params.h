@@ -56,6 +56,27 @@ struct NormFinalizeParams {
   Walk<2> inner;  // dweight, dbias
 };
 
+// The cross-entropy kernels (cuda/device/loss.cuh). Rows are walked by `row` over every dim of the
+// logits but the class dim; a row's classes are `class_stride` apart (dlogits: `dclass_stride`).
+struct CrossEntropyParams {
+  const void* logits;
+  void* dlogits;                        // backward
+  const void* targets;                  // int or long long
+  const void* weight;                   // null: 1
+  const void* dloss;                    // backward
+  void* loss;                           // forward
+  void* lse;                            // compute precision: the forward's optional output (null: not written), the
+                                        // backward's input
+  void* terms;                          // workspace: [rows][4] row terms (forward, sum and mean)
+  void* pieces;                         // workspace: [rows][chunks][4] pieces of rows (forward, chunks > 1)
+  void* totals;                         // workspace: W, sum(w_t), count (backward)
+  unsigned long long* bad_index_count;  // null: not counted
+  long long rows, classes, chunks, chunk_len, class_stride, dclass_stride, weight_stride, ignore_index;
+  double smoothing, z;
+  int reduction;  // cross_entropy.h's kReduceNone, kReduceSum, kReduceMean
+  Walk<5> row;    // logits, dlogits, targets, loss / dloss (reduction none), lse
+};
+
 // The matmul family's elementwise passes (cuda/device/matmul.cuh), element i of a walk over the
 // output's dims: dst = act(scale * src + bias[(i % n) * bias_stride]) (a GEMM's result without its
 // GEMM, its unfused epilogue, c copied into out), dst = act(src) / src * act'(pre) (the linear plans), dst = src (an

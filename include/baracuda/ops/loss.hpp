@@ -1,0 +1,91 @@
+#pragma once
+// Losses. Cross-entropy of logits against class indices (F.cross_entropy with integer targets):
+//   CrossEntropyPlan          loss from logits [C], [N, C] or [N, C, d1, ...] (classes along dim 1,
+//                             dim 0 at rank 1) and targets of the logits' shape without the class dim
+//   CrossEntropyBackwardPlan  dlogits from dloss, the logits, the targets and the saved logsumexp
+//
+// For a row (one position of every dim but the class dim) with logits x, target t, lse = log sum_c
+// exp(x_c), class weights w (1 without a weight), W = sum_c w_c, smoothing e and z-loss coefficient z:
+//   ce  = (1 - e) w_t (lse - x_t) + (e / C) sum_c w_c (lse - x_c)      (PyTorch's label smoothing,
+//                                                                       weighted as PyTorch weighs it)
+//   row loss = ce + z lse^2                                             (PaLM's z-loss; z = 0: none)
+// A row whose target is ignore_index, or is outside [0, C) (a bad target: counted into
+// `bad_index_count` when given, as the indexing plans count theirs; PyTorch raises a device assert
+// instead), contributes nothing: loss 0, no weight, no gradient. Reductions:
+//   none   loss[row] = the row loss (0 for an ignored row), of the targets' shape
+//   sum    loss[] = the sum of the row losses
+//   mean   loss[] = sum(ce) / sum(w_t) + sum(z lse^2) / count, over the rows not ignored: PyTorch's
+//          mean (divided by the targets' weights, not the row count, when there is a weight); the
+//          z-loss averaged over the rows not ignored (as Liger-Kernel). Every row ignored: 0 / 0 = NaN,
+//          as PyTorch.
+// The loss has the logits' dtype (as PyTorch returns it); `lse`, an optional output of the rows'
+// shape, is in f32 (f64 for f64 logits).
+//
+// The backward reads dloss (the loss's shape), the logits, the targets, the weight and `lse`
+// (required: the saved logsumexp of the forward, so the backward reads the logits once) and writes
+//   dlogits_c = g (1 - e) w_t (p_c - [c == t]) + g (e / C) (W p_c - w_c) + g_z 2 z lse p_c,
+//   p_c = exp(x_c - lse),
+// with g = g_z = dloss[row] (none), dloss (sum), or g = dloss / sum(w_t), g_z = dloss / count (mean);
+// ignored rows get 0. dlogits may be the logits' buffer itself (the same view: each element is read
+// once, before it is written), as Liger-Kernel does to save the memory of a second [N, C] tensor.
+//
+// dtypes: logits, loss, dloss and dlogits share `dtype` (f32, f64, f16, bf16); targets are
+// `index_dtype` (i32, i64); the weight is `weight_dtype` (dtype or f32). 16-bit and f32 compute and
+// accumulate in f32, f64 in f64.
+//
+// Any C from 1 up, with no scratch proportional to C. On CUDA a row's logsumexp is one pass over its
+// logits (a running max and sum of exps, the smoothing's sums gathered on the way; the target's logit
+// read once more); a block takes a row, or each 32768 classes of a longer row, whose pieces a second
+// pass merges in order. The CPU reads a row twice (its max, then its exps), one thread a row. Deterministic and
+// batch-invariant: a row's loss, lse and gradient depend on that row alone (the kernel for a row is chosen from C, the
+// dtypes and the layout, never from the row count). sum and mean are reduced in a fixed order, never by atomics: each
+// row's terms (ce, z-loss, w_t, counted) go into the workspace (a host buffer on the CPU), then are added up in a fixed
+// order (CUDA: one block, thread i taking rows i, i + 1024, ..., then a fixed tree; CPU: in row order). Views may have
+// any strides (the fast path: classes contiguous, 16-byte aligned rows).
+#include <optional>
+
+#include "baracuda/core/plan.hpp"
+
+namespace baracuda {
+
+enum class LossReduction : unsigned char { none, sum, mean };
+std::string_view loss_reduction_name(LossReduction reduction);
+
+struct CrossEntropyDescriptor {
+  DType dtype = DType::f32;           // logits, loss, dloss, dlogits
+  DType index_dtype = DType::i64;     // targets
+  std::optional<DType> weight_dtype;  // of the weight; nullopt: dtype
+  Shape shape;                        // the logits': [C], [N, C] or [N, C, d1, ...] (rank 1..8)
+  LossReduction reduction = LossReduction::mean;
+  int64_t ignore_index = -100;   // targets equal to it contribute nothing (any value)
+  double label_smoothing = 0.0;  // in [0, 1]
+  double z_loss = 0.0;           // >= 0 and finite: z lse^2 added per row
+  bool has_weight = false;       // class weights [C]
+};
+
+struct CrossEntropyArgs {
+  AnyTensorRef logits;
+  AnyTensorRef targets;  // the logits' shape without the class dim
+  AnyTensorRef weight;   // [C], with has_weight
+  AnyTensorMut loss;     // the targets' shape (none) or [] (sum, mean)
+  AnyTensorMut lse;      // optional: the targets' shape, f32 (f64 for f64)
+  int64_t* bad_index_count = nullptr;
+};
+
+struct CrossEntropyBackwardArgs {
+  AnyTensorRef dloss;  // the loss's shape
+  AnyTensorRef logits;
+  AnyTensorRef targets;
+  AnyTensorRef weight;  // with has_weight
+  AnyTensorRef lse;     // the forward's
+  AnyTensorMut dlogits;
+  int64_t* bad_index_count = nullptr;
+};
+
+struct CrossEntropyOp : OpTag<CrossEntropyDescriptor, CrossEntropyArgs> {};
+struct CrossEntropyBackwardOp : OpTag<CrossEntropyDescriptor, CrossEntropyBackwardArgs> {};
+
+using CrossEntropyPlan = Plan<CrossEntropyOp>;
+using CrossEntropyBackwardPlan = Plan<CrossEntropyBackwardOp>;
+
+}  // namespace baracuda
