@@ -272,6 +272,7 @@ const std::map<std::string_view, std::vector<std::string_view>>& documented_alia
       {"RmsNormPlan", {"y over x", "y over residual"}},
       {"LayerNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
       {"RmsNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
+      {"CrossEntropyBackwardPlan", {"dlogits over logits"}},
       {"MatmulPlan", {"out over c"}},
       {"DropoutPlan", {"y over x"}},
       {"DropoutBackwardPlan", {"dx over dy"}},

@@ -1,0 +1,312 @@
+"""Plain functions over the plans: each builds a descriptor from its inputs, selects a plan (cached per
+descriptor and device), allocates the outputs the plan's arg_specs() ask for with the input's framework
+(NumPy; PyTorch where the input is a torch.Tensor; JAX arrays, on the CPU, where it is one), and runs it.
+
+On a CUDA tensor the work is queued on PyTorch's current stream (no synchronization); NumPy arrays run
+on the CPU backend.
+"""
+
+from . import _baracuda as _bc
+
+__all__ = [
+    "matmul",
+    "linear",
+    "rms_norm",
+    "layer_norm",
+    "softmax",
+    "log_softmax",
+    "gelu",
+    "unary",
+    "binary",
+    "reduce",
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "dropout",
+    "clear_plan_cache",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Frameworks: how to allocate an output like an input, and which stream the input's work runs on.
+
+class _NumPy:
+    name = "numpy"
+
+    @staticmethod
+    def dtype(name):
+        import numpy as np
+
+        if name == "bf16":
+            try:
+                import ml_dtypes
+            except ImportError as e:  # pragma: no cover
+                raise TypeError("bf16 NumPy arrays need ml_dtypes (pip install ml_dtypes)") from e
+            return ml_dtypes.bfloat16
+        return {
+            "f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
+            "i32": np.int32, "i64": np.int64, "bool": np.bool_,
+        }[name]
+
+    @classmethod
+    def empty(cls, shape, dtype, like):
+        import numpy as np
+
+        return np.empty(tuple(shape), dtype=cls.dtype(dtype))
+
+    @staticmethod
+    def streams(like):
+        return ("cpu",), "cpu", None
+
+
+class _Torch:
+    name = "torch"
+
+    @staticmethod
+    def dtype(name):
+        import torch
+
+        return {
+            "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+            "i8": torch.int8, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64, "bool": torch.bool,
+        }[name]
+
+    @classmethod
+    def empty(cls, shape, dtype, like):
+        import torch
+
+        return torch.empty(tuple(shape), dtype=cls.dtype(dtype), device=like.device)
+
+    @staticmethod
+    def streams(like):
+        if like.device.type == "cuda":
+            import torch
+
+            device = like.device.index if like.device.index is not None else torch.cuda.current_device()
+            handle = torch.cuda.current_stream(device).cuda_stream
+            return ("cuda", device), _bc.Stream.cuda(0, device), handle
+        return ("cpu",), "cpu", None
+
+
+class _Jax(_NumPy):
+    """JAX arrays are immutable: the outputs are NumPy arrays the plan writes, handed to JAX through
+    DLPack (zero-copy where JAX takes the buffer as it is). CPU arrays alone: a GPU array needs an
+    allocation JAX does not expose (its XLA FFI custom calls are the way there, not yet written)."""
+
+    name = "jax"
+
+    @staticmethod
+    def streams(like):
+        platform = next(iter(like.devices())).platform
+        if platform != "cpu":
+            raise NotImplementedError(f"baracuda's plain functions take JAX arrays on the CPU, not {platform}")
+        return ("cpu",), "cpu", None
+
+    @staticmethod
+    def wrap(out):
+        import jax
+
+        try:
+            return jax.dlpack.from_dlpack(out)
+        except Exception:  # (a buffer JAX will not alias, e.g. misaligned: a copy)
+            return jax.numpy.asarray(out)
+
+
+def _framework(x):
+    module = type(x).__module__
+    if module.startswith("torch"):
+        return _Torch
+    if module.startswith("jax"):
+        return _Jax
+    return _NumPy
+
+
+def _dtype(x):
+    return _bc.dtype_name(x.dtype)
+
+
+def _shape(x):
+    return tuple(int(n) for n in x.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans, cached per (plan, descriptor fields, device).
+
+_plans = {}
+
+
+def clear_plan_cache():
+    _plans.clear()
+
+
+def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None):
+    """Selects (or reuses) the plan, allocates its required outputs and those named in `outputs` with
+    the framework of `like`, runs, and returns the outputs by name. The cache key is the descriptor's
+    fields, or `key` where a field is not hashable."""
+    fw = _framework(like)
+    if fw is _Torch:
+        # (torch refuses DLPack export of a tensor that requires grad; autograd comes with the custom
+        # ops of baracuda.torch, not here)
+        inputs = {k: v.detach() if v is not None else None for k, v in inputs.items()}
+    stream_key, select_stream, run_stream = fw.streams(like)
+    cache_key = (plan_cls.__name__, key if key is not None else tuple(sorted(fields.items())), stream_key)
+    plan = _plans.get(cache_key)
+    if plan is None:
+        plan = _plans[cache_key] = plan_cls.select(desc_cls(**fields), select_stream)
+    out = {}
+    for spec in plan.arg_specs():
+        if spec.output and spec.present and (not spec.optional or spec.name in outputs):
+            out[spec.name] = fw.empty(spec.shape, spec.dtype, like)
+    workspace = None
+    size = plan.workspace_size()
+    if size and fw is _Torch:  # (the CPU plans allocate their own when given none)
+        workspace = fw.empty((size,), "u8", like)
+    plan.run(workspace=workspace, stream=run_stream, **inputs, **out)
+    if fw is _Jax:
+        out = {name: fw.wrap(t) for name, t in out.items()}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The functions.
+
+def matmul(a, b, *, out_dtype=None, allow_tf32=False):
+    """a @ b, batched and broadcast as torch.matmul."""
+    fields = dict(dtype=_dtype(a), a=_shape(a), b=_shape(b), allow_tf32=allow_tf32)
+    if out_dtype is not None:
+        fields["out_dtype"] = _bc.dtype_name(out_dtype)
+    return _run(_bc.MatmulPlan, _bc.MatmulDescriptor, fields, a, dict(a=a, b=b))["out"]
+
+
+def linear(x, weight, bias=None, *, activation="none", allow_tf32=False):
+    """act(x @ weight^T + bias), as F.linear followed by relu, gelu, gelu_tanh or silu."""
+    fields = dict(dtype=_dtype(x), x=_shape(x), out_features=int(weight.shape[0]), has_bias=bias is not None,
+                  activation=getattr(_bc.Activation, activation), allow_tf32=allow_tf32)
+    return _run(_bc.LinearPlan, _bc.LinearDescriptor, fields, x, dict(x=x, weight=weight, bias=bias))["y"]
+
+
+def _norm(plan_cls, x, weight, bias, eps, normalized_dims):
+    if normalized_dims is None:
+        normalized_dims = len(weight.shape) if weight is not None else 1
+    fields = dict(dtype=_dtype(x), shape=_shape(x), normalized_dims=normalized_dims, eps=float(eps),
+                  has_weight=weight is not None, has_bias=bias is not None)
+    if weight is not None and _dtype(weight) != fields["dtype"]:
+        fields["weight_dtype"] = _dtype(weight)
+    inputs = dict(x=x, weight=weight)
+    if bias is not None:
+        inputs["bias"] = bias
+    return _run(plan_cls, _bc.NormDescriptor, fields, x, inputs)["y"]
+
+
+def rms_norm(x, weight=None, eps=1e-6, *, normalized_dims=None):
+    """F.rms_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
+    return _norm(_bc.RmsNormPlan, x, weight, None, eps, normalized_dims)
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None):
+    """F.layer_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
+    return _norm(_bc.LayerNormPlan, x, weight, bias, eps, normalized_dims)
+
+
+def _softmax(kind, x, dim):
+    fields = dict(dtype=_dtype(x), shape=_shape(x), dim=int(dim), kind=kind)
+    return _run(_bc.SoftmaxPlan, _bc.SoftmaxDescriptor, fields, x, dict(x=x))["y"]
+
+
+def softmax(x, dim=-1):
+    return _softmax(_bc.SoftmaxKind.softmax, x, dim)
+
+
+def log_softmax(x, dim=-1):
+    return _softmax(_bc.SoftmaxKind.log_softmax, x, dim)
+
+
+def unary(kind, x, **parameters):
+    """Any UnaryKind by name ("exp", "silu", "leaky_relu", ...); parameters as UnaryParameters' fields."""
+    kind = getattr(_bc.UnaryKind, kind) if isinstance(kind, str) else kind
+    fields = dict(kind=kind, dtype=_dtype(x), shape=_shape(x))
+    key = None
+    if parameters:
+        # (UnaryParameters is not hashable: the cache keys on the values given)
+        key = (tuple(sorted(fields.items())), tuple(sorted(parameters.items())))
+        fields["parameters"] = p = _bc.UnaryParameters()
+        for name, value in parameters.items():
+            setattr(p, name, value)
+    return _run(_bc.UnaryPlan, _bc.UnaryDescriptor, fields, x, dict(x=x), key=key)["out"]
+
+
+def gelu(x, approximate="none"):
+    """F.gelu: the erf form, or approximate="tanh"."""
+    return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+
+def binary(kind, a, b, *, alpha=1.0):
+    """Any BinaryKind by name ("add", "mul", "maximum", ...) of two tensors, broadcast as NumPy; alpha
+    scales b for add and sub. A Python number as either operand is a scalar operand."""
+    kind = getattr(_bc.BinaryKind, kind) if isinstance(kind, str) else kind
+    like = a if not isinstance(a, (int, float)) else b
+    fields = dict(kind=kind, dtype=_dtype(like), alpha=float(alpha))
+    inputs = {}
+    for name, v in (("a", a), ("b", b)):
+        if isinstance(v, (bool, int, float)):
+            fields[name + "_scalar"] = float(v)
+            fields["scalar_dtype"] = "bool" if isinstance(v, bool) else "i64" if isinstance(v, int) else "f32"
+        else:
+            fields[name + "_shape"] = _shape(v)
+            inputs[name] = v
+    if "b" in inputs and "a" in inputs and _dtype(b) != fields["dtype"]:
+        fields["b_dtype"] = _dtype(b)
+    return _run(_bc.BinaryPlan, _bc.BinaryDescriptor, fields, like, inputs)["out"]
+
+
+def reduce(kind, x, dim=None, keepdim=False):
+    """Any ReduceKind by name over dim (an int, a tuple, or None: every dim)."""
+    kind = getattr(_bc.ReduceKind, kind) if isinstance(kind, str) else kind
+    rank = len(x.shape)
+    dims = tuple(range(rank)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    fields = dict(kind=kind, dtype=_dtype(x), shape=_shape(x), dims=dims, keepdim=bool(keepdim))
+    out = _run(_bc.ReducePlan, _bc.ReduceDescriptor, fields, x, dict(x=x))
+    return out["out"] if "out" in out else out["indices"]
+
+
+def sum(x, dim=None, keepdim=False):  # noqa: A001 (torch.sum)
+    return reduce("sum", x, dim, keepdim)
+
+
+def mean(x, dim=None, keepdim=False):
+    return reduce("mean", x, dim, keepdim)
+
+
+def amax(x, dim=None, keepdim=False):
+    return reduce("amax", x, dim, keepdim)
+
+
+def amin(x, dim=None, keepdim=False):
+    return reduce("amin", x, dim, keepdim)
+
+
+def dropout(x, p=0.5, *, seed, offset=0, training=True):
+    """F.dropout with a Philox (seed, offset): the same bits on every backend."""
+    if not training or p == 0:
+        return x
+    fields = dict(dtype=_dtype(x), shape=_shape(x), p=float(p), seed=int(seed), offset=int(offset))
+    return _run(_bc.DropoutPlan, _bc.DropoutDescriptor, fields, x, dict(x=x))["y"]
+
+
+# Every unary kind as a function of its own (baracuda.exp(x), baracuda.silu(x), ...), but for those
+# defined above.
+def _unary_function(name):
+    def f(x, **parameters):
+        return unary(name, x, **parameters)
+
+    f.__name__ = name
+    f.__doc__ = f"UnaryKind.{name}, elementwise."
+    return f
+
+
+for _kind in _bc.UnaryKind:
+    if _kind.name not in globals():
+        globals()[_kind.name] = _unary_function(_kind.name)
+        __all__.append(_kind.name)
+del _kind

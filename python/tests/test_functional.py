@@ -1,0 +1,126 @@
+"""The plain functions: outputs allocated with the input's framework, plans cached, NumPy references."""
+
+import math
+
+import numpy as np
+import pytest
+
+import baracuda as bc
+from conftest import randn
+
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def test_rms_norm(rng):
+    x, w = randn(rng, 3, 16), randn(rng, 16)
+    y = bc.rms_norm(x, w, 1e-6)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_allclose(y, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w, **TOL)
+
+
+def test_layer_norm(rng):
+    x, w, b = randn(rng, 5, 8), randn(rng, 8), randn(rng, 8)
+    y = bc.layer_norm(x, w, b)
+    ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(y, ref, **TOL)
+
+
+def test_softmax_and_log_softmax(rng):
+    x = randn(rng, 4, 6)
+    e = np.exp(x - x.max(0, keepdims=True))
+    np.testing.assert_allclose(bc.softmax(x, dim=0), e / e.sum(0, keepdims=True), **TOL)
+    np.testing.assert_allclose(bc.log_softmax(x), x - np.log(np.exp(x).sum(-1, keepdims=True)), **TOL)
+
+
+def test_matmul_batched_broadcast(rng):
+    a, b = randn(rng, 2, 3, 4), randn(rng, 4, 5)
+    np.testing.assert_allclose(bc.matmul(a, b), a @ b, **TOL)
+
+
+def test_linear(rng):
+    x, w, b = randn(rng, 7, 4), randn(rng, 3, 4), randn(rng, 3)
+    np.testing.assert_allclose(bc.linear(x, w, b), x @ w.T + b, **TOL)
+    np.testing.assert_allclose(bc.linear(x, w, activation="relu"), np.maximum(x @ w.T, 0), **TOL)
+
+
+def test_gelu(rng):
+    x = randn(rng, 100)
+    erf = np.vectorize(math.erf)
+    np.testing.assert_allclose(bc.gelu(x), x * 0.5 * (1 + erf(x / math.sqrt(2))), rtol=1e-5, atol=1e-6)
+    tanh = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(bc.gelu(x, approximate="tanh"), tanh, rtol=1e-5, atol=1e-6)
+
+
+def test_every_unary_kind_is_a_function(rng):
+    x = randn(rng, 10)
+    np.testing.assert_allclose(bc.exp(x), np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(bc.silu(x), x / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bc.leaky_relu(x, negative_slope=0.2), np.where(x > 0, x, 0.2 * x), rtol=1e-6)
+    np.testing.assert_allclose(bc.leaky_relu(x, negative_slope=0.3), np.where(x > 0, x, 0.3 * x), rtol=1e-6)
+    assert bc.isnan(np.array([1.0, np.nan], np.float32)).tolist() == [False, True]
+
+
+def test_binary_and_scalars(rng):
+    a, b = randn(rng, 3, 4), randn(rng, 4)
+    np.testing.assert_allclose(bc.binary("add", a, b, alpha=2.0), a + 2 * b, **TOL)
+    np.testing.assert_allclose(bc.binary("mul", a, 3.0), a * 3, **TOL)
+    np.testing.assert_array_equal(bc.binary("gt", a, b), a > b)
+
+
+def test_reductions(rng):
+    x = randn(rng, 3, 4, 5)
+    np.testing.assert_allclose(bc.sum(x, dim=1), x.sum(1), **TOL)
+    np.testing.assert_allclose(bc.mean(x, dim=(0, 2), keepdim=True), x.mean((0, 2), keepdims=True), **TOL)
+    np.testing.assert_allclose(bc.amax(x), x.max(), **TOL)
+    np.testing.assert_array_equal(bc.reduce("argmax", x, dim=2), x.argmax(2))
+
+
+def test_dropout(rng):
+    x = randn(rng, 50, 20)
+    y = bc.dropout(x, 0.5, seed=1)
+    kept = y != 0
+    np.testing.assert_allclose(y[kept], 2 * x[kept], **TOL)
+    np.testing.assert_array_equal(bc.dropout(x, 0.5, seed=1), y)
+    assert bc.dropout(x, 0.5, seed=1, training=False) is x
+
+
+def test_plans_are_cached(rng):
+    bc.functional.clear_plan_cache()
+    x = randn(rng, 2, 8)
+    bc.softmax(x)
+    bc.softmax(x + 1)
+    assert len(bc.functional._plans) == 1
+    bc.softmax(randn(rng, 3, 8))
+    assert len(bc.functional._plans) == 2
+
+
+def test_bf16_function(rng):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = randn(rng, 4, 8).astype(ml_dtypes.bfloat16)
+    y = bc.softmax(x)
+    assert y.dtype == ml_dtypes.bfloat16
+    xf = x.astype(np.float32)
+    e = np.exp(xf - xf.max(-1, keepdims=True))
+    np.testing.assert_allclose(y.astype(np.float32), e / e.sum(-1, keepdims=True), rtol=1e-2, atol=1e-2)
+
+
+def test_errors_come_through(rng):
+    with pytest.raises(bc.Error) as e:
+        bc.softmax(randn(rng, 3, 4), dim=5)
+    assert "SoftmaxPlan" in str(e.value) and "dim" in str(e.value)
+
+
+def test_torch_inputs_give_torch_outputs():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 8)
+    y = bc.softmax(x)
+    assert isinstance(y, torch.Tensor)
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+
+
+def test_jax_inputs_give_jax_outputs(rng):
+    jax = pytest.importorskip("jax")
+    x = jax.numpy.asarray(randn(rng, 3, 8))
+    y = bc.softmax(x)
+    assert isinstance(y, jax.Array)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(jax.nn.softmax(x, -1)), rtol=1e-5, atol=1e-6)
