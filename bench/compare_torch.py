@@ -671,6 +671,70 @@ RANDOM_CASES = {
 }
 
 
+# Rotary cases: q [B, S, H_q, D] and k [B, S, H_q / 4, D] (the profiler's shape is B x S x H_q x D),
+# the whole head dim rotated, positions in [0, 32768). The peer is HF transformers' apply_rotary_pos_emb
+# (Llama's rotate_half; GPT-J's rotate_every_two for the interleaved case) on cos / sin computed
+# beforehand from the positions, as a model computes them once for all its layers: the peer is timed
+# without them, ours computes its cos / sin (in f64) in the same pass. `compile`: torch.compile of it.
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate_every_two(x):
+    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=2):
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def apply_rotary_pos_emb_interleaved(q, k, cos, sin):
+    cos = torch.repeat_interleave(cos, 2, -1).unsqueeze(2)
+    sin = torch.repeat_interleave(sin, 2, -1).unsqueeze(2)
+    return q * cos + rotate_every_two(q) * sin, k * cos + rotate_every_two(k) * sin
+
+
+def rotary_case(interleaved=False, backward=False, compile=False):
+    apply = apply_rotary_pos_emb_interleaved if interleaved else apply_rotary_pos_emb
+
+    def build(shape, dtype):
+        b, s, hq, d = shape
+        hk = max(1, hq // 4)
+        fn = apply
+        if compile:
+            torch._dynamo.reset()
+            fn = torch.compile(apply, dynamic=False)
+
+        def cos_sin():
+            positions = torch.randint(0, 32768, (b, s), device="cuda")
+            inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2, device="cuda", dtype=torch.float32) / d))
+            freqs = positions[..., None].float() * inv_freq
+            emb = freqs if interleaved else torch.cat((freqs, freqs), dim=-1)
+            return emb.cos().to(dtype), emb.sin().to(dtype)
+
+        def inputs(grad=False):
+            q = rand((b, s, hq, d), dtype).requires_grad_(grad)
+            k = rand((b, s, hk, d), dtype).requires_grad_(grad)
+            return (q, k) + cos_sin()
+        if not backward:
+            return (lambda: inputs()), lambda t: fn(*t)
+
+        def make():
+            q, k, cos, sin = inputs(True)
+            return fn(q, k, cos, sin), [q, k], (rand((b, s, hq, d), dtype), rand((b, s, hk, d), dtype))
+        return make, lambda t: torch.autograd.grad(t[0], t[1], t[2], retain_graph=True)
+    return build
+
+
+ROTARY_CASES = {
+    "apply_rotary_pos_emb(q, k, cos, sin)": rotary_case(),
+    "apply_rotary_pos_emb_interleaved(q, k, cos, sin)": rotary_case(True),
+    "autograd of apply_rotary_pos_emb(q, k, cos, sin)": rotary_case(backward=True),
+}
+
+
 MATMUL_CASES = {
     "torch.matmul(a, b)": matmul_case(),
     "autograd of torch.matmul(a, b)": matmul_case(True),
@@ -720,6 +784,7 @@ TORCH_CASES = {
     **LOSS_CASES,
     **MATMUL_CASES,
     **RANDOM_CASES,
+    **ROTARY_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,
@@ -802,12 +867,15 @@ EXTRA_FORWARD.update({
     "F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(compile=True), "liger ms": liger_cross_entropy},
     "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
     "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
+    "apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(compile=True)},
+    "apply_rotary_pos_emb_interleaved(q, k, cos, sin)": {"compile ms": rotary_case(True, compile=True)},
 })
 EXTRA_BACKWARD = {
     "autograd of F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", True, compile=True)},
     "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True)},
     "autograd of F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(True, compile=True)},
     "autograd of F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, True, compile=True)},
+    "autograd of apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(backward=True, compile=True)},
     "aten._softmax_backward_data(dy, y, -1)": {
         "liger ms": peer_backward("liger_kernel.ops.softmax", "LigerSoftmaxFunction")},
     "sparsemax_backward(y, dy, -1)": {

@@ -286,6 +286,8 @@ const std::map<std::string_view, std::vector<std::string_view>>& documented_alia
       {"MatmulPlan", {"out over c"}},
       {"DropoutPlan", {"y over x"}},
       {"DropoutBackwardPlan", {"dx over dy"}},
+      {"RotaryPlan", {"q_out over q", "k_out over k"}},
+      {"RotaryBackwardPlan", {"dq over dq_out", "dk over dk_out"}},
   };
   return aliases;
 }

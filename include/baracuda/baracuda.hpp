@@ -16,6 +16,7 @@
 #include "baracuda/ops/norm.hpp"
 #include "baracuda/ops/random.hpp"
 #include "baracuda/ops/reduce.hpp"
+#include "baracuda/ops/rotary.hpp"
 #include "baracuda/ops/scan.hpp"
 #include "baracuda/ops/segment.hpp"
 #include "baracuda/ops/softmax.hpp"

@@ -13,6 +13,7 @@ void bind_descriptors(nb::module_& m) {
   bind_named_enum<RandomKind>(m, "RandomKind", random_kind_name);
   bind_named_enum<Activation>(m, "Activation", activation_name);
   bind_named_enum<LossReduction>(m, "LossReduction", loss_reduction_name);
+  bind_named_enum<RotaryLayout>(m, "RotaryLayout", rotary_layout_name);
   // ... and those it does not.
   nb::enum_<CausalAlignment>(m, "CausalAlignment")
       .value("top_left", CausalAlignment::top_left)
@@ -217,6 +218,19 @@ void bind_descriptors(nb::module_& m) {
       .field("p", &DropoutDescriptor::p)
       .field("seed", &DropoutDescriptor::seed)
       .field("offset", &DropoutDescriptor::offset);
+
+  DescriptorClass<RotaryDescriptor>(m, "RotaryDescriptor")
+      .field("dtype", &RotaryDescriptor::dtype)
+      .field("index_dtype", &RotaryDescriptor::index_dtype)
+      .field("batch", &RotaryDescriptor::batch)
+      .field("seq_len", &RotaryDescriptor::seq_len)
+      .field("q_heads", &RotaryDescriptor::q_heads)
+      .field("k_heads", &RotaryDescriptor::k_heads)
+      .field("head_dim", &RotaryDescriptor::head_dim)
+      .field("rotary_dim", &RotaryDescriptor::rotary_dim)
+      .field("layout", &RotaryDescriptor::layout)
+      .field("base", &RotaryDescriptor::base)
+      .field("has_inv_freq", &RotaryDescriptor::has_inv_freq);
 
   DescriptorClass<ReduceDescriptor>(m, "ReduceDescriptor")
       .field("dtype", &ReduceDescriptor::dtype)

@@ -27,6 +27,9 @@ void bind_plans(nb::module_& m) {
   bind_plan<AttentionBackwardPlan>(m, "AttentionBackwardPlan");
   bind_plan<CrossEntropyPlan>(m, "CrossEntropyPlan");
   bind_plan<CrossEntropyBackwardPlan>(m, "CrossEntropyBackwardPlan");
+  // rotary.hpp
+  bind_plan<RotaryPlan>(m, "RotaryPlan");
+  bind_plan<RotaryBackwardPlan>(m, "RotaryBackwardPlan");
   // unary.hpp, binary.hpp, ternary.hpp, binary_param.hpp, gated.hpp
   bind_plan<UnaryPlan>(m, "UnaryPlan");
   bind_plan<UnaryBackwardPlan>(m, "UnaryBackwardPlan");

@@ -215,6 +215,37 @@ def test_cross_entropy_and_backward(rng):
 
 
 # ---------------------------------------------------------------------------------------------
+# rotary.hpp
+
+@pytest.mark.parametrize("layout", ["half_split", "interleaved"])
+def test_rotary_and_backward(rng, layout):
+    b, s, hq, hk, d, rd = 2, 5, 4, 2, 10, 6
+    q, k = randn(rng, b, s, hq, d), randn(rng, b, s, hk, d)
+    pos = rng.integers(0, 1000, (b, s)).astype(np.int64)
+    q_out, k_out = poisoned(b, s, hq, d), poisoned(b, s, hk, d)
+    desc = bc.RotaryDescriptor(batch=b, seq_len=s, q_heads=hq, k_heads=hk, head_dim=d, rotary_dim=rd,
+                               layout=getattr(bc.RotaryLayout, layout), index_dtype="i64")
+    run(bc.RotaryPlan, desc, q=q, k=k, positions=pos, q_out=q_out, k_out=k_out)
+    angle = pos[..., None, None].astype(np.float64) * 10000.0 ** (-2.0 * np.arange(rd // 2) / rd)
+    c, sn = np.cos(angle), np.sin(angle)
+    ia = np.arange(0, rd, 2) if layout == "interleaved" else np.arange(rd // 2)
+    ib = ia + 1 if layout == "interleaved" else ia + rd // 2
+
+    def rotated(x, sign=1.0):
+        out = x.astype(np.float64).copy()
+        xa, xb = x[..., ia].astype(np.float64), x[..., ib].astype(np.float64)
+        out[..., ia], out[..., ib] = xa * c - sign * xb * sn, xb * c + sign * xa * sn
+        return out
+
+    np.testing.assert_allclose(q_out, rotated(q), **TOL)
+    np.testing.assert_allclose(k_out, rotated(k), **TOL)
+    dq, dk = poisoned(b, s, hq, d), poisoned(b, s, hk, d)
+    run(bc.RotaryBackwardPlan, desc, dq_out=q_out, dk_out=k_out, positions=pos, dq=dq, dk=dk)
+    np.testing.assert_allclose(dq, q, **TOL)  # the transposed rotation undoes the forward
+    np.testing.assert_allclose(dk, k, **TOL)
+
+
+# ---------------------------------------------------------------------------------------------
 # unary.hpp, binary.hpp, ternary.hpp, binary_param.hpp, gated.hpp
 
 def test_unary_and_backward(rng):

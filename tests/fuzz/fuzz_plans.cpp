@@ -506,6 +506,22 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, DropoutDescriptor& d
   d.offset = static_cast<uint64_t>(in.consume_int64());
 }
 
+// Mostly small problems (an odd head dim rotated whole, or a rotary dim past it, is refused), q alone
+// now and then; an invalid layout, a base of 0, NaN or infinity; the positions' values are anything.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, RotaryDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.batch = fuzz_size(in);
+  d.seq_len = fuzz_size(in);
+  d.q_heads = fuzz_size(in);
+  d.k_heads = in.chance(30) ? 0 : fuzz_size(in);
+  d.head_dim = in.chance(70) ? 2 * in.consume_int<int64_t>(1, 8) : fuzz_size(in);
+  d.rotary_dim = in.chance(40) ? 0 : in.chance(80) ? 2 * in.consume_int<int64_t>(0, 8) : fuzz_size(in);
+  d.layout = fuzz_enum(in, RotaryLayout::half_split, RotaryLayout::interleaved, 5);
+  d.base = in.chance(80) ? 10000.0 : fuzz_weight(in);
+  d.has_inv_freq = in.consume_bool();
+}
+
 // The reduced dims: mostly a subset of the rank's dims in any order (some negative), or none (every
 // dim); now and then wild ones (repeated, past the rank, below -rank) or a count past the rank,
 // kMaxRank or below 0.
@@ -1617,6 +1633,8 @@ std::span<const PlanEntry> registry() {
       entry<RandomPlan>(),
       entry<DropoutPlan>(),
       entry<DropoutBackwardPlan>(),
+      entry<RotaryPlan>(),
+      entry<RotaryBackwardPlan>(),
   };
   return kPlans;
 }

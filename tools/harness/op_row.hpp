@@ -207,5 +207,6 @@ std::vector<std::unique_ptr<OpRow>> loss_rows();
 std::vector<std::unique_ptr<OpRow>> matmul_rows();
 std::vector<std::unique_ptr<OpRow>> attention_rows();
 std::vector<std::unique_ptr<OpRow>> random_rows();
+std::vector<std::unique_ptr<OpRow>> rotary_rows();
 
 }  // namespace baracuda::harness

@@ -114,4 +114,23 @@ struct DropoutParams {
   Walk<3> walk;                  // src, dst, mask
 };
 
+// The rotary plans (cuda/device/rotary.cuh, cpu/rotary.cpp): token t = b S + s has `items` work
+// items: pairs 0 .. pairs - 1 (the pair's cos / sin, cuda/device/rotary_math.h, applied to every
+// head of both tensors), then, where an output is not its input, dims 2 pairs .. D - 1 copied.
+struct RotaryParams {
+  const void* src[2];  // q, k (forward) or dq_out, dk_out (backward); heads[1] = 0: q alone
+  void* dst[2];        // q_out, k_out or dq, dk
+  const void* positions;
+  const float* inv_freq;  // null: base^(-2i / rotary_dim), from log2_base
+  long long seq, tokens, head_dim, pairs, items;
+  long long heads[2];
+  long long src_strides[2][4], dst_strides[2][4];  // along B, S, H, D
+  long long position_strides[2];                   // along B, S (zero: broadcast)
+  long long inv_freq_stride;
+  int copy[2];  // tensor t copies its dims past rotary_dim (its output is not its input)
+  double rotary_dim;
+  double log2_base;
+  double sign;  // 1: the forward's rotation; -1: the backward's (the transposed one)
+};
+
 }  // namespace baracuda::device

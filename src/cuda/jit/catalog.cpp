@@ -5,6 +5,7 @@
 #include "ops/matmul_problem.hpp"
 #include "ops/norm_problem.hpp"
 #include "ops/random_problem.hpp"
+#include "ops/rotary_problem.hpp"
 
 namespace baracuda::detail::jit {
 
@@ -26,6 +27,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : cross_entropy_programs()) out.push_back(std::move(p));
   for (Program& p : matmul_programs()) out.push_back(std::move(p));
   for (Program& p : random_programs()) out.push_back(std::move(p));
+  for (Program& p : rotary_programs()) out.push_back(std::move(p));
   return out;
 }
 
