@@ -76,6 +76,14 @@ BARACUDA_PHILOX_FN F philox_horner(F x, const F (&c)[N]) {
   return r;
 }
 
+// cos and sin of x + q pi / 2 from c = cos x and s = sin x.
+template <class F>
+BARACUDA_PHILOX_FN void philox_quadrant(int q, F c, F s, F& cos_out, F& sin_out) {
+  const int k = q & 3;
+  cos_out = k == 0 ? c : k == 1 ? -s : k == 2 ? -c : s;
+  sin_out = k == 0 ? s : k == 1 ? c : k == 2 ? -s : -c;
+}
+
 // log(x) for x in [2^-53, 1] and cos / sin(2 pi v) for v in [0, 1) from +, -, * and one division,
 // in one order, with constants folded by the compiler: the same bits on every backend (the
 // libraries' log and cos differ in their last bits). Both are within a few units of f64's last
@@ -119,20 +127,7 @@ BARACUDA_PHILOX_FN void portable_sincos_2pi(double v, double& cos_out, double& s
                                -1.0 / 1307674368000.0,
                                1.0 / 355687428096000.0};
   const double c = philox_horner(x2, cos_series), sn = x * philox_horner(x2, sin_series);
-  switch (static_cast<int>(q) & 3) {  // the angle is x + q pi / 2
-    case 0:
-      cos_out = c, sin_out = sn;
-      break;
-    case 1:
-      cos_out = -sn, sin_out = c;
-      break;
-    case 2:
-      cos_out = -c, sin_out = -sn;
-      break;
-    default:
-      cos_out = sn, sin_out = -c;
-      break;
-  }
+  philox_quadrant(static_cast<int>(q), c, sn, cos_out, sin_out);
 }
 
 // The block at counter (index, 0, stream). The 32-bit draws are stream 0 (philox_bits); the normal
@@ -200,20 +195,7 @@ BARACUDA_PHILOX_FN void portable_sincos_2pi_f32(float v, float& cos_out, float& 
   const float cos_series[] = {1.0f, -1.0f / 2, 1.0f / 24, -1.0f / 720, 1.0f / 40320, -1.0f / 3628800};
   const float sin_series[] = {1.0f, -1.0f / 6, 1.0f / 120, -1.0f / 5040, 1.0f / 362880};
   const float c = philox_horner(x2, cos_series), sn = x * philox_horner(x2, sin_series);
-  switch (static_cast<int>(q) & 3) {
-    case 0:
-      cos_out = c, sin_out = sn;
-      break;
-    case 1:
-      cos_out = -sn, sin_out = c;
-      break;
-    case 2:
-      cos_out = -c, sin_out = -sn;
-      break;
-    default:
-      cos_out = sn, sin_out = -c;
-      break;
-  }
+  philox_quadrant(static_cast<int>(q), c, sn, cos_out, sin_out);
 }
 // Normals at positions 4 g .. 4 g + 3: Box-Muller on words (0, 1) and (2, 3) of the block at (g, 0, 1).
 BARACUDA_PHILOX_FN void philox_normal_quad(unsigned long long seed, unsigned long long g, float (&z)[4]) {
