@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/arg_views.hpp"
 #include "ops/attention_problem.hpp"
 // (after the problem header, whose backend entry points it calls)
 #include "ops/plan_impl.hpp"
@@ -167,12 +168,7 @@ struct AttentionHooks {
     return g;
   }
 
-  static std::vector<AnyTensorRef> views_of(const Args& a) {
-    std::vector<AnyTensorRef> v;
-    for (const ArgField<Args>& f : kFields)
-      if (f.get(a).data) v.push_back(f.get(a));
-    return v;
-  }
+  static std::vector<AnyTensorRef> views_of(const Args& a) { return given_views<Args>(kFields, a); }
 
   static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice& c, const Args* a) {
     KernelShape k{std::string(kVariants[c.variant].name), Layout::contiguous};
@@ -184,14 +180,8 @@ struct AttentionHooks {
   // forward tile writes its rows of out while other tiles still read q, k and v; the backward writes
   // dk and dv before its second pass reads q, k, v and dout again.
 
-  // The args with every view the descriptor does not use cleared (an unused input may hold anything).
-  static Args used(const Descriptor& d, Args a) {
-    std::array<ArgSpec, std::size(kFields)> specs{};
-    arg_specs(d, specs);
-    for (size_t i = 0; i < std::size(kFields); ++i)
-      if (!specs[i].present) kFields[i].set(a, AnyTensorMut{});
-    return a;
-  }
+  // The args with every view the descriptor does not use cleared (ops/arg_views.hpp).
+  static Args used(const Descriptor& d, const Args& a) { return without_unused_views<AttentionHooks>(d, a); }
 
   static auto problem(const LaunchContext&, const Descriptor& d, const Args& args) {
     if constexpr (kBackward)

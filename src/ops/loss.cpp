@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/checked.hpp"
+#include "ops/arg_views.hpp"
 #include "ops/loss_problem.hpp"
 // (after the problem header, whose backend entry points it calls)
 #include "ops/plan_impl.hpp"
@@ -207,12 +208,7 @@ struct CrossEntropyHooks {
     return g;
   }
 
-  static std::vector<AnyTensorRef> views_of(const Args& a) {
-    std::vector<AnyTensorRef> v;
-    for (const ArgField<Args>& f : kFields)
-      if (f.get(a).data) v.push_back(f.get(a));
-    return v;
-  }
+  static std::vector<AnyTensorRef> views_of(const Args& a) { return given_views<Args>(kFields, a); }
 
   static KernelShape kernel(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args* a) {
     KernelShape k{std::string(kVariants[c.variant].name), Layout::contiguous};
@@ -226,14 +222,8 @@ struct CrossEntropyHooks {
   static constexpr std::span<const InPlace> kInPlace =
       kBackward ? std::span<const InPlace>(kCrossEntropyBackwardInPlace) : std::span<const InPlace>();
 
-  // The args with every view the descriptor does not use cleared (an unused input may hold anything).
-  static Args used(const Descriptor& d, Args a) {
-    std::array<ArgSpec, std::size(kFields)> specs{};
-    arg_specs(d, specs);
-    for (size_t i = 0; i < std::size(kFields); ++i)
-      if (!specs[i].present) kFields[i].set(a, AnyTensorMut{});
-    return a;
-  }
+  // The args with every view the descriptor does not use cleared (ops/arg_views.hpp).
+  static Args used(const Descriptor& d, const Args& a) { return without_unused_views<CrossEntropyHooks>(d, a); }
 
   static auto problem(const LaunchContext&, const Descriptor& d, const Args& args) {
     const Args a = used(d, args);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/elementwise.hpp"
+#include "ops/arg_views.hpp"
 #include "ops/matmul_problem.hpp"
 // (after the problem header, whose backend entry points it calls)
 #include "ops/plan_impl.hpp"
@@ -422,14 +423,6 @@ constexpr VariantInfo kVariants[] = {
      "CPU: oneDNN (2^20 flops and more) or OpenBLAS; CUDA: cuBLASLt, algorithm chosen at select"},
 };
 
-template <class Args>
-std::vector<AnyTensorRef> views_of(std::span<const ArgField<Args>> fields, const Args& a) {
-  std::vector<AnyTensorRef> v;
-  for (const ArgField<Args>& f : fields)
-    if (f.get(a).data) v.push_back(f.get(a));
-  return v;
-}
-
 // Every matrix of the plan's GEMMs in a layout BLAS takes, named by its argument.
 template <class Args>
 Status check_layouts(std::string_view plan, std::span<const ArgField<Args>> fields, const Args& args,
@@ -523,7 +516,7 @@ struct MatmulFamilyHooks {
 
   static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
     KernelShape k{"blas", Layout::contiguous};
-    if (a) k.layout = layout_of(views_of<Args>(Hooks::kFields, *a));
+    if (a) k.layout = layout_of(given_views<Args>(Hooks::kFields, *a));
     return k;
   }
 

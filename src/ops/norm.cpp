@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/arg_views.hpp"
 #include "ops/norm_problem.hpp"
 // (after the problem header, whose backend entry points it calls)
 #include "ops/plan_impl.hpp"
@@ -230,12 +231,7 @@ struct NormHooks {
     return g;
   }
 
-  static std::vector<AnyTensorRef> views_of(const Args& a) {
-    std::vector<AnyTensorRef> v;
-    for (const ArgField<Args>& f : kFields)
-      if (f.get(a).data) v.push_back(f.get(a));
-    return v;
-  }
+  static std::vector<AnyTensorRef> views_of(const Args& a) { return given_views<Args>(kFields, a); }
 
   static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice& c, const Args* a) {
     KernelShape k{std::string(kVariants[c.variant].name), Layout::contiguous};
@@ -243,15 +239,8 @@ struct NormHooks {
     return k;
   }
 
-  // The args with every view the descriptor does not use cleared: an unused input may hold anything
-  // (a fuzzed stride of 2^63 - 1 once overflowed the walks' offsets), and the kernels see only nulls.
-  static Args used(const Descriptor& d, Args a) {
-    std::array<ArgSpec, std::size(kFields)> specs{};
-    arg_specs(d, specs);
-    for (size_t i = 0; i < std::size(kFields); ++i)
-      if (!specs[i].present) kFields[i].set(a, AnyTensorMut{});
-    return a;
-  }
+  // The args with every view the descriptor does not use cleared (ops/arg_views.hpp).
+  static Args used(const Descriptor& d, const Args& a) { return without_unused_views<NormHooks>(d, a); }
 
   static auto problem(const LaunchContext& ctx, const Descriptor& d, const Args& args) {
     const Args a = used(d, args);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/elementwise.hpp"
+#include "ops/arg_views.hpp"
 #include "ops/random_problem.hpp"
 // (after the problem header, whose backend entry points it calls)
 #include "ops/plan_impl.hpp"
@@ -81,12 +82,7 @@ struct RandomFamilyHooks {
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }
   static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
     KernelShape k{"philox", Layout::contiguous};
-    if (a) {
-      std::vector<AnyTensorRef> views;
-      for (const ArgField<Args>& f : Hooks::kFields)
-        if (f.get(*a).data) views.push_back(f.get(*a));
-      k.layout = layout_of(views);
-    }
+    if (a) k.layout = layout_of(given_views<Args>(Hooks::kFields, *a));
     return k;
   }
 };

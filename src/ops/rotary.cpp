@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/elementwise.hpp"
+#include "ops/arg_views.hpp"
 #include "ops/rotary_problem.hpp"
 // (after the problem header, whose backend entry points it calls)
 #include "ops/plan_impl.hpp"
@@ -152,12 +153,7 @@ struct RotaryHooks {
 
   static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
     KernelShape k{"pairs", Layout::contiguous};
-    if (a) {
-      std::vector<AnyTensorRef> views;
-      for (const ArgField<Args>& f : kFields)
-        if (f.get(*a).data) views.push_back(f.get(*a));
-      k.layout = layout_of(views);
-    }
+    if (a) k.layout = layout_of(given_views<Args>(kFields, *a));
     return k;
   }
 
