@@ -420,7 +420,12 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor&
   d.seq_q = fuzz_size(in);
   d.seq_kv = fuzz_size(in);
   d.heads_kv = in.chance(90) ? in.consume_int<int64_t>(1, 3) : fuzz_size(in);
-  d.heads_q = in.chance(85) ? d.heads_kv * in.consume_int<int64_t>(0, 3) : fuzz_size(in);
+  if (in.chance(85)) {  // a multiple of heads_kv (the product kept in range: no overflow here)
+    const int64_t factor = in.consume_int<int64_t>(0, 3);
+    d.heads_q = std::abs(d.heads_kv) < (int64_t{1} << 61) ? d.heads_kv * factor : d.heads_kv;
+  } else {
+    d.heads_q = fuzz_size(in);
+  }
   d.head_dim = in.chance(90) ? in.consume_int<int64_t>(1, 40) : in.consume_int<int64_t>(-2, 600);
   d.head_dim_v = in.chance(70) ? d.head_dim : in.consume_int<int64_t>(-2, 600);
   d.scale = in.chance(80) ? 0.0 : fuzz_weight(in);
