@@ -422,7 +422,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor&
   d.heads_kv = in.chance(90) ? in.consume_int<int64_t>(1, 3) : fuzz_size(in);
   if (in.chance(85)) {  // a multiple of heads_kv (the product kept in range: no overflow here)
     const int64_t factor = in.consume_int<int64_t>(0, 3);
-    d.heads_q = std::abs(d.heads_kv) < (int64_t{1} << 61) ? d.heads_kv * factor : d.heads_kv;
+    const bool small = d.heads_kv > -(int64_t{1} << 61) && d.heads_kv < (int64_t{1} << 61);
+    d.heads_q = small ? d.heads_kv * factor : d.heads_kv;
   } else {
     d.heads_q = fuzz_size(in);
   }
