@@ -110,9 +110,9 @@ RefOutput& RefIO::out(std::string_view name) { return outputs[index_of(name)]; }
 std::span<const OpRow* const> op_table() {
   static const std::vector<std::unique_ptr<OpRow>> rows = [] {
     std::vector<std::unique_ptr<OpRow>> all;
-    for (auto family :
-         {binary_param_rows, unary_rows, binary_rows, ternary_rows, copy_rows, gated_rows, indexing_rows, softmax_rows,
-          reduce_rows, scan_rows, segment_rows, norm_rows, loss_rows, matmul_rows, attention_rows, random_rows, rotary_rows})
+    for (auto family : {binary_param_rows, unary_rows, binary_rows, ternary_rows, copy_rows, gated_rows, indexing_rows,
+                        softmax_rows, reduce_rows, scan_rows, segment_rows, norm_rows, loss_rows, matmul_rows,
+                        attention_rows, random_rows, rotary_rows})
       for (std::unique_ptr<OpRow>& row : family()) all.push_back(std::move(row));
     return all;
   }();

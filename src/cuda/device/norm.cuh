@@ -65,7 +65,8 @@ template <int kThreads>
 inline constexpr int kNormMinBlocks = kThreads >= 512 ? 1 : 512 / kThreads;
 
 template <class T, class W, bool kRms, bool kVec, int kHeld, int kThreads>
-__global__ void __launch_bounds__(kThreads, kNormMinBlocks<kThreads>) norm_forward(const __grid_constant__ NormForwardParams p) {
+__global__ void __launch_bounds__(kThreads, kNormMinBlocks<kThreads>)
+    norm_forward(const __grid_constant__ NormForwardParams p) {
   using Acc = acc_t<T>;
   using Row = RowAccess<T, kVec>;
   constexpr int VW = Row::VW;
@@ -162,7 +163,8 @@ __global__ void __launch_bounds__(kThreads, kNormMinBlocks<kThreads>) norm_forwa
 // Rows [chunk * rows_per_chunk, ...) of one block: dx per row, and the chunk's partial dweight
 // (sum of dy * xhat) and dbias (sum of dy) over its rows, in row order, into the workspace.
 template <class T, class W, bool kRms, bool kVec, int kHeld, int kThreads>
-__global__ void __launch_bounds__(kThreads, kNormMinBlocks<kThreads>) norm_backward(const __grid_constant__ NormBackwardParams p) {
+__global__ void __launch_bounds__(kThreads, kNormMinBlocks<kThreads>)
+    norm_backward(const __grid_constant__ NormBackwardParams p) {
   using Acc = acc_t<T>;
   using Row = RowAccess<T, kVec>;
   constexpr int VW = Row::VW;
