@@ -543,6 +543,33 @@ def norm_case(kind, backward=False, residual=False, compile=False):
     return build
 
 
+def liger_norm_case(kind, backward=False, residual=False):
+    """Liger-Kernel's layer_norm, rms_norm (Llama casting) and fused add + rms_norm, on the inputs
+    norm_case builds (eps 1e-5 as ours). Not in place, so repeated backward calls see the same dy."""
+    def build(shape, dtype):
+        if kind == "layer":
+            fn = peer_attr("liger_kernel.ops.layer_norm", "LigerLayerNormFunction.apply")
+            run = lambda x, w, b, r: fn(x, w, b, 1e-5)
+        elif residual:
+            fn = peer_attr("liger_kernel.ops.fused_add_rms_norm", "LigerFusedAddRMSNormFunction.apply")
+            run = lambda x, w, b, r: fn(x, r, w, 1e-5, 0.0, "llama", False)[0]
+        else:
+            fn = peer_attr("liger_kernel.ops.rms_norm", "LigerRMSNormFunction.apply")
+            run = lambda x, w, b, r: fn(x, w, 1e-5, 0.0, "llama", False)
+        make, call = norm_case(kind, backward, residual)(shape, dtype)
+        if not backward:
+            return make, lambda s: run(*s)
+        n = shape[-1]
+
+        def make_graph():
+            x = rand(shape, dtype).requires_grad_(True)
+            w = rand((n,), dtype, 0.5, 1.5).requires_grad_(True)
+            b = rand((n,), dtype).requires_grad_(True) if kind == "layer" else None
+            return run(x, w, b, None), [t for t in (x, w, b) if t is not None], rand(shape, dtype)
+        return make_graph, call
+    return build
+
+
 NORM_CASES = {
     "F.layer_norm(x, [n], w, b)": norm_case("layer"),
     "autograd of F.layer_norm(x, [n], w, b)": norm_case("layer", True),
@@ -861,9 +888,10 @@ EXTRA_FORWARD = {
        for dim in (-1, 0)},
 }
 EXTRA_FORWARD.update({
-    "F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", compile=True)},
-    "F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", compile=True)},
-    "h = x + r; F.rms_norm(h, [n], w)": {"compile ms": norm_case("rms", residual=True, compile=True)},
+    "F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", compile=True), "liger ms": liger_norm_case("layer")},
+    "F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", compile=True), "liger ms": liger_norm_case("rms")},
+    "h = x + r; F.rms_norm(h, [n], w)": {"compile ms": norm_case("rms", residual=True, compile=True),
+                                         "liger ms": liger_norm_case("rms", residual=True)},
     "F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(compile=True), "liger ms": liger_cross_entropy},
     "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
     "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
@@ -871,8 +899,10 @@ EXTRA_FORWARD.update({
     "apply_rotary_pos_emb_interleaved(q, k, cos, sin)": {"compile ms": rotary_case(True, compile=True)},
 })
 EXTRA_BACKWARD = {
-    "autograd of F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", True, compile=True)},
-    "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True)},
+    "autograd of F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", True, compile=True),
+                                               "liger ms": liger_norm_case("layer", True)},
+    "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True),
+                                          "liger ms": liger_norm_case("rms", True)},
     "autograd of F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(True, compile=True)},
     "autograd of F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, True, compile=True)},
     "autograd of apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(backward=True, compile=True)},

@@ -17,23 +17,6 @@ namespace {
 
 int vector_width(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
 
-// A block's threads and the vectors each holds (0: streamed) for rows of n elements read vw at a
-// time. The held rows' threads hold at most norm_held_values(backward, dtype) values.
-struct BlockShape {
-  int threads = 32;
-  int held = 0;
-};
-BlockShape block_shape(int64_t n, int vw, bool held, bool backward, DType dtype) {
-  const int64_t vectors = (n + vw - 1) / vw;
-  auto threads_for = [](int64_t work) {
-    return static_cast<int>(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 1024));
-  };
-  if (!held) return {threads_for((vectors + 7) / 8), 0};
-  const int64_t per_thread = std::max(1, norm_held_values(backward, dtype) / vw);
-  const int threads = threads_for((vectors + per_thread - 1) / per_thread);
-  return {threads, static_cast<int>(std::max<int64_t>(1, (vectors + threads - 1) / threads))};
-}
-
 }  // namespace
 
 // The program's kernels: [vectorized, by element] (+ the backward's finalize).
@@ -46,9 +29,10 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
            std::string(dtype_name(w)) + ", " + (held ? "held" : "streamed") + ", n " + std::to_string(n) + ">";
   p.source = "#include \"cuda/device/norm.cuh\"\n";
   for (int vw : {vector_width(t), 1}) {
-    const BlockShape b = block_shape(n, vw, held, backward, t);
+    const NormBlockShape b = norm_block_shape(n, vw, held, backward, t);
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + (vw > 1 ? "true" : "false") + ", " +
-                        std::to_string(b.held) + ", " + std::to_string(b.threads) + ">");
+                        std::to_string(b.held) + ", " + std::to_string(b.row_threads) + ", " +
+                        std::to_string(b.rows) + ">");
   }
   if (backward)
     p.kernels.push_back("baracuda::device::norm_finalize<" + jit::device_type(t) + ", " + jit::device_type(w) + ">");
@@ -70,7 +54,7 @@ device::Walk<NT> walk_of(const Walker<M>& w, const std::array<int, NT>& slots) {
 
 // Rows read as 16-byte vectors: every row tensor present (slots 0..3) has unit stride along one
 // collapsed normalized dim, rows starting on 16-byte boundaries, and n is whole vectors; the
-// tensors of the normalized shape (slots 4, 5) are contiguous.
+// tensors of the normalized shape (slots 4, 5) are contiguous and 16-byte aligned.
 bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const void*> row_tensors,
                   std::initializer_list<const void*> inner_tensors) {
   if (vw <= 1 || g.inner.rank != 1 || g.n % vw != 0) return false;
@@ -84,7 +68,7 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
     ++t;
   }
   for (const void* data : inner_tensors) {
-    if (data && g.inner.strides[t][0] != 1) return false;
+    if (data && (!aligned16(data) || g.inner.strides[t][0] != 1)) return false;
     ++t;
   }
   return true;
@@ -131,9 +115,9 @@ Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
   params.inner = walk_of<6>(g.inner, {0, 1, 2, 3, 4, 5});
   const int vw = vector_width(p.desc.dtype);
   const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
-  const BlockShape b = block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
-  return launch_kernel(module_of(ctx).kernels[vec ? 0 : 1], std::min<int64_t>(g.rows, int64_t{1} << 20), b.threads,
-                       &params, ctx.stream, "norm_forward");
+  const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
+  const int64_t blocks = std::min<int64_t>((g.rows + b.rows - 1) / b.rows, int64_t{1} << 20);
+  return launch_kernel(module_of(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), &params, ctx.stream, "norm_forward");
 }
 
 Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
@@ -161,10 +145,10 @@ Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
   if (!params.dx && !partials) return Status::ok();
   const int vw = vector_width(p.desc.dtype);
   const bool vec = vectorizable(g, vw, {params.dy, params.h, params.dh, params.dx}, {params.weight});
-  const BlockShape b = block_shape(g.n, vec ? vw : 1, held, true, p.desc.dtype);
+  const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, true, p.desc.dtype);
   const jit::Module& m = module_of(ctx);
   if (Status s =
-          launch_kernel(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads, &params, ctx.stream, "norm_backward");
+          launch_kernel(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads(), &params, ctx.stream, "norm_backward");
       !s)
     return s;
   if (!partials) return Status::ok();
@@ -175,7 +159,7 @@ Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
   fin.n = g.n;
   fin.chunks = p.chunks.chunks;
   fin.inner = walk_of<2>(g.inner, {5, 6});
-  return launch_kernel(m.kernels[2], std::clamp<int64_t>((g.n + 255) / 256, 1, 4096), 256, &fin, ctx.stream,
+  return launch_kernel(m.kernels[2], std::clamp<int64_t>((g.n + 31) / 32, 1, 4096), 1024, &fin, ctx.stream,
                        "norm_finalize");
 }
 

@@ -65,12 +65,20 @@ NormGeometry norm_geometry(const NormDescriptor& d, std::initializer_list<AnyTen
   return g;
 }
 
-NormChunks norm_chunks(int64_t rows, int64_t n, int sm_count, bool partials) {
-  // With partial sums: 8 blocks an SM at most, and at most 256 MiB of them (f64: 2 x chunks x n x 8
-  // bytes). Without: a block per row up to 2^20 blocks, then rows shared out.
-  int64_t chunks = partials ? std::max<int64_t>(1, 8 * static_cast<int64_t>(std::max(sm_count, 1))) : int64_t{1} << 20;
-  if (partials) chunks = std::min(chunks, std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(n, 1)));
-  chunks = std::clamp<int64_t>(std::min(chunks, rows), 1, chunks);
+NormChunks norm_chunks(int64_t rows, int64_t n, int sm_count, bool partials, DType dtype, bool held) {
+  const NormBlockShape shape = norm_block_shape(n, 16 / static_cast<int>(dtype_size(dtype)), held, true, dtype);
+  // A chunk is a block's rows. With partial sums (2 x chunks x n of them, written then read again):
+  // as many chunks as blocks an SM runs at once (1024 threads), fewer where that leaves a chunk
+  // under 16 rows a row group (so the partials stay a small part of the bytes), but a chunk an SM
+  // while rows last; at most 256 MiB of partials. Without: a block per row group up to 2^20 blocks.
+  const int64_t groups = std::max<int64_t>(1, (rows + shape.rows - 1) / shape.rows);
+  int64_t chunks = std::min<int64_t>(groups, int64_t{1} << 20);
+  if (partials) {
+    const int64_t sms = std::max(sm_count, 1);
+    const int64_t resident = sms * std::max(1, 1024 / shape.threads());
+    chunks = std::min(resident, std::max((groups + 15) / 16, std::min(sms, groups)));
+    chunks = std::clamp<int64_t>(std::min(chunks, (int64_t{1} << 24) / std::max<int64_t>(n, 1)), 1, groups);
+  }
   NormChunks c;
   c.rows_per_chunk = std::max<int64_t>(1, (rows + chunks - 1) / chunks);
   c.chunks = std::max<int64_t>(1, (rows + c.rows_per_chunk - 1) / c.rows_per_chunk);
@@ -206,7 +214,7 @@ struct NormHooks {
                         "held holds rows of up to " + std::to_string(limit) + " elements, not " + std::to_string(n));
     if constexpr (kBackward) {
       if (d.has_weight || (!kRms && d.has_bias)) {
-        const NormChunks chunks = norm_chunks(rows, n, t.sm_count, true);
+        const NormChunks chunks = norm_chunks(rows, n, t.sm_count, true, d.dtype, c.variant == static_cast<int>(NormVariant::held));
         c.workspace = static_cast<size_t>(2 * chunks.chunks * n) * dtype_size(acc_dtype(d.dtype));
       }
     }
@@ -248,7 +256,8 @@ struct NormHooks {
       NormBackwardProblem p{
           K, d, weight_dtype_of(d), a,
           norm_geometry(d, {a.dy, a.x, a.dh, a.dx}, {a.weight, a.dweight, a.dbias}, {a.mean, a.rstd})};
-      p.chunks = norm_chunks(p.geometry.rows, p.geometry.n, ctx.target.sm_count, ctx.choice.workspace > 0);
+      p.chunks = norm_chunks(p.geometry.rows, p.geometry.n, ctx.target.sm_count, ctx.choice.workspace > 0, d.dtype,
+                             ctx.choice.variant == static_cast<int>(NormVariant::held));
       return p;
     } else {
       return NormForwardProblem{K, d, weight_dtype_of(d), a,

@@ -1,6 +1,7 @@
 #pragma once
 // What the norm plans hand to a backend: the views, the rows (x's leading dims) and each row's
 // length n (the normalized dims), and the walks over both, built once here for both backends.
+#include <algorithm>
 #include <vector>
 
 #include "baracuda/ops/norm.hpp"
@@ -15,11 +16,34 @@ enum class NormKind : unsigned char { layer, rms };
 inline constexpr int kNormRowTensors = 6;    // 4 of x's shape, then the two statistics
 inline constexpr int kNormInnerTensors = 7;  // 4 of x's shape, then weight, bias / dweight, dbias
 
-// Values a thread of a held row keeps (cuda/device/norm.cuh): the forward keeps h, the backward dy,
-// xhat and two partial sums of each; f64 half as many (their registers are twice as wide). A block
-// has up to 1024 threads, which bounds the rows held.
-inline int norm_held_values(bool backward, DType dtype) { return (backward ? 8 : 32) / (dtype == DType::f64 ? 2 : 1); }
+// Values a thread of a held row keeps (cuda/device/norm.cuh): the forward keeps h, the backward dy
+// and xhat and the two partial sums of each; f64 half as many (their registers are twice as wide).
+// Sized for 1024 threads an SM at 64 registers each. A row has up to 1024 threads, which bounds the
+// rows held; longer rows are streamed (read again for each pass, mostly from L2).
+inline int norm_held_values(bool backward, DType dtype) { return (backward ? 8 : 16) / (dtype == DType::f64 ? 2 : 1); }
 inline int64_t norm_held_limit(bool backward, DType dtype) { return 1024 * norm_held_values(backward, dtype); }
+
+// How a CUDA norm kernel lays rows of n elements, read vw at a time, over its threads: row_threads
+// threads a row, `held` vectors each (0: streamed), `rows` rows a block. Rows of up to 32 threads
+// share a warp (8 warps a block); longer rows take a block each.
+struct NormBlockShape {
+  int row_threads = 32, rows = 1, held = 0;
+  int threads() const { return row_threads * rows; }
+};
+inline NormBlockShape norm_block_shape(int64_t n, int vw, bool held, bool backward, DType dtype) {
+  const int64_t vectors = std::max<int64_t>(1, (n + vw - 1) / vw);
+  auto warps_for = [](int64_t threads) { return static_cast<int>(std::clamp<int64_t>((threads + 31) / 32 * 32, 32, 1024)); };
+  if (!held) return {warps_for((vectors + 7) / 8), 1, 0};
+  const int64_t most = std::max(1, norm_held_values(backward, dtype) / vw);
+  if (vectors <= 32) {
+    int threads = 1;
+    while (threads < vectors) threads *= 2;
+    return {threads, 256 / threads, 1};
+  }
+  if (vectors <= 32 * most) return {32, 8, static_cast<int>((vectors + 31) / 32)};
+  const int threads = warps_for((vectors + most - 1) / most);
+  return {threads, 1, static_cast<int>((vectors + threads - 1) / threads)};
+}
 
 struct NormGeometry {
   int64_t rows = 0, n = 0;
@@ -32,12 +56,13 @@ struct NormGeometry {
 NormGeometry norm_geometry(const NormDescriptor& d, std::initializer_list<AnyTensorRef> full,
                            std::initializer_list<AnyTensorRef> inner_only, std::initializer_list<AnyTensorRef> stats);
 
-// The rows a CUDA backward block takes (dweight / dbias partials per chunk): fixed by the shape and
-// the device, so the sums' order is fixed for the plan.
+// The rows a CUDA backward block takes (dweight / dbias partials per chunk): fixed by the shape, the
+// dtype, the variant and the device (its shape read as 16-byte vectors), so the sums' order is fixed
+// for the plan.
 struct NormChunks {
   int64_t chunks = 1, rows_per_chunk = 1;
 };
-NormChunks norm_chunks(int64_t rows, int64_t n, int sm_count, bool partials);
+NormChunks norm_chunks(int64_t rows, int64_t n, int sm_count, bool partials, DType dtype, bool held);
 
 struct NormForwardProblem {
   NormKind kind = NormKind::layer;

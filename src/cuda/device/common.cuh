@@ -99,13 +99,9 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
   *reinterpret_cast<uint4*>(p) = v.raw;
 }
 
-// Element `linear` of the walk's sizes: tensor t's offset (elements). Not inlined: its 64-bit
-// divisions, copied into every unrolled access, made kernels ten times the size and compile time.
-// A walk in the kernel's parameters must come from a `const __grid_constant__` parameter: passing
-// a plain parameter by reference copies the whole struct to local memory at each call (the norms
-// moved four times their bytes that way: bench/NOTES.md).
+// Element `linear` of the walk's sizes: tensor t's offset (elements).
 template <int NT>
-__device__ __noinline__ int64 walk_offset(const Walk<NT>& w, int t, int64 linear) {
+__device__ __forceinline__ int64 walk_offset_inline(const Walk<NT>& w, int t, int64 linear) {
   int64 off = 0;
   for (int d = w.rank - 1; d > 0; --d) {
     const int64 q = linear / w.sizes[d];
@@ -113,6 +109,16 @@ __device__ __noinline__ int64 walk_offset(const Walk<NT>& w, int t, int64 linear
     linear = q;
   }
   return w.rank > 0 ? off + linear * w.strides[t][0] : 0;
+}
+// The same, not inlined, for per-element offsets: its 64-bit divisions, copied into every unrolled
+// access, made kernels ten times the size and compile time. (A call costs registers saved around it:
+// kernels that need an offset once per row use the inline form.)
+// A walk in the kernel's parameters must come from a `const __grid_constant__` parameter: passing
+// a plain parameter by reference copies the whole struct to local memory at each call (the norms
+// moved four times their bytes that way: bench/NOTES.md).
+template <int NT>
+__device__ __noinline__ int64 walk_offset(const Walk<NT>& w, int t, int64 linear) {
+  return walk_offset_inline(w, t, linear);
 }
 
 // The sum over the block of every thread's v, the same on every thread, in a fixed order: lanes by

@@ -39,6 +39,10 @@ std::vector<Sample<Desc>> samples(bool rms, bool backward) {
     add(d, Views::contiguous, "eps 0.1");
   }
   for (int64_t n : {8, 127, 768, 4096, 5120}) add(norm({5, n}));
+  // Both sides of the CUDA kernels' row shapes (ops/norm_problem.hpp's norm_block_shape): rows of up
+  // to 32 vectors a warp shares, up to 32 x the held vectors a warp each, then blocks; 37 rows leave
+  // a block's last row groups empty.
+  for (int64_t n : {64, 128, 136, 256, 264, 512, 520}) add(norm({37, n}));
   for (int64_t n : {4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385, 32768, 32769}) add(norm({2, n}));
   add(norm({1, 65536}));
   add(norm({1 << 20}), Views::contiguous, "one row of 2^20", {DType::f32, DType::bf16});
