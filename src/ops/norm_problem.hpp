@@ -16,11 +16,16 @@ enum class NormKind : unsigned char { layer, rms };
 inline constexpr int kNormRowTensors = 6;    // 4 of x's shape, then the two statistics
 inline constexpr int kNormInnerTensors = 7;  // 4 of x's shape, then weight, bias / dweight, dbias
 
-// Values a thread of a held row keeps (cuda/device/norm.cuh): the forward keeps h, the backward dy
-// and xhat and the two partial sums of each; f64 half as many (their registers are twice as wide).
-// Sized for 1024 threads an SM at 64 registers each. A row has up to 1024 threads, which bounds the
-// rows held; longer rows are streamed (read again for each pass, mostly from L2).
-inline int norm_held_values(bool backward, DType dtype) { return (backward ? 8 : 16) / (dtype == DType::f64 ? 2 : 1); }
+// Values a thread of a held row keeps (cuda/device/norm.cuh): the forward keeps h as stored (a 16-bit
+// value takes half a register, so twice as many), the backward dy and xhat and the two partial
+// sums of each; f64 half as many (their registers are twice as wide). Sized for 1024 threads an SM
+// at 64 registers each (measured against 8, and 1536 or 2048 threads an SM: bench/NOTES.md). A row
+// has up to 1024 threads, which bounds the rows held; longer rows are streamed (read again for each
+// pass, mostly from L2).
+inline int norm_held_values(bool backward, DType dtype) {
+  if (backward) return dtype == DType::f64 ? 4 : 8;
+  return dtype == DType::f64 ? 8 : dtype_size(dtype) == 2 ? 32 : 16;
+}
 inline int64_t norm_held_limit(bool backward, DType dtype) { return 1024 * norm_held_values(backward, dtype); }
 
 // How a CUDA norm kernel lays rows of n elements, read vw at a time, over its threads: row_threads
