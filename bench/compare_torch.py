@@ -762,6 +762,32 @@ ROTARY_CASES = {
 }
 
 
+def attention_case(backward=False):
+    """F.scaled_dot_product_attention, causal, on [B, S, H, D] buffers viewed as [B, H, S, D] (the
+    profiler's layout; PyTorch picks its flash or cuDNN kernel)."""
+    def build(shape, dtype):
+        def attend(q, k, v):
+            t = lambda x: x.transpose(1, 2)
+            return torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=True).transpose(1, 2)
+
+        def inputs(grad=False):
+            return tuple(rand(tuple(shape), dtype).requires_grad_(grad) for _ in range(3))
+        if not backward:
+            return (lambda: inputs()), lambda t: attend(*t)
+
+        def make():
+            q, k, v = inputs(True)
+            return attend(q, k, v), [q, k, v], rand(tuple(shape), dtype)
+        return make, lambda t: torch.autograd.grad(t[0], t[1], t[2], retain_graph=True)
+    return build
+
+
+ATTENTION_CASES = {
+    "F.scaled_dot_product_attention(q, k, v, is_causal=True)": attention_case(),
+    "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)": attention_case(True),
+}
+
+
 MATMUL_CASES = {
     "torch.matmul(a, b)": matmul_case(),
     "autograd of torch.matmul(a, b)": matmul_case(True),
@@ -812,6 +838,7 @@ TORCH_CASES = {
     **MATMUL_CASES,
     **RANDOM_CASES,
     **ROTARY_CASES,
+    **ATTENTION_CASES,
     **REDUCE_CASES,
     **SCAN_CASES,
     **SEGMENT_CASES,

@@ -1,17 +1,303 @@
-// The attention plans' CUDA entry points. select refuses CUDA streams for now (ops/attention.cpp), so
-// these are never reached; the GPU path to come is cuDNN's fused attention through the cuDNN
-// frontend's graph API, built in select, and a tiled online-softmax kernel of ours where cuDNN refuses.
+// The attention plans' CUDA side: cuDNN's fused attention (flash attention on Hopper), through the
+// cuDNN frontend's graph API. A graph is built for the plan's sizes and the views' strides, once,
+// and kept for the process (building one takes milliseconds); select builds the one for contiguous
+// views to learn the workspace and whether cuDNN takes the case. cuDNN is opened at first use
+// (dlopen), so the library loads where it is absent and attention says so as a Status.
 #include "ops/attention_problem.hpp"
 #include "ops/validate.hpp"
+#if BARACUDA_HAS_CUDA
+#include "cuda/common/check.cuh"
+#endif
+
+#if BARACUDA_HAS_CUDNN
+#include <cudnn_frontend.h>
+#include <dlfcn.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+// The frontend's handle on the cuDNN library it calls through (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING).
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}
+#endif
 
 namespace baracuda::detail::cuda {
 
+#if BARACUDA_HAS_CUDNN
+namespace {
+
+namespace fe = cudnn_frontend;
+using Strides4 = std::array<int64_t, 4>;
+
+// The tensors of the graphs, by uid.
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+
+Status cudnn_error(std::string_view plan, const std::string& what) {
+  return plan_error(StatusCode::unsupported, plan, "stream", "cuDNN: " + what);
+}
+
+// cuDNN 9, opened once for the process.
+Status open_cudnn(std::string_view plan) {
+  static std::once_flag once;
+  static std::string error;
+  std::call_once(once, [] {
+    for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
+      cudnn_frontend::cudnn_dlhandle = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+      if (cudnn_frontend::cudnn_dlhandle) return;
+    }
+    const char* e = dlerror();
+    error = std::string("libcudnn.so.9 could not be opened (") + (e ? e : "?") +
+            "): attention on CUDA needs cuDNN 9 on the library path";
+  });
+  return error.empty() ? Status::ok() : plan_error(StatusCode::unsupported, plan, "stream", error);
+}
+
+// One cuDNN handle per device, for the process; its mutex covers set_stream and the enqueue.
+struct Handle {
+  cudnnHandle_t handle = nullptr;
+  std::mutex mutex;
+};
+Expected<Handle*> handle_for(int device, std::string_view plan) {
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<Handle>> handles;
+  std::lock_guard lock(mutex);
+  if (auto it = handles.find(device); it != handles.end()) return it->second.get();
+  auto h = std::make_unique<Handle>();
+  if (fe::detail::create_handle(&h->handle) != CUDNN_STATUS_SUCCESS) return cudnn_error(plan, "cudnnCreate failed");
+  return handles.emplace(device, std::move(h)).first->second.get();
+}
+
+// What a graph depends on: the sizes, the options and the views' strides ([B, S, H, D] order; the
+// statistics' [B, H, S]).
+struct GraphKey {
+  bool backward = false;
+  int device = 0;
+  AttentionDescriptor d;
+  double scale = 1;
+  bool stats = false;
+  std::vector<int64_t> strides;
+  std::string text() const {
+    std::ostringstream s;
+    s << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch << ' ' << d.seq_q << ' '
+      << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v << ' '
+      << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats;
+    for (int64_t v : strides) s << ' ' << v;
+    return s.str();
+  }
+};
+
+struct Built {
+  std::shared_ptr<fe::graph::Graph> graph;
+  int64_t workspace = 0;
+};
+
+// [B, S, H, D] strides as cuDNN's [B, H, S, D].
+std::vector<int64_t> bhsd(const int64_t* s) { return {s[0], s[2], s[1], s[3]}; }
+
+Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_view plan) {
+  const AttentionDescriptor& d = key.d;
+  const fe::DataType_t io = d.dtype == DType::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
+  const int64_t* s = key.strides.data();
+  auto tensor = [&](const char* name, Uid uid, std::vector<int64_t> dims, std::vector<int64_t> strides) {
+    return g->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(strides));
+  };
+  const int64_t B = d.batch, Hq = d.heads_q, Hk = d.heads_kv, Sq = d.seq_q, Sk = d.seq_kv;
+  // Strides in key order: q, k, v, out (4 each), then the statistics (3), then dout, dq, dk, dv.
+  auto q = tensor("q", kQ, {B, Hq, Sq, d.head_dim}, bhsd(s));
+  auto k = tensor("k", kK, {B, Hk, Sk, d.head_dim}, bhsd(s + 4));
+  auto v = tensor("v", kV, {B, Hk, Sk, d.head_dim_v}, bhsd(s + 8));
+  const std::vector<int64_t> o_stride = bhsd(s + 12), stats_stride = {s[16], s[17], s[18], 1};
+  const bool bottom_right = d.alignment == CausalAlignment::bottom_right;
+  if (!key.backward) {
+    auto options = fe::graph::SDPA_attributes().set_name("attention").set_generate_stats(key.stats).set_attn_scale(
+        static_cast<float>(key.scale));
+    if (d.causal) bottom_right ? options.set_causal_mask_bottom_right(true) : options.set_causal_mask(true);
+    auto [o, stats] = g->sdpa(q, k, v, options);
+    o->set_output(true).set_uid(kO).set_dim({B, Hq, Sq, d.head_dim_v}).set_stride(o_stride);
+    if (key.stats)
+      stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim({B, Hq, Sq, 1}).set_stride(
+          stats_stride);
+  } else {
+    auto o = tensor("out", kO, {B, Hq, Sq, d.head_dim_v}, o_stride);
+    auto stats = tensor("lse", kStats, {B, Hq, Sq, 1}, stats_stride);
+    stats->set_data_type(fe::DataType_t::FLOAT);
+    auto dout = tensor("dout", kDO, {B, Hq, Sq, d.head_dim_v}, bhsd(s + 19));
+    auto options = fe::graph::SDPA_backward_attributes().set_name("attention_backward").set_attn_scale(
+        static_cast<float>(key.scale));
+    options.set_deterministic_algorithm(true);  // the plan's contract: the same bits every run
+    if (d.causal) bottom_right ? options.set_causal_mask_bottom_right(true) : options.set_causal_mask(true);
+    auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
+    dq->set_output(true).set_uid(kDQ).set_dim({B, Hq, Sq, d.head_dim}).set_stride(bhsd(s + 23));
+    dk->set_output(true).set_uid(kDK).set_dim({B, Hk, Sk, d.head_dim}).set_stride(bhsd(s + 27));
+    dv->set_output(true).set_uid(kDV).set_dim({B, Hk, Sk, d.head_dim_v}).set_stride(bhsd(s + 31));
+  }
+  auto check = [&](fe::error_t e, const char* step) -> Status {
+    if (e.is_good()) return Status::ok();
+    return cudnn_error(plan, std::string(step) + ": " + e.get_message());
+  };
+  if (Status st = check(g->validate(), "validate"); !st) return st;
+  if (Status st = check(g->build_operation_graph(handle), "build_operation_graph"); !st) return st;
+  if (Status st = check(g->create_execution_plans({fe::HeurMode_t::A}), "create_execution_plans"); !st) return st;
+  if (Status st = check(g->check_support(handle), "check_support (no engine takes this case)"); !st) return st;
+  if (Status st = check(g->build_plans(handle), "build_plans"); !st) return st;
+  Built b{g, 0};
+  if (Status st = check(g->get_workspace_size(b.workspace), "get_workspace_size"); !st) return st;
+  return b;
+}
+
+// The graph of a key, built at its first use and kept.
+Expected<Built> graph_for(const GraphKey& key, std::string_view plan) {
+  static std::mutex mutex;
+  static std::map<std::string, Built> graphs;
+  const std::string text = key.text();
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = graphs.find(text); it != graphs.end()) return it->second;
+  }
+  if (Status s = open_cudnn(plan); !s) return s;
+  Expected<Handle*> h = handle_for(key.device, plan);
+  if (!h) return h.status();
+  Expected<Built> b = [&]() -> Expected<Built> {
+    try {
+      std::lock_guard lock((*h)->mutex);
+      return build(key, (*h)->handle, plan);
+    } catch (const std::exception& e) {
+      return cudnn_error(plan, std::string("building the graph threw: ") + e.what());
+    }
+  }();
+  if (!b) return b;
+  std::lock_guard lock(mutex);
+  return graphs.emplace(text, *b).first->second;
+}
+
+template <class View>
+void append(std::vector<int64_t>& out, const View& t, int rank) {
+  for (int i = 0; i < rank; ++i) out.push_back(t.data ? t.strides[i] : 0);
+}
+
+// Contiguous strides of a shape (select's graph: the views' strides are not known yet).
+void append_contiguous(std::vector<int64_t>& out, const Shape& shape) {
+  int64_t stride = 1;
+  std::vector<int64_t> s(static_cast<size_t>(shape.rank));
+  for (int i = shape.rank - 1; i >= 0; --i) {
+    s[static_cast<size_t>(i)] = stride;
+    stride *= shape.dims[i];
+  }
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+Status execute(const Built& b, const LaunchContext& ctx, std::unordered_map<int64_t, void*> pack, std::string_view plan) {
+  if (b.workspace > ctx.choice.knob)
+    return plan_error(StatusCode::unsupported, plan, "args",
+                      "these views' strides need " + std::to_string(b.workspace) + " bytes of cuDNN workspace, more than the " +
+                          std::to_string(ctx.choice.knob) + " select planned for contiguous views");
+  Expected<Handle*> h = handle_for(ctx.target.device, plan);
+  if (!h) return h.status();
+  try {
+    std::lock_guard lock((*h)->mutex);
+    if (fe::detail::set_stream((*h)->handle, native(ctx.stream)) != CUDNN_STATUS_SUCCESS)
+      return cudnn_error(plan, "cudnnSetStream failed");
+    fe::error_t e = b.graph->execute((*h)->handle, pack, ctx.workspace.data);
+    if (!e.is_good()) return cudnn_error(plan, "execute: " + e.get_message());
+  } catch (const std::exception& e) {
+    return cudnn_error(plan, std::string("execute threw: ") + e.what());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale, bool backward,
+                                     std::string_view plan) {
+  GraphKey key{backward, target.device, d, scale, true, {}};
+  const Shape q{d.batch, d.seq_q, d.heads_q, d.head_dim}, k{d.batch, d.seq_kv, d.heads_kv, d.head_dim},
+      v{d.batch, d.seq_kv, d.heads_kv, d.head_dim_v}, o{d.batch, d.seq_q, d.heads_q, d.head_dim_v},
+      lse{d.batch, d.heads_q, d.seq_q};
+  for (const Shape* s : {&q, &k, &v, &o, &lse}) append_contiguous(key.strides, *s);
+  if (backward)
+    for (const Shape* s : {&o, &q, &k, &v}) append_contiguous(key.strides, *s);
+  Expected<Built> b = graph_for(key, plan);
+  if (!b) return b.status();
+  return static_cast<size_t>(b->workspace);
+}
+
+Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
+  const AttentionArgs& a = p.args;
+  GraphKey key{false, ctx.target.device, p.desc, p.scale, a.lse.data != nullptr, {}};
+  append(key.strides, a.q, 4);
+  append(key.strides, a.k, 4);
+  append(key.strides, a.v, 4);
+  append(key.strides, a.out, 4);
+  append(key.strides, a.lse, 3);
+  Expected<Built> b = graph_for(key, "AttentionPlan");
+  if (!b) return b.status();
+  std::unordered_map<int64_t, void*> pack{{kQ, const_cast<void*>(a.q.data)},
+                                          {kK, const_cast<void*>(a.k.data)},
+                                          {kV, const_cast<void*>(a.v.data)},
+                                          {kO, a.out.data}};
+  if (a.lse.data) pack.emplace(kStats, a.lse.data);
+  return execute(*b, ctx, std::move(pack), "AttentionPlan");
+}
+
+Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
+  const AttentionDescriptor& d = p.desc;
+  constexpr std::string_view kPlan = "AttentionBackwardPlan";
+  // cuDNN writes the three gradients together: one not given goes to the workspace, past cuDNN's own.
+  AttentionBackwardArgs a = p.args;
+  auto* scratch = static_cast<unsigned char*>(ctx.workspace.data) + attention_scratch_offset(ctx.choice.knob);
+  const Shape q_shape{d.batch, d.seq_q, d.heads_q, d.head_dim}, k_shape{d.batch, d.seq_kv, d.heads_kv, d.head_dim},
+      v_shape{d.batch, d.seq_kv, d.heads_kv, d.head_dim_v};
+  for (auto [view, shape] : {std::pair{&a.dq, &q_shape}, std::pair{&a.dk, &k_shape}, std::pair{&a.dv, &v_shape}}) {
+    if (!view->data) {
+      view->data = scratch;
+      view->shape = *shape;
+      view->strides = contiguous_strides(*shape);
+    }
+    scratch += attention_scratch_bytes(*shape, d.dtype);
+  }
+  GraphKey key{true, ctx.target.device, d, p.scale, true, {}};
+  append(key.strides, a.q, 4);
+  append(key.strides, a.k, 4);
+  append(key.strides, a.v, 4);
+  append(key.strides, a.out, 4);
+  append(key.strides, a.lse, 3);
+  append(key.strides, a.dout, 4);
+  append(key.strides, a.dq, 4);
+  append(key.strides, a.dk, 4);
+  append(key.strides, a.dv, 4);
+  Expected<Built> b = graph_for(key, kPlan);
+  if (!b) return b.status();
+  std::unordered_map<int64_t, void*> pack{
+      {kQ, const_cast<void*>(a.q.data)},     {kK, const_cast<void*>(a.k.data)},
+      {kV, const_cast<void*>(a.v.data)},     {kO, const_cast<void*>(a.out.data)},
+      {kDO, const_cast<void*>(a.dout.data)}, {kStats, const_cast<void*>(a.lse.data)},
+      {kDQ, a.dq.data},                      {kDK, a.dk.data},
+      {kDV, a.dv.data}};
+  return execute(*b, ctx, std::move(pack), kPlan);
+}
+
+#else  // built without the cuDNN frontend's headers
+
+Expected<size_t> attention_workspace(const PlanTarget&, const AttentionDescriptor&, double, bool,
+                                     std::string_view plan) {
+  return plan_error(StatusCode::unsupported, plan, "stream",
+                    "this build has no CUDA attention (configured without the cuDNN frontend's headers: "
+                    "pip install nvidia-cudnn-frontend, then configure again)");
+}
 Status launch(const LaunchContext&, const AttentionProblem&) {
-  return plan_error(StatusCode::unsupported, "AttentionPlan", "stream", "the CUDA backend has no attention kernel yet");
+  return plan_error(StatusCode::unsupported, "AttentionPlan", "stream", "this build has no CUDA attention");
 }
 Status launch(const LaunchContext&, const AttentionBackwardProblem&) {
-  return plan_error(StatusCode::unsupported, "AttentionBackwardPlan", "stream",
-                    "the CUDA backend has no attention kernel yet");
+  return plan_error(StatusCode::unsupported, "AttentionBackwardPlan", "stream", "this build has no CUDA attention");
 }
+
+#endif
 
 }  // namespace baracuda::detail::cuda

@@ -1,12 +1,13 @@
 // The attention plans (forward and backward): validation, kernel choice and the masks, shared by
 // both backends, as hooks of the one plan life cycle (ops/plan_impl.hpp). The CPU runs
-// FlashAttention's tiled online softmax (cpu/attention.cpp); on CUDA, select refuses for now: the
-// GPU path is cuDNN's fused attention through the cuDNN frontend, and a kernel of ours where cuDNN
-// refuses a case.
+// FlashAttention's tiled online softmax (cpu/attention.cpp); CUDA runs cuDNN's fused attention
+// through the cuDNN frontend (cuda/attention.cpp), for the cases cudnn_refusal lets through; a kernel
+// of ours for the rest (f32, bias, soft-cap, windows) is to come.
 #include "baracuda/ops/attention.hpp"
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/arg_views.hpp"
@@ -22,11 +23,35 @@ namespace {
 inline constexpr int64_t kMaxHeadDim = 512;
 
 // In AttentionVariant order.
-enum class AttentionVariant : int { tiled };
+enum class AttentionVariant : int { tiled, cudnn };
 constexpr VariantInfo kVariants[] = {
     {"tiled", true, true, false,
      "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
+    {"cudnn", true, false, true,
+     "CUDA: cuDNN's fused flash attention (cuDNN frontend graph, deterministic backward); f16 / bf16, head dims "
+     "multiples of 8 up to 128, no bias, soft-cap or window but causal"},
 };
+
+// Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field.
+std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d) {
+  if (d.dtype != DType::f16 && d.dtype != DType::bf16)
+    return {"descriptor.dtype", std::string(dtype_name(d.dtype)) + " attention: cuDNN's fused attention takes f16 and bf16"};
+  for (auto [field, dim] : {std::pair{"descriptor.head_dim", d.head_dim}, std::pair{"descriptor.head_dim_v", d.head_dim_v}})
+    if (dim % 8 != 0 || dim > 128)
+      return {field, std::to_string(dim) + ": the CUDA path takes head dims that are multiples of 8, up to 128"};
+  if (d.head_dim != d.head_dim_v)
+    return {"descriptor.head_dim_v", "the CUDA path takes equal head dims of q, k and v"};
+  if (d.softcap > 0) return {"descriptor.softcap", "the CUDA path has no soft-cap yet"};
+  if (d.has_bias) return {"descriptor.has_bias", "the CUDA path has no bias yet"};
+  if (d.window_left >= 0) return {"descriptor.window_left", "the CUDA path has no sliding window yet"};
+  if (!d.causal && d.window_right >= 0) return {"descriptor.window_right", "the CUDA path has no window but causal yet"};
+  if (d.causal && d.alignment == CausalAlignment::bottom_right && d.seq_q > d.seq_kv)
+    return {"descriptor.alignment", "bottom-right causal with seq_q > seq_kv leaves rows with no key; the CUDA path "
+                                    "does not take them yet"};
+  if (d.seq_q == 0 || d.seq_kv == 0 || d.heads_q == 0)
+    return {"descriptor", "the CUDA path takes no empty sequence or head count"};
+  return {};
+}
 
 DType bias_dtype_of(const AttentionDescriptor& d) { return d.bias_dtype.value_or(d.dtype); }
 
@@ -142,14 +167,26 @@ struct AttentionHooks {
     }
   }
 
-  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor&, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int>) {
-    if (t.backend != Backend::cpu)
-      return plan_error(StatusCode::unsupported, kPlan, "stream",
-                        "the CUDA backend has no attention kernel yet (cuDNN's fused attention is to come): "
-                        "select on a host stream");
     PlanChoice c;
-    c.variant = static_cast<int>(AttentionVariant::tiled);
+    if (t.backend == Backend::cpu) {
+      c.variant = static_cast<int>(AttentionVariant::tiled);
+      return c;
+    }
+    c.variant = static_cast<int>(AttentionVariant::cudnn);
+    if (nothing_to_do(d)) return c;
+    if (auto [field, why] = cudnn_refusal(d); !field.empty())
+      return plan_error(StatusCode::unsupported, kPlan, field, why);
+#if BARACUDA_HAS_CUDA
+    Expected<size_t> ws = cuda::attention_workspace(t, d, resolved_scale(d), kBackward, kPlan);
+    if (!ws) return ws.status();
+    c.knob = static_cast<int64_t>(*ws);
+    c.workspace = *ws;
+    if constexpr (kBackward)
+      c.workspace = attention_scratch_offset(c.knob) + attention_scratch_bytes(q_shape(d), d.dtype) +
+                    attention_scratch_bytes(k_shape(d), d.dtype) + attention_scratch_bytes(v_shape(d), d.dtype);
+#endif
     return c;
   }
 

@@ -31,6 +31,15 @@ inline AttentionMask attention_mask(const AttentionDescriptor& d) {
   return m;
 }
 
+// The CUDA backward's workspace: cuDNN's own (PlanChoice::knob bytes), then room for dq, dk and dv in
+// that order (cuDNN writes all three; one the caller does not give lands there), each 256-byte aligned.
+inline size_t attention_scratch_offset(int64_t cudnn_workspace) {
+  return static_cast<size_t>((cudnn_workspace + 255) / 256 * 256);
+}
+inline size_t attention_scratch_bytes(const Shape& shape, DType dtype) {
+  return static_cast<size_t>((shape.numel() * static_cast<int64_t>(dtype_size(dtype)) + 255) / 256 * 256);
+}
+
 struct AttentionProblem {
   AttentionDescriptor desc;
   double scale = 1.0;  // resolved: 1 / sqrt(head_dim) where the descriptor's is 0
@@ -52,7 +61,10 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
 }  // namespace cpu
 namespace cuda {
-// Not reached yet: select refuses CUDA streams (cuDNN's fused attention is to come).
+// cuDNN's fused attention (cuda/attention.cpp). select builds the graph for contiguous views: its
+// workspace, or why cuDNN refuses the case.
+Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale,
+                                     bool backward, std::string_view plan);
 Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
 }  // namespace cuda

@@ -48,6 +48,8 @@ struct RowSpec {
   // A backward plan's forward (forward_of<ForwardPlan>) and its gradients' forward arguments.
   std::unique_ptr<Problem> (*forward)(const Descriptor&) = nullptr;
   Gradient gradient{};
+  // The CUDA backend takes only some samples (Problem::cuda_partial).
+  bool cuda_partial = false;
 };
 
 namespace detail {
@@ -172,6 +174,7 @@ class TypedRow final : public OpRow {
       if (!s.dtypes.empty() && std::find(s.dtypes.begin(), s.dtypes.end(), dtype) == s.dtypes.end()) continue;
       s.desc.dtype = dtype;
       out.push_back(std::make_unique<TypedProblem<Plan>>(&spec_, std::move(s)));
+      out.back()->cuda_partial = spec_.cuda_partial;
     }
     return out;
   }

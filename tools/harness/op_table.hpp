@@ -138,6 +138,9 @@ class Problem {
   virtual std::vector<SelectError> select_errors() const = 0;
 
   Views views = Views::contiguous;
+  // The CUDA backend takes only some of the row's samples (a family whose GPU path covers part of
+  // its descriptors): there select may refuse this one, unsupported, naming a descriptor field.
+  bool cuda_partial = false;
   std::string_view only;
   std::optional<IndexRange> index_values;
   bool skewed_indices = false;

@@ -150,20 +150,40 @@ std::vector<Sample<Desc>> samples_of() {
   return samples(kBackward);
 }
 
+// Bench shapes [B, S, H, D]: causal self-attention with as many kv heads as query heads, as the
+// training step of a Llama-like model runs it (the profiler's inputs are [B, S, H, D] contiguous).
+std::vector<Shape> bench_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{4, 4096, 32, 128}, {16, 1024, 16, 64}, {1, 16384, 16, 128}};
+  return {{1, 1024, 8, 64}};
+}
+Desc bench_desc(DType dtype, const Shape& s) {
+  Desc d = causal(attention(s.dims[0], s.dims[1], s.dims[1], s.dims[2], s.dims[2], s.dims[3], s.dims[3]),
+                  CausalAlignment::top_left);
+  d.dtype = dtype;
+  return d;
+}
+// Each output element sums S keys of D products (the profiler checks that many times fewer).
+int64_t bench_terms(const Shape& s) { return s.dims[1] * s.dims[3]; }
+
 }  // namespace
 
 std::vector<std::unique_ptr<OpRow>> attention_rows() {
   std::vector<std::unique_ptr<OpRow>> rows;
   const Gradient gradient{"dout", "out", {{"dq", "q"}, {"dk", "k"}, {"dv", "v"}}};
-  rows.push_back(make_row<AttentionPlan>({samples_of<false>, forward_reference, harness::tolerance, {}, errors()}));
-  rows.push_back(make_row<AttentionBackwardPlan>({samples_of<true>,
-                                                  backward_reference,
-                                                  harness::tolerance,
-                                                  backward_ranges(),
-                                                  errors(),
-                                                  {},
-                                                  forward_of<AttentionPlan>,
-                                                  gradient}));
+  // CUDA (cuDNN's fused attention) takes f16 / bf16 with equal head dims up to 128, causal or no mask,
+  // no bias or soft-cap (ops/attention.cpp's cudnn_refusal): it refuses the other samples.
+  RowSpec<AttentionPlan> forward{samples_of<false>, forward_reference, harness::tolerance, {}, errors()};
+  forward.cuda_partial = true;
+  forward.bench = {{"attention", "F.scaled_dot_product_attention(q, k, v, is_causal=True)", {DType::bf16, DType::f16},
+                    bench_shapes, bench_desc, true, false, {}, {}, {}, {}, bench_terms}};
+  rows.push_back(make_row<AttentionPlan>(std::move(forward)));
+  RowSpec<AttentionBackwardPlan> backward{
+      samples_of<true>, backward_reference, harness::tolerance, backward_ranges(), errors(), {}, forward_of<AttentionPlan>,
+      gradient};
+  backward.cuda_partial = true;
+  backward.bench = {{"attention_backward", "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                     {DType::bf16, DType::f16}, bench_shapes, bench_desc, true, false, {}, {}, {}, {}, bench_terms}};
+  rows.push_back(make_row<AttentionBackwardPlan>(std::move(backward)));
   return rows;
 }
 
