@@ -99,7 +99,8 @@ struct Built {
 // [B, S, H, D] strides as cuDNN's [B, H, S, D].
 std::vector<int64_t> bhsd(const int64_t* s) { return {s[0], s[2], s[1], s[3]}; }
 
-Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_view plan) {
+// A graph cuDNN does not take is the descriptor's fault at select, the views' at a run (`field`).
+Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_view plan, std::string_view field) {
   const AttentionDescriptor& d = key.d;
   const fe::DataType_t io = d.dtype == DType::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
   auto g = std::make_shared<fe::graph::Graph>();
@@ -140,7 +141,7 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
   }
   auto check = [&](fe::error_t e, const char* step) -> Status {
     if (e.is_good()) return Status::ok();
-    return cudnn_error(plan, std::string(step) + ": " + e.get_message());
+    return plan_error(StatusCode::unsupported, plan, field, "cuDNN: " + std::string(step) + ": " + e.get_message());
   };
   if (Status st = check(g->validate(), "validate"); !st) return st;
   if (Status st = check(g->build_operation_graph(handle), "build_operation_graph"); !st) return st;
@@ -153,7 +154,7 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
 }
 
 // The graph of a key, built at its first use and kept.
-Expected<Built> graph_for(const GraphKey& key, std::string_view plan) {
+Expected<Built> graph_for(const GraphKey& key, std::string_view plan, std::string_view field) {
   static std::mutex mutex;
   static std::map<std::string, Built> graphs;
   const std::string text = key.text();
@@ -167,7 +168,7 @@ Expected<Built> graph_for(const GraphKey& key, std::string_view plan) {
   Expected<Built> b = [&]() -> Expected<Built> {
     try {
       std::lock_guard lock((*h)->mutex);
-      return build(key, (*h)->handle, plan);
+      return build(key, (*h)->handle, plan, field);
     } catch (const std::exception& e) {
       return cudnn_error(plan, std::string("building the graph threw: ") + e.what());
     }
@@ -223,7 +224,7 @@ Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDe
   for (const Shape* s : {&q, &k, &v, &o, &lse}) append_contiguous(key.strides, *s);
   if (backward)
     for (const Shape* s : {&o, &q, &k, &v}) append_contiguous(key.strides, *s);
-  Expected<Built> b = graph_for(key, plan);
+  Expected<Built> b = graph_for(key, plan, "descriptor");
   if (!b) return b.status();
   return static_cast<size_t>(b->workspace);
 }
@@ -236,7 +237,7 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
   append(key.strides, a.v, 4);
   append(key.strides, a.out, 4);
   append(key.strides, a.lse, 3);
-  Expected<Built> b = graph_for(key, "AttentionPlan");
+  Expected<Built> b = graph_for(key, "AttentionPlan", "args");
   if (!b) return b.status();
   std::unordered_map<int64_t, void*> pack{{kQ, const_cast<void*>(a.q.data)},
                                           {kK, const_cast<void*>(a.k.data)},
@@ -272,7 +273,7 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
   append(key.strides, a.dq, 4);
   append(key.strides, a.dk, 4);
   append(key.strides, a.dv, 4);
-  Expected<Built> b = graph_for(key, kPlan);
+  Expected<Built> b = graph_for(key, kPlan, "args");
   if (!b) return b.status();
   std::unordered_map<int64_t, void*> pack{
       {kQ, const_cast<void*>(a.q.data)},     {kK, const_cast<void*>(a.k.data)},

@@ -33,7 +33,7 @@ constexpr VariantInfo kVariants[] = {
 };
 
 // Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field.
-std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d) {
+std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d, bool backward) {
   if (d.dtype != DType::f16 && d.dtype != DType::bf16)
     return {"descriptor.dtype", std::string(dtype_name(d.dtype)) + " attention: cuDNN's fused attention takes f16 and bf16"};
   for (auto [field, dim] : {std::pair{"descriptor.head_dim", d.head_dim}, std::pair{"descriptor.head_dim_v", d.head_dim_v}})
@@ -50,6 +50,8 @@ std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d) 
                                     "does not take them yet"};
   if (d.seq_q == 0 || d.seq_kv == 0 || d.heads_q == 0)
     return {"descriptor", "the CUDA path takes no empty sequence or head count"};
+  if (backward && d.seq_q == 1 && d.seq_kv == 1)
+    return {"descriptor.seq_q", "cuDNN's fused attention backward takes no single query with a single key"};
   return {};
 }
 
@@ -176,7 +178,7 @@ struct AttentionHooks {
     }
     c.variant = static_cast<int>(AttentionVariant::cudnn);
     if (nothing_to_do(d)) return c;
-    if (auto [field, why] = cudnn_refusal(d); !field.empty())
+    if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
       return plan_error(StatusCode::unsupported, kPlan, field, why);
 #if BARACUDA_HAS_CUDA
     Expected<size_t> ws = cuda::attention_workspace(t, d, resolved_scale(d), kBackward, kPlan);
