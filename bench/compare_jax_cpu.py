@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans, softmax family, random draws (rand, randn, dropout), norms (layer_norm, rms_norm and backward), matmul (and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
+"""The CPU backend's reductions, scans, softmax family, random draws (rand, randn, dropout), norms (layer_norm, rms_norm and backward), cross-entropy (and backward), matmul (and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
 run on this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
@@ -264,6 +264,31 @@ def norm_case(op, shape, dtype):
     return jax.jit(lambda pullback, dout: pullback(dout)), make_pullback
 
 
+# Cross-entropy over class indices, the mean (optax.softmax_cross_entropy_with_integer_labels, then
+# its mean), f32 arithmetic for 16-bit logits as ours; the backward as the pullback of the logits.
+def _cross_entropy(x, t):
+    x32 = x.astype(jnp.float32)
+    picked = jnp.take_along_axis(x32, t[:, None], axis=-1)[:, 0]
+    return jnp.mean(jax.nn.logsumexp(x32, axis=-1) - picked)
+
+
+def cross_entropy_case(op, shape, dtype):
+    n, c = shape
+
+    def args(seed):
+        key = jax.random.PRNGKey(seed)
+        x = jax.random.uniform(key, shape, jnp.float32, -4.0, 4.0).astype(dtype)
+        t = jax.random.randint(jax.random.fold_in(key, 1), (n,), 0, c, jnp.int32)
+        return x, t
+    if op == "cross_entropy":
+        return jax.jit(_cross_entropy), args
+
+    def make_pullback(seed):
+        x, t = args(seed)
+        return jax.vjp(lambda v: _cross_entropy(v, t), x)[1], jnp.ones((), jnp.float32)
+    return jax.jit(lambda pullback, dout: pullback(dout)[0]), make_pullback
+
+
 # torch.matmul's case shape is M x N x K: a [M, K] @ b [K, N] (16-bit products accumulated in f32,
 # as ours); the backward as the pullback of (a, b), its residuals computed beforehand.
 def matmul_case(op, shape, dtype):
@@ -310,6 +335,8 @@ def jax_case(op, shape, dtype):
         return random_case(op, shape, dtype)
     if op.removesuffix("_backward") in NORM:
         return norm_case(op, shape, dtype)
+    if op in ("cross_entropy", "cross_entropy_backward"):
+        return cross_entropy_case(op, shape, dtype)
     if op in BINARY:
         return binary_case(op, shape, dtype)
     if op in TERNARY:

@@ -614,7 +614,7 @@ def liger_cross_entropy(shape, dtype):
         return rand(shape, dtype, -4.0, 4.0), torch.randint(0, c, (n,), device="cuda")
 
     def run(s):
-        out = fn(s[0], s[1])
+        out = fn(s[0], s[1], None)  # (no class weights)
         return out[0] if isinstance(out, tuple) else out
     return make, run
 
