@@ -7,6 +7,7 @@
 #include "ops/validate.hpp"
 #if BARACUDA_HAS_CUDA
 #include "cuda/common/check.cuh"
+#include "cuda/runtime.hpp"
 #endif
 
 #if BARACUDA_HAS_CUDNN
@@ -14,6 +15,7 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <iomanip>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,6 +56,18 @@ Status open_cudnn(std::string_view plan) {
     error = std::string("libcudnn.so.9 could not be opened (") + (e ? e : "?") +
             "): attention on CUDA needs cuDNN 9 on the library path";
   });
+  if (error.empty()) {
+    static const size_t version = [] {
+      try {
+        return fe::detail::get_backend_version();
+      } catch (const std::exception&) {
+        return size_t{0};
+      }
+    }();
+    if (version < 90000)
+      return plan_error(StatusCode::unsupported, plan, "stream",
+                        "the cuDNN found is version " + std::to_string(version) + ": attention on CUDA needs cuDNN 9");
+  }
   return error.empty() ? Status::ok() : plan_error(StatusCode::unsupported, plan, "stream", error);
 }
 
@@ -63,12 +77,17 @@ struct Handle {
   std::mutex mutex;
 };
 Expected<Handle*> handle_for(int device, std::string_view plan) {
-  static std::mutex mutex;
-  static std::map<int, std::unique_ptr<Handle>> handles;
+  static std::mutex& mutex = *new std::mutex;
+  static std::map<int, std::unique_ptr<Handle>>& handles = *new std::map<int, std::unique_ptr<Handle>>;
   std::lock_guard lock(mutex);
   if (auto it = handles.find(device); it != handles.end()) return it->second.get();
   auto h = std::make_unique<Handle>();
-  if (fe::detail::create_handle(&h->handle) != CUDNN_STATUS_SUCCESS) return cudnn_error(plan, "cudnnCreate failed");
+  const DeviceScope scope(device);  // a handle belongs to the device current at its creation
+  try {
+    if (fe::detail::create_handle(&h->handle) != CUDNN_STATUS_SUCCESS) return cudnn_error(plan, "cudnnCreate failed");
+  } catch (const std::exception& e) {
+    return cudnn_error(plan, std::string("cudnnCreate threw: ") + e.what());
+  }
   return handles.emplace(device, std::move(h)).first->second.get();
 }
 
@@ -83,9 +102,9 @@ struct GraphKey {
   std::vector<int64_t> strides;
   std::string text() const {
     std::ostringstream s;
-    s << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch << ' ' << d.seq_q << ' '
-      << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v << ' '
-      << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats;
+    s << std::setprecision(17) << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch
+      << ' ' << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' '
+      << d.head_dim_v << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats;
     for (int64_t v : strides) s << ' ' << v;
     return s.str();
   }
@@ -99,7 +118,8 @@ struct Built {
 // [B, S, H, D] strides as cuDNN's [B, H, S, D].
 std::vector<int64_t> bhsd(const int64_t* s) { return {s[0], s[2], s[1], s[3]}; }
 
-// A graph cuDNN does not take is the descriptor's fault at select, the views' at a run (`field`).
+// A graph cuDNN does not take: at select "cudnn" (a case ops/attention.cpp's cudnn_refusal let
+// through), at a run the views' ("args"): `field`.
 Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_view plan, std::string_view field) {
   const AttentionDescriptor& d = key.d;
   const fe::DataType_t io = d.dtype == DType::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
@@ -155,8 +175,9 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
 
 // The graph of a key, built at its first use and kept.
 Expected<Built> graph_for(const GraphKey& key, std::string_view plan, std::string_view field) {
-  static std::mutex mutex;
-  static std::map<std::string, Built> graphs;
+  // Never destroyed: cuDNN's own state may be gone by the time static destructors run at exit.
+  static std::mutex& mutex = *new std::mutex;
+  static std::map<std::string, Built>& graphs = *new std::map<std::string, Built>;
   const std::string text = key.text();
   {
     std::lock_guard lock(mutex);
@@ -168,6 +189,7 @@ Expected<Built> graph_for(const GraphKey& key, std::string_view plan, std::strin
   Expected<Built> b = [&]() -> Expected<Built> {
     try {
       std::lock_guard lock((*h)->mutex);
+      const DeviceScope scope(key.device);
       return build(key, (*h)->handle, plan, field);
     } catch (const std::exception& e) {
       return cudnn_error(plan, std::string("building the graph threw: ") + e.what());
@@ -224,7 +246,7 @@ Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDe
   for (const Shape* s : {&q, &k, &v, &o, &lse}) append_contiguous(key.strides, *s);
   if (backward)
     for (const Shape* s : {&o, &q, &k, &v}) append_contiguous(key.strides, *s);
-  Expected<Built> b = graph_for(key, plan, "descriptor");
+  Expected<Built> b = graph_for(key, plan, "cudnn");
   if (!b) return b.status();
   return static_cast<size_t>(b->workspace);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Losses. Cross-entropy of logits against class indices (F.cross_entropy with integer targets):
+// Losses (cross-entropy, then the pointwise losses below). Cross-entropy of logits against class indices (F.cross_entropy with integer targets):
 //   CrossEntropyPlan          loss from logits [C], [N, C] or [N, C, d1, ...] (classes along dim 1,
 //                             dim 0 at rank 1) and targets of the logits' shape without the class dim
 //   CrossEntropyBackwardPlan  dlogits from dloss, the logits, the targets and the saved logsumexp
@@ -87,5 +87,55 @@ struct CrossEntropyBackwardOp : OpTag<CrossEntropyDescriptor, CrossEntropyBackwa
 
 using CrossEntropyPlan = Plan<CrossEntropyOp>;
 using CrossEntropyBackwardPlan = Plan<CrossEntropyBackwardOp>;
+
+// Pointwise losses of an input x against a target y of the same shape (any strides), per element,
+// as PyTorch's functions (F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss,
+// F.binary_cross_entropy, F.binary_cross_entropy_with_logits, F.kl_div), with d = x - y:
+//   mse              d^2
+//   l1               |d|
+//   smooth_l1        |d| < beta ? d^2 / (2 beta) : |d| - beta / 2      (beta 0: l1)
+//   huber            |d| < beta ? d^2 / 2 : beta (|d| - beta / 2)       (beta: PyTorch's delta, > 0)
+//   bce              -(y log x + (1 - y) log(1 - x)), each log at least -100 (x a probability)
+//   bce_with_logits  (1 - y) x + log(1 + exp(-x)), computed as max(x, 0) - x y + log1p(exp(-|x|))
+//   kl_div           y (log y - x), 0 where y = 0 (x a log-probability); with log_target, e^y (y - x)
+// Reductions: none (loss of the input's shape), sum, mean (over every element; an empty input's mean
+// is NaN, as PyTorch). The backward writes dinput = g dloss/dx with g = dloss (none: per element; sum:
+// the scalar) or dloss / numel (mean):
+//   mse 2d; l1 sign(d) (0 at 0); smooth_l1 |d| < beta ? d / beta : sign(d); huber |d| < beta ? d :
+//   beta sign(d); bce (x - y) / max(x (1 - x), 1e-12); bce_with_logits sigmoid(x) - y; kl_div -y
+//   (log_target: -e^y).
+// dtypes: x, y, loss, dloss and dinput share `dtype` (f32, f64, f16, bf16); 16-bit and f32 compute
+// and accumulate in f32, f64 in f64. sum and mean add fixed chunks of elements in order, then the
+// chunks in order: deterministic, no atomics. dinput may be the input or dloss (none) exactly.
+enum class PointwiseLossKind : unsigned char { mse, l1, smooth_l1, huber, bce, bce_with_logits, kl_div };
+std::string_view pointwise_loss_name(PointwiseLossKind kind);
+
+struct PointwiseLossDescriptor {
+  DType dtype = DType::f32;
+  PointwiseLossKind kind = PointwiseLossKind::mse;
+  Shape shape;  // of the input and the target (rank 0..8)
+  LossReduction reduction = LossReduction::mean;
+  double beta = 1.0;        // smooth_l1's beta (>= 0), huber's delta (> 0); finite
+  bool log_target = false;  // kl_div: the target is a log-probability
+};
+
+struct PointwiseLossArgs {
+  AnyTensorRef input;
+  AnyTensorRef target;
+  AnyTensorMut loss;  // the shape (none) or [] (sum, mean)
+};
+
+struct PointwiseLossBackwardArgs {
+  AnyTensorRef dloss;  // the loss's shape
+  AnyTensorRef input;
+  AnyTensorRef target;
+  AnyTensorMut dinput;
+};
+
+struct PointwiseLossOp : OpTag<PointwiseLossDescriptor, PointwiseLossArgs> {};
+struct PointwiseLossBackwardOp : OpTag<PointwiseLossDescriptor, PointwiseLossBackwardArgs> {};
+
+using PointwiseLossPlan = Plan<PointwiseLossOp>;
+using PointwiseLossBackwardPlan = Plan<PointwiseLossBackwardOp>;
 
 }  // namespace baracuda
