@@ -219,6 +219,34 @@ TEST_P(CrossEntropyTest, EveryTargetIgnoredGivesANanMeanAZeroSumAndNoGradient) {
   }
 }
 
+// The pointwise losses' mean of an empty input is 0 / 0 = NaN, as PyTorch's (the op table compares no
+// NaN); their sum is 0.
+TEST_P(CrossEntropyTest, PointwiseLossOfNothingIsANanMeanAndAZeroSum) {
+  for (PointwiseLossKind kind : {PointwiseLossKind::mse, PointwiseLossKind::bce_with_logits}) {
+    for (LossReduction r : {LossReduction::sum, LossReduction::mean}) {
+      PointwiseLossDescriptor d;
+      d.dtype = dtype();
+      d.kind = kind;
+      d.shape = {0, 4};
+      d.reduction = r;
+      Tensor x = tensor(dtype(), d.shape, {}), y = tensor(dtype(), d.shape, {}), loss = output(dtype(), {});
+      PointwiseLossPlan plan = unwrap(PointwiseLossPlan::select(stream(), d));
+      harness::Buffer workspace =
+          unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+      PointwiseLossArgs a;
+      a.input = x.ref();
+      a.target = y.ref();
+      a.loss = loss.mut();
+      ASSERT_OK(plan.run(stream(), {workspace.data(), workspace.size()}, a));
+      ASSERT_TRUE(loss.download().is_ok());
+      if (r == LossReduction::mean)
+        EXPECT_TRUE(std::isnan(loss.at(0))) << loss.at(0);
+      else
+        EXPECT_EQ(loss.at(0), 0.0);
+    }
+  }
+}
+
 TEST_P(CrossEntropyTest, BadTargetsAreCountedAndContributeNothing) {
   const int64_t n = 8, c = 20;
   const std::vector<double> x = uniform(n * c, -1, 1);

@@ -294,6 +294,7 @@ const std::map<std::string_view, std::vector<std::string_view>>& documented_alia
       {"LayerNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
       {"RmsNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
       {"CrossEntropyBackwardPlan", {"dlogits over logits"}},
+      {"PointwiseLossBackwardPlan", {"dinput over dloss", "dinput over input"}},
       {"MatmulPlan", {"out over c"}},
       {"DropoutPlan", {"y over x"}},
       {"DropoutBackwardPlan", {"dx over dy"}},

@@ -24,6 +24,13 @@ __all__ = [
     "amax",
     "amin",
     "dropout",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
     "clear_plan_cache",
 ]
 
@@ -207,6 +214,48 @@ def rms_norm(x, weight=None, eps=1e-6, *, normalized_dims=None):
 def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None):
     """F.layer_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
     return _norm(_bc.LayerNormPlan, x, weight, bias, eps, normalized_dims)
+
+
+def _pointwise_loss(kind, input, target, reduction, beta=1.0, log_target=False):
+    fields = dict(dtype=_dtype(input), kind=getattr(_bc.PointwiseLossKind, kind), shape=_shape(input),
+                  reduction=getattr(_bc.LossReduction, reduction), beta=float(beta), log_target=bool(log_target))
+    return _run(_bc.PointwiseLossPlan, _bc.PointwiseLossDescriptor, fields, input,
+                dict(input=input, target=target))["loss"]
+
+
+def mse_loss(input, target, reduction="mean"):
+    """F.mse_loss: (input - target)^2, reduced."""
+    return _pointwise_loss("mse", input, target, reduction)
+
+
+def l1_loss(input, target, reduction="mean"):
+    """F.l1_loss: |input - target|, reduced."""
+    return _pointwise_loss("l1", input, target, reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """F.smooth_l1_loss."""
+    return _pointwise_loss("smooth_l1", input, target, reduction, beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """F.huber_loss."""
+    return _pointwise_loss("huber", input, target, reduction, delta)
+
+
+def binary_cross_entropy(input, target, reduction="mean"):
+    """F.binary_cross_entropy of probabilities (each log clamped at -100)."""
+    return _pointwise_loss("bce", input, target, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, reduction="mean"):
+    """F.binary_cross_entropy_with_logits."""
+    return _pointwise_loss("bce_with_logits", input, target, reduction)
+
+
+def kl_div(input, target, reduction="mean", log_target=False):
+    """F.kl_div of log-probabilities `input` against `target` (probabilities, or log ones)."""
+    return _pointwise_loss("kl_div", input, target, reduction, log_target=log_target)
 
 
 def _softmax(kind, x, dim):

@@ -13,6 +13,7 @@ void bind_descriptors(nb::module_& m) {
   bind_named_enum<RandomKind>(m, "RandomKind", random_kind_name);
   bind_named_enum<Activation>(m, "Activation", activation_name);
   bind_named_enum<LossReduction>(m, "LossReduction", loss_reduction_name);
+  bind_named_enum<PointwiseLossKind>(m, "PointwiseLossKind", pointwise_loss_name);
   bind_named_enum<RotaryLayout>(m, "RotaryLayout", rotary_layout_name);
   // ... and those it does not.
   nb::enum_<CausalAlignment>(m, "CausalAlignment")
@@ -199,6 +200,13 @@ void bind_descriptors(nb::module_& m) {
       .field("label_smoothing", &CrossEntropyDescriptor::label_smoothing)
       .field("z_loss", &CrossEntropyDescriptor::z_loss)
       .field("has_weight", &CrossEntropyDescriptor::has_weight);
+  DescriptorClass<PointwiseLossDescriptor>(m, "PointwiseLossDescriptor")
+      .field("dtype", &PointwiseLossDescriptor::dtype)
+      .field("kind", &PointwiseLossDescriptor::kind)
+      .field("shape", &PointwiseLossDescriptor::shape)
+      .field("reduction", &PointwiseLossDescriptor::reduction)
+      .field("beta", &PointwiseLossDescriptor::beta)
+      .field("log_target", &PointwiseLossDescriptor::log_target);
 
   DescriptorClass<RandomDescriptor>(m, "RandomDescriptor")
       .field("kind", &RandomDescriptor::kind)

@@ -124,3 +124,12 @@ def test_jax_inputs_give_jax_outputs(rng):
     y = bc.softmax(x)
     assert isinstance(y, jax.Array)
     np.testing.assert_allclose(np.asarray(y), np.asarray(jax.nn.softmax(x, -1)), rtol=1e-5, atol=1e-6)
+
+
+def test_pointwise_losses(rng):
+    x, y = randn(rng, 3, 5), randn(rng, 3, 5)
+    np.testing.assert_allclose(bc.mse_loss(x, y), ((x - y) ** 2).mean(), **TOL)
+    np.testing.assert_allclose(bc.l1_loss(x, y, reduction="sum"), np.abs(x - y).sum(), **TOL)
+    p = 1 / (1 + np.exp(-y))  # probabilities as targets
+    ref = np.maximum(x, 0) - x * p + np.log1p(np.exp(-np.abs(x)))
+    np.testing.assert_allclose(bc.binary_cross_entropy_with_logits(x, p, reduction="none"), ref, **TOL)

@@ -197,6 +197,20 @@ def test_attention_causal_gqa(rng):
 # ---------------------------------------------------------------------------------------------
 # loss.hpp
 
+def test_pointwise_losses_and_backward(rng):
+    x, y = randn(rng, 4, 6), randn(rng, 4, 6)
+    desc = bc.PointwiseLossDescriptor(shape=(4, 6), kind=bc.PointwiseLossKind.huber, beta=0.5,
+                                      reduction=bc.LossReduction.mean)
+    loss = poisoned()
+    run(bc.PointwiseLossPlan, desc, input=x, target=y, loss=loss)
+    d = (x - y).astype(np.float64)
+    a = np.abs(d)
+    np.testing.assert_allclose(loss, np.where(a < 0.5, 0.5 * d * d, 0.5 * (a - 0.25)).mean(), **TOL)
+    dloss, dx = np.array(3.0, np.float32), poisoned(4, 6)
+    run(bc.PointwiseLossBackwardPlan, desc, dloss=dloss, input=x, target=y, dinput=dx)
+    np.testing.assert_allclose(dx, 3.0 / 24 * np.where(a < 0.5, d, 0.5 * np.sign(d)), **TOL)
+
+
 def test_cross_entropy_and_backward(rng):
     x = randn(rng, 5, 7)
     t = np.array([0, 6, -100, 3, 2], np.int64)  # one row ignored

@@ -207,6 +207,7 @@ std::vector<std::unique_ptr<OpRow>> gated_rows();
 std::vector<std::unique_ptr<OpRow>> ternary_rows();
 std::vector<std::unique_ptr<OpRow>> norm_rows();
 std::vector<std::unique_ptr<OpRow>> loss_rows();
+std::vector<std::unique_ptr<OpRow>> pointwise_loss_rows();  // (loss_rows includes them)
 std::vector<std::unique_ptr<OpRow>> matmul_rows();
 std::vector<std::unique_ptr<OpRow>> attention_rows();
 std::vector<std::unique_ptr<OpRow>> random_rows();

@@ -133,4 +133,19 @@ struct RotaryParams {
   double sign;  // 1: the forward's rotation; -1: the backward's (the transposed one)
 };
 
+// The pointwise loss plans (cuda/device/pointwise_loss.cuh, cpu/pointwise_loss.cpp): element i of
+// the walk (input, target, out, dloss; out is the loss (none) or dinput; a scalar's strides are 0).
+// sum and mean: chunk c = elements [c chunk, (c + 1) chunk) summed in order into partial[c].
+struct PointwiseLossParams {
+  const void* input;
+  const void* target;
+  const void* dloss;  // the backward's
+  void* out;
+  void* partial;  // compute type [chunks] (sum, mean)
+  long long n, chunk, chunks;
+  int kind, reduction, log_target, contiguous;
+  double beta;
+  Walk<4> walk;
+};
+
 }  // namespace baracuda::device

@@ -4,6 +4,7 @@
 #include "ops/loss_problem.hpp"
 #include "ops/matmul_problem.hpp"
 #include "ops/norm_problem.hpp"
+#include "ops/pointwise_loss_problem.hpp"
 #include "ops/random_problem.hpp"
 #include "ops/rotary_problem.hpp"
 
@@ -25,6 +26,7 @@ std::string device_type(DType dtype) {
 std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   std::vector<Program> out = norm_programs(row_lengths);
   for (Program& p : cross_entropy_programs()) out.push_back(std::move(p));
+  for (Program& p : pointwise_loss_programs()) out.push_back(std::move(p));
   for (Program& p : matmul_programs()) out.push_back(std::move(p));
   for (Program& p : random_programs()) out.push_back(std::move(p));
   for (Program& p : rotary_programs()) out.push_back(std::move(p));

@@ -170,6 +170,7 @@ std::vector<std::unique_ptr<OpRow>> loss_rows() {
                                                      bench(true),
                                                      forward_of<CrossEntropyPlan>,
                                                      {"dloss", "loss", {{"dlogits", "logits"}}}}));
+  for (std::unique_ptr<OpRow>& row : pointwise_loss_rows()) rows.push_back(std::move(row));
   return rows;
 }
 
