@@ -455,6 +455,17 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescript
   d.has_weight = in.consume_bool();
 }
 
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, PointwiseLossDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.kind = in.chance(5) ? static_cast<PointwiseLossKind>(in.consume_int(7, 255))
+                        : static_cast<PointwiseLossKind>(in.consume_int(0, 6));
+  d.shape = fuzz_shape(in);
+  d.reduction = in.chance(5) ? static_cast<LossReduction>(in.consume_int(3, 255))
+                             : static_cast<LossReduction>(in.consume_int(0, 2));
+  d.beta = in.chance(60) ? 1.0 : (in.chance(50) ? 0.0 : fuzz_weight(in));
+  d.log_target = in.consume_bool();
+}
+
 // Mostly operands whose K agree (else few cases get past select), sometimes any two shapes.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, MatmulDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
@@ -1630,6 +1641,8 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormBackwardPlan>(),
       entry<CrossEntropyPlan>(),
       entry<CrossEntropyBackwardPlan>(),
+      entry<PointwiseLossPlan>(),
+      entry<PointwiseLossBackwardPlan>(),
       entry<MatmulPlan>(),
       entry<MatmulBackwardPlan>(),
       entry<AttentionPlan>(),
