@@ -2,6 +2,7 @@
 // parallel (none, the backward); sum and mean add each chunk of kPointwiseLossChunk elements in order
 // (chunks in parallel, into the workspace), then the chunks in order: the bits depend on the element
 // count alone, never on the thread count.
+#include <array>
 #include <cstdint>
 
 #include "common/convert.hpp"
@@ -14,19 +15,6 @@
 namespace baracuda::detail::cpu {
 namespace {
 
-// Element i's offset in tensor t (i itself where every view is contiguous).
-int64_t offset(const device::PointwiseLossParams& p, int t, int64_t i) {
-  if (p.contiguous) return i;
-  const device::Walk<4>& w = p.walk;
-  int64_t off = 0;
-  for (int d = w.rank - 1; d > 0; --d) {
-    const int64_t q = i / w.sizes[d];
-    off += (i - q * w.sizes[d]) * w.strides[t][d];
-    i = q;
-  }
-  return w.rank > 0 ? off + i * w.strides[t][0] : 0;
-}
-
 template <class T>
 void run(const PointwiseLossProblem& problem) {
   using A = acc_t<T>;
@@ -37,9 +25,19 @@ void run(const PointwiseLossProblem& problem) {
   const A beta = static_cast<A>(p.beta);
   const bool log_target = p.log_target != 0;
   const bool parallel = p.n >= kParallelThreshold;
+  // Element i's offsets in input, target, out and dloss (i itself where every view is contiguous).
+  auto offsets = [&](int64_t i) {
+    std::array<int64_t, 4> off{i, i, i, i};
+    if (!p.contiguous) {
+      int64_t o[4];
+      problem.walk.offsets(i, o);
+      for (int t = 0; t < 4; ++t) off[static_cast<size_t>(t)] = o[t];
+    }
+    return off;
+  };
   auto value = [&](int64_t i) {
-    return device::pointwise_loss<A>(p.kind, convert<A>(x[offset(p, 0, i)]), convert<A>(y[offset(p, 1, i)]), beta,
-                                     log_target);
+    const auto off = offsets(i);
+    return device::pointwise_loss<A>(p.kind, convert<A>(x[off[0]]), convert<A>(y[off[1]]), beta, log_target);
   };
   if (problem.backward) {
     const T* dloss = static_cast<const T*>(p.dloss);
@@ -48,15 +46,16 @@ void run(const PointwiseLossProblem& problem) {
                          : convert<A>(dloss[0]) * (p.reduction == device::kReduceMean ? A(1) / static_cast<A>(p.n) : A(1));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t i = 0; i < p.n; ++i) {
-      const A g = none ? convert<A>(dloss[offset(p, 3, i)]) : whole;
-      const A xi = convert<A>(x[offset(p, 0, i)]), yi = convert<A>(y[offset(p, 1, i)]);
-      out[offset(p, 2, i)] = convert<T>(g * device::pointwise_loss_gradient<A>(p.kind, xi, yi, beta, log_target));
+      const auto off = offsets(i);
+      const A g = none ? convert<A>(dloss[off[3]]) : whole;
+      const A xi = convert<A>(x[off[0]]), yi = convert<A>(y[off[1]]);
+      out[off[2]] = convert<T>(g * device::pointwise_loss_gradient<A>(p.kind, xi, yi, beta, log_target));
     }
     return;
   }
   if (p.reduction == device::kReduceNone) {
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t i = 0; i < p.n; ++i) out[offset(p, 2, i)] = convert<T>(value(i));
+    for (int64_t i = 0; i < p.n; ++i) out[offsets(i)[2]] = convert<T>(value(i));
     return;
   }
   A* partial = static_cast<A*>(p.partial);

@@ -193,6 +193,7 @@ struct PointwiseLossHooks {
         if (present && w.strides[t][0] != 1) unit = false;
       }
     q.contiguous = unit;
+    p.walk = w;
     return p;
   }
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "baracuda/ops/loss.hpp"
+#include "common/elementwise.hpp"
 #include "cuda/device/params.h"
 #include "ops/launch.hpp"
 
@@ -19,6 +20,7 @@ struct PointwiseLossProblem {
   DType dtype = DType::f32;
   bool backward = false;
   device::PointwiseLossParams params{};
+  Walker<4> walk;  // params.walk, for the host (input, target, out, dloss)
 };
 
 namespace cpu {
