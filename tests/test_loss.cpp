@@ -247,6 +247,33 @@ TEST_P(CrossEntropyTest, PointwiseLossOfNothingIsANanMeanAndAZeroSum) {
   }
 }
 
+// Every term exactly 1 (mse of x - y = 1): the sum is n and the mean 1 exactly (rounded to the
+// dtype), on both sides of a chunk of the sum and over many chunks, so no element is lost or counted
+// twice at a chunk's edge (the op table's tolerances are too wide to see one element).
+TEST_P(CrossEntropyTest, PointwiseLossSumsEveryElementOnce) {
+  for (int64_t n : {1, 8191, 8192, 8193, 70001}) {
+    for (LossReduction r : {LossReduction::sum, LossReduction::mean}) {
+      PointwiseLossDescriptor d;
+      d.dtype = dtype();
+      d.shape = {n};
+      d.reduction = r;
+      Tensor x = tensor(dtype(), d.shape, std::vector<double>(static_cast<size_t>(n), 1.5)),
+             y = tensor(dtype(), d.shape, std::vector<double>(static_cast<size_t>(n), 0.5)), loss = output(dtype(), {});
+      PointwiseLossPlan plan = unwrap(PointwiseLossPlan::select(stream(), d));
+      harness::Buffer workspace =
+          unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+      PointwiseLossArgs a;
+      a.input = x.ref();
+      a.target = y.ref();
+      a.loss = loss.mut();
+      ASSERT_OK(plan.run(stream(), {workspace.data(), workspace.size()}, a));
+      ASSERT_TRUE(loss.download().is_ok());
+      const double want = r == LossReduction::mean ? 1.0 : harness::quantize(dtype(), static_cast<double>(n));
+      EXPECT_EQ(loss.at(0), want) << "n " << n << ", " << loss_reduction_name(r);
+    }
+  }
+}
+
 TEST_P(CrossEntropyTest, BadTargetsAreCountedAndContributeNothing) {
   const int64_t n = 8, c = 20;
   const std::vector<double> x = uniform(n * c, -1, 1);

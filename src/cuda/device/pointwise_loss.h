@@ -27,9 +27,10 @@ template <class A>
 BARACUDA_PLOSS_FN A ploss_abs(A v) {
   return v < A(0) ? -v : v;
 }
+// sign(v), 0 at 0 and at NaN (PyTorch's sign(NaN) in l1_loss's gradient).
 template <class A>
 BARACUDA_PLOSS_FN A ploss_sign(A v) {
-  return v > A(0) ? A(1) : v < A(0) ? A(-1) : v;  // NaN stays NaN
+  return v > A(0) ? A(1) : v < A(0) ? A(-1) : A(0);
 }
 
 // The loss of one element: input x, target y; beta is smooth_l1's beta or huber's delta.
@@ -47,7 +48,7 @@ BARACUDA_PLOSS_FN A pointwise_loss(int kind, A x, A y, A beta, bool log_target) 
       return a < beta ? A(0.5) * d * d : beta * (a - A(0.5) * beta);
     case kBce: {
       // PyTorch clamps each log at -100, so x = 0 or 1 gives a finite loss.
-      A lx = ploss_log(x), l1x = ploss_log(A(1) - x);
+      A lx = ploss_log(x), l1x = ploss_log1p(-x);  // (log1p: exact for x near 0, as PyTorch)
       lx = lx < A(-100) ? A(-100) : lx;
       l1x = l1x < A(-100) ? A(-100) : l1x;
       return -(y * lx + (A(1) - y) * l1x);

@@ -24,7 +24,7 @@ inline double pointwise_loss_value(const PointwiseLossDescriptor& d, double x, d
     case PointwiseLossKind::huber:
       return a < beta ? 0.5 * diff * diff : beta * (a - 0.5 * beta);
     case PointwiseLossKind::bce:
-      return -(y * std::max(std::log(x), -100.0) + (1 - y) * std::max(std::log(1 - x), -100.0));
+      return -(y * std::max(std::log(x), -100.0) + (1 - y) * std::max(std::log1p(-x), -100.0));
     case PointwiseLossKind::bce_with_logits:
       return (1 - y) * x + std::log1p(std::exp(-x));  // (the inputs here stay small)
     case PointwiseLossKind::kl_div:
