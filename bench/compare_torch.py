@@ -619,9 +619,28 @@ def liger_cross_entropy(shape, dtype):
     return make, run
 
 
+def pointwise_loss_case(fn, target_lo=-1.0, backward=False):
+    """A pointwise loss of x against y (the mean), as the profiler's `mse_loss`, `bce_with_logits`."""
+    def build(shape, dtype):
+        def inputs(grad=False):
+            return rand(tuple(shape), dtype).requires_grad_(grad), rand(tuple(shape), dtype, target_lo, 1.0)
+        if not backward:
+            return (lambda: inputs()), lambda s: fn(s[0], s[1])
+
+        def make():
+            x, y = inputs(True)
+            return fn(x, y), [x], torch.ones((), device="cuda", dtype=dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
 LOSS_CASES = {
     "F.cross_entropy(x, t)": cross_entropy_case(),
     "autograd of F.cross_entropy(x, t)": cross_entropy_case(True),
+    "F.mse_loss(x, y)": pointwise_loss_case(torch.nn.functional.mse_loss),
+    "autograd of F.mse_loss(x, y)": pointwise_loss_case(torch.nn.functional.mse_loss, backward=True),
+    "F.binary_cross_entropy_with_logits(x, y)": pointwise_loss_case(
+        torch.nn.functional.binary_cross_entropy_with_logits, 0.0),
 }
 
 def matmul_case(backward=False):

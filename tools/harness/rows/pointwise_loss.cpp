@@ -93,6 +93,28 @@ std::vector<DescriptorError<Desc>> errors() {
   };
 }
 
+// Bench cases: the mean over 2^26 elements on the GPU (2^22 on the CPU).
+std::vector<Shape> bench_shapes(Backend backend) {
+  return {{backend == Backend::cuda ? int64_t{1} << 26 : int64_t{1} << 22}};
+}
+template <Kind kKind>
+Desc bench_desc(DType dtype, const Shape& shape) {
+  Desc d = loss(kKind, shape, LossReduction::mean);
+  d.dtype = dtype;
+  return d;
+}
+constexpr ValueRange kProbabilityTargets[] = {{"target", 0.0, 1.0}};
+
+std::vector<BenchSample<Desc>> bench(bool backward) {
+  const std::vector<DType> dtypes = {DType::f32, DType::bf16};
+  if (backward)
+    return {{"mse_loss_backward", "autograd of F.mse_loss(x, y)", dtypes, bench_shapes, bench_desc<Kind::mse>, true}};
+  BenchSample<Desc> bce{"bce_with_logits", "F.binary_cross_entropy_with_logits(x, y)", dtypes, bench_shapes,
+                        bench_desc<Kind::bce_with_logits>, true};
+  bce.value_ranges = kProbabilityTargets;
+  return {{"mse_loss", "F.mse_loss(x, y)", dtypes, bench_shapes, bench_desc<Kind::mse>, true}, bce};
+}
+
 void forward_reference(const Desc& d, RefIO& io) { reference::pointwise_loss_forward(d, io); }
 void backward_reference(const Desc& d, RefIO& io) { reference::pointwise_loss_backward(d, io); }
 
@@ -100,13 +122,14 @@ void backward_reference(const Desc& d, RefIO& io) { reference::pointwise_loss_ba
 
 std::vector<std::unique_ptr<OpRow>> pointwise_loss_rows() {
   std::vector<std::unique_ptr<OpRow>> rows;
-  rows.push_back(make_row<PointwiseLossPlan>({samples, forward_reference, harness::tolerance, {}, errors()}));
+  rows.push_back(
+      make_row<PointwiseLossPlan>({samples, forward_reference, harness::tolerance, {}, errors(), bench(false)}));
   rows.push_back(make_row<PointwiseLossBackwardPlan>({samples,
                                                       backward_reference,
                                                       harness::tolerance,
                                                       {},
                                                       errors(),
-                                                      {},
+                                                      bench(true),
                                                       forward_of<PointwiseLossPlan>,
                                                       {"dloss", "loss", {{"dinput", "input"}}}}));
   return rows;
