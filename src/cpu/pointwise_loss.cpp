@@ -2,6 +2,8 @@
 // parallel (none, the backward); sum and mean add each chunk of kPointwiseLossChunk elements in order
 // (chunks in parallel, into the workspace), then the chunks in order: the bits depend on the element
 // count alone, never on the thread count.
+#include "cuda/device/pointwise_loss.h"
+
 #include <array>
 #include <cstdint>
 
@@ -9,7 +11,6 @@
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "cpu/parallel.hpp"
-#include "cuda/device/pointwise_loss.h"
 #include "ops/pointwise_loss_problem.hpp"
 
 namespace baracuda::detail::cpu {
@@ -44,8 +45,8 @@ void run(const PointwiseLossProblem& problem) {
   if (problem.backward) {
     const T* dloss = static_cast<const T*>(p.dloss);
     const bool none = p.reduction == device::kReduceNone;
-    const A whole = none ? A(0)
-                         : convert<A>(dloss[0]) * (p.reduction == device::kReduceMean ? A(1) / static_cast<A>(p.n) : A(1));
+    const A whole =
+        none ? A(0) : convert<A>(dloss[0]) * (p.reduction == device::kReduceMean ? A(1) / static_cast<A>(p.n) : A(1));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t i = 0; i < p.n; ++i) {
       const auto off = offsets(i);

@@ -102,9 +102,9 @@ struct GraphKey {
   std::vector<int64_t> strides;
   std::string text() const {
     std::ostringstream s;
-    s << std::setprecision(17) << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch
-      << ' ' << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' '
-      << d.head_dim_v << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats;
+    s << std::setprecision(17) << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch << ' '
+      << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v
+      << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats;
     for (int64_t v : strides) s << ' ' << v;
     return s.str();
   }
@@ -124,7 +124,9 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
   const AttentionDescriptor& d = key.d;
   const fe::DataType_t io = d.dtype == DType::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
   auto g = std::make_shared<fe::graph::Graph>();
-  g->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
+  g->set_io_data_type(io)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
   const int64_t* s = key.strides.data();
   auto tensor = [&](const char* name, Uid uid, std::vector<int64_t> dims, std::vector<int64_t> strides) {
     return g->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(strides));
@@ -137,21 +139,27 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
   const std::vector<int64_t> o_stride = bhsd(s + 12), stats_stride = {s[16], s[17], s[18], 1};
   const bool bottom_right = d.alignment == CausalAlignment::bottom_right;
   if (!key.backward) {
-    auto options = fe::graph::SDPA_attributes().set_name("attention").set_generate_stats(key.stats).set_attn_scale(
-        static_cast<float>(key.scale));
+    auto options = fe::graph::SDPA_attributes()
+                       .set_name("attention")
+                       .set_generate_stats(key.stats)
+                       .set_attn_scale(static_cast<float>(key.scale));
     if (d.causal) bottom_right ? options.set_causal_mask_bottom_right(true) : options.set_causal_mask(true);
     auto [o, stats] = g->sdpa(q, k, v, options);
     o->set_output(true).set_uid(kO).set_dim({B, Hq, Sq, d.head_dim_v}).set_stride(o_stride);
     if (key.stats)
-      stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim({B, Hq, Sq, 1}).set_stride(
-          stats_stride);
+      stats->set_output(true)
+          .set_uid(kStats)
+          .set_data_type(fe::DataType_t::FLOAT)
+          .set_dim({B, Hq, Sq, 1})
+          .set_stride(stats_stride);
   } else {
     auto o = tensor("out", kO, {B, Hq, Sq, d.head_dim_v}, o_stride);
     auto stats = tensor("lse", kStats, {B, Hq, Sq, 1}, stats_stride);
     stats->set_data_type(fe::DataType_t::FLOAT);
     auto dout = tensor("dout", kDO, {B, Hq, Sq, d.head_dim_v}, bhsd(s + 19));
-    auto options = fe::graph::SDPA_backward_attributes().set_name("attention_backward").set_attn_scale(
-        static_cast<float>(key.scale));
+    auto options = fe::graph::SDPA_backward_attributes()
+                       .set_name("attention_backward")
+                       .set_attn_scale(static_cast<float>(key.scale));
     options.set_deterministic_algorithm(true);  // the plan's contract: the same bits every run
     if (d.causal) bottom_right ? options.set_causal_mask_bottom_right(true) : options.set_causal_mask(true);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
@@ -216,11 +224,13 @@ void append_contiguous(std::vector<int64_t>& out, const Shape& shape) {
   out.insert(out.end(), s.begin(), s.end());
 }
 
-Status execute(const Built& b, const LaunchContext& ctx, std::unordered_map<int64_t, void*> pack, std::string_view plan) {
+Status execute(const Built& b, const LaunchContext& ctx, std::unordered_map<int64_t, void*> pack,
+               std::string_view plan) {
   if (b.workspace > ctx.choice.knob)
     return plan_error(StatusCode::unsupported, plan, "args",
-                      "these views' strides need " + std::to_string(b.workspace) + " bytes of cuDNN workspace, more than the " +
-                          std::to_string(ctx.choice.knob) + " select planned for contiguous views");
+                      "these views' strides need " + std::to_string(b.workspace) +
+                          " bytes of cuDNN workspace, more than the " + std::to_string(ctx.choice.knob) +
+                          " select planned for contiguous views");
   Expected<Handle*> h = handle_for(ctx.target.device, plan);
   if (!h) return h.status();
   try {
@@ -237,8 +247,8 @@ Status execute(const Built& b, const LaunchContext& ctx, std::unordered_map<int6
 
 }  // namespace
 
-Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale, bool backward,
-                                     std::string_view plan) {
+Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale,
+                                     bool backward, std::string_view plan) {
   GraphKey key{backward, target.device, d, scale, true, {}};
   const Shape q{d.batch, d.seq_q, d.heads_q, d.head_dim}, k{d.batch, d.seq_kv, d.heads_kv, d.head_dim},
       v{d.batch, d.seq_kv, d.heads_kv, d.head_dim_v}, o{d.batch, d.seq_q, d.heads_q, d.head_dim_v},
@@ -297,12 +307,15 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
   append(key.strides, a.dv, 4);
   Expected<Built> b = graph_for(key, kPlan, "args");
   if (!b) return b.status();
-  std::unordered_map<int64_t, void*> pack{
-      {kQ, const_cast<void*>(a.q.data)},     {kK, const_cast<void*>(a.k.data)},
-      {kV, const_cast<void*>(a.v.data)},     {kO, const_cast<void*>(a.out.data)},
-      {kDO, const_cast<void*>(a.dout.data)}, {kStats, const_cast<void*>(a.lse.data)},
-      {kDQ, a.dq.data},                      {kDK, a.dk.data},
-      {kDV, a.dv.data}};
+  std::unordered_map<int64_t, void*> pack{{kQ, const_cast<void*>(a.q.data)},
+                                          {kK, const_cast<void*>(a.k.data)},
+                                          {kV, const_cast<void*>(a.v.data)},
+                                          {kO, const_cast<void*>(a.out.data)},
+                                          {kDO, const_cast<void*>(a.dout.data)},
+                                          {kStats, const_cast<void*>(a.lse.data)},
+                                          {kDQ, a.dq.data},
+                                          {kDK, a.dk.data},
+                                          {kDV, a.dv.data}};
   return execute(*b, ctx, std::move(pack), kPlan);
 }
 

@@ -31,8 +31,8 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
   for (int vw : {vector_width(t), 1}) {
     const NormBlockShape b = norm_block_shape(n, vw, held, backward, t);
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + (vw > 1 ? "true" : "false") + ", " +
-                        std::to_string(b.held) + ", " + std::to_string(b.row_threads) + ", " +
-                        std::to_string(b.rows) + ">");
+                        std::to_string(b.held) + ", " + std::to_string(b.row_threads) + ", " + std::to_string(b.rows) +
+                        ">");
   }
   if (backward)
     p.kernels.push_back("baracuda::device::norm_finalize<" + jit::device_type(t) + ", " + jit::device_type(w) + ">");

@@ -1,12 +1,13 @@
 // The CUDA side of the pointwise loss plans: the kernels of cuda/device/pointwise_loss.cuh, compiled
 // at select per dtype, and their launches.
+#include "cuda/device/pointwise_loss.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <string>
 
 #include "cuda/common/check.cuh"
-#include "cuda/device/pointwise_loss.h"
 #include "cuda/jit/jit.hpp"
 #include "ops/pointwise_loss_problem.hpp"
 

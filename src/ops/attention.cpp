@@ -35,19 +35,22 @@ constexpr VariantInfo kVariants[] = {
 // Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field.
 std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d, bool backward) {
   if (d.dtype != DType::f16 && d.dtype != DType::bf16)
-    return {"descriptor.dtype", std::string(dtype_name(d.dtype)) + " attention: cuDNN's fused attention takes f16 and bf16"};
-  for (auto [field, dim] : {std::pair{"descriptor.head_dim", d.head_dim}, std::pair{"descriptor.head_dim_v", d.head_dim_v}})
+    return {"descriptor.dtype",
+            std::string(dtype_name(d.dtype)) + " attention: cuDNN's fused attention takes f16 and bf16"};
+  for (auto [field, dim] :
+       {std::pair{"descriptor.head_dim", d.head_dim}, std::pair{"descriptor.head_dim_v", d.head_dim_v}})
     if (dim % 8 != 0 || dim > 128)
       return {field, std::to_string(dim) + ": the CUDA path takes head dims that are multiples of 8, up to 128"};
-  if (d.head_dim != d.head_dim_v)
-    return {"descriptor.head_dim_v", "the CUDA path takes equal head dims of q, k and v"};
+  if (d.head_dim != d.head_dim_v) return {"descriptor.head_dim_v", "the CUDA path takes equal head dims of q, k and v"};
   if (d.softcap > 0) return {"descriptor.softcap", "the CUDA path has no soft-cap yet"};
   if (d.has_bias) return {"descriptor.has_bias", "the CUDA path has no bias yet"};
   if (d.window_left >= 0) return {"descriptor.window_left", "the CUDA path has no sliding window yet"};
-  if (!d.causal && d.window_right >= 0) return {"descriptor.window_right", "the CUDA path has no window but causal yet"};
+  if (!d.causal && d.window_right >= 0)
+    return {"descriptor.window_right", "the CUDA path has no window but causal yet"};
   if (d.causal && d.alignment == CausalAlignment::bottom_right && d.seq_q > d.seq_kv)
-    return {"descriptor.alignment", "bottom-right causal with seq_q > seq_kv leaves rows with no key; the CUDA path "
-                                    "does not take them yet"};
+    return {"descriptor.alignment",
+            "bottom-right causal with seq_q > seq_kv leaves rows with no key; the CUDA path "
+            "does not take them yet"};
   if (d.seq_q == 0 || d.seq_kv == 0 || d.heads_q == 0)
     return {"descriptor", "the CUDA path takes no empty sequence or head count"};
   if (backward && d.seq_q == 1 && d.seq_kv == 1)

@@ -216,7 +216,8 @@ struct NormHooks {
                         "held holds rows of up to " + std::to_string(limit) + " elements, not " + std::to_string(n));
     if constexpr (kBackward) {
       if (d.has_weight || (!kRms && d.has_bias)) {
-        const NormChunks chunks = norm_chunks(rows, n, t.sm_count, true, d.dtype, c.variant == static_cast<int>(NormVariant::held));
+        const NormChunks chunks =
+            norm_chunks(rows, n, t.sm_count, true, d.dtype, c.variant == static_cast<int>(NormVariant::held));
         c.workspace = static_cast<size_t>(2 * chunks.chunks * n) * dtype_size(acc_dtype(d.dtype));
       }
     }

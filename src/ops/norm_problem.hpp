@@ -37,7 +37,9 @@ struct NormBlockShape {
 };
 inline NormBlockShape norm_block_shape(int64_t n, int vw, bool held, bool backward, DType dtype) {
   const int64_t vectors = std::max<int64_t>(1, (n + vw - 1) / vw);
-  auto warps_for = [](int64_t threads) { return static_cast<int>(std::clamp<int64_t>((threads + 31) / 32 * 32, 32, 1024)); };
+  auto warps_for = [](int64_t threads) {
+    return static_cast<int>(std::clamp<int64_t>((threads + 31) / 32 * 32, 32, 1024));
+  };
   if (!held) return {warps_for((vectors + 7) / 8), 1, 0};
   const int64_t most = std::max(1, norm_held_values(backward, dtype) / vw);
   if (vectors <= 32) {

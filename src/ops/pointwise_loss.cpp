@@ -86,8 +86,8 @@ struct PointwiseLossHooks {
     const bool huber = d.kind == PointwiseLossKind::huber;
     if (!std::isfinite(d.beta) || d.beta < 0 || (huber && d.beta == 0))
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.beta",
-                        std::to_string(d.beta) + (huber ? " is not a finite number > 0 (huber's delta)"
-                                                        : " is not a finite number >= 0"));
+                        std::to_string(d.beta) +
+                            (huber ? " is not a finite number > 0 (huber's delta)" : " is not a finite number >= 0"));
     if (!workspace_bytes(d, kBackward).below(kMaxBytes))
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.shape",
                         d.shape.to_string() + " needs a workspace past the limit of every buffer");

@@ -1,5 +1,6 @@
 #pragma once
-// Losses (cross-entropy, then the pointwise losses below). Cross-entropy of logits against class indices (F.cross_entropy with integer targets):
+// Losses (cross-entropy, then the pointwise losses below). Cross-entropy of logits against class indices
+// (F.cross_entropy with integer targets):
 //   CrossEntropyPlan          loss from logits [C], [N, C] or [N, C, d1, ...] (classes along dim 1,
 //                             dim 0 at rank 1) and targets of the logits' shape without the class dim
 //   CrossEntropyBackwardPlan  dlogits from dloss, the logits, the targets and the saved logsumexp

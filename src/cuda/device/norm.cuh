@@ -132,7 +132,8 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
   const int lane = Group::lane();
   // Every thread of the block runs every iteration (the sums' shuffles and barriers); a row group
   // past the last row loads and stores nothing.
-  for (int64 first = static_cast<int64>(blockIdx.x) * kRows; first < p.rows; first += static_cast<int64>(gridDim.x) * kRows) {
+  for (int64 first = static_cast<int64>(blockIdx.x) * kRows; first < p.rows;
+       first += static_cast<int64>(gridDim.x) * kRows) {
     const int64 row = first + Group::group();
     const bool live = row < p.rows;
     const int64 r = live ? row : first;
@@ -145,7 +146,8 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
       typename Row::Raw out = Row::load(x, p.inner, kX, v * VW);
       if (residual) {
         const typename Row::Raw res = Row::load(residual, p.inner, kResidual, v * VW);
-        for (int i = 0; i < VW; ++i) out.e[i] = round_to<T>(Row::template value<Acc>(out, i) + Row::template value<Acc>(res, i));
+        for (int i = 0; i < VW; ++i)
+          out.e[i] = round_to<T>(Row::template value<Acc>(out, i) + Row::template value<Acc>(res, i));
         if (write_h) Row::store(h, p.inner, kH, v * VW, out);
       }
       return out;

@@ -17,7 +17,8 @@ __device__ __forceinline__ int64 ploss_at(const PointwiseLossParams& p, int t, i
 }
 
 template <class T>
-__device__ __forceinline__ acc_t<T> ploss_value(const PointwiseLossParams& p, const T* x, const T* y, int64 ix, int64 iy) {
+__device__ __forceinline__ acc_t<T> ploss_value(const PointwiseLossParams& p, const T* x, const T* y, int64 ix,
+                                                int64 iy) {
   using A = acc_t<T>;
   return pointwise_loss<A>(p.kind, to_acc<A>(x[ix]), to_acc<A>(y[iy]), static_cast<A>(p.beta), p.log_target != 0);
 }

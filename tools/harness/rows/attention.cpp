@@ -174,15 +174,40 @@ std::vector<std::unique_ptr<OpRow>> attention_rows() {
   // no bias or soft-cap (ops/attention.cpp's cudnn_refusal): it refuses the other samples.
   RowSpec<AttentionPlan> forward{samples_of<false>, forward_reference, harness::tolerance, {}, errors()};
   forward.cuda_partial = true;
-  forward.bench = {{"attention", "F.scaled_dot_product_attention(q, k, v, is_causal=True)", {DType::bf16, DType::f16},
-                    bench_shapes, bench_desc, true, false, {}, {}, {}, {}, bench_terms}};
+  forward.bench = {{"attention",
+                    "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                    {DType::bf16, DType::f16},
+                    bench_shapes,
+                    bench_desc,
+                    true,
+                    false,
+                    {},
+                    {},
+                    {},
+                    {},
+                    bench_terms}};
   rows.push_back(make_row<AttentionPlan>(std::move(forward)));
-  RowSpec<AttentionBackwardPlan> backward{
-      samples_of<true>, backward_reference, harness::tolerance, backward_ranges(), errors(), {}, forward_of<AttentionPlan>,
-      gradient};
+  RowSpec<AttentionBackwardPlan> backward{samples_of<true>,
+                                          backward_reference,
+                                          harness::tolerance,
+                                          backward_ranges(),
+                                          errors(),
+                                          {},
+                                          forward_of<AttentionPlan>,
+                                          gradient};
   backward.cuda_partial = true;
-  backward.bench = {{"attention_backward", "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)",
-                     {DType::bf16, DType::f16}, bench_shapes, bench_desc, true, false, {}, {}, {}, {}, bench_terms}};
+  backward.bench = {{"attention_backward",
+                     "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                     {DType::bf16, DType::f16},
+                     bench_shapes,
+                     bench_desc,
+                     true,
+                     false,
+                     {},
+                     {},
+                     {},
+                     {},
+                     bench_terms}};
   rows.push_back(make_row<AttentionBackwardPlan>(std::move(backward)));
   return rows;
 }

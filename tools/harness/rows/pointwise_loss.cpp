@@ -89,7 +89,11 @@ std::vector<DescriptorError<Desc>> errors() {
          d.beta = 0;
        },
        StatusCode::invalid_problem, "descriptor.beta"},
-      {"negative dim", [](Desc& d) { d.shape = {4, -3}; }, StatusCode::invalid_problem, "descriptor.shape[1]"},
+      {"negative dim",
+       [](Desc& d) {
+         d.shape = {4, -3};
+       },
+       StatusCode::invalid_problem, "descriptor.shape[1]"},
   };
 }
 
@@ -109,8 +113,8 @@ std::vector<BenchSample<Desc>> bench(bool backward) {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   if (backward)
     return {{"mse_loss_backward", "autograd of F.mse_loss(x, y)", dtypes, bench_shapes, bench_desc<Kind::mse>, true}};
-  BenchSample<Desc> bce{"bce_with_logits", "F.binary_cross_entropy_with_logits(x, y)", dtypes, bench_shapes,
-                        bench_desc<Kind::bce_with_logits>, true};
+  BenchSample<Desc> bce{"bce_with_logits", "F.binary_cross_entropy_with_logits(x, y)", dtypes,
+                        bench_shapes,      bench_desc<Kind::bce_with_logits>,          true};
   bce.value_ranges = kProbabilityTargets;
   return {{"mse_loss", "F.mse_loss(x, y)", dtypes, bench_shapes, bench_desc<Kind::mse>, true}, bce};
 }
