@@ -50,9 +50,10 @@ Status launch(const LaunchContext& ctx, const PointwiseLossProblem& p) {
   device::PointwiseLossParams params = p.params;
   const jit::Module& m = module_of(ctx);
   const int base = params.contiguous ? 0 : 3;
-  // Elementwise: a thread an element, grid-stride past 32 blocks an SM.
+  // Elementwise: a thread a 16-byte slot of elements, grid-stride past 32 blocks an SM.
+  const int64_t slot = 16 / static_cast<int64_t>(dtype_size(p.dtype)), slots = (params.n + slot - 1) / slot;
   const int64_t blocks =
-      std::clamp<int64_t>((params.n + 255) / 256, 1, 32 * static_cast<int64_t>(std::max(ctx.target.sm_count, 1)));
+      std::clamp<int64_t>((slots + 255) / 256, 1, 32 * static_cast<int64_t>(std::max(ctx.target.sm_count, 1)));
   if (p.backward) {
     if (params.n == 0) return Status::ok();
     return launch_kernel(m.kernels[base + 2], blocks, 256, &params, ctx.stream, "pointwise_loss_backward");

@@ -3,7 +3,8 @@
 // every view is contiguous in the same order (element i at offset i); otherwise each offset comes
 // from the walk. none and the backward are elementwise (grid-stride); sum and mean give each chunk
 // of `chunk` elements to a block, whose threads add their elements in order and block_sum merges in
-// a fixed order, then one block adds the chunks' partials in a fixed order: deterministic.
+// a fixed order, then one block adds the chunks' partials in a fixed order: deterministic, and the
+// same bits whatever the views' strides and alignment.
 #include "cuda/device/common.cuh"
 #include "cuda/device/pointwise_loss.h"
 
@@ -17,34 +18,72 @@ __device__ __forceinline__ int64 ploss_at(const PointwiseLossParams& p, int t, i
 }
 
 template <class T>
-__device__ __forceinline__ acc_t<T> ploss_value(const PointwiseLossParams& p, const T* x, const T* y, int64 ix,
-                                                int64 iy) {
+__device__ __forceinline__ acc_t<T> ploss_value(const PointwiseLossParams& p, T x, T y) {
   using A = acc_t<T>;
-  return pointwise_loss<A>(p.kind, to_acc<A>(x[ix]), to_acc<A>(y[iy]), static_cast<A>(p.beta), p.log_target != 0);
+  return pointwise_loss<A>(p.kind, to_acc<A>(x), to_acc<A>(y), static_cast<A>(p.beta), p.log_target != 0);
 }
 
+template <class T>
+__device__ __forceinline__ acc_t<T> ploss_gradient(const PointwiseLossParams& p, T x, T y) {
+  using A = acc_t<T>;
+  return pointwise_loss_gradient<A>(p.kind, to_acc<A>(x), to_acc<A>(y), static_cast<A>(p.beta), p.log_target != 0);
+}
+
+// Whether every pointer is 16-byte aligned (a null one counts as aligned).
+__device__ __forceinline__ bool ploss_aligned(const void* a, const void* b, const void* c, const void* d) {
+  return ((reinterpret_cast<unsigned long long>(a) | reinterpret_cast<unsigned long long>(b) |
+           reinterpret_cast<unsigned long long>(c) | reinterpret_cast<unsigned long long>(d)) &
+          15) == 0;
+}
+
+// Work goes out by slots of V = kVectorWidth<T> elements (slot s: elements s V .. s V + V - 1), a
+// thread a slot: one 16-byte access per tensor where the views are contiguous and aligned and the
+// slot is whole, else the slot's elements one at a time; the same elements and the same order of
+// addition either way, so the sums do not depend on the views.
 template <class T, bool kContig>
 __global__ void __launch_bounds__(256) pointwise_loss_none(const __grid_constant__ PointwiseLossParams p) {
+  constexpr int V = kVectorWidth<T>;
   const T* x = static_cast<const T*>(p.input);
   const T* y = static_cast<const T*>(p.target);
   T* out = static_cast<T*>(p.out);
-  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < p.n;
-       i += static_cast<int64>(gridDim.x) * blockDim.x)
-    out[ploss_at<kContig>(p, kPlOut, i)] =
-        round_to<T>(ploss_value(p, x, y, ploss_at<kContig>(p, kPlInput, i), ploss_at<kContig>(p, kPlTarget, i)));
+  const bool vec = kContig && ploss_aligned(x, y, out, nullptr);
+  for (int64 base = (blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x) * V; base < p.n;
+       base += static_cast<int64>(gridDim.x) * blockDim.x * V) {
+    if (vec && base + V <= p.n) {
+      const Vector<T> a = load_vector(x + base), b = load_vector(y + base);
+      Vector<T> r;
+#pragma unroll
+      for (int k = 0; k < V; ++k) r.e[k] = round_to<T>(ploss_value(p, a.e[k], b.e[k]));
+      store_vector(out + base, r);
+    } else {
+      for (int64 i = base; i < base + V && i < p.n; ++i)
+        out[ploss_at<kContig>(p, kPlOut, i)] =
+            round_to<T>(ploss_value(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]));
+    }
+  }
 }
 
 template <class T, bool kContig>
 __global__ void __launch_bounds__(256) pointwise_loss_chunks(const __grid_constant__ PointwiseLossParams p) {
   using A = acc_t<T>;
+  constexpr int V = kVectorWidth<T>;
   __shared__ A shared[32];
   const T* x = static_cast<const T*>(p.input);
   const T* y = static_cast<const T*>(p.target);
+  const bool vec = kContig && ploss_aligned(x, y, nullptr, nullptr);
   const int64 first = static_cast<int64>(blockIdx.x) * p.chunk;
   const int64 last = first + p.chunk < p.n ? first + p.chunk : p.n;
   A sum[1] = {A(0)};
-  for (int64 i = first + threadIdx.x; i < last; i += blockDim.x)
-    sum[0] += ploss_value(p, x, y, ploss_at<kContig>(p, kPlInput, i), ploss_at<kContig>(p, kPlTarget, i));
+  for (int64 base = first + threadIdx.x * V; base < last; base += blockDim.x * V) {
+    if (vec && base + V <= last) {
+      const Vector<T> a = load_vector(x + base), b = load_vector(y + base);
+#pragma unroll
+      for (int k = 0; k < V; ++k) sum[0] += ploss_value(p, a.e[k], b.e[k]);
+    } else {
+      for (int64 i = base; i < base + V && i < last; ++i)
+        sum[0] += ploss_value(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]);
+    }
+  }
   block_sum(sum, shared);
   if (threadIdx.x == 0) static_cast<A*>(p.partial)[blockIdx.x] = sum[0];
 }
@@ -65,18 +104,32 @@ __global__ void __launch_bounds__(1024) pointwise_loss_total(const __grid_consta
 template <class T, bool kContig>
 __global__ void __launch_bounds__(256) pointwise_loss_backward(const __grid_constant__ PointwiseLossParams p) {
   using A = acc_t<T>;
+  constexpr int V = kVectorWidth<T>;
   const T* x = static_cast<const T*>(p.input);
   const T* y = static_cast<const T*>(p.target);
   const T* dloss = static_cast<const T*>(p.dloss);
   T* dx = static_cast<T*>(p.out);
+  const bool none = p.reduction == kReduceNone;
   const A scale = p.reduction == kReduceMean ? A(1) / static_cast<A>(p.n) : A(1);
-  const A whole = p.reduction == kReduceNone ? A(0) : to_acc<A>(dloss[0]) * scale;
-  for (int64 i = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; i < p.n;
-       i += static_cast<int64>(gridDim.x) * blockDim.x) {
-    const A g = p.reduction == kReduceNone ? to_acc<A>(dloss[ploss_at<kContig>(p, kPlDloss, i)]) : whole;
-    const A xi = to_acc<A>(x[ploss_at<kContig>(p, kPlInput, i)]), yi = to_acc<A>(y[ploss_at<kContig>(p, kPlTarget, i)]);
-    dx[ploss_at<kContig>(p, kPlOut, i)] =
-        round_to<T>(g * pointwise_loss_gradient<A>(p.kind, xi, yi, static_cast<A>(p.beta), p.log_target != 0));
+  const A whole = none ? A(0) : to_acc<A>(dloss[0]) * scale;
+  const bool vec = kContig && ploss_aligned(x, y, dx, none ? dloss : nullptr);
+  for (int64 base = (blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x) * V; base < p.n;
+       base += static_cast<int64>(gridDim.x) * blockDim.x * V) {
+    if (vec && base + V <= p.n) {
+      const Vector<T> a = load_vector(x + base), b = load_vector(y + base);
+      Vector<T> g, r;
+      if (none) g = load_vector(dloss + base);
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        r.e[k] = round_to<T>((none ? to_acc<A>(g.e[k]) : whole) * ploss_gradient(p, a.e[k], b.e[k]));
+      store_vector(dx + base, r);
+    } else {
+      for (int64 i = base; i < base + V && i < p.n; ++i) {
+        const A g = none ? to_acc<A>(dloss[ploss_at<kContig>(p, kPlDloss, i)]) : whole;
+        dx[ploss_at<kContig>(p, kPlOut, i)] =
+            round_to<T>(g * ploss_gradient(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]));
+      }
+    }
   }
 }
 

@@ -55,38 +55,47 @@ struct AttentionRows {
     const int64_t right = d.causal ? 0 : d.window_right;
     return (d.window_left < 0 || j >= diag - d.window_left) && (right < 0 || j <= diag + right);
   }
-  // Query i's scores against every key (-inf where masked); raw[j] = scale q . k, abs[j] = the
-  // magnitude of its terms, t[j] = tanh(raw / softcap) where there is a soft-cap.
-  void scores(int64_t b, int64_t h, int64_t i, std::vector<double>& s, std::vector<double>& abs,
-              std::vector<double>& t) const {
+  // One score: x = the logit (-inf where query i does not see key j), abs = the magnitude of its
+  // terms, t = tanh(raw / softcap) where there is a soft-cap.
+  struct Score {
+    double x, abs, t;
+  };
+  Score score(int64_t b, int64_t h, int64_t i, int64_t j) const {
     const int64_t hk = h / group;
-    s.assign(static_cast<size_t>(d.seq_kv), -std::numeric_limits<double>::infinity());
-    abs.assign(static_cast<size_t>(d.seq_kv), 0.0);
-    t.assign(static_cast<size_t>(d.seq_kv), 0.0);
-    for (int64_t j = 0; j < d.seq_kv; ++j) {
-      const size_t u = static_cast<size_t>(j);
-      double raw = 0, mag = 0;
-      for (int64_t c = 0; c < d.head_dim; ++c) {
-        raw += q[qi(b, i, h, c)] * k[ki(b, j, hk, c)];
-        mag += std::fabs(q[qi(b, i, h, c)] * k[ki(b, j, hk, c)]);
-      }
-      raw *= scale;
-      abs[u] = scale * mag;
-      if (!visible(i, j)) continue;
-      double x = raw;
-      if (d.softcap > 0) {
-        t[u] = std::tanh(raw / d.softcap);
-        x = d.softcap * t[u];
-      }
-      if (d.has_bias) {
-        const double bv = bias[static_cast<size_t>(((b * d.heads_q + h) * d.seq_q + i) * d.seq_kv + j)];
-        x += bv;
-        abs[u] += std::isfinite(bv) ? std::fabs(bv) : 0.0;
-      }
-      s[u] = x;
+    double raw = 0, mag = 0;
+    for (int64_t c = 0; c < d.head_dim; ++c) {
+      raw += q[qi(b, i, h, c)] * k[ki(b, j, hk, c)];
+      mag += std::fabs(q[qi(b, i, h, c)] * k[ki(b, j, hk, c)]);
     }
+    raw *= scale;
+    Score sc{-std::numeric_limits<double>::infinity(), scale * mag, 0.0};
+    if (!visible(i, j)) return sc;
+    double x = raw;
+    if (d.softcap > 0) {
+      sc.t = std::tanh(raw / d.softcap);
+      x = d.softcap * sc.t;
+    }
+    if (d.has_bias) {
+      const double bv = bias[static_cast<size_t>(((b * d.heads_q + h) * d.seq_q + i) * d.seq_kv + j)];
+      x += bv;
+      sc.abs += std::isfinite(bv) ? std::fabs(bv) : 0.0;
+    }
+    sc.x = x;
+    return sc;
+  }
+  // Query i's scores against every key.
+  void scores(int64_t b, int64_t h, int64_t i, std::vector<Score>& s) const {
+    s.resize(static_cast<size_t>(d.seq_kv));
+    for (int64_t j = 0; j < d.seq_kv; ++j) s[static_cast<size_t>(j)] = score(b, h, i, j);
   }
 };
+
+// Whether any of the `count` elements of `o` from `first` on, `stride` apart, is to be checked.
+inline bool any_wanted(const harness::RefOutput& o, int64_t first, int64_t count, int64_t stride = 1) {
+  for (int64_t c = 0; c < count; ++c)
+    if (o.wanted(first + c * stride)) return true;
+  return false;
+}
 
 inline bool attention_present(const harness::RefIO& io, std::string_view name) {
   return io.specs[static_cast<size_t>(io.index_of(name))].present;
@@ -95,26 +104,29 @@ inline bool attention_present(const harness::RefIO& io, std::string_view name) {
 inline void attention_forward(const AttentionDescriptor& d, harness::RefIO& io) {
   const AttentionRows rows(d, io);
   harness::RefOutput& out = io.out("out");
-  const bool want_lse = attention_present(io, "lse");
+  harness::RefOutput* lse = attention_present(io, "lse") ? &io.out("lse") : nullptr;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::vector<double> s, abs, t;
+  std::vector<AttentionRows::Score> s;
+  std::vector<double> p;
   for (int64_t b = 0; b < d.batch; ++b)
     for (int64_t h = 0; h < d.heads_q; ++h)
       for (int64_t i = 0; i < d.seq_q; ++i) {
-        rows.scores(b, h, i, s, abs, t);
+        // Only the rows holding a checked element are computed (the profiler checks a sample).
+        const int64_t li = (b * d.heads_q + h) * d.seq_q + i;
+        const bool lse_wanted = lse && lse->wanted(li);
+        if (!lse_wanted && !any_wanted(out, static_cast<int64_t>(rows.oi(b, i, h, 0)), d.head_dim_v)) continue;
+        rows.scores(b, h, i, s);
         double mx = -kInf, smag = 0;
-        for (size_t j = 0; j < s.size(); ++j) {
-          mx = std::max(mx, s[j]);
-          if (s[j] > -kInf) smag = std::max(smag, abs[j]);
+        for (const auto& sc : s) {
+          mx = std::max(mx, sc.x);
+          if (sc.x > -kInf) smag = std::max(smag, sc.abs);
         }
         const int64_t hk = h / rows.group;
         double sum = 0;
-        std::vector<double> p(s.size(), 0.0);
+        p.assign(s.size(), 0.0);
         if (mx > -kInf)
-          for (size_t j = 0; j < s.size(); ++j) sum += p[j] = std::exp(s[j] - mx);
-        const int64_t li = (b * d.heads_q + h) * d.seq_q + i;
-        if (want_lse && io.out("lse").wanted(li))
-          io.out("lse").set(li, sum > 0 ? mx + std::log(sum) : -kInf, 1 + std::fabs(mx) + smag, d.seq_kv);
+          for (size_t j = 0; j < s.size(); ++j) sum += p[j] = std::exp(s[j].x - mx);
+        if (lse_wanted) lse->set(li, sum > 0 ? mx + std::log(sum) : -kInf, 1 + std::fabs(mx) + smag, d.seq_kv);
         for (int64_t c = 0; c < d.head_dim_v; ++c) {
           const int64_t oi = static_cast<int64_t>(rows.oi(b, i, h, c));
           if (!out.wanted(oi)) continue;
@@ -130,58 +142,106 @@ inline void attention_forward(const AttentionDescriptor& d, harness::RefIO& io) 
       }
 }
 
+// The backward by pairs (query i, key j): dq's rows from their keys, dk's and dv's rows from their
+// queries, each computed only where it holds a checked element (the profiler checks a sample of
+// shapes too large for every pair).
 inline void attention_backward(const AttentionDescriptor& d, harness::RefIO& io) {
   const AttentionRows rows(d, io);
   const std::vector<double> out = dense(io.in("out")), dout = dense(io.in("dout")), lse = dense(io.in("lse"));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const int64_t D = d.head_dim, Dv = d.head_dim_v;
-  std::vector<double> dq(rows.q.size(), 0.0), dq_mag(rows.q.size(), 0.0);
-  std::vector<double> dk(rows.k.size(), 0.0), dk_mag(rows.k.size(), 0.0);
-  std::vector<double> dv(rows.v.size(), 0.0), dv_mag(rows.v.size(), 0.0);
-  std::vector<double> s, abs, t;
+  auto row_of = [&](int64_t b, int64_t h, int64_t i) { return static_cast<size_t>((b * d.heads_q + h) * d.seq_q + i); };
+  // delta_i = dout_i . out_i, and the magnitude of its terms.
+  std::vector<double> delta(lse.size(), 0.0), delta_mag(lse.size(), 0.0);
   for (int64_t b = 0; b < d.batch; ++b)
     for (int64_t h = 0; h < d.heads_q; ++h)
-      for (int64_t i = 0; i < d.seq_q; ++i) {
-        const int64_t hk = h / rows.group;
-        const double l = lse[static_cast<size_t>((b * d.heads_q + h) * d.seq_q + i)];
-        if (l == -kInf) continue;  // a fully masked row: no gradient
-        rows.scores(b, h, i, s, abs, t);
-        double delta = 0, delta_mag = 0;
+      for (int64_t i = 0; i < d.seq_q; ++i)
         for (int64_t c = 0; c < Dv; ++c) {
-          delta += dout[rows.oi(b, i, h, c)] * out[rows.oi(b, i, h, c)];
-          delta_mag += std::fabs(dout[rows.oi(b, i, h, c)] * out[rows.oi(b, i, h, c)]);
+          const double t = dout[rows.oi(b, i, h, c)] * out[rows.oi(b, i, h, c)];
+          delta[row_of(b, h, i)] += t;
+          delta_mag[row_of(b, h, i)] += std::fabs(t);
         }
-        for (int64_t j = 0; j < d.seq_kv; ++j) {
-          const size_t u = static_cast<size_t>(j);
-          if (s[u] == -kInf) continue;
-          const double p = std::exp(s[u] - l), err = 1 + abs[u];  // P's error scales with its score's
-          double dp = 0, dp_mag = 0;
-          for (int64_t c = 0; c < Dv; ++c) {
-            dp += dout[rows.oi(b, i, h, c)] * rows.v[rows.vi(b, j, hk, c)];
-            dp_mag += std::fabs(dout[rows.oi(b, i, h, c)] * rows.v[rows.vi(b, j, hk, c)]);
-            dv[rows.vi(b, j, hk, c)] += p * dout[rows.oi(b, i, h, c)];
-            dv_mag[rows.vi(b, j, hk, c)] += p * err * std::fabs(dout[rows.oi(b, i, h, c)]);
-          }
-          const double cap = d.softcap > 0 ? 1 - t[u] * t[u] : 1.0;
-          const double ds = p * (dp - delta) * cap, ds_mag = p * (dp_mag + delta_mag) * err;
-          for (int64_t c = 0; c < D; ++c) {
-            dq[rows.qi(b, i, h, c)] += rows.scale * ds * rows.k[rows.ki(b, j, hk, c)];
-            dq_mag[rows.qi(b, i, h, c)] += rows.scale * ds_mag * std::fabs(rows.k[rows.ki(b, j, hk, c)]);
-            dk[rows.ki(b, j, hk, c)] += rows.scale * ds * rows.q[rows.qi(b, i, h, c)];
-            dk_mag[rows.ki(b, j, hk, c)] += rows.scale * ds_mag * std::fabs(rows.q[rows.qi(b, i, h, c)]);
-          }
-        }
-      }
-  auto emit = [&](std::string_view name, const std::vector<double>& value, const std::vector<double>& mag,
-                  int64_t terms) {
-    if (!attention_present(io, name)) return;
-    harness::RefOutput& o = io.out(name);
-    for (size_t x = 0; x < value.size(); ++x)
-      if (o.wanted(static_cast<int64_t>(x))) o.set(static_cast<int64_t>(x), value[x], mag[x], terms);
+  // One pair's probability p (from the saved lse), its error scale and dS = p (dP - delta) cap.
+  struct Pair {
+    bool seen;
+    double p, err, ds, ds_mag;
   };
-  emit("dq", dq, dq_mag, d.seq_kv * (Dv + 1));
-  emit("dk", dk, dk_mag, rows.group * d.seq_q * (Dv + 1));
-  emit("dv", dv, dv_mag, rows.group * d.seq_q);
+  auto pair = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    const double l = lse[row_of(b, h, i)];
+    if (l == -kInf) return Pair{false, 0, 0, 0, 0};  // a fully masked row: no gradient
+    const AttentionRows::Score sc = rows.score(b, h, i, j);
+    if (sc.x == -kInf) return Pair{false, 0, 0, 0, 0};
+    const int64_t hk = h / rows.group;
+    double dp = 0, dp_mag = 0;
+    for (int64_t c = 0; c < Dv; ++c) {
+      dp += dout[rows.oi(b, i, h, c)] * rows.v[rows.vi(b, j, hk, c)];
+      dp_mag += std::fabs(dout[rows.oi(b, i, h, c)] * rows.v[rows.vi(b, j, hk, c)]);
+    }
+    const double p = std::exp(sc.x - l), err = 1 + sc.abs;  // P's error scales with its score's
+    const double cap = d.softcap > 0 ? 1 - sc.t * sc.t : 1.0;
+    return Pair{true, p, err, p * (dp - delta[row_of(b, h, i)]) * cap, p * (dp_mag + delta_mag[row_of(b, h, i)]) * err};
+  };
+  std::vector<double> value, mag;
+  if (attention_present(io, "dq")) {
+    harness::RefOutput& o = io.out("dq");
+    for (int64_t b = 0; b < d.batch; ++b)
+      for (int64_t h = 0; h < d.heads_q; ++h)
+        for (int64_t i = 0; i < d.seq_q; ++i) {
+          if (!any_wanted(o, static_cast<int64_t>(rows.qi(b, i, h, 0)), D)) continue;
+          value.assign(static_cast<size_t>(D), 0.0);
+          mag.assign(static_cast<size_t>(D), 0.0);
+          for (int64_t j = 0; j < d.seq_kv; ++j) {
+            const Pair pr = pair(b, h, i, j);
+            if (!pr.seen) continue;
+            for (int64_t c = 0; c < D; ++c) {
+              value[static_cast<size_t>(c)] += rows.scale * pr.ds * rows.k[rows.ki(b, j, h / rows.group, c)];
+              mag[static_cast<size_t>(c)] +=
+                  rows.scale * pr.ds_mag * std::fabs(rows.k[rows.ki(b, j, h / rows.group, c)]);
+            }
+          }
+          for (int64_t c = 0; c < D; ++c)
+            if (o.wanted(static_cast<int64_t>(rows.qi(b, i, h, c))))
+              o.set(static_cast<int64_t>(rows.qi(b, i, h, c)), value[static_cast<size_t>(c)],
+                    mag[static_cast<size_t>(c)], d.seq_kv * (Dv + 1));
+        }
+  }
+  const bool want_dk = attention_present(io, "dk"), want_dv = attention_present(io, "dv");
+  if (!want_dk && !want_dv) return;
+  harness::RefOutput* dk = want_dk ? &io.out("dk") : nullptr;
+  harness::RefOutput* dv = want_dv ? &io.out("dv") : nullptr;
+  std::vector<double> kval, kmag;
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t hk = 0; hk < d.heads_kv; ++hk)
+      for (int64_t j = 0; j < d.seq_kv; ++j) {
+        const bool k_rows = dk && any_wanted(*dk, static_cast<int64_t>(rows.ki(b, j, hk, 0)), D);
+        const bool v_rows = dv && any_wanted(*dv, static_cast<int64_t>(rows.vi(b, j, hk, 0)), Dv);
+        if (!k_rows && !v_rows) continue;
+        kval.assign(static_cast<size_t>(D), 0.0);
+        kmag.assign(static_cast<size_t>(D), 0.0);
+        value.assign(static_cast<size_t>(Dv), 0.0);
+        mag.assign(static_cast<size_t>(Dv), 0.0);
+        for (int64_t h = hk * rows.group; h < (hk + 1) * rows.group; ++h)
+          for (int64_t i = 0; i < d.seq_q; ++i) {
+            const Pair pr = pair(b, h, i, j);
+            if (!pr.seen) continue;
+            for (int64_t c = 0; c < Dv; ++c) {
+              value[static_cast<size_t>(c)] += pr.p * dout[rows.oi(b, i, h, c)];
+              mag[static_cast<size_t>(c)] += pr.p * pr.err * std::fabs(dout[rows.oi(b, i, h, c)]);
+            }
+            for (int64_t c = 0; c < D; ++c) {
+              kval[static_cast<size_t>(c)] += rows.scale * pr.ds * rows.q[rows.qi(b, i, h, c)];
+              kmag[static_cast<size_t>(c)] += rows.scale * pr.ds_mag * std::fabs(rows.q[rows.qi(b, i, h, c)]);
+            }
+          }
+        for (int64_t c = 0; k_rows && c < D; ++c)
+          if (dk->wanted(static_cast<int64_t>(rows.ki(b, j, hk, c))))
+            dk->set(static_cast<int64_t>(rows.ki(b, j, hk, c)), kval[static_cast<size_t>(c)],
+                    kmag[static_cast<size_t>(c)], rows.group * d.seq_q * (Dv + 1));
+        for (int64_t c = 0; v_rows && c < Dv; ++c)
+          if (dv->wanted(static_cast<int64_t>(rows.vi(b, j, hk, c))))
+            dv->set(static_cast<int64_t>(rows.vi(b, j, hk, c)), value[static_cast<size_t>(c)],
+                    mag[static_cast<size_t>(c)], rows.group * d.seq_q);
+      }
 }
 
 }  // namespace baracuda::reference
