@@ -781,13 +781,24 @@ ROTARY_CASES = {
 }
 
 
-def attention_case(backward=False):
+def attention_case(backward=False, backend=None):
     """F.scaled_dot_product_attention, causal, on [B, S, H, D] buffers viewed as [B, H, S, D] (the
-    profiler's layout; PyTorch picks its flash or cuDNN kernel)."""
+    profiler's layout). backend None: PyTorch picks its kernel; else the SDPBackend's name (cudnn,
+    flash, efficient), forced by torch.nn.attention.sdpa_kernel."""
     def build(shape, dtype):
         def attend(q, k, v):
             t = lambda x: x.transpose(1, 2)
             return torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=True).transpose(1, 2)
+
+        if backend is not None:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            forced = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+                      "efficient": SDPBackend.EFFICIENT_ATTENTION}[backend]
+            plain = attend
+
+            def attend(q, k, v):
+                with sdpa_kernel(forced):
+                    return plain(q, k, v)
 
         def inputs(grad=False):
             return tuple(rand(tuple(shape), dtype).requires_grad_(grad) for _ in range(3))
@@ -918,7 +929,8 @@ def peer_backward(module, name, *args):
     return build
 
 
-EXTRA_COLUMNS = ("compile ms", "liger ms", "entmax ms", "entmax bisect ms")
+EXTRA_COLUMNS = ("compile ms", "liger ms", "entmax ms", "entmax bisect ms", "cudnn ms", "flash ms", "efficient ms")
+SDPA_BACKENDS = ("cudnn", "flash", "efficient")
 # Forward peers' outputs are checked against the PyTorch column's on the same inputs.
 EXTRA_FORWARD = {
     "torch.softmax(x, -1)": {"compile ms": compiled_softmax,
@@ -942,6 +954,8 @@ EXTRA_FORWARD.update({
     "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
     "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
     "apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(compile=True)},
+    "F.scaled_dot_product_attention(q, k, v, is_causal=True)": {f"{b} ms": attention_case(backend=b)
+                                                                for b in SDPA_BACKENDS},
     "apply_rotary_pos_emb_interleaved(q, k, cos, sin)": {"compile ms": rotary_case(True, compile=True)},
 })
 EXTRA_BACKWARD = {
@@ -950,6 +964,8 @@ EXTRA_BACKWARD = {
     "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True),
                                           "liger ms": liger_norm_case("rms", True)},
     "autograd of F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(True, compile=True)},
+    "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)": {
+        f"{b} ms": attention_case(True, b) for b in SDPA_BACKENDS},
     "autograd of F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, True, compile=True)},
     "autograd of apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(backward=True, compile=True)},
     "aten._softmax_backward_data(dy, y, -1)": {

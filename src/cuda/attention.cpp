@@ -99,12 +99,13 @@ struct GraphKey {
   AttentionDescriptor d;
   double scale = 1;
   bool stats = false;
+  bool deterministic = true;  // the backward's algorithm
   std::vector<int64_t> strides;
   std::string text() const {
     std::ostringstream s;
     s << std::setprecision(17) << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch << ' '
       << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v
-      << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats;
+      << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats << ' ' << deterministic;
     for (int64_t v : strides) s << ' ' << v;
     return s.str();
   }
@@ -160,7 +161,7 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
     auto options = fe::graph::SDPA_backward_attributes()
                        .set_name("attention_backward")
                        .set_attn_scale(static_cast<float>(key.scale));
-    options.set_deterministic_algorithm(true);  // the plan's contract: the same bits every run
+    options.set_deterministic_algorithm(key.deterministic);
     if (d.causal) bottom_right ? options.set_causal_mask_bottom_right(true) : options.set_causal_mask(true);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
     dq->set_output(true).set_uid(kDQ).set_dim({B, Hq, Sq, d.head_dim}).set_stride(bhsd(s + 23));
@@ -248,8 +249,8 @@ Status execute(const Built& b, const LaunchContext& ctx, std::unordered_map<int6
 }  // namespace
 
 Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale,
-                                     bool backward, std::string_view plan) {
-  GraphKey key{backward, target.device, d, scale, true, {}};
+                                     bool backward, bool deterministic, std::string_view plan) {
+  GraphKey key{backward, target.device, d, scale, true, deterministic, {}};
   const Shape q{d.batch, d.seq_q, d.heads_q, d.head_dim}, k{d.batch, d.seq_kv, d.heads_kv, d.head_dim},
       v{d.batch, d.seq_kv, d.heads_kv, d.head_dim_v}, o{d.batch, d.seq_q, d.heads_q, d.head_dim_v},
       lse{d.batch, d.heads_q, d.seq_q};
@@ -263,7 +264,7 @@ Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDe
 
 Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
   const AttentionArgs& a = p.args;
-  GraphKey key{false, ctx.target.device, p.desc, p.scale, a.lse.data != nullptr, {}};
+  GraphKey key{false, ctx.target.device, p.desc, p.scale, a.lse.data != nullptr, true, {}};
   append(key.strides, a.q, 4);
   append(key.strides, a.k, 4);
   append(key.strides, a.v, 4);
@@ -295,7 +296,7 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
     }
     scratch += attention_scratch_bytes(*shape, d.dtype);
   }
-  GraphKey key{true, ctx.target.device, d, p.scale, true, {}};
+  GraphKey key{true, ctx.target.device, d, p.scale, true, p.deterministic, {}};
   append(key.strides, a.q, 4);
   append(key.strides, a.k, 4);
   append(key.strides, a.v, 4);
@@ -321,7 +322,7 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
 
 #else  // built without the cuDNN frontend's headers
 
-Expected<size_t> attention_workspace(const PlanTarget&, const AttentionDescriptor&, double, bool,
+Expected<size_t> attention_workspace(const PlanTarget&, const AttentionDescriptor&, double, bool, bool,
                                      std::string_view plan) {
   return plan_error(StatusCode::unsupported, plan, "stream",
                     "this build has no CUDA attention (configured without the cuDNN frontend's headers: "

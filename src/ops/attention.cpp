@@ -22,14 +22,22 @@ namespace {
 // tiles take up to 512 (DeepSeek's MLA uses 576 / 512 in decode, which this does not cover yet).
 inline constexpr int64_t kMaxHeadDim = 512;
 
-// In AttentionVariant order.
-enum class AttentionVariant : int { tiled, cudnn };
-constexpr VariantInfo kVariants[] = {
+// In AttentionVariant order (the forward has the first two).
+enum class AttentionVariant : int { tiled, cudnn, cudnn_deterministic };
+constexpr VariantInfo kForwardVariants[] = {
     {"tiled", true, true, false,
      "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
-    {"cudnn", true, false, true,
-     "CUDA: cuDNN's fused flash attention (cuDNN frontend graph, deterministic backward); f16 / bf16, head dims "
-     "multiples of 8 up to 128, no bias, soft-cap or window but causal"},
+    {"cudnn", true, false, true, "CUDA: cuDNN's fused flash attention (cuDNN frontend graph); f16 / bf16, head dims multiples of 8 up to 128, "
+     "no bias, soft-cap or window but causal"},
+};
+constexpr VariantInfo kBackwardVariants[] = {
+    kForwardVariants[0],
+    {"cudnn", false, false, true,
+     "CUDA: cuDNN's fused flash attention backward, dq summed by atomics (the default where determinism is not "
+     "required)"},
+    {"cudnn_deterministic", true, false, true,
+     "CUDA: cuDNN's deterministic backward (no atomics: the same bits every run), chosen where determinism is "
+     "required"},
 };
 
 // Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field.
@@ -77,6 +85,8 @@ struct AttentionHooks {
   using Args = std::conditional_t<kBackward, AttentionBackwardArgs, AttentionArgs>;
   static constexpr std::string_view kPlan = kBackward ? "AttentionBackwardPlan" : "AttentionPlan";
   static constexpr std::string_view kOp = kBackward ? "attention_backward" : "attention";
+  static constexpr std::span<const VariantInfo> kVariants{kBackward ? std::span<const VariantInfo>(kBackwardVariants)
+                                                                     : std::span<const VariantInfo>(kForwardVariants)};
   static constexpr OpSchema kSchema{kPlan, kOp, "attention", kFloats, {}, kVariants};
 
   static constexpr auto fields() {
@@ -172,19 +182,22 @@ struct AttentionHooks {
     }
   }
 
-  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
-                                     std::optional<int>) {
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
+                                     std::optional<int> forced) {
     PlanChoice c;
     if (t.backend == Backend::cpu) {
       c.variant = static_cast<int>(AttentionVariant::tiled);
       return c;
     }
-    c.variant = static_cast<int>(AttentionVariant::cudnn);
+    // The backward: cuDNN's faster atomic dq unless determinism is required (or the variant forced).
+    const bool deterministic = kBackward && (pref.determinism == Determinism::required ||
+                                             forced == static_cast<int>(AttentionVariant::cudnn_deterministic));
+    c.variant = static_cast<int>(deterministic ? AttentionVariant::cudnn_deterministic : AttentionVariant::cudnn);
     if (nothing_to_do(d)) return c;
     if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
       return plan_error(StatusCode::unsupported, kPlan, field, why);
 #if BARACUDA_HAS_CUDA
-    Expected<size_t> ws = cuda::attention_workspace(t, d, resolved_scale(d), kBackward, kPlan);
+    Expected<size_t> ws = cuda::attention_workspace(t, d, resolved_scale(d), kBackward, deterministic, kPlan);
     if (!ws) return ws.status();
     c.knob = static_cast<int64_t>(*ws);
     c.workspace = *ws;
@@ -225,9 +238,14 @@ struct AttentionHooks {
   // The args with every view the descriptor does not use cleared (ops/arg_views.hpp).
   static Args used(const Descriptor& d, const Args& a) { return without_unused_views<AttentionHooks>(d, a); }
 
-  static auto problem(const LaunchContext&, const Descriptor& d, const Args& args) {
+  static auto problem(const LaunchContext& ctx, const Descriptor& d, const Args& args) {
     if constexpr (kBackward)
-      return AttentionBackwardProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args)};
+      return AttentionBackwardProblem{d,
+                                      resolved_scale(d),
+                                      bias_dtype_of(d),
+                                      attention_mask(d),
+                                      used(d, args),
+                                      ctx.choice.variant == static_cast<int>(AttentionVariant::cudnn_deterministic)};
     else
       return AttentionProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args)};
   }

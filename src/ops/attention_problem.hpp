@@ -54,6 +54,7 @@ struct AttentionBackwardProblem {
   DType bias_dtype = DType::f32;
   AttentionMask mask;
   AttentionBackwardArgs args;
+  bool deterministic = true;  // CUDA: cuDNN's deterministic backward (else dq by atomics)
 };
 
 namespace cpu {
@@ -64,7 +65,7 @@ namespace cuda {
 // cuDNN's fused attention (cuda/attention.cpp). select builds the graph for contiguous views: its
 // workspace, or why cuDNN refuses the case.
 Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale,
-                                     bool backward, std::string_view plan);
+                                     bool backward, bool deterministic, std::string_view plan);
 Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
 }  // namespace cuda

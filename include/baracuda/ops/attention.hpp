@@ -24,10 +24,12 @@
 // dk and dv summed over the query heads sharing the kv head. The bias has no gradient.
 //
 // dtypes: q, k, v, out, dout, dq, dk, dv share `dtype` (f32, f64, f16, bf16); 16-bit and f32 data
-// compute and accumulate in f32, f64 in f64. Deterministic always: the forward's rows are
-// independent, and the backward sums in a fixed order (FlashAttention-2's two passes: dk and dv per
-// (b, kv head, kv tile) over the query heads and tiles in order, then dq per (b, q head, q tile)),
-// without atomics.
+// compute and accumulate in f32, f64 in f64. The forward is deterministic (its rows independent).
+// The backward on the CPU sums in a fixed order (FlashAttention-2's two passes: dk and dv per (b, kv
+// head, kv tile) over the query heads and tiles in order, then dq per (b, q head, q tile)), without
+// atomics. On CUDA the default (`cudnn`) is cuDNN's backward, whose dq is summed by atomics (not
+// bit-identical across runs, as PyTorch's); with PlanPreference::determinism required the plan takes
+// `cudnn_deterministic`, cuDNN's deterministic algorithm, at some cost in speed.
 //
 // Outputs must not overlap an input or each other.
 #include <optional>

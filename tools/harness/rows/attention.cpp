@@ -174,6 +174,7 @@ std::vector<std::unique_ptr<OpRow>> attention_rows() {
   // no bias or soft-cap (ops/attention.cpp's cudnn_refusal): it refuses the other samples.
   RowSpec<AttentionPlan> forward{samples_of<false>, forward_reference, harness::tolerance, {}, errors()};
   forward.cuda_partial = true;
+  // The forward as PyTorch's without autograd runs it: no lse written.
   forward.bench = {{"attention",
                     "F.scaled_dot_product_attention(q, k, v, is_causal=True)",
                     {DType::bf16, DType::f16},
@@ -182,7 +183,7 @@ std::vector<std::unique_ptr<OpRow>> attention_rows() {
                     true,
                     false,
                     {},
-                    {},
+                    "lse",
                     {},
                     {},
                     bench_terms}};
@@ -196,18 +197,20 @@ std::vector<std::unique_ptr<OpRow>> attention_rows() {
                                           forward_of<AttentionPlan>,
                                           gradient};
   backward.cuda_partial = true;
-  backward.bench = {{"attention_backward",
-                     "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)",
-                     {DType::bf16, DType::f16},
-                     bench_shapes,
-                     bench_desc,
-                     true,
-                     false,
-                     {},
-                     {},
-                     {},
-                     {},
-                     bench_terms}};
+  // The default backward (on CUDA dq by atomics, as PyTorch's) and the deterministic one.
+  for (bool deterministic : {false, true})
+    backward.bench.push_back({deterministic ? "attention_backward_deterministic" : "attention_backward",
+                              "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                              {DType::bf16, DType::f16},
+                              bench_shapes,
+                              bench_desc,
+                              deterministic,
+                              false,
+                              {},
+                              {},
+                              {},
+                              {},
+                              bench_terms});
   rows.push_back(make_row<AttentionBackwardPlan>(std::move(backward)));
   return rows;
 }
