@@ -110,7 +110,7 @@ class OpTableTest : public ::testing::TestWithParam<RowCase> {
   // A sample this backend's path does not cover, refused as such (Problem::cuda_partial): skipped.
   bool refused_here(const Problem& p, const Status& s) const {
     return backend() == Backend::cuda && p.cuda_partial && s.code() == StatusCode::unsupported &&
-           s.message().rfind(std::string(schema().plan) + ": descriptor", 0) == 0;
+           s.message().rfind(std::string(p.schema().plan) + ": descriptor", 0) == 0;
   }
 
   std::mt19937_64 rng_;

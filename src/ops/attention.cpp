@@ -217,9 +217,11 @@ struct AttentionHooks {
       return d.batch == 0 || d.seq_q == 0 || d.heads_q == 0;
   }
 
-  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
+  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice& c) {
     PrecisionGuarantee g;
     g.compute = g.accumulator = acc_dtype(d.dtype);
+    // cuDNN's default backward sums dq by atomics.
+    g.deterministic = g.bit_stable = !(kBackward && c.variant == static_cast<int>(AttentionVariant::cudnn));
     return g;
   }
 
