@@ -581,9 +581,11 @@ NORM_CASES = {
 # Cross-entropy cases: logits x [N, C] (the profiler's shape), targets t [N] in [0, C), the mean. The
 # backward is autograd's (the softmax minus the one-hot, scaled), through a graph built once per
 # input set. `compile`: the same function through torch.compile (a fresh dynamo cache per case).
-def cross_entropy_case(backward=False, compile=False):
+def cross_entropy_case(backward=False, compile=False, loss=torch.nn.functional.cross_entropy):
+    """loss(x, t) of logits [N, C] against class indices: F.cross_entropy, or F.nll_loss (x taken as
+    log-probabilities, as the profiler's nll_loss)."""
     def forward(x, t):
-        return torch.nn.functional.cross_entropy(x, t)
+        return loss(x, t)
 
     def build(shape, dtype):
         fn = forward
@@ -637,6 +639,8 @@ def pointwise_loss_case(fn, target_lo=-1.0, backward=False):
 LOSS_CASES = {
     "F.cross_entropy(x, t)": cross_entropy_case(),
     "autograd of F.cross_entropy(x, t)": cross_entropy_case(True),
+    "F.nll_loss(x, t)": cross_entropy_case(loss=torch.nn.functional.nll_loss),
+    "autograd of F.nll_loss(x, t)": cross_entropy_case(True, loss=torch.nn.functional.nll_loss),
     "F.mse_loss(x, y)": pointwise_loss_case(torch.nn.functional.mse_loss),
     "autograd of F.mse_loss(x, y)": pointwise_loss_case(torch.nn.functional.mse_loss, backward=True),
     "F.binary_cross_entropy_with_logits(x, y)": pointwise_loss_case(

@@ -24,6 +24,8 @@ __all__ = [
     "amax",
     "amin",
     "dropout",
+    "cross_entropy",
+    "nll_loss",
     "mse_loss",
     "l1_loss",
     "smooth_l1_loss",
@@ -214,6 +216,28 @@ def rms_norm(x, weight=None, eps=1e-6, *, normalized_dims=None):
 def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None):
     """F.layer_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
     return _norm(_bc.LayerNormPlan, x, weight, bias, eps, normalized_dims)
+
+
+def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
+    fields = dict(dtype=_dtype(input), index_dtype=_dtype(target), shape=_shape(input),
+                  reduction=getattr(_bc.LossReduction, reduction), ignore_index=int(ignore_index),
+                  label_smoothing=float(label_smoothing), has_weight=weight is not None, log_probs=log_probs)
+    if weight is not None and _dtype(weight) != fields["dtype"]:
+        fields["weight_dtype"] = _dtype(weight)
+    inputs = dict(logits=input, targets=target)
+    if weight is not None:
+        inputs["weight"] = weight
+    return _run(_bc.CrossEntropyPlan, _bc.CrossEntropyDescriptor, fields, input, inputs)["loss"]
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """F.cross_entropy of logits [N, C] (or [C], [N, C, d1, ...]) against class indices."""
+    return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, False)
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """F.nll_loss of log-probabilities [N, C] (or [C], [N, C, d1, ...]) against class indices."""
+    return _class_loss(input, target, weight, ignore_index, reduction, 0.0, True)
 
 
 def _pointwise_loss(kind, input, target, reduction, beta=1.0, log_target=False):

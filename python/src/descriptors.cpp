@@ -199,7 +199,8 @@ void bind_descriptors(nb::module_& m) {
       .field("ignore_index", &CrossEntropyDescriptor::ignore_index)
       .field("label_smoothing", &CrossEntropyDescriptor::label_smoothing)
       .field("z_loss", &CrossEntropyDescriptor::z_loss)
-      .field("has_weight", &CrossEntropyDescriptor::has_weight);
+      .field("has_weight", &CrossEntropyDescriptor::has_weight)
+      .field("log_probs", &CrossEntropyDescriptor::log_probs);
   DescriptorClass<PointwiseLossDescriptor>(m, "PointwiseLossDescriptor")
       .field("dtype", &PointwiseLossDescriptor::dtype)
       .field("kind", &PointwiseLossDescriptor::kind)

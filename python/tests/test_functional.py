@@ -133,3 +133,21 @@ def test_pointwise_losses(rng):
     p = 1 / (1 + np.exp(-y))  # probabilities as targets
     ref = np.maximum(x, 0) - x * p + np.log1p(np.exp(-np.abs(x)))
     np.testing.assert_allclose(bc.binary_cross_entropy_with_logits(x, p, reduction="none"), ref, **TOL)
+
+
+def test_cross_entropy_and_nll_loss(rng):
+    x = randn(rng, 6, 9)
+    t = np.array([0, 8, -100, 3, 2, 5], np.int64)  # one row ignored
+    w = (rng.random(9) + 0.5).astype(np.float32)
+    kept = t != -100
+    lse = np.log(np.exp(x.astype(np.float64)).sum(-1))
+    picked = x[np.arange(6), np.where(kept, t, 0)]
+    np.testing.assert_allclose(bc.cross_entropy(x, t), (lse - picked)[kept].mean(), **TOL)
+    logp = (x - lse[:, None]).astype(np.float32)  # log-probabilities
+    wt = w[np.where(kept, t, 0)]
+    ref = -(wt * logp[np.arange(6), np.where(kept, t, 0)])
+    np.testing.assert_allclose(bc.nll_loss(logp, t, weight=w, reduction="none"), np.where(kept, ref, 0), **TOL)
+    np.testing.assert_allclose(bc.nll_loss(logp, t, weight=w), ref[kept].sum() / wt[kept].sum(), **TOL)
+    with pytest.raises(bc.Error) as e:
+        bc.cross_entropy(x, t, label_smoothing=2.0)
+    assert "CrossEntropyPlan" in str(e.value) and "label_smoothing" in str(e.value)

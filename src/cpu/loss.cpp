@@ -111,7 +111,9 @@ Status forward(const CrossEntropyForwardProblem& p) {
     int64_t off[kLossRowTensors];
     g.row.offsets(row, off);
     const T* x = logits + off[0];
-    const RowStats<A> s = row_stats<A, T, W, kUnit>(x, g.classes, g.class_stride, w, wstep, smoothing);
+    // log_probs (F.nll_loss): the row is not read, lse is 0.
+    const RowStats<A> s = d.log_probs ? RowStats<A>{A(0), A(1), A(0)}
+                                      : row_stats<A, T, W, kUnit>(x, g.classes, g.class_stride, w, wstep, smoothing);
     const A base = s.max == device::loss_minus_infinity<A>() ? A(0) : s.max;
     const A lse = base + std::log(s.sum);
     if (lse_out) lse_out[off[4]] = lse;
@@ -197,7 +199,6 @@ Status backward(const CrossEntropyBackwardProblem& p) {
   for (int64_t row = 0; row < g.rows; ++row) {
     int64_t off[kLossRowTensors];
     g.row.offsets(row, off);
-    const T* x = logits + off[0];
     T* dx = dlogits + off[1];
     const I t = targets[off[2]];
     if (!target_counts(t, d.ignore_index, g.classes, bad)) {
@@ -205,6 +206,13 @@ Status backward(const CrossEntropyBackwardProblem& p) {
       continue;
     }
     const A gr = none ? convert<A>(dloss[off[3]]) : g_ce, gz = none ? gr : g_z;
+    if (d.log_probs) {  // F.nll_loss: -g w_t at the target, 0 elsewhere; x is not read
+      const int64_t tc = static_cast<int64_t>(t);
+      for (int64_t c = 0; c < g.classes; ++c) dx[kUnit ? c : c * g.dclass_stride] = convert<T>(A(0));
+      dx[tc * g.dclass_stride] = convert<T>(A(0) - gr * (w ? convert<A>(w[tc * wstep]) : A(1)));
+      continue;
+    }
+    const T* x = logits + off[0];
     const A lse = lse_in[off[4]];
     const device::CrossEntropyGradient<A> k =
         device::row_gradient<A>(lse, w ? convert<A>(w[t * wstep]) : A(1), weights, e, classes, z, gr, gz);

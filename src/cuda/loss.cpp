@@ -27,8 +27,8 @@ std::string index_type(DType index) { return index == DType::i32 ? "int" : "long
 
 }  // namespace
 
-// The program's kernels: forward [vectorized, by element, combine, reduce]; backward [vectorized, by
-// element, totals].
+// The program's kernels: forward [vectorized, by element, combine, reduce, nll]; backward
+// [vectorized, by element, totals].
 jit::Program cross_entropy_program(DType t, DType w, DType index, bool backward, int64_t classes) {
   jit::Program p;
   const std::string name = backward ? "cross_entropy_backward" : "cross_entropy_forward";
@@ -45,6 +45,7 @@ jit::Program cross_entropy_program(DType t, DType w, DType index, bool backward,
   } else {
     p.kernels.push_back("baracuda::device::cross_entropy_combine<" + types + ">");
     p.kernels.push_back("baracuda::device::cross_entropy_reduce<" + jit::device_type(t) + ">");
+    p.kernels.push_back("baracuda::device::nll_forward<" + types + ">");
   }
   return p;
 }
@@ -90,6 +91,7 @@ device::CrossEntropyParams params_of(const CrossEntropyDescriptor& d, const Loss
   params.smoothing = d.label_smoothing;
   params.z = d.z_loss;
   params.reduction = static_cast<int>(d.reduction);
+  params.log_probs = d.log_probs ? 1 : 0;
   params.row.rank = g.row.rank;
   for (int k = 0; k < kMaxRank; ++k) {
     params.row.sizes[k] = g.row.sizes[k];
@@ -129,7 +131,12 @@ Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
   const jit::Module& m = module_of(ctx);
   const int vw = vector_width(d.dtype);
   const bool vec = vectorizable(g, vw, {{a.logits.data, 0}});
-  if (g.rows > 0) {
+  if (g.rows > 0 && d.log_probs) {
+    if (Status s = launch_kernel(m.kernels[4], std::clamp<int64_t>((g.rows + 255) / 256, 1, 4096), 256, &params,
+                                 ctx.stream, "nll_forward");
+        !s)
+      return s;
+  } else if (g.rows > 0) {
     if (Status s = launch_kernel(m.kernels[vec ? 0 : 1], grid_of(g.rows * params.chunks),
                                  block_threads(g.classes, vec ? vw : 1), &params, ctx.stream, "cross_entropy_forward");
         !s)

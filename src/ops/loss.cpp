@@ -86,7 +86,7 @@ CheckedSize workspace_bytes(const CrossEntropyDescriptor& d, bool backward) {
   const int64_t rows = row_shape(d).numel(), chunks = loss_chunks(class_count(d));
   CheckedSize bytes = 0;
   if (d.reduction != LossReduction::none) bytes += (CheckedSize(rows) * 4 * acc + 255);
-  if (chunks > 1) bytes += CheckedSize(rows) * chunks * 4 * acc;
+  if (chunks > 1 && !d.log_probs) bytes += CheckedSize(rows) * chunks * 4 * acc;
   return bytes;
 }
 
@@ -142,6 +142,12 @@ struct CrossEntropyHooks {
     if (!(d.z_loss >= 0) || !std::isfinite(d.z_loss))
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.z_loss",
                         std::to_string(d.z_loss) + " is not a finite number >= 0");
+    if (d.log_probs && d.label_smoothing != 0)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.label_smoothing",
+                        "must be 0 with log_probs (F.nll_loss smooths nothing)");
+    if (d.log_probs && d.z_loss != 0)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.z_loss",
+                        "must be 0 with log_probs (no logsumexp to penalize)");
     const DType w = weight_dtype_of(d);
     if (w != d.dtype && w != DType::f32)
       return plan_error(StatusCode::unsupported, kPlan, "descriptor.weight_dtype",
@@ -165,15 +171,15 @@ struct CrossEntropyHooks {
     const int target = 1 + kBackward;
     if constexpr (kBackward) {
       set(0, d.dtype, loss, true);                       // dloss
-      set(1, d.dtype, d.shape, true);                    // logits
+      set(1, d.dtype, d.shape, !d.log_probs);            // logits (nll's gradient does not read them)
       set(3, weight_dtype_of(d), weight, d.has_weight);  // weight
-      set(4, acc_dtype(d.dtype), rows, true);            // lse
+      set(4, acc_dtype(d.dtype), rows, !d.log_probs);    // lse
       set(5, d.dtype, d.shape, true);                    // dlogits
     } else {
       set(0, d.dtype, d.shape, true);                    // logits
       set(2, weight_dtype_of(d), weight, d.has_weight);  // weight
       set(3, d.dtype, loss, true);                       // loss
-      set(4, acc_dtype(d.dtype), rows, true, true);      // lse
+      set(4, acc_dtype(d.dtype), rows, !d.log_probs, true);  // lse
     }
     set(target, d.index_dtype, rows, true);  // targets
     specs[target].index_bound = class_count(d);

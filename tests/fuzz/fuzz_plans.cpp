@@ -453,6 +453,9 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescript
   d.label_smoothing = in.chance(60) ? 0.0 : (in.chance(70) ? 0.1 : fuzz_weight(in));
   d.z_loss = in.chance(60) ? 0.0 : (in.chance(70) ? 1e-4 : fuzz_weight(in));
   d.has_weight = in.consume_bool();
+  // F.nll_loss, mostly without the smoothing and z-loss it refuses.
+  d.log_probs = in.chance(25);
+  if (d.log_probs && !in.chance(10)) d.label_smoothing = d.z_loss = 0.0;
 }
 
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, PointwiseLossDescriptor& d) {

@@ -34,6 +34,11 @@
 // `index_dtype` (i32, i64); the weight is `weight_dtype` (dtype or f32). 16-bit and f32 compute and
 // accumulate in f32, f64 in f64.
 //
+// log_probs (F.nll_loss): the input already holds log-probabilities, so lse is taken as 0 and nothing
+// is normalized: row loss = -w_t x_t, dlogits_c = -g w_t [c == t]; label_smoothing and z_loss must be
+// 0, the forward writes no lse (leave it empty) and the backward reads neither lse nor the logits
+// (both ignored). The forward reads one element a row (the target's).
+//
 // Any C from 1 up, with no scratch proportional to C. On CUDA a row's logsumexp is one pass over its
 // logits (a running max and sum of exps, the smoothing's sums gathered on the way; the target's logit
 // read once more); a block takes a row, or each 32768 classes of a longer row, whose pieces a second
@@ -62,6 +67,7 @@ struct CrossEntropyDescriptor {
   double label_smoothing = 0.0;  // in [0, 1]
   double z_loss = 0.0;           // >= 0 and finite: z lse^2 added per row
   bool has_weight = false;       // class weights [C]
+  bool log_probs = false;        // the input holds log-probabilities: F.nll_loss (see above)
 };
 
 struct CrossEntropyArgs {

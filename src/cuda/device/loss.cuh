@@ -218,6 +218,15 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
   }
 }
 
+// log_probs (F.nll_loss): a thread a row reads its target's value alone; lse = 0 + log(1) exactly.
+template <class T, class W, class I>
+__global__ void __launch_bounds__(256) nll_forward(const __grid_constant__ CrossEntropyParams p) {
+  using Acc = acc_t<T>;
+  for (int64 row = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; row < p.rows;
+       row += static_cast<int64>(gridDim.x) * blockDim.x)
+    finish_row<T, W, I>(p, row, CrossEntropyRow<Acc>{Acc(0), Acc(1), Acc(0), Acc(0)});
+}
+
 // The chunks of each row merged in chunk order, then the row finished: a thread a row.
 template <class T, class W, class I>
 __global__ void __launch_bounds__(256) cross_entropy_combine(const __grid_constant__ CrossEntropyParams p) {
@@ -300,7 +309,9 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
       g = g / totals[1];
       g_z = g_z / totals[2];
     }
-    const Acc lse = static_cast<const Acc*>(p.lse)[row_offset(p, kCeLse, row)];
+    // log_probs: no p_c term, so the logits are not read.
+    const bool probs = p.log_probs == 0;
+    const Acc lse = probs ? static_cast<const Acc*>(p.lse)[row_offset(p, kCeLse, row)] : Acc(0);
     const CrossEntropyGradient<Acc> k =
         row_gradient<Acc>(lse, class_weight<W, Acc>(p, t), weights, smoothing, classes, static_cast<Acc>(p.z), g, g_z);
     const bool class_terms = p.smoothing != 0;
@@ -309,18 +320,18 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
 #pragma unroll
       for (int u = 0; u < kCeUnroll; ++u) {
         const int64 v = v0 + static_cast<int64>(u) * kThreads;
-        if (v < last) raw[u] = Access::load(x, p.class_stride, v * VW);
+        if (probs && v < last) raw[u] = Access::load(x, p.class_stride, v * VW);
       }
 #pragma unroll
       for (int u = 0; u < kCeUnroll; ++u) {
         const int64 v = v0 + static_cast<int64>(u) * kThreads;
         if (v >= last) continue;
         Acc e[VW];
-        Access::values(raw[u], e);
+        if (probs) Access::values(raw[u], e);
 #pragma unroll
         for (int i = 0; i < VW; ++i) {
           const int64 c = v * VW + i;
-          Acc d = LossExp{}(e[i] - lse) * k.scale;
+          Acc d = probs ? LossExp{}(e[i] - lse) * k.scale : Acc(0);
           if (class_terms) d -= k.class_term * class_weight<W, Acc>(p, c);
           if (c == t) d -= k.target_term;
           e[i] = d;

@@ -74,6 +74,7 @@ struct CrossEntropyParams {
   long long rows, classes, chunks, chunk_len, class_stride, dclass_stride, weight_stride, ignore_index;
   double smoothing, z;
   int reduction;  // cross_entropy.h's kReduceNone, kReduceSum, kReduceMean
+  int log_probs;  // the input holds log-probabilities (F.nll_loss): lse is 0, nothing normalized
   Walk<5> row;    // logits, dlogits, targets, loss / dloss (reduction none), lse
 };
 

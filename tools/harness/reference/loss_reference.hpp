@@ -87,7 +87,7 @@ inline void cross_entropy_forward(const CrossEntropyDescriptor& d, harness::RefI
   const bool lse_out = io.specs[static_cast<size_t>(io.index_of("lse"))].present;
   double ce_sum = 0, z_sum = 0, magnitude_sum = 0;
   for (int64_t r = 0; r < s.rows(); ++r) {
-    const double lse = row_logsumexp(x, s, r);
+    const double lse = d.log_probs ? 0.0 : row_logsumexp(x, s, r);  // log_probs: F.nll_loss
     if (lse_out && io.out("lse").wanted(r)) io.out("lse").set(r, lse, std::fabs(lse) + 1, 1);
     int64_t t = 0;
     double ce = 0, z = 0, magnitude = 0;
@@ -127,7 +127,8 @@ inline void cross_entropy_forward(const CrossEntropyDescriptor& d, harness::RefI
 
 inline void cross_entropy_backward(const CrossEntropyDescriptor& d, harness::RefIO& io) {
   const LossSizes s = loss_sizes(d);
-  const harness::HostView &x = io.in("logits"), &dloss = io.in("dloss"), &lse_in = io.in("lse");
+  const harness::HostView& dloss = io.in("dloss");
+  const harness::HostView* x = d.log_probs ? nullptr : &io.in("logits");  // (nll's gradient reads none)
   const LossTotals totals = loss_totals(d, io, s);
   const double e = d.label_smoothing, smooth = e / static_cast<double>(s.classes);
   harness::RefOutput& dx = io.out("dlogits");
@@ -143,11 +144,12 @@ inline void cross_entropy_backward(const CrossEntropyDescriptor& d, harness::Ref
       g /= totals.weight_sum;
       g_z /= totals.counted;
     }
-    const double lse = lse_in.at(r), w_t = class_weight(d, io, t);
+    // log_probs (F.nll_loss): no lse, no probabilities: only the target's term.
+    const double lse = d.log_probs ? 0.0 : io.in("lse").at(r), w_t = class_weight(d, io, t);
     for (int64_t c = 0; c < s.classes; ++c) {
       const int64_t i = s.at(r, c);
       if (!dx.wanted(i)) continue;
-      const double p = std::exp(x.at(i) - lse), w = class_weight(d, io, c);
+      const double p = x ? std::exp(x->at(i) - lse) : 0.0, w = class_weight(d, io, c);
       const double ce_part = g * ((1 - e) * w_t * (p - (c == t)) + smooth * (totals.weights * p - w));
       const double z_part = g_z * 2 * d.z_loss * lse * p;
       const double magnitude = std::fabs(g) * ((1 - e) * std::fabs(w_t) * (p + (c == t)) +

@@ -87,7 +87,33 @@ std::vector<Sample<Desc>> samples() {
   rank3.label_smoothing = 0.2;
   rank3.z_loss = 0.01;
   add(rank3, Views::contiguous, "classes along dim 1, weight, smoothing, z-loss", {}, true);
+  // log_probs: F.nll_loss.
+  for (LossReduction r : {LossReduction::none, LossReduction::sum, LossReduction::mean}) {
+    Desc nll = ce({16, 100}, r);
+    nll.log_probs = true;
+    add(nll, Views::contiguous, "nll", {}, true);
+    nll.has_weight = true;
+    add(nll, Views::contiguous, "nll, weight", {}, true);
+    Desc ignored = ce({30, 5}, r);
+    ignored.log_probs = true;
+    ignored.ignore_index = -1;
+    add(ignored, Views::contiguous, "nll, ignore_index -1");
+    Desc rank3 = ce({3, 50, 4}, r);
+    rank3.log_probs = true;
+    rank3.has_weight = true;
+    add(rank3, Views::contiguous, "nll, classes along dim 1, weight", {}, true);
+  }
+  Desc nll_wide = ce({2, (1 << 20) + 3}, LossReduction::none);
+  nll_wide.log_probs = true;
+  add(nll_wide, Views::contiguous, "nll, 2^20 + 3 classes", {DType::f32, DType::bf16}, true);
+  Desc nll_none = ce({0, 16}, LossReduction::sum);
+  nll_none.log_probs = true;
+  add(nll_none, Views::contiguous, "nll, no rows");
   for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+    Desc nll = ce({33, 256}, LossReduction::sum);
+    nll.log_probs = true;
+    nll.has_weight = true;
+    add(nll, v, "nll, weight");
     add(ce({33, 256}), v);
     add(ce({33, 256}, LossReduction::none), v);
     Desc all = ce({5, 6, 7}, LossReduction::sum);
@@ -125,6 +151,18 @@ std::vector<DescriptorError<Desc>> errors() {
        StatusCode::invalid_problem, "descriptor.reduction"},
       {"integer weight_dtype", [](Desc& d) { d.weight_dtype = DType::i32; }, StatusCode::unsupported,
        "descriptor.weight_dtype"},
+      {"nll with smoothing",
+       [](Desc& d) {
+         d.log_probs = true;
+         d.label_smoothing = 0.1;
+       },
+       StatusCode::invalid_problem, "descriptor.label_smoothing"},
+      {"nll with z-loss",
+       [](Desc& d) {
+         d.log_probs = true;
+         d.z_loss = 0.01;
+       },
+       StatusCode::invalid_problem, "descriptor.z_loss"},
   };
 }
 
@@ -138,12 +176,20 @@ Desc bench_desc(DType dtype, const Shape& shape) {
   d.dtype = dtype;
   return d;
 }
+Desc nll_bench_desc(DType dtype, const Shape& shape) {
+  Desc d = bench_desc(dtype, shape);
+  d.log_probs = true;
+  return d;
+}
 
 std::vector<BenchSample<Desc>> bench(bool backward) {
   const std::vector<DType> dtypes = {DType::bf16, DType::f32};
   if (backward)
-    return {{"cross_entropy_backward", "autograd of F.cross_entropy(x, t)", dtypes, standard_shapes, bench_desc}};
-  return {{"cross_entropy", "F.cross_entropy(x, t)", dtypes, standard_shapes, bench_desc, false, false, {}, "lse"}};
+    return {{"cross_entropy_backward", "autograd of F.cross_entropy(x, t)", dtypes, standard_shapes, bench_desc},
+            {"nll_loss_backward", "autograd of F.nll_loss(x, t)", dtypes, standard_shapes, nll_bench_desc}};
+  return {{"cross_entropy", "F.cross_entropy(x, t)", dtypes, standard_shapes, bench_desc, false, false, {}, "lse"},
+          // (one element a row read: counted as the loss's bytes)
+          {"nll_loss", "F.nll_loss(x, t)", dtypes, standard_shapes, nll_bench_desc, false, false, "logits"}};
 }
 
 // The saved lse of the backward's samples is random: above the logits' max (in [-1, 1)), as a real one is.
