@@ -155,11 +155,13 @@ std::vector<DescriptorError<Desc>> errors() {
        [](Desc& d) {
          d.log_probs = true;
          d.label_smoothing = 0.1;
+         d.z_loss = 0.0;
        },
        StatusCode::invalid_problem, "descriptor.label_smoothing"},
       {"nll with z-loss",
        [](Desc& d) {
          d.log_probs = true;
+         d.label_smoothing = 0.0;
          d.z_loss = 0.01;
        },
        StatusCode::invalid_problem, "descriptor.z_loss"},
