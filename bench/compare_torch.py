@@ -713,7 +713,13 @@ def randn_case(shape, dtype):
     return (lambda: torch.empty(shape, device="cuda", dtype=dtype)), lambda out: out.normal_()
 
 
+def randperm_case(shape, dtype):
+    n = shape[0]
+    return (lambda: None), lambda _: torch.randperm(n, device="cuda", dtype=dtype)
+
+
 RANDOM_CASES = {
+    "torch.randperm(n)": randperm_case,
     "torch.rand(shape)": rand_case,
     "torch.randn(shape)": randn_case,
     "F.dropout(x, 0.1)": dropout_case(),

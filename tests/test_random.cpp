@@ -1,7 +1,7 @@
 // The random family's contract beyond the op table (tools/harness/rows/random.cpp): Philox's known
 // answers (Random123's test vectors), a tensor written whole equal to its pieces written at their
 // offsets, the CPU's bits equal to the GPU's, the moments of uniform and bernoulli, and dropout's
-// backward regenerating the forward's mask.
+// backward regenerating the forward's mask; randperm a permutation, uniform, the same on both backends.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -198,6 +198,61 @@ TEST_P(RandomTest, DropoutBackwardRegeneratesTheForwardsMask) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Random, RandomTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+class RandpermTest : public testing::BackendDTypeTest {
+ protected:
+  // The permutation of (n, seed, offset) drawn on stream s, as downloaded.
+  std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t offset, const Stream& s) {
+    RandpermDescriptor d;
+    d.dtype = dtype();
+    d.n = n;
+    d.seed = seed;
+    d.offset = offset;
+    const RandpermPlan plan = unwrap(RandpermPlan::select(s, d));
+    Tensor out = unwrap(harness::random_tensor(s.backend(), dtype(), testing::contiguous({n}), rng_));
+    harness::Buffer workspace = unwrap(harness::Buffer::allocate(s.backend(), std::max<size_t>(plan.workspace_size(), 1)));
+    EXPECT_TRUE(plan.run(s, {workspace.data(), workspace.size()}, {out.mut()}).is_ok());
+    EXPECT_TRUE(out.download().is_ok());
+    std::vector<int64_t> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<int64_t>(out.at(i));
+    return values;
+  }
+};
+
+TEST_P(RandpermTest, EveryValueOnceAndTheSameForTheSameSeedAndOffset) {
+  for (int64_t n : {1, 2, 1000, 70001}) {
+    const std::vector<int64_t> p = permutation(n, 17, 5, stream());
+    std::vector<int64_t> sorted = p;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i) << "n " << n;
+    EXPECT_EQ(permutation(n, 17, 5, stream()), p);
+    if (n >= 1000) EXPECT_NE(permutation(n, 17, 5 + static_cast<uint64_t>(n), stream()), p);
+  }
+}
+
+// Each of the 3! permutations of 3 values about as often as the others over 3000 draws at offsets
+// 3 apart: chi-square with 5 degrees of freedom below 25 (p about 1.4e-4 for a uniform draw).
+TEST_P(RandpermTest, EveryPermutationEquallyLikely) {
+  std::vector<int> counts(9, 0);
+  const int draws = 3000;
+  for (int k = 0; k < draws; ++k) {
+    const std::vector<int64_t> p = permutation(3, 2024, 3 * static_cast<uint64_t>(k), stream());
+    ++counts[static_cast<size_t>(p[0] * 3 + p[1])];
+  }
+  double chi2 = 0;
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t b = 0; b < 3; ++b)
+      if (a != b) chi2 += std::pow(counts[static_cast<size_t>(a * 3 + b)] - draws / 6.0, 2) / (draws / 6.0);
+  EXPECT_LT(chi2, 25.0);
+}
+
+TEST_P(RandpermTest, TheCpuAndTheGpuDrawTheSamePermutation) {
+  if (backend() != Backend::cuda) GTEST_SKIP() << "compares the CUDA backend with the CPU's";
+  EXPECT_EQ(permutation(70001, 9, 123, stream()), permutation(70001, 9, 123, Stream::host()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Random, RandpermTest, ::testing::ValuesIn(testing::cases_of({DType::i32, DType::i64})),
+                         testing::case_name);
 
 }  // namespace
 }  // namespace baracuda

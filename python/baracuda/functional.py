@@ -24,6 +24,7 @@ __all__ = [
     "amax",
     "amin",
     "dropout",
+    "randperm",
     "cross_entropy",
     "nll_loss",
     "mse_loss",
@@ -365,6 +366,17 @@ def dropout(x, p=0.5, *, seed, offset=0, training=True):
         return x
     fields = dict(dtype=_dtype(x), shape=_shape(x), p=float(p), seed=int(seed), offset=int(offset))
     return _run(_bc.DropoutPlan, _bc.DropoutDescriptor, fields, x, dict(x=x))["y"]
+
+
+def randperm(n, *, seed, offset=0, dtype="i64", like=None):
+    """torch.randperm(n) from a Philox (seed, offset): the same permutation on every backend. The result
+    takes the framework and device of `like` (NumPy on the CPU by default)."""
+    if like is None:
+        import numpy as np
+
+        like = np.empty(0, np.int64)
+    fields = dict(dtype=dtype, n=int(n), seed=int(seed), offset=int(offset))
+    return _run(_bc.RandpermPlan, _bc.RandpermDescriptor, fields, like, {})["out"]
 
 
 # Every unary kind as a function of its own (baracuda.exp(x), baracuda.silu(x), ...), but for those

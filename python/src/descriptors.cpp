@@ -221,6 +221,11 @@ void bind_descriptors(nb::module_& m) {
       .field("mean", &RandomDescriptor::mean)
       .field("std", &RandomDescriptor::std)
       .field("lambda_", &RandomDescriptor::lambda);  // (lambda is a Python keyword)
+  DescriptorClass<RandpermDescriptor>(m, "RandpermDescriptor")
+      .field("dtype", &RandpermDescriptor::dtype)
+      .field("n", &RandpermDescriptor::n)
+      .field("seed", &RandpermDescriptor::seed)
+      .field("offset", &RandpermDescriptor::offset);
   DescriptorClass<DropoutDescriptor>(m, "DropoutDescriptor")
       .field("dtype", &DropoutDescriptor::dtype)
       .field("shape", &DropoutDescriptor::shape)

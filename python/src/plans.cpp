@@ -21,6 +21,7 @@ void bind_plans(nb::module_& m) {
   bind_plan<SoftmaxBackwardPlan>(m, "SoftmaxBackwardPlan");
   // random.hpp
   bind_plan<RandomPlan>(m, "RandomPlan");
+  bind_plan<RandpermPlan>(m, "RandpermPlan");
   bind_plan<DropoutPlan>(m, "DropoutPlan");
   bind_plan<DropoutBackwardPlan>(m, "DropoutBackwardPlan");
   bind_plan<AttentionPlan>(m, "AttentionPlan");

@@ -151,3 +151,12 @@ def test_cross_entropy_and_nll_loss(rng):
     with pytest.raises(bc.Error) as e:
         bc.cross_entropy(x, t, label_smoothing=2.0)
     assert "CrossEntropyPlan" in str(e.value) and "label_smoothing" in str(e.value)
+
+
+def test_randperm_is_a_permutation_fixed_by_seed_and_offset():
+    p = bc.randperm(1000, seed=3)
+    assert p.dtype == np.int64 and sorted(p.tolist()) == list(range(1000))
+    np.testing.assert_array_equal(p, bc.randperm(1000, seed=3))
+    assert not np.array_equal(p, bc.randperm(1000, seed=3, offset=1000))
+    q = bc.randperm(50, seed=1, dtype="i32")
+    assert q.dtype == np.int32 and sorted(q.tolist()) == list(range(50))

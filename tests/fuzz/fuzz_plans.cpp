@@ -518,6 +518,13 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, RandomDescriptor& d)
   d.p = in.chance(80) ? in.consume_int(0, 100) / 100.0 : fuzz_weight(in);
 }
 
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, RandpermDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.n = in.chance(5) ? in.consume_int64() : in.consume_int<int64_t>(-2, 3000);
+  d.seed = static_cast<uint64_t>(in.consume_int64());
+  d.offset = static_cast<uint64_t>(in.consume_int64());
+}
+
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, DropoutDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.shape = fuzz_shape(in);
@@ -1655,6 +1662,7 @@ std::span<const PlanEntry> registry() {
       entry<RandomPlan>(),
       entry<DropoutPlan>(),
       entry<DropoutBackwardPlan>(),
+      entry<RandpermPlan>(),
       entry<RotaryPlan>(),
       entry<RotaryBackwardPlan>(),
   };

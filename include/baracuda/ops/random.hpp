@@ -31,7 +31,13 @@
 // A dropped element is 0 even where x is NaN (PyTorch's product with the mask keeps the NaN).
 // y may be x exactly and dx dy exactly (in place); any other overlap of an output with an input or
 // another output is an error naming the output.
-// Not yet: randperm, multinomial.
+//   RandpermPlan a permutation of 0..n-1 (torch.randperm), uniformly drawn: the values sorted by
+//                64-bit keys, value i's key the words 0 and 1 of Philox's block at counter (offset + i,
+//                0, 3) (stream 3: no other draw's), ties (about n^2 / 2^65 likely) in value order. A pure
+//                function of (seed, offset, n): the same permutation on every backend. A caller drawing
+//                again advances offset by n. out: i32 or i64, [n], any stride; n < 2^31. The
+//                workspace holds the keys (CPU: 16 n bytes; CUDA: 32 n bytes and CUB's radix sort's).
+// Not yet: multinomial.
 #include <cstdint>
 
 #include "baracuda/core/plan.hpp"
@@ -76,11 +82,24 @@ struct DropoutBackwardArgs {
   AnyTensorMut dx;
 };
 
+struct RandpermDescriptor {
+  DType dtype = DType::i64;  // of out: i32, i64
+  int64_t n = 0;             // 0 <= n < 2^31
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
+struct RandpermArgs {
+  AnyTensorMut out;  // [n]
+};
+
 struct RandomOp : OpTag<RandomDescriptor, RandomArgs> {};
+struct RandpermOp : OpTag<RandpermDescriptor, RandpermArgs> {};
 struct DropoutOp : OpTag<DropoutDescriptor, DropoutArgs> {};
 struct DropoutBackwardOp : OpTag<DropoutDescriptor, DropoutBackwardArgs> {};
 
 using RandomPlan = Plan<RandomOp>;
+using RandpermPlan = Plan<RandpermOp>;
 using DropoutPlan = Plan<DropoutOp>;
 using DropoutBackwardPlan = Plan<DropoutBackwardOp>;
 

@@ -104,6 +104,17 @@ struct RandomParams {
   Walk<1> walk;
 };
 
+// randperm (cuda/device/randperm.cuh): keys and values 0..n-1 into the workspace, sorted there by
+// CUB, then the sorted values written to out.
+struct RandpermParams {
+  unsigned long long* keys;  // [n]
+  long long* values;         // [n]: 0..n-1 before the sort
+  const long long* sorted;   // [n]: the values by key
+  void* out;                 // [n], i32 or i64, out_stride apart
+  long long n, out_stride;
+  unsigned long long seed, offset;
+};
+
 struct DropoutParams {
   const void* src;  // x (forward) or dy (backward)
   void* dst;        // y or dx

@@ -137,6 +137,13 @@ BARACUDA_PHILOX_FN Philox4 philox_block(unsigned long long seed, unsigned long l
                        static_cast<unsigned int>(seed), static_cast<unsigned int>(seed >> 32));
 }
 
+// randperm's key of value i (position offset + i): the 64 bits of words 0 and 1 of the block at
+// counter (index, 0, 3).
+BARACUDA_PHILOX_FN unsigned long long philox_randperm_key(unsigned long long seed, unsigned long long index) {
+  const Philox4 r = philox_block(seed, index, 3u);
+  return (static_cast<unsigned long long>(r.v[0]) << 32) | r.v[1];
+}
+
 // Standard normals at positions 2 g and 2 g + 1 (Box-Muller, both halves) from the block at
 // (g, 0, 1): u1 in (0, 1] from words 0 and 1, u2 in [0, 1) from words 2 and 3, 53 bits each.
 BARACUDA_PHILOX_FN void philox_normal_pair(unsigned long long seed, unsigned long long g, double (&z)[2]) {

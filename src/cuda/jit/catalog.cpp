@@ -6,6 +6,7 @@
 #include "ops/norm_problem.hpp"
 #include "ops/pointwise_loss_problem.hpp"
 #include "ops/random_problem.hpp"
+#include "ops/randperm_problem.hpp"
 #include "ops/rotary_problem.hpp"
 
 namespace baracuda::detail::jit {
@@ -29,6 +30,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : pointwise_loss_programs()) out.push_back(std::move(p));
   for (Program& p : matmul_programs()) out.push_back(std::move(p));
   for (Program& p : random_programs()) out.push_back(std::move(p));
+  for (Program& p : randperm_programs()) out.push_back(std::move(p));
   for (Program& p : rotary_programs()) out.push_back(std::move(p));
   return out;
 }

@@ -1,9 +1,11 @@
 // Op-table rows of the random family: RandomPlan (uniform, bernoulli, randint), DropoutPlan and its
-// backward. The reference is the contract itself (include/baracuda/ops/random.hpp): element i draws
+// backward, RandpermPlan. The reference is the contract itself (include/baracuda/ops/random.hpp): element i draws
 // Philox's bits at stream position offset + i, computed here in double from those bits; the
 // generator's own known answers, the statistics and the CPU = CUDA identity are tests/test_random.cpp's.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/device/philox.h"
@@ -238,6 +240,57 @@ DDesc dropout_bench(DType dtype, const Shape& s) {
   return d;
 }
 
+using PDesc = RandpermDescriptor;
+
+PDesc perm(int64_t n, uint64_t seed = 5, uint64_t offset = 0) {
+  PDesc d;
+  d.n = n;
+  d.seed = seed;
+  d.offset = offset;
+  return d;
+}
+
+std::vector<Sample<PDesc>> randperm_samples() {
+  std::vector<Sample<PDesc>> out;
+  auto add = [&](PDesc d, Views views = Views::contiguous, std::string note = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), {}});
+  };
+  for (int64_t n : {0, 1, 2, 3, 17, 1000, 70001}) add(perm(n));
+  add(perm((int64_t{1} << 20) + 3, 99, 12345), Views::contiguous, "2^20 + 3");
+  add(perm(500, ~uint64_t{0}, ~uint64_t{0} - 100), Views::contiguous, "positions wrapping past 2^64");
+  for (Views v : {Views::padded, Views::misaligned}) add(perm(333, 8, 3), v);
+  return out;
+}
+
+std::vector<DescriptorError<PDesc>> randperm_errors() {
+  return {
+      {"n negative", [](PDesc& d) { d.n = -1; }, StatusCode::invalid_problem, "descriptor.n"},
+      {"n past 2^31 - 1", [](PDesc& d) { d.n = int64_t{1} << 31; }, StatusCode::unsupported, "descriptor.n"},
+      {"a float dtype", [](PDesc& d) { d.dtype = DType::f32; }, StatusCode::unsupported, "descriptor.dtype"},
+  };
+}
+
+// The contract: the values 0..n-1 in order of their keys (ties in value order).
+void randperm_reference(const PDesc& d, RefIO& io) {
+  std::vector<std::pair<uint64_t, int64_t>> keyed(static_cast<size_t>(d.n));
+  for (int64_t i = 0; i < d.n; ++i)
+    keyed[static_cast<size_t>(i)] = {device::philox_randperm_key(d.seed, d.offset + static_cast<uint64_t>(i)), i};
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  RefOutput& out = io.out("out");
+  for (int64_t i = 0; i < d.n; ++i)
+    if (out.wanted(i)) out.set(i, static_cast<double>(keyed[static_cast<size_t>(i)].second));
+}
+
+std::vector<Shape> randperm_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{int64_t{1} << 24}};
+  return {{int64_t{1} << 20}};
+}
+PDesc randperm_bench(DType dtype, const Shape& s) {
+  PDesc d = perm(s.dims[0], 1, 0);
+  d.dtype = dtype;
+  return d;
+}
+
 }  // namespace
 
 std::vector<std::unique_ptr<OpRow>> random_rows() {
@@ -263,6 +316,13 @@ std::vector<std::unique_ptr<OpRow>> random_rows() {
        {{"dropout_backward", "autograd of F.dropout(x, 0.1)", dtypes, bench_shapes, dropout_bench}},
        forward_of<DropoutPlan>,
        Gradient{"dy", "y", {{"dx", "x"}}}}));
+  rows.push_back(make_row<RandpermPlan>({randperm_samples,
+                                         randperm_reference,
+                                         harness::tolerance,
+                                         {},
+                                         randperm_errors(),
+                                         {{"randperm", "torch.randperm(n)", {DType::i64}, randperm_shapes,
+                                           randperm_bench}}}));
   return rows;
 }
 
