@@ -210,7 +210,8 @@ class RandpermTest : public testing::BackendDTypeTest {
     d.offset = offset;
     const RandpermPlan plan = unwrap(RandpermPlan::select(s, d));
     Tensor out = unwrap(harness::random_tensor(s.backend(), dtype(), testing::contiguous({n}), rng_));
-    harness::Buffer workspace = unwrap(harness::Buffer::allocate(s.backend(), std::max<size_t>(plan.workspace_size(), 1)));
+    harness::Buffer workspace =
+        unwrap(harness::Buffer::allocate(s.backend(), std::max<size_t>(plan.workspace_size(), 1)));
     EXPECT_TRUE(plan.run(s, {workspace.data(), workspace.size()}, {out.mut()}).is_ok());
     EXPECT_TRUE(out.download().is_ok());
     std::vector<int64_t> values(static_cast<size_t>(n));

@@ -105,7 +105,8 @@ struct GraphKey {
     std::ostringstream s;
     s << std::setprecision(17) << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch << ' '
       << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v
-      << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats << ' ' << deterministic;
+      << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats << ' '
+      << deterministic;
     for (int64_t v : strides) s << ' ' << v;
     return s.str();
   }

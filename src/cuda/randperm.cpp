@@ -57,5 +57,7 @@ Status launch(const LaunchContext& ctx, const RandpermProblem& p) {
 }  // namespace baracuda::detail::cuda
 
 namespace baracuda::detail::jit {
-std::vector<Program> randperm_programs() { return {cuda::randperm_program(DType::i32), cuda::randperm_program(DType::i64)}; }
+std::vector<Program> randperm_programs() {
+  return {cuda::randperm_program(DType::i32), cuda::randperm_program(DType::i64)};
+}
 }  // namespace baracuda::detail::jit

@@ -27,7 +27,8 @@ enum class AttentionVariant : int { tiled, cudnn, cudnn_deterministic };
 constexpr VariantInfo kForwardVariants[] = {
     {"tiled", true, true, false,
      "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
-    {"cudnn", true, false, true, "CUDA: cuDNN's fused flash attention (cuDNN frontend graph); f16 / bf16, head dims multiples of 8 up to 128, "
+    {"cudnn", true, false, true,
+     "CUDA: cuDNN's fused flash attention (cuDNN frontend graph); f16 / bf16, head dims multiples of 8 up to 128, "
      "no bias, soft-cap or window but causal"},
 };
 constexpr VariantInfo kBackwardVariants[] = {
@@ -86,7 +87,7 @@ struct AttentionHooks {
   static constexpr std::string_view kPlan = kBackward ? "AttentionBackwardPlan" : "AttentionPlan";
   static constexpr std::string_view kOp = kBackward ? "attention_backward" : "attention";
   static constexpr std::span<const VariantInfo> kVariants{kBackward ? std::span<const VariantInfo>(kBackwardVariants)
-                                                                     : std::span<const VariantInfo>(kForwardVariants)};
+                                                                    : std::span<const VariantInfo>(kForwardVariants)};
   static constexpr OpSchema kSchema{kPlan, kOp, "attention", kFloats, {}, kVariants};
 
   static constexpr auto fields() {

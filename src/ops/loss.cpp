@@ -176,9 +176,9 @@ struct CrossEntropyHooks {
       set(4, acc_dtype(d.dtype), rows, !d.log_probs);    // lse
       set(5, d.dtype, d.shape, true);                    // dlogits
     } else {
-      set(0, d.dtype, d.shape, true);                    // logits
-      set(2, weight_dtype_of(d), weight, d.has_weight);  // weight
-      set(3, d.dtype, loss, true);                       // loss
+      set(0, d.dtype, d.shape, true);                        // logits
+      set(2, weight_dtype_of(d), weight, d.has_weight);      // weight
+      set(3, d.dtype, loss, true);                           // loss
       set(4, acc_dtype(d.dtype), rows, !d.log_probs, true);  // lse
     }
     set(target, d.index_dtype, rows, true);  // targets

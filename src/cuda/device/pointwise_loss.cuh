@@ -126,8 +126,8 @@ __global__ void __launch_bounds__(256) pointwise_loss_backward(const __grid_cons
     } else {
       for (int64 i = base; i < base + V && i < p.n; ++i) {
         const A g = none ? to_acc<A>(dloss[ploss_at<kContig>(p, kPlDloss, i)]) : whole;
-        dx[ploss_at<kContig>(p, kPlOut, i)] =
-            round_to<T>(g * ploss_gradient(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]));
+        dx[ploss_at<kContig>(p, kPlOut, i)] = round_to<T>(
+            g * ploss_gradient(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]));
       }
     }
   }

@@ -316,13 +316,13 @@ std::vector<std::unique_ptr<OpRow>> random_rows() {
        {{"dropout_backward", "autograd of F.dropout(x, 0.1)", dtypes, bench_shapes, dropout_bench}},
        forward_of<DropoutPlan>,
        Gradient{"dy", "y", {{"dx", "x"}}}}));
-  rows.push_back(make_row<RandpermPlan>({randperm_samples,
-                                         randperm_reference,
-                                         harness::tolerance,
-                                         {},
-                                         randperm_errors(),
-                                         {{"randperm", "torch.randperm(n)", {DType::i64}, randperm_shapes,
-                                           randperm_bench}}}));
+  rows.push_back(
+      make_row<RandpermPlan>({randperm_samples,
+                              randperm_reference,
+                              harness::tolerance,
+                              {},
+                              randperm_errors(),
+                              {{"randperm", "torch.randperm(n)", {DType::i64}, randperm_shapes, randperm_bench}}}));
   return rows;
 }
 
