@@ -99,8 +99,13 @@ class CrossEntropyTest : public testing::BackendDTypeTest {
   // of y's everywhere, as downloaded; nullopt (and the failure recorded) where it did not run.
   std::optional<double> reduced_pointwise_loss(const PointwiseLossDescriptor& d, double x, double y) {
     const size_t n = static_cast<size_t>(d.shape.numel());
-    Tensor input = tensor(d.dtype, d.shape, std::vector<double>(n, x)),
-           target = tensor(d.dtype, d.shape, std::vector<double>(n, y)), loss = output(d.dtype, {});
+    return reduced_pointwise_loss(d, tensor(d.dtype, d.shape, std::vector<double>(n, x)),
+                                  tensor(d.dtype, d.shape, std::vector<double>(n, y)));
+  }
+  // The same of the given (uploaded) input and target views.
+  std::optional<double> reduced_pointwise_loss(const PointwiseLossDescriptor& d, const Tensor& input,
+                                               const Tensor& target) {
+    Tensor loss = output(d.dtype, {});
     PointwiseLossPlan plan = unwrap(PointwiseLossPlan::select(stream(), d));
     harness::Buffer workspace =
         unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
@@ -284,7 +289,7 @@ TEST_P(CrossEntropyTest, PointwiseLossSumHasTheSameBitsForAnyView) {
     const std::vector<double> x = uniform(n, -2, 2), y = uniform(n, -2, 2);
     auto sum_of = [&](const harness::TensorSpec& spec) -> std::optional<double> {
       Tensor input = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_)),
-             target = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_)), loss = output(dtype(), {});
+             target = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_));
       for (int64_t i = 0; i < n; ++i) {
         input.host[static_cast<size_t>(input.offset + input.element_offset(i))] = x[static_cast<size_t>(i)];
         target.host[static_cast<size_t>(target.offset + target.element_offset(i))] = y[static_cast<size_t>(i)];
@@ -295,17 +300,7 @@ TEST_P(CrossEntropyTest, PointwiseLossSumHasTheSameBitsForAnyView) {
       d.kind = PointwiseLossKind::huber;
       d.shape = {n};
       d.reduction = LossReduction::sum;
-      PointwiseLossPlan plan = unwrap(PointwiseLossPlan::select(stream(), d));
-      harness::Buffer workspace =
-          unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
-      PointwiseLossArgs a;
-      a.input = input.ref();
-      a.target = target.ref();
-      a.loss = loss.mut();
-      const Status s = plan.run(stream(), {workspace.data(), workspace.size()}, a);
-      EXPECT_TRUE(s.is_ok()) << s.to_string();
-      if (!s || !loss.download().is_ok()) return std::nullopt;
-      return loss.at(0);
+      return reduced_pointwise_loss(d, input, target);
     };
     const std::optional<double> whole = sum_of(testing::contiguous({n}));
     const std::optional<double> shifted = sum_of(testing::misaligned({n}));

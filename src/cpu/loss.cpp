@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
@@ -90,7 +89,7 @@ bool target_counts(I t, int64_t ignore_index, int64_t classes, int64_t& bad) {
 }
 
 template <class T, class W, class I, bool kUnit>
-Status forward(const CrossEntropyForwardProblem& p) {
+Status forward(const CrossEntropyForwardProblem& p, void* scratch) {
   using A = acc_t<T>;
   const LossGeometry& g = p.geometry;
   const CrossEntropyArgs& a = p.args;
@@ -104,7 +103,7 @@ Status forward(const CrossEntropyForwardProblem& p) {
   A* lse_out = static_cast<A*>(a.lse.data);
   const A e = static_cast<A>(d.label_smoothing), z = static_cast<A>(d.z_loss), classes = static_cast<A>(g.classes);
   const A weights = weight_total<A>(w, g.classes, wstep);
-  std::vector<A> terms(none ? 0 : static_cast<size_t>(g.rows) * device::kTermCount);
+  A* terms = static_cast<A*>(scratch);  // sum, mean: [rows][kTermCount], the plan's workspace
   int64_t bad = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bad) if (g.rows * g.classes > kParallelThreshold)
   for (int64_t row = 0; row < g.rows; ++row) {
@@ -127,7 +126,7 @@ Status forward(const CrossEntropyForwardProblem& p) {
     if (none) {
       loss[off[3]] = convert<T>(r.ce + r.z);
     } else {
-      A* to = &terms[static_cast<size_t>(row) * device::kTermCount];
+      A* to = terms + row * device::kTermCount;
       to[device::kTermCe] = r.ce, to[device::kTermZ] = r.z, to[device::kTermWeight] = r.weight,
       to[device::kTermCounted] = r.counted;
     }
@@ -135,7 +134,7 @@ Status forward(const CrossEntropyForwardProblem& p) {
   if (!none) {
     A sums[device::kTermCount] = {};
     for (int64_t row = 0; row < g.rows; ++row)
-      for (int k = 0; k < device::kTermCount; ++k) sums[k] += terms[static_cast<size_t>(row) * device::kTermCount + k];
+      for (int k = 0; k < device::kTermCount; ++k) sums[k] += terms[row * device::kTermCount + k];
     *loss =
         convert<T>(device::reduced_loss<A>(static_cast<int>(d.reduction), sums[device::kTermCe], sums[device::kTermZ],
                                            sums[device::kTermWeight], sums[device::kTermCounted], d.z_loss != 0));
@@ -243,13 +242,13 @@ Status dispatch(const Problem& p, F&& f) {
 
 }  // namespace
 
-Status launch(const LaunchContext&, const CrossEntropyForwardProblem& p) {
+Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
   const bool unit = p.geometry.class_stride == 1;
   return dispatch(p, [&](auto t, auto w, auto i) {
     using T = typename decltype(t)::type;
     using W = typename decltype(w)::type;
     using I = typename decltype(i)::type;
-    return unit ? forward<T, W, I, true>(p) : forward<T, W, I, false>(p);
+    return unit ? forward<T, W, I, true>(p, ctx.workspace.data) : forward<T, W, I, false>(p, ctx.workspace.data);
   });
 }
 

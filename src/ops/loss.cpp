@@ -190,6 +190,9 @@ struct CrossEntropyHooks {
     PlanChoice c;
     if (t.backend == Backend::cpu) {
       c.variant = static_cast<int>(LossVariant::rows);
+      // sum and mean: the rows' terms, then added in row order (cpu/loss.cpp).
+      if (!kBackward && d.reduction != LossReduction::none)
+        c.workspace = static_cast<size_t>(row_shape(d).numel()) * 4 * dtype_size(acc_dtype(d.dtype));
       return c;
     }
     c.variant = forced.value_or(static_cast<int>(LossVariant::blocks));
