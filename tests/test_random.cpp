@@ -227,7 +227,9 @@ TEST_P(RandpermTest, EveryValueOnceAndTheSameForTheSameSeedAndOffset) {
     std::sort(sorted.begin(), sorted.end());
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i) << "n " << n;
     EXPECT_EQ(permutation(n, 17, 5, stream()), p);
-    if (n >= 1000) EXPECT_NE(permutation(n, 17, 5 + static_cast<uint64_t>(n), stream()), p);
+    if (n >= 1000) {
+      EXPECT_NE(permutation(n, 17, 5 + static_cast<uint64_t>(n), stream()), p);
+    }
   }
 }
 
