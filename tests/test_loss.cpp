@@ -285,30 +285,31 @@ TEST_P(CrossEntropyTest, PointwiseLossSumsEveryElementOnce) {
 // A sum's bits depend on the element count alone: contiguous, misaligned (no 16-byte access on
 // CUDA) and strided views of the same values give the same sum, on both sides of a chunk.
 TEST_P(CrossEntropyTest, PointwiseLossSumHasTheSameBitsForAnyView) {
-  for (int64_t n : {8193, 70001}) {
-    const std::vector<double> x = uniform(n, -2, 2), y = uniform(n, -2, 2);
-    auto sum_of = [&](const harness::TensorSpec& spec) -> std::optional<double> {
-      Tensor input = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_)),
-             target = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_));
-      for (int64_t i = 0; i < n; ++i) {
-        input.host[static_cast<size_t>(input.offset + input.element_offset(i))] = x[static_cast<size_t>(i)];
-        target.host[static_cast<size_t>(target.offset + target.element_offset(i))] = y[static_cast<size_t>(i)];
-      }
-      EXPECT_TRUE(input.upload().is_ok() && target.upload().is_ok());
-      PointwiseLossDescriptor d;
-      d.dtype = dtype();
-      d.kind = PointwiseLossKind::huber;
-      d.shape = {n};
-      d.reduction = LossReduction::sum;
-      return reduced_pointwise_loss(d, input, target);
-    };
-    const std::optional<double> whole = sum_of(testing::contiguous({n}));
-    const std::optional<double> shifted = sum_of(testing::misaligned({n}));
-    const std::optional<double> strided = sum_of(testing::with_strides({n}, Strides{3}));
-    ASSERT_TRUE(whole && shifted && strided);
-    EXPECT_EQ(*shifted, *whole) << "n " << n;
-    EXPECT_EQ(*strided, *whole) << "n " << n;
-  }
+  for (PointwiseLossKind kind : {PointwiseLossKind::huber, PointwiseLossKind::mse, PointwiseLossKind::bce_with_logits})
+    for (int64_t n : {8193, 70001}) {
+      const std::vector<double> x = uniform(n, -2, 2), y = uniform(n, -2, 2);
+      auto sum_of = [&](const harness::TensorSpec& spec) -> std::optional<double> {
+        Tensor input = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_)),
+               target = unwrap(harness::random_tensor(backend(), dtype(), spec, rng_));
+        for (int64_t i = 0; i < n; ++i) {
+          input.host[static_cast<size_t>(input.offset + input.element_offset(i))] = x[static_cast<size_t>(i)];
+          target.host[static_cast<size_t>(target.offset + target.element_offset(i))] = y[static_cast<size_t>(i)];
+        }
+        EXPECT_TRUE(input.upload().is_ok() && target.upload().is_ok());
+        PointwiseLossDescriptor d;
+        d.dtype = dtype();
+        d.kind = kind;
+        d.shape = {n};
+        d.reduction = LossReduction::sum;
+        return reduced_pointwise_loss(d, input, target);
+      };
+      const std::optional<double> whole = sum_of(testing::contiguous({n}));
+      const std::optional<double> shifted = sum_of(testing::misaligned({n}));
+      const std::optional<double> strided = sum_of(testing::with_strides({n}, Strides{3}));
+      ASSERT_TRUE(whole && shifted && strided);
+      EXPECT_EQ(*shifted, *whole) << pointwise_loss_name(kind) << ", n " << n;
+      EXPECT_EQ(*strided, *whole) << pointwise_loss_name(kind) << ", n " << n;
+    }
 }
 
 TEST_P(CrossEntropyTest, BadTargetsAreCountedAndContributeNothing) {

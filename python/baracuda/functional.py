@@ -150,10 +150,11 @@ def clear_plan_cache():
     _plans.clear()
 
 
-def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None):
+def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=True):
     """Selects (or reuses) the plan, allocates its required outputs and those named in `outputs` with
     the framework of `like`, runs, and returns the outputs by name. The cache key is the descriptor's
-    fields, or `key` where a field is not hashable."""
+    fields, or `key` where a field is not hashable; cache=False for descriptors that change every call
+    (a random draw's offset), whose plans would otherwise pile up."""
     fw = _framework(like)
     if fw is _Torch:
         # (torch refuses DLPack export of a tensor that requires grad; autograd comes with the custom
@@ -161,9 +162,11 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None):
         inputs = {k: v.detach() if v is not None else None for k, v in inputs.items()}
     stream_key, select_stream, run_stream = fw.streams(like)
     cache_key = (plan_cls.__name__, key if key is not None else tuple(sorted(fields.items())), stream_key)
-    plan = _plans.get(cache_key)
+    plan = _plans.get(cache_key) if cache else None
     if plan is None:
-        plan = _plans[cache_key] = plan_cls.select(desc_cls(**fields), select_stream)
+        plan = plan_cls.select(desc_cls(**fields), select_stream)
+        if cache:
+            _plans[cache_key] = plan
     out = {}
     for spec in plan.arg_specs():
         if spec.output and spec.present and (not spec.optional or spec.name in outputs):
@@ -365,7 +368,7 @@ def dropout(x, p=0.5, *, seed, offset=0, training=True):
     if not training or p == 0:
         return x
     fields = dict(dtype=_dtype(x), shape=_shape(x), p=float(p), seed=int(seed), offset=int(offset))
-    return _run(_bc.DropoutPlan, _bc.DropoutDescriptor, fields, x, dict(x=x))["y"]
+    return _run(_bc.DropoutPlan, _bc.DropoutDescriptor, fields, x, dict(x=x), cache=False)["y"]
 
 
 def randperm(n, *, seed, offset=0, dtype="i64", like=None):
@@ -376,7 +379,7 @@ def randperm(n, *, seed, offset=0, dtype="i64", like=None):
 
         like = np.empty(0, np.int64)
     fields = dict(dtype=dtype, n=int(n), seed=int(seed), offset=int(offset))
-    return _run(_bc.RandpermPlan, _bc.RandpermDescriptor, fields, like, {})["out"]
+    return _run(_bc.RandpermPlan, _bc.RandpermDescriptor, fields, like, {}, cache=False)["out"]
 
 
 # Every unary kind as a function of its own (baracuda.exp(x), baracuda.silu(x), ...), but for those

@@ -19,6 +19,9 @@ jit::Program pointwise_loss_program(DType t) {
   const std::string T = jit::device_type(t);
   p.name = "pointwise_loss<" + std::string(dtype_name(t)) + ">";
   p.source = "#include \"cuda/device/pointwise_loss.cuh\"\n";
+  // No FMA contraction: the vector and element-wise paths (and the contiguous and walked kernels)
+  // then add exactly the same terms, so a sum's bits do not depend on the views.
+  p.options = {"--fmad=false"};
   for (const char* contig : {"true", "false"})
     for (const char* kernel : {"pointwise_loss_none", "pointwise_loss_chunks", "pointwise_loss_backward"})
       p.kernels.push_back("baracuda::device::" + std::string(kernel) + "<" + T + ", " + contig + ">");

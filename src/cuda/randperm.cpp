@@ -49,7 +49,7 @@ Status launch(const LaunchContext& ctx, const RandpermProblem& p) {
                              "randperm_keys");
       !s)
     return s;
-  if (Status s = randperm_sort(ctx.stream, ctx.workspace.data, n); !s) return s;
+  if (Status s = randperm_sort(ctx.stream, ctx.workspace, n); !s) return s;
   return cuda_status(cudaLaunchKernel(m.kernels[1], dim3(blocks), dim3(256), args, 0, native(ctx.stream)),
                      "randperm_write");
 }

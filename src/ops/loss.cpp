@@ -221,7 +221,10 @@ struct CrossEntropyHooks {
 
   static KernelShape kernel(const PlanTarget&, const Descriptor& d, const PlanChoice& c, const Args* a) {
     KernelShape k{std::string(kVariants[c.variant].name), Layout::contiguous};
-    if (c.variant == static_cast<int>(LossVariant::blocks) && loss_chunks(class_count(d)) > 1) k.variant += ".chunked";
+    if (c.variant == static_cast<int>(LossVariant::blocks) && !kBackward && d.log_probs)
+      k.variant += ".nll";  // a thread a row
+    else if (c.variant == static_cast<int>(LossVariant::blocks) && loss_chunks(class_count(d)) > 1)
+      k.variant += ".chunked";
     if (a) k.layout = layout_of(views_of(*a));
     return k;
   }

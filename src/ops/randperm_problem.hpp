@@ -25,7 +25,7 @@ namespace cuda {
 Status launch(const LaunchContext& ctx, const RandpermProblem& problem);
 // Keys and values in and out, then CUB's scratch for n (cuda/randperm_sort.cu).
 size_t randperm_workspace(int64_t n);
-Status randperm_sort(const Stream& stream, void* workspace, int64_t n);
+Status randperm_sort(const Stream& stream, const Workspace& workspace, int64_t n);
 Expected<const void*> randperm_kernels(const PlanTarget& target, DType dtype, std::string_view plan);
 }  // namespace cuda
 
