@@ -511,8 +511,8 @@ TEST_P(ReduceTest, I32Indices) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bit-identical reruns: every kind on a long row and on a column reduction, ten runs of each
-// variant (and of the backward's), the same bytes. On the CPU past its pieces of 8192 and its
+// Bit-identical reruns: every kind on a long row and on a column reduction, ten runs of each (three under the
+// sanitizers: rerun_count) variant (and of the backward's), the same bytes. On the CPU past its pieces of 8192 and its
 // parallel threshold (2^15 elements); on the GPU past what one block takes (split_rows, column
 // splits).
 TEST_P(ReduceTest, EveryKindIsBitIdenticalOverTenRuns) {

@@ -406,11 +406,10 @@ TEST_P(ScanTest, I32Indices) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bit-identical results: every kind in both directions on a long line and on columns, ten runs of
-// each variant (and of the backward's) give the same bytes, and padded and misaligned views of the
-// same shape the same bits (on the GPU the contiguous and padded views take 16-byte accesses, the
-// misaligned ones not). The long line is cut into pieces (on the GPU the columns too), folded in
-// parallel.
+// Bit-identical results: every kind in both directions on a long line and on columns, ten runs (three under the
+// sanitizers) of each variant (and of the backward's) give the same bytes, and padded and misaligned views of the same
+// shape the same bits (on the GPU the contiguous and padded views take 16-byte accesses, the misaligned ones not). The
+// long line is cut into pieces (on the GPU the columns too), folded in parallel.
 TEST_P(ScanTest, EveryKindIsBitIdenticalOverTenRunsAndUnderOtherViews) {
   const bool gpu = backend() == Backend::cuda;
   // (On the GPU both are cut into pieces: 2 lines, or one block of columns, leave the device idle.)

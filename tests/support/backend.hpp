@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -45,6 +46,15 @@ inline Stream stream_for(Backend backend) { return backend == Backend::cuda ? St
 inline std::string unavailable(Backend backend) {
   if (backend == Backend::cpu || cuda_device_count() > 0) return "";
   return "no CUDA device: " + std::string(cuda_unavailable_reason());
+}
+
+// Runs a bit-identity test makes of each call: 10, or BARACUDA_TEST_RUNS (2 to 10). The sanitize
+// preset asks for 3: a memory error shows in the first run, and ten runs of every variant under
+// ASan cost that preset minutes; the ci preset keeps ten.
+inline int rerun_count() {
+  const char* env = std::getenv("BARACUDA_TEST_RUNS");
+  const int n = env ? std::atoi(env) : 10;
+  return n < 2 ? 2 : n > 10 ? 10 : n;
 }
 
 #define BARACUDA_SKIP_UNLESS_AVAILABLE(backend)                                                         \

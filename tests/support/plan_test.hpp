@@ -247,11 +247,11 @@ class PlanTest : public BackendDTypeTest {
     backward_under_every_variant(d, x, saved, dout_for(d));
   }
 
-  // Nine more runs of the forward with `variant` write the bytes `first` holds. (ASSERTs: call
+  // rerun_count() - 1 more runs of the forward with `variant` write the bytes `first` holds. (ASSERTs: call
   // through ASSERT_NO_FATAL_FAILURE.)
   void assert_forward_reruns_identical(const Desc& d, const std::string& variant, const Tensor& x,
                                        const Outputs& first) {
-    for (int run = 1; run < 10; ++run) {
+    for (int run = 1; run < rerun_count(); ++run) {
       std::optional<Outputs> again = forward(d, variant, x);
       ASSERT_TRUE(again);
       if (first.out.buffer.size()) {
@@ -262,11 +262,11 @@ class PlanTest : public BackendDTypeTest {
       }
     }
   }
-  // Nine more runs of the backward with `variant` write the bytes of `first_dx`.
+  // rerun_count() - 1 more runs of the backward with `variant` write the bytes of `first_dx`.
   void assert_backward_reruns_identical(const Desc& d, const std::string& variant, const Tensor& x,
                                         const Outputs& saved, const Tensor& dout, const Tensor& first_dx) {
     const std::vector<unsigned char> bytes = bytes_of(first_dx);
-    for (int run = 1; run < 10; ++run) {
+    for (int run = 1; run < rerun_count(); ++run) {
       std::optional<Tensor> again = backward(d, variant, x, saved, dout);
       ASSERT_TRUE(again);
       ASSERT_EQ(bytes_of(*again), bytes) << "backward run " << run;

@@ -1,7 +1,9 @@
 // baracuda-jit-warm: compiles every kernel the library compiles at select into the disk cache, with
 // every core, so that select never waits on NVRTC (deployment images; the GPU machine before a test
 // run). Needs no GPU: the arch is device 0's, or --arch.
-//   baracuda-jit-warm [--arch 90] [--threads N] [--lengths 768,4096,...]
+//   baracuda-jit-warm [--arch 90] [--threads N] [--lengths 768,4096,...] [--only norm,random<,...]
+// --only keeps the programs whose names start with one of the prefixes (the families a deployment
+// uses).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -22,8 +24,19 @@ using namespace baracuda::detail;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: baracuda-jit-warm [--arch SM] [--threads N] [--lengths N,N,...]\n");
+  std::fprintf(stderr, "usage: baracuda-jit-warm [--arch SM] [--threads N] [--lengths N,N,...] [--only PREFIX,...]\n");
   return 2;
+}
+
+// The comma-separated items of `list`.
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    items.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
 }
 
 bool parse_int(const char* s, long long lo, long long hi, long long& out) {
@@ -39,6 +52,7 @@ int main(int argc, char** argv) {
   long long arch = 0, threads = std::max(1u, std::thread::hardware_concurrency());
   // Row lengths of the common models' hidden sizes; the streamed kernels serve every other length.
   std::vector<int64_t> lengths = {128, 768, 1024, 2048, 4096, 5120, 8192};
+  std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--arch") && has_value) {
@@ -47,14 +61,13 @@ int main(int argc, char** argv) {
       if (!parse_int(argv[++i], 1, 1024, threads)) return usage();
     } else if (!std::strcmp(argv[i], "--lengths") && has_value) {
       lengths.clear();
-      std::string list = argv[++i];
-      for (size_t start = 0; start <= list.size();) {
-        const size_t comma = std::min(list.find(',', start), list.size());
+      for (const std::string& item : split(argv[++i])) {
         long long n = 0;
-        if (!parse_int(list.substr(start, comma - start).c_str(), 1, int64_t{1} << 40, n)) return usage();
+        if (!parse_int(item.c_str(), 1, int64_t{1} << 40, n)) return usage();
         lengths.push_back(n);
-        start = comma + 1;
       }
+    } else if (!std::strcmp(argv[i], "--only") && has_value) {
+      only = split(argv[++i]);
     } else {
       return usage();
     }
@@ -63,7 +76,16 @@ int main(int argc, char** argv) {
     const baracuda::Expected<CudaDeviceInfo> info = cuda_device_info(0);
     arch = info ? info->arch : 90;
   }
-  const std::vector<jit::Program> programs = jit::catalog(lengths);
+  std::vector<jit::Program> programs = jit::catalog(lengths);
+  if (!only.empty())
+    std::erase_if(programs, [&](const jit::Program& p) {
+      return std::none_of(only.begin(), only.end(),
+                          [&](const std::string& prefix) { return p.name.starts_with(prefix); });
+    });
+  if (programs.empty()) {
+    std::fprintf(stderr, "baracuda-jit-warm: no program's name starts with a prefix of --only\n");
+    return 2;
+  }
   std::vector<double> seconds(programs.size());
   std::atomic<size_t> next{0};
   std::mutex mutex;
