@@ -543,6 +543,36 @@ def norm_case(kind, backward=False, residual=False, compile=False):
     return build
 
 
+# GroupNorm cases: x [N, C, H, W], 32 groups, the weight and bias [C]; `silu`: F.silu after it
+# (PyTorch: two kernels). `channels_last`: x in torch.channels_last memory format.
+def group_norm_case(backward=False, silu=False, compile=False, channels_last=False):
+    def forward(x, w, b):
+        y = torch.nn.functional.group_norm(x, 32, w, b)
+        return torch.nn.functional.silu(y) if silu else y
+
+    def build(shape, dtype):
+        fn = forward
+        if compile:
+            torch._dynamo.reset()
+            fn = torch.compile(forward, dynamic=False)
+        c = shape[1]
+
+        def inputs(grad=False):
+            x = rand(shape, dtype)
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            return (x.requires_grad_(grad), rand((c,), dtype, 0.5, 1.5).requires_grad_(grad),
+                    rand((c,), dtype).requires_grad_(grad))
+        if not backward:
+            return (lambda: inputs()), lambda s: fn(*s)
+
+        def make():
+            x, w, b = inputs(True)
+            return fn(x, w, b), [x, w, b], rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
 def liger_norm_case(kind, backward=False, residual=False):
     """Liger-Kernel's layer_norm, rms_norm (Llama casting) and fused add + rms_norm, on the inputs
     norm_case builds (eps 1e-5 as ours). Not in place, so repeated backward calls see the same dy."""
@@ -576,6 +606,9 @@ NORM_CASES = {
     "F.rms_norm(x, [n], w)": norm_case("rms"),
     "autograd of F.rms_norm(x, [n], w)": norm_case("rms", True),
     "h = x + r; F.rms_norm(h, [n], w)": norm_case("rms", residual=True),
+    "F.group_norm(x, 32, w, b)": group_norm_case(),
+    "F.silu(F.group_norm(x, 32, w, b))": group_norm_case(silu=True),
+    "autograd of F.group_norm(x, 32, w, b)": group_norm_case(True),
 }
 
 # Cross-entropy cases: logits x [N, C] (the profiler's shape), targets t [N] in [0, C), the mean. The
@@ -961,6 +994,8 @@ EXTRA_FORWARD.update({
     "h = x + r; F.rms_norm(h, [n], w)": {"compile ms": norm_case("rms", residual=True, compile=True),
                                          "liger ms": liger_norm_case("rms", residual=True)},
     "F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(compile=True), "liger ms": liger_cross_entropy},
+    "F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(compile=True)},
+    "F.silu(F.group_norm(x, 32, w, b))": {"compile ms": group_norm_case(silu=True, compile=True)},
     "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
     "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
     "apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(compile=True)},
@@ -974,6 +1009,7 @@ EXTRA_BACKWARD = {
     "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True),
                                           "liger ms": liger_norm_case("rms", True)},
     "autograd of F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(True, compile=True)},
+    "autograd of F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(True, compile=True)},
     "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)": {
         f"{b} ms": attention_case(True, b) for b in SDPA_BACKENDS},
     "autograd of F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, True, compile=True)},

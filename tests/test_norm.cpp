@@ -1,7 +1,9 @@
 // The norm plans' edge values and guarantees beyond the op table (tools/harness/rows/norm.cpp):
 // NaN and inf rows (NaN over that row alone, as PyTorch), constant rows (variance 0), rows far from
 // 0 (two passes: no cancellation), and batch invariance (a row's bits whatever the other rows and
-// their number), on every backend and dtype.
+// their number), on every backend and dtype; and GroupNorm's: a group's bits whatever the other
+// samples, NaN within its group alone, constant groups, and channels-last views beside contiguous
+// ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -49,6 +51,28 @@ class NormTest : public testing::BackendDTypeTest {
     a.x = x.ref();
     a.weight = weight.ref();
     if (d.has_bias) a.bias = bias.ref();
+    a.y = y.mut();
+    a.rstd = rstd.mut();
+    ASSERT_OK(plan.run(stream(), {}, a));
+    ASSERT_OK(y.download());
+    ASSERT_OK(rstd.download());
+  }
+
+  // y (and rstd) of a GroupNorm of x [N, C, *] with `groups`, weight w, bias b (x's views as given).
+  void run_group(const Tensor& x, int64_t groups, Tensor& y, Tensor& rstd, const std::vector<double>& w,
+                 const std::vector<double>& b, bool silu = false) {
+    GroupNormDescriptor d;
+    d.dtype = dtype();
+    d.shape = x.shape;
+    d.groups = groups;
+    d.silu = silu;
+    const int64_t c = x.shape.dims[1];
+    Tensor weight = tensor(dtype(), {c}, w), bias = tensor(dtype(), {c}, b);
+    GroupNormPlan plan = unwrap(GroupNormPlan::select(stream(), d));
+    GroupNormArgs a;
+    a.x = x.ref();
+    a.weight = weight.ref();
+    a.bias = bias.ref();
     a.y = y.mut();
     a.rstd = rstd.mut();
     ASSERT_OK(plan.run(stream(), {}, a));
@@ -136,6 +160,61 @@ TEST_P(NormTest, ARowsBitsDoNotDependOnTheOtherRows) {
       EXPECT_EQ(rs.at(0), r_all.at(r));
     }
   }
+}
+
+TEST_P(NormTest, AGroupsBitsDoNotDependOnTheOtherSamples) {
+  // [N, 64, 24, 24] with 8 groups (groups of 4608: the largest CUDA blocks), NaN in sample 1's group 2.
+  const int64_t n = 5, c = 64, hw = 24 * 24, per = c * hw;
+  std::vector<double> x(n * per), w(c), b(c);
+  for (double& v : x) v = std::uniform_real_distribution<double>(-2, 2)(rng_);
+  x[per + 2 * 8 * hw + 100] = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t k = 0; k < c; ++k) w[k] = std::uniform_real_distribution<double>(0.5, 1.5)(rng_), b[k] = 0.1 * (k % 3);
+  for (bool silu : {false, true}) {
+    SCOPED_TRACE(silu ? "silu" : "no activation");
+    Tensor all = tensor(dtype(), {n, c, 24, 24}, x), y_all = output(dtype(), {n, c, 24, 24});
+    Tensor r_all = output(stats(), {n, 8});
+    run_group(all, 8, y_all, r_all, w, b, silu);
+    for (int64_t k = 0; k < per; ++k) {
+      const bool spoiled = k / (8 * hw) == 2;
+      ASSERT_EQ(std::isnan(y_all.at(per + k)), spoiled) << "sample 1, element " << k;
+    }
+    for (int64_t s : {int64_t{0}, n - 1}) {
+      const std::vector<double> one(x.begin() + s * per, x.begin() + (s + 1) * per);
+      Tensor in = tensor(dtype(), {1, c, 24, 24}, one), y = output(dtype(), {1, c, 24, 24}),
+             rs = output(stats(), {1, 8});
+      run_group(in, 8, y, rs, w, b, silu);
+      for (int64_t k = 0; k < per; ++k)
+        ASSERT_EQ(y.at(k), y_all.at(s * per + k)) << "sample " << s << ", element " << k;
+      for (int64_t g = 0; g < 8; ++g) EXPECT_EQ(rs.at(g), r_all.at(s * 8 + g));
+    }
+  }
+}
+
+TEST_P(NormTest, ConstantGroupsAndChannelsLastViews) {
+  // [3, 12, 5, 7], 4 groups; sample 0's group 1 constant (variance 0: y = b there).
+  const Shape shape{3, 12, 5, 7};
+  const int64_t hw = 35, per = 12 * hw;
+  std::vector<double> x(3 * per), w(12), b(12);
+  for (double& v : x) v = std::uniform_real_distribution<double>(-1, 1)(rng_);
+  for (int64_t k = 3 * hw; k < 6 * hw; ++k) x[k] = 2.5;
+  for (int64_t k = 0; k < 12; ++k) w[k] = 0.5 + 0.1 * k, b[k] = 0.05 * k - 0.2;
+  Tensor in = tensor(dtype(), shape, x), y = output(dtype(), shape), rstd = output(stats(), {3, 4});
+  run_group(in, 4, y, rstd, w, b);
+  for (int64_t k = 3 * hw; k < 6 * hw; ++k)
+    EXPECT_NEAR(y.at(k), harness::quantize(dtype(), b[k / hw]), harness::tolerance(dtype()) * 4) << k;
+  EXPECT_NEAR(rstd.at(1), 1 / std::sqrt(1e-5), 1e-3 * 316.3);
+  // The same values through a channels-last view (strides H W C, 1, W C, C): the same y within a
+  // rounding of the sums' other order.
+  Tensor last =
+      unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides(shape, {hw * 12, 1, 7 * 12, 12}), rng_));
+  for (int64_t k = 0; k < shape.numel(); ++k)
+    last.host[static_cast<size_t>(last.offset + last.element_offset(k))] =
+        harness::quantize(dtype(), x[static_cast<size_t>(k)]);
+  ASSERT_OK(last.upload());
+  Tensor y_last = output(dtype(), shape), r_last = output(stats(), {3, 4});
+  run_group(last, 4, y_last, r_last, w, b);
+  for (int64_t k = 0; k < shape.numel(); ++k)
+    EXPECT_NEAR(y_last.at(k), y.at(k), harness::tolerance(dtype()) * (1 + std::fabs(y.at(k)))) << k;
 }
 
 INSTANTIATE_TEST_SUITE_P(Norm, NormTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);

@@ -293,6 +293,8 @@ const std::map<std::string_view, std::vector<std::string_view>>& documented_alia
       {"RmsNormPlan", {"y over x", "y over residual"}},
       {"LayerNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
       {"RmsNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
+      {"GroupNormPlan", {"y over x"}},
+      {"GroupNormBackwardPlan", {"dx over dy", "dx over x"}},
       {"CrossEntropyBackwardPlan", {"dlogits over logits"}},
       {"PointwiseLossBackwardPlan", {"dinput over dloss", "dinput over input"}},
       {"MatmulPlan", {"out over c"}},

@@ -222,6 +222,18 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None):
     return _norm(_bc.LayerNormPlan, x, weight, bias, eps, normalized_dims)
 
 
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, silu=False):
+    """F.group_norm of x [N, C, *] (channels-last views too); with silu=True, F.silu of it in one pass."""
+    fields = dict(dtype=_dtype(x), shape=_shape(x), groups=int(num_groups), eps=float(eps),
+                  has_weight=weight is not None, has_bias=bias is not None, silu=bool(silu))
+    if weight is not None and _dtype(weight) != fields["dtype"]:
+        fields["weight_dtype"] = _dtype(weight)
+    inputs = dict(x=x, weight=weight)
+    if bias is not None:
+        inputs["bias"] = bias
+    return _run(_bc.GroupNormPlan, _bc.GroupNormDescriptor, fields, x, inputs)["y"]
+
+
 def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
     fields = dict(dtype=_dtype(input), index_dtype=_dtype(target), shape=_shape(input),
                   reduction=getattr(_bc.LossReduction, reduction), ignore_index=int(ignore_index),

@@ -172,6 +172,16 @@ void bind_descriptors(nb::module_& m) {
       .field("weight_offset", &NormDescriptor::weight_offset)
       .field("residual", &NormDescriptor::residual);
 
+  DescriptorClass<GroupNormDescriptor>(m, "GroupNormDescriptor")
+      .field("dtype", &GroupNormDescriptor::dtype)
+      .field("weight_dtype", &GroupNormDescriptor::weight_dtype)
+      .field("shape", &GroupNormDescriptor::shape)
+      .field("groups", &GroupNormDescriptor::groups)
+      .field("eps", &GroupNormDescriptor::eps)
+      .field("has_weight", &GroupNormDescriptor::has_weight)
+      .field("has_bias", &GroupNormDescriptor::has_bias)
+      .field("silu", &GroupNormDescriptor::silu);
+
   DescriptorClass<AttentionDescriptor>(m, "AttentionDescriptor")
       .field("dtype", &AttentionDescriptor::dtype)
       .field("batch", &AttentionDescriptor::batch)

@@ -16,6 +16,8 @@ void bind_plans(nb::module_& m) {
   bind_plan<RmsNormPlan>(m, "RmsNormPlan");
   bind_plan<LayerNormBackwardPlan>(m, "LayerNormBackwardPlan");
   bind_plan<RmsNormBackwardPlan>(m, "RmsNormBackwardPlan");
+  bind_plan<GroupNormPlan>(m, "GroupNormPlan");
+  bind_plan<GroupNormBackwardPlan>(m, "GroupNormBackwardPlan");
   // softmax.hpp
   bind_plan<SoftmaxPlan>(m, "SoftmaxPlan");
   bind_plan<SoftmaxBackwardPlan>(m, "SoftmaxBackwardPlan");

@@ -25,6 +25,17 @@ def test_layer_norm(rng):
     np.testing.assert_allclose(y, ref, **TOL)
 
 
+def test_group_norm(rng):
+    x, w, b = randn(rng, 2, 6, 4, 5), randn(rng, 6), randn(rng, 6)
+    g = x.reshape(2, 3, -1)
+    ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    ref = ref * w[:, None, None] + b[:, None, None]
+    np.testing.assert_allclose(bc.group_norm(x, 3, w, b), ref, **TOL)
+    np.testing.assert_allclose(bc.group_norm(x, 3, w, b, silu=True), ref / (1 + np.exp(-ref)), **TOL)
+    last = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # channels-last view
+    np.testing.assert_allclose(bc.group_norm(last, 3, w, b), ref, **TOL)
+
+
 def test_softmax_and_log_softmax(rng):
     x = randn(rng, 4, 6)
     e = np.exp(x - x.max(0, keepdims=True))

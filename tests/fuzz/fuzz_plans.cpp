@@ -412,6 +412,24 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, NormDescriptor& d) {
   d.residual = in.consume_bool();
 }
 
+// Groups mostly dividing C (a divisor of the fuzzed C), sometimes any count; every option.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GroupNormDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.weight_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(80) ? DType::f32 : fuzz_dtype(in, {}));
+  d.shape = fuzz_shape(in);
+  const int64_t channels = d.shape.rank >= 2 ? d.shape.dims[1] : 1;
+  if (in.chance(85) && channels > 0 && channels < (int64_t{1} << 20)) {
+    d.groups = in.consume_int<int64_t>(1, channels);
+    while (channels % d.groups != 0) --d.groups;
+  } else {
+    d.groups = fuzz_size(in);
+  }
+  d.eps = in.chance(90) ? 1e-5 : fuzz_weight(in);
+  d.has_weight = in.consume_bool();
+  d.has_bias = in.consume_bool();
+  d.silu = in.consume_bool();
+}
+
 // Mostly small valid sizes (heads_q a multiple of heads_kv, head dims up to 40), sometimes any;
 // every mask, the soft-cap and scale at their edges, the bias in any dtype.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor& d) {
@@ -1649,6 +1667,8 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormPlan>(),
       entry<LayerNormBackwardPlan>(),
       entry<RmsNormBackwardPlan>(),
+      entry<GroupNormPlan>(),
+      entry<GroupNormBackwardPlan>(),
       entry<CrossEntropyPlan>(),
       entry<CrossEntropyBackwardPlan>(),
       entry<PointwiseLossPlan>(),

@@ -21,6 +21,8 @@ std::string_view views_name(Views views) {
       return "broadcast";
     case Views::misaligned:
       return "misaligned";
+    case Views::channels_last:
+      return "channels_last";
   }
   return "?";
 }
@@ -143,6 +145,18 @@ TensorSpec layout(const ArgSpec& spec, Views views) {
     case Views::misaligned:
       t.offset = 1;
       return t;
+    case Views::channels_last: {
+      if (shape.rank < 3) return t;
+      int64_t step = std::max<int64_t>(1, shape.dims[1]);
+      t.strides[1] = 1;
+      for (int d = shape.rank - 1; d >= 0; --d) {
+        if (d == 1) continue;
+        t.strides[d] = step;
+        step *= std::max<int64_t>(1, shape.dims[d]);
+      }
+      t.strided = true;
+      return t;
+    }
     case Views::transposed: {
       int64_t step = 1;
       for (int d = 0; d < shape.rank; ++d) {

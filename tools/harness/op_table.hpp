@@ -23,10 +23,11 @@ namespace baracuda::harness {
 // How a sample lays out its tensors.
 enum class Views : uint8_t {
   contiguous,
-  padded,      // gaps after every row (1-D: every other element)
-  transposed,  // column-major
-  broadcast,   // inputs repeat along their outermost dim of size > 1 (a zero stride); outputs padded
-  misaligned,  // the first element one element past a 16-byte boundary
+  padded,         // gaps after every row (1-D: every other element)
+  transposed,     // column-major
+  broadcast,      // inputs repeat along their outermost dim of size > 1 (a zero stride); outputs padded
+  misaligned,     // the first element one element past a 16-byte boundary
+  channels_last,  // rank 3 and up: dim 1 innermost, then the others in order (NHWC); lower ranks contiguous
 };
 std::string_view views_name(Views views);
 

@@ -77,9 +77,63 @@ struct RmsNormOp : OpTag<NormDescriptor, NormArgs> {};
 struct LayerNormBackwardOp : OpTag<NormDescriptor, NormBackwardArgs> {};
 struct RmsNormBackwardOp : OpTag<NormDescriptor, NormBackwardArgs> {};
 
+// GroupNorm (F.group_norm) over x of shape [N, C, *]: the C channels in `groups` groups of C / groups
+// consecutive channels; each (sample, group) is normalized over its channels and all of * together:
+//   GroupNormPlan          y = act((x - mean) * rstd * w[c] + b[c]),  act: identity, or with `silu`
+//                          z * sigmoid(z) (the GroupNorm + SiLU of diffusion U-Nets, in one pass)
+// mean and rstd are optional outputs [N, groups] in `stats` precision. Instance norm (F.instance_norm
+// without running statistics) is groups = C; channels-last (NHWC) data is a view of x [N, C, H, W]
+// with strides (H W C, 1, W C, C).
+//   GroupNormBackwardPlan reads dy, x, the weight, the bias (with silu alone: the activation's input
+//   is recomputed), mean and rstd, and writes each of, all optional:
+//     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the group,  g = dz * w[c],
+//     dz = dy, or with silu dy * sigmoid(z) * (1 + z * (1 - sigmoid(z)));
+//     dweight[c] = sum over samples and * of dz * xhat;  dbias[c] = sum of dz.
+// dtypes, numerics (two passes over a group), NaN / inf and empty groups as LayerNorm's above.
+// Deterministic always and batch-invariant: a group's statistics and outputs depend on that group
+// alone (a block a group on CUDA, in an order fixed by the group's shape and x's layout); dweight
+// and dbias add each sample's per-channel sums in sample order (workspace).
+// Views: any strides; y may be x exactly (in place), dx may be dy or x exactly.
+struct GroupNormDescriptor {
+  DType dtype = DType::f32;
+  std::optional<DType> weight_dtype;  // of weight, bias, dweight, dbias; nullopt: dtype
+  Shape shape;                        // x's: [N, C, *], rank 2..8
+  int64_t groups = 1;                 // >= 1, dividing C
+  double eps = 1e-5;                  // > 0 and finite
+  bool has_weight = true;
+  bool has_bias = true;
+  bool silu = false;  // y = silu(group_norm(x))
+};
+
+struct GroupNormArgs {
+  AnyTensorRef x;
+  AnyTensorRef weight;  // [C], with has_weight
+  AnyTensorRef bias;    // [C], with has_bias
+  AnyTensorMut y;
+  AnyTensorMut mean;  // optional: [N, groups]
+  AnyTensorMut rstd;  // optional: [N, groups]
+};
+
+struct GroupNormBackwardArgs {
+  AnyTensorRef dy;
+  AnyTensorRef x;
+  AnyTensorRef weight;  // with has_weight
+  AnyTensorRef bias;    // with has_bias and silu
+  AnyTensorRef mean;
+  AnyTensorRef rstd;
+  AnyTensorMut dx;       // optional
+  AnyTensorMut dweight;  // optional, with has_weight
+  AnyTensorMut dbias;    // optional, with has_bias
+};
+
+struct GroupNormOp : OpTag<GroupNormDescriptor, GroupNormArgs> {};
+struct GroupNormBackwardOp : OpTag<GroupNormDescriptor, GroupNormBackwardArgs> {};
+
 using LayerNormPlan = Plan<LayerNormOp>;
 using RmsNormPlan = Plan<RmsNormOp>;
 using LayerNormBackwardPlan = Plan<LayerNormBackwardOp>;
 using RmsNormBackwardPlan = Plan<RmsNormBackwardOp>;
+using GroupNormPlan = Plan<GroupNormOp>;
+using GroupNormBackwardPlan = Plan<GroupNormBackwardOp>;
 
 }  // namespace baracuda

@@ -56,6 +56,27 @@ struct NormFinalizeParams {
   Walk<2> inner;  // dweight, dbias
 };
 
+// The group norm kernels (cuda/device/group_norm.cuh): a block a (sample, group); x-shaped views
+// (the forward's x, y; the backward's dy, x, dx) are addressed by their N and C strides and the
+// `space` walk over the spatial dims.
+struct GroupNormParams {
+  const void* x;
+  const void* dy;      // backward
+  const void* weight;  // null: 1
+  const void* bias;    // null: 0
+  void* y;             // forward
+  void* dx;            // backward; null: not written
+  void* mean;          // stats precision [N, groups]; the forward's may be null (not written)
+  void* rstd;
+  void* partial;  // backward: [N, C] sums of dz * xhat, then [N, C] of dz (null: not kept)
+  long long samples, channels, groups, group_channels, spatial;
+  long long n_stride[3], c_stride[3];
+  long long weight_stride, bias_stride, mean_stride[2], rstd_stride[2];
+  double eps;
+  int channel_minor;  // walk a group channels fastest (channels-last views)
+  Walk<3> space;      // rank 0 or 1 unless the kernel is the general one
+};
+
 // The cross-entropy kernels (cuda/device/loss.cuh). Rows are walked by `row` over every dim of the
 // logits but the class dim; a row's classes are `class_stride` apart (dlogits: `dclass_stride`).
 struct CrossEntropyParams {

@@ -109,4 +109,113 @@ inline void norm_backward(const NormDescriptor& d, bool rms, harness::RefIO& io)
   }
 }
 
+// GroupNorm: x [N, C, *] row-major (n, c, s); each (sample, group) over its C / groups channels and
+// the spatial elements, two passes; the SiLU applied to the affine output with `silu`.
+struct GroupNormSizes {
+  int64_t samples = 0, channels = 0, group_channels = 0, spatial = 1;
+  int64_t index(int64_t n, int64_t c, int64_t s) const { return (n * channels + c) * spatial + s; }
+};
+inline GroupNormSizes group_norm_sizes(const GroupNormDescriptor& d) {
+  GroupNormSizes z;
+  z.samples = d.shape.dims[0];
+  z.channels = d.shape.dims[1];
+  z.group_channels = z.channels / d.groups;
+  for (int k = 2; k < d.shape.rank; ++k) z.spatial *= d.shape.dims[k];
+  return z;
+}
+inline double reference_sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+
+inline void group_norm_forward(const GroupNormDescriptor& d, harness::RefIO& io) {
+  const GroupNormSizes z = group_norm_sizes(d);
+  const harness::HostView& x = io.in("x");
+  harness::RefOutput& y = io.out("y");
+  const int64_t size = z.group_channels * z.spatial;
+  const double count = static_cast<double>(std::max<int64_t>(size, 1));
+  for (int64_t n = 0; n < z.samples; ++n) {
+    for (int64_t g = 0; g < d.groups; ++g) {
+      const int64_t c0 = g * z.group_channels;
+      double sum = 0, sum_abs = 0;
+      for (int64_t c = c0; c < c0 + z.group_channels; ++c)
+        for (int64_t s = 0; s < z.spatial; ++s) {
+          sum += x.at(z.index(n, c, s));
+          sum_abs += std::fabs(x.at(z.index(n, c, s)));
+        }
+      const double mean = sum / count, scale = sum_abs / count;
+      double var = 0;
+      for (int64_t c = c0; c < c0 + z.group_channels; ++c)
+        for (int64_t s = 0; s < z.spatial; ++s)
+          var += (x.at(z.index(n, c, s)) - mean) * (x.at(z.index(n, c, s)) - mean);
+      var /= count;
+      const double rstd = 1.0 / std::sqrt(var + d.eps);
+      const int64_t stat = n * d.groups + g;
+      if (present(io, "mean") && io.out("mean").wanted(stat)) io.out("mean").set(stat, mean, scale, size);
+      if (present(io, "rstd") && io.out("rstd").wanted(stat)) io.out("rstd").set(stat, rstd, std::fabs(rstd), size);
+      for (int64_t c = c0; c < c0 + z.group_channels; ++c) {
+        const double w = d.has_weight ? io.in("weight").at(c) : 1.0, b = d.has_bias ? io.in("bias").at(c) : 0.0;
+        for (int64_t s = 0; s < z.spatial; ++s) {
+          const int64_t i = z.index(n, c, s);
+          if (!y.wanted(i)) continue;
+          const double v = x.at(i), affine = (v - mean) * rstd * w + b;
+          const double magnitude = (std::fabs(v) + std::fabs(mean) + scale) * std::fabs(rstd * w) + std::fabs(b);
+          // SiLU's slope is at most 1.1: the affine output's error scale bounds its output's.
+          y.set(i, d.silu ? affine * reference_sigmoid(affine) : affine, d.silu ? 1.1 * magnitude : magnitude, size);
+        }
+      }
+    }
+  }
+}
+
+inline void group_norm_backward(const GroupNormDescriptor& d, harness::RefIO& io) {
+  const GroupNormSizes z = group_norm_sizes(d);
+  const harness::HostView &dy = io.in("dy"), &x = io.in("x");
+  const bool want_dx = present(io, "dx"), want_dw = d.has_weight && present(io, "dweight");
+  const bool want_db = d.has_bias && present(io, "dbias");
+  for (int64_t c = 0; c < z.channels && z.samples == 0; ++c) {  // no samples: zero sums
+    if (want_dw && io.out("dweight").wanted(c)) io.out("dweight").set(c, 0.0);
+    if (want_db && io.out("dbias").wanted(c)) io.out("dbias").set(c, 0.0);
+  }
+  const int64_t size = z.group_channels * z.spatial;
+  const double count = static_cast<double>(std::max<int64_t>(size, 1));
+  for (int64_t n = 0; n < z.samples; ++n) {
+    for (int64_t g = 0; g < d.groups; ++g) {
+      const int64_t c0 = g * z.group_channels, stat = n * d.groups + g;
+      const double mean = io.in("mean").at(stat), rstd = io.in("rstd").at(stat);
+      std::vector<double> dz(static_cast<size_t>(size)), xhat(static_cast<size_t>(size));
+      double sum_g = 0, sum_gx = 0, scale_g = 0, scale_gx = 0;
+      for (int64_t c = c0; c < c0 + z.group_channels; ++c) {
+        const double w = d.has_weight ? io.in("weight").at(c) : 1.0;
+        const double b = d.has_bias && d.silu ? io.in("bias").at(c) : 0.0;
+        for (int64_t s = 0; s < z.spatial; ++s) {
+          const size_t k = static_cast<size_t>((c - c0) * z.spatial + s);
+          const int64_t i = z.index(n, c, s);
+          xhat[k] = (x.at(i) - mean) * rstd;
+          dz[k] = dy.at(i);
+          if (d.silu) {
+            const double affine = xhat[k] * w + b, sig = reference_sigmoid(affine);
+            dz[k] *= sig * (1.0 + affine * (1.0 - sig));
+          }
+          sum_g += dz[k] * w;
+          sum_gx += dz[k] * w * xhat[k];
+          scale_g += std::fabs(dz[k] * w);
+          scale_gx += std::fabs(dz[k] * w * xhat[k]);
+          if (want_dw && io.out("dweight").wanted(c)) io.out("dweight").add(c, dz[k] * xhat[k]);
+          if (want_db && io.out("dbias").wanted(c)) io.out("dbias").add(c, dz[k]);
+        }
+      }
+      if (!want_dx) continue;
+      const double a = sum_gx / count, bm = sum_g / count, sa = scale_gx / count, sb = scale_g / count;
+      for (int64_t c = c0; c < c0 + z.group_channels; ++c) {
+        const double w = d.has_weight ? io.in("weight").at(c) : 1.0;
+        for (int64_t s = 0; s < z.spatial; ++s) {
+          const int64_t i = z.index(n, c, s);
+          if (!io.out("dx").wanted(i)) continue;
+          const size_t k = static_cast<size_t>((c - c0) * z.spatial + s);
+          const double magnitude = std::fabs(rstd) * (std::fabs(dz[k] * w) + sb + std::fabs(xhat[k]) * sa);
+          io.out("dx").set(i, rstd * (dz[k] * w - bm - xhat[k] * a), magnitude, size);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace baracuda::reference

@@ -1,9 +1,10 @@
-// Op-table rows of the norm family: LayerNorm and RmsNorm, forward and backward. Row lengths either
+// Op-table rows of the norm family: LayerNorm, RmsNorm and GroupNorm, forward and backward. Row lengths either
 // side of each CUDA threshold (the rows a block holds: 32768 values forward, 8192 backward, half
 // for f64; the 16-byte vectors), one to 2^20 elements; one row and 2^16 rows; two normalized dims
 // and rank 8; every option (weight, bias, Gemma's 1 + w, f32 weights, the fused residual); and
 // padded, transposed, broadcast and misaligned views. Edge values (constant rows, 1e30, NaN, inf)
 // and batch invariance are tests/test_norm.cpp's.
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,123 @@ std::vector<Sample<Desc>> samples_of() {
   return samples(kRms, kBackward);
 }
 
+// ---------------------------------------------------------------------------------------------
+// GroupNorm: groups of one channel (instance norm) to every channel, no spatial dims to rank 8,
+// group sizes either side of the CUDA block sizes (ops/group_norm_problem.hpp: 64 threads below
+// 256 elements, 512 from 2048; the backward's from the spatial size), every option (no weight or
+// bias, f32 weights, SiLU), no samples and empty groups, and channels-last, padded, transposed,
+// broadcast and misaligned views.
+using GroupDesc = GroupNormDescriptor;
+
+GroupDesc group_norm(Shape shape, int64_t groups, double eps = 1e-5) {
+  GroupDesc d;
+  d.shape = shape;
+  d.groups = groups;
+  d.eps = eps;
+  return d;
+}
+
+std::vector<Sample<GroupDesc>> group_samples(bool backward) {
+  std::vector<Sample<GroupDesc>> out;
+  auto add = [&](GroupDesc d, Views views = Views::contiguous, std::string note = {}, std::vector<DType> dtypes = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), std::move(dtypes)});
+  };
+  // Small groups with eps 0.1: their variance can be near 0 (see the LayerNorm rows).
+  add(group_norm({3, 4}, 2, 0.1), Views::contiguous, "no spatial dims, eps 0.1");
+  add(group_norm({2, 6, 5}, 3, 0.1), Views::contiguous, "eps 0.1");
+  add(group_norm({2, 8, 4, 4}, 8, 0.1), Views::contiguous, "instance norm, eps 0.1");
+  add(group_norm({2, 8, 4, 4}, 1), Views::contiguous, "one group");
+  add(group_norm({3, 6, 7, 9}, 3));
+  for (int64_t spatial : {63, 64, 65, 255, 257, 2047, 2049}) add(group_norm({2, 4, spatial}, 2));
+  add(group_norm({1, 64, 32, 32}, 32), Views::contiguous, "one sample");
+  add(group_norm({2, 64, 64, 64}, 32), Views::contiguous, "groups of 2^13", {DType::f32, DType::bf16});
+  add(group_norm({2, 4, 3, 2, 3}, 2));
+  add(group_norm({2, 2, 1, 2, 1, 2, 1, 3}, 1), Views::contiguous, "rank 8");
+  add(group_norm({0, 4, 3}, 2));
+  add(group_norm({2, 4, 0}, 2));
+  add(group_norm({2, 0, 3}, 1));
+  GroupDesc bare = group_norm({3, 8, 10}, 4);
+  bare.has_weight = bare.has_bias = false;
+  add(bare, Views::contiguous, "no weight, no bias");
+  GroupDesc weight_only = group_norm({3, 8, 10}, 4);
+  weight_only.has_bias = false;
+  add(weight_only, Views::contiguous, "no bias");
+  GroupDesc f32_weight = group_norm({3, 8, 10}, 2);
+  f32_weight.weight_dtype = DType::f32;
+  // (Padded in the backward: a step of the finite differences is lost in an f32 weight's rounding.)
+  add(f32_weight, backward ? Views::padded : Views::contiguous, "f32 weight");
+  for (bool bias : {true, false}) {
+    GroupDesc silu = group_norm({3, 8, 6, 5}, 4);
+    silu.silu = true;
+    silu.has_bias = bias;
+    add(silu, Views::contiguous, bias ? "silu" : "silu, no bias");
+  }
+  add(group_norm({4, 16, 8, 8}, 4, 0.5), Views::contiguous, "eps 0.5");
+  for (Views v : {Views::channels_last, Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+    add(group_norm({3, 8, 6, 5}, 4), v);
+    add(group_norm({2, 6, 7}, 3), v);
+    GroupDesc silu = group_norm({2, 16, 9, 9}, 8);
+    silu.silu = true;
+    add(silu, v, "silu");
+  }
+  add(group_norm({2, 32, 40, 40}, 32), Views::channels_last, "channels-last, groups of 1600");
+  add(group_norm({2, 64, 24, 24}, 4), Views::channels_last, "channels-last, groups of 9216", {DType::f32, DType::bf16});
+  return out;
+}
+
+std::vector<DescriptorError<GroupDesc>> group_errors() {
+  return {
+      {"rank 1", [](GroupDesc& d) { d.shape = {8}; }, StatusCode::invalid_problem, "descriptor.shape.rank"},
+      {"negative size",
+       [](GroupDesc& d) {
+         d.shape = {4, 8, -3};
+       },
+       StatusCode::invalid_problem, "descriptor.shape[2]"},
+      {"groups 0", [](GroupDesc& d) { d.groups = 0; }, StatusCode::invalid_problem, "descriptor.groups"},
+      {"groups negative", [](GroupDesc& d) { d.groups = -2; }, StatusCode::invalid_problem, "descriptor.groups"},
+      {"groups not dividing C",
+       [](GroupDesc& d) {
+         d.shape = {2, 6, 4};
+         d.groups = 4;
+       },
+       StatusCode::invalid_problem, "descriptor.groups"},
+      {"eps 0", [](GroupDesc& d) { d.eps = 0; }, StatusCode::invalid_problem, "descriptor.eps"},
+      {"eps NaN", [](GroupDesc& d) { d.eps = std::nan(""); }, StatusCode::invalid_problem, "descriptor.eps"},
+      {"integer weight_dtype", [](GroupDesc& d) { d.weight_dtype = DType::i32; }, StatusCode::unsupported,
+       "descriptor.weight_dtype"},
+  };
+}
+
+// The U-Net shape on the GPU; a smaller one on the CPU.
+std::vector<Shape> group_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{32, 512, 64, 64}, {2, 320, 64, 64}};
+  return {{4, 128, 32, 32}};
+}
+// 32 groups (the U-Nets'), or as many as divide C in a shrunk shape.
+template <bool kSilu>
+GroupDesc group_bench_desc(DType dtype, const Shape& shape) {
+  GroupDesc d = group_norm(shape, std::gcd<int64_t>(shape.dims[1], 32));
+  d.dtype = dtype;
+  d.silu = kSilu;
+  return d;
+}
+
+std::vector<BenchSample<GroupDesc>> group_bench(bool backward) {
+  const std::vector<DType> dtypes = {DType::f32, DType::bf16};
+  if (backward)
+    return {{"group_norm_backward", "autograd of F.group_norm(x, 32, w, b)", dtypes, group_shapes,
+             group_bench_desc<false>}};
+  return {{"group_norm", "F.group_norm(x, 32, w, b)", dtypes, group_shapes, group_bench_desc<false>},
+          {"group_norm_silu", "F.silu(F.group_norm(x, 32, w, b))", dtypes, group_shapes, group_bench_desc<true>}};
+}
+
+template <bool kBackward>
+std::vector<Sample<GroupDesc>> group_samples_of() {
+  return group_samples(kBackward);
+}
+void group_forward_reference(const GroupDesc& d, RefIO& io) { reference::group_norm_forward(d, io); }
+void group_backward_reference(const GroupDesc& d, RefIO& io) { reference::group_norm_backward(d, io); }
+
 }  // namespace
 
 std::vector<std::unique_ptr<OpRow>> norm_rows() {
@@ -183,6 +301,11 @@ std::vector<std::unique_ptr<OpRow>> norm_rows() {
   rows.push_back(make_row<RmsNormBackwardPlan>({samples_of<true, true>, backward_reference<true>, harness::tolerance,
                                                 backward_ranges(), errors(true), bench(true, true),
                                                 forward_of<RmsNormPlan>, rms_gradient}));
+  rows.push_back(make_row<GroupNormPlan>(
+      {group_samples_of<false>, group_forward_reference, harness::tolerance, {}, group_errors(), group_bench(false)}));
+  rows.push_back(make_row<GroupNormBackwardPlan>({group_samples_of<true>, group_backward_reference, harness::tolerance,
+                                                  backward_ranges(), group_errors(), group_bench(true),
+                                                  forward_of<GroupNormPlan>, layer_gradient}));
   return rows;
 }
 

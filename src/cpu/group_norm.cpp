@@ -1,0 +1,191 @@
+// The CPU kernels of the group norm plans: (sample, group) pairs in parallel, each group walked in
+// memory order (channels fastest for channels-last views) once for its mean, once for its squared
+// deviations and once to write; the backward sums dz and dz * xhat per (sample, channel) into the
+// workspace, from which each group's means and, in sample order, dweight and dbias follow
+// (deterministic).
+#include <cmath>
+#include <type_traits>
+
+#include "common/convert.hpp"
+#include "common/dispatch.hpp"
+#include "cpu/parallel.hpp"
+#include "ops/group_norm_problem.hpp"
+
+namespace baracuda::detail::cpu {
+namespace {
+
+template <class Acc, class T>
+Acc load(const T* p, int64_t i) {
+  return convert<Acc>(p[i]);
+}
+
+// Offset of spatial element s in view t.
+int64_t space_offset(const GroupNormGeometry& g, int t, int64_t s) {
+  if (g.space.rank == 0) return 0;
+  if (g.space.rank == 1) return s * g.space.strides[t][0];
+  int64_t off[kGroupNormViews];
+  g.space.offsets(s, off);
+  return off[t];
+}
+
+// Calls f(c, s) for every element of a group (c: the channel within the group), in memory order.
+template <class F>
+void each_element(const GroupNormGeometry& g, F&& f) {
+  if (g.channel_minor) {
+    for (int64_t s = 0; s < g.spatial; ++s)
+      for (int64_t c = 0; c < g.group_channels; ++c) f(c, s);
+  } else {
+    for (int64_t c = 0; c < g.group_channels; ++c)
+      for (int64_t s = 0; s < g.spatial; ++s) f(c, s);
+  }
+}
+
+template <class Acc>
+Acc sigmoid(Acc z) {
+  return Acc(1) / (Acc(1) + std::exp(-z));
+}
+
+template <class T, class W>
+Status forward(const GroupNormForwardProblem& p) {
+  using Acc = acc_t<T>;
+  const GroupNormGeometry& g = p.geometry;
+  const GroupNormArgs& a = p.args;
+  const W* weight = p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
+  const W* bias = p.desc.has_bias ? static_cast<const W*>(a.bias.data) : nullptr;
+  Acc* mean_out = static_cast<Acc*>(a.mean.data);
+  Acc* rstd_out = static_cast<Acc*>(a.rstd.data);
+  const Acc count = static_cast<Acc>(std::max<int64_t>(g.group_size(), 1)), eps = static_cast<Acc>(p.desc.eps);
+  const bool silu = p.desc.silu;
+  const int64_t items = g.samples * g.groups;
+#pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
+    const T* x = static_cast<const T*>(a.x.data) + n * g.n_stride[0] + c0 * g.c_stride[0];
+    T* y = static_cast<T*>(a.y.data) + n * g.n_stride[1] + c0 * g.c_stride[1];
+    auto at = [&](int t, int64_t c, int64_t s) { return c * g.c_stride[t] + space_offset(g, t, s); };
+    Acc sum = 0;
+    each_element(g, [&](int64_t c, int64_t s) { sum += load<Acc>(x, at(0, c, s)); });
+    const Acc mean = sum / count;
+    Acc dev = 0;
+    each_element(g, [&](int64_t c, int64_t s) {
+      const Acc v = load<Acc>(x, at(0, c, s)) - mean;
+      dev += v * v;
+    });
+    const Acc rstd = Acc(1) / std::sqrt(dev / count + eps);
+    if (mean_out) mean_out[n * g.mean_stride[0] + group * g.mean_stride[1]] = mean;
+    if (rstd_out) rstd_out[n * g.rstd_stride[0] + group * g.rstd_stride[1]] = rstd;
+    each_element(g, [&](int64_t c, int64_t s) {
+      const int64_t channel = c0 + c;
+      const Acc w = weight ? load<Acc>(weight, channel * g.weight_stride) : Acc(1);
+      const Acc b = bias ? load<Acc>(bias, channel * g.bias_stride) : Acc(0);
+      Acc z = (load<Acc>(x, at(0, c, s)) - mean) * rstd * w + b;
+      if (silu) z *= sigmoid(z);
+      y[at(1, c, s)] = convert<T>(z);
+    });
+  }
+  return Status::ok();
+}
+
+template <class T, class W>
+Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
+  using Acc = acc_t<T>;
+  const GroupNormGeometry& g = p.geometry;
+  const GroupNormBackwardArgs& a = p.args;
+  const W* weight = p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
+  const W* bias = p.desc.has_bias && p.desc.silu ? static_cast<const W*>(a.bias.data) : nullptr;
+  const Acc* mean_in = static_cast<const Acc*>(a.mean.data);
+  const Acc* rstd_in = static_cast<const Acc*>(a.rstd.data);
+  W* dweight = static_cast<W*>(a.dweight.data);
+  W* dbias = static_cast<W*>(a.dbias.data);
+  T* dx_base = static_cast<T*>(a.dx.data);
+  // Per (sample, channel): sum of dz * xhat, then sum of dz (the workspace holds 2 N C).
+  Acc* sums = static_cast<Acc*>(ctx.workspace.data);
+  const bool keep_sums = sums && (dweight || dbias);
+  const Acc count = static_cast<Acc>(std::max<int64_t>(g.group_size(), 1));
+  const bool silu = p.desc.silu;
+  const int64_t items = g.samples * g.groups;
+#pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
+    const T* dy = static_cast<const T*>(a.dy.data) + n * g.n_stride[0] + c0 * g.c_stride[0];
+    const T* x = static_cast<const T*>(a.x.data) + n * g.n_stride[1] + c0 * g.c_stride[1];
+    const Acc mean = mean_in[n * g.mean_stride[0] + group * g.mean_stride[1]];
+    const Acc rstd = rstd_in[n * g.rstd_stride[0] + group * g.rstd_stride[1]];
+    auto at = [&](int t, int64_t c, int64_t s) { return c * g.c_stride[t] + space_offset(g, t, s); };
+    auto w_of = [&](int64_t c) { return weight ? load<Acc>(weight, (c0 + c) * g.weight_stride) : Acc(1); };
+    auto b_of = [&](int64_t c) { return bias ? load<Acc>(bias, (c0 + c) * g.bias_stride) : Acc(0); };
+    // dz and xhat of element (c, s).
+    auto grad = [&](int64_t c, int64_t s, Acc w, Acc b, Acc& xhat) {
+      xhat = (load<Acc>(x, at(1, c, s)) - mean) * rstd;
+      Acc dz = load<Acc>(dy, at(0, c, s));
+      if (silu) {
+        const Acc z = xhat * w + b, sig = sigmoid(z);
+        dz *= sig * (Acc(1) + z * (Acc(1) - sig));
+      }
+      return dz;
+    };
+    Acc sum_g = 0, sum_gx = 0;
+    for (int64_t c = 0; c < g.group_channels; ++c) {
+      const Acc w = w_of(c), b = b_of(c);
+      Acc s_dz = 0, s_dzx = 0;
+      for (int64_t s = 0; s < g.spatial; ++s) {
+        Acc xhat;
+        const Acc dz = grad(c, s, w, b, xhat);
+        s_dz += dz;
+        s_dzx += dz * xhat;
+      }
+      if (keep_sums) {
+        sums[n * g.channels + c0 + c] = s_dzx;
+        sums[(g.samples + n) * g.channels + c0 + c] = s_dz;
+      }
+      sum_g += w * s_dz;
+      sum_gx += w * s_dzx;
+    }
+    if (!dx_base) continue;
+    T* dx = dx_base + n * g.n_stride[2] + c0 * g.c_stride[2];
+    const Acc mean_g = sum_g / count, mean_gx = sum_gx / count;
+    each_element(g, [&](int64_t c, int64_t s) {
+      const Acc w = w_of(c);
+      Acc xhat;
+      const Acc dz = grad(c, s, w, b_of(c), xhat);
+      dx[at(2, c, s)] = convert<T>(rstd * (dz * w - mean_g - xhat * mean_gx));
+    });
+  }
+  if (!dweight && !dbias) return Status::ok();
+    // dweight and dbias: each channel's sums over the samples, in sample order (zeros with no samples,
+    // when the workspace is empty).
+#pragma omp parallel for schedule(static) if (g.samples * g.channels > kParallelThreshold)
+  for (int64_t c = 0; c < g.channels; ++c) {
+    Acc sw = 0, sb = 0;
+    for (int64_t n = 0; n < g.samples && sums; ++n) {
+      sw += sums[n * g.channels + c];
+      sb += sums[(g.samples + n) * g.channels + c];
+    }
+    if (dweight) dweight[c * g.dweight_stride] = convert<W>(sw);
+    if (dbias) dbias[c * g.dbias_stride] = convert<W>(sb);
+  }
+  return Status::ok();
+}
+
+// Calls f(type_identity<T>, type_identity<W>) for the problem's dtypes (W is T or f32).
+template <class Problem, class F>
+Status dispatch(const Problem& p, F&& f) {
+  return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{});
+    return f(t, t);
+  });
+}
+
+}  // namespace
+
+Status launch(const LaunchContext&, const GroupNormForwardProblem& p) {
+  return dispatch(p,
+                  [&](auto t, auto w) { return forward<typename decltype(t)::type, typename decltype(w)::type>(p); });
+}
+Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
+  return dispatch(
+      p, [&](auto t, auto w) { return backward<typename decltype(t)::type, typename decltype(w)::type>(ctx, p); });
+}
+
+}  // namespace baracuda::detail::cpu

@@ -1,0 +1,147 @@
+// The CUDA side of the group norm plans: the kernels of cuda/device/group_norm.cuh, compiled at
+// select for the plan's dtypes, direction and activation, and their launches.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/common/check.cuh"
+#include "cuda/device/params.h"
+#include "cuda/jit/jit.hpp"
+#include "ops/group_norm_problem.hpp"
+
+namespace baracuda::detail::cuda {
+
+// The program's kernels: [flat spatial dims, any spatial dims] (+ the backward's finalize).
+jit::Program group_norm_program(DType t, DType w, bool backward, bool silu) {
+  jit::Program p;
+  const std::string name = backward ? "group_norm_backward" : "group_norm_forward";
+  p.name = name + "<" + std::string(dtype_name(t)) + ", " + std::string(dtype_name(w)) + (silu ? ", silu" : "") + ">";
+  p.source = "#include \"cuda/device/group_norm.cuh\"\n";
+  const std::string types = jit::device_type(t) + ", " + jit::device_type(w) + ", " + (silu ? "true" : "false");
+  for (const char* flat : {"true", "false"})
+    p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + flat + ">");
+  if (backward)
+    p.kernels.push_back("baracuda::device::norm_finalize<" + jit::device_type(t) + ", " + jit::device_type(w) + ">");
+  return p;
+}
+
+namespace {
+
+Status launch_kernel(const void* kernel, int64_t grid, int threads, void* params, const Stream& stream,
+                     const char* what) {
+  void* args[] = {params};
+  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(threads)),
+                                      args, 0, native(stream)),
+                     what);
+}
+
+const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
+
+device::GroupNormParams params_of(const GroupNormGeometry& g, double eps) {
+  device::GroupNormParams p{};
+  p.samples = g.samples;
+  p.channels = g.channels;
+  p.groups = g.groups;
+  p.group_channels = g.group_channels;
+  p.spatial = g.spatial;
+  for (int t = 0; t < kGroupNormViews; ++t) {
+    p.n_stride[t] = g.n_stride[t];
+    p.c_stride[t] = g.c_stride[t];
+  }
+  p.weight_stride = g.weight_stride;
+  p.bias_stride = g.bias_stride;
+  for (int k = 0; k < 2; ++k) {
+    p.mean_stride[k] = g.mean_stride[k];
+    p.rstd_stride[k] = g.rstd_stride[k];
+  }
+  p.eps = eps;
+  p.channel_minor = g.channel_minor;
+  p.space.rank = g.space.rank;
+  for (int d = 0; d < kMaxRank; ++d) {
+    p.space.sizes[d] = g.space.sizes[d];
+    for (int t = 0; t < kGroupNormViews; ++t) p.space.strides[t][d] = g.space.strides[t][d];
+  }
+  return p;
+}
+
+// Blocks: a (sample, group) each, at most 2^20 (they stride over the rest).
+int64_t blocks_for(const GroupNormGeometry& g) { return std::min<int64_t>(g.samples * g.groups, int64_t{1} << 20); }
+
+}  // namespace
+
+Expected<const void*> group_norm_kernels(const PlanTarget& target, DType dtype, DType weight_dtype, bool backward,
+                                         bool silu, std::string_view plan) {
+  Expected<const jit::Module*> m =
+      jit::load(group_norm_program(dtype, weight_dtype, backward, silu), target.arch, plan);
+  if (!m) return m.status();
+  return static_cast<const void*>(*m);
+}
+
+Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
+  const GroupNormGeometry& g = p.geometry;
+  device::GroupNormParams params = params_of(g, p.desc.eps);
+  params.x = p.args.x.data;
+  params.weight = p.desc.has_weight ? p.args.weight.data : nullptr;
+  params.bias = p.desc.has_bias ? p.args.bias.data : nullptr;
+  params.y = p.args.y.data;
+  params.mean = p.args.mean.data;
+  params.rstd = p.args.rstd.data;
+  const int64_t blocks = blocks_for(g);
+  if (blocks == 0) return Status::ok();
+  return launch_kernel(module_of(ctx).kernels[g.space.rank <= 1 ? 0 : 1], blocks, group_norm_threads(g.group_size()),
+                       &params, ctx.stream, "group_norm_forward");
+}
+
+Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
+  const GroupNormGeometry& g = p.geometry;
+  const GroupNormBackwardArgs& a = p.args;
+  const bool partials = ctx.choice.workspace > 0 && (a.dweight.data || a.dbias.data);
+  device::GroupNormParams params = params_of(g, 0.0);
+  params.dy = a.dy.data;
+  params.x = a.x.data;
+  params.weight = p.desc.has_weight ? a.weight.data : nullptr;
+  params.bias = p.desc.has_bias && p.desc.silu ? a.bias.data : nullptr;
+  params.mean = const_cast<void*>(a.mean.data);
+  params.rstd = const_cast<void*>(a.rstd.data);
+  params.dx = a.dx.data;
+  params.partial = partials ? ctx.workspace.data : nullptr;
+  const jit::Module& m = module_of(ctx);
+  const int64_t blocks = blocks_for(g);
+  // (The channel loop's threads cover a channel's spatial elements.)
+  if (blocks > 0 && (params.dx || partials))
+    if (Status s = launch_kernel(m.kernels[g.space.rank <= 1 ? 0 : 1], blocks, group_norm_threads(g.spatial), &params,
+                                 ctx.stream, "group_norm_backward");
+        !s)
+      return s;
+  if (!a.dweight.data && !a.dbias.data) return Status::ok();
+  device::NormFinalizeParams fin{};
+  fin.partial = ctx.workspace.data;
+  fin.dweight = a.dweight.data;
+  fin.dbias = a.dbias.data;
+  fin.n = g.channels;
+  fin.chunks = partials ? g.samples : 0;  // no samples: zeros
+  fin.inner.rank = 1;
+  fin.inner.sizes[0] = g.channels;
+  fin.inner.strides[0][0] = g.dweight_stride;
+  fin.inner.strides[1][0] = g.dbias_stride;
+  return launch_kernel(m.kernels[2], std::clamp<int64_t>((g.channels + 31) / 32, 1, 4096), 1024, &fin, ctx.stream,
+                       "group_norm_finalize");
+}
+
+}  // namespace baracuda::detail::cuda
+
+namespace baracuda::detail::jit {
+
+std::vector<Program> group_norm_programs() {
+  std::vector<Program> out;
+  for (bool backward : {false, true})
+    for (bool silu : {false, true})
+      for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+        out.push_back(cuda::group_norm_program(t, t, backward, silu));
+        if (t != DType::f32) out.push_back(cuda::group_norm_program(t, DType::f32, backward, silu));
+      }
+  return out;
+}
+
+}  // namespace baracuda::detail::jit
