@@ -9,18 +9,20 @@
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
 #include "ops/group_norm_problem.hpp"
+#include "ops/validate.hpp"
 
 namespace baracuda::detail::cuda {
 
-// The program's kernels: [flat spatial dims, any spatial dims] (+ the backward's finalize).
+// The program's kernels: [flat spatial dims in vectors, flat, any spatial dims] (+ the backward's
+// finalize).
 jit::Program group_norm_program(DType t, DType w, bool backward, bool silu) {
   jit::Program p;
   const std::string name = backward ? "group_norm_backward" : "group_norm_forward";
   p.name = name + "<" + std::string(dtype_name(t)) + ", " + std::string(dtype_name(w)) + (silu ? ", silu" : "") + ">";
   p.source = "#include \"cuda/device/group_norm.cuh\"\n";
   const std::string types = jit::device_type(t) + ", " + jit::device_type(w) + ", " + (silu ? "true" : "false");
-  for (const char* flat : {"true", "false"})
-    p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + flat + ">");
+  for (const char* shape : {"true, true", "true, false", "false, false"})
+    p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + shape + ">");
   if (backward)
     p.kernels.push_back("baracuda::device::norm_finalize<" + jit::device_type(t) + ", " + jit::device_type(w) + ">");
   return p;
@@ -65,6 +67,26 @@ device::GroupNormParams params_of(const GroupNormGeometry& g, double eps) {
   return p;
 }
 
+// The kernel for the views: [0] 16-byte vectors along the fast axis (every x-shaped view present
+// unit-strided along it, whole vectors of it in a group, its other strides whole vectors, 16-byte
+// aligned), [1] the spatial dims one, [2] any.
+int kernel_index(const GroupNormGeometry& g, DType dtype, std::initializer_list<const void*> views) {
+  if (g.space.rank > 1) return 2;
+  const int64_t vw = 16 / static_cast<int64_t>(dtype_size(dtype));
+  const int64_t fast = g.channel_minor ? g.group_channels : g.spatial;
+  if (g.space.rank == 0 || fast % vw != 0) return 1;
+  int t = 0;
+  for (const void* data : views) {
+    if (data) {
+      const int64_t along = g.channel_minor ? g.c_stride[t] : g.space.strides[t][0];
+      const int64_t across = g.channel_minor ? g.space.strides[t][0] : g.c_stride[t];
+      if (!aligned16(data) || along != 1 || across % vw != 0 || g.n_stride[t] % vw != 0) return 1;
+    }
+    ++t;
+  }
+  return 0;
+}
+
 // Blocks: a (sample, group) each, at most 2^20 (they stride over the rest).
 int64_t blocks_for(const GroupNormGeometry& g) { return std::min<int64_t>(g.samples * g.groups, int64_t{1} << 20); }
 
@@ -89,8 +111,8 @@ Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
   params.rstd = p.args.rstd.data;
   const int64_t blocks = blocks_for(g);
   if (blocks == 0) return Status::ok();
-  return launch_kernel(module_of(ctx).kernels[g.space.rank <= 1 ? 0 : 1], blocks, group_norm_threads(g.group_size()),
-                       &params, ctx.stream, "group_norm_forward");
+  return launch_kernel(module_of(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks,
+                       group_norm_threads(g.group_size()), &params, ctx.stream, "group_norm_forward");
 }
 
 Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
@@ -110,8 +132,8 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   const int64_t blocks = blocks_for(g);
   // (The channel loop's threads cover a channel's spatial elements.)
   if (blocks > 0 && (params.dx || partials))
-    if (Status s = launch_kernel(m.kernels[g.space.rank <= 1 ? 0 : 1], blocks, group_norm_threads(g.spatial), &params,
-                                 ctx.stream, "group_norm_backward");
+    if (Status s = launch_kernel(m.kernels[kernel_index(g, p.desc.dtype, {params.dy, params.x, params.dx})], blocks,
+                                 group_norm_threads(g.spatial), &params, ctx.stream, "group_norm_backward");
         !s)
       return s;
   if (!a.dweight.data && !a.dbias.data) return Status::ok();
@@ -125,7 +147,7 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   fin.inner.sizes[0] = g.channels;
   fin.inner.strides[0][0] = g.dweight_stride;
   fin.inner.strides[1][0] = g.dbias_stride;
-  return launch_kernel(m.kernels[2], std::clamp<int64_t>((g.channels + 31) / 32, 1, 4096), 1024, &fin, ctx.stream,
+  return launch_kernel(m.kernels[3], std::clamp<int64_t>((g.channels + 31) / 32, 1, 4096), 1024, &fin, ctx.stream,
                        "group_norm_finalize");
 }
 

@@ -89,7 +89,9 @@ struct RmsNormBackwardOp : OpTag<NormDescriptor, NormBackwardArgs> {};
 //     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the group,  g = dz * w[c],
 //     dz = dy, or with silu dy * sigmoid(z) * (1 + z * (1 - sigmoid(z)));
 //     dweight[c] = sum over samples and * of dz * xhat;  dbias[c] = sum of dz.
-// dtypes, numerics (two passes over a group), NaN / inf and empty groups as LayerNorm's above.
+// dtypes, NaN / inf and empty groups as LayerNorm's above; the statistics as robust as two passes
+// (CUDA: each 16-byte vector's mean and squared deviations, merged by Chan's formula in a fixed
+// order; the CPU: two passes), so constant groups give variance 0.
 // Deterministic always and batch-invariant: a group's statistics and outputs depend on that group
 // alone (a block a group on CUDA, in an order fixed by the group's shape and x's layout); dweight
 // and dbias add each sample's per-channel sums in sample order (workspace).

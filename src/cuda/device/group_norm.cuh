@@ -1,17 +1,20 @@
 #pragma once
 // GroupNorm forward and backward (include/baracuda/ops/norm.hpp), compiled at select. A block takes
-// one (sample, group) at a time, groups strided over the grid. The forward walks its group three
-// times, in memory order (channels fastest for channels-last views): the sum, the squared
-// deviations (both block sums), then the output; the later passes mostly hit L2. The backward sums
-// dz and dz * xhat channel by channel (block sums; each channel's pair is kept for dweight and
-// dbias, and with the weight gives the group's means), then writes dx; norm.cuh's norm_finalize adds
-// the kept pairs over the samples in order. Every sum's order is fixed by the group's shape, x's
-// layout and the block size (chosen from the group's size alone): deterministic and batch-invariant.
+// one (sample, group) at a time, groups strided over the grid, and walks the group in memory order
+// (channels fastest for channels-last views), with kVec in 16-byte vectors along that fast axis.
+// The forward reads the group twice: once for its statistics (each vector's mean and squared
+// deviations, merged into the thread's by Chan's formula, then over the block in a fixed order: as
+// robust as two passes, constant groups giving variance 0), once to write the output. The backward
+// sums dz and dz * xhat channel by channel (block sums; each channel's pair is kept for dweight and
+// dbias, and with the weight gives the group's means), then writes dx; norm.cuh's norm_finalize
+// adds the kept pairs over the samples in order. Every sum's order is fixed by the group's shape,
+// x's layout and the block size (chosen from the group's size alone): deterministic and
+// batch-invariant.
 #include "cuda/device/norm.cuh"
 
 namespace baracuda::device {
 
-// Elements a thread loads before using them: enough bytes in flight for HBM.
+// Vectors a thread loads before using them: enough bytes in flight for HBM.
 inline constexpr int kGroupUnroll = 4;
 
 // Offset of element (c, s) of a group (c: its channel within the group) in x-shaped view t, from the
@@ -21,13 +24,14 @@ __device__ __forceinline__ int64 group_offset(const GroupNormParams& p, int t, i
   return c * p.c_stride[t] + (kFlat ? s * p.space.strides[t][0] : walk_offset(p.space, t, s));
 }
 
-// Calls use(c, s, load(c, s)) for the block's share of a group's elements: the group in memory order
-// (channels fastest with channel_minor), element j to thread j mod blockDim; kGroupUnroll loads
-// issued before their uses. The coordinates advance without a division.
-template <class Load, class Use>
-__device__ __forceinline__ void each_element(const GroupNormParams& p, Load&& load, Use&& use) {
-  const int64 fast_n = p.channel_minor ? p.group_channels : p.spatial;
-  const int64 total = p.group_channels * p.spatial;
+// Calls use(c, s, load(c, s)) for the block's share of a group's vectors of VW elements along the fast
+// axis (channels with channel_minor, else spatial elements): the group in memory order, vector j to
+// thread j mod blockDim; kGroupUnroll loads issued before their uses. (c, s) is the vector's first
+// element; the coordinates advance without a division.
+template <int VW, class Load, class Use>
+__device__ __forceinline__ void each_vector(const GroupNormParams& p, Load&& load, Use&& use) {
+  const int64 fast_n = (p.channel_minor ? p.group_channels : p.spatial) / VW;
+  const int64 total = p.group_channels * p.spatial / VW;
   if (total == 0) return;
   const int64 threads = blockDim.x;
   int64 slow = threadIdx.x / fast_n, fast = threadIdx.x % fast_n;
@@ -35,8 +39,8 @@ __device__ __forceinline__ void each_element(const GroupNormParams& p, Load&& lo
   for (int64 j = threadIdx.x; j < total; j += kGroupUnroll * threads) {
     int64 c[kGroupUnroll], s[kGroupUnroll];
     for (int u = 0; u < kGroupUnroll; ++u) {
-      c[u] = p.channel_minor ? fast : slow;
-      s[u] = p.channel_minor ? slow : fast;
+      c[u] = p.channel_minor ? fast * VW : slow;
+      s[u] = p.channel_minor ? slow : fast * VW;
       fast += step_fast;
       slow += step_slow;
       if (fast >= fast_n) {
@@ -52,17 +56,52 @@ __device__ __forceinline__ void each_element(const GroupNormParams& p, Load&& lo
   }
 }
 
-// The same over one channel's spatial elements (s = thread + k blockDim).
-template <class Load, class Use>
+// The same over one channel's spatial elements, VW at a time (s: a vector's first element).
+template <int VW, class Load, class Use>
 __device__ __forceinline__ void each_spatial(const GroupNormParams& p, int64 c, Load&& load, Use&& use) {
-  const int64 threads = blockDim.x;
-  for (int64 s0 = threadIdx.x; s0 < p.spatial; s0 += kGroupUnroll * threads) {
-    decltype(load(c, s0)) v[kGroupUnroll];
+  const int64 threads = blockDim.x, total = p.spatial / VW;
+  for (int64 j = threadIdx.x; j < total; j += kGroupUnroll * threads) {
+    decltype(load(c, j)) v[kGroupUnroll];
     for (int u = 0; u < kGroupUnroll; ++u)
-      if (s0 + u * threads < p.spatial) v[u] = load(c, s0 + u * threads);
+      if (j + u * threads < total) v[u] = load(c, (j + u * threads) * VW);
     for (int u = 0; u < kGroupUnroll; ++u)
-      if (s0 + u * threads < p.spatial) use(c, s0 + u * threads, v[u]);
+      if (j + u * threads < total) use(c, (j + u * threads) * VW, v[u]);
   }
+}
+
+// Count, mean and sum of squared deviations of some values; merged by Chan's formula.
+template <class Acc>
+struct Moments {
+  Acc n, mean, m2;
+};
+template <class Acc>
+__device__ __forceinline__ Moments<Acc> merge(const Moments<Acc>& a, const Moments<Acc>& b) {
+  if (b.n == Acc(0)) return a;
+  if (a.n == Acc(0)) return b;
+  const Acc n = a.n + b.n, delta = b.mean - a.mean, f = b.n / n;
+  return {n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * a.n * f};
+}
+// The moments of the whole block, the same on every thread: lanes by butterfly, the lower lane's
+// moments always merged first (both lanes compute the same value), then the warps' in order.
+// `shared` holds 96 values.
+template <class Acc>
+__device__ __forceinline__ Moments<Acc> block_moments(Moments<Acc> m, Acc* shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int o = 1; o < 32; o <<= 1) {
+    const Moments<Acc> other{__shfl_xor_sync(0xffffffffu, m.n, o), __shfl_xor_sync(0xffffffffu, m.mean, o),
+                             __shfl_xor_sync(0xffffffffu, m.m2, o)};
+    m = (lane & o) ? merge(other, m) : merge(m, other);
+  }
+  __syncthreads();
+  if (lane == 0) {
+    shared[warp] = m.n;
+    shared[32 + warp] = m.mean;
+    shared[64 + warp] = m.m2;
+  }
+  __syncthreads();
+  Moments<Acc> all{shared[0], shared[32], shared[64]};
+  for (int w = 1; w < warps; ++w) all = merge(all, Moments<Acc>{shared[w], shared[32 + w], shared[64 + w]});
+  return all;
 }
 
 template <class Acc>
@@ -76,38 +115,52 @@ __device__ __forceinline__ T* group_base(const GroupNormParams& p, const void* d
   return static_cast<T*>(const_cast<void*>(data)) + n * p.n_stride[t] + g * p.group_channels * p.c_stride[t];
 }
 
-template <class T, class W, bool kSilu, bool kFlat>
+// Lane e of a vector at (c, s): its channel within the group and its spatial element.
+__device__ __forceinline__ int64 lane_channel(const GroupNormParams& p, int64 c, int e) {
+  return p.channel_minor ? c + e : c;
+}
+
+template <class T, class W, bool kSilu, bool kFlat, bool kVec>
 __global__ void __launch_bounds__(512) group_norm_forward(const __grid_constant__ GroupNormParams p) {
   using Acc = acc_t<T>;
-  __shared__ Acc shared[32];
+  constexpr int VW = kVec ? kVectorWidth<T> : 1;
+  using Raw = Pack<T, VW>;
+  __shared__ Acc shared[96];
   const W* weight = static_cast<const W*>(p.weight);
   const W* bias = static_cast<const W*>(p.bias);
-  const int64 size = p.group_channels * p.spatial;
-  const Acc count = static_cast<Acc>(size > 0 ? size : 1), eps = static_cast<Acc>(p.eps);
+  const Acc eps = static_cast<Acc>(p.eps);
   for (int64 item = blockIdx.x; item < p.samples * p.groups; item += gridDim.x) {
-    const int64 n = item / p.groups, g = item - n * p.groups;
+    const int64 n = item / p.groups, g = item - n * p.groups, c0 = g * p.group_channels;
     const T* x = group_base<const T>(p, p.x, 0, n, g);
     T* y = group_base<T>(p, p.y, 1, n, g);
-    auto load_x = [&](int64 c, int64 s) { return to_acc<Acc>(x[group_offset<kFlat>(p, 0, c, s)]); };
-    Acc sum[1] = {Acc(0)};
-    each_element(p, load_x, [&](int64, int64, Acc v) { sum[0] += v; });
-    block_sum(sum, shared);
-    const Acc mean = sum[0] / count;
-    Acc dev[1] = {Acc(0)};
-    each_element(p, load_x, [&](int64, int64, Acc v) { dev[0] += (v - mean) * (v - mean); });
-    block_sum(dev, shared);
-    const Acc rstd = reciprocal_sqrt(dev[0] / count + eps);
+    auto load_x = [&](int64 c, int64 s) { return *reinterpret_cast<const Raw*>(x + group_offset<kFlat>(p, 0, c, s)); };
+    // Each vector's moments (two passes over its registers), merged into the thread's.
+    Moments<Acc> m{Acc(0), Acc(0), Acc(0)};
+    each_vector<VW>(p, load_x, [&](int64, int64, const Raw& v) {
+      Acc sum = Acc(0), dev = Acc(0);
+      for (int e = 0; e < VW; ++e) sum += to_acc<Acc>(v.e[e]);
+      const Acc mean = sum / Acc(VW);
+      for (int e = 0; e < VW; ++e) dev += (to_acc<Acc>(v.e[e]) - mean) * (to_acc<Acc>(v.e[e]) - mean);
+      m = merge(m, Moments<Acc>{Acc(VW), mean, dev});
+    });
+    m = block_moments(m, shared);
+    // (An empty group: mean 0, variance 0.)
+    const Acc mean = m.mean, rstd = reciprocal_sqrt((m.n > Acc(0) ? m.m2 / m.n : Acc(0)) + eps);
     if (threadIdx.x == 0) {
       if (p.mean) static_cast<Acc*>(p.mean)[n * p.mean_stride[0] + g * p.mean_stride[1]] = mean;
       if (p.rstd) static_cast<Acc*>(p.rstd)[n * p.rstd_stride[0] + g * p.rstd_stride[1]] = rstd;
     }
-    const int64 c0 = g * p.group_channels;
-    each_element(p, load_x, [&](int64 c, int64 s, Acc v) {
-      const Acc w = weight ? to_acc<Acc>(weight[(c0 + c) * p.weight_stride]) : Acc(1);
-      const Acc b = bias ? to_acc<Acc>(bias[(c0 + c) * p.bias_stride]) : Acc(0);
-      Acc z = (v - mean) * rstd * w + b;
-      if (kSilu) z *= sigmoid_of(z);
-      y[group_offset<kFlat>(p, 1, c, s)] = round_to<T>(z);
+    each_vector<VW>(p, load_x, [&](int64 c, int64 s, const Raw& v) {
+      Raw out;
+      for (int e = 0; e < VW; ++e) {
+        const int64 channel = c0 + lane_channel(p, c, e);
+        const Acc w = weight ? to_acc<Acc>(weight[channel * p.weight_stride]) : Acc(1);
+        const Acc b = bias ? to_acc<Acc>(bias[channel * p.bias_stride]) : Acc(0);
+        Acc z = (to_acc<Acc>(v.e[e]) - mean) * rstd * w + b;
+        if (kSilu) z *= sigmoid_of(z);
+        out.e[e] = round_to<T>(z);
+      }
+      *reinterpret_cast<Raw*>(y + group_offset<kFlat>(p, 1, c, s)) = out;
     });
   }
 }
@@ -121,16 +174,53 @@ __device__ __forceinline__ Acc group_grad(Acc dy, Acc x, Acc mean, Acc rstd, Acc
   return dy * sig * (Acc(1) + z * (Acc(1) - sig));
 }
 
-template <class T, class W, bool kSilu, bool kFlat>
-__global__ void __launch_bounds__(512) group_norm_backward(const __grid_constant__ GroupNormParams p) {
-  using Acc = acc_t<T>;
-  __shared__ Acc shared[64];
-  struct Pair {
-    Acc dy, x;
-  };
+template <class T, int VW>
+struct GradPair {
+  Pack<T, VW> dy, x;
+};
+
+// The backward's first pass over a group (sample n, channels from c0), a channel at a time, CW
+// elements a load: each channel's sums of dz * xhat and dz, kept in `partial` (when kept) for dweight
+// and dbias; the group's sums of g = dz w and g xhat added to sum_g, sum_gx (the same on every thread).
+template <class T, class W, bool kSilu, bool kFlat, int CW, class Acc>
+__device__ __forceinline__ void channel_sums(const GroupNormParams& p, const T* dy, const T* x, int64 n, int64 c0,
+                                             Acc mean, Acc rstd, Acc* shared, Acc& sum_g, Acc& sum_gx) {
   const W* weight = static_cast<const W*>(p.weight);
   const W* bias = static_cast<const W*>(p.bias);
   Acc* partial = static_cast<Acc*>(p.partial);
+  auto load = [&](int64 c, int64 s) {
+    return GradPair<T, CW>{*reinterpret_cast<const Pack<T, CW>*>(dy + group_offset<kFlat>(p, 0, c, s)),
+                           *reinterpret_cast<const Pack<T, CW>*>(x + group_offset<kFlat>(p, 1, c, s))};
+  };
+  for (int64 c = 0; c < p.group_channels; ++c) {
+    const Acc w = weight ? to_acc<Acc>(weight[(c0 + c) * p.weight_stride]) : Acc(1);
+    const Acc b = bias ? to_acc<Acc>(bias[(c0 + c) * p.bias_stride]) : Acc(0);
+    Acc sums[2] = {Acc(0), Acc(0)};
+    each_spatial<CW>(p, c, load, [&](int64, int64, const GradPair<T, CW>& v) {
+      for (int e = 0; e < CW; ++e) {
+        Acc xhat;
+        const Acc dz = group_grad<Acc, kSilu>(to_acc<Acc>(v.dy.e[e]), to_acc<Acc>(v.x.e[e]), mean, rstd, w, b, xhat);
+        sums[0] += dz;
+        sums[1] += dz * xhat;
+      }
+    });
+    block_sum(sums, shared);
+    if (partial && threadIdx.x == 0) {
+      partial[n * p.channels + c0 + c] = sums[1];
+      partial[(p.samples + n) * p.channels + c0 + c] = sums[0];
+    }
+    sum_g += w * sums[0];
+    sum_gx += w * sums[1];
+  }
+}
+
+template <class T, class W, bool kSilu, bool kFlat, bool kVec>
+__global__ void __launch_bounds__(512) group_norm_backward(const __grid_constant__ GroupNormParams p) {
+  using Acc = acc_t<T>;
+  constexpr int VW = kVec ? kVectorWidth<T> : 1;
+  __shared__ Acc shared[64];
+  const W* weight = static_cast<const W*>(p.weight);
+  const W* bias = static_cast<const W*>(p.bias);
   const int64 size = p.group_channels * p.spatial;
   const Acc count = static_cast<Acc>(size > 0 ? size : 1);
   for (int64 item = blockIdx.x; item < p.samples * p.groups; item += gridDim.x) {
@@ -141,36 +231,31 @@ __global__ void __launch_bounds__(512) group_norm_backward(const __grid_constant
     const Acc rstd = static_cast<const Acc*>(p.rstd)[n * p.rstd_stride[0] + g * p.rstd_stride[1]];
     auto w_of = [&](int64 c) { return weight ? to_acc<Acc>(weight[(c0 + c) * p.weight_stride]) : Acc(1); };
     auto b_of = [&](int64 c) { return bias ? to_acc<Acc>(bias[(c0 + c) * p.bias_stride]) : Acc(0); };
-    auto load = [&](int64 c, int64 s) {
-      return Pair{to_acc<Acc>(dy[group_offset<kFlat>(p, 0, c, s)]), to_acc<Acc>(x[group_offset<kFlat>(p, 1, c, s)])};
-    };
-    // Channel by channel: sum of dz, sum of dz * xhat; the group's sums of g = dz w and g xhat.
+    // Channel by channel: sum of dz, sum of dz * xhat; the group's sums of g = dz w and g xhat. (A
+    // channel's spatial elements are contiguous vectors only with the spatial elements fastest.)
     Acc sum_g = Acc(0), sum_gx = Acc(0);
-    for (int64 c = 0; c < p.group_channels; ++c) {
-      const Acc w = w_of(c), b = b_of(c);
-      Acc sums[2] = {Acc(0), Acc(0)};
-      each_spatial(p, c, load, [&](int64, int64, Pair v) {
-        Acc xhat;
-        const Acc dz = group_grad<Acc, kSilu>(v.dy, v.x, mean, rstd, w, b, xhat);
-        sums[0] += dz;
-        sums[1] += dz * xhat;
-      });
-      block_sum(sums, shared);
-      if (partial && threadIdx.x == 0) {
-        partial[n * p.channels + c0 + c] = sums[1];
-        partial[(p.samples + n) * p.channels + c0 + c] = sums[0];
-      }
-      sum_g += w * sums[0];
-      sum_gx += w * sums[1];
-    }
+    if (kVec && !p.channel_minor)
+      channel_sums<T, W, kSilu, kFlat, VW>(p, dy, x, n, c0, mean, rstd, shared, sum_g, sum_gx);
+    else
+      channel_sums<T, W, kSilu, kFlat, 1>(p, dy, x, n, c0, mean, rstd, shared, sum_g, sum_gx);
     if (!p.dx) continue;
     T* dx = group_base<T>(p, p.dx, 2, n, g);
     const Acc mean_g = sum_g / count, mean_gx = sum_gx / count;
-    each_element(p, load, [&](int64 c, int64 s, Pair v) {
-      const Acc w = w_of(c);
-      Acc xhat;
-      const Acc dz = group_grad<Acc, kSilu>(v.dy, v.x, mean, rstd, w, b_of(c), xhat);
-      dx[group_offset<kFlat>(p, 2, c, s)] = round_to<T>(rstd * (dz * w - mean_g - xhat * mean_gx));
+    auto load = [&](int64 c, int64 s) {
+      return GradPair<T, VW>{*reinterpret_cast<const Pack<T, VW>*>(dy + group_offset<kFlat>(p, 0, c, s)),
+                             *reinterpret_cast<const Pack<T, VW>*>(x + group_offset<kFlat>(p, 1, c, s))};
+    };
+    each_vector<VW>(p, load, [&](int64 c, int64 s, const GradPair<T, VW>& v) {
+      Pack<T, VW> out;
+      for (int e = 0; e < VW; ++e) {
+        const int64 channel = lane_channel(p, c, e);
+        const Acc w = w_of(channel);
+        Acc xhat;
+        const Acc dz =
+            group_grad<Acc, kSilu>(to_acc<Acc>(v.dy.e[e]), to_acc<Acc>(v.x.e[e]), mean, rstd, w, b_of(channel), xhat);
+        out.e[e] = round_to<T>(rstd * (dz * w - mean_g - xhat * mean_gx));
+      }
+      *reinterpret_cast<Pack<T, VW>*>(dx + group_offset<kFlat>(p, 2, c, s)) = out;
     });
   }
 }
