@@ -13,6 +13,7 @@ __all__ = [
     "linear",
     "rms_norm",
     "layer_norm",
+    "group_norm",
     "softmax",
     "log_softmax",
     "gelu",

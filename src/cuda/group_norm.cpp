@@ -87,9 +87,6 @@ int kernel_index(const GroupNormGeometry& g, DType dtype, std::initializer_list<
   return 0;
 }
 
-// Blocks: a (sample, group) each, at most 2^20 (they stride over the rest).
-int64_t blocks_for(const GroupNormGeometry& g) { return std::min<int64_t>(g.samples * g.groups, int64_t{1} << 20); }
-
 }  // namespace
 
 Expected<const void*> group_norm_kernels(const PlanTarget& target, DType dtype, DType weight_dtype, bool backward,
@@ -109,10 +106,11 @@ Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
   params.y = p.args.y.data;
   params.mean = p.args.mean.data;
   params.rstd = p.args.rstd.data;
-  const int64_t blocks = blocks_for(g);
+  const int threads = group_norm_threads(g.group_size());
+  const int64_t blocks = group_norm_blocks(g.samples * g.groups);
   if (blocks == 0) return Status::ok();
-  return launch_kernel(module_of(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks,
-                       group_norm_threads(g.group_size()), &params, ctx.stream, "group_norm_forward");
+  return launch_kernel(module_of(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks, threads,
+                       &params, ctx.stream, "group_norm_forward");
 }
 
 Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
@@ -129,11 +127,11 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   params.dx = a.dx.data;
   params.partial = partials ? ctx.workspace.data : nullptr;
   const jit::Module& m = module_of(ctx);
-  const int64_t blocks = blocks_for(g);
-  // (The channel loop's threads cover a channel's spatial elements.)
+  const int threads = group_norm_threads(g.group_size());
+  const int64_t blocks = group_norm_blocks(g.samples * g.groups);
   if (blocks > 0 && (params.dx || partials))
     if (Status s = launch_kernel(m.kernels[kernel_index(g, p.desc.dtype, {params.dy, params.x, params.dx})], blocks,
-                                 group_norm_threads(g.spatial), &params, ctx.stream, "group_norm_backward");
+                                 threads, &params, ctx.stream, "group_norm_backward");
         !s)
       return s;
   if (!a.dweight.data && !a.dbias.data) return Status::ok();

@@ -33,10 +33,14 @@ GroupNormGeometry group_norm_geometry(const GroupNormDescriptor& d, int x_slot,
                                       std::initializer_list<AnyTensorRef> channel,
                                       std::initializer_list<AnyTensorRef> stats);
 
-// Threads of a CUDA block (one group): enough for a few elements each, 64 to 512.
+// Threads of a CUDA block (one group): about 16 elements each, 64 to 512.
 inline int group_norm_threads(int64_t elements) {
-  return static_cast<int>(std::clamp<int64_t>((elements / 4 + 31) / 32 * 32, 64, 512));
+  return static_cast<int>(std::clamp<int64_t>((elements / 16 + 31) / 32 * 32, 64, 512));
 }
+
+// CUDA blocks: a group each at a time, striding over the rest; at most 2^20. (Capping the groups in
+// flight so that the forward's second read finds them in L2 was slower: bench/NOTES.md.)
+inline int64_t group_norm_blocks(int64_t groups) { return std::min<int64_t>(groups, int64_t{1} << 20); }
 
 struct GroupNormForwardProblem {
   GroupNormDescriptor desc;

@@ -120,8 +120,12 @@ __device__ __forceinline__ int64 lane_channel(const GroupNormParams& p, int64 c,
   return p.channel_minor ? c + e : c;
 }
 
+// Two blocks an SM for 4- and 8-byte data: at 64 registers the forward spills a little but keeps
+// twice the loads in flight of one block at the registers it takes unbounded; 16-bit data spilled
+// more and ran slower so (bench/NOTES.md, "GroupNorm").
 template <class T, class W, bool kSilu, bool kFlat, bool kVec>
-__global__ void __launch_bounds__(512) group_norm_forward(const __grid_constant__ GroupNormParams p) {
+__global__ void __launch_bounds__(512, sizeof(T) >= 4 ? 2 : 1)
+    group_norm_forward(const __grid_constant__ GroupNormParams p) {
   using Acc = acc_t<T>;
   constexpr int VW = kVec ? kVectorWidth<T> : 1;
   using Raw = Pack<T, VW>;
