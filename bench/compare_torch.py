@@ -573,6 +573,33 @@ def group_norm_case(backward=False, silu=False, compile=False, channels_last=Fal
     return build
 
 
+# BatchNorm cases: x [N, C, H, W], training, the weight, bias and running statistics [C] in f32 (as
+# autocast keeps a bf16 model's), the running statistics updated every call.
+def batch_norm_case(backward=False, compile=False):
+    def forward(x, rm, rv, w, b):
+        return torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True)
+
+    def build(shape, dtype):
+        fn = forward
+        if compile:
+            torch._dynamo.reset()
+            fn = torch.compile(forward, dynamic=False)
+        c = shape[1]
+
+        def inputs(grad=False):
+            return (rand(shape, dtype).requires_grad_(grad), torch.zeros(c, device="cuda"), torch.ones(c, device="cuda"),
+                    rand((c,), torch.float32, 0.5, 1.5).requires_grad_(grad),
+                    rand((c,), torch.float32).requires_grad_(grad))
+        if not backward:
+            return (lambda: inputs()), lambda s: fn(*s)
+
+        def make():
+            x, rm, rv, w, b = inputs(True)
+            return fn(x, rm, rv, w, b), [x, w, b], rand(shape, dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
 def liger_norm_case(kind, backward=False, residual=False):
     """Liger-Kernel's layer_norm, rms_norm (Llama casting) and fused add + rms_norm, on the inputs
     norm_case builds (eps 1e-5 as ours). Not in place, so repeated backward calls see the same dy."""
@@ -609,6 +636,8 @@ NORM_CASES = {
     "F.group_norm(x, 32, w, b)": group_norm_case(),
     "F.silu(F.group_norm(x, 32, w, b))": group_norm_case(silu=True),
     "autograd of F.group_norm(x, 32, w, b)": group_norm_case(True),
+    "F.batch_norm(x, rm, rv, w, b, training=True)": batch_norm_case(),
+    "autograd of F.batch_norm(x, rm, rv, w, b, training=True)": batch_norm_case(True),
 }
 
 # Cross-entropy cases: logits x [N, C] (the profiler's shape), targets t [N] in [0, C), the mean. The
@@ -996,6 +1025,7 @@ EXTRA_FORWARD.update({
     "F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(compile=True), "liger ms": liger_cross_entropy},
     "F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(compile=True)},
     "F.silu(F.group_norm(x, 32, w, b))": {"compile ms": group_norm_case(silu=True, compile=True)},
+    "F.batch_norm(x, rm, rv, w, b, training=True)": {"compile ms": batch_norm_case(compile=True)},
     "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
     "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
     "apply_rotary_pos_emb(q, k, cos, sin)": {"compile ms": rotary_case(compile=True)},
@@ -1010,6 +1040,7 @@ EXTRA_BACKWARD = {
                                           "liger ms": liger_norm_case("rms", True)},
     "autograd of F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(True, compile=True)},
     "autograd of F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(True, compile=True)},
+    "autograd of F.batch_norm(x, rm, rv, w, b, training=True)": {"compile ms": batch_norm_case(True, compile=True)},
     "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)": {
         f"{b} ms": attention_case(True, b) for b in SDPA_BACKENDS},
     "autograd of F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, True, compile=True)},

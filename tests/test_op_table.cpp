@@ -295,6 +295,8 @@ const std::map<std::string_view, std::vector<std::string_view>>& documented_alia
       {"RmsNormBackwardPlan", {"dx over dy", "dx over x", "dx over dh"}},
       {"GroupNormPlan", {"y over x"}},
       {"GroupNormBackwardPlan", {"dx over dy", "dx over x"}},
+      {"BatchNormPlan", {"y over x"}},
+      {"BatchNormBackwardPlan", {"dx over dy", "dx over x"}},
       {"CrossEntropyBackwardPlan", {"dlogits over logits"}},
       {"PointwiseLossBackwardPlan", {"dinput over dloss", "dinput over input"}},
       {"MatmulPlan", {"out over c"}},

@@ -14,6 +14,7 @@ __all__ = [
     "rms_norm",
     "layer_norm",
     "group_norm",
+    "batch_norm",
     "softmax",
     "log_softmax",
     "gelu",
@@ -152,7 +153,8 @@ def clear_plan_cache():
 
 
 def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=True):
-    """Selects (or reuses) the plan, allocates its required outputs and those named in `outputs` with
+    """Selects (or reuses) the plan, allocates its required outputs (but those the caller gives in
+    `inputs`: a batch norm's running statistics, updated in place) and those named in `outputs` with
     the framework of `like`, runs, and returns the outputs by name. The cache key is the descriptor's
     fields, or `key` where a field is not hashable; cache=False for descriptors that change every call
     (a random draw's offset), whose plans would otherwise pile up."""
@@ -170,7 +172,7 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
             _plans[cache_key] = plan
     out = {}
     for spec in plan.arg_specs():
-        if spec.output and spec.present and (not spec.optional or spec.name in outputs):
+        if spec.output and spec.present and spec.name not in inputs and (not spec.optional or spec.name in outputs):
             out[spec.name] = fw.empty(spec.shape, spec.dtype, like)
     workspace = None
     size = plan.workspace_size()
@@ -233,6 +235,24 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, silu=False):
     if bias is not None:
         inputs["bias"] = bias
     return _run(_bc.GroupNormPlan, _bc.GroupNormDescriptor, fields, x, inputs)["y"]
+
+
+def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """F.batch_norm of x [N, C, *]: training updates running_mean / running_var in place (when given)."""
+    fields = dict(dtype=_dtype(x), shape=_shape(x), channel_dim=1 if len(x.shape) > 1 else 0, eps=float(eps),
+                  momentum=float(momentum), training=bool(training), running_stats=running_mean is not None,
+                  has_weight=weight is not None, has_bias=bias is not None)
+    params = [t for t in (weight, bias, running_mean) if t is not None]
+    if params and _dtype(params[0]) != fields["dtype"]:
+        fields["weight_dtype"] = _dtype(params[0])
+    inputs = dict(x=x, weight=weight)
+    if bias is not None:
+        inputs["bias"] = bias
+    if running_mean is not None:
+        inputs["running_mean"] = running_mean
+        inputs["running_var"] = running_var
+    return _run(_bc.BatchNormPlan, _bc.BatchNormDescriptor, fields, x, inputs)["y"]
 
 
 def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):

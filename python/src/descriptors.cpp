@@ -182,6 +182,18 @@ void bind_descriptors(nb::module_& m) {
       .field("has_bias", &GroupNormDescriptor::has_bias)
       .field("silu", &GroupNormDescriptor::silu);
 
+  DescriptorClass<BatchNormDescriptor>(m, "BatchNormDescriptor")
+      .field("dtype", &BatchNormDescriptor::dtype)
+      .field("weight_dtype", &BatchNormDescriptor::weight_dtype)
+      .field("shape", &BatchNormDescriptor::shape)
+      .field("channel_dim", &BatchNormDescriptor::channel_dim)
+      .field("eps", &BatchNormDescriptor::eps)
+      .field("momentum", &BatchNormDescriptor::momentum)
+      .field("training", &BatchNormDescriptor::training)
+      .field("running_stats", &BatchNormDescriptor::running_stats)
+      .field("has_weight", &BatchNormDescriptor::has_weight)
+      .field("has_bias", &BatchNormDescriptor::has_bias);
+
   DescriptorClass<AttentionDescriptor>(m, "AttentionDescriptor")
       .field("dtype", &AttentionDescriptor::dtype)
       .field("batch", &AttentionDescriptor::batch)

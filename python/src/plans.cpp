@@ -18,6 +18,8 @@ void bind_plans(nb::module_& m) {
   bind_plan<RmsNormBackwardPlan>(m, "RmsNormBackwardPlan");
   bind_plan<GroupNormPlan>(m, "GroupNormPlan");
   bind_plan<GroupNormBackwardPlan>(m, "GroupNormBackwardPlan");
+  bind_plan<BatchNormPlan>(m, "BatchNormPlan");
+  bind_plan<BatchNormBackwardPlan>(m, "BatchNormBackwardPlan");
   // softmax.hpp
   bind_plan<SoftmaxPlan>(m, "SoftmaxPlan");
   bind_plan<SoftmaxBackwardPlan>(m, "SoftmaxBackwardPlan");

@@ -36,6 +36,18 @@ def test_group_norm(rng):
     np.testing.assert_allclose(bc.group_norm(last, 3, w, b), ref, **TOL)
 
 
+def test_batch_norm(rng):
+    x, w, b = randn(rng, 4, 3, 5), randn(rng, 3), randn(rng, 3)
+    rm, rv = np.zeros(3, np.float32), np.ones(3, np.float32)
+    mean, var = x.mean((0, 2)), x.var((0, 2))
+    ref = (x - mean[:, None]) / np.sqrt(var[:, None] + 1e-5) * w[:, None] + b[:, None]
+    np.testing.assert_allclose(bc.batch_norm(x, rm, rv, w, b, training=True), ref, **TOL)
+    np.testing.assert_allclose(rm, 0.1 * mean, **TOL)  # updated in place
+    np.testing.assert_allclose(rv, 0.9 + 0.1 * var * 20 / 19, **TOL)
+    inference = (x - rm[:, None]) / np.sqrt(rv[:, None] + 1e-5) * w[:, None] + b[:, None]
+    np.testing.assert_allclose(bc.batch_norm(x, rm, rv, w, b), inference, **TOL)
+
+
 def test_softmax_and_log_softmax(rng):
     x = randn(rng, 4, 6)
     e = np.exp(x - x.max(0, keepdims=True))

@@ -430,6 +430,21 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GroupNormDescriptor&
   d.silu = in.consume_bool();
 }
 
+// Every mode and option; momentum mostly in [0, 1], sometimes anything.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BatchNormDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.weight_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(80) ? DType::f32 : fuzz_dtype(in, {}));
+  d.shape = fuzz_shape(in);
+  const int rank = std::clamp(d.shape.rank, 0, kMaxRank);
+  d.channel_dim = in.chance(90) && rank > 0 ? in.consume_int(0, rank - 1) : in.consume_int(-2, kMaxRank + 2);
+  d.eps = in.chance(90) ? 1e-5 : fuzz_weight(in);
+  d.momentum = in.chance(85) ? in.consume_int(0, 10) / 10.0 : fuzz_weight(in);
+  d.training = in.consume_bool();
+  d.running_stats = in.chance(80);
+  d.has_weight = in.consume_bool();
+  d.has_bias = in.consume_bool();
+}
+
 // Mostly small valid sizes (heads_q a multiple of heads_kv, head dims up to 40), sometimes any;
 // every mask, the soft-cap and scale at their edges, the bias in any dtype.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor& d) {
@@ -1669,6 +1684,8 @@ std::span<const PlanEntry> registry() {
       entry<RmsNormBackwardPlan>(),
       entry<GroupNormPlan>(),
       entry<GroupNormBackwardPlan>(),
+      entry<BatchNormPlan>(),
+      entry<BatchNormBackwardPlan>(),
       entry<CrossEntropyPlan>(),
       entry<CrossEntropyBackwardPlan>(),
       entry<PointwiseLossPlan>(),

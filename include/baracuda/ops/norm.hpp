@@ -131,11 +131,72 @@ struct GroupNormBackwardArgs {
 struct GroupNormOp : OpTag<GroupNormDescriptor, GroupNormArgs> {};
 struct GroupNormBackwardOp : OpTag<GroupNormDescriptor, GroupNormBackwardArgs> {};
 
+// BatchNorm (F.batch_norm) over x with its channels along `channel_dim` (1 for [N, C, *]; any dim):
+// each channel normalized over every other dim together (M = numel / C elements).
+//   BatchNormPlan, training:  y = (x - mean) * rstd * w[c] + b[c] with the batch's mean and biased
+//     variance; `save_mean` and `save_rstd` (optional, [C], stats precision) keep them for the
+//     backward; with `running_stats` the running estimates are updated in place, as PyTorch:
+//     running_mean = (1 - momentum) running_mean + momentum mean, running_var likewise with the
+//     unbiased variance (var M / (M - 1)). Training needs M > 1, as PyTorch.
+//   BatchNormPlan, inference (training = false): y = (x - running_mean) / sqrt(running_var + eps) *
+//     w + b; running_stats must be set; nothing is written but y.
+//   BatchNormBackwardPlan reads dy, x, the weight and, training, save_mean / save_rstd (dx has the
+//     batch statistics' terms: dx = w rstd (dy - mean(dy) - xhat mean(dy xhat))), or, inference,
+//     running_mean / running_var (dx = w rstd dy); writes each of, optional: dx, dweight [C] =
+//     sum of dy xhat, dbias [C] = sum of dy.
+// dtypes: x, y, dy, dx share `dtype` (f32, f64, f16, bf16); weight, bias, their gradients and the
+// running statistics have `weight_dtype` (dtype or f32); saved statistics are f32 (f64 for f64).
+// Deterministic always: each channel's elements in fixed chunks (their count from the shape and
+// the device), each chunk's moments or sums merged in chunk order (Chan's formula for the moments,
+// as robust as two passes). Views: any strides (channels-last included); y may be x exactly, dx
+// may be dy or x exactly.
+struct BatchNormDescriptor {
+  DType dtype = DType::f32;
+  std::optional<DType> weight_dtype;  // of weight, bias, running stats, dweight, dbias; nullopt: dtype
+  Shape shape;                        // x's, rank 1..8 (rank 1: x is [C], M = 1)
+  int channel_dim = 1;                // 0..rank-1 (rank 1: 0)
+  double eps = 1e-5;                  // > 0 and finite
+  double momentum = 0.1;              // in [0, 1]: the running statistics' update (training)
+  bool training = true;
+  bool running_stats = true;  // running_mean / running_var given (updated in training, read in inference)
+  bool has_weight = true;
+  bool has_bias = true;
+};
+
+struct BatchNormArgs {
+  AnyTensorRef x;
+  AnyTensorRef weight;  // [C], with has_weight
+  AnyTensorRef bias;    // [C], with has_bias
+  AnyTensorMut y;
+  AnyTensorMut running_mean;  // [C], with running_stats: read, and in training updated in place
+  AnyTensorMut running_var;   // [C], likewise
+  AnyTensorMut save_mean;     // optional, training: [C]
+  AnyTensorMut save_rstd;     // optional, training: [C]
+};
+
+struct BatchNormBackwardArgs {
+  AnyTensorRef dy;
+  AnyTensorRef x;
+  AnyTensorRef weight;        // with has_weight
+  AnyTensorRef save_mean;     // training
+  AnyTensorRef save_rstd;     // training
+  AnyTensorRef running_mean;  // inference
+  AnyTensorRef running_var;   // inference
+  AnyTensorMut dx;            // optional
+  AnyTensorMut dweight;       // optional, with has_weight
+  AnyTensorMut dbias;         // optional, with has_bias
+};
+
+struct BatchNormOp : OpTag<BatchNormDescriptor, BatchNormArgs> {};
+struct BatchNormBackwardOp : OpTag<BatchNormDescriptor, BatchNormBackwardArgs> {};
+
 using LayerNormPlan = Plan<LayerNormOp>;
 using RmsNormPlan = Plan<RmsNormOp>;
 using LayerNormBackwardPlan = Plan<LayerNormBackwardOp>;
 using RmsNormBackwardPlan = Plan<RmsNormBackwardOp>;
 using GroupNormPlan = Plan<GroupNormOp>;
 using GroupNormBackwardPlan = Plan<GroupNormBackwardOp>;
+using BatchNormPlan = Plan<BatchNormOp>;
+using BatchNormBackwardPlan = Plan<BatchNormBackwardOp>;
 
 }  // namespace baracuda

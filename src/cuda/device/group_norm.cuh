@@ -69,41 +69,6 @@ __device__ __forceinline__ void each_spatial(const GroupNormParams& p, int64 c, 
   }
 }
 
-// Count, mean and sum of squared deviations of some values; merged by Chan's formula.
-template <class Acc>
-struct Moments {
-  Acc n, mean, m2;
-};
-template <class Acc>
-__device__ __forceinline__ Moments<Acc> merge(const Moments<Acc>& a, const Moments<Acc>& b) {
-  if (b.n == Acc(0)) return a;
-  if (a.n == Acc(0)) return b;
-  const Acc n = a.n + b.n, delta = b.mean - a.mean, f = b.n / n;
-  return {n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * a.n * f};
-}
-// The moments of the whole block, the same on every thread: lanes by butterfly, the lower lane's
-// moments always merged first (both lanes compute the same value), then the warps' in order.
-// `shared` holds 96 values.
-template <class Acc>
-__device__ __forceinline__ Moments<Acc> block_moments(Moments<Acc> m, Acc* shared) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  for (int o = 1; o < 32; o <<= 1) {
-    const Moments<Acc> other{__shfl_xor_sync(0xffffffffu, m.n, o), __shfl_xor_sync(0xffffffffu, m.mean, o),
-                             __shfl_xor_sync(0xffffffffu, m.m2, o)};
-    m = (lane & o) ? merge(other, m) : merge(m, other);
-  }
-  __syncthreads();
-  if (lane == 0) {
-    shared[warp] = m.n;
-    shared[32 + warp] = m.mean;
-    shared[64 + warp] = m.m2;
-  }
-  __syncthreads();
-  Moments<Acc> all{shared[0], shared[32], shared[64]};
-  for (int w = 1; w < warps; ++w) all = merge(all, Moments<Acc>{shared[w], shared[32 + w], shared[64 + w]});
-  return all;
-}
-
 template <class Acc>
 __device__ __forceinline__ Acc sigmoid_of(Acc z) {
   return Acc(1) / (Acc(1) + exp(-z));

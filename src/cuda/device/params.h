@@ -77,6 +77,32 @@ struct GroupNormParams {
   Walk<3> space;      // rank 0 or 1 unless the kernel is the general one
 };
 
+// The batch norm kernels (cuda/device/batch_norm.cuh): a block a (channel, chunk of its elements);
+// x-shaped views (the forward's x, y; the backward's dy, x, dx) are addressed by their channel
+// stride and the `walk` over every other dim.
+struct BatchNormParams {
+  const void* x;
+  const void* dy;      // backward
+  const void* weight;  // null: 1
+  const void* bias;    // null: 0
+  void* y;             // forward
+  void* dx;            // backward; null: not written
+  void* running_mean;  // weight dtype; null: none (training: updated; inference and its backward: read)
+  void* running_var;
+  void* save_mean;  // stats precision (forward: written if not null; training backward: read)
+  void* save_rstd;
+  void* dweight;  // backward; null: not written
+  void* dbias;
+  void* partial;  // workspace: each (channel, chunk)'s moments (3) or sums (2)
+  long long channels, elements, chunks, chunk_len;
+  long long c_stride[3];
+  long long weight_stride, bias_stride, running_mean_stride, running_var_stride, save_mean_stride, save_rstd_stride,
+      dweight_stride, dbias_stride;
+  double eps, momentum;
+  int training;
+  Walk<3> walk;  // rank 0 to 2 unless the kernel is the general one
+};
+
 // The cross-entropy kernels (cuda/device/loss.cuh). Rows are walked by `row` over every dim of the
 // logits but the class dim; a row's classes are `class_stride` apart (dlogits: `dclass_stride`).
 struct CrossEntropyParams {

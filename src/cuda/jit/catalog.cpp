@@ -1,6 +1,7 @@
 // Every family's programs, gathered for the warm-up command and the compile test; the element
 // types' names the programs use.
 #include "cuda/jit/jit.hpp"
+#include "ops/batch_norm_problem.hpp"
 #include "ops/group_norm_problem.hpp"
 #include "ops/loss_problem.hpp"
 #include "ops/matmul_problem.hpp"
@@ -28,6 +29,7 @@ std::string device_type(DType dtype) {
 std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   std::vector<Program> out = norm_programs(row_lengths);
   for (Program& p : group_norm_programs()) out.push_back(std::move(p));
+  for (Program& p : batch_norm_programs()) out.push_back(std::move(p));
   for (Program& p : cross_entropy_programs()) out.push_back(std::move(p));
   for (Program& p : pointwise_loss_programs()) out.push_back(std::move(p));
   for (Program& p : matmul_programs()) out.push_back(std::move(p));

@@ -218,4 +218,128 @@ inline void group_norm_backward(const GroupNormDescriptor& d, harness::RefIO& io
   }
 }
 
+// BatchNorm: each channel (along channel_dim) over every other dim; the running statistics start
+// from the outputs' initial contents (they accumulate), as the plan reads them.
+struct BatchNormSizes {
+  int64_t channels = 0, inner = 1, elements = 0;
+  int64_t channel_of(int64_t i) const { return (i / inner) % channels; }
+};
+inline BatchNormSizes batch_norm_sizes(const BatchNormDescriptor& d) {
+  BatchNormSizes z;
+  z.channels = d.shape.dims[d.channel_dim];
+  for (int k = d.channel_dim + 1; k < d.shape.rank; ++k) z.inner *= d.shape.dims[k];
+  z.elements = z.channels > 0 ? d.shape.numel() / z.channels : 0;
+  return z;
+}
+
+inline void batch_norm_forward(const BatchNormDescriptor& d, harness::RefIO& io) {
+  const BatchNormSizes z = batch_norm_sizes(d);
+  const harness::HostView& x = io.in("x");
+  harness::RefOutput& y = io.out("y");
+  const int64_t total = d.shape.numel();
+  std::vector<double> sum(static_cast<size_t>(z.channels)), sum_abs(sum.size()), dev(sum.size());
+  for (int64_t i = 0; i < total; ++i) {
+    sum[static_cast<size_t>(z.channel_of(i))] += x.at(i);
+    sum_abs[static_cast<size_t>(z.channel_of(i))] += std::fabs(x.at(i));
+  }
+  const double count = static_cast<double>(std::max<int64_t>(z.elements, 1));
+  std::vector<double> mean(sum.size()), rstd(sum.size()), scale(sum.size());
+  for (int64_t c = 0; c < z.channels; ++c) {
+    const size_t k = static_cast<size_t>(c);
+    if (d.training) {
+      mean[k] = sum[k] / count;
+      scale[k] = sum_abs[k] / count;
+    } else {
+      mean[k] = io.out("running_mean").value(c);
+      scale[k] = std::fabs(mean[k]);
+    }
+  }
+  for (int64_t i = 0; d.training && i < total; ++i) {
+    const size_t k = static_cast<size_t>(z.channel_of(i));
+    dev[k] += (x.at(i) - mean[k]) * (x.at(i) - mean[k]);
+  }
+  for (int64_t c = 0; c < z.channels; ++c) {
+    const size_t k = static_cast<size_t>(c);
+    if (!d.training) {
+      rstd[k] = 1.0 / std::sqrt(io.out("running_var").value(c) + d.eps);
+      continue;
+    }
+    const double var = dev[k] / count;
+    rstd[k] = 1.0 / std::sqrt(var + d.eps);
+    if (present(io, "save_mean") && io.out("save_mean").wanted(c))
+      io.out("save_mean").set(c, mean[k], scale[k], z.elements);
+    if (present(io, "save_rstd") && io.out("save_rstd").wanted(c))
+      io.out("save_rstd").set(c, rstd[k], std::fabs(rstd[k]), z.elements);
+    if (d.running_stats) {
+      harness::RefOutput &rm = io.out("running_mean"), &rv = io.out("running_var");
+      const double unbiased = dev[k] / static_cast<double>(z.elements - 1);
+      if (rm.wanted(c)) {
+        const double old = rm.value(c);
+        rm.set(c, (1 - d.momentum) * old + d.momentum * mean[k],
+               (1 - d.momentum) * std::fabs(old) + d.momentum * scale[k], z.elements);
+      }
+      if (rv.wanted(c)) {
+        const double old = rv.value(c);
+        rv.set(c, (1 - d.momentum) * old + d.momentum * unbiased,
+               (1 - d.momentum) * std::fabs(old) + d.momentum * unbiased, z.elements);
+      }
+    }
+  }
+  for (int64_t i = 0; i < total; ++i) {
+    if (!y.wanted(i)) continue;
+    const int64_t c = z.channel_of(i);
+    const size_t k = static_cast<size_t>(c);
+    const double w = d.has_weight ? io.in("weight").at(c) : 1.0, b = d.has_bias ? io.in("bias").at(c) : 0.0;
+    const double magnitude =
+        (std::fabs(x.at(i)) + std::fabs(mean[k]) + scale[k]) * std::fabs(rstd[k] * w) + std::fabs(b);
+    y.set(i, (x.at(i) - mean[k]) * rstd[k] * w + b, magnitude, d.training ? z.elements : 1);
+  }
+}
+
+inline void batch_norm_backward(const BatchNormDescriptor& d, harness::RefIO& io) {
+  const BatchNormSizes z = batch_norm_sizes(d);
+  const harness::HostView &dy = io.in("dy"), &x = io.in("x");
+  const int64_t total = d.shape.numel();
+  const size_t n = static_cast<size_t>(z.channels);
+  std::vector<double> mean(n), rstd(n), sum_dy(n), sum_dyx(n), abs_dy(n), abs_dyx(n);
+  for (int64_t c = 0; c < z.channels; ++c) {
+    const size_t k = static_cast<size_t>(c);
+    if (d.training) {
+      mean[k] = io.in("save_mean").at(c);
+      rstd[k] = io.in("save_rstd").at(c);
+    } else {
+      mean[k] = io.in("running_mean").at(c);
+      rstd[k] = 1.0 / std::sqrt(io.in("running_var").at(c) + d.eps);
+    }
+  }
+  for (int64_t i = 0; i < total; ++i) {
+    const size_t k = static_cast<size_t>(z.channel_of(i));
+    const double xhat = (x.at(i) - mean[k]) * rstd[k];
+    sum_dy[k] += dy.at(i);
+    sum_dyx[k] += dy.at(i) * xhat;
+    abs_dy[k] += std::fabs(dy.at(i));
+    abs_dyx[k] += std::fabs(dy.at(i) * xhat);
+    if (d.has_weight && present(io, "dweight") && io.out("dweight").wanted(z.channel_of(i)))
+      io.out("dweight").add(z.channel_of(i), dy.at(i) * xhat);
+    if (d.has_bias && present(io, "dbias") && io.out("dbias").wanted(z.channel_of(i)))
+      io.out("dbias").add(z.channel_of(i), dy.at(i));
+  }
+  for (int64_t c = 0; c < z.channels && total == 0; ++c) {  // channels of no elements: zero sums
+    if (d.has_weight && present(io, "dweight") && io.out("dweight").wanted(c)) io.out("dweight").set(c, 0.0);
+    if (d.has_bias && present(io, "dbias") && io.out("dbias").wanted(c)) io.out("dbias").set(c, 0.0);
+  }
+  if (!present(io, "dx")) return;
+  const double count = static_cast<double>(std::max<int64_t>(z.elements, 1));
+  for (int64_t i = 0; i < total; ++i) {
+    if (!io.out("dx").wanted(i)) continue;
+    const int64_t c = z.channel_of(i);
+    const size_t k = static_cast<size_t>(c);
+    const double w = d.has_weight ? io.in("weight").at(c) : 1.0, xhat = (x.at(i) - mean[k]) * rstd[k];
+    const double a = d.training ? sum_dy[k] / count : 0.0, b = d.training ? sum_dyx[k] / count : 0.0;
+    const double sa = d.training ? abs_dy[k] / count : 0.0, sb = d.training ? abs_dyx[k] / count : 0.0;
+    const double magnitude = std::fabs(w * rstd[k]) * (std::fabs(dy.at(i)) + sa + std::fabs(xhat) * sb);
+    io.out("dx").set(i, w * rstd[k] * (dy.at(i) - a - xhat * b), magnitude, d.training ? z.elements : 1);
+  }
+}
+
 }  // namespace baracuda::reference

@@ -1,9 +1,8 @@
-// Op-table rows of the norm family: LayerNorm, RmsNorm and GroupNorm, forward and backward. Row lengths either
-// side of each CUDA threshold (the rows a block holds: 32768 values forward, 8192 backward, half
-// for f64; the 16-byte vectors), one to 2^20 elements; one row and 2^16 rows; two normalized dims
-// and rank 8; every option (weight, bias, Gemma's 1 + w, f32 weights, the fused residual); and
-// padded, transposed, broadcast and misaligned views. Edge values (constant rows, 1e30, NaN, inf)
-// and batch invariance are tests/test_norm.cpp's.
+// Op-table rows of the norm family: LayerNorm, RmsNorm, GroupNorm and BatchNorm, forward and backward. Row lengths
+// either side of each CUDA threshold (the rows a block holds: 32768 values forward, 8192 backward, half for f64; the
+// 16-byte vectors), one to 2^20 elements; one row and 2^16 rows; two normalized dims and rank 8; every option (weight,
+// bias, Gemma's 1 + w, f32 weights, the fused residual); and padded, transposed, broadcast and misaligned views. Edge
+// values (constant rows, 1e30, NaN, inf) and batch invariance are tests/test_norm.cpp's.
 #include <numeric>
 #include <string>
 #include <vector>
@@ -281,6 +280,131 @@ std::vector<Sample<GroupDesc>> group_samples_of() {
 void group_forward_reference(const GroupDesc& d, RefIO& io) { reference::group_norm_forward(d, io); }
 void group_backward_reference(const GroupDesc& d, RefIO& io) { reference::group_norm_backward(d, io); }
 
+// ---------------------------------------------------------------------------------------------
+// BatchNorm: channels along dim 1, 0 and 2; channel sizes either side of the CUDA chunks (4096
+// elements: ops/batch_norm_problem.hpp) and of the 16-byte vectors; training with and without
+// running statistics, momentum 0 and 1, inference (rank 1 too), no weight or bias, f32 weights;
+// channels-last, padded, transposed, broadcast and misaligned views.
+using BatchDesc = BatchNormDescriptor;
+
+BatchDesc batch_norm(Shape shape, int channel_dim = 1, double eps = 1e-5) {
+  BatchDesc d;
+  d.shape = shape;
+  d.channel_dim = channel_dim;
+  d.eps = eps;
+  return d;
+}
+
+std::vector<Sample<BatchDesc>> batch_samples(bool backward) {
+  std::vector<Sample<BatchDesc>> out;
+  auto add = [&](BatchDesc d, Views views = Views::contiguous, std::string note = {}, std::vector<DType> dtypes = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), std::move(dtypes)});
+  };
+  add(batch_norm({4, 3}, 1, 0.1), Views::contiguous, "eps 0.1");
+  add(batch_norm({2, 3, 5}, 1, 0.1), Views::contiguous, "eps 0.1");
+  add(batch_norm({4, 6, 7, 5}));
+  add(batch_norm({5, 4, 3}, 0), Views::contiguous, "channels along dim 0");
+  add(batch_norm({3, 4, 6}, 2), Views::contiguous, "channels along dim 2");
+  for (int64_t m : {4095, 4096, 8192, 8193}) add(batch_norm({1, 2, m}));
+  add(batch_norm({64, 16, 32, 32}), Views::contiguous, "2^16 a channel", {DType::f32, DType::bf16});
+  add(batch_norm({3, 2, 5, 2, 3}));
+  BatchDesc stateless = batch_norm({6, 4, 9});
+  stateless.running_stats = false;
+  add(stateless, Views::contiguous, "no running statistics");
+  for (double momentum : {0.0, 1.0}) {
+    BatchDesc m = batch_norm({6, 4, 9});
+    m.momentum = momentum;
+    add(m, Views::contiguous, momentum == 0 ? "momentum 0" : "momentum 1");
+  }
+  for (const Shape& shape : {Shape{6, 4, 9}, Shape{7}, Shape{0, 3, 4}}) {
+    BatchDesc inference = batch_norm(shape, shape.rank > 1 ? 1 : 0);
+    inference.training = false;
+    add(inference, Views::contiguous, "inference");
+  }
+  BatchDesc bare = batch_norm({5, 8, 10});
+  bare.has_weight = bare.has_bias = false;
+  add(bare, Views::contiguous, "no weight, no bias");
+  BatchDesc f32_weight = batch_norm({5, 8, 10});
+  f32_weight.weight_dtype = DType::f32;
+  add(f32_weight, backward ? Views::padded : Views::contiguous, "f32 weight");
+  for (Views v : {Views::channels_last, Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+    add(batch_norm({3, 8, 6, 5}), v);
+    add(batch_norm({4, 6, 7}), v);
+    BatchDesc inference = batch_norm({3, 8, 6, 5});
+    inference.training = false;
+    add(inference, v, "inference");
+  }
+  add(batch_norm({8, 64, 24, 24}), Views::channels_last, "channels-last, 4608 a channel", {DType::f32, DType::bf16});
+  return out;
+}
+
+std::vector<DescriptorError<BatchDesc>> batch_errors() {
+  return {
+      {"rank 0", [](BatchDesc& d) { d.shape = {}; }, StatusCode::invalid_problem, "descriptor.shape.rank"},
+      {"negative size",
+       [](BatchDesc& d) {
+         d.shape = {4, 8, -3};
+       },
+       StatusCode::invalid_problem, "descriptor.shape[2]"},
+      {"channel_dim past the rank", [](BatchDesc& d) { d.channel_dim = d.shape.rank; }, StatusCode::invalid_problem,
+       "descriptor.channel_dim"},
+      {"channel_dim negative", [](BatchDesc& d) { d.channel_dim = -1; }, StatusCode::invalid_problem,
+       "descriptor.channel_dim"},
+      {"eps 0", [](BatchDesc& d) { d.eps = 0; }, StatusCode::invalid_problem, "descriptor.eps"},
+      {"eps NaN", [](BatchDesc& d) { d.eps = std::nan(""); }, StatusCode::invalid_problem, "descriptor.eps"},
+      {"momentum negative", [](BatchDesc& d) { d.momentum = -0.1; }, StatusCode::invalid_problem,
+       "descriptor.momentum"},
+      {"momentum above 1", [](BatchDesc& d) { d.momentum = 1.5; }, StatusCode::invalid_problem, "descriptor.momentum"},
+      {"momentum NaN", [](BatchDesc& d) { d.momentum = std::nan(""); }, StatusCode::invalid_problem,
+       "descriptor.momentum"},
+      {"inference without running statistics",
+       [](BatchDesc& d) {
+         d.training = false;
+         d.running_stats = false;
+       },
+       StatusCode::invalid_problem, "descriptor.running_stats"},
+      {"training on one value a channel",
+       [](BatchDesc& d) {
+         d.shape = {1, 8};
+         d.channel_dim = 1;
+       },
+       StatusCode::invalid_problem, "descriptor.shape"},
+      {"integer weight_dtype", [](BatchDesc& d) { d.weight_dtype = DType::i32; }, StatusCode::unsupported,
+       "descriptor.weight_dtype"},
+  };
+}
+
+// ResNet's first stage on the GPU; a smaller one on the CPU.
+std::vector<Shape> batch_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{256, 64, 56, 56}, {32, 256, 28, 28}};
+  return {{64, 64, 28, 28}};
+}
+BatchDesc batch_bench_desc(DType dtype, const Shape& shape) {
+  BatchDesc d = batch_norm(shape);
+  d.dtype = dtype;
+  d.weight_dtype = DType::f32;  // (PyTorch keeps a bf16 model's batch norm parameters in f32 under autocast)
+  return d;
+}
+
+std::vector<BenchSample<BatchDesc>> batch_bench(bool backward) {
+  const std::vector<DType> dtypes = {DType::f32, DType::bf16};
+  if (backward)
+    return {{"batch_norm_backward", "autograd of F.batch_norm(x, rm, rv, w, b, training=True)", dtypes, batch_shapes,
+             batch_bench_desc}};
+  return {{"batch_norm", "F.batch_norm(x, rm, rv, w, b, training=True)", dtypes, batch_shapes, batch_bench_desc}};
+}
+
+// Saved and running statistics away from 0, as real ones are.
+std::vector<ValueRange> batch_backward_ranges() { return {{"save_rstd", 0.5, 2.0}, {"running_var", 0.5, 2.0}}; }
+std::vector<ValueRange> batch_forward_ranges() { return {{"running_var", 0.5, 2.0}}; }
+
+template <bool kBackward>
+std::vector<Sample<BatchDesc>> batch_samples_of() {
+  return batch_samples(kBackward);
+}
+void batch_forward_reference(const BatchDesc& d, RefIO& io) { reference::batch_norm_forward(d, io); }
+void batch_backward_reference(const BatchDesc& d, RefIO& io) { reference::batch_norm_backward(d, io); }
+
 }  // namespace
 
 std::vector<std::unique_ptr<OpRow>> norm_rows() {
@@ -306,6 +430,11 @@ std::vector<std::unique_ptr<OpRow>> norm_rows() {
   rows.push_back(make_row<GroupNormBackwardPlan>({group_samples_of<true>, group_backward_reference, harness::tolerance,
                                                   backward_ranges(), group_errors(), group_bench(true),
                                                   forward_of<GroupNormPlan>, layer_gradient}));
+  rows.push_back(make_row<BatchNormPlan>({batch_samples_of<false>, batch_forward_reference, harness::tolerance,
+                                          batch_forward_ranges(), batch_errors(), batch_bench(false)}));
+  rows.push_back(make_row<BatchNormBackwardPlan>({batch_samples_of<true>, batch_backward_reference, harness::tolerance,
+                                                  batch_backward_ranges(), batch_errors(), batch_bench(true),
+                                                  forward_of<BatchNormPlan>, layer_gradient}));
   return rows;
 }
 
