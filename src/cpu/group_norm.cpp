@@ -8,16 +8,15 @@
 
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
+#include "cpu/norm_dtypes.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/group_norm_problem.hpp"
 
 namespace baracuda::detail::cpu {
 namespace {
 
-template <class Acc, class T>
-Acc load(const T* p, int64_t i) {
-  return convert<Acc>(p[i]);
-}
+using norms::dispatch;
+using norms::load;
 
 // Offset of spatial element s in view t.
 int64_t space_offset(const GroupNormGeometry& g, int t, int64_t s) {
@@ -165,16 +164,6 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
     if (dbias) dbias[c * g.dbias_stride] = convert<W>(sb);
   }
   return Status::ok();
-}
-
-// Calls f(type_identity<T>, type_identity<W>) for the problem's dtypes (W is T or f32).
-template <class Problem, class F>
-Status dispatch(const Problem& p, F&& f) {
-  return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto t) {
-    using T = typename decltype(t)::type;
-    if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{});
-    return f(t, t);
-  });
 }
 
 }  // namespace

@@ -8,17 +8,16 @@
 
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
+#include "cpu/norm_dtypes.hpp"
 #include "cpu/parallel.hpp"
 #include "ops/norm_problem.hpp"
 
 namespace baracuda::detail::cpu {
 namespace {
 
-// The data's values in the compute type and back, by the library's one conversion.
-template <class Acc, class T>
-Acc load(const T* p, int64_t i) {
-  return convert<Acc>(p[i]);
-}
+using norms::dispatch;
+using norms::load;
+
 template <class T, class Acc>
 void store(T* p, int64_t i, Acc v) {
   p[i] = convert<T>(v);
@@ -199,16 +198,6 @@ Status backward(const NormBackwardProblem& p) {
     }
   }
   return Status::ok();
-}
-
-// Calls f(type_identity<T>, type_identity<W>) for the problem's dtypes (W is T or f32).
-template <class Problem, class F>
-Status dispatch(const Problem& p, F&& f) {
-  return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto t) {
-    using T = typename decltype(t)::type;
-    if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{});
-    return f(t, t);
-  });
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/common/check.cuh"
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/batch_norm_problem.hpp"
 #include "ops/validate.hpp"
 
@@ -36,16 +36,6 @@ jit::Program batch_norm_program(DType t, DType w, bool backward) {
 }
 
 namespace {
-
-Status launch_kernel(const void* kernel, int64_t grid, int threads, void* params, const Stream& stream,
-                     const char* what) {
-  void* args[] = {params};
-  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(threads)),
-                                      args, 0, native(stream)),
-                     what);
-}
-
-const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
 
 device::BatchNormParams params_of(const BatchNormGeometry& g, const BatchNormDescriptor& d) {
   device::BatchNormParams p{};
@@ -121,12 +111,11 @@ Status launch(const LaunchContext& ctx, const BatchNormForwardProblem& p) {
   const int64_t blocks = blocks_for(g);
   if (blocks == 0) return Status::ok();
   const int shape = shape_index(g, p.desc.dtype, {params.x, params.y});
-  const jit::Module& m = module_of(ctx);
+  const jit::Module& m = jit_module(ctx);
   if (p.desc.training)
-    if (Status s = launch_kernel(m.kernels[shape], blocks, threads_for(g), &params, ctx.stream, "batch_norm_moments");
-        !s)
+    if (Status s = launch_jit(m.kernels[shape], blocks, threads_for(g), params, ctx.stream, "batch_norm_moments"); !s)
       return s;
-  return launch_kernel(m.kernels[3 + shape], blocks, threads_for(g), &params, ctx.stream, "batch_norm_apply");
+  return launch_jit(m.kernels[3 + shape], blocks, threads_for(g), params, ctx.stream, "batch_norm_apply");
 }
 
 Status launch(const LaunchContext& ctx, const BatchNormBackwardProblem& p) {
@@ -155,10 +144,10 @@ Status launch(const LaunchContext& ctx, const BatchNormBackwardProblem& p) {
   const int64_t blocks = blocks_for(g);
   if (blocks == 0 || (!params.dx && !params.dweight && !params.dbias)) return Status::ok();
   const int shape = shape_index(g, p.desc.dtype, {params.dy, params.x, params.dx});
-  const jit::Module& m = module_of(ctx);
-  if (Status s = launch_kernel(m.kernels[shape], blocks, threads_for(g), &params, ctx.stream, "batch_norm_sums"); !s)
+  const jit::Module& m = jit_module(ctx);
+  if (Status s = launch_jit(m.kernels[shape], blocks, threads_for(g), params, ctx.stream, "batch_norm_sums"); !s)
     return s;
-  return launch_kernel(m.kernels[3 + shape], blocks, threads_for(g), &params, ctx.stream, "batch_norm_dx");
+  return launch_jit(m.kernels[3 + shape], blocks, threads_for(g), params, ctx.stream, "batch_norm_dx");
 }
 
 }  // namespace baracuda::detail::cuda

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/common/check.cuh"
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/group_norm_problem.hpp"
 #include "ops/validate.hpp"
 
@@ -29,16 +29,6 @@ jit::Program group_norm_program(DType t, DType w, bool backward, bool silu) {
 }
 
 namespace {
-
-Status launch_kernel(const void* kernel, int64_t grid, int threads, void* params, const Stream& stream,
-                     const char* what) {
-  void* args[] = {params};
-  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(threads)),
-                                      args, 0, native(stream)),
-                     what);
-}
-
-const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
 
 device::GroupNormParams params_of(const GroupNormGeometry& g, double eps) {
   device::GroupNormParams p{};
@@ -109,8 +99,8 @@ Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
   const int threads = group_norm_threads(g.group_size());
   const int64_t blocks = group_norm_blocks(g.samples * g.groups);
   if (blocks == 0) return Status::ok();
-  return launch_kernel(module_of(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks, threads,
-                       &params, ctx.stream, "group_norm_forward");
+  return launch_jit(jit_module(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks, threads,
+                    params, ctx.stream, "group_norm_forward");
 }
 
 Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
@@ -126,12 +116,12 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   params.rstd = const_cast<void*>(a.rstd.data);
   params.dx = a.dx.data;
   params.partial = partials ? ctx.workspace.data : nullptr;
-  const jit::Module& m = module_of(ctx);
+  const jit::Module& m = jit_module(ctx);
   const int threads = group_norm_threads(g.group_size());
   const int64_t blocks = group_norm_blocks(g.samples * g.groups);
   if (blocks > 0 && (params.dx || partials))
-    if (Status s = launch_kernel(m.kernels[kernel_index(g, p.desc.dtype, {params.dy, params.x, params.dx})], blocks,
-                                 threads, &params, ctx.stream, "group_norm_backward");
+    if (Status s = launch_jit(m.kernels[kernel_index(g, p.desc.dtype, {params.dy, params.x, params.dx})], blocks,
+                              threads, params, ctx.stream, "group_norm_backward");
         !s)
       return s;
   if (!a.dweight.data && !a.dbias.data) return Status::ok();
@@ -145,8 +135,8 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   fin.inner.sizes[0] = g.channels;
   fin.inner.strides[0][0] = g.dweight_stride;
   fin.inner.strides[1][0] = g.dbias_stride;
-  return launch_kernel(m.kernels[3], std::clamp<int64_t>((g.channels + 31) / 32, 1, 4096), 1024, &fin, ctx.stream,
-                       "group_norm_finalize");
+  return launch_jit(m.kernels[3], std::clamp<int64_t>((g.channels + 31) / 32, 1, 4096), 1024, fin, ctx.stream,
+                    "group_norm_finalize");
 }
 
 }  // namespace baracuda::detail::cuda

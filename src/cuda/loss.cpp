@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/common/check.cuh"
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/loss_problem.hpp"
 #include "ops/validate.hpp"
 
@@ -65,16 +65,6 @@ bool vectorizable(const LossGeometry& g, int vw, std::initializer_list<std::pair
   return true;
 }
 
-Status launch_kernel(const void* kernel, int64_t grid, int threads, void* params, const Stream& stream,
-                     const char* what) {
-  void* args[] = {params};
-  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(threads)),
-                                      args, 0, native(stream)),
-                     what);
-}
-
-const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
-
 device::CrossEntropyParams params_of(const CrossEntropyDescriptor& d, const LossGeometry& g, const void* weight,
                                      int64_t weight_stride, int64_t* bad_index_count) {
   device::CrossEntropyParams params{};
@@ -128,27 +118,27 @@ Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
       reduced ? (static_cast<size_t>(g.rows) * 4 * dtype_size(acc_dtype(d.dtype)) + 255) / 256 * 256 : 0;
   params.terms = ctx.workspace.data;
   params.pieces = static_cast<char*>(ctx.workspace.data) + terms_bytes;
-  const jit::Module& m = module_of(ctx);
+  const jit::Module& m = jit_module(ctx);
   const int vw = vector_width(d.dtype);
   const bool vec = vectorizable(g, vw, {{a.logits.data, 0}});
   if (g.rows > 0 && d.log_probs) {
-    if (Status s = launch_kernel(m.kernels[4], std::clamp<int64_t>((g.rows + 255) / 256, 1, 4096), 256, &params,
-                                 ctx.stream, "nll_forward");
+    if (Status s = launch_jit(m.kernels[4], std::clamp<int64_t>((g.rows + 255) / 256, 1, 4096), 256, params, ctx.stream,
+                              "nll_forward");
         !s)
       return s;
   } else if (g.rows > 0) {
-    if (Status s = launch_kernel(m.kernels[vec ? 0 : 1], grid_of(g.rows * params.chunks),
-                                 block_threads(g.classes, vec ? vw : 1), &params, ctx.stream, "cross_entropy_forward");
+    if (Status s = launch_jit(m.kernels[vec ? 0 : 1], grid_of(g.rows * params.chunks),
+                              block_threads(g.classes, vec ? vw : 1), params, ctx.stream, "cross_entropy_forward");
         !s)
       return s;
     if (params.chunks > 1)
-      if (Status s = launch_kernel(m.kernels[2], std::clamp<int64_t>((g.rows + 255) / 256, 1, 4096), 256, &params,
-                                   ctx.stream, "cross_entropy_combine");
+      if (Status s = launch_jit(m.kernels[2], std::clamp<int64_t>((g.rows + 255) / 256, 1, 4096), 256, params,
+                                ctx.stream, "cross_entropy_combine");
           !s)
         return s;
   }
   if (!reduced) return Status::ok();
-  return launch_kernel(m.kernels[3], 1, 1024, &params, ctx.stream, "cross_entropy_reduce");
+  return launch_jit(m.kernels[3], 1, 1024, params, ctx.stream, "cross_entropy_reduce");
 }
 
 Status launch(const LaunchContext& ctx, const CrossEntropyBackwardProblem& p) {
@@ -163,13 +153,13 @@ Status launch(const LaunchContext& ctx, const CrossEntropyBackwardProblem& p) {
   params.dloss = a.dloss.data;
   params.lse = const_cast<void*>(a.lse.data);
   params.totals = ctx.workspace.data;
-  const jit::Module& m = module_of(ctx);
+  const jit::Module& m = jit_module(ctx);
   if (d.reduction == LossReduction::mean || (d.has_weight && d.label_smoothing != 0))
-    if (Status s = launch_kernel(m.kernels[2], 1, 1024, &params, ctx.stream, "cross_entropy_totals"); !s) return s;
+    if (Status s = launch_jit(m.kernels[2], 1, 1024, params, ctx.stream, "cross_entropy_totals"); !s) return s;
   const int vw = vector_width(d.dtype);
   const bool vec = vectorizable(g, vw, {{a.logits.data, 0}, {a.dlogits.data, 1}});
-  return launch_kernel(m.kernels[vec ? 0 : 1], grid_of(g.rows * params.chunks), block_threads(g.classes, vec ? vw : 1),
-                       &params, ctx.stream, "cross_entropy_backward");
+  return launch_jit(m.kernels[vec ? 0 : 1], grid_of(g.rows * params.chunks), block_threads(g.classes, vec ? vw : 1),
+                    params, ctx.stream, "cross_entropy_backward");
 }
 
 }  // namespace baracuda::detail::cuda

@@ -6,9 +6,9 @@
 #include <array>
 #include <string>
 
-#include "cuda/common/check.cuh"
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/norm_problem.hpp"
 #include "ops/validate.hpp"
 
@@ -74,16 +74,6 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
   return true;
 }
 
-Status launch_kernel(const void* kernel, int64_t grid, int threads, void* params, const Stream& stream,
-                     const char* what) {
-  void* args[] = {params};
-  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(threads)),
-                                      args, 0, native(stream)),
-                     what);
-}
-
-const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
-
 }  // namespace
 
 Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DType dtype, DType weight_dtype,
@@ -117,7 +107,7 @@ Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
   const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
   const int64_t blocks = std::min<int64_t>((g.rows + b.rows - 1) / b.rows, int64_t{1} << 20);
-  return launch_kernel(module_of(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), &params, ctx.stream, "norm_forward");
+  return launch_jit(jit_module(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), params, ctx.stream, "norm_forward");
 }
 
 Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
@@ -146,9 +136,8 @@ Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
   const int vw = vector_width(p.desc.dtype);
   const bool vec = vectorizable(g, vw, {params.dy, params.h, params.dh, params.dx}, {params.weight});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, true, p.desc.dtype);
-  const jit::Module& m = module_of(ctx);
-  if (Status s =
-          launch_kernel(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads(), &params, ctx.stream, "norm_backward");
+  const jit::Module& m = jit_module(ctx);
+  if (Status s = launch_jit(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads(), params, ctx.stream, "norm_backward");
       !s)
     return s;
   if (!partials) return Status::ok();
@@ -159,8 +148,8 @@ Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
   fin.n = g.n;
   fin.chunks = p.chunks.chunks;
   fin.inner = walk_of<2>(g.inner, {5, 6});
-  return launch_kernel(m.kernels[2], std::clamp<int64_t>((g.n + 31) / 32, 1, 4096), 1024, &fin, ctx.stream,
-                       "norm_finalize");
+  return launch_jit(m.kernels[2], std::clamp<int64_t>((g.n + 31) / 32, 1, 4096), 1024, fin, ctx.stream,
+                    "norm_finalize");
 }
 
 }  // namespace baracuda::detail::cuda

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/common/check.cuh"
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/pointwise_loss_problem.hpp"
 
 namespace baracuda::detail::cuda {
@@ -29,20 +29,6 @@ jit::Program pointwise_loss_program(DType t) {
   return p;
 }
 
-namespace {
-
-const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
-
-Status launch_kernel(const void* kernel, int64_t grid, int threads, device::PointwiseLossParams* params,
-                     const Stream& stream, const char* what) {
-  void* args[] = {params};
-  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(threads)),
-                                      args, 0, native(stream)),
-                     what);
-}
-
-}  // namespace
-
 Expected<const void*> pointwise_loss_kernels(const PlanTarget& target, DType dtype, std::string_view plan) {
   Expected<const jit::Module*> m = jit::load(pointwise_loss_program(dtype), target.arch, plan);
   if (!m) return m.status();
@@ -51,7 +37,7 @@ Expected<const void*> pointwise_loss_kernels(const PlanTarget& target, DType dty
 
 Status launch(const LaunchContext& ctx, const PointwiseLossProblem& p) {
   device::PointwiseLossParams params = p.params;
-  const jit::Module& m = module_of(ctx);
+  const jit::Module& m = jit_module(ctx);
   const int base = params.contiguous ? 0 : 3;
   // Elementwise: a thread a 16-byte slot of elements, grid-stride past 32 blocks an SM.
   const int64_t slot = 16 / static_cast<int64_t>(dtype_size(p.dtype)), slots = (params.n + slot - 1) / slot;
@@ -59,20 +45,19 @@ Status launch(const LaunchContext& ctx, const PointwiseLossProblem& p) {
       std::clamp<int64_t>((slots + 255) / 256, 1, 32 * static_cast<int64_t>(std::max(ctx.target.sm_count, 1)));
   if (p.backward) {
     if (params.n == 0) return Status::ok();
-    return launch_kernel(m.kernels[base + 2], blocks, 256, &params, ctx.stream, "pointwise_loss_backward");
+    return launch_jit(m.kernels[base + 2], blocks, 256, params, ctx.stream, "pointwise_loss_backward");
   }
   if (params.reduction == device::kReduceNone) {
     if (params.n == 0) return Status::ok();
-    return launch_kernel(m.kernels[base], blocks, 256, &params, ctx.stream, "pointwise_loss_none");
+    return launch_jit(m.kernels[base], blocks, 256, params, ctx.stream, "pointwise_loss_none");
   }
   if (params.chunks > 0x7fffffff)
     return Status::error(StatusCode::unsupported, "PointwiseLossPlan: descriptor.shape: more than 2^31 - 1 chunks of " +
                                                       std::to_string(params.chunk) + " elements for one launch");
   if (params.chunks > 0)
-    if (Status s = launch_kernel(m.kernels[base + 1], params.chunks, 256, &params, ctx.stream, "pointwise_loss_chunks");
-        !s)
+    if (Status s = launch_jit(m.kernels[base + 1], params.chunks, 256, params, ctx.stream, "pointwise_loss_chunks"); !s)
       return s;
-  return launch_kernel(m.kernels[6], 1, 1024, &params, ctx.stream, "pointwise_loss_total");
+  return launch_jit(m.kernels[6], 1, 1024, params, ctx.stream, "pointwise_loss_total");
 }
 
 }  // namespace baracuda::detail::cuda

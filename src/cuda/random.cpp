@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/common/check.cuh"
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/random_problem.hpp"
 
 namespace baracuda::detail::cuda {
@@ -40,12 +40,8 @@ Status launch_kernel(const void* kernel, Params params, long long total, const S
   if (total == 0) return Status::ok();
   // A thread draws a group of 2 or 4 elements (cuda/device/random_draw.h), grid-stride beyond.
   const int64_t blocks = std::clamp<int64_t>((total / 2 + 256) / 256, 1, 132 * 32);
-  void* args[] = {&params};
-  return cuda_status(cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), args, 0, native(stream)),
-                     what);
+  return launch_jit(kernel, blocks, 256, params, stream, what);
 }
-
-const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
 
 }  // namespace
 
@@ -58,11 +54,11 @@ Expected<const void*> random_kernels(const PlanTarget& target, DType dtype, std:
 Status launch(const LaunchContext& ctx, const RandomProblem& p) {
   constexpr int kByKind[] = {0, 1, 0, 3, 4};  // uniform, bernoulli, randint (the integers' only), normal, exponential
   const int kernel = kByKind[static_cast<int>(p.kind)];
-  return launch_kernel(module_of(ctx).kernels[kernel], p.params, p.params.total, ctx.stream, "random_fill");
+  return launch_kernel(jit_module(ctx).kernels[kernel], p.params, p.params.total, ctx.stream, "random_fill");
 }
 
 Status launch(const LaunchContext& ctx, const DropoutProblem& p) {
-  return launch_kernel(module_of(ctx).kernels[2], p.params, p.params.total, ctx.stream, "dropout");
+  return launch_kernel(jit_module(ctx).kernels[2], p.params, p.params.total, ctx.stream, "dropout");
 }
 
 }  // namespace baracuda::detail::cuda

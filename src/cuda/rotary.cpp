@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/common/check.cuh"
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/rotary_problem.hpp"
 
 namespace baracuda::detail::cuda {
@@ -24,12 +24,6 @@ jit::Program rotary_program(DType t, DType index) {
   return p;
 }
 
-namespace {
-
-const jit::Module& module_of(const LaunchContext& ctx) { return *static_cast<const jit::Module*>(ctx.choice.kernels); }
-
-}  // namespace
-
 Expected<const void*> rotary_kernels(const PlanTarget& target, DType dtype, DType index_dtype, std::string_view plan) {
   Expected<const jit::Module*> m = jit::load(rotary_program(dtype, index_dtype), target.arch, plan);
   if (!m) return m.status();
@@ -43,10 +37,8 @@ Status launch(const LaunchContext& ctx, const RotaryProblem& p) {
   // A thread an item (a pair, or a copied dim, of one token), grid-stride beyond 32 blocks an SM.
   const int64_t blocks =
       std::clamp<int64_t>((total + 255) / 256, 1, 32 * static_cast<int64_t>(std::max(ctx.target.sm_count, 1)));
-  const void* kernel = module_of(ctx).kernels[p.layout == RotaryLayout::interleaved ? 1 : 0];
-  void* args[] = {&params};
-  return cuda_status(
-      cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), args, 0, native(ctx.stream)), "rotary");
+  const void* kernel = jit_module(ctx).kernels[p.layout == RotaryLayout::interleaved ? 1 : 0];
+  return launch_jit(kernel, blocks, 256, params, ctx.stream, "rotary");
 }
 
 }  // namespace baracuda::detail::cuda

@@ -70,13 +70,7 @@ __global__ void __launch_bounds__(512) batch_norm_moments(const __grid_constant_
     Moments<Acc> m{Acc(0), Acc(0), Acc(0)};
     each_chunk_vector<VW, kFlat>(
         p, j0, j1, [&](const int64* off) { return *reinterpret_cast<const Raw*>(x + off[0]); },
-        [&](const int64*, const Raw& v) {
-          Acc sum = Acc(0), dev = Acc(0);
-          for (int e = 0; e < VW; ++e) sum += to_acc<Acc>(v.e[e]);
-          const Acc mean = sum / Acc(VW);
-          for (int e = 0; e < VW; ++e) dev += (to_acc<Acc>(v.e[e]) - mean) * (to_acc<Acc>(v.e[e]) - mean);
-          m = merge(m, Moments<Acc>{Acc(VW), mean, dev});
-        });
+        [&](const int64*, const Raw& v) { m = merge(m, moments_of<Acc>(v)); });
     m = block_moments(m, shared);
     if (threadIdx.x == 0) {
       partial[3 * item] = m.n;

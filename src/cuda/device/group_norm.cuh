@@ -105,13 +105,7 @@ __global__ void __launch_bounds__(512, sizeof(T) >= 4 ? 2 : 1)
     auto load_x = [&](int64 c, int64 s) { return *reinterpret_cast<const Raw*>(x + group_offset<kFlat>(p, 0, c, s)); };
     // Each vector's moments (two passes over its registers), merged into the thread's.
     Moments<Acc> m{Acc(0), Acc(0), Acc(0)};
-    each_vector<VW>(p, load_x, [&](int64, int64, const Raw& v) {
-      Acc sum = Acc(0), dev = Acc(0);
-      for (int e = 0; e < VW; ++e) sum += to_acc<Acc>(v.e[e]);
-      const Acc mean = sum / Acc(VW);
-      for (int e = 0; e < VW; ++e) dev += (to_acc<Acc>(v.e[e]) - mean) * (to_acc<Acc>(v.e[e]) - mean);
-      m = merge(m, Moments<Acc>{Acc(VW), mean, dev});
-    });
+    each_vector<VW>(p, load_x, [&](int64, int64, const Raw& v) { m = merge(m, moments_of<Acc>(v)); });
     m = block_moments(m, shared);
     // (An empty group: mean 0, variance 0.)
     const Acc mean = m.mean, rstd = reciprocal_sqrt((m.n > Acc(0) ? m.m2 / m.n : Acc(0)) + eps);

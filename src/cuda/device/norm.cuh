@@ -26,6 +26,16 @@ struct alignas(sizeof(T) * VW) Pack {
   T e[VW];
 };
 
+// The moments of a vector's VW values (two passes over its registers), for Chan's merge.
+template <class Acc, class T, int VW>
+__device__ __forceinline__ Moments<Acc> moments_of(const Pack<T, VW>& v) {
+  Acc sum = Acc(0), dev = Acc(0);
+  for (int e = 0; e < VW; ++e) sum += to_acc<Acc>(v.e[e]);
+  const Acc mean = sum / Acc(VW);
+  for (int e = 0; e < VW; ++e) dev += (to_acc<Acc>(v.e[e]) - mean) * (to_acc<Acc>(v.e[e]) - mean);
+  return {Acc(VW), mean, dev};
+}
+
 template <class T, bool kVec>
 struct RowAccess {
   static constexpr int VW = kVec ? kVectorWidth<T> : 1;
