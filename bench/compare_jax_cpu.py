@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU backend's reductions, scans, softmax family, random draws (rand, randn, dropout), norms (layer_norm, rms_norm and backward), cross-entropy (and backward), matmul (and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
+"""The CPU backend's reductions, scans, softmax family, random draws (rand, randn, dropout), norms (layer_norm, rms_norm, group_norm, batch_norm and backward), cross-entropy (and backward), matmul (and backward), unary and binary ops (add, mul, pow, logaddexp, xlogy), where / clamp, lerp, indexing and segment reductions beside jitted JAX (XLA:CPU), in one
 run on this machine.
 
 Runs baracuda-profiler (--backend=cpu) on each op and shape, then times JAX's equivalent on the same
@@ -82,7 +82,8 @@ OWN_SHAPES = ("softmax", "log_softmax", "softmax_dim0", "softmax_backward", "log
               "softmax_backward_dim0", "gather", "gather_backward", "gather_rows_backward", "index_select",
               "index_select_rows", "embedding",
               "embedding_backward", "segment_sum_sorted", "segment_sum_unsorted", "segment_max_sorted",
-              "segment_max_unsorted", "segment_min_sorted", "segment_min_unsorted")
+              "segment_max_unsorted", "segment_min_sorted", "segment_min_unsorted", "group_norm", "group_norm_backward",
+              "batch_norm", "batch_norm_backward")
 
 DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"
                "cumsum,cumsum_dim0,cummax,cummax_dim0,logcumsumexp,logcumsumexp_dim0,sum_backward,cumsum_backward,"
@@ -264,6 +265,54 @@ def norm_case(op, shape, dtype):
     return jax.jit(lambda pullback, dout: pullback(dout)), make_pullback
 
 
+# GroupNorm (32 groups, as the profiler's cases) and BatchNorm (training: the batch's statistics over
+# every dim but 1) of x [N, C, H, W], the weight and bias [C] (f32 beside 16-bit data for BatchNorm,
+# as the profiler's cases), f32 statistics for 16-bit x: the forward, and the backward as the pullback
+# of (x, w, b).
+def _group_norm(x, w, b, eps=1e-5):
+    n, c = x.shape[:2]
+    g = math.gcd(c, 32)
+    xf = (x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x).reshape(n, g, -1)
+    mean = jnp.mean(xf, -1, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), -1, keepdims=True)
+    y = ((xf - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    return (y * w.reshape(shape) + b.reshape(shape)).astype(x.dtype)
+
+
+def _batch_norm(x, w, b, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    xf = x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x
+    mean = jnp.mean(xf, axes, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), axes, keepdims=True)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    return ((xf - mean) * jax.lax.rsqrt(var + eps) * w.reshape(shape) + b.reshape(shape)).astype(x.dtype)
+
+
+CHANNEL_NORM = {"group_norm": _group_norm, "batch_norm": _batch_norm}
+
+
+def channel_norm_case(op, shape, dtype):
+    base = op.removesuffix("_backward")
+    f = CHANNEL_NORM[base]
+    wdtype = jnp.float32 if base == "batch_norm" else dtype
+
+    def args(seed):
+        key = jax.random.PRNGKey(seed)
+        x = jax.random.uniform(key, shape, jnp.float32, -1.0, 1.0).astype(dtype)
+        w = jax.random.uniform(jax.random.fold_in(key, 1), shape[1:2], jnp.float32, 0.5, 1.5).astype(wdtype)
+        b = jax.random.uniform(jax.random.fold_in(key, 2), shape[1:2], jnp.float32, -1.0, 1.0).astype(wdtype)
+        return x, w, b
+    if not op.endswith("_backward"):
+        return jax.jit(f), args
+
+    def make_pullback(seed):
+        dout = jax.random.uniform(jax.random.fold_in(jax.random.PRNGKey(seed), 3), shape, jnp.float32, -1.0,
+                                  1.0).astype(dtype)
+        return jax.vjp(f, *args(seed))[1], dout
+    return jax.jit(lambda pullback, dout: pullback(dout)), make_pullback
+
+
 # Cross-entropy over class indices, the mean (optax.softmax_cross_entropy_with_integer_labels, then
 # its mean), f32 arithmetic for 16-bit logits as ours; the backward as the pullback of the logits.
 def _cross_entropy(x, t):
@@ -335,6 +384,8 @@ def jax_case(op, shape, dtype):
         return random_case(op, shape, dtype)
     if op.removesuffix("_backward") in NORM:
         return norm_case(op, shape, dtype)
+    if op.removesuffix("_backward") in CHANNEL_NORM:
+        return channel_norm_case(op, shape, dtype)
     if op in ("cross_entropy", "cross_entropy_backward"):
         return cross_entropy_case(op, shape, dtype)
     if op in BINARY:

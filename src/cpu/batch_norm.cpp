@@ -53,20 +53,40 @@ Status forward(const BatchNormForwardProblem& p) {
   const int64_t* cs = g.channel_stride;
   const Acc count = static_cast<Acc>(std::max<int64_t>(g.elements, 1)), eps = static_cast<Acc>(d.eps);
   const Acc momentum = static_cast<Acc>(d.momentum);
+  // x and y contiguous along the innermost other dim (NCHW): rows of plain loops that vectorize.
+  const Walker<kBatchNormViews>& wk = g.walk;
+  const bool unit = wk.rank >= 1 && wk.rank <= 2 && wk.strides[0][wk.rank - 1] == 1 && wk.strides[1][wk.rank - 1] == 1;
+  const int64_t rows = unit && wk.rank == 2 ? wk.sizes[0] : 1, len = unit ? wk.sizes[wk.rank - 1] : 0;
+  auto row = [&](int t, int64_t r) { return wk.rank == 2 ? r * wk.strides[t][0] : 0; };
 #pragma omp parallel for schedule(static) if (g.channels * g.elements > kParallelThreshold)
   for (int64_t c = 0; c < g.channels; ++c) {
     const T* x = static_cast<const T*>(a.x.data) + c * g.c_stride[0];
     T* y = static_cast<T*>(a.y.data) + c * g.c_stride[1];
     Acc mean, rstd;
     if (d.training) {
-      Acc sum = 0;
-      each_element(g, [&](const int64_t* off) { sum += load<Acc>(x, off[0]); });
+      Acc sum = 0, dev = 0;
+      if (unit) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* xr = x + row(0, r);
+#pragma omp simd reduction(+ : sum)
+          for (int64_t i = 0; i < len; ++i) sum += load<Acc>(xr, i);
+        }
+      } else {
+        each_element(g, [&](const int64_t* off) { sum += load<Acc>(x, off[0]); });
+      }
       mean = sum / count;
-      Acc dev = 0;
-      each_element(g, [&](const int64_t* off) {
-        const Acc v = load<Acc>(x, off[0]) - mean;
-        dev += v * v;
-      });
+      if (unit) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* xr = x + row(0, r);
+#pragma omp simd reduction(+ : dev)
+          for (int64_t i = 0; i < len; ++i) dev += (load<Acc>(xr, i) - mean) * (load<Acc>(xr, i) - mean);
+        }
+      } else {
+        each_element(g, [&](const int64_t* off) {
+          const Acc v = load<Acc>(x, off[0]) - mean;
+          dev += v * v;
+        });
+      }
       const Acc var = dev / count;
       rstd = Acc(1) / std::sqrt(var + eps);
       if (save_mean) save_mean[c * cs[4]] = mean;
@@ -83,7 +103,17 @@ Status forward(const BatchNormForwardProblem& p) {
       rstd = Acc(1) / std::sqrt(load<Acc>(running_var, c * cs[3]) + eps);
     }
     const Acc w = weight ? load<Acc>(weight, c * cs[0]) : Acc(1), b = bias ? load<Acc>(bias, c * cs[1]) : Acc(0);
-    each_element(g, [&](const int64_t* off) { y[off[1]] = convert<T>((load<Acc>(x, off[0]) - mean) * rstd * w + b); });
+    if (unit) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + row(0, r);
+        T* yr = y + row(1, r);
+#pragma omp simd
+        for (int64_t i = 0; i < len; ++i) yr[i] = convert<T>((load<Acc>(xr, i) - mean) * rstd * w + b);
+      }
+    } else {
+      each_element(g,
+                   [&](const int64_t* off) { y[off[1]] = convert<T>((load<Acc>(x, off[0]) - mean) * rstd * w + b); });
+    }
   }
   return Status::ok();
 }

@@ -55,12 +55,47 @@ Status forward(const GroupNormForwardProblem& p) {
   Acc* rstd_out = static_cast<Acc*>(a.rstd.data);
   const Acc count = static_cast<Acc>(std::max<int64_t>(g.group_size(), 1)), eps = static_cast<Acc>(p.desc.eps);
   const bool silu = p.desc.silu;
+  const bool unit = g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 && g.space.strides[1][0] == 1;
   const int64_t items = g.samples * g.groups;
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < items; ++item) {
     const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
     const T* x = static_cast<const T*>(a.x.data) + n * g.n_stride[0] + c0 * g.c_stride[0];
     T* y = static_cast<T*>(a.y.data) + n * g.n_stride[1] + c0 * g.c_stride[1];
+    if (unit) {  // a channel's spatial elements contiguous in x and y: plain loops that vectorize
+      Acc sum = 0;
+      for (int64_t c = 0; c < g.group_channels; ++c) {
+        const T* xc = x + c * g.c_stride[0];
+#pragma omp simd reduction(+ : sum)
+        for (int64_t s = 0; s < g.spatial; ++s) sum += load<Acc>(xc, s);
+      }
+      const Acc mean = sum / count;
+      Acc dev = 0;
+      for (int64_t c = 0; c < g.group_channels; ++c) {
+        const T* xc = x + c * g.c_stride[0];
+#pragma omp simd reduction(+ : dev)
+        for (int64_t s = 0; s < g.spatial; ++s) dev += (load<Acc>(xc, s) - mean) * (load<Acc>(xc, s) - mean);
+      }
+      const Acc rstd = Acc(1) / std::sqrt(dev / count + eps);
+      if (mean_out) mean_out[n * g.mean_stride[0] + group * g.mean_stride[1]] = mean;
+      if (rstd_out) rstd_out[n * g.rstd_stride[0] + group * g.rstd_stride[1]] = rstd;
+      for (int64_t c = 0; c < g.group_channels; ++c) {
+        const T* xc = x + c * g.c_stride[0];
+        T* yc = y + c * g.c_stride[1];
+        const Acc w = weight ? load<Acc>(weight, (c0 + c) * g.weight_stride) : Acc(1);
+        const Acc b = bias ? load<Acc>(bias, (c0 + c) * g.bias_stride) : Acc(0);
+        if (silu) {
+          for (int64_t s = 0; s < g.spatial; ++s) {
+            const Acc z = (load<Acc>(xc, s) - mean) * rstd * w + b;
+            yc[s] = convert<T>(z * sigmoid(z));
+          }
+        } else {
+#pragma omp simd
+          for (int64_t s = 0; s < g.spatial; ++s) yc[s] = convert<T>((load<Acc>(xc, s) - mean) * rstd * w + b);
+        }
+      }
+      continue;
+    }
     auto at = [&](int t, int64_t c, int64_t s) { return c * g.c_stride[t] + space_offset(g, t, s); };
     Acc sum = 0;
     each_element(g, [&](int64_t c, int64_t s) { sum += load<Acc>(x, at(0, c, s)); });
