@@ -4,7 +4,8 @@
 #   TF / TTIME   gtest filter and time of the tests (16 shards; set OMP_NUM_THREADS=1 with CPU cases)
 #   MF / MTIME   memcheck's filter and time; RF racecheck's filter
 #   SWEEPS       "name|ops|shapes[|dtypes];..." (dtypes f32,bf16 by default; NOJAX=1: no jax ms column;
-#                SWEEP_FLAGS: more compare_torch.py flags, e.g. --serial)
+#                SWEEP_FLAGS: more compare_torch.py flags, e.g. --serial; EXTRAS=1: the EXTRA_PEERS columns too,
+#                torch.compile and Liger-Kernel, installed from .whl/ when carried)
 #   NCU          "name|ops|dtype|shape|kernel regex;..."
 # The build (about 20 minutes on 2 cores, 49 MB stripped, small enough to travel):
 #   cmake -S . -B build/dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
@@ -47,7 +48,7 @@ fi
 IFS=';' read -ra SW <<< "$SWEEPS"
 for sw in "${SW[@]}"; do
   IFS='|' read -r name ops shapes dtypes <<< "$sw"
-  timeout ${CTIME:-200} python3 bench/compare_torch.py --profiler $P --ops=$ops --dtypes=${dtypes:-f32,bf16} ${shapes:+--shapes=$shapes} --no-extras ${NOJAX:+--no-jax} ${SWEEP_FLAGS} --out $OUT/$name.md > $OUT/$name.log 2>&1; echo "$name rc $?"; grep "^|" $OUT/$name.md | awk -F'|' '{print $2,$3,$4,$5,$6,$7,$8,$9,$10}' || tail -30 $OUT/$name.log
+  timeout ${CTIME:-200} python3 bench/compare_torch.py --profiler $P --ops=$ops --dtypes=${dtypes:-f32,bf16} ${shapes:+--shapes=$shapes} $([ -z "$EXTRAS" ] && echo --no-extras) ${NOJAX:+--no-jax} ${SWEEP_FLAGS} --out $OUT/$name.md > $OUT/$name.log 2>&1; echo "$name rc $?"; grep "^|" $OUT/$name.md | cut -c1-260 || tail -30 $OUT/$name.log
   el "$name"
 done
 # NCU: "name|ops|dtype|shape|kernel regex;..." one launch each, clocks left alone

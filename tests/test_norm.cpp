@@ -3,7 +3,7 @@
 // 0 (two passes: no cancellation), and batch invariance (a row's bits whatever the other rows and
 // their number), on every backend and dtype; and GroupNorm's: a group's bits whatever the other
 // samples, NaN within its group alone, constant groups, and channels-last views beside contiguous
-// ones.
+// ones. Rows past one wave of the GPU's blocks keep their own bits, forward and backward.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -158,6 +158,81 @@ TEST_P(NormTest, ARowsBitsDoNotDependOnTheOtherRows) {
       run<LayerNormPlan>(in, y, rs, w, b);
       for (int64_t j = 0; j < n; ++j) ASSERT_EQ(y.at(j), y_all.at(r * n + j)) << "row " << r << ", element " << j;
       EXPECT_EQ(rs.at(0), r_all.at(r));
+    }
+  }
+}
+
+// Rows past one wave of the GPU's blocks (CUDA: a held block takes rows a grid apart and copies the
+// next row while it reduces this one; a backward block takes consecutive rows the same way): each
+// row's h, y, rstd and dx are the bits of that row normalized alone, and dweight is the rows' sum.
+// Short rows (8 a block) and rows a block each, with the residual forward and its backward.
+TEST_P(NormTest, RowsPastOneWaveOfBlocksGiveTheirRowsAloneBits) {
+  struct Batch {
+    Tensor x, residual, h, y, rstd, dy, dx, dweight;
+  };
+  // The residual RmsNorm forward and its backward over x [rows, n] (rows given as values).
+  auto norm = [&](int64_t rows, int64_t n, const std::vector<double>& x, const std::vector<double>& r,
+                  const std::vector<double>& dy, const std::vector<double>& w) {
+    NormDescriptor d;
+    d.dtype = dtype();
+    d.shape = Shape{rows, n};
+    d.has_bias = false;
+    d.residual = true;
+    Batch b{tensor(dtype(), {rows, n}, x), tensor(dtype(), {rows, n}, r), output(dtype(), {rows, n}),
+            output(dtype(), {rows, n}),    output(stats(), {rows}),       tensor(dtype(), {rows, n}, dy),
+            output(dtype(), {rows, n}),    output(dtype(), {n})};
+    Tensor weight = tensor(dtype(), {n}, w);
+    RmsNormPlan forward = unwrap(RmsNormPlan::select(stream(), d));
+    NormArgs a;
+    a.x = b.x.ref();
+    a.residual = b.residual.ref();
+    a.weight = weight.ref();
+    a.y = b.y.mut();
+    a.h = b.h.mut();
+    a.rstd = b.rstd.mut();
+    EXPECT_TRUE(forward.run(stream(), {}, a).is_ok());
+    RmsNormBackwardPlan backward = unwrap(RmsNormBackwardPlan::select(stream(), d));
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), backward.workspace_size()));
+    NormBackwardArgs g;
+    g.dy = b.dy.ref();
+    g.x = b.h.ref();
+    g.weight = weight.ref();
+    g.rstd = b.rstd.ref();
+    g.dx = b.dx.mut();
+    g.dweight = b.dweight.mut();
+    EXPECT_TRUE(backward.run(stream(), {ws.data(), ws.size()}, g).is_ok());
+    for (Tensor* t : {&b.h, &b.y, &b.rstd, &b.dx, &b.dweight}) EXPECT_TRUE(t->download().is_ok());
+    return b;
+  };
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{5000, 256}, {700, 4096}}) {
+    SCOPED_TRACE("rows " + std::to_string(rows) + ", n " + std::to_string(n));
+    std::vector<double> x(rows * n), r(rows * n), dy(rows * n), w(n);
+    for (std::vector<double>* v : {&x, &r, &dy})
+      for (double& e : *v) e = std::uniform_real_distribution<double>(-2, 2)(rng_);
+    for (double& e : w) e = std::uniform_real_distribution<double>(0.5, 1.5)(rng_);
+    const Batch all = norm(rows, n, x, r, dy, w);
+    for (int64_t row : {int64_t{0}, rows / 2 + 1, rows - 1}) {
+      auto slice = [&](const std::vector<double>& v) {
+        return std::vector<double>(v.begin() + row * n, v.begin() + (row + 1) * n);
+      };
+      const Batch one = norm(1, n, slice(x), slice(r), slice(dy), w);
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(one.h.at(j), all.h.at(row * n + j)) << "h, row " << row << ", element " << j;
+        ASSERT_EQ(one.y.at(j), all.y.at(row * n + j)) << "y, row " << row << ", element " << j;
+        ASSERT_EQ(one.dx.at(j), all.dx.at(row * n + j)) << "dx, row " << row << ", element " << j;
+      }
+      EXPECT_EQ(one.rstd.at(0), all.rstd.at(row));
+    }
+    // dweight[j] = sum over rows of dy * h * rstd, from the batch's own h and rstd.
+    for (int64_t j : {int64_t{0}, n / 3, n - 1}) {
+      double want = 0, scale = 0;
+      for (int64_t row = 0; row < rows; ++row) {
+        const double term = harness::quantize(dtype(), dy[row * n + j]) * all.h.at(row * n + j) * all.rstd.at(row);
+        want += term;
+        scale += std::fabs(term);
+      }
+      EXPECT_NEAR(all.dweight.at(j), want, 1e-4 * scale + 2 * harness::tolerance(dtype()) * std::fabs(want))
+          << "dweight " << j;
     }
   }
 }

@@ -76,11 +76,51 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
 
 }  // namespace
 
+namespace {
+
+// Shared memory of a held, vectorized block (cuda/device/norm.cuh: the next rows staged there): a
+// 16-byte slot a vector held, a staged tensor (the forward's x and residual, the backward's dy and
+// h); 0 for the other kernels.
+size_t copy_slot_bytes(const NormBlockShape& b, bool vec, int tensors) {
+  return vec && b.held > 0 ? static_cast<size_t>(b.threads()) * b.held * 16 * tensors : 0;
+}
+
+// Blocks of the staged forward's grid: as many as the GPU holds at once (each takes rows a grid
+// apart), fewer for fewer row groups.
+int64_t staged_grid(const NormBlockShape& b, int64_t row_groups, int sm_count) {
+  return std::min<int64_t>(row_groups, int64_t{std::max(1, sm_count)} * std::max(1, 1024 / b.threads()));
+}
+
+}  // namespace
+
 Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DType dtype, DType weight_dtype,
                                    bool backward, bool held, int64_t n, std::string_view plan) {
   Expected<const jit::Module*> m =
       jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n), target.arch, plan);
   if (!m) return m.status();
+  if (held) {
+    // The staged kernels may take more than the default 48 KiB of shared memory a block, and their
+    // blocks an SM need the carveout for it (set once here, the same for every plan of the kernel).
+    const NormBlockShape b = norm_block_shape(n, vector_width(dtype), held, backward, dtype);
+    const void* kernel = (*m)->kernels[0];
+    cudaFuncAttributes attributes{};
+    if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
+    const size_t bytes = copy_slot_bytes(b, true, 2);
+    const int per_sm = std::max(1, 1024 / b.threads());
+    // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
+    const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(per_sm);
+    const size_t most = 228 * 1024;
+    const int carveout = static_cast<int>(std::min<size_t>(100, (per_sm_bytes * 100 + most - 1) / most));
+    if (Status s = cuda_status(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+            "norm: cudaFuncSetAttribute (shared memory)");
+        !s)
+      return s;
+    if (Status s = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout),
+                               "norm: cudaFuncSetAttribute (carveout)");
+        !s)
+      return s;
+  }
   return static_cast<const void*>(*m);
 }
 
@@ -106,8 +146,12 @@ Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
   const int vw = vector_width(p.desc.dtype);
   const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
-  const int64_t blocks = std::min<int64_t>((g.rows + b.rows - 1) / b.rows, int64_t{1} << 20);
-  return launch_jit(jit_module(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), params, ctx.stream, "norm_forward");
+  const int64_t row_groups = (g.rows + b.rows - 1) / b.rows;
+  const size_t shared = copy_slot_bytes(b, vec, params.residual ? 2 : 1);
+  const int64_t blocks =
+      shared > 0 ? staged_grid(b, row_groups, ctx.target.sm_count) : std::min<int64_t>(row_groups, int64_t{1} << 20);
+  return launch_jit(jit_module(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), params, ctx.stream, "norm_forward",
+                    shared);
 }
 
 Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
@@ -137,7 +181,8 @@ Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
   const bool vec = vectorizable(g, vw, {params.dy, params.h, params.dh, params.dx}, {params.weight});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, true, p.desc.dtype);
   const jit::Module& m = jit_module(ctx);
-  if (Status s = launch_jit(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads(), params, ctx.stream, "norm_backward");
+  if (Status s = launch_jit(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads(), params, ctx.stream, "norm_backward",
+                            copy_slot_bytes(b, vec, 2));
       !s)
     return s;
   if (!partials) return Status::ok();

@@ -38,8 +38,9 @@ namespace {
 template <class Params>
 Status launch_kernel(const void* kernel, Params params, long long total, const Stream& stream, const char* what) {
   if (total == 0) return Status::ok();
-  // A thread draws a group of 2 or 4 elements (cuda/device/random_draw.h), grid-stride beyond.
-  const int64_t blocks = std::clamp<int64_t>((total / 2 + 256) / 256, 1, 132 * 32);
+  // A thread draws two groups of 2 or 4 elements at a time (cuda/device/random.cuh), grid-stride
+  // beyond.
+  const int64_t blocks = std::clamp<int64_t>((total / 4 + 256) / 256, 1, 132 * 32);
   return launch_jit(kernel, blocks, 256, params, stream, what);
 }
 

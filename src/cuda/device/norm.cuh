@@ -125,14 +125,37 @@ struct RowGroup {
 template <int kThreads>
 inline constexpr int kNormMinBlocks = kThreads >= 1024 ? 1 : 1024 / kThreads;
 
+// 16 bytes from global to shared memory without passing through registers (cp.async; L2 only), and
+// the wait for all of a thread's copies. A thread reads back only the slots it copied itself, so no
+// barrier is needed between the copy and the read.
+__device__ __forceinline__ void copy_async_16(void* to_shared, const void* from) {
+  unsigned to;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(to) : "l"(to_shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Held, vectorized forwards run on a grid of the blocks the GPU holds at once, each taking rows
+// gridDim.x * kRows apart; a row's vectors (x, and the residual) are copied to shared memory while
+// the previous row is reduced and written, so a block always has loads in flight (without it, the
+// loads waited for each row's reductions: bench/NOTES.md). Shared memory: kThreads * kHeld 16-byte
+// slots a staged tensor (cuda/norm.cpp's copy_slot_bytes).
 template <class T, class W, bool kRms, bool kVec, int kHeld, int kRowThreads, int kRows>
 __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads * kRows>)
     norm_forward(const __grid_constant__ NormForwardParams p) {
   using Acc = acc_t<T>;
   using Row = RowAccess<T, kVec>;
   using Group = RowGroup<kRowThreads, kRows>;
+  using Raw = typename Row::Raw;
   constexpr int VW = Row::VW;
+  constexpr bool kStaged = kVec && kHeld > 0;
   __shared__ Acc shared[32];
+  extern __shared__ __align__(16) unsigned char copy_slots[];
+  // Slot k of this thread in tensor slot t (0: x, 1: residual).
+  auto copy_slot = [&](int t, int k) {
+    return reinterpret_cast<Raw*>(copy_slots) + (t * kHeld + k) * Group::kThreads + threadIdx.x;
+  };
   const int64 vectors = p.n / VW;  // kVec: the host checked n % VW == 0
   // (An empty row's statistics: mean 0, variance 0.)
   const Acc n = static_cast<Acc>(p.n > 0 ? p.n : 1), eps = static_cast<Acc>(p.eps);
@@ -140,10 +163,27 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
   const W* weight = static_cast<const W*>(p.weight);
   const W* bias = static_cast<const W*>(p.bias);
   const int lane = Group::lane();
+  const int64 stride = static_cast<int64>(gridDim.x) * kRows;
+  // The copies of the row group's row in the block's rows from `first` (none past the last row).
+  auto prefetch = [&](int64 first) {
+    const int64 row = first + Group::group();
+    if (row < p.rows) {
+      const T* x = static_cast<const T*>(p.x) + row_offset(p.row, kX, row);
+      const T* residual = p.residual ? static_cast<const T*>(p.residual) + row_offset(p.row, kResidual, row) : nullptr;
+      for (int k = 0; k < kHeld; ++k) {
+        const int64 v = lane + static_cast<int64>(k) * kRowThreads;
+        if (v < vectors) {
+          copy_async_16(copy_slot(0, k), x + v * VW);
+          if (residual) copy_async_16(copy_slot(1, k), residual + v * VW);
+        }
+      }
+    }
+    copy_async_commit();
+  };
+  if constexpr (kStaged) prefetch(static_cast<int64>(blockIdx.x) * kRows);
   // Every thread of the block runs every iteration (the sums' shuffles and barriers); a row group
   // past the last row loads and stores nothing.
-  for (int64 first = static_cast<int64>(blockIdx.x) * kRows; first < p.rows;
-       first += static_cast<int64>(gridDim.x) * kRows) {
+  for (int64 first = static_cast<int64>(blockIdx.x) * kRows; first < p.rows; first += stride) {
     const int64 row = first + Group::group();
     const bool live = row < p.rows;
     const int64 r = live ? row : first;
@@ -151,28 +191,43 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
     const T* residual = p.residual ? static_cast<const T*>(p.residual) + row_offset(p.row, kResidual, r) : nullptr;
     T* y = static_cast<T*>(p.y) + row_offset(p.row, kY, r);
     T* h = p.h ? static_cast<T*>(p.h) + row_offset(p.row, kH, r) : nullptr;
-    // h at vector v: x, or x + residual rounded to T (written to h on the first pass).
-    auto load_h = [&](int64 v, bool write_h) {
-      typename Row::Raw out = Row::load(x, p.inner, kX, v * VW);
-      if (residual) {
-        const typename Row::Raw res = Row::load(residual, p.inner, kResidual, v * VW);
-        for (int i = 0; i < VW; ++i)
-          out.e[i] = round_to<T>(Row::template value<Acc>(out, i) + Row::template value<Acc>(res, i));
-        if (write_h) Row::store(h, p.inner, kH, v * VW, out);
-      }
+    // h from x and the residual: x + residual rounded to T (written to h on the first pass).
+    auto combine = [&](int64 v, Raw out, const Raw& res, bool write_h) {
+      for (int i = 0; i < VW; ++i)
+        out.e[i] = round_to<T>(Row::template value<Acc>(out, i) + Row::template value<Acc>(res, i));
+      if (write_h) Row::store(h, p.inner, kH, v * VW, out);
       return out;
+    };
+    auto load_h = [&](int64 v, bool write_h) {
+      const Raw out = Row::load(x, p.inner, kX, v * VW);
+      return residual ? combine(v, out, Row::load(residual, p.inner, kResidual, v * VW), write_h) : out;
     };
     auto mine = [&](int64 v) { return live && v < vectors; };
     // Pass 1: the sum (LayerNorm) or the sum of squares (RmsNorm).
     Acc sum[1] = {Acc(0)};
-    auto add = [&](const typename Row::Raw& e) {
+    auto add = [&](const Raw& e) {
       for (int i = 0; i < VW; ++i) {
         const Acc a = Row::template value<Acc>(e, i);
         sum[0] += kRms ? a * a : a;
       }
     };
-    typename Row::Raw held[kHeld > 0 ? kHeld : 1];
-    if constexpr (kHeld > 0) {
+    Raw held[kHeld > 0 ? kHeld : 1];
+    if constexpr (kStaged) {
+      copy_async_wait_all();
+      for (int k = 0; k < kHeld; ++k) {
+        const int64 v = lane + static_cast<int64>(k) * kRowThreads;
+        if (mine(v)) held[k] = residual ? combine(v, *copy_slot(0, k), *copy_slot(1, k), false) : *copy_slot(0, k);
+      }
+      // The next rows' copies go out before this row's reductions; h is written after them.
+      if (first + stride < p.rows) prefetch(first + stride);
+      for (int k = 0; k < kHeld; ++k) {
+        const int64 v = lane + static_cast<int64>(k) * kRowThreads;
+        if (mine(v)) {
+          if (h) Row::store(h, p.inner, kH, v * VW, held[k]);
+          add(held[k]);
+        }
+      }
+    } else if constexpr (kHeld > 0) {
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (mine(v)) {
@@ -190,7 +245,7 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
     } else {
       mean = sum[0] / n;
       Acc dev[1] = {Acc(0)};
-      auto add_dev = [&](const typename Row::Raw& e) {
+      auto add_dev = [&](const Raw& e) {
         for (int i = 0; i < VW; ++i) {
           const Acc d = Row::template value<Acc>(e, i) - mean;
           dev[0] += d * d;
@@ -210,7 +265,7 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
       if (p.rstd) static_cast<Acc*>(p.rstd)[row_offset(p.row, kRstd, row)] = rstd;
     }
     // Pass 3: y = (h - mean) * rstd * w + b.
-    auto write = [&](int64 v, const typename Row::Raw& e) {
+    auto write = [&](int64 v, const Raw& e) {
       Acc w[VW], out[VW];
       load_weight<kVec>(weight, p.inner, kWeight, v * VW, offset, w);
       for (int i = 0; i < VW; ++i) out[i] = (Row::template value<Acc>(e, i) - mean) * rstd * w[i];
@@ -255,6 +310,30 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
   Acc* pdb = static_cast<Acc*>(p.partial) + (static_cast<int64>(gridDim.x) + blockIdx.x) * p.n;
   const bool partials = p.want_dweight || p.want_dbias;
   const int lane = Group::lane();
+  using Raw = typename Row::Raw;
+  // Held, vectorized rows: the next row group's dy and h are copied to shared memory while this
+  // one is reduced and written, as the forward's rows (cuda/norm.cpp's copy_slot_bytes).
+  constexpr bool kStaged = kVec && kHeld > 0;
+  extern __shared__ __align__(16) unsigned char copy_slots[];
+  auto copy_slot = [&](int t, int k) {
+    return reinterpret_cast<Raw*>(copy_slots) + (t * kHeld + k) * Group::kThreads + threadIdx.x;
+  };
+  auto prefetch = [&](int64 base) {
+    const int64 row = base + Group::group();
+    if (row < last) {
+      const T* dy = static_cast<const T*>(p.dy) + row_offset(p.row, kDy, row);
+      const T* h = static_cast<const T*>(p.h) + row_offset(p.row, kXSaved, row);
+      for (int k = 0; k < kHeld; ++k) {
+        const int64 v = lane + static_cast<int64>(k) * kRowThreads;
+        if (v < vectors) {
+          copy_async_16(copy_slot(0, k), dy + v * VW);
+          copy_async_16(copy_slot(1, k), h + v * VW);
+        }
+      }
+    }
+    copy_async_commit();
+  };
+  if constexpr (kStaged) prefetch(first);
   // (RmsNorm has no bias: no db registers.)
   Acc dw[kHeld > 0 ? kHeld : 1][VW] = {}, db[kHeld > 0 && !kRms ? kHeld : 1][VW] = {};
   for (int64 base = first; base < last; base += kRows) {
@@ -268,7 +347,6 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
     const Acc mean = p.mean ? static_cast<const Acc*>(p.mean)[row_offset(p.row, kMean, r)] : Acc(0);
     const Acc rstd = static_cast<const Acc*>(p.rstd)[row_offset(p.row, kRstd, r)];
     auto mine = [&](int64 v) { return live && v < vectors; };
-    using Raw = typename Row::Raw;
     // xhat at element i of a vector of h.
     auto xhat_of = [&](const Raw& hv, int i) { return (Row::template value<Acc>(hv, i) - mean) * rstd; };
     Raw held_dy[kHeld > 0 ? kHeld : 1], held_h[kHeld > 0 ? kHeld : 1];
@@ -282,7 +360,20 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
         sums[1] += g;
       }
     };
-    if constexpr (kHeld > 0) {
+    if constexpr (kStaged) {
+      copy_async_wait_all();
+      for (int k = 0; k < kHeld; ++k) {
+        if (mine(lane + static_cast<int64>(k) * kRowThreads)) {
+          held_dy[k] = *copy_slot(0, k);
+          held_h[k] = *copy_slot(1, k);
+        }
+      }
+      if (base + kRows < last) prefetch(base + kRows);
+      for (int k = 0; k < kHeld; ++k) {
+        const int64 v = lane + static_cast<int64>(k) * kRowThreads;
+        if (mine(v)) accumulate(v, held_dy[k], held_h[k]);
+      }
+    } else if constexpr (kHeld > 0) {
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (mine(v)) {

@@ -53,76 +53,127 @@ __device__ __forceinline__ void store_group(T* out, const T (&v)[G]) {
   }
 }
 
-#define BARACUDA_FOR_EACH_GROUP(s, count)                                                                          \
-  for (unsigned long long s = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; s < (count); \
-       s += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+// A thread takes two neighbouring groups at a time: their two Philox blocks are independent chains
+// the scheduler interleaves, and a contiguous pair is one access of 2 G elements (16 bytes for 16-bit
+// types), its loads issued before the blocks are drawn (bench/NOTES.md). Pair s holds groups
+// first + 2 s and first + 2 s + 1 (the second may be past the last).
+#define BARACUDA_FOR_EACH_PAIR(s, count)                                                              \
+  for (unsigned long long s = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; \
+       s < ((count) + 1) / 2; s += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
 
+// Whether `p` is aligned for one access of a pair of groups.
+template <class V>
+__device__ __forceinline__ bool pair_aligned(const void* p) {
+  return reinterpret_cast<unsigned long long>(p) % sizeof(V) == 0;
+}
+
+// (Launched 256 threads a block: cuda/random.cpp; four blocks an SM at 64 registers.)
 template <class T, int K>
-__global__ void random_fill(const __grid_constant__ RandomParams p) {
+__global__ void __launch_bounds__(256, 4) random_fill(const __grid_constant__ RandomParams p) {
   constexpr int G = kRandomGroup<K, (sizeof(T) == 8 && K != kRandomRandint)>;
   using V = typename RandomValue<T, K>::type;
+  using Pair = RandomGroupVector<T, 2 * G>;
   const unsigned long long first = p.offset / G, count = random_group_count<G>(p.offset, p.total);
   const bool contiguous = unit_stride(p.walk, 0);
   T* out = static_cast<T*>(p.out);
-  BARACUDA_FOR_EACH_GROUP(s, count) {
-    const unsigned long long g = first + s, i0 = g * G - p.offset;
+  // Group g's values into t (rounded to T).
+  auto draw = [&](unsigned long long g, T(&t)[G]) {
     V v[G];
     random_group_values<K>(p, g, v);
-    T t[G];
     for (int j = 0; j < G; ++j) t[j] = round_to<T>(v[j]);
-    if (whole_group<G>(contiguous, i0, p.total)) {
-      store_group(out + i0, t);
-    } else {
-      for (int j = 0; j < G; ++j)
-        if (i0 + j < static_cast<unsigned long long>(p.total))
-          out[walk_offset(p.walk, 0, static_cast<int64>(i0 + j))] = t[j];
+  };
+  BARACUDA_FOR_EACH_PAIR(s, count) {
+    const unsigned long long g = first + 2 * s, i0 = g * G - p.offset;
+    if (whole_group<2 * G>(contiguous, i0, p.total) && pair_aligned<Pair>(out + i0)) {
+      T t[2][G];
+      draw(g, t[0]);
+      draw(g + 1, t[1]);
+      Pair w;
+      for (int j = 0; j < 2 * G; ++j) w.e[j] = t[j / G][j % G];
+      *reinterpret_cast<Pair*>(out + i0) = w;
+      continue;
+    }
+    for (unsigned long long h = 0; h < 2 && 2 * s + h < count; ++h) {
+      const unsigned long long i = i0 + h * G;
+      T t[G];
+      draw(g + h, t);
+      if (whole_group<G>(contiguous, i, p.total)) {
+        store_group(out + i, t);
+      } else {
+        for (int j = 0; j < G; ++j)
+          if (i + j < static_cast<unsigned long long>(p.total))
+            out[walk_offset(p.walk, 0, static_cast<int64>(i + j))] = t[j];
+      }
     }
   }
 }
 
 // y = x * scale where kept (bits >= threshold), else 0; the mask (bool) where asked for.
 template <class T>
-__global__ void dropout(const __grid_constant__ DropoutParams p) {
+__global__ void __launch_bounds__(256, 4) dropout(const __grid_constant__ DropoutParams p) {
   using Acc = acc_t<T>;
   constexpr int G = 4;
+  using Pair = RandomGroupVector<T, 2 * G>;
   const Acc scale = static_cast<Acc>(p.scale);
   const unsigned long long first = p.offset / G, count = random_group_count<G>(p.offset, p.total);
   const bool contiguous = unit_stride(p.walk, 0) && unit_stride(p.walk, 1) && (!p.mask || unit_stride(p.walk, 2));
   const T* src = static_cast<const T*>(p.src);
   T* dst = static_cast<T*>(p.dst);
   unsigned char* mask = static_cast<unsigned char*>(p.mask);
-  BARACUDA_FOR_EACH_GROUP(s, count) {
-    const unsigned long long g = first + s, i0 = g * G - p.offset;
-    const Philox4 r = philox_bits_block(p.seed, g);
-    bool kept[G];
-    for (int j = 0; j < G; ++j) kept[j] = r.v[j] >= p.threshold;
-    if (whole_group<G>(contiguous, i0, p.total)) {
-      T x[G], y[G];
-      if (reinterpret_cast<unsigned long long>(src + i0) % sizeof(RandomGroupVector<T, G>) == 0) {
-        const RandomGroupVector<T, G> w = *reinterpret_cast<const RandomGroupVector<T, G>*>(src + i0);
-        for (int j = 0; j < G; ++j) x[j] = w.e[j];
-      } else {
-        for (int j = 0; j < G; ++j) x[j] = src[i0 + j];
+  BARACUDA_FOR_EACH_PAIR(s, count) {
+    const unsigned long long g = first + 2 * s, i0 = g * G - p.offset;
+    if (whole_group<2 * G>(contiguous, i0, p.total) && pair_aligned<Pair>(src + i0) && pair_aligned<Pair>(dst + i0)) {
+      const Pair x = *reinterpret_cast<const Pair*>(src + i0);  // in flight while the blocks are drawn
+      const Philox4 r[2] = {philox_bits_block(p.seed, g), philox_bits_block(p.seed, g + 1)};
+      Pair y;
+      unsigned char m[2 * G];
+      for (int j = 0; j < 2 * G; ++j) {
+        const bool kept = r[j / G].v[j % G] >= p.threshold;
+        y.e[j] = round_to<T>(kept ? to_acc<Acc>(x.e[j]) * scale : Acc(0));
+        m[j] = kept ? 1 : 0;
       }
-      for (int j = 0; j < G; ++j) y[j] = round_to<T>(kept[j] ? to_acc<Acc>(x[j]) * scale : Acc(0));
-      store_group(dst + i0, y);
+      *reinterpret_cast<Pair*>(dst + i0) = y;
       if (mask) {
-        unsigned char m[G];
-        for (int j = 0; j < G; ++j) m[j] = kept[j] ? 1 : 0;
-        store_group(mask + i0, m);
+        unsigned char m0[G], m1[G];
+        for (int j = 0; j < G; ++j) m0[j] = m[j], m1[j] = m[G + j];
+        store_group(mask + i0, m0);
+        store_group(mask + i0 + G, m1);
       }
-    } else {
-      for (int j = 0; j < G; ++j) {
-        const unsigned long long i = i0 + j;
-        if (i >= static_cast<unsigned long long>(p.total)) continue;
-        const T x = src[walk_offset(p.walk, 0, static_cast<int64>(i))];
-        dst[walk_offset(p.walk, 1, static_cast<int64>(i))] = round_to<T>(kept[j] ? to_acc<Acc>(x) * scale : Acc(0));
-        if (mask) mask[walk_offset(p.walk, 2, static_cast<int64>(i))] = kept[j] ? 1 : 0;
+      continue;
+    }
+    for (unsigned long long h = 0; h < 2 && 2 * s + h < count; ++h) {
+      const unsigned long long i0h = i0 + h * G;
+      const Philox4 r = philox_bits_block(p.seed, g + h);
+      bool kept[G];
+      for (int j = 0; j < G; ++j) kept[j] = r.v[j] >= p.threshold;
+      if (whole_group<G>(contiguous, i0h, p.total)) {
+        T x[G], y[G];
+        if (reinterpret_cast<unsigned long long>(src + i0h) % sizeof(RandomGroupVector<T, G>) == 0) {
+          const RandomGroupVector<T, G> w = *reinterpret_cast<const RandomGroupVector<T, G>*>(src + i0h);
+          for (int j = 0; j < G; ++j) x[j] = w.e[j];
+        } else {
+          for (int j = 0; j < G; ++j) x[j] = src[i0h + j];
+        }
+        for (int j = 0; j < G; ++j) y[j] = round_to<T>(kept[j] ? to_acc<Acc>(x[j]) * scale : Acc(0));
+        store_group(dst + i0h, y);
+        if (mask) {
+          unsigned char m[G];
+          for (int j = 0; j < G; ++j) m[j] = kept[j] ? 1 : 0;
+          store_group(mask + i0h, m);
+        }
+      } else {
+        for (int j = 0; j < G; ++j) {
+          const unsigned long long i = i0h + j;
+          if (i >= static_cast<unsigned long long>(p.total)) continue;
+          const T x = src[walk_offset(p.walk, 0, static_cast<int64>(i))];
+          dst[walk_offset(p.walk, 1, static_cast<int64>(i))] = round_to<T>(kept[j] ? to_acc<Acc>(x) * scale : Acc(0));
+          if (mask) mask[walk_offset(p.walk, 2, static_cast<int64>(i))] = kept[j] ? 1 : 0;
+        }
       }
     }
   }
 }
 
-#undef BARACUDA_FOR_EACH_GROUP
+#undef BARACUDA_FOR_EACH_PAIR
 
 }  // namespace baracuda::device
