@@ -534,8 +534,8 @@ TEST_P(LinearCrossEntropyTest, Errors) {
     Desc d = desc(4, 8, 10000, LossReduction::sum);
     EXPECT_TRUE(testing::is_error(LinearCrossEntropyPlan::select(stream(), d, tiny).status(), StatusCode::unsupported,
                                   fwd, "descriptor.vocab_size"));
-    d.chunk_rows = 4;
-    d.vocab_size = 100;
+    d.chunk_rows = 4;  // 16 KB of logits
+    d.vocab_size = 1000;
     EXPECT_TRUE(testing::is_error(LinearCrossEntropyPlan::select(stream(), d, tiny).status(), StatusCode::unsupported,
                                   fwd, "descriptor.chunk_rows"));
   }
