@@ -120,6 +120,16 @@ struct Parts {
   WorkspaceLayout layout;
 };
 
+std::string_view plan_name(bool forward) {
+  return forward ? "LinearCrossEntropyPlan" : "LinearCrossEntropyBackwardPlan";
+}
+
+// A sub-plan's error as this plan's (every error names the plan the caller called), its code kept.
+Status as_ours(const Status& sub, bool forward, std::string_view field) {
+  if (sub) return sub;
+  return plan_error(sub.code(), plan_name(forward), field, "a sub-plan refused: " + sub.message());
+}
+
 template <class P>
 Status select_into(P& plan, const Stream& stream, const typename P::Descriptor& d, const PlanPreference& pref) {
   Expected<P> p = P::select(stream, d, pref);
@@ -269,7 +279,7 @@ Expected<Parts> select_parts(const Stream& s, const Desc& d, bool forward, int64
       if (st && d.has_bias) st = select_into(p.ones, s, FillDescriptor{d.dtype, Shape{rows}, 1.0}, pref);
     }
   }
-  if (!st) return st;
+  if (!st) return as_ours(st, forward, "descriptor");
   size_t sub = std::max(chunk_workspace(p.full), chunk_workspace(p.tail));
   for (size_t x : {p.sum_chunks.workspace_size(), p.divide.workspace_size(), p.reciprocal.workspace_size(),
                    p.scale_dhidden.workspace_size(), p.scale_dweight.workspace_size(), p.scale_dbias.workspace_size(),
@@ -287,10 +297,11 @@ const void* byte_offset(const void* p, int64_t bytes) { return static_cast<const
 void* byte_offset(void* p, int64_t bytes) { return static_cast<char*>(p) + bytes; }
 template <class View>
 View rows_of(View v, int64_t begin, int64_t count) {
-  if (!v.data) return v;
+  if (v.shape.rank == 0) return v;  // absent
+  v.shape.dims[0] = count;
+  if (!v.data) return v;  // empty: no element to reach
   const int64_t offset = begin * v.strides[0];
   v.data = byte_offset(v.data, offset * static_cast<int64_t>(dtype_size(v.dtype)));
-  v.shape.dims[0] = count;
   v.capacity -= offset;
   return v;
 }
@@ -313,7 +324,7 @@ class Runner {
  private:
   template <class P>
   Status go(const P& plan, const typename P::Args& args) const {
-    return plan.run(s_, sub_, args);
+    return as_ours(plan.run(s_, sub_, args), q_.forward, "run");
   }
   AnyTensorMut region(size_t offset, DType dtype, Shape shape) const {
     return AnyTensorMut::contiguous(base_ + offset, dtype, shape);
@@ -556,9 +567,9 @@ struct LinearCrossEntropyHooks {
                                      std::optional<int>) {
     const Stream stream = t.backend == Backend::cpu ? Stream::host() : Stream::cuda(nullptr, t.device);
     const size_t budget = std::min(kWorkspaceBudget, pref.workspace_limit);
-    PlanPreference sub;
+    PlanPreference sub;  // (a sub-plan's workspace past the budget would be refused below anyway)
     sub.determinism = pref.determinism;
-    sub.workspace_limit = budget / 4;
+    sub.workspace_limit = budget;
     // The first guess: the chunk's rows that fit beside a reserve for the sub-plans' workspace.
     const int64_t acc = static_cast<int64_t>(dtype_size(acc_dtype(d.dtype)));
     const int64_t per_row = (CheckedSize(d.vocab_size) * (acc + static_cast<int64_t>(dtype_size(d.dtype))) +
