@@ -32,6 +32,8 @@ void bind_plans(nb::module_& m) {
   bind_plan<AttentionBackwardPlan>(m, "AttentionBackwardPlan");
   bind_plan<CrossEntropyPlan>(m, "CrossEntropyPlan");
   bind_plan<CrossEntropyBackwardPlan>(m, "CrossEntropyBackwardPlan");
+  bind_plan<LinearCrossEntropyPlan>(m, "LinearCrossEntropyPlan");
+  bind_plan<LinearCrossEntropyBackwardPlan>(m, "LinearCrossEntropyBackwardPlan");
   bind_plan<PointwiseLossPlan>(m, "PointwiseLossPlan");
   bind_plan<PointwiseLossBackwardPlan>(m, "PointwiseLossBackwardPlan");
   // rotary.hpp

@@ -64,6 +64,20 @@ LossGeometry loss_geometry(const CrossEntropyDescriptor& d, const AnyTensorRef& 
   return g;
 }
 
+Status check_cross_entropy_options(std::string_view plan, LossReduction reduction, double label_smoothing,
+                                   double z_loss) {
+  if (static_cast<int>(reduction) > static_cast<int>(LossReduction::mean))
+    return plan_error(StatusCode::invalid_problem, plan, "descriptor.reduction",
+                      std::to_string(static_cast<int>(reduction)) + " is not none, sum or mean");
+  if (!(label_smoothing >= 0 && label_smoothing <= 1))
+    return plan_error(StatusCode::invalid_problem, plan, "descriptor.label_smoothing",
+                      std::to_string(label_smoothing) + " is outside [0, 1]");
+  if (!(z_loss >= 0) || !std::isfinite(z_loss))
+    return plan_error(StatusCode::invalid_problem, plan, "descriptor.z_loss",
+                      std::to_string(z_loss) + " is not a finite number >= 0");
+  return Status::ok();
+}
+
 namespace {
 
 // In LossVariant order.
@@ -133,15 +147,7 @@ struct CrossEntropyHooks {
     if (class_count(d) == 0 && row_shape(d).numel() > 0)
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.shape[" + std::to_string(class_dim(d)) + "]",
                         "0 classes: every target would be out of range");
-    if (static_cast<int>(d.reduction) > static_cast<int>(LossReduction::mean))
-      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.reduction",
-                        std::to_string(static_cast<int>(d.reduction)) + " is not none, sum or mean");
-    if (!(d.label_smoothing >= 0 && d.label_smoothing <= 1))
-      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.label_smoothing",
-                        std::to_string(d.label_smoothing) + " is outside [0, 1]");
-    if (!(d.z_loss >= 0) || !std::isfinite(d.z_loss))
-      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.z_loss",
-                        std::to_string(d.z_loss) + " is not a finite number >= 0");
+    if (Status s = check_cross_entropy_options(kPlan, d.reduction, d.label_smoothing, d.z_loss); !s) return s;
     if (d.log_probs && d.label_smoothing != 0)
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.label_smoothing",
                         "must be 0 with log_probs (F.nll_loss smooths nothing)");

@@ -25,6 +25,10 @@ inline int64_t loss_chunks(int64_t classes) {
   return classes <= kLossChunk ? 1 : (classes + kLossChunk - 1) / kLossChunk;
 }
 
+// The options every cross-entropy plan takes (the fused linear one too): reduction, smoothing, z-loss.
+Status check_cross_entropy_options(std::string_view plan, LossReduction reduction, double label_smoothing,
+                                   double z_loss);
+
 struct LossGeometry {
   int64_t rows = 0, classes = 0;
   int64_t class_stride = 0, dclass_stride = 0;  // of logits and dlogits along the class dim

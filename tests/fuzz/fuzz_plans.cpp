@@ -491,6 +491,27 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescript
   if (d.log_probs && !in.chance(10)) d.label_smoothing = d.z_loss = 0.0;
 }
 
+// Small sizes (each run is a sweep of matmuls), sometimes a forced chunk that does not divide N.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, LinearCrossEntropyDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.tokens = in.consume_int<int64_t>(-1, 40);
+  d.hidden_size = in.consume_int<int64_t>(-1, 24);
+  d.vocab_size = in.consume_int<int64_t>(-1, 60);
+  d.has_bias = in.consume_bool();
+  d.has_class_weight = in.consume_bool();
+  d.reduction = in.chance(5) ? static_cast<LossReduction>(in.consume_int(3, 255))
+                             : static_cast<LossReduction>(in.consume_int(0, 2));
+  d.ignore_index =
+      in.chance(50) || d.vocab_size <= 0 ? -(int64_t{1} << 40) : in.consume_int<int64_t>(0, d.vocab_size - 1);
+  d.label_smoothing = in.chance(60) ? 0.0 : (in.chance(70) ? 0.1 : fuzz_weight(in));
+  d.z_loss = in.chance(60) ? 0.0 : (in.chance(70) ? 1e-4 : fuzz_weight(in));
+  d.grad_in_forward = in.consume_bool();
+  d.weight_grad_dtype =
+      in.chance(70) ? std::nullopt : std::optional<DType>(in.chance(80) ? DType::f32 : fuzz_dtype(in, {}));
+  d.chunk_rows = in.chance(50) ? 0 : in.consume_int<int64_t>(-1, 9);
+}
+
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, PointwiseLossDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.kind = in.chance(5) ? static_cast<PointwiseLossKind>(in.consume_int(7, 255))
@@ -1688,6 +1709,8 @@ std::span<const PlanEntry> registry() {
       entry<BatchNormBackwardPlan>(),
       entry<CrossEntropyPlan>(),
       entry<CrossEntropyBackwardPlan>(),
+      entry<LinearCrossEntropyPlan>(),
+      entry<LinearCrossEntropyBackwardPlan>(),
       entry<PointwiseLossPlan>(),
       entry<PointwiseLossBackwardPlan>(),
       entry<MatmulPlan>(),

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -123,6 +124,9 @@ struct PlanChoice {
   size_t workspace = 0;           // bytes
   int64_t knob = 0;               // a family's own select-time decision (e.g. how a reduction is split)
   const void* kernels = nullptr;  // CUDA: the kernels select compiled (a process-wide cache owns them)
+  // A composite plan's sub-plans, selected with it (e.g. LinearCrossEntropyPlan's matmuls and
+  // cross-entropy): shared, so that a plan stays cheap to copy and owns no device memory.
+  std::shared_ptr<const void> parts{};
 };
 }  // namespace detail
 

@@ -95,6 +95,103 @@ struct CrossEntropyBackwardOp : OpTag<CrossEntropyDescriptor, CrossEntropyBackwa
 using CrossEntropyPlan = Plan<CrossEntropyOp>;
 using CrossEntropyBackwardPlan = Plan<CrossEntropyBackwardOp>;
 
+// Fused linear + cross-entropy (Liger-Kernel's fused linear cross-entropy): the cross-entropy of the
+// logits hidden @ weight^T + bias against class indices, without ever holding the [N, V] logits:
+//   LinearCrossEntropyPlan          loss (and lse) from hidden [N, D], weight [V, D], bias [V] and
+//                                   targets [N]; with grad_in_forward also dhidden, dweight, dbias for
+//                                   dloss = 1, in the same sweep
+//   LinearCrossEntropyBackwardPlan  dhidden, dweight, dbias from dloss: scales the forward's
+//                                   gradients (grad_in_forward) or recomputes the logits from the
+//                                   saved lse
+// The loss is CrossEntropyPlan's (see above) of those logits, with the same options: ignore_index, bad
+// targets counted and contributing nothing, label_smoothing, z_loss, class weights (`class_weight`,
+// the classifier being `weight`), reductions none, sum and mean (mean over the counted targets'
+// weight across every chunk: each chunk gives its sum, the sums are added in chunk order and divided
+// once; every target ignored: NaN, as PyTorch). Class weights with a z-loss under the mean (two
+// denominators) are refused.
+//
+// The work is chunked over the tokens: for each chunk of rows (in order),
+//   logits  = hidden_chunk @ weight^T (+ bias)        MatmulPlan into f32 (f64 for f64): never rounded
+//                                                    to 16 bits, as Liger-Kernel upcasts them
+//   loss    the chunk's CrossEntropyPlan (none: its rows of loss; sum, mean: its sum) and lse
+//   dlogits CrossEntropyBackwardPlan, over the logits' buffer (in place), with dloss = g (none: the
+//           chunk's rows of dloss; sum: dloss; mean: dloss / sum of the counted targets' weights,
+//           which a pass over the targets takes first), cast to dtype for 16-bit dtypes
+//   dhidden_chunk = dlogits @ weight; dweight += dlogits^T @ hidden_chunk; dbias += the sum of
+//           dlogits' rows (MatmulPlans with beta = 1: accumulated in chunk order, no atomics)
+// grad_in_forward (reduction sum or mean; Liger-Kernel's choice) runs that gradient half in the forward
+// for dloss = 1, so a training step costs about three matmuls of the logits' size; the backward then
+// multiplies dhidden, dweight and dbias in place by dloss (cast to each one's dtype first). Without it,
+// the backward recomputes each chunk's logits (one more matmul) and takes lse from the forward. Every
+// sub-plan is selected with the plan and kept in it; run only runs them, so both backends are those of
+// the matmul and cross-entropy plans.
+//
+// Workspace (workspace_size()): the chunk's f32 logits (and their 16-bit copy), a few vectors of the
+// chunk's rows, one value a chunk, and the largest sub-plan's workspace; at most 256 MiB (or
+// preference.workspace_limit, if lower) at any N and V: the chunk's rows are the most that fit
+// (chunk_rows forces them; select refuses a chunk that does not fit, and a vocabulary so large that one
+// row does not).
+//
+// dtypes: hidden, weight, bias, dhidden share `dtype` (f32, f64, f16, bf16); dweight and dbias are
+// `weight_grad_dtype` (dtype, or f32 with a 16-bit dtype: accumulated across chunks in f32);
+// loss, dloss, lse and class_weight are f32 (f64 for f64); targets `index_dtype` (i32, i64).
+// Deterministic and bit-stable (fixed chunks, reductions in a fixed order); not batch-invariant (the
+// matmuls' algorithms are chosen for the chunk's shape). Hidden, weight, dhidden and dweight take the
+// matmul plans' layouts (a unit stride along one dim); the rest any strides.
+struct LinearCrossEntropyDescriptor {
+  DType dtype = DType::f32;        // hidden, weight, bias, dhidden
+  DType index_dtype = DType::i64;  // targets
+  int64_t tokens = 0;              // N
+  int64_t hidden_size = 0;         // D
+  int64_t vocab_size = 1;          // V >= 1
+  bool has_bias = false;           // bias [V]
+  bool has_class_weight = false;   // class_weight [V]
+  LossReduction reduction = LossReduction::mean;
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;            // in [0, 1]
+  double z_loss = 0.0;                     // >= 0 and finite
+  bool grad_in_forward = false;            // sum or mean: the forward also writes the gradients for dloss = 1
+  std::optional<DType> weight_grad_dtype;  // of dweight and dbias: nullopt is dtype; f32 with 16-bit dtypes
+  int64_t chunk_rows = 0;                  // tokens a chunk; 0: the most the workspace budget holds
+  bool allow_tf32 = false;                 // f32 matmuls in TF32 (MatmulDescriptor::allow_tf32)
+};
+
+struct LinearCrossEntropyArgs {
+  AnyTensorRef hidden;        // [N, D]
+  AnyTensorRef weight;        // [V, D]
+  AnyTensorRef bias;          // [V], with has_bias
+  AnyTensorRef targets;       // [N]
+  AnyTensorRef class_weight;  // [V], with has_class_weight
+  AnyTensorMut loss;          // [N] (none) or [] (sum, mean)
+  AnyTensorMut lse;           // optional: [N], which the recomputing backward reads
+  AnyTensorMut dhidden;       // grad_in_forward: optional, [N, D]
+  AnyTensorMut dweight;       // grad_in_forward: optional, [V, D]
+  AnyTensorMut dbias;         // grad_in_forward with has_bias: optional, [V]
+  int64_t* bad_index_count = nullptr;
+};
+
+struct LinearCrossEntropyBackwardArgs {
+  AnyTensorRef dloss;  // the loss's shape
+  // Read to recompute the logits (not with grad_in_forward, where they are ignored):
+  AnyTensorRef hidden;
+  AnyTensorRef weight;
+  AnyTensorRef bias;  // with has_bias
+  AnyTensorRef targets;
+  AnyTensorRef class_weight;  // with has_class_weight
+  AnyTensorRef lse;           // the forward's
+  // Each optional. With grad_in_forward: the forward's gradients, multiplied by dloss in place.
+  AnyTensorMut dhidden;
+  AnyTensorMut dweight;
+  AnyTensorMut dbias;  // with has_bias
+  int64_t* bad_index_count = nullptr;
+};
+
+struct LinearCrossEntropyOp : OpTag<LinearCrossEntropyDescriptor, LinearCrossEntropyArgs> {};
+struct LinearCrossEntropyBackwardOp : OpTag<LinearCrossEntropyDescriptor, LinearCrossEntropyBackwardArgs> {};
+
+using LinearCrossEntropyPlan = Plan<LinearCrossEntropyOp>;
+using LinearCrossEntropyBackwardPlan = Plan<LinearCrossEntropyBackwardOp>;
+
 // Pointwise losses of an input x against a target y of the same shape (any strides), per element,
 // as PyTorch's functions (F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss,
 // F.binary_cross_entropy, F.binary_cross_entropy_with_logits, F.kl_div), with d = x - y:
