@@ -2,7 +2,10 @@
 // cuDNN frontend's graph API. A graph is built for the plan's sizes and the views' strides, once,
 // and kept for the process (building one takes milliseconds); select builds the one for contiguous
 // views to learn the workspace and whether cuDNN takes the case. cuDNN is opened at first use
-// (dlopen), so the library loads where it is absent and attention says so as a Status.
+// (dlopen), so the library loads where it is absent and attention says so as a Status. The masks go
+// in as cuDNN's diagonal band (ops/attention_problem.hpp's cudnn_band), the bias as its bias tensor
+// (broadcast batch and head dims declared as extent 1, the shapes cuDNN documents for it; broadcast
+// queries by a zero stride, as PyTorch passes an expanded key-padding mask).
 #include "ops/attention_problem.hpp"
 #include "ops/validate.hpp"
 #if BARACUDA_HAS_CUDA
@@ -100,7 +103,7 @@ Expected<Handle*> handle_for(int device, std::string_view plan) {
 }
 
 // What a graph depends on: the sizes, the options and the views' strides ([B, S, H, D] order; the
-// statistics' [B, H, S]), the band the mask becomes, and the bias's dtype, strides and alignment.
+// statistics' [B, H, S]), the band the mask becomes, and the bias's dtype and strides.
 struct GraphKey {
   bool backward = false;
   int device = 0;
@@ -110,7 +113,6 @@ struct GraphKey {
   bool deterministic = true;  // the backward's algorithm
   std::vector<int64_t> strides;
   std::array<int64_t, 4> bias_strides{};  // [B, H, S_q, S_kv]; zero: broadcast
-  int64_t bias_alignment = 16;            // bytes
   std::string text() const {
     std::ostringstream s;
     const CudnnBand band = cudnn_band(d);
@@ -121,7 +123,7 @@ struct GraphKey {
       << " |";
     for (int64_t v : strides) s << ' ' << v;
     if (d.has_bias) {
-      s << " | bias " << static_cast<int>(d.bias_dtype.value_or(d.dtype)) << ' ' << bias_alignment;
+      s << " | bias " << static_cast<int>(d.bias_dtype.value_or(d.dtype));
       for (int64_t v : bias_strides) s << ' ' << v;
     }
     return s.str();
@@ -164,8 +166,7 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
     if (bs[1] == 0) strides[1] = Sq * Sk;  // any stride serves an extent of 1
     if (bs[0] == 0) strides[0] = dims[1] * Sq * Sk;
     bias = tensor("bias", kBias, dims, strides);
-    bias->set_data_type(d.bias_dtype.value_or(d.dtype) == DType::f32 ? fe::DataType_t::FLOAT : io)
-        .set_alignment(key.bias_alignment);
+    bias->set_data_type(d.bias_dtype.value_or(d.dtype) == DType::f32 ? fe::DataType_t::FLOAT : io);
   }
   // The mask as cuDNN's diagonal band, its bounds clamped to where they still mask a key (cuDNN takes
   // them as int).
@@ -250,26 +251,9 @@ Expected<Built> graph_for(const GraphKey& key, std::string_view plan, std::strin
   return graphs.emplace(text, *b).first->second;
 }
 
-// The largest power of two up to 16 that divides a view's address and its byte strides (those of
-// dims of extent > 1 other than 0 and 1, as the frontend's own stride check counts them): the
-// alignment the graph declares for it.
-int64_t alignment_of(uintptr_t address, const Shape& shape, const int64_t* strides, size_t element) {
-  int64_t a = 16;
-  auto fit = [&](uint64_t bytes) {
-    while (a > 1 && bytes % static_cast<uint64_t>(a) != 0) a /= 2;
-  };
-  fit(address);
-  for (int i = 0; i < shape.rank; ++i)
-    if (shape.dims[i] > 1 && strides[i] != 0 && strides[i] != 1) fit(static_cast<uint64_t>(strides[i]) * element);
-  return a;
-}
-
-// The bias's part of the key: its strides and alignment.
+// The bias's part of the key: its strides.
 void key_bias(GraphKey& key, const AnyTensorRef& bias) {
-  if (!key.d.has_bias) return;
-  std::copy(bias.strides.begin(), bias.strides.begin() + 4, key.bias_strides.begin());
-  key.bias_alignment =
-      alignment_of(reinterpret_cast<uintptr_t>(bias.data), bias.shape, bias.strides.data(), dtype_size(bias.dtype));
+  if (key.d.has_bias) std::copy(bias.strides.begin(), bias.strides.begin() + 4, key.bias_strides.begin());
 }
 
 // Why cuDNN does not take the views ("": it does), as (field, reason). Its kernels move q, k, v, out
@@ -277,7 +261,9 @@ void key_bias(GraphKey& key, const AnyTensorRef& bias) {
 // aligned addresses and strides (the frontend checks the strides at validate and the addresses at
 // execute; a failure there would name no field). Before cuDNN 9.12 the forward writes lse packed
 // whatever its strides, and before 9.26 the backward reads it packed. The bias is read along the
-// keys with unit stride, from an address aligned to at least 4 bytes.
+// keys with unit stride, from a 16-byte aligned address: the tensors' default alignment, which the
+// graph declares for it as PyTorch's cuDNN attention does, its rows starting anywhere (any key
+// length).
 std::pair<std::string, std::string> view_refusal(std::initializer_list<std::pair<const char*, AnyTensorRef>> bshd,
                                                  const AnyTensorRef& lse, bool backward, const AnyTensorRef* bias) {
   for (const auto& [name, v] : bshd) {
@@ -305,8 +291,8 @@ std::pair<std::string, std::string> view_refusal(std::initializer_list<std::pair
   if (bias && bias->data && bias->numel() > 0) {
     if (bias->shape.dims[3] > 1 && bias->strides[3] != 1)
       return {"args.bias.strides[3]", "cuDNN reads the bias with unit stride along the keys"};
-    if (reinterpret_cast<uintptr_t>(bias->data) % 4 != 0)
-      return {"args.bias.data", "cuDNN reads the bias from an address aligned to 4 bytes"};
+    if (reinterpret_cast<uintptr_t>(bias->data) % 16 != 0)
+      return {"args.bias.data", "cuDNN reads the bias from a 16-byte aligned address"};
   }
   return {};
 }
@@ -360,10 +346,8 @@ Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDe
   if (backward)
     for (const Shape* s : {&o, &q, &k, &v}) append_contiguous(key.strides, *s);
   if (d.has_bias) {
-    const Shape bias{d.batch, d.heads_q, d.seq_q, d.seq_kv};
-    const Strides strides = contiguous_strides(bias);
+    const Strides strides = contiguous_strides(Shape{d.batch, d.heads_q, d.seq_q, d.seq_kv});
     std::copy(strides.begin(), strides.begin() + 4, key.bias_strides.begin());
-    key.bias_alignment = alignment_of(0, bias, strides.data(), dtype_size(d.bias_dtype.value_or(d.dtype)));
   }
   Expected<Built> b = graph_for(key, plan, "cudnn");
   if (!b) return b.status();
