@@ -1,7 +1,7 @@
 // The attention plans beyond the op table (tools/harness/rows/attention.cpp): [B, H, S, D] buffers
 // viewed through strides give what [B, S, H, D] ones give; a row whose bias is -inf throughout is
-// fully masked (out 0, lse -inf, zero gradients); and CUDA streams are refused, for now, with a
-// Status naming the plan and the stream.
+// fully masked (out 0, lse -inf, zero gradients); and what CUDA (cuDNN's fused attention) refuses,
+// unsupported and naming the field.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,27 +20,9 @@ using testing::unwrap;
 
 class AttentionTest : public testing::BackendDTypeTest {
  protected:
-  void SetUp() override {
-    BackendDTypeTest::SetUp();
-    if (IsSkipped()) return;
-    AttentionDescriptor d;
-    d.dtype = dtype();
-    d.seq_q = d.seq_kv = 4;
-    if (backend() == Backend::cuda) {
-      // cuDNN's fused attention: 16-bit data; f32 and f64 are refused, naming the field. These tests'
-      // masks, biases and [B, H, S, D] buffers are the CPU kernel's; the op table covers CUDA's cases.
-      if (dtype() == DType::f32 || dtype() == DType::f64) {
-        EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d).status(), StatusCode::unsupported,
-                                      "AttentionPlan", "descriptor.dtype"));
-        EXPECT_TRUE(testing::is_error(AttentionBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
-                                      "AttentionBackwardPlan", "descriptor.dtype"));
-      } else {
-        EXPECT_TRUE(AttentionPlan::select(stream(), d).status().is_ok());
-        EXPECT_TRUE(AttentionBackwardPlan::select(stream(), d).status().is_ok());
-      }
-      GTEST_SKIP() << "CUDA attention: the op table's cases";
-    }
-  }
+  // These tests' masks, biases and [B, H, S, D] buffers are the CPU kernel's; the op table covers the
+  // cases CUDA (cuDNN's fused attention) takes, and CudaRefusesWhatCudnnDoesNotTake its refusals.
+  bool cpu_only() const { return backend() == Backend::cuda; }
   Tensor random(DType dtype, const Shape& shape, Strides strides = {}, bool strided = false) {
     return unwrap(harness::random_tensor(backend(), dtype, {shape, strides, strided, 0}, rng_));
   }
@@ -60,6 +42,7 @@ Strides bhsd(const Shape& s) {
 }
 
 TEST_P(AttentionTest, HeadMajorBuffersThroughStridesMatchSequenceMajorOnes) {
+  if (cpu_only()) GTEST_SKIP() << "CUDA attention: the op table's cases";
   AttentionDescriptor d;
   d.dtype = dtype();
   d.batch = 2;
@@ -93,6 +76,7 @@ TEST_P(AttentionTest, HeadMajorBuffersThroughStridesMatchSequenceMajorOnes) {
 }
 
 TEST_P(AttentionTest, RowsWhoseBiasIsMinusInfinityAreFullyMasked) {
+  if (cpu_only()) GTEST_SKIP() << "CUDA attention: the op table's cases";
   AttentionDescriptor d;
   d.dtype = dtype();
   d.seq_q = 6;
@@ -134,6 +118,78 @@ TEST_P(AttentionTest, RowsWhoseBiasIsMinusInfinityAreFullyMasked) {
       EXPECT_TRUE(std::isfinite(dq.at(i))) << i;
   }
   for (int64_t i = 0; i < ks.numel(); ++i) EXPECT_TRUE(std::isfinite(dk.at(i)) && std::isfinite(dv.at(i))) << i;
+}
+
+// CUDA takes what cuDNN's fused attention takes (f16 / bf16; head dims multiples of 8 up to 256, also
+// 192 / 128; windows with both alignments; the bias) and refuses the rest, unsupported and naming
+// the field: at select the descriptor's, at can_implement the view's.
+TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
+  if (backend() != Backend::cuda) GTEST_SKIP() << "CUDA's refusals";
+  auto desc = [&](int64_t seq_q, int64_t seq_kv, int64_t head_dim = 64, int64_t head_dim_v = 64) {
+    AttentionDescriptor d;
+    d.dtype = dtype();
+    d.seq_q = seq_q;
+    d.seq_kv = seq_kv;
+    d.heads_q = 4;
+    d.heads_kv = 2;
+    d.head_dim = head_dim;
+    d.head_dim_v = head_dim_v;
+    return d;
+  };
+  auto refused = [&](const AttentionDescriptor& d, const std::string& field) {
+    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d).status(), StatusCode::unsupported, "AttentionPlan",
+                                  field));
+    EXPECT_TRUE(testing::is_error(AttentionBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                  "AttentionBackwardPlan", field));
+  };
+  if (dtype() == DType::f32 || dtype() == DType::f64) {
+    refused(desc(4, 4), "descriptor.dtype");
+    return;
+  }
+  auto ok = [](const Status& s) { EXPECT_TRUE(s.is_ok()) << s.to_string(); };
+  auto taken = [&](const AttentionDescriptor& d) {
+    ok(AttentionPlan::select(stream(), d).status());
+    ok(AttentionBackwardPlan::select(stream(), d).status());
+  };
+  taken(desc(24, 40, 192, 128));
+  taken(desc(24, 40, 256, 256));
+  AttentionDescriptor d = desc(24, 40);
+  d.has_bias = true;
+  d.causal = true;
+  d.alignment = CausalAlignment::bottom_right;  // with the bias: a shifted top-left band
+  taken(d);
+  d.window_left = 4;  // the shifted band's left bound below 1
+  refused(d, "descriptor.window_left");
+  refused(desc(4, 4, 264, 264), "descriptor.head_dim");
+  refused(desc(4, 4, 64, 20), "descriptor.head_dim_v");
+  d = desc(4, 4);
+  d.softcap = 30;
+  refused(d, "descriptor.softcap");
+  d = desc(33, 17);
+  d.causal = true;
+  d.alignment = CausalAlignment::bottom_right;  // rows 0..15 see no key
+  refused(d, "descriptor.alignment");
+  d = desc(26, 25);
+  d.window_left = 4;  // cuDNN's left bound takes seq_q <= seq_kv
+  refused(d, "descriptor.window_left");
+  d = desc(30, 20);
+  d.window_left = d.window_right = 3;  // rows past 23 see no key
+  refused(d, "descriptor.window_left");
+
+  // Views: unit stride along the head dim; the bias with unit stride along the keys.
+  d = desc(8, 16, 16, 16);
+  d.has_bias = true;
+  const Shape qs{1, 8, 4, 16}, ks{1, 16, 2, 16}, os{1, 8, 4, 16}, bs{1, 4, 8, 16};
+  Tensor q = random(dtype(), qs), k = random(dtype(), ks), v = random(dtype(), ks), out = output(dtype(), os);
+  Tensor bias = random(dtype(), bs);
+  Tensor q_strided = random(dtype(), qs, {8 * 4 * 32, 4 * 32, 32, 2}, true);
+  Tensor bias_strided = random(dtype(), bs, {4 * 8 * 32, 8 * 32, 32, 2}, true);
+  const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+  ok(plan.can_implement({q.ref(), k.ref(), v.ref(), bias.ref(), out.mut(), {}}));
+  EXPECT_TRUE(testing::is_error(plan.can_implement({q_strided.ref(), k.ref(), v.ref(), bias.ref(), out.mut(), {}}),
+                                StatusCode::unsupported, "AttentionPlan", "args.q.strides[3]"));
+  EXPECT_TRUE(testing::is_error(plan.can_implement({q.ref(), k.ref(), v.ref(), bias_strided.ref(), out.mut(), {}}),
+                                StatusCode::unsupported, "AttentionPlan", "args.bias.strides[3]"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);

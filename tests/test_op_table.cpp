@@ -107,10 +107,12 @@ class OpTableTest : public ::testing::TestWithParam<RowCase> {
     return std::move(*t);
   }
 
-  // A sample this backend's path does not cover, refused as such (Problem::cuda_partial): skipped.
+  // A sample this backend's path does not cover, refused as such (Problem::cuda_partial): skipped. select
+  // names the descriptor's field; can_implement (so run) the field of a view the path does not read.
   bool refused_here(const Problem& p, const Status& s) const {
+    const std::string plan(p.schema().plan);
     return backend() == Backend::cuda && p.cuda_partial && s.code() == StatusCode::unsupported &&
-           s.message().rfind(std::string(p.schema().plan) + ": descriptor", 0) == 0;
+           (s.message().rfind(plan + ": descriptor", 0) == 0 || s.message().rfind(plan + ": args.", 0) == 0);
   }
 
   std::mt19937_64 rng_;
@@ -189,6 +191,10 @@ TEST_P(OpTableTest, SamplesMatchTheReferenceUnderEveryVariant) {
         continue;
       }
       if (const Status s = t.run(p, stream()); !s) {
+        if (variant.empty() && refused_here(p, s)) {
+          ++refused_;
+          break;
+        }
         if (variant.empty()) {
           ADD_FAILURE() << "the plan's own choice does not run: " << s.to_string();
           break;

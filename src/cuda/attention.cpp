@@ -2,7 +2,10 @@
 // cuDNN frontend's graph API. A graph is built for the plan's sizes and the views' strides, once,
 // and kept for the process (building one takes milliseconds); select builds the one for contiguous
 // views to learn the workspace and whether cuDNN takes the case. cuDNN is opened at first use
-// (dlopen), so the library loads where it is absent and attention says so as a Status.
+// (dlopen), so the library loads where it is absent and attention says so as a Status. The masks go
+// in as cuDNN's diagonal band (ops/attention_problem.hpp's cudnn_band), the bias as its bias tensor
+// (broadcast batch and head dims declared as extent 1, the shapes cuDNN documents for it; broadcast
+// queries by a zero stride, as PyTorch passes an expanded key-padding mask).
 #include "ops/attention_problem.hpp"
 #include "ops/validate.hpp"
 #if BARACUDA_HAS_CUDA
@@ -14,8 +17,10 @@
 #include <cudnn_frontend.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,10 +42,22 @@ namespace fe = cudnn_frontend;
 using Strides4 = std::array<int64_t, 4>;
 
 // The tensors of the graphs, by uid.
-enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kBias };
 
 Status cudnn_error(std::string_view plan, const std::string& what) {
   return plan_error(StatusCode::unsupported, plan, "stream", "cuDNN: " + what);
+}
+
+// The version of the cuDNN opened (0 where it cannot say).
+size_t cudnn_version() {
+  static const size_t version = [] {
+    try {
+      return fe::detail::get_backend_version();
+    } catch (const std::exception&) {
+      return size_t{0};
+    }
+  }();
+  return version;
 }
 
 // cuDNN 9, opened once for the process.
@@ -57,13 +74,7 @@ Status open_cudnn(std::string_view plan) {
             "): attention on CUDA needs cuDNN 9 on the library path";
   });
   if (error.empty()) {
-    static const size_t version = [] {
-      try {
-        return fe::detail::get_backend_version();
-      } catch (const std::exception&) {
-        return size_t{0};
-      }
-    }();
+    const size_t version = cudnn_version();
     if (version < 90000)
       return plan_error(StatusCode::unsupported, plan, "stream",
                         "the cuDNN found is version " + std::to_string(version) + ": attention on CUDA needs cuDNN 9");
@@ -92,7 +103,7 @@ Expected<Handle*> handle_for(int device, std::string_view plan) {
 }
 
 // What a graph depends on: the sizes, the options and the views' strides ([B, S, H, D] order; the
-// statistics' [B, H, S]).
+// statistics' [B, H, S]), the band the mask becomes, and the bias's dtype and strides.
 struct GraphKey {
   bool backward = false;
   int device = 0;
@@ -101,13 +112,20 @@ struct GraphKey {
   bool stats = false;
   bool deterministic = true;  // the backward's algorithm
   std::vector<int64_t> strides;
+  std::array<int64_t, 4> bias_strides{};  // [B, H, S_q, S_kv]; zero: broadcast
   std::string text() const {
     std::ostringstream s;
+    const CudnnBand band = cudnn_band(d);
     s << std::setprecision(17) << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch << ' '
       << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v
-      << ' ' << d.causal << ' ' << static_cast<int>(d.alignment) << ' ' << scale << ' ' << stats << ' '
-      << deterministic;
+      << ' ' << band.bottom_right << ' ' << band.left.value_or(-1) << ' ' << band.right.value_or(-1) << ' '
+      << band.left.has_value() << band.right.has_value() << ' ' << scale << ' ' << stats << ' ' << deterministic
+      << " |";
     for (int64_t v : strides) s << ' ' << v;
+    if (d.has_bias) {
+      s << " | bias " << static_cast<int>(d.bias_dtype.value_or(d.dtype));
+      for (int64_t v : bias_strides) s << ' ' << v;
+    }
     return s.str();
   }
 };
@@ -139,13 +157,35 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
   auto k = tensor("k", kK, {B, Hk, Sk, d.head_dim}, bhsd(s + 4));
   auto v = tensor("v", kV, {B, Hk, Sk, d.head_dim_v}, bhsd(s + 8));
   const std::vector<int64_t> o_stride = bhsd(s + 12), stats_stride = {s[16], s[17], s[18], 1};
-  const bool bottom_right = d.alignment == CausalAlignment::bottom_right;
+  // The bias [B, H_q, S_q, S_kv]: a broadcast batch or head dim (stride 0) declared as extent 1.
+  std::shared_ptr<fe::graph::Tensor_attributes> bias;
+  if (d.has_bias) {
+    const std::array<int64_t, 4>& bs = key.bias_strides;
+    std::vector<int64_t> dims = {bs[0] == 0 ? 1 : B, bs[1] == 0 ? 1 : Hq, Sq, Sk};
+    std::vector<int64_t> strides(bs.begin(), bs.end());
+    if (bs[1] == 0) strides[1] = Sq * Sk;  // any stride serves an extent of 1
+    if (bs[0] == 0) strides[0] = dims[1] * Sq * Sk;
+    bias = tensor("bias", kBias, dims, strides);
+    bias->set_data_type(d.bias_dtype.value_or(d.dtype) == DType::f32 ? fe::DataType_t::FLOAT : io);
+  }
+  // The mask as cuDNN's diagonal band, its bounds clamped to where they still mask a key (cuDNN takes
+  // them as int).
+  const CudnnBand band = cudnn_band(d);
+  const int64_t reach = std::min<int64_t>(Sq + Sk + 1, std::numeric_limits<int>::max());
+  auto masked = [&](auto& options) {
+    if (!band.left && !band.right) return;
+    options.set_diagonal_alignment(band.bottom_right ? fe::DiagonalAlignment_t::BOTTOM_RIGHT
+                                                     : fe::DiagonalAlignment_t::TOP_LEFT);
+    if (band.left) options.set_diagonal_band_left_bound(static_cast<int>(std::min(*band.left, reach)));
+    if (band.right) options.set_diagonal_band_right_bound(static_cast<int>(std::min(*band.right, reach)));
+  };
   if (!key.backward) {
     auto options = fe::graph::SDPA_attributes()
                        .set_name("attention")
                        .set_generate_stats(key.stats)
                        .set_attn_scale(static_cast<float>(key.scale));
-    if (d.causal) bottom_right ? options.set_causal_mask_bottom_right(true) : options.set_causal_mask(true);
+    masked(options);
+    if (bias) options.set_bias(bias);
     auto [o, stats] = g->sdpa(q, k, v, options);
     o->set_output(true).set_uid(kO).set_dim({B, Hq, Sq, d.head_dim_v}).set_stride(o_stride);
     if (key.stats)
@@ -163,7 +203,8 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
                        .set_name("attention_backward")
                        .set_attn_scale(static_cast<float>(key.scale));
     options.set_deterministic_algorithm(key.deterministic);
-    if (d.causal) bottom_right ? options.set_causal_mask_bottom_right(true) : options.set_causal_mask(true);
+    masked(options);
+    if (bias) options.set_bias(bias);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
     dq->set_output(true).set_uid(kDQ).set_dim({B, Hq, Sq, d.head_dim}).set_stride(bhsd(s + 23));
     dk->set_output(true).set_uid(kDK).set_dim({B, Hk, Sk, d.head_dim}).set_stride(bhsd(s + 27));
@@ -208,6 +249,52 @@ Expected<Built> graph_for(const GraphKey& key, std::string_view plan, std::strin
   if (!b) return b;
   std::lock_guard lock(mutex);
   return graphs.emplace(text, *b).first->second;
+}
+
+// The bias's part of the key: its strides.
+void key_bias(GraphKey& key, const AnyTensorRef& bias) {
+  if (key.d.has_bias) std::copy(bias.strides.begin(), bias.strides.begin() + 4, key.bias_strides.begin());
+}
+
+// Why cuDNN does not take the views ("": it does), as (field, reason). Its kernels move q, k, v, out
+// and the gradients with 16-byte vector loads and TMA: unit stride along the head dim, 16-byte
+// aligned addresses and strides (the frontend checks the strides at validate and the addresses at
+// execute; a failure there would name no field). Before cuDNN 9.12 the forward writes lse packed
+// whatever its strides, and before 9.26 the backward reads it packed. The bias is read along the
+// keys with unit stride, from a 16-byte aligned address: the tensors' default alignment, which the
+// graph declares for it as PyTorch's cuDNN attention does, its rows starting anywhere (any key
+// length).
+std::pair<std::string, std::string> view_refusal(std::initializer_list<std::pair<const char*, AnyTensorRef>> bshd,
+                                                 const AnyTensorRef& lse, bool backward, const AnyTensorRef* bias) {
+  for (const auto& [name, v] : bshd) {
+    if (!v.data || v.numel() == 0) continue;
+    const std::string field = std::string("args.") + name;
+    if (v.strides[3] != 1)
+      return {field + ".strides[3]", "cuDNN's fused attention reads and writes it with unit stride along the head dim"};
+    if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0)
+      return {field + ".data", "cuDNN's fused attention takes 16-byte aligned addresses"};
+    for (int i = 0; i < 3; ++i)
+      if (v.shape.dims[i] > 1 && (v.strides[i] * static_cast<int64_t>(dtype_size(v.dtype))) % 16 != 0)
+        return {field + ".strides[" + std::to_string(i) + "]",
+                "cuDNN's fused attention takes strides of whole 16-byte vectors"};
+  }
+  if (lse.data && lse.numel() > 0) {
+    const size_t version = cudnn_version();
+    if (version < (backward ? 92600u : 91200u)) {
+      const Strides packed = contiguous_strides(lse.shape);
+      for (int i = 0; i < 3; ++i)
+        if (lse.shape.dims[i] > 1 && lse.strides[i] != packed[i])
+          return {"args.lse.strides[" + std::to_string(i) + "]",
+                  "cuDNN " + std::to_string(version) + " reads and writes lse packed, as [B, H, S_q]"};
+    }
+  }
+  if (bias && bias->data && bias->numel() > 0) {
+    if (bias->shape.dims[3] > 1 && bias->strides[3] != 1)
+      return {"args.bias.strides[3]", "cuDNN reads the bias with unit stride along the keys"};
+    if (reinterpret_cast<uintptr_t>(bias->data) % 16 != 0)
+      return {"args.bias.data", "cuDNN reads the bias from a 16-byte aligned address"};
+  }
+  return {};
 }
 
 template <class View>
@@ -258,9 +345,34 @@ Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDe
   for (const Shape* s : {&q, &k, &v, &o, &lse}) append_contiguous(key.strides, *s);
   if (backward)
     for (const Shape* s : {&o, &q, &k, &v}) append_contiguous(key.strides, *s);
+  if (d.has_bias) {
+    const Strides strides = contiguous_strides(Shape{d.batch, d.heads_q, d.seq_q, d.seq_kv});
+    std::copy(strides.begin(), strides.begin() + 4, key.bias_strides.begin());
+  }
   Expected<Built> b = graph_for(key, plan, "cudnn");
   if (!b) return b.status();
   return static_cast<size_t>(b->workspace);
+}
+
+Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionArgs& a) {
+  if (Status s = open_cudnn(plan); !s) return s;
+  auto [field, why] =
+      view_refusal({{"q", a.q}, {"k", a.k}, {"v", a.v}, {"out", a.out}}, a.lse, false, d.has_bias ? &a.bias : nullptr);
+  return field.empty() ? Status::ok() : plan_error(StatusCode::unsupported, plan, field, why);
+}
+
+Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionBackwardArgs& a) {
+  if (Status s = open_cudnn(plan); !s) return s;
+  auto [field, why] = view_refusal({{"q", a.q},
+                                    {"k", a.k},
+                                    {"v", a.v},
+                                    {"out", a.out},
+                                    {"dout", a.dout},
+                                    {"dq", AnyTensorRef(a.dq)},
+                                    {"dk", AnyTensorRef(a.dk)},
+                                    {"dv", AnyTensorRef(a.dv)}},
+                                   a.lse, true, d.has_bias ? &a.bias : nullptr);
+  return field.empty() ? Status::ok() : plan_error(StatusCode::unsupported, plan, field, why);
 }
 
 Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
@@ -271,6 +383,7 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
   append(key.strides, a.v, 4);
   append(key.strides, a.out, 4);
   append(key.strides, a.lse, 3);
+  key_bias(key, a.bias);
   Expected<Built> b = graph_for(key, "AttentionPlan", "args");
   if (!b) return b.status();
   std::unordered_map<int64_t, void*> pack{{kQ, const_cast<void*>(a.q.data)},
@@ -278,6 +391,7 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
                                           {kV, const_cast<void*>(a.v.data)},
                                           {kO, a.out.data}};
   if (a.lse.data) pack.emplace(kStats, a.lse.data);
+  if (p.desc.has_bias) pack.emplace(kBias, const_cast<void*>(a.bias.data));
   return execute(*b, ctx, std::move(pack), "AttentionPlan");
 }
 
@@ -307,6 +421,7 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
   append(key.strides, a.dq, 4);
   append(key.strides, a.dk, 4);
   append(key.strides, a.dv, 4);
+  key_bias(key, a.bias);
   Expected<Built> b = graph_for(key, kPlan, "args");
   if (!b) return b.status();
   std::unordered_map<int64_t, void*> pack{{kQ, const_cast<void*>(a.q.data)},
@@ -318,6 +433,7 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
                                           {kDQ, a.dq.data},
                                           {kDK, a.dk.data},
                                           {kDV, a.dv.data}};
+  if (d.has_bias) pack.emplace(kBias, const_cast<void*>(a.bias.data));
   return execute(*b, ctx, std::move(pack), kPlan);
 }
 
@@ -328,6 +444,12 @@ Expected<size_t> attention_workspace(const PlanTarget&, const AttentionDescripto
   return plan_error(StatusCode::unsupported, plan, "stream",
                     "this build has no CUDA attention (configured without the cuDNN frontend's headers: "
                     "pip install nvidia-cudnn-frontend, then configure again)");
+}
+Status attention_views(std::string_view plan, const AttentionDescriptor&, const AttentionArgs&) {
+  return plan_error(StatusCode::unsupported, plan, "stream", "this build has no CUDA attention");
+}
+Status attention_views(std::string_view plan, const AttentionDescriptor&, const AttentionBackwardArgs&) {
+  return plan_error(StatusCode::unsupported, plan, "stream", "this build has no CUDA attention");
 }
 Status launch(const LaunchContext&, const AttentionProblem&) {
   return plan_error(StatusCode::unsupported, "AttentionPlan", "stream", "this build has no CUDA attention");

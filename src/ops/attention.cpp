@@ -1,8 +1,9 @@
 // The attention plans (forward and backward): validation, kernel choice and the masks, shared by
 // both backends, as hooks of the one plan life cycle (ops/plan_impl.hpp). The CPU runs
 // FlashAttention's tiled online softmax (cpu/attention.cpp); CUDA runs cuDNN's fused attention
-// through the cuDNN frontend (cuda/attention.cpp), for the cases cudnn_refusal lets through; a kernel
-// of ours for the rest (f32, bias, soft-cap, windows) is to come.
+// through the cuDNN frontend (cuda/attention.cpp), for the cases cudnn_refusal lets through and the
+// views cuda::attention_views does; a kernel of ours for the rest (f32, the soft-cap, fully masked rows)
+// is to come.
 #include "baracuda/ops/attention.hpp"
 
 #include <cmath>
@@ -28,8 +29,8 @@ constexpr VariantInfo kForwardVariants[] = {
     {"tiled", true, true, false,
      "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
     {"cudnn", true, false, true,
-     "CUDA: cuDNN's fused flash attention (cuDNN frontend graph); f16 / bf16, head dims multiples of 8 up to 128, "
-     "no bias, soft-cap or window but causal"},
+     "CUDA: cuDNN's fused flash attention (cuDNN frontend graph); f16 / bf16, head dims multiples of 8 up to 256, "
+     "causal, sliding windows and the bias, no soft-cap"},
 };
 constexpr VariantInfo kBackwardVariants[] = {
     kForwardVariants[0],
@@ -41,29 +42,45 @@ constexpr VariantInfo kBackwardVariants[] = {
      "required"},
 };
 
-// Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field.
+// Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field. What is
+// left is what the cuDNN frontend's SDPA support surface refuses on Hopper (node/
+// sdpa_support_surface.h and the backward node's validation): head dims past 256, a left window
+// with seq_q > seq_kv, a left bound below 1, and rows with no visible key, whose out 0 and lse -inf
+// are this library's contract, not cuDNN's.
 std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d, bool backward) {
   if (d.dtype != DType::f16 && d.dtype != DType::bf16)
     return {"descriptor.dtype",
             std::string(dtype_name(d.dtype)) + " attention: cuDNN's fused attention takes f16 and bf16"};
   for (auto [field, dim] :
        {std::pair{"descriptor.head_dim", d.head_dim}, std::pair{"descriptor.head_dim_v", d.head_dim_v}})
-    if (dim % 8 != 0 || dim > 128)
-      return {field, std::to_string(dim) + ": the CUDA path takes head dims that are multiples of 8, up to 128"};
-  if (d.head_dim != d.head_dim_v) return {"descriptor.head_dim_v", "the CUDA path takes equal head dims of q, k and v"};
-  if (d.softcap > 0) return {"descriptor.softcap", "the CUDA path has no soft-cap yet"};
-  if (d.has_bias) return {"descriptor.has_bias", "the CUDA path has no bias yet"};
-  if (d.window_left >= 0) return {"descriptor.window_left", "the CUDA path has no sliding window yet"};
-  if (!d.causal && d.window_right >= 0)
-    return {"descriptor.window_right", "the CUDA path has no window but causal yet"};
-  if (d.causal && d.alignment == CausalAlignment::bottom_right && d.seq_q > d.seq_kv)
-    return {"descriptor.alignment",
-            "bottom-right causal with seq_q > seq_kv leaves rows with no key; the CUDA path "
-            "does not take them yet"};
+    if (dim % 8 != 0 || dim > 256)
+      return {field,
+              std::to_string(dim) + ": cuDNN's fused attention takes head dims that are multiples of 8, up to 256"};
+  // cuDNN's score modifier (the frontend's set_score_mod) would carry the soft-cap, but excludes the
+  // causal and window masks it would be used with (Gemma 2's).
+  if (d.softcap > 0)
+    return {"descriptor.softcap", "the CUDA path has no soft-cap (cuDNN's score modifier excludes its masks)"};
   if (d.seq_q == 0 || d.seq_kv == 0 || d.heads_q == 0)
     return {"descriptor", "the CUDA path takes no empty sequence or head count"};
   if (backward && d.seq_q == 1 && d.seq_kv == 1)
     return {"descriptor.seq_q", "cuDNN's fused attention backward takes no single query with a single key"};
+  // A row sees no key where its window ends before key 0 (the first row) or starts past the last key
+  // (the last row): attention_mask's [lo, hi) empty.
+  const AttentionMask m = attention_mask(d);
+  const bool bottom_right = d.alignment == CausalAlignment::bottom_right && m.shift != 0;
+  if ((m.right >= 0 && m.shift + m.right < 0) || (m.left >= 0 && d.seq_q - 1 + m.shift - m.left >= d.seq_kv))
+    return {bottom_right                              ? "descriptor.alignment"
+            : (m.right >= 0 && m.shift + m.right < 0) ? "descriptor.window_right"
+                                                      : "descriptor.window_left",
+            "this mask leaves query rows with no key (out 0, lse -inf): the CUDA path does not take them"};
+  const CudnnBand band = cudnn_band(d);
+  if (band.left && d.seq_q > d.seq_kv)
+    return {"descriptor.window_left", "cuDNN's sliding window takes seq_q <= seq_kv"};
+  if (band.left && *band.left < 1)
+    return {"descriptor.window_left",
+            "with a bias, cuDNN takes a bottom-right window only as a top-left one, which needs window_left >= "
+            "seq_kv - seq_q (" +
+                std::to_string(d.seq_kv - d.seq_q) + ")"};
   return {};
 }
 
@@ -207,6 +224,18 @@ struct AttentionHooks {
                     attention_scratch_bytes(k_shape(d), d.dtype) + attention_scratch_bytes(v_shape(d), d.dtype);
 #endif
     return c;
+  }
+
+  // The views cuDNN's kernels take (cuda/attention.cpp): a view the CPU would take may be refused here,
+  // unsupported and naming the field.
+  static Status check_args(const PlanTarget& t, const Descriptor& d, const PlanChoice&, const Args& a) {
+    if (t.backend != Backend::cuda || nothing_to_do(d)) return Status::ok();
+#if BARACUDA_HAS_CUDA
+    return cuda::attention_views(kPlan, d, a);
+#else
+    (void)a;
+    return Status::ok();
+#endif
   }
 
   static bool nothing_to_do(const Descriptor& d) {

@@ -4,6 +4,7 @@
 // here once for both backends.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "baracuda/ops/attention.hpp"
 #include "common/elementwise.hpp"
@@ -29,6 +30,32 @@ inline AttentionMask attention_mask(const AttentionDescriptor& d) {
   m.left = d.window_left;
   m.right = d.causal ? 0 : d.window_right;
   return m;
+}
+
+// The mask as cuDNN's diagonal band (SDPA_attributes' diagonal alignment and band bounds): key j is
+// kept where j <= diag(i) + right and, with a left bound, j > diag(i) - left, i.e. right is
+// window_right and left is window_left + 1 (cuDNN's left bound counts the diagonal itself: a sliding
+// window of `left` keys). cuDNN takes no bottom-right alignment together with a right bound and a
+// bias, nor with seq_q > seq_kv; the same band is then top-left with both bounds moved by the
+// shift seq_kv - seq_q (j <= i + shift + right, j > i + shift - left).
+struct CudnnBand {
+  bool bottom_right = false;
+  std::optional<int64_t> left;   // cuDNN takes it >= 1
+  std::optional<int64_t> right;  // cuDNN takes it >= 0
+};
+inline CudnnBand cudnn_band(const AttentionDescriptor& d) {
+  const AttentionMask m = attention_mask(d);
+  CudnnBand b;
+  if (m.left >= 0) b.left = m.left + 1;
+  if (m.right >= 0) b.right = m.right;
+  if (m.shift == 0) return b;  // both alignments are the same diagonal
+  if (d.seq_q <= d.seq_kv && !(d.has_bias && b.right)) {
+    b.bottom_right = true;
+    return b;
+  }
+  if (b.left) *b.left -= m.shift;
+  if (b.right) *b.right += m.shift;
+  return b;
 }
 
 // The CUDA backward's workspace: cuDNN's own (PlanChoice::knob bytes), then room for dq, dk and dv in
@@ -66,6 +93,9 @@ namespace cuda {
 // workspace, or why cuDNN refuses the case.
 Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale,
                                      bool backward, bool deterministic, std::string_view plan);
+// Why cuDNN does not take these views (unsupported, naming the field), for can_implement.
+Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionArgs& args);
+Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionBackwardArgs& args);
 Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
 }  // namespace cuda

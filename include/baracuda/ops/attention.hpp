@@ -15,7 +15,10 @@
 // i + S_kv - S_q (bottom_right: FlashAttention's, the last query sees the last key). `causal` is
 // window_right 0 (a window_right of -1 reads as 0 then). The bias (dtype or f32) is added after the
 // soft-cap and may hold -inf. A row with no visible key (a fully masked row, also one whose bias is
-// -inf throughout) has out 0 and lse -inf, and the backward gives it zero gradients.
+// -inf throughout) has out 0 and lse -inf, and the backward gives it zero gradients; CUDA refuses masks
+// that leave such rows, and a row whose bias is -inf throughout is there as cuDNN computes it.
+// CUDA (cuDNN's fused attention) takes f16 / bf16, head dims multiples of 8 up to 256, the masks and
+// the bias, no soft-cap; docs/OPS.md lists its refusals.
 //
 //   AttentionBackwardPlan reads q, k, v, out, dout, lse (and the bias) and writes each of dq, dk, dv
 // (all optional): with P_ij = exp(s_ij - lse_i) recomputed from lse and D_i = dout_i . out_i,

@@ -1,5 +1,6 @@
 // Op-table rows of the attention family, forward and backward. Every mask (none, causal aligned
-// top-left and bottom-right, sliding windows on either side), grouped-query ratios 1, 4 and 8,
+// top-left and bottom-right, sliding windows on either side with both alignments, with causal and
+// with the bias), grouped-query ratios 1, 4 and 8,
 // S_q != S_kv both ways, lengths 1, 17, 1000 and one 4097 (f32), fully masked rows (bottom-right with
 // S_q > S_kv, no keys at all), head dims 64, 96, 128, 256 and 192 / 128, the soft-cap, the bias (its
 // own dtype or f32, broadcast), and padded, transposed, broadcast and misaligned views. [B, H, S, D]
@@ -35,8 +36,19 @@ Desc causal(Desc d, CausalAlignment alignment) {
 
 std::vector<Sample<Desc>> samples(bool backward) {
   std::vector<Sample<Desc>> out;
-  auto add = [&](Desc d, std::string note = {}, Views views = Views::contiguous, std::vector<DType> dtypes = {}) {
-    out.push_back({d, views, {}, std::nullopt, std::move(note), std::move(dtypes)});
+  auto add = [&](Desc d, std::string note = {}, Views views = Views::contiguous, std::vector<DType> dtypes = {},
+                 std::string_view only = {}) {
+    out.push_back({d, views, only, std::nullopt, std::move(note), std::move(dtypes)});
+  };
+  auto windowed = [](Desc d, int64_t left, int64_t right, CausalAlignment alignment) {
+    d.window_left = left;
+    d.window_right = right;
+    d.alignment = alignment;
+    return d;
+  };
+  auto biased = [](Desc d) {
+    d.has_bias = true;
+    return d;
   };
   constexpr auto top = CausalAlignment::top_left, bottom = CausalAlignment::bottom_right;
   add(attention(1, 1, 1, 1, 1), "length 1");
@@ -67,15 +79,39 @@ std::vector<Sample<Desc>> samples(bool backward) {
   for (int64_t dim : {96, 128, 256}) add(attention(1, 20, 21, 2, 1, dim, dim), "head dim " + std::to_string(dim));
   add(attention(1, 20, 21, 2, 1, 192, 128), "head dims 192 / 128");
   add(attention(1, 9, 7, 2, 1, 3, 5), "head dims 3 / 5");
+  // Cases CUDA takes through cuDNN's diagonal band (ops/attention_problem.hpp's cudnn_band): windows on
+  // either side with both alignments (S_q < S_kv, so that they differ), with causal, with a bias.
+  add(windowed(attention(1, 24, 40, 4, 1), 4, 2, top), "window (4, 2) top-left, S_q < S_kv, GQA 4");
+  add(windowed(attention(1, 24, 40, 4, 1), 6, 1, bottom), "window (6, 1) bottom-right, S_q < S_kv, GQA 4");
+  add(windowed(attention(2, 24, 40, 2, 2), 5, -1, bottom), "window_left 5 alone, bottom-right");
+  add(windowed(attention(2, 24, 40, 2, 2), -1, 3, top), "window_right 3 alone, top-left");
+  add(windowed(causal(attention(1, 40, 40, 4, 2), top), 6, -1, top), "causal, window_left 6");
+  add(windowed(causal(attention(1, 24, 64, 4, 2), top), 9, -1, top), "causal top-left, window_left 9, S_q < S_kv");
+  add(windowed(biased(attention(1, 24, 40, 2, 1)), 20, -1, bottom),
+      "bias, window_left 20 bottom-right (cuDNN: a bottom-right left bound with a bias)");
+  add(windowed(biased(causal(attention(1, 24, 40, 2, 1), bottom)), 20, -1, bottom),
+      "bias, causal bottom-right, window_left 20 (cuDNN: a shifted top-left band)");
+  add(windowed(biased(attention(1, 24, 40, 2, 1)), -1, 2, bottom),
+      "bias, window_right 2 bottom-right (cuDNN: a shifted top-left band)");
+  add(windowed(biased(causal(attention(1, 24, 40, 2, 1), bottom)), 4, -1, bottom),
+      "bias, causal bottom-right, window_left 4 < S_kv - S_q (CUDA refuses: descriptor.window_left)");
+  add(windowed(biased(causal(attention(2, 40, 40, 4, 1), top)), 7, -1, top), "bias, causal, window_left 7, GQA 4");
+  add(causal(attention(1, 40, 64, 4, 1, 192, 128), bottom), "head dims 192 / 128, causal bottom-right, GQA 4");
+  add(causal(attention(2, 33, 48, 2, 1, 256, 256), top), "head dim 256, causal, GQA 2");
+  // The bias broadcast along each dim in turn (a zero stride; cuDNN: extent 1 for batch and heads),
+  // key lengths whose rows are whole 16-byte vectors and one whose are not.
+  add(biased(attention(2, 24, 40, 4, 2)), "bias broadcast over the batch", Views::broadcast, {}, "bias");
+  add(biased(causal(attention(1, 24, 40, 4, 1), top)), "bias broadcast over the heads, causal, GQA 4", Views::broadcast,
+      {}, "bias");
+  add(biased(attention(1, 24, 40, 1, 1)), "bias broadcast over the queries (a key-padding bias)", Views::broadcast, {},
+      "bias");
+  add(biased(attention(2, 17, 29, 2, 1)), "bias rows of 29 keys");
   Desc capped = causal(attention(1, 30, 30, 2, 1), top);
   capped.softcap = 1.5;  // the scores reach past it: tanh's curve matters
   capped.scale = 0.5;
   add(capped, "soft-cap 1.5, scale 0.5");
-  Desc biased = causal(attention(2, 17, 23, 4, 2), bottom);
-  biased.has_bias = true;
-  add(biased, "bias, causal bottom-right");
-  Desc f32_bias = attention(1, 19, 19, 2, 2);
-  f32_bias.has_bias = true;
+  add(biased(causal(attention(2, 17, 23, 4, 2), bottom)), "bias, causal bottom-right");
+  Desc f32_bias = biased(attention(1, 19, 19, 2, 2));
   f32_bias.bias_dtype = DType::f32;
   add(f32_bias, "f32 bias");
   add(attention(1, 5, 0, 2, 1), "no keys: every row fully masked");
@@ -86,9 +122,7 @@ std::vector<Sample<Desc>> samples(bool backward) {
   if (!backward)
     add(causal(attention(1, 4097, 4097, 1, 1), bottom), "length 4097, causal", Views::contiguous, {DType::f32});
   for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
-    Desc d = causal(attention(2, 17, 23, 4, 2), bottom);
-    d.has_bias = true;
-    add(d, "bias, causal bottom-right", v);
+    add(biased(causal(attention(2, 17, 24, 4, 2), bottom)), "bias, causal bottom-right", v);
     add(attention(1, 9, 300, 2, 1, 32, 48), "head dims 32 / 48", v);
   }
   return out;
@@ -170,8 +204,10 @@ int64_t bench_terms(const Shape& s) { return s.dims[1] * s.dims[3]; }
 std::vector<std::unique_ptr<OpRow>> attention_rows() {
   std::vector<std::unique_ptr<OpRow>> rows;
   const Gradient gradient{"dout", "out", {{"dq", "q"}, {"dk", "k"}, {"dv", "v"}}};
-  // CUDA (cuDNN's fused attention) takes f16 / bf16 with equal head dims up to 128, causal or no mask,
-  // no bias or soft-cap (ops/attention.cpp's cudnn_refusal): it refuses the other samples.
+  // CUDA (cuDNN's fused attention) takes f16 / bf16 with head dims multiples of 8 up to 256, masks and
+  // the bias but no soft-cap nor fully masked rows (ops/attention.cpp's cudnn_refusal), and views
+  // cuDNN's kernels read (cuda/attention.cpp's view_refusal): it refuses the other samples, naming the
+  // descriptor's field at select or the view's at run.
   RowSpec<AttentionPlan> forward{samples_of<false>, forward_reference, harness::tolerance, {}, errors()};
   forward.cuda_partial = true;
   // The forward as PyTorch's without autograd runs it: no lse written.
