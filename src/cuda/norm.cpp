@@ -78,16 +78,17 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
 
 namespace {
 
-// Shared memory of a held, vectorized block (cuda/device/norm.cuh: the next rows staged there): a
-// 16-byte slot a vector held, a staged tensor (the forward's x and residual, the backward's dy and
-// h); 0 for the other kernels.
-size_t copy_slot_bytes(const NormBlockShape& b, bool vec, int tensors) {
-  return vec && b.held > 0 ? static_cast<size_t>(b.threads()) * b.held * 16 * tensors : 0;
+// Shared memory of a held, vectorized forward block of 4- or 8-byte elements (cuda/device/norm.cuh:
+// the next rows' x and residual staged there): a 16-byte slot a vector held, a staged tensor; 0 for
+// the other kernels (staging 16-bit rows or the backward's dy and h measured slower or no faster:
+// bench/NOTES.md).
+size_t copy_slot_bytes(const NormBlockShape& b, bool vec, DType dtype, int tensors) {
+  return vec && b.held > 0 && dtype_size(dtype) >= 4 ? static_cast<size_t>(b.threads()) * b.held * 16 * tensors : 0;
 }
 
-// Blocks of the staged forward's grid: as many as the GPU holds at once (each takes rows a grid
-// apart), fewer for fewer row groups.
-int64_t staged_grid(const NormBlockShape& b, int64_t row_groups, int sm_count) {
+// Blocks of a held, vectorized forward's grid: as many as the GPU holds at once (each takes rows a
+// grid apart), fewer for fewer row groups.
+int64_t held_grid(const NormBlockShape& b, int64_t row_groups, int sm_count) {
   return std::min<int64_t>(row_groups, int64_t{std::max(1, sm_count)} * std::max(1, 1024 / b.threads()));
 }
 
@@ -98,14 +99,14 @@ Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DTyp
   Expected<const jit::Module*> m =
       jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n), target.arch, plan);
   if (!m) return m.status();
-  if (held) {
-    // The staged kernels may take more than the default 48 KiB of shared memory a block, and their
+  if (!backward && held && dtype_size(dtype) >= 4) {
+    // The staged forward may take more than the default 48 KiB of shared memory a block, and its
     // blocks an SM need the carveout for it (set once here, the same for every plan of the kernel).
     const NormBlockShape b = norm_block_shape(n, vector_width(dtype), held, backward, dtype);
     const void* kernel = (*m)->kernels[0];
     cudaFuncAttributes attributes{};
     if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
-    const size_t bytes = copy_slot_bytes(b, true, 2);
+    const size_t bytes = copy_slot_bytes(b, true, dtype, 2);
     const int per_sm = std::max(1, 1024 / b.threads());
     // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
     const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(per_sm);
@@ -147,9 +148,9 @@ Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
   const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
   const int64_t row_groups = (g.rows + b.rows - 1) / b.rows;
-  const size_t shared = copy_slot_bytes(b, vec, params.residual ? 2 : 1);
-  const int64_t blocks =
-      shared > 0 ? staged_grid(b, row_groups, ctx.target.sm_count) : std::min<int64_t>(row_groups, int64_t{1} << 20);
+  const size_t shared = copy_slot_bytes(b, vec, p.desc.dtype, params.residual ? 2 : 1);
+  const int64_t blocks = vec && b.held > 0 ? held_grid(b, row_groups, ctx.target.sm_count)
+                                           : std::min<int64_t>(row_groups, int64_t{1} << 20);
   return launch_jit(jit_module(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), params, ctx.stream, "norm_forward",
                     shared);
 }
@@ -181,8 +182,7 @@ Status launch(const LaunchContext& ctx, const NormBackwardProblem& p) {
   const bool vec = vectorizable(g, vw, {params.dy, params.h, params.dh, params.dx}, {params.weight});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, true, p.desc.dtype);
   const jit::Module& m = jit_module(ctx);
-  if (Status s = launch_jit(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads(), params, ctx.stream, "norm_backward",
-                            copy_slot_bytes(b, vec, 2));
+  if (Status s = launch_jit(m.kernels[vec ? 0 : 1], p.chunks.chunks, b.threads(), params, ctx.stream, "norm_backward");
       !s)
     return s;
   if (!partials) return Status::ok();

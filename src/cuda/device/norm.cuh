@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
   using Group = RowGroup<kRowThreads, kRows>;
   using Raw = typename Row::Raw;
   constexpr int VW = Row::VW;
-  constexpr bool kStaged = kVec && kHeld > 0;
+  constexpr bool kStaged = kVec && kHeld > 0 && sizeof(T) >= 4;
   __shared__ Acc shared[32];
   extern __shared__ __align__(16) unsigned char copy_slots[];
   // Slot k of this thread in tensor slot t (0: x, 1: residual).
@@ -311,29 +311,6 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
   const bool partials = p.want_dweight || p.want_dbias;
   const int lane = Group::lane();
   using Raw = typename Row::Raw;
-  // Held, vectorized rows: the next row group's dy and h are copied to shared memory while this
-  // one is reduced and written, as the forward's rows (cuda/norm.cpp's copy_slot_bytes).
-  constexpr bool kStaged = kVec && kHeld > 0;
-  extern __shared__ __align__(16) unsigned char copy_slots[];
-  auto copy_slot = [&](int t, int k) {
-    return reinterpret_cast<Raw*>(copy_slots) + (t * kHeld + k) * Group::kThreads + threadIdx.x;
-  };
-  auto prefetch = [&](int64 base) {
-    const int64 row = base + Group::group();
-    if (row < last) {
-      const T* dy = static_cast<const T*>(p.dy) + row_offset(p.row, kDy, row);
-      const T* h = static_cast<const T*>(p.h) + row_offset(p.row, kXSaved, row);
-      for (int k = 0; k < kHeld; ++k) {
-        const int64 v = lane + static_cast<int64>(k) * kRowThreads;
-        if (v < vectors) {
-          copy_async_16(copy_slot(0, k), dy + v * VW);
-          copy_async_16(copy_slot(1, k), h + v * VW);
-        }
-      }
-    }
-    copy_async_commit();
-  };
-  if constexpr (kStaged) prefetch(first);
   // (RmsNorm has no bias: no db registers.)
   Acc dw[kHeld > 0 ? kHeld : 1][VW] = {}, db[kHeld > 0 && !kRms ? kHeld : 1][VW] = {};
   for (int64 base = first; base < last; base += kRows) {
@@ -360,20 +337,7 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
         sums[1] += g;
       }
     };
-    if constexpr (kStaged) {
-      copy_async_wait_all();
-      for (int k = 0; k < kHeld; ++k) {
-        if (mine(lane + static_cast<int64>(k) * kRowThreads)) {
-          held_dy[k] = *copy_slot(0, k);
-          held_h[k] = *copy_slot(1, k);
-        }
-      }
-      if (base + kRows < last) prefetch(base + kRows);
-      for (int k = 0; k < kHeld; ++k) {
-        const int64 v = lane + static_cast<int64>(k) * kRowThreads;
-        if (mine(v)) accumulate(v, held_dy[k], held_h[k]);
-      }
-    } else if constexpr (kHeld > 0) {
+    if constexpr (kHeld > 0) {
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (mine(v)) {
