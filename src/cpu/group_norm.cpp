@@ -30,6 +30,7 @@ int64_t space_offset(const GroupNormGeometry& g, int t, int64_t s) {
 // Calls f(c, s) for every element of a group (c: the channel within the group), in memory order.
 template <class F>
 void each_element(const GroupNormGeometry& g, F&& f) {
+  if (g.group_size() == 0) return;  // (C = 0 with any spatial size: no loop over empty rows)
   if (g.channel_minor) {
     for (int64_t s = 0; s < g.spatial; ++s)
       for (int64_t c = 0; c < g.group_channels; ++c) f(c, s);
@@ -56,6 +57,9 @@ Status forward(const GroupNormForwardProblem& p) {
   const Acc count = static_cast<Acc>(std::max<int64_t>(g.group_size(), 1)), eps = static_cast<Acc>(p.desc.eps);
   const bool silu = p.desc.silu;
   const bool unit = g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 && g.space.strides[1][0] == 1;
+  // No channel (C = 0, any group count): nothing to normalize, and only statistics asked for have
+  // elements (a loop over N x groups empty groups could otherwise run for hours).
+  if (g.group_channels == 0 && !mean_out && !rstd_out) return Status::ok();
   const int64_t items = g.samples * g.groups;
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < items; ++item) {
@@ -137,6 +141,7 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   const bool keep_sums = sums && (dweight || dbias);
   const Acc count = static_cast<Acc>(std::max<int64_t>(g.group_size(), 1));
   const bool silu = p.desc.silu;
+  if (g.group_channels == 0) return Status::ok();  // no channel: dx, dweight and dbias are empty
   const int64_t items = g.samples * g.groups;
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < items; ++item) {

@@ -98,7 +98,8 @@ Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
   params.rstd = p.args.rstd.data;
   const int threads = group_norm_threads(g.group_size());
   const int64_t blocks = group_norm_blocks(g.samples * g.groups);
-  if (blocks == 0) return Status::ok();
+  // (No channel: nothing to normalize, only statistics asked for have elements.)
+  if (blocks == 0 || (g.group_channels == 0 && !params.mean && !params.rstd)) return Status::ok();
   return launch_jit(jit_module(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks, threads,
                     params, ctx.stream, "group_norm_forward");
 }
@@ -118,6 +119,7 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   params.partial = partials ? ctx.workspace.data : nullptr;
   const jit::Module& m = jit_module(ctx);
   const int threads = group_norm_threads(g.group_size());
+  if (g.group_channels == 0) return Status::ok();  // no channel: dx, dweight and dbias are empty
   const int64_t blocks = group_norm_blocks(g.samples * g.groups);
   if (blocks > 0 && (params.dx || partials))
     if (Status s = launch_jit(m.kernels[kernel_index(g, p.desc.dtype, {params.dy, params.x, params.dx})], blocks,
