@@ -74,9 +74,8 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
   return true;
 }
 
-}  // namespace
-
-namespace {
+// Blocks of a held kernel an SM is planned for (cuda/device/norm.cuh's kNormMinBlocks: 1024 threads).
+int blocks_per_sm(const NormBlockShape& b) { return std::max(1, 1024 / b.threads()); }
 
 // Shared memory of a held, vectorized forward block of 4- or 8-byte elements (cuda/device/norm.cuh:
 // the next rows' x and residual staged there): a 16-byte slot a vector held, a staged tensor; 0 for
@@ -89,7 +88,7 @@ size_t copy_slot_bytes(const NormBlockShape& b, bool vec, DType dtype, int tenso
 // Blocks of a held, vectorized forward's grid: as many as the GPU holds at once (each takes rows a
 // grid apart), fewer for fewer row groups.
 int64_t held_grid(const NormBlockShape& b, int64_t row_groups, int sm_count) {
-  return std::min<int64_t>(row_groups, int64_t{std::max(1, sm_count)} * std::max(1, 1024 / b.threads()));
+  return std::min<int64_t>(row_groups, int64_t{std::max(1, sm_count)} * blocks_per_sm(b));
 }
 
 }  // namespace
@@ -107,9 +106,8 @@ Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DTyp
     cudaFuncAttributes attributes{};
     if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
     const size_t bytes = copy_slot_bytes(b, true, dtype, 2);
-    const int per_sm = std::max(1, 1024 / b.threads());
     // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
-    const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(per_sm);
+    const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(blocks_per_sm(b));
     const size_t most = 228 * 1024;
     const int carveout = static_cast<int>(std::min<size_t>(100, (per_sm_bytes * 100 + most - 1) / most));
     if (Status s = cuda_status(
