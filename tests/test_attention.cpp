@@ -60,7 +60,7 @@ TEST_P(AttentionTest, HeadMajorBuffersThroughStridesMatchSequenceMajorOnes) {
   // The same values in [B, S, H, D] buffers.
   auto copy = [&](const Tensor& from) {
     Tensor t = random(dtype(), from.shape);
-    for (int64_t i = 0; i < from.shape.numel(); ++i)
+    for (int64_t i = 0, numel = from.shape.numel(); i < numel; ++i)
       t.host[static_cast<size_t>(t.offset + t.element_offset(i))] = from.at(i);
     EXPECT_TRUE(t.upload().is_ok());
     return t;
@@ -72,7 +72,7 @@ TEST_P(AttentionTest, HeadMajorBuffersThroughStridesMatchSequenceMajorOnes) {
   ASSERT_OK(out.download());
   ASSERT_OK(out2.download());
   EXPECT_EQ(plan.sku({q.ref(), k.ref(), v.ref(), {}, out.mut(), {}}).layout, Layout::strided);
-  for (int64_t i = 0; i < os.numel(); ++i) ASSERT_NEAR(out.at(i), out2.at(i), tolerance()) << i;
+  for (int64_t i = 0, numel = os.numel(); i < numel; ++i) ASSERT_NEAR(out.at(i), out2.at(i), tolerance()) << i;
 }
 
 TEST_P(AttentionTest, RowsWhoseBiasIsMinusInfinityAreFullyMasked) {
@@ -110,14 +110,14 @@ TEST_P(AttentionTest, RowsWhoseBiasIsMinusInfinityAreFullyMasked) {
   ASSERT_OK(dq.download());
   ASSERT_OK(dk.download());
   ASSERT_OK(dv.download());
-  for (int64_t i = 0; i < qs.numel(); ++i) {
+  for (int64_t i = 0, numel = qs.numel(); i < numel; ++i) {
     const bool masked = i / 32 == 2;  // query 2, both heads
     if (masked)
       EXPECT_EQ(dq.at(i), 0.0) << i;
     else
       EXPECT_TRUE(std::isfinite(dq.at(i))) << i;
   }
-  for (int64_t i = 0; i < ks.numel(); ++i) EXPECT_TRUE(std::isfinite(dk.at(i)) && std::isfinite(dv.at(i))) << i;
+  for (int64_t i = 0, numel = ks.numel(); i < numel; ++i) EXPECT_TRUE(std::isfinite(dk.at(i)) && std::isfinite(dv.at(i))) << i;
 }
 
 // CUDA takes what cuDNN's fused attention takes (f16 / bf16; head dims multiples of 8 up to 256, also

@@ -73,7 +73,7 @@ class BinaryTest : public testing::BackendDTypeTest {
   // got against want rounded to the dtype: NaN for NaN, infinities exactly, else within tol.
   ::testing::AssertionResult matches(const Tensor& got, const std::function<double(int64_t)>& want,
                                      const std::function<std::string(int64_t)>& where) {
-    for (int64_t i = 0; i < got.shape.numel(); ++i) {
+    for (int64_t i = 0, numel = got.shape.numel(); i < numel; ++i) {
       const double g = got.at(i), w = harness::quantize(dtype(), want(i));
       const bool ok =
           std::isnan(w) ? std::isnan(g) : (std::isinf(w) ? g == w : std::fabs(g - w) <= tol() * (1 + std::fabs(w)));
@@ -220,7 +220,7 @@ TEST_P(BinaryTest, OptionalGradients) {
       ASSERT_OK(db.download());
       const reference::BinaryIndexing ix = reference::binary_indexing(d);
       std::vector<double> want_a(static_cast<size_t>(a_shape.numel())), want_b(static_cast<size_t>(b_shape.numel()));
-      for (int64_t i = 0; i < out_shape.numel(); ++i) {
+      for (int64_t i = 0, numel = out_shape.numel(); i < numel; ++i) {
         double ga = 0, gb = 0;
         reference::binary_gradients(d.kind, dout.at(i), a.at(ix.a_of(i)), b.at(ix.b_of(i)), 1.0, f64, ga, gb);
         want_a[ix.a_of(i)] += ga;
@@ -231,12 +231,12 @@ TEST_P(BinaryTest, OptionalGradients) {
         return [&want](int64_t i) { return want[static_cast<size_t>(i)]; };
       };
       if (drop == 0) {
-        for (int64_t i = 0; i < da.shape.numel(); ++i) EXPECT_TRUE(std::isnan(da.at(i))) << "da written at " << i;
+        for (int64_t i = 0, numel = da.shape.numel(); i < numel; ++i) EXPECT_TRUE(std::isnan(da.at(i))) << "da written at " << i;
       } else {
         EXPECT_TRUE(matches(da, near(want_a), where)) << "da";
       }
       if (drop == 1) {
-        for (int64_t i = 0; i < db.shape.numel(); ++i) EXPECT_TRUE(std::isnan(db.at(i))) << "db written at " << i;
+        for (int64_t i = 0, numel = db.shape.numel(); i < numel; ++i) EXPECT_TRUE(std::isnan(db.at(i))) << "db written at " << i;
       } else {
         EXPECT_TRUE(matches(db, near(want_b), where)) << "db";
       }
@@ -471,12 +471,12 @@ TEST_P(BinaryTest, AddAndSubBackwardTakeNoOperands) {
       const double sign = kind == BinaryKind::add ? 2.0 : -2.0;
       const int64_t columns = c.a.dims[1];
       std::vector<double> want(static_cast<size_t>(c.b.numel()), 0.0);
-      for (int64_t i = 0; i < c.a.numel(); ++i) {
+      for (int64_t i = 0, numel = c.a.numel(); i < numel; ++i) {
         const int64_t r = i / columns, j = i % columns;
         const int64_t at = c.b.numel() == c.a.numel() ? i : c.b.rank == 1 ? j : r;
         want[static_cast<size_t>(at)] += sign * dout.at(i);
       }
-      for (int64_t k = 0; k < c.b.numel(); ++k)
+      for (int64_t k = 0, numel = c.b.numel(); k < numel; ++k)
         EXPECT_EQ(db->at(k), harness::quantize(db->dtype, want[static_cast<size_t>(k)])) << k;
     }
   }
@@ -704,7 +704,7 @@ TEST_P(BinaryTest, MixedDtypes) {
     }
     ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {a.ref(), b.ref(), out.mut()}));
     ASSERT_OK(out.download());
-    for (int64_t i = 0; i < out.shape.numel(); ++i) ASSERT_EQ(out.at(i), a.at(i) - b.at(i % 32)) << i;
+    for (int64_t i = 0, numel = out.shape.numel(); i < numel; ++i) ASSERT_EQ(out.at(i), a.at(i) - b.at(i % 32)) << i;
   }
   // The backward of floats: dout in the promoted dtype, da and db in their operands' (db summed over rows).
   if (dtype() != DType::f64) {
@@ -723,7 +723,7 @@ TEST_P(BinaryTest, MixedDtypes) {
     ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {dout.ref(), a.ref(), b.ref(), da.mut(), db.mut()}));
     ASSERT_OK(da.download());
     ASSERT_OK(db.download());
-    for (int64_t i = 0; i < da.shape.numel(); ++i) ASSERT_EQ(da.at(i), dout.at(i)) << i;
+    for (int64_t i = 0, numel = da.shape.numel(); i < numel; ++i) ASSERT_EQ(da.at(i), dout.at(i)) << i;
     for (int64_t j = 0; j < 32; ++j) {
       double sum = 0;
       for (int64_t r = 0; r < 40; ++r) sum -= dout.at(r * 32 + j);

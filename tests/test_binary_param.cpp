@@ -92,7 +92,7 @@ class BinaryParamTest : public testing::BackendDTypeTest {
       EXPECT_TRUE(dw.download().is_ok());
       const int64_t m = desc.weight_shape.numel();
       std::vector<double> sum(m, 0.0), magnitude(m, 0.0);
-      for (int64_t i = 0; i < desc.shape.numel(); ++i) {
+      for (int64_t i = 0, numel = desc.shape.numel(); i < numel; ++i) {
         const double term = reference::lerp_dw(dout.at(i), a.at(i), b.at(i));
         const int64_t k = broadcast_index(desc.shape, desc.weight_shape, i);
         sum[k] += term;

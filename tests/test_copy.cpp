@@ -99,7 +99,7 @@ TEST_P(CopyTest, SpecialValuesCastToEveryDtypeExactly) {
     ASSERT_TRUE(plan.run(stream(), {}, {x.ref(), y.mut()}).is_ok());
     ASSERT_TRUE(stream().synchronize());
     ASSERT_TRUE(y.download().is_ok());
-    for (int64_t i = 0; i < x.shape.numel(); ++i) {
+    for (int64_t i = 0, numel = x.shape.numel(); i < numel; ++i) {
       const double want = reference::convert_value(x.at(i), dtype(), to);
       EXPECT_TRUE(same(y.at(i), want, to)) << "x = " << x.at(i) << ": got " << y.at(i) << ", want " << want;
     }
@@ -188,7 +188,7 @@ TEST_P(CopyTest, TransposeOfMisalignedViews) {
       ASSERT_TRUE(plan.run(stream(), {}, {x.ref(), y.mut()}).is_ok());
       ASSERT_TRUE(stream().synchronize());
       ASSERT_TRUE(y.download().is_ok());
-      for (int64_t i = 0; i < shape.numel(); ++i) {
+      for (int64_t i = 0, numel = shape.numel(); i < numel; ++i) {
         const double want = reference::convert_value(x.at(i), dtype(), to);
         ASSERT_TRUE(same(y.at(i), want, to)) << "element " << i << ": got " << y.at(i) << ", want " << want;
       }
@@ -215,7 +215,7 @@ TEST_P(CopyTest, FillTakesSpecialValuesAndExactIntegers) {
     d.value = v;
     const Tensor y = run(d);
     const double want = reference::convert_value(v, DType::f64, dtype());
-    for (int64_t i = 0; i < shape.numel(); ++i)
+    for (int64_t i = 0, numel = shape.numel(); i < numel; ++i)
       ASSERT_TRUE(same(y.at(i), want, dtype())) << "fill " << v << " element " << i << ": got " << y.at(i);
   }
   if (dtype() == DType::i64) {

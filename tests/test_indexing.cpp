@@ -47,7 +47,7 @@ class IndexingTest : public testing::BackendDTypeTest {
   }
   static int64_t expected_bad(const IndexedCase& c, const Tensor& index, int64_t dim_size) {
     int64_t bad = 0;
-    for (int64_t i = 0; i < index.shape.numel(); ++i) {
+    for (int64_t i = 0, numel = index.shape.numel(); i < numel; ++i) {
       const int64_t k = static_cast<int64_t>(index.at(i));
       bad += (k < 0 || k >= dim_size) && k != c.padding;
     }
@@ -85,7 +85,7 @@ class IndexingTest : public testing::BackendDTypeTest {
     EXPECT_TRUE(table.download().is_ok());
     const double tol = harness::tolerance(dtype());
     int64_t bad = 0;
-    for (int64_t t = 0; t < table.shape.numel(); ++t) {
+    for (int64_t t = 0, numel = table.shape.numel(); t < numel; ++t) {
       const double got = table.at(t);
       if (std::isnan(got) || std::fabs(got - expected[t]) > tol * (1.0 + magnitude[t])) {
         if (bad++ < 3) ADD_FAILURE() << "table[" << t << "] = " << got << ", want " << expected[t];

@@ -34,7 +34,7 @@ class IntegerElementwiseTest : public testing::BackendDTypeTest {
   }
   static std::vector<double> values(const Tensor& t) {
     std::vector<double> v;
-    for (int64_t i = 0; i < t.shape.numel(); ++i) v.push_back(t.at(i));
+    for (int64_t i = 0, numel = t.shape.numel(); i < numel; ++i) v.push_back(t.at(i));
     return v;
   }
   // out = kind(a, b) elementwise, a and b of `dtype`.

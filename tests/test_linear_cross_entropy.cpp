@@ -157,7 +157,7 @@ class LinearCrossEntropyTest : public testing::BackendDTypeTest {
   static std::vector<double> values(Tensor& t) {
     EXPECT_TRUE(t.download().is_ok());
     std::vector<double> v;
-    for (int64_t i = 0; i < t.shape.numel(); ++i) v.push_back(t.at(i));
+    for (int64_t i = 0, numel = t.shape.numel(); i < numel; ++i) v.push_back(t.at(i));
     return v;
   }
   Status run(const auto& plan, const auto& args) {

@@ -150,7 +150,7 @@ class CrossEntropyTest : public testing::BackendDTypeTest {
     EXPECT_TRUE(loss.download().is_ok());
     EXPECT_TRUE(lse.download().is_ok());
     EXPECT_TRUE(counter.download(&f.bad, sizeof f.bad).is_ok());
-    for (int64_t i = 0; i < loss.shape.numel(); ++i) f.loss.push_back(loss.at(i));
+    for (int64_t i = 0, numel = loss.shape.numel(); i < numel; ++i) f.loss.push_back(loss.at(i));
     for (int64_t i = 0; i < n; ++i) f.lse.push_back(lse.at(i));
     return f;
   }

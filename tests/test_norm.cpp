@@ -282,13 +282,13 @@ TEST_P(NormTest, ConstantGroupsAndChannelsLastViews) {
   // rounding of the sums' other order.
   Tensor last =
       unwrap(harness::random_tensor(backend(), dtype(), testing::with_strides(shape, {hw * 12, 1, 7 * 12, 12}), rng_));
-  for (int64_t k = 0; k < shape.numel(); ++k)
+  for (int64_t k = 0, numel = shape.numel(); k < numel; ++k)
     last.host[static_cast<size_t>(last.offset + last.element_offset(k))] =
         harness::quantize(dtype(), x[static_cast<size_t>(k)]);
   ASSERT_OK(last.upload());
   Tensor y_last = output(dtype(), shape), r_last = output(stats(), {3, 4});
   run_group(last, 4, y_last, r_last, w, b);
-  for (int64_t k = 0; k < shape.numel(); ++k)
+  for (int64_t k = 0, numel = shape.numel(); k < numel; ++k)
     EXPECT_NEAR(y_last.at(k), y.at(k), harness::tolerance(dtype()) * (1 + std::fabs(y.at(k)))) << k;
 }
 

@@ -104,7 +104,7 @@ TEST_P(RandomTest, PiecesAtTheirOffsetsAreTheWhole) {
     RandomDescriptor piece = uniform({rows - first, cols});
     piece.offset = whole.offset + static_cast<uint64_t>(first * cols);
     const Tensor part = draw(piece, testing::contiguous(piece.shape), stream());
-    for (int64_t i = 0; i < piece.shape.numel(); ++i)
+    for (int64_t i = 0, numel = piece.shape.numel(); i < numel; ++i)
       ASSERT_EQ(part.at(i), all.at(first * cols + i)) << first << ", " << i;
   }
 }
@@ -117,7 +117,7 @@ TEST_P(RandomTest, TheCpuAndTheGpuDrawTheSameBits) {
     d.p = 0.37;
     const Tensor gpu = draw(d, testing::contiguous(d.shape), stream());
     const Tensor cpu = draw(d, testing::contiguous(d.shape), Stream::host());
-    for (int64_t i = 0; i < d.shape.numel(); ++i) ASSERT_EQ(gpu.at(i), cpu.at(i)) << random_kind_name(kind) << " " << i;
+    for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i) ASSERT_EQ(gpu.at(i), cpu.at(i)) << random_kind_name(kind) << " " << i;
   }
   DropoutDescriptor dd;
   dd.dtype = dtype();
@@ -133,7 +133,7 @@ TEST_P(RandomTest, TheCpuAndTheGpuDrawTheSameBits) {
   ASSERT_OK(unwrap(DropoutPlan::select(stream(), dd)).run(stream(), {}, {xg.ref(), yg.mut(), {}}));
   ASSERT_OK(y.download());
   ASSERT_OK(yg.download());
-  for (int64_t i = 0; i < dd.shape.numel(); ++i) ASSERT_EQ(y.at(i), yg.at(i)) << i;
+  for (int64_t i = 0, numel = dd.shape.numel(); i < numel; ++i) ASSERT_EQ(y.at(i), yg.at(i)) << i;
 }
 
 TEST_P(RandomTest, MomentsOfUniformAndBernoulli) {
@@ -189,7 +189,7 @@ TEST_P(RandomTest, DropoutBackwardRegeneratesTheForwardsMask) {
   ASSERT_OK(mask.download());
   ASSERT_OK(dx.download());
   int64_t kept = 0;
-  for (int64_t i = 0; i < d.shape.numel(); ++i) {
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i) {
     ASSERT_EQ(dx.at(i), y.at(i)) << i;              // dy = x: the same products
     ASSERT_EQ(mask.at(i) != 0, y.at(i) != 0) << i;  // x in [0.5, 1.5): kept values are nonzero
     kept += mask.at(i) != 0;

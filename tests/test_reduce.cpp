@@ -438,7 +438,7 @@ TEST_P(ReduceTest, EmptyReducedSets) {
         std::optional<Outputs> o = forward(d, variant, x);
         if (!o) continue;
         ASSERT_GT(o->out.shape.numel(), 0);
-        for (int64_t i = 0; i < o->out.shape.numel(); ++i) {
+        for (int64_t i = 0, numel = o->out.shape.numel(); i < numel; ++i) {
           if (std::isnan(want)) {
             EXPECT_TRUE(std::isnan(o->out.at(i))) << o->out.at(i);
           } else {

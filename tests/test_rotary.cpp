@@ -59,7 +59,7 @@ class RotaryTest : public testing::BackendDTypeTest {
   // A new tensor of `spec` (on `on`, default this backend) holding x's values.
   Tensor copy_of(const Tensor& x, const harness::TensorSpec& spec, std::optional<Backend> on = {}) {
     Tensor c = unwrap(harness::random_tensor(on.value_or(backend()), x.dtype, spec, rng_));
-    for (int64_t i = 0; i < x.shape.numel(); ++i) c.host[static_cast<size_t>(c.offset + c.element_offset(i))] = x.at(i);
+    for (int64_t i = 0, numel = x.shape.numel(); i < numel; ++i) c.host[static_cast<size_t>(c.offset + c.element_offset(i))] = x.at(i);
     EXPECT_TRUE(c.upload().is_ok());
     return c;
   }
@@ -152,8 +152,8 @@ TEST_P(RotaryTest, InPlaceGivesTheSameBits) {
       }
       ASSERT_OK(q.download());
       ASSERT_OK(k.download());
-      for (int64_t i = 0; i < q.shape.numel(); ++i) ASSERT_EQ(q.at(i), t.q_out.at(i)) << i;
-      for (int64_t i = 0; i < k.shape.numel(); ++i) ASSERT_EQ(k.at(i), t.k_out.at(i)) << i;
+      for (int64_t i = 0, numel = q.shape.numel(); i < numel; ++i) ASSERT_EQ(q.at(i), t.q_out.at(i)) << i;
+      for (int64_t i = 0, numel = k.shape.numel(); i < numel; ++i) ASSERT_EQ(k.at(i), t.k_out.at(i)) << i;
     }
   }
 }
@@ -172,8 +172,8 @@ TEST_P(RotaryTest, HeadMajorViewsAndBroadcastPositionsGiveTheSameBits) {
     RotaryTensors v;
     v.q = input(head_major(d, 4), dtype());
     v.k = input(head_major(d, 1), dtype());
-    for (int64_t i = 0; i < t.q.shape.numel(); ++i) v.q.host[v.q.offset + v.q.element_offset(i)] = t.q.at(i);
-    for (int64_t i = 0; i < t.k.shape.numel(); ++i) v.k.host[v.k.offset + v.k.element_offset(i)] = t.k.at(i);
+    for (int64_t i = 0, numel = t.q.shape.numel(); i < numel; ++i) v.q.host[v.q.offset + v.q.element_offset(i)] = t.q.at(i);
+    for (int64_t i = 0, numel = t.k.shape.numel(); i < numel; ++i) v.k.host[v.k.offset + v.k.element_offset(i)] = t.k.at(i);
     ASSERT_OK(v.q.upload());
     ASSERT_OK(v.k.upload());
     v.q_out = output(head_major(d, 4));
@@ -182,8 +182,8 @@ TEST_P(RotaryTest, HeadMajorViewsAndBroadcastPositionsGiveTheSameBits) {
     for (int64_t s = 0; s < d.seq_len; ++s) v.positions.host[v.positions.offset + s] = t.positions.at(s);
     ASSERT_OK(v.positions.upload());
     ASSERT_OK(run(d, v));
-    for (int64_t i = 0; i < t.q.shape.numel(); ++i) ASSERT_EQ(v.q_out.at(i), t.q_out.at(i)) << i;
-    for (int64_t i = 0; i < t.k.shape.numel(); ++i) ASSERT_EQ(v.k_out.at(i), t.k_out.at(i)) << i;
+    for (int64_t i = 0, numel = t.q.shape.numel(); i < numel; ++i) ASSERT_EQ(v.q_out.at(i), t.q_out.at(i)) << i;
+    for (int64_t i = 0, numel = t.k.shape.numel(); i < numel; ++i) ASSERT_EQ(v.k_out.at(i), t.k_out.at(i)) << i;
   }
 }
 
@@ -225,8 +225,8 @@ TEST_P(RotaryTest, BothBackendsWriteTheSameBits) {
     RotaryPlan plan = unwrap(RotaryPlan::select(Stream::host(), d));
     ASSERT_OK(
         plan.run(Stream::host(), {}, {c.q.ref(), c.k.ref(), c.positions.ref(), {}, c.q_out.mut(), c.k_out.mut()}));
-    for (int64_t i = 0; i < t.q_out.shape.numel(); ++i) ASSERT_EQ(c.q_out.at(i), t.q_out.at(i)) << i;
-    for (int64_t i = 0; i < t.k_out.shape.numel(); ++i) ASSERT_EQ(c.k_out.at(i), t.k_out.at(i)) << i;
+    for (int64_t i = 0, numel = t.q_out.shape.numel(); i < numel; ++i) ASSERT_EQ(c.q_out.at(i), t.q_out.at(i)) << i;
+    for (int64_t i = 0, numel = t.k_out.shape.numel(); i < numel; ++i) ASSERT_EQ(c.k_out.at(i), t.k_out.at(i)) << i;
   }
 }
 

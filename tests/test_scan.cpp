@@ -52,7 +52,7 @@ using ScanTest =
 // The same bits in every element of two views of one shape (decoded values: equal, or both NaN,
 // with one sign).
 ::testing::AssertionResult same_bits(const Tensor& a, const Tensor& b) {
-  for (int64_t i = 0; i < a.shape.numel(); ++i) {
+  for (int64_t i = 0, numel = a.shape.numel(); i < numel; ++i) {
     const double x = a.at(i), y = b.at(i);
     if ((x == y || (std::isnan(x) && std::isnan(y))) && std::signbit(x) == std::signbit(y)) continue;
     return ::testing::AssertionFailure() << "element " << i << ": " << x << " and " << y;
@@ -324,7 +324,7 @@ TEST_P(ScanTest, NonFiniteDoutReachesOnlyTheElementItsIndexNames) {
         const Outputs saved = forward_under_every_variant(d, x);
         const Tensor dx = backward_under_every_variant(d, x, saved, dout);
         int64_t numbers = 0;
-        for (int64_t i = 0; i < shape.numel(); ++i) numbers += std::isfinite(dx.at(i));
+        for (int64_t i = 0, numel = shape.numel(); i < numel; ++i) numbers += std::isfinite(dx.at(i));
         EXPECT_GE(numbers, shape.numel() - 2) << describe(d);
       }
   }

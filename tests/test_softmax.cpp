@@ -480,12 +480,12 @@ TEST_P(SoftmaxTest, SparseGradientsMatchFiniteDifferencesOfTheForward) {
       ASSERT_OK(y.download());
       auto loss = [&](double step, const std::vector<double>& v) {
         Tensor shifted = random(dtype(), shape), out = output(dtype(), shape);
-        for (int64_t i = 0; i < shape.numel(); ++i) set(shifted, i, x.at(i) + step * v[i]);
+        for (int64_t i = 0, numel = shape.numel(); i < numel; ++i) set(shifted, i, x.at(i) + step * v[i]);
         EXPECT_TRUE(shifted.upload().is_ok());
         EXPECT_TRUE(forward(d, "", shifted.ref(), out.mut()));
         EXPECT_TRUE(out.download().is_ok());
         double l = 0;
-        for (int64_t i = 0; i < shape.numel(); ++i) l += dy.at(i) * out.at(i);
+        for (int64_t i = 0, numel = shape.numel(); i < numel; ++i) l += dy.at(i) * out.at(i);
         return l;
       };
       std::vector<double> v(static_cast<size_t>(shape.numel()));
@@ -497,7 +497,7 @@ TEST_P(SoftmaxTest, SparseGradientsMatchFiniteDifferencesOfTheForward) {
         if (!backward(d, variant, y.ref(), dy.ref(), dx.mut())) continue;
         ASSERT_OK(dx.download());
         double analytic = 0, magnitude = 0;
-        for (int64_t i = 0; i < shape.numel(); ++i) {
+        for (int64_t i = 0, numel = shape.numel(); i < numel; ++i) {
           analytic += v[i] * dx.at(i);
           magnitude += std::fabs(v[i] * dx.at(i));
         }

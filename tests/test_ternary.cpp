@@ -45,7 +45,7 @@ class TernaryTest : public testing::BackendDTypeTest {
   // for clamp and where, which move values without arithmetic), else within the tolerance.
   ::testing::AssertionResult matches(const Tensor& got, const std::vector<double>& want, const std::string& what) {
     const double tol = harness::tolerance(dtype());
-    for (int64_t i = 0; i < got.shape.numel(); ++i) {
+    for (int64_t i = 0, numel = got.shape.numel(); i < numel; ++i) {
       const double g = got.at(i), w = harness::quantize(dtype(), want[static_cast<size_t>(i)]);
       const bool ok = std::isnan(w) ? std::isnan(g)
                                     : (std::isinf(w) || w == 0 ? g == w && std::signbit(g) == std::signbit(w)

@@ -95,7 +95,7 @@ class UnaryTest : public testing::BackendDTypeTest {
 
   // got against want rounded to the dtype: NaN for NaN, infinities exactly, else within tol.
   ::testing::AssertionResult matches(const Tensor& got, const std::function<double(int64_t)>& want, double tol) {
-    for (int64_t i = 0; i < got.shape.numel(); ++i) {
+    for (int64_t i = 0, numel = got.shape.numel(); i < numel; ++i) {
       const double g = got.at(i), w = harness::quantize(dtype(), want(i));
       const bool ok =
           std::isnan(w) ? std::isnan(g) : (std::isinf(w) ? g == w : std::fabs(g - w) <= tol * (1 + std::fabs(w)));
@@ -389,7 +389,7 @@ TEST_P(UnaryTest, GeluTailOf16BitOutputsOnTheGpu) {
   ASSERT_OK(dx.download());
   // Two units of rounding, relative; f16 subnormals (below 2^-14) are 2^-24 apart.
   const double u = harness::unit_roundoff(dtype()), floor = dtype() == DType::f16 ? 0x1p-24 : 0.0;
-  for (int64_t i = 0; i < x.shape.numel(); ++i) {
+  for (int64_t i = 0, numel = x.shape.numel(); i < numel; ++i) {
     const double xi = x.at(i), want = reference::unary(UnaryKind::gelu, xi, d.parameters),
                  want_dx = reference::unary_backward(UnaryKind::gelu, 1.0, xi, d.parameters);
     EXPECT_LE(std::fabs(out.at(i) - want), 2 * u * std::fabs(want) + floor) << "gelu(" << xi << ")";
@@ -552,7 +552,7 @@ TEST_P(UnaryTest, PredicatesWriteBool) {
     const UnaryPlan plan = unwrap(UnaryPlan::select(stream(), d));
     ASSERT_OK(plan.run(stream(), {}, {x.ref(), out.mut()}));
     ASSERT_OK(out.download());
-    for (int64_t i = 0; i < x.shape.numel(); ++i) {
+    for (int64_t i = 0, numel = x.shape.numel(); i < numel; ++i) {
       // (The GPU's f16 -> f32 conversion drops a NaN's sign: signbit(-NaN) is unspecified there.)
       if (kind == UnaryKind::signbit && std::isnan(x.at(i)) && backend() == Backend::cuda && dtype() == DType::f16)
         continue;

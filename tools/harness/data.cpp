@@ -150,6 +150,22 @@ int64_t element_offset(const Shape& shape, const Strides& strides, int64_t linea
   return off;
 }
 
+std::vector<int64_t> element_offsets(const Shape& shape, const Strides& strides) {
+  const int64_t n = shape.numel();
+  std::vector<int64_t> offsets(static_cast<size_t>(n));
+  int64_t index[kMaxRank] = {}, off = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    offsets[static_cast<size_t>(i)] = off;
+    for (int d = shape.rank - 1; d >= 0; --d) {  // step the innermost dim, carrying outwards
+      off += strides[d];
+      if (++index[d] < shape.dims[d]) break;
+      off -= index[d] * strides[d];
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
 Status Tensor::upload() {
   std::vector<unsigned char> bytes(host.size() * dtype_size(dtype));
   encode(dtype, host.data(), host.size(), bytes.data());

@@ -28,6 +28,9 @@ double unit_roundoff(DType dtype);
 
 // Offset (in elements, from the first element) of the element at `linear` in row-major order.
 int64_t element_offset(const Shape& shape, const Strides& strides, int64_t linear);
+// Every element's offset in row-major order (one odometer walk: the checks that visit every element
+// would otherwise divide per element and dim).
+std::vector<int64_t> element_offsets(const Shape& shape, const Strides& strides);
 
 struct Tensor {
   DType dtype = DType::f32;

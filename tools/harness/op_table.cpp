@@ -342,7 +342,7 @@ std::string ProblemTensors::written_outside_views() const {
     if (!specs[k].present || !specs[k].output) continue;
     const Tensor& t = tensors[k];
     std::vector<char> in_view(t.host.size(), 0);
-    for (int64_t i = 0; i < t.shape.numel(); ++i) in_view[static_cast<size_t>(t.offset + t.element_offset(i))] = 1;
+    for (const int64_t off : element_offsets(t.shape, t.strides)) in_view[static_cast<size_t>(t.offset + off)] = 1;
     int reported = 0;
     for (size_t j = 0; j < t.host.size() && reported < 3; ++j) {
       const double before = initial[k][j], now = t.host[j];

@@ -58,6 +58,8 @@ struct Nvrtc {
   decltype(&nvrtcGetProgramLog) log = nullptr;
   decltype(&nvrtcGetCUBINSize) cubin_size = nullptr;
   decltype(&nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&nvrtcGetPTXSize) ptx_size = nullptr;
+  decltype(&nvrtcGetPTX) ptx = nullptr;
 };
 
 template <class F>
@@ -89,7 +91,8 @@ const Nvrtc& nvrtc() {
                     resolve(lib, "nvrtcAddNameExpression", n.add_name) &&
                     resolve(lib, "nvrtcGetLoweredName", n.lowered_name) &&
                     resolve(lib, "nvrtcGetProgramLogSize", n.log_size) && resolve(lib, "nvrtcGetProgramLog", n.log) &&
-                    resolve(lib, "nvrtcGetCUBINSize", n.cubin_size) && resolve(lib, "nvrtcGetCUBIN", n.cubin);
+                    resolve(lib, "nvrtcGetCUBINSize", n.cubin_size) && resolve(lib, "nvrtcGetCUBIN", n.cubin) &&
+                    resolve(lib, "nvrtcGetPTXSize", n.ptx_size) && resolve(lib, "nvrtcGetPTX", n.ptx);
     if (!ok) {
       n.error = names.front() + " lacks an NVRTC entry point (" + dlerror() + ")";
       n.create = nullptr;
@@ -123,8 +126,12 @@ const std::string& fingerprint() {
   return f;
 }
 
-std::vector<std::string> options_for(const Program& program, int arch) {
-  std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(arch), "-std=c++17"};
+// CUBIN for the real arch sm_<arch>; or PTX alone for the virtual arch compute_<arch> (no ptxas).
+enum class Output { cubin, ptx };
+
+std::vector<std::string> options_for(const Program& program, int arch, Output output = Output::cubin) {
+  const char* prefix = output == Output::cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_";
+  std::vector<std::string> opts = {prefix + std::to_string(arch), "-std=c++17"};
   opts.insert(opts.end(), program.options.begin(), program.options.end());
   return opts;
 }
@@ -259,7 +266,7 @@ struct ProgramGuard {
   }
 };
 
-Expected<Compiled> run_nvrtc(const Program& program, int arch, std::string_view plan) {
+Expected<Compiled> run_nvrtc(const Program& program, int arch, std::string_view plan, Output output = Output::cubin) {
   const Nvrtc& api = nvrtc();
   if (!api.create) return jit_error(plan, program, "NVRTC could not be opened (" + api.error + ")");
   std::vector<std::string> header_names;
@@ -279,7 +286,7 @@ Expected<Compiled> run_nvrtc(const Program& program, int arch, std::string_view 
   if (r != NVRTC_SUCCESS) return failed("nvrtcCreateProgram", r);
   for (const std::string& k : program.kernels)
     if ((r = api.add_name(guard.p, k.c_str())) != NVRTC_SUCCESS) return failed("nvrtcAddNameExpression", r);
-  const std::vector<std::string> opts = options_for(program, arch);
+  const std::vector<std::string> opts = options_for(program, arch, output);
   std::vector<const char*> opt_ptrs;
   for (const std::string& o : opts) opt_ptrs.push_back(o.c_str());
   r = api.compile(guard.p, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
@@ -303,6 +310,12 @@ Expected<Compiled> run_nvrtc(const Program& program, int arch, std::string_view 
     c.lowered.emplace_back(lowered);
   }
   size_t size = 0;
+  if (output == Output::ptx) {
+    if ((r = api.ptx_size(guard.p, &size)) != NVRTC_SUCCESS) return failed("nvrtcGetPTXSize", r);
+    c.ptx.resize(size);
+    if ((r = api.ptx(guard.p, c.ptx.data())) != NVRTC_SUCCESS) return failed("nvrtcGetPTX", r);
+    return c;
+  }
   if ((r = api.cubin_size(guard.p, &size)) != NVRTC_SUCCESS) return failed("nvrtcGetCUBINSize", r);
   c.cubin.resize(size);
   if ((r = api.cubin(guard.p, c.cubin.data())) != NVRTC_SUCCESS) return failed("nvrtcGetCUBIN", r);
@@ -342,6 +355,11 @@ Expected<Compiled> compile(const Program& program, int arch, std::string_view pl
   Expected<Compiled> c = run_nvrtc(program, arch, plan);
   if (c && !dir.empty()) write_atomically(dir, file, serialize(key, *c));
   return c;
+}
+
+Expected<Compiled> compile_ptx(const Program& program, int arch, std::string_view plan) {
+  if (arch <= 0) return jit_error(plan, program, "no arch to compile for (" + std::to_string(arch) + ")");
+  return run_nvrtc(program, arch, plan, Output::ptx);
 }
 
 }  // namespace baracuda::detail::jit

@@ -28,9 +28,11 @@ struct Program {
   std::vector<std::string> options;  // NVRTC options beyond the arch and the language standard
 };
 
-// A program compiled for one arch: its CUBIN and each kernel's lowered (mangled) name.
+// A program compiled for one arch: its CUBIN (or PTX, from compile_ptx) and each kernel's lowered
+// (mangled) name.
 struct Compiled {
   std::vector<char> cubin;
+  std::vector<char> ptx;
   std::vector<std::string> lowered;
 };
 
@@ -49,6 +51,11 @@ std::string cache_directory();
 // (then stored on disk). Needs no GPU. An error names `plan`, the program and, for a compile
 // error, carries NVRTC's log.
 Expected<Compiled> compile(const Program& program, int arch, std::string_view plan);
+
+// The program compiled to PTX for the virtual arch compute_<arch>: NVRTC's front end and optimizer
+// without ptxas, nor either cache. How CI checks that every kernel compiles, at a fraction of the
+// cost.
+Expected<Compiled> compile_ptx(const Program& program, int arch, std::string_view plan);
 
 // A loaded program: its kernels (cudaKernel_t, valid on every device) in Program::kernels order.
 // Owned by the in-process cache for the life of the process, so plans may hold the pointer.

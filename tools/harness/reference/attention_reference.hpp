@@ -18,7 +18,7 @@ namespace baracuda::reference {
 // An input's values, row-major over its shape (its view's strides read once).
 inline std::vector<double> dense(const harness::HostView& v) {
   std::vector<double> out(static_cast<size_t>(v.numel()));
-  for (int64_t i = 0; i < v.numel(); ++i) out[static_cast<size_t>(i)] = v.at(i);
+  for (int64_t i = 0, numel = v.numel(); i < numel; ++i) out[static_cast<size_t>(i)] = v.at(i);
   return out;
 }
 

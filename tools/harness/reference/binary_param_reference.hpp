@@ -39,7 +39,7 @@ void binary_param_forward(const BinaryParamDescriptor& d, harness::RefIO& io, F 
   const harness::HostView &a = io.in("a"), &b = io.in("b");
   const harness::HostView* w = tensor ? &io.in("weight") : nullptr;
   harness::RefOutput& out = io.out("out");
-  for (int64_t i = 0; i < d.shape.numel(); ++i)
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i)
     if (out.wanted(i))
       out.set(i, f(a.at(i), b.at(i), w ? w->at(broadcast_index(d.shape, d.weight_shape, i)) : d.weight));
 }
@@ -59,7 +59,7 @@ void binary_param_backward(const BinaryParamDescriptor& d, harness::RefIO& io, D
     w = &io.in("weight");
     dw = &io.out("dweight");
   }
-  for (int64_t i = 0; i < d.shape.numel(); ++i) {
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i) {
     const int64_t k = tensor ? broadcast_index(d.shape, d.weight_shape, i) : 0;
     const double wv = tensor ? w->at(k) : d.weight;
     if (da.wanted(i)) da.set(i, da_of(dout.at(i), wv));

@@ -271,7 +271,7 @@ inline void binary_forward(const BinaryDescriptor& d, harness::RefIO& io) {
   const harness::HostView* a = d.a_scalar ? nullptr : &io.in("a");
   const harness::HostView* b = d.b_scalar ? nullptr : &io.in("b");
   harness::RefOutput& out = io.out("out");
-  for (int64_t i = 0; i < ix.out.numel(); ++i) {
+  for (int64_t i = 0, numel = ix.out.numel(); i < numel; ++i) {
     if (!out.wanted(i)) continue;
     if (!is_floating(to)) {  // (a scalar of an integer dtype is a whole number in its range)
       const auto x = static_cast<int64_t>(a ? a->at(ix.a_of(i)) : *d.a_scalar);
@@ -298,7 +298,7 @@ inline void binary_backward(const BinaryDescriptor& d, harness::RefIO& io) {
   harness::RefOutput* da = d.a_scalar ? nullptr : &io.out("da");
   harness::RefOutput* db = d.b_scalar ? nullptr : &io.out("db");
   // (A gradient element no output element reads is a sum of nothing: it starts at 0.)
-  for (int64_t i = 0; i < ix.out.numel(); ++i) {
+  for (int64_t i = 0, numel = ix.out.numel(); i < numel; ++i) {
     const int64_t ka = ix.a_of(i), kb = ix.b_of(i);
     const bool want_a = da && da->wanted(ka), want_b = db && db->wanted(kb);
     if (!want_a && !want_b) continue;

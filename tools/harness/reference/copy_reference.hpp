@@ -68,7 +68,7 @@ inline double convert_value(double v, DType from, DType to) {
 inline void cast(const CastDescriptor& d, harness::RefIO& io) {
   const harness::HostView& x = io.in("x");
   harness::RefOutput& y = io.out("y");
-  for (int64_t i = 0; i < d.shape.numel(); ++i)
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i)
     if (y.wanted(i)) y.set(i, convert_value(x.at(i), d.dtype, d.out_dtype));
 }
 
@@ -76,7 +76,7 @@ inline void fill(const FillDescriptor& d, harness::RefIO& io) {
   harness::RefOutput& y = io.out("y");
   const double v = d.integer_value ? static_cast<double>(*d.integer_value) : d.value;
   const double want = convert_value(v, d.integer_value ? DType::i64 : DType::f64, d.dtype);
-  for (int64_t i = 0; i < d.shape.numel(); ++i)
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i)
     if (y.wanted(i)) y.set(i, want);
 }
 

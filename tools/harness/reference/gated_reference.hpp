@@ -46,7 +46,7 @@ inline void gated_backward(const GatedDescriptor& desc, harness::RefIO& io) {
   harness::RefOutput& dx = io.out("dx");
   const GatedIndex ix{desc.shape.dims[desc.shape.rank - 1] / 2};
   const UnaryKind act = gated_activation(desc.kind);
-  for (int64_t i = 0; i < dout.numel(); ++i) {
+  for (int64_t i = 0, numel = dout.numel(); i < numel; ++i) {
     const double g = dout.at(i), a = x.at(ix.a(i)), b = x.at(ix.b(i));
     if (dx.wanted(ix.a(i))) {
       const double f = unary(act, b, UnaryParameters{});

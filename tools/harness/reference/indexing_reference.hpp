@@ -93,7 +93,7 @@ inline std::vector<double> gather(const IndexedCase& c, const harness::Tensor& i
   harness::RefOutput out(c.shape.numel(), c.shape.numel());
   gather(c, harness::HostView::of(index), harness::HostView::of(table), out);
   std::vector<double> values(static_cast<size_t>(c.shape.numel()));
-  for (int64_t i = 0; i < c.shape.numel(); ++i) values[i] = out.value(i);
+  for (int64_t i = 0, numel = c.shape.numel(); i < numel; ++i) values[i] = out.value(i);
   return values;
 }
 

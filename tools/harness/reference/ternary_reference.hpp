@@ -71,7 +71,7 @@ inline void ternary_forward(const TernaryDescriptor& d, harness::RefIO& io) {
   const harness::HostView* in[3];
   for (int k = 0; k < 3; ++k) in[k] = ix.scalar[k]->has_value() ? nullptr : &io.in(names[k]);
   harness::RefOutput& out = io.out("out");
-  for (int64_t i = 0; i < ix.out.numel(); ++i) {
+  for (int64_t i = 0, numel = ix.out.numel(); i < numel; ++i) {
     if (!out.wanted(i)) continue;
     double v[3];
     for (int k = 0; k < 3; ++k) v[k] = in[k] ? in[k]->at(ix.of(k, i)) : ternary_scalar(*ix.scalar[k], d.dtype);
@@ -92,7 +92,7 @@ inline void ternary_backward(const TernaryDescriptor& d, harness::RefIO& io) {
     g[k] = tensor && !(k == 0 && d.kind == TernaryKind::where) ? &io.out(grads[k]) : nullptr;
   }
   // (A gradient element no output element reads is a sum of nothing: it starts at 0.)
-  for (int64_t i = 0; i < ix.out.numel(); ++i) {
+  for (int64_t i = 0, numel = ix.out.numel(); i < numel; ++i) {
     int64_t at[3];
     bool any = false;
     for (int k = 0; k < 3; ++k) {

@@ -343,7 +343,7 @@ inline double unary_backward(UnaryKind kind, double dout, double x, const UnaryP
 inline void unary_forward(const UnaryDescriptor& d, harness::RefIO& io, double loosen) {
   const harness::HostView& x = io.in("x");
   harness::RefOutput& out = io.out("out");
-  for (int64_t i = 0; i < d.shape.numel(); ++i) {
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i) {
     if (!out.wanted(i)) continue;
     const double v = is_floating(d.dtype) ? unary(d.kind, x.at(i), d.parameters)
                                           : unary_integer(d.kind, static_cast<int64_t>(x.at(i)), d.dtype);
@@ -355,7 +355,7 @@ inline void unary_forward(const UnaryDescriptor& d, harness::RefIO& io, double l
 inline void unary_backward(const UnaryDescriptor& d, harness::RefIO& io, double loosen) {
   const harness::HostView &dout = io.in("dout"), &x = io.in("x");
   harness::RefOutput& dx = io.out("dx");
-  for (int64_t i = 0; i < d.shape.numel(); ++i) {
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i) {
     if (!dx.wanted(i)) continue;
     const double v = unary_backward(d.kind, dout.at(i), x.at(i), d.parameters);
     dx.set(i, v, (1 + std::fabs(v)) * loosen - 1, 1);

@@ -162,7 +162,7 @@ double expected(const RDesc& d, int64_t i) {
 
 void random_reference(const RDesc& d, RefIO& io) {
   RefOutput& out = io.out("out");
-  for (int64_t i = 0; i < d.shape.numel(); ++i)
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i)
     if (out.wanted(i)) {
       const double v = expected(d, i);
       const double scale = d.kind == RandomKind::normal        ? std::fabs(v) + std::fabs(d.mean)
@@ -213,7 +213,7 @@ void dropout_reference(const DDesc& d, RefIO& io) {
   RefOutput& y = io.out(kBackward ? "dx" : "y");
   const double scale = d.p < 1 ? 1.0 / (1.0 - d.p) : 0.0;
   const bool mask = !kBackward && io.specs[static_cast<size_t>(io.index_of("mask"))].present;
-  for (int64_t i = 0; i < d.shape.numel(); ++i) {
+  for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i) {
     const bool k = kept(d, i);
     if (y.wanted(i)) y.set(i, k ? x.at(i) * scale : 0.0);
     if (mask && io.out("mask").wanted(i)) io.out("mask").set(i, k ? 1.0 : 0.0);
