@@ -781,8 +781,17 @@ def randperm_case(shape, dtype):
     return (lambda: None), lambda _: torch.randperm(n, device="cuda", dtype=dtype)
 
 
+def multinomial_case(samples, replacement=False):
+    def build(shape, dtype):
+        return (lambda: torch.rand(shape, device="cuda", dtype=dtype)), \
+            lambda p: torch.multinomial(p, samples, replacement=replacement)
+    return build
+
+
 RANDOM_CASES = {
     "torch.randperm(n)": randperm_case,
+    "torch.multinomial(p, 1)": multinomial_case(1),
+    "torch.multinomial(p, 64, replacement=True)": multinomial_case(64, True),
     "torch.rand(shape)": rand_case,
     "torch.randn(shape)": randn_case,
     "F.dropout(x, 0.1)": dropout_case(),

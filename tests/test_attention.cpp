@@ -117,7 +117,8 @@ TEST_P(AttentionTest, RowsWhoseBiasIsMinusInfinityAreFullyMasked) {
     else
       EXPECT_TRUE(std::isfinite(dq.at(i))) << i;
   }
-  for (int64_t i = 0, numel = ks.numel(); i < numel; ++i) EXPECT_TRUE(std::isfinite(dk.at(i)) && std::isfinite(dv.at(i))) << i;
+  for (int64_t i = 0, numel = ks.numel(); i < numel; ++i)
+    EXPECT_TRUE(std::isfinite(dk.at(i)) && std::isfinite(dv.at(i))) << i;
 }
 
 // CUDA takes what cuDNN's fused attention takes (f16 / bf16; head dims multiples of 8 up to 256, also

@@ -231,12 +231,14 @@ TEST_P(BinaryTest, OptionalGradients) {
         return [&want](int64_t i) { return want[static_cast<size_t>(i)]; };
       };
       if (drop == 0) {
-        for (int64_t i = 0, numel = da.shape.numel(); i < numel; ++i) EXPECT_TRUE(std::isnan(da.at(i))) << "da written at " << i;
+        for (int64_t i = 0, numel = da.shape.numel(); i < numel; ++i)
+          EXPECT_TRUE(std::isnan(da.at(i))) << "da written at " << i;
       } else {
         EXPECT_TRUE(matches(da, near(want_a), where)) << "da";
       }
       if (drop == 1) {
-        for (int64_t i = 0, numel = db.shape.numel(); i < numel; ++i) EXPECT_TRUE(std::isnan(db.at(i))) << "db written at " << i;
+        for (int64_t i = 0, numel = db.shape.numel(); i < numel; ++i)
+          EXPECT_TRUE(std::isnan(db.at(i))) << "db written at " << i;
       } else {
         EXPECT_TRUE(matches(db, near(want_b), where)) << "db";
       }

@@ -1,7 +1,8 @@
 // The random family's contract beyond the op table (tools/harness/rows/random.cpp): Philox's known
 // answers (Random123's test vectors), a tensor written whole equal to its pieces written at their
 // offsets, the CPU's bits equal to the GPU's, the moments of uniform and bernoulli, and dropout's
-// backward regenerating the forward's mask; randperm a permutation, uniform, the same on both backends.
+// backward regenerating the forward's mask; randperm a permutation, uniform, the same on both backends;
+// multinomial's counts against its weights, its draws the contract's, bad rows and views.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -117,7 +118,8 @@ TEST_P(RandomTest, TheCpuAndTheGpuDrawTheSameBits) {
     d.p = 0.37;
     const Tensor gpu = draw(d, testing::contiguous(d.shape), stream());
     const Tensor cpu = draw(d, testing::contiguous(d.shape), Stream::host());
-    for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i) ASSERT_EQ(gpu.at(i), cpu.at(i)) << random_kind_name(kind) << " " << i;
+    for (int64_t i = 0, numel = d.shape.numel(); i < numel; ++i)
+      ASSERT_EQ(gpu.at(i), cpu.at(i)) << random_kind_name(kind) << " " << i;
   }
   DropoutDescriptor dd;
   dd.dtype = dtype();
@@ -256,6 +258,216 @@ TEST_P(RandpermTest, TheCpuAndTheGpuDrawTheSamePermutation) {
 
 INSTANTIATE_TEST_SUITE_P(Random, RandpermTest, ::testing::ValuesIn(testing::cases_of({DType::i32, DType::i64})),
                          testing::case_name);
+
+class MultinomialTest : public testing::BackendDTypeTest {
+ protected:
+  // The indices MultinomialPlan draws from `weights` (row-major, d.shape) on stream s; the weights
+  // laid out as `probs_spec` asks (its strides, if any), out as `out_spec`.
+  std::vector<int64_t> draw(MultinomialDescriptor d, const std::vector<double>& weights, const Stream& s,
+                            bool transposed_probs = false, int64_t out_step = 1) {
+    d.dtype = dtype();
+    harness::TensorSpec probs_spec = testing::contiguous(d.shape);
+    if (transposed_probs && d.shape.rank == 2) {  // column-major: a view whose rows are strided
+      probs_spec.strides = {1, d.shape.dims[0]};
+      probs_spec.strided = true;
+    }
+    Tensor probs = unwrap(harness::random_tensor(s.backend(), d.dtype, probs_spec, rng_));
+    for (int64_t i = 0; i < static_cast<int64_t>(weights.size()); ++i)
+      probs.host[static_cast<size_t>(probs.offset + probs.element_offset(i))] = weights[static_cast<size_t>(i)];
+    EXPECT_TRUE(probs.upload().is_ok());
+    const int64_t rows = d.shape.rank == 2 ? d.shape.dims[0] : 1;
+    const Shape out_shape = d.shape.rank == 2 ? Shape{rows, d.samples} : Shape{d.samples};
+    harness::TensorSpec out_spec = testing::contiguous(out_shape);
+    if (out_step != 1) {
+      out_spec.strides = d.shape.rank == 2 ? Strides{d.samples * out_step, out_step} : Strides{out_step};
+      out_spec.strided = true;
+    }
+    Tensor out = unwrap(harness::random_tensor(s.backend(), d.index_dtype, out_spec, rng_));
+    const MultinomialPlan plan = unwrap(MultinomialPlan::select(s, d));
+    harness::Buffer workspace =
+        unwrap(harness::Buffer::allocate(s.backend(), std::max<size_t>(plan.workspace_size(), 1)));
+    const Status ran = plan.run(s, {workspace.data(), workspace.size()}, {probs.ref(), out.mut()});
+    EXPECT_TRUE(ran.is_ok()) << ran.to_string();
+    EXPECT_TRUE(out.download().is_ok());
+    std::vector<int64_t> values(static_cast<size_t>(out_shape.numel()));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int64_t>(out.at(static_cast<int64_t>(i)));
+    return values;
+  }
+  static MultinomialDescriptor descriptor(Shape shape, int64_t samples, bool replacement) {
+    MultinomialDescriptor d;
+    d.shape = shape;
+    d.samples = samples;
+    d.replacement = replacement;
+    d.seed = 0x5eed;
+    d.offset = 11;
+    return d;
+  }
+  // Chi-square of the counts of categories 0..C-1 against the weights (zero-weight categories must
+  // never appear; they add nothing).
+  static double chi_square(const std::vector<int64_t>& counts, const std::vector<double>& w) {
+    double total_w = 0, total = 0, chi2 = 0;
+    for (size_t c = 0; c < w.size(); ++c) total_w += w[c], total += static_cast<double>(counts[c]);
+    for (size_t c = 0; c < w.size(); ++c) {
+      const double want = total * w[c] / total_w;
+      if (want > 0) chi2 += std::pow(static_cast<double>(counts[c]) - want, 2) / want;
+    }
+    return chi2;
+  }
+};
+
+// With replacement, 4 rows of weights 0..4 at scales 1, 1/1024, 1024 and 3: each row's 20,000 draws
+// never take category 0 and follow the weights (chi-square with 3 degrees of freedom below 22: p
+// about 7e-5 for a right draw).
+TEST_P(MultinomialTest, WithReplacementTheCountsFollowTheWeights) {
+  const std::vector<double> base = {0, 1, 2, 3, 4}, scales = {1, 1.0 / 1024, 1024, 3};
+  std::vector<double> weights;
+  for (double scale : scales)
+    for (double w : base) weights.push_back(w * scale);
+  const int64_t samples = 20000;
+  const std::vector<int64_t> got = draw(descriptor({4, 5}, samples, true), weights, stream());
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> counts(5, 0);
+    for (int64_t j = 0; j < samples; ++j) {
+      const int64_t c = got[static_cast<size_t>(r * samples + j)];
+      ASSERT_TRUE(c >= 1 && c < 5) << "row " << r << " sample " << j << ": " << c;
+      ++counts[static_cast<size_t>(c)];
+    }
+    EXPECT_LT(chi_square(counts, base), 22.0) << "row " << r;
+  }
+}
+
+// Without replacement, 3000 rows of weights (1, 2, 3, 4), two samples each: distinct, and the first
+// follows the weights (chi-square with 3 degrees of freedom below 22); all four samples of a row are
+// a permutation.
+TEST_P(MultinomialTest, WithoutReplacementDistinctAndTheFirstFollowsTheWeights) {
+  const int64_t rows = 3000;
+  const std::vector<double> base = {1, 2, 3, 4};
+  std::vector<double> weights;
+  for (int64_t r = 0; r < rows; ++r) weights.insert(weights.end(), base.begin(), base.end());
+  const std::vector<int64_t> two = draw(descriptor({rows, 4}, 2, false), weights, stream());
+  std::vector<int64_t> counts(4, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t a = two[static_cast<size_t>(2 * r)], b = two[static_cast<size_t>(2 * r + 1)];
+    ASSERT_TRUE(a >= 0 && a < 4 && b >= 0 && b < 4 && a != b) << "row " << r << ": " << a << ", " << b;
+    ++counts[static_cast<size_t>(a)];
+  }
+  EXPECT_LT(chi_square(counts, base), 22.0);
+  const std::vector<int64_t> all = draw(descriptor({rows, 4}, 4, false), weights, stream());
+  for (int64_t r = 0; r < rows; r += 97) {
+    std::vector<int64_t> row(all.begin() + r * 4, all.begin() + r * 4 + 4);
+    // The same keys: the first two of four are the two drawn alone.
+    EXPECT_EQ(row[0], two[static_cast<size_t>(2 * r)]);
+    EXPECT_EQ(row[1], two[static_cast<size_t>(2 * r + 1)]);
+    std::sort(row.begin(), row.end());
+    EXPECT_EQ(row, (std::vector<int64_t>{0, 1, 2, 3})) << "row " << r;
+  }
+}
+
+// The contract's draws: without replacement the key of category c is E / w' with E RandomPlan's f32
+// exponential at element r C + c (equal weights: the smaller E first, ties to the lower category);
+// with replacement sample j of row r is RandomPlan's f64 uniform at element r S + j against the
+// running sum (equal weights of two categories: category 1 where u >= 1/2).
+TEST_P(MultinomialTest, TheDrawsAreTheContractsExponentialsAndUniforms) {
+  const int64_t rows = 500;
+  const std::vector<double> ones(static_cast<size_t>(rows * 2), 1.0);
+  RandomDescriptor e;
+  e.kind = RandomKind::exponential;
+  e.dtype = DType::f32;
+  e.shape = {rows * 2};
+  e.seed = 0x5eed;
+  e.offset = 11;
+  Tensor exps = unwrap(harness::random_tensor(Backend::cpu, DType::f32, testing::contiguous(e.shape), rng_));
+  ASSERT_OK(unwrap(RandomPlan::select(Stream::host(), e)).run(Stream::host(), {}, {exps.mut()}));
+  ASSERT_OK(exps.download());
+  const std::vector<int64_t> first = draw(descriptor({rows, 2}, 1, false), ones, stream());
+  for (int64_t r = 0; r < rows; ++r)
+    ASSERT_EQ(first[static_cast<size_t>(r)], exps.at(2 * r) <= exps.at(2 * r + 1) ? 0 : 1) << "row " << r;
+  const int64_t samples = 3;
+  RandomDescriptor u = e;
+  u.kind = RandomKind::uniform;
+  u.dtype = DType::f64;
+  u.shape = {rows * samples};
+  Tensor uniforms = unwrap(harness::random_tensor(Backend::cpu, DType::f64, testing::contiguous(u.shape), rng_));
+  ASSERT_OK(unwrap(RandomPlan::select(Stream::host(), u)).run(Stream::host(), {}, {uniforms.mut()}));
+  ASSERT_OK(uniforms.download());
+  const std::vector<int64_t> replaced = draw(descriptor({rows, 2}, samples, true), ones, stream());
+  for (int64_t i = 0; i < rows * samples; ++i)
+    ASSERT_EQ(replaced[static_cast<size_t>(i)], uniforms.at(i) < 0.5 ? 0 : 1) << "element " << i;
+}
+
+// Zero weights are never drawn; without replacement the samples past a row's positive weights are
+// -1; a row with a negative, NaN or infinite weight, or no weight at all, is -1 throughout.
+TEST_P(MultinomialTest, ZeroWeightsAndBadRows) {
+  const double nan = std::nan(""), inf = INFINITY;
+  const std::vector<double> weights = {0, 5,   0, 1,                // fine
+                                       1, -1,  1, 1,                // negative
+                                       1, nan, 1, 1, 1, 1, inf, 1,  // NaN, infinite
+                                       0, 0,   0, 0};               // no weight
+  for (bool replacement : {false, true}) {
+    const std::vector<int64_t> got = draw(descriptor({5, 4}, 4, replacement), weights, stream());
+    for (int64_t j = 0; j < 4; ++j) {
+      const int64_t c = got[static_cast<size_t>(j)];
+      if (replacement || j < 2) {
+        EXPECT_TRUE(c == 1 || c == 3) << replacement << " sample " << j << ": " << c;
+      } else {
+        EXPECT_EQ(c, -1) << "sample " << j;
+      }
+    }
+    if (!replacement) {
+      EXPECT_NE(got[0], got[1]);
+    }
+    for (int64_t i = 4; i < 20; ++i) EXPECT_EQ(got[static_cast<size_t>(i)], -1) << replacement << " element " << i;
+  }
+}
+
+// Views: weights read through a column-major view and indices written with a stride of 3 give the
+// contiguous run's indices; a 1-D problem is its one row; i32 indices the i64 ones.
+TEST_P(MultinomialTest, ViewsOneDimensionAndIndexTypes) {
+  std::vector<double> weights(static_cast<size_t>(6 * 300));
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<double>((i * 7919) % 13);
+  for (bool replacement : {false, true}) {
+    const MultinomialDescriptor d = descriptor({6, 300}, 40, replacement);
+    const std::vector<int64_t> want = draw(d, weights, stream());
+    EXPECT_EQ(draw(d, weights, stream(), true, 3), want) << replacement;
+    MultinomialDescriptor narrow = d;
+    narrow.index_dtype = DType::i32;
+    EXPECT_EQ(draw(narrow, weights, stream()), want) << replacement;
+    const std::vector<double> row0(weights.begin(), weights.begin() + 300);
+    const std::vector<int64_t> one = draw(descriptor({300}, 40, replacement), row0, stream());
+    EXPECT_EQ(one, std::vector<int64_t>(want.begin(), want.begin() + 40)) << replacement;
+  }
+}
+
+TEST_P(MultinomialTest, BadDescriptorsNameTheirField) {
+  auto refused = [&](MultinomialDescriptor d, std::string_view field) {
+    d.dtype = dtype();
+    const Expected<MultinomialPlan> p = MultinomialPlan::select(stream(), d);
+    ASSERT_FALSE(p.has_value());
+    EXPECT_NE(p.status().message().find(field), std::string::npos) << p.status().to_string();
+    EXPECT_NE(p.status().message().find("MultinomialPlan"), std::string::npos) << p.status().to_string();
+  };
+  refused(descriptor({4, 5}, 6, false), "descriptor.samples");
+  refused(descriptor({4, 5}, -1, true), "descriptor.samples");
+  refused(descriptor({2, 4, 5}, 1, true), "descriptor.shape");
+  refused(descriptor({4, 0}, 1, true), "descriptor.shape");
+  MultinomialDescriptor f = descriptor({4, 5}, 1, true);
+  f.index_dtype = DType::f32;
+  refused(f, "descriptor.index_dtype");
+  refused(descriptor({int64_t{1} << 20, int64_t{1} << 12}, 1, false), "descriptor.shape");  // past 2^31 - 1 keys
+}
+
+TEST_P(MultinomialTest, TheCpuAndTheGpuDrawTheSameIndices) {
+  if (backend() != Backend::cuda) GTEST_SKIP() << "compares the CUDA backend with the CPU's";
+  std::vector<double> weights(static_cast<size_t>(37 * 5000));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (double& w : weights) w = unit(rng_) < 0.2 ? 0.0 : unit(rng_);
+  for (bool replacement : {false, true}) {
+    const MultinomialDescriptor d = descriptor({37, 5000}, 300, replacement);
+    EXPECT_EQ(draw(d, weights, stream()), draw(d, weights, Stream::host())) << replacement;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Random, MultinomialTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
 
 }  // namespace
 }  // namespace baracuda

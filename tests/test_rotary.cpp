@@ -59,7 +59,8 @@ class RotaryTest : public testing::BackendDTypeTest {
   // A new tensor of `spec` (on `on`, default this backend) holding x's values.
   Tensor copy_of(const Tensor& x, const harness::TensorSpec& spec, std::optional<Backend> on = {}) {
     Tensor c = unwrap(harness::random_tensor(on.value_or(backend()), x.dtype, spec, rng_));
-    for (int64_t i = 0, numel = x.shape.numel(); i < numel; ++i) c.host[static_cast<size_t>(c.offset + c.element_offset(i))] = x.at(i);
+    for (int64_t i = 0, numel = x.shape.numel(); i < numel; ++i)
+      c.host[static_cast<size_t>(c.offset + c.element_offset(i))] = x.at(i);
     EXPECT_TRUE(c.upload().is_ok());
     return c;
   }
@@ -172,8 +173,10 @@ TEST_P(RotaryTest, HeadMajorViewsAndBroadcastPositionsGiveTheSameBits) {
     RotaryTensors v;
     v.q = input(head_major(d, 4), dtype());
     v.k = input(head_major(d, 1), dtype());
-    for (int64_t i = 0, numel = t.q.shape.numel(); i < numel; ++i) v.q.host[v.q.offset + v.q.element_offset(i)] = t.q.at(i);
-    for (int64_t i = 0, numel = t.k.shape.numel(); i < numel; ++i) v.k.host[v.k.offset + v.k.element_offset(i)] = t.k.at(i);
+    for (int64_t i = 0, numel = t.q.shape.numel(); i < numel; ++i)
+      v.q.host[v.q.offset + v.q.element_offset(i)] = t.q.at(i);
+    for (int64_t i = 0, numel = t.k.shape.numel(); i < numel; ++i)
+      v.k.host[v.k.offset + v.k.element_offset(i)] = t.k.at(i);
     ASSERT_OK(v.q.upload());
     ASSERT_OK(v.k.upload());
     v.q_out = output(head_major(d, 4));

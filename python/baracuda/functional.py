@@ -415,6 +415,15 @@ def randperm(n, *, seed, offset=0, dtype="i64", like=None):
     return _run(_bc.RandpermPlan, _bc.RandpermDescriptor, fields, like, {}, cache=False)["out"]
 
 
+def multinomial(probs, num_samples, replacement=False, *, seed, offset=0, dtype="i64"):
+    """torch.multinomial(probs, num_samples, replacement) from a Philox (seed, offset): the same indices
+    on every backend; a row of bad weights (negative, NaN, infinite, all zero), and samples past a
+    row's positive weights without replacement, come back as -1."""
+    fields = dict(dtype=_dtype(probs), index_dtype=dtype, shape=_shape(probs), samples=int(num_samples),
+                  replacement=bool(replacement), seed=int(seed), offset=int(offset))
+    return _run(_bc.MultinomialPlan, _bc.MultinomialDescriptor, fields, probs, dict(probs=probs), cache=False)["out"]
+
+
 # Every unary kind as a function of its own (baracuda.exp(x), baracuda.silu(x), ...), but for those
 # defined above.
 def _unary_function(name):

@@ -264,6 +264,14 @@ void bind_descriptors(nb::module_& m) {
       .field("n", &RandpermDescriptor::n)
       .field("seed", &RandpermDescriptor::seed)
       .field("offset", &RandpermDescriptor::offset);
+  DescriptorClass<MultinomialDescriptor>(m, "MultinomialDescriptor")
+      .field("dtype", &MultinomialDescriptor::dtype)
+      .field("index_dtype", &MultinomialDescriptor::index_dtype)
+      .field("shape", &MultinomialDescriptor::shape)
+      .field("samples", &MultinomialDescriptor::samples)
+      .field("replacement", &MultinomialDescriptor::replacement)
+      .field("seed", &MultinomialDescriptor::seed)
+      .field("offset", &MultinomialDescriptor::offset);
   DescriptorClass<DropoutDescriptor>(m, "DropoutDescriptor")
       .field("dtype", &DropoutDescriptor::dtype)
       .field("shape", &DropoutDescriptor::shape)

@@ -26,6 +26,7 @@ void bind_plans(nb::module_& m) {
   // random.hpp
   bind_plan<RandomPlan>(m, "RandomPlan");
   bind_plan<RandpermPlan>(m, "RandpermPlan");
+  bind_plan<MultinomialPlan>(m, "MultinomialPlan");
   bind_plan<DropoutPlan>(m, "DropoutPlan");
   bind_plan<DropoutBackwardPlan>(m, "DropoutBackwardPlan");
   bind_plan<AttentionPlan>(m, "AttentionPlan");

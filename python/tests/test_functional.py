@@ -183,3 +183,16 @@ def test_randperm_is_a_permutation_fixed_by_seed_and_offset():
     assert not np.array_equal(p, bc.randperm(1000, seed=3, offset=1000))
     q = bc.randperm(50, seed=1, dtype="i32")
     assert q.dtype == np.int32 and sorted(q.tolist()) == list(range(50))
+
+
+def test_multinomial_draws_from_the_weights_and_marks_bad_rows():
+    probs = np.array([[0, 1, 0, 3], [1, 1, 1, 1], [1, -1, 1, 1]], np.float32)
+    s = bc.multinomial(probs, 2, seed=7)
+    assert s.shape == (3, 2) and s.dtype == np.int64
+    assert set(s[0].tolist()) == {1, 3} and len(set(s[1].tolist())) == 2 and s[2].tolist() == [-1, -1]
+    np.testing.assert_array_equal(s, bc.multinomial(probs, 2, seed=7))
+    r = bc.multinomial(probs[:2], 1000, replacement=True, seed=7, dtype="i32")
+    assert r.dtype == np.int32 and set(r[0].tolist()) <= {1, 3} and abs((r[0] == 3).mean() - 0.75) < 0.06
+    with pytest.raises(bc.Error) as e:
+        bc.multinomial(probs, 5, seed=1)
+    assert "MultinomialPlan" in str(e.value) and "samples" in str(e.value)

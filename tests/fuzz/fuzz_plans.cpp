@@ -579,6 +579,21 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, RandpermDescriptor& 
   d.offset = static_cast<uint64_t>(in.consume_int64());
 }
 
+// Mostly [rows, categories] or [categories] (the ranks it takes), samples around the categories
+// (past them now and then, refused without replacement); the weights are anything.
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, MultinomialDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.shape =
+      in.chance(80) ? (in.chance(50) ? Shape{fuzz_size(in), fuzz_size(in)} : Shape{fuzz_size(in)}) : fuzz_shape(in);
+  const int64_t categories = d.shape.rank >= 1 ? d.shape.dims[d.shape.rank - 1] : 0;
+  d.samples =
+      in.chance(5) ? in.consume_int64() : in.consume_int<int64_t>(-1, std::clamp<int64_t>(categories, 0, 1 << 20) + 2);
+  d.replacement = in.chance(50);
+  d.seed = static_cast<uint64_t>(in.consume_int64());
+  d.offset = static_cast<uint64_t>(in.consume_int64());
+}
+
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, DropoutDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.shape = fuzz_shape(in);
@@ -1723,6 +1738,7 @@ std::span<const PlanEntry> registry() {
       entry<DropoutPlan>(),
       entry<DropoutBackwardPlan>(),
       entry<RandpermPlan>(),
+      entry<MultinomialPlan>(),
       entry<RotaryPlan>(),
       entry<RotaryBackwardPlan>(),
   };

@@ -37,7 +37,25 @@
 //                function of (seed, offset, n): the same permutation on every backend. A caller drawing
 //                again advances offset by n. out: i32 or i64, [n], any stride; n < 2^31. The
 //                workspace holds the keys (CPU: 16 n bytes; CUDA: 32 n bytes and CUB's radix sort's).
-// Not yet: multinomial.
+//   MultinomialPlan torch.multinomial: `samples` category indices of each row of non-negative weights
+//                (probs [C] or [R, C], any scale; out [samples] or [R, samples], i32 or i64). Without
+//                replacement (the exponential race, as torch draws it): category c of row r gets the
+//                key E / w', E the f32 exponential of position offset + r C + c (RandomPlan's
+//                exponential, lambda 1, at that element) and w' = w / (the row's largest weight) in
+//                f32 (f64 weights divided in f64, then rounded); the row's samples are its categories
+//                in order of increasing key (ties in category order): the order successive draws
+//                without replacement take them. A category whose w' is 0 is never drawn (nor one
+//                whose w' rounds to 0: its odds below 2^-149 of the largest's). With replacement:
+//                sample j of row r is the first category whose running sum (in f64, in a fixed order:
+//                the row in 256 chunks of ceil(C / 256), each summed from 0, the chunks' sums added
+//                in order) passes u total, u the f64 uniform of element offset + r samples + j
+//                (RandomPlan's f64 uniform at that element): a weight-0 category is never drawn.
+//                A row with a negative, NaN or infinite weight, or whose weights are all 0, and the
+//                samples beyond a row's positive weights without replacement, are written -1 (torch
+//                raises on the device; a plan cannot see the values before it runs). The same
+//                indices on every backend. Without replacement samples <= C; R C < 2^31 (the CUDA
+//                sort counts in 32 bits). A caller drawing again advances offset by R C (without
+//                replacement) or R samples (with).
 #include <cstdint>
 
 #include "baracuda/core/plan.hpp"
@@ -93,13 +111,30 @@ struct RandpermArgs {
   AnyTensorMut out;  // [n]
 };
 
+struct MultinomialDescriptor {
+  DType dtype = DType::f32;        // of probs: f32 f64 f16 bf16
+  DType index_dtype = DType::i64;  // of out: i32 i64
+  Shape shape;                     // of probs: [C] or [R, C], C >= 1
+  int64_t samples = 1;             // >= 0; without replacement <= C
+  bool replacement = false;
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
+struct MultinomialArgs {
+  AnyTensorRef probs;  // [C] or [R, C]
+  AnyTensorMut out;    // [samples] or [R, samples]
+};
+
 struct RandomOp : OpTag<RandomDescriptor, RandomArgs> {};
+struct MultinomialOp : OpTag<MultinomialDescriptor, MultinomialArgs> {};
 struct RandpermOp : OpTag<RandpermDescriptor, RandpermArgs> {};
 struct DropoutOp : OpTag<DropoutDescriptor, DropoutArgs> {};
 struct DropoutBackwardOp : OpTag<DropoutDescriptor, DropoutBackwardArgs> {};
 
 using RandomPlan = Plan<RandomOp>;
 using RandpermPlan = Plan<RandpermOp>;
+using MultinomialPlan = Plan<MultinomialOp>;
 using DropoutPlan = Plan<DropoutOp>;
 using DropoutBackwardPlan = Plan<DropoutBackwardOp>;
 

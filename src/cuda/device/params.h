@@ -162,6 +162,21 @@ struct RandpermParams {
   unsigned long long seed, offset;
 };
 
+// MultinomialPlan (cuda/device/multinomial.cuh): rows of weights, `samples` indices a row.
+struct MultinomialParams {
+  const void* probs;  // [rows, categories], probs_row_stride / probs_stride apart
+  void* out;          // [rows, samples], i32 or i64, out_row_stride / out_stride apart
+  long long rows, categories, samples;
+  long long probs_row_stride, probs_stride, out_row_stride, out_stride;
+  unsigned long long seed, offset;
+  // Without replacement, CUB's radix sort's pairs (rows x categories each): (row << 32 | the key's
+  // bits, category) in, sorted out.
+  unsigned long long* keys;
+  long long* values;
+  const unsigned long long* sorted_keys;
+  const long long* sorted_values;
+};
+
 struct DropoutParams {
   const void* src;  // x (forward) or dy (backward)
   void* dst;        // y or dx

@@ -5,6 +5,7 @@
 #include "ops/group_norm_problem.hpp"
 #include "ops/loss_problem.hpp"
 #include "ops/matmul_problem.hpp"
+#include "ops/multinomial_problem.hpp"
 #include "ops/norm_problem.hpp"
 #include "ops/pointwise_loss_problem.hpp"
 #include "ops/random_problem.hpp"
@@ -35,6 +36,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : matmul_programs()) out.push_back(std::move(p));
   for (Program& p : random_programs()) out.push_back(std::move(p));
   for (Program& p : randperm_programs()) out.push_back(std::move(p));
+  for (Program& p : multinomial_programs()) out.push_back(std::move(p));
   for (Program& p : rotary_programs()) out.push_back(std::move(p));
   return out;
 }

@@ -1,13 +1,14 @@
 // Op-table rows of the random family: RandomPlan (uniform, bernoulli, randint), DropoutPlan and its
-// backward, RandpermPlan. The reference is the contract itself (include/baracuda/ops/random.hpp): element i draws
-// Philox's bits at stream position offset + i, computed here in double from those bits; the
-// generator's own known answers, the statistics and the CPU = CUDA identity are tests/test_random.cpp's.
+// backward, RandpermPlan, MultinomialPlan. The reference is the contract itself (include/baracuda/ops/random.hpp):
+// element i draws Philox's bits at stream position offset + i, computed here in double from those bits; the generator's
+// own known answers, the statistics and the CPU = CUDA identity are tests/test_random.cpp's.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cuda/device/multinomial.h"
 #include "cuda/device/philox.h"
 #include "harness/op_row.hpp"
 
@@ -291,6 +292,131 @@ PDesc randperm_bench(DType dtype, const Shape& s) {
   return d;
 }
 
+using MDesc = MultinomialDescriptor;
+
+MDesc multi(Shape shape, int64_t samples, bool replacement, uint64_t seed = 3, uint64_t offset = 0) {
+  MDesc d;
+  d.shape = shape;
+  d.samples = samples;
+  d.replacement = replacement;
+  d.seed = seed;
+  d.offset = offset;
+  return d;
+}
+
+// Weights in [0, 1), or some negative (their rows are -1 throughout).
+constexpr ValueRange kWeights[] = {{"probs", 0.0, 1.0}};
+const std::vector<ValueRange> kSomeNegativeWeights = {{"probs", -0.02, 1.0}};
+
+std::vector<Sample<MDesc>> multinomial_samples() {
+  std::vector<Sample<MDesc>> out;
+  auto add = [&](MDesc d, Views views = Views::contiguous, std::string note = {}) {
+    out.push_back({d, views, {}, std::nullopt, std::move(note), {}});
+  };
+  for (bool r : {false, true}) {
+    add(multi({1000}, 1, r));
+    add(multi({7, 300}, 5, r));
+    add(multi({3, 1}, 1, r), Views::contiguous, "one category");
+    add(multi({5, 100003}, 3, r), Views::contiguous, "chunks of 391");
+    add(multi({0, 5}, 2, r), Views::contiguous, "no row");
+    add(multi({4, 6}, 0, r), Views::contiguous, "no sample");
+    add(multi({200, 50}, 9, r, ~uint64_t{0}, ~uint64_t{0} - 1000), Views::contiguous, "positions wrapping past 2^64");
+    for (Views v : {Views::padded, Views::misaligned}) add(multi({9, 77}, 4, r, 8, 3), v);
+    MDesc narrow = multi({6, 40}, 7, r);
+    narrow.index_dtype = DType::i32;
+    add(narrow, Views::contiguous, "i32 indices");
+    Sample<MDesc> bad{multi({50, 20}, 4, r), Views::contiguous, {}, std::nullopt, "some negative weights: rows of -1"};
+    bad.value_ranges = kSomeNegativeWeights;
+    out.push_back(bad);
+  }
+  add(multi({7, 300}, 300, false), Views::contiguous, "every category");
+  add(multi({64, 1000}, 2000, true), Views::contiguous, "more samples than categories");
+  return out;
+}
+
+std::vector<DescriptorError<MDesc>> multinomial_errors() {
+  return {
+      {"samples past the categories without replacement",
+       [](MDesc& d) {
+         d.shape = {4, 5}, d.samples = 6;
+       },
+       StatusCode::invalid_problem, "descriptor.samples"},
+      {"samples negative", [](MDesc& d) { d.samples = -1; }, StatusCode::invalid_problem, "descriptor.samples"},
+      {"rank 3",
+       [](MDesc& d) {
+         d.shape = {2, 3, 4};
+       },
+       StatusCode::invalid_problem, "descriptor.shape"},
+      {"no category",
+       [](MDesc& d) {
+         d.shape = {4, 0};
+       },
+       StatusCode::invalid_problem, "descriptor.shape"},
+      {"a float index dtype", [](MDesc& d) { d.index_dtype = DType::f32; }, StatusCode::unsupported,
+       "descriptor.index_dtype"},
+  };
+}
+
+// The contract (include/baracuda/ops/random.hpp; the draws of cuda/device/multinomial.h), in the
+// plain order of its words: keys sorted stably, or each sample's search of the chunked running sums.
+void multinomial_reference(const MDesc& d, RefIO& io) {
+  const HostView& probs = io.in("probs");
+  RefOutput& out = io.out("out");
+  const int64_t rows = d.shape.rank == 2 ? d.shape.dims[0] : 1, C = d.shape.dims[d.shape.rank - 1], S = d.samples;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto weight = [&](long long c) { return probs.at(r * C + c); };
+    bool ok = true;
+    double largest = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      ok = ok && device::multinomial_weight_ok(weight(c));
+      largest = std::max(largest, weight(c));
+    }
+    std::vector<int64_t> drawn(static_cast<size_t>(S), -1);
+    if (ok && largest > 0 && !d.replacement) {
+      std::vector<std::pair<float, int64_t>> keys;
+      for (int64_t c = 0; c < C; ++c) {
+        const uint64_t position = d.offset + static_cast<uint64_t>(r * C + c);
+        const float key =
+            d.dtype == DType::f64
+                ? device::multinomial_key(weight(c), largest, d.seed, position)
+                : device::multinomial_key(static_cast<float>(weight(c)), static_cast<float>(largest), d.seed, position);
+        if (key != INFINITY) keys.emplace_back(key, c);
+      }
+      std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (size_t j = 0; j < keys.size() && j < drawn.size(); ++j) drawn[j] = keys[j].second;
+    } else if (ok && largest > 0) {
+      double ends[device::kMultinomialChunks], running = 0;
+      for (int t = 0; t < device::kMultinomialChunks; ++t) {
+        long long begin, end;
+        device::multinomial_chunk(C, t, begin, end);
+        double sum = 0;
+        for (long long c = begin; c < end; ++c) sum += weight(c);
+        ends[t] = running += sum;
+      }
+      for (int64_t j = 0; j < S; ++j)
+        drawn[static_cast<size_t>(j)] = device::multinomial_search(
+            ends, C, device::multinomial_uniform(d.seed, d.offset + static_cast<uint64_t>(r * S + j)), weight);
+    }
+    for (int64_t j = 0; j < S; ++j)
+      if (out.wanted(r * S + j)) out.set(r * S + j, static_cast<double>(drawn[static_cast<size_t>(j)]));
+  }
+}
+
+std::vector<Shape> multinomial_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{64, 128256}, {4096, 32000}};
+  return {{16, 128256}};
+}
+MDesc multinomial_bench(DType dtype, const Shape& s) {
+  MDesc d = multi(s, 1, false, 1, 0);
+  d.dtype = dtype;
+  return d;
+}
+MDesc multinomial_replacement_bench(DType dtype, const Shape& s) {
+  MDesc d = multi(s, 64, true, 1, 0);
+  d.dtype = dtype;
+  return d;
+}
+
 }  // namespace
 
 std::vector<std::unique_ptr<OpRow>> random_rows() {
@@ -323,6 +449,33 @@ std::vector<std::unique_ptr<OpRow>> random_rows() {
                               {},
                               randperm_errors(),
                               {{"randperm", "torch.randperm(n)", {DType::i64}, randperm_shapes, randperm_bench}}}));
+  rows.push_back(make_row<MultinomialPlan>({multinomial_samples,
+                                            multinomial_reference,
+                                            harness::tolerance,
+                                            {std::begin(kWeights), std::end(kWeights)},
+                                            multinomial_errors(),
+                                            {{"multinomial",
+                                              "torch.multinomial(p, 1)",
+                                              {DType::f32},
+                                              multinomial_shapes,
+                                              multinomial_bench,
+                                              false,
+                                              false,
+                                              {},
+                                              {},
+                                              {},
+                                              kWeights},
+                                             {"multinomial_replacement",
+                                              "torch.multinomial(p, 64, replacement=True)",
+                                              {DType::f32},
+                                              multinomial_shapes,
+                                              multinomial_replacement_bench,
+                                              false,
+                                              false,
+                                              {},
+                                              {},
+                                              {},
+                                              kWeights}}}));
   return rows;
 }
 

@@ -1,0 +1,121 @@
+// multinomial on the CPU: the keys, sums and search of cuda/device/multinomial.h, which the CUDA
+// kernels run too, so both backends draw the same indices. Rows in parallel; without replacement a
+// row's (key, category) pairs sit in the thread's slice of the workspace, partially sorted.
+#include "cuda/device/multinomial.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>  // (philox.h's normals use sqrt)
+#include <cstring>
+#include <utility>
+
+#include "common/convert.hpp"
+#include "common/dispatch.hpp"
+#include "ops/multinomial_problem.hpp"
+
+namespace baracuda::detail::cpu {
+namespace {
+
+using Pair = std::pair<uint32_t, int64_t>;  // (the key's bits, the category)
+
+int64_t row_slots(int64_t rows) { return std::min(rows, kMultinomialCpuRowSlots); }
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+template <class I>
+void write(const MultinomialProblem& p, int64_t r, int64_t j, int64_t value) {
+  static_cast<I*>(p.out)[r * p.out_row_stride + j * p.out_stride] = static_cast<I>(value);
+}
+
+// Weight c of row r in the type the keys divide in (f64 for f64, else f32).
+template <class T, class W = std::conditional_t<std::is_same_v<T, double>, double, float>>
+W weight(const MultinomialProblem& p, int64_t r, int64_t c) {
+  return convert<W>(static_cast<const T*>(p.probs)[r * p.probs_row_stride + c * p.probs_stride]);
+}
+
+template <class T, class I>
+void without_replacement(const MultinomialProblem& p, Pair* workspace) {
+  const int64_t C = p.categories, S = p.desc.samples;
+  const int slots = static_cast<int>(row_slots(p.rows));
+#pragma omp parallel for schedule(dynamic) num_threads(std::min(slots, omp_get_max_threads()))
+  for (int64_t r = 0; r < p.rows; ++r) {
+    Pair* pairs = workspace + static_cast<int64_t>(omp_get_thread_num()) * C;
+    auto largest = weight<T>(p, r, 0);
+    bool ok = true;
+    for (int64_t c = 0; c < C; ++c) {
+      const auto w = weight<T>(p, r, c);
+      ok = ok && device::multinomial_weight_ok(static_cast<double>(w));
+      largest = std::max(largest, w);
+    }
+    ok = ok && largest > 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const float key = ok ? device::multinomial_key(weight<T>(p, r, c), largest, p.desc.seed,
+                                                     p.desc.offset + static_cast<uint64_t>(r * C + c))
+                           : HUGE_VALF;
+      pairs[c] = {float_bits(key), c};
+    }
+    std::partial_sort(pairs, pairs + S, pairs + C);
+    for (int64_t j = 0; j < S; ++j) write<I>(p, r, j, pairs[j].first == float_bits(HUGE_VALF) ? -1 : pairs[j].second);
+  }
+}
+
+template <class T, class I>
+void with_replacement(const MultinomialProblem& p) {
+  const int64_t C = p.categories, S = p.desc.samples;
+#pragma omp parallel for schedule(dynamic) if (p.rows * (C + S) >= (1 << 15))
+  for (int64_t r = 0; r < p.rows; ++r) {
+    auto w = [&](long long c) {
+      return convert<double>(static_cast<const T*>(p.probs)[r * p.probs_row_stride + c * p.probs_stride]);
+    };
+    double ends[device::kMultinomialChunks];
+    bool ok = true;
+    double running = 0.0;
+    for (int t = 0; t < device::kMultinomialChunks; ++t) {
+      long long begin, end;
+      device::multinomial_chunk(C, t, begin, end);
+      double sum = 0.0;
+      for (long long c = begin; c < end; ++c) {
+        ok = ok && device::multinomial_weight_ok(w(c));
+        sum += w(c);
+      }
+      running += sum;
+      ends[t] = running;
+    }
+    ok = ok && running > 0.0;
+    for (int64_t j = 0; j < S; ++j) {
+      const double u = device::multinomial_uniform(p.desc.seed, p.desc.offset + static_cast<uint64_t>(r * S + j));
+      write<I>(p, r, j, ok ? device::multinomial_search(ends, C, u, w) : -1);
+    }
+  }
+}
+
+}  // namespace
+
+size_t multinomial_workspace(const MultinomialDescriptor& d, int64_t rows, int64_t categories) {
+  return d.replacement ? 0 : static_cast<size_t>(row_slots(rows) * categories) * sizeof(Pair);
+}
+
+Status launch(const LaunchContext& ctx, const MultinomialProblem& p) {
+  return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto type) {
+    using T = typename decltype(type)::type;
+    auto run = [&](auto index) {
+      using I = typename decltype(index)::type;
+      if (p.desc.replacement)
+        with_replacement<T, I>(p);
+      else
+        without_replacement<T, I>(p, static_cast<Pair*>(ctx.workspace.data));
+    };
+    if (p.desc.index_dtype == DType::i32)
+      run(std::type_identity<int32_t>{});
+    else
+      run(std::type_identity<int64_t>{});
+    return Status::ok();
+  });
+}
+
+}  // namespace baracuda::detail::cpu

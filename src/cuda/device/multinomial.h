@@ -1,0 +1,85 @@
+#pragma once
+// MultinomialPlan's draws (include/baracuda/ops/random.hpp), plain C++ read by the host compiler and
+// NVRTC (cpu/multinomial.cpp, cuda/device/multinomial.cuh): both backends compute every key, sum and
+// search here, in the same operations and order, without FMA contraction, so they draw the same
+// indices.
+#include "cuda/device/random_draw.h"
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define BARACUDA_MULTINOMIAL_FN __host__ __device__ __forceinline__
+#else
+#define BARACUDA_MULTINOMIAL_FN inline
+#endif
+
+namespace baracuda::device {
+
+// With replacement, a row's running sum is taken in this many chunks of ceil(C / kMultinomialChunks).
+inline constexpr int kMultinomialChunks = 256;
+
+// A weight a row may hold: finite and not negative.
+BARACUDA_MULTINOMIAL_FN bool multinomial_weight_ok(double w) { return w >= 0.0 && w <= 1.7976931348623157e308; }
+
+// Without replacement, the key of a category of weight w in a row whose largest weight is `largest`
+// (> 0): E / (w / largest) in f32, E the f32 exponential at `position`; +inf (never drawn) where the
+// scaled weight is 0, the largest float where the quotient overflows (odds below 2^-128 of the
+// largest's: ties in category order).
+template <class W>
+BARACUDA_MULTINOMIAL_FN float multinomial_key(W w, W largest, unsigned long long seed, unsigned long long position) {
+  const float scaled = static_cast<float>(w / largest);
+  if (!(scaled > 0.0f)) return __builtin_huge_valf();
+  const float key = philox_exponential_f32(seed, position) / scaled;
+  if (key == 0.0f) return 0.0f;  // (E = -log(1) is -0: its bits would sort last)
+  return key <= 3.4028234663852886e38f ? key : 3.4028234663852886e38f;
+}
+
+// With replacement, u in [0, 1): RandomPlan's f64 uniform (low 0, high 1) of the element at
+// `position` (words 2 j and 2 j + 1 of the stream-0 block of group position / 2, j = position % 2).
+BARACUDA_MULTINOMIAL_FN double multinomial_uniform(unsigned long long seed, unsigned long long position) {
+  const Philox4 r = philox_bits_block(seed, position >> 1);
+  const int j = static_cast<int>(position & 1);
+  return philox_u53(r.v[2 * j], r.v[2 * j + 1]);
+}
+
+// The chunk [begin, end) of category indices chunk t covers in a row of `categories`.
+BARACUDA_MULTINOMIAL_FN void multinomial_chunk(long long categories, int t, long long& begin, long long& end) {
+  const long long length = (categories + kMultinomialChunks - 1) / kMultinomialChunks;
+  begin = t * length < categories ? t * length : categories;
+  end = begin + length < categories ? begin + length : categories;
+}
+
+// With replacement, one sample: `ends[t]` is the running sum through chunk t (ends[kChunks - 1] the
+// row's total, > 0), `weight(c)` a category's weight as f64. The first category whose running sum
+// (from the start of its chunk, ends[t - 1]) passes u total; where rounding leaves none (u total
+// rounded up to the total), the last category of positive weight in the last chunk that has one.
+template <class Weight>
+BARACUDA_MULTINOMIAL_FN long long multinomial_search(const double* ends, long long categories, double u,
+                                                     const Weight& weight) {
+  const double target = u * ends[kMultinomialChunks - 1];
+  int lo = 0, hi = kMultinomialChunks;  // the first chunk whose end passes the target
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (ends[mid] > target)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  if (lo == kMultinomialChunks) {  // (none: the last chunk holding weight)
+    lo = kMultinomialChunks - 1;
+    while (lo > 0 && !(ends[lo] > ends[lo - 1])) --lo;
+  }
+  long long begin, end;
+  multinomial_chunk(categories, lo, begin, end);
+  double running = lo > 0 ? ends[lo - 1] : 0.0;
+  long long last_positive = -1;
+  for (long long c = begin; c < end; ++c) {
+    const double w = weight(c);
+    if (w > 0.0) last_positive = c;
+    running += w;
+    if (running > target && w > 0.0) return c;
+  }
+  return last_positive;
+}
+
+}  // namespace baracuda::device
+
+#undef BARACUDA_MULTINOMIAL_FN
