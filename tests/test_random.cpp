@@ -396,19 +396,22 @@ TEST_P(MultinomialTest, TheDrawsAreTheContractsExponentialsAndUniforms) {
 }
 
 // Zero weights are never drawn; without replacement the samples past a row's positive weights are
-// -1; a row with a negative, NaN or infinite weight, or no weight at all, is -1 throughout.
+// -1; a row with a negative, NaN or infinite weight, or no weight at all, is -1 throughout (on CUDA
+// without replacement, 4 samples and 20 take the two kernels: the few-samples one and the sort).
 TEST_P(MultinomialTest, ZeroWeightsAndBadRows) {
-  const double nan = std::nan(""), inf = INFINITY;
-  const std::vector<double> weights = {0, 5,   0, 1,                // fine
-                                       1, -1,  1, 1,                // negative
-                                       1, nan, 1, 1, 1, 1, inf, 1,  // NaN, infinite
-                                       0, 0,   0, 0};               // no weight
-  for (bool replacement : {false, true}) {
-    const std::vector<int64_t> got = draw(descriptor({5, 4}, 4, replacement), weights, stream());
-    for (int64_t j = 0; j < 4; ++j) {
+  const int64_t C = 40;
+  std::vector<double> weights(static_cast<size_t>(5 * C), 1.0);
+  for (int64_t c = 0; c < C; ++c) weights[static_cast<size_t>(c)] = c == 5 ? 5.0 : c == 30 ? 1.0 : 0.0;
+  weights[static_cast<size_t>(C + 3)] = -1;                                       // negative
+  weights[static_cast<size_t>(2 * C + 7)] = std::nan("");                         // NaN
+  weights[static_cast<size_t>(3 * C + 39)] = INFINITY;                            // infinite
+  for (int64_t c = 0; c < C; ++c) weights[static_cast<size_t>(4 * C + c)] = 0.0;  // no weight
+  for (auto [replacement, samples] : {std::pair{false, int64_t{4}}, {false, int64_t{20}}, {true, int64_t{20}}}) {
+    const std::vector<int64_t> got = draw(descriptor({5, C}, samples, replacement), weights, stream());
+    for (int64_t j = 0; j < samples; ++j) {
       const int64_t c = got[static_cast<size_t>(j)];
       if (replacement || j < 2) {
-        EXPECT_TRUE(c == 1 || c == 3) << replacement << " sample " << j << ": " << c;
+        EXPECT_TRUE(c == 5 || c == 30) << replacement << " sample " << j << ": " << c;
       } else {
         EXPECT_EQ(c, -1) << "sample " << j;
       }
@@ -416,7 +419,8 @@ TEST_P(MultinomialTest, ZeroWeightsAndBadRows) {
     if (!replacement) {
       EXPECT_NE(got[0], got[1]);
     }
-    for (int64_t i = 4; i < 20; ++i) EXPECT_EQ(got[static_cast<size_t>(i)], -1) << replacement << " element " << i;
+    for (int64_t i = samples; i < 5 * samples; ++i)
+      EXPECT_EQ(got[static_cast<size_t>(i)], -1) << replacement << " element " << i;
   }
 }
 
@@ -461,9 +465,12 @@ TEST_P(MultinomialTest, TheCpuAndTheGpuDrawTheSameIndices) {
   std::vector<double> weights(static_cast<size_t>(37 * 5000));
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (double& w : weights) w = unit(rng_) < 0.2 ? 0.0 : unit(rng_);
+  // (without replacement, both sides of the few-samples kernel's limit, 16, and the sort past it)
   for (bool replacement : {false, true}) {
-    const MultinomialDescriptor d = descriptor({37, 5000}, 300, replacement);
-    EXPECT_EQ(draw(d, weights, stream()), draw(d, weights, Stream::host())) << replacement;
+    for (int64_t samples : {1, 16, 17, 300}) {
+      const MultinomialDescriptor d = descriptor({37, 5000}, samples, replacement);
+      EXPECT_EQ(draw(d, weights, stream()), draw(d, weights, Stream::host())) << replacement << " " << samples;
+    }
   }
 }
 

@@ -14,7 +14,8 @@
 
 namespace baracuda::detail::cuda {
 
-// The program's kernels: multinomial_keys<T>, multinomial_take<I>, multinomial_replace<T, I>.
+// The program's kernels: multinomial_keys<T>, multinomial_take<I>, multinomial_replace<T, I>,
+// multinomial_few<T, I>.
 jit::Program multinomial_program(DType t, DType index) {
   jit::Program p;
   const std::string T = jit::device_type(t), I = index == DType::i32 ? "int" : "long long";
@@ -22,7 +23,8 @@ jit::Program multinomial_program(DType t, DType index) {
   p.source = "#include \"cuda/device/multinomial.cuh\"\n";
   p.options = {"--fmad=false"};
   p.kernels = {"baracuda::device::multinomial_keys<" + T + ">", "baracuda::device::multinomial_take<" + I + ">",
-               "baracuda::device::multinomial_replace<" + T + ", " + I + ">"};
+               "baracuda::device::multinomial_replace<" + T + ", " + I + ">",
+               "baracuda::device::multinomial_few<" + T + ", " + I + ">"};
   return p;
 }
 
@@ -33,8 +35,13 @@ Expected<const void*> multinomial_kernels(const PlanTarget& target, const Multin
   return static_cast<const void*>(*m);
 }
 
+namespace {
+// Without replacement, few samples a row are picked by multinomial_few, with no sort (bench/NOTES.md).
+bool few_samples(const MultinomialDescriptor& d) { return !d.replacement && d.samples <= kMultinomialFewSamples; }
+}  // namespace
+
 size_t multinomial_workspace(const MultinomialDescriptor& d, int64_t rows, int64_t categories) {
-  return d.replacement ? 0 : randperm_workspace(rows * categories);
+  return d.replacement || few_samples(d) ? 0 : randperm_workspace(rows * categories);
 }
 
 Status launch(const LaunchContext& ctx, const MultinomialProblem& p) {
@@ -54,6 +61,9 @@ Status launch(const LaunchContext& ctx, const MultinomialProblem& p) {
   const int64_t sms = std::max(ctx.target.sm_count, 1);
   const int64_t row_blocks = std::clamp<int64_t>(p.rows, 1, 8 * sms);
   if (p.desc.replacement) return launch_jit(m.kernels[2], row_blocks, 256, params, ctx.stream, "multinomial_replace");
+  if (few_samples(p.desc))
+    return launch_jit(m.kernels[3], std::clamp<int64_t>(p.rows, 1, 2 * sms), 1024, params, ctx.stream,
+                      "multinomial_few");
   const int64_t n = p.rows * p.categories;
   auto* base = static_cast<unsigned char*>(ctx.workspace.data);
   const size_t array = randperm_array_bytes(n);

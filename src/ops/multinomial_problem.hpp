@@ -20,6 +20,9 @@ struct MultinomialProblem {
 
 // The CPU draws without replacement in this many rows at once, each in its own slice of the workspace.
 inline constexpr int64_t kMultinomialCpuRowSlots = 16;
+// On CUDA, without replacement, up to this many samples a row are picked with no sort
+// (cuda/device/multinomial.cuh's multinomial_few, which holds as many pairs a thread).
+inline constexpr int64_t kMultinomialFewSamples = 16;
 
 namespace cpu {
 Status launch(const LaunchContext& ctx, const MultinomialProblem& problem);

@@ -54,6 +54,93 @@ __global__ void __launch_bounds__(256) multinomial_keys(const __grid_constant__ 
   }
 }
 
+// Without replacement, few samples (at most kMultinomialFewSamples): a block of 1024 threads a row,
+// no sort. Each thread keeps its `samples` smallest (key, category) pairs, packed as key bits << 32 |
+// category (so the smallest pair is the smallest integer: ties go to the lower category, as the
+// sort's), walking the row's Philox quads (four exponentials a block, each drawn once); then
+// `samples` rounds of a block-wide minimum over the threads' first pairs. The same pairs as the
+// sort's first `samples`.
+inline constexpr int kMultinomialFewSamples = 16;  // (ops/multinomial_problem.hpp's, for the host)
+
+__device__ __forceinline__ unsigned long long block_min_u64(unsigned long long v, unsigned long long* shared) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = other < v ? other : v;
+  }
+  if ((threadIdx.x & 31) == 0) shared[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = shared[0];
+  for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k) v = shared[k] < v ? shared[k] : v;
+  __syncthreads();  // (shared is rewritten by the next call)
+  return v;
+}
+
+template <class T, class I>
+__global__ void __launch_bounds__(1024) multinomial_few(const __grid_constant__ MultinomialParams p) {
+  using W = MultinomialWeight<T>;
+  __shared__ W warp_largest[32];
+  __shared__ unsigned long long warp_min[32];
+  const unsigned long long kNone = ~0ull;
+  I* out = static_cast<I*>(p.out);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, S = static_cast<int>(p.samples);
+  for (long long r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    W largest = 0;
+    int ok = 1;
+    for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
+      const W w = multinomial_weight_at<T, W>(p, r, c);
+      ok &= multinomial_weight_ok(static_cast<double>(w)) ? 1 : 0;
+      largest = w > largest ? w : largest;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const W other = __shfl_xor_sync(0xffffffffu, largest, o);
+      largest = other > largest ? other : largest;
+    }
+    if (lane == 0) warp_largest[warp] = largest;
+    const int row_ok = __syncthreads_and(ok);
+    largest = warp_largest[0];
+    for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k)
+      largest = warp_largest[k] > largest ? warp_largest[k] : largest;
+    const bool drawable = row_ok && largest > 0;
+    unsigned long long best[kMultinomialFewSamples];
+    for (int k = 0; k < kMultinomialFewSamples; ++k) best[k] = kNone;
+    if (drawable) {
+      // The row's positions start, start + 1, ..., start + C - 1 (mod 2^64), in quads of four.
+      const unsigned long long start = p.offset + static_cast<unsigned long long>(r * p.categories);
+      const long long quads =
+          static_cast<long long>(((start & 3) + static_cast<unsigned long long>(p.categories) + 3) >> 2);
+      for (long long q = threadIdx.x; q < quads; q += blockDim.x) {
+        const unsigned long long g = ((start >> 2) + static_cast<unsigned long long>(q)) & 0x3FFFFFFFFFFFFFFFull;
+        float e[4];
+        philox_exponential_quad(p.seed, g, e);
+        for (int j = 0; j < 4; ++j) {
+          const long long c = static_cast<long long>((g << 2) + static_cast<unsigned long long>(j) - start);
+          if (c < 0 || c >= p.categories) continue;
+          const float key = multinomial_key_of(e[j], multinomial_weight_at<T, W>(p, r, c), largest);
+          if (key == __int_as_float(0x7f800000)) continue;
+          unsigned long long pair =
+              (static_cast<unsigned long long>(__float_as_uint(key)) << 32) | static_cast<unsigned long long>(c);
+          for (int k = 0; k < S; ++k) {  // insert into the sorted best[0..S)
+            const unsigned long long here = best[k];
+            best[k] = pair < here ? pair : here;
+            pair = pair < here ? here : pair;
+          }
+        }
+      }
+    }
+    // `samples` rounds: the block's smallest first pair is the next sample; its owner pops it.
+    for (int j = 0; j < S; ++j) {
+      const unsigned long long m = block_min_u64(best[0], warp_min);
+      if (m != kNone && best[0] == m) {
+        for (int k = 0; k + 1 < kMultinomialFewSamples; ++k) best[k] = best[k + 1];
+        best[kMultinomialFewSamples - 1] = kNone;
+      }
+      if (threadIdx.x == 0)
+        out[r * p.out_row_stride + j * p.out_stride] =
+            m == kNone ? static_cast<I>(-1) : static_cast<I>(m & 0xffffffffull);
+    }
+  }
+}
+
 template <class I>
 __global__ void __launch_bounds__(256) multinomial_take(const __grid_constant__ MultinomialParams p) {
   I* out = static_cast<I*>(p.out);

@@ -24,12 +24,16 @@ BARACUDA_MULTINOMIAL_FN bool multinomial_weight_ok(double w) { return w >= 0.0 &
 // scaled weight is 0, the largest float where the quotient overflows (odds below 2^-128 of the
 // largest's: ties in category order).
 template <class W>
-BARACUDA_MULTINOMIAL_FN float multinomial_key(W w, W largest, unsigned long long seed, unsigned long long position) {
+BARACUDA_MULTINOMIAL_FN float multinomial_key_of(float exponential, W w, W largest) {
   const float scaled = static_cast<float>(w / largest);
   if (!(scaled > 0.0f)) return __builtin_huge_valf();
-  const float key = philox_exponential_f32(seed, position) / scaled;
+  const float key = exponential / scaled;
   if (key == 0.0f) return 0.0f;  // (E = -log(1) is -0: its bits would sort last)
   return key <= 3.4028234663852886e38f ? key : 3.4028234663852886e38f;
+}
+template <class W>
+BARACUDA_MULTINOMIAL_FN float multinomial_key(W w, W largest, unsigned long long seed, unsigned long long position) {
+  return multinomial_key_of(philox_exponential_f32(seed, position), w, largest);
 }
 
 // With replacement, u in [0, 1): RandomPlan's f64 uniform (low 0, high 1) of the element at
