@@ -3,6 +3,10 @@
 // library's one generator. Plain C++ that the host compiler and NVRTC both read, so the CPU and
 // every GPU compute the same bits: a value is a pure function of (seed, offset + element index),
 // whatever the backend, grid or strides.
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#include <cmath>  // (the normals' sqrt)
+#endif
+
 namespace baracuda::device {
 
 struct Philox4 {
