@@ -56,11 +56,12 @@ void without_replacement(const MultinomialProblem& p, Pair* workspace) {
     for (int64_t c = 0; c < C; ++c) {
       const float key = ok ? device::multinomial_key(weight<T>(p, r, c), largest, p.desc.seed,
                                                      p.desc.offset + static_cast<uint64_t>(r * C + c))
-                           : HUGE_VALF;
+                           : device::multinomial_never();
       pairs[c] = {float_bits(key), c};
     }
     std::partial_sort(pairs, pairs + S, pairs + C);
-    for (int64_t j = 0; j < S; ++j) write<I>(p, r, j, pairs[j].first == float_bits(HUGE_VALF) ? -1 : pairs[j].second);
+    for (int64_t j = 0; j < S; ++j)
+      write<I>(p, r, j, pairs[j].first == float_bits(device::multinomial_never()) ? -1 : pairs[j].second);
   }
 }
 

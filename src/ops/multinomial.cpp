@@ -91,8 +91,8 @@ struct MultinomialHooks {
     return g;
   }
 
-  static KernelShape kernel(const PlanTarget&, const Descriptor& d, const PlanChoice&, const Args* a) {
-    KernelShape k{d.replacement ? "running_sum" : "exponential_race", Layout::contiguous};
+  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
+    KernelShape k{"philox", Layout::contiguous};
     if (a) k.layout = layout_of(given_views<Args>(kFields, *a));
     return k;
   }

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(256) multinomial_keys(const __grid_constant__ 
       const long long i = r * p.categories + c;
       const float key = drawable ? multinomial_key(multinomial_weight_at<T, W>(p, r, c), largest, p.seed,
                                                    p.offset + static_cast<unsigned long long>(i))
-                                 : __int_as_float(0x7f800000);
+                                 : multinomial_never();
       p.keys[i] = (static_cast<unsigned long long>(r) << 32) | __float_as_uint(key);
       p.values[i] = c;
     }
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(1024) multinomial_few(const __grid_constant__ 
           const long long c = static_cast<long long>((g << 2) + static_cast<unsigned long long>(j) - start);
           if (c < 0 || c >= p.categories) continue;
           const float key = multinomial_key_of(e[j], multinomial_weight_at<T, W>(p, r, c), largest);
-          if (key == __int_as_float(0x7f800000)) continue;
+          if (key == multinomial_never()) continue;
           unsigned long long pair =
               (static_cast<unsigned long long>(__float_as_uint(key)) << 32) | static_cast<unsigned long long>(c);
           for (int k = 0; k < S; ++k) {  // insert into the sorted best[0..S)

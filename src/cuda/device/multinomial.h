@@ -23,10 +23,19 @@ BARACUDA_MULTINOMIAL_FN bool multinomial_weight_ok(double w) { return w >= 0.0 &
 // (> 0): E / (w / largest) in f32, E the f32 exponential at `position`; +inf (never drawn) where the
 // scaled weight is 0, the largest float where the quotient overflows (odds below 2^-128 of the
 // largest's: ties in category order).
+// +inf: the key of a category never drawn.
+BARACUDA_MULTINOMIAL_FN float multinomial_never() {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(0x7f800000);
+#else
+  return __builtin_huge_valf();
+#endif
+}
+
 template <class W>
 BARACUDA_MULTINOMIAL_FN float multinomial_key_of(float exponential, W w, W largest) {
   const float scaled = static_cast<float>(w / largest);
-  if (!(scaled > 0.0f)) return __builtin_huge_valf();
+  if (!(scaled > 0.0f)) return multinomial_never();
   const float key = exponential / scaled;
   if (key == 0.0f) return 0.0f;  // (E = -log(1) is -0: its bits would sort last)
   return key <= 3.4028234663852886e38f ? key : 3.4028234663852886e38f;
