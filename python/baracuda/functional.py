@@ -27,6 +27,7 @@ __all__ = [
     "amin",
     "dropout",
     "randperm",
+    "multinomial",
     "cross_entropy",
     "nll_loss",
     "mse_loss",
