@@ -49,12 +49,13 @@ void without_replacement(const MultinomialProblem& p, Pair* workspace) {
     bool ok = true;
     for (int64_t c = 0; c < C; ++c) {
       const auto w = weight<T>(p, r, c);
-      ok = ok && device::multinomial_weight_ok(static_cast<double>(w));
+      ok = ok && device::multinomial_weight_ok(w);
       largest = std::max(largest, w);
     }
     ok = ok && largest > 0;
+    const auto inverse = decltype(largest)(1) / largest;
     for (int64_t c = 0; c < C; ++c) {
-      const float key = ok ? device::multinomial_key(weight<T>(p, r, c), largest, p.desc.seed,
+      const float key = ok ? device::multinomial_key(weight<T>(p, r, c), inverse, p.desc.seed,
                                                      p.desc.offset + static_cast<uint64_t>(r * C + c))
                            : device::multinomial_never();
       pairs[c] = {float_bits(key), c};

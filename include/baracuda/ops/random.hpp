@@ -41,8 +41,8 @@
 //                (probs [C] or [R, C], any scale; out [samples] or [R, samples], i32 or i64). Without
 //                replacement (the exponential race, as torch draws it): category c of row r gets the
 //                key E / w', E the f32 exponential of position offset + r C + c (RandomPlan's
-//                exponential, lambda 1, at that element) and w' = w / (the row's largest weight) in
-//                f32 (f64 weights divided in f64, then rounded); the row's samples are its categories
+//                exponential, lambda 1, at that element) and w' = w (1 / the row's largest weight)
+//                in f32 (f64 weights scaled in f64, then rounded); the row's samples are its categories
 //                in order of increasing key (ties in category order): the order successive draws
 //                without replacement take them. A category whose w' is 0 is never drawn (nor one
 //                whose w' rounds to 0: its odds below 2^-149 of the largest's). With replacement:

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(256) multinomial_keys(const __grid_constant__ 
     int ok = 1;
     for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
       const W w = multinomial_weight_at<T, W>(p, r, c);
-      ok &= multinomial_weight_ok(static_cast<double>(w)) ? 1 : 0;
+      ok &= multinomial_weight_ok(w) ? 1 : 0;
       largest = w > largest ? w : largest;
     }
     for (int o = 16; o > 0; o >>= 1) {
@@ -42,9 +42,10 @@ __global__ void __launch_bounds__(256) multinomial_keys(const __grid_constant__ 
     for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k)
       largest = warp_largest[k] > largest ? warp_largest[k] : largest;
     const bool drawable = row_ok && largest > 0;
+    const W inverse = W(1) / largest;
     for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
       const long long i = r * p.categories + c;
-      const float key = drawable ? multinomial_key(multinomial_weight_at<T, W>(p, r, c), largest, p.seed,
+      const float key = drawable ? multinomial_key(multinomial_weight_at<T, W>(p, r, c), inverse, p.seed,
                                                    p.offset + static_cast<unsigned long long>(i))
                                  : multinomial_never();
       p.keys[i] = (static_cast<unsigned long long>(r) << 32) | __float_as_uint(key);
@@ -88,7 +89,7 @@ __global__ void __launch_bounds__(1024) multinomial_few(const __grid_constant__ 
     int ok = 1;
     for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
       const W w = multinomial_weight_at<T, W>(p, r, c);
-      ok &= multinomial_weight_ok(static_cast<double>(w)) ? 1 : 0;
+      ok &= multinomial_weight_ok(w) ? 1 : 0;
       largest = w > largest ? w : largest;
     }
     for (int o = 16; o > 0; o >>= 1) {
@@ -101,6 +102,7 @@ __global__ void __launch_bounds__(1024) multinomial_few(const __grid_constant__ 
     for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k)
       largest = warp_largest[k] > largest ? warp_largest[k] : largest;
     const bool drawable = row_ok && largest > 0;
+    const W inverse = W(1) / largest;
     unsigned long long best[kMultinomialFewSamples];
     for (int k = 0; k < kMultinomialFewSamples; ++k) best[k] = kNone;
     if (drawable) {
@@ -115,7 +117,7 @@ __global__ void __launch_bounds__(1024) multinomial_few(const __grid_constant__ 
         for (int j = 0; j < 4; ++j) {
           const long long c = static_cast<long long>((g << 2) + static_cast<unsigned long long>(j) - start);
           if (c < 0 || c >= p.categories) continue;
-          const float key = multinomial_key_of(e[j], multinomial_weight_at<T, W>(p, r, c), largest);
+          const float key = multinomial_key_of(e[j], multinomial_weight_at<T, W>(p, r, c), inverse);
           if (key == multinomial_never()) continue;
           unsigned long long pair =
               (static_cast<unsigned long long>(__float_as_uint(key)) << 32) | static_cast<unsigned long long>(c);

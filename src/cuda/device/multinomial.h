@@ -18,11 +18,8 @@ inline constexpr int kMultinomialChunks = 256;
 
 // A weight a row may hold: finite and not negative.
 BARACUDA_MULTINOMIAL_FN bool multinomial_weight_ok(double w) { return w >= 0.0 && w <= 1.7976931348623157e308; }
+BARACUDA_MULTINOMIAL_FN bool multinomial_weight_ok(float w) { return w >= 0.0f && w <= 3.4028234663852886e38f; }
 
-// Without replacement, the key of a category of weight w in a row whose largest weight is `largest`
-// (> 0): E / (w / largest) in f32, E the f32 exponential at `position`; +inf (never drawn) where the
-// scaled weight is 0, the largest float where the quotient overflows (odds below 2^-128 of the
-// largest's: ties in category order).
 // +inf: the key of a category never drawn.
 BARACUDA_MULTINOMIAL_FN float multinomial_never() {
 #if defined(__CUDA_ARCH__)
@@ -32,17 +29,21 @@ BARACUDA_MULTINOMIAL_FN float multinomial_never() {
 #endif
 }
 
+// Without replacement, the key of a category of weight w in a row whose largest weight is L (> 0):
+// E / (w inverse) in f32, inverse = 1 / L in W (the caller's, once a row), E the f32 exponential at
+// `position`; +inf (never drawn) where the scaled weight is 0, the largest float where the quotient
+// overflows (odds below 2^-128 of the largest's: ties in category order).
 template <class W>
-BARACUDA_MULTINOMIAL_FN float multinomial_key_of(float exponential, W w, W largest) {
-  const float scaled = static_cast<float>(w / largest);
+BARACUDA_MULTINOMIAL_FN float multinomial_key_of(float exponential, W w, W inverse) {
+  const float scaled = static_cast<float>(w * inverse);
   if (!(scaled > 0.0f)) return multinomial_never();
   const float key = exponential / scaled;
   if (key == 0.0f) return 0.0f;  // (E = -log(1) is -0: its bits would sort last)
   return key <= 3.4028234663852886e38f ? key : 3.4028234663852886e38f;
 }
 template <class W>
-BARACUDA_MULTINOMIAL_FN float multinomial_key(W w, W largest, unsigned long long seed, unsigned long long position) {
-  return multinomial_key_of(philox_exponential_f32(seed, position), w, largest);
+BARACUDA_MULTINOMIAL_FN float multinomial_key(W w, W inverse, unsigned long long seed, unsigned long long position) {
+  return multinomial_key_of(philox_exponential_f32(seed, position), w, inverse);
 }
 
 // With replacement, u in [0, 1): RandomPlan's f64 uniform (low 0, high 1) of the element at

@@ -376,10 +376,10 @@ void multinomial_reference(const MDesc& d, RefIO& io) {
       std::vector<std::pair<float, int64_t>> keys;
       for (int64_t c = 0; c < C; ++c) {
         const uint64_t position = d.offset + static_cast<uint64_t>(r * C + c);
-        const float key =
-            d.dtype == DType::f64
-                ? device::multinomial_key(weight(c), largest, d.seed, position)
-                : device::multinomial_key(static_cast<float>(weight(c)), static_cast<float>(largest), d.seed, position);
+        const float key = d.dtype == DType::f64
+                              ? device::multinomial_key(weight(c), 1.0 / largest, d.seed, position)
+                              : device::multinomial_key(static_cast<float>(weight(c)),
+                                                        1.0f / static_cast<float>(largest), d.seed, position);
         if (key != INFINITY) keys.emplace_back(key, c);
       }
       std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
