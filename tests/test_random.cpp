@@ -457,7 +457,16 @@ TEST_P(MultinomialTest, BadDescriptorsNameTheirField) {
   MultinomialDescriptor f = descriptor({4, 5}, 1, true);
   f.index_dtype = DType::f32;
   refused(f, "descriptor.index_dtype");
-  refused(descriptor({int64_t{1} << 20, int64_t{1} << 12}, 1, false), "descriptor.shape");  // past 2^31 - 1 keys
+  // Past 2^31 - 1 keys to sort (more than 16 samples without replacement); 16 need no sort.
+  refused(descriptor({int64_t{1} << 20, int64_t{1} << 12}, 17, false), "descriptor.shape");
+  EXPECT_TRUE(
+      MultinomialPlan::select(stream(),
+                              [&] {
+                                MultinomialDescriptor d = descriptor({int64_t{1} << 20, int64_t{1} << 12}, 16, false);
+                                d.dtype = dtype();
+                                return d;
+                              }())
+          .has_value());
 }
 
 TEST_P(MultinomialTest, TheCpuAndTheGpuDrawTheSameIndices) {

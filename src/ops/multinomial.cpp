@@ -19,7 +19,7 @@ constexpr VariantInfo kMultinomialVariants[] = {
      "without replacement the exponential race (keys sorted: CUB's radix sort on CUDA), with replacement the "
      "running sum in a fixed order searched: the same indices on every backend"},
 };
-// The CUDA sort counts its items (rows x categories) in an int.
+// The CUDA sort counts its items (rows x categories) in an int; a key pairs a category in 32 bits.
 constexpr int64_t kMaxSorted = (int64_t{1} << 31) - 1;
 
 int64_t rows_of(const MultinomialDescriptor& d) { return d.shape.rank == 2 ? d.shape.dims[0] : 1; }
@@ -49,9 +49,13 @@ struct MultinomialHooks {
                         std::to_string(d.samples) + " is more than the " + std::to_string(categories_of(d)) +
                             " categories to draw from without replacement");
     if (Status s = check_shape(kPlan, "descriptor.samples", out_shape(d)); !s) return s;
-    if (!d.replacement && rows_of(d) * categories_of(d) > kMaxSorted)
+    if (categories_of(d) > kMaxSorted)
       return plan_error(StatusCode::unsupported, kPlan, "descriptor.shape",
-                        d.shape.to_string() + " holds more than 2^31 - 1 weights (the sort counts them in 32 bits)");
+                        d.shape.to_string() + " has more than 2^31 - 1 categories (indices are paired in 32 bits)");
+    if (!d.replacement && d.samples > kMultinomialFewSamples && rows_of(d) * categories_of(d) > kMaxSorted)
+      return plan_error(StatusCode::unsupported, kPlan, "descriptor.shape",
+                        d.shape.to_string() + " holds more than 2^31 - 1 weights to sort for more than " +
+                            std::to_string(kMultinomialFewSamples) + " samples (the sort counts them in 32 bits)");
     return Status::ok();
   }
 

@@ -53,9 +53,10 @@
 //                A row with a negative, NaN or infinite weight, or whose weights are all 0, and the
 //                samples beyond a row's positive weights without replacement, are written -1 (torch
 //                raises on the device; a plan cannot see the values before it runs). The same
-//                indices on every backend. Without replacement samples <= C; R C < 2^31 (the CUDA
-//                sort counts in 32 bits). A caller drawing again advances offset by R C (without
-//                replacement) or R samples (with).
+//                indices on every backend. Without replacement samples <= C; C < 2^31; without
+//                replacement and more than 16 samples R C < 2^31 (the CUDA sort counts in 32
+//                bits). A caller drawing again advances offset by R C (without replacement) or
+//                R samples (with).
 #include <cstdint>
 
 #include "baracuda/core/plan.hpp"
