@@ -19,30 +19,39 @@ __device__ __forceinline__ W multinomial_weight_at(const MultinomialParams& p, l
   return to_acc<W>(static_cast<const T*>(p.probs)[r * p.probs_row_stride + c * p.probs_stride]);
 }
 
+// Whether row r can be drawn from (every weight finite and not negative, the largest above 0), and
+// 1 / its largest weight: block-wide (warp shuffles, then the warps' maxima in warp_largest[blockDim /
+// 32]). Every thread of the block calls it; the caller passes a barrier before the next call.
+template <class T, class W>
+__device__ __forceinline__ bool multinomial_row_scale(const MultinomialParams& p, long long r, W* warp_largest,
+                                                      W& inverse) {
+  W largest = 0;
+  int ok = 1;
+  for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
+    const W w = multinomial_weight_at<T, W>(p, r, c);
+    ok &= multinomial_weight_ok(w) ? 1 : 0;
+    largest = w > largest ? w : largest;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const W other = __shfl_xor_sync(0xffffffffu, largest, o);
+    largest = other > largest ? other : largest;
+  }
+  if ((threadIdx.x & 31) == 0) warp_largest[threadIdx.x >> 5] = largest;
+  const int row_ok = __syncthreads_and(ok);  // (and the barrier before warp_largest is read)
+  largest = warp_largest[0];
+  for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k)
+    largest = warp_largest[k] > largest ? warp_largest[k] : largest;
+  inverse = W(1) / largest;
+  return row_ok && largest > 0;
+}
+
 template <class T>
 __global__ void __launch_bounds__(256) multinomial_keys(const __grid_constant__ MultinomialParams p) {
   using W = MultinomialWeight<T>;
   __shared__ W warp_largest[8];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (long long r = blockIdx.x; r < p.rows; r += gridDim.x) {
-    W largest = 0;
-    int ok = 1;
-    for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
-      const W w = multinomial_weight_at<T, W>(p, r, c);
-      ok &= multinomial_weight_ok(w) ? 1 : 0;
-      largest = w > largest ? w : largest;
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      const W other = __shfl_xor_sync(0xffffffffu, largest, o);
-      largest = other > largest ? other : largest;
-    }
-    if (lane == 0) warp_largest[warp] = largest;
-    const int row_ok = __syncthreads_and(ok);  // (and the barrier before warp_largest is read)
-    largest = warp_largest[0];
-    for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k)
-      largest = warp_largest[k] > largest ? warp_largest[k] : largest;
-    const bool drawable = row_ok && largest > 0;
-    const W inverse = W(1) / largest;
+    W inverse;
+    const bool drawable = multinomial_row_scale<T>(p, r, warp_largest, inverse);
     for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
       const long long i = r * p.categories + c;
       const float key = drawable ? multinomial_key(multinomial_weight_at<T, W>(p, r, c), inverse, p.seed,
@@ -83,26 +92,10 @@ __global__ void __launch_bounds__(1024) multinomial_few(const __grid_constant__ 
   __shared__ unsigned long long warp_min[32];
   const unsigned long long kNone = ~0ull;
   I* out = static_cast<I*>(p.out);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, S = static_cast<int>(p.samples);
+  const int S = static_cast<int>(p.samples);
   for (long long r = blockIdx.x; r < p.rows; r += gridDim.x) {
-    W largest = 0;
-    int ok = 1;
-    for (long long c = threadIdx.x; c < p.categories; c += blockDim.x) {
-      const W w = multinomial_weight_at<T, W>(p, r, c);
-      ok &= multinomial_weight_ok(w) ? 1 : 0;
-      largest = w > largest ? w : largest;
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      const W other = __shfl_xor_sync(0xffffffffu, largest, o);
-      largest = other > largest ? other : largest;
-    }
-    if (lane == 0) warp_largest[warp] = largest;
-    const int row_ok = __syncthreads_and(ok);
-    largest = warp_largest[0];
-    for (int k = 1; k < static_cast<int>(blockDim.x >> 5); ++k)
-      largest = warp_largest[k] > largest ? warp_largest[k] : largest;
-    const bool drawable = row_ok && largest > 0;
-    const W inverse = W(1) / largest;
+    W inverse;
+    const bool drawable = multinomial_row_scale<T>(p, r, warp_largest, inverse);
     unsigned long long best[kMultinomialFewSamples];
     for (int k = 0; k < kMultinomialFewSamples; ++k) best[k] = kNone;
     if (drawable) {
