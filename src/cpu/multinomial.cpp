@@ -45,14 +45,9 @@ void without_replacement(const MultinomialProblem& p, Pair* workspace) {
 #pragma omp parallel for schedule(dynamic) num_threads(std::min(slots, omp_get_max_threads()))
   for (int64_t r = 0; r < p.rows; ++r) {
     Pair* pairs = workspace + static_cast<int64_t>(omp_get_thread_num()) * C;
-    auto largest = weight<T>(p, r, 0);
-    bool ok = true;
-    for (int64_t c = 0; c < C; ++c) {
-      const auto w = weight<T>(p, r, c);
-      ok = ok && device::multinomial_weight_ok(w);
-      largest = std::max(largest, w);
-    }
-    ok = ok && largest > 0;
+    decltype(weight<T>(p, r, 0)) largest;
+    const bool ok = device::multinomial_row_largest(
+        C, [&](long long c) { return weight<T>(p, r, c); }, largest);
     const auto inverse = decltype(largest)(1) / largest;
     for (int64_t c = 0; c < C; ++c) {
       const float key = ok ? device::multinomial_key(weight<T>(p, r, c), inverse, p.desc.seed,
@@ -75,20 +70,7 @@ void with_replacement(const MultinomialProblem& p) {
       return convert<double>(static_cast<const T*>(p.probs)[r * p.probs_row_stride + c * p.probs_stride]);
     };
     double ends[device::kMultinomialChunks];
-    bool ok = true;
-    double running = 0.0;
-    for (int t = 0; t < device::kMultinomialChunks; ++t) {
-      long long begin, end;
-      device::multinomial_chunk(C, t, begin, end);
-      double sum = 0.0;
-      for (long long c = begin; c < end; ++c) {
-        ok = ok && device::multinomial_weight_ok(w(c));
-        sum += w(c);
-      }
-      running += sum;
-      ends[t] = running;
-    }
-    ok = ok && running > 0.0;
+    const bool ok = device::multinomial_row_ends(C, w, ends);
     for (int64_t j = 0; j < S; ++j) {
       const double u = device::multinomial_uniform(p.desc.seed, p.desc.offset + static_cast<uint64_t>(r * S + j));
       write<I>(p, r, j, ok ? device::multinomial_search(ends, C, u, w) : -1);

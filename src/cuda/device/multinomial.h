@@ -61,6 +61,40 @@ BARACUDA_MULTINOMIAL_FN void multinomial_chunk(long long categories, int t, long
   end = begin + length < categories ? begin + length : categories;
 }
 
+// A row's validity (every weight finite and not negative, the largest above 0) and its largest weight,
+// in category order: the host's form (the CUDA kernels reduce across a block, to the same result).
+template <class W, class Weight>
+BARACUDA_MULTINOMIAL_FN bool multinomial_row_largest(long long categories, const Weight& weight, W& largest) {
+  bool ok = true;
+  largest = W(0);
+  for (long long c = 0; c < categories; ++c) {
+    const W w = weight(c);
+    ok = ok && multinomial_weight_ok(w);
+    largest = w > largest ? w : largest;
+  }
+  return ok && largest > W(0);
+}
+
+// With replacement, a row's running sums through each chunk into ends[kMultinomialChunks] (f64, the
+// chunks summed from 0 in order, then added in chunk order) and whether the row can be drawn from.
+template <class Weight>
+BARACUDA_MULTINOMIAL_FN bool multinomial_row_ends(long long categories, const Weight& weight, double* ends) {
+  bool ok = true;
+  double running = 0.0;
+  for (int t = 0; t < kMultinomialChunks; ++t) {
+    long long begin, end;
+    multinomial_chunk(categories, t, begin, end);
+    double sum = 0.0;
+    for (long long c = begin; c < end; ++c) {
+      ok = ok && multinomial_weight_ok(weight(c));
+      sum += weight(c);
+    }
+    running += sum;
+    ends[t] = running;
+  }
+  return ok && running > 0.0;
+}
+
 // With replacement, one sample: `ends[t]` is the running sum through chunk t (ends[kChunks - 1] the
 // row's total, > 0), `weight(c)` a category's weight as f64. The first category whose running sum
 // (from the start of its chunk, ends[t - 1]) passes u total; where rounding leaves none (u total

@@ -365,14 +365,10 @@ void multinomial_reference(const MDesc& d, RefIO& io) {
   const int64_t rows = d.shape.rank == 2 ? d.shape.dims[0] : 1, C = d.shape.dims[d.shape.rank - 1], S = d.samples;
   for (int64_t r = 0; r < rows; ++r) {
     auto weight = [&](long long c) { return probs.at(r * C + c); };
-    bool ok = true;
-    double largest = 0;
-    for (int64_t c = 0; c < C; ++c) {
-      ok = ok && device::multinomial_weight_ok(weight(c));
-      largest = std::max(largest, weight(c));
-    }
+    double largest;
+    const bool ok = device::multinomial_row_largest(C, weight, largest);
     std::vector<int64_t> drawn(static_cast<size_t>(S), -1);
-    if (ok && largest > 0 && !d.replacement) {
+    if (ok && !d.replacement) {
       std::vector<std::pair<float, int64_t>> keys;
       for (int64_t c = 0; c < C; ++c) {
         const uint64_t position = d.offset + static_cast<uint64_t>(r * C + c);
@@ -384,15 +380,7 @@ void multinomial_reference(const MDesc& d, RefIO& io) {
       }
       std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       for (size_t j = 0; j < keys.size() && j < drawn.size(); ++j) drawn[j] = keys[j].second;
-    } else if (ok && largest > 0) {
-      double ends[device::kMultinomialChunks], running = 0;
-      for (int t = 0; t < device::kMultinomialChunks; ++t) {
-        long long begin, end;
-        device::multinomial_chunk(C, t, begin, end);
-        double sum = 0;
-        for (long long c = begin; c < end; ++c) sum += weight(c);
-        ends[t] = running += sum;
-      }
+    } else if (double ends[device::kMultinomialChunks]; ok && device::multinomial_row_ends(C, weight, ends)) {
       for (int64_t j = 0; j < S; ++j)
         drawn[static_cast<size_t>(j)] = device::multinomial_search(
             ends, C, device::multinomial_uniform(d.seed, d.offset + static_cast<uint64_t>(r * S + j)), weight);
