@@ -644,9 +644,9 @@ NORM_CASES = {
 # Cross-entropy cases: logits x [N, C] (the profiler's shape), targets t [N] in [0, C), the mean. The
 # backward is autograd's (the softmax minus the one-hot, scaled), through a graph built once per
 # input set. `compile`: the same function through torch.compile (a fresh dynamo cache per case).
-def cross_entropy_case(backward=False, compile=False, loss=torch.nn.functional.cross_entropy):
+def cross_entropy_case(backward=False, compile=False, loss=torch.nn.functional.cross_entropy, soft=False):
     """loss(x, t) of logits [N, C] against class indices: F.cross_entropy, or F.nll_loss (x taken as
-    log-probabilities, as the profiler's nll_loss)."""
+    log-probabilities, as the profiler's nll_loss); soft: t probabilities [N, C] in the logits' dtype."""
     def forward(x, t):
         return loss(x, t)
 
@@ -658,7 +658,10 @@ def cross_entropy_case(backward=False, compile=False, loss=torch.nn.functional.c
         n, c = shape
 
         def inputs(grad=False):
-            return rand(shape, dtype, -4.0, 4.0).requires_grad_(grad), torch.randint(0, c, (n,), device="cuda")
+            x = rand(shape, dtype, -4.0, 4.0).requires_grad_(grad)
+            if soft:
+                return x, rand(shape, dtype, 0.0, 1.0)
+            return x, torch.randint(0, c, (n,), device="cuda")
         if not backward:
             return (lambda: inputs()), lambda s: fn(*s)
 
@@ -702,6 +705,8 @@ def pointwise_loss_case(fn, target_lo=-1.0, backward=False):
 LOSS_CASES = {
     "F.cross_entropy(x, t)": cross_entropy_case(),
     "autograd of F.cross_entropy(x, t)": cross_entropy_case(True),
+    "F.cross_entropy(x, p), p probabilities": cross_entropy_case(soft=True),
+    "autograd of F.cross_entropy(x, p), p probabilities": cross_entropy_case(True, soft=True),
     "F.nll_loss(x, t)": cross_entropy_case(loss=torch.nn.functional.nll_loss),
     "autograd of F.nll_loss(x, t)": cross_entropy_case(True, loss=torch.nn.functional.nll_loss),
     "F.mse_loss(x, y)": pointwise_loss_case(torch.nn.functional.mse_loss),
@@ -1049,6 +1054,9 @@ EXTRA_BACKWARD = {
     "autograd of F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", True, compile=True),
                                           "liger ms": liger_norm_case("rms", True)},
     "autograd of F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(True, compile=True)},
+    "F.cross_entropy(x, p), p probabilities": {"compile ms": cross_entropy_case(compile=True, soft=True)},
+    "autograd of F.cross_entropy(x, p), p probabilities": {
+        "compile ms": cross_entropy_case(True, compile=True, soft=True)},
     "autograd of F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(True, compile=True)},
     "autograd of F.batch_norm(x, rm, rv, w, b, training=True)": {"compile ms": batch_norm_case(True, compile=True)},
     "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)": {

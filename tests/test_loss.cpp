@@ -124,11 +124,19 @@ class CrossEntropyTest : public testing::BackendDTypeTest {
     std::vector<double> loss, lse;
     int64_t bad = 0;
   };
+  // Class indices [n], or with soft_targets probabilities [n, c].
+  Tensor targets_of(const CrossEntropyDescriptor& d, const std::vector<double>& t) {
+    return d.soft_targets ? tensor(d.dtype, d.shape, t) : tensor(d.index_dtype, {d.shape.dims[0]}, t);
+  }
   Forward forward(const CrossEntropyDescriptor& d, const std::vector<double>& x, const std::vector<int64_t>& t,
                   const std::vector<double>& w = {}) {
+    return forward(d, x, std::vector<double>(t.begin(), t.end()), w);
+  }
+  Forward forward(const CrossEntropyDescriptor& d, const std::vector<double>& x, const std::vector<double>& t,
+                  const std::vector<double>& w) {
     const int64_t n = d.shape.dims[0], c = d.shape.dims[1];
     Tensor logits = tensor(d.dtype, d.shape, x), weight = tensor(d.weight_dtype.value_or(d.dtype), {c}, w);
-    Tensor targets = tensor(d.index_dtype, {n}, std::vector<double>(t.begin(), t.end()));
+    Tensor targets = targets_of(d, t);
     Tensor loss = output(d.dtype, loss_shape(d)), lse = output(stats(), {n});
     harness::Buffer counter = unwrap(harness::Buffer::allocate(backend(), sizeof(int64_t)));
     const int64_t zero = 0;
@@ -160,9 +168,14 @@ class CrossEntropyTest : public testing::BackendDTypeTest {
                                const std::vector<int64_t>& t, const std::vector<double>& w,
                                const std::vector<double>& dloss, const std::vector<double>& lse_values,
                                bool in_place = false) {
+    return backward(d, x, std::vector<double>(t.begin(), t.end()), w, dloss, lse_values, in_place);
+  }
+  std::vector<double> backward(const CrossEntropyDescriptor& d, const std::vector<double>& x,
+                               const std::vector<double>& t, const std::vector<double>& w,
+                               const std::vector<double>& dloss, const std::vector<double>& lse_values, bool in_place) {
     const int64_t n = d.shape.dims[0], c = d.shape.dims[1];
     Tensor logits = tensor(d.dtype, d.shape, x), weight = tensor(d.weight_dtype.value_or(d.dtype), {c}, w);
-    Tensor targets = tensor(d.index_dtype, {n}, std::vector<double>(t.begin(), t.end()));
+    Tensor targets = targets_of(d, t);
     Tensor dl = tensor(d.dtype, loss_shape(d), dloss), lse = tensor(stats(), {n}, lse_values);
     Tensor dx = output(d.dtype, d.shape);
     CrossEntropyBackwardPlan plan = unwrap(CrossEntropyBackwardPlan::select(stream(), d));
@@ -403,6 +416,43 @@ TEST_P(CrossEntropyTest, BackwardMatchesFiniteDifferences) {
       const double numeric = (loss_along(1e-5) - loss_along(-1e-5)) / 2e-5;
       EXPECT_NEAR(numeric, analytic, 1e-7 * (1 + magnitude));
     }
+}
+
+// One-hot probabilities are class indices: the same row losses and gradients (none, sum; the mean
+// too without a weight, as both then divide by the rows), in place as well. Either side of the CUDA
+// chunk and of the 16-byte vectors.
+TEST_P(CrossEntropyTest, OneHotSoftTargetsMatchClassIndices) {
+  for (int64_t c : {int64_t{37}, int64_t{1000}, int64_t{40000}}) {
+    const int64_t n = 6;
+    const std::vector<double> x = uniform(n * c, -4, 4), w = uniform(c, 0.5, 1.5);
+    std::vector<int64_t> t;
+    std::vector<double> one_hot(static_cast<size_t>(n * c), 0.0);
+    for (int64_t row = 0; row < n; ++row) {
+      t.push_back((row * 7 + 3) % c);
+      one_hot[static_cast<size_t>(row * c + t.back())] = 1.0;
+    }
+    for (LossReduction r : {LossReduction::none, LossReduction::sum, LossReduction::mean})
+      for (int option = 0; option < 4; ++option) {
+        CrossEntropyDescriptor hard = desc(n, c, r);
+        hard.has_weight = option & 1 && r != LossReduction::mean;
+        hard.label_smoothing = option & 2 ? 0.2 : 0.0;
+        hard.z_loss = 1e-3;
+        CrossEntropyDescriptor soft = hard;
+        soft.soft_targets = true;
+        SCOPED_TRACE("C " + std::to_string(c) + ", reduction " + std::string(loss_reduction_name(r)) + ", option " +
+                     std::to_string(option));
+        const Forward want = forward(hard, x, t, w), got = forward(soft, x, one_hot, w);
+        ASSERT_EQ(got.loss.size(), want.loss.size());
+        for (size_t i = 0; i < want.loss.size(); ++i)
+          expect_near(got.loss[i], want.loss[i], std::fabs(want.loss[i]) * (r == LossReduction::none ? 1 : 8), "loss");
+        EXPECT_EQ(got.bad, 0);
+        const std::vector<double> dloss = uniform(r == LossReduction::none ? n : 1, -1, 1);
+        const std::vector<double> g_want = backward(hard, x, t, w, dloss, want.lse);
+        const std::vector<double> g_got = backward(soft, x, one_hot, w, dloss, want.lse, false);
+        for (size_t i = 0; i < g_want.size(); ++i) expect_near(g_got[i], g_want[i], 1, "dlogits");
+        ASSERT_EQ(backward(soft, x, one_hot, w, dloss, want.lse, true), g_got) << "in place";
+      }
+  }
 }
 
 TEST_P(CrossEntropyTest, RunsAreBitIdenticalAndInPlaceGivesTheSameBits) {

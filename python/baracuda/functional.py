@@ -72,6 +72,13 @@ class _NumPy:
     def streams(like):
         return ("cpu",), "cpu", None
 
+    @staticmethod
+    def broadcast(t, shape):
+        """A view of t broadcast to shape (stride 0 along the broadcast dims), as the plans take it."""
+        import numpy as np
+
+        return np.broadcast_to(np.asarray(t), tuple(shape))
+
 
 class _Torch:
     name = "torch"
@@ -100,6 +107,10 @@ class _Torch:
             handle = torch.cuda.current_stream(device).cuda_stream
             return ("cuda", device), _bc.Stream.cuda(0, device), handle
         return ("cpu",), "cpu", None
+
+    @staticmethod
+    def broadcast(t, shape):
+        return t.expand(tuple(shape))
 
 
 class _Jax(_NumPy):
@@ -257,9 +268,13 @@ def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, t
 
 
 def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
-    fields = dict(dtype=_dtype(input), index_dtype=_dtype(target), shape=_shape(input),
-                  reduction=getattr(_bc.LossReduction, reduction), ignore_index=int(ignore_index),
-                  label_smoothing=float(label_smoothing), has_weight=weight is not None, log_probs=log_probs)
+    # A floating target is class probabilities of the input's shape (as F.cross_entropy takes them).
+    soft = _dtype(target) == _dtype(input)
+    fields = dict(dtype=_dtype(input), shape=_shape(input), reduction=getattr(_bc.LossReduction, reduction),
+                  ignore_index=int(ignore_index), label_smoothing=float(label_smoothing),
+                  has_weight=weight is not None, log_probs=log_probs, soft_targets=soft)
+    if not soft:
+        fields["index_dtype"] = _dtype(target)
     if weight is not None and _dtype(weight) != fields["dtype"]:
         fields["weight_dtype"] = _dtype(weight)
     inputs = dict(logits=input, targets=target)
@@ -269,7 +284,8 @@ def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing,
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """F.cross_entropy of logits [N, C] (or [C], [N, C, d1, ...]) against class indices."""
+    """F.cross_entropy of logits [N, C] (or [C], [N, C, d1, ...]) against class indices, or against
+    class probabilities of the logits' shape and dtype."""
     return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, False)
 
 
@@ -278,11 +294,18 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _class_loss(input, target, weight, ignore_index, reduction, 0.0, True)
 
 
-def _pointwise_loss(kind, input, target, reduction, beta=1.0, log_target=False):
+def _pointwise_loss(kind, input, target, reduction, beta=1.0, log_target=False, weight=None, pos_weight=None):
     fields = dict(dtype=_dtype(input), kind=getattr(_bc.PointwiseLossKind, kind), shape=_shape(input),
-                  reduction=getattr(_bc.LossReduction, reduction), beta=float(beta), log_target=bool(log_target))
-    return _run(_bc.PointwiseLossPlan, _bc.PointwiseLossDescriptor, fields, input,
-                dict(input=input, target=target))["loss"]
+                  reduction=getattr(_bc.LossReduction, reduction), beta=float(beta), log_target=bool(log_target),
+                  has_weight=weight is not None, has_pos_weight=pos_weight is not None)
+    inputs = dict(input=input, target=target)
+    fw = _framework(input)
+    # weight and pos_weight broadcast to the input's shape as PyTorch broadcasts them (stride-0 views)
+    if weight is not None:
+        inputs["weight"] = fw.broadcast(weight, input.shape)
+    if pos_weight is not None:
+        inputs["pos_weight"] = fw.broadcast(pos_weight, input.shape)
+    return _run(_bc.PointwiseLossPlan, _bc.PointwiseLossDescriptor, fields, input, inputs)["loss"]
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -305,14 +328,16 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _pointwise_loss("huber", input, target, reduction, delta)
 
 
-def binary_cross_entropy(input, target, reduction="mean"):
-    """F.binary_cross_entropy of probabilities (each log clamped at -100)."""
-    return _pointwise_loss("bce", input, target, reduction)
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """F.binary_cross_entropy of probabilities (each log clamped at -100), an optional weight
+    broadcast to the input's shape."""
+    return _pointwise_loss("bce", input, target, reduction, weight=weight)
 
 
-def binary_cross_entropy_with_logits(input, target, reduction="mean"):
-    """F.binary_cross_entropy_with_logits."""
-    return _pointwise_loss("bce_with_logits", input, target, reduction)
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """F.binary_cross_entropy_with_logits, with PyTorch's weight and pos_weight (broadcast to the
+    input's shape)."""
+    return _pointwise_loss("bce_with_logits", input, target, reduction, weight=weight, pos_weight=pos_weight)
 
 
 def kl_div(input, target, reduction="mean", log_target=False):

@@ -222,7 +222,8 @@ void bind_descriptors(nb::module_& m) {
       .field("label_smoothing", &CrossEntropyDescriptor::label_smoothing)
       .field("z_loss", &CrossEntropyDescriptor::z_loss)
       .field("has_weight", &CrossEntropyDescriptor::has_weight)
-      .field("log_probs", &CrossEntropyDescriptor::log_probs);
+      .field("log_probs", &CrossEntropyDescriptor::log_probs)
+      .field("soft_targets", &CrossEntropyDescriptor::soft_targets);
   DescriptorClass<LinearCrossEntropyDescriptor>(m, "LinearCrossEntropyDescriptor")
       .field("dtype", &LinearCrossEntropyDescriptor::dtype)
       .field("index_dtype", &LinearCrossEntropyDescriptor::index_dtype)
@@ -245,7 +246,9 @@ void bind_descriptors(nb::module_& m) {
       .field("shape", &PointwiseLossDescriptor::shape)
       .field("reduction", &PointwiseLossDescriptor::reduction)
       .field("beta", &PointwiseLossDescriptor::beta)
-      .field("log_target", &PointwiseLossDescriptor::log_target);
+      .field("log_target", &PointwiseLossDescriptor::log_target)
+      .field("has_weight", &PointwiseLossDescriptor::has_weight)
+      .field("has_pos_weight", &PointwiseLossDescriptor::has_pos_weight);
 
   DescriptorClass<RandomDescriptor>(m, "RandomDescriptor")
       .field("kind", &RandomDescriptor::kind)

@@ -156,6 +156,17 @@ def test_pointwise_losses(rng):
     p = 1 / (1 + np.exp(-y))  # probabilities as targets
     ref = np.maximum(x, 0) - x * p + np.log1p(np.exp(-np.abs(x)))
     np.testing.assert_allclose(bc.binary_cross_entropy_with_logits(x, p, reduction="none"), ref, **TOL)
+    # PyTorch's weight [3, 1] and pos_weight [5], broadcast
+    w = (rng.random((3, 1)) + 0.5).astype(np.float32)
+    pw = (rng.random(5) * 3).astype(np.float32)
+    lw = 1 + (pw - 1) * p
+    ref = w * ((1 - p) * x + lw * (np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)))
+    got = bc.binary_cross_entropy_with_logits(x, p, weight=w, pos_weight=pw, reduction="none")
+    np.testing.assert_allclose(got, ref, **TOL)
+    np.testing.assert_allclose(bc.binary_cross_entropy_with_logits(x, p, weight=w, pos_weight=pw), ref.mean(), **TOL)
+    q = 1 / (1 + np.exp(-x))
+    ref = -w * (p * np.log(q) + (1 - p) * np.log1p(-q))
+    np.testing.assert_allclose(bc.binary_cross_entropy(q, p, weight=w, reduction="sum"), ref.sum(), **TOL)
 
 
 def test_cross_entropy_and_nll_loss(rng):
@@ -174,6 +185,18 @@ def test_cross_entropy_and_nll_loss(rng):
     with pytest.raises(bc.Error) as e:
         bc.cross_entropy(x, t, label_smoothing=2.0)
     assert "CrossEntropyPlan" in str(e.value) and "label_smoothing" in str(e.value)
+
+
+def test_cross_entropy_with_probabilities(rng):
+    x = randn(rng, 6, 9)
+    y = rng.random((6, 9)).astype(np.float32)  # need not sum to 1
+    w = (rng.random(9) + 0.5).astype(np.float32)
+    logp = x.astype(np.float64) - np.log(np.exp(x.astype(np.float64)).sum(-1, keepdims=True))
+    q = w * (0.9 * y + 0.1 / 9)  # PyTorch's smoothing of probabilities, weighted
+    rows = -(q * logp).sum(-1)
+    np.testing.assert_allclose(bc.cross_entropy(x, y, weight=w, label_smoothing=0.1, reduction="none"), rows, **TOL)
+    np.testing.assert_allclose(bc.cross_entropy(x, y, weight=w, label_smoothing=0.1), rows.mean(), **TOL)
+    np.testing.assert_allclose(bc.cross_entropy(x, y, reduction="sum"), -(y * logp).sum(), **TOL)
 
 
 def test_randperm_is_a_permutation_fixed_by_seed_and_offset():

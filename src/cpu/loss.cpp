@@ -68,6 +68,29 @@ BARACUDA_CPU_CLONES RowStats<A> row_stats(const T* x, int64_t n, int64_t step, c
   return {max, lanes_sum(sum_lane), lanes_sum(wx_lane)};
 }
 
+// A soft-target row's sums, kLanes at a time in a fixed order: the target mass sum_c w_c y_c and
+// sum_c w_c y_c x_c (a class of w_c y_c = 0 left out: a -inf logit there adds nothing).
+template <class A>
+struct SoftSums {
+  A target_mass, target_logits;
+};
+template <class A, class T, class W, bool kUnit>
+BARACUDA_CPU_CLONES SoftSums<A> soft_row_sums(const T* x, const T* y, int64_t n, int64_t step, int64_t ystep,
+                                              const W* w, int64_t wstep, bool read_x) {
+  A m_lane[kLanes] = {}, mx_lane[kLanes] = {};
+  auto add = [&](int u, int64_t j) {
+    const A wy = (w ? convert<A>(w[j * wstep]) : A(1)) * convert<A>(y[kUnit ? j : j * ystep]);
+    m_lane[u] += wy;
+    if (read_x) mx_lane[u] += wy != A(0) ? wy * convert<A>(x[kUnit ? j : j * step]) : A(0);
+  };
+  const int64_t body = n - n % kLanes;
+  for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) add(u, i + u);
+  for (int64_t i = body; i < n; ++i) add(static_cast<int>(i - body), i);
+  return {lanes_sum(m_lane), lanes_sum(mx_lane)};
+}
+
 // The sum of the weights (W) in order, or C without a weight.
 template <class A, class W>
 A weight_total(const W* w, int64_t classes, int64_t wstep) {
@@ -140,6 +163,56 @@ Status forward(const CrossEntropyForwardProblem& p, void* scratch) {
                                            sums[device::kTermWeight], sums[device::kTermCounted], d.z_loss != 0));
   }
   if (p.args.bad_index_count) *p.args.bad_index_count += bad;
+  return Status::ok();
+}
+
+// Soft targets: rows in parallel, each its max, sum of exps and smoothing sum (row_stats), then its
+// target sums (soft_row_sums).
+template <class T, class W, bool kUnit>
+Status soft_forward(const CrossEntropyForwardProblem& p, void* scratch) {
+  using A = acc_t<T>;
+  const LossGeometry& g = p.geometry;
+  const CrossEntropyArgs& a = p.args;
+  const CrossEntropyDescriptor& d = p.desc;
+  const T* logits = static_cast<const T*>(a.logits.data);
+  const T* targets = static_cast<const T*>(a.targets.data);
+  const W* w = d.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
+  const int64_t wstep = w ? a.weight.strides[0] : 0;
+  const bool none = d.reduction == LossReduction::none, smoothing = d.label_smoothing != 0;
+  T* loss = static_cast<T*>(a.loss.data);
+  A* lse_out = static_cast<A*>(a.lse.data);
+  const A e = static_cast<A>(d.label_smoothing), z = static_cast<A>(d.z_loss), classes = static_cast<A>(g.classes);
+  const A weights = weight_total<A>(w, g.classes, wstep);
+  A* terms = static_cast<A*>(scratch);  // sum, mean: [rows][kTermCount], the plan's workspace
+#pragma omp parallel for schedule(static) if (g.rows * g.classes > kParallelThreshold)
+  for (int64_t row = 0; row < g.rows; ++row) {
+    int64_t off[kLossRowTensors];
+    g.row.offsets(row, off);
+    const T* x = logits + off[0];
+    const RowStats<A> s = row_stats<A, T, W, kUnit>(x, g.classes, g.class_stride, w, wstep, smoothing);
+    const A base = s.max == device::loss_minus_infinity<A>() ? A(0) : s.max;
+    const A lse = base + std::log(s.sum);
+    if (lse_out) lse_out[off[4]] = lse;
+    const SoftSums<A> m = soft_row_sums<A, T, W, kUnit>(x, targets + off[2], g.classes, g.class_stride,
+                                                        g.target_class_stride, w, wstep, true);
+    const device::CrossEntropyTerms<A> r =
+        device::soft_row_terms<A>(lse, m.target_mass, m.target_logits, s.weighted_logits, weights, e, classes, z);
+    if (none) {
+      loss[off[3]] = convert<T>(r.ce + r.z);
+    } else {
+      A* to = terms + row * device::kTermCount;
+      to[device::kTermCe] = r.ce, to[device::kTermZ] = r.z, to[device::kTermWeight] = r.weight,
+      to[device::kTermCounted] = r.counted;
+    }
+  }
+  if (!none) {
+    A sums[device::kTermCount] = {};
+    for (int64_t row = 0; row < g.rows; ++row)
+      for (int k = 0; k < device::kTermCount; ++k) sums[k] += terms[row * device::kTermCount + k];
+    *loss =
+        convert<T>(device::reduced_loss<A>(static_cast<int>(d.reduction), sums[device::kTermCe], sums[device::kTermZ],
+                                           sums[device::kTermWeight], sums[device::kTermCounted], d.z_loss != 0));
+  }
   return Status::ok();
 }
 
@@ -228,22 +301,82 @@ Status backward(const CrossEntropyBackwardProblem& p) {
   return Status::ok();
 }
 
-// Calls f(T, W, I) for the problem's dtypes (W is T or f32).
+// A soft-target row's gradient: dx_c = exp(x_c - lse) * scale - g q_c. x may be dx itself.
+template <class A, class T, class W, bool kUnit>
+BARACUDA_CPU_CLONES void soft_gradient_values(const T* x, const T* y, T* dx, int64_t n, int64_t step, int64_t ystep,
+                                              int64_t dstep, const W* w, int64_t wstep, A lse, A scale, A g, A e,
+                                              A classes) {
+  for (int64_t c = 0; c < n; ++c) {
+    const A q = device::soft_target_share<A>(convert<A>(y[kUnit ? c : c * ystep]), w ? convert<A>(w[c * wstep]) : A(1),
+                                             e, classes);
+    dx[kUnit ? c : c * dstep] = convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - g * q);
+  }
+}
+
+template <class T, class W, bool kUnit>
+Status soft_backward(const CrossEntropyBackwardProblem& p) {
+  using A = acc_t<T>;
+  const LossGeometry& g = p.geometry;
+  const CrossEntropyBackwardArgs& a = p.args;
+  const CrossEntropyDescriptor& d = p.desc;
+  const T* logits = static_cast<const T*>(a.logits.data);
+  const T* targets = static_cast<const T*>(a.targets.data);
+  T* dlogits = static_cast<T*>(a.dlogits.data);
+  const A* lse_in = static_cast<const A*>(a.lse.data);
+  const T* dloss = static_cast<const T*>(a.dloss.data);
+  const W* w = d.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
+  const int64_t wstep = w ? a.weight.strides[0] : 0;
+  const bool none = d.reduction == LossReduction::none;
+  const A e = static_cast<A>(d.label_smoothing), z = static_cast<A>(d.z_loss), classes = static_cast<A>(g.classes);
+  const A weights = weight_total<A>(w, g.classes, wstep);
+  // The mean divides by the rows (every row counts).
+  A g_all = none ? A(0) : convert<A>(dloss[0]);
+  if (d.reduction == LossReduction::mean) g_all /= static_cast<A>(g.rows);
+#pragma omp parallel for schedule(static) if (g.rows * g.classes > kParallelThreshold)
+  for (int64_t row = 0; row < g.rows; ++row) {
+    int64_t off[kLossRowTensors];
+    g.row.offsets(row, off);
+    const T* y = targets + off[2];
+    const A gr = none ? convert<A>(dloss[off[3]]) : g_all, lse = lse_in[off[4]];
+    const SoftSums<A> m =
+        soft_row_sums<A, T, W, kUnit>(nullptr, y, g.classes, g.class_stride, g.target_class_stride, w, wstep, false);
+    const device::CrossEntropyGradient<A> k =
+        device::soft_row_gradient<A>(lse, m.target_mass, weights, e, classes, z, gr, gr);
+    soft_gradient_values<A, T, W, kUnit>(logits + off[0], y, dlogits + off[1], g.classes, g.class_stride,
+                                         g.target_class_stride, g.dclass_stride, w, wstep, lse, k.scale, k.class_term,
+                                         e, classes);
+  }
+  return Status::ok();
+}
+
+// Calls f(T, W) for the problem's dtypes (W is T or f32).
 template <class Problem, class F>
-Status dispatch(const Problem& p, F&& f) {
+Status dispatch_weighted(const Problem& p, F&& f) {
   return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto t) {
     using T = typename decltype(t)::type;
-    return dispatch_index(p.desc.index_dtype, [&](auto i) {
-      if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{}, i);
-      return f(t, t, i);
-    });
+    if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{});
+    return f(t, t);
   });
+}
+
+// Calls f(T, W, I) for the problem's dtypes and index dtype.
+template <class Problem, class F>
+Status dispatch(const Problem& p, F&& f) {
+  return dispatch_weighted(
+      p, [&](auto t, auto w) { return dispatch_index(p.desc.index_dtype, [&](auto i) { return f(t, w, i); }); });
 }
 
 }  // namespace
 
 Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
   const bool unit = p.geometry.class_stride == 1;
+  if (p.desc.soft_targets)
+    return dispatch_weighted(p, [&](auto t, auto w) {
+      using T = typename decltype(t)::type;
+      using W = typename decltype(w)::type;
+      return unit && p.geometry.target_class_stride == 1 ? soft_forward<T, W, true>(p, ctx.workspace.data)
+                                                         : soft_forward<T, W, false>(p, ctx.workspace.data);
+    });
   return dispatch(p, [&](auto t, auto w, auto i) {
     using T = typename decltype(t)::type;
     using W = typename decltype(w)::type;
@@ -254,6 +387,12 @@ Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
 
 Status launch(const LaunchContext&, const CrossEntropyBackwardProblem& p) {
   const bool unit = p.geometry.class_stride == 1 && p.geometry.dclass_stride == 1;
+  if (p.desc.soft_targets)
+    return dispatch_weighted(p, [&](auto t, auto w) {
+      using T = typename decltype(t)::type;
+      using W = typename decltype(w)::type;
+      return unit && p.geometry.target_class_stride == 1 ? soft_backward<T, W, true>(p) : soft_backward<T, W, false>(p);
+    });
   return dispatch(p, [&](auto t, auto w, auto i) {
     using T = typename decltype(t)::type;
     using W = typename decltype(w)::type;

@@ -17,8 +17,9 @@ namespace baracuda::detail::cpu {
 namespace {
 
 // kKind: the loss, a constant here so its switch folds away and the loops over contiguous views
-// vectorize (the kinds without a transcendental; the others call libm a value).
-template <class T, int kKind>
+// vectorize (the kinds without a transcendental; the others call libm a value). kWeighted: a weight
+// or a pos_weight is given (bce, bce_with_logits), read an element at a time.
+template <class T, int kKind, bool kWeighted = false>
 void run(const PointwiseLossProblem& problem) {
   using A = acc_t<T>;
   const device::PointwiseLossParams& p = problem.params;
@@ -27,21 +28,40 @@ void run(const PointwiseLossProblem& problem) {
   T* out = static_cast<T*>(p.out);
   const A beta = static_cast<A>(p.beta);
   const bool log_target = p.log_target != 0;
+  const T* w = static_cast<const T*>(p.weight);
+  const T* pw = static_cast<const T*>(p.pos_weight);
   const bool parallel = p.n >= kParallelThreshold;
-  // Element i's offsets in input, target, out and dloss (i itself where every view is contiguous).
+  constexpr int kTensors = kPointwiseLossTensors;
+  // Element i's offsets in input, target, out, dloss, weight and pos_weight (i itself where every
+  // view is contiguous).
   auto offsets = [&](int64_t i) {
-    std::array<int64_t, 4> off{i, i, i, i};
+    std::array<int64_t, kTensors> off;
+    off.fill(i);
     if (!p.contiguous) {
-      int64_t o[4];
+      int64_t o[kTensors];
       problem.walk.offsets(i, o);
-      for (int t = 0; t < 4; ++t) off[static_cast<size_t>(t)] = o[t];
+      for (int t = 0; t < kTensors; ++t) off[static_cast<size_t>(t)] = o[t];
     }
     return off;
   };
-  auto value = [&](int64_t i) {
-    const auto off = offsets(i);
-    return device::pointwise_loss<A>(kKind, convert<A>(x[off[0]]), convert<A>(y[off[1]]), beta, log_target);
+  // Element i's loss (kGradient: d loss / dx), its weight and pos_weight applied where given.
+  auto element = [&]<bool kGradient>(const std::array<int64_t, kTensors>& off) {
+    const A xi = convert<A>(x[off[0]]), yi = convert<A>(y[off[1]]);
+    if constexpr (!kWeighted) {
+      return kGradient ? device::pointwise_loss_gradient<A>(kKind, xi, yi, beta, log_target)
+                       : device::pointwise_loss<A>(kKind, xi, yi, beta, log_target);
+    } else {
+      A v;
+      if (pw)
+        v = kGradient ? device::bce_with_logits_pos_gradient<A>(xi, yi, convert<A>(pw[off[5]]))
+                      : device::bce_with_logits_pos<A>(xi, yi, convert<A>(pw[off[5]]));
+      else
+        v = kGradient ? device::pointwise_loss_gradient<A>(kKind, xi, yi, beta, log_target)
+                      : device::pointwise_loss<A>(kKind, xi, yi, beta, log_target);
+      return w ? v * convert<A>(w[off[4]]) : v;
+    }
   };
+  auto value = [&](int64_t i) { return element.template operator()<false>(offsets(i)); };
   if (problem.backward) {
     const T* dloss = static_cast<const T*>(p.dloss);
     const bool none = p.reduction == device::kReduceNone;
@@ -51,8 +71,7 @@ void run(const PointwiseLossProblem& problem) {
     for (int64_t i = 0; i < p.n; ++i) {
       const auto off = offsets(i);
       const A g = none ? convert<A>(dloss[off[3]]) : whole;
-      const A xi = convert<A>(x[off[0]]), yi = convert<A>(y[off[1]]);
-      out[off[2]] = convert<T>(g * device::pointwise_loss_gradient<A>(kKind, xi, yi, beta, log_target));
+      out[off[2]] = convert<T>(g * element.template operator()<true>(off));
     }
     return;
   }
@@ -70,7 +89,7 @@ void run(const PointwiseLossProblem& problem) {
     const int64_t first = c * p.chunk, last = first + p.chunk < p.n ? first + p.chunk : p.n;
     A lane[kLanes] = {};
     int64_t i = first;
-    if (p.contiguous)
+    if (p.contiguous && !kWeighted)
       for (; i + kLanes <= last; i += kLanes)
 #pragma omp simd
         for (int u = 0; u < kLanes; ++u)
@@ -88,6 +107,7 @@ void run(const PointwiseLossProblem& problem) {
 }  // namespace
 
 Status launch(const LaunchContext&, const PointwiseLossProblem& p) {
+  const bool weighted = p.params.weight || p.params.pos_weight;
   return dispatch_float<half, bfloat16>(p.dtype, [&](auto t) {
     using T = typename decltype(t)::type;
     switch (p.params.kind) {
@@ -100,9 +120,9 @@ Status launch(const LaunchContext&, const PointwiseLossProblem& p) {
       case device::kHuber:
         return run<T, device::kHuber>(p), Status::ok();
       case device::kBce:
-        return run<T, device::kBce>(p), Status::ok();
+        return (weighted ? run<T, device::kBce, true>(p) : run<T, device::kBce>(p)), Status::ok();
       case device::kBceWithLogits:
-        return run<T, device::kBceWithLogits>(p), Status::ok();
+        return (weighted ? run<T, device::kBceWithLogits, true>(p) : run<T, device::kBceWithLogits>(p)), Status::ok();
       default:
         return run<T, device::kKlDiv>(p), Status::ok();
     }

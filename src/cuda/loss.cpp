@@ -28,20 +28,25 @@ std::string index_type(DType index) { return index == DType::i32 ? "int" : "long
 }  // namespace
 
 // The program's kernels: forward [vectorized, by element, combine, reduce, nll]; backward
-// [vectorized, by element, totals].
-jit::Program cross_entropy_program(DType t, DType w, DType index, bool backward, int64_t classes) {
+// [vectorized, by element, totals, soft_mass]. Soft targets: index unused (i64 in the key).
+jit::Program cross_entropy_program(DType t, DType w, DType index, bool backward, int64_t classes, bool soft) {
   jit::Program p;
+  if (soft) index = DType::i64;
   const std::string name = backward ? "cross_entropy_backward" : "cross_entropy_forward";
   const std::string types = jit::device_type(t) + ", " + jit::device_type(w) + ", " + index_type(index);
   const int vw = vector_width(t);
   p.name = name + "<" + std::string(dtype_name(t)) + ", " + std::string(dtype_name(w)) + ", " +
-           std::string(dtype_name(index)) + ", " + std::to_string(block_threads(classes, vw)) + " threads>";
+           std::string(soft ? "soft" : dtype_name(index)) + ", " + std::to_string(block_threads(classes, vw)) +
+           " threads>";
   p.source = "#include \"cuda/device/loss.cuh\"\n";
   for (int v : {vw, 1})
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + (v > 1 ? "true" : "false") + ", " +
-                        std::to_string(block_threads(classes, v)) + ">");
+                        std::to_string(block_threads(classes, v)) + ", " + (soft ? "true" : "false") + ">");
   if (backward) {
     p.kernels.push_back("baracuda::device::cross_entropy_totals<" + types + ">");
+    if (soft)
+      p.kernels.push_back("baracuda::device::cross_entropy_soft_mass<" + jit::device_type(t) + ", " +
+                          jit::device_type(w) + ">");
   } else {
     p.kernels.push_back("baracuda::device::cross_entropy_combine<" + types + ">");
     p.kernels.push_back("baracuda::device::cross_entropy_reduce<" + jit::device_type(t) + ">");
@@ -52,13 +57,14 @@ jit::Program cross_entropy_program(DType t, DType w, DType index, bool backward,
 
 namespace {
 
-// The logits (and dlogits) read as 16-byte vectors: classes contiguous, every row starting on a
-// 16-byte boundary, and C whole vectors.
+// The logits (and dlogits, soft targets) read as 16-byte vectors: classes contiguous, every row
+// starting on a 16-byte boundary, and C whole vectors.
 bool vectorizable(const LossGeometry& g, int vw, std::initializer_list<std::pair<const void*, int>> tensors) {
   if (vw <= 1 || g.classes % vw != 0) return false;
   for (const auto& [data, slot] : tensors) {
     if (!data) continue;
-    if (!aligned16(data) || (slot == 0 ? g.class_stride : g.dclass_stride) != 1) return false;
+    const int64_t class_stride = slot == 0 ? g.class_stride : slot == 1 ? g.dclass_stride : g.target_class_stride;
+    if (!aligned16(data) || class_stride != 1) return false;
     for (int k = 0; k < g.row.rank; ++k)
       if (g.row.strides[slot][k] % vw != 0) return false;
   }
@@ -77,6 +83,8 @@ device::CrossEntropyParams params_of(const CrossEntropyDescriptor& d, const Loss
   params.chunk_len = std::min(g.classes, kLossChunk);
   params.class_stride = g.class_stride;
   params.dclass_stride = g.dclass_stride;
+  params.target_class_stride = g.target_class_stride;
+  params.soft = d.soft_targets ? 1 : 0;
   params.ignore_index = d.ignore_index;
   params.smoothing = d.label_smoothing;
   params.z = d.z_loss;
@@ -95,10 +103,11 @@ int64_t grid_of(int64_t items) { return std::clamp<int64_t>(items, 1, int64_t{1}
 
 }  // namespace
 
-Expected<const void*> cross_entropy_kernels(const PlanTarget& target, DType dtype, DType weight_dtype,
-                                            DType index_dtype, bool backward, int64_t classes, std::string_view plan) {
-  Expected<const jit::Module*> m =
-      jit::load(cross_entropy_program(dtype, weight_dtype, index_dtype, backward, classes), target.arch, plan);
+Expected<const void*> cross_entropy_kernels(const PlanTarget& target, const CrossEntropyDescriptor& d, bool backward,
+                                            std::string_view plan) {
+  Expected<const jit::Module*> m = jit::load(
+      cross_entropy_program(d.dtype, weight_dtype_of(d), d.index_dtype, backward, class_count(d), d.soft_targets),
+      target.arch, plan);
   if (!m) return m.status();
   return static_cast<const void*>(*m);
 }
@@ -120,7 +129,7 @@ Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
   params.pieces = static_cast<char*>(ctx.workspace.data) + terms_bytes;
   const jit::Module& m = jit_module(ctx);
   const int vw = vector_width(d.dtype);
-  const bool vec = vectorizable(g, vw, {{a.logits.data, 0}});
+  const bool vec = vectorizable(g, vw, {{a.logits.data, 0}, {d.soft_targets ? a.targets.data : nullptr, 2}});
   if (g.rows > 0 && d.log_probs) {
     if (Status s = launch_jit(m.kernels[4], std::clamp<int64_t>((g.rows + 255) / 256, 1, 4096), 256, params, ctx.stream,
                               "nll_forward");
@@ -153,11 +162,18 @@ Status launch(const LaunchContext& ctx, const CrossEntropyBackwardProblem& p) {
   params.dloss = a.dloss.data;
   params.lse = const_cast<void*>(a.lse.data);
   params.totals = ctx.workspace.data;
+  params.masses = static_cast<char*>(ctx.workspace.data) + 256;
   const jit::Module& m = jit_module(ctx);
-  if (d.reduction == LossReduction::mean || (d.has_weight && d.label_smoothing != 0))
+  if (g.rows == 0) return Status::ok();
+  // The totals: W (a weight with smoothing) and the mean's divisors (class indices).
+  if ((d.has_weight && d.label_smoothing != 0) || (d.reduction == LossReduction::mean && !d.soft_targets))
     if (Status s = launch_jit(m.kernels[2], 1, 1024, params, ctx.stream, "cross_entropy_totals"); !s) return s;
+  if (d.soft_targets)
+    if (Status s = launch_jit(m.kernels[3], grid_of(g.rows), 512, params, ctx.stream, "cross_entropy_soft_mass"); !s)
+      return s;
   const int vw = vector_width(d.dtype);
-  const bool vec = vectorizable(g, vw, {{a.logits.data, 0}, {a.dlogits.data, 1}});
+  const bool vec =
+      vectorizable(g, vw, {{a.logits.data, 0}, {a.dlogits.data, 1}, {d.soft_targets ? a.targets.data : nullptr, 2}});
   return launch_jit(m.kernels[vec ? 0 : 1], grid_of(g.rows * params.chunks), block_threads(g.classes, vec ? vw : 1),
                     params, ctx.stream, "cross_entropy_backward");
 }
@@ -174,11 +190,18 @@ std::vector<Program> cross_entropy_programs() {
     for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
       for (DType w : {t, DType::f32})
         for (DType index : {DType::i32, DType::i64}) {
-          Program p = cuda::cross_entropy_program(t, w, index, backward, 32000);
+          Program p = cuda::cross_entropy_program(t, w, index, backward, 32000, false);
           const bool seen =
               std::any_of(out.begin(), out.end(), [&](const Program& u) { return u.kernels == p.kernels; });
           if (!seen) out.push_back(std::move(p));
         }
+  for (bool backward : {false, true})
+    for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
+      for (DType w : {t, DType::f32}) {
+        Program p = cuda::cross_entropy_program(t, w, DType::i64, backward, 32000, true);
+        if (std::none_of(out.begin(), out.end(), [&](const Program& u) { return u.kernels == p.kernels; }))
+          out.push_back(std::move(p));
+      }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/checked.hpp"
+#include "cuda/device/cross_entropy.h"
 #include "ops/arg_views.hpp"
 #include "ops/loss_problem.hpp"
 // (after the problem header, whose backend entry points it calls)
@@ -53,9 +54,13 @@ LossGeometry loss_geometry(const CrossEntropyDescriptor& d, const AnyTensorRef& 
   if (dlogits.data) strides[1] = dlogits.strides, g.dclass_stride = dlogits.strides[cd];
   int t = 2;
   for (const AnyTensorRef& v : row_views) {
-    if (v.data)
+    if (v.data && t == 2 && d.soft_targets) {
+      strides[t] = v.strides;
+      g.target_class_stride = v.strides[cd];
+    } else if (v.data) {
       for (int k = 0, j = 0; k < rank; ++k)
         if (k != cd) strides[t][k] = v.strides[j++];
+    }
     ++t;
   }
   const Strides* walks[kLossRowTensors];
@@ -91,16 +96,15 @@ constexpr VariantInfo kVariants[] = {
 
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 
-DType weight_dtype_of(const CrossEntropyDescriptor& d) { return d.weight_dtype.value_or(d.dtype); }
-
-// The sum and mean reductions' sizes, checked: [rows][4] terms and [rows][chunks][4] pieces.
+// The sum and mean reductions' sizes, checked: [rows][4] terms and [rows][chunks][kRowValues] pieces.
 CheckedSize workspace_bytes(const CrossEntropyDescriptor& d, bool backward) {
   const CheckedSize acc = static_cast<int64_t>(dtype_size(acc_dtype(d.dtype)));
-  if (backward) return CheckedSize(256);  // the totals: W, sum(w_t), count
+  // The totals (W, sum(w_t), count), and each row's Q for soft targets.
+  if (backward) return CheckedSize(256) + (d.soft_targets ? CheckedSize(row_shape(d).numel()) * acc : CheckedSize(0));
   const int64_t rows = row_shape(d).numel(), chunks = loss_chunks(class_count(d));
   CheckedSize bytes = 0;
   if (d.reduction != LossReduction::none) bytes += (CheckedSize(rows) * 4 * acc + 255);
-  if (chunks > 1 && !d.log_probs) bytes += CheckedSize(rows) * chunks * 4 * acc;
+  if (chunks > 1 && !d.log_probs) bytes += CheckedSize(rows) * chunks * device::kRowValues * acc;
   return bytes;
 }
 
@@ -151,6 +155,9 @@ struct CrossEntropyHooks {
     if (d.log_probs && d.label_smoothing != 0)
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.label_smoothing",
                         "must be 0 with log_probs (F.nll_loss smooths nothing)");
+    if (d.log_probs && d.soft_targets)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.soft_targets",
+                        "must be false with log_probs (F.nll_loss takes class indices)");
     if (d.log_probs && d.z_loss != 0)
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.z_loss",
                         "must be 0 with log_probs (no logsumexp to penalize)");
@@ -187,8 +194,12 @@ struct CrossEntropyHooks {
       set(3, d.dtype, loss, true);                           // loss
       set(4, acc_dtype(d.dtype), rows, !d.log_probs, true);  // lse
     }
-    set(target, d.index_dtype, rows, true);  // targets
-    specs[target].index_bound = class_count(d);
+    if (d.soft_targets) {
+      set(target, d.dtype, d.shape, true);  // targets: probabilities
+    } else {
+      set(target, d.index_dtype, rows, true);  // targets: class indices
+      specs[target].index_bound = class_count(d);
+    }
   }
 
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
@@ -204,8 +215,7 @@ struct CrossEntropyHooks {
     c.variant = forced.value_or(static_cast<int>(LossVariant::blocks));
     c.workspace = cross_entropy_workspace(d, kBackward);
 #if BARACUDA_HAS_CUDA
-    Expected<const void*> kernels =
-        cuda::cross_entropy_kernels(t, d.dtype, weight_dtype_of(d), d.index_dtype, kBackward, class_count(d), kPlan);
+    Expected<const void*> kernels = cuda::cross_entropy_kernels(t, d, kBackward, kPlan);
     if (!kernels) return kernels.status();
     c.kernels = *kernels;
 #endif
@@ -231,6 +241,7 @@ struct CrossEntropyHooks {
       k.variant += ".nll";  // a thread a row
     else if (c.variant == static_cast<int>(LossVariant::blocks) && loss_chunks(class_count(d)) > 1)
       k.variant += ".chunked";
+    if (d.soft_targets) k.variant += ".soft";
     if (a) k.layout = layout_of(views_of(*a));
     return k;
   }

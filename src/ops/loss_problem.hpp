@@ -32,11 +32,16 @@ Status check_cross_entropy_options(std::string_view plan, LossReduction reductio
 struct LossGeometry {
   int64_t rows = 0, classes = 0;
   int64_t class_stride = 0, dclass_stride = 0;  // of logits and dlogits along the class dim
+  int64_t target_class_stride = 0;              // of soft targets along the class dim
   Walker<kLossRowTensors> row;
 };
 
+// The weight's dtype: weight_dtype, or dtype where unset.
+inline DType weight_dtype_of(const CrossEntropyDescriptor& d) { return d.weight_dtype.value_or(d.dtype); }
+
 // The walk from the views in slot order: logits and dlogits of the logits' shape, the rest of the
-// rows' shape (null data: absent, strides ignored).
+// rows' shape (soft targets, the first of row_views: the logits' shape); null data: absent, strides
+// ignored.
 LossGeometry loss_geometry(const CrossEntropyDescriptor& d, const AnyTensorRef& logits, const AnyTensorRef& dlogits,
                            std::initializer_list<AnyTensorRef> row_views);
 
@@ -54,8 +59,8 @@ struct CrossEntropyBackwardProblem {
   LossGeometry geometry;
 };
 
-// The CUDA workspace: the rows' terms (sum, mean: [rows][4]) and the chunks' pieces ([rows][chunks][4]),
-// in the compute type; the backward's totals (4 values).
+// The CUDA workspace: the rows' terms (sum, mean: [rows][4]) and the chunks' pieces ([rows][chunks][6]),
+// in the compute type; the backward's totals (4 values) and, for soft targets, each row's target mass.
 size_t cross_entropy_workspace(const CrossEntropyDescriptor& d, bool backward);
 
 namespace cpu {
@@ -67,8 +72,8 @@ Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& proble
 Status launch(const LaunchContext& ctx, const CrossEntropyBackwardProblem& problem);
 // The kernels a plan of this descriptor runs, compiled (or found in the caches) for the target's
 // arch: a jit::Module, owned by the process-wide cache.
-Expected<const void*> cross_entropy_kernels(const PlanTarget& target, DType dtype, DType weight_dtype,
-                                            DType index_dtype, bool backward, int64_t classes, std::string_view plan);
+Expected<const void*> cross_entropy_kernels(const PlanTarget& target, const CrossEntropyDescriptor& d, bool backward,
+                                            std::string_view plan);
 }  // namespace cuda
 
 }  // namespace baracuda::detail

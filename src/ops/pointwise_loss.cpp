@@ -65,13 +65,18 @@ struct PointwiseLossHooks {
 
   static constexpr auto fields() {
     if constexpr (kBackward)
-      return std::array<ArgField<Args>, 4>{{{"dloss", &Args::dloss},
+      return std::array<ArgField<Args>, 6>{{{"dloss", &Args::dloss},
                                             {"input", &Args::input},
                                             {"target", &Args::target},
+                                            {"weight", &Args::weight},
+                                            {"pos_weight", &Args::pos_weight},
                                             {"dinput", nullptr, &Args::dinput}}};
     else
-      return std::array<ArgField<Args>, 3>{
-          {{"input", &Args::input}, {"target", &Args::target}, {"loss", nullptr, &Args::loss}}};
+      return std::array<ArgField<Args>, 5>{{{"input", &Args::input},
+                                            {"target", &Args::target},
+                                            {"weight", &Args::weight},
+                                            {"pos_weight", &Args::pos_weight},
+                                            {"loss", nullptr, &Args::loss}}};
   }
   static constexpr auto kFields = fields();
 
@@ -88,6 +93,14 @@ struct PointwiseLossHooks {
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.beta",
                         std::to_string(d.beta) +
                             (huber ? " is not a finite number > 0 (huber's delta)" : " is not a finite number >= 0"));
+    const bool bce = d.kind == PointwiseLossKind::bce || d.kind == PointwiseLossKind::bce_with_logits;
+    if (d.has_weight && !bce)
+      return plan_error(
+          StatusCode::invalid_problem, kPlan, "descriptor.has_weight",
+          "a weight is bce's and bce_with_logits', not " + std::string(pointwise_loss_name(d.kind)) + "'s");
+    if (d.has_pos_weight && d.kind != PointwiseLossKind::bce_with_logits)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.has_pos_weight",
+                        "a pos_weight is bce_with_logits', not " + std::string(pointwise_loss_name(d.kind)) + "'s");
     if (!workspace_bytes(d, kBackward).below(kMaxBytes))
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.shape",
                         d.shape.to_string() + " needs a workspace past the limit of every buffer");
@@ -96,21 +109,18 @@ struct PointwiseLossHooks {
 
   static void arg_specs(const Descriptor& d, std::span<ArgSpec> specs) {
     const Shape loss = d.reduction == LossReduction::none ? d.shape : Shape{};
-    auto set = [&](int i, const Shape& shape) {
+    auto set = [&](int i, const Shape& shape, bool present = true) {
       specs[i].dtype = d.dtype;
       specs[i].shape = shape;
-      specs[i].present = true;
+      specs[i].present = present;
     };
-    if constexpr (kBackward) {
-      set(0, loss);     // dloss
-      set(1, d.shape);  // input
-      set(2, d.shape);  // target
-      set(3, d.shape);  // dinput
-    } else {
-      set(0, d.shape);  // input
-      set(1, d.shape);  // target
-      set(2, loss);     // loss
-    }
+    const int first = kBackward ? 1 : 0;
+    if constexpr (kBackward) set(0, loss);  // dloss
+    set(first, d.shape);                    // input
+    set(first + 1, d.shape);                // target
+    set(first + 2, d.shape, d.has_weight);
+    set(first + 3, d.shape, d.has_pos_weight);
+    set(first + 4, kBackward ? d.shape : loss);  // dinput, loss
   }
 
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
@@ -175,23 +185,27 @@ struct PointwiseLossHooks {
     q.reduction = static_cast<int>(d.reduction);
     q.log_target = d.log_target;
     q.beta = d.beta;
-    // The walk over the shape: input, target, out (elementwise outputs), dloss (none); a view not in
-    // the walk keeps strides 0.
-    Strides strides[4] = {a.input.strides, a.target.strides, out.data ? out.strides : Strides{},
-                          dloss.data ? dloss.strides : Strides{}};
-    const Strides* walks[4] = {&strides[0], &strides[1], &strides[2], &strides[3]};
-    const Walker<4> w = make_walker<4>(d.shape, walks);
+    const AnyTensorRef weight = d.has_weight ? a.weight : AnyTensorRef{};
+    const AnyTensorRef pos_weight = d.has_pos_weight ? a.pos_weight : AnyTensorRef{};
+    q.weight = weight.data, q.pos_weight = pos_weight.data;
+    // The walk over the shape (kPointwiseLossTensors' order); a view not in the walk keeps strides 0.
+    const AnyTensorRef views[kPointwiseLossTensors] = {a.input, a.target, out, dloss, weight, pos_weight};
+    Strides strides[kPointwiseLossTensors] = {};
+    const Strides* walks[kPointwiseLossTensors];
+    for (int t = 0; t < kPointwiseLossTensors; ++t) {
+      if (views[t].data) strides[t] = views[t].strides;
+      walks[t] = &strides[t];
+    }
+    const Walker<kPointwiseLossTensors> w = make_walker<kPointwiseLossTensors>(d.shape, walks);
     q.walk.rank = w.rank;
     bool unit = w.rank <= 1;
     for (int k = 0; k < kMaxRank; ++k) {
       q.walk.sizes[k] = w.sizes[k];
-      for (int t = 0; t < 4; ++t) q.walk.strides[t][k] = w.strides[t][k];
+      for (int t = 0; t < kPointwiseLossTensors; ++t) q.walk.strides[t][k] = w.strides[t][k];
     }
     if (w.rank == 1)
-      for (int t = 0; t < 4; ++t) {
-        const bool present = t < 2 || (t == 2 && out.data) || (t == 3 && dloss.data);
-        if (present && w.strides[t][0] != 1) unit = false;
-      }
+      for (int t = 0; t < kPointwiseLossTensors; ++t)
+        if (views[t].data && w.strides[t][0] != 1) unit = false;
     q.contiguous = unit;
     p.walk = w;
     return p;

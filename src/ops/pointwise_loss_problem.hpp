@@ -16,11 +16,14 @@ namespace baracuda::detail {
 inline constexpr int64_t kPointwiseLossChunk = 8192;
 inline int64_t pointwise_loss_chunks(int64_t n) { return (n + kPointwiseLossChunk - 1) / kPointwiseLossChunk; }
 
+// The walk's tensors: input, target, out (elementwise outputs), dloss (none), weight, pos_weight.
+inline constexpr int kPointwiseLossTensors = 6;
+
 struct PointwiseLossProblem {
   DType dtype = DType::f32;
   bool backward = false;
   device::PointwiseLossParams params{};
-  Walker<4> walk;  // params.walk, for the host (input, target, out, dloss)
+  Walker<kPointwiseLossTensors> walk;  // params.walk, for the host
 };
 
 namespace cpu {

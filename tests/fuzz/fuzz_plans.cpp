@@ -489,6 +489,8 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, CrossEntropyDescript
   // F.nll_loss, mostly without the smoothing and z-loss it refuses.
   d.log_probs = in.chance(25);
   if (d.log_probs && !in.chance(10)) d.label_smoothing = d.z_loss = 0.0;
+  // Probabilities as targets (with log_probs: refused).
+  d.soft_targets = in.chance(d.log_probs ? 5 : 20);
 }
 
 // Small sizes (each run is a sweep of matmuls), sometimes a forced chunk that does not divide N.
@@ -521,6 +523,10 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, PointwiseLossDescrip
                              : static_cast<LossReduction>(in.consume_int(0, 2));
   d.beta = in.chance(60) ? 1.0 : (in.chance(50) ? 0.0 : fuzz_weight(in));
   d.log_target = in.consume_bool();
+  // bce's and bce_with_logits' weights, sometimes on another kind (refused)
+  const bool bce = d.kind == PointwiseLossKind::bce || d.kind == PointwiseLossKind::bce_with_logits;
+  d.has_weight = in.chance(bce ? 40 : 5);
+  d.has_pos_weight = in.chance(d.kind == PointwiseLossKind::bce_with_logits ? 40 : 5);
 }
 
 // Mostly operands whose K agree (else few cases get past select), sometimes any two shapes.

@@ -31,8 +31,18 @@
 // once, before it is written), as Liger-Kernel does to save the memory of a second [N, C] tensor.
 //
 // dtypes: logits, loss, dloss and dlogits share `dtype` (f32, f64, f16, bf16); targets are
-// `index_dtype` (i32, i64); the weight is `weight_dtype` (dtype or f32). 16-bit and f32 compute and
-// accumulate in f32, f64 in f64.
+// `index_dtype` (i32, i64; soft targets: `dtype`, index_dtype unused); the weight is `weight_dtype`
+// (dtype or f32). 16-bit and f32 compute and accumulate in f32, f64 in f64.
+//
+// soft_targets (F.cross_entropy with class probabilities as the target): the targets have the logits'
+// shape and dtype, y_c of a row, and every row counts (ignore_index and bad_index_count are unused).
+// With q_c = w_c ((1 - e) y_c + e / C) (PyTorch's smoothing of probabilities) and Q = sum_c q_c:
+//   ce = sum_c q_c (lse - x_c) = Q lse - sum_c q_c x_c     (a class with q_c = 0 adds nothing, even at
+//                                                          x_c = -inf, where PyTorch's 0 * -inf is NaN)
+//   dlogits_c = g (Q p_c - q_c) + g_z 2 z lse p_c
+// and the mean divides the rows' sum by the row count (PyTorch's mean for probabilities: the weights
+// are not its divisor), the z-loss too. y need not sum to 1. The backward reads the targets twice (Q,
+// then each q_c).
 //
 // log_probs (F.nll_loss): the input already holds log-probabilities, so lse is taken as 0 and nothing
 // is normalized: row loss = -w_t x_t, dlogits_c = -g w_t [c == t]; label_smoothing and z_loss must be
@@ -68,11 +78,12 @@ struct CrossEntropyDescriptor {
   double z_loss = 0.0;           // >= 0 and finite: z lse^2 added per row
   bool has_weight = false;       // class weights [C]
   bool log_probs = false;        // the input holds log-probabilities: F.nll_loss (see above)
+  bool soft_targets = false;     // targets are probabilities of the logits' shape and dtype (see above)
 };
 
 struct CrossEntropyArgs {
   AnyTensorRef logits;
-  AnyTensorRef targets;  // the logits' shape without the class dim
+  AnyTensorRef targets;  // the logits' shape without the class dim (soft_targets: the logits' shape)
   AnyTensorRef weight;   // [C], with has_weight
   AnyTensorMut loss;     // the targets' shape (none) or [] (sum, mean)
   AnyTensorMut lse;      // optional: the targets' shape, f32 (f64 for f64)
@@ -202,12 +213,20 @@ using LinearCrossEntropyBackwardPlan = Plan<LinearCrossEntropyBackwardOp>;
 //   bce              -(y log x + (1 - y) log(1 - x)), each log at least -100 (x a probability)
 //   bce_with_logits  (1 - y) x + log(1 + exp(-x)), computed as max(x, 0) - x y + log1p(exp(-|x|))
 //   kl_div           y (log y - x), 0 where y = 0 (x a log-probability); with log_target, e^y (y - x)
+// bce and bce_with_logits take an optional weight w (has_weight; F.binary_cross_entropy's `weight`),
+// and bce_with_logits a pos_weight p (has_pos_weight; PyTorch's, which weighs the positive term):
+//   bce_with_logits  (1 - y) x + (1 + (p - 1) y) (log1p(exp(-|x|)) + max(-x, 0))   (with pos_weight)
+//   loss             w times the kind's loss (with weight)
+// Both are views of the input's shape in the input's dtype: PyTorch's broadcasting (a weight [C], a
+// pos_weight [C] over [N, C]) is a view with stride 0 along the broadcast dims. The mean still divides
+// by the element count (as PyTorch).
 // Reductions: none (loss of the input's shape), sum, mean (over every element; an empty input's mean
 // is NaN, as PyTorch). The backward writes dinput = g dloss/dx with g = dloss (none: per element; sum:
 // the scalar) or dloss / numel (mean):
 //   mse 2d; l1 sign(d) (0 at 0); smooth_l1 |d| < beta ? d / beta : sign(d); huber |d| < beta ? d :
-//   beta sign(d); bce (x - y) / max(x (1 - x), 1e-12); bce_with_logits sigmoid(x) - y; kl_div -y
-//   (log_target: -e^y).
+//   beta sign(d); bce (x - y) / max(x (1 - x), 1e-12); bce_with_logits sigmoid(x) - y (with
+//   pos_weight: (1 - y) - (1 + (p - 1) y) sigmoid(-x)); kl_div -y (log_target: -e^y); times w with a
+//   weight.
 // dtypes: x, y, loss, dloss and dinput share `dtype` (f32, f64, f16, bf16); 16-bit and f32 compute
 // and accumulate in f32, f64 in f64. sum and mean add fixed chunks of elements in order, then the
 // chunks in order: deterministic, no atomics. dinput may be the input or dloss (none) exactly.
@@ -219,20 +238,26 @@ struct PointwiseLossDescriptor {
   PointwiseLossKind kind = PointwiseLossKind::mse;
   Shape shape;  // of the input and the target (rank 0..8)
   LossReduction reduction = LossReduction::mean;
-  double beta = 1.0;        // smooth_l1's beta (>= 0), huber's delta (> 0); finite
-  bool log_target = false;  // kl_div: the target is a log-probability
+  double beta = 1.0;            // smooth_l1's beta (>= 0), huber's delta (> 0); finite
+  bool log_target = false;      // kl_div: the target is a log-probability
+  bool has_weight = false;      // bce, bce_with_logits: a weight of the shape (broadcast: stride 0)
+  bool has_pos_weight = false;  // bce_with_logits: a pos_weight of the shape (broadcast: stride 0)
 };
 
 struct PointwiseLossArgs {
   AnyTensorRef input;
   AnyTensorRef target;
-  AnyTensorMut loss;  // the shape (none) or [] (sum, mean)
+  AnyTensorRef weight;      // with has_weight
+  AnyTensorRef pos_weight;  // with has_pos_weight
+  AnyTensorMut loss;        // the shape (none) or [] (sum, mean)
 };
 
 struct PointwiseLossBackwardArgs {
   AnyTensorRef dloss;  // the loss's shape
   AnyTensorRef input;
   AnyTensorRef target;
+  AnyTensorRef weight;      // with has_weight
+  AnyTensorRef pos_weight;  // with has_pos_weight
   AnyTensorMut dinput;
 };
 

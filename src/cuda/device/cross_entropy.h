@@ -29,15 +29,20 @@ BARACUDA_LOSS_FN A loss_minus_infinity() {
 }
 
 // A piece of a row: the max m of its logits, the sum s of exp(x - m) (exactly 0 where every x is
-// -inf), and for label smoothing the sum of w_c x_c and of w_c (w = 1 without a weight).
+// -inf), for label smoothing the sum of w_c x_c and of w_c (w = 1 without a weight), and for soft
+// targets y the sums of w_c y_c and of w_c y_c x_c (a class of w_c y_c = 0 left out). (Soft targets'
+// shares q_c = w_c ((1 - e) y_c + e / C) are summed as these parts, never as q_c: a sum of C copies
+// of e / C drifts by a part in 10^4 in f32.)
 template <class A>
 struct CrossEntropyRow {
-  A max, sum, weighted_logits, weights;
+  A max, sum, weighted_logits, weights, target_mass, target_logits;
 };
+// The values of a CrossEntropyRow, as the CUDA workspace keeps a chunk's piece.
+enum : int { kRowValues = 6 };
 
 template <class A>
 BARACUDA_LOSS_FN CrossEntropyRow<A> empty_row() {
-  return {loss_minus_infinity<A>(), A(0), A(0), A(0)};
+  return {loss_minus_infinity<A>(), A(0), A(0), A(0), A(0), A(0)};
 }
 
 // exp(v - max) for v <= max, with a -inf v contributing exactly 0 (even when max is -inf too).
@@ -53,8 +58,12 @@ BARACUDA_LOSS_FN CrossEntropyRow<A> merge_rows(const CrossEntropyRow<A>& a, cons
   const A max = a.max > b.max ? a.max : b.max;
   // (A NaN max: neither compare holds; the NaN sums carry it.)
   const A m = a.max != a.max ? a.max : (b.max != b.max ? b.max : max);
-  return {m, a.sum * rescale(a.max, m, exp) + b.sum * rescale(b.max, m, exp), a.weighted_logits + b.weighted_logits,
-          a.weights + b.weights};
+  return {m,
+          a.sum * rescale(a.max, m, exp) + b.sum * rescale(b.max, m, exp),
+          a.weighted_logits + b.weighted_logits,
+          a.weights + b.weights,
+          a.target_mass + b.target_mass,
+          a.target_logits + b.target_logits};
 }
 
 // What a finished row contributes: its ce and z-loss terms, the weight of its target, and whether it
@@ -74,6 +83,23 @@ BARACUDA_LOSS_FN CrossEntropyTerms<A> row_terms(A lse, A x_t, A w_t, A weighted_
   return {ce, z != A(0) ? z * lse * lse : A(0), w_t, A(1)};
 }
 
+// Soft targets: q_c = w_c ((1 - e) y_c + e / C), the class's share of the row's loss.
+template <class A>
+BARACUDA_LOSS_FN A soft_target_share(A y, A w, A smoothing, A classes) {
+  return w * ((A(1) - smoothing) * y + smoothing / classes);
+}
+
+// A soft-target row's terms: ce = sum_c q_c (lse - x_c) = (1 - e) (M lse - sum_c w_c y_c x_c)
+// + (e / C) (W lse - sum_c w_c x_c), M = target_mass = sum_c w_c y_c; every row counts once (the mean
+// divides by the rows).
+template <class A>
+BARACUDA_LOSS_FN CrossEntropyTerms<A> soft_row_terms(A lse, A target_mass, A target_logits, A weighted_logits,
+                                                     A weights, A smoothing, A classes, A z) {
+  A ce = (A(1) - smoothing) * (target_mass * lse - target_logits);
+  if (smoothing != A(0)) ce += smoothing / classes * (weights * lse - weighted_logits);
+  return {ce, z != A(0) ? z * lse * lse : A(0), A(1), A(1)};
+}
+
 // The gradient of a row: dlogits_c = p_c * scale - (c == t ? target_term : 0) - class_term * w_c,
 // p_c = exp(x_c - lse); g scales the ce terms, g_z the z-loss (their reductions' factors applied).
 template <class A>
@@ -87,6 +113,16 @@ BARACUDA_LOSS_FN CrossEntropyGradient<A> row_gradient(A lse, A w_t, A weights, A
   A scale = g * ((A(1) - smoothing) * w_t + smooth * weights);
   if (z != A(0)) scale += g_z * A(2) * z * lse;
   return {scale, g * (A(1) - smoothing) * w_t, g * smooth};
+}
+
+// A soft-target row's gradient: dlogits_c = p_c * scale - q_c * g (as row_gradient's class_term,
+// with q_c in place of w_c), Q = sum_c q_c = (1 - e) M + (e / C) W from the row's target mass M.
+template <class A>
+BARACUDA_LOSS_FN CrossEntropyGradient<A> soft_row_gradient(A lse, A target_mass, A weights, A smoothing, A classes, A z,
+                                                           A g, A g_z) {
+  A scale = g * ((A(1) - smoothing) * target_mass + smoothing / classes * weights);
+  if (z != A(0)) scale += g_z * A(2) * z * lse;
+  return {scale, A(0), g};
 }
 
 // The reduced loss from the rows' summed terms: sum, or the mean (ce over the targets' weights, the

@@ -9,8 +9,9 @@
 // order in one block (cross_entropy_reduce). The backward reads the logits once and writes dlogits
 // once (each element by the thread that read it, so dlogits may be the logits). kVec: the classes
 // are contiguous, rows start on 16-byte boundaries and C is whole vectors: 16-byte accesses.
-// Everything a row's results depend on (block size, chunks, order) is fixed by C and the dtypes, so
-// a row's bits never depend on the other rows.
+// Soft targets (kSoft) are read beside the logits, forward and backward; the backward takes each
+// row's target mass from cross_entropy_soft_mass first. Everything a row's results depend on (block size,
+// chunks, order) is fixed by C and the dtypes, so a row's bits never depend on the other rows.
 #include "cuda/device/common.cuh"
 #include "cuda/device/cross_entropy.h"
 
@@ -84,14 +85,18 @@ struct ClassAccess {
 };
 
 // The block's pieces merged, the same on every thread, in a fixed order: lanes by butterfly, then the
-// warps' pieces the same way. `shared` holds 4 x 32 values; the block's size is a multiple of 32.
+// warps' pieces the same way. `shared` holds kRowValues x 32 values; the block's size is a multiple
+// of 32.
 template <class Acc>
 __device__ __forceinline__ CrossEntropyRow<Acc> block_merge(CrossEntropyRow<Acc> r, Acc* shared) {
   auto butterfly = [&] {
     for (int o = 16; o > 0; o >>= 1) {
-      const CrossEntropyRow<Acc> other = {
-          __shfl_xor_sync(0xffffffffu, r.max, o), __shfl_xor_sync(0xffffffffu, r.sum, o),
-          __shfl_xor_sync(0xffffffffu, r.weighted_logits, o), __shfl_xor_sync(0xffffffffu, r.weights, o)};
+      const CrossEntropyRow<Acc> other = {__shfl_xor_sync(0xffffffffu, r.max, o),
+                                          __shfl_xor_sync(0xffffffffu, r.sum, o),
+                                          __shfl_xor_sync(0xffffffffu, r.weighted_logits, o),
+                                          __shfl_xor_sync(0xffffffffu, r.weights, o),
+                                          __shfl_xor_sync(0xffffffffu, r.target_mass, o),
+                                          __shfl_xor_sync(0xffffffffu, r.target_logits, o)};
       r = merge_rows(r, other, LossExp{});
     }
   };
@@ -104,9 +109,12 @@ __device__ __forceinline__ CrossEntropyRow<Acc> block_merge(CrossEntropyRow<Acc>
     shared[32 + warp] = r.sum;
     shared[64 + warp] = r.weighted_logits;
     shared[96 + warp] = r.weights;
+    shared[128 + warp] = r.target_mass;
+    shared[160 + warp] = r.target_logits;
   }
   __syncthreads();
-  r = lane < warps ? CrossEntropyRow<Acc>{shared[lane], shared[32 + lane], shared[64 + lane], shared[96 + lane]}
+  r = lane < warps ? CrossEntropyRow<Acc>{shared[lane],      shared[32 + lane],  shared[64 + lane],
+                                          shared[96 + lane], shared[128 + lane], shared[160 + lane]}
                    : empty_row<Acc>();
   butterfly();
   return r;
@@ -138,9 +146,12 @@ __device__ void finish_row(const CrossEntropyParams& p, int64 row, const CrossEn
   if (p.lse) static_cast<Acc*>(p.lse)[row_offset(p, kCeLse, row)] = lse;
   int64 t = 0;
   CrossEntropyTerms<Acc> terms = {Acc(0), Acc(0), Acc(0), Acc(0)};
-  if (target_of<I>(p, row, true, t)) {
+  const Acc weights = p.weight ? r.weights : static_cast<Acc>(p.classes);
+  if (p.soft) {
+    terms = soft_row_terms<Acc>(lse, r.target_mass, r.target_logits, r.weighted_logits, weights,
+                                static_cast<Acc>(p.smoothing), static_cast<Acc>(p.classes), static_cast<Acc>(p.z));
+  } else if (target_of<I>(p, row, true, t)) {
     const T* x = static_cast<const T*>(p.logits) + row_offset(p, kCeLogits, row);
-    const Acc weights = p.weight ? r.weights : static_cast<Acc>(p.classes);
     terms = row_terms<Acc>(lse, to_acc<Acc>(x[t * p.class_stride]), class_weight<W, Acc>(p, t), r.weighted_logits,
                            weights, static_cast<Acc>(p.smoothing), static_cast<Acc>(p.classes), static_cast<Acc>(p.z));
   }
@@ -155,13 +166,22 @@ __device__ void finish_row(const CrossEntropyParams& p, int64 row, const CrossEn
   }
 }
 
-template <class T, class W, class I, bool kVec, int kThreads>
+// A soft target's share q_c of class c, from its probability y.
+template <class W, class Acc>
+__device__ __forceinline__ Acc soft_share(const CrossEntropyParams& p, Acc y, int64 c) {
+  return soft_target_share<Acc>(y, class_weight<W, Acc>(p, c), static_cast<Acc>(p.smoothing),
+                                static_cast<Acc>(p.classes));
+}
+
+// kSoft: the targets are a row of probabilities read beside the logits (their own class stride),
+// gathered into target_mass = sum_c w_c y_c and target_logits = sum_c w_c y_c x_c.
+template <class T, class W, class I, bool kVec, int kThreads, bool kSoft>
 __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
     cross_entropy_forward(const __grid_constant__ CrossEntropyParams p) {
   using Acc = acc_t<T>;
   using Access = ClassAccess<T, kVec>;
   constexpr int VW = Access::VW;
-  __shared__ Acc shared[4 * 32];
+  __shared__ Acc shared[kRowValues * 32];
   const bool smoothing = p.smoothing != 0;
   const int64 items = p.rows * p.chunks;
   for (int64 item = blockIdx.x; item < items; item += gridDim.x) {
@@ -169,15 +189,18 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
     const int64 begin = chunk * p.chunk_len;
     const int64 end = begin + p.chunk_len < p.classes ? begin + p.chunk_len : p.classes;
     const T* x = static_cast<const T*>(p.logits) + row_offset(p, kCeLogits, row);
+    const T* y = kSoft ? static_cast<const T*>(p.targets) + row_offset(p, kCeTargets, row) : nullptr;
     CrossEntropyRow<Acc> r = empty_row<Acc>();
     // Vectors [first, last) of the chunk (kVec: begin, end and the row are whole vectors).
     const int64 first = begin / VW, last = end / VW;
     for (int64 v0 = first + threadIdx.x; v0 < last; v0 += static_cast<int64>(kCeUnroll) * kThreads) {
-      typename Access::Raw raw[kCeUnroll];
+      typename Access::Raw raw[kCeUnroll], yraw[kSoft ? kCeUnroll : 1];
 #pragma unroll
       for (int u = 0; u < kCeUnroll; ++u) {
         const int64 v = v0 + static_cast<int64>(u) * kThreads;
         if (v < last) raw[u] = Access::load(x, p.class_stride, v * VW);
+        if constexpr (kSoft)
+          if (v < last) yraw[u] = Access::load(y, p.target_class_stride, v * VW);
       }
 #pragma unroll
       for (int u = 0; u < kCeUnroll; ++u) {
@@ -195,6 +218,16 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
         const Acc base = r.max == loss_minus_infinity<Acc>() ? Acc(0) : r.max;
 #pragma unroll
         for (int i = 0; i < VW; ++i) r.sum += LossExp{}(e[i] - base);
+        if constexpr (kSoft) {
+          Acc yv[VW];
+          Access::values(yraw[u], yv);
+#pragma unroll
+          for (int i = 0; i < VW; ++i) {
+            const Acc wy = class_weight<W, Acc>(p, v * VW + i) * yv[i];
+            r.target_mass += wy;
+            if (wy != Acc(0)) r.target_logits += wy * e[i];
+          }
+        }
         if (smoothing)
           for (int i = 0; i < VW; ++i) {
             const Acc w = class_weight<W, Acc>(p, v * VW + i);
@@ -208,11 +241,13 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
       if (p.chunks == 1) {
         finish_row<T, W, I>(p, row, r);
       } else {
-        Acc* to = static_cast<Acc*>(p.pieces) + item * 4;
+        Acc* to = static_cast<Acc*>(p.pieces) + item * kRowValues;
         to[0] = r.max;
         to[1] = r.sum;
         to[2] = r.weighted_logits;
         to[3] = r.weights;
+        to[4] = r.target_mass;
+        to[5] = r.target_logits;
       }
     }
   }
@@ -224,7 +259,7 @@ __global__ void __launch_bounds__(256) nll_forward(const __grid_constant__ Cross
   using Acc = acc_t<T>;
   for (int64 row = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; row < p.rows;
        row += static_cast<int64>(gridDim.x) * blockDim.x)
-    finish_row<T, W, I>(p, row, CrossEntropyRow<Acc>{Acc(0), Acc(1), Acc(0), Acc(0)});
+    finish_row<T, W, I>(p, row, CrossEntropyRow<Acc>{Acc(0), Acc(1), Acc(0), Acc(0), Acc(0), Acc(0)});
 }
 
 // The chunks of each row merged in chunk order, then the row finished: a thread a row.
@@ -233,11 +268,13 @@ __global__ void __launch_bounds__(256) cross_entropy_combine(const __grid_consta
   using Acc = acc_t<T>;
   for (int64 row = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; row < p.rows;
        row += static_cast<int64>(gridDim.x) * blockDim.x) {
-    const Acc* piece = static_cast<const Acc*>(p.pieces) + row * p.chunks * 4;
-    CrossEntropyRow<Acc> r = {piece[0], piece[1], piece[2], piece[3]};
-    for (int64 c = 1; c < p.chunks; ++c)
-      r = merge_rows(r, CrossEntropyRow<Acc>{piece[c * 4], piece[c * 4 + 1], piece[c * 4 + 2], piece[c * 4 + 3]},
-                     LossExp{});
+    const Acc* piece = static_cast<const Acc*>(p.pieces) + row * p.chunks * kRowValues;
+    auto piece_of = [&](int64 c) {
+      const Acc* v = piece + c * kRowValues;
+      return CrossEntropyRow<Acc>{v[0], v[1], v[2], v[3], v[4], v[5]};
+    };
+    CrossEntropyRow<Acc> r = piece_of(0);
+    for (int64 c = 1; c < p.chunks; ++c) r = merge_rows(r, piece_of(c), LossExp{});
     finish_row<T, W, I>(p, row, r);
   }
 }
@@ -267,7 +304,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_totals(const __grid_consta
   Acc sums[3] = {Acc(0), Acc(0), Acc(0)};
   if (p.weight && p.smoothing != 0)
     for (int64 c = threadIdx.x; c < p.classes; c += blockDim.x) sums[0] += class_weight<W, Acc>(p, c);
-  if (p.reduction == kReduceMean)
+  if (p.reduction == kReduceMean && !p.soft)
     for (int64 row = threadIdx.x; row < p.rows; row += blockDim.x) {
       int64 t = 0;
       if (!target_of<I>(p, row, false, t)) continue;
@@ -279,7 +316,23 @@ __global__ void __launch_bounds__(1024) cross_entropy_totals(const __grid_consta
     for (int k = 0; k < 3; ++k) static_cast<Acc*>(p.totals)[k] = sums[k];
 }
 
-template <class T, class W, class I, bool kVec, int kThreads>
+// Soft targets: each row's target mass M = sum_c w_c y_c into `masses`, a block a row (classes strided
+// over its threads, then block_sum): a fixed order, the same bits at any row count.
+template <class T, class W>
+__global__ void __launch_bounds__(512) cross_entropy_soft_mass(const __grid_constant__ CrossEntropyParams p) {
+  using Acc = acc_t<T>;
+  __shared__ Acc shared[32];
+  for (int64 row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* y = static_cast<const T*>(p.targets) + row_offset(p, kCeTargets, row);
+    Acc m[1] = {Acc(0)};
+    for (int64 c = threadIdx.x; c < p.classes; c += blockDim.x)
+      m[0] += class_weight<W, Acc>(p, c) * to_acc<Acc>(y[c * p.target_class_stride]);
+    block_sum(m, shared);
+    if (threadIdx.x == 0) static_cast<Acc*>(p.masses)[row] = m[0];
+  }
+}
+
+template <class T, class W, class I, bool kVec, int kThreads, bool kSoft>
 __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
     cross_entropy_backward(const __grid_constant__ CrossEntropyParams p) {
   using Acc = acc_t<T>;
@@ -296,8 +349,8 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
     const T* x = static_cast<const T*>(p.logits) + row_offset(p, kCeLogits, row);
     T* dx = static_cast<T*>(p.dlogits) + row_offset(p, kCeDlogits, row);
     const int64 first = begin / VW, last = end / VW;
-    int64 t = 0;
-    if (!target_of<I>(p, row, threadIdx.x == 0 && chunk == 0, t)) {
+    int64 t = -1;  // soft: no target class
+    if (!kSoft && !target_of<I>(p, row, threadIdx.x == 0 && chunk == 0, t)) {
       Acc zero[VW];
       for (int i = 0; i < VW; ++i) zero[i] = Acc(0);
       for (int64 v = first + threadIdx.x; v < last; v += kThreads) Access::store(dx, p.dclass_stride, v * VW, zero);
@@ -305,7 +358,10 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
     }
     Acc g = to_acc<Acc>(static_cast<const T*>(p.dloss)[p.reduction == kReduceNone ? row_offset(p, kCeLoss, row) : 0]);
     Acc g_z = g;
-    if (p.reduction == kReduceMean) {
+    if (p.reduction == kReduceMean && kSoft) {  // every row counts
+      g = g / static_cast<Acc>(p.rows);
+      g_z = g;
+    } else if (p.reduction == kReduceMean) {
       g = g / totals[1];
       g_z = g_z / totals[2];
     }
@@ -313,14 +369,20 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
     const bool probs = p.log_probs == 0;
     const Acc lse = probs ? static_cast<const Acc*>(p.lse)[row_offset(p, kCeLse, row)] : Acc(0);
     const CrossEntropyGradient<Acc> k =
-        row_gradient<Acc>(lse, class_weight<W, Acc>(p, t), weights, smoothing, classes, static_cast<Acc>(p.z), g, g_z);
+        kSoft ? soft_row_gradient<Acc>(lse, static_cast<const Acc*>(p.masses)[row], weights, smoothing, classes,
+                                       static_cast<Acc>(p.z), g, g_z)
+              : row_gradient<Acc>(lse, class_weight<W, Acc>(p, t), weights, smoothing, classes, static_cast<Acc>(p.z),
+                                  g, g_z);
     const bool class_terms = p.smoothing != 0;
+    const T* y = kSoft ? static_cast<const T*>(p.targets) + row_offset(p, kCeTargets, row) : nullptr;
     for (int64 v0 = first + threadIdx.x; v0 < last; v0 += static_cast<int64>(kCeUnroll) * kThreads) {
-      typename Access::Raw raw[kCeUnroll];
+      typename Access::Raw raw[kCeUnroll], yraw[kSoft ? kCeUnroll : 1];
 #pragma unroll
       for (int u = 0; u < kCeUnroll; ++u) {
         const int64 v = v0 + static_cast<int64>(u) * kThreads;
         if (probs && v < last) raw[u] = Access::load(x, p.class_stride, v * VW);
+        if constexpr (kSoft)
+          if (v < last) yraw[u] = Access::load(y, p.target_class_stride, v * VW);
       }
 #pragma unroll
       for (int u = 0; u < kCeUnroll; ++u) {
@@ -328,13 +390,21 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
         if (v >= last) continue;
         Acc e[VW];
         if (probs) Access::values(raw[u], e);
+        if constexpr (kSoft) {  // dlogits_c = p_c scale - g q_c
+          Acc yv[VW];
+          Access::values(yraw[u], yv);
 #pragma unroll
-        for (int i = 0; i < VW; ++i) {
-          const int64 c = v * VW + i;
-          Acc d = probs ? LossExp{}(e[i] - lse) * k.scale : Acc(0);
-          if (class_terms) d -= k.class_term * class_weight<W, Acc>(p, c);
-          if (c == t) d -= k.target_term;
-          e[i] = d;
+          for (int i = 0; i < VW; ++i)
+            e[i] = LossExp{}(e[i] - lse) * k.scale - k.class_term * soft_share<W>(p, yv[i], v * VW + i);
+        } else {
+#pragma unroll
+          for (int i = 0; i < VW; ++i) {
+            const int64 c = v * VW + i;
+            Acc d = probs ? LossExp{}(e[i] - lse) * k.scale : Acc(0);
+            if (class_terms) d -= k.class_term * class_weight<W, Acc>(p, c);
+            if (c == t) d -= k.target_term;
+            e[i] = d;
+          }
         }
         Access::store(dx, p.dclass_stride, v * VW, e);
       }

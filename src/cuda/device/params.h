@@ -117,11 +117,14 @@ struct CrossEntropyParams {
   void* terms;                          // workspace: [rows][4] row terms (forward, sum and mean)
   void* pieces;                         // workspace: [rows][chunks][4] pieces of rows (forward, chunks > 1)
   void* totals;                         // workspace: W, sum(w_t), count (backward)
+  void* masses;                         // workspace: each row's Q = sum_c q_c (backward, soft targets)
   unsigned long long* bad_index_count;  // null: not counted
-  long long rows, classes, chunks, chunk_len, class_stride, dclass_stride, weight_stride, ignore_index;
+  long long rows, classes, chunks, chunk_len, class_stride, dclass_stride, target_class_stride, weight_stride,
+      ignore_index;
   double smoothing, z;
   int reduction;  // cross_entropy.h's kReduceNone, kReduceSum, kReduceMean
   int log_probs;  // the input holds log-probabilities (F.nll_loss): lse is 0, nothing normalized
+  int soft;       // the targets are probabilities of the logits' shape (targets: T)
   Walk<5> row;    // logits, dlogits, targets, loss / dloss (reduction none), lse
 };
 
@@ -213,13 +216,15 @@ struct RotaryParams {
 struct PointwiseLossParams {
   const void* input;
   const void* target;
-  const void* dloss;  // the backward's
+  const void* dloss;       // the backward's
+  const void* weight;      // null: 1
+  const void* pos_weight;  // null: none (bce_with_logits)
   void* out;
   void* partial;  // compute type [chunks] (sum, mean)
   long long n, chunk, chunks;
   int kind, reduction, log_target, contiguous;
   double beta;
-  Walk<4> walk;
+  Walk<6> walk;  // input, target, out, dloss, weight, pos_weight
 };
 
 }  // namespace baracuda::device

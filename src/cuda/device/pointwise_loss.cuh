@@ -4,13 +4,14 @@
 // from the walk. none and the backward are elementwise (grid-stride); sum and mean give each chunk
 // of `chunk` elements to a block, whose threads add their elements in order and block_sum merges in
 // a fixed order, then one block adds the chunks' partials in a fixed order: deterministic, and the
-// same bits whatever the views' strides and alignment.
+// same bits whatever the views' strides and alignment. A weight or pos_weight (often a broadcast
+// view) is read an element at a time.
 #include "cuda/device/common.cuh"
 #include "cuda/device/pointwise_loss.h"
 
 namespace baracuda::device {
 
-enum : int { kPlInput = 0, kPlTarget = 1, kPlOut = 2, kPlDloss = 3 };
+enum : int { kPlInput = 0, kPlTarget = 1, kPlOut = 2, kPlDloss = 3, kPlWeight = 4, kPlPosWeight = 5 };
 
 template <bool kContig>
 __device__ __forceinline__ int64 ploss_at(const PointwiseLossParams& p, int t, int64 i) {
@@ -27,6 +28,25 @@ template <class T>
 __device__ __forceinline__ acc_t<T> ploss_gradient(const PointwiseLossParams& p, T x, T y) {
   using A = acc_t<T>;
   return pointwise_loss_gradient<A>(p.kind, to_acc<A>(x), to_acc<A>(y), static_cast<A>(p.beta), p.log_target != 0);
+}
+
+// Element i's loss (kGradient: d loss / dx) with its weight and pos_weight, where there are.
+template <class T, bool kContig, bool kGradient>
+__device__ __forceinline__ acc_t<T> ploss_element(const PointwiseLossParams& p, int64 i) {
+  using A = acc_t<T>;
+  const A x = to_acc<A>(static_cast<const T*>(p.input)[ploss_at<kContig>(p, kPlInput, i)]);
+  const A y = to_acc<A>(static_cast<const T*>(p.target)[ploss_at<kContig>(p, kPlTarget, i)]);
+  A v;
+  if (p.pos_weight) {
+    const A pw = to_acc<A>(static_cast<const T*>(p.pos_weight)[ploss_at<kContig>(p, kPlPosWeight, i)]);
+    v = kGradient ? bce_with_logits_pos_gradient<A>(x, y, pw) : bce_with_logits_pos<A>(x, y, pw);
+  } else {
+    const A beta = static_cast<A>(p.beta);
+    v = kGradient ? pointwise_loss_gradient<A>(p.kind, x, y, beta, p.log_target != 0)
+                  : pointwise_loss<A>(p.kind, x, y, beta, p.log_target != 0);
+  }
+  if (p.weight) v *= to_acc<A>(static_cast<const T*>(p.weight)[ploss_at<kContig>(p, kPlWeight, i)]);
+  return v;
 }
 
 // Whether every pointer is 16-byte aligned (a null one counts as aligned).
@@ -46,7 +66,7 @@ __global__ void __launch_bounds__(256) pointwise_loss_none(const __grid_constant
   const T* x = static_cast<const T*>(p.input);
   const T* y = static_cast<const T*>(p.target);
   T* out = static_cast<T*>(p.out);
-  const bool vec = kContig && ploss_aligned(x, y, out, nullptr);
+  const bool vec = kContig && !p.weight && !p.pos_weight && ploss_aligned(x, y, out, nullptr);
   for (int64 base = (blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x) * V; base < p.n;
        base += static_cast<int64>(gridDim.x) * blockDim.x * V) {
     if (vec && base + V <= p.n) {
@@ -57,8 +77,7 @@ __global__ void __launch_bounds__(256) pointwise_loss_none(const __grid_constant
       store_vector(out + base, r);
     } else {
       for (int64 i = base; i < base + V && i < p.n; ++i)
-        out[ploss_at<kContig>(p, kPlOut, i)] =
-            round_to<T>(ploss_value(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]));
+        out[ploss_at<kContig>(p, kPlOut, i)] = round_to<T>(ploss_element<T, kContig, false>(p, i));
     }
   }
 }
@@ -70,7 +89,7 @@ __global__ void __launch_bounds__(256) pointwise_loss_chunks(const __grid_consta
   __shared__ A shared[32];
   const T* x = static_cast<const T*>(p.input);
   const T* y = static_cast<const T*>(p.target);
-  const bool vec = kContig && ploss_aligned(x, y, nullptr, nullptr);
+  const bool vec = kContig && !p.weight && !p.pos_weight && ploss_aligned(x, y, nullptr, nullptr);
   const int64 first = static_cast<int64>(blockIdx.x) * p.chunk;
   const int64 last = first + p.chunk < p.n ? first + p.chunk : p.n;
   A sum[1] = {A(0)};
@@ -80,8 +99,7 @@ __global__ void __launch_bounds__(256) pointwise_loss_chunks(const __grid_consta
 #pragma unroll
       for (int k = 0; k < V; ++k) sum[0] += ploss_value(p, a.e[k], b.e[k]);
     } else {
-      for (int64 i = base; i < base + V && i < last; ++i)
-        sum[0] += ploss_value(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]);
+      for (int64 i = base; i < base + V && i < last; ++i) sum[0] += ploss_element<T, kContig, false>(p, i);
     }
   }
   block_sum(sum, shared);
@@ -112,7 +130,7 @@ __global__ void __launch_bounds__(256) pointwise_loss_backward(const __grid_cons
   const bool none = p.reduction == kReduceNone;
   const A scale = p.reduction == kReduceMean ? A(1) / static_cast<A>(p.n) : A(1);
   const A whole = none ? A(0) : to_acc<A>(dloss[0]) * scale;
-  const bool vec = kContig && ploss_aligned(x, y, dx, none ? dloss : nullptr);
+  const bool vec = kContig && !p.weight && !p.pos_weight && ploss_aligned(x, y, dx, none ? dloss : nullptr);
   for (int64 base = (blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x) * V; base < p.n;
        base += static_cast<int64>(gridDim.x) * blockDim.x * V) {
     if (vec && base + V <= p.n) {
@@ -126,8 +144,7 @@ __global__ void __launch_bounds__(256) pointwise_loss_backward(const __grid_cons
     } else {
       for (int64 i = base; i < base + V && i < p.n; ++i) {
         const A g = none ? to_acc<A>(dloss[ploss_at<kContig>(p, kPlDloss, i)]) : whole;
-        dx[ploss_at<kContig>(p, kPlOut, i)] = round_to<T>(
-            g * ploss_gradient(p, x[ploss_at<kContig>(p, kPlInput, i)], y[ploss_at<kContig>(p, kPlTarget, i)]));
+        dx[ploss_at<kContig>(p, kPlOut, i)] = round_to<T>(g * ploss_element<T, kContig, true>(p, i));
       }
     }
   }

@@ -61,6 +61,20 @@ BARACUDA_PLOSS_FN A pointwise_loss(int kind, A x, A y, A beta, bool log_target) 
   }
 }
 
+// bce_with_logits with a pos_weight pw (PyTorch's form): (1 - y) x + lw (log1p(exp(-|x|)) + max(-x, 0)),
+// lw = 1 + (pw - 1) y; and its d / dx, (1 - y) - lw sigmoid(-x) (sigmoid(-x) = 1 / (1 + exp(x)): 0,
+// not NaN, where exp(x) overflows).
+template <class A>
+BARACUDA_PLOSS_FN A bce_with_logits_pos(A x, A y, A pw) {
+  const A lw = A(1) + (pw - A(1)) * y;
+  return (A(1) - y) * x + lw * (ploss_log1p(ploss_exp(-ploss_abs(x))) + (x < A(0) ? -x : A(0)));
+}
+template <class A>
+BARACUDA_PLOSS_FN A bce_with_logits_pos_gradient(A x, A y, A pw) {
+  const A lw = A(1) + (pw - A(1)) * y;
+  return (A(1) - y) - lw / (A(1) + ploss_exp(x));
+}
+
 // d loss / d x of one element.
 template <class A>
 BARACUDA_PLOSS_FN A pointwise_loss_gradient(int kind, A x, A y, A beta, bool log_target) {

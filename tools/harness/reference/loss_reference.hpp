@@ -2,8 +2,8 @@
 // Naive double-precision references of the cross-entropy plans, independent of both backends: each
 // row on its own, the logsumexp in two passes (the max, then the sum of exp(x - max)), the loss
 // written out term by term as include/baracuda/ops/loss.hpp defines it (PyTorch's label smoothing
-// and weights, PaLM's z-loss), the reductions in f64. A target that is ignore_index contributes
-// nothing; one outside [0, C) contributes nothing and is counted as a bad index.
+// and weights, PaLM's z-loss; soft targets), the reductions in f64. A target that is ignore_index
+// contributes nothing; one outside [0, C) contributes nothing and is counted as a bad index.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -78,7 +78,70 @@ inline LossTotals loss_totals(const CrossEntropyDescriptor& d, harness::RefIO& i
   return t;
 }
 
+// Soft targets: q_c = w_c ((1 - e) y_c + e / C); a class of q_c = 0 adds nothing.
+inline double soft_share(const CrossEntropyDescriptor& d, const harness::RefIO& io, const LossSizes& s, int64_t r,
+                         int64_t c) {
+  const double y = io.in("targets").at(s.at(r, c));
+  return class_weight(d, io, c) * ((1 - d.label_smoothing) * y + d.label_smoothing / static_cast<double>(s.classes));
+}
+
+inline void soft_cross_entropy_forward(const CrossEntropyDescriptor& d, harness::RefIO& io) {
+  const LossSizes s = loss_sizes(d);
+  const harness::HostView& x = io.in("logits");
+  harness::RefOutput& loss = io.out("loss");
+  const bool lse_out = io.specs[static_cast<size_t>(io.index_of("lse"))].present;
+  double sum = 0, magnitude_sum = 0;
+  for (int64_t r = 0; r < s.rows(); ++r) {
+    const double lse = row_logsumexp(x, s, r);
+    if (lse_out && io.out("lse").wanted(r)) io.out("lse").set(r, lse, std::fabs(lse) + 1, 1);
+    double ce = 0, magnitude = 0;
+    for (int64_t c = 0; c < s.classes; ++c) {
+      const double q = soft_share(d, io, s, r, c), v = x.at(s.at(r, c));
+      if (q == 0) continue;
+      ce += q * (lse - v);
+      magnitude += std::fabs(q) * (std::fabs(lse) + std::fabs(v));
+    }
+    const double z = d.z_loss * lse * lse;
+    if (d.reduction == LossReduction::none) {
+      if (loss.wanted(r)) loss.set(r, ce + z, magnitude + z, s.classes);
+    } else {
+      sum += ce + z;
+      magnitude_sum += magnitude + z;
+    }
+  }
+  const double rows = static_cast<double>(s.rows());
+  const int64_t terms = std::max<int64_t>(1, s.rows() * s.classes);
+  if (d.reduction == LossReduction::sum) loss.set(0, sum, magnitude_sum, terms);
+  if (d.reduction == LossReduction::mean) loss.set(0, sum / rows, magnitude_sum / rows, terms);
+}
+
+inline void soft_cross_entropy_backward(const CrossEntropyDescriptor& d, harness::RefIO& io) {
+  const LossSizes s = loss_sizes(d);
+  const harness::HostView& dloss = io.in("dloss");
+  const harness::HostView& x = io.in("logits");
+  harness::RefOutput& dx = io.out("dlogits");
+  for (int64_t r = 0; r < s.rows(); ++r) {
+    double g = d.reduction == LossReduction::none ? dloss.at(r) : dloss.at(0);
+    if (d.reduction == LossReduction::mean) g /= static_cast<double>(s.rows());
+    const double lse = io.in("lse").at(r);
+    double mass = 0, mass_magnitude = 0;
+    for (int64_t c = 0; c < s.classes; ++c) {
+      mass += soft_share(d, io, s, r, c);
+      mass_magnitude += std::fabs(soft_share(d, io, s, r, c));
+    }
+    for (int64_t c = 0; c < s.classes; ++c) {
+      const int64_t i = s.at(r, c);
+      if (!dx.wanted(i)) continue;
+      const double p = std::exp(x.at(i) - lse), q = soft_share(d, io, s, r, c);
+      const double z_part = g * 2 * d.z_loss * lse * p;
+      dx.set(i, g * (mass * p - q) + z_part, std::fabs(g) * (mass_magnitude * p + std::fabs(q)) + std::fabs(z_part),
+             s.classes);
+    }
+  }
+}
+
 inline void cross_entropy_forward(const CrossEntropyDescriptor& d, harness::RefIO& io) {
+  if (d.soft_targets) return soft_cross_entropy_forward(d, io);
   const LossSizes s = loss_sizes(d);
   const harness::HostView& x = io.in("logits");
   const LossTotals totals = loss_totals(d, io, s);
@@ -126,6 +189,7 @@ inline void cross_entropy_forward(const CrossEntropyDescriptor& d, harness::RefI
 }
 
 inline void cross_entropy_backward(const CrossEntropyDescriptor& d, harness::RefIO& io) {
+  if (d.soft_targets) return soft_cross_entropy_backward(d, io);
   const LossSizes s = loss_sizes(d);
   const harness::HostView& dloss = io.in("dloss");
   const harness::HostView* x = d.log_probs ? nullptr : &io.in("logits");  // (nll's gradient reads none)

@@ -56,6 +56,28 @@ inline double pointwise_loss_derivative(const PointwiseLossDescriptor& d, double
   return std::nan("");
 }
 
+// PyTorch's bce_with_logits with a pos_weight p, and its derivative.
+inline double bce_with_logits_pos_value(double x, double y, double p) {
+  return (1 - y) * x + (1 + (p - 1) * y) * (std::log1p(std::exp(-std::fabs(x))) + std::max(-x, 0.0));
+}
+inline double bce_with_logits_pos_derivative(double x, double y, double p) {
+  return (1 - y) - (1 + (p - 1) * y) / (1 + std::exp(x));
+}
+
+// Element i's loss (derivative: d loss / dx) with its weight and pos_weight, where the descriptor has them.
+inline double weighted_pointwise_loss(const PointwiseLossDescriptor& d, harness::RefIO& io, int64_t i,
+                                      bool derivative) {
+  const double x = io.in("input").at(i), y = io.in("target").at(i);
+  double v;
+  if (d.has_pos_weight) {
+    const double p = io.in("pos_weight").at(i);
+    v = derivative ? bce_with_logits_pos_derivative(x, y, p) : bce_with_logits_pos_value(x, y, p);
+  } else {
+    v = derivative ? pointwise_loss_derivative(d, x, y) : pointwise_loss_value(d, x, y);
+  }
+  return d.has_weight ? v * io.in("weight").at(i) : v;
+}
+
 // The scale an element's rounding errors are relative to: its inputs' and its value's.
 inline double pointwise_loss_magnitude(double x, double y, double v) {
   const double s = std::fabs(x) + std::fabs(y) + 1;
@@ -68,8 +90,10 @@ inline void pointwise_loss_forward(const PointwiseLossDescriptor& d, harness::Re
   const int64_t n = d.shape.numel();
   double sum = 0, magnitude = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const double xi = x.at(i), yi = y.at(i), v = pointwise_loss_value(d, xi, yi);
-    const double m = pointwise_loss_magnitude(xi, yi, v);
+    const double xi = x.at(i), yi = y.at(i), v = weighted_pointwise_loss(d, io, i, false);
+    double m = pointwise_loss_magnitude(xi, yi, v);
+    if (d.has_pos_weight) m *= 1 + std::fabs(io.in("pos_weight").at(i));
+    if (d.has_weight) m *= std::fabs(io.in("weight").at(i));
     if (d.reduction == LossReduction::none) {
       if (loss.wanted(i)) loss.set(i, v, m, 1);
     } else {
@@ -91,8 +115,11 @@ inline void pointwise_loss_backward(const PointwiseLossDescriptor& d, harness::R
   for (int64_t i = 0; i < n; ++i) {
     if (!dx.wanted(i)) continue;
     const double g = d.reduction == LossReduction::none ? dloss.at(i) : dloss.at(0) * scale;
-    const double xi = x.at(i), yi = y.at(i), v = g * pointwise_loss_derivative(d, xi, yi);
-    dx.set(i, v, std::fabs(v) + std::fabs(g) * pointwise_loss_magnitude(xi, yi, 0), 1);
+    const double xi = x.at(i), yi = y.at(i), v = g * weighted_pointwise_loss(d, io, i, true);
+    double m = pointwise_loss_magnitude(xi, yi, 0);
+    if (d.has_pos_weight) m *= 1 + std::fabs(io.in("pos_weight").at(i));
+    if (d.has_weight) m *= std::fabs(io.in("weight").at(i));
+    dx.set(i, v, std::fabs(v) + std::fabs(g) * m, 1);
   }
 }
 

@@ -1,10 +1,10 @@
 // Op-table rows of the loss family: cross-entropy, forward and backward. Class counts from 1 to 2^20 + 3, either
 // side of the 16-byte vectors and of the CUDA chunk of 32768 classes, and the vocabularies 32000, 128256 and 262144;
 // rank 1, 2, 3 and 4 logits (classes along dim 1); every option (class weights in the logits' dtype or f32, label
-// smoothing with and without weights, the z-loss, ignore_index, i32 targets) under each reduction; padded, transposed,
-// broadcast and misaligned views. Targets are drawn from [-2, C + 2) unless a sample says otherwise, so bad targets
-// occur and are counted. Edge values (every target ignored, +-1e4 and -inf logits), in-place dlogits and batch
-// invariance are tests/test_loss.cpp's.
+// smoothing with and without weights, the z-loss, ignore_index, i32 targets, soft targets) under each reduction;
+// padded, transposed, broadcast and misaligned views. Targets are drawn from [-2, C + 2) unless a sample says
+// otherwise, so bad targets occur and are counted. Edge values (every target ignored, +-1e4 and -inf logits), in-place
+// dlogits and batch invariance are tests/test_loss.cpp's.
 #include <string>
 #include <vector>
 
@@ -31,7 +31,11 @@ std::vector<Sample<Desc>> samples() {
     std::optional<IndexRange> range;
     const int64_t classes = d.shape.dims[d.shape.rank >= 2 ? 1 : 0];
     if (valid) range = IndexRange{0, classes};
-    out.push_back({d, views, {}, range, std::move(note), std::move(dtypes)});
+    // Soft targets past a few classes: probabilities in [0, 2 / C), a row's about 1 (in [0, 1) a long
+    // row's loss overflows f16).
+    std::vector<ValueRange> values;
+    if (d.soft_targets && classes > 8) values.push_back({"targets", 0.0, 2.0 / static_cast<double>(classes)});
+    out.push_back({d, views, {}, range, std::move(note), std::move(dtypes), std::move(values)});
   };
   for (LossReduction r : {LossReduction::none, LossReduction::sum, LossReduction::mean}) {
     for (int64_t c : {1, 2, 3, 8, 1000}) add(ce({6, c}, r), Views::contiguous, {}, {}, true);
@@ -109,6 +113,37 @@ std::vector<Sample<Desc>> samples() {
   Desc nll_none = ce({0, 16}, LossReduction::sum);
   nll_none.log_probs = true;
   add(nll_none, Views::contiguous, "nll, no rows");
+  // soft_targets: probabilities in [0, 1) that need not sum to 1, either side of the 16-byte vectors
+  // and of the CUDA chunk.
+  auto soft = [](Shape shape, LossReduction r) {
+    Desc d = ce(shape, r);
+    d.soft_targets = true;
+    return d;
+  };
+  for (LossReduction r : {LossReduction::none, LossReduction::sum, LossReduction::mean}) {
+    add(soft({6, 1000}, r), Views::contiguous, "soft targets");
+    add(soft({5, 3}, r), Views::contiguous, "soft targets");
+    add(soft({4, 6, 3}, r), Views::contiguous, "soft targets, classes along dim 1");
+    Desc all = soft({16, 100}, r);
+    all.has_weight = true;
+    all.label_smoothing = 0.1;
+    all.z_loss = 0.01;
+    add(all, Views::contiguous, "soft targets, weight, smoothing 0.1, z-loss 0.01");
+  }
+  Desc soft_f32_weight = soft({9, 256}, LossReduction::mean);
+  soft_f32_weight.has_weight = true;
+  soft_f32_weight.weight_dtype = DType::f32;
+  add(soft_f32_weight, Views::contiguous, "soft targets, f32 weight");
+  add(soft({3, 32769}, LossReduction::sum), Views::contiguous, "soft targets");
+  add(soft({2, 65536 + 8}, LossReduction::none), Views::contiguous, "soft targets, chunked");
+  add(soft({2, 128256}, LossReduction::mean), Views::contiguous, "soft targets, vocabulary", {DType::f32, DType::bf16});
+  for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+    Desc all = soft({5, 6, 7}, LossReduction::sum);
+    all.has_weight = true;
+    all.label_smoothing = 0.1;
+    add(all, v, "soft targets, weight, smoothing");
+    add(soft({33, 256}, LossReduction::none), v, "soft targets");
+  }
   for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
     Desc nll = ce({33, 256}, LossReduction::sum);
     nll.log_probs = true;
@@ -158,6 +193,14 @@ std::vector<DescriptorError<Desc>> errors() {
          d.z_loss = 0.0;
        },
        StatusCode::invalid_problem, "descriptor.label_smoothing"},
+      {"nll with soft targets",
+       [](Desc& d) {
+         d.log_probs = true;
+         d.label_smoothing = 0.0;
+         d.z_loss = 0.0;
+         d.soft_targets = true;
+       },
+       StatusCode::invalid_problem, "descriptor.soft_targets"},
       {"nll with z-loss",
        [](Desc& d) {
          d.log_probs = true;
@@ -178,6 +221,11 @@ Desc bench_desc(DType dtype, const Shape& shape) {
   d.dtype = dtype;
   return d;
 }
+Desc soft_bench_desc(DType dtype, const Shape& shape) {
+  Desc d = bench_desc(dtype, shape);
+  d.soft_targets = true;
+  return d;
+}
 Desc nll_bench_desc(DType dtype, const Shape& shape) {
   Desc d = bench_desc(dtype, shape);
   d.log_probs = true;
@@ -188,15 +236,27 @@ std::vector<BenchSample<Desc>> bench(bool backward) {
   const std::vector<DType> dtypes = {DType::bf16, DType::f32};
   if (backward)
     return {{"cross_entropy_backward", "autograd of F.cross_entropy(x, t)", dtypes, standard_shapes, bench_desc},
+            {"cross_entropy_soft_backward", "autograd of F.cross_entropy(x, p), p probabilities", dtypes,
+             standard_shapes, soft_bench_desc},
             {"nll_loss_backward", "autograd of F.nll_loss(x, t)", dtypes, standard_shapes, nll_bench_desc}};
   return {{"cross_entropy", "F.cross_entropy(x, t)", dtypes, standard_shapes, bench_desc, false, false, {}, "lse"},
+          {"cross_entropy_soft",
+           "F.cross_entropy(x, p), p probabilities",
+           dtypes,
+           standard_shapes,
+           soft_bench_desc,
+           false,
+           false,
+           {},
+           "lse"},
           // (one element a row read: counted as the loss's bytes)
           {"nll_loss", "F.nll_loss(x, t)", dtypes, standard_shapes, nll_bench_desc, false, false, "logits"}};
 }
 
 // The saved lse of the backward's samples is random: above the logits' max (in [-1, 1)), as a real one is.
 std::vector<ValueRange> ranges(bool backward) {
-  std::vector<ValueRange> r = {{"weight", 0.5, 1.5}};
+  // (targets: soft targets' probabilities; class indices are drawn by their index bound)
+  std::vector<ValueRange> r = {{"weight", 0.5, 1.5}, {"targets", 0.0, 1.0}};
   if (backward) r.push_back({"lse", 1.0, 3.0});
   return r;
 }

@@ -1,7 +1,8 @@
 // Op-table rows of the pointwise losses, forward and backward: every kind under every reduction,
 // smooth_l1's beta 0 (l1) and 0.5, huber's delta 0.5, kl_div's log target, a scalar, empty inputs
-// (a sum of 0, a mean of NaN), both sides of a chunk of the sum (8192 elements) and many chunks, and
-// padded, transposed, broadcast and misaligned views.
+// (a sum of 0, a mean of NaN), both sides of a chunk of the sum (8192 elements) and many chunks,
+// bce's weight and bce_with_logits' weight and pos_weight (broadcast too), and padded, transposed,
+// broadcast and misaligned views.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -31,9 +32,9 @@ std::vector<ValueRange> ranges_of(const Desc& d) {
     return {{"input", 0.25, 1.25}, {"target", -1.0, 0.0}};
   switch (d.kind) {
     case Kind::bce:
-      return {{"input", 0.05, 0.95}, {"target", 0.0, 1.0}};
+      return {{"input", 0.05, 0.95}, {"target", 0.0, 1.0}, {"weight", 0.5, 1.5}};
     case Kind::bce_with_logits:
-      return {{"target", 0.0, 1.0}};
+      return {{"target", 0.0, 1.0}, {"weight", 0.5, 1.5}, {"pos_weight", 0.5, 3.0}};
     case Kind::kl_div:
       return d.log_target ? std::vector<ValueRange>{{"input", -3.0, -0.1}, {"target", -3.0, 0.0}}
                           : std::vector<ValueRange>{{"input", -3.0, -0.1}, {"target", 0.01, 1.0}};
@@ -44,8 +45,8 @@ std::vector<ValueRange> ranges_of(const Desc& d) {
 
 std::vector<Sample<Desc>> samples() {
   std::vector<Sample<Desc>> out;
-  auto add = [&](Desc d, std::string note = {}, Views views = Views::contiguous) {
-    out.push_back({d, views, {}, std::nullopt, std::move(note), {}, ranges_of(d)});
+  auto add = [&](Desc d, std::string note = {}, Views views = Views::contiguous, std::string_view only = {}) {
+    out.push_back({d, views, only, std::nullopt, std::move(note), {}, ranges_of(d)});
   };
   const LossReduction reductions[] = {LossReduction::none, LossReduction::sum, LossReduction::mean};
   for (Kind kind : {Kind::mse, Kind::l1, Kind::smooth_l1, Kind::huber, Kind::bce, Kind::bce_with_logits, Kind::kl_div})
@@ -72,6 +73,32 @@ std::vector<Sample<Desc>> samples() {
       add(loss(Kind::huber, {n}, r), "chunks of the sum");
   for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned})
     for (LossReduction r : reductions) add(loss(Kind::smooth_l1, {3, 7, 5}, r), "smooth_l1", v);
+  // weight (bce, bce_with_logits) and pos_weight (bce_with_logits), as views of the shape; broadcast
+  // (stride 0) as PyTorch broadcasts them, and every view laid out otherwise.
+  for (LossReduction r : reductions) {
+    Desc bce = loss(Kind::bce, {37, 41}, r);
+    bce.has_weight = true;
+    add(bce, "bce, weight");
+    add(bce, "bce, weight", Views::broadcast, "weight");
+    Desc logits = loss(Kind::bce_with_logits, {37, 41}, r);
+    logits.has_weight = true;
+    add(logits, "bce_with_logits, weight");
+    logits.has_pos_weight = true;
+    add(logits, "bce_with_logits, weight, pos_weight");
+    logits.has_weight = false;
+    add(logits, "bce_with_logits, pos_weight");
+    add(logits, "bce_with_logits, pos_weight", Views::broadcast, "pos_weight");
+    for (int64_t n : {8191, 8193}) {
+      Desc many = loss(Kind::bce_with_logits, {n}, r);
+      many.has_weight = many.has_pos_weight = true;
+      add(many, "bce_with_logits, weight, pos_weight, chunks of the sum");
+    }
+  }
+  for (Views v : {Views::padded, Views::transposed, Views::broadcast, Views::misaligned}) {
+    Desc both = loss(Kind::bce_with_logits, {3, 7, 5}, LossReduction::sum);
+    both.has_weight = both.has_pos_weight = true;
+    add(both, "bce_with_logits, weight, pos_weight", v);
+  }
   return out;
 }
 
@@ -89,6 +116,18 @@ std::vector<DescriptorError<Desc>> errors() {
          d.beta = 0;
        },
        StatusCode::invalid_problem, "descriptor.beta"},
+      {"weight on mse",
+       [](Desc& d) {
+         d.kind = Kind::mse;
+         d.has_weight = true;
+       },
+       StatusCode::invalid_problem, "descriptor.has_weight"},
+      {"pos_weight on bce",
+       [](Desc& d) {
+         d.kind = Kind::bce;
+         d.has_pos_weight = true;
+       },
+       StatusCode::invalid_problem, "descriptor.has_pos_weight"},
       {"negative dim",
        [](Desc& d) {
          d.shape = {4, -3};
