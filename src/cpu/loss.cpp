@@ -111,6 +111,8 @@ bool target_counts(I t, int64_t ignore_index, int64_t classes, int64_t& bad) {
   return true;
 }
 
+// Rows in parallel, each its max, sum of exps and smoothing sum (row_stats), then its target's terms
+// (soft targets: its target sums, soft_row_sums).
 template <class T, class W, class I, bool kUnit>
 Status forward(const CrossEntropyForwardProblem& p, void* scratch) {
   using A = acc_t<T>;
@@ -118,7 +120,9 @@ Status forward(const CrossEntropyForwardProblem& p, void* scratch) {
   const CrossEntropyArgs& a = p.args;
   const CrossEntropyDescriptor& d = p.desc;
   const T* logits = static_cast<const T*>(a.logits.data);
-  const I* targets = static_cast<const I*>(a.targets.data);
+  // class indices, or with soft_targets probabilities of the logits' dtype
+  const I* targets = d.soft_targets ? nullptr : static_cast<const I*>(a.targets.data);
+  const T* soft = d.soft_targets ? static_cast<const T*>(a.targets.data) : nullptr;
   const W* w = d.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
   const int64_t wstep = w ? a.weight.strides[0] : 0;
   const bool none = d.reduction == LossReduction::none, smoothing = d.label_smoothing != 0;
@@ -139,9 +143,12 @@ Status forward(const CrossEntropyForwardProblem& p, void* scratch) {
     const A base = s.max == device::loss_minus_infinity<A>() ? A(0) : s.max;
     const A lse = base + std::log(s.sum);
     if (lse_out) lse_out[off[4]] = lse;
-    const I t = targets[off[2]];
     device::CrossEntropyTerms<A> r{A(0), A(0), A(0), A(0)};
-    if (target_counts(t, d.ignore_index, g.classes, bad)) {
+    if (soft) {
+      const SoftSums<A> m = soft_row_sums<A, T, W, kUnit>(x, soft + off[2], g.classes, g.class_stride,
+                                                          g.target_class_stride, w, wstep, true);
+      r = device::soft_row_terms<A>(lse, m.target_mass, m.target_logits, s.weighted_logits, weights, e, classes, z);
+    } else if (const I t = targets[off[2]]; target_counts(t, d.ignore_index, g.classes, bad)) {
       const int64_t c = static_cast<int64_t>(t);
       r = device::row_terms<A>(lse, convert<A>(x[c * g.class_stride]), w ? convert<A>(w[c * wstep]) : A(1),
                                s.weighted_logits, weights, e, classes, z);
@@ -163,56 +170,6 @@ Status forward(const CrossEntropyForwardProblem& p, void* scratch) {
                                            sums[device::kTermWeight], sums[device::kTermCounted], d.z_loss != 0));
   }
   if (p.args.bad_index_count) *p.args.bad_index_count += bad;
-  return Status::ok();
-}
-
-// Soft targets: rows in parallel, each its max, sum of exps and smoothing sum (row_stats), then its
-// target sums (soft_row_sums).
-template <class T, class W, bool kUnit>
-Status soft_forward(const CrossEntropyForwardProblem& p, void* scratch) {
-  using A = acc_t<T>;
-  const LossGeometry& g = p.geometry;
-  const CrossEntropyArgs& a = p.args;
-  const CrossEntropyDescriptor& d = p.desc;
-  const T* logits = static_cast<const T*>(a.logits.data);
-  const T* targets = static_cast<const T*>(a.targets.data);
-  const W* w = d.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
-  const int64_t wstep = w ? a.weight.strides[0] : 0;
-  const bool none = d.reduction == LossReduction::none, smoothing = d.label_smoothing != 0;
-  T* loss = static_cast<T*>(a.loss.data);
-  A* lse_out = static_cast<A*>(a.lse.data);
-  const A e = static_cast<A>(d.label_smoothing), z = static_cast<A>(d.z_loss), classes = static_cast<A>(g.classes);
-  const A weights = weight_total<A>(w, g.classes, wstep);
-  A* terms = static_cast<A*>(scratch);  // sum, mean: [rows][kTermCount], the plan's workspace
-#pragma omp parallel for schedule(static) if (g.rows * g.classes > kParallelThreshold)
-  for (int64_t row = 0; row < g.rows; ++row) {
-    int64_t off[kLossRowTensors];
-    g.row.offsets(row, off);
-    const T* x = logits + off[0];
-    const RowStats<A> s = row_stats<A, T, W, kUnit>(x, g.classes, g.class_stride, w, wstep, smoothing);
-    const A base = s.max == device::loss_minus_infinity<A>() ? A(0) : s.max;
-    const A lse = base + std::log(s.sum);
-    if (lse_out) lse_out[off[4]] = lse;
-    const SoftSums<A> m = soft_row_sums<A, T, W, kUnit>(x, targets + off[2], g.classes, g.class_stride,
-                                                        g.target_class_stride, w, wstep, true);
-    const device::CrossEntropyTerms<A> r =
-        device::soft_row_terms<A>(lse, m.target_mass, m.target_logits, s.weighted_logits, weights, e, classes, z);
-    if (none) {
-      loss[off[3]] = convert<T>(r.ce + r.z);
-    } else {
-      A* to = terms + row * device::kTermCount;
-      to[device::kTermCe] = r.ce, to[device::kTermZ] = r.z, to[device::kTermWeight] = r.weight,
-      to[device::kTermCounted] = r.counted;
-    }
-  }
-  if (!none) {
-    A sums[device::kTermCount] = {};
-    for (int64_t row = 0; row < g.rows; ++row)
-      for (int k = 0; k < device::kTermCount; ++k) sums[k] += terms[row * device::kTermCount + k];
-    *loss =
-        convert<T>(device::reduced_loss<A>(static_cast<int>(d.reduction), sums[device::kTermCe], sums[device::kTermZ],
-                                           sums[device::kTermWeight], sums[device::kTermCounted], d.z_loss != 0));
-  }
   return Status::ok();
 }
 
@@ -369,14 +326,7 @@ Status dispatch(const Problem& p, F&& f) {
 }  // namespace
 
 Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
-  const bool unit = p.geometry.class_stride == 1;
-  if (p.desc.soft_targets)
-    return dispatch_weighted(p, [&](auto t, auto w) {
-      using T = typename decltype(t)::type;
-      using W = typename decltype(w)::type;
-      return unit && p.geometry.target_class_stride == 1 ? soft_forward<T, W, true>(p, ctx.workspace.data)
-                                                         : soft_forward<T, W, false>(p, ctx.workspace.data);
-    });
+  const bool unit = p.geometry.class_stride == 1 && (!p.desc.soft_targets || p.geometry.target_class_stride == 1);
   return dispatch(p, [&](auto t, auto w, auto i) {
     using T = typename decltype(t)::type;
     using W = typename decltype(w)::type;
