@@ -17,7 +17,7 @@ namespace baracuda::detail::cpu {
 // wide builds have FMA, the baseline does not, and the clone taken must not change the bits (calls
 // into libm, e.g. f64 exp, are glibc's, which picks its own variant by CPU). Clang (the
 // fuzz and sanitizer builds) and other targets get the one baseline build, as does a build with
-// BARACUDA_NO_CPU_CLONES (the sanitize preset: memory errors do not depend on the ISA, and three
+// BARACUDA_NO_CPU_CLONES (the ci preset, under the sanitizers: memory errors do not depend on the ISA, and three
 // clones of every tile loop tripled its build on CI's two cores). What such a function calls must be
 // `[[gnu::always_inline]] inline` (as simd_math's functions are): GCC does not inline a function of
 // no target of its own into a clone unasked, and leaves it a call of the baseline build (softmax's
