@@ -191,6 +191,18 @@ BARACUDA_CPU_CLONES void row_gradient_values(const T* x, T* dx, int64_t n, int64
         convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - class_term);
 }
 
+// A soft-target row's gradient: dx_c = exp(x_c - lse) * scale - g q_c. x may be dx itself.
+template <class A, class T, class W, bool kUnit>
+BARACUDA_CPU_CLONES void soft_gradient_values(const T* x, const T* y, T* dx, int64_t n, int64_t step, int64_t ystep,
+                                              int64_t dstep, const W* w, int64_t wstep, A lse, A scale, A g, A e,
+                                              A classes) {
+  for (int64_t c = 0; c < n; ++c) {
+    const A q = device::soft_target_share<A>(convert<A>(y[kUnit ? c : c * ystep]), w ? convert<A>(w[c * wstep]) : A(1),
+                                             e, classes);
+    dx[kUnit ? c : c * dstep] = convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - g * q);
+  }
+}
+
 template <class T, class W, class I, bool kUnit>
 Status backward(const CrossEntropyBackwardProblem& p) {
   using A = acc_t<T>;
@@ -199,7 +211,9 @@ Status backward(const CrossEntropyBackwardProblem& p) {
   const CrossEntropyDescriptor& d = p.desc;
   const T* logits = static_cast<const T*>(a.logits.data);
   T* dlogits = static_cast<T*>(a.dlogits.data);
-  const I* targets = static_cast<const I*>(a.targets.data);
+  // class indices, or with soft_targets probabilities of the logits' dtype
+  const I* targets = d.soft_targets ? nullptr : static_cast<const I*>(a.targets.data);
+  const T* soft = d.soft_targets ? static_cast<const T*>(a.targets.data) : nullptr;
   const A* lse_in = static_cast<const A*>(a.lse.data);
   const T* dloss = static_cast<const T*>(a.dloss.data);
   const W* w = d.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
@@ -207,10 +221,14 @@ Status backward(const CrossEntropyBackwardProblem& p) {
   const bool none = d.reduction == LossReduction::none, mean = d.reduction == LossReduction::mean;
   const A e = static_cast<A>(d.label_smoothing), z = static_cast<A>(d.z_loss), classes = static_cast<A>(g.classes);
   const A weights = weight_total<A>(w, g.classes, wstep);
-  // The mean's divisors: the targets' weights and the rows counted, summed in row order.
+  // The mean's divisors: the targets' weights and the rows counted, summed in row order (soft
+  // targets: every row counts, the rows divide both).
   A g_ce = none ? A(0) : convert<A>(dloss[0]), g_z = g_ce;
   int64_t bad = 0;
-  if (mean) {
+  if (mean && soft) {
+    g_ce /= static_cast<A>(g.rows);
+    g_z = g_ce;
+  } else if (mean) {
     A weight_sum = 0, counted = 0;
     int64_t unused = 0;
     for (int64_t row = 0; row < g.rows; ++row) {
@@ -229,6 +247,17 @@ Status backward(const CrossEntropyBackwardProblem& p) {
     int64_t off[kLossRowTensors];
     g.row.offsets(row, off);
     T* dx = dlogits + off[1];
+    if (soft) {
+      const T* y = soft + off[2];
+      const A gr = none ? convert<A>(dloss[off[3]]) : g_ce, lse = lse_in[off[4]];
+      const SoftSums<A> m =
+          soft_row_sums<A, T, W, kUnit>(nullptr, y, g.classes, g.class_stride, g.target_class_stride, w, wstep, false);
+      const device::CrossEntropyGradient<A> k =
+          device::soft_row_gradient<A>(lse, m.target_mass, weights, e, classes, z, gr, gr);
+      soft_gradient_values<A, T, W, kUnit>(logits + off[0], y, dx, g.classes, g.class_stride, g.target_class_stride,
+                                           g.dclass_stride, w, wstep, lse, k.scale, k.class_term, e, classes);
+      continue;
+    }
     const I t = targets[off[2]];
     if (!target_counts(t, d.ignore_index, g.classes, bad)) {
       for (int64_t c = 0; c < g.classes; ++c) dx[kUnit ? c : c * g.dclass_stride] = convert<T>(A(0));
@@ -258,69 +287,16 @@ Status backward(const CrossEntropyBackwardProblem& p) {
   return Status::ok();
 }
 
-// A soft-target row's gradient: dx_c = exp(x_c - lse) * scale - g q_c. x may be dx itself.
-template <class A, class T, class W, bool kUnit>
-BARACUDA_CPU_CLONES void soft_gradient_values(const T* x, const T* y, T* dx, int64_t n, int64_t step, int64_t ystep,
-                                              int64_t dstep, const W* w, int64_t wstep, A lse, A scale, A g, A e,
-                                              A classes) {
-  for (int64_t c = 0; c < n; ++c) {
-    const A q = device::soft_target_share<A>(convert<A>(y[kUnit ? c : c * ystep]), w ? convert<A>(w[c * wstep]) : A(1),
-                                             e, classes);
-    dx[kUnit ? c : c * dstep] = convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - g * q);
-  }
-}
-
-template <class T, class W, bool kUnit>
-Status soft_backward(const CrossEntropyBackwardProblem& p) {
-  using A = acc_t<T>;
-  const LossGeometry& g = p.geometry;
-  const CrossEntropyBackwardArgs& a = p.args;
-  const CrossEntropyDescriptor& d = p.desc;
-  const T* logits = static_cast<const T*>(a.logits.data);
-  const T* targets = static_cast<const T*>(a.targets.data);
-  T* dlogits = static_cast<T*>(a.dlogits.data);
-  const A* lse_in = static_cast<const A*>(a.lse.data);
-  const T* dloss = static_cast<const T*>(a.dloss.data);
-  const W* w = d.has_weight ? static_cast<const W*>(a.weight.data) : nullptr;
-  const int64_t wstep = w ? a.weight.strides[0] : 0;
-  const bool none = d.reduction == LossReduction::none;
-  const A e = static_cast<A>(d.label_smoothing), z = static_cast<A>(d.z_loss), classes = static_cast<A>(g.classes);
-  const A weights = weight_total<A>(w, g.classes, wstep);
-  // The mean divides by the rows (every row counts).
-  A g_all = none ? A(0) : convert<A>(dloss[0]);
-  if (d.reduction == LossReduction::mean) g_all /= static_cast<A>(g.rows);
-#pragma omp parallel for schedule(static) if (g.rows * g.classes > kParallelThreshold)
-  for (int64_t row = 0; row < g.rows; ++row) {
-    int64_t off[kLossRowTensors];
-    g.row.offsets(row, off);
-    const T* y = targets + off[2];
-    const A gr = none ? convert<A>(dloss[off[3]]) : g_all, lse = lse_in[off[4]];
-    const SoftSums<A> m =
-        soft_row_sums<A, T, W, kUnit>(nullptr, y, g.classes, g.class_stride, g.target_class_stride, w, wstep, false);
-    const device::CrossEntropyGradient<A> k =
-        device::soft_row_gradient<A>(lse, m.target_mass, weights, e, classes, z, gr, gr);
-    soft_gradient_values<A, T, W, kUnit>(logits + off[0], y, dlogits + off[1], g.classes, g.class_stride,
-                                         g.target_class_stride, g.dclass_stride, w, wstep, lse, k.scale, k.class_term,
-                                         e, classes);
-  }
-  return Status::ok();
-}
-
-// Calls f(T, W) for the problem's dtypes (W is T or f32).
-template <class Problem, class F>
-Status dispatch_weighted(const Problem& p, F&& f) {
-  return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto t) {
-    using T = typename decltype(t)::type;
-    if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{});
-    return f(t, t);
-  });
-}
-
-// Calls f(T, W, I) for the problem's dtypes and index dtype.
+// Calls f(T, W, I) for the problem's dtypes (W is T or f32) and index dtype.
 template <class Problem, class F>
 Status dispatch(const Problem& p, F&& f) {
-  return dispatch_weighted(
-      p, [&](auto t, auto w) { return dispatch_index(p.desc.index_dtype, [&](auto i) { return f(t, w, i); }); });
+  return dispatch_float<half, bfloat16>(p.desc.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return dispatch_index(p.desc.index_dtype, [&](auto i) {
+      if (p.weight_dtype == DType::f32 && !std::is_same_v<T, float>) return f(t, std::type_identity<float>{}, i);
+      return f(t, t, i);
+    });
+  });
 }
 
 }  // namespace
@@ -336,13 +312,8 @@ Status launch(const LaunchContext& ctx, const CrossEntropyForwardProblem& p) {
 }
 
 Status launch(const LaunchContext&, const CrossEntropyBackwardProblem& p) {
-  const bool unit = p.geometry.class_stride == 1 && p.geometry.dclass_stride == 1;
-  if (p.desc.soft_targets)
-    return dispatch_weighted(p, [&](auto t, auto w) {
-      using T = typename decltype(t)::type;
-      using W = typename decltype(w)::type;
-      return unit && p.geometry.target_class_stride == 1 ? soft_backward<T, W, true>(p) : soft_backward<T, W, false>(p);
-    });
+  const bool unit = p.geometry.class_stride == 1 && p.geometry.dclass_stride == 1 &&
+                    (!p.desc.soft_targets || p.geometry.target_class_stride == 1);
   return dispatch(p, [&](auto t, auto w, auto i) {
     using T = typename decltype(t)::type;
     using W = typename decltype(w)::type;

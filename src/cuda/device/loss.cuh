@@ -86,36 +86,41 @@ struct ClassAccess {
 
 // The block's pieces merged, the same on every thread, in a fixed order: lanes by butterfly, then the
 // warps' pieces the same way. `shared` holds kRowValues x 32 values; the block's size is a multiple
-// of 32.
-template <class Acc>
+// of 32. The target sums travel only with soft targets (kSoft); else they stay 0.
+template <bool kSoft, class Acc>
 __device__ __forceinline__ CrossEntropyRow<Acc> block_merge(CrossEntropyRow<Acc> r, Acc* shared) {
   auto butterfly = [&] {
     for (int o = 16; o > 0; o >>= 1) {
-      const CrossEntropyRow<Acc> other = {__shfl_xor_sync(0xffffffffu, r.max, o),
-                                          __shfl_xor_sync(0xffffffffu, r.sum, o),
-                                          __shfl_xor_sync(0xffffffffu, r.weighted_logits, o),
-                                          __shfl_xor_sync(0xffffffffu, r.weights, o),
-                                          __shfl_xor_sync(0xffffffffu, r.target_mass, o),
-                                          __shfl_xor_sync(0xffffffffu, r.target_logits, o)};
+      CrossEntropyRow<Acc> other = {__shfl_xor_sync(0xffffffffu, r.max, o),
+                                    __shfl_xor_sync(0xffffffffu, r.sum, o),
+                                    __shfl_xor_sync(0xffffffffu, r.weighted_logits, o),
+                                    __shfl_xor_sync(0xffffffffu, r.weights, o),
+                                    Acc(0),
+                                    Acc(0)};
+      if constexpr (kSoft) {
+        other.target_mass = __shfl_xor_sync(0xffffffffu, r.target_mass, o);
+        other.target_logits = __shfl_xor_sync(0xffffffffu, r.target_logits, o);
+      }
       r = merge_rows(r, other, LossExp{});
     }
   };
   butterfly();
   if (blockDim.x <= 32) return r;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  constexpr int kValues = kSoft ? kRowValues : 4;
   __syncthreads();
   if (lane == 0) {
-    shared[warp] = r.max;
-    shared[32 + warp] = r.sum;
-    shared[64 + warp] = r.weighted_logits;
-    shared[96 + warp] = r.weights;
-    shared[128 + warp] = r.target_mass;
-    shared[160 + warp] = r.target_logits;
+    const Acc v[kRowValues] = {r.max, r.sum, r.weighted_logits, r.weights, r.target_mass, r.target_logits};
+    for (int k = 0; k < kValues; ++k) shared[32 * k + warp] = v[k];
   }
   __syncthreads();
-  r = lane < warps ? CrossEntropyRow<Acc>{shared[lane],      shared[32 + lane],  shared[64 + lane],
-                                          shared[96 + lane], shared[128 + lane], shared[160 + lane]}
-                   : empty_row<Acc>();
+  if (lane < warps) {
+    Acc v[kRowValues] = {};
+    for (int k = 0; k < kValues; ++k) v[k] = shared[32 * k + lane];
+    r = {v[0], v[1], v[2], v[3], v[4], v[5]};
+  } else {
+    r = empty_row<Acc>();
+  }
   butterfly();
   return r;
 }
@@ -236,7 +241,7 @@ __global__ void __launch_bounds__(kThreads, (kCeMinBlocks<T, kThreads>))
           }
       }
     }
-    r = block_merge(r, shared);
+    r = block_merge<kSoft>(r, shared);
     if (threadIdx.x == 0) {
       if (p.chunks == 1) {
         finish_row<T, W, I>(p, row, r);

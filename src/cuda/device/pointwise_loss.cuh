@@ -34,16 +34,15 @@ __device__ __forceinline__ acc_t<T> ploss_gradient(const PointwiseLossParams& p,
 template <class T, bool kContig, bool kGradient>
 __device__ __forceinline__ acc_t<T> ploss_element(const PointwiseLossParams& p, int64 i) {
   using A = acc_t<T>;
-  const A x = to_acc<A>(static_cast<const T*>(p.input)[ploss_at<kContig>(p, kPlInput, i)]);
-  const A y = to_acc<A>(static_cast<const T*>(p.target)[ploss_at<kContig>(p, kPlTarget, i)]);
+  const T x = static_cast<const T*>(p.input)[ploss_at<kContig>(p, kPlInput, i)];
+  const T y = static_cast<const T*>(p.target)[ploss_at<kContig>(p, kPlTarget, i)];
   A v;
   if (p.pos_weight) {
     const A pw = to_acc<A>(static_cast<const T*>(p.pos_weight)[ploss_at<kContig>(p, kPlPosWeight, i)]);
-    v = kGradient ? bce_with_logits_pos_gradient<A>(x, y, pw) : bce_with_logits_pos<A>(x, y, pw);
+    v = kGradient ? bce_with_logits_pos_gradient<A>(to_acc<A>(x), to_acc<A>(y), pw)
+                  : bce_with_logits_pos<A>(to_acc<A>(x), to_acc<A>(y), pw);
   } else {
-    const A beta = static_cast<A>(p.beta);
-    v = kGradient ? pointwise_loss_gradient<A>(p.kind, x, y, beta, p.log_target != 0)
-                  : pointwise_loss<A>(p.kind, x, y, beta, p.log_target != 0);
+    v = kGradient ? ploss_gradient(p, x, y) : ploss_value(p, x, y);
   }
   if (p.weight) v *= to_acc<A>(static_cast<const T*>(p.weight)[ploss_at<kContig>(p, kPlWeight, i)]);
   return v;
