@@ -1,6 +1,7 @@
 """Plain functions over the plans: each builds a descriptor from its inputs, selects a plan (cached per
 descriptor and device), allocates the outputs the plan's arg_specs() ask for with the input's framework
-(NumPy; PyTorch where the input is a torch.Tensor; JAX arrays, on the CPU, where it is one), and runs it.
+(NumPy; PyTorch where the input is a torch.Tensor), and runs it; JAX arrays (traced or not, CPU or GPU)
+go through XLA custom calls (baracuda.jax), XLA allocating the outputs.
 
 On a CUDA tensor the work is queued on PyTorch's current stream (no synchronization); NumPy arrays run
 on the CPU backend.
@@ -37,6 +38,13 @@ __all__ = [
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "kl_div",
+    "rms_norm_backward",
+    "layer_norm_backward",
+    "softmax_backward",
+    "unary_backward",
+    "matmul_backward",
+    "linear_backward",
+    "cross_entropy_backward",
     "clear_plan_cache",
 ]
 
@@ -114,27 +122,15 @@ class _Torch:
 
 
 class _Jax(_NumPy):
-    """JAX arrays are immutable: the outputs are NumPy arrays the plan writes, handed to JAX through
-    DLPack (zero-copy where JAX takes the buffer as it is). CPU arrays alone: a GPU array needs an
-    allocation JAX does not expose (its XLA FFI custom calls are the way there, not yet written)."""
+    """JAX arrays, traced or not, on any platform: each plan is an XLA custom call (baracuda.jax)."""
 
     name = "jax"
 
     @staticmethod
-    def streams(like):
-        platform = next(iter(like.devices())).platform
-        if platform != "cpu":
-            raise NotImplementedError(f"baracuda's plain functions take JAX arrays on the CPU, not {platform}")
-        return ("cpu",), "cpu", None
+    def broadcast(t, shape):
+        import jax.numpy as jnp
 
-    @staticmethod
-    def wrap(out):
-        import jax
-
-        try:
-            return jax.dlpack.from_dlpack(out)
-        except Exception:  # (a buffer JAX will not alias, e.g. misaligned: a copy)
-            return jax.numpy.asarray(out)
+        return jnp.broadcast_to(t, tuple(shape))
 
 
 def _framework(x):
@@ -171,6 +167,11 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
     fields, or `key` where a field is not hashable; cache=False for descriptors that change every call
     (a random draw's offset), whose plans would otherwise pile up."""
     fw = _framework(like)
+    if fw is _Jax:
+        from . import jax as _jax
+
+        return _jax.run_plan(plan_cls, lambda: desc_cls(**fields), key if key is not None else
+                             tuple(sorted(fields.items())), like, inputs, outputs)
     if fw is _Torch:
         # (torch refuses DLPack export of a tensor that requires grad; autograd comes with the custom
         # ops of baracuda.torch, not here)
@@ -191,8 +192,6 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
     if size and fw is _Torch:  # (the CPU plans allocate their own when given none)
         workspace = fw.empty((size,), "u8", like)
     plan.run(workspace=workspace, stream=run_stream, **inputs, **out)
-    if fw is _Jax:
-        out = {name: fw.wrap(t) for name, t in out.items()}
     return out
 
 
@@ -207,34 +206,95 @@ def matmul(a, b, *, out_dtype=None, allow_tf32=False):
     return _run(_bc.MatmulPlan, _bc.MatmulDescriptor, fields, a, dict(a=a, b=b))["out"]
 
 
-def linear(x, weight, bias=None, *, activation="none", allow_tf32=False):
-    """act(x @ weight^T + bias), as F.linear followed by relu, gelu, gelu_tanh or silu."""
-    fields = dict(dtype=_dtype(x), x=_shape(x), out_features=int(weight.shape[0]), has_bias=bias is not None,
-                  activation=getattr(_bc.Activation, activation), allow_tf32=allow_tf32)
-    return _run(_bc.LinearPlan, _bc.LinearDescriptor, fields, x, dict(x=x, weight=weight, bias=bias))["y"]
+def matmul_backward(dout, a, b, *, allow_tf32=False, needs=(True, True)):
+    """(da, db) of out = a @ b given dout (summed over broadcast batch dims); needs=(bool, bool) skips
+    one (None in its place)."""
+    fields = dict(dtype=_dtype(a), a=_shape(a), b=_shape(b), allow_tf32=allow_tf32)
+    if _dtype(dout) != fields["dtype"]:
+        fields["out_dtype"] = _dtype(dout)
+    wanted = [name for name, need in zip(("da", "db"), needs) if need]
+    out = _run(_bc.MatmulBackwardPlan, _bc.MatmulDescriptor, fields, a, dict(dout=dout, a=a, b=b), outputs=wanted)
+    return out.get("da"), out.get("db")
 
 
-def _norm(plan_cls, x, weight, bias, eps, normalized_dims):
+def _linear_fields(x, weight, bias, activation, allow_tf32):
+    return dict(dtype=_dtype(x), x=_shape(x), out_features=int(weight.shape[0]), has_bias=bias is not None,
+                activation=getattr(_bc.Activation, activation), allow_tf32=allow_tf32)
+
+
+def linear(x, weight, bias=None, *, activation="none", allow_tf32=False, return_pre=False):
+    """act(x @ weight^T + bias), as F.linear followed by relu, gelu, gelu_tanh or silu. return_pre=True
+    (with an activation) returns (y, pre), pre = x @ weight^T + bias, which linear_backward reads."""
+    fields = _linear_fields(x, weight, bias, activation, allow_tf32)
+    want_pre = return_pre and activation != "none"
+    out = _run(_bc.LinearPlan, _bc.LinearDescriptor, fields, x, dict(x=x, weight=weight, bias=bias),
+               outputs=("pre",) if want_pre else ())
+    return (out["y"], out.get("pre")) if return_pre else out["y"]
+
+
+def linear_backward(dy, x, weight, pre=None, *, has_bias=True, activation="none", allow_tf32=False):
+    """(dx, dweight, dbias) of y = act(x @ weight^T + bias) given dy; pre from linear(return_pre=True)
+    with an activation; dbias is None without a bias."""
+    fields = _linear_fields(x, weight, True if has_bias else None, activation, allow_tf32)
+    inputs = dict(dy=dy, x=x, weight=weight)
+    if pre is not None:
+        inputs["pre"] = pre
+    wanted = ["dx", "dweight"] + (["dbias"] if has_bias else [])
+    out = _run(_bc.LinearBackwardPlan, _bc.LinearDescriptor, fields, x, inputs, outputs=wanted)
+    return out["dx"], out["dweight"], out.get("dbias")
+
+
+def _norm_fields(x, weight, has_bias, eps, normalized_dims):
     if normalized_dims is None:
         normalized_dims = len(weight.shape) if weight is not None else 1
     fields = dict(dtype=_dtype(x), shape=_shape(x), normalized_dims=normalized_dims, eps=float(eps),
-                  has_weight=weight is not None, has_bias=bias is not None)
+                  has_weight=weight is not None, has_bias=has_bias)
     if weight is not None and _dtype(weight) != fields["dtype"]:
         fields["weight_dtype"] = _dtype(weight)
+    return fields
+
+
+def _norm(plan_cls, x, weight, bias, eps, normalized_dims, stats):
+    fields = _norm_fields(x, weight, bias is not None, eps, normalized_dims)
     inputs = dict(x=x, weight=weight)
     if bias is not None:
         inputs["bias"] = bias
-    return _run(plan_cls, _bc.NormDescriptor, fields, x, inputs)["y"]
+    out = _run(plan_cls, _bc.NormDescriptor, fields, x, inputs, outputs=stats)
+    return (out["y"],) + tuple(out[name] for name in stats) if stats else out["y"]
 
 
-def rms_norm(x, weight=None, eps=1e-6, *, normalized_dims=None):
-    """F.rms_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
-    return _norm(_bc.RmsNormPlan, x, weight, None, eps, normalized_dims)
+def rms_norm(x, weight=None, eps=1e-6, *, normalized_dims=None, return_rstd=False):
+    """F.rms_norm over the last normalized_dims dims (default: the weight's rank, else 1);
+    return_rstd=True returns (y, rstd), which rms_norm_backward reads."""
+    return _norm(_bc.RmsNormPlan, x, weight, None, eps, normalized_dims, ("rstd",) if return_rstd else ())
 
 
-def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None):
-    """F.layer_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
-    return _norm(_bc.LayerNormPlan, x, weight, bias, eps, normalized_dims)
+def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None, return_stats=False):
+    """F.layer_norm over the last normalized_dims dims (default: the weight's rank, else 1);
+    return_stats=True returns (y, mean, rstd), which layer_norm_backward reads."""
+    return _norm(_bc.LayerNormPlan, x, weight, bias, eps, normalized_dims, ("mean", "rstd") if return_stats else ())
+
+
+def _norm_backward(plan_cls, dy, x, weight, has_bias, mean, rstd, eps, normalized_dims):
+    fields = _norm_fields(x, weight, has_bias, eps, normalized_dims)
+    inputs = dict(dy=dy, x=x, rstd=rstd)
+    if weight is not None:
+        inputs["weight"] = weight
+    if mean is not None:
+        inputs["mean"] = mean
+    wanted = ["dx"] + (["dweight"] if weight is not None else []) + (["dbias"] if has_bias else [])
+    out = _run(plan_cls, _bc.NormDescriptor, fields, x, inputs, outputs=wanted)
+    return out["dx"], out.get("dweight"), out.get("dbias")
+
+
+def rms_norm_backward(dy, x, weight, rstd, eps=1e-6, *, normalized_dims=None):
+    """(dx, dweight) of rms_norm given dy and the forward's rstd; dweight is None without a weight."""
+    return _norm_backward(_bc.RmsNormBackwardPlan, dy, x, weight, False, None, rstd, eps, normalized_dims)[:2]
+
+
+def layer_norm_backward(dy, x, weight, mean, rstd, eps=1e-5, *, has_bias=True, normalized_dims=None):
+    """(dx, dweight, dbias) of layer_norm given dy and the forward's mean and rstd."""
+    return _norm_backward(_bc.LayerNormBackwardPlan, dy, x, weight, has_bias, mean, rstd, eps, normalized_dims)
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, silu=False):
@@ -262,12 +322,15 @@ def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, t
     if bias is not None:
         inputs["bias"] = bias
     if running_mean is not None:
+        if _framework(x) is _Jax and training:
+            raise TypeError("batch_norm: JAX arrays are not updated in place: for the new running statistics, "
+                            "baracuda.jax.call(BatchNormPlan, ...) returns them")
         inputs["running_mean"] = running_mean
         inputs["running_var"] = running_var
     return _run(_bc.BatchNormPlan, _bc.BatchNormDescriptor, fields, x, inputs)["y"]
 
 
-def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
+def _class_loss_fields(input, target, weight, ignore_index, reduction, label_smoothing, log_probs):
     # A floating target is class probabilities of the input's shape (as F.cross_entropy takes them).
     soft = _dtype(target) == _dtype(input)
     fields = dict(dtype=_dtype(input), shape=_shape(input), reduction=getattr(_bc.LossReduction, reduction),
@@ -277,16 +340,37 @@ def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing,
         fields["index_dtype"] = _dtype(target)
     if weight is not None and _dtype(weight) != fields["dtype"]:
         fields["weight_dtype"] = _dtype(weight)
+    return fields
+
+
+def _class_loss_inputs(input, target, weight):
     inputs = dict(logits=input, targets=target)
     if weight is not None:
         inputs["weight"] = weight
-    return _run(_bc.CrossEntropyPlan, _bc.CrossEntropyDescriptor, fields, input, inputs)["loss"]
+    return inputs
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+def _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_probs, return_lse=False):
+    fields = _class_loss_fields(input, target, weight, ignore_index, reduction, label_smoothing, log_probs)
+    out = _run(_bc.CrossEntropyPlan, _bc.CrossEntropyDescriptor, fields, input,
+               _class_loss_inputs(input, target, weight), outputs=("lse",) if return_lse else ())
+    return (out["loss"], out["lse"]) if return_lse else out["loss"]
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0, *,
+                  return_lse=False):
     """F.cross_entropy of logits [N, C] (or [C], [N, C, d1, ...]) against class indices, or against
-    class probabilities of the logits' shape and dtype."""
-    return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, False)
+    class probabilities of the logits' shape and dtype. return_lse=True returns (loss, lse), the rows'
+    log-sum-exp, which cross_entropy_backward reads."""
+    return _class_loss(input, target, weight, ignore_index, reduction, label_smoothing, False, return_lse)
+
+
+def cross_entropy_backward(dloss, input, target, lse, weight=None, ignore_index=-100, reduction="mean",
+                           label_smoothing=0.0):
+    """dlogits of cross_entropy given dloss (the loss's shape) and the forward's lse."""
+    fields = _class_loss_fields(input, target, weight, ignore_index, reduction, label_smoothing, False)
+    inputs = dict(_class_loss_inputs(input, target, weight), dloss=dloss, lse=lse)
+    return _run(_bc.CrossEntropyBackwardPlan, _bc.CrossEntropyDescriptor, fields, input, inputs)["dlogits"]
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
@@ -358,8 +442,13 @@ def log_softmax(x, dim=-1):
     return _softmax(_bc.SoftmaxKind.log_softmax, x, dim)
 
 
-def unary(kind, x, **parameters):
-    """Any UnaryKind by name ("exp", "silu", "leaky_relu", ...); parameters as UnaryParameters' fields."""
+def softmax_backward(y, dy, dim=-1, kind="softmax"):
+    """dx of y = softmax(x, dim) (kind="log_softmax": of log_softmax) given the forward's y and dy."""
+    fields = dict(dtype=_dtype(y), shape=_shape(y), dim=int(dim), kind=getattr(_bc.SoftmaxKind, kind))
+    return _run(_bc.SoftmaxBackwardPlan, _bc.SoftmaxDescriptor, fields, y, dict(y=y, dy=dy))["dx"]
+
+
+def _unary_fields(kind, x, parameters):
     kind = getattr(_bc.UnaryKind, kind) if isinstance(kind, str) else kind
     fields = dict(kind=kind, dtype=_dtype(x), shape=_shape(x))
     key = None
@@ -369,7 +458,19 @@ def unary(kind, x, **parameters):
         fields["parameters"] = p = _bc.UnaryParameters()
         for name, value in parameters.items():
             setattr(p, name, value)
+    return fields, key
+
+
+def unary(kind, x, **parameters):
+    """Any UnaryKind by name ("exp", "silu", "leaky_relu", ...); parameters as UnaryParameters' fields."""
+    fields, key = _unary_fields(kind, x, parameters)
     return _run(_bc.UnaryPlan, _bc.UnaryDescriptor, fields, x, dict(x=x), key=key)["out"]
+
+
+def unary_backward(kind, dout, x, **parameters):
+    """dx of out = unary(kind, x) given dout."""
+    fields, key = _unary_fields(kind, x, parameters)
+    return _run(_bc.UnaryBackwardPlan, _bc.UnaryDescriptor, fields, x, dict(dout=dout, x=x), key=key)["dx"]
 
 
 def gelu(x, approximate="none"):

@@ -214,6 +214,11 @@ typename P::Args args_from_python(const nb::kwargs& kwargs, const Stream& stream
   return args;
 }
 
+// The plan as an XLA FFI target (baracuda.jax; defined in ffi.hpp, which plans.cpp includes): its id.
+template <class P>
+int64_t register_ffi_target(const P& plan, const Stream& selected, std::vector<std::string> inputs,
+                            std::vector<std::string> outputs);
+
 template <class P>
 nb::class_<BoundPlan<P>> bind_plan(nb::module_& m, const char* name) {
   using Bound = BoundPlan<P>;
@@ -262,6 +267,15 @@ nb::class_<BoundPlan<P>> bind_plan(nb::module_& m, const char* name) {
           "synchronization. workspace: a tensor of at least workspace_size() bytes on the plan's device "
           "(None: allocated here on the CPU). stream: an int cudaStream_t on the plan's device (None: the "
           "stream selected on). Raises baracuda.Error.")
+      .def(
+          "ffi_target",
+          [](const Bound& self, std::vector<std::string> inputs, std::vector<std::string> outputs) {
+            return register_ffi_target(self.plan, self.stream, std::move(inputs), std::move(outputs));
+          },
+          nb::arg("inputs"), nb::arg("outputs"),
+          "Registers the plan as an XLA FFI target (baracuda.jax): the call's operands are the arguments named "
+          "in `inputs`, its results those in `outputs`, then the workspace when workspace_size() > 0. Returns "
+          "the id the custom call's attribute `target` carries.")
       .def("workspace_size", [](const Bound& self) { return self.plan.workspace_size(); })
       .def(
           "sku",
@@ -305,5 +319,6 @@ nb::class_<BoundPlan<P>> bind_plan(nb::module_& m, const char* name) {
 void bind_core(nb::module_& m);
 void bind_descriptors(nb::module_& m);
 void bind_plans(nb::module_& m);
+nb::dict ffi_handlers();  // ffi.cpp
 
 }  // namespace baracuda::python

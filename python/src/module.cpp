@@ -92,6 +92,9 @@ void bind_core(nb::module_& m) {
       "The baracuda name (\"f32\", \"bf16\", ...) of a dtype given as a name, a NumPy / ml_dtypes dtype or a torch "
       "dtype.");
   m.def("cuda_device_count", &cuda_device_count);
+  m.def("ffi_handlers", &ffi_handlers,
+        "The XLA FFI handlers (PyCapsules) by platform, for jax.ffi.register_ffi_target; empty when the module "
+        "was built without XLA's FFI headers (jaxlib).");
   m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
 }
 

@@ -2,6 +2,7 @@
 // argument table. A new plan is one more line here (and, for a new descriptor, its class in
 // descriptors.cpp).
 #include "bindings.hpp"
+#include "ffi.hpp"
 
 namespace baracuda::python {
 

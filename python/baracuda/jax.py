@@ -1,0 +1,293 @@
+"""baracuda.jax: the plans as XLA FFI custom calls, under jax.jit, on the CPU and the GPU.
+
+Every plan is reachable through ``call`` (a plan class, its descriptor's fields, JAX arrays by
+argument name), and baracuda's plain functions (``baracuda.rms_norm(x, w)``, ...) take JAX arrays
+through it. The functions here are differentiable (``jax.custom_vjp``, the backward plans):
+``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``, ``silu``,
+``relu``, ``tanh``), ``matmul``, ``linear`` and ``cross_entropy``.
+
+A call is one custom call, "baracuda_plan", whose attribute names a plan selected at trace time for
+the platform of the inputs (the default backend under tracing); XLA allocates its results and the
+plan's workspace. Plans and their targets live as long as the process.
+"""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _baracuda as _bc
+from . import functional as _f
+
+__all__ = [
+    "call",
+    "rms_norm",
+    "layer_norm",
+    "softmax",
+    "log_softmax",
+    "unary",
+    "gelu",
+    "silu",
+    "relu",
+    "tanh",
+    "matmul",
+    "linear",
+    "cross_entropy",
+]
+
+_TARGET = "baracuda_plan"
+_registered = False
+_targets = {}
+
+_DTYPES = {
+    "f16": jnp.float16, "bf16": jnp.bfloat16, "f32": jnp.float32, "f64": jnp.float64, "i8": jnp.int8,
+    "u8": jnp.uint8, "i32": jnp.int32, "i64": jnp.int64, "bool": jnp.bool_,
+}
+
+
+def _register():
+    global _registered
+    if _registered:
+        return
+    handlers = _bc.ffi_handlers()
+    if not handlers:
+        raise RuntimeError("baracuda was built without XLA's FFI headers (jaxlib was not installed when it was "
+                           "built): reinstall baracuda where jax is installed")
+    for platform, capsule in handlers.items():
+        jax.ffi.register_ffi_target(_TARGET, capsule, platform="cpu" if platform == "cpu" else "CUDA")
+    _registered = True
+
+
+def _stream(like):
+    """The stream a plan is selected on for `like`: its device's, or under tracing the default
+    backend's first device."""
+    try:
+        device = next(iter(like.devices()))
+    except Exception:  # a tracer: no device yet
+        device = jax.devices()[0]
+    return "cpu" if device.platform == "cpu" else f"cuda:{device.local_hardware_id or 0}"
+
+
+def run_plan(plan_cls, descriptor, key, like, inputs, outputs=()):
+    """Runs plan_cls for descriptor() (called at the first use of `key`, which stands for it) on JAX
+    arrays by argument name: one custom call; its results by name, as functional._run's."""
+    _register()
+    stream = _stream(like)
+    present = {name: value for name, value in inputs.items() if value is not None}
+    cache_key = (plan_cls.__name__, key, stream, tuple(present), tuple(outputs))
+    entry = _targets.get(cache_key)
+    if entry is None:
+        plan = plan_cls.select(descriptor(), stream)
+        results = [s for s in plan.arg_specs()
+                   if s.output and s.present and (s.name in present or not s.optional or s.name in outputs)]
+        types = [jax.ShapeDtypeStruct(tuple(s.shape), _DTYPES[s.dtype]) for s in results]
+        if plan.workspace_size():
+            types.append(jax.ShapeDtypeStruct((plan.workspace_size(),), jnp.uint8))
+        names = [s.name for s in results]
+        # An argument read and written (batch norm's running statistics): its result aliases the operand.
+        operands = list(present)
+        aliases = {operands.index(n): names.index(n) for n in names if n in present}
+        target = plan.ffi_target(operands, names)
+        fn = jax.ffi.ffi_call(_TARGET, types, input_output_aliases=aliases or None, vmap_method="sequential")
+        entry = _targets[cache_key] = (partial(fn, target=np.int64(target)), names)
+    fn, names = entry
+    out = fn(*present.values())
+    return dict(zip(names, out))
+
+
+def call(plan_cls, descriptor, outputs=(), **inputs):
+    """Runs plan_cls, selected for `descriptor`, on JAX arrays given by argument name (arg_names());
+    returns its results by name, the optional ones named in `outputs` too. Works under jax.jit; an
+    argument both read and written (batch norm's running statistics) comes back as a new array."""
+    like = next(v for v in inputs.values() if v is not None)
+    return run_plan(plan_cls, lambda: descriptor, repr(descriptor), like, inputs, outputs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differentiable functions: a forward plan that saves what the backward plan reads.
+
+def _none_if(cond, value):
+    return None if cond else value
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _rms_norm(x, weight, eps, normalized_dims):
+    return _f.rms_norm(x, weight, eps, normalized_dims=normalized_dims)
+
+
+def _rms_norm_fwd(x, weight, eps, normalized_dims):
+    y, rstd = _f.rms_norm(x, weight, eps, normalized_dims=normalized_dims, return_rstd=True)
+    return y, (x, weight, rstd)
+
+
+def _rms_norm_bwd(eps, normalized_dims, saved, dy):
+    x, weight, rstd = saved
+    return _f.rms_norm_backward(dy, x, weight, rstd, eps, normalized_dims=normalized_dims)
+
+
+_rms_norm.defvjp(_rms_norm_fwd, _rms_norm_bwd)
+
+
+def rms_norm(x, weight=None, eps=1e-6, *, normalized_dims=None):
+    """F.rms_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
+    return _rms_norm(x, weight, float(eps), normalized_dims)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def _layer_norm(x, weight, bias, eps, normalized_dims):
+    return _f.layer_norm(x, weight, bias, eps, normalized_dims=normalized_dims)
+
+
+def _layer_norm_fwd(x, weight, bias, eps, normalized_dims):
+    y, mean, rstd = _f.layer_norm(x, weight, bias, eps, normalized_dims=normalized_dims, return_stats=True)
+    return y, (x, weight, bias is not None, mean, rstd)
+
+
+def _layer_norm_bwd(eps, normalized_dims, saved, dy):
+    x, weight, has_bias, mean, rstd = saved
+    return _f.layer_norm_backward(dy, x, weight, mean, rstd, eps, has_bias=has_bias,
+                                  normalized_dims=normalized_dims)
+
+
+_layer_norm.defvjp(_layer_norm_fwd, _layer_norm_bwd)
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None):
+    """F.layer_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
+    return _layer_norm(x, weight, bias, float(eps), normalized_dims)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def _softmax(x, dim, kind):
+    return _f._softmax(getattr(_bc.SoftmaxKind, kind), x, dim)
+
+
+def _softmax_fwd(x, dim, kind):
+    y = _softmax(x, dim, kind)
+    return y, y
+
+
+def _softmax_bwd(dim, kind, y, dy):
+    return (_f.softmax_backward(y, dy, dim, kind),)
+
+
+_softmax.defvjp(_softmax_fwd, _softmax_bwd)
+
+
+def softmax(x, dim=-1):
+    return _softmax(x, int(dim), "softmax")
+
+
+def log_softmax(x, dim=-1):
+    return _softmax(x, int(dim), "log_softmax")
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _unary(kind, parameters, x):
+    return _f.unary(kind, x, **dict(parameters))
+
+
+def _unary_fwd(kind, parameters, x):
+    return _unary(kind, parameters, x), x
+
+
+def _unary_bwd(kind, parameters, x, dout):
+    return (_f.unary_backward(kind, dout, x, **dict(parameters)),)
+
+
+_unary.defvjp(_unary_fwd, _unary_bwd)
+
+
+def unary(kind, x, **parameters):
+    """Any differentiable UnaryKind by name; parameters as UnaryParameters' fields."""
+    return _unary(kind, tuple(sorted(parameters.items())), x)
+
+
+def gelu(x, approximate="none"):
+    return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+
+def silu(x):
+    return unary("silu", x)
+
+
+def relu(x):
+    return unary("relu", x)
+
+
+def tanh(x):
+    return unary("tanh", x)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _matmul(a, b, allow_tf32):
+    return _f.matmul(a, b, allow_tf32=allow_tf32)
+
+
+def _matmul_fwd(a, b, allow_tf32):
+    return _matmul(a, b, allow_tf32), (a, b)
+
+
+def _matmul_bwd(allow_tf32, saved, dout):
+    a, b = saved
+    return _f.matmul_backward(dout, a, b, allow_tf32=allow_tf32)
+
+
+_matmul.defvjp(_matmul_fwd, _matmul_bwd)
+
+
+def matmul(a, b, *, allow_tf32=False):
+    """a @ b, batched and broadcast as jnp.matmul."""
+    return _matmul(a, b, bool(allow_tf32))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def _linear(x, weight, bias, activation, allow_tf32):
+    return _f.linear(x, weight, bias, activation=activation, allow_tf32=allow_tf32)
+
+
+def _linear_fwd(x, weight, bias, activation, allow_tf32):
+    y, pre = _f.linear(x, weight, bias, activation=activation, allow_tf32=allow_tf32, return_pre=True)
+    return y, (x, weight, bias is not None, pre)
+
+
+def _linear_bwd(activation, allow_tf32, saved, dy):
+    x, weight, has_bias, pre = saved
+    return _f.linear_backward(dy, x, weight, pre, has_bias=has_bias, activation=activation, allow_tf32=allow_tf32)
+
+
+_linear.defvjp(_linear_fwd, _linear_bwd)
+
+
+def linear(x, weight, bias=None, *, activation="none", allow_tf32=False):
+    """act(x @ weight^T + bias): none, relu, gelu, gelu_tanh or silu."""
+    return _linear(x, weight, bias, activation, bool(allow_tf32))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
+def _cross_entropy(logits, targets, weight, ignore_index, reduction, label_smoothing):
+    return _f.cross_entropy(logits, targets, weight, ignore_index, reduction, label_smoothing)
+
+
+def _cross_entropy_fwd(logits, targets, weight, ignore_index, reduction, label_smoothing):
+    loss, lse = _f.cross_entropy(logits, targets, weight, ignore_index, reduction, label_smoothing, return_lse=True)
+    return loss, (logits, targets, weight, lse)
+
+
+def _cross_entropy_bwd(ignore_index, reduction, label_smoothing, saved, dloss):
+    logits, targets, weight, lse = saved
+    dlogits = _f.cross_entropy_backward(dloss, logits, targets, lse, weight, ignore_index, reduction, label_smoothing)
+    # (class indices and class weights take no gradient; soft targets would, and are refused below)
+    return dlogits, None, None
+
+
+_cross_entropy.defvjp(_cross_entropy_fwd, _cross_entropy_bwd)
+
+
+def cross_entropy(logits, targets, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """F.cross_entropy of logits against class indices (differentiable in the logits)."""
+    if jnp.issubdtype(targets.dtype, jnp.floating):
+        raise TypeError("baracuda.jax.cross_entropy takes class indices; soft targets: baracuda.cross_entropy "
+                        "(not differentiated)")
+    return _cross_entropy(logits, targets, weight, int(ignore_index), reduction, float(label_smoothing))
