@@ -120,6 +120,18 @@ class _Torch:
     def broadcast(t, shape):
         return t.expand(tuple(shape))
 
+    @staticmethod
+    def abstract(like):
+        """A tensor without data (torch.compile's fake tensors, the meta device): only the outputs'
+        shapes are asked for (baracuda.torch's custom ops use the same functions as their fake kernels)."""
+        if like.device.type == "meta":
+            return True
+        try:
+            from torch._subclasses.fake_tensor import FakeTensor
+        except ImportError:  # pragma: no cover
+            return False
+        return isinstance(like, FakeTensor)
+
 
 class _Jax(_NumPy):
     """JAX arrays, traced or not, on any platform: each plan is an XLA custom call (baracuda.jax)."""
@@ -172,11 +184,12 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
 
         return _jax.run_plan(plan_cls, lambda: desc_cls(**fields), key if key is not None else
                              tuple(sorted(fields.items())), like, inputs, outputs)
+    abstract = fw is _Torch and fw.abstract(like)
     if fw is _Torch:
         # (torch refuses DLPack export of a tensor that requires grad; autograd comes with the custom
         # ops of baracuda.torch, not here)
         inputs = {k: v.detach() if v is not None else None for k, v in inputs.items()}
-    stream_key, select_stream, run_stream = fw.streams(like)
+    stream_key, select_stream, run_stream = (("cpu",), "cpu", None) if abstract else fw.streams(like)
     cache_key = (plan_cls.__name__, key if key is not None else tuple(sorted(fields.items())), stream_key)
     plan = _plans.get(cache_key) if cache else None
     if plan is None:
@@ -187,6 +200,8 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
     for spec in plan.arg_specs():
         if spec.output and spec.present and spec.name not in inputs and (not spec.optional or spec.name in outputs):
             out[spec.name] = fw.empty(spec.shape, spec.dtype, like)
+    if abstract:  # (the shapes of a CPU plan's arguments are every backend's)
+        return out
     workspace = None
     size = plan.workspace_size()
     if size and fw is _Torch:  # (the CPU plans allocate their own when given none)

@@ -1,0 +1,395 @@
+"""baracuda.torch: the plans as PyTorch custom operators (torch.library), with autograd and fake
+kernels, so that autograd, torch.compile(fullgraph=True) and torch.library.opcheck work; and
+``patch(model)``, which moves a model's modules onto them.
+
+Each operator is a forward plan that returns what its backward needs, and a backward operator over
+the backward plan. Their fake kernels are the same functions: given fake (or meta) tensors,
+baracuda.functional selects a CPU plan to learn the outputs' shapes and runs nothing. On CUDA tensors
+the work is queued on PyTorch's current stream.
+
+Differentiable: ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``,
+``silu``, ``relu``, ``tanh``), ``matmul``, ``linear`` and ``cross_entropy``.
+"""
+
+import types
+from typing import List, Optional, Tuple
+
+import torch
+
+from . import functional as _f
+
+__all__ = [
+    "rms_norm",
+    "layer_norm",
+    "softmax",
+    "log_softmax",
+    "unary",
+    "gelu",
+    "silu",
+    "relu",
+    "tanh",
+    "matmul",
+    "linear",
+    "cross_entropy",
+    "patch",
+]
+
+Tensor = torch.Tensor
+
+
+def _op(name, fn):
+    """A custom operator baracuda::<name> whose fake kernel is fn itself (see the module's doc)."""
+    op = torch.library.custom_op(f"baracuda::{name}", fn, mutates_args=())
+    op.register_fake(fn)
+    return op
+
+
+def _none(x):
+    """An absent result of an operator (its schema has no optional results): an empty tensor."""
+    return x.new_empty(0)
+
+
+def _grad(t):
+    return t.contiguous() if t is not None else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Norms
+
+def _rms_norm_impl(x: Tensor, weight: Optional[Tensor], eps: float, normalized_dims: int) -> Tuple[Tensor, Tensor]:
+    y, rstd = _f.rms_norm(x, weight, eps, normalized_dims=normalized_dims, return_rstd=True)
+    return y, rstd
+
+
+def _rms_norm_backward_impl(dy: Tensor, x: Tensor, weight: Optional[Tensor], rstd: Tensor, eps: float,
+                            normalized_dims: int) -> Tuple[Tensor, Tensor]:
+    dx, dweight = _f.rms_norm_backward(dy, x, weight, rstd, eps, normalized_dims=normalized_dims)
+    return dx, dweight if dweight is not None else _none(x)
+
+
+_rms_norm_op = _op("rms_norm", _rms_norm_impl)
+_rms_norm_backward_op = _op("rms_norm_backward", _rms_norm_backward_impl)
+
+
+def _rms_norm_setup(ctx, inputs, output):
+    x, weight, ctx.eps, ctx.normalized_dims = inputs
+    ctx.save_for_backward(x, weight, output[1])
+
+
+def _rms_norm_backward(ctx, dy, _drstd):
+    x, weight, rstd = ctx.saved_tensors
+    dx, dweight = _rms_norm_backward_op(_grad(dy), x, weight, rstd, ctx.eps, ctx.normalized_dims)
+    return dx, dweight if weight is not None else None, None, None
+
+
+_rms_norm_op.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
+
+
+def _layer_norm_impl(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float,
+                     normalized_dims: int) -> Tuple[Tensor, Tensor, Tensor]:
+    return tuple(_f.layer_norm(x, weight, bias, eps, normalized_dims=normalized_dims, return_stats=True))
+
+
+def _layer_norm_backward_impl(dy: Tensor, x: Tensor, weight: Optional[Tensor], mean: Tensor, rstd: Tensor, eps: float,
+                              has_bias: bool, normalized_dims: int) -> Tuple[Tensor, Tensor, Tensor]:
+    dx, dweight, dbias = _f.layer_norm_backward(dy, x, weight, mean, rstd, eps, has_bias=has_bias,
+                                                normalized_dims=normalized_dims)
+    return dx, dweight if dweight is not None else _none(x), dbias if dbias is not None else _none(x)
+
+
+_layer_norm_op = _op("layer_norm", _layer_norm_impl)
+_layer_norm_backward_op = _op("layer_norm_backward", _layer_norm_backward_impl)
+
+
+def _layer_norm_setup(ctx, inputs, output):
+    x, weight, bias, ctx.eps, ctx.normalized_dims = inputs
+    ctx.has_weight, ctx.has_bias = weight is not None, bias is not None
+    ctx.save_for_backward(x, weight, output[1], output[2])
+
+
+def _layer_norm_backward(ctx, dy, _dmean, _drstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, dweight, dbias = _layer_norm_backward_op(_grad(dy), x, weight, mean, rstd, ctx.eps, ctx.has_bias,
+                                                 ctx.normalized_dims)
+    return dx, dweight if ctx.has_weight else None, dbias if ctx.has_bias else None, None, None
+
+
+_layer_norm_op.register_autograd(_layer_norm_backward, setup_context=_layer_norm_setup)
+
+
+def _normalized_dims(weight, normalized_dims):
+    return normalized_dims if normalized_dims is not None else weight.dim() if weight is not None else 1
+
+
+def rms_norm(x, weight=None, eps=1e-6, *, normalized_dims=None):
+    """F.rms_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
+    return _rms_norm_op(x, weight, float(eps), _normalized_dims(weight, normalized_dims))[0]
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5, *, normalized_dims=None):
+    """F.layer_norm over the last normalized_dims dims (default: the weight's rank, else 1)."""
+    return _layer_norm_op(x, weight, bias, float(eps), _normalized_dims(weight, normalized_dims))[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax and the unary kinds
+
+def _softmax_impl(x: Tensor, dim: int, kind: str) -> Tensor:
+    return _f._softmax(getattr(_f._bc.SoftmaxKind, kind), x, dim)
+
+
+def _softmax_backward_impl(y: Tensor, dy: Tensor, dim: int, kind: str) -> Tensor:
+    return _f.softmax_backward(y, dy, dim, kind)
+
+
+_softmax_op = _op("softmax", _softmax_impl)
+_softmax_backward_op = _op("softmax_backward", _softmax_backward_impl)
+
+
+def _softmax_setup(ctx, inputs, output):
+    _, ctx.dim, ctx.kind = inputs
+    ctx.save_for_backward(output)
+
+
+def _softmax_backward(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return _softmax_backward_op(y, _grad(dy), ctx.dim, ctx.kind), None, None
+
+
+_softmax_op.register_autograd(_softmax_backward, setup_context=_softmax_setup)
+
+
+def softmax(x, dim=-1):
+    return _softmax_op(x, int(dim), "softmax")
+
+
+def log_softmax(x, dim=-1):
+    return _softmax_op(x, int(dim), "log_softmax")
+
+
+# UnaryParameters' fields, in the order the operators' `parameters` list carries them.
+_UNARY_PARAMETERS = ("negative_slope", "alpha", "beta", "threshold", "min_val", "max_val")
+
+
+def _unary_parameters(parameters):
+    defaults = _f._bc.UnaryParameters()
+    return {name: value for name, value in zip(_UNARY_PARAMETERS, parameters) if value != getattr(defaults, name)}
+
+
+def _unary_impl(x: Tensor, kind: str, parameters: List[float]) -> Tensor:
+    return _f.unary(kind, x, **_unary_parameters(parameters))
+
+
+def _unary_backward_impl(dout: Tensor, x: Tensor, kind: str, parameters: List[float]) -> Tensor:
+    return _f.unary_backward(kind, dout, x, **_unary_parameters(parameters))
+
+
+_unary_op = _op("unary", _unary_impl)
+_unary_backward_op = _op("unary_backward", _unary_backward_impl)
+
+
+def _unary_setup(ctx, inputs, output):
+    x, ctx.kind, ctx.parameters = inputs
+    ctx.save_for_backward(x)
+
+
+def _unary_backward(ctx, dout):
+    (x,) = ctx.saved_tensors
+    return _unary_backward_op(_grad(dout), x, ctx.kind, ctx.parameters), None, None
+
+
+_unary_op.register_autograd(_unary_backward, setup_context=_unary_setup)
+
+
+def unary(kind, x, **parameters):
+    """Any differentiable UnaryKind by name; parameters as UnaryParameters' fields."""
+    defaults = _f._bc.UnaryParameters()
+    unknown = set(parameters) - set(_UNARY_PARAMETERS)
+    if unknown:
+        raise TypeError(f"unary: no parameter {sorted(unknown)} (the parameters: {', '.join(_UNARY_PARAMETERS)})")
+    values = [float(parameters.get(name, getattr(defaults, name))) for name in _UNARY_PARAMETERS]
+    return _unary_op(x, kind, values)
+
+
+def gelu(x, approximate="none"):
+    return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+
+def silu(x):
+    return unary("silu", x)
+
+
+def relu(x):
+    return unary("relu", x)
+
+
+def tanh(x):
+    return unary("tanh", x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Matmul and linear
+
+def _matmul_impl(a: Tensor, b: Tensor, allow_tf32: bool) -> Tensor:
+    return _f.matmul(a, b, allow_tf32=allow_tf32)
+
+
+def _matmul_backward_impl(dout: Tensor, a: Tensor, b: Tensor, allow_tf32: bool, needs_a: bool,
+                          needs_b: bool) -> Tuple[Tensor, Tensor]:
+    da, db = _f.matmul_backward(dout, a, b, allow_tf32=allow_tf32, needs=(needs_a, needs_b))
+    return da if da is not None else _none(a), db if db is not None else _none(b)
+
+
+_matmul_op = _op("matmul", _matmul_impl)
+_matmul_backward_op = _op("matmul_backward", _matmul_backward_impl)
+
+
+def _matmul_setup(ctx, inputs, output):
+    a, b, ctx.allow_tf32 = inputs
+    ctx.save_for_backward(a, b)
+
+
+def _matmul_backward(ctx, dout):
+    a, b = ctx.saved_tensors
+    needs_a, needs_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    da, db = _matmul_backward_op(_grad(dout), a, b, ctx.allow_tf32, needs_a, needs_b)
+    return da if needs_a else None, db if needs_b else None, None
+
+
+_matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+
+
+def matmul(a, b, *, allow_tf32=False):
+    """torch.matmul (batched, broadcast; 1-D operands as torch.matmul treats them)."""
+    return _matmul_op(a, b, bool(allow_tf32))
+
+
+def _linear_impl(x: Tensor, weight: Tensor, bias: Optional[Tensor], activation: str,
+                 allow_tf32: bool) -> Tuple[Tensor, Tensor]:
+    y, pre = _f.linear(x, weight, bias, activation=activation, allow_tf32=allow_tf32, return_pre=True)
+    return y, pre if pre is not None else _none(x)
+
+
+def _linear_backward_impl(dy: Tensor, x: Tensor, weight: Tensor, pre: Tensor, has_bias: bool, activation: str,
+                          allow_tf32: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    dx, dweight, dbias = _f.linear_backward(dy, x, weight, pre if activation != "none" else None, has_bias=has_bias,
+                                            activation=activation, allow_tf32=allow_tf32)
+    return dx, dweight, dbias if dbias is not None else _none(x)
+
+
+_linear_op = _op("linear", _linear_impl)
+_linear_backward_op = _op("linear_backward", _linear_backward_impl)
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias, ctx.activation, ctx.allow_tf32 = inputs
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, weight, output[1])
+
+
+def _linear_backward(ctx, dy, _dpre):
+    x, weight, pre = ctx.saved_tensors
+    dx, dweight, dbias = _linear_backward_op(_grad(dy), x, weight, pre, ctx.has_bias, ctx.activation, ctx.allow_tf32)
+    return dx, dweight, dbias if ctx.has_bias else None, None, None
+
+
+_linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+def linear(x, weight, bias=None, *, activation="none", allow_tf32=False):
+    """act(F.linear(x, weight, bias)): activation none, relu, gelu, gelu_tanh or silu, fused."""
+    return _linear_op(x, weight, bias, activation, bool(allow_tf32))[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-entropy (class indices)
+
+def _cross_entropy_impl(logits: Tensor, targets: Tensor, weight: Optional[Tensor], ignore_index: int, reduction: str,
+                        label_smoothing: float) -> Tuple[Tensor, Tensor]:
+    loss, lse = _f.cross_entropy(logits, targets, weight, ignore_index, reduction, label_smoothing, return_lse=True)
+    return loss, lse
+
+
+def _cross_entropy_backward_impl(dloss: Tensor, logits: Tensor, targets: Tensor, lse: Tensor, weight: Optional[Tensor],
+                                 ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
+    return _f.cross_entropy_backward(dloss, logits, targets, lse, weight, ignore_index, reduction, label_smoothing)
+
+
+_cross_entropy_op = _op("cross_entropy", _cross_entropy_impl)
+_cross_entropy_backward_op = _op("cross_entropy_backward", _cross_entropy_backward_impl)
+
+
+def _cross_entropy_setup(ctx, inputs, output):
+    logits, targets, weight, ctx.ignore_index, ctx.reduction, ctx.label_smoothing = inputs
+    ctx.save_for_backward(logits, targets, weight, output[1])
+
+
+def _cross_entropy_backward(ctx, dloss, _dlse):
+    logits, targets, weight, lse = ctx.saved_tensors
+    dlogits = _cross_entropy_backward_op(_grad(dloss), logits, targets, lse, weight, ctx.ignore_index, ctx.reduction,
+                                         ctx.label_smoothing)
+    return dlogits, None, None, None, None, None
+
+
+_cross_entropy_op.register_autograd(_cross_entropy_backward, setup_context=_cross_entropy_setup)
+
+
+def cross_entropy(logits, targets, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """F.cross_entropy of logits against class indices (differentiable in the logits)."""
+    if targets.is_floating_point():
+        raise TypeError("baracuda.torch.cross_entropy takes class indices; soft targets: baracuda.cross_entropy "
+                        "(not differentiated)")
+    return _cross_entropy_op(logits, targets, weight, int(ignore_index), reduction, float(label_smoothing))[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# patch(model)
+
+def _linear_forward(self, x):
+    return linear(x, self.weight, self.bias)
+
+
+def _layer_norm_forward(self, x):
+    return layer_norm(x, self.weight, self.bias, self.eps, normalized_dims=len(self.normalized_shape))
+
+
+def _rms_norm_forward(self, x):
+    # torch.nn.RMSNorm (eps None: the dtype's machine epsilon) and Hugging Face's *RMSNorm (variance_epsilon)
+    eps = getattr(self, "variance_epsilon", getattr(self, "eps", None))
+    if eps is None:
+        eps = torch.finfo(x.dtype).eps
+    weight = getattr(self, "weight", None)
+    normalized_dims = len(self.normalized_shape) if hasattr(self, "normalized_shape") else 1
+    return rms_norm(x, weight, eps, normalized_dims=normalized_dims)
+
+
+def _silu_forward(self, x):
+    return silu(x)
+
+
+def _gelu_forward(self, x):
+    return gelu(x, getattr(self, "approximate", "none"))
+
+
+def patch(model):
+    """Moves, in place, the modules of `model` that baracuda has operators for onto them: nn.Linear,
+    nn.LayerNorm, nn.RMSNorm and Hugging Face's *RMSNorm modules (a weight and variance_epsilon), nn.SiLU
+    and nn.GELU. Returns the number of modules patched, by kind."""
+    counts = {}
+    for module in model.modules():
+        kind = None
+        if isinstance(module, torch.nn.Linear):
+            kind, forward = "linear", _linear_forward
+        elif isinstance(module, torch.nn.LayerNorm):
+            kind, forward = "layer_norm", _layer_norm_forward
+        elif isinstance(module, getattr(torch.nn, "RMSNorm", ())) or (
+                type(module).__name__.endswith("RMSNorm") and hasattr(module, "variance_epsilon")):
+            kind, forward = "rms_norm", _rms_norm_forward
+        elif isinstance(module, torch.nn.SiLU):
+            kind, forward = "silu", _silu_forward
+        elif isinstance(module, torch.nn.GELU):
+            kind, forward = "gelu", _gelu_forward
+        if kind:
+            module.forward = types.MethodType(forward, module)
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts

@@ -1,0 +1,108 @@
+"""baracuda.torch: the custom operators under torch.library.opcheck, their gradients against PyTorch's
+own (and gradcheck in f64), torch.compile(fullgraph=True) without a graph break, patch(model). Needs
+PyTorch (the GPU machine has it; CPU tensors here, CUDA ones where a GPU is)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+bt = pytest.importorskip("baracuda.torch")
+F = torch.nn.functional
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def randn(*shape, device="cpu", dtype=torch.float64, grad=True):
+    g = torch.Generator().manual_seed(sum(shape) * 7919 + len(shape))
+    return torch.randn(*shape, generator=g, dtype=dtype).to(device).requires_grad_(grad)
+
+
+def cases(device):
+    """(name, our function, PyTorch's, its inputs), f64 so that gradcheck's finite differences hold."""
+    x, w, b = randn(4, 16, device=device), randn(16, device=device), randn(16, device=device)
+    a, m = randn(2, 3, 5, device=device), randn(5, 7, device=device)
+    lw, lb = randn(6, 16, device=device), randn(6, device=device)
+    t = torch.tensor([0, 15, 3, -100], device=device)
+    return [
+        ("rms_norm", lambda x, w: bt.rms_norm(x, w, 1e-6), lambda x, w: F.rms_norm(x, (16,), w, 1e-6), (x, w)),
+        ("layer_norm", lambda x, w, b: bt.layer_norm(x, w, b), lambda x, w, b: F.layer_norm(x, (16,), w, b), (x, w, b)),
+        ("softmax", lambda x: bt.softmax(x, 0), lambda x: torch.softmax(x, 0), (x,)),
+        ("log_softmax", bt.log_softmax, lambda x: torch.log_softmax(x, -1), (x,)),
+        ("gelu", bt.gelu, F.gelu, (x,)),
+        ("silu", bt.silu, F.silu, (x,)),
+        ("leaky_relu", lambda x: bt.unary("leaky_relu", x, negative_slope=0.2), lambda x: F.leaky_relu(x, 0.2), (x,)),
+        ("matmul", bt.matmul, torch.matmul, (a, m)),
+        ("linear", lambda x, w, b: bt.linear(x, w, b, activation="gelu_tanh"),
+         lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh"), (x, lw, lb)),
+        ("linear_nobias", lambda x, w: bt.linear(x, w), F.linear, (x, lw)),
+        ("cross_entropy", lambda z: bt.cross_entropy(z, t, label_smoothing=0.1),
+         lambda z: F.cross_entropy(z, t, label_smoothing=0.1), (x,)),
+    ]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_values_and_gradients_match_pytorch(device):
+    for name, ours, theirs, inputs in cases(device):
+        got, want = ours(*inputs), theirs(*inputs)
+        torch.testing.assert_close(got, want, msg=name)
+        up = torch.randn_like(want)
+        g_ours = torch.autograd.grad((got * up).sum(), inputs)
+        g_want = torch.autograd.grad((want * up).sum(), inputs)
+        for g, r in zip(g_ours, g_want):
+            torch.testing.assert_close(g, r, msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck(device):
+    for name, ours, _, inputs in cases(device):
+        assert torch.autograd.gradcheck(ours, inputs), name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    x, w, b = randn(3, 8, device=device), randn(8, device=device), randn(8, device=device)
+    a, m = randn(3, 8, device=device), randn(8, 4, device=device)
+    t = torch.tensor([1, 7, 0], device=device)
+    ops = torch.ops.baracuda
+    for op, args in [
+        (ops.rms_norm, (x, w, 1e-6, 1)),
+        (ops.rms_norm, (x, None, 1e-6, 1)),
+        (ops.layer_norm, (x, w, b, 1e-5, 1)),
+        (ops.softmax, (x, -1, "softmax")),
+        (ops.unary, (x, "gelu", [0.01, 1.0, 1.0, 20.0, -1.0, 1.0])),
+        (ops.matmul, (a, m, False)),
+        (ops.linear, (x, randn(5, 8, device=device), randn(5, device=device), "silu", False)),
+        (ops.cross_entropy, (x, t, None, -100, "mean", 0.0)),
+    ]:
+        torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph(device):
+    x, w, lw = randn(4, 16, device=device, dtype=torch.float32), randn(16, device=device, dtype=torch.float32), \
+        randn(8, 16, device=device, dtype=torch.float32)
+    t = torch.tensor([0, 1, 2, 3], device=device)
+
+    def step(x, w, lw):
+        return bt.cross_entropy(bt.linear(bt.rms_norm(x, w), lw, activation="silu"), t)
+
+    compiled = torch.compile(step, fullgraph=True)
+    loss = compiled(x, w, lw)
+    torch.testing.assert_close(loss, step(x, w, lw))
+    loss.backward()
+    assert x.grad is not None and lw.grad is not None
+
+
+def test_patch_keeps_the_model_s_outputs():
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.SiLU(), torch.nn.LayerNorm(32),
+                                torch.nn.Linear(32, 8), torch.nn.GELU()).double()
+    x = randn(5, 16)
+    want = model(x)
+    counts = bt.patch(model)
+    assert counts == {"linear": 2, "silu": 1, "layer_norm": 1, "gelu": 1}
+    torch.testing.assert_close(model(x), want)
+
+
+def test_zero_copy_output_on_the_input_s_device():
+    x = randn(3, 8, grad=False)
+    y = bt.softmax(x)
+    assert y.device == x.device and y.dtype == x.dtype
