@@ -55,7 +55,11 @@ def _register():
         raise RuntimeError("baracuda was built without XLA's FFI headers (jaxlib was not installed when it was "
                            "built): reinstall baracuda where jax is installed")
     for platform, capsule in handlers.items():
-        jax.ffi.register_ffi_target(_TARGET, capsule, platform="cpu" if platform == "cpu" else "CUDA")
+        try:
+            jax.ffi.register_ffi_target(_TARGET, capsule, platform="cpu" if platform == "cpu" else "CUDA")
+        except Exception:  # a jaxlib without that platform (JAX for the CPU on a GPU machine)
+            if platform == "cpu":
+                raise
     _registered = True
 
 
