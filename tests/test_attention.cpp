@@ -121,6 +121,126 @@ TEST_P(AttentionTest, RowsWhoseBiasIsMinusInfinityAreFullyMasked) {
     EXPECT_TRUE(std::isfinite(dk.at(i)) && std::isfinite(dv.at(i))) << i;
 }
 
+// Packed sequences (varlen): each sequence computes exactly what it computes alone (the same bits),
+// forward and backward, with empty sequences on either side, GQA and a causal bottom-right mask
+// within each sequence; offsets that break the rules are a Status naming them, nothing written.
+TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
+  const std::vector<int32_t> lens_q{5, 0, 17, 70, 3}, lens_kv{9, 4, 0, 70, 1};
+  const int64_t H = 4, Hk = 2, D = 16, Dv = 24, B = static_cast<int64_t>(lens_q.size());
+  AttentionDescriptor d;
+  d.dtype = dtype();
+  d.batch = B;
+  d.heads_q = H;
+  d.heads_kv = Hk;
+  d.head_dim = D;
+  d.head_dim_v = Dv;
+  d.causal = true;
+  d.alignment = CausalAlignment::bottom_right;
+  d.varlen = true;
+  d.seq_q = 70;
+  d.seq_kv = 70;
+  std::vector<int32_t> cu_q{0}, cu_kv{0};
+  for (int64_t b = 0; b < B; ++b) {
+    cu_q.push_back(cu_q.back() + lens_q[b]);
+    cu_kv.push_back(cu_kv.back() + lens_kv[b]);
+  }
+  d.total_q = cu_q.back();
+  d.total_kv = cu_kv.back();
+  if (backend() == Backend::cuda) {
+    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d).status(), StatusCode::unsupported, "AttentionPlan",
+                                  "descriptor.varlen"));
+    return;
+  }
+  auto offsets = [&](const std::vector<int32_t>& values) {
+    Tensor t = random(DType::i32, {static_cast<int64_t>(values.size())});
+    for (size_t i = 0; i < values.size(); ++i) t.host[t.offset + i] = values[i];
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  };
+  Tensor oq = offsets(cu_q), okv = offsets(cu_kv);
+  const int64_t Tq = d.total_q, Tk = d.total_kv;
+  Tensor q = random(dtype(), {Tq, H, D}), k = random(dtype(), {Tk, Hk, D}), v = random(dtype(), {Tk, Hk, Dv});
+  Tensor out = output(dtype(), {Tq, H, Dv}), lse = output(acc(), {H, Tq}), dout = random(dtype(), {Tq, H, Dv});
+  Tensor dq = output(dtype(), {Tq, H, D}), dk = output(dtype(), {Tk, Hk, D}), dv = output(dtype(), {Tk, Hk, Dv});
+  const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+  AttentionArgs args{q.ref(), k.ref(), v.ref(), {}, out.mut(), lse.mut(), oq.ref(), okv.ref()};
+  ASSERT_OK(plan.run(stream(), {}, args));
+  const AttentionBackwardPlan backward = unwrap(AttentionBackwardPlan::select(stream(), d));
+  ASSERT_OK(backward.run(stream(), {},
+                         {q.ref(), k.ref(), v.ref(), {}, out.ref(), dout.ref(), lse.ref(), dq.mut(), dk.mut(), dv.mut(),
+                          oq.ref(), okv.ref()}));
+  for (Tensor* t : {&out, &lse, &dq, &dk, &dv}) ASSERT_OK(t->download());
+
+  // Rows [first, first + rows) of a packed [T, heads, dim] tensor as a dense [1, rows, heads, dim] one.
+  auto rows_of = [&](const Tensor& packed, int64_t first, int64_t rows) {
+    const int64_t width = packed.shape.dims[1] * packed.shape.dims[2];
+    Tensor t = random(packed.dtype, {1, rows, packed.shape.dims[1], packed.shape.dims[2]});
+    for (int64_t i = 0; i < rows * width; ++i) t.host[static_cast<size_t>(t.offset + i)] = packed.at(first * width + i);
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  };
+  for (int64_t b = 0; b < B; ++b) {
+    AttentionDescriptor one = d;
+    one.varlen = false;
+    one.batch = 1;
+    one.seq_q = lens_q[b];
+    one.seq_kv = lens_kv[b];
+    one.total_q = one.total_kv = 0;
+    const int64_t q0 = cu_q[b], k0 = cu_kv[b], nq = lens_q[b], nk = lens_kv[b];
+    Tensor q1 = rows_of(q, q0, nq), k1 = rows_of(k, k0, nk), v1 = rows_of(v, k0, nk), do1 = rows_of(dout, q0, nq);
+    Tensor out1 = output(dtype(), {1, nq, H, Dv}), lse1 = output(acc(), {1, H, nq});
+    Tensor dq1 = output(dtype(), {1, nq, H, D}), dk1 = output(dtype(), {1, nk, Hk, D}),
+           dv1 = output(dtype(), {1, nk, Hk, Dv});
+    ASSERT_OK(unwrap(AttentionPlan::select(stream(), one))
+                  .run(stream(), {}, {q1.ref(), k1.ref(), v1.ref(), {}, out1.mut(), lse1.mut()}));
+    ASSERT_OK(unwrap(AttentionBackwardPlan::select(stream(), one))
+                  .run(stream(), {},
+                       {q1.ref(), k1.ref(), v1.ref(), {}, out1.ref(), do1.ref(), lse1.ref(), dq1.mut(), dk1.mut(),
+                        dv1.mut()}));
+    for (Tensor* t : {&out1, &lse1, &dq1, &dk1, &dv1}) ASSERT_OK(t->download());
+    for (int64_t i = 0; i < nq * H * Dv; ++i) ASSERT_EQ(out.at(q0 * H * Dv + i), out1.at(i)) << b << " out " << i;
+    for (int64_t i = 0; i < nq * H * D; ++i) ASSERT_EQ(dq.at(q0 * H * D + i), dq1.at(i)) << b << " dq " << i;
+    for (int64_t i = 0; i < nk * Hk * D; ++i) ASSERT_EQ(dk.at(k0 * Hk * D + i), dk1.at(i)) << b << " dk " << i;
+    for (int64_t i = 0; i < nk * Hk * Dv; ++i) ASSERT_EQ(dv.at(k0 * Hk * Dv + i), dv1.at(i)) << b << " dv " << i;
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r = 0; r < nq; ++r) ASSERT_EQ(lse.at(h * Tq + q0 + r), lse1.at(h * nq + r)) << b << " lse";
+  }
+  // Sequence 2 has no keys: out 0 and lse -inf.
+  EXPECT_EQ(lse.at(cu_q[2]), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(out.at(cu_q[2] * H * Dv), 0.0);
+
+  // Bad offsets: a Status naming them, nothing written (out stays poisoned).
+  auto refused = [&](std::vector<int32_t> values, bool queries) {
+    Tensor bad = offsets(values);
+    Tensor fresh = output(dtype(), {Tq, H, Dv});
+    AttentionArgs a{q.ref(), k.ref(), v.ref(), {}, fresh.mut(), {}, queries ? bad.ref() : oq.ref(),
+                    queries ? okv.ref() : bad.ref()};
+    EXPECT_TRUE(testing::is_error(plan.run(stream(), {}, a), StatusCode::invalid_problem, "AttentionPlan",
+                                  queries ? "args.cu_seqlens_q" : "args.cu_seqlens_kv"));
+    ASSERT_OK(fresh.download());
+    for (int64_t i = 0; i < fresh.shape.numel(); ++i) ASSERT_TRUE(std::isnan(fresh.at(i))) << i;
+  };
+  std::vector<int32_t> shifted = cu_q;
+  for (int32_t& x : shifted) ++x;
+  refused(shifted, true);  // does not start at 0
+  std::vector<int32_t> short_end = cu_q;
+  short_end.back() -= 1;
+  refused(short_end, true);  // ends before the packed rows
+  std::vector<int32_t> decreasing = cu_kv;
+  decreasing[2] = decreasing[1] - 1;
+  refused(decreasing, false);
+  refused({0, 0, 0, 0, 0, static_cast<int32_t>(Tk)}, false);  // one sequence of Tk = 84 > 70 keys
+  // A bias with packed sequences, and totals without varlen: invalid descriptors.
+  AttentionDescriptor biased = d;
+  biased.has_bias = true;
+  EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), biased).status(), StatusCode::invalid_problem,
+                                "AttentionPlan", "descriptor.has_bias"));
+  AttentionDescriptor dense = d;
+  dense.varlen = false;
+  EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), dense).status(), StatusCode::invalid_problem,
+                                "AttentionPlan", "descriptor.total_q"));
+}
+
 // CUDA takes what cuDNN's fused attention takes (f16 / bf16; head dims multiples of 8 up to 256, also
 // 192 / 128; windows with both alignments; the bias) and refuses the rest, unsupported and naming
 // the field: at select the descriptor's, at can_implement the view's.

@@ -210,7 +210,10 @@ void bind_descriptors(nb::module_& m) {
       .field("window_right", &AttentionDescriptor::window_right)
       .field("softcap", &AttentionDescriptor::softcap)
       .field("has_bias", &AttentionDescriptor::has_bias)
-      .field("bias_dtype", &AttentionDescriptor::bias_dtype);
+      .field("bias_dtype", &AttentionDescriptor::bias_dtype)
+      .field("varlen", &AttentionDescriptor::varlen)
+      .field("total_q", &AttentionDescriptor::total_q)
+      .field("total_kv", &AttentionDescriptor::total_kv);
 
   DescriptorClass<CrossEntropyDescriptor>(m, "CrossEntropyDescriptor")
       .field("dtype", &CrossEntropyDescriptor::dtype)

@@ -411,15 +411,110 @@ Status dispatch(const Problem& p, F&& f) {
   });
 }
 
+// Packed sequences (varlen): the offsets, read and checked whole before anything is written: from 0
+// to `total`, nondecreasing, no sequence longer than `longest`.
+Expected<std::vector<int64_t>> sequence_offsets(const AnyTensorRef& cu, int64_t batch, int64_t total, int64_t longest,
+                                                std::string_view plan, std::string_view field) {
+  std::vector<int64_t> out(static_cast<size_t>(batch + 1));
+  const int32_t* data = static_cast<const int32_t*>(cu.data);
+  for (int64_t b = 0; b <= batch; ++b) out[b] = data[b * cu.strides[0]];
+  auto bad = [&](const std::string& what) {
+    return Status::error(StatusCode::invalid_problem, std::string(plan) + ": " + std::string(field) + ": " + what);
+  };
+  if (out[0] != 0) return bad("starts at " + std::to_string(out[0]) + ", not 0");
+  if (out[batch] != total)
+    return bad("ends at " + std::to_string(out[batch]) + ", not at the packed rows (" + std::to_string(total) + ")");
+  for (int64_t b = 0; b < batch; ++b) {
+    if (out[b + 1] < out[b])
+      return bad("decreases at entry " + std::to_string(b + 1) + " (" + std::to_string(out[b]) + " then " +
+                 std::to_string(out[b + 1]) + ")");
+    if (out[b + 1] - out[b] > longest)
+      return bad("sequence " + std::to_string(b) + " has " + std::to_string(out[b + 1] - out[b]) +
+                 " rows, more than the descriptor's longest (" + std::to_string(longest) + ")");
+  }
+  return out;
+}
+
+const void* moved(const void* data, int64_t bytes) { return static_cast<const char*>(data) + bytes; }
+void* moved(void* data, int64_t bytes) { return static_cast<char*>(data) + bytes; }
+
+// A packed view [total, H, D] as the [1, rows, H, D] view of one sequence's rows from `first`.
+template <class View>
+View sequence_rows(View v, int64_t first, int64_t rows) {
+  if (!v.data) return v;
+  v.data = moved(v.data, first * v.strides[0] * static_cast<int64_t>(dtype_size(v.dtype)));
+  v.capacity -= first * v.strides[0];
+  v.shape = Shape{1, rows, v.shape[1], v.shape[2]};
+  v.strides = Strides{0, v.strides[0], v.strides[1], v.strides[2]};
+  return v;
+}
+// The packed lse [H, total] as the [1, H, rows] view of one sequence's rows from `first`.
+template <class View>
+View sequence_lse(View v, int64_t first, int64_t rows) {
+  if (!v.data) return v;
+  v.data = moved(v.data, first * v.strides[1] * static_cast<int64_t>(dtype_size(v.dtype)));
+  v.capacity -= first * v.strides[1];
+  v.shape = Shape{1, v.shape[0], rows};
+  v.strides = Strides{0, v.strides[0], v.strides[1]};
+  return v;
+}
+
+// Runs a packed problem as one problem of batch 1 a sequence, in order, each on views moved to its
+// rows (so every sequence computes exactly as the same sequence alone would).
+template <class Problem, class Run>
+Status each_sequence(const Problem& p, std::string_view plan, Run&& run) {
+  const AttentionDescriptor& d = p.desc;
+  Expected<std::vector<int64_t>> q = sequence_offsets(p.args.cu_seqlens_q, d.batch, d.total_q, d.seq_q, plan,
+                                                      "args.cu_seqlens_q");
+  if (!q) return q.status();
+  Expected<std::vector<int64_t>> kv = sequence_offsets(p.args.cu_seqlens_kv, d.batch, d.total_kv, d.seq_kv, plan,
+                                                       "args.cu_seqlens_kv");
+  if (!kv) return kv.status();
+  for (int64_t b = 0; b < d.batch; ++b) {
+    Problem one = p;
+    const int64_t q0 = (*q)[b], rows_q = (*q)[b + 1] - q0, kv0 = (*kv)[b], rows_kv = (*kv)[b + 1] - kv0;
+    one.desc.varlen = false;
+    one.desc.batch = 1;
+    one.desc.seq_q = rows_q;
+    one.desc.seq_kv = rows_kv;
+    one.desc.total_q = one.desc.total_kv = 0;
+    one.mask = attention_mask(one.desc);
+    auto& a = one.args;
+    a.q = sequence_rows(a.q, q0, rows_q);
+    a.k = sequence_rows(a.k, kv0, rows_kv);
+    a.v = sequence_rows(a.v, kv0, rows_kv);
+    a.out = sequence_rows(a.out, q0, rows_q);
+    a.lse = sequence_lse(a.lse, q0, rows_q);
+    if constexpr (std::is_same_v<Problem, AttentionBackwardProblem>) {
+      a.dout = sequence_rows(a.dout, q0, rows_q);
+      a.dq = sequence_rows(a.dq, q0, rows_q);
+      a.dk = sequence_rows(a.dk, kv0, rows_kv);
+      a.dv = sequence_rows(a.dv, kv0, rows_kv);
+    }
+    if (Status s = run(one); !s) return s;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status launch(const LaunchContext&, const AttentionProblem& p) {
-  return dispatch(p,
-                  [&](auto t, auto b) { return forward<typename decltype(t)::type, typename decltype(b)::type>(p); });
+  return dispatch(p, [&](auto t, auto b) {
+    using T = typename decltype(t)::type;
+    using B = typename decltype(b)::type;
+    if (p.desc.varlen) return each_sequence(p, "AttentionPlan", [](const AttentionProblem& one) { return forward<T, B>(one); });
+    return forward<T, B>(p);
+  });
 }
 Status launch(const LaunchContext&, const AttentionBackwardProblem& p) {
-  return dispatch(p,
-                  [&](auto t, auto b) { return backward<typename decltype(t)::type, typename decltype(b)::type>(p); });
+  return dispatch(p, [&](auto t, auto b) {
+    using T = typename decltype(t)::type;
+    using B = typename decltype(b)::type;
+    if (p.desc.varlen)
+      return each_sequence(p, "AttentionBackwardPlan",
+                           [](const AttentionBackwardProblem& one) { return backward<T, B>(one); });
+    return backward<T, B>(p);
+  });
 }
 
 }  // namespace baracuda::detail::cpu

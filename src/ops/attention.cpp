@@ -86,12 +86,22 @@ std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d, 
 
 DType bias_dtype_of(const AttentionDescriptor& d) { return d.bias_dtype.value_or(d.dtype); }
 
-Shape q_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_q, d.heads_q, d.head_dim}; }
-Shape k_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_kv, d.heads_kv, d.head_dim}; }
-Shape v_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_kv, d.heads_kv, d.head_dim_v}; }
-Shape out_shape(const AttentionDescriptor& d) { return {d.batch, d.seq_q, d.heads_q, d.head_dim_v}; }
-Shape lse_shape(const AttentionDescriptor& d) { return {d.batch, d.heads_q, d.seq_q}; }
+// The views' shapes: [B, S, H, D], or with varlen the packed [total, H, D] (lse [H_q, total_q]).
+Shape rows_shape(const AttentionDescriptor& d, bool queries, int64_t heads, int64_t dim) {
+  if (d.varlen) return {queries ? d.total_q : d.total_kv, heads, dim};
+  return {d.batch, queries ? d.seq_q : d.seq_kv, heads, dim};
+}
+Shape q_shape(const AttentionDescriptor& d) { return rows_shape(d, true, d.heads_q, d.head_dim); }
+Shape k_shape(const AttentionDescriptor& d) { return rows_shape(d, false, d.heads_kv, d.head_dim); }
+Shape v_shape(const AttentionDescriptor& d) { return rows_shape(d, false, d.heads_kv, d.head_dim_v); }
+Shape out_shape(const AttentionDescriptor& d) { return rows_shape(d, true, d.heads_q, d.head_dim_v); }
+Shape lse_shape(const AttentionDescriptor& d) {
+  return d.varlen ? Shape{d.heads_q, d.total_q} : Shape{d.batch, d.heads_q, d.seq_q};
+}
 Shape bias_shape(const AttentionDescriptor& d) { return {d.batch, d.heads_q, d.seq_q, d.seq_kv}; }
+// (saturated: a batch past 2^62 is refused by check_shape, not wrapped)
+int64_t plus_one(int64_t n) { return n < INT64_MAX ? n + 1 : n; }
+Shape offsets_shape(const AttentionDescriptor& d) { return {plus_one(d.batch)}; }
 
 double resolved_scale(const AttentionDescriptor& d) {
   return d.scale != 0 ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.head_dim));
@@ -109,7 +119,7 @@ struct AttentionHooks {
 
   static constexpr auto fields() {
     if constexpr (kBackward)
-      return std::array<ArgField<Args>, 10>{{{"q", &Args::q},
+      return std::array<ArgField<Args>, 12>{{{"q", &Args::q},
                                              {"k", &Args::k},
                                              {"v", &Args::v},
                                              {"bias", &Args::bias},
@@ -118,14 +128,18 @@ struct AttentionHooks {
                                              {"lse", &Args::lse},
                                              {"dq", nullptr, &Args::dq},
                                              {"dk", nullptr, &Args::dk},
-                                             {"dv", nullptr, &Args::dv}}};
+                                             {"dv", nullptr, &Args::dv},
+                                             {"cu_seqlens_q", &Args::cu_seqlens_q},
+                                             {"cu_seqlens_kv", &Args::cu_seqlens_kv}}};
     else
-      return std::array<ArgField<Args>, 6>{{{"q", &Args::q},
+      return std::array<ArgField<Args>, 8>{{{"q", &Args::q},
                                             {"k", &Args::k},
                                             {"v", &Args::v},
                                             {"bias", &Args::bias},
                                             {"out", nullptr, &Args::out},
-                                            {"lse", nullptr, &Args::lse}}};
+                                            {"lse", nullptr, &Args::lse},
+                                            {"cu_seqlens_q", &Args::cu_seqlens_q},
+                                            {"cu_seqlens_kv", &Args::cu_seqlens_kv}}};
   }
   static constexpr auto kFields = fields();
 
@@ -134,7 +148,9 @@ struct AttentionHooks {
                                                      {"descriptor.seq_q", d.seq_q},
                                                      {"descriptor.seq_kv", d.seq_kv},
                                                      {"descriptor.heads_q", d.heads_q},
-                                                     {"descriptor.heads_kv", d.heads_kv}};
+                                                     {"descriptor.heads_kv", d.heads_kv},
+                                                     {"descriptor.total_q", d.total_q},
+                                                     {"descriptor.total_kv", d.total_kv}};
     for (const auto& [field, size] : sizes)
       if (size < 0)
         return plan_error(StatusCode::invalid_problem, kPlan, field, "size " + std::to_string(size) + " is negative");
@@ -147,8 +163,14 @@ struct AttentionHooks {
       if (dim < 1 || dim > kMaxHeadDim)
         return plan_error(StatusCode::invalid_problem, kPlan, field,
                           std::to_string(dim) + " is outside 1.." + std::to_string(kMaxHeadDim));
-    for (const Shape& s : {q_shape(d), k_shape(d), v_shape(d), out_shape(d), bias_shape(d)})
+    for (const Shape& s : {q_shape(d), k_shape(d), v_shape(d), out_shape(d), bias_shape(d), offsets_shape(d)})
       if (Status st = check_shape(kPlan, "descriptor", s); !st) return st;
+    if (d.varlen && d.has_bias)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.has_bias",
+                        "packed sequences (varlen) take no bias");
+    if (!d.varlen && (d.total_q != 0 || d.total_kv != 0))
+      return plan_error(StatusCode::invalid_problem, kPlan, d.total_q != 0 ? "descriptor.total_q" : "descriptor.total_kv",
+                        "is for packed sequences: set varlen, or leave it 0");
     if (d.scale < 0 || !std::isfinite(d.scale))
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.scale",
                         std::to_string(d.scale) + " is not a positive finite number (or 0: 1 / sqrt(head_dim))");
@@ -187,6 +209,7 @@ struct AttentionHooks {
     set(1, d.dtype, k_shape(d), true);                    // k
     set(2, d.dtype, v_shape(d), true);                    // v
     set(3, bias_dtype_of(d), bias_shape(d), d.has_bias);  // bias
+    int next = 4;
     if constexpr (kBackward) {
       set(4, d.dtype, out_shape(d), true);      // out
       set(5, d.dtype, out_shape(d), true);      // dout
@@ -194,9 +217,17 @@ struct AttentionHooks {
       set(7, d.dtype, q_shape(d), true, true);  // dq
       set(8, d.dtype, k_shape(d), true, true);  // dk
       set(9, d.dtype, v_shape(d), true, true);  // dv
+      next = 10;
     } else {
       set(4, d.dtype, out_shape(d), true);      // out
       set(5, stats, lse_shape(d), true, true);  // lse
+      next = 6;
+    }
+    // cu_seqlens_q, cu_seqlens_kv: offsets from 0 to the totals, nondecreasing
+    for (int i = 0; i < 2; ++i) {
+      set(next + i, DType::i32, offsets_shape(d), d.varlen);
+      specs[next + i].index_bound = plus_one(i == 0 ? d.total_q : d.total_kv);
+      specs[next + i].sorted = true;
     }
   }
 
@@ -211,6 +242,9 @@ struct AttentionHooks {
     const bool deterministic = kBackward && (pref.determinism == Determinism::required ||
                                              forced == static_cast<int>(AttentionVariant::cudnn_deterministic));
     c.variant = static_cast<int>(deterministic ? AttentionVariant::cudnn_deterministic : AttentionVariant::cudnn);
+    if (d.varlen)
+      return plan_error(StatusCode::unsupported, kPlan, "descriptor.varlen",
+                        "packed sequences run on the CPU; the CUDA path does not take them yet");
     if (nothing_to_do(d)) return c;
     if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
       return plan_error(StatusCode::unsupported, kPlan, field, why);
@@ -240,7 +274,8 @@ struct AttentionHooks {
 
   static bool nothing_to_do(const Descriptor& d) {
     // The backward of no queries still writes dk and dv (zeros); the forward of no keys writes out (0)
-    // and lse (-inf).
+    // and lse (-inf). (Packed sequences: their offsets are checked all the same.)
+    if (d.varlen) return false;
     if constexpr (kBackward)
       return d.batch == 0 || (d.seq_q == 0 && d.seq_kv == 0) || (d.heads_q == 0 && d.seq_kv == 0);
     else

@@ -446,7 +446,7 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BatchNormDescriptor&
 }
 
 // Mostly small valid sizes (heads_q a multiple of heads_kv, head dims up to 40), sometimes any;
-// every mask, the soft-cap and scale at their edges, the bias in any dtype.
+// every mask, the soft-cap and scale at their edges, the bias in any dtype, packed sequences.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.batch = fuzz_size(in);
@@ -470,6 +470,13 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor&
   d.softcap = in.chance(80) ? 0.0 : fuzz_weight(in);
   d.has_bias = in.consume_bool();
   d.bias_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(70) ? DType::f32 : fuzz_dtype(in, {}));
+  // Packed sequences: offsets as random index values (mostly refused at run, naming them)
+  if (in.chance(15)) {
+    d.varlen = true;
+    d.has_bias = in.chance(10);
+    d.total_q = fuzz_size(in);
+    d.total_kv = fuzz_size(in);
+  }
 }
 
 // ignore_index: a class, or a value no index fill draws (the fills' bad values are -1, C, C + 1, the

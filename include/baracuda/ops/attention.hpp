@@ -34,6 +34,16 @@
 // bit-identical across runs, as PyTorch's); with PlanPreference::determinism required the plan takes
 // `cudnn_deterministic`, cuDNN's deterministic algorithm, at some cost in speed.
 //
+// Variable-length sequences (`varlen`, FlashAttention's varlen API): `batch` sequences packed along
+// one token dim, q [total_q, H_q, D], k [total_kv, H_kv, D], v [total_kv, H_kv, D_v],
+// out [total_q, H_q, D_v], lse [H_q, total_q]; sequence b's queries are rows
+// [cu_seqlens_q[b], cu_seqlens_q[b + 1]) and its keys rows [cu_seqlens_kv[b], cu_seqlens_kv[b + 1])
+// (i32, `batch + 1` entries each, from 0 to total, nondecreasing), each of at most seq_q / seq_kv
+// rows (the longest sequences). Masks and their alignment apply within each sequence; an empty
+// sequence is allowed (no keys: its queries' out 0 and lse -inf). No bias. Offsets breaking these
+// rules are a Status naming args.cu_seqlens_q / args.cu_seqlens_kv, and nothing is written. CPU only
+// for now: CUDA refuses varlen at select (descriptor.varlen).
+//
 // Outputs must not overlap an input or each other.
 #include <optional>
 
@@ -64,6 +74,9 @@ struct AttentionDescriptor {
   double softcap = 0.0;             // >= 0 and finite; 0: none
   bool has_bias = false;            // args.bias added to the scores
   std::optional<DType> bias_dtype;  // dtype or f32; nullopt: dtype
+  bool varlen = false;              // packed sequences (above): seq_q / seq_kv their longest
+  int64_t total_q = 0;              // with varlen: the packed query rows
+  int64_t total_kv = 0;             // with varlen: the packed key rows
 };
 
 struct AttentionArgs {
@@ -72,7 +85,9 @@ struct AttentionArgs {
   AnyTensorRef v;
   AnyTensorRef bias;  // with has_bias
   AnyTensorMut out;
-  AnyTensorMut lse;  // optional
+  AnyTensorMut lse;            // optional
+  AnyTensorRef cu_seqlens_q{};   // with varlen: [batch + 1] i32
+  AnyTensorRef cu_seqlens_kv{};  // with varlen: [batch + 1] i32
 };
 
 struct AttentionBackwardArgs {
@@ -86,6 +101,8 @@ struct AttentionBackwardArgs {
   AnyTensorMut dq;  // optional
   AnyTensorMut dk;  // optional
   AnyTensorMut dv;  // optional
+  AnyTensorRef cu_seqlens_q{};   // with varlen
+  AnyTensorRef cu_seqlens_kv{};  // with varlen
 };
 
 struct AttentionOp : OpTag<AttentionDescriptor, AttentionArgs> {};
