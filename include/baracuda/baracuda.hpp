@@ -1,6 +1,7 @@
 #pragma once
 // Everything a user of baracuda needs: the vocabulary and every op family.
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/kernels.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"

@@ -91,6 +91,36 @@ void bind_core(nb::module_& m) {
       "dtype_name", [](DType dtype) { return dtype; }, nb::arg("dtype"),
       "The baracuda name (\"f32\", \"bf16\", ...) of a dtype given as a name, a NumPy / ml_dtypes dtype or a torch "
       "dtype.");
+  m.def(
+      "precompile",
+      [](int arch, int threads, std::vector<int64_t> row_lengths, std::vector<std::string> only) {
+        const PrecompileOptions options{arch, threads, std::move(row_lengths), std::move(only)};
+        std::optional<Expected<PrecompileReport>> r;
+        {
+          nb::gil_scoped_release release;
+          r.emplace(precompile(options));
+        }
+        const PrecompileReport report = unwrap(std::move(*r));
+        nb::dict d;
+        d["arch"] = report.arch;
+        d["programs"] = report.programs;
+        d["compiled"] = report.compiled;
+        d["from_cache"] = report.from_cache;
+        d["seconds"] = report.seconds;
+        d["median_seconds"] = report.median_seconds;
+        d["p90_seconds"] = report.p90_seconds;
+        d["cache_directory"] = report.cache_directory;
+        return d;
+      },
+      nb::kw_only(), nb::arg("arch") = 0, nb::arg("threads") = 0, nb::arg("row_lengths") = std::vector<int64_t>{},
+      nb::arg("only") = std::vector<std::string>{},
+      "Compiles the CUDA kernels plans compile at select into the disk cache shared with the C++ library "
+      "(arch: compute capability x 10, 0: device 0's; only: program name prefixes such as \"norm\"), so that "
+      "select never waits on NVRTC. Needs no GPU. Returns what it did; raises baracuda.Error (unsupported in a "
+      "build without CUDA).");
+  m.def("kernel_cache_directory", &kernel_cache_directory,
+        "The kernel cache directory in force (BARACUDA_CACHE_DIR, else $XDG_CACHE_HOME/baracuda, else "
+        "~/.cache/baracuda); \"\" when off.");
   m.def("cuda_device_count", &cuda_device_count);
   m.def("ffi_handlers", &ffi_handlers,
         "The XLA FFI handlers (PyCapsules) by platform, for jax.ffi.register_ffi_target; empty when the module "

@@ -457,3 +457,21 @@ def test_embedding_and_backward(rng):
     np.add.at(ref, indices, dout)
     np.testing.assert_allclose(dweight, ref, **TOL)
     assert math.isfinite(float(dweight.sum()))
+
+
+def test_precompile_fills_the_kernel_cache(tmp_path, monkeypatch):
+    """baracuda.precompile compiles (NVRTC, no GPU needed) into the cache the C++ library reads; a second
+    call finds every program there."""
+    monkeypatch.setenv("BARACUDA_CACHE_DIR", str(tmp_path))
+    assert bc.kernel_cache_directory() == str(tmp_path)
+    try:
+        first = bc.precompile(arch=90, threads=2, row_lengths=[768], only=["random<"])
+    except bc.Error as e:  # a build without CUDA
+        assert e.code == "unsupported" and "without CUDA" in str(e)
+        return
+    assert first["programs"] == first["compiled"] + first["from_cache"] > 0
+    assert first["cache_directory"] == str(tmp_path) and any(tmp_path.iterdir())
+    second = bc.precompile(arch=90, row_lengths=[768], only=["random<"])
+    assert second["compiled"] == 0 and second["from_cache"] == first["programs"]
+    with pytest.raises(bc.Error, match="options.only"):
+        bc.precompile(only=["no such family"])

@@ -1,4 +1,5 @@
 // Built instead of the CUDA backend when BARACUDA_ENABLE_CUDA is OFF: no device is ever usable.
+#include "baracuda/core/kernels.hpp"
 #include "cuda/runtime.hpp"
 #include "ops/indexing_problem.hpp"
 #include "ops/segment_problem.hpp"
@@ -7,6 +8,10 @@ namespace baracuda {
 
 int cuda_device_count() { return 0; }
 std::string_view cuda_unavailable_reason() { return "baracuda was built without CUDA"; }
+Expected<PrecompileReport> precompile(const PrecompileOptions&) {
+  return Status::error(StatusCode::unsupported, "precompile: baracuda was built without CUDA: no kernel to compile");
+}
+std::string kernel_cache_directory() { return ""; }
 
 namespace detail {
 Expected<CudaDeviceInfo> cuda_device_info(int) {
