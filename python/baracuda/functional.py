@@ -45,6 +45,8 @@ __all__ = [
     "matmul_backward",
     "linear_backward",
     "cross_entropy_backward",
+    "attention",
+    "attention_backward",
     "clear_plan_cache",
 ]
 
@@ -442,6 +444,49 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 def kl_div(input, target, reduction="mean", log_target=False):
     """F.kl_div of log-probabilities `input` against `target` (probabilities, or log ones)."""
     return _pointwise_loss("kl_div", input, target, reduction, log_target=log_target)
+
+
+def _attention_fields(q, k, v, bias, causal, scale, window, softcap, alignment):
+    B, Sq, Hq, D = _shape(q)
+    _, Skv, Hkv, _ = _shape(k)
+    fields = dict(dtype=_dtype(q), batch=B, seq_q=Sq, seq_kv=Skv, heads_q=Hq, heads_kv=Hkv, head_dim=D,
+                  head_dim_v=int(v.shape[3]), scale=float(scale or 0.0), causal=bool(causal),
+                  window_left=int(window[0]), window_right=int(window[1]), softcap=float(softcap),
+                  has_bias=bias is not None, alignment=getattr(_bc.CausalAlignment, alignment))
+    if bias is not None and _dtype(bias) != fields["dtype"]:
+        fields["bias_dtype"] = _dtype(bias)
+    return fields
+
+
+def _attention_inputs(q, k, v, bias, fields):
+    inputs = dict(q=q, k=k, v=v)
+    if bias is not None:  # broadcast as PyTorch broadcasts an attn_mask (stride-0 views)
+        shape = (fields["batch"], fields["heads_q"], fields["seq_q"], fields["seq_kv"])
+        inputs["bias"] = _framework(q).broadcast(bias, shape)
+    return inputs
+
+
+def attention(q, k, v, bias=None, *, causal=False, scale=None, window=(-1, -1), softcap=0.0,
+              alignment="top_left", return_lse=False):
+    """Scaled-dot-product attention of q [B, S_q, H_q, D], k [B, S_kv, H_kv, D], v [B, S_kv, H_kv, D_v]
+    (jax.nn.dot_product_attention's layout; PyTorch's [B, H, S, D] tensors as q.transpose(1, 2) views):
+    out [B, S_q, H_q, D_v]. H_kv divides H_q (GQA); scale None is 1 / sqrt(D); causal and window
+    (left, right) relative to the diagonal (alignment "top_left" as PyTorch, "bottom_right" as
+    FlashAttention); softcap > 0 (Gemma 2); an additive bias broadcast to [B, H_q, S_q, S_kv].
+    return_lse=True returns (out, lse [B, H_q, S_q]), which attention_backward reads."""
+    fields = _attention_fields(q, k, v, bias, causal, scale, window, softcap, alignment)
+    out = _run(_bc.AttentionPlan, _bc.AttentionDescriptor, fields, q, _attention_inputs(q, k, v, bias, fields),
+               outputs=("lse",) if return_lse else ())
+    return (out["out"], out["lse"]) if return_lse else out["out"]
+
+
+def attention_backward(dout, q, k, v, out, lse, bias=None, *, causal=False, scale=None, window=(-1, -1),
+                       softcap=0.0, alignment="top_left"):
+    """(dq, dk, dv) of attention given dout and the forward's out and lse."""
+    fields = _attention_fields(q, k, v, bias, causal, scale, window, softcap, alignment)
+    inputs = dict(_attention_inputs(q, k, v, bias, fields), out=out, dout=dout, lse=lse)
+    grads = _run(_bc.AttentionBackwardPlan, _bc.AttentionDescriptor, fields, q, inputs, outputs=("dq", "dk", "dv"))
+    return grads["dq"], grads["dk"], grads["dv"]
 
 
 def _softmax(kind, x, dim):

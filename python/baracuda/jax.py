@@ -4,7 +4,7 @@ Every plan is reachable through ``call`` (a plan class, its descriptor's fields,
 argument name), and baracuda's plain functions (``baracuda.rms_norm(x, w)``, ...) take JAX arrays
 through it. The functions here are differentiable (``jax.custom_vjp``, the backward plans):
 ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``, ``silu``,
-``relu``, ``tanh``), ``matmul``, ``linear`` and ``cross_entropy``.
+``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy`` and ``attention``.
 
 A call is one custom call, "baracuda_plan", whose attribute names a plan selected at trace time for
 the platform of the inputs (the default backend under tracing); XLA allocates its results and the
@@ -34,6 +34,7 @@ __all__ = [
     "matmul",
     "linear",
     "cross_entropy",
+    "attention",
 ]
 
 _TARGET = "baracuda_plan"
@@ -295,3 +296,34 @@ def cross_entropy(logits, targets, weight=None, ignore_index=-100, reduction="me
         raise TypeError("baracuda.jax.cross_entropy takes class indices; soft targets: baracuda.cross_entropy "
                         "(not differentiated)")
     return _cross_entropy(logits, targets, weight, int(ignore_index), reduction, float(label_smoothing))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _attention(q, k, v, bias, options):
+    return _f.attention(q, k, v, bias, **dict(options))
+
+
+def _attention_fwd(q, k, v, bias, options):
+    out, lse = _f.attention(q, k, v, bias, return_lse=True, **dict(options))
+    return out, (q, k, v, bias, out, lse)
+
+
+def _attention_bwd(options, saved, dout):
+    q, k, v, bias, out, lse = saved
+    dq, dk, dv = _f.attention_backward(dout, q, k, v, out, lse, bias, **dict(options))
+    return dq, dk, dv, None if bias is None else jnp.zeros_like(bias)
+
+
+_attention.defvjp(_attention_fwd, _attention_bwd)
+
+
+def attention(q, k, v, bias=None, *, causal=False, scale=None, window=(-1, -1), softcap=0.0, alignment="top_left"):
+    """jax.nn.dot_product_attention's layout: q [B, S_q, H_q, D], k [B, S_kv, H_kv, D], v [B, S_kv, H_kv, D_v]
+    -> [B, S_q, H_q, D_v]; GQA where H_kv divides H_q; causal / window / softcap / alignment as
+    baracuda.attention. The bias (broadcast to [B, H_q, S_q, S_kv]) is a constant: no gradient flows
+    to it (it is wrapped in lax.stop_gradient)."""
+    if bias is not None:
+        bias = jax.lax.stop_gradient(bias)
+    options = (("causal", bool(causal)), ("scale", None if scale is None else float(scale)),
+               ("window", tuple(int(w) for w in window)), ("softcap", float(softcap)), ("alignment", alignment))
+    return _attention(q, k, v, bias, options)

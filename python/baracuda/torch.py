@@ -8,7 +8,8 @@ baracuda.functional selects a CPU plan to learn the outputs' shapes and runs not
 the work is queued on PyTorch's current stream.
 
 Differentiable: ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``,
-``silu``, ``relu``, ``tanh``), ``matmul``, ``linear`` and ``cross_entropy``.
+``silu``, ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy`` and
+``scaled_dot_product_attention``.
 """
 
 import types
@@ -31,6 +32,7 @@ __all__ = [
     "matmul",
     "linear",
     "cross_entropy",
+    "scaled_dot_product_attention",
     "patch",
 ]
 
@@ -340,6 +342,61 @@ def cross_entropy(logits, targets, weight=None, ignore_index=-100, reduction="me
         raise TypeError("baracuda.torch.cross_entropy takes class indices; soft targets: baracuda.cross_entropy "
                         "(not differentiated)")
     return _cross_entropy_op(logits, targets, weight, int(ignore_index), reduction, float(label_smoothing))[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention: q, k, v as [B, S, H, D] views (PyTorch's [B, H, S, D] tensors transposed, no copy)
+
+def _attention_impl(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor], causal: bool,
+                    scale: float) -> Tuple[Tensor, Tensor]:
+    out, lse = _f.attention(q, k, v, bias, causal=causal, scale=scale or None, return_lse=True)
+    return out, lse
+
+
+def _attention_backward_impl(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+                             bias: Optional[Tensor], causal: bool, scale: float) -> Tuple[Tensor, Tensor, Tensor]:
+    dq, dk, dv = _f.attention_backward(dout, q, k, v, out, lse, bias, causal=causal, scale=scale or None)
+    return dq, dk, dv
+
+
+_attention_op = _op("attention", _attention_impl)
+_attention_backward_op = _op("attention_backward", _attention_backward_impl)
+
+
+def _attention_setup(ctx, inputs, output):
+    q, k, v, bias, ctx.causal, ctx.scale = inputs
+    ctx.save_for_backward(q, k, v, bias, output[0], output[1])
+
+
+def _attention_backward(ctx, dout, _dlse):
+    q, k, v, bias, out, lse = ctx.saved_tensors
+    if ctx.needs_input_grad[3]:
+        raise RuntimeError("baracuda.torch.scaled_dot_product_attention: no gradient for attn_mask (a float mask "
+                           "that requires grad); detach it")
+    dq, dk, dv = _attention_backward_op(_grad(dout), q, k, v, out, lse, bias, ctx.causal, ctx.scale)
+    return dq, dk, dv, None, None, None
+
+
+_attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """F.scaled_dot_product_attention on [B, H, S, D] tensors (grouped-query heads whether or not
+    enable_gqa says so): a boolean attn_mask keeps where True, a float one is added; no dropout."""
+    if dropout_p:
+        raise NotImplementedError("baracuda.torch.scaled_dot_product_attention: no dropout_p (apply dropout apart)")
+    if query.dim() != 4:
+        raise ValueError("baracuda.torch.scaled_dot_product_attention takes [B, H, S, D] tensors")
+    bias = attn_mask
+    if bias is not None and bias.dtype == torch.bool:
+        bias = torch.zeros(bias.shape, dtype=query.dtype, device=bias.device).masked_fill_(~bias, float("-inf"))
+    if bias is not None:
+        while bias.dim() < 4:
+            bias = bias.unsqueeze(0)
+    out, _ = _attention_op(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), bias, bool(is_causal),
+                           float(scale or 0.0))
+    return out.transpose(1, 2)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -161,3 +161,21 @@ def test_errors_are_exceptions(rng):
         bj.cross_entropy(x, t.reshape(2, 2))
     with pytest.raises(TypeError, match="class indices"):
         bj.cross_entropy(x, x)
+
+
+@pytest.mark.parametrize("causal,gqa", [(False, 1), (True, 2)])
+def test_attention_against_jax(rng, causal, gqa):
+    B, S, Skv, H, D = 2, 7, 7 if causal else 11, 4, 16
+    q = jnp.asarray(randn(rng, B, S, H, D))
+    k, v = jnp.asarray(randn(rng, B, Skv, H // gqa, D)), jnp.asarray(randn(rng, B, Skv, H // gqa, D))
+    ref = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    close(bj.attention(q, k, v, causal=causal), ref(q, k, v), 1e-5)
+    up = jnp.asarray(randn(rng, B, S, H, D))
+    got = jax.jit(jax.grad(lambda *a: jnp.sum(bj.attention(*a, causal=causal) * up), (0, 1, 2)))(q, k, v)
+    want = jax.grad(lambda *a: jnp.sum(ref(*a) * up), (0, 1, 2))(q, k, v)
+    for g, w in zip(got, want):
+        close(g, w, 1e-4)
+    # an additive bias broadcast over the batch and heads: a constant (no gradient flows to it)
+    bias = jnp.asarray(randn(rng, S, Skv))
+    close(bj.attention(q, k, v, bias), jax.nn.dot_product_attention(q, k, v, bias=bias[None, None]), 1e-5)
+    assert float(jnp.max(jnp.abs(jax.grad(lambda b: jnp.sum(bj.attention(q, k, v, b)))(bias)))) == 0.0

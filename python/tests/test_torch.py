@@ -22,6 +22,9 @@ def cases(device):
     a, m = randn(2, 3, 5, device=device), randn(5, 7, device=device)
     lw, lb = randn(6, 16, device=device), randn(6, device=device)
     t = torch.tensor([0, 15, 3, -100], device=device)
+    hq, hk, hv = randn(2, 3, 5, 8, device=device), randn(2, 3, 6, 8, device=device), randn(2, 3, 6, 8, device=device)
+    mask = torch.rand(5, 6, generator=torch.Generator().manual_seed(5)).to(device) > 0.3
+    mask[:, 0] = True  # (every row sees a key: PyTorch's fully masked rows are NaN, ours 0)
     return [
         ("rms_norm", lambda x, w: bt.rms_norm(x, w, 1e-6), lambda x, w: F.rms_norm(x, (16,), w, 1e-6), (x, w)),
         ("layer_norm", lambda x, w, b: bt.layer_norm(x, w, b), lambda x, w, b: F.layer_norm(x, (16,), w, b), (x, w, b)),
@@ -36,6 +39,10 @@ def cases(device):
         ("linear_nobias", lambda x, w: bt.linear(x, w), F.linear, (x, lw)),
         ("cross_entropy", lambda z: bt.cross_entropy(z, t, label_smoothing=0.1),
          lambda z: F.cross_entropy(z, t, label_smoothing=0.1), (x,)),
+        ("sdpa_causal", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (hq, hk, hv)),
+        ("sdpa_mask", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3), (hq, hk, hv)),
     ]
 
 
@@ -72,6 +79,8 @@ def test_opcheck(device):
         (ops.matmul, (a, m, False)),
         (ops.linear, (x, randn(5, 8, device=device), randn(5, device=device), "silu", False)),
         (ops.cross_entropy, (x, t, None, -100, "mean", 0.0)),
+        (ops.attention, (randn(2, 5, 4, 8, device=device), randn(2, 6, 2, 8, device=device),
+                         randn(2, 6, 2, 8, device=device), None, True, 0.0)),
     ]:
         torch.library.opcheck(op, args)
 
