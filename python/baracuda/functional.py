@@ -611,6 +611,23 @@ def multinomial(probs, num_samples, replacement=False, *, seed, offset=0, dtype=
     return _run(_bc.MultinomialPlan, _bc.MultinomialDescriptor, fields, probs, dict(probs=probs), cache=False)["out"]
 
 
+def unary_shortcuts(unary):
+    """gelu, silu, relu and tanh over a module's unary(kind, x) (baracuda.jax's and baracuda.torch's
+    differentiable ones)."""
+
+    def gelu(x, approximate="none"):
+        return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+    def named(kind):
+        def f(x):
+            return unary(kind, x)
+
+        f.__name__ = kind
+        return f
+
+    return gelu, named("silu"), named("relu"), named("tanh")
+
+
 # Every unary kind as a function of its own (baracuda.exp(x), baracuda.silu(x), ...), but for those
 # defined above.
 def _unary_function(name):

@@ -209,20 +209,7 @@ def unary(kind, x, **parameters):
     return _unary(kind, tuple(sorted(parameters.items())), x)
 
 
-def gelu(x, approximate="none"):
-    return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
-
-
-def silu(x):
-    return unary("silu", x)
-
-
-def relu(x):
-    return unary("relu", x)
-
-
-def tanh(x):
-    return unary("tanh", x)
+gelu, silu, relu, tanh = _f.unary_shortcuts(unary)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(2,))

@@ -213,20 +213,7 @@ def unary(kind, x, **parameters):
     return _unary_op(x, kind, values)
 
 
-def gelu(x, approximate="none"):
-    return unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
-
-
-def silu(x):
-    return unary("silu", x)
-
-
-def relu(x):
-    return unary("relu", x)
-
-
-def tanh(x):
-    return unary("tanh", x)
+gelu, silu, relu, tanh = _f.unary_shortcuts(unary)
 
 
 # ---------------------------------------------------------------------------------------------

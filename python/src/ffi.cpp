@@ -95,20 +95,24 @@ ffi::Error run_call(const Stream& stream, int64_t id, ffi::RemainingArgs args, f
                      " results; the target takes " + std::to_string(target->inputs.size()) + " and " +
                      std::to_string(results));
   std::vector<AnyTensorMut> in, out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto buffer = args.get<ffi::AnyBuffer>(i);
-    if (!buffer.has_value()) return buffer.error();
-    const std::optional<AnyTensorMut> view = view_of(*buffer);
-    if (!view) return error(plan, "args." + target->inputs[i], "a dtype or rank baracuda does not take");
-    in.push_back(*view);
-  }
-  for (size_t i = 0; i < target->outputs.size(); ++i) {
-    auto buffer = rets.get<ffi::AnyBuffer>(i);
-    if (!buffer.has_value()) return buffer.error();
-    const std::optional<AnyTensorMut> view = view_of(**buffer);
-    if (!view) return error(plan, "args." + target->outputs[i], "a dtype or rank baracuda does not take");
-    out.push_back(*view);
-  }
+  // The operands' or the results' buffers as views, in the target's order (a result is a Result<AnyBuffer>).
+  auto views = [&](const auto& buffers, const std::vector<std::string>& names,
+                   std::vector<AnyTensorMut>& to) -> std::optional<ffi::Error> {
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto buffer = buffers.template get<ffi::AnyBuffer>(i);
+      if (!buffer.has_value()) return buffer.error();
+      std::optional<AnyTensorMut> view;
+      if constexpr (std::is_same_v<std::decay_t<decltype(buffers)>, ffi::RemainingArgs>)
+        view = view_of(*buffer);
+      else
+        view = view_of(**buffer);
+      if (!view) return error(plan, "args." + names[i], "a dtype or rank baracuda does not take");
+      to.push_back(*view);
+    }
+    return std::nullopt;
+  };
+  if (auto e = views(args, target->inputs, in)) return std::move(*e);
+  if (auto e = views(rets, target->outputs, out)) return std::move(*e);
   Workspace workspace{};
   if (target->workspace) {
     auto buffer = rets.get<ffi::AnyBuffer>(results - 1);
