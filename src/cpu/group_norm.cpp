@@ -56,7 +56,9 @@ Status forward(const GroupNormForwardProblem& p) {
   Acc* rstd_out = static_cast<Acc*>(a.rstd.data);
   const Acc count = static_cast<Acc>(std::max<int64_t>(g.group_size(), 1)), eps = static_cast<Acc>(p.desc.eps);
   const bool silu = p.desc.silu;
-  const bool unit = g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 && g.space.strides[1][0] == 1;
+  // (No spatial element: the element-wise path, which walks no channel of an empty group.)
+  const bool unit = g.spatial > 0 && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 &&
+                    g.space.strides[1][0] == 1;
   // No channel (C = 0, any group count): nothing to normalize, and only statistics asked for have
   // elements (a loop over N x groups empty groups could otherwise run for hours).
   if (g.group_channels == 0 && !mean_out && !rstd_out) return Status::ok();
@@ -142,7 +144,10 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   const Acc count = static_cast<Acc>(std::max<int64_t>(g.group_size(), 1));
   const bool silu = p.desc.silu;
   if (g.group_channels == 0) return Status::ok();  // no channel: dx, dweight and dbias are empty
-  const int64_t items = g.samples * g.groups;
+  // No spatial element: dx is empty and dweight and dbias sum nothing (zeros), without a pass over
+  // the groups' empty channels (billions of them in a valid view of no element).
+  const bool elements = g.spatial > 0;
+  const int64_t items = elements ? g.samples * g.groups : 0;
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < items; ++item) {
     const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
@@ -192,11 +197,11 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   }
   if (!dweight && !dbias) return Status::ok();
     // dweight and dbias: each channel's sums over the samples, in sample order (zeros with no samples,
-    // when the workspace is empty).
+    // when the workspace is empty, or with no spatial element).
 #pragma omp parallel for schedule(static) if (g.samples * g.channels > kParallelThreshold)
   for (int64_t c = 0; c < g.channels; ++c) {
     Acc sw = 0, sb = 0;
-    for (int64_t n = 0; n < g.samples && sums; ++n) {
+    for (int64_t n = 0; n < g.samples && sums && elements; ++n) {
       sw += sums[n * g.channels + c];
       sb += sums[(g.samples + n) * g.channels + c];
     }

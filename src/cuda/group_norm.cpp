@@ -120,8 +120,11 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   const jit::Module& m = jit_module(ctx);
   const int threads = group_norm_threads(g.group_size());
   if (g.group_channels == 0) return Status::ok();  // no channel: dx, dweight and dbias are empty
+  // No spatial element: dx is empty and dweight, dbias zeros, without the kernel's pass over the groups'
+  // empty channels (a block sum each).
+  const bool elements = g.spatial > 0;
   const int64_t blocks = group_norm_blocks(g.samples * g.groups);
-  if (blocks > 0 && (params.dx || partials))
+  if (blocks > 0 && elements && (params.dx || partials))
     if (Status s = launch_jit(m.kernels[kernel_index(g, p.desc.dtype, {params.dy, params.x, params.dx})], blocks,
                               threads, params, ctx.stream, "group_norm_backward");
         !s)
@@ -132,7 +135,7 @@ Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   fin.dweight = a.dweight.data;
   fin.dbias = a.dbias.data;
   fin.n = g.channels;
-  fin.chunks = partials ? g.samples : 0;  // no samples: zeros
+  fin.chunks = partials && elements ? g.samples : 0;  // no samples or no element: zeros
   fin.inner.rank = 1;
   fin.inner.sizes[0] = g.channels;
   fin.inner.strides[0][0] = g.dweight_stride;
