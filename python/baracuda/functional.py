@@ -184,6 +184,10 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
     if fw is _Jax:
         from . import jax as _jax
 
+        if not cache:
+            raise TypeError(f"{plan_cls.__name__}: its seed and offset are part of the plan, so with JAX arrays each "
+                            "new offset would compile a new custom call: use jax.random, or NumPy / PyTorch arrays")
+
         return _jax.run_plan(plan_cls, lambda: desc_cls(**fields), key if key is not None else
                              tuple(sorted(fields.items())), like, inputs, outputs)
     abstract = fw is _Torch and fw.abstract(like)

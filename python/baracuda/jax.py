@@ -7,8 +7,10 @@ through it. The functions here are differentiable (``jax.custom_vjp``, the backw
 ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy`` and ``attention``.
 
 A call is one custom call, "baracuda_plan", whose attribute names a plan selected at trace time for
-the platform of the inputs (the default backend under tracing); XLA allocates its results and the
-plan's workspace. Plans and their targets live as long as the process.
+the device of the inputs (under tracing, one for each platform baracuda has a handler for, XLA
+keeping the one it compiles for); XLA allocates its results and the plan's workspace. Plans and
+their targets live as long as the process. Plans whose descriptor changes every call (the random
+draws' seed and offset) are refused with JAX arrays: use jax.random there.
 """
 
 from functools import partial
@@ -64,22 +66,19 @@ def _register():
     _registered = True
 
 
-def _stream(like):
-    """The stream a plan is selected on for `like`: its device's, or under tracing the default
-    backend's first device."""
+def _device_stream(like):
+    """The stream of the concrete array `like` ("cpu", "cuda:N"), or None for a tracer (under jit or
+    grad the platform is known only when XLA lowers the call)."""
     try:
         device = next(iter(like.devices()))
-    except Exception:  # a tracer: no device yet
-        device = jax.devices()[0]
+    except Exception:
+        return None
     return "cpu" if device.platform == "cpu" else f"cuda:{device.local_hardware_id or 0}"
 
 
-def run_plan(plan_cls, descriptor, key, like, inputs, outputs=()):
-    """Runs plan_cls for descriptor() (called at the first use of `key`, which stands for it) on JAX
-    arrays by argument name: one custom call; its results by name, as functional._run's."""
-    _register()
-    stream = _stream(like)
-    present = {name: value for name, value in inputs.items() if value is not None}
+def _target(plan_cls, descriptor, key, stream, present, outputs):
+    """The custom call of plan_cls selected on `stream` (cached): a function of the operands returning
+    the named results (and the workspace, last, where the plan has one), and the results' names."""
     cache_key = (plan_cls.__name__, key, stream, tuple(present), tuple(outputs))
     entry = _targets.get(cache_key)
     if entry is None:
@@ -96,9 +95,29 @@ def run_plan(plan_cls, descriptor, key, like, inputs, outputs=()):
         target = plan.ffi_target(operands, names)
         fn = jax.ffi.ffi_call(_TARGET, types, input_output_aliases=aliases or None, vmap_method="sequential")
         entry = _targets[cache_key] = (partial(fn, target=np.int64(target)), names)
-    fn, names = entry
-    out = fn(*present.values())
-    return dict(zip(names, out))
+    return entry
+
+
+def run_plan(plan_cls, descriptor, key, like, inputs, outputs=()):
+    """Runs plan_cls for descriptor() (called at the first use of `key`, which stands for it) on JAX
+    arrays by argument name: one custom call; its results by name, as functional._run's. A concrete
+    input's device picks the plan; under tracing each platform baracuda has a handler for gets its
+    plan, and XLA keeps the branch of the platform it compiles for (lax.platform_dependent)."""
+    _register()
+    present = {name: value for name, value in inputs.items() if value is not None}
+    operands = list(present.values())
+    stream = _device_stream(like)
+    platforms = list(_bc.ffi_handlers())
+    if stream is None and len(platforms) == 1:
+        stream = "cpu" if platforms[0] == "cpu" else "cuda:0"
+    if stream is not None:
+        fn, names = _target(plan_cls, descriptor, key, stream, present, outputs)
+        return dict(zip(names, fn(*operands)))
+    branches = {}
+    for platform in platforms:
+        fn, names = _target(plan_cls, descriptor, key, "cpu" if platform == "cpu" else "cuda:0", present, outputs)
+        branches[platform] = (lambda fn, n: lambda *a: tuple(fn(*a)[:n]))(fn, len(names))
+    return dict(zip(names, jax.lax.platform_dependent(*operands, **branches)))
 
 
 def call(plan_cls, descriptor, outputs=(), **inputs):

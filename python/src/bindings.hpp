@@ -180,6 +180,7 @@ template <class P>
 struct BoundPlan {
   P plan;
   Stream stream;
+  PlanPreference preference;  // (an FFI target selects the plan again with it on another device)
 };
 
 template <class P>
@@ -216,8 +217,8 @@ typename P::Args args_from_python(const nb::kwargs& kwargs, const Stream& stream
 
 // The plan as an XLA FFI target (baracuda.jax; defined in ffi.hpp, which plans.cpp includes): its id.
 template <class P>
-int64_t register_ffi_target(const P& plan, const Stream& selected, std::vector<std::string> inputs,
-                            std::vector<std::string> outputs);
+int64_t register_ffi_target(const P& plan, const Stream& selected, const PlanPreference& preference,
+                            std::vector<std::string> inputs, std::vector<std::string> outputs);
 
 template <class P>
 nb::class_<BoundPlan<P>> bind_plan(nb::module_& m, const char* name) {
@@ -228,7 +229,8 @@ nb::class_<BoundPlan<P>> bind_plan(nb::module_& m, const char* name) {
          "select",
          [](const Descriptor& desc, nb::handle stream, const PlanPreference* preference) {
            const Stream s = stream_from_python(stream);
-           return Bound{unwrap(P::select(s, desc, preference ? *preference : PlanPreference{})), s};
+           const PlanPreference pref = preference ? *preference : PlanPreference{};
+           return Bound{unwrap(P::select(s, desc, pref)), s, pref};
          },
          nb::arg("descriptor"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none(),
          "Validates the descriptor and picks a kernel for the stream's backend (None: CUDA device 0 where a GPU "
@@ -270,7 +272,7 @@ nb::class_<BoundPlan<P>> bind_plan(nb::module_& m, const char* name) {
       .def(
           "ffi_target",
           [](const Bound& self, std::vector<std::string> inputs, std::vector<std::string> outputs) {
-            return register_ffi_target(self.plan, self.stream, std::move(inputs), std::move(outputs));
+            return register_ffi_target(self.plan, self.stream, self.preference, std::move(inputs), std::move(outputs));
           },
           nb::arg("inputs"), nb::arg("outputs"),
           "Registers the plan as an XLA FFI target (baracuda.jax): the call's operands are the arguments named "

@@ -68,7 +68,14 @@ void bind_descriptors(nb::module_& m) {
       .def_rw("beta", &UnaryParameters::beta)
       .def_rw("threshold", &UnaryParameters::threshold)
       .def_rw("min_val", &UnaryParameters::min_val)
-      .def_rw("max_val", &UnaryParameters::max_val);
+      .def_rw("max_val", &UnaryParameters::max_val)
+      // (by value: baracuda.jax.call keys its plans on a descriptor's repr)
+      .def("__repr__", [](const UnaryParameters& p) {
+        return "UnaryParameters(negative_slope=" + std::to_string(p.negative_slope) +
+               ", alpha=" + std::to_string(p.alpha) + ", beta=" + std::to_string(p.beta) +
+               ", threshold=" + std::to_string(p.threshold) + ", min_val=" + std::to_string(p.min_val) +
+               ", max_val=" + std::to_string(p.max_val) + ")";
+      });
   DescriptorClass<UnaryDescriptor>(m, "UnaryDescriptor")
       .field("kind", &UnaryDescriptor::kind)
       .field("dtype", &UnaryDescriptor::dtype)

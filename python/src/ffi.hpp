@@ -6,6 +6,7 @@
 // long as the process (a compiled JAX function may call it at any time); Python registers one per
 // plan and argument list, not per call.
 #include <cstdint>
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -38,8 +39,8 @@ int64_t add_ffi_target(FfiTarget target);
 // is the one bound. On CUDA a call on another device than the plan's selects the plan again there,
 // once. A name the plan does not have, or a result it does not write, is an error naming the field.
 template <class P>
-FfiTarget ffi_target_of(const P& plan, const Stream& selected, std::vector<std::string> inputs,
-                        std::vector<std::string> outputs) {
+FfiTarget ffi_target_of(const P& plan, const Stream& selected, const PlanPreference& preference,
+                        std::vector<std::string> inputs, std::vector<std::string> outputs) {
   const std::string_view name = P::schema().plan;
   auto field_of = [&](const std::string& arg, bool written) {
     for (const auto& f : P::arg_fields())
@@ -52,6 +53,11 @@ FfiTarget ffi_target_of(const P& plan, const Stream& selected, std::vector<std::
   std::vector<ArgField<typename P::Args>> in_fields, out_fields;
   for (const auto& arg : inputs) in_fields.push_back(field_of(arg, false));
   for (const auto& arg : outputs) out_fields.push_back(field_of(arg, true));
+  // A written argument is a result (XLA's operands are immutable); as an operand too only when aliased.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (in_fields[i].out && std::find(outputs.begin(), outputs.end(), inputs[i]) == outputs.end())
+      throw_error(StatusCode::invalid_problem, name, "args." + inputs[i],
+                  "is written: list it among the results (and, to read its old values, alias it to the operand)");
 
   // The plan per CUDA device it has run on (the one selected first among them).
   struct Plans {
@@ -66,7 +72,7 @@ FfiTarget ffi_target_of(const P& plan, const Stream& selected, std::vector<std::
   target.outputs = std::move(outputs);
   target.workspace = plan.workspace_size();
   target.backend = selected.backend();
-  target.run = [plans, in_fields, out_fields](const Stream& stream, std::span<const AnyTensorMut> in,
+  target.run = [plans, preference, in_fields, out_fields](const Stream& stream, std::span<const AnyTensorMut> in,
                                                std::span<const AnyTensorMut> out, Workspace workspace) -> Status {
     const P* chosen = nullptr;
     {
@@ -74,7 +80,7 @@ FfiTarget ffi_target_of(const P& plan, const Stream& selected, std::vector<std::
       for (const auto& [device, p] : plans->by_device)
         if (device == stream.device()) chosen = &p;
       if (!chosen) {
-        Expected<P> again = P::select(stream, plans->by_device.front().second.descriptor());
+        Expected<P> again = P::select(stream, plans->by_device.front().second.descriptor(), preference);
         if (!again) return again.status();
         if (again->workspace_size() > workspace.size)
           return Status::error(StatusCode::invalid_problem, std::string(P::schema().plan) +
@@ -93,9 +99,9 @@ FfiTarget ffi_target_of(const P& plan, const Stream& selected, std::vector<std::
 }
 
 template <class P>
-int64_t register_ffi_target(const P& plan, const Stream& selected, std::vector<std::string> inputs,
-                            std::vector<std::string> outputs) {
-  return add_ffi_target(ffi_target_of(plan, selected, std::move(inputs), std::move(outputs)));
+int64_t register_ffi_target(const P& plan, const Stream& selected, const PlanPreference& preference,
+                            std::vector<std::string> inputs, std::vector<std::string> outputs) {
+  return add_ffi_target(ffi_target_of(plan, selected, preference, std::move(inputs), std::move(outputs)));
 }
 
 }  // namespace baracuda::python

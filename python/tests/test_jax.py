@@ -179,3 +179,21 @@ def test_attention_against_jax(rng, causal, gqa):
     bias = jnp.asarray(randn(rng, S, Skv))
     close(bj.attention(q, k, v, bias), jax.nn.dot_product_attention(q, k, v, bias=bias[None, None]), 1e-5)
     assert float(jnp.max(jnp.abs(jax.grad(lambda b: jnp.sum(bj.attention(q, k, v, b)))(bias)))) == 0.0
+
+
+def test_call_keys_on_parameter_values_and_refuses_what_it_cannot_do(rng):
+    x = jnp.asarray(randn(rng, 64))
+
+    def leaky(slope):
+        p = bc.UnaryParameters()
+        p.negative_slope = slope
+        desc = bc.UnaryDescriptor(kind=bc.UnaryKind.leaky_relu, dtype="f32", shape=(64,), parameters=p)
+        return bj.call(bc.UnaryPlan, desc, x=x)["out"]
+
+    close(leaky(0.1), jax.nn.leaky_relu(x, 0.1), 1e-6)
+    close(leaky(0.3), jax.nn.leaky_relu(x, 0.3), 1e-6)  # not the 0.1 plan again
+    with pytest.raises(TypeError, match="jax.random"):
+        bc.dropout(x, 0.5, seed=1, offset=0)
+    plan = bc.SoftmaxPlan.select(bc.SoftmaxDescriptor(dtype="f32", shape=(64,), dim=0), "cpu")
+    with pytest.raises(bc.Error, match="args.y"):  # a written argument given as an operand alone
+        plan.ffi_target(["x", "y"], [])

@@ -356,7 +356,9 @@ Status backward(const AttentionBackwardProblem& p) {
       A *dk = s.acc1, *dv = s.acc2;
       std::fill(dk, dk + int64_t{n} * D, A(0));
       std::fill(dv, dv + int64_t{n} * Dv, A(0));
-      for (int64_t h = hk * tiles.group; h < (hk + 1) * tiles.group; ++h)
+      // (No query: dk and dv are zeros, without a walk over the group's heads, billions of them in a
+      // valid view of no element.)
+      for (int64_t h = hk * tiles.group; d.seq_q > 0 && h < (hk + 1) * tiles.group; ++h)
         for (int64_t i0 = 0; i0 < d.seq_q; i0 += kQueryTile) {
           const int rows = static_cast<int>(std::min<int64_t>(kQueryTile, d.seq_q - i0));
           if (!tiles.sees(i0, i0 + rows, j0, j0 + n)) continue;

@@ -59,9 +59,9 @@ Status forward(const GroupNormForwardProblem& p) {
   // (No spatial element: the element-wise path, which walks no channel of an empty group.)
   const bool unit = g.spatial > 0 && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 &&
                     g.space.strides[1][0] == 1;
-  // No channel (C = 0, any group count): nothing to normalize, and only statistics asked for have
+  // No channel or no spatial element: nothing to normalize, and only statistics asked for have
   // elements (a loop over N x groups empty groups could otherwise run for hours).
-  if (g.group_channels == 0 && !mean_out && !rstd_out) return Status::ok();
+  if (g.group_size() == 0 && !mean_out && !rstd_out) return Status::ok();
   const int64_t items = g.samples * g.groups;
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < items; ++item) {

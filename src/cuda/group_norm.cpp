@@ -98,8 +98,8 @@ Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
   params.rstd = p.args.rstd.data;
   const int threads = group_norm_threads(g.group_size());
   const int64_t blocks = group_norm_blocks(g.samples * g.groups);
-  // (No channel: nothing to normalize, only statistics asked for have elements.)
-  if (blocks == 0 || (g.group_channels == 0 && !params.mean && !params.rstd)) return Status::ok();
+  // (No channel or no spatial element: nothing to normalize, only statistics asked for have elements.)
+  if (blocks == 0 || (g.group_size() == 0 && !params.mean && !params.rstd)) return Status::ok();
   return launch_jit(jit_module(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks, threads,
                     params, ctx.stream, "group_norm_forward");
 }
