@@ -156,8 +156,15 @@ def _framework(x):
     return _NumPy
 
 
+_dtype_names = {}
+
+
 def _dtype(x):
-    return _bc.dtype_name(x.dtype)
+    # (cached by dtype object: asking NumPy for a dtype's name costs microseconds a call)
+    name = _dtype_names.get(x.dtype)
+    if name is None:
+        name = _dtype_names[x.dtype] = _bc.dtype_name(x.dtype)
+    return name
 
 
 def _shape(x):
@@ -197,19 +204,22 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
         inputs = {k: v.detach() if v is not None else None for k, v in inputs.items()}
     stream_key, select_stream, run_stream = (("cpu",), "cpu", None) if abstract else fw.streams(like)
     cache_key = (plan_cls.__name__, key if key is not None else tuple(sorted(fields.items())), stream_key)
-    plan = _plans.get(cache_key) if cache else None
-    if plan is None:
+    entry = _plans.get(cache_key) if cache else None
+    if entry is None:
         plan = plan_cls.select(desc_cls(**fields), select_stream)
+        # (the plan with what every call asks of it: its outputs' specs, its workspace size)
+        entry = (plan, [(s.name, tuple(s.shape), s.dtype, s.optional) for s in plan.arg_specs()
+                        if s.output and s.present], plan.workspace_size())
         if cache:
-            _plans[cache_key] = plan
+            _plans[cache_key] = entry
+    plan, output_specs, size = entry
     out = {}
-    for spec in plan.arg_specs():
-        if spec.output and spec.present and spec.name not in inputs and (not spec.optional or spec.name in outputs):
-            out[spec.name] = fw.empty(spec.shape, spec.dtype, like)
+    for name, shape, dtype, optional in output_specs:
+        if name not in inputs and (not optional or name in outputs):
+            out[name] = fw.empty(shape, dtype, like)
     if abstract:  # (the shapes of a CPU plan's arguments are every backend's)
         return out
     workspace = None
-    size = plan.workspace_size()
     if size and fw is _Torch:  # (the CPU plans allocate their own when given none)
         workspace = fw.empty((size,), "u8", like)
     plan.run(workspace=workspace, stream=run_stream, **inputs, **out)
