@@ -47,6 +47,12 @@ __all__ = [
     "cross_entropy_backward",
     "attention",
     "attention_backward",
+    "gated",
+    "gated_backward",
+    "rotary",
+    "rotary_backward",
+    "embedding",
+    "embedding_backward",
     "clear_plan_cache",
 ]
 
@@ -501,6 +507,71 @@ def attention_backward(dout, q, k, v, out, lse, bias=None, *, causal=False, scal
     inputs = dict(_attention_inputs(q, k, v, bias, fields), out=out, dout=dout, lse=lse)
     grads = _run(_bc.AttentionBackwardPlan, _bc.AttentionDescriptor, fields, q, inputs, outputs=("dq", "dk", "dv"))
     return grads["dq"], grads["dk"], grads["dv"]
+
+
+def gated(kind, x):
+    """A gated linear unit over the last dim's halves, x = [a, b] -> a * act(b): kind "glu" (F.glu),
+    "swiglu", "geglu", "geglu_tanh", "reglu" (Liger's silu(gate) * up is x = [up, gate])."""
+    fields = dict(kind=getattr(_bc.GatedKind, kind), dtype=_dtype(x), shape=_shape(x))
+    return _run(_bc.GatedPlan, _bc.GatedDescriptor, fields, x, dict(x=x))["out"]
+
+
+def gated_backward(kind, dout, x):
+    """dx of gated(kind, x) given dout."""
+    fields = dict(kind=getattr(_bc.GatedKind, kind), dtype=_dtype(x), shape=_shape(x))
+    return _run(_bc.GatedBackwardPlan, _bc.GatedDescriptor, fields, x, dict(dout=dout, x=x))["dx"]
+
+
+def _rotary_fields(q, k, positions, rotary_dim, layout, base, inv_freq):
+    B, S, Hq, D = _shape(q)
+    return dict(dtype=_dtype(q), index_dtype=_dtype(positions), batch=B, seq_len=S, q_heads=Hq,
+                k_heads=int(k.shape[2]) if k is not None else 0, head_dim=D, rotary_dim=int(rotary_dim),
+                layout=getattr(_bc.RotaryLayout, layout), base=float(base), has_inv_freq=inv_freq is not None)
+
+
+def rotary(q, k, positions, *, rotary_dim=0, layout="half_split", base=10000.0, inv_freq=None):
+    """Rotary position embedding of q [B, S, H_q, D] and k [B, S, H_k, D] (or None) at positions
+    [B, S] (int; a [S] row broadcast): (q_out, k_out). layout "half_split" (NeoX, Llama) or
+    "interleaved" (GPT-J); the first rotary_dim dims (0: all); inv_freq [rotary_dim / 2] f32 overrides
+    base's frequencies."""
+    positions = _framework(q).broadcast(positions, tuple(q.shape[:2]))
+    fields = _rotary_fields(q, k, positions, rotary_dim, layout, base, inv_freq)
+    inputs = dict(q=q, k=k, positions=positions, inv_freq=inv_freq)
+    out = _run(_bc.RotaryPlan, _bc.RotaryDescriptor, fields, q, {n: v for n, v in inputs.items() if v is not None})
+    return out["q_out"], out.get("k_out")
+
+
+def rotary_backward(dq_out, dk_out, positions, *, rotary_dim=0, layout="half_split", base=10000.0, inv_freq=None):
+    """(dq, dk) of rotary given the gradients of its outputs (dk_out None without k)."""
+    positions = _framework(dq_out).broadcast(positions, tuple(dq_out.shape[:2]))
+    fields = _rotary_fields(dq_out, dk_out, positions, rotary_dim, layout, base, inv_freq)
+    inputs = dict(dq_out=dq_out, dk_out=dk_out, positions=positions, inv_freq=inv_freq)
+    out = _run(_bc.RotaryBackwardPlan, _bc.RotaryDescriptor, fields, dq_out,
+               {n: v for n, v in inputs.items() if v is not None})
+    return out["dq"], out.get("dk")
+
+
+def _embedding_fields(dtype, num_embeddings, embedding_dim, indices, padding_idx):
+    fields = dict(dtype=dtype, index_dtype=_dtype(indices), num_embeddings=int(num_embeddings),
+                  embedding_dim=int(embedding_dim), num_indices=int(indices.shape[0]), accumulate=False)
+    if padding_idx is not None:
+        fields["padding_idx"] = int(padding_idx)
+    return fields
+
+
+def embedding(indices, weight, padding_idx=None):
+    """F.embedding of 1-D indices [N] into weight [V, D]: [N, D] (flatten other shapes first); rows of
+    padding_idx read as zeros."""
+    fields = _embedding_fields(_dtype(weight), weight.shape[0], weight.shape[1], indices, padding_idx)
+    return _run(_bc.EmbeddingPlan, _bc.EmbeddingDescriptor, fields, weight, dict(weight=weight, indices=indices))["out"]
+
+
+def embedding_backward(dout, indices, num_embeddings, padding_idx=None):
+    """dweight [V, D] of embedding given dout [N, D] (rows summed per index in a fixed order; the
+    padding row and rows no index names are zeros)."""
+    fields = _embedding_fields(_dtype(dout), num_embeddings, dout.shape[1], indices, padding_idx)
+    return _run(_bc.EmbeddingBackwardPlan, _bc.EmbeddingDescriptor, fields, dout,
+                dict(dout=dout, indices=indices))["dweight"]
 
 
 def _softmax(kind, x, dim):

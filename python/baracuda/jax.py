@@ -4,7 +4,8 @@ Every plan is reachable through ``call`` (a plan class, its descriptor's fields,
 argument name), and baracuda's plain functions (``baracuda.rms_norm(x, w)``, ...) take JAX arrays
 through it. The functions here are differentiable (``jax.custom_vjp``, the backward plans):
 ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``, ``silu``,
-``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy`` and ``attention``.
+``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``, ``attention``, ``gated`` (SwiGLU and
+the other GLUs), ``rotary`` and ``embedding``.
 
 A call is one custom call, "baracuda_plan", whose attribute names a plan selected at trace time for
 the device of the inputs (under tracing, one for each platform baracuda has a handler for, XLA
@@ -37,6 +38,9 @@ __all__ = [
     "linear",
     "cross_entropy",
     "attention",
+    "gated",
+    "rotary",
+    "embedding",
 ]
 
 _TARGET = "baracuda_plan"
@@ -333,3 +337,63 @@ def attention(q, k, v, bias=None, *, causal=False, scale=None, window=(-1, -1), 
     options = (("causal", bool(causal)), ("scale", None if scale is None else float(scale)),
                ("window", tuple(int(w) for w in window)), ("softcap", float(softcap)), ("alignment", alignment))
     return _attention(q, k, v, bias, options)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _gated(kind, x):
+    return _f.gated(kind, x)
+
+
+_gated.defvjp(lambda kind, x: (_f.gated(kind, x), x), lambda kind, x, dout: (_f.gated_backward(kind, dout, x),))
+
+
+def gated(kind, x):
+    """A gated linear unit over the last dim's halves, x = [a, b] -> a * act(b) (baracuda.gated)."""
+    return _gated(kind, x)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _rotary(q, k, positions, options):
+    return _f.rotary(q, k, positions, **dict(options))
+
+
+def _rotary_fwd(q, k, positions, options):
+    return _f.rotary(q, k, positions, **dict(options)), positions
+
+
+def _rotary_bwd(options, positions, grads):
+    dq, dk = _f.rotary_backward(grads[0], grads[1], positions, **dict(options))
+    return dq, dk, None
+
+
+_rotary.defvjp(_rotary_fwd, _rotary_bwd)
+
+
+def rotary(q, k, positions, *, rotary_dim=0, layout="half_split", base=10000.0):
+    """Rotary position embedding of q [B, S, H_q, D] and k [B, S, H_k, D] at integer positions [B, S]
+    (or [S]): (q_out, k_out) (baracuda.rotary). Both q and k are rotated: pass the two."""
+    options = (("rotary_dim", int(rotary_dim)), ("layout", layout), ("base", float(base)))
+    return _rotary(q, k, positions, options)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _embedding(indices, weight, padding_idx):
+    return _f.embedding(indices, weight, padding_idx)
+
+
+def _embedding_fwd(indices, weight, padding_idx):
+    return _f.embedding(indices, weight, padding_idx), (indices, weight.shape[0])
+
+
+def _embedding_bwd(padding_idx, saved, dout):
+    indices, rows = saved
+    return None, _f.embedding_backward(dout, indices, rows, padding_idx)
+
+
+_embedding.defvjp(_embedding_fwd, _embedding_bwd)
+
+
+def embedding(indices, weight, padding_idx=None):
+    """weight[indices] for 1-D integer indices [N] (F.embedding; the padding row reads as zeros and gets
+    no gradient), differentiable in the weight."""
+    return _embedding(indices, weight, padding_idx)

@@ -8,8 +8,8 @@ baracuda.functional selects a CPU plan to learn the outputs' shapes and runs not
 the work is queued on PyTorch's current stream.
 
 Differentiable: ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``,
-``silu``, ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy`` and
-``scaled_dot_product_attention``.
+``silu``, ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``,
+``scaled_dot_product_attention``, ``gated`` (SwiGLU and the other GLUs), ``rotary`` and ``embedding``.
 """
 
 import types
@@ -33,6 +33,9 @@ __all__ = [
     "linear",
     "cross_entropy",
     "scaled_dot_product_attention",
+    "gated",
+    "rotary",
+    "embedding",
     "patch",
 ]
 
@@ -387,6 +390,115 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 # ---------------------------------------------------------------------------------------------
+# Gated units, rotary embeddings, embeddings
+
+def _gated_impl(x: Tensor, kind: str) -> Tensor:
+    return _f.gated(kind, x)
+
+
+def _gated_backward_impl(dout: Tensor, x: Tensor, kind: str) -> Tensor:
+    return _f.gated_backward(kind, dout, x)
+
+
+_gated_op = _op("gated", _gated_impl)
+_gated_backward_op = _op("gated_backward", _gated_backward_impl)
+
+
+def _gated_setup(ctx, inputs, output):
+    x, ctx.kind = inputs
+    ctx.save_for_backward(x)
+
+
+def _gated_backward(ctx, dout):
+    (x,) = ctx.saved_tensors
+    return _gated_backward_op(_grad(dout), x, ctx.kind), None
+
+
+_gated_op.register_autograd(_gated_backward, setup_context=_gated_setup)
+
+
+def gated(kind, x):
+    """A gated linear unit over the last dim's halves, x = [a, b] -> a * act(b): "glu" (F.glu),
+    "swiglu", "geglu", "geglu_tanh", "reglu"."""
+    return _gated_op(x, kind)
+
+
+def _rotary_impl(q: Tensor, k: Optional[Tensor], positions: Tensor, rotary_dim: int, layout: str,
+                 base: float) -> Tuple[Tensor, Tensor]:
+    q_out, k_out = _f.rotary(q, k, positions, rotary_dim=rotary_dim, layout=layout, base=base)
+    return q_out, k_out if k_out is not None else _none(q)
+
+
+def _rotary_backward_impl(dq_out: Tensor, dk_out: Optional[Tensor], positions: Tensor, rotary_dim: int, layout: str,
+                          base: float) -> Tuple[Tensor, Tensor]:
+    dq, dk = _f.rotary_backward(dq_out, dk_out, positions, rotary_dim=rotary_dim, layout=layout, base=base)
+    return dq, dk if dk is not None else _none(dq_out)
+
+
+_rotary_op = _op("rotary", _rotary_impl)
+_rotary_backward_op = _op("rotary_backward", _rotary_backward_impl)
+
+
+def _rotary_setup(ctx, inputs, output):
+    q, k, positions, ctx.rotary_dim, ctx.layout, ctx.base = inputs
+    ctx.has_k = k is not None
+    ctx.save_for_backward(positions)
+
+
+def _rotary_backward(ctx, dq_out, dk_out):
+    (positions,) = ctx.saved_tensors
+    dq, dk = _rotary_backward_op(_grad(dq_out), _grad(dk_out) if ctx.has_k else None, positions, ctx.rotary_dim,
+                                 ctx.layout, ctx.base)
+    return dq, dk if ctx.has_k else None, None, None, None, None
+
+
+_rotary_op.register_autograd(_rotary_backward, setup_context=_rotary_setup)
+
+
+def rotary(q, k, positions, *, rotary_dim=0, layout="half_split", base=10000.0):
+    """Rotary position embedding of q [B, S, H_q, D] and k [B, S, H_k, D] (or None; [B, H, S, D]
+    tensors as transposed views) at integer positions [B, S] or [S]: (q_out, k_out)."""
+    q_out, k_out = _rotary_op(q, k, positions, int(rotary_dim), layout, float(base))
+    return q_out, k_out if k is not None else None
+
+
+def _embedding_impl(indices: Tensor, weight: Tensor, padding_idx: int) -> Tensor:
+    return _f.embedding(indices.reshape(-1), weight, None if padding_idx < 0 else padding_idx).reshape(
+        *indices.shape, weight.shape[1])
+
+
+def _embedding_backward_impl(dout: Tensor, indices: Tensor, num_embeddings: int, padding_idx: int) -> Tensor:
+    return _f.embedding_backward(dout.reshape(-1, dout.shape[-1]), indices.reshape(-1), num_embeddings,
+                                 None if padding_idx < 0 else padding_idx)
+
+
+_embedding_op = _op("embedding", _embedding_impl)
+_embedding_backward_op = _op("embedding_backward", _embedding_backward_impl)
+
+
+def _embedding_setup(ctx, inputs, output):
+    indices, weight, ctx.padding_idx = inputs
+    ctx.rows = weight.shape[0]
+    ctx.save_for_backward(indices)
+
+
+def _embedding_backward(ctx, dout):
+    (indices,) = ctx.saved_tensors
+    return None, _embedding_backward_op(_grad(dout), indices, ctx.rows, ctx.padding_idx), None
+
+
+_embedding_op.register_autograd(_embedding_backward, setup_context=_embedding_setup)
+
+
+def embedding(indices, weight, padding_idx=None):
+    """F.embedding(indices, weight, padding_idx): integer indices of any shape; the padding row gets
+    no gradient and reads as zeros (PyTorch reads weight[padding_idx], which nn.Embedding keeps zero)."""
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return _embedding_op(indices, weight, -1 if padding_idx is None else int(padding_idx))
+
+
+# ---------------------------------------------------------------------------------------------
 # patch(model)
 
 def _linear_forward(self, x):
@@ -407,6 +519,10 @@ def _rms_norm_forward(self, x):
     return rms_norm(x, weight, eps, normalized_dims=normalized_dims)
 
 
+def _embedding_forward(self, indices):
+    return embedding(indices, self.weight, self.padding_idx)
+
+
 def _silu_forward(self, x):
     return silu(x)
 
@@ -417,8 +533,9 @@ def _gelu_forward(self, x):
 
 def patch(model):
     """Moves, in place, the modules of `model` that baracuda has operators for onto them: nn.Linear,
-    nn.LayerNorm, nn.RMSNorm and Hugging Face's *RMSNorm modules (a weight and variance_epsilon), nn.SiLU
-    and nn.GELU. Returns the number of modules patched, by kind."""
+    nn.LayerNorm, nn.RMSNorm and Hugging Face's *RMSNorm modules (a weight and variance_epsilon), nn.SiLU,
+    nn.GELU and nn.Embedding (without max_norm or sparse gradients). Returns the number of modules
+    patched, by kind."""
     counts = {}
     for module in model.modules():
         kind = None
@@ -433,6 +550,8 @@ def patch(model):
             kind, forward = "silu", _silu_forward
         elif isinstance(module, torch.nn.GELU):
             kind, forward = "gelu", _gelu_forward
+        elif isinstance(module, torch.nn.Embedding) and module.max_norm is None and not module.sparse:
+            kind, forward = "embedding", _embedding_forward
         if kind:
             module.forward = types.MethodType(forward, module)
             counts[kind] = counts.get(kind, 0) + 1

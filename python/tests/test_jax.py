@@ -197,3 +197,39 @@ def test_call_keys_on_parameter_values_and_refuses_what_it_cannot_do(rng):
     plan = bc.SoftmaxPlan.select(bc.SoftmaxDescriptor(dtype="f32", shape=(64,), dim=0), "cpu")
     with pytest.raises(bc.Error, match="args.y"):  # a written argument given as an operand alone
         plan.ffi_target(["x", "y"], [])
+
+
+def test_gated_rotary_embedding_and_their_gradients(rng):
+    x = jnp.asarray(randn(rng, 3, 5, 16))
+    a, b = x[..., :8], x[..., 8:]
+    up = jnp.asarray(randn(rng, 3, 5, 8))
+    close(bj.gated("swiglu", x), a * jax.nn.silu(b), 1e-5)
+    close(jax.jit(jax.grad(lambda v: jnp.sum(bj.gated("geglu", v) * up)))(x),
+          jax.grad(lambda v: jnp.sum(v[..., :8] * jax.nn.gelu(v[..., 8:], approximate=False) * up))(x), 1e-5)
+
+    B, S, H, Hk, D = 2, 6, 4, 2, 8
+    q, k = jnp.asarray(randn(rng, B, S, H, D)), jnp.asarray(randn(rng, B, S, Hk, D))
+    positions = jnp.asarray(np.array([3, 0, 7, 100, 5, -2], np.int32))  # one row for every batch entry
+
+    def rope(t):
+        inv = 10000.0 ** (-jnp.arange(0, D, 2, dtype=jnp.float32) / D)
+        angle = positions.astype(jnp.float32)[None, :, None, None] * inv
+        t1, t2 = t[..., : D // 2], t[..., D // 2:]
+        return jnp.concatenate([t1 * jnp.cos(angle) - t2 * jnp.sin(angle), t2 * jnp.cos(angle) + t1 * jnp.sin(angle)], -1)
+
+    q_out, k_out = bj.rotary(q, k, positions)
+    close(q_out, rope(q), 1e-5)
+    close(k_out, rope(k), 1e-5)
+    uq, uk = jnp.asarray(randn(rng, B, S, H, D)), jnp.asarray(randn(rng, B, S, Hk, D))
+    got = jax.jit(jax.grad(lambda q, k: jnp.sum(bj.rotary(q, k, positions)[0] * uq) +
+                           jnp.sum(bj.rotary(q, k, positions)[1] * uk), (0, 1)))(q, k)
+    want = jax.grad(lambda q, k: jnp.sum(rope(q) * uq) + jnp.sum(rope(k) * uk), (0, 1))(q, k)
+    for g, w in zip(got, want):
+        close(g, w, 1e-5)
+
+    weight = jnp.asarray(randn(rng, 10, 4))
+    idx = jnp.asarray(np.array([1, 3, 3, 9, 0, 1], np.int32))
+    close(bj.embedding(idx, weight), weight[idx], 0)
+    u = jnp.asarray(randn(rng, 6, 4))
+    close(jax.jit(jax.grad(lambda w: jnp.sum(bj.embedding(idx, w, padding_idx=3) * u)))(weight),
+          jax.grad(lambda w: jnp.sum(jnp.where((idx == 3)[:, None], 0.0, 1.0) * w[idx] * u))(weight), 1e-6)

@@ -16,6 +16,14 @@ def randn(*shape, device="cpu", dtype=torch.float64, grad=True):
     return torch.randn(*shape, generator=g, dtype=dtype).to(device).requires_grad_(grad)
 
 
+def _rope(t, positions, base=10000.0):
+    d = t.shape[-1]
+    inv = base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=t.device) / d)
+    angle = positions.to(torch.float64)[None, :, None, None] * inv
+    t1, t2 = t[..., : d // 2], t[..., d // 2:]
+    return torch.cat([t1 * angle.cos() - t2 * angle.sin(), t2 * angle.cos() + t1 * angle.sin()], -1)
+
+
 def cases(device):
     """(name, our function, PyTorch's, its inputs), f64 so that gradcheck's finite differences hold."""
     x, w, b = randn(4, 16, device=device), randn(16, device=device), randn(16, device=device)
@@ -39,6 +47,11 @@ def cases(device):
         ("linear_nobias", lambda x, w: bt.linear(x, w), F.linear, (x, lw)),
         ("cross_entropy", lambda z: bt.cross_entropy(z, t, label_smoothing=0.1),
          lambda z: F.cross_entropy(z, t, label_smoothing=0.1), (x,)),
+        ("swiglu", lambda x: bt.gated("swiglu", x), lambda x: x[..., :8] * F.silu(x[..., 8:]), (x,)),
+        ("rotary", lambda q: bt.rotary(q, None, torch.arange(3, device=device))[0],
+         lambda q: _rope(q, torch.arange(3, device=device)), (randn(2, 3, 2, 8, device=device),)),
+        ("embedding", lambda w: bt.embedding(torch.tensor([[1, 3], [3, 0]], device=device), w),
+         lambda w: F.embedding(torch.tensor([[1, 3], [3, 0]], device=device), w), (randn(5, 4, device=device),)),
         ("sdpa_causal", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (hq, hk, hv)),
         ("sdpa_mask", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3),
