@@ -49,6 +49,9 @@ __all__ = [
     "attention_backward",
     "gated",
     "gated_backward",
+    "group_norm_backward",
+    "pointwise_loss",
+    "pointwise_loss_backward",
     "rotary",
     "rotary_backward",
     "embedding",
@@ -334,16 +337,38 @@ def layer_norm_backward(dy, x, weight, mean, rstd, eps=1e-5, *, has_bias=True, n
     return _norm_backward(_bc.LayerNormBackwardPlan, dy, x, weight, has_bias, mean, rstd, eps, normalized_dims)
 
 
-def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, silu=False):
-    """F.group_norm of x [N, C, *] (channels-last views too); with silu=True, F.silu of it in one pass."""
+def _group_norm_fields(x, num_groups, weight, has_bias, eps, silu):
     fields = dict(dtype=_dtype(x), shape=_shape(x), groups=int(num_groups), eps=float(eps),
-                  has_weight=weight is not None, has_bias=bias is not None, silu=bool(silu))
+                  has_weight=weight is not None, has_bias=has_bias, silu=bool(silu))
     if weight is not None and _dtype(weight) != fields["dtype"]:
         fields["weight_dtype"] = _dtype(weight)
+    return fields
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, silu=False, return_stats=False):
+    """F.group_norm of x [N, C, *] (channels-last views too); with silu=True, F.silu of it in one pass.
+    return_stats=True returns (y, mean, rstd) [N, groups], which group_norm_backward reads."""
+    fields = _group_norm_fields(x, num_groups, weight, bias is not None, eps, silu)
     inputs = dict(x=x, weight=weight)
     if bias is not None:
         inputs["bias"] = bias
-    return _run(_bc.GroupNormPlan, _bc.GroupNormDescriptor, fields, x, inputs)["y"]
+    out = _run(_bc.GroupNormPlan, _bc.GroupNormDescriptor, fields, x, inputs,
+               outputs=("mean", "rstd") if return_stats else ())
+    return (out["y"], out["mean"], out["rstd"]) if return_stats else out["y"]
+
+
+def group_norm_backward(dy, x, num_groups, weight, mean, rstd, bias=None, eps=1e-5, *, has_bias=True, silu=False):
+    """(dx, dweight, dbias) of group_norm given dy and the forward's mean and rstd (the bias is read
+    with silu=True)."""
+    fields = _group_norm_fields(x, num_groups, weight, has_bias, eps, silu)
+    inputs = dict(dy=dy, x=x, mean=mean, rstd=rstd)
+    if weight is not None:
+        inputs["weight"] = weight
+    if bias is not None and silu:
+        inputs["bias"] = bias
+    wanted = ["dx"] + (["dweight"] if weight is not None else []) + (["dbias"] if has_bias else [])
+    out = _run(_bc.GroupNormBackwardPlan, _bc.GroupNormDescriptor, fields, x, inputs, outputs=wanted)
+    return out["dx"], out.get("dweight"), out.get("dbias")
 
 
 def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, training=False, momentum=0.1,
@@ -415,7 +440,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _class_loss(input, target, weight, ignore_index, reduction, 0.0, True)
 
 
-def _pointwise_loss(kind, input, target, reduction, beta=1.0, log_target=False, weight=None, pos_weight=None):
+def _pointwise_loss_setup(kind, input, target, reduction, beta, log_target, weight, pos_weight):
     fields = dict(dtype=_dtype(input), kind=getattr(_bc.PointwiseLossKind, kind), shape=_shape(input),
                   reduction=getattr(_bc.LossReduction, reduction), beta=float(beta), log_target=bool(log_target),
                   has_weight=weight is not None, has_pos_weight=pos_weight is not None)
@@ -426,44 +451,57 @@ def _pointwise_loss(kind, input, target, reduction, beta=1.0, log_target=False, 
         inputs["weight"] = fw.broadcast(weight, input.shape)
     if pos_weight is not None:
         inputs["pos_weight"] = fw.broadcast(pos_weight, input.shape)
+    return fields, inputs
+
+
+def pointwise_loss(kind, input, target, reduction="mean", beta=1.0, log_target=False, weight=None, pos_weight=None):
+    """Any PointwiseLossKind by name ("mse", "l1", "smooth_l1", "huber", "bce", "bce_with_logits",
+    "kl_div"), reduced; beta is smooth_l1's beta and huber's delta."""
+    fields, inputs = _pointwise_loss_setup(kind, input, target, reduction, beta, log_target, weight, pos_weight)
     return _run(_bc.PointwiseLossPlan, _bc.PointwiseLossDescriptor, fields, input, inputs)["loss"]
 
 
-def mse_loss(input, target, reduction="mean"):
-    """F.mse_loss: (input - target)^2, reduced."""
-    return _pointwise_loss("mse", input, target, reduction)
+def pointwise_loss_backward(kind, dloss, input, target, reduction="mean", beta=1.0, log_target=False, weight=None,
+                            pos_weight=None):
+    """dinput of pointwise_loss given dloss (the loss's shape); the target and weights get none."""
+    fields, inputs = _pointwise_loss_setup(kind, input, target, reduction, beta, log_target, weight, pos_weight)
+    inputs["dloss"] = dloss
+    return _run(_bc.PointwiseLossBackwardPlan, _bc.PointwiseLossDescriptor, fields, input, inputs)["dinput"]
 
 
-def l1_loss(input, target, reduction="mean"):
-    """F.l1_loss: |input - target|, reduced."""
-    return _pointwise_loss("l1", input, target, reduction)
+def loss_shortcuts(pointwise_loss):
+    """PyTorch's names for the pointwise losses over a module's pointwise_loss(kind, input, target,
+    reduction, beta, log_target, weight, pos_weight) (this module's, baracuda.jax's and
+    baracuda.torch's differentiable ones): mse_loss, l1_loss, smooth_l1_loss, huber_loss,
+    binary_cross_entropy (each log clamped at -100), binary_cross_entropy_with_logits, kl_div."""
+
+    def mse_loss(input, target, reduction="mean"):
+        return pointwise_loss("mse", input, target, reduction)
+
+    def l1_loss(input, target, reduction="mean"):
+        return pointwise_loss("l1", input, target, reduction)
+
+    def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+        return pointwise_loss("smooth_l1", input, target, reduction, beta)
+
+    def huber_loss(input, target, reduction="mean", delta=1.0):
+        return pointwise_loss("huber", input, target, reduction, delta)
+
+    def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+        return pointwise_loss("bce", input, target, reduction, weight=weight)
+
+    def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+        return pointwise_loss("bce_with_logits", input, target, reduction, weight=weight, pos_weight=pos_weight)
+
+    def kl_div(input, target, reduction="mean", log_target=False):
+        return pointwise_loss("kl_div", input, target, reduction, log_target=log_target)
+
+    return (mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits,
+            kl_div)
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
-    """F.smooth_l1_loss."""
-    return _pointwise_loss("smooth_l1", input, target, reduction, beta)
-
-
-def huber_loss(input, target, reduction="mean", delta=1.0):
-    """F.huber_loss."""
-    return _pointwise_loss("huber", input, target, reduction, delta)
-
-
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):
-    """F.binary_cross_entropy of probabilities (each log clamped at -100), an optional weight
-    broadcast to the input's shape."""
-    return _pointwise_loss("bce", input, target, reduction, weight=weight)
-
-
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
-    """F.binary_cross_entropy_with_logits, with PyTorch's weight and pos_weight (broadcast to the
-    input's shape)."""
-    return _pointwise_loss("bce_with_logits", input, target, reduction, weight=weight, pos_weight=pos_weight)
-
-
-def kl_div(input, target, reduction="mean", log_target=False):
-    """F.kl_div of log-probabilities `input` against `target` (probabilities, or log ones)."""
-    return _pointwise_loss("kl_div", input, target, reduction, log_target=log_target)
+(mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits,
+ kl_div) = loss_shortcuts(pointwise_loss)
 
 
 def _attention_fields(q, k, v, bias, causal, scale, window, softcap, alignment):

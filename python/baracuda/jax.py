@@ -5,7 +5,7 @@ argument name), and baracuda's plain functions (``baracuda.rms_norm(x, w)``, ...
 through it. The functions here are differentiable (``jax.custom_vjp``, the backward plans):
 ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``, ``silu``,
 ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``, ``attention``, ``gated`` (SwiGLU and
-the other GLUs), ``rotary`` and ``embedding``.
+the other GLUs), ``rotary``, ``embedding``, ``group_norm`` and the pointwise losses (``mse_loss``, ...).
 
 A call is one custom call, "baracuda_plan", whose attribute names a plan selected at trace time for
 the device of the inputs (under tracing, one for each platform baracuda has a handler for, XLA
@@ -41,6 +41,15 @@ __all__ = [
     "gated",
     "rotary",
     "embedding",
+    "group_norm",
+    "pointwise_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
 ]
 
 _TARGET = "baracuda_plan"
@@ -397,3 +406,60 @@ def embedding(indices, weight, padding_idx=None):
     """weight[indices] for 1-D integer indices [N] (F.embedding; the padding row reads as zeros and gets
     no gradient), differentiable in the weight."""
     return _embedding(indices, weight, padding_idx)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 4, 5))
+def _group_norm(x, num_groups, weight, bias, eps, silu):
+    return _f.group_norm(x, num_groups, weight, bias, eps, silu=silu)
+
+
+def _group_norm_fwd(x, num_groups, weight, bias, eps, silu):
+    y, mean, rstd = _f.group_norm(x, num_groups, weight, bias, eps, silu=silu, return_stats=True)
+    return y, (x, weight, bias, mean, rstd)
+
+
+def _group_norm_bwd(num_groups, eps, silu, saved, dy):
+    x, weight, bias, mean, rstd = saved
+    return _f.group_norm_backward(dy, x, num_groups, weight, mean, rstd, bias, eps, has_bias=bias is not None,
+                                  silu=silu)
+
+
+_group_norm.defvjp(_group_norm_fwd, _group_norm_bwd)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, silu=False):
+    """F.group_norm of x [N, C, *]; silu=True applies F.silu in the same pass."""
+    return _group_norm(x, int(num_groups), weight, bias, float(eps), bool(silu))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _pointwise_loss(input, target, weight, pos_weight, options):
+    return _f.pointwise_loss(input=input, target=target, weight=weight, pos_weight=pos_weight, **dict(options))
+
+
+def _pointwise_loss_fwd(input, target, weight, pos_weight, options):
+    loss = _pointwise_loss(input, target, weight, pos_weight, options)
+    return loss, (input, target, weight, pos_weight)
+
+
+def _pointwise_loss_bwd(options, saved, dloss):
+    input, target, weight, pos_weight = saved
+    dinput = _f.pointwise_loss_backward(dloss=dloss, input=input, target=target, weight=weight,
+                                        pos_weight=pos_weight, **dict(options))
+    zeros = [None if t is None else jnp.zeros_like(t) for t in (target, weight, pos_weight)]
+    return (dinput, *zeros)
+
+
+_pointwise_loss.defvjp(_pointwise_loss_fwd, _pointwise_loss_bwd)
+
+
+def pointwise_loss(kind, input, target, reduction="mean", beta=1.0, log_target=False, weight=None, pos_weight=None):
+    """baracuda.pointwise_loss, differentiable in the input; the target and the weights are constants
+    (wrapped in lax.stop_gradient: no gradient flows to them)."""
+    target, weight, pos_weight = (None if t is None else jax.lax.stop_gradient(t) for t in (target, weight, pos_weight))
+    options = (("kind", kind), ("reduction", reduction), ("beta", float(beta)), ("log_target", bool(log_target)))
+    return _pointwise_loss(input, target, weight, pos_weight, options)
+
+
+(mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits,
+ kl_div) = _f.loss_shortcuts(pointwise_loss)

@@ -9,7 +9,8 @@ the work is queued on PyTorch's current stream.
 
 Differentiable: ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``,
 ``silu``, ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``,
-``scaled_dot_product_attention``, ``gated`` (SwiGLU and the other GLUs), ``rotary`` and ``embedding``.
+``scaled_dot_product_attention``, ``gated`` (SwiGLU and the other GLUs), ``rotary``, ``embedding``,
+``group_norm`` and the pointwise losses (``mse_loss``, ...).
 """
 
 import types
@@ -36,6 +37,15 @@ __all__ = [
     "gated",
     "rotary",
     "embedding",
+    "group_norm",
+    "pointwise_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
     "patch",
 ]
 
@@ -496,6 +506,89 @@ def embedding(indices, weight, padding_idx=None):
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     return _embedding_op(indices, weight, -1 if padding_idx is None else int(padding_idx))
+
+
+# ---------------------------------------------------------------------------------------------
+# Group norm and the pointwise losses
+
+def _group_norm_impl(x: Tensor, num_groups: int, weight: Optional[Tensor], bias: Optional[Tensor], eps: float,
+                     silu: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    return tuple(_f.group_norm(x, num_groups, weight, bias, eps, silu=silu, return_stats=True))
+
+
+def _group_norm_backward_impl(dy: Tensor, x: Tensor, num_groups: int, weight: Optional[Tensor], mean: Tensor,
+                              rstd: Tensor, bias: Optional[Tensor], eps: float, has_bias: bool,
+                              silu: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    dx, dweight, dbias = _f.group_norm_backward(dy, x, num_groups, weight, mean, rstd, bias, eps, has_bias=has_bias,
+                                                silu=silu)
+    return dx, dweight if dweight is not None else _none(x), dbias if dbias is not None else _none(x)
+
+
+_group_norm_op = _op("group_norm", _group_norm_impl)
+_group_norm_backward_op = _op("group_norm_backward", _group_norm_backward_impl)
+
+
+def _group_norm_setup(ctx, inputs, output):
+    x, ctx.num_groups, weight, bias, ctx.eps, ctx.silu = inputs
+    ctx.has_weight, ctx.has_bias = weight is not None, bias is not None
+    ctx.save_for_backward(x, weight, bias, output[1], output[2])
+
+
+def _group_norm_backward(ctx, dy, _dmean, _drstd):
+    x, weight, bias, mean, rstd = ctx.saved_tensors
+    dx, dweight, dbias = _group_norm_backward_op(_grad(dy), x, ctx.num_groups, weight, mean, rstd, bias, ctx.eps,
+                                                 ctx.has_bias, ctx.silu)
+    return dx, None, dweight if ctx.has_weight else None, dbias if ctx.has_bias else None, None, None
+
+
+_group_norm_op.register_autograd(_group_norm_backward, setup_context=_group_norm_setup)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, silu=False):
+    """F.group_norm of x [N, C, *]; silu=True applies F.silu in the same pass."""
+    return _group_norm_op(x, int(num_groups), weight, bias, float(eps), bool(silu))[0]
+
+
+def _pointwise_loss_impl(input: Tensor, target: Tensor, weight: Optional[Tensor], pos_weight: Optional[Tensor],
+                         kind: str, reduction: str, beta: float, log_target: bool) -> Tensor:
+    return _f.pointwise_loss(kind, input, target, reduction, beta, log_target, weight, pos_weight)
+
+
+def _pointwise_loss_backward_impl(dloss: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor],
+                                  pos_weight: Optional[Tensor], kind: str, reduction: str, beta: float,
+                                  log_target: bool) -> Tensor:
+    return _f.pointwise_loss_backward(kind, dloss, input, target, reduction, beta, log_target, weight, pos_weight)
+
+
+_pointwise_loss_op = _op("pointwise_loss", _pointwise_loss_impl)
+_pointwise_loss_backward_op = _op("pointwise_loss_backward", _pointwise_loss_backward_impl)
+
+
+def _pointwise_loss_setup(ctx, inputs, output):
+    input, target, weight, pos_weight, *ctx.options = inputs
+    ctx.save_for_backward(input, target, weight, pos_weight)
+
+
+def _pointwise_loss_backward(ctx, dloss):
+    if any(ctx.needs_input_grad[1:4]):
+        raise RuntimeError("baracuda.torch's pointwise losses give no gradient to the target or the weights; "
+                           "detach them")
+    input, target, weight, pos_weight = ctx.saved_tensors
+    dinput = _pointwise_loss_backward_op(_grad(dloss), input, target, weight, pos_weight, *ctx.options)
+    return dinput, None, None, None, None, None, None, None
+
+
+_pointwise_loss_op.register_autograd(_pointwise_loss_backward, setup_context=_pointwise_loss_setup)
+
+
+def pointwise_loss(kind, input, target, reduction="mean", beta=1.0, log_target=False, weight=None, pos_weight=None):
+    """baracuda.pointwise_loss (kind "mse", "l1", "smooth_l1", "huber", "bce", "bce_with_logits",
+    "kl_div"), differentiable in the input alone (a target or weight that requires grad is an error)."""
+    return _pointwise_loss_op(input, target, weight, pos_weight, kind, reduction, float(beta), bool(log_target))
+
+
+(mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits,
+ kl_div) = _f.loss_shortcuts(pointwise_loss)
 
 
 # ---------------------------------------------------------------------------------------------

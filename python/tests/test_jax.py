@@ -233,3 +233,34 @@ def test_gated_rotary_embedding_and_their_gradients(rng):
     u = jnp.asarray(randn(rng, 6, 4))
     close(jax.jit(jax.grad(lambda w: jnp.sum(bj.embedding(idx, w, padding_idx=3) * u)))(weight),
           jax.grad(lambda w: jnp.sum(jnp.where((idx == 3)[:, None], 0.0, 1.0) * w[idx] * u))(weight), 1e-6)
+
+
+def test_group_norm_and_pointwise_losses_gradients(rng):
+    x, w, b = jnp.asarray(randn(rng, 2, 6, 5)), jnp.asarray(randn(rng, 6)), jnp.asarray(randn(rng, 6))
+
+    def gn_ref(x, w, b):
+        g = x.reshape(2, 3, -1)
+        m = jnp.mean(g, -1, keepdims=True)
+        y = ((g - m) / jnp.sqrt(jnp.mean((g - m) ** 2, -1, keepdims=True) + 1e-5)).reshape(x.shape)
+        return y * w[:, None] + b[:, None]
+
+    up = jnp.asarray(randn(rng, 2, 6, 5))
+    close(bj.group_norm(x, 3, w, b), gn_ref(x, w, b), 1e-5)
+    for got, want in zip(jax.jit(jax.grad(lambda *a: jnp.sum(bj.group_norm(a[0], 3, a[1], a[2]) * up), (0, 1, 2)))(x, w, b),
+                         jax.grad(lambda *a: jnp.sum(gn_ref(*a) * up), (0, 1, 2))(x, w, b)):
+        close(got, want, 1e-4)
+
+    p, t = jnp.asarray(randn(rng, 4, 7)), jnp.asarray(randn(rng, 4, 7))
+    probs, labels = jax.nn.sigmoid(p), (t > 0).astype(jnp.float32)
+    for ours, ref, a, c in (
+            (bj.mse_loss, lambda a, c: jnp.mean((a - c) ** 2), p, t),
+            (lambda a, c: bj.smooth_l1_loss(a, c, beta=0.5),
+             lambda a, c: jnp.mean(jnp.where(jnp.abs(a - c) < 0.5, 0.5 * (a - c) ** 2 / 0.5, jnp.abs(a - c) - 0.25)), p, t),
+            (bj.binary_cross_entropy_with_logits,
+             lambda a, c: jnp.mean(jnp.maximum(a, 0) - a * c + jnp.log1p(jnp.exp(-jnp.abs(a)))), p, labels),
+            (lambda a, c: bj.binary_cross_entropy(a, c, reduction="sum"),
+             lambda a, c: -jnp.sum(c * jnp.log(a) + (1 - c) * jnp.log1p(-a)), probs, labels)):
+        close(ours(a, c), ref(a, c), 1e-5)
+        close(jax.jit(jax.grad(ours))(a, c), jax.grad(ref)(a, c), 1e-5)
+    # the target is a constant: no gradient flows to it
+    assert float(jnp.max(jnp.abs(jax.grad(lambda c: bj.mse_loss(p, c))(t)))) == 0.0
