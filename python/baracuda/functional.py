@@ -45,6 +45,8 @@ __all__ = [
     "matmul_backward",
     "linear_backward",
     "cross_entropy_backward",
+    "linear_cross_entropy",
+    "linear_cross_entropy_backward",
     "attention",
     "attention_backward",
     "gated",
@@ -502,6 +504,43 @@ def loss_shortcuts(pointwise_loss):
 
 (mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits,
  kl_div) = loss_shortcuts(pointwise_loss)
+
+
+def _linear_cross_entropy_fields(hidden, weight, targets, bias, ignore_index, reduction, label_smoothing):
+    return dict(dtype=_dtype(hidden), index_dtype=_dtype(targets), tokens=int(hidden.shape[0]),
+                hidden_size=int(hidden.shape[1]), vocab_size=int(weight.shape[0]), has_bias=bias is not None,
+                reduction=getattr(_bc.LossReduction, reduction), ignore_index=int(ignore_index),
+                label_smoothing=float(label_smoothing))
+
+
+def _linear_cross_entropy_inputs(hidden, weight, targets, bias):
+    inputs = dict(hidden=hidden, weight=weight, targets=targets)
+    if bias is not None:
+        inputs["bias"] = bias
+    return inputs
+
+
+def linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=-100, reduction="mean",
+                         label_smoothing=0.0, *, return_lse=False):
+    """F.cross_entropy(hidden @ weight^T + bias, targets) without the [N, V] logits: hidden [N, D], weight
+    [V, D], class-index targets [N]; the logits are made a chunk of tokens at a time (Liger-Kernel's
+    fused linear cross-entropy). return_lse=True returns (loss, lse [N]), which the backward reads."""
+    fields = _linear_cross_entropy_fields(hidden, weight, targets, bias, ignore_index, reduction, label_smoothing)
+    out = _run(_bc.LinearCrossEntropyPlan, _bc.LinearCrossEntropyDescriptor, fields, hidden,
+               _linear_cross_entropy_inputs(hidden, weight, targets, bias), outputs=("lse",) if return_lse else ())
+    return (out["loss"], out["lse"]) if return_lse else out["loss"]
+
+
+def linear_cross_entropy_backward(dloss, hidden, weight, targets, lse, bias=None, ignore_index=-100,
+                                  reduction="mean", label_smoothing=0.0):
+    """(dhidden, dweight, dbias) of linear_cross_entropy given dloss and the forward's lse: the logits
+    made again a chunk at a time, never whole."""
+    fields = _linear_cross_entropy_fields(hidden, weight, targets, bias, ignore_index, reduction, label_smoothing)
+    inputs = dict(_linear_cross_entropy_inputs(hidden, weight, targets, bias), dloss=dloss, lse=lse)
+    wanted = ["dhidden", "dweight"] + (["dbias"] if bias is not None else [])
+    out = _run(_bc.LinearCrossEntropyBackwardPlan, _bc.LinearCrossEntropyDescriptor, fields, hidden, inputs,
+               outputs=wanted)
+    return out["dhidden"], out["dweight"], out.get("dbias")
 
 
 def _attention_fields(q, k, v, bias, causal, scale, window, softcap, alignment):

@@ -4,7 +4,7 @@ Every plan is reachable through ``call`` (a plan class, its descriptor's fields,
 argument name), and baracuda's plain functions (``baracuda.rms_norm(x, w)``, ...) take JAX arrays
 through it. The functions here are differentiable (``jax.custom_vjp``, the backward plans):
 ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``, ``silu``,
-``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``, ``attention``, ``gated`` (SwiGLU and
+``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``, ``linear_cross_entropy``, ``attention``, ``gated`` (SwiGLU and
 the other GLUs), ``rotary``, ``embedding``, ``group_norm`` and the pointwise losses (``mse_loss``, ...).
 
 A call is one custom call, "baracuda_plan", whose attribute names a plan selected at trace time for
@@ -37,6 +37,7 @@ __all__ = [
     "matmul",
     "linear",
     "cross_entropy",
+    "linear_cross_entropy",
     "attention",
     "gated",
     "rotary",
@@ -463,3 +464,30 @@ def pointwise_loss(kind, input, target, reduction="mean", beta=1.0, log_target=F
 
 (mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits,
  kl_div) = _f.loss_shortcuts(pointwise_loss)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _linear_cross_entropy(hidden, weight, targets, bias, options):
+    return _f.linear_cross_entropy(hidden, weight, targets, bias, **dict(options))
+
+
+def _linear_cross_entropy_fwd(hidden, weight, targets, bias, options):
+    loss, lse = _f.linear_cross_entropy(hidden, weight, targets, bias, return_lse=True, **dict(options))
+    return loss, (hidden, weight, targets, bias, lse)
+
+
+def _linear_cross_entropy_bwd(options, saved, dloss):
+    hidden, weight, targets, bias, lse = saved
+    dhidden, dweight, dbias = _f.linear_cross_entropy_backward(dloss, hidden, weight, targets, lse, bias,
+                                                               **dict(options))
+    return dhidden, dweight, None, dbias
+
+
+_linear_cross_entropy.defvjp(_linear_cross_entropy_fwd, _linear_cross_entropy_bwd)
+
+
+def linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """cross_entropy(hidden @ weight^T + bias, targets) without the [N, V] logits (baracuda's fused
+    plan), differentiable in hidden, weight and bias."""
+    options = (("ignore_index", int(ignore_index)), ("reduction", reduction), ("label_smoothing", float(label_smoothing)))
+    return _linear_cross_entropy(hidden, weight, targets, bias, options)

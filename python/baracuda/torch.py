@@ -8,7 +8,7 @@ baracuda.functional selects a CPU plan to learn the outputs' shapes and runs not
 the work is queued on PyTorch's current stream.
 
 Differentiable: ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``,
-``silu``, ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``,
+``silu``, ``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``, ``linear_cross_entropy``,
 ``scaled_dot_product_attention``, ``gated`` (SwiGLU and the other GLUs), ``rotary``, ``embedding``,
 ``group_norm`` and the pointwise losses (``mse_loss``, ...).
 """
@@ -33,6 +33,7 @@ __all__ = [
     "matmul",
     "linear",
     "cross_entropy",
+    "linear_cross_entropy",
     "scaled_dot_product_attention",
     "gated",
     "rotary",
@@ -342,6 +343,49 @@ def cross_entropy(logits, targets, weight=None, ignore_index=-100, reduction="me
         raise TypeError("baracuda.torch.cross_entropy takes class indices; soft targets: baracuda.cross_entropy "
                         "(not differentiated)")
     return _cross_entropy_op(logits, targets, weight, int(ignore_index), reduction, float(label_smoothing))[0]
+
+
+def _linear_cross_entropy_impl(hidden: Tensor, weight: Tensor, targets: Tensor, bias: Optional[Tensor],
+                               ignore_index: int, reduction: str, label_smoothing: float) -> Tuple[Tensor, Tensor]:
+    loss, lse = _f.linear_cross_entropy(hidden, weight, targets, bias, ignore_index, reduction, label_smoothing,
+                                        return_lse=True)
+    return loss, lse
+
+
+def _linear_cross_entropy_backward_impl(dloss: Tensor, hidden: Tensor, weight: Tensor, targets: Tensor, lse: Tensor,
+                                        bias: Optional[Tensor], ignore_index: int, reduction: str,
+                                        label_smoothing: float) -> Tuple[Tensor, Tensor, Tensor]:
+    dhidden, dweight, dbias = _f.linear_cross_entropy_backward(dloss, hidden, weight, targets, lse, bias,
+                                                               ignore_index, reduction, label_smoothing)
+    return dhidden, dweight, dbias if dbias is not None else _none(hidden)
+
+
+_linear_cross_entropy_op = _op("linear_cross_entropy", _linear_cross_entropy_impl)
+_linear_cross_entropy_backward_op = _op("linear_cross_entropy_backward", _linear_cross_entropy_backward_impl)
+
+
+def _linear_cross_entropy_setup(ctx, inputs, output):
+    hidden, weight, targets, bias, *ctx.options = inputs
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(hidden, weight, targets, bias, output[1])
+
+
+def _linear_cross_entropy_backward(ctx, dloss, _dlse):
+    hidden, weight, targets, bias, lse = ctx.saved_tensors
+    dhidden, dweight, dbias = _linear_cross_entropy_backward_op(_grad(dloss), hidden, weight, targets, lse, bias,
+                                                                *ctx.options)
+    return dhidden, dweight, None, dbias if ctx.has_bias else None, None, None, None
+
+
+_linear_cross_entropy_op.register_autograd(_linear_cross_entropy_backward, setup_context=_linear_cross_entropy_setup)
+
+
+def linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=-100, reduction="mean",
+                         label_smoothing=0.0):
+    """F.cross_entropy(F.linear(hidden, weight, bias), targets) without the [N, V] logits (Liger-Kernel's
+    fused linear cross-entropy): hidden [N, D], weight [V, D], class-index targets [N]."""
+    return _linear_cross_entropy_op(hidden, weight, targets, bias, int(ignore_index), reduction,
+                                    float(label_smoothing))[0]
 
 
 # ---------------------------------------------------------------------------------------------

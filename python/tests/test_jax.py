@@ -264,3 +264,25 @@ def test_group_norm_and_pointwise_losses_gradients(rng):
         close(jax.jit(jax.grad(ours))(a, c), jax.grad(ref)(a, c), 1e-5)
     # the target is a constant: no gradient flows to it
     assert float(jnp.max(jnp.abs(jax.grad(lambda c: bj.mse_loss(p, c))(t)))) == 0.0
+
+
+@pytest.mark.parametrize("reduction,bias", [("mean", True), ("sum", False), ("none", True)])
+def test_linear_cross_entropy_against_the_logits(rng, reduction, bias):
+    h, w = jnp.asarray(randn(rng, 9, 16)), jnp.asarray(randn(rng, 13, 16))
+    b = jnp.asarray(randn(rng, 13)) if bias else None
+    t = jnp.asarray(np.array([0, 12, 5, -100, 7, 7, 1, 2, 3], np.int32))
+    valid = t != -100
+
+    def ref(h, w, b):
+        z = h @ w.T + (b if b is not None else 0)
+        per = jnp.where(valid, jax.nn.logsumexp(z, -1) - z[jnp.arange(9), jnp.where(valid, t, 0)], 0.0)
+        return {"mean": jnp.sum(per) / jnp.sum(valid), "sum": jnp.sum(per), "none": per}[reduction]
+
+    close(bj.linear_cross_entropy(h, w, t, b, reduction=reduction), ref(h, w, b), 1e-4)
+    up = jnp.arange(9, dtype=jnp.float32) if reduction == "none" else 1.0
+    argnums = (0, 1, 2) if bias else (0, 1)
+    got = jax.jit(jax.grad(lambda *a: jnp.sum(bj.linear_cross_entropy(a[0], a[1], t, *a[2:], reduction=reduction) * up),
+                           argnums))(h, w, *([b] if bias else []))
+    want = jax.grad(lambda *a: jnp.sum(ref(a[0], a[1], a[2] if bias else None) * up), argnums)(h, w, *([b] if bias else []))
+    for g, r in zip(got, want):
+        close(g, r, 1e-4)

@@ -30,6 +30,7 @@ def cases(device):
     a, m = randn(2, 3, 5, device=device), randn(5, 7, device=device)
     lw, lb = randn(6, 16, device=device), randn(6, device=device)
     t = torch.tensor([0, 15, 3, -100], device=device)
+    t2 = torch.tensor([0, 5, 3, -100], device=device)
     hq, hk, hv = randn(2, 3, 5, 8, device=device), randn(2, 3, 6, 8, device=device), randn(2, 3, 6, 8, device=device)
     mask = torch.rand(5, 6, generator=torch.Generator().manual_seed(5)).to(device) > 0.3
     mask[:, 0] = True  # (every row sees a key: PyTorch's fully masked rows are NaN, ours 0)
@@ -58,6 +59,9 @@ def cases(device):
          lambda a: F.smooth_l1_loss(a, x.detach() * 0.5, beta=0.3), (x,)),
         ("bce_logits", lambda a: bt.binary_cross_entropy_with_logits(a, (x.detach() > 0).double()),
          lambda a: F.binary_cross_entropy_with_logits(a, (x.detach() > 0).double()), (x,)),
+        ("linear_cross_entropy", lambda h, w, b: bt.linear_cross_entropy(h, w, t2, b, label_smoothing=0.1),
+         lambda h, w, b: F.cross_entropy(F.linear(h, w, b), t2, label_smoothing=0.1),
+         (randn(4, 16, device=device), lw, lb)),
         ("sdpa_causal", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (hq, hk, hv)),
         ("sdpa_mask", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3),
