@@ -167,8 +167,18 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
   ASSERT_OK(plan.run(stream(), {}, args));
   const AttentionBackwardPlan backward = unwrap(AttentionBackwardPlan::select(stream(), d));
   ASSERT_OK(backward.run(stream(), {},
-                         {q.ref(), k.ref(), v.ref(), {}, out.ref(), dout.ref(), lse.ref(), dq.mut(), dk.mut(), dv.mut(),
-                          oq.ref(), okv.ref()}));
+                         {q.ref(),
+                          k.ref(),
+                          v.ref(),
+                          {},
+                          out.ref(),
+                          dout.ref(),
+                          lse.ref(),
+                          dq.mut(),
+                          dk.mut(),
+                          dv.mut(),
+                          oq.ref(),
+                          okv.ref()}));
   for (Tensor* t : {&out, &lse, &dq, &dk, &dv}) ASSERT_OK(t->download());
 
   // Rows [first, first + rows) of a packed [T, heads, dim] tensor as a dense [1, rows, heads, dim] one.
@@ -195,7 +205,15 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
                   .run(stream(), {}, {q1.ref(), k1.ref(), v1.ref(), {}, out1.mut(), lse1.mut()}));
     ASSERT_OK(unwrap(AttentionBackwardPlan::select(stream(), one))
                   .run(stream(), {},
-                       {q1.ref(), k1.ref(), v1.ref(), {}, out1.ref(), do1.ref(), lse1.ref(), dq1.mut(), dk1.mut(),
+                       {q1.ref(),
+                        k1.ref(),
+                        v1.ref(),
+                        {},
+                        out1.ref(),
+                        do1.ref(),
+                        lse1.ref(),
+                        dq1.mut(),
+                        dk1.mut(),
                         dv1.mut()}));
     for (Tensor* t : {&out1, &lse1, &dq1, &dk1, &dv1}) ASSERT_OK(t->download());
     for (int64_t i = 0; i < nq * H * Dv; ++i) ASSERT_EQ(out.at(q0 * H * Dv + i), out1.at(i)) << b << " out " << i;
@@ -213,7 +231,13 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
   auto refused = [&](std::vector<int32_t> values, bool queries) {
     Tensor bad = offsets(values);
     Tensor fresh = output(dtype(), {Tq, H, Dv});
-    AttentionArgs a{q.ref(), k.ref(), v.ref(), {}, fresh.mut(), {}, queries ? bad.ref() : oq.ref(),
+    AttentionArgs a{q.ref(),
+                    k.ref(),
+                    v.ref(),
+                    {},
+                    fresh.mut(),
+                    {},
+                    queries ? bad.ref() : oq.ref(),
                     queries ? okv.ref() : bad.ref()};
     EXPECT_TRUE(testing::is_error(plan.run(stream(), {}, a), StatusCode::invalid_problem, "AttentionPlan",
                                   queries ? "args.cu_seqlens_q" : "args.cu_seqlens_kv"));

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < calls; ++i)
         if (!plan->run(Stream::host(), {}, args)) return 1;
-      rounds.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls);
+      rounds.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+                       calls);
     }
     rounds.erase(rounds.begin());  // (the warm-up round)
     std::sort(rounds.begin(), rounds.end());

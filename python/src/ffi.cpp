@@ -120,9 +120,9 @@ ffi::Error run_call(const Stream& stream, int64_t id, ffi::RemainingArgs args, f
     workspace = Workspace{(*buffer)->untyped_data(), (*buffer)->size_bytes()};
   }
   if (Status status = target->run(stream, in, out, workspace); !status)
-    return ffi::Error(status.code() == StatusCode::invalid_problem ? ffi::ErrorCode::kInvalidArgument
-                                                                   : ffi::ErrorCode::kInternal,
-                      status.to_string());
+    return ffi::Error(
+        status.code() == StatusCode::invalid_problem ? ffi::ErrorCode::kInvalidArgument : ffi::ErrorCode::kInternal,
+        status.to_string());
   return ffi::Error::Success();
 }
 
@@ -130,8 +130,7 @@ ffi::Error run_on_host(int64_t target, ffi::RemainingArgs args, ffi::RemainingRe
   return run_call(Stream::host(), target, args, rets);
 }
 
-ffi::Error run_on_cuda(void* stream, int32_t device, int64_t target, ffi::RemainingArgs args,
-                       ffi::RemainingRets rets) {
+ffi::Error run_on_cuda(void* stream, int32_t device, int64_t target, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   return run_call(Stream::cuda(static_cast<CUstream_st*>(stream), device), target, args, rets);
 }
 

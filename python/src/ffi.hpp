@@ -5,8 +5,8 @@
 // target names them, the workspace (when the plan needs one) as the last result. A target lives as
 // long as the process (a compiled JAX function may call it at any time); Python registers one per
 // plan and argument list, not per call.
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -73,7 +73,8 @@ FfiTarget ffi_target_of(const P& plan, const Stream& selected, const PlanPrefere
   target.workspace = plan.workspace_size();
   target.backend = selected.backend();
   target.run = [plans, preference, in_fields, out_fields](const Stream& stream, std::span<const AnyTensorMut> in,
-                                               std::span<const AnyTensorMut> out, Workspace workspace) -> Status {
+                                                          std::span<const AnyTensorMut> out,
+                                                          Workspace workspace) -> Status {
     const P* chosen = nullptr;
     {
       std::lock_guard lock(plans->mutex);
@@ -83,10 +84,9 @@ FfiTarget ffi_target_of(const P& plan, const Stream& selected, const PlanPrefere
         Expected<P> again = P::select(stream, plans->by_device.front().second.descriptor(), preference);
         if (!again) return again.status();
         if (again->workspace_size() > workspace.size)
-          return Status::error(StatusCode::invalid_problem, std::string(P::schema().plan) +
-                                                                ": workspace: the plan on device " +
-                                                                std::to_string(stream.device()) +
-                                                                " needs more than the call was given");
+          return Status::error(StatusCode::invalid_problem,
+                               std::string(P::schema().plan) + ": workspace: the plan on device " +
+                                   std::to_string(stream.device()) + " needs more than the call was given");
         chosen = &plans->by_device.emplace_back(stream.device(), std::move(*again)).second;
       }
     }

@@ -466,11 +466,11 @@ View sequence_lse(View v, int64_t first, int64_t rows) {
 template <class Problem, class Run>
 Status each_sequence(const Problem& p, std::string_view plan, Run&& run) {
   const AttentionDescriptor& d = p.desc;
-  Expected<std::vector<int64_t>> q = sequence_offsets(p.args.cu_seqlens_q, d.batch, d.total_q, d.seq_q, plan,
-                                                      "args.cu_seqlens_q");
+  Expected<std::vector<int64_t>> q =
+      sequence_offsets(p.args.cu_seqlens_q, d.batch, d.total_q, d.seq_q, plan, "args.cu_seqlens_q");
   if (!q) return q.status();
-  Expected<std::vector<int64_t>> kv = sequence_offsets(p.args.cu_seqlens_kv, d.batch, d.total_kv, d.seq_kv, plan,
-                                                       "args.cu_seqlens_kv");
+  Expected<std::vector<int64_t>> kv =
+      sequence_offsets(p.args.cu_seqlens_kv, d.batch, d.total_kv, d.seq_kv, plan, "args.cu_seqlens_kv");
   if (!kv) return kv.status();
   for (int64_t b = 0; b < d.batch; ++b) {
     Problem one = p;
@@ -504,7 +504,8 @@ Status launch(const LaunchContext&, const AttentionProblem& p) {
   return dispatch(p, [&](auto t, auto b) {
     using T = typename decltype(t)::type;
     using B = typename decltype(b)::type;
-    if (p.desc.varlen) return each_sequence(p, "AttentionPlan", [](const AttentionProblem& one) { return forward<T, B>(one); });
+    if (p.desc.varlen)
+      return each_sequence(p, "AttentionPlan", [](const AttentionProblem& one) { return forward<T, B>(one); });
     return forward<T, B>(p);
   });
 }

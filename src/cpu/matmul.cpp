@@ -30,8 +30,8 @@ template <class T>
 using acc_t = typename acc_type<T>::type;
 
 // The activation (forward: act(pre); backward: dy act'(pre)) by the unary family's CPU kernels and
-// Maths (vectorized, per ISA), as UnaryPlan / UnaryBackwardPlan of the same kind would run it. (Scalar
-// f64 erf and exp an element through a walker took 0.7 ms on a [128, 256] gelu, ten matmuls' time.)
+// Maths (vectorized, per ISA), as UnaryPlan / UnaryBackwardPlan of the same kind would run it, not a
+// scalar f64 loop of its own (bench/NOTES.md, seventh session).
 Status run_pass(const LaunchContext& ctx, const ActivationPass& pass) {
   if (pass.shape.numel() == 0) return Status::ok();  // (the unary kernels take no empty problem: its plan skips it)
   UnaryDescriptor d;
@@ -56,8 +56,8 @@ Status run_pass(const LaunchContext& ctx, const ActivationPass& pass) {
   if (pass.backward)
     return launch(ctx, UnaryBackwardProblem{d, layout_path(Backend::cpu, d.shape, {pass.src, pass.pre, pass.dst}, 2),
                                             pass.src, pass.pre, pass.dst});
-  return launch(ctx, UnaryForwardProblem{d, layout_path(Backend::cpu, d.shape, {pass.src, pass.dst}, 1), pass.src,
-                                         pass.dst});
+  return launch(
+      ctx, UnaryForwardProblem{d, layout_path(Backend::cpu, d.shape, {pass.src, pass.dst}, 1), pass.src, pass.dst});
 }
 
 // A matrix as BLAS takes it in `row_major` order: transposed or not, and its leading dimension.

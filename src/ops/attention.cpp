@@ -144,13 +144,10 @@ struct AttentionHooks {
   static constexpr auto kFields = fields();
 
   static Status check(const Descriptor& d) {
-    const std::pair<const char*, int64_t> sizes[] = {{"descriptor.batch", d.batch},
-                                                     {"descriptor.seq_q", d.seq_q},
-                                                     {"descriptor.seq_kv", d.seq_kv},
-                                                     {"descriptor.heads_q", d.heads_q},
-                                                     {"descriptor.heads_kv", d.heads_kv},
-                                                     {"descriptor.total_q", d.total_q},
-                                                     {"descriptor.total_kv", d.total_kv}};
+    const std::pair<const char*, int64_t> sizes[] = {
+        {"descriptor.batch", d.batch},      {"descriptor.seq_q", d.seq_q},       {"descriptor.seq_kv", d.seq_kv},
+        {"descriptor.heads_q", d.heads_q},  {"descriptor.heads_kv", d.heads_kv}, {"descriptor.total_q", d.total_q},
+        {"descriptor.total_kv", d.total_kv}};
     for (const auto& [field, size] : sizes)
       if (size < 0)
         return plan_error(StatusCode::invalid_problem, kPlan, field, "size " + std::to_string(size) + " is negative");
@@ -169,7 +166,8 @@ struct AttentionHooks {
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.has_bias",
                         "packed sequences (varlen) take no bias");
     if (!d.varlen && (d.total_q != 0 || d.total_kv != 0))
-      return plan_error(StatusCode::invalid_problem, kPlan, d.total_q != 0 ? "descriptor.total_q" : "descriptor.total_kv",
+      return plan_error(StatusCode::invalid_problem, kPlan,
+                        d.total_q != 0 ? "descriptor.total_q" : "descriptor.total_kv",
                         "is for packed sequences: set varlen, or leave it 0");
     if (d.scale < 0 || !std::isfinite(d.scale))
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.scale",

@@ -85,7 +85,7 @@ struct AttentionArgs {
   AnyTensorRef v;
   AnyTensorRef bias;  // with has_bias
   AnyTensorMut out;
-  AnyTensorMut lse;            // optional
+  AnyTensorMut lse;              // optional
   AnyTensorRef cu_seqlens_q{};   // with varlen: [batch + 1] i32
   AnyTensorRef cu_seqlens_kv{};  // with varlen: [batch + 1] i32
 };
@@ -98,9 +98,9 @@ struct AttentionBackwardArgs {
   AnyTensorRef out;
   AnyTensorRef dout;
   AnyTensorRef lse;
-  AnyTensorMut dq;  // optional
-  AnyTensorMut dk;  // optional
-  AnyTensorMut dv;  // optional
+  AnyTensorMut dq;               // optional
+  AnyTensorMut dk;               // optional
+  AnyTensorMut dv;               // optional
   AnyTensorRef cu_seqlens_q{};   // with varlen
   AnyTensorRef cu_seqlens_kv{};  // with varlen
 };

@@ -39,9 +39,9 @@ Expected<PrecompileReport> precompile(const PrecompileOptions& options) {
     });
   if (programs.empty())
     return Status::error(StatusCode::invalid_problem, "precompile: options.only: no program's name starts with one");
-  const int threads = std::clamp<int>(options.threads > 0 ? options.threads
-                                                          : static_cast<int>(std::thread::hardware_concurrency()),
-                                      1, static_cast<int>(programs.size()));
+  const int threads =
+      std::clamp<int>(options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency()), 1,
+                      static_cast<int>(programs.size()));
   const jit::CacheStats before = jit::cache_stats();
   std::vector<double> seconds(programs.size());
   std::atomic<size_t> next{0};
