@@ -28,9 +28,10 @@ def data(steps, batch, features, classes, seed=0):
 
 def initial_weights(features, hidden, classes, seed=1):
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((hidden, features)).astype(np.float32) / np.sqrt(features),
+    # (scaled before the cast: NumPy 2 promotes an f32 array divided by an np.float64 to f64)
+    return [(rng.standard_normal((hidden, features)) / np.sqrt(features)).astype(np.float32),
             np.zeros(hidden, np.float32),
-            rng.standard_normal((classes, hidden)).astype(np.float32) / np.sqrt(hidden),
+            (rng.standard_normal((classes, hidden)) / np.sqrt(hidden)).astype(np.float32),
             np.zeros(classes, np.float32)]
 
 

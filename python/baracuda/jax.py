@@ -108,8 +108,23 @@ def _target(plan_cls, descriptor, key, stream, present, outputs):
         aliases = {operands.index(n): names.index(n) for n in names if n in present}
         target = plan.ffi_target(operands, names)
         fn = jax.ffi.ffi_call(_TARGET, types, input_output_aliases=aliases or None, vmap_method="sequential")
-        entry = _targets[cache_key] = (partial(fn, target=np.int64(target)), names)
-    return entry
+        wants = {s.name: (tuple(s.shape), s.dtype) for s in plan.arg_specs() if s.present and s.name in present}
+        entry = _targets[cache_key] = (partial(fn, target=np.int64(target)), names, wants)
+    _check_operands(plan_cls, entry[2], present)
+    return entry[:2]
+
+
+def _check_operands(plan_cls, wants, present):
+    """The plan checks its arguments again when it runs, but inside XLA's call, where on a GPU the error
+    would surface later, at some other array's use: here, at trace time, it names the call that is wrong."""
+    for name, value in present.items():
+        if name not in wants:
+            continue
+        shape, dtype = wants[name]
+        got = (tuple(int(n) for n in value.shape), _f._dtype(value))
+        if got != (shape, dtype):
+            raise _bc.Error(f"invalid_problem: {plan_cls.__name__}: args.{name}: a {got[1]} array of shape {got[0]} "
+                            f"where the descriptor says {dtype} {shape}")
 
 
 def run_plan(plan_cls, descriptor, key, like, inputs, outputs=()):

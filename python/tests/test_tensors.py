@@ -86,7 +86,9 @@ def test_bf16_through_ml_dtypes(rng):
 
 def test_read_only_inputs_from_jax():
     jnp = pytest.importorskip("jax.numpy")
-    x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    import jax
+
+    x = jax.device_put(jnp.arange(12, dtype=jnp.float32).reshape(3, 4), jax.devices("cpu")[0])
     out = poisoned(3, 4)
     plan = bc.UnaryPlan.select(bc.UnaryDescriptor(kind=bc.UnaryKind.exp, shape=(3, 4)), "cpu")
     plan.run(x=x, out=out)

@@ -34,7 +34,16 @@ def cases(device):
     hq, hk, hv = randn(2, 3, 5, 8, device=device), randn(2, 3, 6, 8, device=device), randn(2, 3, 6, 8, device=device)
     mask = torch.rand(5, 6, generator=torch.Generator().manual_seed(5)).to(device) > 0.3
     mask[:, 0] = True  # (every row sees a key: PyTorch's fully masked rows are NaN, ours 0)
-    return [
+    # targets made once, outside the functions: gradcheck perturbs x in place, and a target made from x
+    # inside would move with it
+    half, positive = x.detach().clone() * 0.5, (x.detach() > 0).double()
+    attention = [] if device == "cuda" else [  # (CUDA's attention is cuDNN's, f16 / bf16: test_sdpa_bf16)
+        ("sdpa_causal", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (hq, hk, hv)),
+        ("sdpa_mask", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3), (hq, hk, hv)),
+    ]
+    return attention + [
         ("rms_norm", lambda x, w: bt.rms_norm(x, w, 1e-6), lambda x, w: F.rms_norm(x, (16,), w, 1e-6), (x, w)),
         ("layer_norm", lambda x, w, b: bt.layer_norm(x, w, b), lambda x, w, b: F.layer_norm(x, (16,), w, b), (x, w, b)),
         ("softmax", lambda x: bt.softmax(x, 0), lambda x: torch.softmax(x, 0), (x,)),
@@ -55,17 +64,13 @@ def cases(device):
          lambda w: F.embedding(torch.tensor([[1, 3], [3, 0]], device=device), w), (randn(5, 4, device=device),)),
         ("group_norm", lambda x, w, b: bt.group_norm(x, 2, w, b), lambda x, w, b: F.group_norm(x, 2, w, b),
          (randn(2, 4, 3, device=device), randn(4, device=device), randn(4, device=device))),
-        ("smooth_l1", lambda a: bt.smooth_l1_loss(a, x.detach() * 0.5, beta=0.3),
-         lambda a: F.smooth_l1_loss(a, x.detach() * 0.5, beta=0.3), (x,)),
-        ("bce_logits", lambda a: bt.binary_cross_entropy_with_logits(a, (x.detach() > 0).double()),
-         lambda a: F.binary_cross_entropy_with_logits(a, (x.detach() > 0).double()), (x,)),
+        ("smooth_l1", lambda a: bt.smooth_l1_loss(a, half, beta=0.3), lambda a: F.smooth_l1_loss(a, half, beta=0.3),
+         (x,)),
+        ("bce_logits", lambda a: bt.binary_cross_entropy_with_logits(a, positive),
+         lambda a: F.binary_cross_entropy_with_logits(a, positive), (x,)),
         ("linear_cross_entropy", lambda h, w, b: bt.linear_cross_entropy(h, w, t2, b, label_smoothing=0.1),
          lambda h, w, b: F.cross_entropy(F.linear(h, w, b), t2, label_smoothing=0.1),
          (randn(4, 16, device=device), lw, lb)),
-        ("sdpa_causal", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
-         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (hq, hk, hv)),
-        ("sdpa_mask", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3),
-         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3), (hq, hk, hv)),
     ]
 
 
@@ -79,6 +84,21 @@ def test_values_and_gradients_match_pytorch(device):
         g_want = torch.autograd.grad((want * up).sum(), inputs)
         for g, r in zip(g_ours, g_want):
             torch.testing.assert_close(g, r, msg=name)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("causal", [True, False])
+def test_sdpa_bf16(causal):
+    """CUDA's attention (cuDNN) in bf16 against PyTorch's on the same bf16 values in f32."""
+    q, k, v = (randn(2, 4, s, 64, device="cuda", dtype=torch.bfloat16) for s in (33, 40, 40))
+    got = bt.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    f32 = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    want = F.scaled_dot_product_attention(*f32, is_causal=causal)
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+    up = torch.randn_like(want)
+    for g, r in zip(torch.autograd.grad((got.float() * up).sum(), (q, k, v)),
+                    torch.autograd.grad((want * up).sum(), f32)):
+        torch.testing.assert_close(g.float(), r, atol=5e-2, rtol=5e-2)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -102,8 +122,8 @@ def test_opcheck(device):
         (ops.matmul, (a, m, False)),
         (ops.linear, (x, randn(5, 8, device=device), randn(5, device=device), "silu", False)),
         (ops.cross_entropy, (x, t, None, -100, "mean", 0.0)),
-        (ops.attention, (randn(2, 5, 4, 8, device=device), randn(2, 6, 2, 8, device=device),
-                         randn(2, 6, 2, 8, device=device), None, True, 0.0)),
+        (ops.attention, tuple(randn(2, s, h, 16, device=device, dtype=torch.float64 if device == "cpu" else torch.bfloat16)
+                              for s, h in ((5, 4), (6, 2), (6, 2))) + (None, True, 0.0)),
     ]:
         torch.library.opcheck(op, args)
 
