@@ -5,7 +5,7 @@ Markdown row a shape: median ms of forward + backward, peak memory above the inp
 largest gradient difference from eager. Needs PyTorch with CUDA and baracuda's Python module;
 Liger where installed (bench/compare_torch.py says how on the GPU machine).
 
-    python3 bench/labs/linear_cross_entropy_peers.py [--shapes N,D,V;...] [--dtype bf16]
+    python3 bench/labs/linear_cross_entropy_peers.py [--shapes N,D,V;...] [--dtype bf16] [--peers a,b]
 """
 
 import argparse
@@ -55,11 +55,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default="4096,4096,128256;8192,2048,32000;1000,1024,50257")
     p.add_argument("--dtype", default="bf16")
+    p.add_argument("--peers", default="baracuda,eager,compile,liger")
     args = p.parse_args()
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[args.dtype]
     peers = {"baracuda": lambda h, w, t: bt.linear_cross_entropy(h, w, t), "eager": eager,
              "compile": torch.compile(eager), "liger": liger()}
-    peers = {k: v for k, v in peers.items() if v is not None}
+    peers = {k: v for k, v in peers.items() if v is not None and k in args.peers.split(",")}
     print("| N, D, V | dtype | " + " | ".join(f"{k} ms | {k} MiB" for k in peers) + " | max |dh|, |dw| vs eager |")
     print("|---|---|" + "---|---|" * len(peers) + "---|")
     for shape in args.shapes.split(";"):

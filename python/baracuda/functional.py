@@ -521,13 +521,22 @@ def _linear_cross_entropy_inputs(hidden, weight, targets, bias):
 
 
 def linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=-100, reduction="mean",
-                         label_smoothing=0.0, *, return_lse=False):
+                         label_smoothing=0.0, *, return_lse=False, grad_in_forward=False):
     """F.cross_entropy(hidden @ weight^T + bias, targets) without the [N, V] logits: hidden [N, D], weight
     [V, D], class-index targets [N]; the logits are made a chunk of tokens at a time (Liger-Kernel's
-    fused linear cross-entropy). return_lse=True returns (loss, lse [N]), which the backward reads."""
+    fused linear cross-entropy). return_lse=True returns (loss, lse [N]), which the backward reads.
+    grad_in_forward=True (reduction sum or mean) returns (loss, dhidden, dweight, dbias) instead, the
+    gradients for dloss = 1 made in the same sweep (a training step of three matmuls, not four: the
+    backward is then only their product with dloss); dbias is None without a bias."""
     fields = _linear_cross_entropy_fields(hidden, weight, targets, bias, ignore_index, reduction, label_smoothing)
-    out = _run(_bc.LinearCrossEntropyPlan, _bc.LinearCrossEntropyDescriptor, fields, hidden,
-               _linear_cross_entropy_inputs(hidden, weight, targets, bias), outputs=("lse",) if return_lse else ())
+    inputs = _linear_cross_entropy_inputs(hidden, weight, targets, bias)
+    if grad_in_forward:
+        fields["grad_in_forward"] = True
+        out = _run(_bc.LinearCrossEntropyPlan, _bc.LinearCrossEntropyDescriptor, fields, hidden, inputs,
+                   outputs=("dhidden", "dweight") + (("dbias",) if bias is not None else ()))
+        return out["loss"], out["dhidden"], out["dweight"], out.get("dbias")
+    out = _run(_bc.LinearCrossEntropyPlan, _bc.LinearCrossEntropyDescriptor, fields, hidden, inputs,
+               outputs=("lse",) if return_lse else ())
     return (out["loss"], out["lse"]) if return_lse else out["loss"]
 
 

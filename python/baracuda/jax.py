@@ -487,11 +487,19 @@ def _linear_cross_entropy(hidden, weight, targets, bias, options):
 
 
 def _linear_cross_entropy_fwd(hidden, weight, targets, bias, options):
+    if dict(options)["reduction"] != "none":  # the gradients in the same sweep (three matmuls a step, not four)
+        loss, dhidden, dweight, dbias = _f.linear_cross_entropy(hidden, weight, targets, bias, grad_in_forward=True,
+                                                                **dict(options))
+        return loss, (None, None, None, (dhidden, dweight, dbias))
     loss, lse = _f.linear_cross_entropy(hidden, weight, targets, bias, return_lse=True, **dict(options))
     return loss, (hidden, weight, targets, bias, lse)
 
 
 def _linear_cross_entropy_bwd(options, saved, dloss):
+    if len(saved) == 4:
+        dhidden, dweight, dbias = saved[3]
+        return ((dloss * dhidden).astype(dhidden.dtype), (dloss * dweight).astype(dweight.dtype), None,
+                None if dbias is None else (dloss * dbias).astype(dbias.dtype))
     hidden, weight, targets, bias, lse = saved
     dhidden, dweight, dbias = _f.linear_cross_entropy_backward(dloss, hidden, weight, targets, lse, bias,
                                                                **dict(options))

@@ -380,10 +380,45 @@ def _linear_cross_entropy_backward(ctx, dloss, _dlse):
 _linear_cross_entropy_op.register_autograd(_linear_cross_entropy_backward, setup_context=_linear_cross_entropy_setup)
 
 
+def _linear_cross_entropy_grads_impl(hidden: Tensor, weight: Tensor, targets: Tensor, bias: Optional[Tensor],
+                                     ignore_index: int, reduction: str,
+                                     label_smoothing: float) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    loss, dhidden, dweight, dbias = _f.linear_cross_entropy(hidden, weight, targets, bias, ignore_index, reduction,
+                                                            label_smoothing, grad_in_forward=True)
+    return loss, dhidden, dweight, dbias if dbias is not None else _none(hidden)
+
+
+_linear_cross_entropy_grads_op = _op("linear_cross_entropy_grads", _linear_cross_entropy_grads_impl)
+
+
+def _linear_cross_entropy_grads_setup(ctx, inputs, output):
+    ctx.has_bias = inputs[3] is not None
+    ctx.dtypes = (inputs[1].dtype, inputs[3].dtype if ctx.has_bias else None)
+    ctx.save_for_backward(*output[1:])
+
+
+def _linear_cross_entropy_grads_backward(ctx, dloss, _dh, _dw, _db):
+    # (out of place: a second backward through a retained graph must find the gradients unscaled)
+    dhidden, dweight, dbias = ctx.saved_tensors
+    return (dhidden * dloss, (dweight * dloss).to(ctx.dtypes[0]), None,
+            (dbias * dloss).to(ctx.dtypes[1]) if ctx.has_bias else None, None, None, None)
+
+
+_linear_cross_entropy_grads_op.register_autograd(_linear_cross_entropy_grads_backward,
+                                                 setup_context=_linear_cross_entropy_grads_setup)
+
+
 def linear_cross_entropy(hidden, weight, targets, bias=None, ignore_index=-100, reduction="mean",
                          label_smoothing=0.0):
     """F.cross_entropy(F.linear(hidden, weight, bias), targets) without the [N, V] logits (Liger-Kernel's
-    fused linear cross-entropy): hidden [N, D], weight [V, D], class-index targets [N]."""
+    fused linear cross-entropy): hidden [N, D], weight [V, D], class-index targets [N]. Under reduction sum
+    or mean, when a gradient is wanted, the forward makes the gradients in the same sweep (three matmuls
+    a step, as Liger; they are held until the backward scales them by dloss); otherwise the backward
+    makes the logits again from the saved log-sum-exp."""
+    wants_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (hidden, weight, bias))
+    if wants_grad and reduction != "none":
+        return _linear_cross_entropy_grads_op(hidden, weight, targets, bias, int(ignore_index), reduction,
+                                              float(label_smoothing))[0]
     return _linear_cross_entropy_op(hidden, weight, targets, bias, int(ignore_index), reduction,
                                     float(label_smoothing))[0]
 

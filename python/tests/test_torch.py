@@ -102,6 +102,23 @@ def test_sdpa_bf16(causal):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_linear_cross_entropy_gradients_made_in_the_forward(device):
+    """Under sum or mean the forward makes the gradients (dloss = 1) and the backward scales them: a
+    retained graph's second backward must see them unscaled; reduction none recomputes instead."""
+    h, w = randn(6, 8, device=device), randn(11, 8, device=device)
+    t = torch.tensor([0, 3, 10, -100, 5, 5], device=device)
+    loss = bt.linear_cross_entropy(h, w, t)
+    g2 = torch.autograd.grad(loss * 2, (h, w), retain_graph=True)
+    g3 = torch.autograd.grad(loss * 3, (h, w))
+    want = torch.autograd.grad(F.cross_entropy(F.linear(h, w), t) * 3, (h, w))
+    for a, b, r in zip(g2, g3, want):
+        torch.testing.assert_close(a * 1.5, b)
+        torch.testing.assert_close(b, r)
+    with torch.no_grad():  # no gradient wanted: the plain forward
+        torch.testing.assert_close(bt.linear_cross_entropy(h, w, t), F.cross_entropy(F.linear(h, w), t))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_gradcheck(device):
     for name, ours, _, inputs in cases(device):
         assert torch.autograd.gradcheck(ours, inputs), name
@@ -122,6 +139,17 @@ def test_opcheck(device):
         (ops.matmul, (a, m, False)),
         (ops.linear, (x, randn(5, 8, device=device), randn(5, device=device), "silu", False)),
         (ops.cross_entropy, (x, t, None, -100, "mean", 0.0)),
+        (ops.gated, (randn(3, 16, device=device), "swiglu")),
+        (ops.rotary, (randn(2, 3, 2, 8, device=device), randn(2, 3, 1, 8, device=device), torch.arange(3, device=device),
+                      0, "half_split", 10000.0)),
+        (ops.embedding, (torch.tensor([[1, 3], [3, 0]], device=device), randn(5, 4, device=device), -1)),
+        (ops.group_norm, (randn(2, 4, 3, device=device), 2, randn(4, device=device), randn(4, device=device), 1e-5,
+                          False)),
+        (ops.pointwise_loss, (x, randn(3, 8, device=device, grad=False), None, None, "mse", "mean", 1.0, False)),
+        (ops.linear_cross_entropy, (x, randn(5, 8, device=device), torch.tensor([1, 4, 0], device=device),
+                                    randn(5, device=device), -100, "mean", 0.0)),
+        (ops.linear_cross_entropy_grads, (x, randn(5, 8, device=device), torch.tensor([1, 4, -100], device=device),
+                                          None, -100, "sum", 0.1)),
         (ops.attention, tuple(randn(2, s, h, 16, device=device, dtype=torch.float64 if device == "cpu" else torch.bfloat16)
                               for s, h in ((5, 4), (6, 2), (6, 2))) + (None, True, 0.0)),
     ]:
