@@ -398,7 +398,8 @@ def _linear_cross_entropy_grads_setup(ctx, inputs, output):
 
 
 def _linear_cross_entropy_grads_backward(ctx, dloss, _dh, _dw, _db):
-    # (out of place: a second backward through a retained graph must find the gradients unscaled)
+    # (out of place, so a second backward through a retained graph, and gradcheck's reentrancy check,
+    # find them unscaled; the price is a second [V, D] buffer for a moment)
     dhidden, dweight, dbias = ctx.saved_tensors
     return (dhidden * dloss, (dweight * dloss).to(ctx.dtypes[0]), None,
             (dbias * dloss).to(ctx.dtypes[1]) if ctx.has_bias else None, None, None, None)

@@ -16,14 +16,17 @@
 #if BARACUDA_HAS_CUDNN
 #include <cudnn_frontend.h>
 #include <dlfcn.h>
+#include <link.h>
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <iomanip>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -60,18 +63,63 @@ size_t cudnn_version() {
   return version;
 }
 
-// cuDNN 9, opened once for the process.
+// The canonical directories of the cuDNN libraries mapped into the process.
+std::set<std::string> cudnn_directories() {
+  std::set<std::string> dirs;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const std::filesystem::path path(info->dlpi_name ? info->dlpi_name : "");
+        if (path.filename().string().rfind("libcudnn", 0) == 0) {
+          std::error_code ec;
+          const std::filesystem::path dir = std::filesystem::canonical(path.parent_path(), ec);
+          static_cast<std::set<std::string>*>(out)->insert(ec ? path.parent_path().string() : dir.string());
+        }
+        return 0;
+      },
+      &dirs);
+  return dirs;
+}
+
+// cuDNN 9's dispatcher loads its engine libraries (libcudnn_graph, libcudnn_engines_*, ...) by soname
+// when first used. Where another library loaded a pip wheel's cuDNN (PyTorch, JAX), the loader may find
+// those sonames in a system cuDNN of another version, and the mix crashes (on the H200, select died
+// in a segmentation fault in a process where JAX or PyTorch had loaded theirs). So every libcudnn_*.so.9
+// beside the dispatcher opened is loaded first, from its directory; a name already loaded is kept.
+void load_engine_libraries(void* dispatcher) {
+  link_map* map = nullptr;
+  if (dlinfo(dispatcher, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name) return;
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(map->l_name).parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("libcudnn_", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".so.9") == 0 &&
+        !dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD))
+      dlopen(entry.path().c_str(), RTLD_NOW | RTLD_GLOBAL);  // best effort: cuDNN says what is missing
+  }
+}
+
+// cuDNN 9, opened once for the process: the one already loaded (PyTorch's, JAX's) if there is one,
+// else the loader's.
 Status open_cudnn(std::string_view plan) {
   static std::once_flag once;
   static std::string error;
   std::call_once(once, [] {
     for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
       cudnn_frontend::cudnn_dlhandle = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-      if (cudnn_frontend::cudnn_dlhandle) return;
+      if (cudnn_frontend::cudnn_dlhandle) break;
     }
-    const char* e = dlerror();
-    error = std::string("libcudnn.so.9 could not be opened (") + (e ? e : "?") +
-            "): attention on CUDA needs cuDNN 9 on the library path";
+    if (!cudnn_frontend::cudnn_dlhandle) {
+      const char* e = dlerror();
+      error = std::string("libcudnn.so.9 could not be opened (") + (e ? e : "?") +
+              "): attention on CUDA needs cuDNN 9 on the library path";
+      return;
+    }
+    load_engine_libraries(cudnn_frontend::cudnn_dlhandle);
+    if (const std::set<std::string> dirs = cudnn_directories(); dirs.size() > 1) {
+      error = "cuDNN's libraries are loaded from more than one directory (";
+      for (const std::string& d : dirs) error += (d == *dirs.begin() ? "" : ", ") + d;
+      error += "): versions mixed in one process crash; load one cuDNN (LD_LIBRARY_PATH)";
+    }
   });
   if (error.empty()) {
     const size_t version = cudnn_version();
