@@ -337,6 +337,122 @@ TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
                                 StatusCode::unsupported, "AttentionPlan", "args.bias.strides[3]"));
 }
 
+// A paged KV cache: each sequence's queries see exactly what they see with the same keys held densely
+// (the same bits), blocks shuffled through the cache, lengths 0, within one block, at a block's edge
+// and across several; decode-style (causal, bottom-right, GQA, 3 queries). Lengths or block entries
+// out of range are a Status naming them, nothing written.
+TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
+  const std::vector<int32_t> lens{13, 0, 4, 8, 1};
+  const int64_t B = static_cast<int64_t>(lens.size()), Sq = 3, H = 4, Hk = 2, D = 16, Dv = 8, bs = 4;
+  const int64_t max_blocks = 4, num_blocks = 11;
+  AttentionDescriptor d;
+  d.dtype = dtype();
+  d.batch = B;
+  d.seq_q = Sq;
+  d.seq_kv = 13;
+  d.heads_q = H;
+  d.heads_kv = Hk;
+  d.head_dim = D;
+  d.head_dim_v = Dv;
+  d.causal = true;
+  d.alignment = CausalAlignment::bottom_right;
+  d.paged = true;
+  d.block_size = bs;
+  d.num_blocks = num_blocks;
+  d.max_blocks = max_blocks;
+  if (backend() == Backend::cuda) {
+    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d).status(), StatusCode::unsupported, "AttentionPlan",
+                                  "descriptor.paged"));
+    return;
+  }
+  auto ints = [&](const std::vector<int32_t>& values, const Shape& shape) {
+    Tensor t = random(DType::i32, shape);
+    for (size_t i = 0; i < values.size(); ++i) t.host[t.offset + i] = values[i];
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  };
+  // Blocks handed out in a shuffled order; unused table entries hold garbage no sequence reaches.
+  const std::vector<int32_t> table_values{7, 2, 9, 4, -5, 99, 1, 1, 0, 123, 5, 3, 10, 6, 8, -1, 3, 77, 77, 77};
+  Tensor table = ints(table_values, {B, max_blocks}), seq_lens = ints(lens, {B});
+  Tensor q = random(dtype(), {B, Sq, H, D}), kc = random(dtype(), {num_blocks, bs, Hk, D}),
+         vc = random(dtype(), {num_blocks, bs, Hk, Dv});
+  Tensor out = output(dtype(), {B, Sq, H, Dv}), lse = output(acc(), {B, H, Sq});
+  const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+  ASSERT_OK(plan.run(
+      stream(), {},
+      AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, out.mut(), lse.mut(), {}, {}, table.ref(), seq_lens.ref()}));
+  ASSERT_OK(out.download());
+  ASSERT_OK(lse.download());
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = lens[b];
+    // The sequence's keys and values, dense [1, n, Hk, dim], gathered through the table here.
+    auto dense = [&](const Tensor& cache, int64_t dim) {
+      Tensor t = random(dtype(), {1, n, Hk, dim});
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < Hk * dim; ++i)
+          t.host[static_cast<size_t>(t.offset + j * Hk * dim + i)] =
+              cache.at((table_values[b * max_blocks + j / bs] * bs + j % bs) * Hk * dim + i);
+      EXPECT_TRUE(t.upload().is_ok());
+      return t;
+    };
+    Tensor k1 = dense(kc, D), v1 = dense(vc, Dv), q1 = random(dtype(), {1, Sq, H, D});
+    for (int64_t i = 0; i < Sq * H * D; ++i) q1.host[static_cast<size_t>(q1.offset + i)] = q.at(b * Sq * H * D + i);
+    ASSERT_OK(q1.upload());
+    Tensor out1 = output(dtype(), {1, Sq, H, Dv}), lse1 = output(acc(), {1, H, Sq});
+    AttentionDescriptor one = d;
+    one.paged = false;
+    one.batch = 1;
+    one.seq_kv = n;
+    one.block_size = one.num_blocks = one.max_blocks = 0;
+    ASSERT_OK(unwrap(AttentionPlan::select(stream(), one))
+                  .run(stream(), {}, {q1.ref(), k1.ref(), v1.ref(), {}, out1.mut(), lse1.mut()}));
+    ASSERT_OK(out1.download());
+    ASSERT_OK(lse1.download());
+    for (int64_t i = 0; i < Sq * H * Dv; ++i) ASSERT_EQ(out.at(b * Sq * H * Dv + i), out1.at(i)) << b << " out " << i;
+    for (int64_t i = 0; i < H * Sq; ++i) ASSERT_EQ(lse.at(b * H * Sq + i), lse1.at(i)) << b << " lse " << i;
+  }
+  // Sequence 1 holds no key: out 0, lse -inf.
+  EXPECT_EQ(lse.at(1 * H * Sq), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(out.at(1 * Sq * H * Dv), 0.0);
+
+  auto refused = [&](const Tensor& t, const Tensor& l, const char* field) {
+    Tensor fresh = output(dtype(), {B, Sq, H, Dv});
+    EXPECT_TRUE(testing::is_error(
+        plan.run(stream(), {},
+                 AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, fresh.mut(), {}, {}, {}, t.ref(), l.ref()}),
+        StatusCode::invalid_problem, "AttentionPlan", field));
+    ASSERT_OK(fresh.download());
+    for (int64_t i = 0; i < fresh.shape.numel(); ++i) ASSERT_TRUE(std::isnan(fresh.at(i))) << i;
+  };
+  std::vector<int32_t> reached_bad = table_values;
+  reached_bad[3 * max_blocks + 1] = static_cast<int32_t>(num_blocks);  // sequence 3's second block
+  refused(ints(reached_bad, {B, max_blocks}), seq_lens, "args.block_table");
+  std::vector<int32_t> negative = table_values;
+  negative[0] = -1;
+  refused(ints(negative, {B, max_blocks}), seq_lens, "args.block_table");
+  refused(table, ints({13, 0, 4, 14, 1}, {B}), "args.seq_lens_kv");  // past seq_kv
+  refused(table, ints({13, -1, 4, 8, 1}, {B}), "args.seq_lens_kv");
+  // Descriptors: a table too short for seq_kv, no rows a block, paged with a bias, the backward.
+  AttentionDescriptor bad = d;
+  bad.max_blocks = 3;
+  EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), bad).status(), StatusCode::invalid_problem,
+                                "AttentionPlan", "descriptor.max_blocks"));
+  bad = d;
+  bad.block_size = 0;
+  EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), bad).status(), StatusCode::invalid_problem,
+                                "AttentionPlan", "descriptor.block_size"));
+  bad = d;
+  bad.has_bias = true;
+  EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), bad).status(), StatusCode::invalid_problem,
+                                "AttentionPlan", "descriptor.has_bias"));
+  EXPECT_TRUE(testing::is_error(AttentionBackwardPlan::select(stream(), d).status(), StatusCode::invalid_problem,
+                                "AttentionBackwardPlan", "descriptor.paged"));
+  bad = d;
+  bad.paged = false;
+  EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), bad).status(), StatusCode::invalid_problem,
+                                "AttentionPlan", "descriptor.block_size"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
 
 }  // namespace

@@ -220,7 +220,11 @@ void bind_descriptors(nb::module_& m) {
       .field("bias_dtype", &AttentionDescriptor::bias_dtype)
       .field("varlen", &AttentionDescriptor::varlen)
       .field("total_q", &AttentionDescriptor::total_q)
-      .field("total_kv", &AttentionDescriptor::total_kv);
+      .field("total_kv", &AttentionDescriptor::total_kv)
+      .field("paged", &AttentionDescriptor::paged)
+      .field("block_size", &AttentionDescriptor::block_size)
+      .field("num_blocks", &AttentionDescriptor::num_blocks)
+      .field("max_blocks", &AttentionDescriptor::max_blocks);
 
   DescriptorClass<CrossEntropyDescriptor>(m, "CrossEntropyDescriptor")
       .field("dtype", &CrossEntropyDescriptor::dtype)

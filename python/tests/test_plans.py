@@ -194,6 +194,30 @@ def test_attention_causal_gqa(rng):
     np.testing.assert_allclose(lse, ref_lse, **TOL)
 
 
+def test_attention_reads_a_paged_kv_cache(rng):
+    """Decode over a paged cache: two sequences of 6 and 3 keys in shuffled blocks of 2 rows, each
+    query seeing the keys up to its bottom-right diagonal, against the same keys held densely."""
+    hq, hkv, d, sq, bs = 2, 1, 8, 2, 2
+    lens, table = np.array([6, 3], np.int32), np.array([[4, 0, 2], [1, 3, 0]], np.int32)
+    q = randn(rng, 2, sq, hq, d)
+    kc, vc = randn(rng, 5, bs, hkv, d), randn(rng, 5, bs, hkv, d)
+    out = poisoned(2, sq, hq, d)
+    desc = bc.AttentionDescriptor(batch=2, seq_q=sq, seq_kv=6, heads_q=hq, heads_kv=hkv, head_dim=d, head_dim_v=d,
+                                  causal=True, alignment=bc.CausalAlignment.bottom_right, paged=True, block_size=bs,
+                                  num_blocks=5, max_blocks=3)
+    run(bc.AttentionPlan, desc, q=q, k=kc, v=vc, out=out, block_table=table, seq_lens_kv=lens)
+    for b, n in enumerate(lens):
+        rows = [table[b, j // bs] * bs + j % bs for j in range(n)]
+        k, v = kc.reshape(-1, hkv, d)[rows], vc.reshape(-1, hkv, d)[rows]
+        scores = np.einsum("qhd,khd->hqk", q[b], np.repeat(k, hq // hkv, axis=1)) / math.sqrt(d)
+        visible = np.arange(n)[None, :] <= np.arange(sq)[:, None] + n - sq
+        p = np.exp(np.where(visible, scores, -np.inf) - scores.max(-1, keepdims=True))
+        ref = np.einsum("hqk,khd->qhd", p / p.sum(-1, keepdims=True), np.repeat(v, hq // hkv, axis=1))
+        np.testing.assert_allclose(out[b], ref, **TOL)
+    with pytest.raises(bc.Error, match="args.block_table"):
+        run(bc.AttentionPlan, desc, q=q, k=kc, v=vc, out=out, block_table=table + 5, seq_lens_kv=lens)
+
+
 # ---------------------------------------------------------------------------------------------
 # loss.hpp
 

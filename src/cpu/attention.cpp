@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -498,6 +499,78 @@ Status each_sequence(const Problem& p, std::string_view plan, Run&& run) {
   return Status::ok();
 }
 
+// A view of batch entry b of a dense [B, ...] view, as [1, ...].
+template <class View>
+View batch_entry(View v, int64_t b) {
+  if (!v.data) return v;
+  v.data = moved(v.data, b * v.strides[0] * static_cast<int64_t>(dtype_size(v.dtype)));
+  v.capacity -= b * v.strides[0];
+  v.shape.dims[0] = 1;
+  return v;
+}
+
+// A paged KV cache: every sequence's length and the block entries its keys reach, read and checked
+// whole before anything is written; then each sequence's keys and values gathered from their blocks
+// into dense [1, length, H_kv, D] buffers and run as a problem of batch 1 (so a sequence computes as
+// the same keys held densely would).
+template <class T, class B>
+Status each_paged_sequence(const AttentionProblem& p) {
+  const AttentionDescriptor& d = p.desc;
+  const AttentionArgs& a = p.args;
+  const auto* lens = static_cast<const int32_t*>(a.seq_lens_kv.data);
+  const auto* table = static_cast<const int32_t*>(a.block_table.data);
+  auto bad = [](std::string_view field, const std::string& what) {
+    return Status::error(StatusCode::invalid_problem, "AttentionPlan: " + std::string(field) + ": " + what);
+  };
+  auto entry = [&](int64_t b, int64_t j) {
+    return static_cast<int64_t>(table[b * a.block_table.strides[0] + j * a.block_table.strides[1]]);
+  };
+  std::vector<int64_t> length(static_cast<size_t>(d.batch));
+  for (int64_t b = 0; b < d.batch; ++b) {
+    const int64_t n = lens[b * a.seq_lens_kv.strides[0]];
+    if (n < 0 || n > d.seq_kv)
+      return bad("args.seq_lens_kv", "sequence " + std::to_string(b) + " holds " + std::to_string(n) +
+                                         " keys, outside 0..seq_kv (" + std::to_string(d.seq_kv) + ")");
+    length[b] = n;
+    for (int64_t j = 0; j * d.block_size < n; ++j)
+      if (const int64_t e = entry(b, j); e < 0 || e >= d.num_blocks)
+        return bad("args.block_table", "entry [" + std::to_string(b) + ", " + std::to_string(j) + "] is " +
+                                           std::to_string(e) +
+                                           ", outside [0, num_blocks = " + std::to_string(d.num_blocks) + ")");
+  }
+  std::vector<T> keys, values;
+  // Rows j < n of a cache [blocks, block_size, H, dim] into a dense [n, H, dim] buffer.
+  auto gather = [&](const AnyTensorRef& cache, int64_t b, int64_t n, std::vector<T>& to) {
+    const int64_t heads = cache.shape[2], dim = cache.shape[3];
+    const auto* from = static_cast<const T*>(cache.data);
+    to.resize(static_cast<size_t>(n * heads * dim));
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t row = entry(b, j / d.block_size) * cache.strides[0] + (j % d.block_size) * cache.strides[1];
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t x = 0; x < dim; ++x)
+          to[static_cast<size_t>((j * heads + h) * dim + x)] = from[row + h * cache.strides[2] + x * cache.strides[3]];
+    }
+    return AnyTensorRef::contiguous(to.data(), cache.dtype, Shape{1, n, heads, dim});
+  };
+  for (int64_t b = 0; b < d.batch; ++b) {
+    AttentionProblem one = p;
+    one.desc.paged = false;
+    one.desc.batch = 1;
+    one.desc.seq_kv = length[b];
+    one.desc.block_size = one.desc.num_blocks = one.desc.max_blocks = 0;
+    one.mask = attention_mask(one.desc);
+    AttentionArgs& o = one.args;
+    o.k = gather(a.k, b, length[b], keys);
+    o.v = gather(a.v, b, length[b], values);
+    o.q = batch_entry(a.q, b);
+    o.out = batch_entry(a.out, b);
+    o.lse = batch_entry(a.lse, b);
+    o.block_table = o.seq_lens_kv = {};
+    if (Status s = forward<T, B>(one); !s) return s;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status launch(const LaunchContext&, const AttentionProblem& p) {
@@ -506,6 +579,7 @@ Status launch(const LaunchContext&, const AttentionProblem& p) {
     using B = typename decltype(b)::type;
     if (p.desc.varlen)
       return each_sequence(p, "AttentionPlan", [](const AttentionProblem& one) { return forward<T, B>(one); });
+    if (p.desc.paged) return each_paged_sequence<T, B>(p);
     return forward<T, B>(p);
   });
 }

@@ -86,9 +86,11 @@ std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d, 
 
 DType bias_dtype_of(const AttentionDescriptor& d) { return d.bias_dtype.value_or(d.dtype); }
 
-// The views' shapes: [B, S, H, D], or with varlen the packed [total, H, D] (lse [H_q, total_q]).
+// The views' shapes: [B, S, H, D], or with varlen the packed [total, H, D] (lse [H_q, total_q]), or
+// with paged the caches [num_blocks, block_size, H_kv, D].
 Shape rows_shape(const AttentionDescriptor& d, bool queries, int64_t heads, int64_t dim) {
   if (d.varlen) return {queries ? d.total_q : d.total_kv, heads, dim};
+  if (d.paged && !queries) return {d.num_blocks, d.block_size, heads, dim};
   return {d.batch, queries ? d.seq_q : d.seq_kv, heads, dim};
 }
 Shape q_shape(const AttentionDescriptor& d) { return rows_shape(d, true, d.heads_q, d.head_dim); }
@@ -102,6 +104,7 @@ Shape bias_shape(const AttentionDescriptor& d) { return {d.batch, d.heads_q, d.s
 // (saturated: a batch past 2^62 is refused by check_shape, not wrapped)
 int64_t plus_one(int64_t n) { return n < INT64_MAX ? n + 1 : n; }
 Shape offsets_shape(const AttentionDescriptor& d) { return {plus_one(d.batch)}; }
+Shape block_table_shape(const AttentionDescriptor& d) { return {d.batch, d.max_blocks}; }
 
 double resolved_scale(const AttentionDescriptor& d) {
   return d.scale != 0 ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.head_dim));
@@ -132,22 +135,26 @@ struct AttentionHooks {
                                              {"cu_seqlens_q", &Args::cu_seqlens_q},
                                              {"cu_seqlens_kv", &Args::cu_seqlens_kv}}};
     else
-      return std::array<ArgField<Args>, 8>{{{"q", &Args::q},
-                                            {"k", &Args::k},
-                                            {"v", &Args::v},
-                                            {"bias", &Args::bias},
-                                            {"out", nullptr, &Args::out},
-                                            {"lse", nullptr, &Args::lse},
-                                            {"cu_seqlens_q", &Args::cu_seqlens_q},
-                                            {"cu_seqlens_kv", &Args::cu_seqlens_kv}}};
+      return std::array<ArgField<Args>, 10>{{{"q", &Args::q},
+                                             {"k", &Args::k},
+                                             {"v", &Args::v},
+                                             {"bias", &Args::bias},
+                                             {"out", nullptr, &Args::out},
+                                             {"lse", nullptr, &Args::lse},
+                                             {"cu_seqlens_q", &Args::cu_seqlens_q},
+                                             {"cu_seqlens_kv", &Args::cu_seqlens_kv},
+                                             {"block_table", &Args::block_table},
+                                             {"seq_lens_kv", &Args::seq_lens_kv}}};
   }
   static constexpr auto kFields = fields();
 
   static Status check(const Descriptor& d) {
     const std::pair<const char*, int64_t> sizes[] = {
-        {"descriptor.batch", d.batch},      {"descriptor.seq_q", d.seq_q},       {"descriptor.seq_kv", d.seq_kv},
-        {"descriptor.heads_q", d.heads_q},  {"descriptor.heads_kv", d.heads_kv}, {"descriptor.total_q", d.total_q},
-        {"descriptor.total_kv", d.total_kv}};
+        {"descriptor.batch", d.batch},           {"descriptor.seq_q", d.seq_q},
+        {"descriptor.seq_kv", d.seq_kv},         {"descriptor.heads_q", d.heads_q},
+        {"descriptor.heads_kv", d.heads_kv},     {"descriptor.total_q", d.total_q},
+        {"descriptor.total_kv", d.total_kv},     {"descriptor.block_size", d.block_size},
+        {"descriptor.num_blocks", d.num_blocks}, {"descriptor.max_blocks", d.max_blocks}};
     for (const auto& [field, size] : sizes)
       if (size < 0)
         return plan_error(StatusCode::invalid_problem, kPlan, field, "size " + std::to_string(size) + " is negative");
@@ -160,8 +167,10 @@ struct AttentionHooks {
       if (dim < 1 || dim > kMaxHeadDim)
         return plan_error(StatusCode::invalid_problem, kPlan, field,
                           std::to_string(dim) + " is outside 1.." + std::to_string(kMaxHeadDim));
-    for (const Shape& s : {q_shape(d), k_shape(d), v_shape(d), out_shape(d), bias_shape(d), offsets_shape(d)})
+    for (const Shape& s :
+         {q_shape(d), k_shape(d), v_shape(d), out_shape(d), bias_shape(d), offsets_shape(d), block_table_shape(d)})
       if (Status st = check_shape(kPlan, "descriptor", s); !st) return st;
+    if (Status st = check_paged(d); !st) return st;
     if (d.varlen && d.has_bias)
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.has_bias",
                         "packed sequences (varlen) take no bias");
@@ -192,6 +201,33 @@ struct AttentionHooks {
       return plan_error(StatusCode::unsupported, kPlan, "descriptor.bias_dtype",
                         std::string(valid_dtype(b) ? dtype_name(b) : "?") + " is neither dtype (" +
                             std::string(dtype_name(d.dtype)) + ") nor f32");
+    return Status::ok();
+  }
+
+  static Status check_paged(const Descriptor& d) {
+    if (!d.paged) {
+      if (d.block_size != 0 || d.num_blocks != 0 || d.max_blocks != 0)
+        return plan_error(StatusCode::invalid_problem, kPlan,
+                          d.block_size != 0   ? "descriptor.block_size"
+                          : d.num_blocks != 0 ? "descriptor.num_blocks"
+                                              : "descriptor.max_blocks",
+                          "is for a paged KV cache: set paged, or leave it 0");
+      return Status::ok();
+    }
+    if (kBackward)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.paged",
+                        "a paged KV cache is for inference: the backward takes dense or packed keys");
+    if (d.varlen || d.has_bias)
+      return plan_error(StatusCode::invalid_problem, kPlan, d.varlen ? "descriptor.varlen" : "descriptor.has_bias",
+                        "a paged KV cache takes neither packed sequences nor a bias");
+    if (d.block_size < 1)
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.block_size",
+                        std::to_string(d.block_size) + " rows a block: at least 1");
+    // (the longest sequence must fit its block table: seq_kv <= max_blocks * block_size, without overflow)
+    if (d.max_blocks < d.seq_kv / d.block_size + (d.seq_kv % d.block_size != 0 ? 1 : 0))
+      return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.max_blocks",
+                        std::to_string(d.max_blocks) + " blocks of " + std::to_string(d.block_size) +
+                            " rows do not hold seq_kv (" + std::to_string(d.seq_kv) + ") keys");
     return Status::ok();
   }
 
@@ -227,6 +263,12 @@ struct AttentionHooks {
       specs[next + i].index_bound = plus_one(i == 0 ? d.total_q : d.total_kv);
       specs[next + i].sorted = true;
     }
+    if constexpr (!kBackward) {
+      set(8, DType::i32, block_table_shape(d), d.paged);  // block_table: entries in [0, num_blocks)
+      specs[8].index_bound = d.num_blocks;
+      set(9, DType::i32, Shape{d.batch}, d.paged);  // seq_lens_kv: in [0, seq_kv]
+      specs[9].index_bound = plus_one(d.seq_kv);
+    }
   }
 
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
@@ -243,6 +285,9 @@ struct AttentionHooks {
     if (d.varlen)
       return plan_error(StatusCode::unsupported, kPlan, "descriptor.varlen",
                         "packed sequences run on the CPU; the CUDA path does not take them yet");
+    if (d.paged)
+      return plan_error(StatusCode::unsupported, kPlan, "descriptor.paged",
+                        "a paged KV cache is read on the CPU; the CUDA path does not take it yet");
     if (nothing_to_do(d)) return c;
     if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
       return plan_error(StatusCode::unsupported, kPlan, field, why);
@@ -274,6 +319,7 @@ struct AttentionHooks {
     // The backward of no queries still writes dk and dv (zeros); the forward of no keys writes out (0)
     // and lse (-inf). (Packed sequences: their offsets are checked all the same.)
     if (d.varlen) return false;
+    if (d.paged) return d.batch == 0;  // (the lengths and block table are checked, even for no query)
     if constexpr (kBackward)
       return d.batch == 0 || (d.seq_q == 0 && d.seq_kv == 0) || (d.heads_q == 0 && d.seq_kv == 0);
     else

@@ -446,7 +446,7 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BatchNormDescriptor&
 }
 
 // Mostly small valid sizes (heads_q a multiple of heads_kv, head dims up to 40), sometimes any;
-// every mask, the soft-cap and scale at their edges, the bias in any dtype, packed sequences.
+// every mask, the soft-cap and scale at their edges, the bias in any dtype, packed sequences, paged caches.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor& d) {
   d.dtype = fuzz_dtype(in, schema.dtypes);
   d.batch = fuzz_size(in);
@@ -470,12 +470,21 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor&
   d.softcap = in.chance(80) ? 0.0 : fuzz_weight(in);
   d.has_bias = in.consume_bool();
   d.bias_dtype = in.chance(60) ? std::nullopt : std::optional<DType>(in.chance(70) ? DType::f32 : fuzz_dtype(in, {}));
-  // Packed sequences: offsets as random index values (mostly refused at run, naming them)
+  // Packed sequences: offsets as random index values (mostly refused at run, naming them); or a paged
+  // KV cache: block entries and lengths as random index values (mostly valid), tables mostly long enough.
   if (in.chance(15)) {
-    d.varlen = true;
     d.has_bias = in.chance(10);
-    d.total_q = fuzz_size(in);
-    d.total_kv = fuzz_size(in);
+    if (in.chance(40)) {
+      d.paged = true;
+      d.block_size = in.chance(85) ? in.consume_int<int64_t>(1, 8) : fuzz_size(in);
+      d.num_blocks = fuzz_size(in);
+      const int64_t per_block = d.block_size > 0 ? d.block_size : 1;
+      d.max_blocks = in.chance(80) && d.seq_kv >= 0 ? d.seq_kv / per_block + 1 : fuzz_size(in);
+    } else {
+      d.varlen = true;
+      d.total_q = fuzz_size(in);
+      d.total_kv = fuzz_size(in);
+    }
   }
 }
 

@@ -44,6 +44,17 @@
 // rules are a Status naming args.cu_seqlens_q / args.cu_seqlens_kv, and nothing is written. CPU only
 // for now: CUDA refuses varlen at select (descriptor.varlen).
 //
+// A paged KV cache (`paged`, the serving case: vLLM's and FlashInfer's layout): k and v are caches of
+// `num_blocks` blocks of `block_size` rows, k [num_blocks, block_size, H_kv, D] and
+// v [num_blocks, block_size, H_kv, D_v]; sequence b holds seq_lens_kv[b] keys (i32 [batch], each at
+// most seq_kv, the longest, and at most max_blocks * block_size), its key j in row j % block_size of
+// block block_table[b, j / block_size] (i32 [batch, max_blocks], entries in [0, num_blocks); only
+// the entries a sequence's keys reach are read). q, out and lse are dense as above; the masks and
+// their alignment apply with each sequence's own length (decode: causal, bottom_right). No bias, no
+// varlen, no backward. Lengths or block entries breaking these rules are a Status naming
+// args.seq_lens_kv / args.block_table, and nothing is written. CPU only for now: CUDA refuses paged
+// at select (descriptor.paged).
+//
 // Outputs must not overlap an input or each other.
 #include <optional>
 
@@ -77,6 +88,10 @@ struct AttentionDescriptor {
   bool varlen = false;              // packed sequences (above): seq_q / seq_kv their longest
   int64_t total_q = 0;              // with varlen: the packed query rows
   int64_t total_kv = 0;             // with varlen: the packed key rows
+  bool paged = false;               // k and v are block-paged caches (above)
+  int64_t block_size = 0;           // with paged: rows a block
+  int64_t num_blocks = 0;           // with paged: blocks in each cache
+  int64_t max_blocks = 0;           // with paged: the block table's columns
 };
 
 struct AttentionArgs {
@@ -88,6 +103,8 @@ struct AttentionArgs {
   AnyTensorMut lse;              // optional
   AnyTensorRef cu_seqlens_q{};   // with varlen: [batch + 1] i32
   AnyTensorRef cu_seqlens_kv{};  // with varlen: [batch + 1] i32
+  AnyTensorRef block_table{};    // with paged: [batch, max_blocks] i32
+  AnyTensorRef seq_lens_kv{};    // with paged: [batch] i32
 };
 
 struct AttentionBackwardArgs {
