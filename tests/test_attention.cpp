@@ -432,6 +432,19 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   refused(ints(negative, {B, max_blocks}), seq_lens, "args.block_table");
   refused(table, ints({13, 0, 4, 14, 1}, {B}), "args.seq_lens_kv");  // past seq_kv
   refused(table, ints({13, -1, 4, 8, 1}, {B}), "args.seq_lens_kv");
+  {  // more keys than a cache of two blocks holds (blocks would repeat): refused, not gathered
+    AttentionDescriptor small = d;
+    small.num_blocks = 2;
+    Tensor k2 = random(dtype(), {2, bs, Hk, D}), v2 = random(dtype(), {2, bs, Hk, Dv});
+    Tensor fresh = output(dtype(), {B, Sq, H, Dv});
+    Tensor repeats = ints(std::vector<int32_t>(static_cast<size_t>(B * max_blocks), 1), {B, max_blocks});
+    EXPECT_TRUE(testing::is_error(
+        unwrap(AttentionPlan::select(stream(), small))
+            .run(
+                stream(), {},
+                AttentionArgs{q.ref(), k2.ref(), v2.ref(), {}, fresh.mut(), {}, {}, {}, repeats.ref(), seq_lens.ref()}),
+        StatusCode::invalid_problem, "AttentionPlan", "args.seq_lens_kv"));
+  }
   // Descriptors: a table too short for seq_kv, no rows a block, paged with a bias, the backward.
   AttentionDescriptor bad = d;
   bad.max_blocks = 3;

@@ -531,6 +531,12 @@ Status each_paged_sequence(const AttentionProblem& p) {
     if (n < 0 || n > d.seq_kv)
       return bad("args.seq_lens_kv", "sequence " + std::to_string(b) + " holds " + std::to_string(n) +
                                          " keys, outside 0..seq_kv (" + std::to_string(d.seq_kv) + ")");
+    // (a sequence's keys each have a row of their own: more than the cache holds would repeat blocks, and
+    // the gather below would be larger than the cache)
+    if (n / d.block_size + (n % d.block_size != 0 ? 1 : 0) > d.num_blocks)
+      return bad("args.seq_lens_kv", "sequence " + std::to_string(b) + " holds " + std::to_string(n) +
+                                         " keys, more than the cache's " + std::to_string(d.num_blocks) +
+                                         " blocks of " + std::to_string(d.block_size) + " rows");
     length[b] = n;
     for (int64_t j = 0; j * d.block_size < n; ++j)
       if (const int64_t e = entry(b, j); e < 0 || e >= d.num_blocks)

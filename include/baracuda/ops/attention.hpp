@@ -47,7 +47,7 @@
 // A paged KV cache (`paged`, the serving case: vLLM's and FlashInfer's layout): k and v are caches of
 // `num_blocks` blocks of `block_size` rows, k [num_blocks, block_size, H_kv, D] and
 // v [num_blocks, block_size, H_kv, D_v]; sequence b holds seq_lens_kv[b] keys (i32 [batch], each at
-// most seq_kv, the longest, and at most max_blocks * block_size), its key j in row j % block_size of
+// most seq_kv, the longest, and at most the cache's num_blocks * block_size), its key j in row j % block_size of
 // block block_table[b, j / block_size] (i32 [batch, max_blocks], entries in [0, num_blocks); only
 // the entries a sequence's keys reach are read). q, out and lse are dense as above; the masks and
 // their alignment apply with each sequence's own length (decode: causal, bottom_right). No bias, no
