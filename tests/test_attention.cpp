@@ -341,6 +341,95 @@ TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
 // (the same bits), blocks shuffled through the cache, lengths 0, within one block, at a block's edge
 // and across several; decode-style (causal, bottom-right, GQA, 3 queries). Lengths or block entries
 // out of range are a Status naming them, nothing written.
+// A serving step: prompts appended to an empty paged cache (prefill, ragged through new_lens), then
+// one decode token each: every appended row lands bit for bit where the table maps it (where
+// AttentionPlan's paged cache reads it: PagedCacheMatchesTheSameKeysDense) and every other row keeps
+// its bits. CUDA refuses the append at select.
+TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
+  const int64_t B = 3, S_new = 6, Hk = 2, D = 8, Dv = 4, bs = 4, num_blocks = 9, max_blocks = 3;
+  KvCacheAppendDescriptor d;
+  d.dtype = dtype();
+  d.batch = B;
+  d.new_tokens = S_new;
+  d.heads_kv = Hk;
+  d.head_dim = D;
+  d.head_dim_v = Dv;
+  d.block_size = bs;
+  d.num_blocks = num_blocks;
+  d.max_blocks = max_blocks;
+  if (backend() == Backend::cuda) {
+    EXPECT_TRUE(testing::is_error(KvCacheAppendPlan::select(stream(), d).status(), StatusCode::unsupported,
+                                  "KvCacheAppendPlan", "descriptor"));
+    return;
+  }
+  auto ints = [&](const std::vector<int32_t>& values, const Shape& shape) {
+    Tensor t = random(DType::i32, shape);
+    for (size_t i = 0; i < values.size(); ++i) t.host[t.offset + i] = values[i];
+    EXPECT_TRUE(t.upload().is_ok());
+    return t;
+  };
+  const std::vector<int32_t> table_values{4, 0, 7, 8, 2, 99, 1, 3, 5};
+  Tensor table = ints(table_values, {B, max_blocks});
+  Tensor kc = random(dtype(), {num_blocks, bs, Hk, D}), vc = random(dtype(), {num_blocks, bs, Hk, Dv});
+  const std::vector<double> k_before = kc.host, v_before = vc.host;
+  const KvCacheAppendPlan plan = unwrap(KvCacheAppendPlan::select(stream(), d));
+  // Prefill: prompts of 5, 2 and 6 tokens (the rest of each row of k_new padding).
+  const std::vector<int32_t> prompt{5, 2, 6};
+  Tensor k_new = random(dtype(), {B, S_new, Hk, D}), v_new = random(dtype(), {B, S_new, Hk, Dv});
+  int64_t bad = 0;
+  ASSERT_OK(plan.run(stream(), {},
+                     {k_new.ref(), v_new.ref(), table.ref(), ints({0, 0, 0}, {B}).ref(), ints(prompt, {B}).ref(),
+                      kc.mut(), vc.mut(), &bad}));
+  // Decode: one token each after the prompt (no new_lens: every sequence appends all S_new = 1).
+  KvCacheAppendDescriptor one = d;
+  one.new_tokens = 1;
+  Tensor k_tok = random(dtype(), {B, 1, Hk, D}), v_tok = random(dtype(), {B, 1, Hk, Dv});
+  ASSERT_OK(unwrap(KvCacheAppendPlan::select(stream(), one))
+                .run(stream(), {},
+                     {k_tok.ref(), v_tok.ref(), table.ref(), ints(prompt, {B}).ref(), {}, kc.mut(), vc.mut(), &bad}));
+  EXPECT_EQ(bad, 0);
+  ASSERT_OK(kc.download());
+  ASSERT_OK(vc.download());
+  // Where each cache row came from: (sequence, position) or untouched.
+  std::vector<bool> written(static_cast<size_t>(num_blocks * bs), false);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j <= prompt[b]; ++j) {
+      const int64_t slot = table_values[b * max_blocks + j / bs] * bs + j % bs;
+      written[static_cast<size_t>(slot)] = true;
+      const bool decode = j == prompt[b];
+      for (int64_t i = 0; i < Hk * D; ++i)
+        ASSERT_EQ(kc.at(slot * Hk * D + i), decode ? k_tok.at(b * Hk * D + i) : k_new.at((b * S_new + j) * Hk * D + i))
+            << b << ", " << j;
+      for (int64_t i = 0; i < Hk * Dv; ++i)
+        ASSERT_EQ(vc.at(slot * Hk * Dv + i),
+                  decode ? v_tok.at(b * Hk * Dv + i) : v_new.at((b * S_new + j) * Hk * Dv + i));
+    }
+  for (int64_t slot = 0; slot < num_blocks * bs; ++slot) {
+    if (written[static_cast<size_t>(slot)]) continue;
+    for (int64_t i = 0; i < Hk * D; ++i) {
+      const auto at = static_cast<size_t>(kc.offset + slot * Hk * D + i);
+      ASSERT_EQ(kc.host[at], k_before[at]) << slot;
+    }
+    for (int64_t i = 0; i < Hk * Dv; ++i) {
+      const auto at = static_cast<size_t>(vc.offset + slot * Hk * Dv + i);
+      ASSERT_EQ(vc.host[at], v_before[at]) << slot;
+    }
+  }
+
+  // A token past the table (sequence 2's 13th position: a table of 3 blocks of 4) and a block entry out
+  // of range (sequence 1's third block, 99) are counted and not written.
+  Tensor k_far = random(dtype(), {B, 1, Hk, D}), v_far = random(dtype(), {B, 1, Hk, Dv});
+  bad = 0;
+  const std::vector<double> k_now = kc.host;
+  ASSERT_OK(
+      unwrap(KvCacheAppendPlan::select(stream(), one))
+          .run(stream(), {},
+               {k_far.ref(), v_far.ref(), table.ref(), ints({-1, 8, 12}, {B}).ref(), {}, kc.mut(), vc.mut(), &bad}));
+  EXPECT_EQ(bad, 3);
+  ASSERT_OK(kc.download());
+  EXPECT_EQ(kc.host, k_now);
+}
+
 TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   const std::vector<int32_t> lens{13, 0, 4, 8, 1};
   const int64_t B = static_cast<int64_t>(lens.size()), Sq = 3, H = 4, Hk = 2, D = 16, Dv = 8, bs = 4;

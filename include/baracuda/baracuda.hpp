@@ -12,6 +12,7 @@
 #include "baracuda/ops/copy.hpp"
 #include "baracuda/ops/gated.hpp"
 #include "baracuda/ops/indexing.hpp"
+#include "baracuda/ops/kv_cache.hpp"
 #include "baracuda/ops/loss.hpp"
 #include "baracuda/ops/matmul.hpp"
 #include "baracuda/ops/norm.hpp"

@@ -286,6 +286,31 @@ def linear_backward(dy, x, weight, pre=None, *, has_bias=True, activation="none"
     return out["dx"], out["dweight"], out.get("dbias")
 
 
+def _grouped_mm_fields(a, b, offsets, transpose_b, allow_tf32):
+    return dict(dtype=_dtype(a), index_dtype=_dtype(offsets), rows=int(a.shape[0]), k=int(a.shape[1]),
+                n=int(b.shape[1] if transpose_b else b.shape[2]), groups=int(b.shape[0]), transpose_b=transpose_b,
+                allow_tf32=allow_tf32)
+
+
+def grouped_mm(a, b, offsets, *, transpose_b=False, allow_tf32=False):
+    """The products of a mixture of experts, as torch._grouped_mm(a, b, offs): a [T, K] holds the
+    groups' rows one group after another, b [G, K, N] (or [G, N, K] with transpose_b, as each
+    expert's nn.Linear weight lies) their weights, offsets [G] (int32 or int64) each group's end row;
+    out [T, N], rows after the last group zero. The CPU backend only so far."""
+    fields = _grouped_mm_fields(a, b, offsets, transpose_b, allow_tf32)
+    return _run(_bc.GroupedMatmulPlan, _bc.GroupedMatmulDescriptor, fields, a,
+                dict(a=a, b=b, offsets=offsets))["out"]
+
+
+def grouped_mm_backward(dout, a, b, offsets, *, transpose_b=False, allow_tf32=False, needs=(True, True)):
+    """(da, db) of grouped_mm given dout [T, N]; needs=(bool, bool) skips one (None in its place)."""
+    fields = _grouped_mm_fields(a, b, offsets, transpose_b, allow_tf32)
+    wanted = [name for name, need in zip(("da", "db"), needs) if need]
+    out = _run(_bc.GroupedMatmulBackwardPlan, _bc.GroupedMatmulDescriptor, fields, a,
+               dict(dout=dout, a=a, b=b, offsets=offsets), outputs=wanted)
+    return out.get("da"), out.get("db")
+
+
 def _norm_fields(x, weight, has_bias, eps, normalized_dims):
     if normalized_dims is None:
         normalized_dims = len(weight.shape) if weight is not None else 1

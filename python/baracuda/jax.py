@@ -4,7 +4,7 @@ Every plan is reachable through ``call`` (a plan class, its descriptor's fields,
 argument name), and baracuda's plain functions (``baracuda.rms_norm(x, w)``, ...) take JAX arrays
 through it. The functions here are differentiable (``jax.custom_vjp``, the backward plans):
 ``rms_norm``, ``layer_norm``, ``softmax``, ``log_softmax``, ``unary`` (and ``gelu``, ``silu``,
-``relu``, ``tanh``), ``matmul``, ``linear``, ``cross_entropy``, ``linear_cross_entropy``, ``attention``, ``gated`` (SwiGLU and
+``relu``, ``tanh``), ``matmul``, ``linear``, ``grouped_mm``, ``cross_entropy``, ``linear_cross_entropy``, ``attention``, ``gated`` (SwiGLU and
 the other GLUs), ``rotary``, ``embedding``, ``group_norm`` and the pointwise losses (``mse_loss``, ...).
 
 A call is one custom call, "baracuda_plan", whose attribute names a plan selected at trace time for
@@ -36,6 +36,7 @@ __all__ = [
     "tanh",
     "matmul",
     "linear",
+    "grouped_mm",
     "cross_entropy",
     "linear_cross_entropy",
     "attention",
@@ -303,6 +304,31 @@ _linear.defvjp(_linear_fwd, _linear_bwd)
 def linear(x, weight, bias=None, *, activation="none", allow_tf32=False):
     """act(x @ weight^T + bias): none, relu, gelu, gelu_tanh or silu."""
     return _linear(x, weight, bias, activation, bool(allow_tf32))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _grouped_mm(a, b, offsets, transpose_b):
+    return _f.grouped_mm(a, b, offsets, transpose_b=transpose_b)
+
+
+def _grouped_mm_fwd(a, b, offsets, transpose_b):
+    return _f.grouped_mm(a, b, offsets, transpose_b=transpose_b), (a, b, offsets)
+
+
+def _grouped_mm_bwd(transpose_b, saved, dout):
+    a, b, offsets = saved
+    da, db = _f.grouped_mm_backward(dout, a, b, offsets, transpose_b=transpose_b)
+    return da, db, None
+
+
+_grouped_mm.defvjp(_grouped_mm_fwd, _grouped_mm_bwd)
+
+
+def grouped_mm(a, b, offsets, *, transpose_b=False):
+    """The products of a mixture of experts (torch._grouped_mm): a [T, K] packed by group, b [G, K, N]
+    (or [G, N, K] with transpose_b), offsets [G] each group's end row; differentiable in a and b. The
+    CPU backend only so far."""
+    return _grouped_mm(a, b, offsets, bool(transpose_b))
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))

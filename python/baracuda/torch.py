@@ -32,6 +32,7 @@ __all__ = [
     "tanh",
     "matmul",
     "linear",
+    "grouped_mm",
     "cross_entropy",
     "linear_cross_entropy",
     "scaled_dot_product_attention",
@@ -586,6 +587,40 @@ def embedding(indices, weight, padding_idx=None):
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     return _embedding_op(indices, weight, -1 if padding_idx is None else int(padding_idx))
+
+
+def _grouped_mm_impl(a: Tensor, b: Tensor, offsets: Tensor, transpose_b: bool) -> Tensor:
+    return _f.grouped_mm(a, b, offsets, transpose_b=transpose_b)
+
+
+def _grouped_mm_backward_impl(dout: Tensor, a: Tensor, b: Tensor, offsets: Tensor,
+                              transpose_b: bool) -> Tuple[Tensor, Tensor]:
+    return _f.grouped_mm_backward(dout, a, b, offsets, transpose_b=transpose_b)
+
+
+_grouped_mm_op = _op("grouped_mm", _grouped_mm_impl)
+_grouped_mm_backward_op = _op("grouped_mm_backward", _grouped_mm_backward_impl)
+
+
+def _grouped_mm_setup(ctx, inputs, output):
+    a, b, offsets, ctx.transpose_b = inputs
+    ctx.save_for_backward(a, b, offsets)
+
+
+def _grouped_mm_backward(ctx, dout):
+    a, b, offsets = ctx.saved_tensors
+    da, db = _grouped_mm_backward_op(_grad(dout), a, b, offsets, ctx.transpose_b)
+    return da, db, None, None
+
+
+_grouped_mm_op.register_autograd(_grouped_mm_backward, setup_context=_grouped_mm_setup)
+
+
+def grouped_mm(a, b, offsets, *, transpose_b=False):
+    """torch._grouped_mm(a, b, offs) of a mixture of experts: a [T, K] (each group's rows in turn),
+    b [G, K, N] (or [G, N, K], each expert's weight as nn.Linear keeps it, with transpose_b), offsets
+    [G] each group's end row; differentiable in a and b. The CPU backend only so far."""
+    return _grouped_mm_op(a, b, offsets, bool(transpose_b))
 
 
 # ---------------------------------------------------------------------------------------------

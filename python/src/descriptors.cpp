@@ -167,6 +167,16 @@ void bind_descriptors(nb::module_& m) {
       .field("has_bias", &LinearDescriptor::has_bias)
       .field("activation", &LinearDescriptor::activation)
       .field("allow_tf32", &LinearDescriptor::allow_tf32);
+  DescriptorClass<GroupedMatmulDescriptor>(m, "GroupedMatmulDescriptor")
+      .field("dtype", &GroupedMatmulDescriptor::dtype)
+      .field("index_dtype", &GroupedMatmulDescriptor::index_dtype)
+      .field("out_dtype", &GroupedMatmulDescriptor::out_dtype)
+      .field("rows", &GroupedMatmulDescriptor::rows)
+      .field("k", &GroupedMatmulDescriptor::k)
+      .field("n", &GroupedMatmulDescriptor::n)
+      .field("groups", &GroupedMatmulDescriptor::groups)
+      .field("transpose_b", &GroupedMatmulDescriptor::transpose_b)
+      .field("allow_tf32", &GroupedMatmulDescriptor::allow_tf32);
 
   DescriptorClass<NormDescriptor>(m, "NormDescriptor")
       .field("dtype", &NormDescriptor::dtype)
@@ -201,6 +211,16 @@ void bind_descriptors(nb::module_& m) {
       .field("has_weight", &BatchNormDescriptor::has_weight)
       .field("has_bias", &BatchNormDescriptor::has_bias);
 
+  DescriptorClass<KvCacheAppendDescriptor>(m, "KvCacheAppendDescriptor")
+      .field("dtype", &KvCacheAppendDescriptor::dtype)
+      .field("batch", &KvCacheAppendDescriptor::batch)
+      .field("new_tokens", &KvCacheAppendDescriptor::new_tokens)
+      .field("heads_kv", &KvCacheAppendDescriptor::heads_kv)
+      .field("head_dim", &KvCacheAppendDescriptor::head_dim)
+      .field("head_dim_v", &KvCacheAppendDescriptor::head_dim_v)
+      .field("block_size", &KvCacheAppendDescriptor::block_size)
+      .field("num_blocks", &KvCacheAppendDescriptor::num_blocks)
+      .field("max_blocks", &KvCacheAppendDescriptor::max_blocks);
   DescriptorClass<AttentionDescriptor>(m, "AttentionDescriptor")
       .field("dtype", &AttentionDescriptor::dtype)
       .field("batch", &AttentionDescriptor::batch)

@@ -12,6 +12,8 @@ void bind_plans(nb::module_& m) {
   bind_plan<MatmulBackwardPlan>(m, "MatmulBackwardPlan");
   bind_plan<LinearPlan>(m, "LinearPlan");
   bind_plan<LinearBackwardPlan>(m, "LinearBackwardPlan");
+  bind_plan<GroupedMatmulPlan>(m, "GroupedMatmulPlan");
+  bind_plan<GroupedMatmulBackwardPlan>(m, "GroupedMatmulBackwardPlan");
   // norm.hpp
   bind_plan<LayerNormPlan>(m, "LayerNormPlan");
   bind_plan<RmsNormPlan>(m, "RmsNormPlan");
@@ -32,6 +34,7 @@ void bind_plans(nb::module_& m) {
   bind_plan<DropoutBackwardPlan>(m, "DropoutBackwardPlan");
   bind_plan<AttentionPlan>(m, "AttentionPlan");
   bind_plan<AttentionBackwardPlan>(m, "AttentionBackwardPlan");
+  bind_plan<KvCacheAppendPlan>(m, "KvCacheAppendPlan");
   bind_plan<CrossEntropyPlan>(m, "CrossEntropyPlan");
   bind_plan<CrossEntropyBackwardPlan>(m, "CrossEntropyBackwardPlan");
   bind_plan<LinearCrossEntropyPlan>(m, "LinearCrossEntropyPlan");

@@ -66,6 +66,29 @@ def test_linear(rng):
     np.testing.assert_allclose(bc.linear(x, w, activation="relu"), np.maximum(x @ w.T, 0), **TOL)
 
 
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_grouped_mm(rng, transpose_b):
+    a = randn(rng, 9, 6)
+    b = randn(rng, 4, 5, 6) if transpose_b else randn(rng, 4, 6, 5)
+    offsets = np.array([3, 3, 7, 8], np.int32)  # groups of 3, 0, 4 and 1 rows; row 8 in none
+    weights = b.transpose(0, 2, 1) if transpose_b else b
+    want = np.zeros((9, 5), np.float32)
+    start = 0
+    for g, end in enumerate(offsets):
+        want[start:end] = a[start:end] @ weights[g]
+        start = end
+    np.testing.assert_allclose(bc.grouped_mm(a, b, offsets, transpose_b=transpose_b), want, **TOL)
+    dout = randn(rng, 9, 5)
+    da, db = bc.grouped_mm_backward(dout, a, b, offsets.astype(np.int64), transpose_b=transpose_b)
+    want_da, want_db, start = np.zeros_like(a), np.zeros((4, 6, 5), np.float32), 0
+    for g, end in enumerate(offsets):
+        want_da[start:end] = dout[start:end] @ weights[g].T
+        want_db[g] = a[start:end].T @ dout[start:end]
+        start = end
+    np.testing.assert_allclose(da, want_da, **TOL)
+    np.testing.assert_allclose(db, want_db.transpose(0, 2, 1) if transpose_b else want_db, **TOL)
+
+
 def test_gelu(rng):
     x = randn(rng, 100)
     erf = np.vectorize(math.erf)

@@ -93,6 +93,20 @@ def test_matmul_gradients(rng, shapes):
         close(got, want, 1e-5)
 
 
+@pytest.mark.skipif(ON_GPU, reason="the grouped matmul runs on the CPU backend only so far")
+def test_grouped_mm_gradients(rng):
+    a, b = jnp.asarray(randn(rng, 7, 5)), jnp.asarray(randn(rng, 3, 5, 4))
+    offsets = jnp.asarray(np.array([2, 2, 6], np.int32))  # groups of 2, 0 and 4 rows; row 6 in none
+
+    def ref(a, b):
+        return jnp.concatenate([a[:2] @ b[0], a[2:6] @ b[2], jnp.zeros((1, 4), a.dtype)])
+
+    close(bj.grouped_mm(a, b, offsets), ref(a, b), 1e-5)
+    f = lambda a, b: jnp.sum(jnp.sin(bj.grouped_mm(a, b, offsets)))  # noqa: E731
+    for got, want in zip(jax.jit(jax.grad(f, (0, 1)))(a, b), jax.grad(lambda a, b: jnp.sum(jnp.sin(ref(a, b))), (0, 1))(a, b)):
+        close(got, want, 1e-5)
+
+
 @pytest.mark.parametrize("activation,bias", [("none", True), ("gelu", True), ("silu", False), ("relu", True)])
 def test_linear_gradients(rng, activation, bias):
     x, w = jnp.asarray(randn(rng, 2, 3, 16)), jnp.asarray(randn(rng, 5, 16))

@@ -218,6 +218,29 @@ def test_attention_reads_a_paged_kv_cache(rng):
         run(bc.AttentionPlan, desc, q=q, k=kc, v=vc, out=out, block_table=table + 5, seq_lens_kv=lens)
 
 
+
+def test_kv_cache_append_writes_where_the_table_maps(rng):
+    """Two sequences holding 3 and 0 keys append 2 and 1 tokens (new_lens: the second's other token
+    is padding) into shuffled blocks of 2 rows; every other row of the caches keeps its values."""
+    bs, hkv, d = 2, 2, 4
+    table = np.array([[4, 0, 2], [1, 3, 0]], np.int32)
+    lens, new_lens = np.array([3, 0], np.int32), np.array([2, 1], np.int32)
+    kc, vc = randn(rng, 5, bs, hkv, d), randn(rng, 5, bs, hkv, 3)
+    k_before, v_before = kc.copy(), vc.copy()
+    k_new, v_new = randn(rng, 2, 2, hkv, d), randn(rng, 2, 2, hkv, 3)
+    desc = bc.KvCacheAppendDescriptor(batch=2, new_tokens=2, heads_kv=hkv, head_dim=d, head_dim_v=3, block_size=bs,
+                                      num_blocks=5, max_blocks=3)
+    run(bc.KvCacheAppendPlan, desc, k_new=k_new, v_new=v_new, block_table=table, seq_lens=lens, new_lens=new_lens,
+        k_cache=kc, v_cache=vc)
+    k_want, v_want = k_before.copy(), v_before.copy()
+    for b in range(2):
+        for i in range(new_lens[b]):
+            p = lens[b] + i
+            k_want[table[b, p // bs], p % bs] = k_new[b, i]
+            v_want[table[b, p // bs], p % bs] = v_new[b, i]
+    np.testing.assert_array_equal(kc, k_want)
+    np.testing.assert_array_equal(vc, v_want)
+
 # ---------------------------------------------------------------------------------------------
 # loss.hpp
 

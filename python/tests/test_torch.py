@@ -37,12 +37,21 @@ def cases(device):
     # targets made once, outside the functions: gradcheck perturbs x in place, and a target made from x
     # inside would move with it
     half, positive = x.detach().clone() * 0.5, (x.detach() > 0).double()
-    attention = [] if device == "cuda" else [  # (CUDA's attention is cuDNN's, f16 / bf16: test_sdpa_bf16)
+    offs = torch.tensor([2, 2, 7], device=device, dtype=torch.int32)  # groups of 2, 0 and 5 rows; row 7 in none
+    grouped = [] if device == "cuda" else [  # (the CPU backend only so far)
+        ("grouped_mm", lambda a, b: bt.grouped_mm(a, b, offs),
+         lambda a, b: torch.cat([a[:2] @ b[0], a[2:2] @ b[1], a[2:7] @ b[2], a[7:] * 0 @ b[0]]),
+         (randn(8, 5, device=device), randn(3, 5, 4, device=device))),
+        ("grouped_mm_transposed", lambda a, b: bt.grouped_mm(a, b, offs, transpose_b=True),
+         lambda a, b: torch.cat([a[:2] @ b[0].T, a[2:7] @ b[2].T, a[7:] * 0 @ b[0].T]) + 0 * b[1].sum(),
+         (randn(8, 5, device=device), randn(3, 4, 5, device=device))),
+    ]
+    attention = grouped + ([] if device == "cuda" else [  # (CUDA's attention is cuDNN's, f16 / bf16: test_sdpa_bf16)
         ("sdpa_causal", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (hq, hk, hv)),
         ("sdpa_mask", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3),
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3), (hq, hk, hv)),
-    ]
+    ])
     return attention + [
         ("rms_norm", lambda x, w: bt.rms_norm(x, w, 1e-6), lambda x, w: F.rms_norm(x, (16,), w, 1e-6), (x, w)),
         ("layer_norm", lambda x, w, b: bt.layer_norm(x, w, b), lambda x, w, b: F.layer_norm(x, (16,), w, b), (x, w, b)),
@@ -152,7 +161,10 @@ def test_opcheck(device):
                                           None, -100, "sum", 0.1)),
         (ops.attention, tuple(randn(2, s, h, 16, device=device, dtype=torch.float64 if device == "cpu" else torch.bfloat16)
                               for s, h in ((5, 4), (6, 2), (6, 2))) + (None, True, 0.0)),
-    ]:
+    ] + ([] if device == "cuda" else [
+        (ops.grouped_mm, (randn(6, 8, device=device), randn(3, 8, 4, device=device),
+                          torch.tensor([1, 1, 5], device=device, dtype=torch.int32), False)),
+    ]):
         torch.library.opcheck(op, args)
 
 

@@ -360,4 +360,36 @@ Status launch(const LaunchContext& ctx, const MatmulProblem& p) {
   return passes(p.passes_after);
 }
 
+// Zeros into rows [from, rows) of a [rows, cols] view (the rows no group holds).
+void zero_rows(const AnyTensorMut& v, int64_t from) {
+  if (!v.data) return;
+  const size_t size = dtype_size(v.dtype);
+  char* base = static_cast<char*>(v.data);
+  for (int64_t i = from; i < v.shape.dims[0]; ++i)
+    for (int64_t j = 0; j < v.shape.dims[1]; ++j)
+      std::memset(base + (i * v.strides[0] + j * v.strides[1]) * static_cast<int64_t>(size), 0, size);
+}
+
+Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& p) {
+  const int64_t groups = p.desc.groups;
+  std::vector<int64_t> offsets(static_cast<size_t>(groups)), ends(offsets.size());
+  for (int64_t g = 0; g < groups; ++g) {
+    const char* at = static_cast<const char*>(p.offsets.data) +
+                     g * p.offsets.strides[0] * static_cast<int64_t>(dtype_size(p.offsets.dtype));
+    offsets[static_cast<size_t>(g)] =
+        p.offsets.dtype == DType::i32 ? *reinterpret_cast<const int32_t*>(at) : *reinterpret_cast<const int64_t*>(at);
+  }
+  int64_t bad = 0;
+  grouped_ends(p, offsets, ends, bad);
+  if (p.bad_index_count) *p.bad_index_count += bad;
+  const int64_t covered = ends.back();
+  zero_rows(p.out, covered);
+  zero_rows(p.da, covered);
+  // A few hundred groups' GEMMs at a time (a plan may have millions of groups, most of them empty).
+  constexpr int64_t kChunk = 256;
+  for (int64_t first = 0; first < groups; first += kChunk)
+    if (Status s = launch(ctx, grouped_gemms(p, ends, first, std::min(groups, first + kChunk))); !s) return s;
+  return Status::ok();
+}
+
 }  // namespace baracuda::detail::cpu

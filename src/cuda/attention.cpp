@@ -7,6 +7,7 @@
 // (broadcast batch and head dims declared as extent 1, the shapes cuDNN documents for it; broadcast
 // queries by a zero stride, as PyTorch passes an expanded key-padding mask).
 #include "ops/attention_problem.hpp"
+#include "ops/kv_cache_problem.hpp"
 #include "ops/validate.hpp"
 #if BARACUDA_HAS_CUDA
 #include "cuda/common/check.cuh"
@@ -507,5 +508,11 @@ Status launch(const LaunchContext&, const AttentionBackwardProblem&) {
 }
 
 #endif
+
+// (select refuses the KV cache append on CUDA: never reached.)
+Status launch(const LaunchContext&, const KvCacheAppendProblem&) {
+  return plan_error(StatusCode::unsupported, "KvCacheAppendPlan", "stream",
+                    "appending to a KV cache does not run on CUDA yet");
+}
 
 }  // namespace baracuda::detail::cuda

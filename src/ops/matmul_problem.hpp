@@ -2,6 +2,7 @@
 // What the matmul plans hand to a backend: every plan is a short list of GEMMs over views, each
 // described once here (layouts, batch walks, the dims folded into M or K) for both backends, plus
 // the linear plans' elementwise passes (the activation and its gradient).
+#include <span>
 #include <vector>
 
 #include "baracuda/ops/matmul.hpp"
@@ -78,14 +79,36 @@ struct MatmulProblem {
   size_t blas_offset = 0;  // cuBLASLt's workspace, to the end of the plan's
 };
 
+// A grouped plan's work: its views, read by the backend, which learns the group ends from `offsets`
+// (in the stream's memory) and then runs grouped_gemms.
+struct GroupedMatmulProblem {
+  std::string_view plan;
+  GroupedMatmulDescriptor desc;
+  bool backward = false;
+  AnyTensorRef a, b, offsets, dout;
+  AnyTensorMut out, da, db;
+  int64_t* bad_index_count = nullptr;
+};
+
+// Group g's last row + 1, for every group, from the offsets as given: each clamped into [previous
+// end, T]; the offsets outside [0, T] or below their predecessor counted into `bad`.
+void grouped_ends(const GroupedMatmulProblem& p, std::span<const int64_t> offsets, std::span<int64_t> ends,
+                  int64_t& bad);
+
+// The GEMMs of groups [first, last) once their ends are known (an empty group's db[g] is a GEMM of K
+// = 0: zeros).
+MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, std::span<const int64_t> ends, int64_t first, int64_t last);
+
 // The workspace a GEMM with summed dims and 16-bit output needs on CUDA for its f32 accumulator.
 int64_t gemm_accumulator_elements(const Gemm& g);
 
 namespace cpu {
 Status launch(const LaunchContext& ctx, const MatmulProblem& problem);
+Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& problem);
 }  // namespace cpu
 namespace cuda {
 Status launch(const LaunchContext& ctx, const MatmulProblem& problem);
+Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& problem);  // refused at select
 // Chooses cuBLASLt's algorithm for each GEMM as laid out for contiguous, 16-byte aligned views (the
 // choice is cached for the process; other layouts get theirs at run): the workspace they need, or
 // an error naming the plan when cuBLASLt has none.

@@ -445,6 +445,20 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, BatchNormDescriptor&
   d.has_bias = in.consume_bool();
 }
 
+// Mostly small caches and appends, sometimes any size (the block table's rows and the lengths are
+// index arguments: the fuzzer's values include bad ones).
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, KvCacheAppendDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.batch = fuzz_size(in);
+  d.new_tokens = fuzz_size(in);
+  d.heads_kv = in.chance(90) ? in.consume_int<int64_t>(1, 3) : fuzz_size(in);
+  d.head_dim = in.chance(90) ? in.consume_int<int64_t>(1, 40) : fuzz_size(in);
+  d.head_dim_v = in.chance(70) ? d.head_dim : fuzz_size(in);
+  d.block_size = in.chance(90) ? in.consume_int<int64_t>(1, 16) : in.consume_int<int64_t>(-2, 1 << 20);
+  d.num_blocks = fuzz_size(in);
+  d.max_blocks = fuzz_size(in);
+}
+
 // Mostly small valid sizes (heads_q a multiple of heads_kv, head dims up to 40), sometimes any;
 // every mask, the soft-cap and scale at their edges, the bias in any dtype, packed sequences, paged caches.
 void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, AttentionDescriptor& d) {
@@ -576,6 +590,18 @@ void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, LinearDescriptor& d)
   d.has_bias = in.consume_bool();
   d.activation =
       in.chance(5) ? static_cast<Activation>(in.consume_int(5, 255)) : static_cast<Activation>(in.consume_int(0, 4));
+  d.allow_tf32 = in.consume_bool();
+}
+
+void fuzz_descriptor(FuzzInput& in, const OpSchema& schema, GroupedMatmulDescriptor& d) {
+  d.dtype = fuzz_dtype(in, schema.dtypes);
+  d.index_dtype = fuzz_dtype(in, schema.index_dtypes);
+  d.out_dtype = in.chance(80) ? std::nullopt : std::optional<DType>(in.chance(70) ? DType::f32 : fuzz_dtype(in, {}));
+  d.rows = fuzz_size(in);
+  d.k = fuzz_size(in);
+  d.n = fuzz_size(in);
+  d.groups = in.chance(10) ? fuzz_size(in) : in.consume_int<int64_t>(1, 70);
+  d.transpose_b = in.consume_bool();
   d.allow_tf32 = in.consume_bool();
 }
 
@@ -1752,7 +1778,10 @@ std::span<const PlanEntry> registry() {
       entry<PointwiseLossBackwardPlan>(),
       entry<MatmulPlan>(),
       entry<MatmulBackwardPlan>(),
+      entry<GroupedMatmulPlan>(),
+      entry<GroupedMatmulBackwardPlan>(),
       entry<AttentionPlan>(),
+      entry<KvCacheAppendPlan>(),
       entry<AttentionBackwardPlan>(),
       entry<LinearPlan>(),
       entry<LinearBackwardPlan>(),

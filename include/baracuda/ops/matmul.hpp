@@ -7,6 +7,10 @@
 //   MatmulBackwardPlan  da = alpha * dout @ op(b)^T, db = alpha * op(a)^T @ dout  (as op demands, transposed back)
 //   LinearPlan          y = act(x @ weight^T + bias)                      (F.linear, then an activation)
 //   LinearBackwardPlan  dpre = dy * act'(pre); dx = dpre @ weight, dweight = dpre^T @ x, dbias = sum of dpre rows
+//   GroupedMatmulPlan   out[rows of g] = a[rows of g] @ op(b[g])  for each group g  (MoE experts;
+//                       torch._grouped_mm(a, b, offs))
+//   GroupedMatmulBackwardPlan  da[rows of g] = dout[rows of g] @ op(b[g])^T, db[g] = op^-1(a[rows of g]^T @ dout[rows
+//   of g])
 //
 // Shapes, as torch.matmul: op(a) is [..., M, K] and op(b) [..., K, N] (op transposes the last two
 // dims when asked); their leading (batch) dims broadcast against each other, and out is
@@ -99,14 +103,60 @@ struct LinearBackwardArgs {
   AnyTensorMut dbias;    // optional, with has_bias
 };
 
+// A grouped matmul (a mixture of experts' layer): G products over one packed buffer of rows, the
+// group sizes read from an array in the stream's memory (`offsets`, as torch._grouped_mm's `offs`:
+// each group's end; never read by select, so a plan is as valid for every routing and safe to
+// capture in a CUDA graph). Group g is rows [offsets[g - 1], offsets[g]) of a (offsets[-1] = 0),
+// multiplied by its own b[g]. Rows from offsets[G - 1] on belong to no group: their out (and da) rows
+// are written 0; an empty group's db[g] is 0.
+// Bad offsets never read or write out of bounds: each is clamped into [previous end, T] (a value
+// below the previous end makes its group empty), and, with `bad_index_count` (an int64 in the
+// stream's memory, added to), every offset outside [0, T] or below its predecessor is counted.
+// Backends: the CPU (each group a product as MatmulPlan runs it: oneDNN or OpenBLAS); on CUDA
+// select refuses it (unsupported) for now. Deterministic and batch-invariant on the CPU: a row's
+// result depends on its group's rows alone in the order they lie.
+struct GroupedMatmulDescriptor {
+  DType dtype = DType::f32;        // a, b, out (the backward's dout, da, db)
+  DType index_dtype = DType::i32;  // offsets: i32 or i64
+  std::optional<DType> out_dtype;  // of out: nullopt is dtype; f32 with 16-bit inputs (forward)
+  int64_t rows = 0;                // T: a's rows, group after group
+  int64_t k = 0;                   // a's columns
+  int64_t n = 0;                   // out's columns
+  int64_t groups = 0;              // G, at least 1
+  bool transpose_b = false;        // b stored [G, N, K] (each expert's weight as nn.Linear keeps it), not [G, K, N]
+  bool allow_tf32 = false;
+};
+
+struct GroupedMatmulArgs {
+  AnyTensorRef a;        // [T, K]
+  AnyTensorRef b;        // [G, K, N], or [G, N, K] with transpose_b
+  AnyTensorRef offsets;  // [G] of index_dtype, nondecreasing, the last at most T
+  AnyTensorMut out;      // [T, N]
+  int64_t* bad_index_count = nullptr;
+};
+
+struct GroupedMatmulBackwardArgs {
+  AnyTensorRef dout;     // [T, N] in dtype
+  AnyTensorRef a;        // read for db
+  AnyTensorRef b;        // read for da
+  AnyTensorRef offsets;  // as the forward's
+  AnyTensorMut da;       // optional: [T, K]
+  AnyTensorMut db;       // optional: b's shape
+  int64_t* bad_index_count = nullptr;
+};
+
 struct MatmulOp : OpTag<MatmulDescriptor, MatmulArgs> {};
 struct MatmulBackwardOp : OpTag<MatmulDescriptor, MatmulBackwardArgs> {};
 struct LinearOp : OpTag<LinearDescriptor, LinearArgs> {};
 struct LinearBackwardOp : OpTag<LinearDescriptor, LinearBackwardArgs> {};
+struct GroupedMatmulOp : OpTag<GroupedMatmulDescriptor, GroupedMatmulArgs> {};
+struct GroupedMatmulBackwardOp : OpTag<GroupedMatmulDescriptor, GroupedMatmulBackwardArgs> {};
 
 using MatmulPlan = Plan<MatmulOp>;
 using MatmulBackwardPlan = Plan<MatmulBackwardOp>;
 using LinearPlan = Plan<LinearOp>;
 using LinearBackwardPlan = Plan<LinearBackwardOp>;
+using GroupedMatmulPlan = Plan<GroupedMatmulOp>;
+using GroupedMatmulBackwardPlan = Plan<GroupedMatmulBackwardOp>;
 
 }  // namespace baracuda

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "baracuda/ops/attention.hpp"
+#include "baracuda/ops/kv_cache.hpp"
 #include "harness/op_table.hpp"
 
 namespace baracuda::reference {
@@ -242,6 +244,45 @@ inline void attention_backward(const AttentionDescriptor& d, harness::RefIO& io)
             dv->set(static_cast<int64_t>(rows.vi(b, j, hk, c)), value[static_cast<size_t>(c)],
                     mag[static_cast<size_t>(c)], rows.group * d.seq_q);
       }
+}
+
+// The KV cache append: the caches start from their contents (accumulating outputs); each token in
+// (sequence, token) order overwrites the row its position maps to, bad entries counted and skipped as
+// the header says.
+inline void kv_cache_append(const KvCacheAppendDescriptor& d, harness::RefIO& io) {
+  const harness::HostView &seq_lens = io.in("seq_lens"), &table = io.in("block_table");
+  const bool has_new_lens = io.in("new_lens").numel() > 0;
+  int64_t bad = 0;
+  for (int64_t b = 0; b < d.batch; ++b) {
+    int64_t count = d.new_tokens;
+    if (has_new_lens) {
+      const auto n = static_cast<int64_t>(io.in("new_lens").at(b));
+      count = n < 0 ? 0 : (n > d.new_tokens ? d.new_tokens : n);
+      if (count != n) ++bad;
+    }
+    const auto start = static_cast<int64_t>(seq_lens.at(b));
+    if (start < 0) {
+      ++bad;
+      continue;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t column = (start + i) / d.block_size, row = (start + i) % d.block_size;
+      const int64_t block = column < d.max_blocks ? static_cast<int64_t>(table.at(b * d.max_blocks + column)) : -1;
+      if (block < 0 || block >= d.num_blocks) {
+        ++bad;
+        continue;
+      }
+      for (auto [from, to, dim] :
+           {std::tuple{"k_new", "k_cache", d.head_dim}, std::tuple{"v_new", "v_cache", d.head_dim_v}})
+        for (int64_t h = 0; h < d.heads_kv; ++h)
+          for (int64_t e = 0; e < dim; ++e) {
+            const int64_t at = ((block * d.block_size + row) * d.heads_kv + h) * dim + e;
+            if (io.out(to).wanted(at))
+              io.out(to).set(at, io.in(from).at(((b * d.new_tokens + i) * d.heads_kv + h) * dim + e));
+          }
+    }
+  }
+  io.bad_index_count = bad;
 }
 
 }  // namespace baracuda::reference

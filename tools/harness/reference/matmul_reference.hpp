@@ -215,4 +215,76 @@ inline void linear_backward(const LinearDescriptor& d, harness::RefIO& io) {
     }
 }
 
+// The grouped plans: each row's group from the offsets (a group ends at its offset clamped into
+// [0, T] and at least where the previous one ended; offsets outside [0, T] and below the previous end
+// counted), -1 for the rows after the last group.
+struct GroupedRefCase {
+  std::vector<int64_t> group_of, start;  // per row; per group, its first row
+  std::vector<int64_t> count;            // per group
+  int64_t bad = 0;
+};
+inline GroupedRefCase grouped_ref_case(const GroupedMatmulDescriptor& d, const harness::RefIO& io) {
+  GroupedRefCase c;
+  c.group_of.assign(static_cast<size_t>(d.rows), -1);
+  const harness::HostView& offsets = io.in("offsets");
+  int64_t row = 0;
+  for (int64_t g = 0; g < d.groups; ++g) {
+    const auto raw = static_cast<int64_t>(offsets.at(g));
+    int64_t end = raw < 0 ? 0 : (raw > d.rows ? d.rows : raw);
+    c.bad += raw != end ? 1 : 0;
+    if (end < row) {
+      ++c.bad;
+      end = row;
+    }
+    c.start.push_back(row);
+    c.count.push_back(end - row);
+    for (; row < end; ++row) c.group_of[static_cast<size_t>(row)] = g;
+  }
+  return c;
+}
+// Element (k, j) of op(b[g]) [K, N] as a row-major index of b's stored shape.
+inline int64_t grouped_b_at(const GroupedMatmulDescriptor& d, int64_t g, int64_t k, int64_t j) {
+  return d.transpose_b ? (g * d.n + j) * d.k + k : (g * d.k + k) * d.n + j;
+}
+
+inline void grouped_matmul_forward(const GroupedMatmulDescriptor& d, harness::RefIO& io) {
+  const GroupedRefCase c = grouped_ref_case(d, io);
+  io.bad_index_count = c.bad;
+  const harness::HostView &a = io.in("a"), &b = io.in("b");
+  harness::RefOutput& out = io.out("out");
+  for (int64_t i = 0; i < d.rows; ++i)
+    for (int64_t j = 0; j < d.n; ++j) {
+      const int64_t e = i * d.n + j, g = c.group_of[static_cast<size_t>(i)];
+      if (!out.wanted(e)) continue;
+      out.set(e, 0.0);
+      if (g >= 0)
+        for (int64_t k = 0; k < d.k; ++k) out.add(e, a.at(i * d.k + k) * b.at(grouped_b_at(d, g, k, j)));
+    }
+}
+
+inline void grouped_matmul_backward(const GroupedMatmulDescriptor& d, harness::RefIO& io) {
+  const GroupedRefCase c = grouped_ref_case(d, io);
+  io.bad_index_count = c.bad;
+  const harness::HostView &a = io.in("a"), &b = io.in("b"), &dout = io.in("dout");
+  harness::RefOutput &da = io.out("da"), &db = io.out("db");
+  for (int64_t i = 0; i < d.rows; ++i)  // da[i, k] = sum_j dout[i, j] op(b[g])[k, j]
+    for (int64_t k = 0; k < d.k; ++k) {
+      const int64_t e = i * d.k + k, g = c.group_of[static_cast<size_t>(i)];
+      if (!da.wanted(e)) continue;
+      da.set(e, 0.0);
+      if (g >= 0)
+        for (int64_t j = 0; j < d.n; ++j) da.add(e, dout.at(i * d.n + j) * b.at(grouped_b_at(d, g, k, j)));
+    }
+  for (int64_t g = 0; g < d.groups; ++g)  // op(db[g])[k, j] = sum over the group's rows of a[i, k] dout[i, j]
+    for (int64_t k = 0; k < d.k; ++k)
+      for (int64_t j = 0; j < d.n; ++j) {
+        const int64_t e = grouped_b_at(d, g, k, j);
+        if (!db.wanted(e)) continue;
+        db.set(e, 0.0);
+        const int64_t first = c.start[static_cast<size_t>(g)];
+        for (int64_t i = first; i < first + c.count[static_cast<size_t>(g)]; ++i)
+          db.add(e, a.at(i * d.k + k) * dout.at(i * d.n + j));
+      }
+}
+
 }  // namespace baracuda::reference

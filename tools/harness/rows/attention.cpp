@@ -199,6 +199,55 @@ Desc bench_desc(DType dtype, const Shape& s) {
 // Each output element sums S keys of D products (the profiler checks that many times fewer).
 int64_t bench_terms(const Shape& s) { return s.dims[1] * s.dims[3]; }
 
+// The KV cache append: caches of 6 blocks of 4 rows (shuffled tables), sequences holding 0..20 keys
+// before the append; the default index ranges add bad table entries, lengths and new_lens (counted).
+KvCacheAppendDescriptor append(int64_t batch, int64_t tokens, int64_t heads, int64_t dim, int64_t dim_v,
+                               int64_t block_size = 4, int64_t num_blocks = 6, int64_t max_blocks = 5) {
+  KvCacheAppendDescriptor d;
+  d.batch = batch;
+  d.new_tokens = tokens;
+  d.heads_kv = heads;
+  d.head_dim = dim;
+  d.head_dim_v = dim_v;
+  d.block_size = block_size;
+  d.num_blocks = num_blocks;
+  d.max_blocks = max_blocks;
+  return d;
+}
+std::vector<Sample<KvCacheAppendDescriptor>> append_samples() {
+  std::vector<Sample<KvCacheAppendDescriptor>> out;
+  auto add = [&](KvCacheAppendDescriptor d, Views views = Views::contiguous, std::string note = {},
+                 std::string_view only = {}) {
+    out.push_back({d, views, only, std::nullopt, std::move(note)});
+  };
+  add(append(1, 1, 1, 8, 8), Views::contiguous, "decode, one sequence");
+  add(append(3, 1, 2, 16, 8), Views::contiguous, "decode, D_v != D");
+  add(append(2, 7, 2, 5, 5), Views::contiguous, "prefill across blocks");
+  add(append(4, 3, 3, 4, 6, 1, 30, 20), Views::contiguous, "blocks of one row");
+  add(append(2, 9, 1, 8, 8, 16, 2, 1), Views::contiguous, "one block a sequence: positions past it");
+  add(append(0, 3, 2, 8, 8), Views::contiguous, "no sequence");
+  add(append(2, 0, 2, 8, 8), Views::contiguous, "no token");
+  for (Views v : {Views::padded, Views::misaligned, Views::transposed}) add(append(3, 2, 2, 8, 4), v);
+  add(append(3, 2, 2, 8, 4), Views::broadcast, "one new token for every sequence (a zero stride)", "k_new");
+  return out;
+}
+std::vector<DescriptorError<KvCacheAppendDescriptor>> append_errors() {
+  using D = KvCacheAppendDescriptor;
+  return {
+      {"block_size 0", [](D& d) { d.block_size = 0; }, StatusCode::invalid_problem, "descriptor.block_size"},
+      {"negative batch", [](D& d) { d.batch = -1; }, StatusCode::invalid_problem, "descriptor.batch"},
+      {"negative head_dim_v", [](D& d) { d.head_dim_v = -4; }, StatusCode::invalid_problem, "descriptor.head_dim_v"},
+      {"a table past 2^62 rows",
+       [](D& d) {
+         d.max_blocks = int64_t{1} << 40;
+         d.block_size = int64_t{1} << 30;
+         d.batch = 1;
+       },
+       StatusCode::invalid_problem, "descriptor.max_blocks"},
+  };
+}
+void append_reference(const KvCacheAppendDescriptor& d, RefIO& io) { reference::kv_cache_append(d, io); }
+
 }  // namespace
 
 std::vector<std::unique_ptr<OpRow>> attention_rows() {
@@ -248,6 +297,10 @@ std::vector<std::unique_ptr<OpRow>> attention_rows() {
                               {},
                               bench_terms});
   rows.push_back(make_row<AttentionBackwardPlan>(std::move(backward)));
+  // CPU only so far: CUDA refuses every sample.
+  RowSpec<KvCacheAppendPlan> kv_append{append_samples, append_reference, harness::tolerance, {}, append_errors()};
+  kv_append.cuda_partial = true;
+  rows.push_back(make_row<KvCacheAppendPlan>(std::move(kv_append)));
   return rows;
 }
 

@@ -246,6 +246,85 @@ template <bool kBackward>
 std::vector<Sample<LDesc>> linear_samples_of() {
   return linear_samples(kBackward);
 }
+using GDesc = GroupedMatmulDescriptor;
+
+GDesc grouped(int64_t rows, int64_t k, int64_t n, int64_t groups, bool transpose_b = false) {
+  GDesc d;
+  d.rows = rows;
+  d.k = k;
+  d.n = n;
+  d.groups = groups;
+  d.transpose_b = transpose_b;
+  return d;
+}
+
+// Offsets drawn sorted from [0, T] (every group in bounds) unless a sample says otherwise; the
+// default range [-2, T + 3) adds offsets out of bounds, which are counted.
+std::vector<Sample<GDesc>> grouped_samples(bool backward) {
+  std::vector<Sample<GDesc>> out;
+  auto add = [&](GDesc d, Views views = Views::contiguous, std::string_view only = {}, std::string note = {},
+                 std::optional<IndexRange> offsets = IndexRange{}, std::vector<DType> dtypes = {}) {
+    if (offsets && offsets->hi == 0) offsets = IndexRange{0, d.rows + 1};
+    out.push_back({d, views, only, offsets, std::move(note), std::move(dtypes)});
+  };
+  for (bool tb : {false, true}) {
+    const std::string op = tb ? "b as [G, N, K]" : "b as [G, K, N]";
+    add(grouped(17, 9, 5, 3, tb), Views::contiguous, {}, op);
+    add(grouped(40, 16, 12, 8, tb), Views::contiguous, {}, op + ", 8 groups");
+    add(grouped(64, 33, 7, 4, tb), Views::contiguous, {}, op + ", offsets out of bounds too", std::nullopt);
+  }
+  add(grouped(255, 17, 3, 1), Views::contiguous, {}, "one group");
+  add(grouped(33, 5, 6, 1), Views::contiguous, {}, "one group holding every row", IndexRange{33, 34});
+  add(grouped(5, 4, 3, 12), Views::contiguous, {}, "more groups than rows: empty ones");
+  add(grouped(6, 4, 3, 3), Views::contiguous, {}, "no group holds a row", IndexRange{0, 1});
+  add(grouped(9, 0, 4, 3), Views::contiguous, {}, "K = 0");
+  add(grouped(9, 4, 0, 3));
+  add(grouped(0, 4, 3, 2), Views::contiguous, {}, "no rows", std::nullopt);
+  add(grouped(512, 128, 96, 4), Views::contiguous, {}, "oneDNN's side");
+  add(grouped(512, 128, 96, 4, true), Views::padded, {}, "oneDNN's side");
+  for (Views v : {Views::padded, Views::misaligned}) {
+    add(grouped(30, 12, 7, 3), v);
+    add(grouped(30, 12, 7, 3, true), v);
+  }
+  add(grouped(30, 12, 7, 3), Views::transposed, backward ? "dout" : "a", "column-major");
+  add(grouped(30, 12, 7, 3), Views::broadcast, "b", "every group the same weights (a zero stride)");
+  if (!backward) {
+    GDesc wide = grouped(40, 16, 12, 5);
+    wide.out_dtype = DType::f32;
+    add(wide, Views::contiguous, {}, "f32 out", IndexRange{}, {DType::f16, DType::bf16});
+  }
+  return out;
+}
+
+std::vector<DescriptorError<GDesc>> grouped_errors(bool backward) {
+  std::vector<DescriptorError<GDesc>> errors = {
+      {"no group", [](GDesc& d) { d.groups = 0; }, StatusCode::invalid_problem, "descriptor.groups"},
+      {"negative rows", [](GDesc& d) { d.rows = -1; }, StatusCode::invalid_problem, "descriptor.rows"},
+      {"negative k", [](GDesc& d) { d.k = -3; }, StatusCode::invalid_problem, "descriptor.k"},
+      {"integer out_dtype", [](GDesc& d) { d.out_dtype = DType::i32; }, StatusCode::unsupported,
+       "descriptor.out_dtype"},
+      {"more rows than i32 offsets count",
+       [](GDesc& d) {
+         d.index_dtype = DType::i32;
+         d.rows = int64_t{1} << 32;
+         d.k = d.n = 1;
+       },
+       StatusCode::unsupported, "descriptor.index_dtype"},
+  };
+  if (backward)
+    errors.push_back({"dout in another dtype",
+                      [](GDesc& d) { d.out_dtype = d.dtype == DType::f64 ? DType::f32 : DType::f64; },
+                      StatusCode::unsupported, "descriptor.out_dtype"});
+  return errors;
+}
+
+template <bool kBackward>
+std::vector<Sample<GDesc>> grouped_samples_of() {
+  return grouped_samples(kBackward);
+}
+void grouped_forward_ref(const GDesc& d, RefIO& io) { reference::grouped_matmul_forward(d, io); }
+void grouped_backward_ref(const GDesc& d, RefIO& io) { reference::grouped_matmul_backward(d, io); }
+
 void matmul_forward_ref(const MDesc& d, RefIO& io) { reference::matmul_forward(d, io); }
 void matmul_backward_ref(const MDesc& d, RefIO& io) { reference::matmul_backward(d, io); }
 void linear_forward_ref(const LDesc& d, RefIO& io) { reference::linear_forward(d, io); }
@@ -284,6 +363,21 @@ std::vector<std::unique_ptr<OpRow>> matmul_rows() {
                                     linear_bench_cases(true),
                                     forward_of<LinearPlan>,
                                     Gradient{"dy", "y", {{"dx", "x"}, {"dweight", "weight"}, {"dbias", "bias"}}}}));
+  // CPU only so far: CUDA refuses every sample (cuda_partial).
+  RowSpec<GroupedMatmulPlan> grouped_forward{
+      grouped_samples_of<false>, grouped_forward_ref, harness::tolerance, {}, grouped_errors(false)};
+  grouped_forward.cuda_partial = true;
+  rows.push_back(make_row<GroupedMatmulPlan>(std::move(grouped_forward)));
+  RowSpec<GroupedMatmulBackwardPlan> grouped_backward{grouped_samples_of<true>,
+                                                      grouped_backward_ref,
+                                                      harness::tolerance,
+                                                      {},
+                                                      grouped_errors(true),
+                                                      {},
+                                                      forward_of<GroupedMatmulPlan>,
+                                                      Gradient{"dout", "out", {{"da", "a"}, {"db", "b"}}}};
+  grouped_backward.cuda_partial = true;
+  rows.push_back(make_row<GroupedMatmulBackwardPlan>(std::move(grouped_backward)));
   return rows;
 }
 
