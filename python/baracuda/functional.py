@@ -44,11 +44,14 @@ __all__ = [
     "unary_backward",
     "matmul_backward",
     "linear_backward",
+    "grouped_mm",
+    "grouped_mm_backward",
     "cross_entropy_backward",
     "linear_cross_entropy",
     "linear_cross_entropy_backward",
     "attention",
     "attention_backward",
+    "kv_cache_append",
     "gated",
     "gated_backward",
     "group_norm_backward",
@@ -618,6 +621,28 @@ def attention_backward(dout, q, k, v, out, lse, bias=None, *, causal=False, scal
     inputs = dict(_attention_inputs(q, k, v, bias, fields), out=out, dout=dout, lse=lse)
     grads = _run(_bc.AttentionBackwardPlan, _bc.AttentionDescriptor, fields, q, inputs, outputs=("dq", "dk", "dv"))
     return grads["dq"], grads["dk"], grads["dv"]
+
+
+def kv_cache_append(k_new, v_new, k_cache, v_cache, block_table, seq_lens, new_lens=None):
+    """Writes k_new [B, S_new, H_kv, D] and v_new [B, S_new, H_kv, D_v] into the paged caches
+    k_cache / v_cache [num_blocks, block_size, H_kv, D(_v)] in place (vLLM's reshape_and_cache):
+    token i of sequence b at position seq_lens[b] + i, in row position % block_size of block
+    block_table[b, position // block_size]; new_lens [B] appends fewer tokens for some sequences.
+    block_table, seq_lens and new_lens are int32; bad entries are skipped (KvCacheAppendPlan with
+    bad_index_count counts them). NumPy and PyTorch arrays (JAX arrays are not updated in place); the
+    CPU backend only so far."""
+    if _framework(k_new) is _Jax:
+        raise TypeError("kv_cache_append: JAX arrays are not updated in place: baracuda.jax.call(KvCacheAppendPlan, "
+                        "...) returns the new caches")
+    fields = dict(dtype=_dtype(k_new), batch=int(k_new.shape[0]), new_tokens=int(k_new.shape[1]),
+                  heads_kv=int(k_new.shape[2]), head_dim=int(k_new.shape[3]), head_dim_v=int(v_new.shape[3]),
+                  block_size=int(k_cache.shape[1]), num_blocks=int(k_cache.shape[0]),
+                  max_blocks=int(block_table.shape[1]))
+    inputs = dict(k_new=k_new, v_new=v_new, block_table=block_table, seq_lens=seq_lens, k_cache=k_cache,
+                  v_cache=v_cache)
+    if new_lens is not None:
+        inputs["new_lens"] = new_lens
+    _run(_bc.KvCacheAppendPlan, _bc.KvCacheAppendDescriptor, fields, k_new, inputs)
 
 
 def gated(kind, x):

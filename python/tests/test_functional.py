@@ -89,6 +89,19 @@ def test_grouped_mm(rng, transpose_b):
     np.testing.assert_allclose(db, want_db.transpose(0, 2, 1) if transpose_b else want_db, **TOL)
 
 
+def test_kv_cache_append_in_place(rng):
+    kc, vc = randn(rng, 4, 2, 1, 3), randn(rng, 4, 2, 1, 2)
+    k_want, v_want = kc.copy(), vc.copy()
+    k_new, v_new = randn(rng, 2, 2, 1, 3), randn(rng, 2, 2, 1, 2)
+    table, lens = np.array([[3, 1], [0, 2]], np.int32), np.array([1, 0], np.int32)
+    bc.kv_cache_append(k_new, v_new, kc, vc, table, lens, new_lens=np.array([2, 1], np.int32))
+    for b, i in ((0, 0), (0, 1), (1, 0)):
+        p = lens[b] + i
+        k_want[table[b, p // 2], p % 2], v_want[table[b, p // 2], p % 2] = k_new[b, i], v_new[b, i]
+    np.testing.assert_array_equal(kc, k_want)
+    np.testing.assert_array_equal(vc, v_want)
+
+
 def test_gelu(rng):
     x = randn(rng, 100)
     erf = np.vectorize(math.erf)

@@ -18,14 +18,10 @@ void grouped_ends(const GroupedMatmulProblem& p, std::span<const int64_t> offset
   const int64_t rows = p.desc.rows;
   int64_t previous = 0;
   for (size_t g = 0; g < offsets.size(); ++g) {
-    int64_t end = offsets[g];
-    if (end < 0 || end > rows) ++bad;
-    end = std::clamp<int64_t>(end, 0, rows);
-    if (end < previous) {
-      ++bad;
-      end = previous;
-    }
-    ends[g] = previous = end;
+    const int64_t raw = offsets[g];
+    if (raw < 0 || raw > rows) ++bad;
+    if (g > 0 && raw < offsets[g - 1]) ++bad;
+    ends[g] = previous = std::max(std::clamp<int64_t>(raw, 0, rows), previous);
   }
 }
 

@@ -90,8 +90,9 @@ struct GroupedMatmulProblem {
   int64_t* bad_index_count = nullptr;
 };
 
-// Group g's last row + 1, for every group, from the offsets as given: each clamped into [previous
-// end, T]; the offsets outside [0, T] or below their predecessor counted into `bad`.
+// Group g's last row + 1, for every group, from the offsets as given: each clamped into [0, T] and
+// to at least the previous end; the offsets outside [0, T], and those below their predecessor,
+// counted into `bad` (the library's rule for sorted index arguments).
 void grouped_ends(const GroupedMatmulProblem& p, std::span<const int64_t> offsets, std::span<int64_t> ends,
                   int64_t& bad);
 

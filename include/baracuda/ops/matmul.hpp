@@ -109,9 +109,10 @@ struct LinearBackwardArgs {
 // capture in a CUDA graph). Group g is rows [offsets[g - 1], offsets[g]) of a (offsets[-1] = 0),
 // multiplied by its own b[g]. Rows from offsets[G - 1] on belong to no group: their out (and da) rows
 // are written 0; an empty group's db[g] is 0.
-// Bad offsets never read or write out of bounds: each is clamped into [previous end, T] (a value
-// below the previous end makes its group empty), and, with `bad_index_count` (an int64 in the
-// stream's memory, added to), every offset outside [0, T] or below its predecessor is counted.
+// Bad offsets never read or write out of bounds: each is clamped into [0, T] and to at least the
+// previous group's end (a value below it makes its group empty), and, with `bad_index_count` (an
+// int64 in the stream's memory, added to), every offset outside [0, T] is counted, and every offset
+// below its predecessor.
 // Backends: the CPU (each group a product as MatmulPlan runs it: oneDNN or OpenBLAS); on CUDA
 // select refuses it (unsupported) for now. Deterministic and batch-invariant on the CPU: a row's
 // result depends on its group's rows alone in the order they lie.

@@ -216,8 +216,8 @@ inline void linear_backward(const LinearDescriptor& d, harness::RefIO& io) {
 }
 
 // The grouped plans: each row's group from the offsets (a group ends at its offset clamped into
-// [0, T] and at least where the previous one ended; offsets outside [0, T] and below the previous end
-// counted), -1 for the rows after the last group.
+// [0, T] and at least where the previous one ended; offsets outside [0, T] and below their
+// predecessor counted), -1 for the rows after the last group.
 struct GroupedRefCase {
   std::vector<int64_t> group_of, start;  // per row; per group, its first row
   std::vector<int64_t> count;            // per group
@@ -232,10 +232,8 @@ inline GroupedRefCase grouped_ref_case(const GroupedMatmulDescriptor& d, const h
     const auto raw = static_cast<int64_t>(offsets.at(g));
     int64_t end = raw < 0 ? 0 : (raw > d.rows ? d.rows : raw);
     c.bad += raw != end ? 1 : 0;
-    if (end < row) {
-      ++c.bad;
-      end = row;
-    }
+    c.bad += g > 0 && raw < static_cast<int64_t>(offsets.at(g - 1)) ? 1 : 0;
+    if (end < row) end = row;
     c.start.push_back(row);
     c.count.push_back(end - row);
     for (; row < end; ++row) c.group_of[static_cast<size_t>(row)] = g;
