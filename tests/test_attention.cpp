@@ -420,14 +420,16 @@ TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
   // of range (sequence 1's third block, 99) are counted and not written.
   Tensor k_far = random(dtype(), {B, 1, Hk, D}), v_far = random(dtype(), {B, 1, Hk, Dv});
   bad = 0;
-  const std::vector<double> k_now = kc.host;
+  const std::vector<double> k_now = kc.host, v_now = vc.host;
   ASSERT_OK(
       unwrap(KvCacheAppendPlan::select(stream(), one))
           .run(stream(), {},
                {k_far.ref(), v_far.ref(), table.ref(), ints({-1, 8, 12}, {B}).ref(), {}, kc.mut(), vc.mut(), &bad}));
   EXPECT_EQ(bad, 3);
   ASSERT_OK(kc.download());
+  ASSERT_OK(vc.download());
   EXPECT_EQ(kc.host, k_now);
+  EXPECT_EQ(vc.host, v_now);
 }
 
 TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {

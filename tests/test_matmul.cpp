@@ -165,49 +165,67 @@ TEST_P(MatmulTest, GroupedMatmulIsMatmulPerGroup) {
 }
 
 // Offsets out of order or out of bounds: counted, clamped, and nothing read or written outside the
-// views (the sanitizers watch); the backward's gradients of the rows in no group are zeros too.
+// views (the sanitizers watch); out, da and db against sums of their own; the rows in no group give
+// zero rows of out and da, the empty groups zero db.
 TEST_P(MatmulTest, GroupedMatmulCountsAndClampsBadOffsets) {
   if (backend() == Backend::cuda) GTEST_SKIP() << "the grouped matmul runs on the CPU only so far";
+  const int64_t T = 10, K = 6, N = 5, G = 5;
   GroupedMatmulDescriptor d;
   d.dtype = dtype();
-  d.rows = 10;
-  d.k = 6;
-  d.n = 5;
-  d.groups = 4;
-  // -3 (out of bounds: group 0 empty), 7, 4 (below its predecessor: group 2 empty), 99 (past T: rows
-  // 7..9).
-  Tensor offsets = unwrap(harness::random_tensor(backend(), DType::i32, testing::contiguous({4}), rng_));
-  const double raw[] = {-3, 7, 4, 99};
-  std::copy(std::begin(raw), std::end(raw), offsets.host.begin());
-  ASSERT_OK(offsets.upload());
-  Tensor a = random(testing::contiguous({10, 6})), b = random(testing::contiguous({4, 6, 5}));
-  Tensor dout = random(testing::contiguous({10, 5}));
-  Tensor out = random(testing::contiguous({10, 5})), da = random(testing::contiguous({10, 6}));
-  Tensor db = random(testing::contiguous({4, 6, 5}));
-  GroupedMatmulPlan forward = unwrap(GroupedMatmulPlan::select(stream(), d));
-  GroupedMatmulBackwardPlan backward = unwrap(GroupedMatmulBackwardPlan::select(stream(), d));
-  int64_t bad = 0;
-  ASSERT_OK(forward.run(stream(), {}, {a.ref(), b.ref(), offsets.ref(), out.mut(), &bad}));
-  EXPECT_EQ(bad, 3);
-  ASSERT_OK(backward.run(stream(), {}, {dout.ref(), a.ref(), b.ref(), offsets.ref(), da.mut(), db.mut(), &bad}));
-  EXPECT_EQ(bad, 6);
-  for (Tensor* t : {&out, &da, &db}) ASSERT_OK(t->download());
-  const double tol = harness::tolerance(dtype());
-  for (int64_t i = 0; i < 10; ++i) {
-    const int64_t g = i < 7 ? 1 : 3;
-    for (int64_t j = 0; j < 5; ++j) {
+  d.rows = T;
+  d.k = K;
+  d.n = N;
+  d.groups = G;
+  // -3 (out of bounds: group 0 empty), 7 (rows 0..6), 4 (below its predecessor: group 2 empty), 8
+  // (row 7), 99 (past T: rows 8, 9); then without the last group, rows 8 and 9 in none.
+  const std::vector<std::vector<double>> cases = {{-3, 7, 4, 8, 99}, {-3, 7, 4, 8, 8}};
+  const std::vector<int64_t> bad_counts = {3, 2};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    Tensor offsets = unwrap(harness::random_tensor(backend(), DType::i32, testing::contiguous({G}), rng_));
+    std::copy(cases[c].begin(), cases[c].end(), offsets.host.begin() + offsets.offset);
+    ASSERT_OK(offsets.upload());
+    const int64_t group_of[T] = {1, 1, 1, 1, 1, 1, 1, 3, c == 0 ? 4 : -1, c == 0 ? 4 : -1};
+    Tensor a = random(testing::contiguous({T, K})), b = random(testing::contiguous({G, K, N}));
+    Tensor dout = random(testing::contiguous({T, N}));
+    Tensor out = random(testing::contiguous({T, N})), da = random(testing::contiguous({T, K}));
+    Tensor db = random(testing::contiguous({G, K, N}));
+    GroupedMatmulPlan forward = unwrap(GroupedMatmulPlan::select(stream(), d));
+    GroupedMatmulBackwardPlan backward = unwrap(GroupedMatmulBackwardPlan::select(stream(), d));
+    int64_t bad = 0;
+    ASSERT_OK(forward.run(stream(), {}, {a.ref(), b.ref(), offsets.ref(), out.mut(), &bad}));
+    EXPECT_EQ(bad, bad_counts[c]);
+    ASSERT_OK(backward.run(stream(), {}, {dout.ref(), a.ref(), b.ref(), offsets.ref(), da.mut(), db.mut(), &bad}));
+    EXPECT_EQ(bad, 2 * bad_counts[c]);
+    for (Tensor* t : {&out, &da, &db}) ASSERT_OK(t->download());
+    const double tol = harness::tolerance(dtype());
+    // A sum of terms, checked within the tolerance its magnitude allows.
+    auto check = [&](double got, auto&& terms, int64_t count, const char* what, int64_t at) {
       double want = 0, magnitude = 0;
-      for (int64_t q = 0; q < 6; ++q) {
-        const double t = a.at(i * 6 + q) * b.at((g * 6 + q) * 5 + j);
+      for (int64_t q = 0; q < count; ++q) {
+        const double t = terms(q);
         want += t;
         magnitude += std::fabs(t);
       }
-      EXPECT_NEAR(out.at(i * 5 + j), want, tol * (1 + magnitude) * 2) << i << ", " << j;
+      EXPECT_NEAR(got, want, tol * (1 + magnitude) * 2) << what << " " << at << ", case " << c;
+    };
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t g = group_of[i];
+      for (int64_t j = 0; j < N; ++j)
+        check(
+            out.at(i * N + j), [&](int64_t q) { return g < 0 ? 0.0 : a.at(i * K + q) * b.at((g * K + q) * N + j); }, K,
+            "out", i * N + j);
+      for (int64_t q = 0; q < K; ++q)
+        check(
+            da.at(i * K + q), [&](int64_t j) { return g < 0 ? 0.0 : dout.at(i * N + j) * b.at((g * K + q) * N + j); },
+            N, "da", i * K + q);
     }
-  }
-  for (int64_t e = 0; e < 6 * 5; ++e) {  // the empty groups' weight gradients
-    EXPECT_EQ(db.at(e), 0.0) << e;
-    EXPECT_EQ(db.at(2 * 30 + e), 0.0) << e;
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t q = 0; q < K; ++q)
+        for (int64_t j = 0; j < N; ++j)
+          check(
+              db.at((g * K + q) * N + j),
+              [&](int64_t i) { return group_of[i] == g ? a.at(i * K + q) * dout.at(i * N + j) : 0.0; }, T, "db",
+              (g * K + q) * N + j);
   }
 }
 

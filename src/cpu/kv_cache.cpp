@@ -49,10 +49,11 @@ Status launch(const LaunchContext&, const KvCacheAppendProblem& p) {
     }
     for (int64_t i = 0; i < count; ++i) {
       const int64_t position = start + i, column = position / d.block_size;
-      const int64_t block =
-          column < d.max_blocks
-              ? read_i32(a.block_table, b * a.block_table.strides[0] + column * a.block_table.strides[1])
-              : -1;
+      if (column >= d.max_blocks) {  // this token and the rest of the sequence's fall past its table
+        bad += count - i;
+        break;
+      }
+      const int64_t block = read_i32(a.block_table, b * a.block_table.strides[0] + column * a.block_table.strides[1]);
       if (block < 0 || block >= d.num_blocks) {
         ++bad;
         continue;

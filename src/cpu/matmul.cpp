@@ -371,24 +371,27 @@ void zero_rows(const AnyTensorMut& v, int64_t from) {
 }
 
 Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& p) {
-  const int64_t groups = p.desc.groups;
-  std::vector<int64_t> offsets(static_cast<size_t>(groups)), ends(offsets.size());
-  for (int64_t g = 0; g < groups; ++g) {
-    const char* at = static_cast<const char*>(p.offsets.data) +
-                     g * p.offsets.strides[0] * static_cast<int64_t>(dtype_size(p.offsets.dtype));
-    offsets[static_cast<size_t>(g)] =
-        p.offsets.dtype == DType::i32 ? *reinterpret_cast<const int32_t*>(at) : *reinterpret_cast<const int64_t*>(at);
-  }
-  int64_t bad = 0;
-  grouped_ends(p, offsets, ends, bad);
-  if (p.bad_index_count) *p.bad_index_count += bad;
-  const int64_t covered = ends.back();
-  zero_rows(p.out, covered);
-  zero_rows(p.da, covered);
-  // A few hundred groups' GEMMs at a time (a plan may have millions of groups, most of them empty).
+  // A few hundred groups at a time: their offsets read, their ends found, their GEMMs run.
   constexpr int64_t kChunk = 256;
-  for (int64_t first = 0; first < groups; first += kChunk)
-    if (Status s = launch(ctx, grouped_gemms(p, ends, first, std::min(groups, first + kChunk))); !s) return s;
+  const int64_t groups = p.desc.groups;
+  int64_t offsets[kChunk], ends[kChunk], bad = 0;
+  GroupedEnds state;
+  for (int64_t first = 0; first < groups; first += kChunk) {
+    const auto n = static_cast<size_t>(std::min(kChunk, groups - first));
+    for (size_t i = 0; i < n; ++i) {
+      const char* at = static_cast<const char*>(p.offsets.data) + (first + static_cast<int64_t>(i)) *
+                                                                      p.offsets.strides[0] *
+                                                                      static_cast<int64_t>(dtype_size(p.offsets.dtype));
+      offsets[i] =
+          p.offsets.dtype == DType::i32 ? *reinterpret_cast<const int32_t*>(at) : *reinterpret_cast<const int64_t*>(at);
+    }
+    const int64_t next_row = state.end;
+    grouped_ends(p, {offsets, n}, state, {ends, n}, bad);
+    if (Status s = launch(ctx, grouped_gemms(p, first, next_row, {ends, n})); !s) return s;
+  }
+  if (p.bad_index_count) *p.bad_index_count += bad;
+  zero_rows(p.out, state.end);
+  zero_rows(p.da, state.end);
   return Status::ok();
 }
 

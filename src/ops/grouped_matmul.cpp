@@ -13,15 +13,16 @@
 
 namespace baracuda::detail {
 
-void grouped_ends(const GroupedMatmulProblem& p, std::span<const int64_t> offsets, std::span<int64_t> ends,
-                  int64_t& bad) {
+void grouped_ends(const GroupedMatmulProblem& p, std::span<const int64_t> offsets, GroupedEnds& state,
+                  std::span<int64_t> ends, int64_t& bad) {
   const int64_t rows = p.desc.rows;
-  int64_t previous = 0;
   for (size_t g = 0; g < offsets.size(); ++g) {
     const int64_t raw = offsets[g];
     if (raw < 0 || raw > rows) ++bad;
-    if (g > 0 && raw < offsets[g - 1]) ++bad;
-    ends[g] = previous = std::max(std::clamp<int64_t>(raw, 0, rows), previous);
+    if (state.any && raw < state.raw) ++bad;
+    state.any = true;
+    state.raw = raw;
+    ends[g] = state.end = std::max(std::clamp<int64_t>(raw, 0, rows), state.end);
   }
 }
 
@@ -59,13 +60,14 @@ Gemm gemm(const GroupedMatmulDescriptor& d, DType out, int64_t m, int64_t n, int
 
 }  // namespace
 
-MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, std::span<const int64_t> ends, int64_t first, int64_t last) {
+MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, int64_t first, int64_t next_row,
+                            std::span<const int64_t> ends) {
   const GroupedMatmulDescriptor& d = p.desc;
   MatmulProblem out;
   out.plan = p.plan;
-  for (int64_t g = first; g < last; ++g) {
-    const int64_t start = g == 0 ? 0 : ends[static_cast<size_t>(g - 1)];
-    const int64_t count = ends[static_cast<size_t>(g)] - start;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const int64_t g = first + static_cast<int64_t>(i), start = next_row, count = ends[i] - start;
+    next_row = ends[i];
     if (!p.backward) {  // out rows [count, N] = a rows [count, K] @ op(b[g]) [K, N]
       if (count == 0 || d.n == 0) continue;
       Gemm x = gemm(d, d.out_dtype.value_or(d.dtype), count, d.n, d.k);
@@ -100,8 +102,10 @@ constexpr VariantInfo kVariants[] = {
 };
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 
-// The most multiply-adds one CPU plan may ask for (as MatmulPlan's).
+// The most multiply-adds one CPU plan may ask for (as MatmulPlan's), and the most groups (MoE layers
+// have tens to thousands of experts; each group is a step of the run, empty or not).
 constexpr int64_t kCpuMultiplyAdds = int64_t{1} << 40;
+constexpr int64_t kMaxGroups = int64_t{1} << 24;
 
 Shape b_shape(const GroupedMatmulDescriptor& d) {
   return d.transpose_b ? Shape{d.groups, d.n, d.k} : Shape{d.groups, d.k, d.n};
@@ -132,9 +136,9 @@ struct GroupedMatmulHooks {
     for (auto [field, size] :
          {std::pair{"descriptor.rows", d.rows}, std::pair{"descriptor.k", d.k}, std::pair{"descriptor.n", d.n}})
       if (size < 0) return plan_error(StatusCode::invalid_problem, kPlan, field, std::to_string(size) + " is negative");
-    if (d.groups < 1)
+    if (d.groups < 1 || d.groups > kMaxGroups)
       return plan_error(StatusCode::invalid_problem, kPlan, "descriptor.groups",
-                        std::to_string(d.groups) + ": a grouped matmul has one group or more");
+                        std::to_string(d.groups) + ": a grouped matmul has 1 to 2^24 groups");
     const DType out = d.out_dtype.value_or(d.dtype);
     const bool sixteen = d.dtype == DType::f16 || d.dtype == DType::bf16;
     if (out != d.dtype && (kBackward || !(sixteen && out == DType::f32)))

@@ -2,6 +2,7 @@
 // (ops/plan_impl.hpp). The CPU writes the rows (cpu/kv_cache.cpp); CUDA refuses it at select.
 #include "baracuda/ops/kv_cache.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "common/elementwise.hpp"
@@ -80,12 +81,20 @@ struct KvCacheAppendHooks {
     specs[5].accumulates = specs[6].accumulates = true;  // every row not appended keeps its bits
   }
 
-  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor&, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int>) {
     if (t.backend == Backend::cuda)
       return plan_error(StatusCode::unsupported, kPlan, "descriptor",
                         "appending to a paged KV cache runs on the CPU backend only so far (as a paged "
                         "AttentionPlan does; issue 61)");
+    // At most 2^40 elements copied a run: broadcast inputs can describe far more tokens than any
+    // cache holds (a sequence's tokens past its table are counted, not copied).
+    int64_t copies = std::min(d.new_tokens, d.max_blocks * d.block_size);
+    for (int64_t factor : {d.batch, d.heads_kv, d.head_dim + d.head_dim_v})
+      if (__builtin_mul_overflow(copies, factor, &copies)) copies = INT64_MAX;
+    if (copies > (int64_t{1} << 40))
+      return plan_error(StatusCode::unsupported, kPlan, "descriptor",
+                        "the CPU copies at most 2^40 elements a run (hours of work past that)");
     PlanChoice c;
     c.variant = 0;
     return c;

@@ -90,15 +90,22 @@ struct GroupedMatmulProblem {
   int64_t* bad_index_count = nullptr;
 };
 
-// Group g's last row + 1, for every group, from the offsets as given: each clamped into [0, T] and
-// to at least the previous end; the offsets outside [0, T], and those below their predecessor,
-// counted into `bad` (the library's rule for sorted index arguments).
-void grouped_ends(const GroupedMatmulProblem& p, std::span<const int64_t> offsets, std::span<int64_t> ends,
-                  int64_t& bad);
+// Each group's last row + 1 from the offsets as given, a chunk of groups at a time (`state` carries
+// the previous group's over): each clamped into [0, T] and to at least the previous end; the offsets
+// outside [0, T], and those below their predecessor, counted into `bad` (the library's rule for
+// sorted index arguments).
+struct GroupedEnds {
+  bool any = false;  // a group came before
+  int64_t raw = 0;   // the previous group's offset as given
+  int64_t end = 0;   // and its end
+};
+void grouped_ends(const GroupedMatmulProblem& p, std::span<const int64_t> offsets, GroupedEnds& state,
+                  std::span<int64_t> ends, int64_t& bad);
 
-// The GEMMs of groups [first, last) once their ends are known (an empty group's db[g] is a GEMM of K
-// = 0: zeros).
-MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, std::span<const int64_t> ends, int64_t first, int64_t last);
+// The GEMMs of the groups from `first` on, whose ends are `ends`, the first starting at row
+// `next_row` (an empty group's db[g] is a GEMM of K = 0: zeros).
+MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, int64_t first, int64_t next_row,
+                            std::span<const int64_t> ends);
 
 // The workspace a GEMM with summed dims and 16-bit output needs on CUDA for its f32 accumulator.
 int64_t gemm_accumulator_elements(const Gemm& g);

@@ -9,8 +9,8 @@
 //   LinearBackwardPlan  dpre = dy * act'(pre); dx = dpre @ weight, dweight = dpre^T @ x, dbias = sum of dpre rows
 //   GroupedMatmulPlan   out[rows of g] = a[rows of g] @ op(b[g])  for each group g  (MoE experts;
 //                       torch._grouped_mm(a, b, offs))
-//   GroupedMatmulBackwardPlan  da[rows of g] = dout[rows of g] @ op(b[g])^T, db[g] = op^-1(a[rows of g]^T @ dout[rows
-//   of g])
+//   GroupedMatmulBackwardPlan  da[rows of g] = dout[rows of g] @ op(b[g])^T;
+//                       db[g] = a[rows of g]^T @ dout[rows of g], stored as b is (transposed back)
 //
 // Shapes, as torch.matmul: op(a) is [..., M, K] and op(b) [..., K, N] (op transposes the last two
 // dims when asked); their leading (batch) dims broadcast against each other, and out is
@@ -114,8 +114,8 @@ struct LinearBackwardArgs {
 // int64 in the stream's memory, added to), every offset outside [0, T] is counted, and every offset
 // below its predecessor.
 // Backends: the CPU (each group a product as MatmulPlan runs it: oneDNN or OpenBLAS); on CUDA
-// select refuses it (unsupported) for now. Deterministic and batch-invariant on the CPU: a row's
-// result depends on its group's rows alone in the order they lie.
+// select refuses it (unsupported) for now. Deterministic (the same offsets, the same bits); not
+// batch-invariant: as MatmulPlan's, a group's product is chosen by its size.
 struct GroupedMatmulDescriptor {
   DType dtype = DType::f32;        // a, b, out (the backward's dout, da, db)
   DType index_dtype = DType::i32;  // offsets: i32 or i64
@@ -123,7 +123,7 @@ struct GroupedMatmulDescriptor {
   int64_t rows = 0;                // T: a's rows, group after group
   int64_t k = 0;                   // a's columns
   int64_t n = 0;                   // out's columns
-  int64_t groups = 0;              // G, at least 1
+  int64_t groups = 0;              // G, 1 to 2^24
   bool transpose_b = false;        // b stored [G, N, K] (each expert's weight as nn.Linear keeps it), not [G, K, N]
   bool allow_tf32 = false;
 };

@@ -299,6 +299,8 @@ std::vector<Sample<GDesc>> grouped_samples(bool backward) {
 std::vector<DescriptorError<GDesc>> grouped_errors(bool backward) {
   std::vector<DescriptorError<GDesc>> errors = {
       {"no group", [](GDesc& d) { d.groups = 0; }, StatusCode::invalid_problem, "descriptor.groups"},
+      {"more than 2^24 groups", [](GDesc& d) { d.groups = (int64_t{1} << 24) + 1; }, StatusCode::invalid_problem,
+       "descriptor.groups"},
       {"negative rows", [](GDesc& d) { d.rows = -1; }, StatusCode::invalid_problem, "descriptor.rows"},
       {"negative k", [](GDesc& d) { d.k = -3; }, StatusCode::invalid_problem, "descriptor.k"},
       {"integer out_dtype", [](GDesc& d) { d.out_dtype = DType::i32; }, StatusCode::unsupported,
