@@ -331,6 +331,23 @@ Status launch(const LaunchContext& ctx, const MatmulProblem& p) {
                             " separate products (batch dims that do not fold into M or K); the CPU takes at most 2^16 "
                             "summed and 2^22 in all: make the operands contiguous");
   }
+  // f32 and f64 products go to BLAS on the views as they lie, and Debian's OpenBLAS counts sizes and
+  // leading dimensions in 32 bits (16-bit data goes through blocks of at most 1024).
+  for (const Gemm& g : p.gemms) {
+    if (g.in == DType::f16 || g.in == DType::bf16) continue;
+    const std::pair<const GemmMatrix*, std::pair<int64_t, int64_t>> mats[] = {
+        {&g.a, {g.m, g.k}}, {&g.b, {g.k, g.n}}, {&g.c, {g.m, g.n}}, {&g.d, {g.m, g.n}}};
+    bool fits = g.m <= INT32_MAX && g.n <= INT32_MAX && g.k <= INT32_MAX;
+    for (const auto& [mat, dims] : mats) {
+      int64_t rs = mat->rs, cs = mat->cs;
+      if (!mat->data || !gemm_layout_ok(dims.first, dims.second, rs, cs)) continue;
+      fits = fits && rs <= INT32_MAX && cs <= INT32_MAX;
+    }
+    if (!fits)
+      return plan_error(StatusCode::unsupported, p.plan, "args",
+                        "f32 and f64 products on the CPU take sizes and row strides below 2^31 (its BLAS counts "
+                        "them in 32 bits)");
+  }
   if (p.ones_count)
     if (Status s = dispatch_float<half, bfloat16>(p.ones_dtype,
                                                   [&](auto t) {
