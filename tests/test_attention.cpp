@@ -432,6 +432,57 @@ TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
   EXPECT_EQ(vc.host, v_now);
 }
 
+// Broadcast views can describe a cache far larger than memory: the CPU's gather of a sequence's keys
+// is refused past 2^33 bytes (a Status naming args.seq_lens_kv, out untouched), and a paged plan with no
+// query reads nothing, however large the batch its broadcast lengths describe.
+TEST_P(AttentionTest, PagedCacheBroadcastPastMemoryIsRefused) {
+  if (backend() == Backend::cuda) GTEST_SKIP() << "CUDA refuses paged caches at select";
+  const int64_t H = 1024, D = 512, rows = int64_t{1} << 20;
+  AttentionDescriptor d;
+  d.dtype = dtype();
+  d.batch = 1;
+  d.seq_q = 1;
+  d.seq_kv = rows;
+  d.heads_q = d.heads_kv = H;
+  d.head_dim = d.head_dim_v = D;
+  d.paged = true;
+  d.block_size = rows;
+  d.num_blocks = 1;
+  d.max_blocks = 1;
+  const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+  Tensor q = random(dtype(), {1, 1, H, D}, Strides{0, 0, 0, 0}, true);
+  Tensor cache = random(dtype(), {1, rows, H, D}, Strides{0, 0, 0, 0}, true);
+  Tensor table = random(DType::i32, {1, 1}), lens = random(DType::i32, {1});
+  table.host[static_cast<size_t>(table.offset)] = 0;
+  lens.host[static_cast<size_t>(lens.offset)] = static_cast<double>(rows);
+  ASSERT_OK(table.upload());
+  ASSERT_OK(lens.upload());
+  Tensor out = output(dtype(), {1, 1, H, D});
+  const Status s =
+      plan.run(stream(), {},
+               AttentionArgs{q.ref(), cache.ref(), cache.ref(), {}, out.mut(), {}, {}, {}, table.ref(), lens.ref()});
+  EXPECT_TRUE(testing::is_error(s, StatusCode::unsupported, "AttentionPlan", "args.seq_lens_kv")) << s.to_string();
+  ASSERT_OK(out.download());
+  for (int64_t i = 0; i < out.shape.numel(); ++i) ASSERT_TRUE(std::isnan(out.at(i))) << i;
+
+  AttentionDescriptor none = d;  // no query, a batch of 2^40 through broadcast lengths and table
+  none.seq_q = 0;
+  none.batch = int64_t{1} << 40;
+  none.heads_q = none.heads_kv = 1;
+  none.head_dim = none.head_dim_v = 8;
+  none.block_size = 4;
+  none.num_blocks = 2;
+  none.seq_kv = 8;
+  Tensor q0 = random(dtype(), {none.batch, 0, 1, 8}), c0 = random(dtype(), {2, 4, 1, 8});
+  Tensor out0 = output(dtype(), {none.batch, 0, 1, 8});
+  Tensor table0 = random(DType::i32, {none.batch, 1}, Strides{0, 0}, true),
+         lens0 = random(DType::i32, {none.batch}, Strides{0}, true);
+  ASSERT_OK(
+      unwrap(AttentionPlan::select(stream(), none))
+          .run(stream(), {},
+               AttentionArgs{q0.ref(), c0.ref(), c0.ref(), {}, out0.mut(), {}, {}, {}, table0.ref(), lens0.ref()}));
+}
+
 TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   const std::vector<int32_t> lens{13, 0, 4, 8, 1};
   const int64_t B = static_cast<int64_t>(lens.size()), Sq = 3, H = 4, Hk = 2, D = 16, Dv = 8, bs = 4;

@@ -399,6 +399,11 @@ def _linear_cross_entropy_grads_setup(ctx, inputs, output):
 
 
 def _linear_cross_entropy_grads_backward(ctx, dloss, _dh, _dw, _db):
+    # The gradients were made in the forward, as constants: a graph of this backward (create_graph=True)
+    # through a dloss that requires grad would leave out their own second derivatives without a word.
+    if torch.is_grad_enabled() and dloss.requires_grad:
+        raise RuntimeError("baracuda.torch.linear_cross_entropy has no double backward (its gradients are made "
+                           "in the forward): use F.cross_entropy(F.linear(...)) where second derivatives are needed")
     # (out of place, so a second backward through a retained graph, and gradcheck's reentrancy check,
     # find them unscaled; the price is a second [V, D] buffer for a moment)
     dhidden, dweight, dbias = ctx.saved_tensors

@@ -200,8 +200,9 @@ struct Scratch {
   A* of(int thread) { return data.data() + thread * per_thread; }
 };
 
-int threads_for(int64_t tasks, int64_t work) {
-  if (tasks < 2 || work < kParallelThreshold || omp_in_parallel()) return 1;
+// `work`: a product of sizes, multiplied in double (it may pass 2^63; only its size matters).
+int threads_for(int64_t tasks, double work) {
+  if (tasks < 2 || work < static_cast<double>(kParallelThreshold) || omp_in_parallel()) return 1;
   return static_cast<int>(std::min<int64_t>(tasks, omp_get_max_threads()));
 }
 
@@ -220,7 +221,9 @@ Status forward(const AttentionProblem& p) {
   const int D = tiles.D, Dv = tiles.Dv;
   const int64_t q_tiles = (d.seq_q + kQueryTile - 1) / kQueryTile;
   const int64_t tasks = d.batch * d.heads_q * q_tiles;
-  const int threads = threads_for(tasks, d.batch * d.heads_q * d.seq_q * std::max<int64_t>(d.seq_kv, 1) * D);
+  const int threads =
+      threads_for(tasks, static_cast<double>(d.batch) * static_cast<double>(d.heads_q) * static_cast<double>(d.seq_q) *
+                             static_cast<double>(std::max<int64_t>(d.seq_kv, 1)) * D);
   // q, k, v panels, the scores, the output accumulator, the running max and sum.
   const int64_t sq = int64_t{kQueryTile} * D, sk = int64_t{kKeyTile} * D, sv = int64_t{kKeyTile} * Dv;
   const int64_t ss = int64_t{kQueryTile} * kKeyTile, so = int64_t{kQueryTile} * Dv;
@@ -286,9 +289,12 @@ Status backward(const AttentionBackwardProblem& p) {
   // small product: BLAS runs single-threaded only inside a parallel region). Chosen from the shape
   // alone, so the bits do not depend on the thread count.
   const int64_t q_tiles = (d.seq_q + kQueryTile - 1) / kQueryTile;
-  const int kv_step = d.batch * d.heads_kv * ((d.seq_kv + kKeyTile - 1) / kKeyTile) < 16 ? kQueryTile : kKeyTile;
+  const double kv_pairs = static_cast<double>(d.batch) * static_cast<double>(d.heads_kv);
+  const int kv_step = kv_pairs * static_cast<double>((d.seq_kv + kKeyTile - 1) / kKeyTile) < 16 ? kQueryTile : kKeyTile;
   const int64_t kv_tiles = (d.seq_kv + kv_step - 1) / kv_step;
-  const int64_t work = d.batch * d.heads_q * std::max<int64_t>(d.seq_q, 1) * std::max<int64_t>(d.seq_kv, 1) * D;
+  const double work = static_cast<double>(d.batch) * static_cast<double>(d.heads_q) *
+                      static_cast<double>(std::max<int64_t>(d.seq_q, 1)) *
+                      static_cast<double>(std::max<int64_t>(d.seq_kv, 1)) * D;
   // q, dout, k, v panels; P, dP (dS), tanh; two accumulators (dk, dv; dq); lse and D of the rows.
   const int64_t sq = int64_t{kQueryTile} * D, sdo = int64_t{kQueryTile} * Dv, sk = int64_t{kKeyTile} * D,
                 sv = int64_t{kKeyTile} * Dv, ss = int64_t{kQueryTile} * kKeyTile;
@@ -525,9 +531,10 @@ Status each_paged_sequence(const AttentionProblem& p) {
   auto entry = [&](int64_t b, int64_t j) {
     return static_cast<int64_t>(table[b * a.block_table.strides[0] + j * a.block_table.strides[1]]);
   };
-  std::vector<int64_t> length(static_cast<size_t>(d.batch));
+  auto length = [&](int64_t b) { return static_cast<int64_t>(lens[b * a.seq_lens_kv.strides[0]]); };
+  int64_t longest = 0;
   for (int64_t b = 0; b < d.batch; ++b) {
-    const int64_t n = lens[b * a.seq_lens_kv.strides[0]];
+    const int64_t n = length(b);
     if (n < 0 || n > d.seq_kv)
       return bad("args.seq_lens_kv", "sequence " + std::to_string(b) + " holds " + std::to_string(n) +
                                          " keys, outside 0..seq_kv (" + std::to_string(d.seq_kv) + ")");
@@ -537,19 +544,28 @@ Status each_paged_sequence(const AttentionProblem& p) {
       return bad("args.seq_lens_kv", "sequence " + std::to_string(b) + " holds " + std::to_string(n) +
                                          " keys, more than the cache's " + std::to_string(d.num_blocks) +
                                          " blocks of " + std::to_string(d.block_size) + " rows");
-    length[b] = n;
+    longest = std::max(longest, n);
     for (int64_t j = 0; j * d.block_size < n; ++j)
       if (const int64_t e = entry(b, j); e < 0 || e >= d.num_blocks)
         return bad("args.block_table", "entry [" + std::to_string(b) + ", " + std::to_string(j) + "] is " +
                                            std::to_string(e) +
                                            ", outside [0, num_blocks = " + std::to_string(d.num_blocks) + ")");
   }
-  std::vector<T> keys, values;
+  // The gather buffers, sized once for the longest sequence before anything is written (a cache
+  // broadcast by zero strides can describe far more than memory holds: at most 8 GiB here).
+  const double bytes = static_cast<double>(longest) * static_cast<double>(d.heads_kv) *
+                       static_cast<double>(d.head_dim + d.head_dim_v) * sizeof(T);
+  if (bytes > static_cast<double>(int64_t{1} << 33))
+    return Status::error(StatusCode::unsupported,
+                         "AttentionPlan: args.seq_lens_kv: the CPU gathers each sequence's keys and values, and the "
+                         "longest's would take " +
+                             std::to_string(static_cast<int64_t>(bytes)) + " bytes (at most 2^33)");
+  std::vector<T> keys(static_cast<size_t>(longest * d.heads_kv * d.head_dim)),
+      values(static_cast<size_t>(longest * d.heads_kv * d.head_dim_v));
   // Rows j < n of a cache [blocks, block_size, H, dim] into a dense [n, H, dim] buffer.
   auto gather = [&](const AnyTensorRef& cache, int64_t b, int64_t n, std::vector<T>& to) {
     const int64_t heads = cache.shape[2], dim = cache.shape[3];
     const auto* from = static_cast<const T*>(cache.data);
-    to.resize(static_cast<size_t>(n * heads * dim));
     for (int64_t j = 0; j < n; ++j) {
       const int64_t row = entry(b, j / d.block_size) * cache.strides[0] + (j % d.block_size) * cache.strides[1];
       for (int64_t h = 0; h < heads; ++h)
@@ -562,12 +578,12 @@ Status each_paged_sequence(const AttentionProblem& p) {
     AttentionProblem one = p;
     one.desc.paged = false;
     one.desc.batch = 1;
-    one.desc.seq_kv = length[b];
+    one.desc.seq_kv = length(b);
     one.desc.block_size = one.desc.num_blocks = one.desc.max_blocks = 0;
     one.mask = attention_mask(one.desc);
     AttentionArgs& o = one.args;
-    o.k = gather(a.k, b, length[b], keys);
-    o.v = gather(a.v, b, length[b], values);
+    o.k = gather(a.k, b, one.desc.seq_kv, keys);
+    o.v = gather(a.v, b, one.desc.seq_kv, values);
     o.q = batch_entry(a.q, b);
     o.out = batch_entry(a.out, b);
     o.lse = batch_entry(a.lse, b);

@@ -319,7 +319,9 @@ struct AttentionHooks {
     // The backward of no queries still writes dk and dv (zeros); the forward of no keys writes out (0)
     // and lse (-inf). (Packed sequences: their offsets are checked all the same.)
     if (d.varlen) return false;
-    if (d.paged) return d.batch == 0;  // (the lengths and block table are checked, even for no query)
+    // (no query: nothing is computed, and the lengths and block table are not read: with no output,
+    // nothing bounds the batch a broadcast view of them describes)
+    if (d.paged) return d.batch == 0 || d.seq_q == 0 || d.heads_q == 0;
     if constexpr (kBackward)
       return d.batch == 0 || (d.seq_q == 0 && d.seq_kv == 0) || (d.heads_q == 0 && d.seq_kv == 0);
     else

@@ -24,7 +24,9 @@
 // the SKU and the precision guarantee. A family's .cpp ends with `template class Plan<Op>;` per op.
 #include <algorithm>
 #include <array>
+#include <exception>
 #include <new>
+#include <string>
 
 #include "baracuda/core/plan.hpp"
 #include "cuda/runtime.hpp"
@@ -217,12 +219,15 @@ Status Plan<Op>::run(const Stream& stream, Workspace workspace, const Args& args
   const auto problem = Hooks::problem(ctx, desc_, detail::without_empty_strides<Op>(args));
   auto launch = [&](const auto& p) -> Status {
     if (target_.backend == Backend::cpu) {
-      // A CPU kernel's host scratch is bounded, but an allocation may still fail: a Status, never an
-      // exception out of run.
+      // A CPU kernel's host scratch is bounded, but an allocation may still fail (std::bad_alloc, or a
+      // container's length_error): a Status, never an exception out of run.
       try {
         return detail::cpu::launch(ctx, p);
       } catch (const std::bad_alloc&) {
         return detail::plan_error(StatusCode::backend_error, name, "run", "host memory allocation failed");
+      } catch (const std::exception& e) {
+        return detail::plan_error(StatusCode::backend_error, name, "run",
+                                  std::string("the CPU kernel failed: ") + e.what());
       }
     }
 #if BARACUDA_HAS_CUDA
