@@ -471,11 +471,11 @@ TEST_P(AttentionTest, PagedCacheBroadcastPastMemoryIsRefused) {
   none.heads_q = none.heads_kv = 1;
   none.head_dim = none.head_dim_v = 8;
   none.block_size = 4;
-  none.num_blocks = 2;
+  none.num_blocks = none.max_blocks = 2;
   none.seq_kv = 8;
   Tensor q0 = random(dtype(), {none.batch, 0, 1, 8}), c0 = random(dtype(), {2, 4, 1, 8});
   Tensor out0 = output(dtype(), {none.batch, 0, 1, 8});
-  Tensor table0 = random(DType::i32, {none.batch, 1}, Strides{0, 0}, true),
+  Tensor table0 = random(DType::i32, {none.batch, 2}, Strides{0, 0}, true),
          lens0 = random(DType::i32, {none.batch}, Strides{0}, true);
   ASSERT_OK(
       unwrap(AttentionPlan::select(stream(), none))
