@@ -337,10 +337,6 @@ TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
                                 StatusCode::unsupported, "AttentionPlan", "args.bias.strides[3]"));
 }
 
-// A paged KV cache: each sequence's queries see exactly what they see with the same keys held densely
-// (the same bits), blocks shuffled through the cache, lengths 0, within one block, at a block's edge
-// and across several; decode-style (causal, bottom-right, GQA, 3 queries). Lengths or block entries
-// out of range are a Status naming them, nothing written.
 // A serving step: prompts appended to an empty paged cache (prefill, ragged through new_lens), then
 // one decode token each: every appended row lands bit for bit where the table maps it (where
 // AttentionPlan's paged cache reads it: PagedCacheMatchesTheSameKeysDense) and every other row keeps
@@ -483,6 +479,10 @@ TEST_P(AttentionTest, PagedCacheBroadcastPastMemoryIsRefused) {
                AttentionArgs{q0.ref(), c0.ref(), c0.ref(), {}, out0.mut(), {}, {}, {}, table0.ref(), lens0.ref()}));
 }
 
+// A paged KV cache: each sequence's queries see exactly what they see with the same keys held densely
+// (the same bits), blocks shuffled through the cache, lengths 0, within one block, at a block's edge
+// and across several; decode-style (causal, bottom-right, GQA, 3 queries). Lengths or block entries
+// out of range are a Status naming them, nothing written.
 TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   const std::vector<int32_t> lens{13, 0, 4, 8, 1};
   const int64_t B = static_cast<int64_t>(lens.size()), Sq = 3, H = 4, Hk = 2, D = 16, Dv = 8, bs = 4;
