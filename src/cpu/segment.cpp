@@ -291,7 +291,7 @@ bool fold_16_in_row_order(const SegmentProblem& p) {
       int64_t lo, hi;
       owned_range(p.segments, lo, hi);
       std::fill(counts + lo, counts + hi, int64_t{0});
-      // (+0 + v is v's bits, -0 and NaN included: the sums start at zero with no first-row branch)
+      // (the sort's sums start at +0 too: the same bits, a first value of -0 or NaN included)
       std::fill(sums + lo * length, sums + hi * length, A(0));
       for (int64_t i = 0; i < p.rows; ++i) {
         const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
