@@ -191,18 +191,23 @@ SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
   return r;
 }
 
-// Unsorted ids, f32 / f64, rows whose columns are one unit-stride run on both sides (and on the
-// indices' side for max / min): each row folded into its segment's output in row order, a segment's
-// rows counted in the workspace; no sort and no gather of rows in segment order (segment_sum
-// unsorted f32 [2^18, 32] rows, 6250 segments: 11.7 -> 2.2 ms on one core; bench/NOTES.md). The
-// same arithmetic in the same order as the sort's (a stable sort keeps row order within a segment),
-// so the same bits; max / min keep the first row attaining (a later one takes over only if
-// strictly past it, or NaN where the best is not). Each thread owns a range of segments and reads
-// every id (a few owners only).
+// Unsorted ids, rows whose columns are one unit-stride run on both sides (and on the indices' side
+// for max / min): each row folded into its segment's state in row order, a segment's rows counted
+// in the workspace; no sort and no gather of rows in segment order (segment_sum unsorted f32 [2^18,
+// 32] rows, 6250 segments: 11.7 -> 2.2 ms on one core; bench/NOTES.md). The same arithmetic in the
+// same order as the sort's (a stable sort keeps row order within a segment), so the same bits; max
+// / min keep the first row attaining (a later one takes over only if strictly past it, or NaN where
+// the best is not). Each thread owns a range of segments and reads every id (a few owners only).
+// A segment's state is its output row itself for f32 / f64; for 16-bit sum and mean, f32 sums in
+// the workspace after the counts, rounded once at the end, where they fit the room select sized
+// for the sort ((S + 1 + N) int64s; so a plan's workspace does not change).
 template <SegmentReduction R, class T, class Idx>
 bool fold_in_row_order(const SegmentProblem& p) {
-  using Fold = SegmentFold<R, T>;
-  if constexpr (!std::is_floating_point_v<T> || !std::is_same_v<T, acc_t<T>>) {
+  using A = acc_t<T>;
+  using Fold = SegmentFold<R, A>;
+  constexpr bool kInPlace = std::is_floating_point_v<T> && std::is_same_v<T, A>;
+  constexpr bool kSixteen = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+  if constexpr (!kInPlace && !(kSixteen && !Fold::kExtreme)) {
     return false;
   } else {
     Idx* indices = static_cast<Idx*>(p.indices);
@@ -210,81 +215,18 @@ bool fold_in_row_order(const SegmentProblem& p) {
     const bool unit_all = p.columns.rank == 0 ||
                           (p.columns.rank == 1 && unit(kRowSide) && unit(kSegmentSide) && (!indices || unit(kIndices)));
     if (!unit_all) return false;
-    const T* data = static_cast<const T*>(p.row_in);
-    T* out = static_cast<T*>(p.segment_out);
-    const Idx* ids = static_cast<const Idx*>(p.ids);
-    int64_t* counts = static_cast<int64_t*>(p.workspace);
     const int64_t length = p.length;
-    const T empty = from_acc<T>(p.empty_value);
-#pragma omp parallel num_threads(scatter_owners()) if (p.rows * length > kParallelThreshold)
-    {
-      int64_t lo, hi;
-      owned_range(p.segments, lo, hi);
-      std::fill(counts + lo, counts + hi, int64_t{0});
-      for (int64_t i = 0; i < p.rows; ++i) {
-        const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-        if (s < lo || s >= hi) continue;  // another owner's, or a bad id
-        T* to = out + s * p.segment_stride;
-        const T* from = data + i * p.row_stride;
-        Idx* at = indices ? indices + s * p.indices_stride : nullptr;
-        if (counts[s]++ == 0) {  // the segment's first row
-          if constexpr (Fold::kExtreme) {
-            std::copy(from, from + length, to);
-            if (at) std::fill(at, at + length, static_cast<Idx>(i));
-          } else {
-            for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(T(0), from[c]);
-          }
-          continue;
-        }
-        if constexpr (Fold::kExtreme) {
-          for (int64_t c = 0; c < length; ++c) {
-            if (!Fold::takes_over(from[c], to[c], false)) continue;
-            to[c] = from[c];
-            if (at) at[c] = static_cast<Idx>(i);
-          }
-        } else {
-          for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], from[c]);  // a loop the compiler vectorizes
-        }
-      }
-      for (int64_t s = lo; s < hi; ++s) {
-        T* to = out + s * p.segment_stride;
-        if (counts[s] == 0) {
-          std::fill_n(to, length, empty);
-          if (indices) std::fill_n(indices + s * p.indices_stride, length, static_cast<Idx>(-1));
-        } else if constexpr (R == SegmentReduction::mean) {
-          for (int64_t c = 0; c < length; ++c) to[c] = to[c] / static_cast<T>(counts[s]);
-        }
-      }
+    int64_t* counts = static_cast<int64_t*>(p.workspace);
+    A* sums = nullptr;
+    if constexpr (!kInPlace) {
+      const CheckedSize sums_bytes = CheckedSize(p.segments) * length * int64_t{sizeof(A)};
+      const CheckedSize room = (CheckedSize(p.rows) + 1) * int64_t{sizeof(int64_t)};
+      if (!sums_bytes.below(room.saturated())) return false;
+      sums = reinterpret_cast<A*>(counts + p.segments);
     }
-    return true;
-  }
-}
-
-// Unsorted ids, 16-bit sum and mean over unit-stride rows: as fold_in_row_order, into f32 sums in
-// the workspace (after the counts), each segment's rounded once at the end: the sort's sums in the
-// sort's order (a stable sort keeps row order within a segment: the same bits), without the sort and
-// the gather of rows in segment order. Taken where the sums fit the workspace select sized for the
-// sort ((S + 1 + N) int64s), so a plan's workspace does not change (segment_sum bf16 [2^20, 1] rows,
-// 16384 segments: bench/NOTES.md).
-template <SegmentReduction R, class T, class Idx>
-bool fold_16_in_row_order(const SegmentProblem& p) {
-  constexpr bool kSixteen = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
-  if constexpr (!kSixteen || R == SegmentReduction::max || R == SegmentReduction::min) {
-    return false;
-  } else {
-    using A = acc_t<T>;
-    using Fold = SegmentFold<R, A>;
-    const int64_t length = p.length;
-    const bool unit_all = p.columns.rank == 0 || (p.columns.rank == 1 && p.columns.strides[kRowSide][0] == 1 &&
-                                                  p.columns.strides[kSegmentSide][0] == 1);
-    const CheckedSize sums_bytes = CheckedSize(p.segments) * length * int64_t{sizeof(A)};
-    const CheckedSize room = (CheckedSize(p.rows) + 1) * int64_t{sizeof(int64_t)};
-    if (!unit_all || !sums_bytes.below(room.saturated())) return false;
     const T* data = static_cast<const T*>(p.row_in);
     T* out = static_cast<T*>(p.segment_out);
     const Idx* ids = static_cast<const Idx*>(p.ids);
-    int64_t* counts = static_cast<int64_t*>(p.workspace);
-    A* sums = reinterpret_cast<A*>(counts + p.segments);
     const T empty = from_acc<T>(p.empty_value);
 #pragma omp parallel num_threads(scatter_owners()) if (p.rows * length > kParallelThreshold)
     {
@@ -292,26 +234,54 @@ bool fold_16_in_row_order(const SegmentProblem& p) {
       owned_range(p.segments, lo, hi);
       std::fill(counts + lo, counts + hi, int64_t{0});
       // (the sort's sums start at +0 too: the same bits, a first value of -0 or NaN included)
-      std::fill(sums + lo * length, sums + hi * length, A(0));
+      if constexpr (!kInPlace) std::fill(sums + lo * length, sums + hi * length, A(0));
       for (int64_t i = 0; i < p.rows; ++i) {
         const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
         if (s < lo || s >= hi) continue;  // another owner's, or a bad id
-        ++counts[s];
-        A* to = sums + s * length;
         const T* from = data + i * p.row_stride;
-        for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], to_acc<A>(from[c]));
+        if constexpr (!kInPlace) {
+          ++counts[s];
+          A* to = sums + s * length;
+          for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], to_acc<A>(from[c]));
+        } else {
+          T* to = out + s * p.segment_stride;
+          Idx* at = indices ? indices + s * p.indices_stride : nullptr;
+          if (counts[s]++ == 0) {  // the segment's first row
+            if constexpr (Fold::kExtreme) {
+              std::copy(from, from + length, to);
+              if (at) std::fill(at, at + length, static_cast<Idx>(i));
+            } else {
+              for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(T(0), from[c]);
+            }
+            continue;
+          }
+          if constexpr (Fold::kExtreme) {
+            for (int64_t c = 0; c < length; ++c) {
+              if (!Fold::takes_over(from[c], to[c], false)) continue;
+              to[c] = from[c];
+              if (at) at[c] = static_cast<Idx>(i);
+            }
+          } else {
+            for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], from[c]);  // a loop the compiler vectorizes
+          }
+        }
       }
       for (int64_t s = lo; s < hi; ++s) {
         T* to = out + s * p.segment_stride;
-        const A* sum = sums + s * length;
         if (counts[s] == 0) {
           std::fill_n(to, length, empty);
+          if (indices) std::fill_n(indices + s * p.indices_stride, length, static_cast<Idx>(-1));
           continue;
         }
-        for (int64_t c = 0; c < length; ++c) {
-          A v = sum[c];
-          if constexpr (R == SegmentReduction::mean) v = v / static_cast<A>(counts[s]);
-          to[c] = from_acc<T>(v);
+        if constexpr (kInPlace) {
+          if constexpr (R == SegmentReduction::mean)
+            for (int64_t c = 0; c < length; ++c) to[c] = to[c] / static_cast<T>(counts[s]);
+        } else {
+          for (int64_t c = 0; c < length; ++c) {
+            A v = sums[s * length + c];
+            if constexpr (R == SegmentReduction::mean) v = v / static_cast<A>(counts[s]);
+            to[c] = from_acc<T>(v);
+          }
         }
       }
     }
@@ -323,8 +293,7 @@ template <SegmentReduction R, class T, class Idx>
 void forward(const SegmentProblem& p) {
   if (p.segments == 0 || p.length == 0) return;
   if (p.form == SegmentForm::unsorted_ids && p.rows > 0) {
-    if (!fold_in_row_order<R, T, Idx>(p) && !fold_16_in_row_order<R, T, Idx>(p))
-      reduce_segments<R, T, Idx>(p, sort_rows<Idx>(p));
+    if (!fold_in_row_order<R, T, Idx>(p)) reduce_segments<R, T, Idx>(p, sort_rows<Idx>(p));
   } else {
     reduce_segments<R, T, Idx>(p, p.segment_rows<Idx>());
   }

@@ -242,12 +242,9 @@ struct GroupedMatmulHooks {
       if (f.name == "offsets" || !v.data || v.numel() == 0) continue;
       const bool grouped = v.shape.rank == 3;
       const int64_t rows = grouped ? b.dims[1] : v.shape.dims[0], cols = v.shape.dims[v.shape.rank - 1];
-      int64_t rs = v.strides[grouped ? 1 : 0], cs = v.strides[grouped ? 2 : 1];
-      if (gemm_layout_ok(rows, cols, rs, cs)) continue;
-      return plan_error(StatusCode::unsupported, kPlan, "args." + std::string(f.name),
-                        "its matrix dims (strides " + std::to_string(rs) + ", " + std::to_string(cs) +
-                            ") need a unit stride along one and, along the other, a stride of at least the first's "
-                            "extent (BLAS takes no other layout): copy it to a contiguous view");
+      const int64_t rs = v.strides[grouped ? 1 : 0], cs = v.strides[grouped ? 2 : 1];
+      if (int64_t r = rs, c = cs; gemm_layout_ok(rows, cols, r, c)) continue;
+      return gemm_layout_refusal(kPlan, "args." + std::string(f.name), rs, cs);
     }
     return Status::ok();
   }

@@ -72,6 +72,13 @@ bool gemm_layout_ok(int64_t rows, int64_t cols, int64_t& rs, int64_t& cs) {
   return (cs == 1 && rs >= cols) || (rs == 1 && cs >= rows);
 }
 
+Status gemm_layout_refusal(std::string_view plan, const std::string& field, int64_t rs, int64_t cs) {
+  return plan_error(StatusCode::unsupported, plan, field,
+                    "its matrix dims (strides " + std::to_string(rs) + ", " + std::to_string(cs) +
+                        ") need a unit stride along one and, along the other, a stride of at least the first's "
+                        "extent (BLAS and cuBLASLt take no other layout): copy it to a contiguous view");
+}
+
 int64_t gemm_accumulator_elements(const Gemm& g) {
   if (g.out == DType::f32 || g.out == DType::f64 || g.reduced_dims() == 0) return 0;
   int64_t kept = 1;
@@ -438,10 +445,7 @@ Status check_layouts(std::string_view plan, std::span<const ArgField<Args>> fiel
       std::string name = "a matrix operand";
       for (const ArgField<Args>& f : fields)
         if (f.get(args).data == mat->data) name = "args." + std::string(f.name);
-      return plan_error(StatusCode::unsupported, plan, name,
-                        "its matrix dims (strides " + std::to_string(mat->rs) + ", " + std::to_string(mat->cs) +
-                            ") need a unit stride along one and, along the other, a stride of at least the first's "
-                            "extent (BLAS and cuBLASLt take no other layout): copy it to a contiguous view");
+      return gemm_layout_refusal(plan, name, mat->rs, mat->cs);
     }
   }
   return Status::ok();

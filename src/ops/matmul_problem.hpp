@@ -3,6 +3,8 @@
 // described once here (layouts, batch walks, the dims folded into M or K) for both backends, plus
 // the linear plans' elementwise passes (the activation and its gradient).
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "baracuda/ops/matmul.hpp"
@@ -44,6 +46,9 @@ struct Gemm {
 // Whether a matrix of rows x cols with these strides is one BLAS and cuBLASLt take (a unit stride
 // along one dim, the other's at least the first's extent); size-1 dims are normalized first.
 bool gemm_layout_ok(int64_t rows, int64_t cols, int64_t& rs, int64_t& cs);
+
+// The error for a matrix operand whose layout gemm_layout_ok refuses, naming its argument.
+Status gemm_layout_refusal(std::string_view plan, const std::string& field, int64_t rs, int64_t cs);
 
 // Merges batch dims every tensor steps through as one, drops size-1 ones, and folds the innermost
 // batch dims into m (when b does not step along them and a, c, d continue their rows there) or, for
