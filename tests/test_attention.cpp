@@ -4,8 +4,11 @@
 // unsupported and naming the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <string>
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
@@ -340,7 +343,7 @@ TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
 // A serving step: prompts appended to an empty paged cache (prefill, ragged through new_lens), then
 // one decode token each: every appended row lands bit for bit where the table maps it (where
 // AttentionPlan's paged cache reads it: PagedCacheMatchesTheSameKeysDense) and every other row keeps
-// its bits. CUDA refuses the append at select.
+// its bits. Both backends (the count in the stream's memory).
 TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
   const int64_t B = 3, S_new = 6, Hk = 2, D = 8, Dv = 4, bs = 4, num_blocks = 9, max_blocks = 3;
   KvCacheAppendDescriptor d;
@@ -353,11 +356,6 @@ TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
   d.block_size = bs;
   d.num_blocks = num_blocks;
   d.max_blocks = max_blocks;
-  if (backend() == Backend::cuda) {
-    EXPECT_TRUE(testing::is_error(KvCacheAppendPlan::select(stream(), d).status(), StatusCode::unsupported,
-                                  "KvCacheAppendPlan", "descriptor"));
-    return;
-  }
   auto ints = [&](const std::vector<int32_t>& values, const Shape& shape) {
     Tensor t = random(DType::i32, shape);
     for (size_t i = 0; i < values.size(); ++i) t.host[t.offset + i] = values[i];
@@ -369,21 +367,36 @@ TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
   Tensor kc = random(dtype(), {num_blocks, bs, Hk, D}), vc = random(dtype(), {num_blocks, bs, Hk, Dv});
   const std::vector<double> k_before = kc.host, v_before = vc.host;
   const KvCacheAppendPlan plan = unwrap(KvCacheAppendPlan::select(stream(), d));
+  harness::Buffer counter = unwrap(harness::Buffer::allocate(backend(), sizeof(int64_t)));
+  auto zero_count = [&] {
+    const int64_t zero = 0;
+    EXPECT_TRUE(counter.upload(&zero, sizeof zero).is_ok());
+    return static_cast<int64_t*>(counter.data());
+  };
+  auto counted = [&] {
+    int64_t n = -1;
+    EXPECT_TRUE(counter.download(&n, sizeof n).is_ok());
+    return n;
+  };
+  // The append's workspace (CUDA's row owners), one buffer for both plans (the larger one's).
+  harness::Buffer workspace =
+      unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+  const Workspace ws{workspace.data(), workspace.size()};
   // Prefill: prompts of 5, 2 and 6 tokens (the rest of each row of k_new padding).
   const std::vector<int32_t> prompt{5, 2, 6};
   Tensor k_new = random(dtype(), {B, S_new, Hk, D}), v_new = random(dtype(), {B, S_new, Hk, Dv});
-  int64_t bad = 0;
-  ASSERT_OK(plan.run(stream(), {},
+  int64_t* bad = zero_count();
+  ASSERT_OK(plan.run(stream(), ws,
                      {k_new.ref(), v_new.ref(), table.ref(), ints({0, 0, 0}, {B}).ref(), ints(prompt, {B}).ref(),
-                      kc.mut(), vc.mut(), &bad}));
+                      kc.mut(), vc.mut(), bad}));
   // Decode: one token each after the prompt (no new_lens: every sequence appends all S_new = 1).
   KvCacheAppendDescriptor one = d;
   one.new_tokens = 1;
   Tensor k_tok = random(dtype(), {B, 1, Hk, D}), v_tok = random(dtype(), {B, 1, Hk, Dv});
   ASSERT_OK(unwrap(KvCacheAppendPlan::select(stream(), one))
-                .run(stream(), {},
-                     {k_tok.ref(), v_tok.ref(), table.ref(), ints(prompt, {B}).ref(), {}, kc.mut(), vc.mut(), &bad}));
-  EXPECT_EQ(bad, 0);
+                .run(stream(), ws,
+                     {k_tok.ref(), v_tok.ref(), table.ref(), ints(prompt, {B}).ref(), {}, kc.mut(), vc.mut(), bad}));
+  EXPECT_EQ(counted(), 0);
   ASSERT_OK(kc.download());
   ASSERT_OK(vc.download());
   // Where each cache row came from: (sequence, position) or untouched.
@@ -415,13 +428,13 @@ TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
   // A token past the table (sequence 2's 13th position: a table of 3 blocks of 4) and a block entry out
   // of range (sequence 1's third block, 99) are counted and not written.
   Tensor k_far = random(dtype(), {B, 1, Hk, D}), v_far = random(dtype(), {B, 1, Hk, Dv});
-  bad = 0;
+  bad = zero_count();
   const std::vector<double> k_now = kc.host, v_now = vc.host;
   ASSERT_OK(
       unwrap(KvCacheAppendPlan::select(stream(), one))
-          .run(stream(), {},
-               {k_far.ref(), v_far.ref(), table.ref(), ints({-1, 8, 12}, {B}).ref(), {}, kc.mut(), vc.mut(), &bad}));
-  EXPECT_EQ(bad, 3);
+          .run(stream(), ws,
+               {k_far.ref(), v_far.ref(), table.ref(), ints({-1, 8, 12}, {B}).ref(), {}, kc.mut(), vc.mut(), bad}));
+  EXPECT_EQ(counted(), 3);
   ASSERT_OK(kc.download());
   ASSERT_OK(vc.download());
   EXPECT_EQ(kc.host, k_now);
@@ -432,7 +445,7 @@ TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
 // is refused past 2^33 bytes (a Status naming args.seq_lens_kv, out untouched), and a paged plan with no
 // query reads nothing, however large the batch its broadcast lengths describe.
 TEST_P(AttentionTest, PagedCacheBroadcastPastMemoryIsRefused) {
-  if (backend() == Backend::cuda) GTEST_SKIP() << "CUDA refuses paged caches at select";
+  if (backend() == Backend::cuda) GTEST_SKIP() << "the CPU's gather buffers (CUDA reads the cache in place)";
   const int64_t H = 1024, D = 512, rows = int64_t{1} << 20;
   AttentionDescriptor d;
   d.dtype = dtype();
@@ -480,9 +493,11 @@ TEST_P(AttentionTest, PagedCacheBroadcastPastMemoryIsRefused) {
 }
 
 // A paged KV cache: each sequence's queries see exactly what they see with the same keys held densely
-// (the same bits), blocks shuffled through the cache, lengths 0, within one block, at a block's edge
-// and across several; decode-style (causal, bottom-right, GQA, 3 queries). Lengths or block entries
-// out of range are a Status naming them, nothing written.
+// (the same bits on the CPU; on CUDA, whose paged kernel is not the CPU's, within the tolerance of
+// the CPU's dense result), blocks shuffled through the cache, lengths 0, within one block, at a
+// block's edge and across several; decode-style (causal, bottom-right, GQA, 3 queries). Lengths or
+// block entries out of range: on the CPU a Status naming them, nothing written; on CUDA (checked on
+// the device, no host round trip) NaN in that sequence's rows, the others' unchanged.
 TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   const std::vector<int32_t> lens{13, 0, 4, 8, 1};
   const int64_t B = static_cast<int64_t>(lens.size()), Sq = 3, H = 4, Hk = 2, D = 16, Dv = 8, bs = 4;
@@ -502,11 +517,7 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   d.block_size = bs;
   d.num_blocks = num_blocks;
   d.max_blocks = max_blocks;
-  if (backend() == Backend::cuda) {
-    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d).status(), StatusCode::unsupported, "AttentionPlan",
-                                  "descriptor.paged"));
-    return;
-  }
+  const bool cuda = backend() == Backend::cuda;
   auto ints = [&](const std::vector<int32_t>& values, const Shape& shape) {
     Tensor t = random(DType::i32, shape);
     for (size_t i = 0; i < values.size(); ++i) t.host[t.offset + i] = values[i];
@@ -520,16 +531,29 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
          vc = random(dtype(), {num_blocks, bs, Hk, Dv});
   Tensor out = output(dtype(), {B, Sq, H, Dv}), lse = output(acc(), {B, H, Sq});
   const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+  harness::Buffer workspace =
+      unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+  const Workspace ws{workspace.data(), workspace.size()};
   ASSERT_OK(plan.run(
-      stream(), {},
+      stream(), ws,
       AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, out.mut(), lse.mut(), {}, {}, table.ref(), seq_lens.ref()}));
   ASSERT_OK(out.download());
   ASSERT_OK(lse.download());
+  // The dense runs on the CPU, from the host mirrors.
+  auto host = [&](DType dtype, const Shape& shape) {
+    return unwrap(harness::random_tensor(Backend::cpu, dtype, {shape, {}, false, 0}, rng_));
+  };
+  auto same = [&](double got, double want, const char* what, int64_t b, int64_t i) {
+    if (!cuda || std::isinf(want))
+      ASSERT_EQ(got, want) << b << " " << what << " " << i;
+    else
+      ASSERT_NEAR(got, want, tolerance()) << b << " " << what << " " << i;
+  };
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = lens[b];
     // The sequence's keys and values, dense [1, n, Hk, dim], gathered through the table here.
     auto dense = [&](const Tensor& cache, int64_t dim) {
-      Tensor t = random(dtype(), {1, n, Hk, dim});
+      Tensor t = host(dtype(), {1, n, Hk, dim});
       for (int64_t j = 0; j < n; ++j)
         for (int64_t i = 0; i < Hk * dim; ++i)
           t.host[static_cast<size_t>(t.offset + j * Hk * dim + i)] =
@@ -537,44 +561,52 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
       EXPECT_TRUE(t.upload().is_ok());
       return t;
     };
-    Tensor k1 = dense(kc, D), v1 = dense(vc, Dv), q1 = random(dtype(), {1, Sq, H, D});
+    Tensor k1 = dense(kc, D), v1 = dense(vc, Dv), q1 = host(dtype(), {1, Sq, H, D});
     for (int64_t i = 0; i < Sq * H * D; ++i) q1.host[static_cast<size_t>(q1.offset + i)] = q.at(b * Sq * H * D + i);
     ASSERT_OK(q1.upload());
-    Tensor out1 = output(dtype(), {1, Sq, H, Dv}), lse1 = output(acc(), {1, H, Sq});
+    Tensor out1 = host(dtype(), {1, Sq, H, Dv}), lse1 = host(acc(), {1, H, Sq});
     AttentionDescriptor one = d;
     one.paged = false;
     one.batch = 1;
     one.seq_kv = n;
     one.block_size = one.num_blocks = one.max_blocks = 0;
-    ASSERT_OK(unwrap(AttentionPlan::select(stream(), one))
-                  .run(stream(), {}, {q1.ref(), k1.ref(), v1.ref(), {}, out1.mut(), lse1.mut()}));
-    ASSERT_OK(out1.download());
-    ASSERT_OK(lse1.download());
-    for (int64_t i = 0; i < Sq * H * Dv; ++i) ASSERT_EQ(out.at(b * Sq * H * Dv + i), out1.at(i)) << b << " out " << i;
-    for (int64_t i = 0; i < H * Sq; ++i) ASSERT_EQ(lse.at(b * H * Sq + i), lse1.at(i)) << b << " lse " << i;
+    ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), one))
+                  .run(Stream::host(), {}, {q1.ref(), k1.ref(), v1.ref(), {}, out1.mut(), lse1.mut()}));
+    for (int64_t i = 0; i < Sq * H * Dv; ++i) same(out.at(b * Sq * H * Dv + i), out1.at(i), "out", b, i);
+    for (int64_t i = 0; i < H * Sq; ++i) same(lse.at(b * H * Sq + i), lse1.at(i), "lse", b, i);
   }
   // Sequence 1 holds no key: out 0, lse -inf.
   EXPECT_EQ(lse.at(1 * H * Sq), -std::numeric_limits<double>::infinity());
   EXPECT_EQ(out.at(1 * Sq * H * Dv), 0.0);
 
-  auto refused = [&](const Tensor& t, const Tensor& l, const char* field) {
+  // poisoned: the sequence whose rows CUDA gives NaN (-1: every sequence's, as the CPU's refusal).
+  auto refused = [&](const Tensor& t, const Tensor& l, const char* field, int64_t poisoned) {
     Tensor fresh = output(dtype(), {B, Sq, H, Dv});
-    EXPECT_TRUE(testing::is_error(
-        plan.run(stream(), {},
-                 AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, fresh.mut(), {}, {}, {}, t.ref(), l.ref()}),
-        StatusCode::invalid_problem, "AttentionPlan", field));
+    const Status st =
+        plan.run(stream(), ws, AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, fresh.mut(), {}, {}, {}, t.ref(), l.ref()});
     ASSERT_OK(fresh.download());
-    for (int64_t i = 0; i < fresh.shape.numel(); ++i) ASSERT_TRUE(std::isnan(fresh.at(i))) << i;
+    if (!cuda) {
+      EXPECT_TRUE(testing::is_error(st, StatusCode::invalid_problem, "AttentionPlan", field)) << st.to_string();
+      for (int64_t i = 0; i < fresh.shape.numel(); ++i) ASSERT_TRUE(std::isnan(fresh.at(i))) << i;
+      return;
+    }
+    ASSERT_OK(st);
+    for (int64_t i = 0; i < fresh.shape.numel(); ++i) {
+      if (i / (Sq * H * Dv) == poisoned)
+        ASSERT_TRUE(std::isnan(fresh.at(i))) << field << " " << i;
+      else
+        ASSERT_EQ(fresh.at(i), out.at(i)) << field << " " << i;
+    }
   };
   std::vector<int32_t> reached_bad = table_values;
   reached_bad[3 * max_blocks + 1] = static_cast<int32_t>(num_blocks);  // sequence 3's second block
-  refused(ints(reached_bad, {B, max_blocks}), seq_lens, "args.block_table");
+  refused(ints(reached_bad, {B, max_blocks}), seq_lens, "args.block_table", 3);
   std::vector<int32_t> negative = table_values;
   negative[0] = -1;
-  refused(ints(negative, {B, max_blocks}), seq_lens, "args.block_table");
-  refused(table, ints({13, 0, 4, 14, 1}, {B}), "args.seq_lens_kv");  // past seq_kv
-  refused(table, ints({13, -1, 4, 8, 1}, {B}), "args.seq_lens_kv");
-  {  // more keys than a cache of two blocks holds (blocks would repeat): refused, not gathered
+  refused(ints(negative, {B, max_blocks}), seq_lens, "args.block_table", 0);
+  refused(table, ints({13, 0, 4, 14, 1}, {B}), "args.seq_lens_kv", 3);  // past seq_kv
+  refused(table, ints({13, -1, 4, 8, 1}, {B}), "args.seq_lens_kv", 1);
+  if (!cuda) {  // more keys than a cache of two blocks holds (blocks would repeat): refused, not gathered
     AttentionDescriptor small = d;
     small.num_blocks = 2;
     Tensor k2 = random(dtype(), {2, bs, Hk, D}), v2 = random(dtype(), {2, bs, Hk, Dv});
@@ -606,6 +638,102 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   bad.paged = false;
   EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), bad).status(), StatusCode::invalid_problem,
                                 "AttentionPlan", "descriptor.block_size"));
+}
+
+// CUDA's paged decode kernel against the CPU's paged attention at serving sizes: keys split across
+// blocks and merged (4097 keys), the rows of a block a chunk of a large group (8 query heads x 4
+// queries), a sliding window with the soft-cap, head dims whose rows are not 16-byte vectors (the
+// scalar tile loads) and a padded cache, head dims 256 and 512, empty sequences, fully masked rows.
+TEST_P(AttentionTest, PagedDecodeMatchesTheCpuAtServingSizes) {
+  if (backend() != Backend::cuda) GTEST_SKIP() << "the CPU is the reference here";
+  struct Case {
+    int64_t seq_q, heads_q, heads_kv, dim, dim_v, block_size, pad;
+    std::vector<int32_t> lens;
+    bool causal;
+    CausalAlignment alignment;
+    int64_t window_left;
+    double softcap;
+  };
+  constexpr auto top = CausalAlignment::top_left, bottom = CausalAlignment::bottom_right;
+  const std::vector<Case> cases{
+      {1, 32, 8, 128, 128, 16, 0, {1000, 1, 4097}, true, bottom, -1, 0.0},
+      {4, 16, 2, 64, 64, 32, 0, {700, 33}, true, bottom, 50, 20.0},
+      {5, 6, 3, 100, 72, 7, 3, {300, 0, 2}, true, top, -1, 0.0},
+      {3, 4, 4, 40, 24, 5, 0, {2, 9}, true, bottom, -1, 0.0},  // S_q > len: rows with no key
+      {1, 4, 2, 256, 256, 16, 0, {513}, false, top, -1, 0.0},
+      {2, 2, 1, 512, 512, 64, 0, {600}, true, bottom, -1, 0.0},
+  };
+  for (const Case& c : cases) {
+    const auto B = static_cast<int64_t>(c.lens.size());
+    const int64_t seq_kv = *std::max_element(c.lens.begin(), c.lens.end());
+    const int64_t max_blocks = std::max<int64_t>(1, (seq_kv + c.block_size - 1) / c.block_size);
+    const int64_t num_blocks = B * max_blocks + 3;
+    AttentionDescriptor d;
+    d.dtype = dtype();
+    d.batch = B;
+    d.seq_q = c.seq_q;
+    d.seq_kv = seq_kv;
+    d.heads_q = c.heads_q;
+    d.heads_kv = c.heads_kv;
+    d.head_dim = c.dim;
+    d.head_dim_v = c.dim_v;
+    d.causal = c.causal;
+    d.alignment = c.alignment;
+    d.window_left = c.window_left;
+    d.softcap = c.softcap;
+    d.paged = true;
+    d.block_size = c.block_size;
+    d.num_blocks = num_blocks;
+    d.max_blocks = max_blocks;
+    const std::string what = "seq_q " + std::to_string(c.seq_q) + ", D " + std::to_string(c.dim);
+    // Every block once, shuffled.
+    std::vector<int32_t> blocks(static_cast<size_t>(num_blocks));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), rng_);
+    auto ints = [&](Backend be, const std::vector<int32_t>& values, const Shape& shape) {
+      Tensor t = unwrap(harness::random_tensor(be, DType::i32, {shape, {}, false, 0}, rng_));
+      for (size_t i = 0; i < values.size(); ++i) t.host[t.offset + i] = values[i];
+      EXPECT_TRUE(t.upload().is_ok());
+      return t;
+    };
+    auto cache = [&](int64_t dim) {
+      const int64_t row = dim + c.pad;
+      return random(dtype(), {num_blocks, c.block_size, c.heads_kv, dim},
+                    Strides{c.block_size * c.heads_kv * row, c.heads_kv * row, row, 1}, true);
+    };
+    // The same values on the CPU.
+    auto mirror = [&](const Tensor& t) {
+      Tensor m = unwrap(harness::random_tensor(Backend::cpu, t.dtype, {t.shape, t.strides, true, 0}, rng_));
+      m.host = t.host;
+      EXPECT_TRUE(m.upload().is_ok());
+      return m;
+    };
+    Tensor q = random(dtype(), {B, c.seq_q, c.heads_q, c.dim}), kc = cache(c.dim), vc = cache(c.dim_v);
+    Tensor out = output(dtype(), {B, c.seq_q, c.heads_q, c.dim_v}), lse = output(acc(), {B, c.heads_q, c.seq_q});
+    const std::vector<int32_t> table_values(blocks.begin(), blocks.begin() + B * max_blocks);
+    Tensor table = ints(backend(), table_values, {B, max_blocks}), lens = ints(backend(), c.lens, {B});
+    const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+    harness::Buffer workspace =
+        unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+    ASSERT_OK(plan.run(
+        stream(), {workspace.data(), workspace.size()},
+        AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, out.mut(), lse.mut(), {}, {}, table.ref(), lens.ref()}));
+    ASSERT_OK(out.download());
+    ASSERT_OK(lse.download());
+    Tensor q_h = mirror(q), kc_h = mirror(kc), vc_h = mirror(vc), table_h = mirror(table), lens_h = mirror(lens);
+    Tensor out_h = mirror(out), lse_h = mirror(lse);
+    ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), d))
+                  .run(Stream::host(), {},
+                       AttentionArgs{q_h.ref(), kc_h.ref(), vc_h.ref(), {}, out_h.mut(), lse_h.mut(), {}, {},
+                                     table_h.ref(), lens_h.ref()}));
+    for (int64_t i = 0; i < out.shape.numel(); ++i) ASSERT_NEAR(out.at(i), out_h.at(i), tolerance()) << what << " " << i;
+    for (int64_t i = 0; i < lse.shape.numel(); ++i) {
+      if (std::isinf(lse_h.at(i)))
+        ASSERT_EQ(lse.at(i), lse_h.at(i)) << what << " lse " << i;
+      else
+        ASSERT_NEAR(lse.at(i), lse_h.at(i), tolerance()) << what << " lse " << i;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);

@@ -623,14 +623,38 @@ def attention_backward(dout, q, k, v, out, lse, bias=None, *, causal=False, scal
     return grads["dq"], grads["dk"], grads["dv"]
 
 
+def paged_attention(q, k_cache, v_cache, block_table, seq_lens, *, max_seq_len=None, causal=True, scale=None,
+                    window=(-1, -1), softcap=0.0, alignment="bottom_right", return_lse=False):
+    """Attention of q [B, S_q, H_q, D] over a block-paged KV cache (vLLM's layout, decode):
+    k_cache [num_blocks, block_size, H_kv, D], v_cache [num_blocks, block_size, H_kv, D_v]; sequence b
+    holds seq_lens[b] keys, key j in row j % block_size of block block_table[b, j // block_size]
+    (int32 tables). max_seq_len bounds seq_lens (default: the table's max_blocks * block_size, which
+    costs nothing: it sizes the splits, not the work). Masks as attention's, with each sequence's own
+    length (the default: causal, bottom-right, as a decode step sees its cache). On CUDA a bad length or
+    block entry gives NaN in that sequence's rows; on the CPU it raises. Returns out [B, S_q, H_q, D_v]
+    (and lse [B, H_q, S_q] with return_lse)."""
+    B, Sq, Hq, D = _shape(q)
+    num_blocks, block_size, Hkv, _ = _shape(k_cache)
+    max_blocks = int(block_table.shape[1])
+    seq_kv = int(max_seq_len) if max_seq_len is not None else max_blocks * block_size
+    fields = dict(dtype=_dtype(q), batch=B, seq_q=Sq, seq_kv=seq_kv, heads_q=Hq, heads_kv=Hkv, head_dim=D,
+                  head_dim_v=int(v_cache.shape[3]), scale=float(scale or 0.0), causal=bool(causal),
+                  window_left=int(window[0]), window_right=int(window[1]), softcap=float(softcap),
+                  alignment=getattr(_bc.CausalAlignment, alignment), paged=True, block_size=block_size,
+                  num_blocks=num_blocks, max_blocks=max_blocks)
+    inputs = dict(q=q, k=k_cache, v=v_cache, block_table=block_table, seq_lens_kv=seq_lens)
+    out = _run(_bc.AttentionPlan, _bc.AttentionDescriptor, fields, q, inputs, outputs=("lse",) if return_lse else ())
+    return (out["out"], out["lse"]) if return_lse else out["out"]
+
+
 def kv_cache_append(k_new, v_new, k_cache, v_cache, block_table, seq_lens, new_lens=None):
     """Writes k_new [B, S_new, H_kv, D] and v_new [B, S_new, H_kv, D_v] into the paged caches
     k_cache / v_cache [num_blocks, block_size, H_kv, D(_v)] in place (vLLM's reshape_and_cache):
     token i of sequence b at position seq_lens[b] + i, in row position % block_size of block
     block_table[b, position // block_size]; new_lens [B] appends fewer tokens for some sequences.
     block_table, seq_lens and new_lens are int32; bad entries are skipped (KvCacheAppendPlan with
-    bad_index_count counts them). NumPy and PyTorch arrays (JAX arrays are not updated in place); the
-    CPU backend only so far."""
+    bad_index_count counts them). NumPy and PyTorch arrays, on the CPU or CUDA (JAX arrays are not
+    updated in place)."""
     if _framework(k_new) is _Jax:
         raise TypeError("kv_cache_append: JAX arrays are not updated in place: baracuda.jax.call(KvCacheAppendPlan, "
                         "...) returns the new caches")

@@ -198,3 +198,33 @@ def test_zero_copy_output_on_the_input_s_device():
     x = randn(3, 8, grad=False)
     y = bt.softmax(x)
     assert y.device == x.device and y.dtype == x.dtype
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_kv_cache_append_then_paged_decode(device, dtype):
+    """A decode step: one token each appended to a paged cache, then attention over the cache, against
+    PyTorch's SDPA over each sequence's keys gathered densely."""
+    from baracuda import functional as f
+    g = torch.Generator().manual_seed(7)
+    B, Hq, Hk, D, bs, nb, mb = 3, 8, 2, 64, 16, 40, 8
+    lens = torch.tensor([100, 1, 37], dtype=torch.int32)
+    table = torch.randperm(nb, generator=g)[:B * mb].view(B, mb).to(torch.int32)
+    kc, vc = (torch.randn(nb, bs, Hk, D, generator=g).to(dtype) for _ in range(2))
+    k_new, v_new = (torch.randn(B, 1, Hk, D, generator=g).to(dtype) for _ in range(2))
+    q = torch.randn(B, 1, Hq, D, generator=g).to(dtype)
+    kc, vc, k_new, v_new, q, table, lens = (t.to(device) for t in (kc, vc, k_new, v_new, q, table, lens))
+    f.kv_cache_append(k_new, v_new, kc, vc, table, lens)
+    lens1 = lens + 1
+    out = f.paged_attention(q, kc, vc, table, lens1)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    for b in range(B):
+        n = int(lens1[b])
+        j = torch.arange(n, device=device)
+        rows = table[b, j // bs].long() * bs + j % bs
+        k, v = kc.view(-1, Hk, D)[rows], vc.view(-1, Hk, D)[rows]
+        assert torch.equal(k[-1], k_new[b, 0]) and torch.equal(v[-1], v_new[b, 0])
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q[b].transpose(0, 1).float(), k.transpose(0, 1).float(), v.transpose(0, 1).float(), enable_gqa=True)
+        torch.testing.assert_close(out[b].float(), want.transpose(0, 1), atol=tol, rtol=tol)
+

@@ -7,7 +7,6 @@
 // (broadcast batch and head dims declared as extent 1, the shapes cuDNN documents for it; broadcast
 // queries by a zero stride, as PyTorch passes an expanded key-padding mask).
 #include "ops/attention_problem.hpp"
-#include "ops/kv_cache_problem.hpp"
 #include "ops/validate.hpp"
 #if BARACUDA_HAS_CUDA
 #include "cuda/common/check.cuh"
@@ -425,6 +424,7 @@ Status attention_views(std::string_view plan, const AttentionDescriptor& d, cons
 }
 
 Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
+  if (p.desc.paged) return launch_paged(ctx, p);  // the decode kernel of ours, not cuDNN
   const AttentionArgs& a = p.args;
   GraphKey key{false, ctx.target.device, p.desc, p.scale, a.lse.data != nullptr, true, {}};
   append(key.strides, a.q, 4);
@@ -500,7 +500,8 @@ Status attention_views(std::string_view plan, const AttentionDescriptor&, const 
 Status attention_views(std::string_view plan, const AttentionDescriptor&, const AttentionBackwardArgs&) {
   return plan_error(StatusCode::unsupported, plan, "stream", "this build has no CUDA attention");
 }
-Status launch(const LaunchContext&, const AttentionProblem&) {
+Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
+  if (p.desc.paged) return launch_paged(ctx, p);
   return plan_error(StatusCode::unsupported, "AttentionPlan", "stream", "this build has no CUDA attention");
 }
 Status launch(const LaunchContext&, const AttentionBackwardProblem&) {
@@ -508,11 +509,5 @@ Status launch(const LaunchContext&, const AttentionBackwardProblem&) {
 }
 
 #endif
-
-// (select refuses the KV cache append on CUDA: never reached.)
-Status launch(const LaunchContext&, const KvCacheAppendProblem&) {
-  return plan_error(StatusCode::unsupported, "KvCacheAppendPlan", "stream",
-                    "appending to a KV cache does not run on CUDA yet");
-}
 
 }  // namespace baracuda::detail::cuda

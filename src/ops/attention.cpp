@@ -2,7 +2,8 @@
 // both backends, as hooks of the one plan life cycle (ops/plan_impl.hpp). The CPU runs
 // FlashAttention's tiled online softmax (cpu/attention.cpp); CUDA runs cuDNN's fused attention
 // through the cuDNN frontend (cuda/attention.cpp), for the cases cudnn_refusal lets through and the
-// views cuda::attention_views does; a kernel of ours for the rest (f32, the soft-cap, fully masked rows)
+// views cuda::attention_views does, and a split-key decode kernel of ours for a paged KV cache
+// (cuda/paged_attention.cpp); a kernel of ours for the rest (f32, the soft-cap, fully masked rows)
 // is to come.
 #include "baracuda/ops/attention.hpp"
 
@@ -23,14 +24,18 @@ namespace {
 // tiles take up to 512 (DeepSeek's MLA uses 576 / 512 in decode, which this does not cover yet).
 inline constexpr int64_t kMaxHeadDim = 512;
 
-// In AttentionVariant order (the forward has the first two).
+// In AttentionVariant order (the forward has the first two, then its paged decode kernel).
 enum class AttentionVariant : int { tiled, cudnn, cudnn_deterministic };
+constexpr int kPagedDecodeVariant = 2;  // the forward's third
 constexpr VariantInfo kForwardVariants[] = {
     {"tiled", true, true, false,
      "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
     {"cudnn", true, false, true,
      "CUDA: cuDNN's fused flash attention (cuDNN frontend graph); f16 / bf16, head dims multiples of 8 up to 256, "
      "causal, sliding windows and the bias, no soft-cap"},
+    {"paged_decode", true, false, true,
+     "CUDA: a paged KV cache read by a split-key decode kernel of ours (the query heads of a kv head "
+     "together, splits merged in order); every dtype, mask and head dim, the soft-cap"},
 };
 constexpr VariantInfo kBackwardVariants[] = {
     kForwardVariants[0],
@@ -285,9 +290,18 @@ struct AttentionHooks {
     if (d.varlen)
       return plan_error(StatusCode::unsupported, kPlan, "descriptor.varlen",
                         "packed sequences run on the CPU; the CUDA path does not take them yet");
-    if (d.paged)
-      return plan_error(StatusCode::unsupported, kPlan, "descriptor.paged",
-                        "a paged KV cache is read on the CPU; the CUDA path does not take it yet");
+    if constexpr (!kBackward)
+      if (d.paged) {
+        c.variant = kPagedDecodeVariant;
+        if (nothing_to_do(d)) return c;
+#if BARACUDA_HAS_CUDA
+        Expected<cuda::PagedAttentionChoice> paged = cuda::paged_attention_select(t, d, kPlan);
+        if (!paged) return paged.status();
+        c.kernels = paged->kernels;
+        c.workspace = paged->workspace;
+#endif
+        return c;
+      }
     if (nothing_to_do(d)) return c;
     if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
       return plan_error(StatusCode::unsupported, kPlan, field, why);
@@ -306,7 +320,8 @@ struct AttentionHooks {
   // The views cuDNN's kernels take (cuda/attention.cpp): a view the CPU would take may be refused here,
   // unsupported and naming the field.
   static Status check_args(const PlanTarget& t, const Descriptor& d, const PlanChoice&, const Args& a) {
-    if (t.backend != Backend::cuda || nothing_to_do(d)) return Status::ok();
+    // (the paged decode kernel takes any strides)
+    if (t.backend != Backend::cuda || nothing_to_do(d) || d.paged) return Status::ok();
 #if BARACUDA_HAS_CUDA
     return cuda::attention_views(kPlan, d, a);
 #else

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "baracuda/ops/attention.hpp"
 #include "common/elementwise.hpp"
@@ -98,6 +99,20 @@ Status attention_views(std::string_view plan, const AttentionDescriptor& d, cons
 Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionBackwardArgs& args);
 Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
+// The paged decode kernel of ours (cuda/paged_attention.cpp), which launch takes paged problems to:
+// its kernels compiled and its workspace (the split keys' partial rows), or why it refuses.
+struct PagedAttentionChoice {
+  const void* kernels = nullptr;
+  size_t workspace = 0;
+};
+Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& target, const AttentionDescriptor& d,
+                                                      std::string_view plan);
+Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem);
 }  // namespace cuda
+
+namespace jit {
+struct Program;
+std::vector<Program> serving_programs();  // the paged decode kernel's and the KV cache append's
+}  // namespace jit
 
 }  // namespace baracuda::detail

@@ -1,5 +1,6 @@
 // The KV cache append plan: validation and the argument table, as hooks of the one plan life cycle
-// (ops/plan_impl.hpp). The CPU writes the rows (cpu/kv_cache.cpp); CUDA refuses it at select.
+// (ops/plan_impl.hpp). The CPU writes the rows (cpu/kv_cache.cpp), CUDA claims and copies them
+// (cuda/paged_attention.cpp).
 #include "baracuda/ops/kv_cache.hpp"
 
 #include <algorithm>
@@ -16,6 +17,9 @@ namespace {
 
 constexpr VariantInfo kVariants[] = {
     {"rows", true, true, false, "CPU: each token's rows copied into its cache row, in (sequence, token) order"},
+    {"claim_copy", true, false, true,
+     "CUDA: each cache row claimed by its last token (atomicMax of the token's index), then a warp copies a "
+     "(token, head)"},
 };
 
 Shape new_shape(const KvCacheAppendDescriptor& d, int64_t dim) { return Shape{d.batch, d.new_tokens, d.heads_kv, dim}; }
@@ -83,10 +87,26 @@ struct KvCacheAppendHooks {
 
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int>) {
-    if (t.backend == Backend::cuda)
-      return plan_error(StatusCode::unsupported, kPlan, "descriptor",
-                        "appending to a paged KV cache runs on the CPU backend only so far (as a paged "
-                        "AttentionPlan does; issue 61)");
+    if (t.backend == Backend::cuda) {
+      PlanChoice c;
+      c.variant = 1;
+      if (nothing_to_do(d)) return c;
+      // The owners: a u32 a cache row (at most 2^40 rows), the token indices + 1 below 2^32.
+      int64_t rows = 0, slots = 0;
+      if (__builtin_mul_overflow(d.num_blocks, d.block_size, &rows) || rows > (int64_t{1} << 40))
+        return plan_error(StatusCode::unsupported, kPlan, "descriptor.num_blocks",
+                          "CUDA's append takes caches of at most 2^40 rows");
+      if (__builtin_mul_overflow(d.batch, std::max<int64_t>(d.new_tokens, 1), &slots) || slots >= INT64_C(0xffffffff))
+        return plan_error(StatusCode::unsupported, kPlan, "descriptor.new_tokens",
+                          "CUDA's append takes fewer than 2^32 - 1 tokens a run");
+#if BARACUDA_HAS_CUDA
+      Expected<const void*> kernels = cuda::kv_cache_kernels(t, d.dtype, kPlan);
+      if (!kernels) return kernels.status();
+      c.kernels = *kernels;
+      c.workspace = kv_cache_workspace(d);
+#endif
+      return c;
+    }
     // At most 2^40 elements copied a run: broadcast inputs can describe far more tokens than any
     // cache holds (a sequence's tokens past its table are counted, not copied).
     int64_t copies = std::min(d.new_tokens, d.max_blocks * d.block_size);
@@ -102,8 +122,8 @@ struct KvCacheAppendHooks {
 
   static bool nothing_to_do(const Descriptor& d) { return d.batch == 0; }
 
-  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
-    KernelShape k{"rows", Layout::contiguous};
+  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice& c, const Args* a) {
+    KernelShape k{std::string(kVariants[std::max(c.variant, 0)].name), Layout::contiguous};
     if (a) k.layout = layout_of(given_views<Args>(kFields, *a));
     return k;
   }

@@ -14,7 +14,15 @@ namespace cpu {
 Status launch(const LaunchContext& ctx, const KvCacheAppendProblem& problem);
 }  // namespace cpu
 namespace cuda {
-Status launch(const LaunchContext& ctx, const KvCacheAppendProblem& problem);  // refused at select
+// The claim and copy kernels (cuda/paged_attention.cpp), compiled at select for the element size.
+Expected<const void*> kv_cache_kernels(const PlanTarget& target, DType dtype, std::string_view plan);
+Status launch(const LaunchContext& ctx, const KvCacheAppendProblem& problem);
 }  // namespace cuda
+
+// CUDA's workspace: the owner of each cache row (u32, zeroed each run), so that of two tokens mapped
+// to one row the later wins. (num_blocks * block_size at most 2^40 on CUDA: select refuses more.)
+inline size_t kv_cache_workspace(const KvCacheAppendDescriptor& d) {
+  return static_cast<size_t>(d.num_blocks * d.block_size) * sizeof(unsigned);
+}
 
 }  // namespace baracuda::detail

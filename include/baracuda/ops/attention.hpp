@@ -51,9 +51,15 @@
 // block block_table[b, j / block_size] (i32 [batch, max_blocks], entries in [0, num_blocks); only
 // the entries a sequence's keys reach are read). q, out and lse are dense as above; the masks and
 // their alignment apply with each sequence's own length (decode: causal, bottom_right). No bias, no
-// varlen, no backward. Lengths or block entries breaking these rules are a Status naming
-// args.seq_lens_kv / args.block_table, and nothing is written. CPU only for now: CUDA refuses paged
-// at select (descriptor.paged).
+// varlen, no backward. Lengths or block entries breaking these rules: on the CPU a Status naming
+// args.seq_lens_kv / args.block_table, and nothing is written; on CUDA, which checks them on the
+// device (no round trip to the host, so decode steps can be captured in a graph), NaN in out and lse
+// for every row of that sequence (for a bad block entry, the rows whose keys reach it), the other
+// sequences' rows as without it; never a read outside the cache. CUDA runs paged caches through a
+// split-key decode kernel of ours (`paged_decode`: every dtype, mask, head dim and the soft-cap; the
+// query heads of a kv head read its keys once; S_q up to a few queries is what it is made for, more
+// re-reads the keys once per 8 (query head, query) rows), deterministic; its workspace holds the
+// splits' partial rows.
 //
 // Outputs must not overlap an input or each other.
 #include <optional>

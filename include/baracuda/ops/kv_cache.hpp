@@ -19,9 +19,10 @@
 // memory, added to) each is counted: a negative seq_lens[b] (the sequence appends nothing), a
 // new_lens[b] outside [0, S_new] (clamped), a token whose position falls past the block table or
 // whose block entry is outside [0, num_blocks) (that token is not written). Two tokens mapped to the
-// same cache row: the later in (b, i) order wins. Backends: the CPU (which refuses, at select, appends
-// of more than 2^40 elements: broadcast inputs can describe more tokens than any cache holds); CUDA
-// refuses the plan at select (unsupported) for now, as it refuses a paged AttentionPlan.
+// same cache row: the later in (b, i) order wins, on both backends. Backends: the CPU (which refuses,
+// at select, appends of more than 2^40 elements: broadcast inputs can describe more tokens than any
+// cache holds); CUDA (each cache row claimed by its last token, then copied; a workspace of 4 bytes a
+// cache row, num_blocks * block_size; at most 2^40 rows and 2^32 - 2 tokens a run).
 #include "baracuda/core/plan.hpp"
 
 namespace baracuda {

@@ -227,4 +227,46 @@ struct PointwiseLossParams {
   Walk<6> walk;  // input, target, out, dloss, weight, pos_weight
 };
 
+// The paged decode attention (cuda/device/paged_attention.cuh, cuda/paged_attention.cpp): rows of a
+// block are (query head of the kv head's group, query) pairs, R (a template argument) at a time; keys split
+// in `splits` ranges of `split_keys`, each range's partial (out normalized, its lse) in the workspace,
+// merged by the combine kernel (splits > 1) or written straight to out and lse (splits == 1).
+struct PagedAttentionParams {
+  const void* q;
+  const void* k;  // k_cache [num_blocks, block_size, H_kv, D]
+  const void* v;  // v_cache [num_blocks, block_size, H_kv, D_v]
+  void* out;
+  void* lse;             // acc precision; null: not written
+  const int* table;      // [batch, max_blocks]
+  const int* seq_lens;   // [batch]
+  void* partial_out;     // acc [batch, H_q, S_q, splits, D_v]
+  void* partial_lse;     // acc [batch, H_q, S_q, splits]
+  long long batch, seq_q, seq_kv, heads_q, heads_kv, group, head_dim, head_dim_v;
+  long long block_size, num_blocks, max_blocks;
+  long long q_strides[4], k_strides[4], v_strides[4], out_strides[4], lse_strides[3];
+  long long table_strides[2], seq_lens_stride;
+  long long splits, split_keys, tile_keys, pv_groups;
+  long long region_bytes;  // shared memory before the key offsets: the k and v tiles, or the groups' sums
+  long long window_left, window_right;  // -1: unbounded (causal: window_right 0)
+  int bottom_right;
+  int vector_kv;  // k and v rows are whole, aligned 16-byte vectors (cp.async)
+  double scale, softcap;
+};
+
+// The KV cache append (cuda/device/kv_cache.cuh, cuda/kv_cache.cpp): token t = b * new_tokens + i;
+// owner[row] (u32, zeroed) takes the largest t + 1 that maps to the cache row, so the later token
+// wins as on the CPU.
+struct KvCacheAppendParams {
+  const void* src[2];  // k_new, v_new
+  void* cache[2];      // k_cache, v_cache
+  const int* table;
+  const int* seq_lens;
+  const int* new_lens;  // null: every sequence appends new_tokens
+  unsigned* owner;      // [num_blocks * block_size]
+  unsigned long long* bad_index_count;
+  long long batch, new_tokens, heads, dims[2], block_size, num_blocks, max_blocks;
+  long long src_strides[2][4], cache_strides[2][4];
+  long long table_strides[2], seq_lens_stride, new_lens_stride;
+};
+
 }  // namespace baracuda::device

@@ -1,6 +1,7 @@
 // Every family's programs, gathered for the warm-up command and the compile test; the element
 // types' names the programs use.
 #include "cuda/jit/jit.hpp"
+#include "ops/attention_problem.hpp"
 #include "ops/batch_norm_problem.hpp"
 #include "ops/group_norm_problem.hpp"
 #include "ops/loss_problem.hpp"
@@ -38,6 +39,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : randperm_programs()) out.push_back(std::move(p));
   for (Program& p : multinomial_programs()) out.push_back(std::move(p));
   for (Program& p : rotary_programs()) out.push_back(std::move(p));
+  for (Program& p : serving_programs()) out.push_back(std::move(p));
   return out;
 }
 

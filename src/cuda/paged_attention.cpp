@@ -1,0 +1,256 @@
+// The CUDA side of serving: attention over a paged KV cache (cuda/device/paged_attention.cuh) and the
+// KV cache append (cuda/device/kv_cache.cuh), compiled at select per dtype (the append per element
+// size), and their launches. The shapes of the decode kernel's blocks (rows a block, keys a tile,
+// splits of the keys) are a function of the descriptor and the device alone, so select's workspace
+// and run's launch agree and every run of a plan takes the same order of sums.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/device/params.h"
+#include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
+#include "ops/attention_problem.hpp"
+#include "ops/kv_cache_problem.hpp"
+#include "ops/validate.hpp"
+
+namespace baracuda::detail::cuda {
+namespace {
+
+constexpr int kThreads = 128;                 // device::kPagedThreads
+constexpr int64_t kSharedLimit = 48 * 1024;  // no opt-in: any sm_80+ device takes it
+constexpr int64_t kMinSplitKeys = 256;       // a split's keys at least (its partial costs D_v + 1 values)
+
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// The rows a block (1, 2, 4, 8: the kernels' R), keys a tile, key groups of the values, splits.
+struct PagedLayout {
+  int rows = 1;
+  int64_t chunks = 1, tile_keys = 1, pv_groups = 1, splits = 1, split_keys = 1, region_bytes = 0, shared = 0;
+  size_t workspace = 0;  // partial out and lse, [B, H_q, S_q, splits] rows, where splits > 1
+  int64_t partial_out_offset = 0;
+  bool too_large = false;  // that workspace past 2^40 values
+};
+
+PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
+  PagedLayout l;
+  const int64_t group_rows = d.heads_q / std::max<int64_t>(d.heads_kv, 1) * d.seq_q;
+  while (l.rows < 8 && l.rows < group_rows) l.rows *= 2;
+  l.chunks = std::max<int64_t>(1, (group_rows + l.rows - 1) / l.rows);
+  const auto elem = static_cast<int64_t>(dtype_size(d.dtype));
+  const int64_t acc = d.dtype == DType::f64 ? 8 : 4;
+  const int64_t pitch = d.head_dim + 16 / elem;  // the vector path's (the scalar one's is shorter)
+  l.pv_groups = d.head_dim_v <= 128 ? 4 : d.head_dim_v <= 256 ? 2 : 1;
+  const int64_t sums = l.pv_groups * l.rows * d.head_dim_v * acc;
+  for (l.tile_keys = kThreads; l.tile_keys > 1; l.tile_keys /= 2) {
+    const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
+    l.region_bytes = round16(std::max(tk * (pitch + d.head_dim_v) * elem, sums));
+    l.shared = l.region_bytes + 16 * tk + 16 * l.rows + 16 +
+               (l.rows * d.head_dim + tk * l.rows + slices * tk * l.rows + 3 * l.rows) * acc;
+    if (l.shared <= kSharedLimit) break;
+  }
+  // Splits: enough blocks for two waves of the blocks an SM holds, each split at least kMinSplitKeys.
+  const int64_t per_sm = std::clamp<int64_t>(228 * 1024 / (l.shared + 1024), 1, 16);
+  const int64_t base = std::max<int64_t>(1, d.batch * d.heads_kv * l.chunks);
+  const int64_t want = (2 * per_sm * std::max(t.sm_count, 1) + base - 1) / base;
+  const int64_t most = std::max<int64_t>(1, (d.seq_kv + kMinSplitKeys - 1) / kMinSplitKeys);
+  l.splits = std::clamp<int64_t>(want, 1, std::min<int64_t>(most, 1024));
+  l.split_keys = std::max<int64_t>(1, (d.seq_kv + l.splits - 1) / l.splits);
+  l.split_keys = (l.split_keys + l.tile_keys - 1) / l.tile_keys * l.tile_keys;
+  l.splits = std::max<int64_t>(1, (d.seq_kv + l.split_keys - 1) / l.split_keys);
+  // (batch, heads and queries below 2^62 each, by check_shape: their product in double)
+  const double values = static_cast<double>(d.batch) * static_cast<double>(d.heads_q) *
+                        static_cast<double>(d.seq_q) * static_cast<double>(l.splits) *
+                        static_cast<double>(d.head_dim_v + 1);
+  l.too_large = l.splits > 1 && values > 0x1p40;
+  if (l.splits > 1 && !l.too_large) {
+    const int64_t partial_rows = d.batch * d.heads_q * d.seq_q * l.splits;
+    l.partial_out_offset = round16(partial_rows * acc);  // after the partial lse
+    l.workspace = static_cast<size_t>(l.partial_out_offset + round16(partial_rows * d.head_dim_v * acc));
+  }
+  return l;
+}
+
+// k and v rows of whole, aligned 16-byte vectors (the tiles' cp.async).
+bool vector_rows(const AnyTensorRef& v) {
+  const int64_t width = 16 / static_cast<int64_t>(dtype_size(v.dtype));
+  if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0 || v.strides[3] != 1 || v.shape.dims[3] % width != 0) return false;
+  for (int i = 0; i < 3; ++i)
+    if (v.strides[i] % width != 0) return false;
+  return true;
+}
+
+template <class View>
+void copy4(long long (&to)[4], const View& v) {
+  for (int i = 0; i < 4; ++i) to[i] = v.strides[i];
+}
+
+}  // namespace
+
+jit::Program paged_attention_program(DType t) {
+  jit::Program p;
+  const std::string T = jit::device_type(t);
+  p.name = "paged_attention<" + std::string(dtype_name(t)) + ">";
+  p.source = "#include \"cuda/device/paged_attention.cuh\"\n";
+  for (int rows : {1, 2, 4, 8})
+    p.kernels.push_back("baracuda::device::paged_attention_split<" + T + ", " + std::to_string(rows) + ">");
+  p.kernels.push_back("baracuda::device::paged_attention_combine<" + T + ">");
+  return p;
+}
+
+const char* element_bits(int64_t size) {
+  return size == 2 ? "unsigned short" : size == 4 ? "unsigned int" : "unsigned long long";
+}
+jit::Program kv_cache_program(int64_t element_size) {
+  jit::Program p;
+  p.name = "kv_cache_append<" + std::to_string(element_size * 8) + "-bit>";
+  p.source = "#include \"cuda/device/kv_cache.cuh\"\n";
+  p.kernels.push_back("baracuda::device::kv_cache_claim");
+  p.kernels.push_back(std::string("baracuda::device::kv_cache_copy<") + element_bits(element_size) + ">");
+  return p;
+}
+
+Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& t, const AttentionDescriptor& d,
+                                                      std::string_view plan) {
+  const PagedLayout l = paged_layout(t, d);
+  if (l.shared > kSharedLimit)
+    return plan_error(StatusCode::unsupported, plan, "descriptor.head_dim",
+                      "the paged decode kernel's tile does not fit shared memory at these head dims");
+  if (l.too_large)
+    return plan_error(StatusCode::unsupported, plan, "descriptor.batch",
+                      "the split keys' partial rows would pass 2^40 values of workspace");
+  if (static_cast<double>(d.batch) * static_cast<double>(d.heads_kv) * static_cast<double>(l.chunks) > INT32_MAX)
+    return plan_error(StatusCode::unsupported, plan, "descriptor.batch",
+                      "more than 2^31 - 1 (sequence, kv head, row chunk) blocks");
+  Expected<const jit::Module*> m = jit::load(paged_attention_program(d.dtype), t.arch, plan);
+  if (!m) return m.status();
+  return PagedAttentionChoice{static_cast<const void*>(*m), l.workspace};
+}
+
+Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem) {
+  const AttentionDescriptor& d = problem.desc;
+  const AttentionArgs& a = problem.args;
+  const PagedLayout l = paged_layout(ctx.target, d);
+  device::PagedAttentionParams p{};
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.out = a.out.data;
+  p.lse = a.lse.data;
+  p.table = static_cast<const int*>(a.block_table.data);
+  p.seq_lens = static_cast<const int*>(a.seq_lens_kv.data);
+  p.partial_lse = ctx.workspace.data;
+  if (l.splits > 1) p.partial_out = static_cast<unsigned char*>(ctx.workspace.data) + l.partial_out_offset;
+  p.batch = d.batch;
+  p.seq_q = d.seq_q;
+  p.seq_kv = d.seq_kv;
+  p.heads_q = d.heads_q;
+  p.heads_kv = d.heads_kv;
+  p.group = d.heads_q / d.heads_kv;
+  p.head_dim = d.head_dim;
+  p.head_dim_v = d.head_dim_v;
+  p.block_size = d.block_size;
+  p.num_blocks = d.num_blocks;
+  p.max_blocks = d.max_blocks;
+  copy4(p.q_strides, a.q);
+  copy4(p.k_strides, a.k);
+  copy4(p.v_strides, a.v);
+  copy4(p.out_strides, a.out);
+  for (int i = 0; i < 3; ++i) p.lse_strides[i] = a.lse.data ? a.lse.strides[i] : 0;
+  p.table_strides[0] = a.block_table.strides[0];
+  p.table_strides[1] = a.block_table.strides[1];
+  p.seq_lens_stride = a.seq_lens_kv.strides[0];
+  p.splits = l.splits;
+  p.split_keys = l.split_keys;
+  p.tile_keys = l.tile_keys;
+  p.pv_groups = l.pv_groups;
+  p.region_bytes = l.region_bytes;
+  p.window_left = problem.mask.left;
+  p.window_right = problem.mask.right;
+  p.bottom_right = d.alignment == CausalAlignment::bottom_right ? 1 : 0;
+  p.vector_kv = vector_rows(a.k) && vector_rows(a.v) ? 1 : 0;
+  p.scale = problem.scale;
+  p.softcap = d.softcap;
+  const jit::Module& m = jit_module(ctx);
+  const int which = l.rows == 1 ? 0 : l.rows == 2 ? 1 : l.rows == 4 ? 2 : 3;
+  void* args[] = {&p};
+  const dim3 grid(static_cast<unsigned>(d.batch * d.heads_kv * l.chunks), static_cast<unsigned>(l.splits));
+  if (Status s = cuda_status(cudaLaunchKernel(m.kernels[which], grid, dim3(kThreads), args,
+                                              static_cast<size_t>(l.shared), native(ctx.stream)),
+                             "paged_attention_split");
+      !s)
+    return s;
+  if (l.splits == 1) return Status::ok();
+  const int64_t rows = d.batch * d.heads_q * d.seq_q;
+  const int64_t blocks = std::clamp<int64_t>(rows, 1, 64 * static_cast<int64_t>(std::max(ctx.target.sm_count, 1)));
+  return launch_jit(m.kernels[4], blocks, kThreads, p, ctx.stream, "paged_attention_combine");
+}
+
+// The append: owner rows zeroed, the claim pass, the copy pass.
+Expected<const void*> kv_cache_kernels(const PlanTarget& t, DType dtype, std::string_view plan) {
+  Expected<const jit::Module*> m = jit::load(kv_cache_program(static_cast<int64_t>(dtype_size(dtype))), t.arch, plan);
+  if (!m) return m.status();
+  return static_cast<const void*>(*m);
+}
+
+Status launch(const LaunchContext& ctx, const KvCacheAppendProblem& problem) {
+  const KvCacheAppendDescriptor& d = problem.desc;
+  const KvCacheAppendArgs& a = problem.args;
+  device::KvCacheAppendParams p{};
+  const AnyTensorRef src[2] = {a.k_new, a.v_new};
+  const AnyTensorMut cache[2] = {a.k_cache, a.v_cache};
+  for (int x = 0; x < 2; ++x) {
+    p.src[x] = src[x].data;
+    p.cache[x] = cache[x].data;
+    for (int i = 0; i < 4; ++i) {
+      p.src_strides[x][i] = src[x].strides[i];
+      p.cache_strides[x][i] = cache[x].strides[i];
+    }
+  }
+  p.table = static_cast<const int*>(a.block_table.data);
+  p.seq_lens = static_cast<const int*>(a.seq_lens.data);
+  p.new_lens = static_cast<const int*>(a.new_lens.data);
+  p.owner = static_cast<unsigned*>(ctx.workspace.data);
+  p.bad_index_count = reinterpret_cast<unsigned long long*>(a.bad_index_count);
+  p.batch = d.batch;
+  p.new_tokens = d.new_tokens;
+  p.heads = d.heads_kv;
+  p.dims[0] = d.head_dim;
+  p.dims[1] = d.head_dim_v;
+  p.block_size = d.block_size;
+  p.num_blocks = d.num_blocks;
+  p.max_blocks = d.max_blocks;
+  p.table_strides[0] = a.block_table.strides[0];
+  p.table_strides[1] = a.block_table.strides[1];
+  p.seq_lens_stride = a.seq_lens.strides[0];
+  p.new_lens_stride = a.new_lens.data ? a.new_lens.strides[0] : 0;
+  const size_t owner_bytes = kv_cache_workspace(d);
+  if (owner_bytes > 0)
+    if (Status s = cuda_status(cudaMemsetAsync(ctx.workspace.data, 0, owner_bytes, native(ctx.stream)),
+                               "kv_cache_append: cudaMemsetAsync");
+        !s)
+      return s;
+  const jit::Module& m = jit_module(ctx);
+  const int64_t sm = std::max(ctx.target.sm_count, 1);
+  const int64_t slots = d.batch * std::max<int64_t>(d.new_tokens, 1);
+  if (Status s = launch_jit(m.kernels[0], std::clamp<int64_t>((slots + 255) / 256, 1, 32 * sm), 256, p, ctx.stream,
+                            "kv_cache_claim");
+      !s)
+    return s;
+  const int64_t items = d.batch * d.new_tokens * d.heads_kv;  // a warp each
+  if (items == 0) return Status::ok();
+  return launch_jit(m.kernels[1], std::clamp<int64_t>((items + 7) / 8, 1, 32 * sm), 256, p, ctx.stream,
+                    "kv_cache_copy");
+}
+
+}  // namespace baracuda::detail::cuda
+
+namespace baracuda::detail::jit {
+std::vector<Program> serving_programs() {
+  std::vector<Program> out;
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) out.push_back(cuda::paged_attention_program(t));
+  for (int64_t size : {2, 4, 8}) out.push_back(cuda::kv_cache_program(size));
+  return out;
+}
+}  // namespace baracuda::detail::jit
