@@ -74,7 +74,9 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   using Acc = acc_t<T>;
   extern __shared__ __align__(16) unsigned char shared[];
   const int tid = threadIdx.x;
-  const int64 TK = p.tile_keys, D = p.head_dim, DV = p.head_dim_v, kp = paged_k_pitch<T>(p);
+  // (tile-local sizes and indices in 32 bits: head dims up to 512, tiles up to 128 keys)
+  const int TK = static_cast<int>(p.tile_keys), D = static_cast<int>(p.head_dim), DV = static_cast<int>(p.head_dim_v);
+  const int kp = static_cast<int>(paged_k_pitch<T>(p));
   const int64 chunks = (p.group * p.seq_q + R - 1) / R;
   int64 flat = blockIdx.x;
   const int64 chunk = flat % chunks;
@@ -91,7 +93,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   int* flag = reinterpret_cast<int*>(window + 2 * R);
   Acc* q_s = reinterpret_cast<Acc*>(window + 2 * R + 2);  // (past the flag, 16-byte aligned)
   Acc* scores = q_s + R * D;
-  const int slices = kPagedThreads / static_cast<int>(TK) > 0 ? kPagedThreads / static_cast<int>(TK) : 1;
+  const int slices = kPagedThreads / TK > 0 ? kPagedThreads / TK : 1;
   Acc* partial = scores + TK * R;
   Acc* m_s = partial + slices * TK * R;
   Acc* l_s = m_s + R;
@@ -115,9 +117,8 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   k_begin = imax(k_begin, split * p.split_keys);
   k_end = imin(k_end, (split + 1) * p.split_keys);
   const Acc scale = static_cast<Acc>(p.scale), softcap = static_cast<Acc>(p.softcap);
-  for (int64 i = tid; i < R * D; i += kPagedThreads) {
-    const int r = static_cast<int>(i / D);
-    const int64 e = i - r * D;
+  for (int i = tid; i < R * D; i += kPagedThreads) {
+    const int r = i / D, e = i - r * D;
     Acc v = Acc(0);
     if (r < rows)
       v = to_acc<Acc>(static_cast<const T*>(p.q)[b * p.q_strides[0] + row_s(r) * p.q_strides[1] +
@@ -143,9 +144,9 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) acc[r][u][0] = acc[r][u][1] = Acc(0);
 
-  const int slice = tid / static_cast<int>(TK), key_lane = tid - slice * static_cast<int>(TK);
+  const int slice = tid / TK, key_lane = tid - slice * TK;
   for (int64 t0 = k_begin; t0 < k_end; t0 += TK) {
-    const int n = static_cast<int>(imin(TK, k_end - t0));
+    const int n = static_cast<int>(imin(TK, k_end - t0));  // keys in this tile
     __syncthreads();  // the previous tile's reads are done; q, state and flag are written
     if (tid < n) {
       const int64 j = t0 + tid, column = j / p.block_size;
@@ -164,9 +165,9 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
     const T* v = static_cast<const T*>(p.v);
     if (p.vector_kv) {
       constexpr int VW = kVectorWidth<T>;
-      const int64 kvec = D / VW, vvec = DV / VW, per_key = kvec + vvec;
-      for (int64 i = tid; i < n * per_key; i += kPagedThreads) {
-        const int64 j = i / per_key, u = i - j * per_key;
+      const int kvec = D / VW, vvec = DV / VW, per_key = kvec + vvec;
+      for (int i = tid; i < n * per_key; i += kPagedThreads) {
+        const int j = i / per_key, u = i - j * per_key;
         if (u < kvec) {
           if (key_at[2 * j] >= 0) paged_copy_async_16(k_tile + j * kp + u * VW, k + key_at[2 * j] + u * VW);
         } else if (key_at[2 * j + 1] >= 0) {
@@ -175,9 +176,9 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
       }
       asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory");
     } else {
-      const int64 per_key = D + DV;
-      for (int64 i = tid; i < n * per_key; i += kPagedThreads) {
-        const int64 j = i / per_key, e = i - j * per_key;
+      const int per_key = D + DV;
+      for (int i = tid; i < n * per_key; i += kPagedThreads) {
+        const int j = i / per_key, e = i - j * per_key;
         if (e < D) {
           if (key_at[2 * j] >= 0) k_tile[j * kp + e] = k[key_at[2 * j] + e * p.k_strides[3]];
         } else if (key_at[2 * j + 1] >= 0) {
@@ -196,8 +197,8 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
         const T* kr = k_tile + key_lane * kp;
         if (p.vector_kv) {
           constexpr int VW = kVectorWidth<T>;
-          const int64 vecs = D / VW, from = vecs * slice / slices, to = vecs * (slice + 1) / slices;
-          for (int64 u = from; u < to; ++u) {
+          const int vecs = D / VW, from = vecs * slice / slices, to = vecs * (slice + 1) / slices;
+          for (int u = from; u < to; ++u) {
             const Vector<T> kv = load_vector(kr + u * VW);
 #pragma unroll
             for (int x = 0; x < VW; ++x) {
@@ -207,8 +208,8 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
             }
           }
         } else {
-          const int64 from = D * slice / slices, to = D * (slice + 1) / slices;
-          for (int64 e = from; e < to; ++e) {
+          const int from = D * slice / slices, to = D * (slice + 1) / slices;
+          for (int e = from; e < to; ++e) {
             const Acc kx = to_acc<Acc>(kr[e]);
 #pragma unroll
             for (int r = 0; r < R; ++r) dot[r] += q_s[r * D + e] * kx;
@@ -272,7 +273,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
       const T* vr = v_tile + j * DV;
 #pragma unroll
       for (int u = 0; u < kPairs; ++u) {
-        const int64 c0 = 2 * (cs + static_cast<int64>(u) * slots);
+        const int c0 = 2 * (cs + u * slots);
         if (c0 >= DV) break;
         const Acc v0 = to_acc<Acc>(vr[c0]), v1 = c0 + 1 < DV ? to_acc<Acc>(vr[c0 + 1]) : Acc(0);
 #pragma unroll
@@ -291,7 +292,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) {
-      const int64 c0 = 2 * (cs + static_cast<int64>(u) * slots);
+      const int c0 = 2 * (cs + u * slots);
       if (c0 >= DV) break;
       sums[(kg * R + r) * DV + c0] = acc[r][u][0];
       if (c0 + 1 < DV) sums[(kg * R + r) * DV + c0 + 1] = acc[r][u][1];
@@ -299,9 +300,8 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   __syncthreads();
   const bool poisoned = *flag != 0;
   const int64 pitch = p.splits;
-  for (int64 i = tid; i < rows * DV; i += kPagedThreads) {
-    const int r = static_cast<int>(i / DV);
-    const int64 c = i - r * DV;
+  for (int i = tid; i < rows * DV; i += kPagedThreads) {
+    const int r = i / DV, c = i - r * DV;
     Acc o = Acc(0);
     for (int g = 0; g < pv_groups; ++g) o += sums[(g * R + r) * DV + c];
     const Acc l = l_s[r];
