@@ -10,6 +10,8 @@
 #include "ops/validate.hpp"
 #if BARACUDA_HAS_CUDA
 #include "cuda/common/check.cuh"
+#include "cuda/device/params.h"
+#include "cuda/jit/launch.hpp"
 #include "cuda/runtime.hpp"
 #endif
 
@@ -45,7 +47,9 @@ namespace fe = cudnn_frontend;
 using Strides4 = std::array<int64_t, 4>;
 
 // The tensors of the graphs, by uid.
-enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kBias };
+// Packed sequences add the lengths and, from kRagged on, the ragged offsets of q, k, v, out, dout, dq,
+// dk, dv (cuda/device/params.h's VarlenParams order).
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kBias, kSeqQ, kSeqKV, kRagged };
 
 Status cudnn_error(std::string_view plan, const std::string& what) {
   return plan_error(StatusCode::unsupported, plan, "stream", "cuDNN: " + what);
@@ -168,7 +172,7 @@ struct GraphKey {
       << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v
       << ' ' << band.bottom_right << ' ' << band.left.value_or(-1) << ' ' << band.right.value_or(-1) << ' '
       << band.left.has_value() << band.right.has_value() << ' ' << scale << ' ' << stats << ' ' << deterministic
-      << " |";
+      << ' ' << d.varlen << " |";
     for (int64_t v : strides) s << ' ' << v;
     if (d.has_bias) {
       s << " | bias " << static_cast<int>(d.bias_dtype.value_or(d.dtype));
@@ -204,6 +208,27 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
   auto q = tensor("q", kQ, {B, Hq, Sq, d.head_dim}, bhsd(s));
   auto k = tensor("k", kK, {B, Hk, Sk, d.head_dim}, bhsd(s + 4));
   auto v = tensor("v", kV, {B, Hk, Sk, d.head_dim_v}, bhsd(s + 8));
+  // Packed sequences: each tensor's sequences from its ragged offsets (the first element of each), the
+  // lengths through cuDNN's padding mask.
+  std::shared_ptr<fe::graph::Tensor_attributes> seq_q, seq_kv;
+  auto int_tensor = [&](const char* name, int64_t uid, int64_t n) {
+    auto t = tensor(name, static_cast<Uid>(uid), {n, 1, 1, 1}, {1, 1, 1, 1});
+    t->set_data_type(fe::DataType_t::INT32);
+    return t;
+  };
+  auto ragged = [&](const std::shared_ptr<fe::graph::Tensor_attributes>& t, const char* name, int which) {
+    if (d.varlen) t->set_ragged_offset(int_tensor(name, kRagged + which, B + 1));
+  };
+  if (d.varlen) {
+    seq_q = int_tensor("seq_q", kSeqQ, B);
+    seq_kv = int_tensor("seq_kv", kSeqKV, B);
+  }
+  ragged(q, "q_rows", 0);
+  ragged(k, "k_rows", 1);
+  ragged(v, "v_rows", 2);
+  auto padded = [&](auto& options) {
+    if (d.varlen) options.set_padding_mask(true).set_seq_len_q(seq_q).set_seq_len_kv(seq_kv);
+  };
   const std::vector<int64_t> o_stride = bhsd(s + 12), stats_stride = {s[16], s[17], s[18], 1};
   // The bias [B, H_q, S_q, S_kv]: a broadcast batch or head dim (stride 0) declared as extent 1.
   std::shared_ptr<fe::graph::Tensor_attributes> bias;
@@ -233,9 +258,11 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
                        .set_generate_stats(key.stats)
                        .set_attn_scale(static_cast<float>(key.scale));
     masked(options);
+    padded(options);
     if (bias) options.set_bias(bias);
     auto [o, stats] = g->sdpa(q, k, v, options);
     o->set_output(true).set_uid(kO).set_dim({B, Hq, Sq, d.head_dim_v}).set_stride(o_stride);
+    ragged(o, "out_rows", 3);
     if (key.stats)
       stats->set_output(true)
           .set_uid(kStats)
@@ -247,16 +274,22 @@ Expected<Built> build(const GraphKey& key, cudnnHandle_t handle, std::string_vie
     auto stats = tensor("lse", kStats, {B, Hq, Sq, 1}, stats_stride);
     stats->set_data_type(fe::DataType_t::FLOAT);
     auto dout = tensor("dout", kDO, {B, Hq, Sq, d.head_dim_v}, bhsd(s + 19));
+    ragged(o, "out_rows", 3);
+    ragged(dout, "dout_rows", 4);
     auto options = fe::graph::SDPA_backward_attributes()
                        .set_name("attention_backward")
                        .set_attn_scale(static_cast<float>(key.scale));
     options.set_deterministic_algorithm(key.deterministic);
     masked(options);
+    padded(options);
     if (bias) options.set_bias(bias);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
     dq->set_output(true).set_uid(kDQ).set_dim({B, Hq, Sq, d.head_dim}).set_stride(bhsd(s + 23));
     dk->set_output(true).set_uid(kDK).set_dim({B, Hk, Sk, d.head_dim}).set_stride(bhsd(s + 27));
     dv->set_output(true).set_uid(kDV).set_dim({B, Hk, Sk, d.head_dim_v}).set_stride(bhsd(s + 31));
+    ragged(dq, "dq_rows", 5);
+    ragged(dk, "dk_rows", 6);
+    ragged(dv, "dv_rows", 7);
   }
   auto check = [&](fe::error_t e, const char* step) -> Status {
     if (e.is_good()) return Status::ok();
@@ -317,11 +350,13 @@ std::pair<std::string, std::string> view_refusal(std::initializer_list<std::pair
   for (const auto& [name, v] : bshd) {
     if (!v.data || v.numel() == 0) continue;
     const std::string field = std::string("args.") + name;
-    if (v.strides[3] != 1)
-      return {field + ".strides[3]", "cuDNN's fused attention reads and writes it with unit stride along the head dim"};
+    const int last = v.shape.rank - 1;  // the head dim ([B, S, H, D], or packed [T, H, D])
+    if (v.strides[last] != 1)
+      return {field + ".strides[" + std::to_string(last) + "]",
+              "cuDNN's fused attention reads and writes it with unit stride along the head dim"};
     if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0)
       return {field + ".data", "cuDNN's fused attention takes 16-byte aligned addresses"};
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < last; ++i)
       if (v.shape.dims[i] > 1 && (v.strides[i] * static_cast<int64_t>(dtype_size(v.dtype))) % 16 != 0)
         return {field + ".strides[" + std::to_string(i) + "]",
                 "cuDNN's fused attention takes strides of whole 16-byte vectors"};
@@ -382,6 +417,87 @@ Status execute(const Built& b, const LaunchContext& ctx, std::unordered_map<int6
   return Status::ok();
 }
 
+
+// Packed sequences (varlen): cuDNN's ragged graphs, with the kernels of cuda/device/attention_varlen.cuh
+// around them. The graph's key takes a packed [T, H, D] view as [B, S, H, D] strides (the batch
+// stride, which ragged offsets replace, as if padded); the statistics go through a padded [B, H_q,
+// S_q] buffer in the scratch.
+template <class View>
+void append_packed(std::vector<int64_t>& out, const View& t, int64_t seq) {
+  if (!t.data) {
+    out.insert(out.end(), {0, 0, 0, 0});
+    return;
+  }
+  out.insert(out.end(), {t.strides[0] * seq, t.strides[0], t.strides[1], t.strides[2]});
+}
+
+struct VarlenScratch {
+  int* ragged;  // [8][B + 1]
+  int* lens_q;
+  int* lens_kv;
+  int* flag;
+  float* stats;
+  unsigned char* end;  // the backward's gradient scratch
+};
+VarlenScratch varlen_scratch(const LaunchContext& ctx, const AttentionDescriptor& d) {
+  auto* base = static_cast<unsigned char*>(ctx.workspace.data) + attention_scratch_offset(ctx.choice.knob);
+  VarlenScratch v{};
+  v.ragged = reinterpret_cast<int*>(base);
+  v.lens_q = v.ragged + 8 * (d.batch + 1);
+  v.lens_kv = v.lens_q + d.batch;
+  v.flag = v.lens_kv + d.batch;
+  v.stats = reinterpret_cast<float*>(base + ((8 * (d.batch + 1) + 2 * d.batch + 1) * 4 + 255) / 256 * 256);
+  v.end = base + attention_varlen_bytes(d);
+  return v;
+}
+
+// The parameters of the glue kernels, rows[t] the tensors in VarlenParams order (null views: absent).
+device::VarlenParams varlen_params(const AttentionDescriptor& d, const AttentionMask& m, const AnyTensorRef& cu_q,
+                                   const AnyTensorRef& cu_kv, const VarlenScratch& v,
+                                   const std::array<AnyTensorRef, 8>& rows) {
+  device::VarlenParams p{};
+  p.cu_q = static_cast<const int*>(cu_q.data);
+  p.cu_kv = static_cast<const int*>(cu_kv.data);
+  p.cu_q_stride = cu_q.strides[0];
+  p.cu_kv_stride = cu_kv.strides[0];
+  p.lens_q = v.lens_q;
+  p.lens_kv = v.lens_kv;
+  p.ragged = v.ragged;
+  p.flag = v.flag;
+  for (int t = 0; t < 8; ++t) p.row_strides[t] = rows[t].data ? rows[t].strides[0] : 0;
+  p.batch = d.batch;
+  p.seq_q = d.seq_q;
+  p.seq_kv = d.seq_kv;
+  p.total_q = d.total_q;
+  p.total_kv = d.total_kv;
+  p.heads_q = d.heads_q;
+  p.heads_kv = d.heads_kv;
+  p.head_dim = d.head_dim;
+  p.head_dim_v = d.head_dim_v;
+  p.window_left = m.left;
+  p.window_right = m.right;
+  p.bottom_right = d.alignment == CausalAlignment::bottom_right ? 1 : 0;
+  p.stats = v.stats;
+  return p;
+}
+
+// cuDNN's ragged offsets are i32: every view's last row must start below 2^31 elements.
+Status varlen_offsets_fit(std::string_view plan, std::initializer_list<std::pair<const char*, AnyTensorRef>> views) {
+  for (const auto& [name, t] : views)
+    if (t.data && t.shape.dims[0] > 0 &&
+        static_cast<double>(t.shape.dims[0]) * static_cast<double>(std::abs(t.strides[0])) >= 0x1p31)
+      return plan_error(StatusCode::unsupported, plan, std::string("args.") + name,
+                        "packed rows past 2^31 elements: cuDNN's ragged offsets are 32-bit");
+  return Status::ok();
+}
+
+Status launch_glue(const LaunchContext& ctx, int which, int64_t threads, int64_t work, device::VarlenParams& p,
+                   const char* what) {
+  const void* kernel = static_cast<const jit::Module*>(ctx.choice.kernels)->kernels[static_cast<size_t>(which)];
+  const int64_t blocks = std::clamp<int64_t>((work + threads - 1) / threads, 1, 64 * std::max(ctx.target.sm_count, 1));
+  return launch_jit(kernel, blocks, static_cast<int>(threads), p, ctx.stream, what);
+}
+
 }  // namespace
 
 Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale,
@@ -405,7 +521,8 @@ Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDe
 Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionArgs& a) {
   if (Status s = open_cudnn(plan); !s) return s;
   auto [field, why] =
-      view_refusal({{"q", a.q}, {"k", a.k}, {"v", a.v}, {"out", a.out}}, a.lse, false, d.has_bias ? &a.bias : nullptr);
+      view_refusal({{"q", a.q}, {"k", a.k}, {"v", a.v}, {"out", a.out}}, d.varlen ? AnyTensorRef{} : a.lse, false,
+                   d.has_bias ? &a.bias : nullptr);
   return field.empty() ? Status::ok() : plan_error(StatusCode::unsupported, plan, field, why);
 }
 
@@ -419,19 +536,36 @@ Status attention_views(std::string_view plan, const AttentionDescriptor& d, cons
                                     {"dq", AnyTensorRef(a.dq)},
                                     {"dk", AnyTensorRef(a.dk)},
                                     {"dv", AnyTensorRef(a.dv)}},
-                                   a.lse, true, d.has_bias ? &a.bias : nullptr);
+                                   d.varlen ? AnyTensorRef{} : a.lse, true, d.has_bias ? &a.bias : nullptr);
   return field.empty() ? Status::ok() : plan_error(StatusCode::unsupported, plan, field, why);
 }
 
 Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
   if (p.desc.paged) return launch_paged(ctx, p);  // the decode kernel of ours, not cuDNN
+  const AttentionDescriptor& d = p.desc;
   const AttentionArgs& a = p.args;
-  GraphKey key{false, ctx.target.device, p.desc, p.scale, a.lse.data != nullptr, true, {}};
-  append(key.strides, a.q, 4);
-  append(key.strides, a.k, 4);
-  append(key.strides, a.v, 4);
-  append(key.strides, a.out, 4);
-  append(key.strides, a.lse, 3);
+  GraphKey key{false, ctx.target.device, d, p.scale, a.lse.data != nullptr, true, {}};
+  VarlenScratch scratch{};
+  device::VarlenParams vp{};
+  if (d.varlen) {
+    if (Status st = varlen_offsets_fit("AttentionPlan", {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"out", AnyTensorRef(a.out)}});
+        !st)
+      return st;
+    append_packed(key.strides, a.q, d.seq_q);
+    append_packed(key.strides, a.k, d.seq_kv);
+    append_packed(key.strides, a.v, d.seq_kv);
+    append_packed(key.strides, a.out, d.seq_q);
+    append_contiguous(key.strides, Shape{d.batch, d.heads_q, d.seq_q});  // the padded statistics
+    scratch = varlen_scratch(ctx, d);
+    vp = varlen_params(d, p.mask, a.cu_seqlens_q, a.cu_seqlens_kv, scratch, {a.q, a.k, a.v, a.out, {}, {}, {}, {}});
+    if (Status st = launch_glue(ctx, 0, 1024, 1, vp, "varlen_prepare"); !st) return st;
+  } else {
+    append(key.strides, a.q, 4);
+    append(key.strides, a.k, 4);
+    append(key.strides, a.v, 4);
+    append(key.strides, a.out, 4);
+    append(key.strides, a.lse, 3);
+  }
   key_bias(key, a.bias);
   Expected<Built> b = graph_for(key, "AttentionPlan", "args");
   if (!b) return b.status();
@@ -439,9 +573,24 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
                                           {kK, const_cast<void*>(a.k.data)},
                                           {kV, const_cast<void*>(a.v.data)},
                                           {kO, a.out.data}};
-  if (a.lse.data) pack.emplace(kStats, a.lse.data);
-  if (p.desc.has_bias) pack.emplace(kBias, const_cast<void*>(a.bias.data));
-  return execute(*b, ctx, std::move(pack), "AttentionPlan");
+  if (a.lse.data) pack.emplace(kStats, d.varlen ? static_cast<void*>(scratch.stats) : a.lse.data);
+  if (d.has_bias) pack.emplace(kBias, const_cast<void*>(a.bias.data));
+  if (d.varlen) {
+    pack.emplace(kSeqQ, scratch.lens_q);
+    pack.emplace(kSeqKV, scratch.lens_kv);
+    for (int t = 0; t < 4; ++t) pack.emplace(kRagged + t, scratch.ragged + t * (d.batch + 1));
+  }
+  if (Status st = execute(*b, ctx, std::move(pack), "AttentionPlan"); !st || !d.varlen) return st;
+  // The lse out of the padded statistics, rows with no key, and NaN everywhere for bad offsets.
+  if (a.lse.data) {
+    vp.lse = static_cast<float*>(a.lse.data);
+    vp.lse_strides[0] = a.lse.strides[0];
+    vp.lse_strides[1] = a.lse.strides[1];
+  }
+  vp.out = a.out.data;
+  for (int i = 0; i < 3; ++i) vp.out_strides[i] = a.out.strides[i];
+  return launch_glue(ctx, 1, 256, std::max(d.batch * d.heads_q * d.seq_q, d.total_q * d.heads_q * d.head_dim_v), vp,
+                     "varlen_finish");
 }
 
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
@@ -449,9 +598,15 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
   constexpr std::string_view kPlan = "AttentionBackwardPlan";
   // cuDNN writes the three gradients together: one not given goes to the workspace, past cuDNN's own.
   AttentionBackwardArgs a = p.args;
-  auto* scratch = static_cast<unsigned char*>(ctx.workspace.data) + attention_scratch_offset(ctx.choice.knob);
-  const Shape q_shape{d.batch, d.seq_q, d.heads_q, d.head_dim}, k_shape{d.batch, d.seq_kv, d.heads_kv, d.head_dim},
-      v_shape{d.batch, d.seq_kv, d.heads_kv, d.head_dim_v};
+  const VarlenScratch vs = d.varlen ? varlen_scratch(ctx, d) : VarlenScratch{};
+  auto* scratch = d.varlen ? vs.end
+                           : static_cast<unsigned char*>(ctx.workspace.data) + attention_scratch_offset(ctx.choice.knob);
+  const Shape q_shape = d.varlen ? Shape{d.total_q, d.heads_q, d.head_dim}
+                                 : Shape{d.batch, d.seq_q, d.heads_q, d.head_dim},
+              k_shape = d.varlen ? Shape{d.total_kv, d.heads_kv, d.head_dim}
+                                 : Shape{d.batch, d.seq_kv, d.heads_kv, d.head_dim},
+              v_shape = d.varlen ? Shape{d.total_kv, d.heads_kv, d.head_dim_v}
+                                 : Shape{d.batch, d.seq_kv, d.heads_kv, d.head_dim_v};
   for (auto [view, shape] : {std::pair{&a.dq, &q_shape}, std::pair{&a.dk, &k_shape}, std::pair{&a.dv, &v_shape}}) {
     if (!view->data) {
       view->data = scratch;
@@ -461,15 +616,45 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
     scratch += attention_scratch_bytes(*shape, d.dtype);
   }
   GraphKey key{true, ctx.target.device, d, p.scale, true, p.deterministic, {}};
-  append(key.strides, a.q, 4);
-  append(key.strides, a.k, 4);
-  append(key.strides, a.v, 4);
-  append(key.strides, a.out, 4);
-  append(key.strides, a.lse, 3);
-  append(key.strides, a.dout, 4);
-  append(key.strides, a.dq, 4);
-  append(key.strides, a.dk, 4);
-  append(key.strides, a.dv, 4);
+  device::VarlenParams vp{};
+  if (d.varlen) {
+    if (Status st = varlen_offsets_fit(kPlan, {{"q", a.q},
+                                               {"k", a.k},
+                                               {"v", a.v},
+                                               {"out", a.out},
+                                               {"dout", a.dout},
+                                               {"dq", AnyTensorRef(a.dq)},
+                                               {"dk", AnyTensorRef(a.dk)},
+                                               {"dv", AnyTensorRef(a.dv)}});
+        !st)
+      return st;
+    append_packed(key.strides, a.q, d.seq_q);
+    append_packed(key.strides, a.k, d.seq_kv);
+    append_packed(key.strides, a.v, d.seq_kv);
+    append_packed(key.strides, a.out, d.seq_q);
+    append_contiguous(key.strides, Shape{d.batch, d.heads_q, d.seq_q});
+    append_packed(key.strides, a.dout, d.seq_q);
+    append_packed(key.strides, a.dq, d.seq_q);
+    append_packed(key.strides, a.dk, d.seq_kv);
+    append_packed(key.strides, a.dv, d.seq_kv);
+    vp = varlen_params(d, p.mask, a.cu_seqlens_q, a.cu_seqlens_kv, vs,
+                       {a.q, a.k, a.v, a.out, a.dout, AnyTensorRef(a.dq), AnyTensorRef(a.dk), AnyTensorRef(a.dv)});
+    if (Status st = launch_glue(ctx, 0, 1024, 1, vp, "varlen_prepare"); !st) return st;
+    vp.lse_in = static_cast<const float*>(a.lse.data);
+    vp.lse_strides[0] = a.lse.strides[0];
+    vp.lse_strides[1] = a.lse.strides[1];
+    if (Status st = launch_glue(ctx, 2, 256, d.batch * d.heads_q * d.seq_q, vp, "varlen_stats_in"); !st) return st;
+  } else {
+    append(key.strides, a.q, 4);
+    append(key.strides, a.k, 4);
+    append(key.strides, a.v, 4);
+    append(key.strides, a.out, 4);
+    append(key.strides, a.lse, 3);
+    append(key.strides, a.dout, 4);
+    append(key.strides, a.dq, 4);
+    append(key.strides, a.dk, 4);
+    append(key.strides, a.dv, 4);
+  }
   key_bias(key, a.bias);
   Expected<Built> b = graph_for(key, kPlan, "args");
   if (!b) return b.status();
@@ -478,12 +663,26 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
                                           {kV, const_cast<void*>(a.v.data)},
                                           {kO, const_cast<void*>(a.out.data)},
                                           {kDO, const_cast<void*>(a.dout.data)},
-                                          {kStats, const_cast<void*>(a.lse.data)},
+                                          {kStats, d.varlen ? static_cast<void*>(vs.stats) : const_cast<void*>(a.lse.data)},
                                           {kDQ, a.dq.data},
                                           {kDK, a.dk.data},
                                           {kDV, a.dv.data}};
   if (d.has_bias) pack.emplace(kBias, const_cast<void*>(a.bias.data));
-  return execute(*b, ctx, std::move(pack), kPlan);
+  if (d.varlen) {
+    pack.emplace(kSeqQ, vs.lens_q);
+    pack.emplace(kSeqKV, vs.lens_kv);
+    for (int t = 0; t < 8; ++t) pack.emplace(kRagged + t, vs.ragged + t * (d.batch + 1));
+  }
+  if (Status st = execute(*b, ctx, std::move(pack), kPlan); !st || !d.varlen) return st;
+  // The keys of sequences with no query: zero dk and dv (cuDNN leaves them); NaN for bad offsets.
+  const AnyTensorMut given[3] = {p.args.dq, p.args.dk, p.args.dv};
+  for (int g = 0; g < 3; ++g) {
+    vp.grads[g] = given[g].data;
+    for (int i = 0; i < 3 && given[g].data; ++i) vp.grad_strides[g][i] = given[g].strides[i];
+  }
+  return launch_glue(ctx, 3, 256,
+                     std::max(d.total_q * d.heads_q * d.head_dim, d.total_kv * d.heads_kv * std::max(d.head_dim, d.head_dim_v)),
+                     vp, "varlen_zero_keys");
 }
 
 #else  // built without the cuDNN frontend's headers

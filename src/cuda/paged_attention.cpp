@@ -1,6 +1,7 @@
-// The CUDA side of serving: attention over a paged KV cache (cuda/device/paged_attention.cuh) and the
-// KV cache append (cuda/device/kv_cache.cuh), compiled at select per dtype (the append per element
-// size), and their launches. The shapes of the decode kernel's blocks (rows a block, keys a tile,
+// The attention kernels of ours: attention over a paged KV cache (cuda/device/paged_attention.cuh)
+// and the KV cache append (cuda/device/kv_cache.cuh), compiled at select per dtype (the append per
+// element size), and their launches; and the programs of the glue around cuDNN's ragged graphs for
+// packed sequences (cuda/device/attention_varlen.cuh, launched by cuda/attention.cpp). The shapes of the decode kernel's blocks (rows a block, keys a tile,
 // splits of the keys) are a function of the descriptor and the device alone, so select's workspace
 // and run's launch agree and every run of a plan takes the same order of sums.
 #include <cuda_runtime.h>
@@ -97,6 +98,22 @@ jit::Program paged_attention_program(DType t) {
     p.kernels.push_back("baracuda::device::paged_attention_split<" + T + ", " + std::to_string(rows) + ">");
   p.kernels.push_back("baracuda::device::paged_attention_combine<" + T + ">");
   return p;
+}
+
+jit::Program attention_varlen_program(DType t) {
+  jit::Program p;
+  const std::string T = jit::device_type(t);
+  p.name = "attention_varlen<" + std::string(dtype_name(t)) + ">";
+  p.source = "#include \"cuda/device/attention_varlen.cuh\"\n";
+  p.kernels = {"baracuda::device::varlen_prepare", "baracuda::device::varlen_finish<" + T + ">",
+               "baracuda::device::varlen_stats_in", "baracuda::device::varlen_zero_keys<" + T + ">"};
+  return p;
+}
+
+Expected<const void*> attention_varlen_kernels(const PlanTarget& t, DType dtype, std::string_view plan) {
+  Expected<const jit::Module*> m = jit::load(attention_varlen_program(dtype), t.arch, plan);
+  if (!m) return m.status();
+  return static_cast<const void*>(*m);
 }
 
 const char* element_bits(int64_t size) {
@@ -247,10 +264,11 @@ Status launch(const LaunchContext& ctx, const KvCacheAppendProblem& problem) {
 }  // namespace baracuda::detail::cuda
 
 namespace baracuda::detail::jit {
-std::vector<Program> serving_programs() {
+std::vector<Program> attention_programs() {
   std::vector<Program> out;
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) out.push_back(cuda::paged_attention_program(t));
   for (int64_t size : {2, 4, 8}) out.push_back(cuda::kv_cache_program(size));
+  for (DType t : {DType::f16, DType::bf16}) out.push_back(cuda::attention_varlen_program(t));
   return out;
 }
 }  // namespace baracuda::detail::jit

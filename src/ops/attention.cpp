@@ -70,10 +70,19 @@ std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d, 
   if (backward && d.seq_q == 1 && d.seq_kv == 1)
     return {"descriptor.seq_q", "cuDNN's fused attention backward takes no single query with a single key"};
   // A row sees no key where its window ends before key 0 (the first row) or starts past the last key
-  // (the last row): attention_mask's [lo, hi) empty.
+  // (the last row): attention_mask's [lo, hi) empty. (Packed sequences: each sequence's lengths decide,
+  // and the glue after cuDNN writes such rows; but cuDNN's band is the padded graph's, so bottom-right
+  // with a longest query sequence past the longest key one, which cudnn_band shifts, is refused.)
   const AttentionMask m = attention_mask(d);
   const bool bottom_right = d.alignment == CausalAlignment::bottom_right && m.shift != 0;
-  if ((m.right >= 0 && m.shift + m.right < 0) || (m.left >= 0 && d.seq_q - 1 + m.shift - m.left >= d.seq_kv))
+  if (d.varlen) {
+    if (bottom_right && d.seq_q > d.seq_kv && (m.left >= 0 || m.right >= 0))
+      return {"descriptor.alignment",
+              "packed sequences on CUDA take a bottom-right mask where seq_q <= seq_kv (the longest of each)"};
+    if (d.batch == 0) return {"descriptor.batch", "the CUDA path takes packed sequences of one sequence or more"};
+    if (static_cast<double>(d.batch) * static_cast<double>(d.heads_q) * static_cast<double>(d.seq_q) > 0x1p40)
+      return {"descriptor.batch", "packed sequences' padded statistics would pass 2^40 values"};
+  } else if ((m.right >= 0 && m.shift + m.right < 0) || (m.left >= 0 && d.seq_q - 1 + m.shift - m.left >= d.seq_kv))
     return {bottom_right                              ? "descriptor.alignment"
             : (m.right >= 0 && m.shift + m.right < 0) ? "descriptor.window_right"
                                                       : "descriptor.window_left",
@@ -287,9 +296,6 @@ struct AttentionHooks {
     const bool deterministic = kBackward && (pref.determinism == Determinism::required ||
                                              forced == static_cast<int>(AttentionVariant::cudnn_deterministic));
     c.variant = static_cast<int>(deterministic ? AttentionVariant::cudnn_deterministic : AttentionVariant::cudnn);
-    if (d.varlen)
-      return plan_error(StatusCode::unsupported, kPlan, "descriptor.varlen",
-                        "packed sequences run on the CPU; the CUDA path does not take them yet");
     if constexpr (!kBackward)
       if (d.paged) {
         c.variant = kPagedDecodeVariant;
@@ -310,9 +316,16 @@ struct AttentionHooks {
     if (!ws) return ws.status();
     c.knob = static_cast<int64_t>(*ws);
     c.workspace = *ws;
+    if (d.varlen) {  // the glue's kernels and scratch (ops/attention_problem.hpp)
+      Expected<const void*> glue = cuda::attention_varlen_kernels(t, d.dtype, kPlan);
+      if (!glue) return glue.status();
+      c.kernels = *glue;
+      c.workspace = attention_scratch_offset(c.knob) + attention_varlen_bytes(d);
+    }
     if constexpr (kBackward)
-      c.workspace = attention_scratch_offset(c.knob) + attention_scratch_bytes(q_shape(d), d.dtype) +
-                    attention_scratch_bytes(k_shape(d), d.dtype) + attention_scratch_bytes(v_shape(d), d.dtype);
+      c.workspace = attention_scratch_offset(c.knob) + attention_varlen_bytes(d) +
+                    attention_scratch_bytes(q_shape(d), d.dtype) + attention_scratch_bytes(k_shape(d), d.dtype) +
+                    attention_scratch_bytes(v_shape(d), d.dtype);
 #endif
     return c;
   }

@@ -68,6 +68,15 @@ inline size_t attention_scratch_bytes(const Shape& shape, DType dtype) {
   return static_cast<size_t>((shape.numel() * static_cast<int64_t>(dtype_size(dtype)) + 255) / 256 * 256);
 }
 
+// The CUDA varlen path's own scratch, past cuDNN's workspace (and before the backward's gradient
+// scratch): the ragged offsets, lengths and flag (i32: 8 x (B + 1) + 2 B + 1), then cuDNN's padded
+// statistics (f32 [B, H_q, S_q]). (B H_q S_q is bounded at select.)
+inline size_t attention_varlen_bytes(const AttentionDescriptor& d) {
+  if (!d.varlen) return 0;
+  const int64_t ints = 8 * (d.batch + 1) + 2 * d.batch + 1;
+  return static_cast<size_t>((ints * 4 + 255) / 256 * 256 + (d.batch * d.heads_q * d.seq_q * 4 + 255) / 256 * 256);
+}
+
 struct AttentionProblem {
   AttentionDescriptor desc;
   double scale = 1.0;  // resolved: 1 / sqrt(head_dim) where the descriptor's is 0
@@ -108,11 +117,14 @@ struct PagedAttentionChoice {
 Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& target, const AttentionDescriptor& d,
                                                       std::string_view plan);
 Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem);
+// The kernels around cuDNN's ragged graphs for packed sequences (cuda/device/attention_varlen.cuh).
+Expected<const void*> attention_varlen_kernels(const PlanTarget& target, DType dtype, std::string_view plan);
 }  // namespace cuda
 
 namespace jit {
 struct Program;
-std::vector<Program> serving_programs();  // the paged decode kernel's and the KV cache append's
+// The attention kernels of ours: the paged decode kernel's, the KV cache append's, the varlen glue's.
+std::vector<Program> attention_programs();
 }  // namespace jit
 
 }  // namespace baracuda::detail

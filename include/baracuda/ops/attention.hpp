@@ -41,8 +41,11 @@
 // (i32, `batch + 1` entries each, from 0 to total, nondecreasing), each of at most seq_q / seq_kv
 // rows (the longest sequences). Masks and their alignment apply within each sequence; an empty
 // sequence is allowed (no keys: its queries' out 0 and lse -inf). No bias. Offsets breaking these
-// rules are a Status naming args.cu_seqlens_q / args.cu_seqlens_kv, and nothing is written. CPU only
-// for now: CUDA refuses varlen at select (descriptor.varlen).
+// rules: on the CPU a Status naming args.cu_seqlens_q / args.cu_seqlens_kv, and nothing is written; on
+// CUDA (checked on the device) every element of out and lse (the backward: dq, dk, dv) NaN. CUDA runs
+// packed sequences through cuDNN's ragged graphs (f16 / bf16, cuDNN's head dims; a bottom-right mask
+// only where seq_q <= seq_kv), the lengths as cuDNN's padding mask, a kernel of ours writing the rows
+// with no key and the lse; its workspace adds cuDNN's padded statistics [B, H_q, seq_q] (f32).
 //
 // A paged KV cache (`paged`, the serving case: vLLM's and FlashInfer's layout): k and v are caches of
 // `num_blocks` blocks of `block_size` rows, k [num_blocks, block_size, H_kv, D] and

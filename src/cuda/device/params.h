@@ -269,4 +269,28 @@ struct KvCacheAppendParams {
   long long table_strides[2], seq_lens_stride, new_lens_stride;
 };
 
+// Packed sequences through cuDNN (cuda/device/attention_varlen.cuh, cuda/attention.cpp). Tensors in
+// ragged order: q, k, v, out, dout, dq, dk, dv; row_strides their token strides (elements).
+struct VarlenParams {
+  const int* cu_q;
+  const int* cu_kv;
+  long long cu_q_stride, cu_kv_stride;
+  int* lens_q;  // [batch]: cuDNN's seq_len_q
+  int* lens_kv;
+  int* ragged;  // [8][batch + 1]: each tensor's first element of each sequence
+  int* flag;    // 1: the offsets break the rules
+  long long row_strides[8];
+  long long batch, seq_q, seq_kv, total_q, total_kv, heads_q, heads_kv, head_dim, head_dim_v;
+  long long window_left, window_right;  // the mask (causal: window_right 0); -1 unbounded
+  int bottom_right;
+  float* stats;         // cuDNN's padded statistics [batch, H_q, seq_q]
+  float* lse;           // the forward's lse [H_q, total_q] (null: not asked for)
+  const float* lse_in;  // the backward's
+  long long lse_strides[2];
+  void* out;
+  long long out_strides[3];
+  void* grads[3];  // dq, dk, dv (null: not given)
+  long long grad_strides[3][3];
+};
+
 }  // namespace baracuda::device

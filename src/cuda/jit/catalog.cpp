@@ -39,7 +39,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : randperm_programs()) out.push_back(std::move(p));
   for (Program& p : multinomial_programs()) out.push_back(std::move(p));
   for (Program& p : rotary_programs()) out.push_back(std::move(p));
-  for (Program& p : serving_programs()) out.push_back(std::move(p));
+  for (Program& p : attention_programs()) out.push_back(std::move(p));
   return out;
 }
 
