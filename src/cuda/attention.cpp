@@ -481,13 +481,18 @@ device::VarlenParams varlen_params(const AttentionDescriptor& d, const Attention
   return p;
 }
 
-// cuDNN's ragged offsets are i32: every view's last row must start below 2^31 elements.
+// cuDNN's ragged offsets are i32 and count forward: every view's last row must start below 2^31
+// elements, rows in increasing memory.
 Status varlen_offsets_fit(std::string_view plan, std::initializer_list<std::pair<const char*, AnyTensorRef>> views) {
-  for (const auto& [name, t] : views)
-    if (t.data && t.shape.dims[0] > 0 &&
-        static_cast<double>(t.shape.dims[0]) * static_cast<double>(std::abs(t.strides[0])) >= 0x1p31)
+  for (const auto& [name, t] : views) {
+    if (!t.data || t.shape.dims[0] == 0) continue;
+    if (t.strides[0] < 0)
+      return plan_error(StatusCode::unsupported, plan, std::string("args.") + name + ".strides[0]",
+                        "packed rows in decreasing memory: cuDNN's ragged offsets count forward");
+    if (static_cast<double>(t.shape.dims[0]) * static_cast<double>(t.strides[0]) >= 0x1p31)
       return plan_error(StatusCode::unsupported, plan, std::string("args.") + name,
                         "packed rows past 2^31 elements: cuDNN's ragged offsets are 32-bit");
+  }
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 
 #include "cuda/device/params.h"
@@ -20,10 +21,14 @@ namespace baracuda::detail::cuda {
 namespace {
 
 constexpr int kThreads = 128;                 // device::kPagedThreads
-constexpr int64_t kSharedLimit = 48 * 1024;  // no opt-in: any sm_80+ device takes it
+constexpr int64_t kSharedDefault = 48 * 1024;  // no opt-in needed
+constexpr int64_t kSharedLimit = 227 * 1024;   // sm_90's most a block, opted in (f64, head dims past 256)
 constexpr int64_t kMinSplitKeys = 256;       // a split's keys at least (its partial costs D_v + 1 values)
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// The split kernel of R rows a block in the program's kernel list (R = 1, 2, 4, 8).
+int rows_kernel(int rows) { return rows == 1 ? 0 : rows == 2 ? 1 : rows == 4 ? 2 : 3; }
 
 // The rows a block (1, 2, 4, 8: the kernels' R), keys a tile, key groups of the values, splits.
 struct PagedLayout {
@@ -44,13 +49,17 @@ PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   const int64_t pitch = d.head_dim + 16 / elem;  // the vector path's (the scalar one's is shorter)
   l.pv_groups = d.head_dim_v <= 128 ? 4 : d.head_dim_v <= 256 ? 2 : 1;
   const int64_t sums = l.pv_groups * l.rows * d.head_dim_v * acc;
-  for (l.tile_keys = kThreads; l.tile_keys > 1; l.tile_keys /= 2) {
-    const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
-    l.region_bytes = round16(std::max(tk * (pitch + d.head_dim_v) * elem, sums));
-    l.shared = l.region_bytes + 16 * tk + 16 * l.rows + 16 +
-               (l.rows * d.head_dim + tk * l.rows + slices * tk * l.rows + 3 * l.rows) * acc;
-    if (l.shared <= kSharedLimit) break;
-  }
+  // The largest tile (up to a key a thread) within the default 48 KiB, else the largest past it.
+  auto fit = [&](int64_t limit) {
+    for (l.tile_keys = kThreads;; l.tile_keys /= 2) {
+      const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
+      l.region_bytes = round16(std::max(tk * (pitch + d.head_dim_v) * elem, sums));
+      l.shared = l.region_bytes + 16 * tk + 16 * l.rows + 16 +
+                 (l.rows * d.head_dim + tk * l.rows + slices * tk * l.rows + 3 * l.rows) * acc;
+      if (l.shared <= limit || tk == 1) return l.shared <= limit;
+    }
+  };
+  if (!fit(kSharedDefault)) fit(kSharedLimit);
   // Splits: enough blocks for two waves of the blocks an SM holds, each split at least kMinSplitKeys.
   const int64_t per_sm = std::clamp<int64_t>(228 * 1024 / (l.shared + 1024), 1, 16);
   const int64_t base = std::max<int64_t>(1, d.batch * d.heads_kv * l.chunks);
@@ -133,7 +142,7 @@ Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& t, const
   const PagedLayout l = paged_layout(t, d);
   if (l.shared > kSharedLimit)
     return plan_error(StatusCode::unsupported, plan, "descriptor.head_dim",
-                      "the paged decode kernel's tile does not fit shared memory at these head dims");
+                      "the paged decode kernel's tile does not fit a block's shared memory at these head dims");
   if (l.too_large)
     return plan_error(StatusCode::unsupported, plan, "descriptor.batch",
                       "the split keys' partial rows would pass 2^40 values of workspace");
@@ -142,6 +151,20 @@ Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& t, const
                       "more than 2^31 - 1 (sequence, kv head, row chunk) blocks");
   Expected<const jit::Module*> m = jit::load(paged_attention_program(d.dtype), t.arch, plan);
   if (!m) return m.status();
+  if (l.shared > kSharedDefault) {  // (the kernel's attribute: the largest any plan asked so far)
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    const void* kernel = (*m)->kernels[static_cast<size_t>(rows_kernel(l.rows))];
+    cudaFuncAttributes attributes{};
+    if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "paged attention: cudaFuncGetAttributes"); !s)
+      return s;
+    if (attributes.maxDynamicSharedSizeBytes < l.shared)
+      if (Status s = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      static_cast<int>(l.shared)),
+                                 "paged attention: cudaFuncSetAttribute (shared memory)");
+          !s)
+        return s;
+  }
   return PagedAttentionChoice{static_cast<const void*>(*m), l.workspace};
 }
 
@@ -190,7 +213,7 @@ Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem) {
   p.scale = problem.scale;
   p.softcap = d.softcap;
   const jit::Module& m = jit_module(ctx);
-  const int which = l.rows == 1 ? 0 : l.rows == 2 ? 1 : l.rows == 4 ? 2 : 3;
+  const int which = rows_kernel(l.rows);
   void* args[] = {&p};
   const dim3 grid(static_cast<unsigned>(d.batch * d.heads_kv * l.chunks), static_cast<unsigned>(l.splits));
   if (Status s = cuda_status(cudaLaunchKernel(m.kernels[which], grid, dim3(kThreads), args,

@@ -49,6 +49,12 @@ inline CudnnBand cudnn_band(const AttentionDescriptor& d) {
   CudnnBand b;
   if (m.left >= 0) b.left = m.left + 1;
   if (m.right >= 0) b.right = m.right;
+  // Packed sequences: each sequence's own lengths align the band (cuDNN's padding mask), whatever the
+  // longest ones' shift (ops/attention.cpp refuses bottom-right where seq_q > seq_kv).
+  if (d.varlen) {
+    b.bottom_right = d.alignment == CausalAlignment::bottom_right;
+    return b;
+  }
   if (m.shift == 0) return b;  // both alignments are the same diagonal
   if (d.seq_q <= d.seq_kv && !(d.has_bias && b.right)) {
     b.bottom_right = true;

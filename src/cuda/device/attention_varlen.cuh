@@ -10,8 +10,9 @@
 //                    with no visible key out 0 and lse -inf; with the flag every out and lse NaN.
 //   varlen_stats_in  before the backward: lse into the padded statistics, -inf as +inf (a row with no
 //                    key then has probabilities exactly 0, so zero gradients).
-//   varlen_zero_keys after the backward: dk and dv of the keys of sequences with no query zeroed
-//                    (cuDNN leaves them); with the flag every gradient NaN.
+//   varlen_zero_keys after the backward: dk and dv of the keys of sequences with no query, and dq of
+//                    the rows with no visible key, zeroed (cuDNN may leave them); with the flag every
+//                    gradient NaN.
 #include "cuda/device/common.cuh"
 
 namespace baracuda::device {
@@ -107,7 +108,17 @@ __global__ void varlen_zero_keys(const __grid_constant__ VarlenParams p) {
     if (!p.grads[g]) continue;
     const int64 tokens = g == 0 ? p.total_q : p.total_kv, heads = g == 0 ? p.heads_q : p.heads_kv;
     const int64 dim = g == 2 ? p.head_dim_v : p.head_dim;
-    if (!bad && g == 0) continue;
+    if (!bad && g == 0) {  // dq of rows with no visible key, by padded row (b, h, s)
+      for (int64 r = blockIdx.x * static_cast<int64>(blockDim.x) + threadIdx.x; r < p.batch * p.heads_q * p.seq_q;
+           r += static_cast<int64>(gridDim.x) * blockDim.x) {
+        const int64 s = r % p.seq_q, h = (r / p.seq_q) % p.heads_q, b = r / (p.seq_q * p.heads_q);
+        if (s >= p.lens_q[b] || varlen_row_sees_a_key(p, s, p.lens_q[b], p.lens_kv[b])) continue;
+        T* row = static_cast<T*>(p.grads[0]) + (varlen_offset(p.cu_q, p.cu_q_stride, b) + s) * p.grad_strides[0][0] +
+                 h * p.grad_strides[0][1];
+        for (int64 e = 0; e < p.head_dim; ++e) row[e * p.grad_strides[0][2]] = round_to<T>(0.0f);
+      }
+      continue;
+    }
     for (int64 b = 0; !bad && b < p.batch; ++b) {
       if (p.lens_q[b] != 0) continue;
       const int64 k0 = varlen_offset(p.cu_kv, p.cu_kv_stride, b), n = p.lens_kv[b] * heads * dim;

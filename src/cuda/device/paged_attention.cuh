@@ -100,7 +100,8 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   Acc* corr_s = l_s + R;
 
   const int64 raw_len = p.seq_lens[b * p.seq_lens_stride];
-  const bool bad_len = raw_len < 0 || raw_len > p.seq_kv;
+  // (a length past the cache's blocks is as bad: the CPU refuses it too)
+  const bool bad_len = raw_len < 0 || raw_len > p.seq_kv || (raw_len + p.block_size - 1) / p.block_size > p.num_blocks;
   const int64 len = bad_len ? 0 : raw_len;
   // Row r is query s of query head h; its window [lo, hi) (in shared memory: registers are the
   // accumulators'); the keys of this split that any row sees.
@@ -239,17 +240,20 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
       Acc tile_max = -paged_infinity<Acc>();
       for (int j = lane; j < n; j += 32) tile_max = paged_max(tile_max, scores[j * R + r]);
       for (int o = 16; o > 0; o >>= 1) tile_max = paged_max(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, o));
+      // (fmax skips NaN: a NaN score then makes e, and l, NaN, as the CPU's; a base of 0 where every
+      // score so far is -inf, whose exps are exactly 0)
       const Acc m_old = m_s[r], m_new = paged_max(m_old, tile_max);
+      const Acc base = m_new == -paged_infinity<Acc>() ? Acc(0) : m_new;
       Acc sum = Acc(0);
       for (int j = lane; j < n; j += 32) {
         const Acc s = scores[j * R + r];
-        const Acc e = m_new == -paged_infinity<Acc>() ? Acc(0) : paged_exp(s - m_new);
+        const Acc e = paged_exp(s - base);
         scores[j * R + r] = e;
         sum += e;
       }
       for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
       if (lane == 0) {
-        const Acc c = m_old == -paged_infinity<Acc>() ? Acc(0) : paged_exp(m_old - m_new);
+        const Acc c = paged_exp(m_old - base);  // (0 from an m_old of -inf)
         corr_s[r] = c;
         l_s[r] = l_s[r] * c + sum;
         m_s[r] = m_new;
@@ -305,7 +309,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
     Acc o = Acc(0);
     for (int g = 0; g < pv_groups; ++g) o += sums[(g * R + r) * DV + c];
     const Acc l = l_s[r];
-    o = poisoned ? paged_nan<Acc>() : (l > Acc(0) ? o / l : Acc(0));
+    o = poisoned ? paged_nan<Acc>() : (l == Acc(0) ? Acc(0) : o / l);  // (a NaN l stays NaN)
     if (p.splits == 1) {
       static_cast<T*>(p.out)[b * p.out_strides[0] + row_s(r) * p.out_strides[1] + row_h(r) * p.out_strides[2] +
                              c * p.out_strides[3]] = round_to<T>(o);
@@ -317,7 +321,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   if (tid < rows) {
     const int r = tid;
     const Acc l = l_s[r];
-    const Acc lse = poisoned ? paged_nan<Acc>() : (l > Acc(0) ? m_s[r] + paged_log(l) : -paged_infinity<Acc>());
+    const Acc lse = poisoned ? paged_nan<Acc>() : (l == Acc(0) ? -paged_infinity<Acc>() : m_s[r] + paged_log(l));
     if (p.splits == 1) {
       if (p.lse)
         static_cast<Acc*>(p.lse)[b * p.lse_strides[0] + row_h(r) * p.lse_strides[1] + row_s(r) * p.lse_strides[2]] =
