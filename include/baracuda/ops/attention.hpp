@@ -57,8 +57,9 @@
 // varlen, no backward. Lengths or block entries breaking these rules: on the CPU a Status naming
 // args.seq_lens_kv / args.block_table, and nothing is written; on CUDA, which checks them on the
 // device (no round trip to the host, so decode steps can be captured in a graph), NaN in out and lse
-// for every row of that sequence (for a bad block entry, the rows whose keys reach it), the other
-// sequences' rows as without it; never a read outside the cache. CUDA runs paged caches through a
+// for every row of that sequence (for a bad block entry, at least the rows whose keys reach it: those
+// computed together, up to 8 (query head, query) rows of one kv head), the other sequences' rows as
+// without it; never a read outside the cache. CUDA runs paged caches through a
 // split-key decode kernel of ours (`paged_decode`: every dtype, mask, head dim and the soft-cap; the
 // query heads of a kv head read its keys once; S_q up to a few queries is what it is made for, more
 // re-reads the keys once per 8 (query head, query) rows), deterministic; its workspace holds the
