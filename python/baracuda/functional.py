@@ -52,6 +52,7 @@ __all__ = [
     "attention",
     "attention_backward",
     "kv_cache_append",
+    "paged_attention",
     "gated",
     "gated_backward",
     "group_norm_backward",

@@ -296,6 +296,13 @@ struct AttentionHooks {
     const bool deterministic = kBackward && (pref.determinism == Determinism::required ||
                                              forced == static_cast<int>(AttentionVariant::cudnn_deterministic));
     c.variant = static_cast<int>(deterministic ? AttentionVariant::cudnn_deterministic : AttentionVariant::cudnn);
+    if constexpr (!kBackward) {
+      // A forced variant names the kernel: paged_decode reads only a paged cache, cuDNN never does.
+      if (forced && (*forced == kPagedDecodeVariant) != d.paged)
+        return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
+                          d.paged ? "a paged KV cache is read by 'paged_decode' alone"
+                                  : "'paged_decode' reads a paged KV cache (descriptor.paged)");
+    }
     if constexpr (!kBackward)
       if (d.paged) {
         c.variant = kPagedDecodeVariant;

@@ -187,7 +187,7 @@ struct GroupedMatmulHooks {
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int>) {
     if (t.backend == Backend::cuda)
-      return plan_error(StatusCode::unsupported, kPlan, "descriptor",
+      return plan_error(StatusCode::unsupported, kPlan, "stream",
                         "a grouped matmul runs on the CPU backend only so far (its CUDA kernel, which reads the "
                         "group sizes on the device, is issue 59's)");
     int64_t multiply_adds = 0;
