@@ -36,6 +36,18 @@ class AttentionTest : public testing::BackendDTypeTest {
   }
   DType acc() const { return dtype() == DType::f64 ? DType::f64 : DType::f32; }
   double tolerance() const { return harness::tolerance(dtype()) * 10; }
+  // A tensor on the CPU (the CUDA cases' references run there, from the host mirrors).
+  Tensor host(DType dtype, const Shape& shape) {
+    return unwrap(harness::random_tensor(Backend::cpu, dtype, {shape, {}, false, 0}, rng_));
+  }
+  // A value against the CPU's: the same bits on the CPU; on CUDA, whose kernels are not the CPU's,
+  // within the tolerance (an infinity exactly).
+  void expect_as_cpu(double got, double want, const char* what, int64_t b, int64_t i) const {
+    if (backend() != Backend::cuda || std::isinf(want))
+      ASSERT_EQ(got, want) << b << " " << what << " " << i;
+    else
+      ASSERT_NEAR(got, want, tolerance()) << b << " " << what << " " << i;
+  }
 };
 
 // [B, S, H, D] strides of a [B, H, S, D] buffer.
@@ -192,15 +204,6 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
 
   // Each sequence alone on the CPU, from the host mirrors: rows [first, first + rows) of a packed [T,
   // heads, dim] tensor as a dense [1, rows, heads, dim] one.
-  auto host = [&](DType dtype, const Shape& shape) {
-    return unwrap(harness::random_tensor(Backend::cpu, dtype, {shape, {}, false, 0}, rng_));
-  };
-  auto same = [&](double got, double want, const char* what, int64_t b, int64_t i) {
-    if (!cuda || std::isinf(want))
-      ASSERT_EQ(got, want) << b << " " << what << " " << i;
-    else
-      ASSERT_NEAR(got, want, tolerance()) << b << " " << what << " " << i;
-  };
   auto rows_of = [&](const Tensor& packed, int64_t first, int64_t rows) {
     const int64_t width = packed.shape.dims[1] * packed.shape.dims[2];
     Tensor t = host(packed.dtype, {1, rows, packed.shape.dims[1], packed.shape.dims[2]});
@@ -218,7 +221,8 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
     const int64_t q0 = cu_q[b], k0 = cu_kv[b], nq = lens_q[b], nk = lens_kv[b];
     Tensor q1 = rows_of(q, q0, nq), k1 = rows_of(k, k0, nk), v1 = rows_of(v, k0, nk), do1 = rows_of(dout, q0, nq);
     Tensor out1 = host(dtype(), {1, nq, H, Dv}), lse1 = host(acc(), {1, H, nq});
-    Tensor dq1 = host(dtype(), {1, nq, H, D}), dk1 = host(dtype(), {1, nk, Hk, D}), dv1 = host(dtype(), {1, nk, Hk, Dv});
+    Tensor dq1 = host(dtype(), {1, nq, H, D}), dk1 = host(dtype(), {1, nk, Hk, D}),
+           dv1 = host(dtype(), {1, nk, Hk, Dv});
     ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), one))
                   .run(Stream::host(), {}, {q1.ref(), k1.ref(), v1.ref(), {}, out1.mut(), lse1.mut()}));
     ASSERT_OK(unwrap(AttentionBackwardPlan::select(Stream::host(), one))
@@ -234,12 +238,13 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
                         dk1.mut(),
                         dv1.mut()}));
     for (Tensor* t : {&out1, &lse1, &dq1, &dk1, &dv1}) ASSERT_OK(t->download());
-    for (int64_t i = 0; i < nq * H * Dv; ++i) same(out.at(q0 * H * Dv + i), out1.at(i), "out", b, i);
-    for (int64_t i = 0; i < nq * H * D; ++i) same(dq.at(q0 * H * D + i), dq1.at(i), "dq", b, i);
-    for (int64_t i = 0; i < nk * Hk * D; ++i) same(dk.at(k0 * Hk * D + i), dk1.at(i), "dk", b, i);
-    for (int64_t i = 0; i < nk * Hk * Dv; ++i) same(dv.at(k0 * Hk * Dv + i), dv1.at(i), "dv", b, i);
+    for (int64_t i = 0; i < nq * H * Dv; ++i) expect_as_cpu(out.at(q0 * H * Dv + i), out1.at(i), "out", b, i);
+    for (int64_t i = 0; i < nq * H * D; ++i) expect_as_cpu(dq.at(q0 * H * D + i), dq1.at(i), "dq", b, i);
+    for (int64_t i = 0; i < nk * Hk * D; ++i) expect_as_cpu(dk.at(k0 * Hk * D + i), dk1.at(i), "dk", b, i);
+    for (int64_t i = 0; i < nk * Hk * Dv; ++i) expect_as_cpu(dv.at(k0 * Hk * Dv + i), dv1.at(i), "dv", b, i);
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t r = 0; r < nq; ++r) same(lse.at(h * Tq + q0 + r), lse1.at(h * nq + r), "lse", b, h * nq + r);
+      for (int64_t r = 0; r < nq; ++r)
+        expect_as_cpu(lse.at(h * Tq + q0 + r), lse1.at(h * nq + r), "lse", b, h * nq + r);
   }
   // Sequence 2 has no keys: out 0 and lse -inf.
   EXPECT_EQ(lse.at(cu_q[2]), -std::numeric_limits<double>::infinity());
@@ -398,8 +403,7 @@ TEST_P(AttentionTest, KvCacheAppendFillsWhatPagedAttentionReads) {
     return n;
   };
   // The append's workspace (CUDA's row owners), one buffer for both plans (the larger one's).
-  harness::Buffer workspace =
-      unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+  harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
   const Workspace ws{workspace.data(), workspace.size()};
   // Prefill: prompts of 5, 2 and 6 tokens (the rest of each row of k_new padding).
   const std::vector<int32_t> prompt{5, 2, 6};
@@ -550,8 +554,7 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
          vc = random(dtype(), {num_blocks, bs, Hk, Dv});
   Tensor out = output(dtype(), {B, Sq, H, Dv}), lse = output(acc(), {B, H, Sq});
   const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
-  harness::Buffer workspace =
-      unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+  harness::Buffer workspace = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
   const Workspace ws{workspace.data(), workspace.size()};
   ASSERT_OK(plan.run(
       stream(), ws,
@@ -559,15 +562,6 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   ASSERT_OK(out.download());
   ASSERT_OK(lse.download());
   // The dense runs on the CPU, from the host mirrors.
-  auto host = [&](DType dtype, const Shape& shape) {
-    return unwrap(harness::random_tensor(Backend::cpu, dtype, {shape, {}, false, 0}, rng_));
-  };
-  auto same = [&](double got, double want, const char* what, int64_t b, int64_t i) {
-    if (!cuda || std::isinf(want))
-      ASSERT_EQ(got, want) << b << " " << what << " " << i;
-    else
-      ASSERT_NEAR(got, want, tolerance()) << b << " " << what << " " << i;
-  };
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = lens[b];
     // The sequence's keys and values, dense [1, n, Hk, dim], gathered through the table here.
@@ -593,8 +587,8 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
                   .run(Stream::host(), {}, {q1.ref(), k1.ref(), v1.ref(), {}, out1.mut(), lse1.mut()}));
     ASSERT_OK(out1.download());
     ASSERT_OK(lse1.download());
-    for (int64_t i = 0; i < Sq * H * Dv; ++i) same(out.at(b * Sq * H * Dv + i), out1.at(i), "out", b, i);
-    for (int64_t i = 0; i < H * Sq; ++i) same(lse.at(b * H * Sq + i), lse1.at(i), "lse", b, i);
+    for (int64_t i = 0; i < Sq * H * Dv; ++i) expect_as_cpu(out.at(b * Sq * H * Dv + i), out1.at(i), "out", b, i);
+    for (int64_t i = 0; i < H * Sq; ++i) expect_as_cpu(lse.at(b * H * Sq + i), lse1.at(i), "lse", b, i);
   }
   // Sequence 1 holds no key: out 0, lse -inf.
   EXPECT_EQ(lse.at(1 * H * Sq), -std::numeric_limits<double>::infinity());
@@ -603,8 +597,8 @@ TEST_P(AttentionTest, PagedCacheMatchesTheSameKeysDense) {
   // poisoned: the sequence whose rows CUDA gives NaN (-1: every sequence's, as the CPU's refusal).
   auto refused = [&](const Tensor& t, const Tensor& l, const char* field, int64_t poisoned) {
     Tensor fresh = output(dtype(), {B, Sq, H, Dv});
-    const Status st =
-        plan.run(stream(), ws, AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, fresh.mut(), {}, {}, {}, t.ref(), l.ref()});
+    const Status st = plan.run(
+        stream(), ws, AttentionArgs{q.ref(), kc.ref(), vc.ref(), {}, fresh.mut(), {}, {}, {}, t.ref(), l.ref()});
     ASSERT_OK(fresh.download());
     if (!cuda) {
       EXPECT_TRUE(testing::is_error(st, StatusCode::invalid_problem, "AttentionPlan", field)) << st.to_string();
@@ -745,11 +739,20 @@ TEST_P(AttentionTest, PagedDecodeMatchesTheCpuAtServingSizes) {
     Tensor out_h = mirror(out), lse_h = mirror(lse);
     ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), d))
                   .run(Stream::host(), {},
-                       AttentionArgs{q_h.ref(), kc_h.ref(), vc_h.ref(), {}, out_h.mut(), lse_h.mut(), {}, {},
-                                     table_h.ref(), lens_h.ref()}));
+                       AttentionArgs{q_h.ref(),
+                                     kc_h.ref(),
+                                     vc_h.ref(),
+                                     {},
+                                     out_h.mut(),
+                                     lse_h.mut(),
+                                     {},
+                                     {},
+                                     table_h.ref(),
+                                     lens_h.ref()}));
     ASSERT_OK(out_h.download());
     ASSERT_OK(lse_h.download());
-    for (int64_t i = 0; i < out.shape.numel(); ++i) ASSERT_NEAR(out.at(i), out_h.at(i), tolerance()) << what << " " << i;
+    for (int64_t i = 0; i < out.shape.numel(); ++i)
+      ASSERT_NEAR(out.at(i), out_h.at(i), tolerance()) << what << " " << i;
     for (int64_t i = 0; i < lse.shape.numel(); ++i) {
       if (std::isinf(lse_h.at(i)))
         ASSERT_EQ(lse.at(i), lse_h.at(i)) << what << " lse " << i;

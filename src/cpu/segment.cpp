@@ -193,8 +193,8 @@ SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
 
 // Unsorted ids, rows whose columns are one unit-stride run on both sides (and on the indices' side
 // for max / min): each row folded into its segment's state in row order, a segment's rows counted
-// in the workspace; no sort and no gather of rows in segment order (segment_sum unsorted f32 [2^18,
-// 32] rows, 6250 segments: 11.7 -> 2.2 ms on one core; bench/NOTES.md). The same arithmetic in the
+// in the workspace; no sort and no gather of rows in segment order (several times faster than the
+// sort: bench/NOTES.md). The same arithmetic in the
 // same order as the sort's (a stable sort keeps row order within a segment), so the same bits; max
 // / min keep the first row attaining (a later one takes over only if strictly past it, or NaN where
 // the best is not). Each thread owns a range of segments and reads every id (a few owners only).

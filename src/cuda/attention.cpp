@@ -171,8 +171,8 @@ struct GraphKey {
     s << std::setprecision(17) << backward << ' ' << device << ' ' << static_cast<int>(d.dtype) << ' ' << d.batch << ' '
       << d.seq_q << ' ' << d.seq_kv << ' ' << d.heads_q << ' ' << d.heads_kv << ' ' << d.head_dim << ' ' << d.head_dim_v
       << ' ' << band.bottom_right << ' ' << band.left.value_or(-1) << ' ' << band.right.value_or(-1) << ' '
-      << band.left.has_value() << band.right.has_value() << ' ' << scale << ' ' << stats << ' ' << deterministic
-      << ' ' << d.varlen << " |";
+      << band.left.has_value() << band.right.has_value() << ' ' << scale << ' ' << stats << ' ' << deterministic << ' '
+      << d.varlen << " |";
     for (int64_t v : strides) s << ' ' << v;
     if (d.has_bias) {
       s << " | bias " << static_cast<int>(d.bias_dtype.value_or(d.dtype));
@@ -417,7 +417,6 @@ Status execute(const Built& b, const LaunchContext& ctx, std::unordered_map<int6
   return Status::ok();
 }
 
-
 // Packed sequences (varlen): cuDNN's ragged graphs, with the kernels of cuda/device/attention_varlen.cuh
 // around them. The graph's key takes a packed [T, H, D] view as [B, S, H, D] strides (the batch
 // stride, which ragged offsets replace, as if padded); the statistics go through a padded [B, H_q,
@@ -496,6 +495,22 @@ Status varlen_offsets_fit(std::string_view plan, std::initializer_list<std::pair
   return Status::ok();
 }
 
+// The varlen graph's key strides for the tensors of `rows` (VarlenParams order: q, k, v, out, then
+// the backward's dout, dq, dk, dv; absent views are skipped), the padded statistics after out, once
+// the views' ragged offsets are known to fit.
+Status varlen_key(std::string_view plan, const AttentionDescriptor& d, const std::array<AnyTensorRef, 8>& rows,
+                  bool backward, std::vector<int64_t>& strides) {
+  static constexpr const char* kNames[8] = {"q", "k", "v", "out", "dout", "dq", "dk", "dv"};
+  const int count = backward ? 8 : 4;
+  for (int t = 0; t < count; ++t) {
+    const AnyTensorRef& v = rows[static_cast<size_t>(t)];
+    if (Status st = varlen_offsets_fit(plan, {{kNames[t], v}}); !st) return st;
+    append_packed(strides, v, t == 1 || t == 2 || t == 6 || t == 7 ? d.seq_kv : d.seq_q);
+    if (t == 3) append_contiguous(strides, Shape{d.batch, d.heads_q, d.seq_q});  // the padded statistics
+  }
+  return Status::ok();
+}
+
 Status launch_glue(const LaunchContext& ctx, int which, int64_t threads, int64_t work, device::VarlenParams& p,
                    const char* what) {
   const void* kernel = static_cast<const jit::Module*>(ctx.choice.kernels)->kernels[static_cast<size_t>(which)];
@@ -525,9 +540,8 @@ Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDe
 
 Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionArgs& a) {
   if (Status s = open_cudnn(plan); !s) return s;
-  auto [field, why] =
-      view_refusal({{"q", a.q}, {"k", a.k}, {"v", a.v}, {"out", a.out}}, d.varlen ? AnyTensorRef{} : a.lse, false,
-                   d.has_bias ? &a.bias : nullptr);
+  auto [field, why] = view_refusal({{"q", a.q}, {"k", a.k}, {"v", a.v}, {"out", a.out}},
+                                   d.varlen ? AnyTensorRef{} : a.lse, false, d.has_bias ? &a.bias : nullptr);
   return field.empty() ? Status::ok() : plan_error(StatusCode::unsupported, plan, field, why);
 }
 
@@ -553,16 +567,10 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
   VarlenScratch scratch{};
   device::VarlenParams vp{};
   if (d.varlen) {
-    if (Status st = varlen_offsets_fit("AttentionPlan", {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"out", AnyTensorRef(a.out)}});
-        !st)
-      return st;
-    append_packed(key.strides, a.q, d.seq_q);
-    append_packed(key.strides, a.k, d.seq_kv);
-    append_packed(key.strides, a.v, d.seq_kv);
-    append_packed(key.strides, a.out, d.seq_q);
-    append_contiguous(key.strides, Shape{d.batch, d.heads_q, d.seq_q});  // the padded statistics
+    const std::array<AnyTensorRef, 8> rows{a.q, a.k, a.v, a.out, {}, {}, {}, {}};
+    if (Status st = varlen_key("AttentionPlan", d, rows, false, key.strides); !st) return st;
     scratch = varlen_scratch(ctx, d);
-    vp = varlen_params(d, p.mask, a.cu_seqlens_q, a.cu_seqlens_kv, scratch, {a.q, a.k, a.v, a.out, {}, {}, {}, {}});
+    vp = varlen_params(d, p.mask, a.cu_seqlens_q, a.cu_seqlens_kv, scratch, rows);
     if (Status st = launch_glue(ctx, 0, 1024, 1, vp, "varlen_prepare"); !st) return st;
   } else {
     append(key.strides, a.q, 4);
@@ -604,10 +612,10 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
   // cuDNN writes the three gradients together: one not given goes to the workspace, past cuDNN's own.
   AttentionBackwardArgs a = p.args;
   const VarlenScratch vs = d.varlen ? varlen_scratch(ctx, d) : VarlenScratch{};
-  auto* scratch = d.varlen ? vs.end
-                           : static_cast<unsigned char*>(ctx.workspace.data) + attention_scratch_offset(ctx.choice.knob);
-  const Shape q_shape = d.varlen ? Shape{d.total_q, d.heads_q, d.head_dim}
-                                 : Shape{d.batch, d.seq_q, d.heads_q, d.head_dim},
+  auto* scratch =
+      d.varlen ? vs.end : static_cast<unsigned char*>(ctx.workspace.data) + attention_scratch_offset(ctx.choice.knob);
+  const Shape q_shape =
+                  d.varlen ? Shape{d.total_q, d.heads_q, d.head_dim} : Shape{d.batch, d.seq_q, d.heads_q, d.head_dim},
               k_shape = d.varlen ? Shape{d.total_kv, d.heads_kv, d.head_dim}
                                  : Shape{d.batch, d.seq_kv, d.heads_kv, d.head_dim},
               v_shape = d.varlen ? Shape{d.total_kv, d.heads_kv, d.head_dim_v}
@@ -623,27 +631,10 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
   GraphKey key{true, ctx.target.device, d, p.scale, true, p.deterministic, {}};
   device::VarlenParams vp{};
   if (d.varlen) {
-    if (Status st = varlen_offsets_fit(kPlan, {{"q", a.q},
-                                               {"k", a.k},
-                                               {"v", a.v},
-                                               {"out", a.out},
-                                               {"dout", a.dout},
-                                               {"dq", AnyTensorRef(a.dq)},
-                                               {"dk", AnyTensorRef(a.dk)},
-                                               {"dv", AnyTensorRef(a.dv)}});
-        !st)
-      return st;
-    append_packed(key.strides, a.q, d.seq_q);
-    append_packed(key.strides, a.k, d.seq_kv);
-    append_packed(key.strides, a.v, d.seq_kv);
-    append_packed(key.strides, a.out, d.seq_q);
-    append_contiguous(key.strides, Shape{d.batch, d.heads_q, d.seq_q});
-    append_packed(key.strides, a.dout, d.seq_q);
-    append_packed(key.strides, a.dq, d.seq_q);
-    append_packed(key.strides, a.dk, d.seq_kv);
-    append_packed(key.strides, a.dv, d.seq_kv);
-    vp = varlen_params(d, p.mask, a.cu_seqlens_q, a.cu_seqlens_kv, vs,
-                       {a.q, a.k, a.v, a.out, a.dout, AnyTensorRef(a.dq), AnyTensorRef(a.dk), AnyTensorRef(a.dv)});
+    const std::array<AnyTensorRef, 8> rows{
+        a.q, a.k, a.v, a.out, a.dout, AnyTensorRef(a.dq), AnyTensorRef(a.dk), AnyTensorRef(a.dv)};
+    if (Status st = varlen_key(kPlan, d, rows, true, key.strides); !st) return st;
+    vp = varlen_params(d, p.mask, a.cu_seqlens_q, a.cu_seqlens_kv, vs, rows);
     if (Status st = launch_glue(ctx, 0, 1024, 1, vp, "varlen_prepare"); !st) return st;
     vp.lse_in = static_cast<const float*>(a.lse.data);
     vp.lse_strides[0] = a.lse.strides[0];
@@ -663,15 +654,16 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
   key_bias(key, a.bias);
   Expected<Built> b = graph_for(key, kPlan, "args");
   if (!b) return b.status();
-  std::unordered_map<int64_t, void*> pack{{kQ, const_cast<void*>(a.q.data)},
-                                          {kK, const_cast<void*>(a.k.data)},
-                                          {kV, const_cast<void*>(a.v.data)},
-                                          {kO, const_cast<void*>(a.out.data)},
-                                          {kDO, const_cast<void*>(a.dout.data)},
-                                          {kStats, d.varlen ? static_cast<void*>(vs.stats) : const_cast<void*>(a.lse.data)},
-                                          {kDQ, a.dq.data},
-                                          {kDK, a.dk.data},
-                                          {kDV, a.dv.data}};
+  std::unordered_map<int64_t, void*> pack{
+      {kQ, const_cast<void*>(a.q.data)},
+      {kK, const_cast<void*>(a.k.data)},
+      {kV, const_cast<void*>(a.v.data)},
+      {kO, const_cast<void*>(a.out.data)},
+      {kDO, const_cast<void*>(a.dout.data)},
+      {kStats, d.varlen ? static_cast<void*>(vs.stats) : const_cast<void*>(a.lse.data)},
+      {kDQ, a.dq.data},
+      {kDK, a.dk.data},
+      {kDV, a.dv.data}};
   if (d.has_bias) pack.emplace(kBias, const_cast<void*>(a.bias.data));
   if (d.varlen) {
     pack.emplace(kSeqQ, vs.lens_q);
@@ -685,9 +677,10 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
     vp.grads[g] = given[g].data;
     for (int i = 0; i < 3 && given[g].data; ++i) vp.grad_strides[g][i] = given[g].strides[i];
   }
-  return launch_glue(ctx, 3, 256,
-                     std::max(d.total_q * d.heads_q * d.head_dim, d.total_kv * d.heads_kv * std::max(d.head_dim, d.head_dim_v)),
-                     vp, "varlen_zero_keys");
+  return launch_glue(
+      ctx, 3, 256,
+      std::max(d.total_q * d.heads_q * d.head_dim, d.total_kv * d.heads_kv * std::max(d.head_dim, d.head_dim_v)), vp,
+      "varlen_zero_keys");
 }
 
 #else  // built without the cuDNN frontend's headers

@@ -1,9 +1,9 @@
 // The attention kernels of ours: attention over a paged KV cache (cuda/device/paged_attention.cuh)
 // and the KV cache append (cuda/device/kv_cache.cuh), compiled at select per dtype (the append per
 // element size), and their launches; and the programs of the glue around cuDNN's ragged graphs for
-// packed sequences (cuda/device/attention_varlen.cuh, launched by cuda/attention.cpp). The shapes of the decode kernel's blocks (rows a block, keys a tile,
-// splits of the keys) are a function of the descriptor and the device alone, so select's workspace
-// and run's launch agree and every run of a plan takes the same order of sums.
+// packed sequences (cuda/device/attention_varlen.cuh, launched by cuda/attention.cpp). The shapes of the decode
+// kernel's blocks (rows a block, keys a tile, splits of the keys) are a function of the descriptor and the device
+// alone, so select's workspace and run's launch agree and every run of a plan takes the same order of sums.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,10 +20,10 @@
 namespace baracuda::detail::cuda {
 namespace {
 
-constexpr int kThreads = 128;                 // device::kPagedThreads
+constexpr int kThreads = 128;                  // device::kPagedThreads
 constexpr int64_t kSharedDefault = 48 * 1024;  // no opt-in needed
 constexpr int64_t kSharedLimit = 227 * 1024;   // sm_90's most a block, opted in (f64, head dims past 256)
-constexpr int64_t kMinSplitKeys = 256;       // a split's keys at least (its partial costs D_v + 1 values)
+constexpr int64_t kMinSplitKeys = 256;         // a split's keys at least (its partial costs D_v + 1 values)
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -70,9 +70,8 @@ PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   l.split_keys = (l.split_keys + l.tile_keys - 1) / l.tile_keys * l.tile_keys;
   l.splits = std::max<int64_t>(1, (d.seq_kv + l.split_keys - 1) / l.split_keys);
   // (batch, heads and queries below 2^62 each, by check_shape: their product in double)
-  const double values = static_cast<double>(d.batch) * static_cast<double>(d.heads_q) *
-                        static_cast<double>(d.seq_q) * static_cast<double>(l.splits) *
-                        static_cast<double>(d.head_dim_v + 1);
+  const double values = static_cast<double>(d.batch) * static_cast<double>(d.heads_q) * static_cast<double>(d.seq_q) *
+                        static_cast<double>(l.splits) * static_cast<double>(d.head_dim_v + 1);
   l.too_large = l.splits > 1 && values > 0x1p40;
   if (l.splits > 1 && !l.too_large) {
     const int64_t partial_rows = d.batch * d.heads_q * d.seq_q * l.splits;
@@ -156,12 +155,13 @@ Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& t, const
     std::lock_guard lock(mutex);
     const void* kernel = (*m)->kernels[static_cast<size_t>(rows_kernel(l.rows))];
     cudaFuncAttributes attributes{};
-    if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "paged attention: cudaFuncGetAttributes"); !s)
+    if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "paged attention: cudaFuncGetAttributes");
+        !s)
       return s;
     if (attributes.maxDynamicSharedSizeBytes < l.shared)
-      if (Status s = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      static_cast<int>(l.shared)),
-                                 "paged attention: cudaFuncSetAttribute (shared memory)");
+      if (Status s = cuda_status(
+              cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared)),
+              "paged attention: cudaFuncSetAttribute (shared memory)");
           !s)
         return s;
   }

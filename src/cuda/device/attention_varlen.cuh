@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(1024) varlen_prepare(const __grid_constant__ V
       p.lens_kv[b] = bad ? 0 : varlen_offset(p.cu_kv, p.cu_kv_stride, b + 1) - static_cast<int>(k0);
     }
     for (int t = 0; t < kVarlenTensors; ++t)
-      p.ragged[t * (p.batch + 1) + b] = static_cast<int>((t == 1 || t == 2 || t == 6 || t == 7 ? k0 : q0) *
-                                                         p.row_strides[t]);
+      p.ragged[t * (p.batch + 1) + b] =
+          static_cast<int>((t == 1 || t == 2 || t == 6 || t == 7 ? k0 : q0) * p.row_strides[t]);
   }
 }
 

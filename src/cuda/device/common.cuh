@@ -99,6 +99,16 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
   *reinterpret_cast<uint4*>(p) = v.raw;
 }
 
+// 16 bytes from global to shared memory without passing through registers (cp.async; L2 only), and
+// the wait for all of a thread's copies (sm_80+).
+__device__ __forceinline__ void copy_async_16(void* to_shared, const void* from) {
+  unsigned to;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(to) : "l"(to_shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
 // Element `linear` of the walk's sizes: tensor t's offset (elements).
 template <int NT>
 __device__ __forceinline__ int64 walk_offset_inline(const Walk<NT>& w, int t, int64 linear) {

@@ -66,8 +66,8 @@ __global__ void kv_cache_copy(const __grid_constant__ KvCacheAppendParams p) {
     const int64 b = t / p.new_tokens, i = t - b * p.new_tokens;
     const int64 block = row / p.block_size, r = row - block * p.block_size;
     for (int x = 0; x < 2; ++x) {
-      const E* src = static_cast<const E*>(p.src[x]) + b * p.src_strides[x][0] + i * p.src_strides[x][1] +
-                     h * p.src_strides[x][2];
+      const E* src =
+          static_cast<const E*>(p.src[x]) + b * p.src_strides[x][0] + i * p.src_strides[x][1] + h * p.src_strides[x][2];
       E* dst = static_cast<E*>(p.cache[x]) + block * p.cache_strides[x][0] + r * p.cache_strides[x][1] +
                h * p.cache_strides[x][2];
       for (int64 e = lane; e < p.dims[x]; e += 32) dst[e * p.cache_strides[x][3]] = src[e * p.src_strides[x][3]];

@@ -125,16 +125,8 @@ struct RowGroup {
 template <int kThreads>
 inline constexpr int kNormMinBlocks = kThreads >= 1024 ? 1 : 1024 / kThreads;
 
-// 16 bytes from global to shared memory without passing through registers (cp.async; L2 only), and
-// the wait for all of a thread's copies. A thread reads back only the slots it copied itself, so no
-// barrier is needed between the copy and the read.
-__device__ __forceinline__ void copy_async_16(void* to_shared, const void* from) {
-  unsigned to;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(to) : "l"(to_shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// (copy_async_16 and its waits: cuda/device/common.cuh. The staged forward's thread reads back only
+// the slots it copied itself, so no barrier is needed between the copy and the read.)
 
 // Held, vectorized forwards run on a grid of the blocks the GPU holds at once, each taking rows
 // gridDim.x * kRows apart; a row's vectors (x, and the residual) are copied to shared memory while

@@ -19,12 +19,6 @@ namespace baracuda::device {
 
 inline constexpr int kPagedThreads = 128;
 
-__device__ __forceinline__ void paged_copy_async_16(void* to_shared, const void* from) {
-  unsigned to;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(to) : "l"(to_shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
-}
-
 // The math of f32 and f64 rows (NVRTC has no <cmath>: the overloads by hand).
 __device__ __forceinline__ float paged_exp(float x) { return expf(x); }
 __device__ __forceinline__ double paged_exp(double x) { return exp(x); }
@@ -122,8 +116,8 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
     const int r = i / D, e = i - r * D;
     Acc v = Acc(0);
     if (r < rows)
-      v = to_acc<Acc>(static_cast<const T*>(p.q)[b * p.q_strides[0] + row_s(r) * p.q_strides[1] +
-                                                   row_h(r) * p.q_strides[2] + e * p.q_strides[3]]);
+      v = to_acc<Acc>(static_cast<const T*>(
+          p.q)[b * p.q_strides[0] + row_s(r) * p.q_strides[1] + row_h(r) * p.q_strides[2] + e * p.q_strides[3]]);
     q_s[i] = v;
   }
   if (tid < R) {
@@ -170,12 +164,13 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
       for (int i = tid; i < n * per_key; i += kPagedThreads) {
         const int j = i / per_key, u = i - j * per_key;
         if (u < kvec) {
-          if (key_at[2 * j] >= 0) paged_copy_async_16(k_tile + j * kp + u * VW, k + key_at[2 * j] + u * VW);
+          if (key_at[2 * j] >= 0) copy_async_16(k_tile + j * kp + u * VW, k + key_at[2 * j] + u * VW);
         } else if (key_at[2 * j + 1] >= 0) {
-          paged_copy_async_16(v_tile + j * DV + (u - kvec) * VW, v + key_at[2 * j + 1] + (u - kvec) * VW);
+          copy_async_16(v_tile + j * DV + (u - kvec) * VW, v + key_at[2 * j + 1] + (u - kvec) * VW);
         }
       }
-      asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory");
+      copy_async_commit();
+      copy_async_wait_all();
     } else {
       const int per_key = D + DV;
       for (int i = tid; i < n * per_key; i += kPagedThreads) {
@@ -336,7 +331,8 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
 // The splits of each (b, h, s) row merged: weights exp(lse_i - max), in split order. A NaN lse
 // (a poisoned sequence) gives NaN; no key in any split gives out 0 and lse -inf.
 template <class T>
-__global__ void __launch_bounds__(kPagedThreads) paged_attention_combine(const __grid_constant__ PagedAttentionParams p) {
+__global__ void __launch_bounds__(kPagedThreads)
+    paged_attention_combine(const __grid_constant__ PagedAttentionParams p) {
   using Acc = acc_t<T>;
   const int64 rows = p.batch * p.heads_q * p.seq_q, S = p.splits, DV = p.head_dim_v;
   for (int64 row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -360,8 +356,9 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_combine(const _
         for (int64 i = 0; i < S; ++i) o += paged_exp(lse[i] - most) * part[i * DV + c];
         o /= total;
       }
-      static_cast<T*>(p.out)[b * p.out_strides[0] + s * p.out_strides[1] + h * p.out_strides[2] +
-                             c * p.out_strides[3]] = round_to<T>(o);
+      static_cast<T*>(
+          p.out)[b * p.out_strides[0] + s * p.out_strides[1] + h * p.out_strides[2] + c * p.out_strides[3]] =
+          round_to<T>(o);
     }
     if (threadIdx.x == 0 && p.lse)
       static_cast<Acc*>(p.lse)[b * p.lse_strides[0] + h * p.lse_strides[1] + s * p.lse_strides[2]] =

@@ -236,17 +236,17 @@ struct PagedAttentionParams {
   const void* k;  // k_cache [num_blocks, block_size, H_kv, D]
   const void* v;  // v_cache [num_blocks, block_size, H_kv, D_v]
   void* out;
-  void* lse;             // acc precision; null: not written
-  const int* table;      // [batch, max_blocks]
-  const int* seq_lens;   // [batch]
-  void* partial_out;     // acc [batch, H_q, S_q, splits, D_v]
-  void* partial_lse;     // acc [batch, H_q, S_q, splits]
+  void* lse;            // acc precision; null: not written
+  const int* table;     // [batch, max_blocks]
+  const int* seq_lens;  // [batch]
+  void* partial_out;    // acc [batch, H_q, S_q, splits, D_v]
+  void* partial_lse;    // acc [batch, H_q, S_q, splits]
   long long batch, seq_q, seq_kv, heads_q, heads_kv, group, head_dim, head_dim_v;
   long long block_size, num_blocks, max_blocks;
   long long q_strides[4], k_strides[4], v_strides[4], out_strides[4], lse_strides[3];
   long long table_strides[2], seq_lens_stride;
   long long splits, split_keys, tile_keys, pv_groups;
-  long long region_bytes;  // shared memory before the key offsets: the k and v tiles, or the groups' sums
+  long long region_bytes;               // shared memory before the key offsets: the k and v tiles, or the groups' sums
   long long window_left, window_right;  // -1: unbounded (causal: window_right 0)
   int bottom_right;
   int vector_kv;  // k and v rows are whole, aligned 16-byte vectors (cp.async)
