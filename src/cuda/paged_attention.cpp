@@ -24,6 +24,7 @@ constexpr int kThreads = 128;                  // device::kPagedThreads
 constexpr int64_t kSharedDefault = 48 * 1024;  // no opt-in needed
 constexpr int64_t kSharedLimit = 227 * 1024;   // sm_90's most a block, opted in (f64, head dims past 256)
 constexpr int64_t kMinSplitKeys = 256;         // a split's keys at least (its partial costs D_v + 1 values)
+constexpr int64_t kWaves = 8;                  // waves of blocks the splits aim for
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -49,21 +50,24 @@ PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   const int64_t pitch = d.head_dim + 16 / elem;  // the vector path's (the scalar one's is shorter)
   l.pv_groups = d.head_dim_v <= 128 ? 4 : d.head_dim_v <= 256 ? 2 : 1;
   const int64_t sums = l.pv_groups * l.rows * d.head_dim_v * acc;
-  // The largest tile (up to a key a thread) within the default 48 KiB, else the largest past it.
+  // The largest tile (up to a key a thread; two stages of it) within the default 48 KiB, else the
+  // largest past it.
   auto fit = [&](int64_t limit) {
     for (l.tile_keys = kThreads;; l.tile_keys /= 2) {
       const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
-      l.region_bytes = round16(std::max(tk * (pitch + d.head_dim_v) * elem, sums));
-      l.shared = l.region_bytes + 16 * tk + 16 * l.rows + 16 +
+      l.region_bytes = round16(std::max(2 * tk * (pitch + d.head_dim_v) * elem, sums));  // two stages
+      l.shared = l.region_bytes + 32 * tk + 16 * l.rows + 16 +
                  (l.rows * d.head_dim + tk * l.rows + slices * tk * l.rows + 3 * l.rows) * acc;
       if (l.shared <= limit || tk == 1) return l.shared <= limit;
     }
   };
   if (!fit(kSharedDefault)) fit(kSharedLimit);
-  // Splits: enough blocks for two waves of the blocks an SM holds, each split at least kMinSplitKeys.
-  const int64_t per_sm = std::clamp<int64_t>(228 * 1024 / (l.shared + 1024), 1, 16);
+  // Splits: enough blocks for kWaves waves of the blocks an SM holds (shared memory's count, and at most
+  // the registers' bound, device::kPagedBlocksPerSm), each split at least kMinSplitKeys. Many waves keep the last
+  // one's idle share small, and balance sequences of unequal lengths.
+  const int64_t per_sm = std::clamp<int64_t>(228 * 1024 / (l.shared + 1024), 1, elem == 8 ? 3 : 5);
   const int64_t base = std::max<int64_t>(1, d.batch * d.heads_kv * l.chunks);
-  const int64_t want = (2 * per_sm * std::max(t.sm_count, 1) + base - 1) / base;
+  const int64_t want = (kWaves * per_sm * std::max(t.sm_count, 1) + base - 1) / base;
   const int64_t most = std::max<int64_t>(1, (d.seq_kv + kMinSplitKeys - 1) / kMinSplitKeys);
   l.splits = std::clamp<int64_t>(want, 1, std::min<int64_t>(most, 1024));
   l.split_keys = std::max<int64_t>(1, (d.seq_kv + l.splits - 1) / l.splits);

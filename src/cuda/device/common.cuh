@@ -108,6 +108,8 @@ __device__ __forceinline__ void copy_async_16(void* to_shared, const void* from)
 }
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// Every group but the one committed last complete (two-stage pipelines).
+__device__ __forceinline__ void copy_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 // Element `linear` of the walk's sizes: tensor t's offset (elements).
 template <int NT>

@@ -53,9 +53,10 @@ __device__ __forceinline__ PagedWindow paged_window(const PagedAttentionParams& 
   return w;
 }
 
-// Shared memory (host: cuda/paged_attention.cpp's paged_shared_bytes, the same layout):
-//   k tile [tile_keys][k_pitch] T, v tile [tile_keys][D_v] T (region_bytes: also the key groups'
-//   sums [pv_groups][R][D_v] Acc at the end), key offsets [tile_keys][2] int64, windows [R][2] int64,
+// Shared memory (host: cuda/paged_attention.cpp's paged_layout, the same layout):
+//   two stages of a k tile [tile_keys][k_pitch] T and a v tile [tile_keys][D_v] T (region_bytes:
+//   also the key groups' sums [pv_groups][R][D_v] Acc at the end), key offsets [2][tile_keys][2]
+//   int64, windows [R][2] int64,
 //   flag (16 bytes), q [R][D] Acc, scores [tile_keys][R] Acc, partial scores [slices][tile_keys][R] Acc,
 //   row state m, l, corr [R] Acc each.
 template <class T>
@@ -63,8 +64,14 @@ __device__ __forceinline__ int64 paged_k_pitch(const PagedAttentionParams& p) {
   return p.vector_kv ? p.head_dim + kVectorWidth<T> : p.head_dim + 1;
 }
 
+// Blocks an SM holds, as the registers allow (host: cuda/paged_attention.cpp's blocks_per_sm): five
+// of 128 threads fit 96 registers without spills but for f64's rows.
+template <class T>
+inline constexpr int kPagedBlocksPerSm = sizeof(T) == 8 ? 3 : 5;
+
 template <class T, int R>
-__global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __grid_constant__ PagedAttentionParams p) {
+__global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
+    paged_attention_split(const __grid_constant__ PagedAttentionParams p) {
   using Acc = acc_t<T>;
   extern __shared__ __align__(16) unsigned char shared[];
   const int tid = threadIdx.x;
@@ -80,10 +87,9 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
   const int64 rows_total = p.group * p.seq_q, row0 = chunk * R;
   const int rows = static_cast<int>(imin(R, rows_total - row0));
 
-  T* k_tile = reinterpret_cast<T*>(shared);
-  T* v_tile = k_tile + TK * kp;
-  int64* key_at = reinterpret_cast<int64*>(shared + p.region_bytes);  // [tile_keys][2]: k and v row offsets
-  int64* window = key_at + 2 * TK;                                    // [R][2]: each row's [lo, hi)
+  T* k_tile = reinterpret_cast<T*>(shared);                            // [2 stages][k tile, v tile]
+  int64* key_at = reinterpret_cast<int64*>(shared + p.region_bytes);  // [2][tile_keys][2]: k and v row offsets
+  int64* window = key_at + 4 * TK;                                    // [R][2]: each row's [lo, hi)
   int* flag = reinterpret_cast<int*>(window + 2 * R);
   Acc* q_s = reinterpret_cast<Acc*>(window + 2 * R + 2);  // (past the flag, 16-byte aligned)
   Acc* scores = q_s + R * D;
@@ -128,6 +134,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
     l_s[tid] = Acc(0);
   }
   if (tid == 0) *flag = bad_len ? 1 : 0;
+  __syncthreads();  // (the flag before any thread's locate can set it)
 
   // Values: thread (group kg, slot cs) owns column pairs cs, cs + slots, ... for keys j % pv_groups == kg.
   const int pv_groups = static_cast<int>(p.pv_groups);
@@ -139,58 +146,89 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) acc[r][u][0] = acc[r][u][1] = Acc(0);
 
-  const int slice = tid / TK, key_lane = tid - slice * TK;
-  for (int64 t0 = k_begin; t0 < k_end; t0 += TK) {
-    const int n = static_cast<int>(imin(TK, k_end - t0));  // keys in this tile
-    __syncthreads();  // the previous tile's reads are done; q, state and flag are written
+  // Two stages: the next tile's keys are located and their copies issued before this tile's math, so
+  // the loads of one overlap the arithmetic of the other.
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  const int tile_elems = TK * (kp + DV);
+  // Each key's k and v row offsets, -1 for a block entry outside the cache (which poisons the rows).
+  auto locate = [&](int64 t0, int stage) {
+    const int n = static_cast<int>(imin(TK, k_end - t0));
+    int64* at = key_at + 2 * TK * stage;
     if (tid < n) {
       const int64 j = t0 + tid, column = j / p.block_size;
       const int64 block = column < p.max_blocks ? p.table[b * p.table_strides[0] + column * p.table_strides[1]] : -1;
       if (block < 0 || block >= p.num_blocks) {
         *flag = 1;
-        key_at[2 * tid] = key_at[2 * tid + 1] = -1;
+        at[2 * tid] = at[2 * tid + 1] = -1;
       } else {
         const int64 row = j - column * p.block_size;
-        key_at[2 * tid] = block * p.k_strides[0] + row * p.k_strides[1] + hkv * p.k_strides[2];
-        key_at[2 * tid + 1] = block * p.v_strides[0] + row * p.v_strides[1] + hkv * p.v_strides[2];
+        at[2 * tid] = block * p.k_strides[0] + row * p.k_strides[1] + hkv * p.k_strides[2];
+        at[2 * tid + 1] = block * p.v_strides[0] + row * p.v_strides[1] + hkv * p.v_strides[2];
       }
     }
-    __syncthreads();
-    const T* k = static_cast<const T*>(p.k);
-    const T* v = static_cast<const T*>(p.v);
+  };
+  // The tile's k and v rows into the stage's buffers: cp.async where rows are aligned vectors (waited
+  // for by copy_async_wait_one / _all), plain loads otherwise.
+  auto fetch = [&](int64 t0, int stage) {
+    const int n = static_cast<int>(imin(TK, k_end - t0));
+    const int64* at = key_at + 2 * TK * stage;
+    T* kt = k_tile + stage * tile_elems;
+    T* vt = kt + TK * kp;
     if (p.vector_kv) {
       constexpr int VW = kVectorWidth<T>;
       const int kvec = D / VW, vvec = DV / VW, per_key = kvec + vvec;
       for (int i = tid; i < n * per_key; i += kPagedThreads) {
         const int j = i / per_key, u = i - j * per_key;
         if (u < kvec) {
-          if (key_at[2 * j] >= 0) copy_async_16(k_tile + j * kp + u * VW, k + key_at[2 * j] + u * VW);
-        } else if (key_at[2 * j + 1] >= 0) {
-          copy_async_16(v_tile + j * DV + (u - kvec) * VW, v + key_at[2 * j + 1] + (u - kvec) * VW);
+          if (at[2 * j] >= 0) copy_async_16(kt + j * kp + u * VW, k + at[2 * j] + u * VW);
+        } else if (at[2 * j + 1] >= 0) {
+          copy_async_16(vt + j * DV + (u - kvec) * VW, v + at[2 * j + 1] + (u - kvec) * VW);
         }
       }
-      copy_async_commit();
-      copy_async_wait_all();
     } else {
       const int per_key = D + DV;
       for (int i = tid; i < n * per_key; i += kPagedThreads) {
         const int j = i / per_key, e = i - j * per_key;
         if (e < D) {
-          if (key_at[2 * j] >= 0) k_tile[j * kp + e] = k[key_at[2 * j] + e * p.k_strides[3]];
-        } else if (key_at[2 * j + 1] >= 0) {
-          v_tile[j * DV + e - D] = v[key_at[2 * j + 1] + (e - D) * p.v_strides[3]];
+          if (at[2 * j] >= 0) kt[j * kp + e] = k[at[2 * j] + e * p.k_strides[3]];
+        } else if (at[2 * j + 1] >= 0) {
+          vt[j * DV + e - D] = v[at[2 * j + 1] + (e - D) * p.v_strides[3]];
         }
       }
     }
+    copy_async_commit();
+  };
+
+  const int slice = tid / TK, key_lane = tid - slice * TK;
+  if (k_begin < k_end) locate(k_begin, 0);
+  __syncthreads();  // the first tile's offsets are written
+  if (k_begin < k_end) fetch(k_begin, 0);
+  int stage = 0;
+  for (int64 t0 = k_begin; t0 < k_end; t0 += TK, stage ^= 1) {
+    const int n = static_cast<int>(imin(TK, k_end - t0));  // keys in this tile
+    const bool more = t0 + TK < k_end;
+    // (the other stage's buffers were last read by the previous tile's math, before its last barrier)
+    if (more) locate(t0 + TK, stage ^ 1);
+    __syncthreads();  // the next tile's offsets are written; every thread is past the previous tile's values
+    if (more) {
+      fetch(t0 + TK, stage ^ 1);
+      copy_async_wait_one();  // this tile's copies landed (the next tile's may be in flight)
+    } else {
+      copy_async_wait_all();
+    }
     __syncthreads();
+    const T* k_tile_now = k_tile + stage * tile_elems;
+    const T* v_tile_now = k_tile_now + TK * kp;
+    const int64* key_now = key_at + 2 * TK * stage;
 
     // Scores: key key_lane, the slice of D of this thread's slice index, every row.
     if (slice < slices) {
       Acc dot[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) dot[r] = Acc(0);
-      if (key_lane < n && key_at[2 * key_lane] >= 0) {
-        const T* kr = k_tile + key_lane * kp;
+      if (key_lane < n && key_now[2 * key_lane] >= 0) {
+        const T* kr = k_tile_now + key_lane * kp;
         if (p.vector_kv) {
           constexpr int VW = kVectorWidth<T>;
           const int vecs = D / VW, from = vecs * slice / slices, to = vecs * (slice + 1) / slices;
@@ -224,7 +262,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
         for (int sl = 0; sl < slices; ++sl) s += partial[(sl * TK + tid) * R + r];
         s *= scale;
         if (softcap > Acc(0)) s = softcap * paged_tanh(s / softcap);
-        const bool visible = tid < n && r < rows && j >= window[2 * r] && j < window[2 * r + 1] && key_at[2 * tid] >= 0;
+        const bool visible = tid < n && r < rows && j >= window[2 * r] && j < window[2 * r + 1] && key_now[2 * tid] >= 0;
         scores[tid * R + r] = visible ? s : -paged_infinity<Acc>();
       }
     }
@@ -269,7 +307,7 @@ __global__ void __launch_bounds__(kPagedThreads) paged_attention_split(const __g
       Acc pr[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) pr[r] = scores[j * R + r];
-      const T* vr = v_tile + j * DV;
+      const T* vr = v_tile_now + j * DV;
 #pragma unroll
       for (int u = 0; u < kPairs; ++u) {
         const int c0 = 2 * (cs + u * slots);
