@@ -293,8 +293,9 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
 }
 
 // CUDA takes what cuDNN's fused attention takes (f16 / bf16; head dims multiples of 8 up to 256, also
-// 192 / 128; windows with both alignments; the bias) and refuses the rest, unsupported and naming
-// the field: at select the descriptor's, at can_implement the view's.
+// 192 / 128; windows with both alignments; the bias); the forward takes the rest through split_kv
+// (a kernel of ours), the backward refuses it, unsupported and naming the field: at select the
+// descriptor's, at can_implement the view's.
 TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "CUDA's refusals";
   auto desc = [&](int64_t seq_q, int64_t seq_kv, int64_t head_dim = 64, int64_t head_dim_v = 64) {
@@ -309,8 +310,13 @@ TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
     return d;
   };
   auto refused = [&](const AttentionDescriptor& d, const std::string& field) {
-    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d).status(), StatusCode::unsupported, "AttentionPlan",
-                                  field));
+    Expected<AttentionPlan> forward = AttentionPlan::select(stream(), d);
+    ASSERT_TRUE(forward.has_value()) << field << ": " << forward.status().to_string();
+    EXPECT_EQ(forward->sku().variant, "split_kv") << field;
+    PlanPreference cudnn;
+    cudnn.variant = "cudnn";
+    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d, cudnn).status(),
+                                  StatusCode::unsupported, "AttentionPlan", field));
     EXPECT_TRUE(testing::is_error(AttentionBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
                                   "AttentionBackwardPlan", field));
   };
@@ -759,6 +765,93 @@ TEST_P(AttentionTest, PagedDecodeMatchesTheCpuAtServingSizes) {
       else
         ASSERT_NEAR(lse.at(i), lse_h.at(i), tolerance()) << what << " lse " << i;
     }
+  }
+}
+
+// What cuDNN refuses, on CUDA through split_kv (the paged decode's kernel over dense k and v), against
+// the CPU: f32 and f64, the soft-cap with a causal window, head dims off cuDNN's (not 16-byte rows:
+// the scalar tile loads; past 256), rows with no key, a bias (f32 beside 16-bit data, broadcast over
+// the heads, a row of -inf), no keys at all, [B, H, S, D] buffers, keys split and merged (1000 keys,
+// 3 queries), long query runs (300 rows: the rows a block chunked).
+TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
+  if (backend() != Backend::cuda) GTEST_SKIP() << "the CPU is the reference here";
+  struct Case {
+    int64_t seq_q, seq_kv, heads_q, heads_kv, dim, dim_v;
+    bool causal;
+    CausalAlignment alignment;
+    int64_t window_left;
+    double softcap;
+    bool bias, head_major;
+  };
+  constexpr auto top = CausalAlignment::top_left, bottom = CausalAlignment::bottom_right;
+  const std::vector<Case> cases{
+      {40, 70, 4, 2, 64, 64, true, top, 20, 30.0, false, false},
+      {9, 13, 2, 1, 20, 36, false, top, -1, 0.0, false, false},
+      {5, 11, 2, 2, 264, 264, true, bottom, -1, 0.0, false, false},
+      {33, 17, 4, 2, 32, 32, true, bottom, -1, 0.0, false, false},  // rows 0..15 see no key
+      {6, 9, 2, 1, 16, 16, false, top, -1, 10.0, true, false},
+      {4, 0, 2, 1, 16, 16, false, top, -1, 5.0, false, false},
+      {3, 1000, 32, 4, 128, 128, true, bottom, -1, 50.0, false, true},
+      {300, 300, 2, 2, 64, 64, true, top, -1, 20.0, false, false},
+  };
+  for (const Case& c : cases) {
+    AttentionDescriptor d;
+    d.dtype = dtype();
+    d.batch = 2;
+    d.seq_q = c.seq_q;
+    d.seq_kv = c.seq_kv;
+    d.heads_q = c.heads_q;
+    d.heads_kv = c.heads_kv;
+    d.head_dim = c.dim;
+    d.head_dim_v = c.dim_v;
+    d.causal = c.causal;
+    d.alignment = c.alignment;
+    d.window_left = c.window_left;
+    d.softcap = c.softcap;
+    d.has_bias = c.bias;
+    if (c.bias) d.bias_dtype = DType::f32;
+    const std::string what = "seq_q " + std::to_string(c.seq_q) + ", seq_kv " + std::to_string(c.seq_kv) + ", D " +
+                             std::to_string(c.dim);
+    const Shape qs{2, c.seq_q, c.heads_q, c.dim}, ks{2, c.seq_kv, c.heads_kv, c.dim},
+        vs{2, c.seq_kv, c.heads_kv, c.dim_v}, os{2, c.seq_q, c.heads_q, c.dim_v};
+    auto view = [&](const Shape& shape) {
+      return c.head_major ? random(dtype(), shape, bhsd(shape), true) : random(dtype(), shape);
+    };
+    Tensor q = view(qs), k = view(ks), v = view(vs), out = output(dtype(), os), lse = output(acc(), {2, c.heads_q, c.seq_q});
+    // The bias broadcast over the heads, query 2's row -inf throughout.
+    Tensor bias = random(DType::f32, {2, c.heads_q, c.seq_q, c.seq_kv},
+                         {c.seq_q * c.seq_kv, 0, c.seq_kv, 1}, true);
+    if (c.bias) {
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t j = 0; j < c.seq_kv; ++j)
+          bias.host[static_cast<size_t>(bias.offset + b * c.seq_q * c.seq_kv + 2 * c.seq_kv + j)] = -INFINITY;
+      ASSERT_OK(bias.upload());
+    }
+    const AttentionPlan plan = unwrap(AttentionPlan::select(stream(), d));
+    EXPECT_EQ(plan.sku().variant, "split_kv") << what;
+    harness::Buffer workspace =
+        unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
+    const AttentionArgs args{q.ref(), k.ref(), v.ref(), c.bias ? bias.ref() : AnyTensorRef{}, out.mut(), lse.mut()};
+    ASSERT_OK(plan.run(stream(), {workspace.data(), workspace.size()}, args));
+    ASSERT_OK(out.download());
+    ASSERT_OK(lse.download());
+    auto mirror = [&](const Tensor& t) {
+      Tensor m = unwrap(harness::random_tensor(Backend::cpu, t.dtype, {t.shape, t.strides, true, 0}, rng_));
+      m.host = t.host;
+      EXPECT_TRUE(m.upload().is_ok());
+      return m;
+    };
+    Tensor q_h = mirror(q), k_h = mirror(k), v_h = mirror(v), bias_h = mirror(bias), out_h = mirror(out),
+           lse_h = mirror(lse);
+    ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), d))
+                  .run(Stream::host(), {},
+                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias ? bias_h.ref() : AnyTensorRef{}, out_h.mut(),
+                        lse_h.mut()}));
+    ASSERT_OK(out_h.download());
+    ASSERT_OK(lse_h.download());
+    for (int64_t i = 0; i < out.shape.numel(); ++i)
+      ASSERT_NEAR(out.at(i), out_h.at(i), tolerance()) << what << " " << i;
+    for (int64_t i = 0; i < lse.shape.numel(); ++i) expect_as_cpu(lse.at(i), lse_h.at(i), "lse", 0, i);
   }
 }
 

@@ -560,7 +560,7 @@ Status attention_views(std::string_view plan, const AttentionDescriptor& d, cons
 }
 
 Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
-  if (p.desc.paged) return launch_paged(ctx, p);  // the decode kernel of ours, not cuDNN
+  if (p.split_kv) return launch_split_kv(ctx, p);  // the kernel of ours, not cuDNN
   const AttentionDescriptor& d = p.desc;
   const AttentionArgs& a = p.args;
   GraphKey key{false, ctx.target.device, d, p.scale, a.lse.data != nullptr, true, {}};
@@ -698,7 +698,7 @@ Status attention_views(std::string_view plan, const AttentionDescriptor&, const 
   return plan_error(StatusCode::unsupported, plan, "stream", "this build has no CUDA attention");
 }
 Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
-  if (p.desc.paged) return launch_paged(ctx, p);
+  if (p.split_kv) return launch_split_kv(ctx, p);
   return plan_error(StatusCode::unsupported, "AttentionPlan", "stream", "this build has no CUDA attention");
 }
 Status launch(const LaunchContext&, const AttentionBackwardProblem&) {

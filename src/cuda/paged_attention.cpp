@@ -1,9 +1,11 @@
-// The attention kernels of ours: attention over a paged KV cache (cuda/device/paged_attention.cuh)
-// and the KV cache append (cuda/device/kv_cache.cuh), compiled at select per dtype (the append per
-// element size), and their launches; and the programs of the glue around cuDNN's ragged graphs for
-// packed sequences (cuda/device/attention_varlen.cuh, launched by cuda/attention.cpp). The shapes of the decode
-// kernel's blocks (rows a block, keys a tile, splits of the keys) are a function of the descriptor and the device
-// alone, so select's workspace and run's launch agree and every run of a plan takes the same order of sums.
+// The attention kernels of ours: the split-key attention (cuda/device/paged_attention.cuh) over a
+// paged KV cache, and over dense k and v where cuDNN refuses; the KV cache append
+// (cuda/device/kv_cache.cuh), compiled at select per dtype (the append per element size), and their
+// launches; and the programs of the glue around cuDNN's ragged graphs for packed sequences
+// (cuda/device/attention_varlen.cuh, launched by cuda/attention.cpp). The split-key kernel's blocks
+// (rows a block, keys a tile, splits of the keys) are a function of the descriptor and the device
+// alone, so select's workspace and run's launch agree and every run of a plan takes the same order of
+// sums.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -140,8 +142,7 @@ jit::Program kv_cache_program(int64_t element_size) {
   return p;
 }
 
-Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& t, const AttentionDescriptor& d,
-                                                      std::string_view plan) {
+Expected<SplitKvChoice> split_kv_select(const PlanTarget& t, const AttentionDescriptor& d, std::string_view plan) {
   const PagedLayout l = paged_layout(t, d);
   if (l.shared > kSharedLimit)
     return plan_error(StatusCode::unsupported, plan, "descriptor.head_dim",
@@ -169,10 +170,10 @@ Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& t, const
           !s)
         return s;
   }
-  return PagedAttentionChoice{static_cast<const void*>(*m), l.workspace};
+  return SplitKvChoice{static_cast<const void*>(*m), l.workspace};
 }
 
-Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem) {
+Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem) {
   const AttentionDescriptor& d = problem.desc;
   const AttentionArgs& a = problem.args;
   const PagedLayout l = paged_layout(ctx.target, d);
@@ -182,8 +183,12 @@ Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem) {
   p.v = a.v.data;
   p.out = a.out.data;
   p.lse = a.lse.data;
+  p.paged = d.paged ? 1 : 0;
   p.table = static_cast<const int*>(a.block_table.data);
   p.seq_lens = static_cast<const int*>(a.seq_lens_kv.data);
+  p.bias = d.has_bias ? a.bias.data : nullptr;
+  if (d.has_bias) copy4(p.bias_strides, a.bias);
+  p.bias_f32 = problem.bias_dtype == DType::f32 ? 1 : 0;
   p.partial_lse = ctx.workspace.data;
   if (l.splits > 1) p.partial_out = static_cast<unsigned char*>(ctx.workspace.data) + l.partial_out_offset;
   p.batch = d.batch;
@@ -202,9 +207,11 @@ Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem) {
   copy4(p.v_strides, a.v);
   copy4(p.out_strides, a.out);
   for (int i = 0; i < 3; ++i) p.lse_strides[i] = a.lse.data ? a.lse.strides[i] : 0;
-  p.table_strides[0] = a.block_table.strides[0];
-  p.table_strides[1] = a.block_table.strides[1];
-  p.seq_lens_stride = a.seq_lens_kv.strides[0];
+  if (d.paged) {
+    p.table_strides[0] = a.block_table.strides[0];
+    p.table_strides[1] = a.block_table.strides[1];
+    p.seq_lens_stride = a.seq_lens_kv.strides[0];
+  }
   p.splits = l.splits;
   p.split_keys = l.split_keys;
   p.tile_keys = l.tile_keys;

@@ -3,7 +3,8 @@
 // FlashAttention's tiled online softmax (cpu/attention.cpp); CUDA runs cuDNN's fused attention
 // through the cuDNN frontend (cuda/attention.cpp), for the cases cudnn_refusal lets through and the
 // views cuda::attention_views does, and a split-key decode kernel of ours for a paged KV cache
-// (cuda/paged_attention.cpp); a kernel of ours for the rest (f32, the soft-cap, fully masked rows)
+// (cuda/paged_attention.cpp), which also takes, over dense k and v, the forward cases cuDNN refuses
+// (f32, f64, the soft-cap, other head dims, fully masked rows). The backward of those cases on CUDA
 // is to come.
 #include "baracuda/ops/attention.hpp"
 
@@ -26,7 +27,8 @@ inline constexpr int64_t kMaxHeadDim = 512;
 
 // In AttentionVariant order (the forward has the first two, then its paged decode kernel).
 enum class AttentionVariant : int { tiled, cudnn, cudnn_deterministic };
-constexpr int kPagedDecodeVariant = 2;  // the forward's third
+constexpr int kPagedDecodeVariant = 2;  // the forward's third and fourth
+constexpr int kSplitKvVariant = 3;
 constexpr VariantInfo kForwardVariants[] = {
     {"tiled", true, true, false,
      "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
@@ -36,6 +38,10 @@ constexpr VariantInfo kForwardVariants[] = {
     {"paged_decode", true, false, true,
      "CUDA: a paged KV cache read by a split-key decode kernel of ours (the query heads of a kv head "
      "together, splits merged in order); every dtype, mask and head dim, the soft-cap"},
+    {"split_kv", true, false, true,
+     "CUDA: paged_decode's kernel over dense k and v, for what cuDNN refuses (f32, f64, the soft-cap, head "
+     "dims off cuDNN's, rows with no key) and the bias; CUDA cores, a block per 8 query rows: slower than cuDNN "
+     "at prefill lengths"},
 };
 constexpr VariantInfo kBackwardVariants[] = {
     kForwardVariants[0],
@@ -297,24 +303,30 @@ struct AttentionHooks {
                                              forced == static_cast<int>(AttentionVariant::cudnn_deterministic));
     c.variant = static_cast<int>(deterministic ? AttentionVariant::cudnn_deterministic : AttentionVariant::cudnn);
     if constexpr (!kBackward) {
-      // A forced variant names the kernel: paged_decode reads only a paged cache, cuDNN never does.
+      // A forced variant names the kernel: paged_decode reads only a paged cache, cuDNN and split_kv
+      // never do; split_kv takes no packed sequences.
       if (forced && (*forced == kPagedDecodeVariant) != d.paged)
         return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
                           d.paged ? "a paged KV cache is read by 'paged_decode' alone"
                                   : "'paged_decode' reads a paged KV cache (descriptor.paged)");
-    }
-    if constexpr (!kBackward)
-      if (d.paged) {
-        c.variant = kPagedDecodeVariant;
+      if (forced == kSplitKvVariant && d.varlen)
+        return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
+                          "'split_kv' takes no packed sequences (descriptor.varlen)");
+      // The kernel of ours: the paged cache's, and over dense k and v whatever cuDNN refuses.
+      const bool own_kernel =
+          d.paged || forced == kSplitKvVariant || (!forced && !d.varlen && !cudnn_refusal(d, false).first.empty());
+      if (own_kernel) {
+        c.variant = d.paged ? kPagedDecodeVariant : kSplitKvVariant;
         if (nothing_to_do(d)) return c;
 #if BARACUDA_HAS_CUDA
-        Expected<cuda::PagedAttentionChoice> paged = cuda::paged_attention_select(t, d, kPlan);
-        if (!paged) return paged.status();
-        c.kernels = paged->kernels;
-        c.workspace = paged->workspace;
+        Expected<cuda::SplitKvChoice> own = cuda::split_kv_select(t, d, kPlan);
+        if (!own) return own.status();
+        c.kernels = own->kernels;
+        c.workspace = own->workspace;
 #endif
         return c;
       }
+    }
     if (nothing_to_do(d)) return c;
     if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
       return plan_error(StatusCode::unsupported, kPlan, field, why);
@@ -339,15 +351,20 @@ struct AttentionHooks {
 
   // The views cuDNN's kernels take (cuda/attention.cpp): a view the CPU would take may be refused here,
   // unsupported and naming the field.
-  static Status check_args(const PlanTarget& t, const Descriptor& d, const PlanChoice&, const Args& a) {
-    // (the paged decode kernel takes any strides)
-    if (t.backend != Backend::cuda || nothing_to_do(d) || d.paged) return Status::ok();
+  static Status check_args(const PlanTarget& t, const Descriptor& d, const PlanChoice& c, const Args& a) {
+    // (the split-key kernel of ours takes any strides)
+    if (t.backend != Backend::cuda || nothing_to_do(d) || split_kv(c)) return Status::ok();
 #if BARACUDA_HAS_CUDA
     return cuda::attention_views(kPlan, d, a);
 #else
     (void)a;
     return Status::ok();
 #endif
+  }
+
+  // The forward's kernel of ours (paged_decode, split_kv) rather than cuDNN's (CUDA).
+  static bool split_kv(const PlanChoice& c) {
+    return !kBackward && (c.variant == kPagedDecodeVariant || c.variant == kSplitKvVariant);
   }
 
   static bool nothing_to_do(const Descriptor& d) {
@@ -395,7 +412,7 @@ struct AttentionHooks {
                                       used(d, args),
                                       ctx.choice.variant == static_cast<int>(AttentionVariant::cudnn_deterministic)};
     else
-      return AttentionProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args)};
+      return AttentionProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args), split_kv(ctx.choice)};
   }
 };
 

@@ -89,6 +89,7 @@ struct AttentionProblem {
   DType bias_dtype = DType::f32;
   AttentionMask mask;
   AttentionArgs args;
+  bool split_kv = false;  // CUDA: the split-key kernel of ours (always with a paged cache), not cuDNN
 };
 
 struct AttentionBackwardProblem {
@@ -114,15 +115,15 @@ Status attention_views(std::string_view plan, const AttentionDescriptor& d, cons
 Status attention_views(std::string_view plan, const AttentionDescriptor& d, const AttentionBackwardArgs& args);
 Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
-// The paged decode kernel of ours (cuda/paged_attention.cpp), which launch takes paged problems to:
-// its kernels compiled and its workspace (the split keys' partial rows), or why it refuses.
-struct PagedAttentionChoice {
+// The split-key attention kernel of ours (cuda/paged_attention.cpp): the paged cache's decode, and
+// over dense k and v the cases cuDNN refuses. Its kernels compiled and its workspace (the splits'
+// partial rows), or why it refuses; launch takes problems with split_kv to it.
+struct SplitKvChoice {
   const void* kernels = nullptr;
   size_t workspace = 0;
 };
-Expected<PagedAttentionChoice> paged_attention_select(const PlanTarget& target, const AttentionDescriptor& d,
-                                                      std::string_view plan);
-Status launch_paged(const LaunchContext& ctx, const AttentionProblem& problem);
+Expected<SplitKvChoice> split_kv_select(const PlanTarget& target, const AttentionDescriptor& d, std::string_view plan);
+Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem);
 // The kernels around cuDNN's ragged graphs for packed sequences (cuda/device/attention_varlen.cuh).
 Expected<const void*> attention_varlen_kernels(const PlanTarget& target, DType dtype, std::string_view plan);
 }  // namespace cuda

@@ -1,6 +1,7 @@
 #pragma once
-// Attention over a paged KV cache for decode (include/baracuda/ops/attention.hpp, `paged`): a block
-// of 128 threads per (sequence, kv head, chunk of R query rows, key split). The R rows are the
+// Attention over a paged KV cache for decode (include/baracuda/ops/attention.hpp, `paged`), and over
+// dense k and v (`paged` 0: the cases cuDNN refuses, with the bias): a block of 128 threads per
+// (sequence, kv head, chunk of R query rows, key split). The R rows are the
 // (query head of the kv head's group, query) pairs, so the cache's keys and values are read once for
 // the whole group. Keys go through shared memory a tile of `tile_keys` at a time (16-byte cp.async
 // where the cache's rows are aligned vectors), then:
@@ -99,9 +100,10 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
   Acc* l_s = m_s + R;
   Acc* corr_s = l_s + R;
 
-  const int64 raw_len = p.seq_lens[b * p.seq_lens_stride];
+  const int64 raw_len = p.paged ? static_cast<int64>(p.seq_lens[b * p.seq_lens_stride]) : p.seq_kv;
   // (a length past the cache's blocks is as bad: the CPU refuses it too)
-  const bool bad_len = raw_len < 0 || raw_len > p.seq_kv || (raw_len + p.block_size - 1) / p.block_size > p.num_blocks;
+  const bool bad_len =
+      p.paged && (raw_len < 0 || raw_len > p.seq_kv || (raw_len + p.block_size - 1) / p.block_size > p.num_blocks);
   const int64 len = bad_len ? 0 : raw_len;
   // Row r is query s of query head h; its window [lo, hi) (in shared memory: registers are the
   // accumulators'); the keys of this split that any row sees.
@@ -155,7 +157,11 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
   auto locate = [&](int64 t0, int stage) {
     const int n = static_cast<int>(imin(TK, k_end - t0));
     int64* at = key_at + 2 * TK * stage;
-    if (tid < n) {
+    if (tid < n && !p.paged) {
+      const int64 j = t0 + tid;
+      at[2 * tid] = b * p.k_strides[0] + j * p.k_strides[1] + hkv * p.k_strides[2];
+      at[2 * tid + 1] = b * p.v_strides[0] + j * p.v_strides[1] + hkv * p.v_strides[2];
+    } else if (tid < n) {
       const int64 j = t0 + tid, column = j / p.block_size;
       const int64 block = column < p.max_blocks ? p.table[b * p.table_strides[0] + column * p.table_strides[1]] : -1;
       if (block < 0 || block >= p.num_blocks) {
@@ -262,6 +268,12 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
         for (int sl = 0; sl < slices; ++sl) s += partial[(sl * TK + tid) * R + r];
         s *= scale;
         if (softcap > Acc(0)) s = softcap * paged_tanh(s / softcap);
+        if (p.bias && tid < n && r < rows) {  // (after the soft-cap; -inf entries mask)
+          const int64 at = b * p.bias_strides[0] + row_h(r) * p.bias_strides[1] + row_s(r) * p.bias_strides[2] +
+                           j * p.bias_strides[3];
+          s += p.bias_f32 ? static_cast<Acc>(static_cast<const float*>(p.bias)[at])
+                          : to_acc<Acc>(static_cast<const T*>(p.bias)[at]);
+        }
         const bool visible = tid < n && r < rows && j >= window[2 * r] && j < window[2 * r + 1] && key_now[2 * tid] >= 0;
         scores[tid * R + r] = visible ? s : -paged_infinity<Acc>();
       }

@@ -233,12 +233,16 @@ struct PointwiseLossParams {
 // merged by the combine kernel (splits > 1) or written straight to out and lse (splits == 1).
 struct PagedAttentionParams {
   const void* q;
-  const void* k;  // k_cache [num_blocks, block_size, H_kv, D]
-  const void* v;  // v_cache [num_blocks, block_size, H_kv, D_v]
+  const void* k;  // k_cache [num_blocks, block_size, H_kv, D]; dense: k [B, S_kv, H_kv, D]
+  const void* v;  // v_cache [num_blocks, block_size, H_kv, D_v]; dense: v [B, S_kv, H_kv, D_v]
   void* out;
   void* lse;            // acc precision; null: not written
-  const int* table;     // [batch, max_blocks]
-  const int* seq_lens;  // [batch]
+  const int* table;     // [batch, max_blocks] (paged)
+  const int* seq_lens;  // [batch] (paged)
+  const void* bias;     // [B, H_q, S_q, S_kv], T or f32 (bias_f32); null: none (dense only)
+  long long bias_strides[4];
+  int bias_f32;
+  int paged;  // 0: dense k and v, every sequence seq_kv keys
   void* partial_out;    // acc [batch, H_q, S_q, splits, D_v]
   void* partial_lse;    // acc [batch, H_q, S_q, splits]
   long long batch, seq_q, seq_kv, heads_q, heads_kv, group, head_dim, head_dim_v;
