@@ -293,9 +293,9 @@ TEST_P(AttentionTest, PackedSequencesMatchEachSequenceAlone) {
 }
 
 // CUDA takes what cuDNN's fused attention takes (f16 / bf16; head dims multiples of 8 up to 256, also
-// 192 / 128; windows with both alignments; the bias); the forward takes the rest through split_kv
-// (a kernel of ours), the backward refuses it, unsupported and naming the field: at select the
-// descriptor's, at can_implement the view's.
+// 192 / 128; windows with both alignments; the bias) and takes the rest through split_kv (kernels of
+// ours); cuDNN forced refuses it, unsupported and naming the field: at select the descriptor's, at
+// can_implement the view's.
 TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "CUDA's refusals";
   auto desc = [&](int64_t seq_q, int64_t seq_kv, int64_t head_dim = 64, int64_t head_dim_v = 64) {
@@ -311,13 +311,16 @@ TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
   };
   auto refused = [&](const AttentionDescriptor& d, const std::string& field) {
     Expected<AttentionPlan> forward = AttentionPlan::select(stream(), d);
+    Expected<AttentionBackwardPlan> backward = AttentionBackwardPlan::select(stream(), d);
     ASSERT_TRUE(forward.has_value()) << field << ": " << forward.status().to_string();
+    ASSERT_TRUE(backward.has_value()) << field << ": " << backward.status().to_string();
     EXPECT_EQ(forward->sku().variant, "split_kv") << field;
+    EXPECT_EQ(backward->sku().variant, "split_kv") << field;
     PlanPreference cudnn;
     cudnn.variant = "cudnn";
-    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d, cudnn).status(),
-                                  StatusCode::unsupported, "AttentionPlan", field));
-    EXPECT_TRUE(testing::is_error(AttentionBackwardPlan::select(stream(), d).status(), StatusCode::unsupported,
+    EXPECT_TRUE(testing::is_error(AttentionPlan::select(stream(), d, cudnn).status(), StatusCode::unsupported,
+                                  "AttentionPlan", field));
+    EXPECT_TRUE(testing::is_error(AttentionBackwardPlan::select(stream(), d, cudnn).status(), StatusCode::unsupported,
                                   "AttentionBackwardPlan", field));
   };
   if (dtype() == DType::f32 || dtype() == DType::f64) {
@@ -768,8 +771,8 @@ TEST_P(AttentionTest, PagedDecodeMatchesTheCpuAtServingSizes) {
   }
 }
 
-// What cuDNN refuses, on CUDA through split_kv (the paged decode's kernel over dense k and v), against
-// the CPU: f32 and f64, the soft-cap with a causal window, head dims off cuDNN's (not 16-byte rows:
+// What cuDNN refuses, on CUDA through split_kv (the paged decode's kernel over dense k and v, and the
+// backward of ours), forward and backward against the CPU: f32 and f64, the soft-cap with a causal window, head dims off cuDNN's (not 16-byte rows:
 // the scalar tile loads; past 256), rows with no key, a bias (f32 beside 16-bit data, broadcast over
 // the heads, a row of -inf), no keys at all, [B, H, S, D] buffers, keys split and merged (1000 keys,
 // 3 queries), long query runs (300 rows: the rows a block chunked).
@@ -835,8 +838,8 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     ASSERT_OK(plan.run(stream(), {workspace.data(), workspace.size()}, args));
     ASSERT_OK(out.download());
     ASSERT_OK(lse.download());
-    auto mirror = [&](const Tensor& t) {
-      Tensor m = unwrap(harness::random_tensor(Backend::cpu, t.dtype, {t.shape, t.strides, true, 0}, rng_));
+    auto mirror = [&](const Tensor& t, Backend to = Backend::cpu) {
+      Tensor m = unwrap(harness::random_tensor(to, t.dtype, {t.shape, t.strides, true, 0}, rng_));
       m.host = t.host;
       EXPECT_TRUE(m.upload().is_ok());
       return m;
@@ -852,6 +855,27 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     for (int64_t i = 0; i < out.shape.numel(); ++i)
       ASSERT_NEAR(out.at(i), out_h.at(i), tolerance()) << what << " " << i;
     for (int64_t i = 0; i < lse.shape.numel(); ++i) expect_as_cpu(lse.at(i), lse_h.at(i), "lse", 0, i);
+
+    // The backward, both sides from the CPU's out and lse.
+    const AttentionBackwardPlan backward = unwrap(AttentionBackwardPlan::select(stream(), d));
+    EXPECT_EQ(backward.sku().variant, "split_kv") << what;
+    Tensor dout = view(os), dq = output(dtype(), qs), dk = output(dtype(), ks), dv = output(dtype(), vs);
+    Tensor out_c = mirror(out_h, backend()), lse_c = mirror(lse_h, backend());
+    harness::Buffer backward_workspace =
+        unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(backward.workspace_size(), 1)));
+    ASSERT_OK(backward.run(stream(), {backward_workspace.data(), backward_workspace.size()},
+                           {q.ref(), k.ref(), v.ref(), c.bias ? bias.ref() : AnyTensorRef{}, out_c.ref(), dout.ref(),
+                            lse_c.ref(), dq.mut(), dk.mut(), dv.mut()}));
+    for (Tensor* t : {&dq, &dk, &dv}) ASSERT_OK(t->download());
+    Tensor dout_h = mirror(dout), dq_h = mirror(dq), dk_h = mirror(dk), dv_h = mirror(dv);
+    ASSERT_OK(unwrap(AttentionBackwardPlan::select(Stream::host(), d))
+                  .run(Stream::host(), {},
+                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias ? bias_h.ref() : AnyTensorRef{}, out_h.ref(),
+                        dout_h.ref(), lse_h.ref(), dq_h.mut(), dk_h.mut(), dv_h.mut()}));
+    for (Tensor* t : {&dq_h, &dk_h, &dv_h}) ASSERT_OK(t->download());
+    for (int64_t i = 0; i < dq.shape.numel(); ++i) expect_as_cpu(dq.at(i), dq_h.at(i), "dq", 0, i);
+    for (int64_t i = 0; i < dk.shape.numel(); ++i) expect_as_cpu(dk.at(i), dk_h.at(i), "dk", 0, i);
+    for (int64_t i = 0; i < dv.shape.numel(); ++i) expect_as_cpu(dv.at(i), dv_h.at(i), "dv", 0, i);
   }
 }
 

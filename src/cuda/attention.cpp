@@ -607,6 +607,7 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
 }
 
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
+  if (p.split_kv) return launch_split_kv_backward(ctx, p);  // the kernels of ours, not cuDNN
   const AttentionDescriptor& d = p.desc;
   constexpr std::string_view kPlan = "AttentionBackwardPlan";
   // cuDNN writes the three gradients together: one not given goes to the workspace, past cuDNN's own.
@@ -701,7 +702,8 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& p) {
   if (p.split_kv) return launch_split_kv(ctx, p);
   return plan_error(StatusCode::unsupported, "AttentionPlan", "stream", "this build has no CUDA attention");
 }
-Status launch(const LaunchContext&, const AttentionBackwardProblem&) {
+Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
+  if (p.split_kv) return launch_split_kv_backward(ctx, p);
   return plan_error(StatusCode::unsupported, "AttentionBackwardPlan", "stream", "this build has no CUDA attention");
 }
 

@@ -87,6 +87,51 @@ PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   return l;
 }
 
+// A kernel's dynamic shared memory raised to `bytes` where past the default (the attribute: the largest
+// any plan asked so far).
+Status allow_shared(const void* kernel, int64_t bytes) {
+  if (bytes <= kSharedDefault) return Status::ok();
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  cudaFuncAttributes attributes{};
+  if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "attention: cudaFuncGetAttributes"); !s)
+    return s;
+  if (attributes.maxDynamicSharedSizeBytes >= bytes) return Status::ok();
+  return cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+                     "attention: cudaFuncSetAttribute (shared memory)");
+}
+
+// The backward's blocks: R rows a block of split_kv_dq (as the forward's), keys a tile (both kernels),
+// one shared memory size for both (device::BackwardShared's layout, dkdv's R = 8), the workspace
+// (delta, [B, H_q, S_q]).
+struct BackwardLayout {
+  int rows = 1;
+  int64_t chunks = 1, tile_keys = 1, tiles = 0, tile_bytes = 0, shared = 0;
+  size_t workspace = 0;
+};
+
+BackwardLayout backward_layout(const AttentionDescriptor& d) {
+  BackwardLayout l;
+  const int64_t group_rows = d.heads_q / std::max<int64_t>(d.heads_kv, 1) * d.seq_q;
+  while (l.rows < 8 && l.rows < group_rows) l.rows *= 2;
+  l.chunks = (group_rows + l.rows - 1) / l.rows;
+  const auto elem = static_cast<int64_t>(dtype_size(d.dtype));
+  const int64_t acc = d.dtype == DType::f64 ? 8 : 4, R = 8, dims = d.head_dim + d.head_dim_v;
+  // The largest tile (up to 64 keys) within 100 KiB (two blocks an SM), else within the most a block takes.
+  auto fit = [&](int64_t limit) {
+    for (l.tile_keys = 64;; l.tile_keys /= 2) {
+      const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
+      l.tile_bytes = round16(tk * dims * elem);
+      l.shared = l.tile_bytes + acc * (R * dims + 2 * slices * tk * R + 2 * tk * R + 2 * R + tk * dims);
+      if (l.shared <= limit || tk == 1) return l.shared <= limit;
+    }
+  };
+  if (!fit(100 * 1024)) fit(kSharedLimit);
+  l.tiles = (d.seq_kv + l.tile_keys - 1) / l.tile_keys;
+  l.workspace = static_cast<size_t>(round16(d.batch * d.heads_q * d.seq_q * acc));
+  return l;
+}
+
 // k and v rows of whole, aligned 16-byte vectors (the tiles' cp.async).
 bool vector_rows(const AnyTensorRef& v) {
   const int64_t width = 16 / static_cast<int64_t>(dtype_size(v.dtype));
@@ -111,6 +156,17 @@ jit::Program paged_attention_program(DType t) {
   for (int rows : {1, 2, 4, 8})
     p.kernels.push_back("baracuda::device::paged_attention_split<" + T + ", " + std::to_string(rows) + ">");
   p.kernels.push_back("baracuda::device::paged_attention_combine<" + T + ">");
+  return p;
+}
+
+jit::Program split_kv_backward_program(DType t) {
+  jit::Program p;
+  const std::string T = jit::device_type(t);
+  p.name = "split_kv_backward<" + std::string(dtype_name(t)) + ">";
+  p.source = "#include \"cuda/device/attention_backward.cuh\"\n";
+  for (int rows : {1, 2, 4, 8})
+    p.kernels.push_back("baracuda::device::split_kv_dq<" + T + ", " + std::to_string(rows) + ">");
+  p.kernels.push_back("baracuda::device::split_kv_dkdv<" + T + ", 8>");
   return p;
 }
 
@@ -155,21 +211,7 @@ Expected<SplitKvChoice> split_kv_select(const PlanTarget& t, const AttentionDesc
                       "more than 2^31 - 1 (sequence, kv head, row chunk) blocks");
   Expected<const jit::Module*> m = jit::load(paged_attention_program(d.dtype), t.arch, plan);
   if (!m) return m.status();
-  if (l.shared > kSharedDefault) {  // (the kernel's attribute: the largest any plan asked so far)
-    static std::mutex mutex;
-    std::lock_guard lock(mutex);
-    const void* kernel = (*m)->kernels[static_cast<size_t>(rows_kernel(l.rows))];
-    cudaFuncAttributes attributes{};
-    if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "paged attention: cudaFuncGetAttributes");
-        !s)
-      return s;
-    if (attributes.maxDynamicSharedSizeBytes < l.shared)
-      if (Status s = cuda_status(
-              cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.shared)),
-              "paged attention: cudaFuncSetAttribute (shared memory)");
-          !s)
-        return s;
-  }
+  if (Status s = allow_shared((*m)->kernels[static_cast<size_t>(rows_kernel(l.rows))], l.shared); !s) return s;
   return SplitKvChoice{static_cast<const void*>(*m), l.workspace};
 }
 
@@ -238,6 +280,80 @@ Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem
   return launch_jit(m.kernels[4], blocks, kThreads, p, ctx.stream, "paged_attention_combine");
 }
 
+Expected<SplitKvChoice> split_kv_backward_select(const PlanTarget& t, const AttentionDescriptor& d,
+                                                 std::string_view plan) {
+  const BackwardLayout l = backward_layout(d);
+  if (l.shared > kSharedLimit)
+    return plan_error(StatusCode::unsupported, plan, "descriptor.head_dim",
+                      "the split_kv backward's tile does not fit a block's shared memory at these head dims");
+  const double blocks = static_cast<double>(d.batch) * static_cast<double>(d.heads_kv) *
+                        static_cast<double>(std::max(l.chunks, l.tiles));
+  if (blocks > INT32_MAX ||
+      static_cast<double>(d.batch) * static_cast<double>(d.heads_q) * static_cast<double>(d.seq_q) > 0x1p40)
+    return plan_error(StatusCode::unsupported, plan, "descriptor.batch",
+                      "more than 2^31 - 1 blocks, or 2^40 rows, for the split_kv backward");
+  Expected<const jit::Module*> m = jit::load(split_kv_backward_program(d.dtype), t.arch, plan);
+  if (!m) return m.status();
+  for (const void* kernel : {(*m)->kernels[static_cast<size_t>(rows_kernel(l.rows))], (*m)->kernels[4]})
+    if (Status s = allow_shared(kernel, l.shared); !s) return s;
+  return SplitKvChoice{static_cast<const void*>(*m), l.workspace};
+}
+
+Status launch_split_kv_backward(const LaunchContext& ctx, const AttentionBackwardProblem& problem) {
+  const AttentionDescriptor& d = problem.desc;
+  const AttentionBackwardArgs& a = problem.args;
+  const BackwardLayout l = backward_layout(d);
+  device::AttentionBackwardParams p{};
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.out = a.out.data;
+  p.dout = a.dout.data;
+  p.lse = a.lse.data;
+  p.bias = d.has_bias ? a.bias.data : nullptr;
+  p.bias_f32 = problem.bias_dtype == DType::f32 ? 1 : 0;
+  p.dq = a.dq.data;
+  p.dk = a.dk.data;
+  p.dv = a.dv.data;
+  p.delta = ctx.workspace.data;
+  copy4(p.q_strides, a.q);
+  copy4(p.k_strides, a.k);
+  copy4(p.v_strides, a.v);
+  copy4(p.out_strides, a.out);
+  copy4(p.dout_strides, a.dout);
+  if (a.dq.data) copy4(p.dq_strides, a.dq);
+  if (a.dk.data) copy4(p.dk_strides, a.dk);
+  if (a.dv.data) copy4(p.dv_strides, a.dv);
+  if (d.has_bias) copy4(p.bias_strides, a.bias);
+  for (int i = 0; i < 3; ++i) p.lse_strides[i] = a.lse.strides[i];
+  p.batch = d.batch;
+  p.seq_q = d.seq_q;
+  p.seq_kv = d.seq_kv;
+  p.heads_q = d.heads_q;
+  p.heads_kv = d.heads_kv;
+  p.group = d.heads_q / d.heads_kv;
+  p.head_dim = d.head_dim;
+  p.head_dim_v = d.head_dim_v;
+  p.tile_keys = l.tile_keys;
+  p.tile_bytes = l.tile_bytes;
+  p.window_left = problem.mask.left;
+  p.window_right = problem.mask.right;
+  p.bottom_right = d.alignment == CausalAlignment::bottom_right ? 1 : 0;
+  p.scale = problem.scale;
+  p.softcap = d.softcap;
+  const jit::Module& m = jit_module(ctx);
+  const auto shared = static_cast<size_t>(l.shared);
+  // (dq's pass first: it writes delta, which dkdv's reads)
+  if (const int64_t blocks = d.batch * d.heads_kv * l.chunks; blocks > 0)
+    if (Status s = launch_jit(m.kernels[static_cast<size_t>(rows_kernel(l.rows))], blocks, kThreads, p, ctx.stream,
+                              "split_kv_dq", shared);
+        !s)
+      return s;
+  if (const int64_t blocks = d.batch * d.heads_kv * l.tiles; blocks > 0)
+    return launch_jit(m.kernels[4], blocks, kThreads, p, ctx.stream, "split_kv_dkdv", shared);
+  return Status::ok();
+}
+
 // The append: owner rows zeroed, the claim pass, the copy pass.
 Expected<const void*> kv_cache_kernels(const PlanTarget& t, DType dtype, std::string_view plan) {
   Expected<const jit::Module*> m = jit::load(kv_cache_program(static_cast<int64_t>(dtype_size(dtype))), t.arch, plan);
@@ -300,7 +416,10 @@ Status launch(const LaunchContext& ctx, const KvCacheAppendProblem& problem) {
 namespace baracuda::detail::jit {
 std::vector<Program> attention_programs() {
   std::vector<Program> out;
-  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) out.push_back(cuda::paged_attention_program(t));
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    out.push_back(cuda::paged_attention_program(t));
+    out.push_back(cuda::split_kv_backward_program(t));
+  }
   for (int64_t size : {2, 4, 8}) out.push_back(cuda::kv_cache_program(size));
   for (DType t : {DType::f16, DType::bf16}) out.push_back(cuda::attention_varlen_program(t));
   return out;

@@ -4,8 +4,8 @@
 // through the cuDNN frontend (cuda/attention.cpp), for the cases cudnn_refusal lets through and the
 // views cuda::attention_views does, and a split-key decode kernel of ours for a paged KV cache
 // (cuda/paged_attention.cpp), which also takes, over dense k and v, the forward cases cuDNN refuses
-// (f32, f64, the soft-cap, other head dims, fully masked rows). The backward of those cases on CUDA
-// is to come.
+// (f32, f64, the soft-cap, other head dims, fully masked rows), and a backward of ours for those
+// (cuda/device/attention_backward.cuh).
 #include "baracuda/ops/attention.hpp"
 
 #include <cmath>
@@ -27,8 +27,8 @@ inline constexpr int64_t kMaxHeadDim = 512;
 
 // In AttentionVariant order (the forward has the first two, then its paged decode kernel).
 enum class AttentionVariant : int { tiled, cudnn, cudnn_deterministic };
-constexpr int kPagedDecodeVariant = 2;  // the forward's third and fourth
-constexpr int kSplitKvVariant = 3;
+constexpr int kPagedDecodeVariant = 2;  // the forward's third
+constexpr int kSplitKvVariant = 3;      // both directions' fourth
 constexpr VariantInfo kForwardVariants[] = {
     {"tiled", true, true, false,
      "CPU: FlashAttention's tiled online softmax over (b, head, query tile), OpenBLAS on f32 / f64 tile panels"},
@@ -51,6 +51,9 @@ constexpr VariantInfo kBackwardVariants[] = {
     {"cudnn_deterministic", true, false, true,
      "CUDA: cuDNN's deterministic backward (no atomics: the same bits every run), chosen where determinism is "
      "required"},
+    {"split_kv", true, false, true,
+     "CUDA: a backward of ours for what cuDNN refuses (split_kv's cases and the bias): FlashAttention-2's two "
+     "passes (dq by rows, dk and dv by key tiles) on CUDA cores, no atomics"},
 };
 
 // Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field. What is
@@ -326,6 +329,20 @@ struct AttentionHooks {
 #endif
         return c;
       }
+    } else if (forced == kSplitKvVariant ||
+               (!forced && !d.varlen && !cudnn_refusal(d, true).first.empty() && !nothing_to_do(d))) {
+      if (d.varlen)
+        return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
+                          "'split_kv' takes no packed sequences (descriptor.varlen)");
+      c.variant = kSplitKvVariant;
+      if (nothing_to_do(d)) return c;
+#if BARACUDA_HAS_CUDA
+      Expected<cuda::SplitKvChoice> own = cuda::split_kv_backward_select(t, d, kPlan);
+      if (!own) return own.status();
+      c.kernels = own->kernels;
+      c.workspace = own->workspace;
+#endif
+      return c;
     }
     if (nothing_to_do(d)) return c;
     if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
@@ -362,9 +379,9 @@ struct AttentionHooks {
 #endif
   }
 
-  // The forward's kernel of ours (paged_decode, split_kv) rather than cuDNN's (CUDA).
+  // The kernels of ours (paged_decode, split_kv) rather than cuDNN's (CUDA).
   static bool split_kv(const PlanChoice& c) {
-    return !kBackward && (c.variant == kPagedDecodeVariant || c.variant == kSplitKvVariant);
+    return c.variant == kSplitKvVariant || (!kBackward && c.variant == kPagedDecodeVariant);
   }
 
   static bool nothing_to_do(const Descriptor& d) {
@@ -410,7 +427,8 @@ struct AttentionHooks {
                                       bias_dtype_of(d),
                                       attention_mask(d),
                                       used(d, args),
-                                      ctx.choice.variant == static_cast<int>(AttentionVariant::cudnn_deterministic)};
+                                      ctx.choice.variant == static_cast<int>(AttentionVariant::cudnn_deterministic),
+                                      split_kv(ctx.choice)};
     else
       return AttentionProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args), split_kv(ctx.choice)};
   }

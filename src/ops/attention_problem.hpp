@@ -99,6 +99,7 @@ struct AttentionBackwardProblem {
   AttentionMask mask;
   AttentionBackwardArgs args;
   bool deterministic = true;  // CUDA: cuDNN's deterministic backward (else dq by atomics)
+  bool split_kv = false;      // CUDA: the backward of ours over dense k and v, not cuDNN
 };
 
 namespace cpu {
@@ -124,6 +125,10 @@ struct SplitKvChoice {
 };
 Expected<SplitKvChoice> split_kv_select(const PlanTarget& target, const AttentionDescriptor& d, std::string_view plan);
 Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem);
+// Its backward over dense k and v (cuda/device/attention_backward.cuh): workspace, delta's rows.
+Expected<SplitKvChoice> split_kv_backward_select(const PlanTarget& target, const AttentionDescriptor& d,
+                                                 std::string_view plan);
+Status launch_split_kv_backward(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
 // The kernels around cuDNN's ragged graphs for packed sequences (cuda/device/attention_varlen.cuh).
 Expected<const void*> attention_varlen_kernels(const PlanTarget& target, DType dtype, std::string_view plan);
 }  // namespace cuda

@@ -257,6 +257,30 @@ struct PagedAttentionParams {
   double scale, softcap;
 };
 
+// The attention backward of ours over dense k and v (cuda/device/attention_backward.cuh): views as
+// the forward's ([B, S, H, D] strides; lse [B, H_q, S_q]), the gradients null where not asked for.
+struct AttentionBackwardParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* out;
+  const void* dout;
+  const void* lse;  // acc precision
+  const void* bias;  // T or f32 (bias_f32); null: none
+  void* dq;
+  void* dk;
+  void* dv;
+  void* delta;  // acc [B, H_q, S_q]: dout . out, from split_kv_dq to split_kv_dkdv
+  long long q_strides[4], k_strides[4], v_strides[4], out_strides[4], dout_strides[4];
+  long long dq_strides[4], dk_strides[4], dv_strides[4], bias_strides[4], lse_strides[3];
+  long long batch, seq_q, seq_kv, heads_q, heads_kv, group, head_dim, head_dim_v;
+  long long tile_keys, tile_bytes;      // keys a tile; the k and v tiles' bytes (16-byte rounded)
+  long long window_left, window_right;  // -1: unbounded (causal: window_right 0)
+  int bottom_right;
+  int bias_f32;
+  double scale, softcap;
+};
+
 // The KV cache append (cuda/device/kv_cache.cuh, cuda/kv_cache.cpp): token t = b * new_tokens + i;
 // owner[row] (u32, zeroed) takes the largest t + 1 that maps to the cache row, so the later token
 // wins as on the CPU.
