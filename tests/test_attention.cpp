@@ -329,8 +329,16 @@ TEST_P(AttentionTest, CudaRefusesWhatCudnnDoesNotTake) {
   }
   auto ok = [](const Status& s) { EXPECT_TRUE(s.is_ok()) << s.to_string(); };
   auto taken = [&](const AttentionDescriptor& d) {
-    ok(AttentionPlan::select(stream(), d).status());
-    ok(AttentionBackwardPlan::select(stream(), d).status());
+    Expected<AttentionPlan> forward = AttentionPlan::select(stream(), d);
+    Expected<AttentionBackwardPlan> backward = AttentionBackwardPlan::select(stream(), d);
+    ok(forward.status());
+    ok(backward.status());
+    if (forward) {
+      EXPECT_EQ(forward->sku().variant, "cudnn");
+    }
+    if (backward) {
+      EXPECT_EQ(backward->sku().variant, "cudnn");
+    }
   };
   taken(desc(24, 40, 192, 128));
   taken(desc(24, 40, 256, 256));
@@ -778,24 +786,28 @@ TEST_P(AttentionTest, PagedDecodeMatchesTheCpuAtServingSizes) {
 // 3 queries), long query runs (300 rows: the rows a block chunked).
 TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "the CPU is the reference here";
+  enum Bias { none, same, f32 };  // the bias: none, in the data's dtype, in f32
   struct Case {
     int64_t seq_q, seq_kv, heads_q, heads_kv, dim, dim_v;
     bool causal;
     CausalAlignment alignment;
-    int64_t window_left;
+    int64_t window_left, window_right;
     double softcap;
-    bool bias, head_major;
+    Bias bias;
+    bool head_major;
   };
   constexpr auto top = CausalAlignment::top_left, bottom = CausalAlignment::bottom_right;
   const std::vector<Case> cases{
-      {40, 70, 4, 2, 64, 64, true, top, 20, 30.0, false, false},
-      {9, 13, 2, 1, 20, 36, false, top, -1, 0.0, false, false},
-      {5, 11, 2, 2, 264, 264, true, bottom, -1, 0.0, false, false},
-      {33, 17, 4, 2, 32, 32, true, bottom, -1, 0.0, false, false},  // rows 0..15 see no key
-      {6, 9, 2, 1, 16, 16, false, top, -1, 10.0, true, false},
-      {4, 0, 2, 1, 16, 16, false, top, -1, 5.0, false, false},
-      {3, 1000, 32, 4, 128, 128, true, bottom, -1, 50.0, false, true},
-      {300, 300, 2, 2, 64, 64, true, top, -1, 20.0, false, false},
+      {40, 70, 4, 2, 64, 64, true, top, 20, -1, 30.0, none, false},
+      {9, 13, 2, 1, 20, 36, false, top, -1, -1, 0.0, none, false},
+      {7, 12, 2, 1, 21, 19, false, bottom, 5, 3, 0.0, same, false},  // rows not 16-byte vectors in any dtype
+      {5, 11, 2, 2, 264, 264, true, bottom, -1, -1, 0.0, none, false},
+      {33, 17, 4, 2, 32, 32, true, bottom, -1, -1, 0.0, none, false},  // rows 0..15 see no key
+      {6, 9, 2, 1, 16, 16, false, top, -1, -1, 10.0, f32, false},
+      {4, 0, 2, 1, 16, 16, false, top, -1, -1, 5.0, none, false},   // no key
+      {0, 9, 2, 1, 16, 16, false, top, -1, -1, 5.0, none, false},   // no query: dk, dv 0
+      {3, 1000, 32, 4, 128, 128, true, bottom, -1, -1, 50.0, none, true},
+      {300, 300, 2, 2, 64, 64, true, top, -1, -1, 20.0, none, false},
   };
   for (const Case& c : cases) {
     AttentionDescriptor d;
@@ -810,9 +822,11 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     d.causal = c.causal;
     d.alignment = c.alignment;
     d.window_left = c.window_left;
+    d.window_right = c.window_right;
     d.softcap = c.softcap;
-    d.has_bias = c.bias;
-    if (c.bias) d.bias_dtype = DType::f32;
+    d.has_bias = c.bias != none;
+    if (c.bias == f32) d.bias_dtype = DType::f32;
+    const DType bias_dtype = c.bias == f32 ? DType::f32 : dtype();
     const std::string what = "seq_q " + std::to_string(c.seq_q) + ", seq_kv " + std::to_string(c.seq_kv) + ", D " +
                              std::to_string(c.dim);
     const Shape qs{2, c.seq_q, c.heads_q, c.dim}, ks{2, c.seq_kv, c.heads_kv, c.dim},
@@ -822,9 +836,8 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     };
     Tensor q = view(qs), k = view(ks), v = view(vs), out = output(dtype(), os), lse = output(acc(), {2, c.heads_q, c.seq_q});
     // The bias broadcast over the heads, query 2's row -inf throughout.
-    Tensor bias = random(DType::f32, {2, c.heads_q, c.seq_q, c.seq_kv},
-                         {c.seq_q * c.seq_kv, 0, c.seq_kv, 1}, true);
-    if (c.bias) {
+    Tensor bias = random(bias_dtype, {2, c.heads_q, c.seq_q, c.seq_kv}, {c.seq_q * c.seq_kv, 0, c.seq_kv, 1}, true);
+    if (c.bias != none) {
       for (int64_t b = 0; b < 2; ++b)
         for (int64_t j = 0; j < c.seq_kv; ++j)
           bias.host[static_cast<size_t>(bias.offset + b * c.seq_q * c.seq_kv + 2 * c.seq_kv + j)] = -INFINITY;
@@ -834,7 +847,8 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     EXPECT_EQ(plan.sku().variant, "split_kv") << what;
     harness::Buffer workspace =
         unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(plan.workspace_size(), 1)));
-    const AttentionArgs args{q.ref(), k.ref(), v.ref(), c.bias ? bias.ref() : AnyTensorRef{}, out.mut(), lse.mut()};
+    const AnyTensorRef bias_ref = c.bias != none ? bias.ref() : AnyTensorRef{};
+    const AttentionArgs args{q.ref(), k.ref(), v.ref(), bias_ref, out.mut(), lse.mut()};
     ASSERT_OK(plan.run(stream(), {workspace.data(), workspace.size()}, args));
     ASSERT_OK(out.download());
     ASSERT_OK(lse.download());
@@ -848,8 +862,8 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
            lse_h = mirror(lse);
     ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), d))
                   .run(Stream::host(), {},
-                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias ? bias_h.ref() : AnyTensorRef{}, out_h.mut(),
-                        lse_h.mut()}));
+                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias != none ? bias_h.ref() : AnyTensorRef{},
+                        out_h.mut(), lse_h.mut()}));
     ASSERT_OK(out_h.download());
     ASSERT_OK(lse_h.download());
     for (int64_t i = 0; i < out.shape.numel(); ++i)
@@ -863,19 +877,27 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     Tensor out_c = mirror(out_h, backend()), lse_c = mirror(lse_h, backend());
     harness::Buffer backward_workspace =
         unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(backward.workspace_size(), 1)));
-    ASSERT_OK(backward.run(stream(), {backward_workspace.data(), backward_workspace.size()},
-                           {q.ref(), k.ref(), v.ref(), c.bias ? bias.ref() : AnyTensorRef{}, out_c.ref(), dout.ref(),
-                            lse_c.ref(), dq.mut(), dk.mut(), dv.mut()}));
+    const Workspace bw{backward_workspace.data(), backward_workspace.size()};
+    ASSERT_OK(backward.run(stream(), bw,
+                           {q.ref(), k.ref(), v.ref(), bias_ref, out_c.ref(), dout.ref(), lse_c.ref(), dq.mut(),
+                            dk.mut(), dv.mut()}));
     for (Tensor* t : {&dq, &dk, &dv}) ASSERT_OK(t->download());
     Tensor dout_h = mirror(dout), dq_h = mirror(dq), dk_h = mirror(dk), dv_h = mirror(dv);
     ASSERT_OK(unwrap(AttentionBackwardPlan::select(Stream::host(), d))
                   .run(Stream::host(), {},
-                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias ? bias_h.ref() : AnyTensorRef{}, out_h.ref(),
-                        dout_h.ref(), lse_h.ref(), dq_h.mut(), dk_h.mut(), dv_h.mut()}));
+                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias != none ? bias_h.ref() : AnyTensorRef{},
+                        out_h.ref(), dout_h.ref(), lse_h.ref(), dq_h.mut(), dk_h.mut(), dv_h.mut()}));
     for (Tensor* t : {&dq_h, &dk_h, &dv_h}) ASSERT_OK(t->download());
     for (int64_t i = 0; i < dq.shape.numel(); ++i) expect_as_cpu(dq.at(i), dq_h.at(i), "dq", 0, i);
     for (int64_t i = 0; i < dk.shape.numel(); ++i) expect_as_cpu(dk.at(i), dk_h.at(i), "dk", 0, i);
     for (int64_t i = 0; i < dv.shape.numel(); ++i) expect_as_cpu(dv.at(i), dv_h.at(i), "dv", 0, i);
+    // dk alone: the same bits as with all three.
+    Tensor dk_only = output(dtype(), ks);
+    ASSERT_OK(backward.run(stream(), bw,
+                           {q.ref(), k.ref(), v.ref(), bias_ref, out_c.ref(), dout.ref(), lse_c.ref(), {},
+                            dk_only.mut(), {}}));
+    ASSERT_OK(dk_only.download());
+    for (int64_t i = 0; i < dk.shape.numel(); ++i) ASSERT_EQ(dk_only.at(i), dk.at(i)) << what << " dk alone " << i;
   }
 }
 

@@ -29,11 +29,13 @@ const DeviceTable& devices() {
     }
     if (t.count == 0) t.reason = "the CUDA runtime reports no device";
     for (int d = 0; d < t.count && d < DeviceTable::kMaxDevices; ++d) {
-      int major = 0, minor = 0, sms = 0;
+      int major = 0, minor = 0, sms = 0, block_shared = 0, sm_shared = 0;
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d);
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d);
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d);
-      t.info[d] = {major * 10 + minor, sms};
+      cudaDeviceGetAttribute(&block_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, d);
+      cudaDeviceGetAttribute(&sm_shared, cudaDevAttrMaxSharedMemoryPerMultiprocessor, d);
+      t.info[d] = {major * 10 + minor, sms, block_shared, sm_shared};
     }
     return t;
   }();

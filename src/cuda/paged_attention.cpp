@@ -15,6 +15,7 @@
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
 #include "cuda/jit/launch.hpp"
+#include "cuda/runtime.hpp"
 #include "ops/attention_problem.hpp"
 #include "ops/kv_cache_problem.hpp"
 #include "ops/validate.hpp"
@@ -24,7 +25,20 @@ namespace {
 
 constexpr int kThreads = 128;                  // device::kPagedThreads
 constexpr int64_t kSharedDefault = 48 * 1024;  // no opt-in needed
-constexpr int64_t kSharedLimit = 227 * 1024;   // sm_90's most a block, opted in (f64, head dims past 256)
+
+// The device's shared memory: a block's most, opted in (f64 and head dims past 256 need it), and an
+// SM's (sm_90's 227 and 228 KiB where the runtime cannot say).
+struct SharedLimits {
+  int64_t block = 227 * 1024, sm = 228 * 1024;
+};
+SharedLimits shared_limits(const PlanTarget& t) {
+  SharedLimits s;
+  if (Expected<CudaDeviceInfo> info = cuda_device_info(t.device); info && info->shared_per_block > 0) {
+    s.block = info->shared_per_block;
+    s.sm = std::max<int64_t>(info->shared_per_sm, s.block);
+  }
+  return s;
+}
 constexpr int64_t kMinSplitKeys = 256;         // a split's keys at least (its partial costs D_v + 1 values)
 constexpr int64_t kWaves = 8;                  // waves of blocks the splits aim for
 
@@ -37,9 +51,11 @@ int rows_kernel(int rows) { return rows == 1 ? 0 : rows == 2 ? 1 : rows == 4 ? 2
 struct PagedLayout {
   int rows = 1;
   int64_t chunks = 1, tile_keys = 1, pv_groups = 1, splits = 1, split_keys = 1, region_bytes = 0, shared = 0;
+  int64_t stages = 1;  // tiles in flight a block
   size_t workspace = 0;  // partial out and lse, [B, H_q, S_q, splits] rows, where splits > 1
   int64_t partial_out_offset = 0;
   bool too_large = false;  // that workspace past 2^40 values
+  bool fits = true;        // the tile fits the device's shared memory
 };
 
 PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
@@ -52,22 +68,28 @@ PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   const int64_t pitch = d.head_dim + 16 / elem;  // the vector path's (the scalar one's is shorter)
   l.pv_groups = d.head_dim_v <= 128 ? 4 : d.head_dim_v <= 256 ? 2 : 1;
   const int64_t sums = l.pv_groups * l.rows * d.head_dim_v * acc;
-  // The largest tile (up to a key a thread; two stages of it) within the default 48 KiB, else the
-  // largest past it.
-  auto fit = [&](int64_t limit) {
+  // The largest tile (up to a key a thread) of `stages` within `limit`.
+  auto fit = [&](int64_t stages, int64_t limit) {
+    l.stages = stages;
     for (l.tile_keys = kThreads;; l.tile_keys /= 2) {
       const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
-      l.region_bytes = round16(std::max(2 * tk * (pitch + d.head_dim_v) * elem, sums));  // two stages
-      l.shared = l.region_bytes + 32 * tk + 16 * l.rows + 16 +
+      l.region_bytes = round16(std::max(stages * tk * (pitch + d.head_dim_v) * elem, sums));
+      l.shared = l.region_bytes + 16 * stages * tk + 16 * l.rows + 16 +
                  (l.rows * d.head_dim + tk * l.rows + slices * tk * l.rows + 3 * l.rows) * acc;
       if (l.shared <= limit || tk == 1) return l.shared <= limit;
     }
   };
-  if (!fit(kSharedDefault)) fit(kSharedLimit);
+  // Two stages where tiles of 64 keys or more fit the default 48 KiB; else one stage of the largest
+  // tile there (a tile's barriers and softmax are a fixed cost, which tiles of 32 keys pay twice as
+  // often: bench/NOTES.md, eleventh session); else one stage past 48 KiB.
+  const SharedLimits limits = shared_limits(t);
+  if (!fit(2, kSharedDefault) || l.tile_keys < 64)
+    if (!fit(1, kSharedDefault)) fit(1, limits.block);
+  l.fits = l.shared <= limits.block;
   // Splits: enough blocks for kWaves waves of the blocks an SM holds (shared memory's count, and at most
   // the registers' bound, device::kPagedBlocksPerSm), each split at least kMinSplitKeys. Many waves keep the last
   // one's idle share small, and balance sequences of unequal lengths.
-  const int64_t per_sm = std::clamp<int64_t>(228 * 1024 / (l.shared + 1024), 1, elem == 8 ? 3 : 5);
+  const int64_t per_sm = std::clamp<int64_t>(limits.sm / (l.shared + 1024), 1, elem == 8 ? 3 : 5);
   const int64_t base = std::max<int64_t>(1, d.batch * d.heads_kv * l.chunks);
   const int64_t want = (kWaves * per_sm * std::max(t.sm_count, 1) + base - 1) / base;
   const int64_t most = std::max<int64_t>(1, (d.seq_kv + kMinSplitKeys - 1) / kMinSplitKeys);
@@ -108,16 +130,17 @@ struct BackwardLayout {
   int rows = 1;
   int64_t chunks = 1, tile_keys = 1, tiles = 0, tile_bytes = 0, shared = 0;
   size_t workspace = 0;
+  bool fits = true;  // the tile fits the device's shared memory
 };
 
-BackwardLayout backward_layout(const AttentionDescriptor& d) {
+BackwardLayout backward_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   BackwardLayout l;
   const int64_t group_rows = d.heads_q / std::max<int64_t>(d.heads_kv, 1) * d.seq_q;
   while (l.rows < 8 && l.rows < group_rows) l.rows *= 2;
   l.chunks = (group_rows + l.rows - 1) / l.rows;
   const auto elem = static_cast<int64_t>(dtype_size(d.dtype));
   const int64_t acc = d.dtype == DType::f64 ? 8 : 4, R = 8, dims = d.head_dim + d.head_dim_v;
-  // The largest tile (up to 64 keys) within 100 KiB (two blocks an SM), else within the most a block takes.
+  // The largest tile (up to 64 keys) within 96 KiB (two blocks an SM), else within the most a block takes.
   auto fit = [&](int64_t limit) {
     for (l.tile_keys = 64;; l.tile_keys /= 2) {
       const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
@@ -126,7 +149,8 @@ BackwardLayout backward_layout(const AttentionDescriptor& d) {
       if (l.shared <= limit || tk == 1) return l.shared <= limit;
     }
   };
-  if (!fit(100 * 1024)) fit(kSharedLimit);
+  const SharedLimits limits = shared_limits(t);
+  if (!fit(std::min<int64_t>(96 * 1024, limits.block))) l.fits = fit(limits.block);
   l.tiles = (d.seq_kv + l.tile_keys - 1) / l.tile_keys;
   l.workspace = static_cast<size_t>(round16(d.batch * d.heads_q * d.seq_q * acc));
   return l;
@@ -200,7 +224,7 @@ jit::Program kv_cache_program(int64_t element_size) {
 
 Expected<SplitKvChoice> split_kv_select(const PlanTarget& t, const AttentionDescriptor& d, std::string_view plan) {
   const PagedLayout l = paged_layout(t, d);
-  if (l.shared > kSharedLimit)
+  if (!l.fits)
     return plan_error(StatusCode::unsupported, plan, "descriptor.head_dim",
                       "the paged decode kernel's tile does not fit a block's shared memory at these head dims");
   if (l.too_large)
@@ -257,6 +281,7 @@ Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem
   p.splits = l.splits;
   p.split_keys = l.split_keys;
   p.tile_keys = l.tile_keys;
+  p.stages = l.stages;
   p.pv_groups = l.pv_groups;
   p.region_bytes = l.region_bytes;
   p.window_left = problem.mask.left;
@@ -282,8 +307,8 @@ Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem
 
 Expected<SplitKvChoice> split_kv_backward_select(const PlanTarget& t, const AttentionDescriptor& d,
                                                  std::string_view plan) {
-  const BackwardLayout l = backward_layout(d);
-  if (l.shared > kSharedLimit)
+  const BackwardLayout l = backward_layout(t, d);
+  if (!l.fits)
     return plan_error(StatusCode::unsupported, plan, "descriptor.head_dim",
                       "the split_kv backward's tile does not fit a block's shared memory at these head dims");
   const double blocks = static_cast<double>(d.batch) * static_cast<double>(d.heads_kv) *
@@ -302,7 +327,7 @@ Expected<SplitKvChoice> split_kv_backward_select(const PlanTarget& t, const Atte
 Status launch_split_kv_backward(const LaunchContext& ctx, const AttentionBackwardProblem& problem) {
   const AttentionDescriptor& d = problem.desc;
   const AttentionBackwardArgs& a = problem.args;
-  const BackwardLayout l = backward_layout(d);
+  const BackwardLayout l = backward_layout(ctx.target, d);
   device::AttentionBackwardParams p{};
   p.q = a.q.data;
   p.k = a.k.data;
@@ -349,7 +374,7 @@ Status launch_split_kv_backward(const LaunchContext& ctx, const AttentionBackwar
                               "split_kv_dq", shared);
         !s)
       return s;
-  if (const int64_t blocks = d.batch * d.heads_kv * l.tiles; blocks > 0)
+  if (const int64_t blocks = d.batch * d.heads_kv * l.tiles; blocks > 0 && (a.dk.data || a.dv.data))
     return launch_jit(m.kernels[4], blocks, kThreads, p, ctx.stream, "split_kv_dkdv", shared);
   return Status::ok();
 }

@@ -9,6 +9,8 @@ namespace baracuda::detail {
 struct CudaDeviceInfo {
   int arch = 0;  // compute capability * 10
   int sm_count = 0;
+  int shared_per_block = 0;  // bytes a block may opt in to (cudaDevAttrMaxSharedMemoryPerBlockOptin)
+  int shared_per_sm = 0;     // bytes an SM holds for its blocks
 };
 // Cached per device; an error (no GPU, bad ordinal) comes back as a Status.
 Expected<CudaDeviceInfo> cuda_device_info(int device);

@@ -346,7 +346,10 @@ struct AttentionHooks {
     }
     if (nothing_to_do(d)) return c;
     if (auto [field, why] = cudnn_refusal(d, kBackward); !field.empty())
-      return plan_error(StatusCode::unsupported, kPlan, field, why);
+      return forced ? plan_error(StatusCode::unsupported, kPlan, "preference.variant",
+                                 "'" + std::string(kVariants[*forced].name) + "' does not take this case: " + field +
+                                     ": " + why)
+                    : plan_error(StatusCode::unsupported, kPlan, field, why);
 #if BARACUDA_HAS_CUDA
     Expected<size_t> ws = cuda::attention_workspace(t, d, resolved_scale(d), kBackward, deterministic, kPlan);
     if (!ws) return ws.status();

@@ -89,7 +89,7 @@ struct AttentionProblem {
   DType bias_dtype = DType::f32;
   AttentionMask mask;
   AttentionArgs args;
-  bool split_kv = false;  // CUDA: the split-key kernel of ours (always with a paged cache), not cuDNN
+  bool split_kv = false;  // CUDA: the split-key kernel of ours (always for a paged cache), not cuDNN
 };
 
 struct AttentionBackwardProblem {

@@ -15,10 +15,13 @@
 // i + S_kv - S_q (bottom_right: FlashAttention's, the last query sees the last key). `causal` is
 // window_right 0 (a window_right of -1 reads as 0 then). The bias (dtype or f32) is added after the
 // soft-cap and may hold -inf. A row with no visible key (a fully masked row, also one whose bias is
-// -inf throughout) has out 0 and lse -inf, and the backward gives it zero gradients; CUDA refuses masks
-// that leave such rows, and a row whose bias is -inf throughout is there as cuDNN computes it.
-// CUDA (cuDNN's fused attention) takes f16 / bf16, head dims multiples of 8 up to 256, the masks and
-// the bias, no soft-cap; docs/OPS.md lists its refusals.
+// -inf throughout) has out 0 and lse -inf, and the backward gives it zero gradients (on CUDA through
+// cuDNN, a row whose bias is -inf throughout is there as cuDNN computes it).
+// CUDA runs cuDNN's fused attention (`cudnn`) where it serves: f16 / bf16, head dims multiples of 8 up
+// to 256, the masks and the bias, no soft-cap, no mask leaving a row with no key; the rest of the
+// dense cases (f32, f64, the soft-cap, head dims up to 512, such masks) runs `split_kv`, kernels of
+// ours on CUDA cores (far slower than cuDNN at prefill sizes; deterministic in both directions).
+// docs/OPS.md lists what is left refused.
 //
 //   AttentionBackwardPlan reads q, k, v, out, dout, lse (and the bias) and writes each of dq, dk, dv
 // (all optional): with P_ij = exp(s_ij - lse_i) recomputed from lse and D_i = dout_i . out_i,
@@ -32,7 +35,8 @@
 // head, kv tile) over the query heads and tiles in order, then dq per (b, q head, q tile)), without
 // atomics. On CUDA the default (`cudnn`) is cuDNN's backward, whose dq is summed by atomics (not
 // bit-identical across runs, as PyTorch's); with PlanPreference::determinism required the plan takes
-// `cudnn_deterministic`, cuDNN's deterministic algorithm, at some cost in speed.
+// `cudnn_deterministic`, cuDNN's deterministic algorithm, at some cost in speed. `split_kv`'s backward
+// has no atomics.
 //
 // Variable-length sequences (`varlen`, FlashAttention's varlen API): `batch` sequences packed along
 // one token dim, q [total_q, H_q, D], k [total_kv, H_kv, D], v [total_kv, H_kv, D_v],

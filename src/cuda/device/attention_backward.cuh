@@ -218,6 +218,7 @@ __global__ void __launch_bounds__(kBackwardThreads) split_kv_dq(const __grid_con
       sh.lse[r] = lse;
     }
   }
+  if (!a.dq) return;  // (delta alone asked for: dk and dv's)
   // The keys any row sees.
   int64 k_begin = a.seq_kv, k_end = 0;
   for (int r = 0; r < rows; ++r) {
@@ -254,8 +255,9 @@ __global__ void __launch_bounds__(kBackwardThreads) split_kv_dq(const __grid_con
       }
     }
   }
-  if (!a.dq) return;
-  for (int r = 0; r < rows; ++r) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r >= rows) break;
     const BackwardRow w = backward_row(a, hkv, row0 + r);
 #pragma unroll
     for (int u = 0; u < kCols; ++u) {

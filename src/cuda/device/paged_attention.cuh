@@ -55,8 +55,8 @@ __device__ __forceinline__ PagedWindow paged_window(const PagedAttentionParams& 
 }
 
 // Shared memory (host: cuda/paged_attention.cpp's paged_layout, the same layout):
-//   two stages of a k tile [tile_keys][k_pitch] T and a v tile [tile_keys][D_v] T (region_bytes:
-//   also the key groups' sums [pv_groups][R][D_v] Acc at the end), key offsets [2][tile_keys][2]
+//   `stages` (1 or 2) of a k tile [tile_keys][k_pitch] T and a v tile [tile_keys][D_v] T (region_bytes:
+//   also the key groups' sums [pv_groups][R][D_v] Acc at the end), key offsets [stages][tile_keys][2]
 //   int64, windows [R][2] int64,
 //   flag (16 bytes), q [R][D] Acc, scores [tile_keys][R] Acc, partial scores [slices][tile_keys][R] Acc,
 //   row state m, l, corr [R] Acc each.
@@ -65,8 +65,8 @@ __device__ __forceinline__ int64 paged_k_pitch(const PagedAttentionParams& p) {
   return p.vector_kv ? p.head_dim + kVectorWidth<T> : p.head_dim + 1;
 }
 
-// Blocks an SM holds, as the registers allow (host: cuda/paged_attention.cpp's blocks_per_sm): five
-// of 128 threads fit 96 registers without spills but for f64's rows.
+// Blocks an SM holds, as the registers allow (host: cuda/paged_attention.cpp's paged_layout counts on
+// it): five of 128 threads fit 96 registers without spills, but for f64's rows.
 template <class T>
 inline constexpr int kPagedBlocksPerSm = sizeof(T) == 8 ? 3 : 5;
 
@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
   const int rows = static_cast<int>(imin(R, rows_total - row0));
 
   T* k_tile = reinterpret_cast<T*>(shared);                            // [2 stages][k tile, v tile]
-  int64* key_at = reinterpret_cast<int64*>(shared + p.region_bytes);  // [2][tile_keys][2]: k and v row offsets
-  int64* window = key_at + 4 * TK;                                    // [R][2]: each row's [lo, hi)
+  int64* key_at = reinterpret_cast<int64*>(shared + p.region_bytes);  // [stages][tile_keys][2]: k and v offsets
+  int64* window = key_at + 2 * TK * p.stages;                         // [R][2]: each row's [lo, hi)
   int* flag = reinterpret_cast<int*>(window + 2 * R);
   Acc* q_s = reinterpret_cast<Acc*>(window + 2 * R + 2);  // (past the flag, 16-byte aligned)
   Acc* scores = q_s + R * D;
@@ -148,8 +148,10 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
 #pragma unroll
     for (int u = 0; u < kPairs; ++u) acc[r][u][0] = acc[r][u][1] = Acc(0);
 
-  // Two stages: the next tile's keys are located and their copies issued before this tile's math, so
-  // the loads of one overlap the arithmetic of the other.
+  // Two stages (where two tiles of 64 keys or more fit the default shared memory): the next tile's keys
+  // are located and their copies issued before this tile's math, so the loads of one overlap the
+  // arithmetic of the other. Else one stage of a larger tile (fewer barriers a key); other blocks of
+  // the SM cover the loads.
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
   const int tile_elems = TK * (kp + DV);
@@ -211,16 +213,27 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
   __syncthreads();  // the first tile's offsets are written
   if (k_begin < k_end) fetch(k_begin, 0);
   int stage = 0;
-  for (int64 t0 = k_begin; t0 < k_end; t0 += TK, stage ^= 1) {
+  const int stage_flip = p.stages == 2 ? 1 : 0;
+  for (int64 t0 = k_begin; t0 < k_end; t0 += TK, stage ^= stage_flip) {
     const int n = static_cast<int>(imin(TK, k_end - t0));  // keys in this tile
-    const bool more = t0 + TK < k_end;
-    // (the other stage's buffers were last read by the previous tile's math, before its last barrier)
-    if (more) locate(t0 + TK, stage ^ 1);
-    __syncthreads();  // the next tile's offsets are written; every thread is past the previous tile's values
-    if (more) {
-      fetch(t0 + TK, stage ^ 1);
-      copy_async_wait_one();  // this tile's copies landed (the next tile's may be in flight)
+    if (p.stages == 2) {
+      const bool more = t0 + TK < k_end;
+      // (the other stage's buffers were last read by the previous tile's math, before its last barrier)
+      if (more) locate(t0 + TK, stage ^ 1);
+      __syncthreads();  // the next tile's offsets are written; every thread is past the previous tile's values
+      if (more) {
+        fetch(t0 + TK, stage ^ 1);
+        copy_async_wait_one();  // this tile's copies landed (the next tile's may be in flight)
+      } else {
+        copy_async_wait_all();
+      }
     } else {
+      if (t0 != k_begin) {  // one stage: this tile's offsets and copies once the previous tile's math is done
+        __syncthreads();
+        locate(t0, 0);
+        __syncthreads();
+        fetch(t0, 0);
+      }
       copy_async_wait_all();
     }
     __syncthreads();

@@ -249,7 +249,7 @@ struct PagedAttentionParams {
   long long block_size, num_blocks, max_blocks;
   long long q_strides[4], k_strides[4], v_strides[4], out_strides[4], lse_strides[3];
   long long table_strides[2], seq_lens_stride;
-  long long splits, split_keys, tile_keys, pv_groups;
+  long long splits, split_keys, tile_keys, pv_groups, stages;  // stages: 1 or 2 tiles in flight
   long long region_bytes;               // shared memory before the key offsets: the k and v tiles, or the groups' sums
   long long window_left, window_right;  // -1: unbounded (causal: window_right 0)
   int bottom_right;

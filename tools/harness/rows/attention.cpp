@@ -255,10 +255,10 @@ std::vector<std::unique_ptr<OpRow>> attention_rows() {
   const Gradient gradient{"dout", "out", {{"dq", "q"}, {"dk", "k"}, {"dv", "v"}}};
   // CUDA (cuDNN's fused attention) takes f16 / bf16 with head dims multiples of 8 up to 256, masks and
   // the bias but no soft-cap nor fully masked rows (ops/attention.cpp's cudnn_refusal), and views
-  // cuDNN's kernels read (cuda/attention.cpp's view_refusal). The forward takes the other dense
-  // descriptors through split_kv (a kernel of ours); what is left (the backward of those, packed
-  // sequences in f32 / f64, views cuDNN refuses) is refused, naming the descriptor's field at select
-  // or the view's at run.
+  // cuDNN's kernels read (cuda/attention.cpp's view_refusal). Both directions take the other dense
+  // descriptors through split_kv (kernels of ours); what is left (packed sequences in f32 / f64 or
+  // with the soft-cap, views cuDNN refuses) is refused, naming the descriptor's field at select or
+  // the view's at run.
   RowSpec<AttentionPlan> forward{samples_of<false>, forward_reference, harness::tolerance, {}, errors()};
   forward.cuda_partial = true;
   // The forward as PyTorch's without autograd runs it: no lse written.
