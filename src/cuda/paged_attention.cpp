@@ -144,8 +144,9 @@ BackwardLayout backward_layout(const PlanTarget& t, const AttentionDescriptor& d
   auto fit = [&](int64_t limit) {
     for (l.tile_keys = 64;; l.tile_keys /= 2) {
       const int64_t tk = l.tile_keys, slices = std::max<int64_t>(1, kThreads / tk);
-      l.tile_bytes = round16(tk * dims * elem);
-      l.shared = l.tile_bytes + acc * (R * dims + 2 * slices * tk * R + 2 * tk * R + 2 * R + tk * dims);
+      const int64_t pad = elem == 2 ? 2 : 1;  // device::kBackwardPad: k and v rows padded, dk and dv by 1
+      l.tile_bytes = round16(tk * (dims + 2 * pad) * elem);
+      l.shared = l.tile_bytes + acc * (R * dims + 2 * slices * tk * R + 2 * tk * R + 2 * R + tk * (dims + 2));
       if (l.shared <= limit || tk == 1) return l.shared <= limit;
     }
   };

@@ -17,9 +17,12 @@ namespace baracuda::device {
 inline constexpr int kBackwardThreads = 128;
 
 // Shared memory (host: cuda/paged_attention.cpp's backward_layout, the same layout), Acc unless said:
-//   k tile [tile_keys][D] T, v tile [tile_keys][D_v] T, q [R][D], dout [R][D_v], partial dots
-//   [2][slices][tile_keys][R], p and dx [tile_keys][R] each, lse and delta [R] each; then (used by
-//   split_kv_dkdv) dk [tile_keys][D] and dv [tile_keys][D_v].
+//   k tile [tile_keys][D + pad] T, v tile [tile_keys][D_v + pad] T, q [R][D], dout [R][D_v], partial
+//   dots [2][slices][R][tile_keys], p and dx [R][tile_keys] each, lse and delta [R] each; then (used by
+//   split_kv_dkdv) dk [tile_keys][D + 1] and dv [tile_keys][D_v + 1]. The padded rows put the keys a
+//   warp reads at once (a key a thread) in different banks.
+template <class T>
+inline constexpr int kBackwardPad = sizeof(T) == 2 ? 2 : 1;
 template <class T, int R>
 struct BackwardShared {
   T* k;
@@ -33,13 +36,17 @@ struct BackwardShared {
   acc_t<T>* delta;
   acc_t<T>* dk;
   acc_t<T>* dv;
-  int slices;
+  int slices, kp, vp, dkp, dvp;  // the pitches of k, v, dk, dv
   __device__ BackwardShared(unsigned char* base, const AttentionBackwardParams& a) {
     using Acc = acc_t<T>;
     const int TK = static_cast<int>(a.tile_keys);
     slices = kBackwardThreads / TK > 0 ? kBackwardThreads / TK : 1;
+    kp = static_cast<int>(a.head_dim) + kBackwardPad<T>;
+    vp = static_cast<int>(a.head_dim_v) + kBackwardPad<T>;
+    dkp = static_cast<int>(a.head_dim) + 1;
+    dvp = static_cast<int>(a.head_dim_v) + 1;
     k = reinterpret_cast<T*>(base);
-    v = k + TK * a.head_dim;
+    v = k + TK * kp;
     Acc* x = reinterpret_cast<Acc*>(base + a.tile_bytes);  // (tile_bytes: rounded to 16)
     q = x;
     dout = q + R * a.head_dim;
@@ -49,7 +56,7 @@ struct BackwardShared {
     lse = dx + TK * R;
     delta = lse + R;
     dk = delta + R;
-    dv = dk + TK * a.head_dim;
+    dv = dk + TK * dkp;
   }
 };
 
@@ -102,9 +109,9 @@ __device__ void backward_load_keys(const AttentionBackwardParams& a, const Backw
     const int j = i / (D + DV), e = i - j * (D + DV);
     const int64 key = t0 + j;
     if (e < D)
-      sh.k[j * D + e] = k[b * a.k_strides[0] + key * a.k_strides[1] + hkv * a.k_strides[2] + e * a.k_strides[3]];
+      sh.k[j * sh.kp + e] = k[b * a.k_strides[0] + key * a.k_strides[1] + hkv * a.k_strides[2] + e * a.k_strides[3]];
     else
-      sh.v[j * DV + e - D] =
+      sh.v[j * sh.vp + e - D] =
           v[b * a.v_strides[0] + key * a.v_strides[1] + hkv * a.v_strides[2] + (e - D) * a.v_strides[3]];
   }
 }
@@ -124,26 +131,26 @@ __device__ void backward_probabilities(const AttentionBackwardParams& a, const B
     for (int r = 0; r < R; ++r) qk[r] = dv[r] = Acc(0);
     if (lane < n) {
       for (int e = D * slice / slices; e < D * (slice + 1) / slices; ++e) {
-        const Acc kx = to_acc<Acc>(sh.k[lane * D + e]);
+        const Acc kx = to_acc<Acc>(sh.k[lane * sh.kp + e]);
 #pragma unroll
         for (int r = 0; r < R; ++r) qk[r] += sh.q[r * D + e] * kx;
       }
       for (int e = DV * slice / slices; e < DV * (slice + 1) / slices; ++e) {
-        const Acc vx = to_acc<Acc>(sh.v[lane * DV + e]);
+        const Acc vx = to_acc<Acc>(sh.v[lane * sh.vp + e]);
 #pragma unroll
         for (int r = 0; r < R; ++r) dv[r] += sh.dout[r * DV + e] * vx;
       }
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      sh.partial[((0 * slices + slice) * TK + lane) * R + r] = qk[r];
-      sh.partial[((1 * slices + slice) * TK + lane) * R + r] = dv[r];
+      sh.partial[((0 * slices + slice) * R + r) * TK + lane] = qk[r];
+      sh.partial[((1 * slices + slice) * R + r) * TK + lane] = dv[r];
     }
   }
   __syncthreads();
   const Acc scale = static_cast<Acc>(a.scale), softcap = static_cast<Acc>(a.softcap);
   for (int i = tid; i < TK * R; i += kBackwardThreads) {
-    const int j = i / R, r = i - j * R;
+    const int r = i / TK, j = i - r * TK;
     Acc p = Acc(0), dx = Acc(0);
     const int64 key = t0 + j;
     if (j < n && r < rows) {
@@ -151,8 +158,8 @@ __device__ void backward_probabilities(const AttentionBackwardParams& a, const B
       const PagedWindow win = backward_window(a, w.s);
       Acc s = Acc(0), dp = Acc(0);
       for (int sl = 0; sl < slices; ++sl) {
-        s += sh.partial[((0 * slices + sl) * TK + j) * R + r];
-        dp += sh.partial[((1 * slices + sl) * TK + j) * R + r];
+        s += sh.partial[((0 * slices + sl) * R + r) * TK + j];
+        dp += sh.partial[((1 * slices + sl) * R + r) * TK + j];
       }
       s *= scale;
       Acc slope = Acc(1);  // d cap(x) / dx
@@ -174,8 +181,8 @@ __device__ void backward_probabilities(const AttentionBackwardParams& a, const B
         dx = p * (dp - sh.delta[r]) * slope * scale;
       }
     }
-    sh.p[j * R + r] = p;
-    sh.dx[j * R + r] = dx;
+    sh.p[r * TK + j] = p;
+    sh.dx[r * TK + j] = dx;
   }
   __syncthreads();
 }
@@ -244,12 +251,12 @@ __global__ void __launch_bounds__(kBackwardThreads) split_kv_dq(const __grid_con
     for (int j = 0; j < n; ++j) {
       Acc x[R];
 #pragma unroll
-      for (int r = 0; r < R; ++r) x[r] = sh.dx[j * R + r];
+      for (int r = 0; r < R; ++r) x[r] = sh.dx[r * TK + j];
 #pragma unroll
       for (int u = 0; u < kCols; ++u) {
         const int c = tid + u * kBackwardThreads;
         if (c >= D) break;
-        const Acc kx = to_acc<Acc>(sh.k[j * D + c]);
+        const Acc kx = to_acc<Acc>(sh.k[j * sh.kp + c]);
 #pragma unroll
         for (int r = 0; r < R; ++r) dq[r][u] += x[r] * kx;
       }
@@ -282,7 +289,7 @@ __global__ void __launch_bounds__(kBackwardThreads)
   const int64 t0 = tile * TK;
   const int n = static_cast<int>(imin(TK, a.seq_kv - t0));
   backward_load_keys<T, R>(a, sh, b, hkv, t0, n);
-  for (int i = tid; i < TK * (D + DV); i += kBackwardThreads) sh.dk[i] = Acc(0);  // (dv follows dk)
+  for (int i = tid; i < TK * (sh.dkp + sh.dvp); i += kBackwardThreads) sh.dk[i] = Acc(0);  // (dv follows dk)
   // Element (j, c) of dk and dv is thread ((c % slices) * TK + j)'s alone.
   const int slices = sh.slices, slice = tid / TK, lane = tid - slice * TK;
   const int64 rows_total = a.group * a.seq_q;
@@ -311,16 +318,16 @@ __global__ void __launch_bounds__(kBackwardThreads)
     backward_probabilities<T, R>(a, sh, b, hkv, row0, rows, t0, n);
     if (slice < slices && lane < n) {
       for (int c = slice; c < D; c += slices) {
-        Acc sum = sh.dk[lane * D + c];
+        Acc sum = sh.dk[lane * sh.dkp + c];
 #pragma unroll
-        for (int r = 0; r < R; ++r) sum += sh.dx[lane * R + r] * sh.q[r * D + c];
-        sh.dk[lane * D + c] = sum;
+        for (int r = 0; r < R; ++r) sum += sh.dx[r * TK + lane] * sh.q[r * D + c];
+        sh.dk[lane * sh.dkp + c] = sum;
       }
       for (int c = slice; c < DV; c += slices) {
-        Acc sum = sh.dv[lane * DV + c];
+        Acc sum = sh.dv[lane * sh.dvp + c];
 #pragma unroll
-        for (int r = 0; r < R; ++r) sum += sh.p[lane * R + r] * sh.dout[r * DV + c];
-        sh.dv[lane * DV + c] = sum;
+        for (int r = 0; r < R; ++r) sum += sh.p[r * TK + lane] * sh.dout[r * DV + c];
+        sh.dv[lane * sh.dvp + c] = sum;
       }
     }
   }
@@ -331,10 +338,10 @@ __global__ void __launch_bounds__(kBackwardThreads)
     if (e < D) {
       if (a.dk)
         static_cast<T*>(a.dk)[b * a.dk_strides[0] + key * a.dk_strides[1] + hkv * a.dk_strides[2] +
-                              e * a.dk_strides[3]] = round_to<T>(sh.dk[j * D + e]);
+                              e * a.dk_strides[3]] = round_to<T>(sh.dk[j * sh.dkp + e]);
     } else if (a.dv) {
       static_cast<T*>(a.dv)[b * a.dv_strides[0] + key * a.dv_strides[1] + hkv * a.dv_strides[2] +
-                            (e - D) * a.dv_strides[3]] = round_to<T>(sh.dv[j * DV + e - D]);
+                            (e - D) * a.dv_strides[3]] = round_to<T>(sh.dv[j * sh.dvp + e - D]);
     }
   }
 }
