@@ -40,6 +40,13 @@ class AttentionTest : public testing::BackendDTypeTest {
   Tensor host(DType dtype, const Shape& shape) {
     return unwrap(harness::random_tensor(Backend::cpu, dtype, {shape, {}, false, 0}, rng_));
   }
+  // A tensor of the same values and strides on `to` (the CPU references of the CUDA cases).
+  Tensor mirror(const Tensor& t, Backend to = Backend::cpu) {
+    Tensor m = unwrap(harness::random_tensor(to, t.dtype, {t.shape, t.strides, true, 0}, rng_));
+    m.host = t.host;
+    EXPECT_TRUE(m.upload().is_ok());
+    return m;
+  }
   // A value against the CPU's: the same bits on the CPU; on CUDA, whose kernels are not the CPU's,
   // within the tolerance (an infinity exactly).
   void expect_as_cpu(double got, double want, const char* what, int64_t b, int64_t i) const {
@@ -734,12 +741,6 @@ TEST_P(AttentionTest, PagedDecodeMatchesTheCpuAtServingSizes) {
                     Strides{c.block_size * c.heads_kv * row, c.heads_kv * row, row, 1}, true);
     };
     // The same values on the CPU.
-    auto mirror = [&](const Tensor& t) {
-      Tensor m = unwrap(harness::random_tensor(Backend::cpu, t.dtype, {t.shape, t.strides, true, 0}, rng_));
-      m.host = t.host;
-      EXPECT_TRUE(m.upload().is_ok());
-      return m;
-    };
     Tensor q = random(dtype(), {B, c.seq_q, c.heads_q, c.dim}), kc = cache(c.dim), vc = cache(c.dim_v);
     Tensor out = output(dtype(), {B, c.seq_q, c.heads_q, c.dim_v}), lse = output(acc(), {B, c.heads_q, c.seq_q});
     const std::vector<int32_t> table_values(blocks.begin(), blocks.begin() + B * max_blocks);
@@ -852,12 +853,6 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     ASSERT_OK(plan.run(stream(), {workspace.data(), workspace.size()}, args));
     ASSERT_OK(out.download());
     ASSERT_OK(lse.download());
-    auto mirror = [&](const Tensor& t, Backend to = Backend::cpu) {
-      Tensor m = unwrap(harness::random_tensor(to, t.dtype, {t.shape, t.strides, true, 0}, rng_));
-      m.host = t.host;
-      EXPECT_TRUE(m.upload().is_ok());
-      return m;
-    };
     Tensor q_h = mirror(q), k_h = mirror(k), v_h = mirror(v), bias_h = mirror(bias), out_h = mirror(out),
            lse_h = mirror(lse);
     ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), d))

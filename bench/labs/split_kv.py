@@ -6,26 +6,15 @@ backward (median of CUDA-event samples).
 
     PYTHONPATH=<built python module> python3 bench/labs/split_kv.py
 """
-import statistics
-
 import torch
 import torch.nn.functional as F
+from paged_decode import median_ms as batched_median_ms  # (this script's folder is on sys.path)
 
 import baracuda as bc
 
 
-def median_ms(fn, iters=10, warmup=2):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+def median_ms(fn):
+    return batched_median_ms(fn, 10, warmup=2, batch=1)
 
 
 def capped(q, k, v, softcap, causal):

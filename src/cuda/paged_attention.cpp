@@ -171,6 +171,36 @@ void copy4(long long (&to)[4], const View& v) {
   for (int i = 0; i < 4; ++i) to[i] = v.strides[i];
 }
 
+// The fields the forward's and the backward's params share (of the same names): q, k, v and the bias,
+// the sizes, the mask, the scale and the soft-cap.
+template <class Params, class Problem>
+void set_shared_fields(Params& p, const Problem& problem) {
+  const AttentionDescriptor& d = problem.desc;
+  const auto& a = problem.args;
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  copy4(p.q_strides, a.q);
+  copy4(p.k_strides, a.k);
+  copy4(p.v_strides, a.v);
+  p.bias = d.has_bias ? a.bias.data : nullptr;
+  if (d.has_bias) copy4(p.bias_strides, a.bias);
+  p.bias_f32 = problem.bias_dtype == DType::f32 ? 1 : 0;
+  p.batch = d.batch;
+  p.seq_q = d.seq_q;
+  p.seq_kv = d.seq_kv;
+  p.heads_q = d.heads_q;
+  p.heads_kv = d.heads_kv;
+  p.group = d.heads_q / d.heads_kv;
+  p.head_dim = d.head_dim;
+  p.head_dim_v = d.head_dim_v;
+  p.window_left = problem.mask.left;
+  p.window_right = problem.mask.right;
+  p.bottom_right = d.alignment == CausalAlignment::bottom_right ? 1 : 0;
+  p.scale = problem.scale;
+  p.softcap = d.softcap;
+}
+
 }  // namespace
 
 jit::Program paged_attention_program(DType t) {
@@ -245,33 +275,17 @@ Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem
   const AttentionArgs& a = problem.args;
   const PagedLayout l = paged_layout(ctx.target, d);
   device::PagedAttentionParams p{};
-  p.q = a.q.data;
-  p.k = a.k.data;
-  p.v = a.v.data;
+  set_shared_fields(p, problem);
   p.out = a.out.data;
   p.lse = a.lse.data;
   p.paged = d.paged ? 1 : 0;
   p.table = static_cast<const int*>(a.block_table.data);
   p.seq_lens = static_cast<const int*>(a.seq_lens_kv.data);
-  p.bias = d.has_bias ? a.bias.data : nullptr;
-  if (d.has_bias) copy4(p.bias_strides, a.bias);
-  p.bias_f32 = problem.bias_dtype == DType::f32 ? 1 : 0;
   p.partial_lse = ctx.workspace.data;
   if (l.splits > 1) p.partial_out = static_cast<unsigned char*>(ctx.workspace.data) + l.partial_out_offset;
-  p.batch = d.batch;
-  p.seq_q = d.seq_q;
-  p.seq_kv = d.seq_kv;
-  p.heads_q = d.heads_q;
-  p.heads_kv = d.heads_kv;
-  p.group = d.heads_q / d.heads_kv;
-  p.head_dim = d.head_dim;
-  p.head_dim_v = d.head_dim_v;
   p.block_size = d.block_size;
   p.num_blocks = d.num_blocks;
   p.max_blocks = d.max_blocks;
-  copy4(p.q_strides, a.q);
-  copy4(p.k_strides, a.k);
-  copy4(p.v_strides, a.v);
   copy4(p.out_strides, a.out);
   for (int i = 0; i < 3; ++i) p.lse_strides[i] = a.lse.data ? a.lse.strides[i] : 0;
   if (d.paged) {
@@ -285,12 +299,7 @@ Status launch_split_kv(const LaunchContext& ctx, const AttentionProblem& problem
   p.stages = l.stages;
   p.pv_groups = l.pv_groups;
   p.region_bytes = l.region_bytes;
-  p.window_left = problem.mask.left;
-  p.window_right = problem.mask.right;
-  p.bottom_right = d.alignment == CausalAlignment::bottom_right ? 1 : 0;
   p.vector_kv = vector_rows(a.k) && vector_rows(a.v) ? 1 : 0;
-  p.scale = problem.scale;
-  p.softcap = d.softcap;
   const jit::Module& m = jit_module(ctx);
   const int which = rows_kernel(l.rows);
   void* args[] = {&p};
@@ -330,43 +339,22 @@ Status launch_split_kv_backward(const LaunchContext& ctx, const AttentionBackwar
   const AttentionBackwardArgs& a = problem.args;
   const BackwardLayout l = backward_layout(ctx.target, d);
   device::AttentionBackwardParams p{};
-  p.q = a.q.data;
-  p.k = a.k.data;
-  p.v = a.v.data;
+  set_shared_fields(p, problem);
   p.out = a.out.data;
   p.dout = a.dout.data;
   p.lse = a.lse.data;
-  p.bias = d.has_bias ? a.bias.data : nullptr;
-  p.bias_f32 = problem.bias_dtype == DType::f32 ? 1 : 0;
   p.dq = a.dq.data;
   p.dk = a.dk.data;
   p.dv = a.dv.data;
   p.delta = ctx.workspace.data;
-  copy4(p.q_strides, a.q);
-  copy4(p.k_strides, a.k);
-  copy4(p.v_strides, a.v);
   copy4(p.out_strides, a.out);
   copy4(p.dout_strides, a.dout);
   if (a.dq.data) copy4(p.dq_strides, a.dq);
   if (a.dk.data) copy4(p.dk_strides, a.dk);
   if (a.dv.data) copy4(p.dv_strides, a.dv);
-  if (d.has_bias) copy4(p.bias_strides, a.bias);
   for (int i = 0; i < 3; ++i) p.lse_strides[i] = a.lse.strides[i];
-  p.batch = d.batch;
-  p.seq_q = d.seq_q;
-  p.seq_kv = d.seq_kv;
-  p.heads_q = d.heads_q;
-  p.heads_kv = d.heads_kv;
-  p.group = d.heads_q / d.heads_kv;
-  p.head_dim = d.head_dim;
-  p.head_dim_v = d.head_dim_v;
   p.tile_keys = l.tile_keys;
   p.tile_bytes = l.tile_bytes;
-  p.window_left = problem.mask.left;
-  p.window_right = problem.mask.right;
-  p.bottom_right = d.alignment == CausalAlignment::bottom_right ? 1 : 0;
-  p.scale = problem.scale;
-  p.softcap = d.softcap;
   const jit::Module& m = jit_module(ctx);
   const auto shared = static_cast<size_t>(l.shared);
   // (dq's pass first: it writes delta, which dkdv's reads)
