@@ -781,10 +781,10 @@ TEST_P(AttentionTest, PagedDecodeMatchesTheCpuAtServingSizes) {
 }
 
 // What cuDNN refuses, on CUDA through split_kv (the paged decode's kernel over dense k and v, and the
-// backward of ours), forward and backward against the CPU: f32 and f64, the soft-cap with a causal window, head dims off cuDNN's (not 16-byte rows:
-// the scalar tile loads; past 256), rows with no key, a bias (f32 beside 16-bit data, broadcast over
-// the heads, a row of -inf), no keys at all, [B, H, S, D] buffers, keys split and merged (1000 keys,
-// 3 queries), long query runs (300 rows: the rows a block chunked).
+// backward of ours), forward and backward against the CPU: f32 and f64, the soft-cap with a causal window, head dims
+// off cuDNN's (not 16-byte rows: the scalar tile loads; past 256), rows with no key, a bias (f32 beside 16-bit data,
+// broadcast over the heads, a row of -inf), no keys at all, [B, H, S, D] buffers, keys split and merged (1000 keys, 3
+// queries), long query runs (300 rows: the rows a block chunked).
 TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
   if (backend() != Backend::cuda) GTEST_SKIP() << "the CPU is the reference here";
   enum Bias { none, same, f32 };  // the bias: none, in the data's dtype, in f32
@@ -805,8 +805,8 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
       {5, 11, 2, 2, 264, 264, true, bottom, -1, -1, 0.0, none, false},
       {33, 17, 4, 2, 32, 32, true, bottom, -1, -1, 0.0, none, false},  // rows 0..15 see no key
       {6, 9, 2, 1, 16, 16, false, top, -1, -1, 10.0, f32, false},
-      {4, 0, 2, 1, 16, 16, false, top, -1, -1, 5.0, none, false},   // no key
-      {0, 9, 2, 1, 16, 16, false, top, -1, -1, 5.0, none, false},   // no query: dk, dv 0
+      {4, 0, 2, 1, 16, 16, false, top, -1, -1, 5.0, none, false},  // no key
+      {0, 9, 2, 1, 16, 16, false, top, -1, -1, 5.0, none, false},  // no query: dk, dv 0
       {3, 1000, 32, 4, 128, 128, true, bottom, -1, -1, 50.0, none, true},
       {300, 300, 2, 2, 64, 64, true, top, -1, -1, 20.0, none, false},
   };
@@ -828,14 +828,15 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     d.has_bias = c.bias != none;
     if (c.bias == f32) d.bias_dtype = DType::f32;
     const DType bias_dtype = c.bias == f32 ? DType::f32 : dtype();
-    const std::string what = "seq_q " + std::to_string(c.seq_q) + ", seq_kv " + std::to_string(c.seq_kv) + ", D " +
-                             std::to_string(c.dim);
+    const std::string what =
+        "seq_q " + std::to_string(c.seq_q) + ", seq_kv " + std::to_string(c.seq_kv) + ", D " + std::to_string(c.dim);
     const Shape qs{2, c.seq_q, c.heads_q, c.dim}, ks{2, c.seq_kv, c.heads_kv, c.dim},
         vs{2, c.seq_kv, c.heads_kv, c.dim_v}, os{2, c.seq_q, c.heads_q, c.dim_v};
     auto view = [&](const Shape& shape) {
       return c.head_major ? random(dtype(), shape, bhsd(shape), true) : random(dtype(), shape);
     };
-    Tensor q = view(qs), k = view(ks), v = view(vs), out = output(dtype(), os), lse = output(acc(), {2, c.heads_q, c.seq_q});
+    Tensor q = view(qs), k = view(ks), v = view(vs), out = output(dtype(), os),
+           lse = output(acc(), {2, c.heads_q, c.seq_q});
     // The bias broadcast over the heads, query 2's row -inf throughout.
     Tensor bias = random(bias_dtype, {2, c.heads_q, c.seq_q, c.seq_kv}, {c.seq_q * c.seq_kv, 0, c.seq_kv, 1}, true);
     if (c.bias != none) {
@@ -857,8 +858,8 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
            lse_h = mirror(lse);
     ASSERT_OK(unwrap(AttentionPlan::select(Stream::host(), d))
                   .run(Stream::host(), {},
-                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias != none ? bias_h.ref() : AnyTensorRef{},
-                        out_h.mut(), lse_h.mut()}));
+                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias != none ? bias_h.ref() : AnyTensorRef{}, out_h.mut(),
+                        lse_h.mut()}));
     ASSERT_OK(out_h.download());
     ASSERT_OK(lse_h.download());
     for (int64_t i = 0; i < out.shape.numel(); ++i)
@@ -873,24 +874,24 @@ TEST_P(AttentionTest, SplitKvMatchesTheCpuWhereCudnnRefuses) {
     harness::Buffer backward_workspace =
         unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(backward.workspace_size(), 1)));
     const Workspace bw{backward_workspace.data(), backward_workspace.size()};
-    ASSERT_OK(backward.run(stream(), bw,
-                           {q.ref(), k.ref(), v.ref(), bias_ref, out_c.ref(), dout.ref(), lse_c.ref(), dq.mut(),
-                            dk.mut(), dv.mut()}));
+    ASSERT_OK(backward.run(
+        stream(), bw,
+        {q.ref(), k.ref(), v.ref(), bias_ref, out_c.ref(), dout.ref(), lse_c.ref(), dq.mut(), dk.mut(), dv.mut()}));
     for (Tensor* t : {&dq, &dk, &dv}) ASSERT_OK(t->download());
     Tensor dout_h = mirror(dout), dq_h = mirror(dq), dk_h = mirror(dk), dv_h = mirror(dv);
     ASSERT_OK(unwrap(AttentionBackwardPlan::select(Stream::host(), d))
                   .run(Stream::host(), {},
-                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias != none ? bias_h.ref() : AnyTensorRef{},
-                        out_h.ref(), dout_h.ref(), lse_h.ref(), dq_h.mut(), dk_h.mut(), dv_h.mut()}));
+                       {q_h.ref(), k_h.ref(), v_h.ref(), c.bias != none ? bias_h.ref() : AnyTensorRef{}, out_h.ref(),
+                        dout_h.ref(), lse_h.ref(), dq_h.mut(), dk_h.mut(), dv_h.mut()}));
     for (Tensor* t : {&dq_h, &dk_h, &dv_h}) ASSERT_OK(t->download());
     for (int64_t i = 0; i < dq.shape.numel(); ++i) expect_as_cpu(dq.at(i), dq_h.at(i), "dq", 0, i);
     for (int64_t i = 0; i < dk.shape.numel(); ++i) expect_as_cpu(dk.at(i), dk_h.at(i), "dk", 0, i);
     for (int64_t i = 0; i < dv.shape.numel(); ++i) expect_as_cpu(dv.at(i), dv_h.at(i), "dv", 0, i);
     // dk alone: the same bits as with all three.
     Tensor dk_only = output(dtype(), ks);
-    ASSERT_OK(backward.run(stream(), bw,
-                           {q.ref(), k.ref(), v.ref(), bias_ref, out_c.ref(), dout.ref(), lse_c.ref(), {},
-                            dk_only.mut(), {}}));
+    ASSERT_OK(backward.run(
+        stream(), bw,
+        {q.ref(), k.ref(), v.ref(), bias_ref, out_c.ref(), dout.ref(), lse_c.ref(), {}, dk_only.mut(), {}}));
     ASSERT_OK(dk_only.download());
     for (int64_t i = 0; i < dk.shape.numel(); ++i) ASSERT_EQ(dk_only.at(i), dk.at(i)) << what << " dk alone " << i;
   }

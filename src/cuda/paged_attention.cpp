@@ -39,8 +39,8 @@ SharedLimits shared_limits(const PlanTarget& t) {
   }
   return s;
 }
-constexpr int64_t kMinSplitKeys = 256;         // a split's keys at least (its partial costs D_v + 1 values)
-constexpr int64_t kWaves = 8;                  // waves of blocks the splits aim for
+constexpr int64_t kMinSplitKeys = 256;  // a split's keys at least (its partial costs D_v + 1 values)
+constexpr int64_t kWaves = 8;           // waves of blocks the splits aim for
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -51,7 +51,7 @@ int rows_kernel(int rows) { return rows == 1 ? 0 : rows == 2 ? 1 : rows == 4 ? 2
 struct PagedLayout {
   int rows = 1;
   int64_t chunks = 1, tile_keys = 1, pv_groups = 1, splits = 1, split_keys = 1, region_bytes = 0, shared = 0;
-  int64_t stages = 1;  // tiles in flight a block
+  int64_t stages = 1;    // tiles in flight a block
   size_t workspace = 0;  // partial out and lse, [B, H_q, S_q, splits] rows, where splits > 1
   int64_t partial_out_offset = 0;
   bool too_large = false;  // that workspace past 2^40 values
@@ -321,8 +321,8 @@ Expected<SplitKvChoice> split_kv_backward_select(const PlanTarget& t, const Atte
   if (!l.fits)
     return plan_error(StatusCode::unsupported, plan, "descriptor.head_dim",
                       "the split_kv backward's tile does not fit a block's shared memory at these head dims");
-  const double blocks = static_cast<double>(d.batch) * static_cast<double>(d.heads_kv) *
-                        static_cast<double>(std::max(l.chunks, l.tiles));
+  const double blocks =
+      static_cast<double>(d.batch) * static_cast<double>(d.heads_kv) * static_cast<double>(std::max(l.chunks, l.tiles));
   if (blocks > INT32_MAX ||
       static_cast<double>(d.batch) * static_cast<double>(d.heads_q) * static_cast<double>(d.seq_q) > 0x1p40)
     return plan_error(StatusCode::unsupported, plan, "descriptor.batch",

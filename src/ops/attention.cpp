@@ -433,7 +433,8 @@ struct AttentionHooks {
                                       ctx.choice.variant == static_cast<int>(AttentionVariant::cudnn_deterministic),
                                       split_kv(ctx.choice)};
     else
-      return AttentionProblem{d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args), split_kv(ctx.choice)};
+      return AttentionProblem{
+          d, resolved_scale(d), bias_dtype_of(d), attention_mask(d), used(d, args), split_kv(ctx.choice)};
   }
 };
 

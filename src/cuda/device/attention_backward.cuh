@@ -79,8 +79,8 @@ __device__ __forceinline__ PagedWindow backward_window(const AttentionBackwardPa
 
 // The rows' q and dout (in Acc) and lse into shared memory; rows past `rows` zero, lse -inf.
 template <class T, int R>
-__device__ void backward_load_rows(const AttentionBackwardParams& a, const BackwardShared<T, R>& sh, int64 b,
-                                   int64 hkv, int64 row0, int rows) {
+__device__ void backward_load_rows(const AttentionBackwardParams& a, const BackwardShared<T, R>& sh, int64 b, int64 hkv,
+                                   int64 row0, int rows) {
   using Acc = acc_t<T>;
   const int tid = threadIdx.x, D = static_cast<int>(a.head_dim), DV = static_cast<int>(a.head_dim_v);
   for (int i = tid; i < R * (D + DV); i += kBackwardThreads) {
@@ -89,10 +89,10 @@ __device__ void backward_load_rows(const AttentionBackwardParams& a, const Backw
     Acc x = Acc(0);
     if (r < rows) {
       const BackwardRow w = backward_row(a, hkv, row0 + r);
-      x = is_q ? to_acc<Acc>(static_cast<const T*>(a.q)[b * a.q_strides[0] + w.s * a.q_strides[1] +
-                                                           w.h * a.q_strides[2] + e * a.q_strides[3]])
+      x = is_q ? to_acc<Acc>(static_cast<const T*>(
+                     a.q)[b * a.q_strides[0] + w.s * a.q_strides[1] + w.h * a.q_strides[2] + e * a.q_strides[3]])
                : to_acc<Acc>(static_cast<const T*>(a.dout)[b * a.dout_strides[0] + w.s * a.dout_strides[1] +
-                                                              w.h * a.dout_strides[2] + e * a.dout_strides[3]]);
+                                                           w.h * a.dout_strides[2] + e * a.dout_strides[3]]);
     }
     (is_q ? sh.q : sh.dout)[i - (is_q ? 0 : R * D)] = x;
   }
@@ -100,8 +100,8 @@ __device__ void backward_load_rows(const AttentionBackwardParams& a, const Backw
 
 // The keys [t0, t0 + n) of (b, hkv) into the k and v tiles (element loads: any strides).
 template <class T, int R>
-__device__ void backward_load_keys(const AttentionBackwardParams& a, const BackwardShared<T, R>& sh, int64 b,
-                                   int64 hkv, int64 t0, int n) {
+__device__ void backward_load_keys(const AttentionBackwardParams& a, const BackwardShared<T, R>& sh, int64 b, int64 hkv,
+                                   int64 t0, int n) {
   const int tid = threadIdx.x, D = static_cast<int>(a.head_dim), DV = static_cast<int>(a.head_dim_v);
   const T* k = static_cast<const T*>(a.k);
   const T* v = static_cast<const T*>(a.v);
@@ -169,8 +169,8 @@ __device__ void backward_probabilities(const AttentionBackwardParams& a, const B
         slope = Acc(1) - th * th;
       }
       if (a.bias) {
-        const int64 at = b * a.bias_strides[0] + w.h * a.bias_strides[1] + w.s * a.bias_strides[2] +
-                         key * a.bias_strides[3];
+        const int64 at =
+            b * a.bias_strides[0] + w.h * a.bias_strides[1] + w.s * a.bias_strides[2] + key * a.bias_strides[3];
         s += a.bias_f32 ? static_cast<Acc>(static_cast<const float*>(a.bias)[at])
                         : to_acc<Acc>(static_cast<const T*>(a.bias)[at]);
       }
@@ -208,10 +208,10 @@ __global__ void __launch_bounds__(kBackwardThreads) split_kv_dq(const __grid_con
     if (r < rows) {
       const BackwardRow w = backward_row(a, hkv, row0 + r);
       for (int c = lane; c < DV; c += 32)
-        sum += sh.dout[r * DV + c] * to_acc<Acc>(static_cast<const T*>(a.out)[b * a.out_strides[0] +
-                                                                            w.s * a.out_strides[1] +
-                                                                            w.h * a.out_strides[2] +
-                                                                            c * a.out_strides[3]]);
+        sum +=
+            sh.dout[r * DV + c] *
+            to_acc<Acc>(static_cast<const T*>(
+                a.out)[b * a.out_strides[0] + w.s * a.out_strides[1] + w.h * a.out_strides[2] + c * a.out_strides[3]]);
     }
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (lane == 0) {
@@ -270,15 +270,14 @@ __global__ void __launch_bounds__(kBackwardThreads) split_kv_dq(const __grid_con
     for (int u = 0; u < kCols; ++u) {
       const int c = tid + u * kBackwardThreads;
       if (c >= D) break;
-      static_cast<T*>(a.dq)[b * a.dq_strides[0] + w.s * a.dq_strides[1] + w.h * a.dq_strides[2] +
-                            c * a.dq_strides[3]] = round_to<T>(dq[r][u]);
+      static_cast<T*>(a.dq)[b * a.dq_strides[0] + w.s * a.dq_strides[1] + w.h * a.dq_strides[2] + c * a.dq_strides[3]] =
+          round_to<T>(dq[r][u]);
     }
   }
 }
 
 template <class T, int R>
-__global__ void __launch_bounds__(kBackwardThreads)
-    split_kv_dkdv(const __grid_constant__ AttentionBackwardParams a) {
+__global__ void __launch_bounds__(kBackwardThreads) split_kv_dkdv(const __grid_constant__ AttentionBackwardParams a) {
   using Acc = acc_t<T>;
   extern __shared__ __align__(16) unsigned char shared[];
   const BackwardShared<T, R> sh(shared, a);
@@ -337,11 +336,13 @@ __global__ void __launch_bounds__(kBackwardThreads)
     const int64 key = t0 + j;
     if (e < D) {
       if (a.dk)
-        static_cast<T*>(a.dk)[b * a.dk_strides[0] + key * a.dk_strides[1] + hkv * a.dk_strides[2] +
-                              e * a.dk_strides[3]] = round_to<T>(sh.dk[j * sh.dkp + e]);
+        static_cast<T*>(
+            a.dk)[b * a.dk_strides[0] + key * a.dk_strides[1] + hkv * a.dk_strides[2] + e * a.dk_strides[3]] =
+            round_to<T>(sh.dk[j * sh.dkp + e]);
     } else if (a.dv) {
-      static_cast<T*>(a.dv)[b * a.dv_strides[0] + key * a.dv_strides[1] + hkv * a.dv_strides[2] +
-                            (e - D) * a.dv_strides[3]] = round_to<T>(sh.dv[j * sh.dvp + e - D]);
+      static_cast<T*>(
+          a.dv)[b * a.dv_strides[0] + key * a.dv_strides[1] + hkv * a.dv_strides[2] + (e - D) * a.dv_strides[3]] =
+          round_to<T>(sh.dv[j * sh.dvp + e - D]);
     }
   }
 }

@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
   const int64 rows_total = p.group * p.seq_q, row0 = chunk * R;
   const int rows = static_cast<int>(imin(R, rows_total - row0));
 
-  T* k_tile = reinterpret_cast<T*>(shared);                            // [2 stages][k tile, v tile]
+  T* k_tile = reinterpret_cast<T*>(shared);                           // [2 stages][k tile, v tile]
   int64* key_at = reinterpret_cast<int64*>(shared + p.region_bytes);  // [stages][tile_keys][2]: k and v offsets
   int64* window = key_at + 2 * TK * p.stages;                         // [R][2]: each row's [lo, hi)
   int* flag = reinterpret_cast<int*>(window + 2 * R);
@@ -287,7 +287,8 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
           s += p.bias_f32 ? static_cast<Acc>(static_cast<const float*>(p.bias)[at])
                           : to_acc<Acc>(static_cast<const T*>(p.bias)[at]);
         }
-        const bool visible = tid < n && r < rows && j >= window[2 * r] && j < window[2 * r + 1] && key_now[2 * tid] >= 0;
+        const bool visible =
+            tid < n && r < rows && j >= window[2 * r] && j < window[2 * r + 1] && key_now[2 * tid] >= 0;
         scores[tid * R + r] = visible ? s : -paged_infinity<Acc>();
       }
     }

@@ -242,9 +242,9 @@ struct PagedAttentionParams {
   const void* bias;     // [B, H_q, S_q, S_kv], T or f32 (bias_f32); null: none (dense only)
   long long bias_strides[4];
   int bias_f32;
-  int paged;  // 0: dense k and v, every sequence seq_kv keys
-  void* partial_out;    // acc [batch, H_q, S_q, splits, D_v]
-  void* partial_lse;    // acc [batch, H_q, S_q, splits]
+  int paged;          // 0: dense k and v, every sequence seq_kv keys
+  void* partial_out;  // acc [batch, H_q, S_q, splits, D_v]
+  void* partial_lse;  // acc [batch, H_q, S_q, splits]
   long long batch, seq_q, seq_kv, heads_q, heads_kv, group, head_dim, head_dim_v;
   long long block_size, num_blocks, max_blocks;
   long long q_strides[4], k_strides[4], v_strides[4], out_strides[4], lse_strides[3];
@@ -265,7 +265,7 @@ struct AttentionBackwardParams {
   const void* v;
   const void* out;
   const void* dout;
-  const void* lse;  // acc precision
+  const void* lse;   // acc precision
   const void* bias;  // T or f32 (bias_f32); null: none
   void* dq;
   void* dk;
