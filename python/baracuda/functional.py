@@ -7,6 +7,8 @@ On a CUDA tensor the work is queued on PyTorch's current stream (no synchronizat
 on the CPU backend.
 """
 
+from numpy import empty as _np_empty
+
 from . import _baracuda as _bc
 
 __all__ = [
@@ -72,8 +74,13 @@ __all__ = [
 class _NumPy:
     name = "numpy"
 
-    @staticmethod
-    def dtype(name):
+    _dtypes = {}  # name -> NumPy dtype, filled at first use (a dict built every call cost ~0.4 us)
+
+    @classmethod
+    def dtype(cls, name):
+        found = cls._dtypes.get(name)
+        if found is not None:
+            return found
         import numpy as np
 
         if name == "bf16":
@@ -81,17 +88,18 @@ class _NumPy:
                 import ml_dtypes
             except ImportError as e:  # pragma: no cover
                 raise TypeError("bf16 NumPy arrays need ml_dtypes (pip install ml_dtypes)") from e
-            return ml_dtypes.bfloat16
-        return {
-            "f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
-            "i32": np.int32, "i64": np.int64, "bool": np.bool_,
-        }[name]
+            found = ml_dtypes.bfloat16
+        else:
+            found = {
+                "f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8,
+                "i32": np.int32, "i64": np.int64, "bool": np.bool_,
+            }[name]
+        cls._dtypes[name] = found
+        return found
 
     @classmethod
     def empty(cls, shape, dtype, like):
-        import numpy as np
-
-        return np.empty(tuple(shape), dtype=cls.dtype(dtype))
+        return _np_empty(shape, dtype=cls.dtype(dtype))
 
     @staticmethod
     def streams(like):
@@ -183,7 +191,9 @@ def _dtype(x):
 
 
 def _shape(x):
-    return tuple(int(n) for n in x.shape)
+    shape = x.shape
+    # (NumPy's and JAX's shapes are tuples of ints already; torch.Size's may hold symbolic sizes)
+    return shape if type(shape) is tuple else tuple(int(n) for n in shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,7 +228,8 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
         # ops of baracuda.torch, not here)
         inputs = {k: v.detach() if v is not None else None for k, v in inputs.items()}
     stream_key, select_stream, run_stream = (("cpu",), "cpu", None) if abstract else fw.streams(like)
-    cache_key = (plan_cls.__name__, key if key is not None else tuple(sorted(fields.items())), stream_key)
+    # (the fields in the order the caller wrote them: one call site, one order)
+    cache_key = (plan_cls.__name__, key if key is not None else tuple(fields.items()), stream_key)
     entry = _plans.get(cache_key) if cache else None
     if entry is None:
         plan = plan_cls.select(desc_cls(**fields), select_stream)
@@ -754,8 +765,14 @@ def softmax_backward(y, dy, dim=-1, kind="softmax"):
     return _run(_bc.SoftmaxBackwardPlan, _bc.SoftmaxDescriptor, fields, y, dict(y=y, dy=dy))["dx"]
 
 
+_unary_kinds = {}  # name -> UnaryKind (an enum's getattr costs ~0.3 us a call)
+
+
 def _unary_fields(kind, x, parameters):
-    kind = getattr(_bc.UnaryKind, kind) if isinstance(kind, str) else kind
+    if isinstance(kind, str):
+        name, kind = kind, _unary_kinds.get(kind)
+        if kind is None:
+            kind = _unary_kinds[name] = getattr(_bc.UnaryKind, name)
     fields = dict(kind=kind, dtype=_dtype(x), shape=_shape(x))
     key = None
     if parameters:
