@@ -684,7 +684,11 @@ Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& p) {
       "varlen_zero_keys");
 }
 
+bool cudnn_built() { return true; }
+
 #else  // built without the cuDNN frontend's headers
+
+bool cudnn_built() { return false; }
 
 Expected<size_t> attention_workspace(const PlanTarget&, const AttentionDescriptor&, double, bool, bool,
                                      std::string_view plan) {

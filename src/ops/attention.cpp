@@ -56,12 +56,19 @@ constexpr VariantInfo kBackwardVariants[] = {
      "passes (dq by rows, dk and dv by key tiles) on CUDA cores, no atomics"},
 };
 
-// Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field. What is
+// Why cuDNN's fused attention does not take a descriptor ("": it does), naming the field: first, a
+// build without it (cuda::cudnn_built). What is
 // left is what the cuDNN frontend's SDPA support surface refuses on Hopper (node/
 // sdpa_support_surface.h and the backward node's validation): head dims past 256, a left window
 // with seq_q > seq_kv, a left bound below 1, and rows with no visible key, whose out 0 and lse -inf
 // are this library's contract, not cuDNN's.
 std::pair<std::string, std::string> cudnn_refusal(const AttentionDescriptor& d, bool backward) {
+#if BARACUDA_HAS_CUDA
+  if (!cuda::cudnn_built())
+    return {"stream",
+            "this build has no cuDNN attention (configured without the cuDNN frontend's headers: pip install "
+            "nvidia-cudnn-frontend, then configure again)"};
+#endif
   if (d.dtype != DType::f16 && d.dtype != DType::bf16)
     return {"descriptor.dtype",
             std::string(dtype_name(d.dtype)) + " attention: cuDNN's fused attention takes f16 and bf16"};

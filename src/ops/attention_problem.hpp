@@ -107,6 +107,9 @@ Status launch(const LaunchContext& ctx, const AttentionProblem& problem);
 Status launch(const LaunchContext& ctx, const AttentionBackwardProblem& problem);
 }  // namespace cpu
 namespace cuda {
+// Whether the build has cuDNN's fused attention (configured with the cuDNN frontend's headers); without
+// it the dense cases run split_kv.
+bool cudnn_built();
 // cuDNN's fused attention (cuda/attention.cpp). select builds the graph for contiguous views: its
 // workspace, or why cuDNN refuses the case.
 Expected<size_t> attention_workspace(const PlanTarget& target, const AttentionDescriptor& d, double scale,

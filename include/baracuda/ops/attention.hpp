@@ -19,8 +19,9 @@
 // cuDNN, a row whose bias is -inf throughout is there as cuDNN computes it).
 // CUDA runs cuDNN's fused attention (`cudnn`) where it serves: f16 / bf16, head dims multiples of 8 up
 // to 256, the masks and the bias, no soft-cap, no mask leaving a row with no key; the rest of the
-// dense cases (f32, f64, the soft-cap, head dims up to 512, such masks) runs `split_kv`, kernels of
-// ours on CUDA cores (far slower than cuDNN at prefill sizes; deterministic in both directions).
+// dense cases (f32, f64, the soft-cap, head dims up to 512, such masks; not packed sequences) runs
+// `split_kv`, kernels of ours on CUDA cores (far slower than cuDNN at prefill sizes; deterministic in
+// both directions), as does every dense case in a build without the cuDNN frontend.
 // docs/OPS.md lists what is left refused.
 //
 //   AttentionBackwardPlan reads q, k, v, out, dout, lse (and the bias) and writes each of dq, dk, dv
