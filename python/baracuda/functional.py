@@ -221,7 +221,7 @@ def _run(plan_cls, desc_cls, fields, like, inputs, outputs=(), key=None, cache=T
                             "new offset would compile a new custom call: use jax.random, or NumPy / PyTorch arrays")
 
         return _jax.run_plan(plan_cls, lambda: desc_cls(**fields), key if key is not None else
-                             tuple(sorted(fields.items())), like, inputs, outputs)
+                             tuple(fields.items()), like, inputs, outputs)
     abstract = fw is _Torch and fw.abstract(like)
     if fw is _Torch:
         # (torch refuses DLPack export of a tensor that requires grad; autograd comes with the custom
