@@ -58,11 +58,25 @@ struct PagedLayout {
   bool fits = true;        // the tile fits the device's shared memory
 };
 
+// The (query head, query) rows of a kv head a block takes (1, 2, 4 or 8: the kernels' R, the
+// fewest holding the group's rows up to 8) and the chunks of them a kv head makes.
+struct RowChunks {
+  int rows = 1;
+  int64_t chunks = 0;
+};
+RowChunks row_chunks(const AttentionDescriptor& d) {
+  RowChunks c;
+  const int64_t group_rows = d.heads_q / std::max<int64_t>(d.heads_kv, 1) * d.seq_q;
+  while (c.rows < 8 && c.rows < group_rows) c.rows *= 2;
+  c.chunks = (group_rows + c.rows - 1) / c.rows;
+  return c;
+}
+
 PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   PagedLayout l;
-  const int64_t group_rows = d.heads_q / std::max<int64_t>(d.heads_kv, 1) * d.seq_q;
-  while (l.rows < 8 && l.rows < group_rows) l.rows *= 2;
-  l.chunks = std::max<int64_t>(1, (group_rows + l.rows - 1) / l.rows);
+  const RowChunks rc = row_chunks(d);
+  l.rows = rc.rows;
+  l.chunks = std::max<int64_t>(1, rc.chunks);
   const auto elem = static_cast<int64_t>(dtype_size(d.dtype));
   const int64_t acc = d.dtype == DType::f64 ? 8 : 4;
   const int64_t pitch = d.head_dim + 16 / elem;  // the vector path's (the scalar one's is shorter)
@@ -135,9 +149,9 @@ struct BackwardLayout {
 
 BackwardLayout backward_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   BackwardLayout l;
-  const int64_t group_rows = d.heads_q / std::max<int64_t>(d.heads_kv, 1) * d.seq_q;
-  while (l.rows < 8 && l.rows < group_rows) l.rows *= 2;
-  l.chunks = (group_rows + l.rows - 1) / l.rows;
+  const RowChunks rc = row_chunks(d);
+  l.rows = rc.rows;
+  l.chunks = rc.chunks;
   const auto elem = static_cast<int64_t>(dtype_size(d.dtype));
   const int64_t acc = d.dtype == DType::f64 ? 8 : 4, R = 8, dims = d.head_dim + d.head_dim_v;
   // The largest tile (up to 64 keys) within 96 KiB (two blocks an SM), else within the most a block takes.

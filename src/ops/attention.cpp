@@ -312,39 +312,27 @@ struct AttentionHooks {
     const bool deterministic = kBackward && (pref.determinism == Determinism::required ||
                                              forced == static_cast<int>(AttentionVariant::cudnn_deterministic));
     c.variant = static_cast<int>(deterministic ? AttentionVariant::cudnn_deterministic : AttentionVariant::cudnn);
-    if constexpr (!kBackward) {
-      // A forced variant names the kernel: paged_decode reads only a paged cache, cuDNN and split_kv
-      // never do; split_kv takes no packed sequences.
-      if (forced && (*forced == kPagedDecodeVariant) != d.paged)
-        return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
-                          d.paged ? "a paged KV cache is read by 'paged_decode' alone"
-                                  : "'paged_decode' reads a paged KV cache (descriptor.paged)");
-      if (forced == kSplitKvVariant && d.varlen)
-        return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
-                          "'split_kv' takes no packed sequences (descriptor.varlen)");
-      // The kernel of ours: the paged cache's, and over dense k and v whatever cuDNN refuses.
-      const bool own_kernel =
-          d.paged || forced == kSplitKvVariant || (!forced && !d.varlen && !cudnn_refusal(d, false).first.empty());
-      if (own_kernel) {
-        c.variant = d.paged ? kPagedDecodeVariant : kSplitKvVariant;
-        if (nothing_to_do(d)) return c;
-#if BARACUDA_HAS_CUDA
-        Expected<cuda::SplitKvChoice> own = cuda::split_kv_select(t, d, kPlan);
-        if (!own) return own.status();
-        c.kernels = own->kernels;
-        c.workspace = own->workspace;
-#endif
-        return c;
-      }
-    } else if (forced == kSplitKvVariant ||
-               (!forced && !d.varlen && !cudnn_refusal(d, true).first.empty() && !nothing_to_do(d))) {
-      if (d.varlen)
-        return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
-                          "'split_kv' takes no packed sequences (descriptor.varlen)");
-      c.variant = kSplitKvVariant;
+    // A forced variant names the kernel: paged_decode reads only a paged cache, cuDNN and split_kv
+    // never do; split_kv takes no packed sequences.
+    const bool paged = !kBackward && d.paged;
+    if (!kBackward && forced && (*forced == kPagedDecodeVariant) != paged)
+      return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
+                        paged ? "a paged KV cache is read by 'paged_decode' alone"
+                              : "'paged_decode' reads a paged KV cache (descriptor.paged)");
+    if (forced == kSplitKvVariant && d.varlen)
+      return plan_error(StatusCode::unsupported, kPlan, "preference.variant",
+                        "'split_kv' takes no packed sequences (descriptor.varlen)");
+    // The kernels of ours: the paged cache's, and over dense k and v whatever cuDNN refuses (the
+    // backward of nothing keeps cuDNN's name).
+    const bool own_kernel =
+        paged || forced == kSplitKvVariant ||
+        (!forced && !d.varlen && !cudnn_refusal(d, kBackward).first.empty() && (!kBackward || !nothing_to_do(d)));
+    if (own_kernel) {
+      c.variant = paged ? kPagedDecodeVariant : kSplitKvVariant;
       if (nothing_to_do(d)) return c;
 #if BARACUDA_HAS_CUDA
-      Expected<cuda::SplitKvChoice> own = cuda::split_kv_backward_select(t, d, kPlan);
+      Expected<cuda::SplitKvChoice> own =
+          kBackward ? cuda::split_kv_backward_select(t, d, kPlan) : cuda::split_kv_select(t, d, kPlan);
       if (!own) return own.status();
       c.kernels = own->kernels;
       c.workspace = own->workspace;

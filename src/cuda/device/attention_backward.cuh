@@ -70,11 +70,7 @@ __device__ __forceinline__ BackwardRow backward_row(const AttentionBackwardParam
 
 // The window [lo, hi) of query s (every sequence seq_kv keys).
 __device__ __forceinline__ PagedWindow backward_window(const AttentionBackwardParams& a, int64 s) {
-  const int64 diag = s + (a.bottom_right ? a.seq_kv - a.seq_q : 0);
-  PagedWindow w{0, a.seq_kv};
-  if (a.window_left >= 0) w.lo = imax(0, imin(a.seq_kv, diag - a.window_left));
-  if (a.window_right >= 0) w.hi = imax(0, imin(a.seq_kv, diag + a.window_right + 1));
-  return w;
+  return paged_window(a, s, a.seq_kv);
 }
 
 // The rows' q and dout (in Acc) and lse into shared memory; rows past `rows` zero, lse -inf.
@@ -168,12 +164,7 @@ __device__ void backward_probabilities(const AttentionBackwardParams& a, const B
         s = softcap * th;
         slope = Acc(1) - th * th;
       }
-      if (a.bias) {
-        const int64 at =
-            b * a.bias_strides[0] + w.h * a.bias_strides[1] + w.s * a.bias_strides[2] + key * a.bias_strides[3];
-        s += a.bias_f32 ? static_cast<Acc>(static_cast<const float*>(a.bias)[at])
-                        : to_acc<Acc>(static_cast<const T*>(a.bias)[at]);
-      }
+      if (a.bias) s += bias_value<T, Acc>(a, b, w.h, w.s, key);
       const Acc lse = sh.lse[r];
       // (lse -inf: a row with no visible key, whose gradients are 0; a NaN lse stays NaN)
       if (key >= win.lo && key < win.hi && lse != -paged_infinity<Acc>()) {

@@ -42,11 +42,21 @@ __device__ __forceinline__ Acc paged_nan() {
 __device__ __forceinline__ int64 imin(int64 a, int64 b) { return a < b ? a : b; }
 __device__ __forceinline__ int64 imax(int64 a, int64 b) { return a > b ? a : b; }
 
-// The keys [lo, hi) query s of a sequence of `len` keys sees.
+// The bias of query s of head h at key j of sequence b, in Acc (its dtype T or f32: bias_f32).
+template <class T, class Acc, class Params>
+__device__ __forceinline__ Acc bias_value(const Params& p, int64 b, int64 h, int64 s, int64 j) {
+  const int64 at = b * p.bias_strides[0] + h * p.bias_strides[1] + s * p.bias_strides[2] + j * p.bias_strides[3];
+  return p.bias_f32 ? static_cast<Acc>(static_cast<const float*>(p.bias)[at])
+                    : to_acc<Acc>(static_cast<const T*>(p.bias)[at]);
+}
+
+// The keys [lo, hi) query s of a sequence of `len` keys sees (the forward's and the backward's params,
+// which name the mask alike).
 struct PagedWindow {
   int64 lo, hi;
 };
-__device__ __forceinline__ PagedWindow paged_window(const PagedAttentionParams& p, int64 s, int64 len) {
+template <class Params>
+__device__ __forceinline__ PagedWindow paged_window(const Params& p, int64 s, int64 len) {
   const int64 diag = s + (p.bottom_right ? len - p.seq_q : 0);
   PagedWindow w{0, len};
   if (p.window_left >= 0) w.lo = imax(0, imin(len, diag - p.window_left));
@@ -281,12 +291,8 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
         for (int sl = 0; sl < slices; ++sl) s += partial[(sl * TK + tid) * R + r];
         s *= scale;
         if (softcap > Acc(0)) s = softcap * paged_tanh(s / softcap);
-        if (p.bias && tid < n && r < rows) {  // (after the soft-cap; -inf entries mask)
-          const int64 at = b * p.bias_strides[0] + row_h(r) * p.bias_strides[1] + row_s(r) * p.bias_strides[2] +
-                           j * p.bias_strides[3];
-          s += p.bias_f32 ? static_cast<Acc>(static_cast<const float*>(p.bias)[at])
-                          : to_acc<Acc>(static_cast<const T*>(p.bias)[at]);
-        }
+        // (after the soft-cap; -inf entries mask)
+        if (p.bias && tid < n && r < rows) s += bias_value<T, Acc>(p, b, row_h(r), row_s(r), j);
         const bool visible =
             tid < n && r < rows && j >= window[2 * r] && j < window[2 * r + 1] && key_now[2 * tid] >= 0;
         scores[tid * R + r] = visible ? s : -paged_infinity<Acc>();
