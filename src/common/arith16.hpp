@@ -7,9 +7,8 @@
 // reciprocal root, one Newton correction (within about an f32 ulp of the exact result, far inside a
 // 16-bit one: 2^-11 f16, 2^-8 bf16) and selects, no branch. Every special value is IEEE's: +-0, +-inf,
 // NaN, subnormal operands and quotients. The host (never called there but compiled) keeps IEEE's.
-#include <cmath>
-
 #include "common/hd.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail::arith16 {
 

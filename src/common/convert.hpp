@@ -8,12 +8,8 @@
 //  - floating to integer: toward zero, saturating at the type's range; NaN gives 0;
 //  - integer to integer: two's complement wrap (as C++ and PyTorch);
 //  - to bool: x != 0 (NaN is true); from bool: 0 or 1.
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <type_traits>
-
 #include "common/hd.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 

@@ -2,6 +2,17 @@
 // One dtype dispatch for every backend. Each backend names its own 16-bit storage types (the host
 // types on the CPU, __half / __nv_bfloat16 under CUDA); f(std::type_identity<T>{}) is called with
 // the element type.
+namespace baracuda::detail {
+
+// The dtypes a kind's Math takes besides the floats (forward only: an integer or bool result has no
+// gradient): none (the default), the integers i8 u8 i32 i64, or those and bool. A Math with
+// `kFloats = false` takes no float dtype (the bitwise ops).
+enum class IntegerDTypes : unsigned char { none, integers, integers_and_bool };
+
+}  // namespace baracuda::detail
+
+// The dispatch itself is the host's (NVRTC reads the enum above alone: the Maths name it).
+#if !defined(__CUDACC_RTC__)
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -62,10 +73,6 @@ Status with_group(Kind kind, F&& f) {
   }
 }
 
-// The dtypes a kind's Math takes besides the floats (forward only: an integer or bool result has no
-// gradient): none (the default), the integers i8 u8 i32 i64, or those and bool. A Math with
-// `kFloats = false` takes no float dtype (the bitwise ops).
-enum class IntegerDTypes : unsigned char { none, integers, integers_and_bool };
 template <class Math>
 constexpr IntegerDTypes integer_dtypes_of() {
   if constexpr (requires { Math::kIntegers; })
@@ -156,3 +163,4 @@ Status dispatch_index(DType index_dtype, F&& f) {
 }
 
 }  // namespace baracuda::detail
+#endif

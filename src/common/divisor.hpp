@@ -3,9 +3,8 @@
 // shift (Granlund & Montgomery 1994, "Division by invariant integers using multiplication"): a
 // kernel that splits a flat index into a row and a column does so once per 16-byte vector, where a
 // 32-bit `/` costs about twenty instructions and a 64-bit one a hundred.
-#include <cstdint>
-
 #include "common/hd.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 

@@ -6,15 +6,23 @@
 //   void operator()(const Acc (&in)[kIn], Acc (&out)[kOut]) const;
 //   static constexpr ElementCost kCost;  (optional: see ElementCost)
 // and every kernel shape (contiguous, vectorized, strided) of every backend reuses it.
-#include <cstdint>
+// The functors and Walker are read by NVRTC too (the kernels compiled at select): what needs the
+// host (DTypes, Status, shapes) is left out there.
+#include "common/convert.hpp"
+#include "common/hd.hpp"
+#include "common/portable.hpp"
+#if defined(__CUDACC_RTC__)
+#include "cuda/device/params.h"
+namespace baracuda {
+using device::kMaxRank;
+}
+#else
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
-#include "common/convert.hpp"
-#include "common/hd.hpp"
+#endif
 
 namespace baracuda::detail {
 
@@ -30,6 +38,7 @@ struct acc_type<double> {
 };
 template <class T>
 using acc_t = typename acc_type<T>::type;
+#if !defined(__CUDACC_RTC__)
 // The DType of acc_t (a plan's precision guarantee).
 inline DType acc_dtype(DType dtype) {
   if (dtype == DType::f64) return DType::f64;
@@ -64,6 +73,7 @@ inline DType elementwise_compute_dtype(DType dtype) {
       return DType::f32;
   }
 }
+#endif
 // The compute type of an elementwise forward on element type T: acc_t's for the floats; for the
 // integers int32 up to 32 bits (i8, u8 and i32 results wrap back to their own width on the store, as
 // they would have wrapped in it) and int64 for i64; bool stays bool (so that ~ is logical on it).
@@ -130,6 +140,7 @@ template <class Math>
 inline constexpr bool is_predicate_math = requires {
   Math::kPredicate;
 };
+#if !defined(__CUDACC_RTC__)
 // A backward launcher's body for a Math: gradient(std::type_identity<Math>{}) where it has one (a
 // generic lambda, so that a predicate's is never instantiated); for a predicate (never reached: the
 // backward plans' select rejects one, naming descriptor.kind) an error naming the plan.
@@ -140,6 +151,7 @@ Status unless_predicate(std::string_view plan, F&& gradient) {
   else
     return gradient(std::type_identity<Math>{});
 }
+#endif
 
 // How much compute an element takes beside its bytes. The GPU launcher sizes a thread's work on
 // 16-bit elements by it (cuda/common/elementwise.cuh, kPackUnroll and kRowUnroll):
@@ -215,6 +227,7 @@ struct Walker {
   BARACUDA_HD int64_t inner_stride(int t) const { return rank ? strides[t][rank - 1] : 0; }
 };
 
+#if !defined(__CUDACC_RTC__)
 // Drops size-1 dims (and dims not selected by `keep`) and merges adjacent dims that every tensor
 // steps through as one. Returns the collapsed rank.
 inline int collapse_dims(const Shape& shape, const Strides* const* strides, int count, const bool* keep, int64_t* sizes,
@@ -247,6 +260,7 @@ Walker<NT> make_walker(const Shape& shape, const Strides* const (&strides)[NT], 
   w.rank = collapse_dims(shape, strides, NT, keep, w.sizes, w.strides);
   return w;
 }
+#endif
 
 // The pointers of an elementwise launch: inputs of element type In, outputs of Out (a cast's differ;
 // every other op's are one type), but the first input of First where that differs (where's bool

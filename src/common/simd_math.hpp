@@ -8,13 +8,11 @@
 // compute the same bits in every instruction set's build (no FMA: the host files build with
 // -ffp-contract=off). Their bounds over every f32 (docs/OPS.md; tests/test_unary.cpp checks them):
 // exp 1 ulp, log1p 1 ulp, erf 0.51 ulp and monotone.
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
-
-#include "baracuda/core/dtype.hpp"
 #include "common/hd.hpp"
+#include "common/portable.hpp"
+#if !defined(__CUDACC_RTC__)
+#include "baracuda/core/dtype.hpp"
+#endif
 
 namespace baracuda::detail::simd_math {
 

@@ -8,17 +8,16 @@
 // simd_math's (the host's f32 loops vectorize them). Every kernel shape of both backends runs every
 // Math; the groups at the end split the kinds over translation units (one per group and backend) so
 // that the build parallelizes.
-#include <cmath>
-#include <limits>
-#include <tuple>
-#include <type_traits>
-
-#include "baracuda/ops/unary.hpp"
+#include "baracuda/ops/unary_kind.hpp"
 #include "common/arith16.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "common/math16.hpp"
+#include "common/portable.hpp"
 #include "common/simd_math.hpp"
+#if !defined(__CUDACC_RTC__)
+#include "baracuda/ops/unary.hpp"
+#endif
 
 namespace baracuda::detail {
 
@@ -27,12 +26,14 @@ struct UnaryParams {
   A negative_slope, alpha, beta, threshold, min_val, max_val;
 };
 
+#if !defined(__CUDACC_RTC__)
 template <class A>
 UnaryParams<A> unary_params(const UnaryParameters& p) {
   if constexpr (std::is_integral_v<A>) return {};  // no kind of an integer dtype reads one
   return {static_cast<A>(p.negative_slope), static_cast<A>(p.alpha),   static_cast<A>(p.beta),
           static_cast<A>(p.threshold),      static_cast<A>(p.min_val), static_cast<A>(p.max_val)};
 }
+#endif
 
 namespace unary_fn {
 

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "baracuda/ops/copy.hpp"
 #include "common/convert.hpp"
+#include "common/copy_math.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "ops/elementwise_layout.hpp"
@@ -27,27 +29,6 @@ struct FillProblem {
   FillDescriptor desc;
   ElementwisePath path = ElementwisePath::strided;
   AnyTensorMut y;
-};
-
-// A cast's compute type: x's own, but f32 for the 16-bit floats (their values are exact in it).
-template <class In>
-using cast_acc_t = std::conditional_t<is_16bit_float_v<In>, float, In>;
-
-template <class Acc_>
-struct CastFunctor {
-  using Acc = Acc_;
-  static constexpr int kIn = 1, kOut = 1;
-  static constexpr ElementCost kCost = ElementCost::arithmetic;
-  BARACUDA_HD void operator()(const Acc (&x)[1], Acc (&y)[1]) const { y[0] = x[0]; }
-};
-
-// y = value, already in y's type (converted once, on the host).
-template <class Out>
-struct FillFunctor {
-  using Acc = Out;
-  static constexpr int kIn = 0, kOut = 1;
-  Out value;
-  BARACUDA_HD void operator()(const Acc (&)[1], Acc (&y)[1]) const { y[0] = value; }
 };
 
 // Calls f(std::type_identity<T>{}) with the element type of any dtype (the backend's 16-bit types).
@@ -90,6 +71,14 @@ Status launch(const LaunchContext& ctx, const CastProblem& problem);
 Status launch(const LaunchContext& ctx, const FillProblem& problem);
 template <bool kFromFloat>
 Status launch_cast(const LaunchContext& ctx, const CastProblem& problem);
+// Compiles (or finds in the caches) the kernels a fill plan of the descriptor runs: select's part.
+Status prepare_fill(const PlanTarget& target, const FillDescriptor& desc);
 }  // namespace cuda
 
 }  // namespace baracuda::detail
+
+namespace baracuda::detail::jit {
+struct Program;
+// Every fill program: each dtype (cuda/fill.cpp).
+std::vector<Program> fill_programs();
+}  // namespace baracuda::detail::jit

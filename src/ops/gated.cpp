@@ -69,8 +69,15 @@ struct GatedHooksBase {
                         "the last dim (" + std::to_string(last) + ") must be even: x = [a, b]");
     return Status::ok();
   }
-  static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda)
+      if (Status s = cuda::prepare_gated(t, d, Hooks::kSchema.plan == std::string_view("GatedBackwardPlan")); !s)
+        return s;
+#else
+    (void)t, (void)d;
+#endif
     return PlanChoice{forced.value_or(-1), 0, 0};
   }
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }

@@ -1,47 +1,15 @@
 #pragma once
 // What the gated plans hand to a backend: x's halves as views of the output's shape, the path, and
-// the functors, which reuse the unary activations (common/unary_math.hpp): a kind is a unary Math.
-#include <tuple>
+// the functors (common/gated_math.hpp).
+#include <vector>
 
 #include "baracuda/ops/gated.hpp"
 #include "common/dispatch.hpp"
-#include "common/unary_math.hpp"
+#include "common/gated_math.hpp"
 #include "ops/elementwise_layout.hpp"
 #include "ops/launch.hpp"
 
 namespace baracuda::detail {
-
-// A gated kind's activation: the unary Math under the gated kind's tag.
-template <class Unary, GatedKind K>
-struct GatedMath : Unary {
-  static constexpr GatedKind kKind = K;
-};
-using GatedMaths = std::tuple<GatedMath<SigmoidMath, GatedKind::glu>, GatedMath<SiluMath, GatedKind::swiglu>,
-                              GatedMath<GeluMath, GatedKind::geglu>, GatedMath<GeluTanhMath, GatedKind::geglu_tanh>,
-                              GatedMath<ReluMath, GatedKind::reglu>>;
-
-// (a, b) -> a act(b) (k16: as unary_math.hpp's UnaryForward)
-template <class Math, class Acc_, bool k16 = false>
-struct GatedForward {
-  using Acc = Acc_;
-  static constexpr int kIn = 2, kOut = 1;
-  static constexpr ElementCost kCost = element_cost<Math>();
-  UnaryParams<Acc> p;
-  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
-    y[0] = x[0] * forward_of<Math, k16>(x[1], p);
-  }
-};
-// (dout, a, b) -> (dout act(b), dout a act'(b))
-template <class Math, class Acc_, bool k16 = false>
-struct GatedBackward {
-  using Acc = Acc_;
-  static constexpr int kIn = 3, kOut = 2;
-  UnaryParams<Acc> p;
-  BARACUDA_HD void operator()(const Acc (&x)[kIn], Acc (&y)[kOut]) const {
-    y[0] = x[0] * forward_of<Math, k16>(x[2], p);
-    y[1] = backward_of<Math, k16>(x[0] * x[1], x[2], p);
-  }
-};
 
 // The problem in the output's shape: a and b (and da, db) are the halves of x (and dx).
 struct GatedForwardProblem {
@@ -91,6 +59,14 @@ Status launch(const LaunchContext& ctx, const GatedBackwardProblem& problem);
 namespace cuda {
 Status launch(const LaunchContext& ctx, const GatedForwardProblem& problem);
 Status launch(const LaunchContext& ctx, const GatedBackwardProblem& problem);
+// Compiles (or finds in the caches) the kernels a plan of the descriptor runs: select's part.
+Status prepare_gated(const PlanTarget& target, const GatedDescriptor& desc, bool backward);
 }  // namespace cuda
 
 }  // namespace baracuda::detail
+
+namespace baracuda::detail::jit {
+struct Program;
+// Every gated program: each kind, float dtype and direction (cuda/gated.cpp).
+std::vector<Program> gated_programs();
+}  // namespace baracuda::detail::jit

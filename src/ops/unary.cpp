@@ -89,8 +89,14 @@ struct UnaryHooksBase {
     }
     if (Hooks::kForward && unary_kind_is_predicate(d.kind)) specs.back().dtype = DType::boolean;
   }
-  static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda)
+      if (Status s = cuda::prepare_unary(t, d, !Hooks::kForward); !s) return s;
+#else
+    (void)t, (void)d;
+#endif
     return PlanChoice{forced.value_or(-1), 0, 0};
   }
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }

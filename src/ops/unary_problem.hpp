@@ -4,6 +4,7 @@
 // unit per group of kinds (common/unary_math.hpp's UnaryGroups): each defines launch_group<G> with
 // the backend's elementwise launcher, and the backend's launch routes a problem to its kind's group.
 #include <utility>
+#include <vector>
 
 #include "baracuda/ops/unary.hpp"
 #include "common/dispatch.hpp"
@@ -65,13 +66,17 @@ Status launch_group(const LaunchContext& ctx, const UnaryForwardProblem& problem
 template <int G>
 Status launch_group(const LaunchContext& ctx, const UnaryBackwardProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (no groups: the kernels are compiled at select)
 Status launch(const LaunchContext& ctx, const UnaryForwardProblem& problem);
 Status launch(const LaunchContext& ctx, const UnaryBackwardProblem& problem);
-template <int G>
-Status launch_group(const LaunchContext& ctx, const UnaryForwardProblem& problem);
-template <int G>
-Status launch_group(const LaunchContext& ctx, const UnaryBackwardProblem& problem);
+// Compiles (or finds in the caches) the kernels a plan of the descriptor runs: select's part.
+Status prepare_unary(const PlanTarget& target, const UnaryDescriptor& desc, bool backward);
 }  // namespace cuda
 
 }  // namespace baracuda::detail
+
+namespace baracuda::detail::jit {
+struct Program;
+// Every unary program: each kind, dtype and direction (cuda/unary.cpp).
+std::vector<Program> unary_programs();
+}  // namespace baracuda::detail::jit

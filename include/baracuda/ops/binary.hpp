@@ -63,46 +63,10 @@
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/binary_kind.hpp"
 
 namespace baracuda {
 
-enum class BinaryKind : unsigned char {
-  add,
-  sub,
-  mul,
-  div,
-  div_floor,
-  div_trunc,
-  remainder,
-  fmod,
-  pow,
-  atan2,
-  hypot,
-  maximum,
-  minimum,
-  fmax,
-  fmin,
-  copysign,
-  logaddexp,
-  xlogy,
-  // integers and bool alone
-  bitwise_and,
-  bitwise_or,
-  bitwise_xor,
-  shift_left,
-  shift_right,
-  // predicates: out is bool
-  eq,
-  ne,
-  lt,
-  le,
-  gt,
-  ge,
-  logical_and,
-  logical_or,
-  logical_xor,
-};
-inline constexpr int kBinaryKindCount = static_cast<int>(BinaryKind::logical_xor) + 1;
 // Whether out is bool (a comparison or a logical op): those kinds have no backward.
 constexpr bool binary_kind_is_predicate(BinaryKind kind) { return kind >= BinaryKind::eq; }
 // Whether the kind's gradients read a and b: add's and sub's are dout's alone (times alpha), so their

@@ -12,11 +12,9 @@
 // Views: any strides (x's halves are views of x); dout may broadcast. dx may be x exactly (in place);
 // any other overlap of an output with an input is an error naming the output.
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/gated_kind.hpp"
 
 namespace baracuda {
-
-enum class GatedKind : unsigned char { glu, swiglu, geglu, geglu_tanh, reglu };
-inline constexpr int kGatedKindCount = static_cast<int>(GatedKind::reglu) + 1;
 
 struct GatedDescriptor {
   GatedKind kind = GatedKind::swiglu;

@@ -27,11 +27,9 @@
 // broadcasts (its gradient is reduced from dout after the others are written); any other overlap of
 // an output is an error naming it.
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/ternary_kind.hpp"
 
 namespace baracuda {
-
-enum class TernaryKind : unsigned char { where, clamp, addcdiv };
-inline constexpr int kTernaryKindCount = static_cast<int>(TernaryKind::addcdiv) + 1;
 
 struct TernaryDescriptor {
   TernaryKind kind = TernaryKind::where;

@@ -43,73 +43,9 @@
 // One departure: gelu_tanh's gradient is (1 + tanh) / 2 where tanh has saturated, also where x^3
 // overflows the compute type (PyTorch's formula gives NaN there, e.g. at x = 1e30 in f32).
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/unary_kind.hpp"
 
 namespace baracuda {
-
-enum class UnaryKind : unsigned char {
-  // math
-  abs,
-  neg,
-  sign,
-  reciprocal,
-  square,
-  sqrt,
-  rsqrt,
-  exp,
-  exp2,
-  expm1,
-  log,
-  log2,
-  log10,
-  log1p,
-  sin,
-  cos,
-  tan,
-  asin,
-  acos,
-  atan,
-  sinh,
-  cosh,
-  tanh,
-  asinh,
-  acosh,
-  atanh,
-  erf,
-  erfc,
-  erfinv,
-  lgamma,
-  floor,
-  ceil,
-  round,
-  trunc,
-  frac,
-  // activations
-  relu,
-  relu6,
-  leaky_relu,
-  elu,
-  selu,
-  celu,
-  gelu,
-  gelu_tanh,
-  silu,
-  mish,
-  softplus,
-  softsign,
-  sigmoid,
-  logsigmoid,
-  hardtanh,
-  hardsigmoid,
-  hardswish,
-  // predicates: out is bool
-  bitwise_not,  // integers and bool alone
-  isnan,
-  isinf,
-  isfinite,
-  signbit,
-  logical_not,
-};
-inline constexpr int kUnaryKindCount = static_cast<int>(UnaryKind::logical_not) + 1;
 
 // Whether out is bool: those kinds have no backward.
 constexpr bool unary_kind_is_predicate(UnaryKind kind) { return kind >= UnaryKind::isnan; }

@@ -4,10 +4,10 @@
 #include <cstdint>
 
 #include "cuda/common/check.cuh"
+#include "cuda/common/threads.hpp"
 
 namespace baracuda::detail::cuda {
 
-inline constexpr int kThreads = 256;
 // Grid-stride kernels launch at most this many blocks per SM; each thread then loops.
 inline constexpr int kBlocksPerSm = 8;
 

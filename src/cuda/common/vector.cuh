@@ -1,10 +1,10 @@
 #pragma once
 // 16-byte vector loads and stores of any element type.
+// (nvcc and NVRTC both read it: NVRTC has the vector types built in.)
+#include "common/portable.hpp"
+#if !defined(__CUDACC_RTC__)
 #include <cuda_runtime.h>
-
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
+#endif
 
 namespace baracuda::detail::cuda {
 

@@ -3,6 +3,8 @@
 #include "cuda/jit/jit.hpp"
 #include "ops/attention_problem.hpp"
 #include "ops/batch_norm_problem.hpp"
+#include "ops/copy_problem.hpp"
+#include "ops/gated_problem.hpp"
 #include "ops/group_norm_problem.hpp"
 #include "ops/loss_problem.hpp"
 #include "ops/matmul_problem.hpp"
@@ -12,8 +14,26 @@
 #include "ops/random_problem.hpp"
 #include "ops/randperm_problem.hpp"
 #include "ops/rotary_problem.hpp"
+#include "ops/unary_problem.hpp"
 
 namespace baracuda::detail::jit {
+
+std::string type_spelling(std::string_view pretty) {
+  // GCC: "... type_name() [with T = X; ...]"; Clang: "... type_name() [T = X]". X ends at the first
+  // ';' or ']' outside its own brackets.
+  size_t at = pretty.find("T = ");
+  if (at == std::string_view::npos) return std::string(pretty);
+  at += 4;
+  int depth = 0;
+  size_t end = at;
+  for (; end < pretty.size(); ++end) {
+    const char c = pretty[end];
+    if (c == '<' || c == '(' || c == '[') ++depth;
+    if (c == '>' || c == ')' || (c == ']' && depth > 0)) --depth;
+    if (depth < 0 || (depth == 0 && (c == ';' || c == ']'))) break;
+  }
+  return std::string(pretty.substr(at, end - at));
+}
 
 std::string device_type(DType dtype) {
   switch (dtype) {
@@ -40,6 +60,9 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : multinomial_programs()) out.push_back(std::move(p));
   for (Program& p : rotary_programs()) out.push_back(std::move(p));
   for (Program& p : attention_programs()) out.push_back(std::move(p));
+  for (Program& p : unary_programs()) out.push_back(std::move(p));
+  for (Program& p : gated_programs()) out.push_back(std::move(p));
+  for (Program& p : fill_programs()) out.push_back(std::move(p));
   return out;
 }
 

@@ -131,7 +131,7 @@ enum class Output { cubin, ptx };
 
 std::vector<std::string> options_for(const Program& program, int arch, Output output = Output::cubin) {
   const char* prefix = output == Output::cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_";
-  std::vector<std::string> opts = {prefix + std::to_string(arch), "-std=c++17"};
+  std::vector<std::string> opts = {prefix + std::to_string(arch), "-std=c++20"};
   opts.insert(opts.end(), program.options.begin(), program.options.end());
   // PTX is compiled only to check that a program compiles (CI): NVRTC's fast-compile mode (12.8 on),
   // the front end whole, the optimizer cut short (the catalog 62 -> 11 s, bench/NOTES.md).

@@ -12,8 +12,11 @@
 // truncated or foreign file is recompiled and replaced, never trusted; a directory that cannot be
 // written means no disk cache, not an error. NVRTC is opened at first use (BARACUDA_NVRTC_LIBRARY
 // names another library file): without it, a kernel that is not on disk is a backend error.
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "baracuda/core/dtype.hpp"
@@ -74,6 +77,39 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths);
 // Everything a compile depends on, as text: the disk cache's files hold it, the in-process cache
 // keys by it.
 std::string cache_key(const Program& program, int arch);
+
+// A kernel's hold on its module where the kernel's types are compile-time (a template's own static
+// slot): the first module loaded for an arch, read after that with one atomic load, so that a plan's
+// run costs no cache lookup. Another arch's lookups go to `load` (processes of mixed GPUs).
+class ModuleSlot {
+ public:
+  const Module* get(int arch) const {
+    const Module* m = module_.load(std::memory_order_acquire);
+    return m && arch_ == arch ? m : nullptr;
+  }
+  void set(int arch, const Module* m) {
+    const std::lock_guard lock(mutex_);
+    if (module_.load(std::memory_order_relaxed)) return;
+    arch_ = arch;
+    module_.store(m, std::memory_order_release);
+  }
+
+ private:
+  std::mutex mutex_;
+  int arch_ = 0;  // written once, before module_
+  std::atomic<const Module*> module_{nullptr};
+};
+
+// T as the device sources spell it, for a program's kernel expressions ("float", "baracuda::half",
+// "baracuda::detail::UnaryForward<baracuda::detail::ExpMath, float, false>"): the host compiler's
+// own spelling of the type, which names the same type in the same sources under NVRTC (the shared
+// headers, the host's integer types: common/nvrtc_std.hpp).
+std::string type_spelling(std::string_view pretty_function);
+template <class T>
+const std::string& type_name() {
+  static const std::string name = type_spelling(__PRETTY_FUNCTION__);
+  return name;
+}
 
 // The device sources' name of a float dtype's element type, for a program's kernel expressions
 // ("baracuda::device::bf16", "float").
