@@ -7,15 +7,13 @@
 //                                                     is not differentiable)
 // Every kernel shape of both backends runs every Math; the groups at the end split the kinds over
 // translation units (one per group and backend) so that the build parallelizes.
-#include <cmath>
-#include <tuple>
-
-#include "baracuda/ops/binary.hpp"
+#include "baracuda/ops/binary_kind.hpp"
 #include "common/arith16.hpp"
 #include "common/broadcast_reduction.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "common/math16.hpp"
+#include "common/portable.hpp"
 #include "common/simd_math.hpp"
 
 namespace baracuda::detail {

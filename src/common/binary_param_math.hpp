@@ -6,11 +6,9 @@
 //                                             scalar-weight backward reads dout alone) and the term
 //                                             of dweight that is summed where w is broadcast
 // and every functor and kernel shape below is reused by every op.
-#include <string_view>
-#include <tuple>
-
 #include "common/broadcast_reduction.hpp"
 #include "common/elementwise.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 

@@ -16,10 +16,12 @@
 // elements' partials are neighbours), summed by finalize in order of s (the CPU) or in another fixed
 // order (CUDA's finalize kernel). So the result does not depend on scheduling (nor on the kernel that
 // ran the items: every kernel keeps the order within an item).
-#include <cstdint>
-
+// (NVRTC reads the struct: make_broadcast_reduction is the host's.)
 #include "common/elementwise.hpp"
+#include "common/portable.hpp"
+#if !defined(__CUDACC_RTC__)
 #include "ops/elementwise_layout.hpp"
+#endif
 
 namespace baracuda::detail {
 
@@ -90,6 +92,7 @@ struct BroadcastReduction {
   }
 };
 
+#if !defined(__CUDACC_RTC__)
 // The reduction of `body` over the views of `t` (inputs, then the elementwise outputs, then the
 // reduced output, every view of t.shape: zero strides where broadcast), summed over the dims marked in
 // `broadcast`, in `splits` splits.
@@ -125,5 +128,6 @@ BroadcastReduction<T, Body, First> make_broadcast_reduction(const Body& body,
   k.lanes_on_split = inner >= 0 && broadcast[inner];
   return k;
 }
+#endif
 
 }  // namespace baracuda::detail

@@ -262,6 +262,22 @@ Walker<NT> make_walker(const Shape& shape, const Strides* const (&strides)[NT], 
 }
 #endif
 
+// The transposed path's walk (ops/elementwise_layout.hpp's transposed_walk makes one).
+inline constexpr int64_t kTransposedMinSize = 16;
+// CUDA's tiles of the path (cuda/common/elementwise_transposed.cuh) are kTransposedLanes pieces a
+// side, a piece 16 bytes of the widest tensor's dtype and at most 8 elements (8-bit pairs take 8-byte
+// accesses: 16 x 16 bytes a thread held 164 registers). The host counts tiles to choose the path.
+inline constexpr int kTransposedLanes = 16;
+constexpr int transposed_piece(size_t widest_bytes) { return 16 / widest_bytes < 8 ? int(16 / widest_bytes) : 8; }
+template <int NT>
+struct TransposedWalk {
+  int staged = -1;
+  int64_t p_size = 0, q_size = 0;
+  int64_t p_strides[NT] = {}, q_strides[NT] = {};
+  Walker<NT> batch;
+  int64_t batches = 1;
+};
+
 // The pointers of an elementwise launch: inputs of element type In, outputs of Out (a cast's differ;
 // every other op's are one type), but the first input of First where that differs (where's bool
 // condition): in[0] then holds a First*, read through input_value / the backends' pack loads.

@@ -248,6 +248,24 @@ template <class T>
 constexpr const T& max(const T& a, const T& b) {
   return a < b ? b : a;
 }
+template <class T>
+constexpr const T& clamp(const T& v, const T& lo, const T& hi) {
+  return v < lo ? lo : hi < v ? hi : v;
+}
+
+// A name as a constant (the kinds' plan names, read by the host alone).
+class string_view {
+ public:
+  constexpr string_view(const char* s) : data_(s), size_(0) {
+    while (s[size_]) ++size_;
+  }
+  constexpr const char* data() const { return data_; }
+  constexpr size_t size() const { return size_; }
+
+ private:
+  const char* data_;
+  size_t size_;
+};
 
 // The C maths: NVRTC declares them (and their float overloads) in the global namespace.
 using ::abs, ::fabs, ::sqrt, ::cbrt, ::exp, ::exp2, ::expm1, ::log, ::log2, ::log10, ::log1p, ::pow, ::hypot;

@@ -7,14 +7,10 @@
 // and the functors below run every Math on every kernel shape of both backends. Operands that are
 // scalars in the descriptor are not loaded: a functor takes the tensor operands' values (in operand
 // order) and fills in the scalars.
-#include <cstdint>
-#include <cstring>
-#include <tuple>
-#include <type_traits>
-
-#include "baracuda/ops/ternary.hpp"
+#include "baracuda/ops/ternary_kind.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 

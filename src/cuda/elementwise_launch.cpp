@@ -1,19 +1,53 @@
-// The elementwise programs compiled at select time (cuda/elementwise_launch.hpp).
+// The programs of the elementwise kernels compiled at select time (cuda/elementwise_launch.hpp).
 #include "cuda/elementwise_launch.hpp"
 
 namespace baracuda::detail::cuda {
+namespace {
+
+jit::Program program(std::string name, std::string_view header, std::string_view maths) {
+  jit::Program p;
+  p.name = std::move(name);
+  p.source = "#include \"" + std::string(header) + "\"\n#include \"" + std::string(maths) + "\"\n";
+  // The shared headers' host functions (a Walker's, a divisor's) are compiled for the device as well.
+  p.options = {"-default-device"};
+  return p;
+}
+
+}  // namespace
 
 jit::Program elementwise_program(std::string_view maths, const std::string& in, const std::string& out,
                                  const std::string& op, const std::string& first) {
-  jit::Program p;
-  p.name = "elementwise<" + in + ", " + out + ", " + op + (first == in ? "" : ", " + first) + ">";
-  p.source = "#include \"cuda/common/elementwise_kernels.cuh\"\n#include \"" + std::string(maths) + "\"\n";
   const std::string args = "<" + in + ", " + out + ", " + op + ", " + first + ">";
+  jit::Program p = program("elementwise" + args, "cuda/common/elementwise_kernels.cuh", maths);
   // (ElementwiseKernel's order)
   for (const char* kernel : {"vectorized", "contiguous", "strided", "rows", "rows_vectorized", "flat_rows", "row_lanes"})
     p.kernels.push_back(std::string("baracuda::detail::cuda::elementwise_") + kernel + "_kernel" + args);
-  // The shared headers' host functions (a Walker's, a divisor's) are compiled for the device as well.
-  p.options = {"-default-device"};
+  return p;
+}
+
+jit::Program transposed_program(std::string_view maths, const std::string& in, const std::string& out,
+                                const std::string& op, const std::string& first, int inputs) {
+  const std::string args = in + ", " + out + ", " + op + ", " + first;
+  jit::Program p = program("elementwise_transposed<" + args + ">", "cuda/common/elementwise_transposed.cuh", maths);
+  for (int staged = 0; staged < inputs; ++staged)
+    p.kernels.push_back("baracuda::detail::cuda::elementwise_transposed_kernel<" + args + ", " +
+                        std::to_string(staged) + ">");
+  return p;
+}
+
+jit::Program reduction_program(std::string_view maths, const std::string& t, const std::string& body,
+                               const std::string& first) {
+  const std::string args = t + ", " + body + ", " + first;
+  const std::string reduction = "baracuda::detail::BroadcastReduction<" + args + ">";
+  jit::Program p = program("broadcast_reduction<" + args + ">", "cuda/common/broadcast_reduction.cuh", maths);
+  // (ReductionKernel's order)
+  p.kernels = {"baracuda::detail::cuda::broadcast_reduction_items_kernel<" + reduction + ">",
+               "baracuda::detail::cuda::broadcast_reduction_finalize_kernel<" + reduction + ">"};
+  if (first == t) {
+    p.kernels.push_back("baracuda::detail::cuda::broadcast_reduction_vectors_kernel<" + args + ", true>");
+    p.kernels.push_back("baracuda::detail::cuda::broadcast_reduction_vectors_kernel<" + args + ", false>");
+    p.kernels.push_back("baracuda::detail::cuda::broadcast_reduction_rows_kernel<" + args + ">");
+  }
   return p;
 }
 

@@ -7,10 +7,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/broadcast_reduction.hpp"
 #include "cuda/common/check.cuh"
 #include "cuda/common/elementwise_shape.hpp"
 #include "cuda/common/launch.cuh"
@@ -22,58 +26,77 @@ namespace baracuda::detail::cuda {
 
 // The kernels of an elementwise program, in the program's order.
 enum class ElementwiseKernel : int { vectorized, contiguous, strided, rows, rows_vectorized, flat_rows, row_lanes };
+// The broadcast reduction's, in its program's order (the last three only where every input is T).
+enum class ReductionKernel : int { items, finalize, vectors_one_dim, vectors, rows };
 
-// The program of one functor (Op) over element types: every kernel shape, with `maths`, the header
-// that defines the functor ("common/unary_math.hpp").
+// The programs, each with `maths`, the header that defines the functor ("common/unary_math.hpp"):
+// every elementwise kernel shape of one functor (Op) over element types; the transposed path's
+// kernels (one for each input staged); the broadcast reduction's of one Reduction.
 jit::Program elementwise_program(std::string_view maths, const std::string& in, const std::string& out,
                                  const std::string& op, const std::string& first);
+jit::Program transposed_program(std::string_view maths, const std::string& in, const std::string& out,
+                                const std::string& op, const std::string& first, int inputs);
+jit::Program reduction_program(std::string_view maths, const std::string& t, const std::string& body,
+                               const std::string& first);
 
-// What run_elementwise does with the program of its (In, Out, Op, First): loads it and launches
-// (a plan's run), loads it alone (a plan's select: compile errors are select's), or only lists it
-// (the catalog of every program: the warm-up command, CI's compile test).
+// What a run does with the program its types need: loads it and launches (a plan's run), loads it
+// alone (a plan's select: compile errors are select's), or only lists it (the catalog of every
+// program: the warm-up command, CI's compile test).
 enum class ElementwiseMode { launch, load, list };
 struct ElementwiseRun {
   const PlanTarget& target;
   const Stream& stream;
   std::string_view plan;   // for errors: "UnaryPlan"
-  std::string_view maths;  // the functor's header
+  std::string_view maths;  // the functors' header
   ElementwiseMode mode = ElementwiseMode::launch;
   std::vector<jit::Program>* programs = nullptr;  // where `list` puts them
 };
 
-template <class In, class Out, class Op, class First>
-Expected<const jit::Module*> elementwise_module(const ElementwiseRun& r) {
+// The module of the program make() gives, for the run's mode: null where listed or loaded alone.
+// Tag names the program's types: its slot holds the module after the first load (one atomic load a
+// run from then on).
+template <class Tag, class Make>
+Expected<const jit::Module*> module_for(const ElementwiseRun& r, Make&& make) {
+  if (r.mode == ElementwiseMode::list) {
+    r.programs->push_back(make());
+    return nullptr;
+  }
   static jit::ModuleSlot slot;
-  if (const jit::Module* m = slot.get(r.target.arch)) return m;
-  Expected<const jit::Module*> m =
-      jit::load(elementwise_program(r.maths, jit::type_name<In>(), jit::type_name<Out>(), jit::type_name<Op>(),
-                                    jit::type_name<First>()),
-                r.target.arch, r.plan);
-  if (m) slot.set(r.target.arch, *m);
-  return m;
+  const jit::Module* m = slot.get(r.target.arch);
+  if (!m) {
+    Expected<const jit::Module*> loaded = jit::load(make(), r.target.arch, r.plan);
+    if (!loaded) return loaded.status();
+    m = *loaded;
+    slot.set(r.target.arch, m);
+  }
+  return r.mode == ElementwiseMode::load ? nullptr : m;
 }
+template <class... T>
+struct ProgramTag {};
 
-// One launch of kKernel's kernel of the module, its arguments by value in the kernel's order.
+// One launch of a kernel of the module (`index` in its program), its arguments by value in the
+// kernel's order.
+template <class... Args>
+Status launch_kernel(const jit::Module& m, int index, dim3 grid, int threads, const Stream& stream, const char* what,
+                     const Args&... args) {
+  void* params[] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  return cuda_status(cudaLaunchKernel(m.kernels[index], grid, dim3(threads), params, 0, native(stream)), what);
+}
 template <class... Args>
 Status launch_elementwise_kernel(const jit::Module& m, ElementwiseKernel k, dim3 grid, const Stream& stream,
                                  const char* what, const Args&... args) {
-  void* params[] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  return cuda_status(
-      cudaLaunchKernel(m.kernels[static_cast<int>(k)], grid, dim3(kThreads), params, 0, native(stream)), what);
+  return launch_kernel(m, static_cast<int>(k), grid, kThreads, stream, what, args...);
 }
 
 // Runs op over the tensors, inputs of element type In (the first of First) and outputs of Out.
 template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
 Status run_elementwise(const ElementwiseRun& r, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
   static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
-  if (r.mode == ElementwiseMode::list) {
-    r.programs->push_back(elementwise_program(r.maths, jit::type_name<In>(), jit::type_name<Out>(),
-                                              jit::type_name<Op>(), jit::type_name<First>()));
-    return Status::ok();
-  }
-  Expected<const jit::Module*> module = elementwise_module<In, Out, Op, First>(r);
-  if (!module) return module.status();
-  if (r.mode == ElementwiseMode::load) return Status::ok();
+  Expected<const jit::Module*> module = module_for<ProgramTag<In, Out, Op, First>>(r, [&] {
+    return elementwise_program(r.maths, jit::type_name<In>(), jit::type_name<Out>(), jit::type_name<Op>(),
+                               jit::type_name<First>());
+  });
+  if (!module || !*module) return module.status();
   const jit::Module& m = **module;
   Operands<In, Out, kIn, kOut, First> p{};
   for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
@@ -160,6 +183,140 @@ Status run_elementwise(const ElementwiseRun& r, const Op& op, const ElementwiseT
   }
   return launch_elementwise_kernel(m, ElementwiseKernel::strided, dim3(grid_stride_blocks(n, sm_count)), r.stream,
                                    "elementwise_strided_kernel", op, p, walker, n);
+}
+
+// Runs op over the tensors of the transposed path (t.path == transposed), inputs of In (the first of
+// First) and outputs of Out: the staged input's kernel of the transposed program.
+template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
+Status run_elementwise_transposed(const ElementwiseRun& r, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
+  static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
+  static_assert(kIn >= 1 && kIn <= 3, "one of at most three inputs is staged");
+  Expected<const jit::Module*> module = module_for<ProgramTag<In, Out, Op, First, TransposedArgs<1>>>(r, [&] {
+    return transposed_program(r.maths, jit::type_name<In>(), jit::type_name<Out>(), jit::type_name<Op>(),
+                              jit::type_name<First>(), kIn);
+  });
+  if (!module || !*module) return module.status();
+  constexpr int NT = kIn + kOut, V = kTransposeSide<In, Out>;
+  const std::optional<TransposedWalk<NT>> walk = transposed_walk(t);
+  if (!walk) return Status::error(StatusCode::invalid_problem, "elementwise: the views do not make a transposed walk");
+  Operands<In, Out, kIn, kOut, First> p{};
+  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
+  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
+  TransposedArgs<NT> a;
+  static_cast<TransposedWalk<NT>&>(a) = *walk;
+  a.all_pieces = true;
+  for (int k = 0; k < NT; ++k) {
+    const void* data = k < kIn ? t.in[k] : t.out[k - kIn];
+    const size_t element = k >= kIn ? sizeof(Out) : k == 0 ? sizeof(First) : sizeof(In);
+    // The staged input's pieces run along Q (its rows V apart along P); the others' along P.
+    const int64_t unit = k == a.staged ? a.q_strides[k] : a.p_strides[k];
+    const int64_t other = k == a.staged ? a.p_strides[k] : a.q_strides[k];
+    bool pieces = unit == 0 || (reinterpret_cast<uintptr_t>(data) % (element * V) == 0 && other % V == 0);
+    for (int d = 0; d < a.batch.rank && unit != 0; ++d) pieces = pieces && a.batch.strides[k][d] % V == 0;
+    a.pieces[k] = pieces;
+    if (k != a.staged) a.all_pieces = a.all_pieces && pieces;
+  }
+  if (a.staged < 0 || a.staged >= kIn)
+    return Status::error(StatusCode::invalid_problem, "elementwise: the transposed walk stages no input");
+  constexpr int64_t kTile = int64_t{kTransposeLanes} * V;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTile - 1) / kTile, INT32_MAX)),
+                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTile - 1) / kTile, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
+  return launch_kernel(**module, a.staged, grid, kTransposeThreads, r.stream, "elementwise_transposed_kernel", op, p,
+                       a);
+}
+
+// The vector kernel's conditions: kept dims innermost, whole vectors of them, every view with data
+// 16-byte aligned and stepping through them with stride 1 (an input may repeat one value: stride 0),
+// every other stride a multiple of the vector.
+template <class T, class Body, class First>
+bool reduction_vectorizable(const BroadcastReduction<T, Body, First>& k) {
+  constexpr int kV = 16 / sizeof(T), kIn = Body::kIn, NT = kIn + Body::kOut + 1;
+  if (k.lanes_on_split || k.kept.rank == 0 || k.kept.inner_size() % kV != 0) return false;
+  for (int i = 0; i < NT; ++i) {
+    const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
+    if (!data) continue;
+    const int64_t inner = k.kept.inner_stride(i);
+    if (i < kIn && inner == 0) continue;  // one value per vector: a scalar load, anywhere
+    if (inner != 1 || reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
+    for (int d = 0; d + 1 < k.kept.rank; ++d)
+      if (k.kept.strides[i][d] % kV != 0) return false;
+    for (int d = 0; d < k.reduced.rank; ++d)
+      if (k.reduced.strides[i][d] % kV != 0) return false;
+  }
+  return true;
+}
+
+// The rows kernel's conditions: reduced dims innermost and collapsed to one, whole vectors of them,
+// every view with data 16-byte aligned and stepping through them with stride 1 (an input may repeat
+// one value: stride 0; the reduced output steps with 0), every kept stride a multiple of the vector.
+template <class T, class Body, class First>
+bool reduction_rows_vectorizable(const BroadcastReduction<T, Body, First>& k) {
+  constexpr int kV = 16 / sizeof(T), kIn = Body::kIn, NT = kIn + Body::kOut + 1;
+  if (!k.lanes_on_split || k.reduced.rank != 1 || k.r % kV != 0) return false;
+  for (int i = 0; i < NT; ++i) {
+    const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
+    if (!data) continue;
+    const int64_t inner = k.reduced.inner_stride(i);
+    if ((i < kIn || i == NT - 1) && inner == 0) continue;  // one value per row: a scalar access, anywhere
+    if (inner != 1 || reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
+    for (int d = 0; d < k.kept.rank; ++d)
+      if (k.kept.strides[i][d] % kV != 0) return false;
+  }
+  return true;
+}
+
+// Runs the reduction (common/broadcast_reduction.hpp) with the kernels of its program; the kernel
+// (and so the order of the sums) depends on the views alone. The vectors kernel takes one wave of
+// items, a resident thread each: its registers decide how many blocks an SM holds (bf16's bias
+// gradient: 80 registers, 3 blocks; items for 4 blocks an SM left a quarter of them to a second wave
+// at a third of the occupancy, ncu: 90 us of 0.115 ms).
+template <class T, class Body, class First>
+Status run_split_reduction(const ElementwiseRun& r, const BroadcastReduction<T, Body, First>& planned) {
+  using Reduction = BroadcastReduction<T, Body, First>;
+  // The vector kernels load one element type: a first input of its own (where's bool condition)
+  // takes the items kernel, and they are not compiled for it.
+  constexpr bool kOneType = std::is_same_v<First, T>;
+  Expected<const jit::Module*> module = module_for<ProgramTag<Reduction>>(r, [&] {
+    return reduction_program(r.maths, jit::type_name<T>(), jit::type_name<Body>(), jit::type_name<First>());
+  });
+  if (!module || !*module) return module.status();
+  const jit::Module& m = **module;
+  const int sm_count = r.target.sm_count;
+  constexpr int kV = 16 / sizeof(T);
+  const int64_t threads = int64_t(sm_count) * 2048;  // resident at once
+  Reduction k = planned;
+  auto launch = [&](ReductionKernel kernel, int64_t blocks, int threads_a_block, const char* what) {
+    return launch_kernel(m, static_cast<int>(kernel), dim3(static_cast<unsigned>(std::max<int64_t>(blocks, 1))),
+                         threads_a_block, r.stream, what, k);
+  };
+  Status st;
+  if (kOneType && reduction_rows_vectorizable(k)) {
+    // A warp an item, kReductionUnroll vectors a lane a step: pieces of rows only where rows are few.
+    k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / kV / (32 * kReductionUnroll<T, Body::kIn>));
+    const int64_t warps_per_block = kThreads / 32;
+    const int64_t blocks =
+        std::min<int64_t>((k.m * k.s + warps_per_block - 1) / warps_per_block, int64_t(sm_count) * kBlocksPerSm);
+    st = launch(ReductionKernel::rows, blocks, kThreads, "broadcast_reduction_rows_kernel");
+  } else if (kOneType && reduction_vectorizable(k)) {
+    const ReductionKernel kernel = k.reduced.rank <= 1 ? ReductionKernel::vectors_one_dim : ReductionKernel::vectors;
+    int per_sm = 0;
+    if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                   &per_sm, m.kernels[static_cast<int>(kernel)], kThreads, 0),
+                               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        !s)
+      return s;
+    const int64_t resident = int64_t(sm_count) * std::clamp(per_sm, 1, 2048 / kThreads) * kThreads;
+    k.s = kernel_splits(planned.s, k.m, kV, resident, k.r / kReductionUnroll<T, Body::kIn>);
+    st = launch(kernel, grid_stride_blocks(k.m / kV * k.s, sm_count), kThreads, "broadcast_reduction_vectors_kernel");
+  } else {
+    k.s = kernel_splits(planned.s, k.m, 1, threads, k.r);
+    st = launch(ReductionKernel::items, grid_stride_blocks(k.items(), sm_count), kThreads,
+                "broadcast_reduction_items_kernel");
+  }
+  if (!st || k.s == 1) return st;
+  return launch(ReductionKernel::finalize, std::min<int64_t>((k.m + 31) / 32, int64_t(sm_count) * 64),
+                kFinalizeWarps * 32, "broadcast_reduction_finalize_kernel");
 }
 
 }  // namespace baracuda::detail::cuda

@@ -275,7 +275,7 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
     specs[2].shape = output_shape(d);
     specs[2].dtype = binary_output_dtype(d);
   }
-  static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor& d, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
     if (forced && variant_path(kSchema.variants, *forced) == ElementwisePath::transposed && !transposes(d))
       return plan_error(StatusCode::unsupported, kSchema.plan, "preference.variant",
@@ -284,6 +284,15 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
                             std::string(binary_kind_name(d.kind)));
     const CheckedSize workspace = promotion_buffers(d, false).end;
     if (Status s = check_promotion_workspace(kSchema.plan, d, workspace); !s) return s;
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda) {
+      Descriptor run = d;  // (as problem() rewrites it where the operands are cast first)
+      if (mixed(d) && !loads_mixed(d)) run.dtype = binary_operand_dtype(d), run.b_dtype.reset(), run.scalar_dtype.reset();
+      if (Status s = cuda::prepare_binary(t, run); !s) return s;
+    }
+#else
+    (void)t;
+#endif
     return PlanChoice{forced.value_or(-1), static_cast<size_t>(workspace.value()), 0};
   }
   template <class F>

@@ -5,6 +5,8 @@
 // once; a backend supplies
 //   launch(op, const ElementwiseTensors<kIn, kOut>&)             for the elementwise paths, and
 //   reduce(const BroadcastReduction<T, Body>&)                   for the broadcast-reduce backward.
+#include <vector>
+
 #include "baracuda/ops/binary_param.hpp"
 #include "common/binary_param_math.hpp"
 #include "common/dispatch.hpp"
@@ -120,9 +122,15 @@ namespace cpu {
 Status launch(const LaunchContext& ctx, const BinaryParamForwardProblem& problem);
 Status launch(const LaunchContext& ctx, const BinaryParamBackwardProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (the kernels are compiled at first use)
 Status launch(const LaunchContext& ctx, const BinaryParamForwardProblem& problem);
 Status launch(const LaunchContext& ctx, const BinaryParamBackwardProblem& problem);
 }  // namespace cuda
 
 }  // namespace baracuda::detail
+
+namespace baracuda::detail::jit {
+struct Program;
+// Every lerp and addcmul program (cuda/binary_param.cpp).
+std::vector<Program> binary_param_programs();
+}  // namespace baracuda::detail::jit

@@ -7,6 +7,7 @@
 // kind's group.
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "baracuda/ops/binary.hpp"
 #include "common/binary_math.hpp"
@@ -207,13 +208,18 @@ Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& proble
 template <int G>
 Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (no groups: the kernels are compiled at select or first use)
 Status launch(const LaunchContext& ctx, const BinaryForwardProblem& problem);
 Status launch(const LaunchContext& ctx, const BinaryBackwardProblem& problem);
-template <int G>
-Status launch_group(const LaunchContext& ctx, const BinaryForwardProblem& problem);
-template <int G>
-Status launch_group(const LaunchContext& ctx, const BinaryBackwardProblem& problem);
+// Compiles (or finds in the caches) the forward's kernels of the descriptor: select's part (the
+// transposed path and the backward's functors, which the views decide, compile at first use).
+Status prepare_binary(const PlanTarget& target, const BinaryDescriptor& desc);
 }  // namespace cuda
 
 }  // namespace baracuda::detail
+
+namespace baracuda::detail::jit {
+struct Program;
+// Every binary program (cuda/binary.cpp).
+std::vector<Program> binary_programs();
+}  // namespace baracuda::detail::jit

@@ -41,8 +41,14 @@ struct CastHooks {
     specs[1].dtype = d.out_dtype;
     for (ArgSpec& s : specs) s.shape = d.shape;
   }
-  static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda)
+      if (Status s = cuda::prepare_cast(t, d); !s) return s;
+#else
+    (void)t, (void)d;
+#endif
     return PlanChoice{forced.value_or(-1), 0, 0};
   }
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }

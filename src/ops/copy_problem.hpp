@@ -66,12 +66,12 @@ Status launch(const LaunchContext& ctx, const FillProblem& problem);
 template <bool kFromFloat>
 Status launch_cast(const CastProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (no halves by dtype: the kernels are compiled at select)
 Status launch(const LaunchContext& ctx, const CastProblem& problem);
 Status launch(const LaunchContext& ctx, const FillProblem& problem);
-template <bool kFromFloat>
-Status launch_cast(const LaunchContext& ctx, const CastProblem& problem);
-// Compiles (or finds in the caches) the kernels a fill plan of the descriptor runs: select's part.
+// Compile (or find in the caches) the kernels a plan of the descriptor runs: select's part (the
+// cast's transposed path compiles at its first run).
+Status prepare_cast(const PlanTarget& target, const CastDescriptor& desc);
 Status prepare_fill(const PlanTarget& target, const FillDescriptor& desc);
 }  // namespace cuda
 
@@ -79,6 +79,6 @@ Status prepare_fill(const PlanTarget& target, const FillDescriptor& desc);
 
 namespace baracuda::detail::jit {
 struct Program;
-// Every fill program: each dtype (cuda/fill.cpp).
-std::vector<Program> fill_programs();
+// Every cast and fill program: each dtype pair and path, each dtype (cuda/copy.cpp).
+std::vector<Program> copy_programs();
 }  // namespace baracuda::detail::jit

@@ -106,20 +106,6 @@ ElementwisePath layout_path(Backend backend, const Shape& shape, std::initialize
 // another stride and has unit stride along a dim Q instead (read along Q, through a tile); every
 // other input steps through P with stride 1 or 0; P and Q both have at least kTransposedMinSize
 // elements. The other collapsed dims are batches. None where the views do not make one.
-inline constexpr int64_t kTransposedMinSize = 16;
-// CUDA's tiles of the path (cuda/common/elementwise_transposed.cuh) are kTransposedLanes pieces a
-// side, a piece 16 bytes of the widest tensor's dtype and at most 8 elements (8-bit pairs take 8-byte
-// accesses: 16 x 16 bytes a thread held 164 registers). The host counts tiles to choose the path.
-inline constexpr int kTransposedLanes = 16;
-constexpr int transposed_piece(size_t widest_bytes) { return 16 / widest_bytes < 8 ? int(16 / widest_bytes) : 8; }
-template <int NT>
-struct TransposedWalk {
-  int staged = -1;
-  int64_t p_size = 0, q_size = 0;
-  int64_t p_strides[NT] = {}, q_strides[NT] = {};
-  Walker<NT> batch;
-  int64_t batches = 1;
-};
 template <int NT>
 std::optional<TransposedWalk<NT>> transposed_walk(const Shape& shape, const Strides* const (&strides)[NT], int inputs) {
   int64_t sizes[kMaxRank];

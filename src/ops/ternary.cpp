@@ -199,8 +199,14 @@ struct TernaryForwardHooks : TernaryHooksBase<TernaryForwardHooks> {
     specs[3].dtype = d.dtype;
     specs[3].shape = output_shape(d);
   }
-  static Expected<PlanChoice> choose(const PlanTarget&, const Descriptor&, const PlanPreference&,
+  static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int> forced) {
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda)
+      if (Status s = cuda::prepare_ternary(t, d); !s) return s;
+#else
+    (void)t, (void)d;
+#endif
     return PlanChoice{forced.value_or(-1), 0, 0};
   }
   // The tensor operands, then out.

@@ -10,6 +10,7 @@
 #include <array>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "baracuda/ops/ternary.hpp"
 #include "common/broadcast_reduction.hpp"
@@ -186,13 +187,18 @@ Status launch_group(const LaunchContext& ctx, const TernaryForwardProblem& probl
 template <int G>
 Status launch_group(const LaunchContext& ctx, const TernaryBackwardProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (no groups: the kernels are compiled at select or first use)
 Status launch(const LaunchContext& ctx, const TernaryForwardProblem& problem);
 Status launch(const LaunchContext& ctx, const TernaryBackwardProblem& problem);
-template <int G>
-Status launch_group(const LaunchContext& ctx, const TernaryForwardProblem& problem);
-template <int G>
-Status launch_group(const LaunchContext& ctx, const TernaryBackwardProblem& problem);
+// Compiles (or finds in the caches) the forward's kernels of the descriptor: select's part (the
+// backward's functors, which the views decide, compile at first use).
+Status prepare_ternary(const PlanTarget& target, const TernaryDescriptor& desc);
 }  // namespace cuda
 
 }  // namespace baracuda::detail
+
+namespace baracuda::detail::jit {
+struct Program;
+// Every ternary program (cuda/ternary.cpp).
+std::vector<Program> ternary_programs();
+}  // namespace baracuda::detail::jit

@@ -1,5 +1,6 @@
 #pragma once
-// The CUDA launcher of a BroadcastReduction (common/broadcast_reduction.hpp): one launch for the
+// The CUDA kernels of a BroadcastReduction (common/broadcast_reduction.hpp), which nvcc and NVRTC both
+// read (the host's launcher: cuda/elementwise_launch.hpp): one launch for the
 // items, one that sums each kept element's splits in order. Where the kept dims are innermost and
 // every view steps through them contiguously from 16-byte aligned data (b = bias[D] over [N, D]),
 // an item takes a 16-byte vector of kept elements and keeps kReductionUnroll rows of loads in flight.
@@ -7,11 +8,9 @@
 // splits (at most the plan's) and its order of the sums from the views (and the vectors kernel from
 // its occupancy, a property of the build and the device): the bits depend on those alone, never on
 // the run.
-#include <algorithm>
-
 #include "common/broadcast_reduction.hpp"
-#include "cuda/common/check.cuh"
-#include "cuda/common/launch.cuh"
+#include "common/portable.hpp"
+#include "cuda/common/elementwise_shape.hpp"
 #include "cuda/common/vector.cuh"
 
 namespace baracuda::detail::cuda {
@@ -30,7 +29,6 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_items_kernel(Red
 // Against a thread a kept element folding all s in turn (the host's loop), a bf16 bias gradient of
 // [65536, 768] (1408 splits) went 0.070 -> 0.048 ms in the lab; ncu, [16384, 4096]: this kernel 4.3 us
 // (bench/NOTES.md, "Broadcast rows in lanes; the broadcast reduction's one reduced dim; ...").
-inline constexpr int kFinalizeWarps = 32;
 template <class Reduction>
 __global__ void __launch_bounds__(kFinalizeWarps * 32) broadcast_reduction_finalize_kernel(Reduction k) {
   using Acc = typename Reduction::Acc;
@@ -64,13 +62,6 @@ __global__ void __launch_bounds__(kFinalizeWarps * 32) broadcast_reduction_final
     __syncthreads();
   }
 }
-
-// Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements with
-// several inputs, whose eight sums and conversions per vector would otherwise take registers enough to
-// halve the threads an SM holds (H200 lab, vectors kernel: bf16 a * b[D] backward 64 registers at 2,
-// 97 at 4, no faster; the bias gradient, one input, 40 at 2 and 44 at 4, 0.048 -> 0.046 ms).
-template <class T, int kIn>
-inline constexpr int kReductionUnroll = sizeof(T) >= 4 || kIn == 1 ? 4 : 2;
 
 // kOneReducedDim: the reduced dims collapse to one (or none), whose offsets are a product (the walker's
 // loop over dims cost registers: bf16 bias gradient 70 -> 54, 0.070 -> 0.058 ms on [16384, 4096]).
@@ -221,110 +212,6 @@ __global__ void __launch_bounds__(kThreads) broadcast_reduction_rows_kernel(Broa
       }
     }
   }
-}
-
-// The vector kernel's conditions: kept dims innermost, whole vectors of them, every view with data
-// 16-byte aligned and stepping through them with stride 1 (an input may repeat one value: stride 0),
-// every other stride a multiple of the vector.
-template <class T, class Body, class First>
-bool reduction_vectorizable(const BroadcastReduction<T, Body, First>& k) {
-  constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
-  if (k.lanes_on_split || k.kept.rank == 0 || k.kept.inner_size() % kV != 0) return false;
-  for (int i = 0; i < NT; ++i) {
-    const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
-    if (!data) continue;
-    const int64_t inner = k.kept.inner_stride(i);
-    if (i < kIn && inner == 0) continue;  // one value per vector: a scalar load, anywhere
-    if (inner != 1 || reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
-    for (int d = 0; d + 1 < k.kept.rank; ++d)
-      if (k.kept.strides[i][d] % kV != 0) return false;
-    for (int d = 0; d < k.reduced.rank; ++d)
-      if (k.reduced.strides[i][d] % kV != 0) return false;
-  }
-  return true;
-}
-
-// The rows kernel's conditions: reduced dims innermost and collapsed to one, whole vectors of them,
-// every view with data 16-byte aligned and stepping through them with stride 1 (an input may repeat
-// one value: stride 0; the reduced output steps with 0), every kept stride a multiple of the vector.
-template <class T, class Body, class First>
-bool reduction_rows_vectorizable(const BroadcastReduction<T, Body, First>& k) {
-  constexpr int kV = Vec16<T>::kSize, kIn = Body::kIn, NT = kIn + Body::kOut + 1;
-  if (!k.lanes_on_split || k.reduced.rank != 1 || k.r % kV != 0) return false;
-  for (int i = 0; i < NT; ++i) {
-    const void* data = i < kIn ? static_cast<const void*>(k.p.in[i]) : k.p.out[i - kIn];
-    if (!data) continue;
-    const int64_t inner = k.reduced.inner_stride(i);
-    if ((i < kIn || i == NT - 1) && inner == 0) continue;  // one value per row: a scalar access, anywhere
-    if (inner != 1 || reinterpret_cast<uintptr_t>(data) % 16 != 0) return false;
-    for (int d = 0; d < k.kept.rank; ++d)
-      if (k.kept.strides[i][d] % kV != 0) return false;
-  }
-  return true;
-}
-
-// The splits a kernel uses, at most the plan's (whose workspace holds that many partials per kept
-// element): enough items to fill the device, `per_item` kept elements each, but each split at least
-// kMinSplitWork steps of its loop (`steps` of them in all): more would only add partials.
-inline constexpr int64_t kMinSplitWork = 16;
-inline int64_t kernel_splits(int64_t planned, int64_t m, int64_t per_item, int64_t items_wanted, int64_t steps) {
-  const int64_t items_per_split = std::max<int64_t>(1, m / per_item);
-  const int64_t most = std::max<int64_t>(1, std::min(planned, steps / kMinSplitWork));
-  return std::clamp<int64_t>((items_wanted + items_per_split - 1) / items_per_split, 1, most);
-}
-
-// One wave of items, a resident thread each: the kernel's registers decide how many blocks an SM
-// holds (bf16's bias gradient: 80 registers, 3 blocks; items for 4 blocks an SM left a quarter of them
-// to a second wave at a third of the occupancy, ncu: 90 us of 0.115 ms). Sets k.s.
-template <bool kOneReducedDim, class T, class Body, class First>
-Status run_reduction_vectors(cudaStream_t s, int sm_count, int64_t planned_splits,
-                             BroadcastReduction<T, Body, First>& k) {
-  const auto kernel = broadcast_reduction_vectors_kernel<T, Body, First, kOneReducedDim>;
-  int per_sm = 0;
-  if (Status st = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0),
-                              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-      !st)
-    return st;
-  const int64_t resident = int64_t(sm_count) * std::clamp(per_sm, 1, 2048 / kThreads) * kThreads;
-  k.s = kernel_splits(planned_splits, k.m, Vec16<T>::kSize, resident, k.r / kReductionUnroll<T, Body::kIn>);
-  const int64_t items = k.m / Vec16<T>::kSize * k.s;
-  kernel<<<grid_stride_blocks(items, sm_count), kThreads, 0, s>>>(k);
-  return last_launch_status("broadcast_reduction_vectors_kernel");
-}
-
-// Runs the reduction; the kernel (and so the order of the sums) depends on the views alone.
-template <class T, class Body, class First>
-Status run_split_reduction(const Stream& stream, int sm_count, const BroadcastReduction<T, Body, First>& planned) {
-  cudaStream_t s = native(stream);
-  const int64_t threads = int64_t(sm_count) * 2048;  // resident at once
-  BroadcastReduction<T, Body, First> k = planned;
-  // The vector kernels load one element type: a first input of its own (where's bool condition)
-  // takes the items kernel, and they are not compiled for it.
-  constexpr bool kOneType = std::is_same_v<First, T>;
-  if (kOneType && reduction_rows_vectorizable(k)) {
-    // A warp an item, kReductionUnroll vectors a lane a step: pieces of rows only where rows are few.
-    k.s = kernel_splits(planned.s, k.m, 1, threads / 32, k.r / Vec16<T>::kSize / (32 * kReductionUnroll<T, Body::kIn>));
-    const int64_t warps_per_block = kThreads / 32;
-    const int64_t blocks =
-        std::min<int64_t>((k.m * k.s + warps_per_block - 1) / warps_per_block, int64_t(sm_count) * kBlocksPerSm);
-    if constexpr (kOneType)
-      broadcast_reduction_rows_kernel<<<static_cast<unsigned>(std::max<int64_t>(blocks, 1)), kThreads, 0, s>>>(k);
-    if (Status st = last_launch_status("broadcast_reduction_rows_kernel"); !st) return st;
-  } else if (kOneType && reduction_vectorizable(k)) {
-    if constexpr (kOneType) {
-      const Status st = k.reduced.rank <= 1 ? run_reduction_vectors<true>(s, sm_count, planned.s, k)
-                                            : run_reduction_vectors<false>(s, sm_count, planned.s, k);
-      if (!st) return st;
-    }
-  } else {
-    k.s = kernel_splits(planned.s, k.m, 1, threads, k.r);
-    broadcast_reduction_items_kernel<<<grid_stride_blocks(k.items(), sm_count), kThreads, 0, s>>>(k);
-    if (Status st = last_launch_status("broadcast_reduction_items_kernel"); !st) return st;
-  }
-  if (k.s == 1) return Status::ok();
-  const unsigned finalize_blocks = static_cast<unsigned>(std::min<int64_t>((k.m + 31) / 32, int64_t(sm_count) * 64));
-  broadcast_reduction_finalize_kernel<<<finalize_blocks, kFinalizeWarps * 32, 0, s>>>(k);
-  return last_launch_status("broadcast_reduction_finalize_kernel");
 }
 
 }  // namespace baracuda::detail::cuda

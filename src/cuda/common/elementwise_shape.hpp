@@ -96,4 +96,46 @@ inline int row_lane_bits(int64_t vectors) {
   return best;
 }
 
+// The transposed path's tiles (cuda/common/elementwise_transposed.cuh).
+inline constexpr int kTransposeThreads = 256;
+inline constexpr int kTransposeLanes = kTransposedLanes;  // threads of a tile along each of P and Q
+template <class In, class Out>
+inline constexpr int kTransposeSide = transposed_piece(sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out));
+// Rows of the other inputs' pieces loaded before use, and the blocks an SM the registers must allow
+// (0: no bound). At V = 8 (16- and 8-bit) with another input: two rows and three blocks (bf16 a +
+// b.t(): 80 registers, no spills; four rows, unbounded: 118 registers, two blocks an SM, a warp
+// waiting 9 of its 14 cycles an instruction on loads). A copy (one input) holds 62, four blocks.
+template <class In, class Out>
+inline constexpr int kTransposeRows = kTransposeSide<In, Out> == 8 ? 2 : kTransposeSide<In, Out>;
+template <class In, class Out, int kIn>
+inline constexpr int kTransposeMinBlocks = kTransposeSide<In, Out> == 8 && kIn > 1 ? 3 : 0;
+
+// The walk, and whether each tensor's accesses are whole aligned pieces (the staged input's along Q,
+// the others' along P; an input with stride 0 along P is one value a row, any alignment).
+template <int NT>
+struct TransposedArgs : TransposedWalk<NT> {
+  bool pieces[NT] = {};
+  bool all_pieces = false;  // every tensor's
+};
+
+// The broadcast reduction's kernels (cuda/common/broadcast_reduction.cuh): the finalize kernel's warps a
+// block, and:
+inline constexpr int kFinalizeWarps = 32;
+// Vectors of loads in flight per item (per lane of the rows kernel): 4, or 2 of 16-bit elements with
+// several inputs, whose eight sums and conversions per vector would otherwise take registers enough to
+// halve the threads an SM holds (H200 lab, vectors kernel: bf16 a * b[D] backward 64 registers at 2,
+// 97 at 4, no faster; the bias gradient, one input, 40 at 2 and 44 at 4, 0.048 -> 0.046 ms).
+template <class T, int kIn>
+inline constexpr int kReductionUnroll = sizeof(T) >= 4 || kIn == 1 ? 4 : 2;
+
+// The splits a kernel uses, at most the plan's (whose workspace holds that many partials per kept
+// element): enough items to fill the device, `per_item` kept elements each, but each split at least
+// kMinSplitWork steps of its loop (`steps` of them in all): more would only add partials.
+inline constexpr int64_t kMinSplitWork = 16;
+inline int64_t kernel_splits(int64_t planned, int64_t m, int64_t per_item, int64_t items_wanted, int64_t steps) {
+  const int64_t items_per_split = std::max<int64_t>(1, m / per_item);
+  const int64_t most = std::max<int64_t>(1, std::min(planned, steps / kMinSplitWork));
+  return std::clamp<int64_t>((items_wanted + items_per_split - 1) / items_per_split, 1, most);
+}
+
 }  // namespace baracuda::detail::cuda

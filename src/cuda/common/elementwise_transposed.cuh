@@ -1,5 +1,6 @@
 #pragma once
-// The CUDA transposed path (ops/elementwise_layout.hpp's TransposedWalk): an elementwise op whose
+// The CUDA transposed path's kernel (common/elementwise.hpp's TransposedWalk), which nvcc and NVRTC both
+// read: an elementwise op whose
 // outputs step along P with unit stride and one input (the staged one) along Q, as x.t().contiguous()
 // (a cast) or a + b.t(). A tile is 16 x V positions of P by 16 x V of Q, V elements the side of a
 // thread's block: 16 bytes of the wider type, at most 8 (ops/elementwise_layout.hpp's
@@ -15,30 +16,9 @@
 // elements, 16-bit column reads: 87.1 / 67.7; blocks transposed in registers, no shared memory (a
 // warp's stores 64 bytes of 8 rows): 50.4 / 38.0; this kernel: bench/NOTES.md, "Transposes" and
 // "Transposed operands".
-#include "cuda/common/elementwise.cuh"
+#include "cuda/common/elementwise_kernels.cuh"
 
 namespace baracuda::detail::cuda {
-
-inline constexpr int kTransposeThreads = 256;
-inline constexpr int kTransposeLanes = kTransposedLanes;  // threads of a tile along each of P and Q
-template <class In, class Out>
-inline constexpr int kTransposeSide = transposed_piece(sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out));
-// Rows of the other inputs' pieces loaded before use, and the blocks an SM the registers must allow
-// (0: no bound). At V = 8 (16- and 8-bit) with another input: two rows and three blocks (bf16 a +
-// b.t(): 80 registers, no spills; four rows, unbounded: 118 registers, two blocks an SM, a warp
-// waiting 9 of its 14 cycles an instruction on loads). A copy (one input) holds 62, four blocks.
-template <class In, class Out>
-inline constexpr int kTransposeRows = kTransposeSide<In, Out> == 8 ? 2 : kTransposeSide<In, Out>;
-template <class In, class Out, int kIn>
-inline constexpr int kTransposeMinBlocks = kTransposeSide<In, Out> == 8 && kIn > 1 ? 3 : 0;
-
-// The walk, and whether each tensor's accesses are whole aligned pieces (the staged input's along Q,
-// the others' along P; an input with stride 0 along P is one value a row, any alignment).
-template <int NT>
-struct TransposedArgs : TransposedWalk<NT> {
-  bool pieces[NT] = {};
-  bool all_pieces = false;  // every tensor's
-};
 
 // S: the staged input (a template argument: indexed at run time, the tensors' arrays left registers).
 template <class In, class Out, class Op, class First, int S>
@@ -156,52 +136,6 @@ __global__ void __launch_bounds__(kTransposeThreads, kTransposeMinBlocks<In, Out
       }
     }
   }
-}
-
-// Runs op over the tensors of the transposed path (t.path == transposed), inputs of In (the first of
-// First) and outputs of Out. An op compiles this only where its plan offers the path.
-template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
-Status run_elementwise_transposed(const Stream& stream, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
-  static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
-  static_assert(kIn >= 1 && kIn <= 3, "one of at most three inputs is staged");
-  constexpr int NT = kIn + kOut, V = kTransposeSide<In, Out>;
-  const std::optional<TransposedWalk<NT>> walk = transposed_walk(t);
-  if (!walk) return Status::error(StatusCode::invalid_problem, "elementwise: the views do not make a transposed walk");
-  Operands<In, Out, kIn, kOut, First> p{};
-  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
-  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
-  TransposedArgs<NT> a;
-  static_cast<TransposedWalk<NT>&>(a) = *walk;
-  a.all_pieces = true;
-  for (int k = 0; k < NT; ++k) {
-    const void* data = k < kIn ? t.in[k] : t.out[k - kIn];
-    const size_t element = k >= kIn ? sizeof(Out) : k == 0 ? sizeof(First) : sizeof(In);
-    // The staged input's pieces run along Q (its rows V apart along P); the others' along P.
-    const int64_t unit = k == a.staged ? a.q_strides[k] : a.p_strides[k];
-    const int64_t other = k == a.staged ? a.p_strides[k] : a.q_strides[k];
-    bool pieces = unit == 0 || (reinterpret_cast<uintptr_t>(data) % (element * V) == 0 && other % V == 0);
-    for (int d = 0; d < a.batch.rank && unit != 0; ++d) pieces = pieces && a.batch.strides[k][d] % V == 0;
-    a.pieces[k] = pieces;
-    if (k != a.staged) a.all_pieces = a.all_pieces && pieces;
-  }
-  constexpr int64_t kTile = int64_t{kTransposeLanes} * V;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTile - 1) / kTile, INT32_MAX)),
-                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTile - 1) / kTile, 65535)),
-                  static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
-  cudaStream_t s = native(stream);
-  switch (a.staged) {  // (transposed_walk's staged input is one of the kIn)
-    case 0:
-      elementwise_transposed_kernel<In, Out, Op, First, 0><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
-      break;
-    case 1:
-      if constexpr (kIn > 1)
-        elementwise_transposed_kernel<In, Out, Op, First, 1><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
-      break;
-    default:
-      if constexpr (kIn > 2)
-        elementwise_transposed_kernel<In, Out, Op, First, 2><<<grid, kTransposeThreads, 0, s>>>(op, p, a);
-  }
-  return last_launch_status("elementwise_transposed_kernel");
 }
 
 }  // namespace baracuda::detail::cuda

@@ -3,6 +3,8 @@
 #include "cuda/jit/jit.hpp"
 #include "ops/attention_problem.hpp"
 #include "ops/batch_norm_problem.hpp"
+#include "ops/binary_param_problem.hpp"
+#include "ops/binary_problem.hpp"
 #include "ops/copy_problem.hpp"
 #include "ops/gated_problem.hpp"
 #include "ops/group_norm_problem.hpp"
@@ -14,6 +16,7 @@
 #include "ops/random_problem.hpp"
 #include "ops/randperm_problem.hpp"
 #include "ops/rotary_problem.hpp"
+#include "ops/ternary_problem.hpp"
 #include "ops/unary_problem.hpp"
 
 namespace baracuda::detail::jit {
@@ -62,7 +65,10 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : attention_programs()) out.push_back(std::move(p));
   for (Program& p : unary_programs()) out.push_back(std::move(p));
   for (Program& p : gated_programs()) out.push_back(std::move(p));
-  for (Program& p : fill_programs()) out.push_back(std::move(p));
+  for (Program& p : copy_programs()) out.push_back(std::move(p));
+  for (Program& p : binary_programs()) out.push_back(std::move(p));
+  for (Program& p : ternary_programs()) out.push_back(std::move(p));
+  for (Program& p : binary_param_programs()) out.push_back(std::move(p));
   return out;
 }
 

@@ -1,7 +1,0 @@
-// CUDA kernels of the binary predicates eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor.
-#include "cuda/binary/group.cuh"
-
-namespace baracuda::detail::cuda {
-template Status launch_group<kBinaryPredicate>(const LaunchContext&, const BinaryForwardProblem&);
-template Status launch_group<kBinaryPredicate>(const LaunchContext&, const BinaryBackwardProblem&);
-}  // namespace baracuda::detail::cuda
