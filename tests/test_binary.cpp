@@ -292,7 +292,7 @@ TEST_P(BinaryTest, BiasGradientOverManyRows) {
   }
 }
 
-// Broadcast rows through each of the CUDA launcher's kernels (cuda/common/elementwise.cuh): walks of
+// Broadcast rows through each of the CUDA launcher's kernels (cuda/elementwise_launch.hpp): walks of
 // one or two dims after collapsing (the flat rows kernel: rows of one vector, 16 bytes, and of odd
 // counts), and walks of three or four, whose rows of fewer than kThreads * kRowUnroll vectors take
 // the row lanes and longer ones the row kernel: either side of that bound, 2048 elements for div

@@ -197,7 +197,7 @@ TEST_P(BinaryParamTest, ForwardBroadcastRowsTakeTheRowVectorizedKernel) {
             "strided");
 }
 
-// The strided_vectorized kernels (cuda/common/elementwise.cuh): rows of 1 to 2048 vectors (every
+// The strided_vectorized kernels (cuda/elementwise_launch.hpp): rows of 1 to 2048 vectors (every
 // dtype's), on both sides of a block's worth (rows_vectorized from kThreads * kRowUnroll vectors:
 // 512 of 16-bit types, lerp being arithmetic (two a thread), and 1024 of f32 and f64: 4096 elements,
 // f64's 2048; and 4104 elements, so that a thread's last vectors fall off the row), shorter rows in

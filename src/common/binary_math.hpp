@@ -480,7 +480,8 @@ struct ShiftRightMath : Shift {
   }
 };
 
-// The kinds by translation unit (src/cpu/binary/, src/cuda/binary/: one file per group).
+// The kinds by translation unit of the CPU backend (src/cpu/binary/: one file per group; CUDA compiles
+// each kind at select).
 using BinaryArithMaths =
     std::tuple<AddMath, SubMath, MulMath, DivMath, DivFloorMath, DivTruncMath, RemainderMath, FmodMath, CopysignMath>;
 using BinaryTranscendentalMaths = std::tuple<PowMath, Atan2Math, HypotMath, LogaddexpMath, XlogyMath>;

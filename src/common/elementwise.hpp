@@ -154,7 +154,7 @@ Status unless_predicate(std::string_view plan, F&& gradient) {
 #endif
 
 // How much compute an element takes beside its bytes. The GPU launcher sizes a thread's work on
-// 16-bit elements by it (cuda/common/elementwise.cuh, kPackUnroll and kRowUnroll):
+// 16-bit elements by it (cuda/common/elementwise_shape.hpp, kPackUnroll and kRowUnroll):
 //  - arithmetic: a few FMA-class instructions (add, mul, abs, relu, where, lerp, a cast);
 //  - special: one or two special-function results and a few instructions (exp, rsqrt, sigmoid,
 //    silu; sqrt and the quotients of common/arith16.hpp);

@@ -84,8 +84,8 @@ struct AddcdivMath : SpecialCost {  // a + value (b / c), as PyTorch's kernels (
   }
 };
 
-// The kinds by translation unit (src/cpu/ternary/, src/cuda/ternary/: one file per kind; a kind's
-// CUDA kernels take minutes to compile, so that the build spreads them over the cores).
+// The kinds by translation unit of the CPU backend (src/cpu/ternary/: one file per kind; CUDA
+// compiles each kind at select).
 using TernaryGroups = std::tuple<std::tuple<WhereMath>, std::tuple<ClampMath>, std::tuple<AddcdivMath>>;
 enum TernaryGroupIndex : int { kTernaryWhere, kTernaryClamp, kTernaryAddcdiv };
 

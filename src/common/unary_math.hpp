@@ -912,7 +912,8 @@ BARACUDA_UNARY_PREDICATE(SignbitMath, signbit, unary_fn::sign_bit(x))
 BARACUDA_UNARY_PREDICATE(LogicalNotMath, logical_not, x == A(0))
 #undef BARACUDA_UNARY_PREDICATE
 
-// The kinds by translation unit (src/cpu/unary/, src/cuda/unary/: one file per group).
+// The kinds by translation unit of the CPU backend (src/cpu/unary/: one file per group; CUDA compiles
+// each kind at select).
 using UnaryBasicMaths = std::tuple<AbsMath, NegMath, SignMath, ReciprocalMath, SquareMath, SqrtMath, RsqrtMath,
                                    FloorMath, CeilMath, RoundMath, TruncMath, FracMath, BitwiseNotMath>;
 using UnaryExpLogMaths = std::tuple<ExpMath, Exp2Math, Expm1Math, LogMath, Log2Math, Log10Math, Log1pMath, ErfMath,

@@ -287,7 +287,12 @@ struct BinaryForwardHooks : BinaryHooksBase<BinaryForwardHooks> {
 #if BARACUDA_HAS_CUDA
     if (t.backend == Backend::cuda) {
       Descriptor run = d;  // (as problem() rewrites it where the operands are cast first)
-      if (mixed(d) && !loads_mixed(d)) run.dtype = binary_operand_dtype(d), run.b_dtype.reset(), run.scalar_dtype.reset();
+      if (mixed(d) && !loads_mixed(d)) {
+        for (const bool of_b : {false, true})
+          if (casts_operand(d, of_b, false))
+            if (Status s = cuda::prepare_cast(t, {tensor_dtype(d, of_b), binary_operand_dtype(d), {}}); !s) return s;
+        run.dtype = binary_operand_dtype(d), run.b_dtype.reset(), run.scalar_dtype.reset();
+      }
       if (Status s = cuda::prepare_binary(t, run); !s) return s;
     }
 #else

@@ -1,10 +1,10 @@
 #pragma once
 // What the binary plans hand to a backend: the validated views expanded to the output's shape (zero
 // strides where an operand is broadcast), the path the plan chose and the backward's reduction
-// splits. The dispatch from (kind, dtype) to functors is written here once. A backend compiles one
+// splits. The dispatch from (kind, dtype) to functors is written here once. The CPU compiles one
 // translation unit per group of kinds (common/binary_math.hpp's BinaryGroups): each defines
-// launch_group<G> with the backend's launchers, and the backend's launch routes a problem to its
-// kind's group.
+// launch_group<G> with its launchers, and its launch routes a problem to its kind's group; CUDA
+// compiles the functors' kernels at select or first use (cuda/binary.cpp).
 #include <array>
 #include <utility>
 #include <vector>

@@ -1,9 +1,10 @@
 #pragma once
 // What the ternary plans hand to a backend: the validated views expanded to the output's shape (zero
 // strides where an operand is broadcast), the path the plan chose and the backward's reduction
-// splits. The dispatch from (kind, dtype) to functors is written here once; a backend compiles one
+// splits. The dispatch from (kind, dtype) to functors is written here once; the CPU compiles one
 // translation unit per group of kinds (common/ternary_math.hpp's TernaryGroups), each defining
-// launch_group<G> with the backend's launchers:
+// launch_group<G> with its launchers, CUDA the functors' kernels at select or first use
+// (cuda/ternary.cpp); both call:
 //   launch(type_identity<First>, functor, ElementwiseTensors)   an elementwise pass whose first input
 //                                                               has element type First
 //   reduce(type_identity<First>, BroadcastReduction)            a broadcast operand's gradient

@@ -1,8 +1,9 @@
 #pragma once
 // What the unary plans hand to a backend: the validated views and the path the plan chose. The
-// dispatch from (kind, dtype) to a functor is written here once. A backend compiles one translation
+// dispatch from (kind, dtype) to a functor is written here once. The CPU compiles one translation
 // unit per group of kinds (common/unary_math.hpp's UnaryGroups): each defines launch_group<G> with
-// the backend's elementwise launcher, and the backend's launch routes a problem to its kind's group.
+// its elementwise launcher, and its launch routes a problem to its kind's group; CUDA compiles the
+// functor's kernels at select (cuda/unary.cpp).
 #include <utility>
 #include <vector>
 

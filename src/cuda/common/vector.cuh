@@ -26,7 +26,7 @@ __device__ __forceinline__ Vec16<T> load16(const T* p) {
 // in each sizeof(T) of them, as raw words: a kernel keeping several vectors in flight converts them
 // only once all are loaded, since elements written one by one (a repeated value merged with a load)
 // made the compiler unpack each load as it landed, before issuing the next (cuda/common/
-// broadcast_reduction.cuh, the rows kernels of cuda/common/elementwise.cuh).
+// broadcast_reduction.cuh, the rows kernels of cuda/common/elementwise_kernels.cuh).
 template <class Access, class T>
 __device__ __forceinline__ Access load_or_splat(const T* p, bool one_value) {
   static_assert(sizeof(Access) >= sizeof(T));
