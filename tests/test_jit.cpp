@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,10 +62,39 @@ std::vector<char> read_bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// The catalog's programs merged by source and options, up to 64 at a time, into programs of all their
+// kernels: NVRTC then reads the shared headers once for many (the elementwise families' programs
+// are thousands of one functor each: about 3x faster merged). A merged program names its first.
+std::vector<Program> merged(const std::vector<Program>& programs) {
+  struct Filling {
+    size_t at = 0;
+    int count = 0;
+    std::string first;
+  };
+  std::vector<Program> out;
+  std::map<std::string, Filling> open;  // by source and options: the merged program being filled
+  for (const Program& p : programs) {
+    std::string key = p.source;
+    for (const std::string& o : p.options) key += "\n" + o;
+    Filling& f = open[key];
+    if (f.count == 0 || f.count == 64) {
+      f = {out.size(), 0, p.name};
+      out.push_back(p);
+      out.back().kernels.clear();
+    }
+    Program& m = out[f.at];
+    if (++f.count > 1) m.name = f.first + " (and " + std::to_string(f.count - 1) + " more)";
+    for (const std::string& k : p.kernels)
+      if (std::find(m.kernels.begin(), m.kernels.end(), k) == m.kernels.end()) m.kernels.push_back(k);
+  }
+  return out;
+}
+
 TEST(Jit, EveryProgramOfTheCatalogCompiles) {
   ::setenv("BARACUDA_CACHE_DIR", "off", 1);
-  const std::vector<Program> programs = catalog({768, 4096});
-  ASSERT_GT(programs.size(), 50u);
+  const std::vector<Program> all = catalog({768, 4096});
+  ASSERT_GT(all.size(), 50u);
+  const std::vector<Program> programs = merged(all);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> failures(programs.size());
   std::vector<std::thread> pool;
@@ -82,8 +113,8 @@ TEST(Jit, EveryProgramOfTheCatalogCompiles) {
   ::unsetenv("BARACUDA_CACHE_DIR");
   for (const std::string& f : failures) EXPECT_EQ(f, "");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("[ jit ] %zu programs compiled to PTX for compute_%d in %.1f s on %u threads\n", programs.size(), kArch,
-              seconds, threads);
+  std::printf("[ jit ] %zu programs (as %zu) compiled to PTX for compute_%d in %.1f s on %u threads\n", all.size(),
+              programs.size(), kArch, seconds, threads);
 }
 
 TEST(Jit, ADiskHitGivesTheSameCubin) {

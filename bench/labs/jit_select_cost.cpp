@@ -22,9 +22,9 @@ double ms_since(clock_type::time_point t0) {
 int main() {
   const Stream stream = Stream::default_stream();
   // First selects of 24 (kind, dtype) pairs: each compiles one program (cold) or reads one (disk hit).
-  const UnaryKind kinds[] = {UnaryKind::exp,  UnaryKind::gelu,    UnaryKind::silu,  UnaryKind::sqrt,
+  const UnaryKind kinds[] = {UnaryKind::exp,  UnaryKind::gelu,    UnaryKind::silu,   UnaryKind::sqrt,
                              UnaryKind::tanh, UnaryKind::lgamma,  UnaryKind::erfinv, UnaryKind::abs,
-                             UnaryKind::relu, UnaryKind::sigmoid, UnaryKind::log1p, UnaryKind::isnan};
+                             UnaryKind::relu, UnaryKind::sigmoid, UnaryKind::log1p,  UnaryKind::isnan};
   std::vector<double> first, again;
   for (UnaryKind k : kinds)
     for (DType t : {DType::f32, DType::bf16}) {

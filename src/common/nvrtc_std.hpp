@@ -117,14 +117,13 @@ inline constexpr bool integral<unsigned long long> = true;
 template <class T>
 inline constexpr bool is_integral_v = nvrtc_detail::integral<remove_cv_t<T>>;
 template <class T>
-inline constexpr bool is_floating_point_v =
-    is_same_v<remove_cv_t<T>, float> || is_same_v<remove_cv_t<T>, double>;
+inline constexpr bool is_floating_point_v = is_same_v<remove_cv_t<T>, float> || is_same_v<remove_cv_t<T>, double>;
 template <class T>
 inline constexpr bool is_arithmetic_v = is_integral_v<T> || is_floating_point_v<T>;
 template <class T>
-inline constexpr bool is_signed_v = is_arithmetic_v<T> && T(-1) < T(0);
+inline constexpr bool is_signed_v = is_arithmetic_v<T>&& T(-1) < T(0);
 template <class T>
-inline constexpr bool is_unsigned_v = is_arithmetic_v<T> && T(0) < T(-1);
+inline constexpr bool is_unsigned_v = is_arithmetic_v<T>&& T(0) < T(-1);
 
 template <class T>
 struct make_unsigned;
@@ -269,10 +268,10 @@ class string_view {
 
 // The C maths: NVRTC declares them (and their float overloads) in the global namespace.
 using ::abs, ::fabs, ::sqrt, ::cbrt, ::exp, ::exp2, ::expm1, ::log, ::log2, ::log10, ::log1p, ::pow, ::hypot;
-using ::sin, ::cos, ::tan, ::asin, ::acos, ::atan, ::atan2, ::sinh, ::cosh, ::tanh, ::asinh, ::acosh, ::atanh;
-using ::erf, ::erfc, ::lgamma, ::tgamma, ::floor, ::ceil, ::trunc, ::round, ::rint, ::nearbyint, ::fmod, ::remainder;
 using ::copysign, ::signbit, ::isnan, ::isinf, ::isfinite, ::fmin, ::fmax, ::fma, ::ldexp, ::frexp, ::nextafter;
+using ::erf, ::erfc, ::lgamma, ::tgamma, ::floor, ::ceil, ::trunc, ::round, ::rint, ::nearbyint, ::fmod, ::remainder;
 using ::memcpy, ::memset;
+using ::sin, ::cos, ::tan, ::asin, ::acos, ::atan, ::atan2, ::sinh, ::cosh, ::tanh, ::asinh, ::acosh, ::atanh;
 
 }  // namespace std
 
@@ -293,7 +292,16 @@ struct bfloat16 {
   unsigned short bits;
   bfloat16() = default;
   __device__ explicit bfloat16(float v) { asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(v)); }
-  __device__ explicit operator float() const { return __uint_as_float(static_cast<unsigned>(bits) << 16); }
+  // (one instruction, as cuda_bf16.h's: a shift took three, and a bf16 a + b.t() 9% longer)
+  __device__ explicit operator float() const {
+    float r;
+#if __CUDA_ARCH__ >= 900
+    asm("cvt.f32.bf16 %0, %1;" : "=f"(r) : "h"(bits));
+#else
+    asm("mov.b32 %0, {0, %1};" : "=f"(r) : "h"(bits));
+#endif
+    return r;
+  }
 };
 
 }  // namespace baracuda

@@ -1,10 +1,9 @@
 // The CUDA side of the binary plans: the kind's functors through the elementwise kernels compiled at
 // select or first use (cuda/elementwise_launch.hpp); the arithmetic kinds' transposed path, and the
 // backward's reductions of broadcast operands' gradients.
-#include <set>
-
 #include "cuda/elementwise_launch.hpp"
 #include "ops/binary_problem.hpp"
+#include "ops/validate.hpp"
 
 namespace baracuda::detail::cuda {
 namespace {
@@ -77,11 +76,8 @@ std::vector<Program> binary_programs() {
   const PlanTarget target{Backend::cuda};
   const Stream stream = Stream::cuda();
   void* const some = reinterpret_cast<void*>(256);
-  const DType dtypes[] = {DType::f16, DType::bf16,    DType::f32,
-                          DType::f64, DType::i8,      DType::u8,
-                          DType::i32, DType::i64,     DType::boolean};
   for (int k = 0; k < kBinaryKindCount; ++k)
-    for (DType t : dtypes) {
+    for (DType t : kEveryDType) {
       const BinaryKind kind = static_cast<BinaryKind>(k);
       if (!binary_kind_takes(kind, t)) continue;
       const cuda::ElementwiseRun fw{target, stream, cuda::plan_of(false), cuda::kMaths, cuda::ElementwiseMode::list,
@@ -120,9 +116,7 @@ std::vector<Program> binary_programs() {
       }
     }
   // One program per key (the branches above meet the same functors many times).
-  std::set<std::string> seen;
-  std::erase_if(out, [&](const Program& p) { return !seen.insert(p.name).second; });
-  return out;
+  return cuda::unique_programs(std::move(out));
 }
 
 }  // namespace baracuda::detail::jit

@@ -1,7 +1,5 @@
 // The CUDA side of the BinaryParam plans (lerp, addcmul): their functors through the elementwise
 // kernels compiled at first use (cuda/elementwise_launch.hpp), and the weight gradient's reduction.
-#include <set>
-
 #include "cuda/elementwise_launch.hpp"
 #include "ops/binary_param_problem.hpp"
 
@@ -63,9 +61,7 @@ std::vector<Program> binary_param_programs() {
           (void)cuda::run(r, b);
         }
       }
-  std::set<std::string> seen;
-  std::erase_if(out, [&](const Program& p) { return !seen.insert(p.name).second; });
-  return out;
+  return cuda::unique_programs(std::move(out));
 }
 
 }  // namespace baracuda::detail::jit

@@ -1,6 +1,8 @@
 // The programs of the elementwise kernels compiled at select time (cuda/elementwise_launch.hpp).
 #include "cuda/elementwise_launch.hpp"
 
+#include <set>
+
 namespace baracuda::detail::cuda {
 namespace {
 
@@ -15,12 +17,27 @@ jit::Program program(std::string name, std::string_view header, std::string_view
 
 }  // namespace
 
+Status launch_kernel(const jit::Module& m, int index, dim3 grid, int threads, const Stream& stream, const char* what,
+                     std::initializer_list<const void*> args) {
+  void* params[8];
+  int count = 0;
+  for (const void* a : args) params[count++] = const_cast<void*>(a);
+  return cuda_status(cudaLaunchKernel(m.kernels[index], grid, dim3(threads), params, 0, native(stream)), what);
+}
+
+std::vector<jit::Program> unique_programs(std::vector<jit::Program> programs) {
+  std::set<std::string> seen;
+  std::erase_if(programs, [&](const jit::Program& p) { return !seen.insert(p.name).second; });
+  return programs;
+}
+
 jit::Program elementwise_program(std::string_view maths, const std::string& in, const std::string& out,
                                  const std::string& op, const std::string& first) {
   const std::string args = "<" + in + ", " + out + ", " + op + ", " + first + ">";
   jit::Program p = program("elementwise" + args, "cuda/common/elementwise_kernels.cuh", maths);
   // (ElementwiseKernel's order)
-  for (const char* kernel : {"vectorized", "contiguous", "strided", "rows", "rows_vectorized", "flat_rows", "row_lanes"})
+  for (const char* kernel :
+       {"vectorized", "contiguous", "strided", "rows", "rows_vectorized", "flat_rows", "row_lanes"})
     p.kernels.push_back(std::string("baracuda::detail::cuda::elementwise_") + kernel + "_kernel" + args);
   return p;
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,93 +75,112 @@ Expected<const jit::Module*> module_for(const ElementwiseRun& r, Make&& make) {
 template <class... T>
 struct ProgramTag {};
 
-// One launch of a kernel of the module (`index` in its program), its arguments by value in the
-// kernel's order.
-template <class... Args>
+// A catalog's programs without repeats (a family's branches meet the same functors many times).
+std::vector<jit::Program> unique_programs(std::vector<jit::Program> programs);
+
+// One launch of a kernel of the module (`index` in its program), its arguments' bytes in the
+// kernel's order (each pointed to: the launch copies as many bytes as the kernel's parameter takes).
 Status launch_kernel(const jit::Module& m, int index, dim3 grid, int threads, const Stream& stream, const char* what,
-                     const Args&... args) {
-  void* params[] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  return cuda_status(cudaLaunchKernel(m.kernels[index], grid, dim3(threads), params, 0, native(stream)), what);
-}
-template <class... Args>
-Status launch_elementwise_kernel(const jit::Module& m, ElementwiseKernel k, dim3 grid, const Stream& stream,
-                                 const char* what, const Args&... args) {
-  return launch_kernel(m, static_cast<int>(k), grid, kThreads, stream, what, args...);
+                     std::initializer_list<const void*> args);
+
+// A functor's kernels as the launcher sees them, apart from its types: the module, the functor (the
+// kernels' first argument, by value), the element sizes, and the vectors a thread takes that its
+// kernels were compiled with. The launch code itself is then one per arity, not one per functor.
+struct ElementwiseKernels {
+  const jit::Module* module = nullptr;
+  const void* op = nullptr;
+  int in_bytes = 0, out_bytes = 0, first_bytes = 0;
+  int pack = 1, pack_unroll = 1, row_unroll = 1, transpose_side = 1;
+};
+template <class In, class Out, class First, class Op>
+ElementwiseKernels elementwise_kernels(const jit::Module* module, const Op& op) {
+  return {module,
+          &op,
+          static_cast<int>(sizeof(In)),
+          static_cast<int>(sizeof(Out)),
+          static_cast<int>(sizeof(First)),
+          kPackSize<In, Out>,
+          kPackUnroll<In, Out, Op>,
+          kRowUnroll<In, Out, Op>,
+          kTransposeSide<In, Out>};
 }
 
-// Runs op over the tensors, inputs of element type In (the first of First) and outputs of Out.
-template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
-Status run_elementwise(const ElementwiseRun& r, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
-  static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
-  Expected<const jit::Module*> module = module_for<ProgramTag<In, Out, Op, First>>(r, [&] {
-    return elementwise_program(r.maths, jit::type_name<In>(), jit::type_name<Out>(), jit::type_name<Op>(),
-                               jit::type_name<First>());
-  });
-  if (!module || !*module) return module.status();
-  const jit::Module& m = **module;
-  Operands<In, Out, kIn, kOut, First> p{};
-  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
-  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
+// The kernels' Operands<In, Out, kIn, kOut, First>, pointer for pointer.
+template <int kIn, int kOut>
+struct RawOperands {
+  const void* in[kIn > 0 ? kIn : 1];
+  void* out[kOut];
+};
+template <int kIn, int kOut>
+RawOperands<kIn, kOut> raw_operands(const ElementwiseTensors<kIn, kOut>& t) {
+  RawOperands<kIn, kOut> p{};
+  for (int k = 0; k < kIn; ++k) p.in[k] = t.in[k];
+  for (int k = 0; k < kOut; ++k) p.out[k] = t.out[k];
+  return p;
+}
+
+// Runs the functor's kernels over the tensors, the kernel shape chosen from the views.
+template <int kIn, int kOut>
+Status launch_elementwise(const ElementwiseRun& r, const ElementwiseKernels& k,
+                          const ElementwiseTensors<kIn, kOut>& t) {
+  const jit::Module& m = *k.module;
+  RawOperands<kIn, kOut> p = raw_operands(t);
   const int64_t n = t.shape.numel();
   const int sm_count = r.target.sm_count;
-  constexpr int kV = kPackSize<In, Out>;
+  auto launch = [&](ElementwiseKernel kernel, dim3 grid, const char* what, auto... args) {
+    return launch_kernel(m, static_cast<int>(kernel), grid, kThreads, r.stream, what, {k.op, &p, &args...});
+  };
   switch (t.path) {
     case ElementwisePath::vectorized: {
-      const int64_t per_block = int64_t(kThreads) * kPackUnroll<In, Out, Op> * kV;
+      const int64_t per_block = int64_t(kThreads) * k.pack_unroll * k.pack;
       const dim3 grid(static_cast<unsigned>(std::max<int64_t>(1, (n + per_block - 1) / per_block)));
-      return launch_elementwise_kernel(m, ElementwiseKernel::vectorized, grid, r.stream, "elementwise_vectorized_kernel",
-                                       op, p, n);
+      return launch(ElementwiseKernel::vectorized, grid, "elementwise_vectorized_kernel", n);
     }
     case ElementwisePath::contiguous:
-      return launch_elementwise_kernel(m, ElementwiseKernel::contiguous, dim3(grid_stride_blocks(n, sm_count)), r.stream,
-                                       "elementwise_contiguous_kernel", op, p, n);
+      return launch(ElementwiseKernel::contiguous, dim3(grid_stride_blocks(n, sm_count)),
+                    "elementwise_contiguous_kernel", n);
     default:
       break;
   }
   constexpr int NT = kIn + kOut;
   const Strides* strides[NT];
-  for (int k = 0; k < kIn; ++k) strides[k] = &t.in_strides[k];
-  for (int k = 0; k < kOut; ++k) strides[kIn + k] = &t.out_strides[k];
+  for (int i = 0; i < kIn; ++i) strides[i] = &t.in_strides[i];
+  for (int o = 0; o < kOut; ++o) strides[kIn + o] = &t.out_strides[o];
   const Walker<NT> walker = make_walker<NT>(t.shape, strides);
   const int64_t inner = walker.inner_size();
   const int64_t rows = n / inner;
   const unsigned grid_y = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
   if (t.path == ElementwisePath::strided_vectorized) {
-    const int64_t vectors = inner / kV;
+    const int64_t vectors = inner / k.pack;
     if (walker.rank <= 2 && vectors <= kFlatLaunchVectors) {
       // One flat run of vectors over whole rows, a launch per kFlatLaunchVectors vectors (counted in
       // 32 bits), its pointers moved to its first row.
       if (rows == 0 || vectors == 0) return Status::ok();
       const int64_t rows_a_launch = kFlatLaunchVectors / vectors;
       FlatRows<NT> w;
-      for (int k = 0; k < NT; ++k) {
-        w.row_step[k] = walker.rank == 2 ? walker.strides[k][0] : 0;
-        w.one_value[k] = walker.inner_stride(k) == 0;
+      for (int i = 0; i < NT; ++i) {
+        w.row_step[i] = walker.rank == 2 ? walker.strides[i][0] : 0;
+        w.one_value[i] = walker.inner_stride(i) == 0;
       }
       w.vectors_a_row = U32Divisor(static_cast<uint32_t>(vectors));
-      const int64_t per_block = int64_t{kThreads} * kPackUnroll<In, Out, Op>;
+      const int64_t per_block = int64_t{kThreads} * k.pack_unroll;
       for (int64_t first_row = 0; first_row < rows; first_row += rows_a_launch) {
         w.vectors = static_cast<uint32_t>(std::min(rows_a_launch, rows - first_row) * vectors);
         const dim3 grid(static_cast<unsigned>((w.vectors - 1) / per_block + 1));
-        if (Status s = launch_elementwise_kernel(m, ElementwiseKernel::flat_rows, grid, r.stream,
-                                                 "elementwise_flat_rows_kernel", op, p, w);
-            !s)
-          return s;
-        // (the first input may hold another type than In: moved in its own elements)
-        for (int k = 0; k < kIn; ++k) {
-          const int64_t step = rows_a_launch * w.row_step[k];
-          p.in[k] =
-              k == 0 ? reinterpret_cast<const In*>(reinterpret_cast<const First*>(p.in[k]) + step) : p.in[k] + step;
-        }
-        for (int k = 0; k < kOut; ++k) p.out[k] += rows_a_launch * w.row_step[kIn + k];
+        if (Status s = launch(ElementwiseKernel::flat_rows, grid, "elementwise_flat_rows_kernel", w); !s) return s;
+        // (each pointer moved in its own elements: the first input may hold another type than In)
+        for (int i = 0; i < kIn; ++i)
+          p.in[i] =
+              static_cast<const char*>(p.in[i]) + rows_a_launch * w.row_step[i] * (i ? k.in_bytes : k.first_bytes);
+        for (int o = 0; o < kOut; ++o)
+          p.out[o] = static_cast<char*>(p.out[o]) + rows_a_launch * w.row_step[kIn + o] * k.out_bytes;
       }
       return Status::ok();
     }
-    const int64_t per_block = int64_t{kThreads} * kRowUnroll<In, Out, Op>;
+    const int64_t per_block = int64_t{kThreads} * k.row_unroll;
     if (vectors >= per_block) {
       const dim3 grid(static_cast<unsigned>((vectors + per_block - 1) / per_block), grid_y);
-      return launch_elementwise_kernel(m, ElementwiseKernel::rows_vectorized, grid, r.stream,
-                                       "elementwise_rows_vectorized_kernel", op, p, walker, rows);
+      return launch(ElementwiseKernel::rows_vectorized, grid, "elementwise_rows_vectorized_kernel", walker, rows);
     }
     // Rows of fewer vectors than a block's worth in lanes (rows counted in 32 bits; more than 2^30
     // rows take the row kernels below).
@@ -172,58 +192,72 @@ Status run_elementwise(const ElementwiseRun& r, const Op& op, const ElementwiseT
       if (Status s = one_wave_blocks(kernel, 0, grid_x * row_blocks, sm_count, wave); !s) return s;
       const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(std::clamp<int64_t>(
                                                          std::min<int64_t>(wave / grid_x, row_blocks), 1, 65535)));
-      return launch_elementwise_kernel(m, ElementwiseKernel::row_lanes, grid, r.stream, "elementwise_row_lanes_kernel",
-                                       op, p, walker, static_cast<int>(rows), lane_bits);
+      return launch(ElementwiseKernel::row_lanes, grid, "elementwise_row_lanes_kernel", walker, static_cast<int>(rows),
+                    lane_bits);
     }
   }
   if (inner >= kMinRowLength) {
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>((inner + kThreads - 1) / kThreads, 1024)), grid_y);
-    return launch_elementwise_kernel(m, ElementwiseKernel::rows, grid, r.stream, "elementwise_rows_kernel", op, p,
-                                     walker, rows);
+    return launch(ElementwiseKernel::rows, grid, "elementwise_rows_kernel", walker, rows);
   }
-  return launch_elementwise_kernel(m, ElementwiseKernel::strided, dim3(grid_stride_blocks(n, sm_count)), r.stream,
-                                   "elementwise_strided_kernel", op, p, walker, n);
+  return launch(ElementwiseKernel::strided, dim3(grid_stride_blocks(n, sm_count)), "elementwise_strided_kernel", walker,
+                n);
 }
 
-// Runs op over the tensors of the transposed path (t.path == transposed), inputs of In (the first of
-// First) and outputs of Out: the staged input's kernel of the transposed program.
+// Runs op over the tensors, inputs of element type In (the first of First) and outputs of Out.
+template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
+Status run_elementwise(const ElementwiseRun& r, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
+  static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
+  Expected<const jit::Module*> module = module_for<ProgramTag<In, Out, Op, First>>(r, [&] {
+    return elementwise_program(r.maths, jit::type_name<In>(), jit::type_name<Out>(), jit::type_name<Op>(),
+                               jit::type_name<First>());
+  });
+  if (!module || !*module) return module.status();
+  return launch_elementwise(r, elementwise_kernels<In, Out, First>(*module, op), t);
+}
+
+// The transposed path (t.path == transposed): the staged input's kernel of the transposed program.
+template <int kIn, int kOut>
+Status launch_elementwise_transposed(const ElementwiseRun& r, const ElementwiseKernels& k,
+                                     const ElementwiseTensors<kIn, kOut>& t) {
+  static_assert(kIn >= 1 && kIn <= 3, "one of at most three inputs is staged");
+  constexpr int NT = kIn + kOut;
+  const int V = k.transpose_side;
+  const std::optional<TransposedWalk<NT>> walk = transposed_walk(t);
+  if (!walk) return Status::error(StatusCode::invalid_problem, "elementwise: the views do not make a transposed walk");
+  const RawOperands<kIn, kOut> p = raw_operands(t);
+  TransposedArgs<NT> a;
+  static_cast<TransposedWalk<NT>&>(a) = *walk;
+  a.all_pieces = true;
+  for (int i = 0; i < NT; ++i) {
+    const void* data = i < kIn ? t.in[i] : t.out[i - kIn];
+    const int64_t element = i >= kIn ? k.out_bytes : i == 0 ? k.first_bytes : k.in_bytes;
+    // The staged input's pieces run along Q (its rows V apart along P); the others' along P.
+    const int64_t unit = i == a.staged ? a.q_strides[i] : a.p_strides[i];
+    const int64_t other = i == a.staged ? a.p_strides[i] : a.q_strides[i];
+    bool pieces = unit == 0 || (reinterpret_cast<uintptr_t>(data) % (element * V) == 0 && other % V == 0);
+    for (int d = 0; d < a.batch.rank && unit != 0; ++d) pieces = pieces && a.batch.strides[i][d] % V == 0;
+    a.pieces[i] = pieces;
+    if (i != a.staged) a.all_pieces = a.all_pieces && pieces;
+  }
+  if (a.staged < 0 || a.staged >= kIn)
+    return Status::error(StatusCode::invalid_problem, "elementwise: the transposed walk stages no input");
+  const int64_t tile = int64_t{kTransposeLanes} * V;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + tile - 1) / tile, INT32_MAX)),
+                  static_cast<unsigned>(std::min<int64_t>((a.q_size + tile - 1) / tile, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
+  return launch_kernel(*k.module, a.staged, grid, kTransposeThreads, r.stream, "elementwise_transposed_kernel",
+                       {k.op, &p, &a});
+}
 template <class In, class Out = In, class First = In, class Op, int kIn, int kOut>
 Status run_elementwise_transposed(const ElementwiseRun& r, const Op& op, const ElementwiseTensors<kIn, kOut>& t) {
   static_assert(Op::kIn == kIn && Op::kOut == kOut, "functor arity must match the tensors");
-  static_assert(kIn >= 1 && kIn <= 3, "one of at most three inputs is staged");
   Expected<const jit::Module*> module = module_for<ProgramTag<In, Out, Op, First, TransposedArgs<1>>>(r, [&] {
     return transposed_program(r.maths, jit::type_name<In>(), jit::type_name<Out>(), jit::type_name<Op>(),
                               jit::type_name<First>(), kIn);
   });
   if (!module || !*module) return module.status();
-  constexpr int NT = kIn + kOut, V = kTransposeSide<In, Out>;
-  const std::optional<TransposedWalk<NT>> walk = transposed_walk(t);
-  if (!walk) return Status::error(StatusCode::invalid_problem, "elementwise: the views do not make a transposed walk");
-  Operands<In, Out, kIn, kOut, First> p{};
-  for (int k = 0; k < kIn; ++k) p.in[k] = static_cast<const In*>(t.in[k]);
-  for (int k = 0; k < kOut; ++k) p.out[k] = static_cast<Out*>(t.out[k]);
-  TransposedArgs<NT> a;
-  static_cast<TransposedWalk<NT>&>(a) = *walk;
-  a.all_pieces = true;
-  for (int k = 0; k < NT; ++k) {
-    const void* data = k < kIn ? t.in[k] : t.out[k - kIn];
-    const size_t element = k >= kIn ? sizeof(Out) : k == 0 ? sizeof(First) : sizeof(In);
-    // The staged input's pieces run along Q (its rows V apart along P); the others' along P.
-    const int64_t unit = k == a.staged ? a.q_strides[k] : a.p_strides[k];
-    const int64_t other = k == a.staged ? a.p_strides[k] : a.q_strides[k];
-    bool pieces = unit == 0 || (reinterpret_cast<uintptr_t>(data) % (element * V) == 0 && other % V == 0);
-    for (int d = 0; d < a.batch.rank && unit != 0; ++d) pieces = pieces && a.batch.strides[k][d] % V == 0;
-    a.pieces[k] = pieces;
-    if (k != a.staged) a.all_pieces = a.all_pieces && pieces;
-  }
-  if (a.staged < 0 || a.staged >= kIn)
-    return Status::error(StatusCode::invalid_problem, "elementwise: the transposed walk stages no input");
-  constexpr int64_t kTile = int64_t{kTransposeLanes} * V;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((a.p_size + kTile - 1) / kTile, INT32_MAX)),
-                  static_cast<unsigned>(std::min<int64_t>((a.q_size + kTile - 1) / kTile, 65535)),
-                  static_cast<unsigned>(std::min<int64_t>(a.batches, 65535)));
-  return launch_kernel(**module, a.staged, grid, kTransposeThreads, r.stream, "elementwise_transposed_kernel", op, p,
-                       a);
+  return launch_elementwise_transposed(r, elementwise_kernels<In, Out, First>(*module, op), t);
 }
 
 // The vector kernel's conditions: kept dims innermost, whole vectors of them, every view with data
@@ -288,7 +322,7 @@ Status run_split_reduction(const ElementwiseRun& r, const BroadcastReduction<T, 
   Reduction k = planned;
   auto launch = [&](ReductionKernel kernel, int64_t blocks, int threads_a_block, const char* what) {
     return launch_kernel(m, static_cast<int>(kernel), dim3(static_cast<unsigned>(std::max<int64_t>(blocks, 1))),
-                         threads_a_block, r.stream, what, k);
+                         threads_a_block, r.stream, what, {&k});
   };
   Status st;
   if (kOneType && reduction_rows_vectorizable(k)) {
@@ -301,9 +335,9 @@ Status run_split_reduction(const ElementwiseRun& r, const BroadcastReduction<T, 
   } else if (kOneType && reduction_vectorizable(k)) {
     const ReductionKernel kernel = k.reduced.rank <= 1 ? ReductionKernel::vectors_one_dim : ReductionKernel::vectors;
     int per_sm = 0;
-    if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                   &per_sm, m.kernels[static_cast<int>(kernel)], kThreads, 0),
-                               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (Status s = cuda_status(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, m.kernels[static_cast<int>(kernel)], kThreads, 0),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         !s)
       return s;
     const int64_t resident = int64_t(sm_count) * std::clamp(per_sm, 1, 2048 / kThreads) * kThreads;

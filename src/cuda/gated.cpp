@@ -32,7 +32,8 @@ Status launch(const LaunchContext& ctx, const GatedBackwardProblem& problem) {
 Status prepare_gated(const PlanTarget& target, const GatedDescriptor& desc, bool backward) {
   const Stream stream = Stream::cuda();
   const ElementwiseRun r{target, stream, plan_of(backward), kMaths, ElementwiseMode::load};
-  return backward ? run(r, GatedBackwardProblem{desc, ElementwisePath::vectorized, {}, {}, {}, {}, {}, {}}) : run(r, GatedForwardProblem{desc, ElementwisePath::vectorized, {}, {}, {}, {}});
+  return backward ? run(r, GatedBackwardProblem{desc, ElementwisePath::vectorized, {}, {}, {}, {}, {}, {}})
+                  : run(r, GatedForwardProblem{desc, ElementwisePath::vectorized, {}, {}, {}, {}});
 }
 
 }  // namespace baracuda::detail::cuda
@@ -51,7 +52,8 @@ std::vector<Program> gated_programs() {
         d.dtype = t;
         const cuda::ElementwiseRun r{target, stream, cuda::plan_of(backward), cuda::kMaths, cuda::ElementwiseMode::list,
                                      &out};
-        (void)(backward ? cuda::run(r, GatedBackwardProblem{d, ElementwisePath::vectorized, {}, {}, {}, {}, {}, {}}) : cuda::run(r, GatedForwardProblem{d, ElementwisePath::vectorized, {}, {}, {}, {}}));
+        (void)(backward ? cuda::run(r, GatedBackwardProblem{d, ElementwisePath::vectorized, {}, {}, {}, {}, {}, {}})
+                        : cuda::run(r, GatedForwardProblem{d, ElementwisePath::vectorized, {}, {}, {}, {}}));
       }
   return out;
 }

@@ -1,10 +1,9 @@
 // The CUDA side of the ternary plans: the kind's functors through the elementwise kernels compiled at
 // select or first use (cuda/elementwise_launch.hpp), and the backward's reductions of broadcast
 // operands' gradients.
-#include <set>
-
 #include "cuda/elementwise_launch.hpp"
 #include "ops/ternary_problem.hpp"
+#include "ops/validate.hpp"
 
 namespace baracuda::detail::cuda {
 namespace {
@@ -67,11 +66,8 @@ std::vector<Program> ternary_programs() {
   const PlanTarget target{Backend::cuda};
   const Stream stream = Stream::cuda();
   void* const some = reinterpret_cast<void*>(256);
-  const DType dtypes[] = {DType::f16, DType::bf16,    DType::f32,
-                          DType::f64, DType::i8,      DType::u8,
-                          DType::i32, DType::i64,     DType::boolean};
   for (int k = 0; k < kTernaryKindCount; ++k)
-    for (DType t : dtypes) {
+    for (DType t : kEveryDType) {
       const TernaryKind kind = static_cast<TernaryKind>(k);
       if (!ternary_kind_takes(kind, t)) continue;
       const cuda::ElementwiseRun fw{target, stream, cuda::plan_of(false), cuda::kMaths, cuda::ElementwiseMode::list,
@@ -102,9 +98,7 @@ std::vector<Program> ternary_programs() {
           }
       }
     }
-  std::set<std::string> seen;
-  std::erase_if(out, [&](const Program& p) { return !seen.insert(p.name).second; });
-  return out;
+  return cuda::unique_programs(std::move(out));
 }
 
 }  // namespace baracuda::detail::jit

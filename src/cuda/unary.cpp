@@ -46,7 +46,8 @@ Status launch(const LaunchContext& ctx, const UnaryBackwardProblem& problem) {
 Status prepare_unary(const PlanTarget& target, const UnaryDescriptor& desc, bool backward) {
   const Stream stream = Stream::cuda();
   const ElementwiseRun r{target, stream, plan_of(backward), kMaths, ElementwiseMode::load};
-  return backward ? run(r, UnaryBackwardProblem{desc, ElementwisePath::vectorized, {}, {}, {}}) : run(r, UnaryForwardProblem{desc, ElementwisePath::vectorized, {}, {}});
+  return backward ? run(r, UnaryBackwardProblem{desc, ElementwisePath::vectorized, {}, {}, {}})
+                  : run(r, UnaryForwardProblem{desc, ElementwisePath::vectorized, {}, {}});
 }
 
 }  // namespace baracuda::detail::cuda
@@ -67,7 +68,8 @@ std::vector<Program> unary_programs() {
         if (backward && (unary_kind_is_predicate(d.kind) || !is_floating(d.dtype))) continue;
         const cuda::ElementwiseRun r{target, stream, cuda::plan_of(backward), cuda::kMaths, cuda::ElementwiseMode::list,
                                      &out};
-        (void)(backward ? cuda::run(r, UnaryBackwardProblem{d, ElementwisePath::vectorized, {}, {}, {}}) : cuda::run(r, UnaryForwardProblem{d, ElementwisePath::vectorized, {}, {}}));
+        (void)(backward ? cuda::run(r, UnaryBackwardProblem{d, ElementwisePath::vectorized, {}, {}, {}})
+                        : cuda::run(r, UnaryForwardProblem{d, ElementwisePath::vectorized, {}, {}}));
       }
     }
   return out;
