@@ -1,13 +1,13 @@
 #pragma once
-// The CUDA kernels of a BroadcastReduction (common/broadcast_reduction.hpp), which nvcc and NVRTC both
-// read (the host's launcher: cuda/elementwise_launch.hpp): one launch for the
-// items, one that sums each kept element's splits in order. Where the kept dims are innermost and
-// every view steps through them contiguously from 16-byte aligned data (b = bias[D] over [N, D]),
-// an item takes a 16-byte vector of kept elements and keeps kReductionUnroll rows of loads in flight.
-// Where the reduced dims are innermost (b = scale[N, 1]), a warp takes a row. Each kernel picks its
-// splits (at most the plan's) and its order of the sums from the views (and the vectors kernel from
-// its occupancy, a property of the build and the device): the bits depend on those alone, never on
-// the run.
+// The CUDA kernels of a BroadcastReduction (common/broadcast_reduction.hpp), which nvcc and NVRTC
+// both read (the host's launcher: cuda/elementwise_launch.hpp): one launch for the items, one that
+// sums each kept element's splits in order. Where the kept dims are innermost and every view steps
+// through them contiguously from 16-byte aligned data (b = bias[D] over [N, D]), an item takes a
+// 16-byte vector of kept elements and keeps kReductionUnroll rows of loads in flight. Where the
+// reduced dims are innermost (b = scale[N, 1]), a warp takes a row. Each kernel picks its splits (at
+// most the plan's) and its order of the sums from the views (and the vectors kernel from its
+// occupancy, a property of the build and the device): the bits depend on those alone, never on the
+// run.
 #include "common/broadcast_reduction.hpp"
 #include "common/portable.hpp"
 #include "cuda/common/elementwise_shape.hpp"

@@ -1,21 +1,20 @@
 #pragma once
-// The CUDA transposed path's kernel (common/elementwise.hpp's TransposedWalk), which nvcc and NVRTC both
-// read: an elementwise op whose
-// outputs step along P with unit stride and one input (the staged one) along Q, as x.t().contiguous()
-// (a cast) or a + b.t(). A tile is 16 x V positions of P by 16 x V of Q, V elements the side of a
-// thread's block: 16 bytes of the wider type, at most 8 (ops/elementwise_layout.hpp's
-// transposed_piece, which the host counts tiles with). Thread (tq, tp) loads V rows of the staged input, V elements
-// each (one access along its unit stride), transposes that block in registers and puts its V pieces
-// of V elements into the tile in shared memory; after the barrier each thread takes V pieces back,
-// a row at a time, loads the other inputs' pieces along P, applies the op to whole pieces and stores
-// the outputs' along P. Every global and shared access is a whole piece of 2 to 16 bytes, and a
-// warp's global accesses are two rows of 16 pieces (256 bytes of a 16-bit or wider type). The tile's
-// pieces are swizzled (piece ^ (row / V) % 16) so that the row reads are free of bank conflicts, and
-// so are the column writes of pieces of 2, 8 and 16 bytes (4-byte pieces, 8-bit x V = 4, write two
-// lanes a bank). H200, [16384, 4096] f32 / bf16 (% of copy, a transposed copy): 2-D tiles of
-// elements, 16-bit column reads: 87.1 / 67.7; blocks transposed in registers, no shared memory (a
-// warp's stores 64 bytes of 8 rows): 50.4 / 38.0; this kernel: bench/NOTES.md, "Transposes" and
-// "Transposed operands".
+// The CUDA transposed path's kernel (common/elementwise.hpp's TransposedWalk), which nvcc and NVRTC
+// both read (the host's launcher: cuda/elementwise_launch.hpp): an elementwise op whose outputs step
+// along P with unit stride and one input (the staged one) along Q, as x.t().contiguous() (a cast) or
+// a + b.t(). A tile is 16 x V positions of P by 16 x V of Q, V elements the side of a thread's block:
+// 16 bytes of the wider type, at most 8 (transposed_piece, which the host counts tiles with). Thread
+// (tq, tp) loads V rows of the staged input, V elements each (one access along its unit stride),
+// transposes that block in registers and puts its V pieces of V elements into the tile in shared
+// memory; after the barrier each thread takes V pieces back, a row at a time, loads the other inputs'
+// pieces along P, applies the op to whole pieces and stores the outputs' along P. Every global and
+// shared access is a whole piece of 2 to 16 bytes, and a warp's global accesses are two rows of 16
+// pieces (256 bytes of a 16-bit or wider type). The tile's pieces are swizzled (piece ^ (row / V) %
+// 16) so that the row reads are free of bank conflicts, and so are the column writes of pieces of 2,
+// 8 and 16 bytes (4-byte pieces, 8-bit x V = 4, write two lanes a bank). H200, [16384, 4096] f32 /
+// bf16 (% of copy, a transposed copy): 2-D tiles of elements, 16-bit column reads: 87.1 / 67.7;
+// blocks transposed in registers, no shared memory (a warp's stores 64 bytes of 8 rows): 50.4 / 38.0;
+// this kernel: bench/NOTES.md, "Transposes" and "Transposed operands".
 #include "cuda/common/elementwise_kernels.cuh"
 
 namespace baracuda::detail::cuda {
