@@ -292,7 +292,7 @@ struct bfloat16 {
   unsigned short bits;
   bfloat16() = default;
   __device__ explicit bfloat16(float v) { asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(v)); }
-  // (one instruction, as cuda_bf16.h's: a shift took three, and a bf16 a + b.t() 9% longer)
+  // (one instruction, as cuda_bf16.h's: a shift takes three, which slowed the bf16 kernels)
   __device__ explicit operator float() const {
     float r;
 #if __CUDA_ARCH__ >= 900

@@ -302,9 +302,8 @@ bool reduction_rows_vectorizable(const BroadcastReduction<T, Body, First>& k) {
 
 // Runs the reduction (common/broadcast_reduction.hpp) with the kernels of its program; the kernel
 // (and so the order of the sums) depends on the views alone. The vectors kernel takes one wave of
-// items, a resident thread each: its registers decide how many blocks an SM holds (bf16's bias
-// gradient: 80 registers, 3 blocks; items for 4 blocks an SM left a quarter of them to a second wave
-// at a third of the occupancy, ncu: 90 us of 0.115 ms).
+// items, a resident thread each: its registers decide how many blocks an SM holds, so the occupancy
+// query sizes the wave (items planned for more blocks than fit ran a second, thin wave).
 template <class T, class Body, class First>
 Status run_split_reduction(const ElementwiseRun& r, const BroadcastReduction<T, Body, First>& planned) {
   using Reduction = BroadcastReduction<T, Body, First>;

@@ -11,10 +11,9 @@
 // shared access is a whole piece of 2 to 16 bytes, and a warp's global accesses are two rows of 16
 // pieces (256 bytes of a 16-bit or wider type). The tile's pieces are swizzled (piece ^ (row / V) %
 // 16) so that the row reads are free of bank conflicts, and so are the column writes of pieces of 2,
-// 8 and 16 bytes (4-byte pieces, 8-bit x V = 4, write two lanes a bank). H200, [16384, 4096] f32 /
-// bf16 (% of copy, a transposed copy): 2-D tiles of elements, 16-bit column reads: 87.1 / 67.7;
-// blocks transposed in registers, no shared memory (a warp's stores 64 bytes of 8 rows): 50.4 / 38.0;
-// this kernel: bench/NOTES.md, "Transposes" and "Transposed operands".
+// 8 and 16 bytes (4-byte pieces, 8-bit x V = 4, write two lanes a bank). Faster than tiles of single
+// elements and than blocks transposed in registers without shared memory (bench/NOTES.md,
+// "Transposes" and "Transposed operands").
 #include "cuda/common/elementwise_kernels.cuh"
 
 namespace baracuda::detail::cuda {
