@@ -3,11 +3,8 @@
 // library derives from caller-supplied numbers is computed as a CheckedSize: an overflow (or a
 // negative operand) poisons the result instead of wrapping, and the caller turns a poisoned or
 // too-large result into an error naming the field (see kMaxElements / kMaxBytes in tensor.hpp).
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-
 #include "common/hd.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 
@@ -31,12 +28,12 @@ class CheckedSize {
 
   constexpr CheckedSize operator*(CheckedSize other) const {
     int64_t r = 0;
-    if (!ok_ || !other.ok_ || __builtin_mul_overflow(value_, other.value_, &r)) return poisoned();
+    if (!ok_ || !other.ok_ || mul_overflows(value_, other.value_, &r)) return poisoned();
     return CheckedSize(r);
   }
   constexpr CheckedSize operator+(CheckedSize other) const {
     int64_t r = 0;
-    if (!ok_ || !other.ok_ || __builtin_add_overflow(value_, other.value_, &r)) return poisoned();
+    if (!ok_ || !other.ok_ || add_overflows(value_, other.value_, &r)) return poisoned();
     return CheckedSize(r);
   }
   CheckedSize& operator*=(CheckedSize other) { return *this = *this * other; }
@@ -49,6 +46,26 @@ class CheckedSize {
   constexpr int64_t saturated() const { return ok_ ? value_ : std::numeric_limits<int64_t>::max(); }
 
  private:
+  // (of values >= 0; NVRTC has no __builtin_*_overflow)
+  static constexpr bool mul_overflows(int64_t a, int64_t b, int64_t* r) {
+#if defined(__CUDACC_RTC__)
+    if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) return true;
+    *r = a * b;
+    return false;
+#else
+    return __builtin_mul_overflow(a, b, r);
+#endif
+  }
+  static constexpr bool add_overflows(int64_t a, int64_t b, int64_t* r) {
+#if defined(__CUDACC_RTC__)
+    if (a > std::numeric_limits<int64_t>::max() - b) return true;
+    *r = a + b;
+    return false;
+#else
+    return __builtin_add_overflow(a, b, r);
+#endif
+  }
+
   int64_t value_;
   bool ok_;
 };

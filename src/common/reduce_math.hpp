@@ -13,13 +13,9 @@
 // The backward of the kinds that need more than the forward's output (the ties of amax / amin, the
 // mean of var / std, the zeros of prod) first reduces a statistic with one of the maths here
 // (ReduceStats), then maps every element through ReduceGrad.
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <type_traits>
-
-#include "baracuda/ops/reduce.hpp"
+#include "baracuda/ops/reduce_kind.hpp"
 #include "common/hd.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 

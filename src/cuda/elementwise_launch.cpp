@@ -4,9 +4,8 @@
 #include <set>
 
 namespace baracuda::detail::cuda {
-namespace {
 
-jit::Program program(std::string name, std::string_view header, std::string_view maths) {
+jit::Program device_program(std::string name, std::string_view header, std::string_view maths) {
   jit::Program p;
   p.name = std::move(name);
   p.source = "#include \"" + std::string(header) + "\"\n#include \"" + std::string(maths) + "\"\n";
@@ -14,8 +13,6 @@ jit::Program program(std::string name, std::string_view header, std::string_view
   p.options = {"-default-device"};
   return p;
 }
-
-}  // namespace
 
 Status launch_kernel(const jit::Module& m, int index, dim3 grid, int threads, const Stream& stream, const char* what,
                      std::initializer_list<const void*> args) {
@@ -34,7 +31,7 @@ std::vector<jit::Program> unique_programs(std::vector<jit::Program> programs) {
 jit::Program elementwise_program(std::string_view maths, const std::string& in, const std::string& out,
                                  const std::string& op, const std::string& first) {
   const std::string args = "<" + in + ", " + out + ", " + op + ", " + first + ">";
-  jit::Program p = program("elementwise" + args, "cuda/common/elementwise_kernels.cuh", maths);
+  jit::Program p = device_program("elementwise" + args, "cuda/common/elementwise_kernels.cuh", maths);
   // (ElementwiseKernel's order)
   for (const char* kernel :
        {"vectorized", "contiguous", "strided", "rows", "rows_vectorized", "flat_rows", "row_lanes"})
@@ -45,7 +42,7 @@ jit::Program elementwise_program(std::string_view maths, const std::string& in, 
 jit::Program transposed_program(std::string_view maths, const std::string& in, const std::string& out,
                                 const std::string& op, const std::string& first, int inputs) {
   const std::string args = in + ", " + out + ", " + op + ", " + first;
-  jit::Program p = program("elementwise_transposed<" + args + ">", "cuda/common/elementwise_transposed.cuh", maths);
+  jit::Program p = device_program("elementwise_transposed<" + args + ">", "cuda/common/elementwise_transposed.cuh", maths);
   for (int staged = 0; staged < inputs; ++staged)
     p.kernels.push_back("baracuda::detail::cuda::elementwise_transposed_kernel<" + args + ", " +
                         std::to_string(staged) + ">");
@@ -56,7 +53,7 @@ jit::Program reduction_program(std::string_view maths, const std::string& t, con
                                const std::string& first) {
   const std::string args = t + ", " + body + ", " + first;
   const std::string reduction = "baracuda::detail::BroadcastReduction<" + args + ">";
-  jit::Program p = program("broadcast_reduction<" + args + ">", "cuda/common/broadcast_reduction.cuh", maths);
+  jit::Program p = device_program("broadcast_reduction<" + args + ">", "cuda/common/broadcast_reduction.cuh", maths);
   // (ReductionKernel's order)
   p.kernels = {"baracuda::detail::cuda::broadcast_reduction_items_kernel<" + reduction + ">",
                "baracuda::detail::cuda::broadcast_reduction_finalize_kernel<" + reduction + ">"};

@@ -30,6 +30,9 @@ enum class ElementwiseKernel : int { vectorized, contiguous, strided, rows, rows
 // The broadcast reduction's, in its program's order (the last three only where every input is T).
 enum class ReductionKernel : int { items, finalize, vectors_one_dim, vectors, rows };
 
+// A program of the kernels in `header` (a path among the embedded sources) whose templates take the
+// functors of `maths`; its kernels' names are the caller's to add.
+jit::Program device_program(std::string name, std::string_view header, std::string_view maths);
 // The programs, each with `maths`, the header that defines the functor ("common/unary_math.hpp"):
 // every elementwise kernel shape of one functor (Op) over element types; the transposed path's
 // kernels (one for each input staged); the broadcast reduction's of one Reduction.

@@ -303,6 +303,17 @@ struct ReduceHooks : ReduceArgTable<kBackward> {
                         d.shape.to_string() + " has more than 2^40 elements, the most the CPU backend reduces");
     const ReduceShape s = shape_of(d, kBackward);
     const ReduceVariant v = forced ? static_cast<ReduceVariant>(*forced) : default_variant(t, s);
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda) {
+      ReduceProblem p;
+      p.backward = kBackward;
+      p.params = params_of(d);
+      p.dtype = d.dtype;
+      p.out_dtype = out_dtype_of(d);
+      p.has_stats = kBackward && reduce_stats(d.kind, d.p) != ReduceStats::none;
+      if (Status st = cuda::prepare_reduce(t, p); !st) return st;
+    }
+#endif
     CheckedSize workspace = CheckedSize(stats_bytes(d, kBackward)) * s.outputs;
     if (t.backend == Backend::cuda) workspace += reduce_geometry(v, s, t.sm_count).workspace;
     if (!workspace.below(kMaxBytes))

@@ -4,16 +4,22 @@
 // the kernel the plan chose at select and its geometry, and the dispatch from dtypes and kind to the
 // typed math. The backward first reduces its statistic (where its kind has one) with the same kernels
 // into the workspace, then maps every element of x (a Walker over all of x's dims).
-#include <algorithm>
-#include <optional>
-#include <type_traits>
-
-#include "baracuda/ops/reduce.hpp"
+// The problem and its loads and stores are read by NVRTC too (the kernels compiled at select); the
+// dispatch and the geometry are the host's.
+#include "baracuda/core/dtype_kind.hpp"
 #include "common/checked.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "common/reduce_math.hpp"
+#if !defined(__CUDACC_RTC__)
+#include <algorithm>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "baracuda/ops/reduce.hpp"
 #include "ops/launch.hpp"
+#endif
 
 namespace baracuda::detail {
 
@@ -30,7 +36,7 @@ struct ReduceShape {
   int64_t state_bytes = 0;  // sizeof the (forward's or the backward's statistic's) math State
 };
 
-// How the CUDA kernels cover the problem (see src/cuda/reduce/kernels.cuh).
+// How the CUDA kernels cover the problem (see src/cuda/common/reduce_kernels.cuh).
 struct ReduceGeometry {
   int group = 1;          // rows: threads per output (1..32 in a warp, or a block of 128..1024)
   int splits = 1;         // split_rows, columns: blocks along each output's reduced elements
@@ -144,7 +150,6 @@ BARACUDA_HD void store_output(const ReduceProblem& p, const int64_t (&offsets)[3
   if (p.mean) store_value<Half, BFloat16>(p.mean, p.out_dtype, offsets[2], ReduceValue<A>{r.mean});
 }
 
-inline int vector_of(DType dtype) { return static_cast<int>(16 / dtype_size(dtype)); }
 // Neighbouring outputs a columns thread folds at once: a 16-byte vector of them where their states
 // are small (8 bytes at most: sums, products, logsumexp, counts), else at most 4 (bf16 var with 8
 // states of 16 bytes ran at 11% of copy on H200).
@@ -152,6 +157,11 @@ BARACUDA_HD constexpr int column_unit(int element_bytes, int64_t state_bytes) {
   const int vector = 16 / element_bytes;
   return state_bytes <= 8 || vector < 4 ? vector : 4;
 }
+
+inline constexpr int kReduceBlock = 256;  // threads of a split, a column tile, the map
+
+#if !defined(__CUDACC_RTC__)
+inline int vector_of(DType dtype) { return static_cast<int>(16 / dtype_size(dtype)); }
 
 // Calls f(std::type_identity<X>{}, std::type_identity<Math>{}) with x's element type (the backend's
 // own 16-bit types; the forward's also i32, i64 and bool) and the math the pass reduces with: the
@@ -180,7 +190,6 @@ inline int64_t state_bytes(const ReduceParams& params, DType dtype, bool stats) 
   return with_acc_type(dtype, [&](auto a) { return with_reduce_math<typename decltype(a)::type>(params, size); });
 }
 
-inline constexpr int kReduceBlock = 256;            // threads of a split, a column tile, the map
 inline constexpr int kReduceMaxGroup = 256;         // threads of the widest rows group (a block)
 inline constexpr int64_t kReduceMaxSplits = 65535;  // a grid's y extent
 inline constexpr int64_t kResidentThreads = 2048;   // per SM
@@ -237,8 +246,19 @@ inline ReduceGeometry reduce_geometry(ReduceVariant variant, const ReduceShape& 
 namespace cpu {
 Status launch(const LaunchContext& ctx, const ReduceProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (the kernels are compiled at select)
 Status launch(const LaunchContext& ctx, const ReduceProblem& problem);
+// Compiles (or finds in the caches) the kernels of the problem's dtypes and kind: select's part.
+Status prepare_reduce(const PlanTarget& target, const ReduceProblem& problem);
 }  // namespace cuda
+#endif
 
 }  // namespace baracuda::detail
+
+#if !defined(__CUDACC_RTC__)
+namespace baracuda::detail::jit {
+struct Program;
+// Every reduction program: each dtype, kind (norm's p) and direction (cuda/reduce.cpp).
+std::vector<Program> reduce_programs();
+}  // namespace baracuda::detail::jit
+#endif

@@ -6,9 +6,9 @@
 #include <optional>
 #include <string_view>
 
-namespace baracuda {
+#include "baracuda/core/dtype_kind.hpp"
 
-enum class DType : uint8_t { f16, bf16, f32, f64, i8, u8, i32, i64, boolean };
+namespace baracuda {
 
 size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);

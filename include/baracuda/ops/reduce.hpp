@@ -61,28 +61,9 @@
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/reduce_kind.hpp"
 
 namespace baracuda {
-
-enum class ReduceKind : unsigned char {
-  sum,
-  mean,
-  prod,
-  amax,
-  amin,
-  max,
-  min,
-  argmax,
-  argmin,
-  var,
-  std,
-  norm,
-  logsumexp,
-  any,
-  all,
-  count_nonzero,
-  var_mean,
-};
 
 // The reduced dims: at most kMaxRank, none repeated; negative counts from the end. Empty: all dims.
 struct ReduceDims {

@@ -3,10 +3,14 @@
 // combining functor (a sum, a max, softmax's (max, sum) pairs). Each is a fixed tree whose result is
 // then broadcast, so every thread of the group ends with the same bits, run after run, whatever
 // the functor (even one whose rounding depends on operand order, as FMA contraction makes it).
-#include <cooperative_groups.h>
+// (nvcc and NVRTC both read it: the cluster's intrinsics are the runtime's built-ins, not
+// cooperative_groups, whose headers NVRTC would need from a toolkit.)
+#include "common/portable.hpp"
+#if !defined(__CUDACC_RTC__)
 #include <cuda_runtime.h>
 
 #include <cstring>
+#endif
 
 namespace baracuda::detail::cuda {
 
@@ -58,14 +62,14 @@ __device__ __forceinline__ T block_allreduce(T v, Op op, T identity, ReduceScrat
 // The cluster's shape from inside a block (one block, rank 0, before sm_90 or without a cluster).
 __device__ __forceinline__ unsigned cluster_blocks() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  return cooperative_groups::this_cluster().num_blocks();
+  return __clusterSizeInBlocks();
 #else
   return 1;
 #endif
 }
 __device__ __forceinline__ unsigned cluster_block_rank() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  return cooperative_groups::this_cluster().block_rank();
+  return __clusterRelativeBlockRank();
 #else
   return 0;
 #endif
@@ -74,7 +78,8 @@ __device__ __forceinline__ unsigned cluster_block_rank() {
 // A barrier for the whole cluster (the block, before sm_90).
 __device__ __forceinline__ void cluster_sync() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cooperative_groups::this_cluster().sync();
+  __cluster_barrier_arrive();
+  __cluster_barrier_wait();
 #else
   __syncthreads();
 #endif
@@ -86,9 +91,9 @@ __device__ __forceinline__ void cluster_sync() {
 template <class T, class Op>
 __device__ __forceinline__ T cluster_fold(T* value, Op op) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  T total = *cluster.map_shared_rank(value, 0);
-  for (unsigned rank = 1; rank < cluster.num_blocks(); ++rank) total = op(total, *cluster.map_shared_rank(value, rank));
+  T total = *static_cast<T*>(__cluster_map_shared_rank(value, 0));
+  for (unsigned rank = 1; rank < __clusterSizeInBlocks(); ++rank)
+    total = op(total, *static_cast<T*>(__cluster_map_shared_rank(value, rank)));
   return total;
 #else
   return *value;
@@ -101,12 +106,13 @@ template <class T, class Op>
 __device__ __forceinline__ T cluster_allreduce(T v, Op op, T identity, ReduceScratch<T>& scratch) {
   v = block_allreduce(v, op, identity, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   if (threadIdx.x == 0) scratch.block = v;
-  cluster.sync();
+  cluster_sync();
   const unsigned lane = threadIdx.x % 32;
-  v = warp_allreduce(lane < cluster.num_blocks() ? *cluster.map_shared_rank(&scratch.block, lane) : identity, op);
-  cluster.sync();  // no block overwrites its value, or exits, while another still reads it
+  v = warp_allreduce(
+      lane < __clusterSizeInBlocks() ? *static_cast<T*>(__cluster_map_shared_rank(&scratch.block, lane)) : identity,
+      op);
+  cluster_sync();  // no block overwrites its value, or exits, while another still reads it
 #endif
   return v;
 }

@@ -15,6 +15,7 @@
 #include "ops/pointwise_loss_problem.hpp"
 #include "ops/random_problem.hpp"
 #include "ops/randperm_problem.hpp"
+#include "ops/reduce_problem.hpp"
 #include "ops/rotary_problem.hpp"
 #include "ops/ternary_problem.hpp"
 #include "ops/unary_problem.hpp"
@@ -69,6 +70,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : binary_programs()) out.push_back(std::move(p));
   for (Program& p : ternary_programs()) out.push_back(std::move(p));
   for (Program& p : binary_param_programs()) out.push_back(std::move(p));
+  for (Program& p : reduce_programs()) out.push_back(std::move(p));
   return out;
 }
 

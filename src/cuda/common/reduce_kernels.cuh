@@ -1,6 +1,7 @@
 #pragma once
-// CUDA kernels of the reduction family, over any Math of src/common/reduce_math.hpp. Each output's
-// elements are folded into states in a fixed order, the states combined in a fixed tree:
+// CUDA kernels of the reduction family, over any Math of src/common/reduce_math.hpp, compiled at
+// select (NVRTC; cuda/reduce.cpp launches them). Each output's elements are folded into states in a
+// fixed order, the states combined in a fixed tree:
 //   rows:       a group of `group` threads per output (a sub-warp, a warp, or a block), thread
 //               `lane` folding vectors lane, lane + group, ... of the output's elements, element j of
 //               a vector into state j % kRowSlots (independent chains in flight); then the thread's
@@ -14,28 +15,18 @@
 //               slices, ...), the slices' states combined pairwise in shared memory; long walks split
 //               over blocks as split_rows.
 // The backward's statistic runs through the same kernels into the workspace; then `map` writes dx.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <algorithm>
-
-#include "cuda/common/check.cuh"
-#include "cuda/common/launch.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/vector.cuh"
 #include "ops/reduce_problem.hpp"
 
 namespace baracuda::detail::cuda::reduce {
 
-using Half = __half;
-using BFloat16 = __nv_bfloat16;
-
 // Where a whole state goes: the forward's outputs, or the backward's statistics.
 struct OutputSink {
   template <class Math>
   __device__ void operator()(const ReduceProblem& p, const Math& m, int64_t, const int64_t (&off)[3],
                              const typename Math::State& s) const {
-    store_output<Half, BFloat16>(p, off, m.finish(s));
+    store_output<half, bfloat16>(p, off, m.finish(s));
   }
 };
 struct StatsSink {
@@ -319,75 +310,91 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
   }
 }
 
-inline unsigned capped_blocks(int64_t wanted, int sm_count, int per_sm) {
-  return static_cast<unsigned>(std::clamp<int64_t>(wanted, 1, int64_t(sm_count) * per_sm));
+// ---------------------------------------------------------------------------------------------
+// The backward's map.
+
+constexpr int kMapVectors = 4;  // vectors per thread per block of the map
+
+template <class Out, class A>
+__device__ __forceinline__ A load_out(const void* base, int64_t off) {
+  return base ? to_acc<A>(static_cast<const Out*>(base)[off]) : A(0);
 }
 
-// Runs the problem's variant with `m`, each whole state going to `sink`.
-template <class X, class Math, class Sink>
-Status reduce_with(const LaunchContext& ctx, const ReduceProblem& p, const Math& m, const Sink& sink) {
-  const ReduceGeometry& g = p.geometry;
-  const int sms = ctx.target.sm_count;
-  cudaStream_t stream = native(ctx.stream);
-  auto finish = [&]() {
-    const int group = static_cast<int>(std::min<int64_t>(kReduceBlock, pow2_at_least(g.splits)));
-    const int threads = group <= 32 ? kReduceBlock : group;
-    finish_kernel<Math, Sink>
-        <<<capped_blocks(ceil_div(p.outputs, threads / group), sms, 2048 / threads * 4), threads, 0, stream>>>(
-            p, m, sink, group);
-  };
-  switch (p.variant) {
-    case ReduceVariant::rows: {
-      const int threads = g.group <= 32 ? kReduceBlock : g.group;
-      const unsigned blocks = capped_blocks(ceil_div(p.outputs, threads / g.group), sms, 2048 / threads * 4);
-      if (p.vectorized)
-        rows_kernel<X, Math, Sink, true><<<blocks, threads, 0, stream>>>(p, m, sink);
+__device__ __forceinline__ int64_t load_index(const ReduceProblem& p, int64_t off) {
+  return p.indices ? detail::load_index(p.indices, p.index_dtype, off) : -1;
+}
+
+// What the map reads beside x at one element (or, along a line of one output, once per line).
+template <class A>
+struct MapInputs {
+  A dout = 0, out = 0;
+  GradStat<A> stat;
+  int64_t index = -1;  // the element `indices` names (max, min)
+};
+
+template <class Out, class A>
+__device__ __forceinline__ MapInputs<A> map_inputs(const ReduceProblem& p, const int64_t (&at)[kMapTensors]) {
+  MapInputs<A> in;
+  in.dout = load_out<Out, A>(p.dout, at[kMapDout]);
+  in.out = load_out<Out, A>(p.out, at[kMapOut]);
+  if (p.stats) in.stat = static_cast<const GradStat<A>*>(p.stats)[at[kMapStats]];
+  in.index = load_index(p, at[kMapIndices]);
+  return in;
+}
+
+// Each block takes a chunk of kReduceBlock x kMapVectors vectors of one line (the map's innermost
+// dim): the line's offsets once, then the elements. With kVec, x and dx move in 16-byte vectors.
+// Where the line is along the reduced dims (every output-shaped view steps 0 along it), what those
+// views hold is read once per line.
+template <class X, class Out, bool kVec, class FormTag>
+__global__ void __launch_bounds__(kReduceBlock)
+    map_kernel(const ReduceProblem p, const ReduceGrad<acc_t<X>> grad, int64_t chunks, bool line_reduced) {
+  using A = acc_t<X>;
+  constexpr auto kForm = FormTag::value;  // (a type: the host names it by its spelling)
+  constexpr int V = kVec ? Vec16<X>::kSize : 1;
+  const Walker<kMapTensors>& w = p.map;
+  const int64_t inner = w.inner_size(), lines = w.numel() / inner;
+  const X* x = static_cast<const X*>(p.x);
+  X* dx = static_cast<X*>(p.dx);
+  for (int64_t item = blockIdx.x; item < lines * chunks; item += gridDim.x) {
+    const int64_t line = item / chunks, chunk = item % chunks;
+    int64_t off[kMapTensors];
+    w.offsets(line * inner, off);
+    MapInputs<A> shared_in;
+    if (line_reduced) shared_in = map_inputs<Out, A>(p, off);
+#pragma unroll
+    for (int u = 0; u < kMapVectors; ++u) {
+      const int64_t i0 = (chunk * kMapVectors + u) * int64_t(kReduceBlock) * V + int64_t(threadIdx.x) * V;
+      if (i0 >= inner) break;
+      A xv[V];
+      if constexpr (kVec) {
+        Vec16<X> in{};
+        if (x) in = load16(x + off[kMapX] + i0);
+#pragma unroll
+        for (int j = 0; j < V; ++j) xv[j] = to_acc<A>(in.v[j]);
+      } else {
+        xv[0] = x ? to_acc<A>(x[off[kMapX] + i0 * w.inner_stride(kMapX)]) : A(0);
+      }
+      Vec16<X> result;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int64_t i = i0 + j;
+        MapInputs<A> in = shared_in;
+        if (!line_reduced) {
+          int64_t at[kMapTensors];
+#pragma unroll
+          for (int t = 0; t < kMapTensors; ++t) at[t] = off[t] + i * w.inner_stride(t);
+          in = map_inputs<Out, A>(p, at);
+        }
+        const bool mine = in.index == off[kMapReducedIndex] + i * w.inner_stride(kMapReducedIndex);
+        result.v[j] = static_cast<X>(grad.template apply<kForm>(xv[j], in.dout, in.out, in.stat, mine));
+      }
+      if constexpr (kVec)
+        store16(dx + off[kMapDx] + i0, result);
       else
-        rows_kernel<X, Math, Sink, false><<<blocks, threads, 0, stream>>>(p, m, sink);
-      break;
-    }
-    case ReduceVariant::split_rows: {
-      const dim3 grid(capped_blocks(p.outputs, sms, 64), static_cast<unsigned>(g.splits));
-      if (p.vectorized)
-        split_kernel<X, Math, true><<<grid, kReduceBlock, 0, stream>>>(p, m);
-      else
-        split_kernel<X, Math, false><<<grid, kReduceBlock, 0, stream>>>(p, m);
-      finish();
-      break;
-    }
-    case ReduceVariant::columns: {
-      constexpr int V = column_unit(sizeof(X), sizeof(typename Math::State));
-      const int64_t unit = p.vectorized || (p.kept.rank > 0 && p.kept.inner_size() % V == 0) ? V : 1;
-      const dim3 grid(capped_blocks(ceil_div(ceil_div(p.outputs, unit), g.lanes), sms, 64),
-                      static_cast<unsigned>(g.splits));
-      if (p.vectorized)
-        columns_kernel<X, Math, Sink, V, true><<<grid, kReduceBlock, 0, stream>>>(p, m, sink);
-      else if (unit == V)
-        columns_kernel<X, Math, Sink, V, false><<<grid, kReduceBlock, 0, stream>>>(p, m, sink);
-      else
-        columns_kernel<X, Math, Sink, 1, false><<<grid, kReduceBlock, 0, stream>>>(p, m, sink);
-      if (g.splits > 1) finish();
-      break;
+        dx[off[kMapDx] + i0 * w.inner_stride(kMapDx)] = result.v[0];
     }
   }
-  return last_launch_status("reduce");
 }
-
-// The forward of the maths InGroup<Math> admits (each kernel file instantiates one group).
-template <template <class> class InGroup>
-Status launch_forward_group(const LaunchContext& ctx, const ReduceProblem& p) {
-  return dispatch_reduce<false, Half, BFloat16>(p, [&](auto x, auto math) -> Status {
-    using Math = typename decltype(math)::type;
-    if constexpr (InGroup<Math>::value)
-      return reduce_with<typename decltype(x)::type>(ctx, p, Math(p.params), OutputSink{});
-    else
-      return Status::error(StatusCode::unsupported, "reduce: no kernel of this kind in this group");
-  });
-}
-
-Status launch_forward_sums(const LaunchContext& ctx, const ReduceProblem& p);
-Status launch_forward_extremes(const LaunchContext& ctx, const ReduceProblem& p);
-Status launch_forward_moments(const LaunchContext& ctx, const ReduceProblem& p);
-Status launch_backward(const LaunchContext& ctx, const ReduceProblem& p);
 
 }  // namespace baracuda::detail::cuda::reduce
