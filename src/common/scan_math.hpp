@@ -9,7 +9,7 @@
 // dx[i] = c[i] s[i] (ScanGrad gives a, b, c from the views at i and its neighbours): compositions of
 // affine maps are associative, so the same kernels scan them, with no division (cumprod's gradient
 // is exact with zeros) and factors a <= 1 for logcumsumexp (no overflow).
-#include "baracuda/ops/scan.hpp"
+#include "baracuda/ops/scan_kind.hpp"
 #include "common/reduce_math.hpp"
 
 namespace baracuda::detail {

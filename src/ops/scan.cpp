@@ -152,6 +152,16 @@ struct ScanHooks : ScanArgTable<kBackward> {
     const ScanVariant v = forced ? static_cast<ScanVariant>(*forced) : default_variant(s);
     CheckedSize workspace;
     if (t.backend == Backend::cuda) workspace = scan_geometry(v, s, t.sm_count).workspace;
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda) {
+      ScanProblem p;
+      p.backward = kBackward;
+      p.kind = d.kind;
+      p.dtype = d.dtype;
+      p.variant = v;
+      if (Status st = cuda::prepare_scan(t, p); !st) return st;
+    }
+#endif
     if (!workspace.below(kMaxBytes))
       return plan_error(StatusCode::invalid_problem, kSchema.plan, "descriptor.shape",
                         "the workspace would reach 2^63 bytes");

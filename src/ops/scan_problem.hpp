@@ -3,15 +3,21 @@
 // dim (a Walker over the other dims gives each line's first offsets, one stride per view along the
 // dim), the kernel the plan chose at select and its geometry. The forward folds each line with its
 // kind's math (common/scan_math.hpp); the backward scans AffineMath states the other way.
-#include <algorithm>
-
-#include "baracuda/ops/scan.hpp"
+// The problem and the passes' Steps are read by NVRTC too (the kernels compiled at select); the
+// dispatch and the geometry are the host's.
+#include "baracuda/ops/scan_kind.hpp"
 #include "common/checked.hpp"
 #include "common/dispatch.hpp"
 #include "common/elementwise.hpp"
 #include "common/scan_math.hpp"
-#include "ops/launch.hpp"
 #include "ops/reduce_problem.hpp"  // to_acc, store_value, store_index
+#if !defined(__CUDACC_RTC__)
+#include <algorithm>
+#include <vector>
+
+#include "baracuda/ops/scan.hpp"
+#include "ops/launch.hpp"
+#endif
 
 namespace baracuda::detail {
 
@@ -40,7 +46,7 @@ struct ScanShape {
 // an SM.
 constexpr int scan_row_items(bool wide, int vector) { return std::min(4 * vector, 16) / (wide ? 2 : 1); }
 
-// How the CUDA kernels cover the problem (src/cuda/scan/scan.cu): blocks of kScanBlock threads,
+// How the CUDA kernels cover the problem (src/cuda/common/scan_kernels.cuh): blocks of kScanBlock threads,
 // `lanes` units of lines (rows: one line; columns: a 16-byte vector of neighbouring lines, or one)
 // by `slices` threads along them, each thread folding `items` consecutive elements of its unit per
 // tile. When the blocks of whole lines would leave the device's threads idle, the lines are cut into
@@ -191,6 +197,12 @@ struct ScanBackward {
   }
 };
 
+inline constexpr int kScanBlock = 256;
+inline constexpr int64_t kScanResidentThreads = 2048;  // per SM
+// Blocks an SM holds (the kernels' __launch_bounds__): rows 3 (80 registers), columns 2 (128).
+constexpr int scan_blocks_per_sm(ScanVariant v) { return v == ScanVariant::columns ? 2 : 3; }
+
+#if !defined(__CUDACC_RTC__)
 // Calls f(std::type_identity<Step>{}) with the pass's Step, over the backend's own 16-bit types:
 // the forward's x also i32 or i64 (cumsum), the backward's floating only.
 template <class Half, class BFloat16, class F>
@@ -206,11 +218,6 @@ Status dispatch_scan(const ScanProblem& p, F&& f) {
     });
   });
 }
-
-inline constexpr int kScanBlock = 256;
-inline constexpr int64_t kScanResidentThreads = 2048;  // per SM
-// Blocks an SM holds (the kernels' __launch_bounds__): rows 3 (80 registers), columns 2 (128).
-constexpr int scan_blocks_per_sm(ScanVariant v) { return v == ScanVariant::columns ? 2 : 3; }
 
 // The CUDA kernels' geometry. rows: a unit is one line, each thread scan_row_items of it a tile; a
 // warp a line where the lines alone fill the device's threads (no barrier in the scan), more threads
@@ -265,8 +272,19 @@ inline ScanGeometry scan_geometry(ScanVariant variant, const ScanShape& s, int s
 namespace cpu {
 Status launch(const LaunchContext& ctx, const ScanProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (the kernels are compiled at select)
 Status launch(const LaunchContext& ctx, const ScanProblem& problem);
+// Compiles (or finds in the caches) the kernels of the problem's dtypes, kind and variant: select's part.
+Status prepare_scan(const PlanTarget& target, const ScanProblem& problem);
 }  // namespace cuda
+#endif
 
 }  // namespace baracuda::detail
+
+#if !defined(__CUDACC_RTC__)
+namespace baracuda::detail::jit {
+struct Program;
+// Every scan program: each dtype, kind, direction and variant (cuda/scan.cpp).
+std::vector<Program> scan_programs();
+}  // namespace baracuda::detail::jit
+#endif

@@ -38,10 +38,9 @@
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/scan_kind.hpp"
 
 namespace baracuda {
-
-enum class ScanKind : unsigned char { cumsum, cumprod, cummax, cummin, logcumsumexp };
 
 struct ScanDescriptor {
   DType dtype = DType::f32;  // x (the forward's input; the backward's dx)

@@ -1,5 +1,5 @@
 // CUDA kernels of the scans, over any Step of ops/scan_problem.hpp (the forward's maths, the
-// backward's affine maps). A block is `lanes` units of lines by `slices` threads along them
+// backward's affine maps), compiled at select (NVRTC; cuda/scan.cpp launches them). A block is `lanes` units of lines by `slices` threads along them
 // (scan_geometry); it walks its piece of the lines a tile at a time:
 //   1. each thread loads `items` consecutive elements of each line of its unit (16-byte loads where
 //      the views allow) and folds them in order;
@@ -13,22 +13,11 @@
 // launch starts each piece from its prefix. Every order is fixed: the same bits on every run.
 // cummax / cummin write their indices 16 bytes at a time where the view allows (4x fewer sectors
 // than 8-byte stores 128 bytes apart).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <climits>
-
-#include "cuda/common/check.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/vector.cuh"
 #include "ops/scan_problem.hpp"
 
-namespace baracuda::detail::cuda {
-namespace scan {
-namespace {
-
-using Half = __half;
-using BFloat16 = __nv_bfloat16;
+namespace baracuda::detail::cuda::scan {
 
 // The states of a thread's unit of lines, combined line by line.
 template <class State, int kWidth>
@@ -303,34 +292,4 @@ __global__ void __launch_bounds__(kScanBlock) partials_kernel(const ScanProblem 
   }
 }
 
-unsigned capped(int64_t blocks) { return static_cast<unsigned>(std::min<int64_t>(blocks, INT_MAX)); }
-
-template <class Step, bool kColumns>
-Status run(const LaunchContext& ctx, const ScanProblem& p) {
-  cudaStream_t stream = native(ctx.stream);
-  const ScanGeometry& g = p.geometry;
-  const dim3 grid(capped(g.line_blocks), static_cast<unsigned>(g.piece_blocks));
-  if (g.pieces > 1) {
-    scan_kernel<Step, kColumns><<<grid, kScanBlock, 0, stream>>>(p, false);
-    if (Status s = last_launch_status("scan totals"); !s) return s;
-    const int slices = static_cast<int>(std::min<int64_t>(kScanBlock, pow2_at_least(ceil_div(g.pieces, 4))));
-    partials_kernel<Step><<<capped(ceil_div(p.lines, kScanBlock / slices)), kScanBlock, 0, stream>>>(
-        p, slices, ceil_div(g.pieces, slices));
-    if (Status s = last_launch_status("scan partials"); !s) return s;
-  }
-  scan_kernel<Step, kColumns><<<grid, kScanBlock, 0, stream>>>(p, true);
-  return last_launch_status("scan");
-}
-
-}  // namespace
-}  // namespace scan
-
-Status launch(const LaunchContext& ctx, const ScanProblem& p) {
-  if (p.lines == 0 || p.n == 0) return Status::ok();
-  return dispatch_scan<scan::Half, scan::BFloat16>(p, [&](auto step) {
-    using Step = typename decltype(step)::type;
-    return p.variant == ScanVariant::columns ? scan::run<Step, true>(ctx, p) : scan::run<Step, false>(ctx, p);
-  });
-}
-
-}  // namespace baracuda::detail::cuda
+}  // namespace baracuda::detail::cuda::scan
