@@ -1,6 +1,6 @@
 // The segment family's walks on both sides of their boundaries. CUDA folds sorted ids, offsets and
 // the sort variant's sorted rows in tiles of segment_tile_rows rows (src/ops/segment.cpp and
-// src/cuda/segment/kernels.cuh): segments that end exactly at a tile's end, empty ones at a tile's
+// src/cuda/common/segment_kernels.cuh): segments that end exactly at a tile's end, empty ones at a tile's
 // start and at N, one-row segments, segments across one, two and three tile ends, rows before the
 // first offset and after the last, bad ids at both ends. The CPU runs the same cases against the same
 // naive reference. (The op table's random samples cover shapes, views and dtypes at large.)

@@ -1,10 +1,9 @@
 #pragma once
 // Shared by the CPU and CUDA backends: where a segment's rows are (SegmentRows), the fold of each
-// reduction, and the bad-input rules of include/baracuda/ops/segment.hpp, written once.
-#include <cstdint>
-#include <type_traits>
-
+// reduction, and the bad-input rules of include/baracuda/ops/segment.hpp, written once. NVRTC reads
+// it too (the CUDA kernels compiled at select).
 #include "common/hd.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 

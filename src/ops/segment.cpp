@@ -188,6 +188,10 @@ struct SegmentHooks {
     if (t.backend == Backend::cuda && p.variant == SegmentVariant::sort && d.num_segments >= (int64_t{1} << 31))
       return plan_error(StatusCode::unsupported, name, "descriptor.num_segments",
                         "the sort variant sorts 32-bit segment keys: at most 2^31 - 1 segments");
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda)
+      if (Status st = cuda::prepare_segment(t, p); !st) return st;
+#endif
     c.workspace = static_cast<size_t>(ws.value());
     c.knob = p.tile_rows;
     return c;

@@ -2,13 +2,19 @@
 // What the segment plans hand to a backend: the rows side (data, or the backward's ddata) and the
 // segments side (out, or dout) as N and S rows of D columns (a Walker over the trailing dims gives a
 // column's offset in each view), the index views, the variant and the workspace.
-#include <algorithm>
-
-#include "baracuda/ops/segment.hpp"
+// The problem and the tiles of the CUDA walk are read by NVRTC too (the kernels compiled at select);
+// the backends' entry points are the host's.
+#include "baracuda/core/dtype_kind.hpp"
+#include "baracuda/ops/segment_kind.hpp"
 #include "common/checked.hpp"
 #include "common/elementwise.hpp"
 #include "common/segment.hpp"
+#if !defined(__CUDACC_RTC__)
+#include <vector>
+
+#include "baracuda/ops/segment.hpp"
 #include "ops/launch.hpp"
+#endif
 
 namespace baracuda::detail {
 
@@ -67,6 +73,47 @@ struct SegmentProblem {
   }
 };
 
+// The CUDA walk's positions and regions. Region r holds positions [begin(r), end(r)): r = -1 those
+// before the first segment, r in [0, S) segment r, r = S those after the last; `starts` (S + 1
+// nondecreasing positions in [0, N], cuda/segment.cpp) makes them a partition of [0, N). Tile k is
+// positions [k P, min(N, (k + 1) P)); it owns the regions that begin inside it (the last tile also
+// the empty ones that begin at N). The host fills it; the kernels walk it.
+struct SegmentTiles {
+  const int64_t* starts = nullptr;
+  const uint32_t* order32 = nullptr;  // the sort variant: the row at each position (N < 2^32)
+  const int64_t* order64 = nullptr;   // (N past 2^32)
+  int64_t rows = 0, segments = 0;     // N, S
+  int64_t tile_rows = 0;              // P
+  int64_t count = 0;                  // tiles (one where N = 0, to write every segment empty)
+
+#if defined(__CUDACC__)
+  __device__ int64_t begin(int64_t r) const { return r < 0 ? 0 : starts[r]; }
+  __device__ int64_t end(int64_t r) const { return r < segments ? starts[r + 1] : rows; }
+  __device__ int64_t row(int64_t q) const { return order32 ? int64_t{order32[q]} : order64 ? order64[q] : q; }
+  // The first s in [0, S] with starts[s] >= q (`above`: > q); S + 1 where none.
+  __device__ int64_t search(int64_t q, bool above) const {
+    int64_t lo = 0, hi = segments + 1;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2, v = starts[mid];
+      if (v < q || (above && v == q))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+  // The region a tile beginning at t0 walks first: the one holding t0 where it began before t0, else
+  // the first that begins at t0 (empty ones included: they are this tile's).
+  __device__ int64_t first_region(int64_t t0) const {
+    const int64_t s = search(t0, false);
+    return s <= segments && starts[s] == t0 ? s : s - 1;
+  }
+  // The region holding position q < N.
+  __device__ int64_t region_of(int64_t q) const { return search(q, true) - 1; }
+#endif
+};
+
+#if !defined(__CUDACC_RTC__)
 namespace cpu {
 CheckedSize segment_workspace(const SegmentProblem& shape);
 Status launch(const LaunchContext& ctx, const SegmentProblem& problem);
@@ -74,6 +121,18 @@ Status launch(const LaunchContext& ctx, const SegmentProblem& problem);
 namespace cuda {
 CheckedSize segment_workspace(const SegmentProblem& shape);  // no_cuda.cpp: never reached
 Status launch(const LaunchContext& ctx, const SegmentProblem& problem);
+// Compiles (or finds in the caches) the kernels of the problem's direction, reduction, form,
+// variant and dtypes: select's part (the kernels are compiled at select).
+Status prepare_segment(const PlanTarget& target, const SegmentProblem& problem);
 }  // namespace cuda
+#endif
 
 }  // namespace baracuda::detail
+
+#if !defined(__CUDACC_RTC__)
+namespace baracuda::detail::jit {
+struct Program;
+// Every segment program: each reduction, dtype, index dtype, direction and walk (cuda/segment.cpp).
+std::vector<Program> segment_programs();
+}  // namespace baracuda::detail::jit
+#endif

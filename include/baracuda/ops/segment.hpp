@@ -51,10 +51,9 @@
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/segment_kind.hpp"
 
 namespace baracuda {
-
-enum class SegmentForm : unsigned char { sorted_ids, unsorted_ids, offsets };
 
 struct SegmentDescriptor {
   DType dtype = DType::f32;        // data and out (the backward: dout and ddata)

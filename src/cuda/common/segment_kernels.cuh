@@ -1,5 +1,6 @@
 #pragma once
-// The CUDA kernels of the segment family (see launch.cuh for the flow of each variant).
+// The CUDA kernels of the segment family, compiled at select (NVRTC; cuda/segment.cpp launches them
+// and describes the flow of each variant).
 //
 // Segmented (sorted ids, offsets, and the sort variant's sorted rows): the positions of the walk are
 // cut into tiles of `tile_rows` (SegmentTiles), every tile the same work whatever the segments'
@@ -13,13 +14,13 @@
 // tile's end: its slot 1, then the following tiles' slot 0, in order. N x D reads, S x D writes and
 // a few partials: deterministic, the same fold order on every run.
 #include "common/segment.hpp"
-#include "cuda/common/launch.cuh"
-#include "cuda/common/row_walk.cuh"
+#include "cuda/common/row_lanes.hpp"
+#include "cuda/common/threads.hpp"
 #include "cuda/common/vector.cuh"
 #include "ops/reduce_problem.hpp"  // to_acc
 #include "ops/segment_problem.hpp"
 
-namespace baracuda::detail::cuda {
+namespace baracuda::detail::cuda::segment {
 
 // A unit of a row: kV consecutive elements (a 16-byte vector) or, with kV == 1, the column `u`
 // through the columns' walk (any strides) of the view kSide.
@@ -93,44 +94,6 @@ __device__ __forceinline__ void write_segment(const SegmentProblem& p, int64_t s
   }
 }
 
-// The walk's positions and regions. Region r holds positions [begin(r), end(r)): r = -1 those before
-// the first segment, r in [0, S) segment r, r = S those after the last; `starts` (S + 1
-// nondecreasing positions in [0, N], launch.cuh) makes them a partition of [0, N). Tile k is
-// positions [k P, min(N, (k + 1) P)); it owns the regions that begin inside it (the last tile also
-// the empty ones that begin at N).
-struct SegmentTiles {
-  const int64_t* starts = nullptr;
-  const uint32_t* order32 = nullptr;  // the sort variant: the row at each position (N < 2^32)
-  const int64_t* order64 = nullptr;   // (N past 2^32)
-  int64_t rows = 0, segments = 0;     // N, S
-  int64_t tile_rows = 0;              // P
-  int64_t count = 0;                  // tiles (one where N = 0, to write every segment empty)
-
-  __device__ int64_t begin(int64_t r) const { return r < 0 ? 0 : starts[r]; }
-  __device__ int64_t end(int64_t r) const { return r < segments ? starts[r + 1] : rows; }
-  __device__ int64_t row(int64_t q) const { return order32 ? int64_t{order32[q]} : order64 ? order64[q] : q; }
-  // The first s in [0, S] with starts[s] >= q (`above`: > q); S + 1 where none.
-  __device__ int64_t search(int64_t q, bool above) const {
-    int64_t lo = 0, hi = segments + 1;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2, v = starts[mid];
-      if (v < q || (above && v == q))
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    return lo;
-  }
-  // The region a tile beginning at t0 walks first: the one holding t0 where it began before t0, else
-  // the first that begins at t0 (empty ones included: they are this tile's).
-  __device__ int64_t first_region(int64_t t0) const {
-    const int64_t s = search(t0, false);
-    return s <= segments && starts[s] == t0 ? s : s - 1;
-  }
-  // The region holding position q < N.
-  __device__ int64_t region_of(int64_t q) const { return search(q, true) - 1; }
-};
-
 // The two partial slots of tile k for column c: (k * 2 + slot) * D + c.
 __device__ __forceinline__ int64_t slot_of(const SegmentProblem& p, int64_t tile, int slot, int64_t column) {
   return (tile * 2 + slot) * p.length + column;
@@ -186,7 +149,7 @@ struct SegmentCursor {
   // Folds the positions [q0, qend) of a batch: fold_range(q, stop) folds those in [q, stop), all of
   // the current region, and the regions that end inside the batch are finished on the way. The
   // batch's fold and a region's end are each written once here (inlined into each unrolled step of
-  // the batch, the end's writes made the kernels 8-32 times larger, and kept out of line the
+  // the batch, the end's writes made the kernels many times larger, and kept out of line the
   // cursor lived in local memory: both ran slower than a group a segment).
   template <class F>
   __device__ __forceinline__ void walk(int64_t q0, int64_t qend, F&& fold_range) {
@@ -221,9 +184,8 @@ struct SegmentCursor {
 
 // Rows of a tile loaded at a time, their loads issued back to back, and the blocks an SM the kernel
 // is fitted to, by the element's size (measured, bench/NOTES.md "the tiled walk"): 4- and 8-byte
-// types 8 rows (f32 at 4 rows and 3 blocks: sum 0.177 -> 0.205 ms, max 0.244 -> 0.286 at [2^20,
-// 128]); 16-bit types 4 rows and 3 blocks (at 8 rows: bf16 max 0.323 -> 0.390 ms at D = 128, 0.432
-// -> 0.592 at D = 32).
+// types 8 rows (4 rows and 3 blocks made f32 slower); 16-bit types 4 rows and 3 blocks (8 rows made
+// bf16 slower).
 template <class T>
 inline constexpr int kTileBatch = sizeof(T) == 2 ? 4 : 8;
 template <class T>
@@ -578,4 +540,35 @@ __global__ void __launch_bounds__(kThreads)
   if ((threadIdx.x & 31) == 0 && bad) atomicAdd(counter, bad);
 }
 
-}  // namespace baracuda::detail::cuda
+// The sort variant's (segment key, row) pairs of the unsorted ids, for the radix sort.
+template <class Idx, class V>
+__global__ void __launch_bounds__(kThreads) segment_keys_kernel(SegmentProblem p, uint32_t* keys, V* rows) {
+  const Idx* ids = static_cast<const Idx*>(p.ids);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.rows; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
+    keys[i] = static_cast<uint32_t>(s >= 0 && s < p.segments ? s : p.segments);  // bad ids sort last
+    rows[i] = static_cast<V>(i);
+  }
+}
+
+// The segments' starts (SegmentTiles): offsets clamped into [0, N] (the host then takes their
+// running maximum), or for ids lower_bound(s), one thread a search (a binary search's answers are
+// nondecreasing in s over any ids, sorted or not).
+template <class K>
+__global__ void __launch_bounds__(kThreads) segment_starts_kernel(SegmentRows<K> rows, int64_t* starts) {
+  for (int64_t s = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; s <= rows.segments;
+       s += int64_t(gridDim.x) * blockDim.x)
+    starts[s] = rows.offsets ? rows.offset(s) : rows.lower_bound(s);
+}
+
+// The mean's row count of each segment of the ids forms, for its backward.
+template <class Idx>
+__global__ void __launch_bounds__(kThreads) segment_counts_kernel(SegmentProblem p, unsigned long long* counts) {
+  const Idx* ids = static_cast<const Idx*>(p.ids);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < p.rows; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
+    if (s >= 0 && s < p.segments) atomicAdd(counts + s, 1ull);  // integers: the same sums in any order
+  }
+}
+
+}  // namespace baracuda::detail::cuda::segment
