@@ -17,6 +17,7 @@
 #include "ops/randperm_problem.hpp"
 #include "ops/reduce_problem.hpp"
 #include "ops/rotary_problem.hpp"
+#include "ops/softmax_problem.hpp"
 #include "ops/ternary_problem.hpp"
 #include "ops/unary_problem.hpp"
 
@@ -71,6 +72,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : ternary_programs()) out.push_back(std::move(p));
   for (Program& p : binary_param_programs()) out.push_back(std::move(p));
   for (Program& p : reduce_programs()) out.push_back(std::move(p));
+  for (Program& p : softmax_programs()) out.push_back(std::move(p));
   return out;
 }
 
