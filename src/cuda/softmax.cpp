@@ -49,8 +49,8 @@ unsigned blocks_for(int64_t work, int64_t cap) {
 }
 
 // A launch of kernel `index` of the module over `units` clusters of `cluster` blocks (sm_90; a plain
-// launch for one), no more than the device holds at once: each cluster walks units in turn (as
-// fast as waves of them, and no cluster waits for a place; bench/NOTES.md).
+// launch for one), no more than the device holds at once: each cluster walks units in turn (no
+// slower than waves of clusters; bench/NOTES.md).
 Status launch_clusters(const ElementwiseRun& r, const jit::Module& m, int index, const SoftmaxKernelArgs& a,
                        int64_t units, int threads, int cluster, const char* what) {
   const void* kernel = m.kernels[index];
