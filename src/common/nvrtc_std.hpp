@@ -65,6 +65,21 @@ struct remove_cv<const volatile T> {
 template <class T>
 using remove_cv_t = typename remove_cv<T>::type;
 
+template <class T>
+struct remove_reference {
+  using type = T;
+};
+template <class T>
+struct remove_reference<T&> {
+  using type = T;
+};
+template <class T>
+struct remove_reference<T&&> {
+  using type = T;
+};
+template <class T>
+using remove_reference_t = typename remove_reference<T>::type;
+
 template <bool B, class T, class F>
 struct conditional {
   using type = T;

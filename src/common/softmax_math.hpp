@@ -12,13 +12,10 @@
 // NaN and of a +inf is exp(inf - inf) = NaN, so such a row sums to NaN; a -inf contributes exactly 0
 // (base_of and softmax_term guard -inf - -inf, so a -inf piece of a row never poisons the rest); a
 // row of only -inf has max -inf and sum 0, so every output is NaN.
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-
-#include "baracuda/ops/softmax.hpp"
+// (NVRTC reads it too: the CUDA kernels are compiled at select.)
+#include "baracuda/ops/softmax_kind.hpp"
 #include "common/hd.hpp"
+#include "common/portable.hpp"
 
 namespace baracuda::detail {
 

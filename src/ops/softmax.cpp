@@ -198,6 +198,21 @@ struct SoftmaxHooks : SoftmaxArgTable<kBackward> {
     if (!g->workspace.below(kMaxBytes))
       return plan_error(StatusCode::invalid_problem, kSchema.plan, "descriptor.shape",
                         "the split_row workspace would reach 2^63 bytes");
+#if BARACUDA_HAS_CUDA
+    // The plan's kernels compiled now (both access forms: the views come with the run).
+    if (t.backend == Backend::cuda) {
+      SoftmaxProblem p;
+      p.backward = kBackward;
+      p.kind = d.kind;
+      p.in_dtype = d.dtype;
+      p.out_dtype = out_dtype_of(d);
+      p.variant = v;
+      p.geometry = *g;
+      p.length = s.length;
+      p.rows = s.rows;
+      if (Status st = cuda::prepare_softmax(t, p); !st) return st;
+    }
+#endif
     return PlanChoice{static_cast<int>(v), static_cast<size_t>(g->workspace.value()), 0};
   }
   static bool nothing_to_do(const Descriptor& d) { return d.shape.numel() == 0; }

@@ -4,17 +4,23 @@
 // geometry, and the dispatch from dtypes to the typed math. The kernel shapes (which variant holds
 // how long a row, with how many threads) are decided here, from the shape alone, for select (which
 // must know whether a forced variant fits and how much workspace it needs) and for the CUDA launcher.
+// NVRTC reads the constants, the kernels' arguments and the maths too (the kernels are compiled at
+// select); the shapes, the geometry and the dispatch are the host's.
+#include "baracuda/ops/softmax_kind.hpp"
+#include "common/checked.hpp"
+#include "common/elementwise.hpp"
+#include "common/softmax_math.hpp"
+#if !defined(__CUDACC_RTC__)
 #include <algorithm>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "baracuda/ops/softmax.hpp"
-#include "common/checked.hpp"
 #include "common/dispatch.hpp"
-#include "common/elementwise.hpp"
-#include "common/softmax_math.hpp"
 #include "ops/launch.hpp"
+#endif
 
 namespace baracuda::detail {
 
@@ -25,6 +31,52 @@ enum class SoftmaxVariant : unsigned char { warp_row, block_row, cluster_row, sp
 // Tensors of a problem, in Walker order: forward (x, -, y), backward (y, dy, dx).
 inline constexpr int kSoftmaxTensors = 3;
 
+inline constexpr int kWarpRowThreads = 128;
+inline constexpr int64_t kMultiPassValues = 16;
+#ifndef BARACUDA_SOFTMAX_LANE_VECTORS
+#define BARACUDA_SOFTMAX_LANE_VECTORS 2
+#endif
+inline constexpr int64_t kOnePassLaneVectors = BARACUDA_SOFTMAX_LANE_VECTORS;
+inline constexpr int kMaxBlockThreads = 1024;
+inline constexpr int kMaxCluster = 8;  // the portable cluster size
+inline constexpr int64_t kClusterBlockThreads = 512;
+// split_row: blocks of kSplitThreads, two an SM (64 registers a thread), a piece of kSplitMinLength
+// to kSplitMaxLength elements each: pieces long enough that folding the row's partials costs little
+// beside reading the piece, and at least kSplitPiecesPerSm an SM where the rows allow.
+inline constexpr int kSplitThreads = 512;
+inline constexpr int kSplitMinBlocks = 2;
+inline constexpr int64_t kSplitMinLength = 8192, kSplitMaxLength = 131072, kSplitPiecesPerSm = 4;
+inline constexpr int kOuterThreads = 256;
+inline constexpr int kPassThreads = 512;
+
+// Everything a CUDA kernel reads of the problem: its one argument, by value (the host fills it).
+struct SoftmaxKernelArgs {
+  const void* in[2];
+  void* out;
+  Walker<kSoftmaxTensors> walk;
+  int64_t stride[kSoftmaxTensors];  // along dim
+  int64_t length, rows;
+  SoftmaxKind kind;
+  bool vectorized;
+  int lanes;                     // warp_row: threads per row; outer: threads across columns
+  int64_t splits, split_length;  // split_row
+  void* partials;                // split_row: one per piece (the workspace)
+};
+
+// A kernel's access sizes, from its math and the element types it loads and stores (the host picks
+// the kernels by them).
+template <class Math, class Load, class Store>
+struct SoftmaxTypes {
+  using A = typename Math::Value;
+  using Partial = typename Math::Partial;
+  static constexpr int kIn = Math::kInputs;
+  // Elements per access: 16 bytes of the narrower type (two 16-byte accesses of the wider).
+  static constexpr int kVector = static_cast<int>(16 / (sizeof(Load) < sizeof(Store) ? sizeof(Load) : sizeof(Store)));
+  // Vectors of each input a thread holds at most: 128 bytes of A values (SoftmaxShape::held).
+  static constexpr int kMaxChunks = 128 / (static_cast<int>(sizeof(A)) * kIn) / kVector;
+};
+
+#if !defined(__CUDACC_RTC__)
 // The sizes that decide a kernel.
 struct SoftmaxShape {
   int64_t length = 0;           // elements along dim
@@ -71,7 +123,7 @@ inline SoftmaxShape softmax_shape(const SoftmaxDescriptor& d, int dim, bool back
   return s;
 }
 
-// How the CUDA kernels of a variant cover the rows (see src/cuda/softmax/kernels.cuh).
+// How the CUDA kernels of a variant cover the rows (see src/cuda/common/softmax_kernels.cuh).
 struct SoftmaxGeometry {
   int threads = 0;            // per block
   int lanes = 0;              // warp_row: threads per row (a power of two <= 32); outer: threads across columns
@@ -82,24 +134,6 @@ struct SoftmaxGeometry {
   int64_t split_length = 0;   // split_row: elements per piece (a multiple of the vector)
   CheckedSize workspace = 0;  // bytes (split_row: the pieces' partials)
 };
-
-inline constexpr int kWarpRowThreads = 128;
-inline constexpr int64_t kMultiPassValues = 16;
-#ifndef BARACUDA_SOFTMAX_LANE_VECTORS
-#define BARACUDA_SOFTMAX_LANE_VECTORS 2
-#endif
-inline constexpr int64_t kOnePassLaneVectors = BARACUDA_SOFTMAX_LANE_VECTORS;
-inline constexpr int kMaxBlockThreads = 1024;
-inline constexpr int kMaxCluster = 8;  // the portable cluster size
-inline constexpr int64_t kClusterBlockThreads = 512;
-// split_row: blocks of kSplitThreads, two an SM (64 registers a thread), a piece of kSplitMinLength
-// to kSplitMaxLength elements each: pieces long enough that folding the row's partials costs little
-// beside reading the piece, and at least kSplitPiecesPerSm an SM where the rows allow.
-inline constexpr int kSplitThreads = 512;
-inline constexpr int kSplitMinBlocks = 2;
-inline constexpr int64_t kSplitMinLength = 8192, kSplitMaxLength = 131072, kSplitPiecesPerSm = 4;
-inline constexpr int kOuterThreads = 256;
-inline constexpr int kPassThreads = 512;
 
 // The longest row a held variant keeps in registers: (blocks per row) x threads x held elements.
 inline int64_t held_capacity(SoftmaxVariant v, const SoftmaxShape& s) {
@@ -229,8 +263,21 @@ Status dispatch_softmax(const SoftmaxProblem& p, F&& f) {
 namespace cpu {
 Status launch(const LaunchContext& ctx, const SoftmaxProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (the kernels are compiled at select)
 Status launch(const LaunchContext& ctx, const SoftmaxProblem& problem);
+// Compiles (or finds in the caches) the kernels of the problem's dtypes, kind, variant and geometry,
+// both access forms (select does not know the views): select's part.
+Status prepare_softmax(const PlanTarget& target, const SoftmaxProblem& problem);
 }  // namespace cuda
+#endif
 
 }  // namespace baracuda::detail
+
+#if !defined(__CUDACC_RTC__)
+namespace baracuda::detail::jit {
+struct Program;
+// Every softmax program: each kind, dtype pair, direction, variant and kernel constants
+// (cuda/softmax.cpp).
+std::vector<Program> softmax_programs();
+}  // namespace baracuda::detail::jit
+#endif

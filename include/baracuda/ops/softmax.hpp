@@ -40,10 +40,9 @@
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
+#include "baracuda/ops/softmax_kind.hpp"
 
 namespace baracuda {
-
-enum class SoftmaxKind : unsigned char { softmax, log_softmax, sparsemax, entmax15 };
 
 struct SoftmaxDescriptor {
   DType dtype = DType::f32;        // x (the forward's input; the backward's dx)

@@ -19,6 +19,7 @@
 #include "ops/rotary_problem.hpp"
 #include "ops/scan_problem.hpp"
 #include "ops/segment_problem.hpp"
+#include "ops/softmax_problem.hpp"
 #include "ops/ternary_problem.hpp"
 #include "ops/unary_problem.hpp"
 
@@ -75,6 +76,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : reduce_programs()) out.push_back(std::move(p));
   for (Program& p : scan_programs()) out.push_back(std::move(p));
   for (Program& p : segment_programs()) out.push_back(std::move(p));
+  for (Program& p : softmax_programs()) out.push_back(std::move(p));
   return out;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// CUDA kernels of the softmax family (which variant runs which shape: ops/softmax_problem.hpp). One
-// row's partial is the fold of its elements' (common/softmax_math.hpp), reduced over the threads
-// that hold the row by common/reduce.cuh: fixed trees, so every run gives the same bits.
+// CUDA kernels of the softmax family, compiled at select (NVRTC; cuda/softmax.cpp launches them;
+// which variant runs which shape: ops/softmax_problem.hpp). One row's partial is the fold of its
+// elements' (common/softmax_math.hpp), reduced over the threads that hold the row by
+// common/reduce.cuh: fixed trees, so every run gives the same bits.
 //   warp_row, block_row, cluster_row: a row held in registers by a group (`lanes` threads of a warp,
 //     a block, or a cluster of blocks): x read once, y written once. The group's threads take the
 //     row's 16-byte vectors in turn (chunk c of thread k is vector c * group + k), so each load
@@ -18,30 +19,16 @@
 // The held variants run the multi-pass forward too: each pass of its solve folds the registers.
 // Views whose accesses cannot be 16-byte vectors (ops/softmax.cpp, `vectorizable`) run the same
 // kernels one element at a time, along any strides.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <algorithm>
-#include <string>
-#include <type_traits>
-
-#include "cuda/common/check.cuh"
 #include "cuda/common/reduce.cuh"
 #include "cuda/common/vector.cuh"
 #include "ops/softmax_problem.hpp"
 
 namespace baracuda::detail::cuda::softmax {
 
+// (the host launcher reads both: ops/softmax_problem.hpp)
 template <class Math, class Load, class Store>
-struct Types {
-  using A = typename Math::Value;
-  using Partial = typename Math::Partial;
-  static constexpr int kIn = Math::kInputs;
-  // Elements per access: 16 bytes of the narrower type (two 16-byte accesses of the wider).
-  static constexpr int kVector = static_cast<int>(16 / (sizeof(Load) < sizeof(Store) ? sizeof(Load) : sizeof(Store)));
-  // Vectors of each input a thread holds at most: 128 bytes of A values (SoftmaxShape::held).
-  static constexpr int kMaxChunks = 128 / (static_cast<int>(sizeof(A)) * kIn) / kVector;
-};
+using Types = SoftmaxTypes<Math, Load, Store>;
+using Args = SoftmaxKernelArgs;
 
 template <class Math>
 struct Combine {
@@ -51,25 +38,11 @@ struct Combine {
   }
 };
 
-// Everything a kernel reads of the problem.
-struct Args {
-  const void* in[2];
-  void* out;
-  Walker<kSoftmaxTensors> walk;
-  int64_t stride[kSoftmaxTensors];  // along dim
-  int64_t length, rows;
-  SoftmaxKind kind;
-  bool vectorized;
-  int lanes;                     // warp_row: threads per row; outer: threads across columns
-  int64_t splits, split_length;  // split_row
-  void* partials;                // split_row: one per piece (the workspace)
-};
-
 // V elements from position p of a line with step `stride` (elements at or past `limit` read as
 // `fill`): 16-byte loads where the vector is whole when kVectors (unit stride, aligned vectors:
 // Args::vectorized, a template argument of held_rows and the split kernels so that the strided
-// form's addressing costs the vector form no registers: f32 warp rows of 32 values spilled 88
-// bytes, 20 without), else one element at a time.
+// form's addressing costs the vector form no registers: the f32 warp rows spilled several times
+// more with both forms in one kernel; bench/NOTES.md), else one element at a time.
 template <int V, bool kVectors, class T, class A, class I>
 __device__ __forceinline__ void load_vector(const T* line, int64_t stride, I p, I limit, A fill, A* out) {
   constexpr int kPer = Vec16<T>::kSize;
@@ -249,20 +222,14 @@ __device__ __forceinline__ void held_outputs(const Math& math, typename Math::Va
 // ---------------------------------------------------------------------------------------------
 // warp_row, block_row, cluster_row
 
-// Warp rows: without a floor on resident blocks the compiler spent 188 registers a thread (2 blocks,
-// 12.5% occupancy on H200; ncu, [8192, 1024] f32 at 30% of copy). Measured floors of 2 / 4 / 8
-// blocks: f32 [8192, 1024] forward 0.0499 / 0.0353 / 0.0307 ms, bf16 0.0548 / 0.0439 / 0.0269 ms.
-#ifndef BARACUDA_SOFTMAX_WARP_MIN_BLOCKS
-#define BARACUDA_SOFTMAX_WARP_MIN_BLOCKS 8
-#endif
-inline constexpr int kWarpRowMinBlocks = BARACUDA_SOFTMAX_WARP_MIN_BLOCKS;
-// The multi-pass forward keeps its search's state beside the row: at a floor of 8 blocks (64
-// registers) the rows of 32 values a thread spilled 136-160 bytes (sparsemax / entmax15, f32).
-#ifndef BARACUDA_SPARSE_WARP_MIN_BLOCKS
-#define BARACUDA_SPARSE_WARP_MIN_BLOCKS 4
-#endif
+// Warp rows: without a floor on resident blocks the compiler spent registers enough to leave a
+// handful of warps an SM, and the rows ran far below copy; the floor of 8 was the fastest of those
+// measured (bench/NOTES.md).
+inline constexpr int kWarpRowMinBlocks = 8;
+// The multi-pass forward keeps its search's state beside the row: at a floor of 8 blocks its rows
+// of 32 values a thread spilled.
 template <class Math>
-inline constexpr int kWarpMinBlocks = Math::kIterative ? BARACUDA_SPARSE_WARP_MIN_BLOCKS : kWarpRowMinBlocks;
+inline constexpr int kWarpMinBlocks = Math::kIterative ? 4 : kWarpRowMinBlocks;
 
 template <class Math, class Load, class Store, int kChunks, ReduceScope kScope, bool kVectors>
 __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads : kMaxBlockThreads,
@@ -299,11 +266,10 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
     if (length > 0) a.walk.offsets(row, base);
     A v[kIn][kChunks * V];
     if constexpr (kVectors && sizeof(Load) < sizeof(A)) {
-      // 16-bit loads: every whole vector's load first, then the conversions. With a conversion after
-      // each load (and a branch around it), bf16 [1024, 32000] block_row issued 37% more instructions
-      // than a kernel that loads first and took 61 us to its 47 (ncu, H200); loading first took it
-      // to 0.0678 -> 0.0610 ms, the cluster rows [4096, 131072] 1.089 -> 1.028 ms. Not for f32: its
-      // held warp rows then spilled more and ran 0.0245 -> 0.0377 ms at [8192, 1024].
+      // 16-bit loads: every whole vector's load first, then the conversions. A conversion after each
+      // load (and a branch around it) kept the next load from issuing: more instructions and slower
+      // block and cluster rows. Not for f32: its held warp rows then spilled more and ran slower
+      // (bench/NOTES.md).
       constexpr int kPer = Vec16<Load>::kSize, kRaw = V / kPer;
       Vec16<Load> raw[kIn][kChunks][kRaw];
 #pragma unroll
@@ -351,8 +317,8 @@ __global__ void __launch_bounds__(kScope == ReduceScope::warp ? kWarpRowThreads 
 // split_partials folds each piece into the workspace (one partial a piece); split_write folds its
 // row's partials (a fixed tree: the same bits every run, and in every block of the row) and writes
 // its piece, reading it again. 3n elements moved for the held rows' 2n; the one kernel it replaced
-// held the pieces in registers and waited for each row's others, and ran at 40-54% of copy at
-// [256, 2^20] (rows completed in a convoy, each waiting for blocks still on older rows). split_write
+// held the pieces in registers and waited for each row's others, and ran far below copy (rows
+// completed in a convoy, each waiting for blocks still on older rows; bench/NOTES.md). split_write
 // takes the pieces in reverse order: the last ones split_partials read are still in L2.
 
 // f(row, begin, end) for the pieces this block takes, in order or in reverse.
@@ -367,7 +333,7 @@ __device__ __forceinline__ void for_each_piece(const Args& a, F&& f) {
 }
 
 // Vectors of each input a thread of the split kernels loads at once: about 32 values in flight (8
-// along a stride, whose 64-bit addresses spilled up to 260 bytes at 32).
+// along a stride, whose 64-bit addresses spilled at 32).
 template <class Math, int V, bool kVectors>
 inline constexpr int kSplitUnroll =
     std::clamp((kVectors ? 32 : 8) / (V * Math::kInputs * static_cast<int>(sizeof(typename Math::Value) / 4)), 1, 8);
@@ -582,168 +548,5 @@ __global__ void __launch_bounds__(kPassThreads) pass_rows(Args a) {
     }
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Host side
-
-// Calls f(std::integral_constant<int, C>{}) for chunks == C, C a power of two up to kMax.
-template <int kMax, int C = 1, class F>
-Status with_chunks(int chunks, F&& f) {
-  if constexpr (C <= kMax) {
-    if (chunks == C) return f(std::integral_constant<int, C>{});
-    return with_chunks<kMax, C * 2>(chunks, std::forward<F>(f));
-  } else {
-    return Status::error(StatusCode::invalid_problem,
-                         "softmax: no kernel holds " + std::to_string(chunks) + " vectors per thread");
-  }
-}
-
-inline unsigned blocks_for(int64_t work, int64_t cap) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(work, cap)));
-}
-
-template <class Math, class Load, class Store>
-struct Launcher {
-  using T = Types<Math, Load, Store>;
-  const LaunchContext& ctx;
-  const SoftmaxProblem& p;
-  Args a;
-
-  Launcher(const LaunchContext& c, const SoftmaxProblem& problem) : ctx(c), p(problem), a{} {
-    a.in[0] = p.in[0];
-    a.in[1] = p.in[1];
-    a.out = p.out;
-    a.walk = p.walk;
-    for (int t = 0; t < kSoftmaxTensors; ++t) a.stride[t] = p.dim_stride[t];
-    a.length = p.length;
-    a.rows = p.rows;
-    a.kind = p.kind;
-    a.vectorized = p.vectorized;
-    a.lanes = p.geometry.lanes;
-    a.splits = p.geometry.splits;
-    a.split_length = p.geometry.split_length;
-    a.partials = p.workspace;
-  }
-
-  int64_t sms() const { return ctx.target.sm_count; }
-  cudaStream_t stream() const { return native(ctx.stream); }
-
-  // f(std::bool_constant<vectorized>{}): the kernels compiled for 16-byte or strided access.
-  template <class F>
-  Status with_access(F&& f) const {
-    return a.vectorized ? f(std::true_type{}) : f(std::false_type{});
-  }
-
-  template <ReduceScope kScope>
-  Status held() {
-    const SoftmaxGeometry& g = p.geometry;
-    return with_chunks<T::kMaxChunks>(g.chunks, [&](auto chunks) {
-      return with_access([&](auto vectors) {
-        const auto kernel = held_rows<Math, Load, Store, decltype(chunks)::value, kScope, decltype(vectors)::value>;
-        if constexpr (kScope == ReduceScope::cluster) {
-          return launch_clusters(kernel, p.rows, g.threads, g.cluster, "softmax cluster_row");
-        } else {
-          const int64_t rows_per_block = kScope == ReduceScope::warp ? g.threads / g.lanes : 1;
-          const unsigned blocks = blocks_for(ceil_div(p.rows, rows_per_block), sms() * (2048 / g.threads) * 4);
-          kernel<<<blocks, g.threads, 0, stream()>>>(a);
-          return last_launch_status("softmax held_rows");
-        }
-      });
-    });
-  }
-
-  Status split() {
-    const int64_t pieces = p.rows * p.geometry.splits;
-    return with_access([&](auto vectors) {
-      constexpr bool kVectors = decltype(vectors)::value;
-      if (Status s = launch_clusters(split_partials<Math, Load, Store, kVectors>, pieces, kSplitThreads, 1,
-                                     "softmax split_row partials");
-          !s)
-        return s;
-      return launch_clusters(split_write<Math, Load, Store, kVectors>, pieces, kSplitThreads, 1,
-                             "softmax split_row write");
-    });
-  }
-
-  // A launch of `units` clusters of `cluster` blocks (sm_90; a plain launch for one), no more than
-  // the device holds at once: each cluster walks units in turn (cluster_row measured on H200, f32
-  // [4096, 131072]: 132 clusters of 8 in waves 1.67 ms, the 15 resident 1.64 ms).
-  template <class Kernel>
-  Status launch_clusters(Kernel kernel, int64_t units, int threads, int cluster, const char* what) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(cluster));
-    config.blockDim = dim3(threads);
-    config.stream = stream();
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = cluster;
-    attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
-    config.attrs = &attribute;
-    config.numAttrs = cluster > 1 ? 1 : 0;
-    int resident = 0;
-    if (cluster > 1) {
-      if (Status s = cuda_status(cudaOccupancyMaxActiveClusters(&resident, kernel, &config), what); !s) return s;
-    } else {
-      if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, 0), what);
-          !s)
-        return s;
-      resident *= static_cast<int>(sms());
-    }
-    config.gridDim = dim3(blocks_for(units, std::max(resident, 1)) * static_cast<unsigned>(cluster));
-    return cuda_status(cudaLaunchKernelEx(&config, kernel, a), what);
-  }
-
-  template <int kColumns>
-  Status outer() {
-    const SoftmaxGeometry& g = p.geometry;
-    const int64_t tiles = ceil_div(ceil_div(p.rows, kColumns), g.lanes);
-    return launch_clusters(outer_columns<Math, Load, Store, kColumns>, tiles, g.threads, g.cluster, "softmax outer");
-  }
-
-  Status run() {
-    switch (p.variant) {
-      case SoftmaxVariant::warp_row:
-        return held<ReduceScope::warp>();
-      case SoftmaxVariant::block_row:
-        return held<ReduceScope::block>();
-      case SoftmaxVariant::cluster_row:
-        return held<ReduceScope::cluster>();
-      case SoftmaxVariant::split_row:
-      case SoftmaxVariant::outer:
-        if constexpr (!Math::kIterative) return p.variant == SoftmaxVariant::outer ? outer_either() : split();
-        break;
-      case SoftmaxVariant::pass_row:
-        if constexpr (Math::kIterative) {
-          pass_rows<Math, Load, Store>
-              <<<blocks_for(p.rows, sms() * (2048 / kPassThreads) * 4), kPassThreads, 0, stream()>>>(a);
-          return last_launch_status("softmax pass_row");
-        }
-        break;
-      case SoftmaxVariant::rows:
-        break;
-    }
-    return Status::error(StatusCode::unsupported, "softmax: no CUDA kernel of this variant runs this kind");
-  }
-  Status outer_either() { return p.vectorized ? outer<T::kVector>() : outer<1>(); }
-};
-
-// Runs the problem when its math is one of Maths: each kernel file compiles the kernels of its own
-// maths only (one file for all took four minutes of one core to build).
-template <class... Maths>
-Status launch_maths(const LaunchContext& ctx, const SoftmaxProblem& problem) {
-  return dispatch_softmax<__half, __nv_bfloat16>(problem, [&](auto math, auto load, auto store) {
-    using Math = typename decltype(math)::type;
-    if constexpr ((std::is_same_v<Math, Maths> || ...))
-      return Launcher<Math, typename decltype(load)::type, typename decltype(store)::type>(ctx, problem).run();
-    else
-      return Status::error(StatusCode::unsupported, "softmax: the problem's math is another kernel file's");
-  });
-}
-
-// The kernel files (src/cuda/softmax/*.cu), one per math.
-Status launch_softmax_forward(const LaunchContext& ctx, const SoftmaxProblem& problem);
-Status launch_backward(const LaunchContext& ctx, const SoftmaxProblem& problem);
-Status launch_sparsemax_forward(const LaunchContext& ctx, const SoftmaxProblem& problem);
-Status launch_entmax15_forward(const LaunchContext& ctx, const SoftmaxProblem& problem);
 
 }  // namespace baracuda::detail::cuda::softmax
