@@ -1,35 +1,11 @@
 #pragma once
-// The walk of an IndexedLayout's rows on the GPU: `lanes` threads per row (a power of two up to a
-// block, fitted to the row's work), rows spread over a grid-stride loop of blocks.
-#include <algorithm>
-
+// The walk of an IndexedLayout's rows on the GPU: `lanes` threads per row (cuda/common/row_lanes.hpp),
+// rows spread over a grid-stride loop of blocks. The host compiler (the launch sizes), nvcc and NVRTC
+// (the indexing kernels compiled at select) all read it.
 #include "common/indexing.hpp"
-#include "cuda/common/launch.cuh"
+#include "cuda/common/row_lanes.hpp"
 
 namespace baracuda::detail::cuda {
-
-// Threads per row: the row's work units rounded up to a power of two, at most a block.
-inline int lanes_for(int64_t units) {
-  int lanes = 1;
-  while (lanes < kThreads && lanes < units) lanes *= 2;
-  return lanes;
-}
-
-inline unsigned row_blocks(int64_t rows, int lanes, int sm_count) {
-  const int64_t rows_per_block = kThreads / lanes;
-  const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(sm_count) * 32)));
-}
-
-// Row r of the walk handled by `lanes` threads of the block: calls f(r, lane) for each row.
-template <class F>
-__device__ __forceinline__ void for_each_row(int64_t rows, int lanes, F&& f) {
-  const int rows_per_block = kThreads / lanes;
-  const int lane = threadIdx.x % lanes;
-  for (int64_t r = int64_t(blockIdx.x) * rows_per_block + threadIdx.x / lanes; r < rows;
-       r += int64_t(gridDim.x) * rows_per_block)
-    f(r, lane);
-}
 
 // Element mode: every element looks up its own index value. The `lanes` threads of a walk line step
 // along its innermost dim (no division per element), kElementBatch elements at a time: the batch's
@@ -37,6 +13,7 @@ __device__ __forceinline__ void for_each_row(int64_t rows, int lanes, F&& f) {
 // (`inside`: the element exists; `valid`: it exists and its index value is in range, not padding).
 inline constexpr int kElementBatch = 8;  // 4 -> 8: bf16 gather 48.4% -> 54.6% of copy
 
+#if defined(__CUDACC__)
 template <class Idx, class F>
 __device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layout, const Idx* index, int lanes,
                                                        F&& f) {
@@ -68,5 +45,6 @@ __device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layo
 
 using ElementOffsets = int64_t[kElementBatch];
 using ElementFlags = bool[kElementBatch];
+#endif
 
 }  // namespace baracuda::detail::cuda
