@@ -9,8 +9,7 @@
 // A row's destination in the table is its table offset with dim's coordinate replaced by the index
 // value; that offset is also the sort key of the deterministic scatter (unique per destination row
 // as long as the table does not overlap itself).
-#include <cstdint>
-
+// The layouts are read by NVRTC too (the CUDA kernels compiled at select); the views are the host's.
 #include "common/elementwise.hpp"
 
 namespace baracuda::detail {
@@ -98,6 +97,7 @@ inline EntryColumnWalk entry_column_walk(const Walker<kRowTensors>& w) {
   return e;
 }
 
+#if !defined(__CUDACC_RTC__)
 // The index view's distinct elements, for counting bad values: a walker over its dims with non-zero
 // strides, and how many times each element repeats along the zero-stride (broadcast) dims. So a
 // broadcast index costs what it stores, not what it describes.
@@ -111,6 +111,7 @@ inline Walker<1> distinct_elements(const AnyTensorRef& index, int64_t& repeats) 
   const Strides* strides[1] = {&index.strides};
   return make_walker<1>(index.shape, strides, stored);
 }
+#endif
 
 // An index value to count as bad: outside [0, dim_size) (the padding value, when there is one, is
 // inside it: skipped, not an error).

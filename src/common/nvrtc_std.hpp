@@ -17,6 +17,7 @@ using uint32_t = unsigned int;
 using int64_t = long;
 using uint64_t = unsigned long;
 using size_t = decltype(sizeof(0));
+using uintptr_t = unsigned long;
 
 #define INFINITY __builtin_bit_cast(float, 0x7f800000u)
 #define NAN __builtin_bit_cast(float, 0x7fc00000u)

@@ -82,6 +82,7 @@ Expected<IndexedProblemDesc> along_dim(std::string_view plan, bool scatter, DTyp
           StatusCode::invalid_problem, plan, "descriptor.index_shape[" + std::to_string(k) + "]",
           "size " + std::to_string(index.dims[k]) + " exceeds " + table_field + "'s " + std::to_string(table.dims[k]));
   IndexedProblemDesc p;
+  p.plan = plan;
   p.scatter = scatter;
   p.dtype = dtype;
   p.index_dtype = index_dtype;
@@ -102,6 +103,7 @@ Expected<IndexedProblemDesc> select_along_dim(std::string_view plan, bool scatte
   if (num_indices < 0)
     return plan_error(StatusCode::invalid_problem, plan, count_field, std::to_string(num_indices) + " is negative");
   IndexedProblemDesc p;
+  p.plan = plan;
   p.scatter = scatter;
   p.dtype = dtype;
   p.index_dtype = index_dtype;
@@ -211,10 +213,27 @@ struct IndexHooks {
     return Op::kScatter ? static_cast<IndexVariant>(c.variant + 1) : IndexVariant::copy;
   }
   static ScatterKernel kernel_of(const PlanChoice& c) { return static_cast<ScatterKernel>(c.knob); }
+  // CUDA: compiles (or finds in the caches) the kernels the plan runs, from what select knows.
+  static Status prepare([[maybe_unused]] const PlanTarget& t, [[maybe_unused]] const IndexedProblemDesc& p,
+                        [[maybe_unused]] IndexVariant variant, [[maybe_unused]] ScatterKernel kernel) {
+#if BARACUDA_HAS_CUDA
+    if (t.backend == Backend::cuda) {
+      IndexedProblem problem;
+      problem.desc = p;
+      problem.variant = variant;
+      problem.kernel = kernel;
+      return cuda::prepare_indexing(t, problem);
+    }
+#endif
+    return Status::ok();
+  }
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
                                      std::optional<int> forced) {
-    if (!Op::kScatter) return PlanChoice{0, 0, 0};
     const IndexedProblemDesc p = problem_of(d);
+    if (!Op::kScatter) {
+      if (Status st = prepare(t, p, IndexVariant::copy, ScatterKernel::general); !st) return st;
+      return PlanChoice{0, 0, 0};
+    }
     std::optional<IndexVariant> forced_variant;
     if (forced) forced_variant = static_cast<IndexVariant>(*forced + 1);
     const bool deterministic = pref.determinism == Determinism::required;
@@ -224,6 +243,7 @@ struct IndexHooks {
       return plan_error(StatusCode::invalid_problem, Op::kSchema.plan, p.size_field,
                         "the " + std::string(variant_name(s.variant)) +
                             " scatter's workspace for this many entries would reach 2^63 bytes");
+    if (Status st = prepare(t, p, s.variant, s.kernel); !st) return st;
     return PlanChoice{static_cast<int>(s.variant) - 1, static_cast<size_t>(s.workspace.value()),
                       static_cast<int64_t>(s.kernel)};
   }

@@ -1,26 +1,20 @@
 #pragma once
 // What the indexing plans hand to a backend: views resolved into the canonical problem (see
 // src/common/indexing.hpp), the variant, and the workspace.
+// NVRTC reads the layouts and the kinds (the CUDA kernels compiled at select); the rest is the host's.
+#include "common/indexing.hpp"
+#if !defined(__CUDACC_RTC__)
+#include <optional>
+#include <string_view>
+#include <vector>
+
 #include "baracuda/ops/indexing.hpp"
 #include "common/checked.hpp"
-#include "common/indexing.hpp"
 #include "ops/launch.hpp"
+#endif
 
 namespace baracuda::detail {
 
-// What every indexing plan reduces to (see src/ops/indexing.cpp).
-struct IndexedProblemDesc {
-  bool scatter = false;  // gather (false) or scatter-add (true)
-  DType dtype = DType::f32;
-  DType index_dtype = DType::i64;
-  Shape shape;        // the shape walked: out (gather) or the added values (scatter)
-  Shape table_shape;  // src (gather) or dst (scatter)
-  int dim = 0;
-  bool broadcast_index = false;  // index is 1-D along dim (index_select, embedding)
-  std::optional<int64_t> padding_idx;
-  bool accumulate = true;       // scatter: add into the table, or overwrite it
-  std::string_view size_field;  // the descriptor field that sets the walk's size (errors name it)
-};
 enum class IndexVariant : unsigned char { copy, atomic, sorted };
 
 // The CUDA scatter kernels a strategy may pick beside the general ones (atomic or sorted), for a
@@ -36,6 +30,22 @@ enum class IndexVariant : unsigned char { copy, atomic, sorted };
 //  - column_lines: the same problems with few entries a column on a tall table: each column's line
 //    summed as warp_lines or shared_line add (the table zeroed first when overwritten).
 enum class ScatterKernel : unsigned char { general, shared_line, short_lines, column_tiles, warp_lines, column_lines };
+
+#if !defined(__CUDACC_RTC__)
+// What every indexing plan reduces to (see src/ops/indexing.cpp).
+struct IndexedProblemDesc {
+  std::string_view plan;  // for errors: "GatherPlan"
+  bool scatter = false;   // gather (false) or scatter-add (true)
+  DType dtype = DType::f32;
+  DType index_dtype = DType::i64;
+  Shape shape;        // the shape walked: out (gather) or the added values (scatter)
+  Shape table_shape;  // src (gather) or dst (scatter)
+  int dim = 0;
+  bool broadcast_index = false;  // index is 1-D along dim (index_select, embedding)
+  std::optional<int64_t> padding_idx;
+  bool accumulate = true;       // scatter: add into the table, or overwrite it
+  std::string_view size_field;  // the descriptor field that sets the walk's size (errors name it)
+};
 
 // How a backend runs a scatter, decided at select.
 struct ScatterStrategy {
@@ -80,10 +90,23 @@ Status launch(const LaunchContext& ctx, const IndexedProblem& problem);
 Status indexed_gather(const IndexedProblem& problem);
 Status indexed_scatter_add(const IndexedProblem& problem);
 }  // namespace cpu
-namespace cuda {
+namespace cuda {  // (the kernels are compiled at select)
 ScatterStrategy scatter_strategy(const IndexedProblemDesc& problem, std::optional<IndexVariant> forced,
                                  bool deterministic);
 Status launch(const LaunchContext& ctx, const IndexedProblem& problem);
+// Compiles (or finds in the caches) the kernels the problem's plan runs, from what select knows (the
+// descriptor, the variant and the scatter kernel): select's part.
+Status prepare_indexing(const PlanTarget& target, const IndexedProblem& problem);
 }  // namespace cuda
+#endif
 
 }  // namespace baracuda::detail
+
+#if !defined(__CUDACC_RTC__)
+namespace baracuda::detail::jit {
+struct Program;
+// Every indexing program: each strategy's kernels for each element type, index type and the
+// constants select decides (cuda/indexing.cpp).
+std::vector<Program> indexing_programs();
+}  // namespace baracuda::detail::jit
+#endif

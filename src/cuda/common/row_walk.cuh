@@ -1,10 +1,8 @@
 #pragma once
 // The walk of an IndexedLayout's rows on the GPU: `lanes` threads per row (cuda/common/row_lanes.hpp),
-// rows spread over a grid-stride loop of blocks.
-#include <algorithm>
-
+// rows spread over a grid-stride loop of blocks. The host compiler (the launch sizes), nvcc and NVRTC
+// (the indexing kernels compiled at select) all read it.
 #include "common/indexing.hpp"
-#include "cuda/common/launch.cuh"
 #include "cuda/common/row_lanes.hpp"
 
 namespace baracuda::detail::cuda {
@@ -15,6 +13,7 @@ namespace baracuda::detail::cuda {
 // (`inside`: the element exists; `valid`: it exists and its index value is in range, not padding).
 inline constexpr int kElementBatch = 8;  // 4 -> 8: bf16 gather 48.4% -> 54.6% of copy
 
+#if defined(__CUDACC__)
 template <class Idx, class F>
 __device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layout, const Idx* index, int lanes,
                                                        F&& f) {
@@ -46,5 +45,6 @@ __device__ __forceinline__ void for_each_element_batch(const IndexedLayout& layo
 
 using ElementOffsets = int64_t[kElementBatch];
 using ElementFlags = bool[kElementBatch];
+#endif
 
 }  // namespace baracuda::detail::cuda

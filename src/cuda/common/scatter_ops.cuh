@@ -3,9 +3,8 @@
 // op, the op says how values meet. Values are reduced in the accumulator type Acc (acc_t<T>) and
 // stored in the element type T. Sum is the only op yet; max and min (scatter_reduce's amax / amin,
 // segment_max / segment_min) come next, with their own identity and atomics.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
+// (NVRTC reads it: the indexing kernels compiled at select.)
+#include "cuda/common/half_atomics.cuh"
 
 namespace baracuda::detail::cuda {
 
@@ -27,7 +26,11 @@ struct ScatterSum {
   // The same with an atomic: the order of the additions varies from run to run.
   template <class T, class Acc>
   __device__ __forceinline__ static void atomic_combine(T* p, Acc v) {
-    atomicAdd(p, static_cast<T>(v));
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+      atomic_add(p, static_cast<T>(v));
+    } else {
+      atomicAdd(p, static_cast<T>(v));
+    }
   }
   // Four f32 at once: one vector reduction (red.global.add.v4.f32, sm_90) per 16 bytes.
   __device__ __forceinline__ static void atomic_combine4(float* p, float4 x) {

@@ -1,26 +1,27 @@
 #pragma once
-// The strategies of the CUDA indexing family, one translation unit each (src/cuda/indexing/*.cu);
-// src/cuda/indexing.cu picks one per problem and counts the bad index values after it. Each is a
-// function template instantiated in its own .cu for every type pair below, so its kernels are
-// compiled once.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <cstdint>
-#include <limits>
-
+// The strategies of the CUDA indexing family: their kernels (src/cuda/common/gather_kernels.cuh and
+// scatter_*_kernels.cuh, compiled at select by NVRTC, one program a strategy's element type, index type
+// and the constants select decides) and their host launchers (src/cuda/indexing.cpp picks one per
+// problem and counts the bad index values after it; src/cuda/indexing/*.cpp). NVRTC reads the sizes
+// and the kernels' arguments here; the choices and the launchers are the host's.
 #include "common/checked.hpp"
+#include "common/indexing.hpp"
+#include "cuda/common/threads.hpp"
+#if !defined(__CUDACC_RTC__)
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "common/dispatch.hpp"
 #include "ops/indexing_problem.hpp"
 
-// X(T, Idx) for each element type T a strategy is compiled for, with each index type.
-#define BARACUDA_INDEX_TYPES(X, T) X(T, int32_t) X(T, int64_t)
-// Gather moves bits: one element type per size.
-#define BARACUDA_GATHER_TYPES(X) \
-  BARACUDA_INDEX_TYPES(X, uint16_t) BARACUDA_INDEX_TYPES(X, uint32_t) BARACUDA_INDEX_TYPES(X, uint64_t)
-// Scatter-add sums: the floating-point types of dispatch_float.
-#define BARACUDA_SCATTER_TYPES(X) \
-  BARACUDA_INDEX_TYPES(X, __half) \
-  BARACUDA_INDEX_TYPES(X, __nv_bfloat16) BARACUDA_INDEX_TYPES(X, float) BARACUDA_INDEX_TYPES(X, double)
+namespace baracuda::detail::jit {
+struct Program;
+struct Module;
+}  // namespace baracuda::detail::jit
+#endif
 
 namespace baracuda::detail::cuda {
 
@@ -58,6 +59,103 @@ inline constexpr int64_t kMaxWarpKey = std::numeric_limits<int>::max();
 // adds, or the shared line's entry by entry; into the table zeroed first when overwriting.
 inline constexpr int64_t kColumnLineEntries = 1024;
 inline constexpr int64_t kMaxColumnLineSlabs = 8;
+
+// Gather: vectors per thread per step of the row gather, all loaded before any is stored (8 measured
+// best: 2 -> 84.5%, 4 -> 87.3%, 8 -> 87.7% of copy for bf16 embedding rows; bench/NOTES.md).
+inline constexpr int kRowVectors = 8;
+
+// scatter_atomic: rows a thread group takes at once (a span; see the kernels' file comment).
+inline constexpr int kSpan = 8;
+
+// The shared-memory sums of the line and column scatters (cuda/common/line_sum.cuh): a block's
+// entries come in tiles of kLineTile, kLineItems a thread.
+inline constexpr int kLineItems = 4;
+inline constexpr int kLineTile = kThreads * kLineItems;
+// Column lines of up to kColumnLineEntries entries are one tile each (the shared line's add_entries).
+static_assert(kColumnLineEntries <= kLineTile);
+
+// scatter_line: what a block sums at once (an item) is slots [first, first + width) of walk lines
+// [line, line + lines) (cuda/common/scatter_line_kernels.cuh, LineSlab). LineSpan says how items are
+// cut, fixed per launch:
+//  - one: a whole line (it fits in shared memory);
+//  - several: whole lines, as many as fit in shared memory and keep their entries within one tile
+//    (short lines with few entries: a line a block would leave one line's loads in flight a block);
+//  - slab: a slab of kSharedRowBytes of a longer line; each of the line's slabs reads all its entries
+//    (from L2 after the first) and keeps those that land in it.
+enum class LineSpan { one, several, slab };
+
+// scatter_columns: the walk seen as [lines, entries (dim), columns (the innermost dim)]. A
+// destination line is the table along dim at one (line, column); a block's item is `1 << shift`
+// adjacent columns of one line by a slab of `rows` destination rows, in shared memory at (row -
+// first) << shift | column. The item's entries (entries x width, the column fastest: coalesced) come
+// in tiles of kLineTile; each slab of a tile reads them all and keeps those that land in it (the
+// slabs of a tile are adjacent items, so all but the first read them from L2).
+struct ColumnWalk : EntryColumnWalk {
+  int shift = 0;  // log2 of the tile's width
+  int64_t column_tiles = 1, rows = 0, slabs = 1;
+  int64_t dim_size = 0, table_dim_stride = 0, padding = kNoPadding;
+};
+
+// scatter_short_lines: rounds of a warp's lines whose loads are issued together (each lane has one
+// entry a round).
+inline constexpr int kShortRounds = 4;
+inline constexpr int kWarpsPerBlock = kThreads / 32;
+
+// scatter_warp_lines (cuda/common/scatter_warp_kernels.cuh).
+inline constexpr int kWarps = kThreads / 32;
+// Adding lines longer than the warp's sums: the reached slots' keys and sums, twice an item's
+// entries (a line's, past kWarpItemEntries) rounded up to a power of two: at most half full.
+inline constexpr int kHashBits = 8;  // an item of at most kWarpItemEntries
+static_assert((1 << kHashBits) >= 2 * kWarpItemEntries);
+inline constexpr int kMaxHashSlots = static_cast<int>(2 * kWarpLineEntries);
+inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // adding lines: a bit a slot
+
+// Where a slot's sum is and how its owner is known: `lines`, an item's whole lines (overwriting, no
+// owner); `owned_lines`, the same with a bit a slot for its owner (adding); `hashed`, the reached
+// slots alone (adding, lines of any length).
+enum class WarpSums { lines, owned_lines, hashed };
+
+// How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
+// slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
+// the walk, every entry then alone on its line).
+// `warp_slots`: each warp's sums in shared memory: an item's slots and 16 / sizeof(T) more (see
+// item_sums), rounded up to 16 bytes; hashed, 2^hash_bits. Adding, each warp's marks follow every
+// warp's sums: kOwnedWords bits, or as many hash keys.
+// `tiles`: an item's tiles of at most kWarpItemEntries entries (more than one: an item is one line
+// of more entries, its sums hashed in 2^hash_bits slots).
+// `zeroed`: adding into a table known to hold zeros (see add_slots).
+struct WarpItems {
+  int64_t lines = 0, items = 0;
+  int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0, tiles = 1, hash_bits = kHashBits;
+  bool zeroed = false;
+};
+
+// The sorted scatter's windows (cuda/common/scatter_sorted_kernels.cuh).
+inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
+inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
+// The window for rows of `row_length` elements.
+inline int64_t sorted_window(int64_t row_length) { return row_length > 1 ? kRowsPerWindow : kElementsPerWindow; }
+
+// The sorted keys: each valid row's table offset divided by `unit` (a common divisor of every table
+// offset the walk can reach: fewer key bits, so fewer radix passes), and the sentinel that sorts
+// after every valid key.
+struct SortedKeys {
+  const uint64_t* keys;
+  uint64_t sentinel;
+  int64_t unit;
+  BARACUDA_HD int64_t table_offset(uint64_t key) const { return static_cast<int64_t>(key) * unit; }
+};
+
+// Long runs (a token on most rows: one run over thousands of windows). Where a problem has at least
+// kChunkedWindows windows, each chunk of kChunkWindows windows that lies inside one run (the run
+// covers the last row before the chunk and the first row after it) is summed first, in window order,
+// into a partial row of its own after the windows' two rows each (sum_chunks_kernel); the fix-up then
+// adds a chunk's sum in its windows' place wherever its run covers the chunk and the window after it.
+// The same order for every run: still the same bits every time, and a run over 32768 windows takes
+// about 80 rounds of loads instead of 4096.
+inline constexpr int64_t kChunkWindows = 64, kChunkedWindows = 8 * kChunkWindows;
+
+#if !defined(__CUDACC_RTC__)
 // Whether column lines are summed by the warp lines (at most kWarpItemEntries entries; or a column
 // longer than the shared line's sums, its reached slots hashed in tiles) rather than the shared line.
 bool column_lines_by_warp(const IndexedProblemDesc& desc);
@@ -93,52 +191,74 @@ struct SortedScatterWorkspace {
 };
 // Bytes of scratch the sorted scatter needs for `rows` rows of `row_length` (device sort included).
 SortedScatterWorkspace sorted_scatter_workspace(int64_t rows, int64_t row_length, DType dtype);
-
-// Gather (gather.cu): rows of the table into `values`; invalid index values write zeros.
-template <class Bits, class Idx>
-Status gather(const Stream& stream, const IndexedProblem& p, int sm_count);
-
-// Scatter-add with atomics (scatter_atomic.cu), rows or elements.
-template <class T, class Idx>
-Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_count);
+// CUB's radix sort of (key, values offset) pairs, compiled ahead of time (cuda/indexing/sort.cu): the
+// scratch it needs for `rows` pairs of 64-bit keys, and the sort of the keys' low `key_bits` bits.
+size_t sort_pairs_scratch(int64_t rows);
+Status sort_pairs(void* scratch, size_t scratch_bytes, const uint64_t* keys_in, uint64_t* keys,
+                  const int64_t* offsets_in, int64_t* offsets, int64_t rows, int key_bits, const Stream& stream);
 
 // The walk `layout` with dim moved innermost (its other dims in order): a destination line is then the
 // table along dim at one column (column lines).
 IndexedLayout dim_innermost(const IndexedLayout& layout);
 
+// The strategies' launchers. Each finds (or compiles) its program from what select knows (the dtypes,
+// the variant and the flags below; a run's load or list mode stops there) and launches its kernels,
+// the kernel and its grid chosen from the views.
+struct ElementwiseRun;
+
+// The kernels' namespace, for their name expressions.
+inline constexpr std::string_view kKernelNamespace = "baracuda::detail::cuda::";
+// A program of the kernels in `header` (a path among the embedded sources); its kernels' names are
+// the caller's to add.
+jit::Program indexing_program(std::string name, std::string_view header);
+// One launch of kernel `index` of the module (kThreads threads a block, `shared_bytes` of dynamic
+// shared memory), its arguments' bytes in the kernel's order, each pointed to.
+Status launch_indexing(const jit::Module& m, int index, unsigned blocks, size_t shared_bytes, const Stream& stream,
+                       const char* what, std::initializer_list<const void*> args);
+// Calls f(std::type_identity<T>{}, std::type_identity<Idx>{}) with a scatter's element and index
+// types (the host's 16-bit types: the kernels' names spell them as NVRTC's).
+template <class F>
+Status with_scatter_types(const IndexedProblemDesc& desc, F&& f) {
+  return dispatch_index(desc.index_dtype, [&](auto index) {
+    return dispatch_float<half, bfloat16>(desc.dtype, [&](auto t) { return f(t, index); });
+  });
+}
+
+// Gather (gather_kernels.cuh): rows of the table into `values`; invalid index values write zeros.
+Status gather(const ElementwiseRun& r, const IndexedProblem& p);
+
+// Scatter-add with atomics (scatter_atomic_kernels.cuh), rows or elements.
+Status scatter_atomic(const ElementwiseRun& r, const IndexedProblem& p);
+
 // The line kernels below sum the lines of `layout` (p.layout, or dim_innermost's for column lines).
 // `overwrite`: write every table element rather than add to it (the walk covers every line of the
 // table); `zeroed`: adding into a table known to hold zeros (zeroed first), so nothing is loaded.
 
-// Scatter-add of ScatterKernel::shared_line problems (scatter_line.cu): a destination line per block,
-// summed in shared memory, atomic or ordered by p.variant; no workspace.
-template <class T, class Idx>
-Status scatter_line(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
-                    bool zeroed, int sm_count);
+// Scatter-add of ScatterKernel::shared_line problems (scatter_line_kernels.cuh): a destination line
+// per block, summed in shared memory, atomic or ordered by p.variant; no workspace.
+Status scatter_line(const ElementwiseRun& r, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
+                    bool zeroed);
 
-// Scatter-add of ScatterKernel::column_tiles problems (scatter_columns.cu): element mode along a dim
-// that is not the walk's innermost, a tile of columns by a slab of rows summed in shared memory,
-// atomic or ordered by p.variant. `overwrite` as scatter_line; no workspace.
-template <class T, class Idx>
-Status scatter_columns(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count);
+// Scatter-add of ScatterKernel::column_tiles problems (scatter_columns_kernels.cuh): element mode
+// along a dim that is not the walk's innermost, a tile of columns by a slab of rows summed in shared
+// memory, atomic or ordered by p.variant. `overwrite` as scatter_line; no workspace.
+Status scatter_columns(const ElementwiseRun& r, const IndexedProblem& p, bool overwrite);
 
-// Scatter-add of lines of at most kShortLineEntries entries (scatter_short.cu): a group of lanes per
-// line sums each destination's entries in entry order and adds the sum to it once (no atomics:
-// deterministic, f32 sums for 16-bit types); no workspace.
-template <class T, class Idx>
-Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm_count);
+// Scatter-add of lines of at most kShortLineEntries entries (scatter_short_kernels.cuh): a group of
+// lanes per line sums each destination's entries in entry order and adds the sum to it once (no
+// atomics: deterministic, f32 sums for 16-bit types); no workspace.
+Status scatter_short_lines(const ElementwiseRun& r, const IndexedProblem& p);
 
-// Scatter-add of ScatterKernel::warp_lines problems (scatter_warp.cu): a few destination lines per
-// warp, summed in the warp's shared memory in entry order (deterministic, f32 sums for 16-bit types),
-// then written with one coalesced pass (overwriting) or slot by slot where the entries reached
-// (adding); no workspace.
-template <class T, class Idx>
-Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
-                          bool zeroed, int sm_count);
+// Scatter-add of ScatterKernel::warp_lines problems (scatter_warp_kernels.cuh): a few destination
+// lines per warp, summed in the warp's shared memory in entry order (deterministic, f32 sums for
+// 16-bit types), then written with one coalesced pass (overwriting) or slot by slot where the entries
+// reached (adding); no workspace.
+Status scatter_warp_lines(const ElementwiseRun& r, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
+                          bool zeroed);
 
-// Deterministic scatter-add (scatter_sorted.cu): rows sorted by destination, summed by window in
-// p.workspace (sorted_scatter_workspace).
-template <class T, class Idx>
-Status scatter_sorted(const Stream& stream, const IndexedProblem& p, int sm_count);
+// Deterministic scatter-add (scatter_sorted_kernels.cuh): rows sorted by destination, summed by
+// window in p.workspace (sorted_scatter_workspace).
+Status scatter_sorted(const ElementwiseRun& r, const IndexedProblem& p);
+#endif
 
 }  // namespace baracuda::detail::cuda

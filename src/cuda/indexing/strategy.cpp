@@ -21,7 +21,7 @@ bool sixteen_bit(DType dtype) { return dtype == DType::f16 || dtype == DType::bf
 
 // Bytes of a sum (acc_t<T>): f32 for 16-bit types.
 int64_t acc_size(DType dtype) { return static_cast<int64_t>(dtype_size(acc_dtype(dtype))); }
-// Sums a block's shared line holds (scatter_line.cu: kSharedRowBytes of acc_t<T>).
+// Sums a block's shared line holds (scatter_line_kernels.cuh: kSharedRowBytes of acc_t<T>).
 int64_t shared_line_slots(DType dtype) { return kSharedRowBytes / acc_size(dtype); }
 
 // Element mode along a dim that is not the walk's innermost (a later dim has more than one
@@ -70,7 +70,7 @@ bool column_lines_pay(const IndexedProblemDesc& desc) {
          column_tiles(desc.dtype, dim_size).slabs > kMaxColumnLineSlabs;
 }
 
-// Lines of at most kWarpItemEntries entries take a warp's sums (scatter_warp.cu) where they hold more
+// Lines of at most kWarpItemEntries entries take a warp's sums (the warp lines) where they hold more
 // entries than a warp's lanes, or where the table is overwritten, the walk reaches every line of it
 // and a line's sums fit a warp's shared memory: then the warp writes each line once, zeros included,
 // instead of zeroing the table and adding the entries after (measured: bench/NOTES.md, "Warp

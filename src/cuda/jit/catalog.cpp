@@ -8,6 +8,7 @@
 #include "ops/copy_problem.hpp"
 #include "ops/gated_problem.hpp"
 #include "ops/group_norm_problem.hpp"
+#include "ops/indexing_problem.hpp"
 #include "ops/loss_problem.hpp"
 #include "ops/matmul_problem.hpp"
 #include "ops/multinomial_problem.hpp"
@@ -77,6 +78,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : scan_programs()) out.push_back(std::move(p));
   for (Program& p : segment_programs()) out.push_back(std::move(p));
   for (Program& p : softmax_programs()) out.push_back(std::move(p));
+  for (Program& p : indexing_programs()) out.push_back(std::move(p));
   return out;
 }
 

@@ -1,16 +1,12 @@
+#pragma once
 // Gather: rows in parallel, `lanes` threads per row (a power of two up to a block, fitted to the
-// row's length), 16-byte vectors when rows allow; invalid index values write zeros.
-#include "cuda/common/check.cuh"
+// row's length), 16-byte vectors when rows allow; invalid index values write zeros. Compiled at
+// select (NVRTC; cuda/indexing.cpp launches them), one program an element size and index type.
 #include "cuda/common/row_walk.cuh"
 #include "cuda/common/vector.cuh"
 #include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
-namespace {
-
-// Vectors per thread per step of the row gather, all loaded before any is stored (8 measured best:
-// 2 -> 84.5%, 4 -> 87.3%, 8 -> 87.7% of copy for bf16 embedding rows; bench/NOTES.md).
-inline constexpr int kRowVectors = 8;
 
 template <class Bits, class Idx>
 __global__ void __launch_bounds__(kThreads)
@@ -66,38 +62,5 @@ __global__ void __launch_bounds__(kThreads)
                              if (inside[u]) values[values_off[u]] = x[u];
                          });
 }
-
-}  // namespace
-
-template <class Bits, class Idx>
-Status gather(const Stream& stream, const IndexedProblem& p, int sm_count) {
-  const IndexedLayout& layout = p.layout;
-  Bits* values = static_cast<Bits*>(p.values);
-  const Bits* table = static_cast<const Bits*>(p.table);
-  const Idx* index = static_cast<const Idx*>(p.index);
-  if (p.vectorized_rows) {
-    const int64_t vectors = layout.row_length / Vec16<Bits>::kSize;
-    const int lanes = lanes_for((vectors + kRowVectors - 1) / kRowVectors);
-    gather_vectorized_kernel<Bits, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, native(stream)>>>(
-        layout, values, table, index, lanes);
-    return last_launch_status("gather_vectorized_kernel");
-  }
-  if (layout.columns.rank == 0 && layout.rows.rank > 0) {
-    const int64_t inner = layout.rows.inner_size();
-    const int lanes = lanes_for((inner + kElementBatch - 1) / kElementBatch);
-    gather_elements_kernel<Bits, Idx>
-        <<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0, native(stream)>>>(layout, values, table,
-                                                                                                 index, lanes);
-    return last_launch_status("gather_elements_kernel");
-  }
-  const int lanes = lanes_for(layout.row_length);
-  gather_kernel<Bits, Idx><<<row_blocks(layout.row_count, lanes, sm_count), kThreads, 0, native(stream)>>>(
-      layout, values, table, index, lanes);
-  return last_launch_status("gather_kernel");
-}
-
-#define BARACUDA_INSTANTIATE(Bits, Idx) template Status gather<Bits, Idx>(const Stream&, const IndexedProblem&, int);
-BARACUDA_GATHER_TYPES(BARACUDA_INSTANTIATE)
-#undef BARACUDA_INSTANTIATE
 
 }  // namespace baracuda::detail::cuda

@@ -1,22 +1,21 @@
 #pragma once
-// The shared-memory sums of the line and column scatter kernels (scatter_line.cu,
-// scatter_columns.cu): a block's entries come in tiles of kLineTile (index key, value); each tile is
-// added into sums in shared memory, then each sum is written to its table slot. Two ways to add a
-// tile:
+// The shared-memory sums of the line and column scatter kernels (scatter_line_kernels.cuh,
+// scatter_columns_kernels.cuh): a block's entries come in tiles of kLineTile (index key, value; the
+// sizes in cuda/indexing/strategies.hpp); each tile is added into sums in shared memory, then each
+// sum is written to its table slot. Two ways to add a tile:
 //  - atomic: shared-memory atomics; the order of the additions varies from run to run;
 //  - ordered (the "sorted" variant): in each round of one entry per thread, the lanes of a warp
 //    holding the same key are matched (__match_any_sync) and the lowest one sums them in lane order;
 //    then the warps take turns, in warp order, adding their sums into the line. Every slot sums its
 //    entries in one fixed order (tile, round, warp, lane): the same bits every run.
+// (NVRTC reads it: the kernels compiled at select.)
 #include "common/elementwise.hpp"
-#include "cuda/common/launch.cuh"
+#include "cuda/common/line_write.cuh"
 #include "cuda/common/scatter_ops.cuh"
-#include "cuda/indexing/line_write.cuh"
+#include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
 
-inline constexpr int kLineItems = 4;  // entries per thread per tile
-inline constexpr int kLineTile = kThreads * kLineItems;
 inline constexpr int kLineWarps = kThreads / 32;
 
 template <class Acc>

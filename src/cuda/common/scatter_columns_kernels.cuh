@@ -1,29 +1,14 @@
+#pragma once
 // Scatter-add along a dim that is not the walk's innermost, element mode (torch.gather's backward
 // along dim 0, scatter_add_(0, ...)), either variant: a block sums a tile of adjacent columns (the
 // walk's innermost dim) by a slab of destination rows in shared memory, then writes them; no
 // workspace, no global atomics.
-#include <algorithm>
-#include <type_traits>
-
-#include "cuda/common/check.cuh"
-#include "cuda/common/launch.cuh"
-#include "cuda/indexing/line_sum.cuh"
+// Compiled at select (NVRTC; cuda/indexing/scatter_lines.cpp launches them), one program an element
+// type, index type and variant. The walk's item is a ColumnWalk's (cuda/indexing/strategies.hpp).
+#include "cuda/common/line_sum.cuh"
 #include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
-namespace {
-
-// The walk seen as [lines, entries (dim), columns (the innermost dim)]. A destination line is the
-// table along dim at one (line, column); a block's item is `1 << shift` adjacent columns of one line
-// by a slab of `rows` destination rows, in shared memory at (row - first) << shift | column. The
-// item's entries (entries x width, the column fastest: coalesced) come in tiles of kLineTile; each
-// slab of a tile reads them all and keeps those that land in it (the slabs of a tile are adjacent
-// items, so all but the first read them from L2).
-struct ColumnWalk : EntryColumnWalk {
-  int shift = 0;  // log2 of the tile's width
-  int64_t column_tiles = 1, rows = 0, slabs = 1;
-  int64_t dim_size = 0, table_dim_stride = 0, padding = kNoPadding;
-};
 
 // An item: `height` destination rows from `first`, columns from `column0` of walk line `line`, whose
 // tile starts at `base` (values, index, table).
@@ -64,7 +49,7 @@ __device__ __forceinline__ void load_column_tile(const ColumnWalk& cw, const T* 
 }
 
 // The next tile's loads are issued before the current one is added (and before the item's write-back
-// when it is the item's last), as in scatter_line.cu.
+// when it is the item's last), as in scatter_line_kernels.cuh.
 template <class T, bool kOrdered, class Idx>
 __global__ void __launch_bounds__(kThreads, 4)
     scatter_columns_kernel(ColumnWalk cw, const T* values, T* table, const Idx* index, bool overwrite) {
@@ -122,46 +107,5 @@ __global__ void __launch_bounds__(kThreads, 4)
     __syncthreads();
   }
 }
-
-}  // namespace
-
-template <class T, class Idx>
-Status scatter_columns(const Stream& stream, const IndexedProblem& p, bool overwrite, int sm_count) {
-  using Acc = acc_t<T>;
-  const Walker<kRowTensors>& w = p.layout.rows;
-  // The marker tensor (the walker's last) is non-zero only along dim; the innermost dim is not dim.
-  const int inner = w.rank - 1;
-  if (inner < 0 || w.strides[kRowTensors - 1][inner] != 0)
-    return Status::error(StatusCode::backend_error, "scatter_columns: dim is the walk's innermost dim");
-  ColumnWalk cw;
-  static_cast<EntryColumnWalk&>(cw) = entry_column_walk(w);
-  const ColumnTiles tiles = column_tiles(p.desc.dtype, p.layout.dim_size);
-  while ((int64_t(1) << cw.shift) < tiles.width) ++cw.shift;
-  cw.column_tiles = (cw.columns + tiles.width - 1) / tiles.width;
-  cw.rows = tiles.rows;
-  cw.slabs = tiles.slabs;
-  cw.dim_size = p.layout.dim_size;
-  cw.table_dim_stride = p.layout.table_dim_stride;
-  cw.padding = p.layout.padding;
-  const auto kernel =
-      p.variant == IndexVariant::sorted ? scatter_columns_kernel<T, true, Idx> : scatter_columns_kernel<T, false, Idx>;
-  const size_t bytes = static_cast<size_t>(std::min(cw.dim_size, cw.rows) * tiles.width) * sizeof(Acc);
-  // The sums can take the 48 KB a block gets by default, beside the kernel's static shared memory.
-  if (Status st = cuda_status(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-          "cudaFuncSetAttribute");
-      !st)
-    return st;
-  const int64_t items = cw.lines.numel() * cw.column_tiles * cw.slabs;
-  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(sm_count) * 16));
-  kernel<<<blocks, kThreads, bytes, native(stream)>>>(cw, static_cast<const T*>(p.values), static_cast<T*>(p.table),
-                                                      static_cast<const Idx*>(p.index), overwrite);
-  return last_launch_status("scatter_columns_kernel");
-}
-
-#define BARACUDA_INSTANTIATE(T, Idx) \
-  template Status scatter_columns<T, Idx>(const Stream&, const IndexedProblem&, bool, int);
-BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
-#undef BARACUDA_INSTANTIATE
 
 }  // namespace baracuda::detail::cuda

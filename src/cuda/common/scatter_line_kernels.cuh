@@ -1,18 +1,14 @@
+#pragma once
 // Scatter-add along the innermost dim of a walk (either variant): one destination line per block,
 // summed in shared memory (see scatter_shared_row_kernel); no workspace. The walk is the problem's,
 // or for column lines (strategies.hpp) the problem's with dim moved innermost.
-#include <algorithm>
-#include <type_traits>
-
-#include "cuda/common/check.cuh"
-#include "cuda/common/launch.cuh"
-#include "cuda/common/scatter_ops.cuh"
-#include "cuda/indexing/line_sum.cuh"
-#include "cuda/indexing/line_write.cuh"
+// Compiled at select (NVRTC; cuda/indexing/scatter_lines.cpp launches them), one program an element
+// type, index type and variant.
+#include "cuda/common/line_sum.cuh"
+#include "cuda/common/line_write.cuh"
 #include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
-namespace {
 
 // Element mode along the innermost dim (torch.gather's backward along the last dim, index_select's
 // backward along it): a block sums one destination line of `dim_size` in shared memory (in f32 for
@@ -26,14 +22,8 @@ namespace {
 // flight while it writes its line.
 
 // What a block sums at once (an item): slots [first, first + width) of walk lines [line, line +
-// lines), in shared memory at (line - slab.line) * width + (slot - first). LineSpan says how items are
-// cut, fixed per launch:
-//  - one: a whole line (it fits in shared memory);
-//  - several: whole lines, as many as fit in shared memory and keep their entries within one tile
-//    (short lines with few entries: a line a block would leave one line's loads in flight a block);
-//  - slab: a slab of kSharedRowBytes of a longer line; each of the line's slabs reads all its entries
-//    (from L2 after the first) and keeps those that land in it.
-enum class LineSpan { one, several, slab };
+// lines), in shared memory at (line - slab.line) * width + (slot - first); LineSpan
+// (cuda/indexing/strategies.hpp) says how items are cut, fixed per launch.
 struct LineSlab {
   int64_t line = 0, lines = 1, first = 0, width = 0;
 };
@@ -223,78 +213,5 @@ __global__ void __launch_bounds__(kThreads, kSpan == LineSpan::several ? 4 : 5)
     __syncthreads();
   }
 }
-
-// Whether each item's table elements are one run (write_run): unit steps along dim and, several
-// lines an item, the walk's lines back to back in the table.
-bool item_runs(const IndexedLayout& layout, LineSpan span) {
-  if (layout.table_dim_stride != 1) return false;
-  if (span != LineSpan::several) return true;
-  const Walker<kRowTensors>& w = layout.rows;
-  int64_t step = layout.dim_size;
-  for (int d = w.rank - 2; d >= 0; --d)
-    if (w.strides[2][d] != step || __builtin_mul_overflow(step, w.sizes[d], &step)) return false;
-  return true;
-}
-
-}  // namespace
-
-// Column lines of up to kColumnLineEntries entries are one tile each (add_entries).
-static_assert(kColumnLineEntries <= kLineTile);
-
-template <class T, class Idx>
-Status scatter_line(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
-                    bool zeroed, int sm_count) {
-  using Acc = acc_t<T>;
-  const bool ordered = p.variant == IndexVariant::sorted;
-  const int64_t slots = kSharedRowBytes / sizeof(Acc);
-  const int64_t entries = layout.rows.inner_size(), lines = layout.row_count / entries;
-  // Several lines an item while two fit and their entries stay within a tile, and while that leaves
-  // two items a block of a full grid (counted at five resident blocks an SM, the most there are).
-  const int64_t fit = std::min(slots / layout.dim_size, kLineTile / entries);
-  const int64_t several = std::min(fit, lines / (int64_t(sm_count) * 5 * 2));
-  const LineSpan span = layout.dim_size > slots ? LineSpan::slab : several >= 2 ? LineSpan::several : LineSpan::one;
-  const int64_t per_item = span == LineSpan::slab      ? (layout.dim_size + slots - 1) / slots
-                           : span == LineSpan::several ? several
-                                                       : 1;
-  // Adding, an item whose entries are one tile and sparse on its lines is written back entry by
-  // entry (add_entries), else slot by slot. Measured (bench/NOTES.md, "Long lines"):
-  // entry by entry 2.0x faster at 64 entries a line of 2049, 1.2x at 129 of 1024, 1.45x slower at
-  // 1024 of 4096.
-  const bool by_entry = !overwrite && entries <= kLineTile && sparse_line(entries, layout.dim_size);
-  const auto pick = [&](auto ordered_tag) {
-    constexpr bool kOrdered = decltype(ordered_tag)::value;
-    return span == LineSpan::one       ? scatter_shared_row_kernel<T, kOrdered, LineSpan::one, Idx>
-           : span == LineSpan::several ? scatter_shared_row_kernel<T, kOrdered, LineSpan::several, Idx>
-                                       : scatter_shared_row_kernel<T, kOrdered, LineSpan::slab, Idx>;
-  };
-  const auto kernel = ordered ? pick(std::true_type{}) : pick(std::false_type{});
-  // An item's sums and write_run's shift (16 / sizeof(T) sums at most).
-  constexpr int64_t kShift = 16 / sizeof(T);
-  const size_t bytes =
-      static_cast<size_t>((span == LineSpan::several ? several * layout.dim_size : std::min(layout.dim_size, slots)) +
-                          kShift) *
-      sizeof(Acc);
-  // The line takes up to the 48 KB a block gets by default and the shift's sums past it. The
-  // instantiation's largest, the same on every call: a launch of smaller items elsewhere never lowers
-  // it under this one.
-  constexpr int kMaxBytes = static_cast<int>(kSharedRowBytes + kShift * sizeof(Acc));
-  if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxBytes),
-                              "cudaFuncSetAttribute");
-      !st)
-    return st;
-  // One wave of resident blocks, each looping over its items with the next tile in flight.
-  const int64_t items = span == LineSpan::several ? (lines + several - 1) / several : lines * per_item;
-  unsigned blocks = 0;
-  if (Status st = one_wave_blocks(kernel, bytes, items, sm_count, blocks); !st) return st;
-  kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
-                                                      static_cast<const Idx*>(p.index), overwrite, per_item, by_entry,
-                                                      item_runs(layout, span), zeroed);
-  return last_launch_status("scatter_shared_row_kernel");
-}
-
-#define BARACUDA_INSTANTIATE(T, Idx) \
-  template Status scatter_line<T, Idx>(const Stream&, const IndexedProblem&, const IndexedLayout&, bool, bool, int);
-BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
-#undef BARACUDA_INSTANTIATE
 
 }  // namespace baracuda::detail::cuda

@@ -1,35 +1,19 @@
 #pragma once
-// Deterministic sums of runs of equal sorted keys: the sorted scatter-add's second half
-// (scatter_sorted.cu). The rows, sorted by key (stable: a run keeps the rows'
-// original order), are cut into windows; each window sums its runs of equal keys in sorted order in
-// the accumulator type, adding complete runs straight into the table and leaving runs that cross a
-// window edge as partial sums; a fix-up pass sums each crossing run's partials in window order. No
-// atomics, so every run gives the same bits.
-#include <algorithm>
-
+// The sorted (deterministic) scatter-add's kernels (cuda/indexing/scatter_general.cpp launches them,
+// CUB's radix sort between the keys and the sums: cuda/indexing/sort.cu). Each row's key is its
+// destination's table offset (scatter_keys_kernel); the rows, sorted by key (stable: a run keeps the
+// rows' original order), are cut into windows; each window sums its runs of equal keys in sorted
+// order in the accumulator type, adding complete runs straight into the table and leaving runs that
+// cross a window edge as partial sums; a fix-up pass sums each crossing run's partials in window
+// order. No atomics, so every run gives the same bits. Compiled at select (NVRTC), one program an
+// element type, index type and whether the table was zeroed first.
 #include "common/indexing.hpp"
-#include "cuda/common/check.cuh"
 #include "cuda/common/row_walk.cuh"
 #include "cuda/common/scatter_ops.cuh"
 #include "cuda/common/vector.cuh"
-#include "ops/indexing_problem.hpp"
+#include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
-
-inline constexpr int64_t kRowsPerWindow = 32;      // rows mode: one block sums a window of rows
-inline constexpr int64_t kElementsPerWindow = 32;  // element mode: one thread sums a window
-// The window for rows of `row_length` elements.
-inline int64_t sorted_window(int64_t row_length) { return row_length > 1 ? kRowsPerWindow : kElementsPerWindow; }
-
-// The sorted keys: each valid row's table offset divided by `unit` (a common divisor of every table
-// offset the walk can reach: fewer key bits, so fewer radix passes), and the sentinel that sorts
-// after every valid key.
-struct SortedKeys {
-  const uint64_t* keys;
-  uint64_t sentinel;
-  int64_t unit;
-  __device__ __forceinline__ int64_t table_offset(uint64_t key) const { return static_cast<int64_t>(key) * unit; }
-};
 
 // Calls f(s, e, key, from_previous, into_next) for each run [s, e) of equal keys in the window
 // [start, end) of the sorted keys, stopping at the sentinel (invalid rows sort last). A run that
@@ -101,15 +85,6 @@ __device__ inline bool crossing_run(const IndexedLayout& layout, const SortedKey
 // For a run that starts in window w and crosses into the next: its partials, in window order, kBatch
 // windows' loads in flight at once (the sum itself stays in window order).
 inline constexpr int kFixUpBatch = 8;
-
-// Long runs (a token on most rows: one run over thousands of windows). Where a problem has at least
-// kChunkedWindows windows, each chunk of kChunkWindows windows that lies inside one run (the run
-// covers the last row before the chunk and the first row after it) is summed first, in window order,
-// into a partial row of its own after the windows' two rows each (sum_chunks_kernel); the fix-up then
-// adds a chunk's sum in its windows' place wherever its run covers the chunk and the window after it.
-// The same order for every run: still the same bits every time, and a run over 32768 windows takes
-// about 80 rounds of loads instead of 4096.
-inline constexpr int64_t kChunkWindows = 64, kChunkedWindows = 8 * kChunkWindows;
 
 // The partial rows of a run from window `next` on (next <= last), up to kFixUpBatch of them, `next`
 // moved past them: a window's slot 0, or a chunk's sum. Returns how many; the rows after them repeat
@@ -379,55 +354,18 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
-// Adds the layout's rows of `values` into `table` by runs of equal keys: `k.keys` are the rows'
-// destinations sorted stably with the sentinel last, `offsets` the rows' values offsets in the same
-// order, `partials` two rows of Acc per window (sorted_window(row_length) rows each), then a row per
-// kChunkWindows windows.
-// `vectorized_rows`: rows of whole 16-byte vectors, aligned; `zeroed`: the table holds zeros (it is
-// overwritten, and was zeroed first), so the vectorized rows store their sums without loading it.
-template <class T>
-Status sum_sorted_runs(cudaStream_t s, const IndexedLayout& layout, bool vectorized_rows, bool zeroed, const T* values,
-                       T* table, const SortedKeys& k, const int64_t* offsets, acc_t<T>* partials, int sm_count) {
-  const int64_t rows = layout.row_count;
-  const int64_t window = sorted_window(layout.row_length);
-  const int64_t windows = (rows + window - 1) / window;
-  const int lanes = layout.columns.rank == 0 ? 1 : lanes_for(layout.row_length);
-  if (vectorized_rows) {
-    // At least kRowsPerWindow lanes per window, so a block's windows fit its rows in shared memory.
-    const int vector_lanes = std::max<int>(lanes_for(layout.row_length / Vec16<T>::kSize), int(kRowsPerWindow));
-    const unsigned blocks = row_blocks(windows, vector_lanes, sm_count);
-    if (zeroed)
-      sum_windows_vectorized_kernel<T, true>
-          <<<blocks, kThreads, 0, s>>>(layout, k, values, table, offsets, partials, windows, vector_lanes);
-    else
-      sum_windows_vectorized_kernel<T, false>
-          <<<blocks, kThreads, 0, s>>>(layout, k, values, table, offsets, partials, windows, vector_lanes);
-    if (Status st = last_launch_status("sum_windows_vectorized_kernel"); !st) return st;
-  } else if (layout.columns.rank == 0) {
-    sum_element_windows_kernel<T><<<grid_stride_blocks(windows, sm_count), kThreads, 0, s>>>(
-        layout, k, values, table, offsets, partials, windows);
-    if (Status st = last_launch_status("sum_element_windows_kernel"); !st) return st;
-  } else {
-    sum_windows_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, values, table, offsets,
-                                                                                    partials, window, windows, lanes);
-    if (Status st = last_launch_status("sum_windows_kernel"); !st) return st;
+// Each row's sort key (its destination's table offset over the key unit, or the sentinel for a
+// skipped row) and its values offset, so the sums read the values without locating the row again.
+template <class Idx>
+__global__ void scatter_keys_kernel(IndexedLayout layout, const Idx* index, int64_t unit, uint64_t sentinel,
+                                    uint64_t* keys, int64_t* offsets) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < layout.row_count;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    int64_t values_off, table_off;
+    const bool valid = layout.locate(index, r, values_off, table_off);
+    keys[r] = valid ? static_cast<uint64_t>(unit == 1 ? table_off : table_off / unit) : sentinel;
+    offsets[r] = values_off;
   }
-  const bool chunked = windows >= kChunkedWindows;
-  if (chunked) {
-    const int chunk_lanes = lanes_for(layout.row_length);
-    sum_chunks_kernel<acc_t<T>><<<row_blocks(windows / kChunkWindows, chunk_lanes, sm_count), kThreads, 0, s>>>(
-        k, window, windows, layout.row_length, partials, chunk_lanes);
-    if (Status st = last_launch_status("sum_chunks_kernel"); !st) return st;
-  }
-  if (vectorized_rows) {
-    const int vector_lanes = lanes_for(layout.row_length / Vec16<T>::kSize);
-    fix_up_vectorized_kernel<T><<<row_blocks(windows, vector_lanes, sm_count), kThreads, 0, s>>>(
-        layout, k, table, partials, windows, vector_lanes, zeroed, chunked);
-    return last_launch_status("fix_up_vectorized_kernel");
-  }
-  fix_up_kernel<T><<<row_blocks(windows, lanes, sm_count), kThreads, 0, s>>>(layout, k, table, partials, window,
-                                                                             windows, lanes, chunked);
-  return last_launch_status("fix_up_kernel");
 }
 
 }  // namespace baracuda::detail::cuda

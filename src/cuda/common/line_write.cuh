@@ -1,11 +1,10 @@
 #pragma once
 // The write-back of sums held in shared memory to a run of consecutive table elements, in 16-byte
-// chunks, by a group of threads (a warp of scatter_warp.cu, a block of scatter_line.cu): the run
-// is written from its first 16-byte aligned element, single elements before it and after its last
-// whole chunk, so any run length and any alignment of T keep 16-byte accesses. The sums are laid
-// out so that the run's first whole chunk and its sums are both aligned (run_shift).
-#include <cstdint>
-
+// chunks, by a group of threads (a warp of scatter_warp_kernels.cuh, a block of
+// scatter_line_kernels.cuh): the run is written from its first 16-byte aligned element, single
+// elements before it and after its last whole chunk, so any run length and any alignment of T keep
+// 16-byte accesses. The sums are laid out so that the run's first whole chunk and its sums are both
+// aligned (run_shift). (NVRTC reads it: the kernels compiled at select.)
 #include "cuda/common/scatter_ops.cuh"
 
 namespace baracuda::detail::cuda {

@@ -1,27 +1,19 @@
+#pragma once
 // Scatter-add of short lines (either variant): the walk's innermost dim is dim with at most
 // kShortLineEntries entries a line (MoE routing's top-k gradient, [tokens, experts] <- [tokens, k]),
 // or an index of size 1 along dim (every entry alone on its line: a cross-entropy's target logit,
 // [rows, vocab] <- [rows, 1]). A group of `group` lanes (the entries rounded up to a power of two)
 // takes a line, one entry a lane; lanes whose entries meet at one destination are matched
 // (__match_any_sync on the table offset) and the lowest sums them in lane order (their values staged
-// in shared memory), in f32 for 16-bit
-// types, then adds the sum to the destination once (add_once). No other group touches that line, so
-// nothing contends, there is no workspace and no shared line to clear, whatever the line's length:
-// the same bits on every run, one rounding per destination.
-#include <algorithm>
-#include <type_traits>
-
-#include "cuda/common/check.cuh"
-#include "cuda/common/launch.cuh"
+// in shared memory), in f32 for 16-bit types, then adds the sum to the destination once (add_once).
+// No other group touches that line, so nothing contends, there is no workspace and no shared line to
+// clear, whatever the line's length: the same bits on every run, one rounding per destination.
+// Compiled at select (NVRTC; cuda/indexing/scatter_lines.cpp launches it), one program an element
+// type and index type.
 #include "cuda/common/scatter_ops.cuh"
 #include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
-namespace {
-
-// Rounds of a warp's lines whose loads are issued together (each lane has one entry a round).
-inline constexpr int kShortRounds = 4;
-inline constexpr int kWarpsPerBlock = kThreads / 32;
 
 // Adds a destination's whole sum to it, the only thread that does. Overwriting, the table was just
 // zeroed: the sum is stored. f32 and f64 add with an atomic that nothing contends (the bits of a
@@ -94,29 +86,5 @@ __global__ void __launch_bounds__(kThreads)
     __syncwarp();  // the stage is rewritten next step
   }
 }
-
-}  // namespace
-
-template <class T, class Idx>
-Status scatter_short_lines(const Stream& stream, const IndexedProblem& p, int sm_count) {
-  const IndexedLayout& layout = p.layout;
-  // One entry a line when the index has size 1 along dim (dim then left the walk), else dim's size.
-  const int64_t entries = p.desc.shape.dims[p.desc.dim] > 1 ? layout.rows.inner_size() : 1;
-  int group = 1;
-  while (group < entries) group *= 2;
-  const int64_t lines = layout.row_count / entries;
-  const int64_t lines_per_block = int64_t(kWarpsPerBlock) * (32 / group) * kShortRounds;
-  const int64_t needed = (lines + lines_per_block - 1) / lines_per_block;
-  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(sm_count) * 8));
-  scatter_short_lines_kernel<T, Idx>
-      <<<blocks, kThreads, 0, native(stream)>>>(layout, static_cast<const T*>(p.values), static_cast<T*>(p.table),
-                                                static_cast<const Idx*>(p.index), entries, group, !p.desc.accumulate);
-  return last_launch_status("scatter_short_lines_kernel");
-}
-
-#define BARACUDA_INSTANTIATE(T, Idx) \
-  template Status scatter_short_lines<T, Idx>(const Stream&, const IndexedProblem&, int);
-BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
-#undef BARACUDA_INSTANTIATE
 
 }  // namespace baracuda::detail::cuda

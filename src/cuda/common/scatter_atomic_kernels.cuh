@@ -1,3 +1,4 @@
+#pragma once
 // Scatter-add with atomics: the walk of the gather (rows, or elements in batches), the values added
 // into their destinations with atomics; f32 rows of whole 4-vectors use one vector reduction per 16
 // bytes. A thread group takes a span of kSpan consecutive rows (or a batch of elements) at once:
@@ -6,19 +7,13 @@
 // every row adds into is contended kSpan times less. Where spans would leave the device short of
 // groups, a row a group, long rows cut into pieces (spans_pay, pieces_of). The order of the additions
 // varies from run to run.
-#include <algorithm>
-#include <type_traits>
-
-#include "common/checked.hpp"
-#include "cuda/common/check.cuh"
+// Compiled at select (NVRTC; cuda/indexing/scatter_general.cpp launches them), one program an element
+// type and index type.
 #include "cuda/common/row_walk.cuh"
 #include "cuda/common/scatter_ops.cuh"
 #include "cuda/indexing/strategies.hpp"
 
 namespace baracuda::detail::cuda {
-namespace {
-
-inline constexpr int kSpan = 8;
 
 __device__ __forceinline__ float4 operator+(float4 a, float4 b) {
   return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
@@ -55,17 +50,6 @@ __device__ __forceinline__ void for_each_span(const IndexedLayout& layout, const
       valid[j] = s * kRows + j < rows && layout.locate(index, s * kRows + j, values_off[j], table_off[j]);
     f(values_off, table_off, valid, first, min(units, first + per_piece), lane);
   });
-}
-
-// Spans of kSpan rows while they give the device 4 groups an SM (each group a block where rows are
-// long: 8192 rows of 768 measured even with a row a group, bench/NOTES.md); else a row a group, as
-// many groups as rows, the kernels' one-row instantiation, and rows of more than a block's units cut
-// into pieces of at least a block's, up to 4 groups an SM (16 rows of 262144 f32 were 16 blocks on
-// 132 SMs: 0.88x PyTorch).
-inline bool spans_pay(int64_t rows, int sm_count) { return rows >= int64_t(kSpan) * 4 * sm_count; }
-inline int64_t pieces_of(int64_t rows, int64_t units, int sm_count) {
-  if (spans_pay(rows, sm_count) || rows == 0) return 1;
-  return std::max<int64_t>(1, std::min((int64_t(4) * sm_count + rows - 1) / rows, units / kThreads));
 }
 
 template <int kRows, class T, class Idx>
@@ -124,44 +108,5 @@ __global__ void __launch_bounds__(kThreads)
         }
       });
 }
-
-}  // namespace
-
-template <class T, class Idx>
-Status scatter_atomic(const Stream& stream, const IndexedProblem& p, int sm_count) {
-  const IndexedLayout& layout = p.layout;
-  const T* values = static_cast<const T*>(p.values);
-  T* table = static_cast<T*>(p.table);
-  const Idx* index = static_cast<const Idx*>(p.index);
-  cudaStream_t s = native(stream);
-  const bool spans = spans_pay(layout.row_count, sm_count);
-  if constexpr (std::is_same_v<T, float>) {
-    if (p.vectorized_rows) {
-      const int64_t vectors = layout.row_length / 4, pieces = pieces_of(layout.row_count, vectors, sm_count);
-      const int lanes = lanes_for(vectors);
-      const auto kernel = spans ? scatter_atomic_v4_kernel<kSpan, Idx> : scatter_atomic_v4_kernel<1, Idx>;
-      kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}) * pieces, lanes, sm_count), kThreads,
-               0, s>>>(layout, values, table, index, pieces, lanes);
-      return last_launch_status("scatter_atomic_v4_kernel");
-    }
-  }
-  if (layout.columns.rank == 0 && layout.rows.rank > 0) {
-    const int64_t inner = layout.rows.inner_size();
-    const int lanes = lanes_for((inner + kElementBatch - 1) / kElementBatch);
-    scatter_atomic_elements_kernel<T, Idx><<<row_blocks(layout.row_count / inner, lanes, sm_count), kThreads, 0, s>>>(
-        layout, values, table, index, lanes);
-    return last_launch_status("scatter_atomic_elements_kernel");
-  }
-  const int64_t pieces = pieces_of(layout.row_count, layout.row_length, sm_count);
-  const int lanes = lanes_for(layout.row_length);
-  const auto kernel = spans ? scatter_atomic_kernel<kSpan, T, Idx> : scatter_atomic_kernel<1, T, Idx>;
-  kernel<<<row_blocks(ceil_div(layout.row_count, int64_t{spans ? kSpan : 1}) * pieces, lanes, sm_count), kThreads, 0,
-           s>>>(layout, values, table, index, pieces, lanes);
-  return last_launch_status("scatter_atomic_kernel");
-}
-
-#define BARACUDA_INSTANTIATE(T, Idx) template Status scatter_atomic<T, Idx>(const Stream&, const IndexedProblem&, int);
-BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
-#undef BARACUDA_INSTANTIATE
 
 }  // namespace baracuda::detail::cuda

@@ -1,3 +1,4 @@
+#pragma once
 // Scatter-add of destination lines of a few entries, a warp each (either variant; always in one fixed
 // order): the walk's innermost dim is dim (gather's backward of [tokens, experts] <- [tokens, k], of
 // [rows, 1024] <- [rows, 64]; scatter_add into [rows, 4096] <- [rows, 64]). A warp takes an item of a
@@ -35,47 +36,15 @@
 // with a constant quotient and remainder, never divided. The write-back moves 16-byte chunks: a
 // dense item as one run from its first aligned element, other lines where each starts aligned with
 // unit stride; else single elements.
-#include <algorithm>
-#include <type_traits>
-
-#include "cuda/common/check.cuh"
-#include "cuda/common/launch.cuh"
+// Compiled at select (NVRTC; cuda/indexing/scatter_lines.cpp launches them), one program an element
+// type, index type and WarpSums (cuda/indexing/strategies.hpp, with WarpItems and the sizes).
+#include "cuda/common/line_write.cuh"
 #include "cuda/common/scatter_ops.cuh"
-#include "cuda/indexing/line_write.cuh"
 #include "cuda/indexing/strategies.hpp"
-#include "ops/validate.hpp"
 
 namespace baracuda::detail::cuda {
-namespace {
 
-inline constexpr int kWarps = kThreads / 32;
 inline constexpr int kRounds = static_cast<int>(kWarpItemEntries / 32);  // an item's entries, one a lane a round
-// Adding lines longer than the warp's sums: the reached slots' keys and sums, twice an item's
-// entries (a line's, past kWarpItemEntries) rounded up to a power of two: at most half full.
-inline constexpr int kHashBits = 8;  // an item of at most kWarpItemEntries
-static_assert((1 << kHashBits) >= 2 * kWarpItemEntries);
-inline constexpr int kMaxHashSlots = static_cast<int>(2 * kWarpLineEntries);
-inline constexpr int kOwnedWords = static_cast<int>(kWarpLineBytes / 4 / 32);  // adding lines: a bit a slot
-
-// Where a slot's sum is and how its owner is known: `lines`, an item's whole lines (overwriting, no
-// owner); `owned_lines`, the same with a bit a slot for its owner (adding); `hashed`, the reached
-// slots alone (adding, lines of any length).
-enum class WarpSums { lines, owned_lines, hashed };
-
-// How a launch cuts the walk: `per_item` consecutive lines of `entries` each, summed in `line_size`
-// slots a line. `outer_dims`: the walk's dims that give a line's offsets (all of them when dim left
-// the walk, every entry then alone on its line).
-// `warp_slots`: each warp's sums in shared memory: an item's slots and 16 / sizeof(T) more (see
-// item_sums), rounded up to 16 bytes; hashed, 2^hash_bits. Adding, each warp's marks follow every
-// warp's sums: kOwnedWords bits, or as many hash keys.
-// `tiles`: an item's tiles of at most kWarpItemEntries entries (more than one: an item is one line
-// of more entries, its sums hashed in 2^hash_bits slots).
-// `zeroed`: adding into a table known to hold zeros (see add_slots).
-struct WarpItems {
-  int64_t lines = 0, items = 0;
-  int entries = 0, per_item = 0, line_size = 0, outer_dims = 0, warp_slots = 0, tiles = 1, hash_bits = kHashBits;
-  bool zeroed = false;
-};
 
 // A place (line of the item, position in the line) that advances by 32 a step, for lines of `size`
 // positions, from position `start` of the item: 32 = whole * size + rest, so a step is two adds and
@@ -377,112 +346,5 @@ __global__ void __launch_bounds__(kThreads, 4)
     }
   }
 }
-
-// Whether every line of the table starts 16-byte aligned with unit stride along dim and a whole
-// number of 16-byte chunks: then the write-back moves chunks.
-template <class T>
-bool chunked_lines(const IndexedLayout& layout, const WarpItems& g, const void* table) {
-  constexpr int64_t kVec = 16 / sizeof(T);
-  if (layout.table_dim_stride != 1 || g.line_size % kVec != 0 || !aligned16(table)) return false;
-  for (int d = 0; d < g.outer_dims; ++d)
-    if (layout.rows.strides[2][d] % kVec != 0) return false;  // the table's line steps
-  return true;
-}
-
-// Whether the walk is [lines, entries] with unit steps in the values and the index, the table's lines
-// back to back (or one entry a line, consecutive): see load_item and write_item.
-bool dense_walk(const IndexedLayout& layout, const WarpItems& g) {
-  const Walker<kRowTensors>& w = layout.rows;
-  if (layout.table_dim_stride != 1 || g.outer_dims > 1) return false;
-  const bool walked = g.outer_dims < w.rank;
-  for (int t = 0; t < 2 && walked; ++t)
-    if (w.inner_stride(t) != 1) return false;
-  if (g.outer_dims == 0) return true;  // one line
-  return w.strides[0][0] == g.entries && w.strides[1][0] == g.entries && w.strides[2][0] == g.line_size;
-}
-
-template <int kVec, bool kDense, WarpSums kSums, class T, class Idx>
-Status launch_warp_lines(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, const WarpItems& g,
-                         int sm_count) {
-  using Acc = acc_t<T>;
-  const auto kernel = scatter_warp_lines_kernel<kVec, kDense, kSums, T, Idx>;
-  // At most 64 KB + 8 x 32 bytes of sums, and 8 x 256 bytes of bits; hashed, up to 8 x 1024 sums and
-  // keys.
-  const int marks = kSums == WarpSums::hashed ? g.warp_slots : kSums == WarpSums::owned_lines ? kOwnedWords : 0;
-  const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * sizeof(Acc) + size_t(marks) * sizeof(int));
-  // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB or 64 KB, two of 96 KB), past
-  // the 48 KB default.
-  if (Status st = cuda_status(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
-          "cudaFuncSetAttribute");
-      !st)
-    return st;
-  // The instantiation's largest sums (one line of kWarpLineBytes a warp, or the largest hash), the same
-  // on every call: a launch of smaller items elsewhere never lowers it under this one.
-  constexpr int kMaxBytes = kSums == WarpSums::hashed
-                                ? kWarps * kMaxHashSlots * static_cast<int>(sizeof(Acc) + sizeof(int))
-                                : kWarps * static_cast<int>(kWarpLineBytes + 32 + 16 + kOwnedWords * 4);
-  if (Status st = cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxBytes),
-                              "cudaFuncSetAttribute");
-      !st)
-    return st;
-  // One wave of resident blocks, each warp looping over its items (the next item's loads in flight).
-  unsigned blocks = 0;
-  if (Status st = one_wave_blocks(kernel, bytes, (g.items + kWarps - 1) / kWarps, sm_count, blocks); !st) return st;
-  kernel<<<blocks, kThreads, bytes, native(stream)>>>(layout, g, static_cast<const T*>(p.values),
-                                                      static_cast<T*>(p.table), static_cast<const Idx*>(p.index));
-  return last_launch_status("scatter_warp_lines_kernel");
-}
-
-}  // namespace
-
-template <class T, class Idx>
-Status scatter_warp_lines(const Stream& stream, const IndexedProblem& p, const IndexedLayout& layout, bool overwrite,
-                          bool zeroed, int sm_count) {
-  using Acc = acc_t<T>;
-  const bool dim_walked = p.desc.shape.dims[p.desc.dim] > 1;  // else dim left the walk: one entry a line
-  WarpItems g;
-  g.zeroed = zeroed;
-  // Overwriting, <= kWarpItemEntries; adding, <= kWarpLineEntries (strategy).
-  g.entries = static_cast<int>(dim_walked ? layout.rows.inner_size() : 1);
-  // Overwriting, <= kWarpLineBytes / sizeof(Acc); adding, <= kMaxWarpKey (strategy).
-  g.line_size = static_cast<int>(layout.dim_size);
-  g.outer_dims = dim_walked ? layout.rows.rank - 1 : layout.rows.rank;
-  g.lines = layout.row_count / g.entries;
-  // A line's sums in the warp's lines where they fit and its entries make one tile (overwriting,
-  // they do: strategy), else hashed; a line of more entries is an item of several tiles.
-  g.tiles = (g.entries + static_cast<int>(kWarpItemEntries) - 1) / static_cast<int>(kWarpItemEntries);
-  const bool hashed = g.tiles > 1 || g.line_size > kWarpLineBytes / static_cast<int64_t>(sizeof(Acc));
-  while (g.tiles > 1 && (1 << g.hash_bits) < 2 * g.entries) ++g.hash_bits;
-  // As many lines an item as its entries and its sums allow (hashed: an item's slots numbered in an
-  // int), while every SM still gets 32 items.
-  const int64_t fit = std::min<int64_t>(
-      hashed ? kMaxWarpKey / g.line_size : kWarpItemBytes / static_cast<int64_t>(sizeof(Acc)) / g.line_size,
-      kWarpItemEntries / g.entries);
-  g.per_item = static_cast<int>(std::clamp<int64_t>(g.lines / (int64_t(sm_count) * 32), 1, std::max<int64_t>(fit, 1)));
-  g.items = (g.lines + g.per_item - 1) / g.per_item;
-  const int aligned = 16 / static_cast<int>(sizeof(Acc));  // sums in 16 bytes
-  g.warp_slots = hashed
-                     ? 1 << g.hash_bits
-                     : (g.per_item * g.line_size + static_cast<int>(16 / sizeof(T)) + aligned - 1) / aligned * aligned;
-  constexpr int kVec = 16 / sizeof(T);
-  const bool dense = dense_walk(layout, g);
-  if (hashed)
-    return dense ? launch_warp_lines<1, true, WarpSums::hashed, T, Idx>(stream, p, layout, g, sm_count)
-                 : launch_warp_lines<1, false, WarpSums::hashed, T, Idx>(stream, p, layout, g, sm_count);
-  if (!overwrite)
-    return dense ? launch_warp_lines<1, true, WarpSums::owned_lines, T, Idx>(stream, p, layout, g, sm_count)
-                 : launch_warp_lines<1, false, WarpSums::owned_lines, T, Idx>(stream, p, layout, g, sm_count);
-  if (dense) return launch_warp_lines<kVec, true, WarpSums::lines, T, Idx>(stream, p, layout, g, sm_count);
-  return chunked_lines<T>(layout, g, p.table)
-             ? launch_warp_lines<kVec, false, WarpSums::lines, T, Idx>(stream, p, layout, g, sm_count)
-             : launch_warp_lines<1, false, WarpSums::lines, T, Idx>(stream, p, layout, g, sm_count);
-}
-
-#define BARACUDA_INSTANTIATE(T, Idx)                                                                                 \
-  template Status scatter_warp_lines<T, Idx>(const Stream&, const IndexedProblem&, const IndexedLayout&, bool, bool, \
-                                             int);
-BARACUDA_SCATTER_TYPES(BARACUDA_INSTANTIATE)
-#undef BARACUDA_INSTANTIATE
 
 }  // namespace baracuda::detail::cuda
