@@ -47,6 +47,22 @@ bool unit_columns(const SegmentProblem& p) {
   return p.columns.rank == 0 || (p.columns.rank == 1 && p.columns.strides[kRowSide][0] == 1);
 }
 
+// The rows [b, e) of segment s, f32 / f64 with unit-stride columns, summed into acc[0, n) in row
+// order: the loop of every work item that sums, in the widest vectors the machine has (the work
+// items' own code is the baseline ISA's). Returns the rows summed.
+template <class Fold, class A, class K>
+BARACUDA_CPU_CLONES int64_t add_unit_rows(A* __restrict acc, const A* data, int64_t row_stride, const SegmentRows<K>& rows,
+                                          int64_t s, int64_t b, int64_t e, int n) {
+  int64_t count = 0;
+  for (int64_t q = b; q < e; ++q) {
+    if (!rows.holds(q, s)) continue;
+    const A* __restrict from = data + rows.row(q) * row_stride;
+    for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], from[j]);
+    ++count;
+  }
+  return count;
+}
+
 template <SegmentReduction R, class T, class Idx, class K>
 void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
   using A = acc_t<T>;
@@ -127,19 +143,14 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
           for (int j = 0; j < n; ++j)
             Fold::combine(acc[j], at[j], best[j], pos[j] < 0 ? int64_t{-1} : rows.row(q0 + pos[j]));
         }
+      } else if (std::is_same_v<T, A> && unit) {  // no conversion: folded straight from the rows
+        if constexpr (std::is_same_v<T, A>)
+          count = add_unit_rows<Fold>(acc, data + off[kRowSide][0], p.row_stride, rows, s, b, e, n);
       } else {
         for (int64_t q = b; q < e; ++q) {
           if (!rows.holds(q, s)) continue;
           const int64_t i = rows.row(q);
           const T* src = data + i * p.row_stride;
-          if constexpr (std::is_same_v<T, A>) {
-            if (unit) {  // no conversion: folded straight from the row (a loop the compiler vectorizes)
-              const T* from = src + off[kRowSide][0];
-              for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], from[j]);
-              ++count;
-              continue;
-            }
-          }
           if (unit)
             convert_rows(src + off[kRowSide][0], 0, 1, 1, n, x);
           else
