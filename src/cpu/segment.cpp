@@ -109,16 +109,22 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
       last_end = e;
       const T* column = data + off[kRowSide][0];
       if (n == 1) {  // one column: the rows' single values, no chunk of accumulators
+        // (in locals: acc's address goes to add_unit_rows, so a store through `column` might change
+        // acc[0] as far as the compiler knows, and a sum in it was reloaded every row: D = 1 25% slower)
+        A sum = acc[0];
+        int64_t where = at[0];
         for (int64_t q = b; q < e; ++q) {
           if (!rows.holds(q, s)) continue;
           const int64_t i = rows.row(q);
           if constexpr (Fold::kExtreme) {
-            Fold::fold(acc[0], at[0], to_acc<A>(column[i * p.row_stride]), i);
+            Fold::fold(sum, where, to_acc<A>(column[i * p.row_stride]), i);
           } else {
-            acc[0] = Fold::add(acc[0], to_acc<A>(column[i * p.row_stride]));
+            sum = Fold::add(sum, to_acc<A>(column[i * p.row_stride]));
           }
           ++count;
         }
+        acc[0] = sum;
+        at[0] = where;
       } else if constexpr (Fold::kExtreme) {
         // Blocks of up to 2^30 positions, each folded with 32-bit positions in the block (the values'
         // width: the fold over columns vectorizes; with 64-bit rows it did not), then into the
@@ -212,6 +218,28 @@ SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
 // A segment's state is its output row itself for f32 / f64; for 16-bit sum and mean, f32 sums in
 // the workspace after the counts, rounded once at the end, where they fit the room select sized
 // for the sort ((S + 1 + N) int64s; so a plan's workspace does not change).
+// The sums of fold_in_row_order for f32 / f64 (their states the output rows themselves): rows of
+// segments [lo, hi) added in row order, counted; in the widest vectors the machine has, as
+// add_unit_rows.
+template <class Fold, class T, class Idx>
+BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
+                                        int64_t* counts) {
+  const T* data = static_cast<const T*>(p.row_in);
+  T* out = static_cast<T*>(p.segment_out);
+  const int64_t length = p.length;
+  for (int64_t i = 0; i < p.rows; ++i) {
+    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
+    if (s < lo || s >= hi) continue;  // another owner's, or a bad id
+    const T* __restrict from = data + i * p.row_stride;
+    T* __restrict to = out + s * p.segment_stride;
+    if (counts[s]++ == 0) {  // the segment's first row (+0 first, as the sort's sums)
+      for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(T(0), from[c]);
+    } else {
+      for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], from[c]);
+    }
+  }
+}
+
 template <SegmentReduction R, class T, class Idx>
 bool fold_in_row_order(const SegmentProblem& p) {
   using A = acc_t<T>;
@@ -246,7 +274,8 @@ bool fold_in_row_order(const SegmentProblem& p) {
       std::fill(counts + lo, counts + hi, int64_t{0});
       // (the sort's sums start at +0 too: the same bits, a first value of -0 or NaN included)
       if constexpr (!kInPlace) std::fill(sums + lo * length, sums + hi * length, A(0));
-      for (int64_t i = 0; i < p.rows; ++i) {
+      if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counts);
+      for (int64_t i = 0; i < (kInPlace && !Fold::kExtreme ? 0 : p.rows); ++i) {
         const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
         if (s < lo || s >= hi) continue;  // another owner's, or a bad id
         const T* from = data + i * p.row_stride;
