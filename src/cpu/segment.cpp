@@ -51,8 +51,8 @@ bool unit_columns(const SegmentProblem& p) {
 // order: the loop of every work item that sums, in the widest vectors the machine has (the work
 // items' own code is the baseline ISA's). Returns the rows summed.
 template <class Fold, class A, class K>
-BARACUDA_CPU_CLONES int64_t add_unit_rows(A* __restrict acc, const A* data, int64_t row_stride, const SegmentRows<K>& rows,
-                                          int64_t s, int64_t b, int64_t e, int n) {
+BARACUDA_CPU_CLONES int64_t add_unit_rows(A* __restrict acc, const A* data, int64_t row_stride,
+                                          const SegmentRows<K>& rows, int64_t s, int64_t b, int64_t e, int n) {
   int64_t count = 0;
   for (int64_t q = b; q < e; ++q) {
     if (!rows.holds(q, s)) continue;
@@ -109,8 +109,9 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
       last_end = e;
       const T* column = data + off[kRowSide][0];
       if (n == 1) {  // one column: the rows' single values, no chunk of accumulators
-        // (in locals: acc's address goes to add_unit_rows, so a store through `column` might change
-        // acc[0] as far as the compiler knows, and a sum in it was reloaded every row: D = 1 25% slower)
+        // (in locals: acc's address goes to add_unit_rows, so as far as the compiler knows a store
+        // through `column` might change acc[0], and a sum kept there is stored and reloaded every row;
+        // bench/NOTES.md, "CPU beside JAX on one core")
         A sum = acc[0];
         int64_t where = at[0];
         for (int64_t q = b; q < e; ++q) {

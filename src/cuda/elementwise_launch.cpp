@@ -1,7 +1,9 @@
 // The programs of the elementwise kernels compiled at select time (cuda/elementwise_launch.hpp).
 #include "cuda/elementwise_launch.hpp"
 
+#include <iterator>
 #include <set>
+#include <string>
 
 namespace baracuda::detail::cuda {
 
@@ -15,11 +17,15 @@ jit::Program device_program(std::string name, std::string_view header, std::stri
 }
 
 Status launch_kernel(const jit::Module& m, int index, dim3 grid, int threads, const Stream& stream, const char* what,
-                     std::initializer_list<const void*> args) {
-  void* params[8];
+                     std::initializer_list<const void*> args, size_t shared_bytes) {
+  void* params[12];
+  if (args.size() > std::size(params))
+    return Status::error(StatusCode::backend_error,
+                         std::string(what) + ": more kernel arguments than the launcher holds");
   int count = 0;
   for (const void* a : args) params[count++] = const_cast<void*>(a);
-  return cuda_status(cudaLaunchKernel(m.kernels[index], grid, dim3(threads), params, 0, native(stream)), what);
+  return cuda_status(cudaLaunchKernel(m.kernels[index], grid, dim3(threads), params, shared_bytes, native(stream)),
+                     what);
 }
 
 std::vector<jit::Program> unique_programs(std::vector<jit::Program> programs) {
@@ -42,7 +48,8 @@ jit::Program elementwise_program(std::string_view maths, const std::string& in, 
 jit::Program transposed_program(std::string_view maths, const std::string& in, const std::string& out,
                                 const std::string& op, const std::string& first, int inputs) {
   const std::string args = in + ", " + out + ", " + op + ", " + first;
-  jit::Program p = device_program("elementwise_transposed<" + args + ">", "cuda/common/elementwise_transposed.cuh", maths);
+  jit::Program p =
+      device_program("elementwise_transposed<" + args + ">", "cuda/common/elementwise_transposed.cuh", maths);
   for (int staged = 0; staged < inputs; ++staged)
     p.kernels.push_back("baracuda::detail::cuda::elementwise_transposed_kernel<" + args + ", " +
                         std::to_string(staged) + ">");

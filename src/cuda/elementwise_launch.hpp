@@ -82,9 +82,10 @@ struct ProgramTag {};
 std::vector<jit::Program> unique_programs(std::vector<jit::Program> programs);
 
 // One launch of a kernel of the module (`index` in its program), its arguments' bytes in the
-// kernel's order (each pointed to: the launch copies as many bytes as the kernel's parameter takes).
+// kernel's order (each pointed to: the launch copies as many bytes as the kernel's parameter takes),
+// with `shared_bytes` of dynamic shared memory.
 Status launch_kernel(const jit::Module& m, int index, dim3 grid, int threads, const Stream& stream, const char* what,
-                     std::initializer_list<const void*> args);
+                     std::initializer_list<const void*> args, size_t shared_bytes = 0);
 
 // A functor's kernels as the launcher sees them, apart from its types: the module, the functor (the
 // kernels' first argument, by value), the element sizes, and the vectors a thread takes that its

@@ -30,17 +30,6 @@ jit::Program indexing_program(std::string name, std::string_view header) {
   return device_program(std::move(name), header, kProblemHeader);
 }
 
-Status launch_indexing(const jit::Module& m, int index, unsigned blocks, size_t shared_bytes, const Stream& stream,
-                       const char* what, std::initializer_list<const void*> args) {
-  void* params[10];  // (the most a kernel here takes is 9)
-  if (args.size() > std::size(params))
-    return Status::error(StatusCode::backend_error, std::string(what) + ": too many kernel arguments");
-  int count = 0;
-  for (const void* a : args) params[count++] = const_cast<void*>(a);
-  return cuda_status(
-      cudaLaunchKernel(m.kernels[index], dim3(blocks), dim3(kThreads), params, shared_bytes, native(stream)), what);
-}
-
 namespace {
 
 // The programs' kernels, in their order.
@@ -73,8 +62,9 @@ Status count_bad(const ElementwiseRun& r, const IndexedProblem& p) {
     const Walker<1> walker = distinct_elements(p.index_view, repeats);
     const int64_t n = p.index_view.numel() == 0 ? 0 : walker.numel();
     const auto repeats_bits = static_cast<unsigned long long>(repeats);
-    return launch_indexing(**module, 0, grid_stride_blocks(n, r.target.sm_count), 0, r.stream, "count_bad_kernel",
-                           {&p.index_view.data, &walker, &n, &p.layout.dim_size, &repeats_bits, &p.bad_index_count});
+    return launch_kernel(**module, 0, dim3(grid_stride_blocks(n, r.target.sm_count)), kThreads, r.stream,
+                         "count_bad_kernel",
+                         {&p.index_view.data, &walker, &n, &p.layout.dim_size, &repeats_bits, &p.bad_index_count});
   });
 }
 
@@ -97,8 +87,8 @@ Status zero_view(const ElementwiseRun& r, const AnyTensorRef& view, size_t eleme
     const Strides* strides[1] = {&view.strides};
     const Walker<1> walker = make_walker<1>(view.shape, strides);
     const int64_t n = view.numel();
-    return launch_indexing(**module, 0, grid_stride_blocks(n, r.target.sm_count), 0, r.stream, "zero_view_kernel",
-                           {&data, &walker, &n});
+    return launch_kernel(**module, 0, dim3(grid_stride_blocks(n, r.target.sm_count)), kThreads, r.stream,
+                         "zero_view_kernel", {&data, &walker, &n});
   });
 }
 
@@ -107,8 +97,8 @@ Status launch_gather(const ElementwiseRun& r, const IndexedProblem& p, const jit
   const IndexedLayout& layout = p.layout;
   const int sm_count = r.target.sm_count;
   auto launch = [&](GatherKernel kernel, unsigned blocks, int lanes, const char* what) {
-    return launch_indexing(m, static_cast<int>(kernel), blocks, 0, r.stream, what,
-                           {&layout, &p.values, &p.table, &p.index, &lanes});
+    return launch_kernel(m, static_cast<int>(kernel), dim3(blocks), kThreads, r.stream, what,
+                         {&layout, &p.values, &p.table, &p.index, &lanes});
   };
   if (p.vectorized_rows) {
     const int64_t vectors = layout.row_length / vector;

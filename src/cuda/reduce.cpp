@@ -59,8 +59,9 @@ Status fold(const ElementwiseRun& r, const ReduceProblem& p) {
   auto finish = [&]() {
     const int group = static_cast<int>(std::min<int64_t>(kReduceBlock, pow2_at_least(g.splits)));
     const int threads = group <= 32 ? kReduceBlock : group;
-    return launch(FoldKernel::finish, dim3(capped_blocks(ceil_div(p.outputs, threads / group), sms, 2048 / threads * 4)),
-                  threads, "reduce finish_kernel", sink, group);
+    return launch(FoldKernel::finish,
+                  dim3(capped_blocks(ceil_div(p.outputs, threads / group), sms, 2048 / threads * 4)), threads,
+                  "reduce finish_kernel", sink, group);
   };
   switch (p.variant) {
     case ReduceVariant::rows: {
@@ -110,7 +111,6 @@ bool map_vectorizable(const ReduceProblem& p) {
 template <class X, class Out>
 Status map(const ElementwiseRun& r, const ReduceProblem& p) {
   using Grad = ReduceGrad<acc_t<X>>;
-  constexpr int kMapVectors = 4;  // (reduce_kernels.cuh's)
   const Grad grad(p.params);
   return Grad::with_form(p.params.kind, [&](auto form) -> Status {
     using Form = decltype(form);
@@ -144,8 +144,9 @@ Status run(const ElementwiseRun& r, const ReduceProblem& p) {
       return fold<typename decltype(x)::type, typename decltype(math)::type, false>(r, p);
     });
   if (p.has_stats) {
-    Status s = dispatch_reduce<true, half, bfloat16>(
-        p, [&](auto x, auto math) { return fold<typename decltype(x)::type, typename decltype(math)::type, true>(r, p); });
+    Status s = dispatch_reduce<true, half, bfloat16>(p, [&](auto x, auto math) {
+      return fold<typename decltype(x)::type, typename decltype(math)::type, true>(r, p);
+    });
     if (!s) return s;
   }
   return dispatch_float<half, bfloat16>(p.dtype, [&](auto x) {

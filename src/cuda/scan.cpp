@@ -87,7 +87,8 @@ std::vector<Program> scan_programs() {
           p.kind = static_cast<ScanKind>(k);
           p.dtype = p.out_dtype = t;
           p.variant = variant;
-          (void)cuda::run({target, stream, cuda::plan_of(backward), cuda::kMaths, cuda::ElementwiseMode::list, &out}, p);
+          (void)cuda::run({target, stream, cuda::plan_of(backward), cuda::kMaths, cuda::ElementwiseMode::list, &out},
+                          p);
         }
   return cuda::unique_programs(std::move(out));
 }

@@ -159,6 +159,7 @@ BARACUDA_HD constexpr int column_unit(int element_bytes, int64_t state_bytes) {
 }
 
 inline constexpr int kReduceBlock = 256;  // threads of a split, a column tile, the map
+inline constexpr int kMapVectors = 4;     // vectors per thread per block of the map
 
 #if !defined(__CUDACC_RTC__)
 inline int vector_of(DType dtype) { return static_cast<int>(16 / dtype_size(dtype)); }

@@ -313,8 +313,6 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
 // ---------------------------------------------------------------------------------------------
 // The backward's map.
 
-constexpr int kMapVectors = 4;  // vectors per thread per block of the map
-
 template <class Out, class A>
 __device__ __forceinline__ A load_out(const void* base, int64_t off) {
   return base ? to_acc<A>(static_cast<const Out*>(base)[off]) : A(0);

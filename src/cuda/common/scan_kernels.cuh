@@ -1,6 +1,6 @@
 // CUDA kernels of the scans, over any Step of ops/scan_problem.hpp (the forward's maths, the
-// backward's affine maps), compiled at select (NVRTC; cuda/scan.cpp launches them). A block is `lanes` units of lines by `slices` threads along them
-// (scan_geometry); it walks its piece of the lines a tile at a time:
+// backward's affine maps), compiled at select (NVRTC; cuda/scan.cpp launches them). A block is `lanes` units of lines
+// by `slices` threads along them (scan_geometry); it walks its piece of the lines a tile at a time:
 //   1. each thread loads `items` consecutive elements of each line of its unit (16-byte loads where
 //      the views allow) and folds them in order;
 //   2. a scan over the slices of each lane (warp shuffles, then the warps' totals through shared

@@ -35,8 +35,8 @@ Status launch_atomic(const ElementwiseRun& r, const IndexedProblem& p, const jit
   const int sm_count = r.target.sm_count;
   const bool spans = spans_pay(layout.row_count, sm_count);
   auto launch = [&](AtomicKernel kernel, unsigned blocks, const char* what, auto... extra) {
-    return launch_indexing(m, static_cast<int>(kernel), blocks, 0, r.stream, what,
-                           {&layout, &p.values, &p.table, &p.index, &extra...});
+    return launch_kernel(m, static_cast<int>(kernel), dim3(blocks), kThreads, r.stream, what,
+                         {&layout, &p.values, &p.table, &p.index, &extra...});
   };
   if (p.desc.dtype == DType::f32 && p.vectorized_rows) {
     const int64_t vectors = layout.row_length / 4, pieces = pieces_of(layout.row_count, vectors, sm_count);
@@ -111,7 +111,7 @@ Status sum_sorted_runs(const ElementwiseRun& r, const jit::Module& m, const Inde
                        void* partials, int64_t vector) {
   const int sm_count = r.target.sm_count;
   auto launch = [&](SortedKernel kernel, unsigned blocks, const char* what, std::initializer_list<const void*> args) {
-    return launch_indexing(m, static_cast<int>(kernel), blocks, 0, r.stream, what, args);
+    return launch_kernel(m, static_cast<int>(kernel), dim3(blocks), kThreads, r.stream, what, args);
   };
   const int64_t rows = layout.row_count;
   const int64_t window = sorted_window(layout.row_length);
@@ -162,9 +162,9 @@ Status launch_sorted(const ElementwiseRun& r, const IndexedProblem& p, const jit
   const int64_t unit = key_unit(layout);
   // The sentinel over the unit, rounded up: above every valid key (valid offsets are below sentinel_key).
   const SortedKeys k{b.keys, static_cast<uint64_t>((layout.sentinel_key + unit - 1) / unit), unit};
-  if (Status st = launch_indexing(m, static_cast<int>(SortedKernel::keys), grid_stride_blocks(rows, r.target.sm_count),
-                                  0, r.stream, "scatter_keys_kernel",
-                                  {&layout, &p.index, &unit, &k.sentinel, &b.keys_in, &b.offsets_in});
+  if (Status st = launch_kernel(
+          m, static_cast<int>(SortedKernel::keys), dim3(grid_stride_blocks(rows, r.target.sm_count)), kThreads,
+          r.stream, "scatter_keys_kernel", {&layout, &p.index, &unit, &k.sentinel, &b.keys_in, &b.offsets_in});
       !st)
     return st;
   if (Status st = sort_pairs(b.sort_temp, b.sort_temp_bytes, b.keys_in, b.keys, b.offsets_in, b.offsets, rows,

@@ -59,9 +59,8 @@ Status launch_line(const ElementwiseRun& r, const IndexedProblem& p, const Index
                            : span == LineSpan::several ? several
                                                        : 1;
   // Adding, an item whose entries are one tile and sparse on its lines is written back entry by
-  // entry (add_entries), else slot by slot. Measured (bench/NOTES.md, "Long lines"):
-  // entry by entry 2.0x faster at 64 entries a line of 2049, 1.2x at 129 of 1024, 1.45x slower at
-  // 1024 of 4096.
+  // entry (add_entries), else slot by slot: scattered writes win on sparse lines and lose to the
+  // slot scan on dense ones (bench/NOTES.md, "Long lines").
   const bool by_entry = !overwrite && entries <= kLineTile && sparse_line(entries, layout.dim_size);
   const void* kernel = m.kernels[static_cast<int>(span)];
   // An item's sums and write_run's shift (16 / sizeof(T) sums at most).
@@ -83,8 +82,9 @@ Status launch_line(const ElementwiseRun& r, const IndexedProblem& p, const Index
   unsigned blocks = 0;
   if (Status st = one_wave_blocks(kernel, bytes, items, sm_count, blocks); !st) return st;
   const bool runs = item_runs(layout, span);
-  return launch_indexing(m, static_cast<int>(span), blocks, bytes, r.stream, "scatter_shared_row_kernel",
-                         {&layout, &p.values, &p.table, &p.index, &overwrite, &per_item, &by_entry, &runs, &zeroed});
+  return launch_kernel(m, static_cast<int>(span), dim3(blocks), kThreads, r.stream, "scatter_shared_row_kernel",
+                       {&layout, &p.values, &p.table, &p.index, &overwrite, &per_item, &by_entry, &runs, &zeroed},
+                       bytes);
 }
 
 // Where the warp keeps its sums: its lines' slots where they fit and a line's entries make one tile
@@ -177,8 +177,8 @@ Status launch_warp_lines(const ElementwiseRun& r, const IndexedProblem& p, const
   unsigned blocks = 0;
   if (Status st = one_wave_blocks(kernel, bytes, (g.items + kWarps - 1) / kWarps, r.target.sm_count, blocks); !st)
     return st;
-  return launch_indexing(m, index, blocks, bytes, r.stream, "scatter_warp_lines_kernel",
-                         {&layout, &g, &p.values, &p.table, &p.index});
+  return launch_kernel(m, index, dim3(blocks), kThreads, r.stream, "scatter_warp_lines_kernel",
+                       {&layout, &g, &p.values, &p.table, &p.index}, bytes);
 }
 
 }  // namespace
@@ -199,8 +199,8 @@ Status scatter_short_lines(const ElementwiseRun& r, const IndexedProblem& p) {
     const int64_t needed = (lines + lines_per_block - 1) / lines_per_block;
     const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(needed, 1, int64_t(r.target.sm_count) * 8));
     const bool overwrite = !p.desc.accumulate;
-    return launch_indexing(**module, 0, blocks, 0, r.stream, "scatter_short_lines_kernel",
-                           {&layout, &p.values, &p.table, &p.index, &entries, &group, &overwrite});
+    return launch_kernel(**module, 0, dim3(blocks), kThreads, r.stream, "scatter_short_lines_kernel",
+                         {&layout, &p.values, &p.table, &p.index, &entries, &group, &overwrite});
   });
 }
 
@@ -264,8 +264,8 @@ Status scatter_columns(const ElementwiseRun& r, const IndexedProblem& p, bool ov
       return st;
     const int64_t items = cw.lines.numel() * cw.column_tiles * cw.slabs;
     const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(r.target.sm_count) * 16));
-    return launch_indexing(**module, 0, blocks, bytes, r.stream, "scatter_columns_kernel",
-                           {&cw, &p.values, &p.table, &p.index, &overwrite});
+    return launch_kernel(**module, 0, dim3(blocks), kThreads, r.stream, "scatter_columns_kernel",
+                         {&cw, &p.values, &p.table, &p.index, &overwrite}, bytes);
   });
 }
 

@@ -60,8 +60,8 @@ inline constexpr int64_t kMaxWarpKey = std::numeric_limits<int>::max();
 inline constexpr int64_t kColumnLineEntries = 1024;
 inline constexpr int64_t kMaxColumnLineSlabs = 8;
 
-// Gather: vectors per thread per step of the row gather, all loaded before any is stored (8 measured
-// best: 2 -> 84.5%, 4 -> 87.3%, 8 -> 87.7% of copy for bf16 embedding rows; bench/NOTES.md).
+// Gather: vectors per thread per step of the row gather, all loaded before any is stored (the most
+// loads in flight; 8 measured best of 2, 4 and 8: bench/NOTES.md, sweep i7).
 inline constexpr int kRowVectors = 8;
 
 // scatter_atomic: rows a thread group takes at once (a span; see the kernels' file comment).
@@ -211,10 +211,6 @@ inline constexpr std::string_view kKernelNamespace = "baracuda::detail::cuda::";
 // A program of the kernels in `header` (a path among the embedded sources); its kernels' names are
 // the caller's to add.
 jit::Program indexing_program(std::string name, std::string_view header);
-// One launch of kernel `index` of the module (kThreads threads a block, `shared_bytes` of dynamic
-// shared memory), its arguments' bytes in the kernel's order, each pointed to.
-Status launch_indexing(const jit::Module& m, int index, unsigned blocks, size_t shared_bytes, const Stream& stream,
-                       const char* what, std::initializer_list<const void*> args);
 // Calls f(std::type_identity<T>{}, std::type_identity<Idx>{}) with a scatter's element and index
 // types (the host's 16-bit types: the kernels' names spell them as NVRTC's).
 template <class F>
