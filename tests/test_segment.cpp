@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "harness/data.hpp"
@@ -72,7 +73,8 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
   }
 
   template <class Plan>
-  void check(Reduction r, const Layout& layout, int64_t length, SegmentForm form, DType index_dtype) {
+  void check(Reduction r, const Layout& layout, int64_t length, SegmentForm form, DType index_dtype,
+             std::optional<double> initial = std::nullopt) {
     const int64_t n = layout.rows(), segs = layout.segments();
     std::vector<int64_t> seg_of = layout.segment_of();
     SCOPED_TRACE("rows " + std::to_string(n) + " segments " + std::to_string(segs) + " D " + std::to_string(length));
@@ -98,7 +100,7 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
 
     PlanPreference pref;
     pref.determinism = Determinism::required;  // the unsorted form's sort variant: the sorted walk
-    const SegmentDescriptor desc{dtype(), index_dtype, data_shape, segs, form, std::nullopt};
+    const SegmentDescriptor desc{dtype(), index_dtype, data_shape, segs, form, initial};
     Plan plan = unwrap(Plan::select(stream(), desc, pref));
     harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(1, plan.workspace_size())));
     harness::Buffer counter = unwrap(harness::Buffer::allocate(backend(), sizeof(int64_t)));
@@ -137,6 +139,7 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
           }
         }
         if (r == Reduction::mean && count > 0) acc /= static_cast<double>(count), sum_abs /= static_cast<double>(count);
+        if (count == 0 && initial) acc = *initial;
         want[size_t(s * length + j)] = acc;
         magnitude[size_t(s * length + j)] = std::max(std::fabs(acc), sum_abs);
         want_at[size_t(s * length + j)] = at;
@@ -145,8 +148,9 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
     const double tol = extreme ? 0.0 : harness::tolerance(dtype());
     for (size_t k = 0; k < want.size(); ++k) {
       const double got = out.at(static_cast<int64_t>(k));
-      if (std::isinf(want[k])) {
+      if (std::isinf(want[k]) || (want[k] == 0 && std::signbit(want[k]))) {  // -0: an initial's sign kept
         EXPECT_EQ(got, want[k]) << "segment element " << k;
+        EXPECT_EQ(std::signbit(got), std::signbit(want[k])) << "segment element " << k;
       } else {
         EXPECT_NEAR(got, want[k], tol * (1.0 + magnitude[k])) << "segment element " << k;
       }
@@ -175,6 +179,19 @@ TEST_P(SegmentWalkTest, MaxAcrossTileEnds) { check_every_layout<SegmentMaxPlan>(
 TEST_P(SegmentWalkTest, MinAcrossTileEnds) { check_every_layout<SegmentMinPlan>(Reduction::min); }
 
 // A wide row (D = 2048: tiles of 128 rows, chunks of units a tile) across tile ends.
+// An empty segment's value is the initial, where one is given: the unsorted one-column sums start
+// at +0 and skip the counts only where the initial is +0 (src/cpu/segment.cpp).
+TEST_P(SegmentWalkTest, EmptySegmentsTakeTheInitial) {
+  const Layout layout = layouts(tile_rows(1))[0];
+  for (std::optional<double> initial :
+       {std::optional<double>{}, std::optional<double>{0.0}, std::optional<double>{-0.0}, std::optional<double>{2.5}})
+    for (SegmentForm form : {SegmentForm::sorted_ids, SegmentForm::unsorted_ids}) {
+      SCOPED_TRACE(initial ? "initial " + std::to_string(*initial) : "no initial");
+      check<SegmentSumPlan>(Reduction::sum, layout, 1, form, DType::i64, initial);
+      check<SegmentMeanPlan>(Reduction::mean, layout, 1, form, DType::i64, initial);
+    }
+}
+
 TEST_P(SegmentWalkTest, WideRowsAcrossTileEnds) {
   const int64_t length = 2048, P = tile_rows(length);
   check<SegmentSumPlan>(Reduction::sum, Layout{{P - 1, 1, 2 * P + 1, 0, 5}, 2, 1}, length, SegmentForm::offsets,

@@ -4,6 +4,7 @@
 // unsorted form first sorts the rows by segment with a stable counting sort in the workspace (the
 // "sort" variant). Backward: rows in parallel, each reading its segment's dout.
 #include <algorithm>
+#include <cmath>
 
 #include "common/dispatch.hpp"
 #include "cpu/parallel.hpp"
@@ -222,12 +223,36 @@ SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
 // The sums of fold_in_row_order for f32 / f64 (their states the output rows themselves): rows of
 // segments [lo, hi) added in row order, counted; in the widest vectors the machine has, as
 // add_unit_rows.
+// add_owned_rows' one-column rows, counted where the caller needs the counts (a mean; an empty
+// segment's value other than +0). p's fields in locals: the stores through counts and out could alias
+// p, for all GCC knows.
+template <bool kCount, class Fold, class T, class Idx>
+[[gnu::always_inline]] inline void add_one_column(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
+                                                  int64_t* counts, const T* data, T* out) {
+  const int64_t rows = p.rows, id_stride = p.ids_stride, row_stride = p.row_stride, out_stride = p.segment_stride;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t s = static_cast<int64_t>(ids[i * id_stride]);
+    if (static_cast<uint64_t>(s - lo) >= static_cast<uint64_t>(hi - lo)) continue;  // not owned, or bad
+    if constexpr (kCount) ++counts[s];
+    T& to = out[s * out_stride];
+    to = Fold::add(to, data[i * row_stride]);
+  }
+}
+
 template <class Fold, class T, class Idx>
-BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
+BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi, bool counted,
                                         int64_t* counts) {
   const T* data = static_cast<const T*>(p.row_in);
   T* out = static_cast<T*>(p.segment_out);
   const int64_t length = p.length;
+  if (length == 1) {  // one column: every owned sum from +0 (as the first row's), then no branch a row
+    for (int64_t s = lo; s < hi; ++s) out[s * p.segment_stride] = T(0);
+    if (counted)
+      add_one_column<true, Fold>(p, ids, lo, hi, counts, data, out);
+    else
+      add_one_column<false, Fold>(p, ids, lo, hi, counts, data, out);
+    return;
+  }
   for (int64_t i = 0; i < p.rows; ++i) {
     const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
     if (s < lo || s >= hi) continue;  // another owner's, or a bad id
@@ -268,6 +293,9 @@ bool fold_in_row_order(const SegmentProblem& p) {
     T* out = static_cast<T*>(p.segment_out);
     const Idx* ids = static_cast<const Idx*>(p.ids);
     const T empty = from_acc<T>(p.empty_value);
+    // One-column sums need no counts where an empty segment's value is +0, the sums' start.
+    const bool counted =
+        !(kInPlace && R == SegmentReduction::sum && length == 1 && p.empty_value == 0 && !std::signbit(p.empty_value));
 #pragma omp parallel num_threads(scatter_owners()) if (p.rows * length > kParallelThreshold)
     {
       int64_t lo, hi;
@@ -275,7 +303,7 @@ bool fold_in_row_order(const SegmentProblem& p) {
       std::fill(counts + lo, counts + hi, int64_t{0});
       // (the sort's sums start at +0 too: the same bits, a first value of -0 or NaN included)
       if constexpr (!kInPlace) std::fill(sums + lo * length, sums + hi * length, A(0));
-      if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counts);
+      if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counted, counts);
       for (int64_t i = 0; i < (kInPlace && !Fold::kExtreme ? 0 : p.rows); ++i) {
         const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
         if (s < lo || s >= hi) continue;  // another owner's, or a bad id
@@ -307,7 +335,7 @@ bool fold_in_row_order(const SegmentProblem& p) {
           }
         }
       }
-      for (int64_t s = lo; s < hi; ++s) {
+      for (int64_t s = lo; s < (counted ? hi : lo); ++s) {
         T* to = out + s * p.segment_stride;
         if (counts[s] == 0) {
           std::fill_n(to, length, empty);

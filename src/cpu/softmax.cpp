@@ -308,15 +308,6 @@ BARACUDA_CPU_CLONES void column_sums(const A* y, int64_t ld_y, const A* dy, int6
       for (int c = 0; c < cols; ++c) sum[c] += dy[r * ld_dy + c] * y[r * ld_y + c];
 }
 
-// exp(y) for y in -inf..87, vectorized: exp(-|y|), or its reciprocal for y > 0 (1.5 ulp).
-template <class A>
-[[gnu::always_inline]] inline A exp_to_87(A y) {
-  const A e = simd_math::exp(-std::fabs(y));
-  const SignedBits<A> negative = std::bit_cast<SignedBits<A>>(y) >> (8 * sizeof(A) - 1);  // all ones for y <= -0
-  return std::bit_cast<A>((std::bit_cast<SignedBits<A>>(e) & negative) |
-                          (std::bit_cast<SignedBits<A>>(A(1) / e) & ~negative));
-}
-
 // A row of outputs is computed in the compute type, into out itself where T is A, else into a
 // buffer converted to T after, in a loop of its own (a conversion inside the math's loop narrowed
 // GCC's vectors to half width). No helper takes a lambda here: a call out of a cloned function
@@ -377,8 +368,22 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer
   }
 }
 
-// The backward's outputs: softmax dy y - y sum, log_softmax dy - exp(y) sum (the vectorized exp
-// where every y of the row is in -inf..87 (log_softmax's outputs are <= 0), std::exp otherwise).
+// exp(x) for log_softmax's backward, f32 vectorized: simd_math's exp without its subnormal results
+// (under 2^-126, x < -87, it gives 0: a term exp(y) sum moves dx by under 2^-126 |sum|): no subnormal
+// path, where the exp is most of the row's time (bench/NOTES.md).
+template <class A>
+[[gnu::always_inline]] inline A exp_or_zero(A x) {
+  if constexpr (std::is_same_v<A, float>) {
+    using namespace simd_math::f32;
+    const Reduced t = reduce_ln2(select(x < -87.0f, -87.0f, x));  // NaN stays NaN
+    const float e = to_float(of(expm1_reduced(t.r) + 1.0f) + (static_cast<uint32_t>(t.n) << 23));
+    return select(!(x <= 88.72283172607421875f), x + to_float(0x7f800000u), select(x < -87.0f, 0.0f, e));
+  } else {
+    return std::exp(x);
+  }
+}
+
+// The backward's outputs: softmax dy y - y sum, log_softmax dy - exp(y) sum.
 template <bool kShared, class A, class T>
 BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Writer* w, const A* y, int64_t ld_y,
                                     const A* dy, int64_t ld_dy, int rows, int cols, T* out, int64_t out_ld) {
@@ -388,25 +393,14 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxBackwardMath<A>::Write
   auto at = [&](int c) { return kShared ? 0 : c; };
   for (int r = 0; r < rows; ++r) {
     const A *a = y + r * ld_y, *b = dy + r * ld_dy;
-    SignedBits<A> high = std::numeric_limits<SignedBits<A>>::min(), nan = 0;
-    if (w[0].log)
-#pragma omp simd reduction(max : high) reduction(| : nan)
-      for (int c = 0; c < cols; ++c) {
-        const SignedBits<A> bits = std::bit_cast<SignedBits<A>>(a[c]);
-        high = std::max(high, bits);
-        nan |= kInfBits<A> - (bits & kAbs<A>);
-      }
-    const bool fast = nan >= 0 && high <= std::bit_cast<SignedBits<A>>(A(87));
     A buffer[kShared ? kRowPiece : kOuterColumns];
     A* dx = outputs(out + r * out_ld, buffer);
     if (!w[0].log)
 #pragma omp simd
       for (int c = 0; c < cols; ++c) dx[c] = a[c] * (b[c] - sum[at(c)]);
-    else if (fast)
-#pragma omp simd
-      for (int c = 0; c < cols; ++c) dx[c] = b[c] - exp_to_87(a[c]) * sum[at(c)];
     else
-      for (int c = 0; c < cols; ++c) dx[c] = b[c] - std::exp(a[c]) * sum[at(c)];
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) dx[c] = b[c] - exp_or_zero(a[c]) * sum[at(c)];
     narrow(dx, cols, out + r * out_ld);
   }
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -126,6 +127,25 @@ const std::string& fingerprint() {
   return f;
 }
 
+// The caller's own NVRTC options, BARACUDA_JIT_OPTIONS split at spaces ("-lineinfo" for the profiler's
+// source view, "-pch" for NVRTC's precompiled headers): read once, part of every key.
+const std::vector<std::string>& caller_options() {
+  static const std::vector<std::string> options = [] {
+    std::vector<std::string> out;
+    const char* env = std::getenv("BARACUDA_JIT_OPTIONS");
+    for (std::string_view rest = env ? env : ""; !rest.empty();) {
+      const size_t start = rest.find_first_not_of(' ');
+      if (start == std::string_view::npos) break;
+      rest.remove_prefix(start);
+      const size_t end = std::min(rest.find(' '), rest.size());
+      out.emplace_back(rest.substr(0, end));
+      rest.remove_prefix(end);
+    }
+    return out;
+  }();
+  return options;
+}
+
 // CUBIN for the real arch sm_<arch>; or PTX alone for the virtual arch compute_<arch> (no ptxas).
 enum class Output { cubin, ptx };
 
@@ -137,6 +157,7 @@ std::vector<std::string> options_for(const Program& program, int arch, Output ou
   // the front end whole, the optimizer cut short (the catalog 62 -> 11 s, bench/NOTES.md).
   const Nvrtc& n = nvrtc();
   if (output == Output::ptx && (n.major > 12 || (n.major == 12 && n.minor >= 8))) opts.push_back("-Ofc=max");
+  opts.insert(opts.end(), caller_options().begin(), caller_options().end());
   return opts;
 }
 

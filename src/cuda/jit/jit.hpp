@@ -12,6 +12,8 @@
 // truncated or foreign file is recompiled and replaced, never trusted; a directory that cannot be
 // written means no disk cache, not an error. NVRTC is opened at first use (BARACUDA_NVRTC_LIBRARY
 // names another library file): without it, a kernel that is not on disk is a backend error.
+// BARACUDA_JIT_OPTIONS adds NVRTC options of the caller's to every compile ("-lineinfo"), and to the
+// key.
 #include <atomic>
 #include <cstdint>
 #include <mutex>
