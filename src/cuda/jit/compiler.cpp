@@ -328,13 +328,16 @@ Expected<Compiled> run_nvrtc(const Program& program, int arch, std::string_view 
         std::string("NVRTC failed for sm_") + std::to_string(arch) + " (" + api.get_error_string(r) + "):\n" + log);
   }
   if (const char* env = std::getenv("BARACUDA_JIT_LOG"); env && *env && std::strcmp(env, "0") != 0) {
-    // NVRTC's log of a compile that passed (--ptxas-options=-v's registers and spills)
+    // Every program NVRTC compiles, and its log (--ptxas-options=-v's registers and spills): which
+    // kernels a run compiles that the warm-up's catalog did not hold.
     size_t size = 0;
+    std::string log;
     if (api.log_size(guard.p, &size) == NVRTC_SUCCESS && size > 1) {
-      std::string log(size, '\0');
+      log.resize(size);
       api.log(guard.p, log.data());
-      std::fprintf(stderr, "baracuda jit: %s\n%s\n", program.name.c_str(), log.c_str());
+      log.resize(size - 1);
     }
+    std::fprintf(stderr, "baracuda jit: compiled %s for sm_%d\n%s", program.name.c_str(), arch, log.c_str());
   }
   Compiled c;
   for (const std::string& k : program.kernels) {

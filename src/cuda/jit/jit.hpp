@@ -13,7 +13,8 @@
 // written means no disk cache, not an error. NVRTC is opened at first use (BARACUDA_NVRTC_LIBRARY
 // names another library file): without it, a kernel that is not on disk is a backend error.
 // BARACUDA_JIT_OPTIONS adds NVRTC options of the caller's to every compile ("-lineinfo"), and to the
-// key; BARACUDA_JIT_LOG=1 prints NVRTC's log of compiles that pass (--ptxas-options=-v's counts).
+// key; BARACUDA_JIT_LOG=1 names every program NVRTC compiles, with its log (--ptxas-options=-v's
+// registers and spills).
 #include <atomic>
 #include <cstdint>
 #include <mutex>
