@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
 #include "cpu/norm_dtypes.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/scatter_order.hpp"
+#include "cpu/vector_math.hpp"
 #include "ops/norm_problem.hpp"
 
 namespace baracuda::detail::cpu {
@@ -56,6 +59,112 @@ Status with_inner(bool unit, F&& f) {
   return unit ? f(std::true_type{}) : f(std::false_type{});
 }
 
+// The passes over a contiguous f32 / f64 row (no residual), in the widest vectors the machine has
+// (BARACUDA_CPU_CLONES). Sums in kLanes fixed lanes, element j into lane j % kLanes, folded in lane
+// order: the same bits on every ISA.
+constexpr int kLanes = 16;
+
+template <class A>
+[[gnu::always_inline]] inline A lanes_sum(const A (&lane)[kLanes]) {
+  A total = lane[0];
+  for (int u = 1; u < kLanes; ++u) total += lane[u];
+  return total;
+}
+
+// The sum of x (squares: of x^2) over n, or of (x - mean)^2 with `centered`.
+template <class A>
+BARACUDA_CPU_CLONES A row_moment(const A* x, int64_t n, bool squares, bool centered, A mean) {
+  A lane[kLanes] = {};
+  const int64_t body = n - n % kLanes;
+  if (centered) {
+    for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += (x[i + u] - mean) * (x[i + u] - mean);
+    for (int64_t i = body; i < n; ++i) lane[i - body] += (x[i] - mean) * (x[i] - mean);
+  } else if (squares) {
+    for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += x[i + u] * x[i + u];
+    for (int64_t i = body; i < n; ++i) lane[i - body] += x[i] * x[i];
+  } else {
+    for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += x[i + u];
+    for (int64_t i = body; i < n; ++i) lane[i - body] += x[i];
+  }
+  return lanes_sum(lane);
+}
+
+// y = (x - mean) rstd (w + offset) + b over n, each factor where present (the general path's order).
+template <class A, class W>
+BARACUDA_CPU_CLONES void write_normalized(const A* x, int64_t n, A mean, A rstd, const W* weight, A offset,
+                                          const W* bias, A* y) {
+  if (weight && bias)
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = (x[j] - mean) * rstd * (convert<A>(weight[j]) + offset) + convert<A>(bias[j]);
+  else if (weight)
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * (convert<A>(weight[j]) + offset);
+  else if (bias)
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd + convert<A>(bias[j]);
+  else
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd;
+}
+
+// The backward's row sums over a contiguous f32 / f64 row: of g xhat and of g, with g = dy (w + offset)
+// (dy without a weight) and xhat = (h - mean) rstd.
+template <class A, class W>
+struct GradSums {
+  A gx, g;
+};
+template <class A, class W>
+BARACUDA_CPU_CLONES GradSums<A, W> row_grad_sums(const A* dy, const A* h, const W* weight, A offset, A mean, A rstd,
+                                                 int64_t n) {
+  A gx[kLanes] = {}, gs[kLanes] = {};
+  const int64_t body = n - n % kLanes;
+  for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) {
+      const A g = weight ? dy[i + u] * (convert<A>(weight[i + u]) + offset) : dy[i + u];
+      gx[u] += g * ((h[i + u] - mean) * rstd);
+      gs[u] += g;
+    }
+  for (int64_t i = body; i < n; ++i) {
+    const A g = weight ? dy[i] * (convert<A>(weight[i]) + offset) : dy[i];
+    gx[i - body] += g * ((h[i] - mean) * rstd);
+    gs[i - body] += g;
+  }
+  return {lanes_sum(gx), lanes_sum(gs)};
+}
+
+// dx = rstd (g - cb - xhat ca) (+ dh), over a contiguous f32 / f64 row (dx may be dy, h or dh).
+template <class A, class W>
+BARACUDA_CPU_CLONES void write_gradient(const A* dy, const A* h, const W* weight, A offset, A mean, A rstd, A ca, A cb,
+                                        const A* dh, A* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const A g = weight ? dy[j] * (convert<A>(weight[j]) + offset) : dy[j];
+    A out = rstd * (g - cb - ((h[j] - mean) * rstd) * ca);
+    if (dh) out += dh[j];
+    dx[j] = out;
+  }
+}
+
+// One row's terms of dweight (dy xhat) and dbias (dy) added to sw and sb (each optional) over n
+// contiguous f32 / f64 columns.
+template <class A>
+BARACUDA_CPU_CLONES void add_weight_gradients(const A* dy, const A* h, A mean, A rstd, int64_t n, A* sw, A* sb) {
+  if (sw)
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) sw[j] += dy[j] * ((h[j] - mean) * rstd);
+  if (sb)
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) sb[j] += dy[j];
+}
+
 // The longest 16-bit row the forward converts once and keeps (32 KB of f32: within L1).
 inline constexpr int64_t kHeldRow = 8192;
 
@@ -79,6 +188,21 @@ Status forward(const NormForwardProblem& p) {
     const T* x = static_cast<const T*>(a.x.data) + off[0];
     const T* r = residual ? static_cast<const T*>(a.residual.data) + off[1] : nullptr;
     T* y = static_cast<T*>(a.y.data) + off[2];
+    if constexpr (kUnit && std::is_same_v<T, Acc>) {
+      if (!residual) {  // contiguous f32 / f64: the cloned passes
+        Acc mean = 0, rstd;
+        if (rms) {
+          rstd = Acc(1) / std::sqrt(row_moment(x, g.n, true, false, Acc(0)) / n + eps);
+        } else {
+          mean = row_moment(x, g.n, false, false, Acc(0)) / n;
+          rstd = Acc(1) / std::sqrt(row_moment(x, g.n, false, true, mean) / n + eps);
+        }
+        if (mean_out) mean_out[off[4]] = mean;
+        if (rstd_out) rstd_out[off[5]] = rstd;
+        write_normalized(x, g.n, mean, rstd, weight, offset, bias, y);
+        continue;
+      }
+    }
     T* h = residual ? static_cast<T*>(a.h.data) + off[3] : nullptr;
     auto value = [&](int64_t j) {  // h's value (x + residual rounded to T), as the GPU computes it
       const Acc v = load<Acc>(x, inner_offset<kUnit>(g.inner, 0, j));
@@ -159,7 +283,29 @@ Status backward(const NormBackwardProblem& p) {
   // First (dx may be dy or h exactly, in place): columns in blocks, each block's rows in order, so
   // the sums' order is fixed.
   constexpr int64_t kColumns = 64;
-  const int64_t blocks = dweight || dbias ? (g.n + kColumns - 1) / kColumns : 0;
+  int64_t blocks = dweight || dbias ? (g.n + kColumns - 1) / kColumns : 0;
+  if constexpr (kUnit && std::is_same_v<T, Acc> && std::is_same_v<W, Acc>) {
+    // Contiguous f32 / f64: each thread a range of columns, the rows in order (the same sums), a row
+    // at a time through the cloned loop.
+    if (blocks > 0) {
+      blocks = 0;
+#pragma omp parallel if (g.rows * g.n > kParallelThreshold)
+      {
+        int64_t c0, c1;
+        owned_range(g.n, c0, c1);
+        std::vector<Acc> sw(dweight ? c1 - c0 : 0), sb(dbias ? c1 - c0 : 0);
+        for (int64_t row = 0; row < g.rows && c1 > c0; ++row) {
+          const Row r = row_of(row);
+          add_weight_gradients(r.dy + c0, r.h + c0, r.mean, r.rstd, c1 - c0, dweight ? sw.data() : nullptr,
+                               dbias ? sb.data() : nullptr);
+        }
+        for (int64_t j = c0; j < c1; ++j) {
+          if (dweight) dweight[j] = sw[j - c0];
+          if (dbias) dbias[j] = sb[j - c0];
+        }
+      }
+    }
+  }
 #pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t j0 = b * kColumns, j1 = std::min(g.n, j0 + kColumns);
@@ -181,6 +327,12 @@ Status backward(const NormBackwardProblem& p) {
 #pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
     for (int64_t row = 0; row < g.rows; ++row) {
       const Row r = row_of(row);
+      if constexpr (kUnit && std::is_same_v<T, Acc>) {  // contiguous f32 / f64: the cloned passes
+        const GradSums<Acc, W> sums = row_grad_sums(r.dy, r.h, weight, offset, r.mean, r.rstd, g.n);
+        write_gradient(r.dy, r.h, weight, offset, r.mean, r.rstd, sums.gx / n, rms ? Acc(0) : sums.g / n, r.dh, r.dx,
+                       g.n);
+        continue;
+      }
       auto xhat = [&](int64_t j) { return (load<Acc>(r.h, inner_offset<kUnit>(g.inner, 1, j)) - r.mean) * r.rstd; };
       auto grad = [&](int64_t j) { return load<Acc>(r.dy, inner_offset<kUnit>(g.inner, 0, j)) * w_at(j); };
       Acc sum_gx = 0, sum_g = 0;
