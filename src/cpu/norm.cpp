@@ -165,6 +165,14 @@ BARACUDA_CPU_CLONES void add_weight_gradients(const A* dy, const A* h, A mean, A
     for (int64_t j = 0; j < n; ++j) sb[j] += dy[j];
 }
 
+// n values of the compute type stored as T (16-bit: rounded), in a loop of their own (a conversion
+// inside the math's loop narrowed GCC's vectors, as in cpu/softmax.cpp).
+template <class A, class T>
+BARACUDA_CPU_CLONES void narrow_row(const A* y, int64_t n, T* out) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) out[j] = convert<T>(y[j]);
+}
+
 // The longest 16-bit row the forward converts once and keeps (32 KB of f32: within L1).
 inline constexpr int64_t kHeldRow = 8192;
 
@@ -212,6 +220,31 @@ Status forward(const NormForwardProblem& p) {
     // later passes; longer rows, and f32 / f64 ones, are read again.
     alignas(64) Acc held[k16 ? kHeldRow : 1];
     const bool hold = k16 && g.n <= kHeldRow;
+    if constexpr (kUnit && k16) {
+      if (!residual) {  // the cloned passes over f32 copies: the row's, or a piece's at a time
+        const auto piece = [&](int64_t c) {
+          const int64_t m = std::min(kHeldRow, g.n - c);
+          if (!hold) convert_rows(x + c, 0, 1, 1, static_cast<int>(m), held);
+          return m;
+        };
+        const auto moment = [&](bool squares, bool centered, Acc mean) {
+          Acc total = 0;
+          for (int64_t c = 0; c < g.n; c += kHeldRow) total += row_moment(held, piece(c), squares, centered, mean);
+          return total;
+        };
+        if (hold) convert_rows(x, 0, 1, 1, static_cast<int>(g.n), held);
+        const Acc mean = rms ? Acc(0) : moment(false, false, Acc(0)) / n;
+        const Acc rstd = Acc(1) / std::sqrt(moment(rms, !rms, mean) / n + eps);
+        if (mean_out) mean_out[off[4]] = mean;
+        if (rstd_out) rstd_out[off[5]] = rstd;
+        for (int64_t c = 0; c < g.n; c += kHeldRow) {
+          const int64_t m = piece(c);
+          write_normalized(held, m, mean, rstd, weight ? weight + c : nullptr, offset, bias ? bias + c : nullptr, held);
+          narrow_row(held, m, y + c);
+        }
+        continue;
+      }
+    }
     Acc sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < g.n; ++j) {
@@ -332,6 +365,31 @@ Status backward(const NormBackwardProblem& p) {
         write_gradient(r.dy, r.h, weight, offset, r.mean, r.rstd, sums.gx / n, rms ? Acc(0) : sums.g / n, r.dh, r.dx,
                        g.n);
         continue;
+      } else if constexpr (kUnit) {  // contiguous 16-bit rows through f32 copies, a piece at a time
+        if (!r.dh) {
+          alignas(64) Acc dy[kHeldRow], h[kHeldRow];
+          const bool hold = g.n <= kHeldRow;  // (converted once; longer rows again for the second pass)
+          const auto piece = [&](int64_t c) {
+            const int64_t m = std::min(kHeldRow, g.n - c);
+            convert_rows(r.dy + c, 0, 1, 1, static_cast<int>(m), dy);
+            convert_rows(r.h + c, 0, 1, 1, static_cast<int>(m), h);
+            return m;
+          };
+          GradSums<Acc, W> sums{0, 0};
+          for (int64_t c = 0; c < g.n; c += kHeldRow) {
+            const GradSums<Acc, W> part =
+                row_grad_sums(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, piece(c));
+            sums.gx += part.gx;
+            sums.g += part.g;
+          }
+          for (int64_t c = 0; c < g.n; c += kHeldRow) {
+            const int64_t m = hold ? g.n : piece(c);
+            write_gradient(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, sums.gx / n,
+                           rms ? Acc(0) : sums.g / n, static_cast<const Acc*>(nullptr), dy, m);
+            narrow_row(dy, m, r.dx + c);
+          }
+          continue;
+        }
       }
       auto xhat = [&](int64_t j) { return (load<Acc>(r.h, inner_offset<kUnit>(g.inner, 1, j)) - r.mean) * r.rstd; };
       auto grad = [&](int64_t j) { return load<Acc>(r.dy, inner_offset<kUnit>(g.inner, 0, j)) * w_at(j); };
