@@ -317,24 +317,34 @@ Status backward(const NormBackwardProblem& p) {
   // the sums' order is fixed.
   constexpr int64_t kColumns = 64;
   int64_t blocks = dweight || dbias ? (g.n + kColumns - 1) / kColumns : 0;
-  if constexpr (kUnit && std::is_same_v<T, Acc> && std::is_same_v<W, Acc>) {
-    // Contiguous f32 / f64: each thread a range of columns, the rows in order (the same sums), a row
-    // at a time through the cloned loop.
+  if constexpr (kUnit) {
+    // Contiguous rows: each thread a range of columns, the rows in order (the same sums), a row at a
+    // time through the cloned loop (16-bit rows converted to f32 first, a loop of their own).
     if (blocks > 0) {
       blocks = 0;
 #pragma omp parallel if (g.rows * g.n > kParallelThreshold)
       {
         int64_t c0, c1;
         owned_range(g.n, c0, c1);
-        std::vector<Acc> sw(dweight ? c1 - c0 : 0), sb(dbias ? c1 - c0 : 0);
-        for (int64_t row = 0; row < g.rows && c1 > c0; ++row) {
+        const int64_t width = c1 - c0;
+        std::vector<Acc> sw(dweight ? width : 0), sb(dbias ? width : 0);
+        std::vector<Acc> dy(std::is_same_v<T, Acc> ? 0 : width), h(std::is_same_v<T, Acc> ? 0 : width);
+        for (int64_t row = 0; row < g.rows && width > 0; ++row) {
           const Row r = row_of(row);
-          add_weight_gradients(r.dy + c0, r.h + c0, r.mean, r.rstd, c1 - c0, dweight ? sw.data() : nullptr,
+          const Acc *dy_row, *h_row;
+          if constexpr (std::is_same_v<T, Acc>) {
+            dy_row = r.dy + c0, h_row = r.h + c0;
+          } else {
+            convert_rows(r.dy + c0, 0, 1, 1, static_cast<int>(width), dy.data());
+            convert_rows(r.h + c0, 0, 1, 1, static_cast<int>(width), h.data());
+            dy_row = dy.data(), h_row = h.data();
+          }
+          add_weight_gradients(dy_row, h_row, r.mean, r.rstd, width, dweight ? sw.data() : nullptr,
                                dbias ? sb.data() : nullptr);
         }
         for (int64_t j = c0; j < c1; ++j) {
-          if (dweight) dweight[j] = sw[j - c0];
-          if (dbias) dbias[j] = sb[j - c0];
+          if (dweight) store(dweight, j, sw[j - c0]);
+          if (dbias) store(dbias, j, sb[j - c0]);
         }
       }
     }
