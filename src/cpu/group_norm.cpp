@@ -10,6 +10,7 @@
 #include "common/dispatch.hpp"
 #include "cpu/norm_dtypes.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/vector_math.hpp"
 #include "ops/group_norm_problem.hpp"
 
 namespace baracuda::detail::cpu {
@@ -45,6 +46,80 @@ Acc sigmoid(Acc z) {
   return Acc(1) / (Acc(1) + std::exp(-z));
 }
 
+// The unit-stride channels' loops (a channel's spatial elements contiguous), in the widest vectors
+// the machine has (BARACUDA_CPU_CLONES). Sums in kLanes fixed lanes, element s into lane s % kLanes,
+// folded in lane order: the same bits on every ISA.
+constexpr int kLanes = 16;
+
+template <class A>
+[[gnu::always_inline]] inline A lanes_sum(const A (&lane)[kLanes]) {
+  A total = lane[0];
+  for (int u = 1; u < kLanes; ++u) total += lane[u];
+  return total;
+}
+
+// The sum over a channel's n values of x, or of (x - mean)^2 with `centered`.
+template <class A, class T>
+BARACUDA_CPU_CLONES A channel_moment(const T* x, int64_t n, bool centered, A mean) {
+  A lane[kLanes] = {};
+  const int64_t body = n - n % kLanes;
+  if (centered) {
+    for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) {
+        const A v = to_acc<A>(x[i + u]) - mean;
+        lane[u] += v * v;
+      }
+    for (int64_t i = body; i < n; ++i) {
+      const A v = to_acc<A>(x[i]) - mean;
+      lane[i - body] += v * v;
+    }
+  } else {
+    for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += to_acc<A>(x[i + u]);
+    for (int64_t i = body; i < n; ++i) lane[i - body] += to_acc<A>(x[i]);
+  }
+  return lanes_sum(lane);
+}
+
+// y = (x - mean) rstd w + b over a channel's n values (no SiLU).
+template <class A, class T>
+BARACUDA_CPU_CLONES void channel_normalized(const T* x, int64_t n, A mean, A rstd, A w, A b, T* y) {
+#pragma omp simd
+  for (int64_t s = 0; s < n; ++s) y[s] = convert<T>((to_acc<A>(x[s]) - mean) * rstd * w + b);
+}
+
+// The backward's sums over a channel's n values: of dy and of dy xhat, xhat = (x - mean) rstd (no SiLU).
+template <class A, class T>
+BARACUDA_CPU_CLONES void channel_gradient_sums(const T* dy, const T* x, int64_t n, A mean, A rstd, A& s_dz, A& s_dzx) {
+  A dz[kLanes] = {}, dzx[kLanes] = {};
+  const int64_t body = n - n % kLanes;
+  for (int64_t i = 0; i < body; i += kLanes)
+#pragma omp simd
+    for (int u = 0; u < kLanes; ++u) {
+      const A g = to_acc<A>(dy[i + u]);
+      dz[u] += g;
+      dzx[u] += g * ((to_acc<A>(x[i + u]) - mean) * rstd);
+    }
+  for (int64_t i = body; i < n; ++i) {
+    const A g = to_acc<A>(dy[i]);
+    dz[i - body] += g;
+    dzx[i - body] += g * ((to_acc<A>(x[i]) - mean) * rstd);
+  }
+  s_dz = lanes_sum(dz);
+  s_dzx = lanes_sum(dzx);
+}
+
+// dx = rstd (dy w - mean_g - xhat mean_gx) over a channel's n values (no SiLU).
+template <class A, class T>
+BARACUDA_CPU_CLONES void channel_gradient(const T* dy, const T* x, int64_t n, A mean, A rstd, A w, A mean_g, A mean_gx,
+                                          T* dx) {
+#pragma omp simd
+  for (int64_t s = 0; s < n; ++s)
+    dx[s] = convert<T>(rstd * (to_acc<A>(dy[s]) * w - mean_g - ((to_acc<A>(x[s]) - mean) * rstd) * mean_gx));
+}
+
 template <class T, class W>
 Status forward(const GroupNormForwardProblem& p) {
   using Acc = acc_t<T>;
@@ -68,20 +143,14 @@ Status forward(const GroupNormForwardProblem& p) {
     const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
     const T* x = static_cast<const T*>(a.x.data) + n * g.n_stride[0] + c0 * g.c_stride[0];
     T* y = static_cast<T*>(a.y.data) + n * g.n_stride[1] + c0 * g.c_stride[1];
-    if (unit) {  // a channel's spatial elements contiguous in x and y: plain loops that vectorize
+    if (unit) {  // a channel's spatial elements contiguous in x and y: the cloned loops
       Acc sum = 0;
-      for (int64_t c = 0; c < g.group_channels; ++c) {
-        const T* xc = x + c * g.c_stride[0];
-#pragma omp simd reduction(+ : sum)
-        for (int64_t s = 0; s < g.spatial; ++s) sum += load<Acc>(xc, s);
-      }
+      for (int64_t c = 0; c < g.group_channels; ++c)
+        sum += channel_moment(x + c * g.c_stride[0], g.spatial, false, Acc(0));
       const Acc mean = sum / count;
       Acc dev = 0;
-      for (int64_t c = 0; c < g.group_channels; ++c) {
-        const T* xc = x + c * g.c_stride[0];
-#pragma omp simd reduction(+ : dev)
-        for (int64_t s = 0; s < g.spatial; ++s) dev += (load<Acc>(xc, s) - mean) * (load<Acc>(xc, s) - mean);
-      }
+      for (int64_t c = 0; c < g.group_channels; ++c)
+        dev += channel_moment(x + c * g.c_stride[0], g.spatial, true, mean);
       const Acc rstd = Acc(1) / std::sqrt(dev / count + eps);
       if (mean_out) mean_out[n * g.mean_stride[0] + group * g.mean_stride[1]] = mean;
       if (rstd_out) rstd_out[n * g.rstd_stride[0] + group * g.rstd_stride[1]] = rstd;
@@ -96,8 +165,7 @@ Status forward(const GroupNormForwardProblem& p) {
             yc[s] = convert<T>(z * sigmoid(z));
           }
         } else {
-#pragma omp simd
-          for (int64_t s = 0; s < g.spatial; ++s) yc[s] = convert<T>((load<Acc>(xc, s) - mean) * rstd * w + b);
+          channel_normalized(xc, g.spatial, mean, rstd, w, b, yc);
         }
       }
       continue;
@@ -148,6 +216,9 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   // the groups' empty channels (billions of them in a valid view of no element).
   const bool elements = g.spatial > 0;
   const int64_t items = elements ? g.samples * g.groups : 0;
+  // A channel's spatial elements contiguous in dy and x, and no SiLU: the cloned loops.
+  const bool unit = !silu && elements && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 &&
+                    g.space.strides[1][0] == 1;
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < items; ++item) {
     const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
@@ -172,11 +243,15 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
     for (int64_t c = 0; c < g.group_channels; ++c) {
       const Acc w = w_of(c), b = b_of(c);
       Acc s_dz = 0, s_dzx = 0;
-      for (int64_t s = 0; s < g.spatial; ++s) {
-        Acc xhat;
-        const Acc dz = grad(c, s, w, b, xhat);
-        s_dz += dz;
-        s_dzx += dz * xhat;
+      if (unit) {
+        channel_gradient_sums(dy + c * g.c_stride[0], x + c * g.c_stride[1], g.spatial, mean, rstd, s_dz, s_dzx);
+      } else {
+        for (int64_t s = 0; s < g.spatial; ++s) {
+          Acc xhat;
+          const Acc dz = grad(c, s, w, b, xhat);
+          s_dz += dz;
+          s_dzx += dz * xhat;
+        }
       }
       if (keep_sums) {
         sums[n * g.channels + c0 + c] = s_dzx;
@@ -188,6 +263,12 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
     if (!dx_base) continue;
     T* dx = dx_base + n * g.n_stride[2] + c0 * g.c_stride[2];
     const Acc mean_g = sum_g / count, mean_gx = sum_gx / count;
+    if (unit && g.space.strides[2][0] == 1) {
+      for (int64_t c = 0; c < g.group_channels; ++c)
+        channel_gradient(dy + c * g.c_stride[0], x + c * g.c_stride[1], g.spatial, mean, rstd, w_of(c), mean_g, mean_gx,
+                         dx + c * g.c_stride[2]);
+      continue;
+    }
     each_element(g, [&](int64_t c, int64_t s) {
       const Acc w = w_of(c);
       Acc xhat;
