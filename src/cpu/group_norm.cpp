@@ -47,16 +47,9 @@ Acc sigmoid(Acc z) {
 }
 
 // The unit-stride channels' loops (a channel's spatial elements contiguous), in the widest vectors
-// the machine has (BARACUDA_CPU_CLONES). Sums in kLanes fixed lanes, element s into lane s % kLanes,
-// folded in lane order: the same bits on every ISA.
-constexpr int kLanes = 16;
-
-template <class A>
-[[gnu::always_inline]] inline A lanes_sum(const A (&lane)[kLanes]) {
-  A total = lane[0];
-  for (int u = 1; u < kLanes; ++u) total += lane[u];
-  return total;
-}
+// the machine has (BARACUDA_CPU_CLONES), sums in vector_math.hpp's fixed lanes (the same bits on every
+// ISA).
+constexpr int kLanes = kSumLanes;
 
 // The sum over a channel's n values of x, or of (x - mean)^2 with `centered`.
 template <class A, class T>

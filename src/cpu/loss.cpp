@@ -18,14 +18,7 @@
 namespace baracuda::detail::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-
-template <class A>
-A lanes_sum(const A (&lane)[kLanes]) {
-  A total = lane[0];
-  for (int u = 1; u < kLanes; ++u) total += lane[u];
-  return total;
-}
+constexpr int kLanes = kSumLanes;  // (vector_math.hpp's lanes_sum folds them)
 
 // What a row's passes return: the max, the sum of exp(x - max) and the sum of w_c x_c.
 template <class A>

@@ -59,17 +59,9 @@ Status with_inner(bool unit, F&& f) {
   return unit ? f(std::true_type{}) : f(std::false_type{});
 }
 
-// The passes over a contiguous f32 / f64 row (no residual), in the widest vectors the machine has
-// (BARACUDA_CPU_CLONES). Sums in kLanes fixed lanes, element j into lane j % kLanes, folded in lane
-// order: the same bits on every ISA.
-constexpr int kLanes = 16;
-
-template <class A>
-[[gnu::always_inline]] inline A lanes_sum(const A (&lane)[kLanes]) {
-  A total = lane[0];
-  for (int u = 1; u < kLanes; ++u) total += lane[u];
-  return total;
-}
+// The passes over a contiguous row, in the widest vectors the machine has (BARACUDA_CPU_CLONES),
+// sums in vector_math.hpp's fixed lanes (the same bits on every ISA).
+constexpr int kLanes = kSumLanes;
 
 // The sum of x (squares: of x^2) over n, or of (x - mean)^2 with `centered`.
 template <class A>

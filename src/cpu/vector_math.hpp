@@ -37,6 +37,17 @@ namespace baracuda::detail::cpu {
 #pragma clang diagnostic ignored "-Wpass-failed"
 #endif
 
+// A row's independent sums for the cloned loops: element j into lane j % kSumLanes, the lanes folded
+// in lane order after (lanes_sum), so that the bits do not depend on the vector width of the clone
+// that runs.
+inline constexpr int kSumLanes = 16;
+template <class A>
+[[gnu::always_inline]] inline A lanes_sum(const A (&lane)[kSumLanes]) {
+  A total = lane[0];
+  for (int u = 1; u < kSumLanes; ++u) total += lane[u];
+  return total;
+}
+
 // `rows` runs of `columns` values, `step` apart (1: the loop vectorizes, 16-bit conversions too),
 // `row_stride` apart from src, in the compute type A into rows of `to`: one call a tile (a call a row
 // of 64 16-bit values cost as much as its conversions).

@@ -315,7 +315,7 @@ Expected<Compiled> run_nvrtc(const Program& program, int arch, std::string_view 
   std::vector<const char*> opt_ptrs;
   for (const std::string& o : opts) opt_ptrs.push_back(o.c_str());
   r = api.compile(guard.p, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
-  if (r != NVRTC_SUCCESS) {
+  const auto program_log = [&] {
     size_t size = 0;
     std::string log;
     if (api.log_size(guard.p, &size) == NVRTC_SUCCESS && size > 1) {
@@ -323,22 +323,16 @@ Expected<Compiled> run_nvrtc(const Program& program, int arch, std::string_view 
       api.log(guard.p, log.data());
       log.resize(size - 1);
     }
-    return jit_error(
-        plan, program,
-        std::string("NVRTC failed for sm_") + std::to_string(arch) + " (" + api.get_error_string(r) + "):\n" + log);
-  }
-  if (const char* env = std::getenv("BARACUDA_JIT_LOG"); env && *env && std::strcmp(env, "0") != 0) {
+    return log;
+  };
+  if (r != NVRTC_SUCCESS)
+    return jit_error(plan, program,
+                     std::string("NVRTC failed for sm_") + std::to_string(arch) + " (" + api.get_error_string(r) +
+                         "):\n" + program_log());
+  if (const char* env = std::getenv("BARACUDA_JIT_LOG"); env && *env && std::strcmp(env, "0") != 0)
     // Every program NVRTC compiles, and its log (--ptxas-options=-v's registers and spills): which
     // kernels a run compiles that the warm-up's catalog did not hold.
-    size_t size = 0;
-    std::string log;
-    if (api.log_size(guard.p, &size) == NVRTC_SUCCESS && size > 1) {
-      log.resize(size);
-      api.log(guard.p, log.data());
-      log.resize(size - 1);
-    }
-    std::fprintf(stderr, "baracuda jit: compiled %s for sm_%d\n%s", program.name.c_str(), arch, log.c_str());
-  }
+    std::fprintf(stderr, "baracuda jit: compiled %s for sm_%d\n%s", program.name.c_str(), arch, program_log().c_str());
   Compiled c;
   for (const std::string& k : program.kernels) {
     const char* lowered = nullptr;
