@@ -157,6 +157,14 @@ BARACUDA_CPU_CLONES void add_weight_gradients(const A* dy, const A* h, A mean, A
     for (int64_t j = 0; j < n; ++j) sb[j] += dy[j];
 }
 
+// h = x + r over n contiguous values, added in the compute type A and stored as T (rounded: the value
+// the passes then read back, as the general path rounds it).
+template <class A, class T>
+BARACUDA_CPU_CLONES void add_rows(const T* x, const T* r, int64_t n, T* h) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) h[j] = convert<T>(to_acc<A>(x[j]) + to_acc<A>(r[j]));
+}
+
 // n values of the compute type stored as T (16-bit: rounded), in a loop of their own (a conversion
 // inside the math's loop narrowed GCC's vectors, as in cpu/softmax.cpp).
 template <class A, class T>
@@ -188,22 +196,29 @@ Status forward(const NormForwardProblem& p) {
     const T* x = static_cast<const T*>(a.x.data) + off[0];
     const T* r = residual ? static_cast<const T*>(a.residual.data) + off[1] : nullptr;
     T* y = static_cast<T*>(a.y.data) + off[2];
-    if constexpr (kUnit && std::is_same_v<T, Acc>) {
-      if (!residual) {  // contiguous f32 / f64: the cloned passes
-        Acc mean = 0, rstd;
-        if (rms) {
-          rstd = Acc(1) / std::sqrt(row_moment(x, g.n, true, false, Acc(0)) / n + eps);
-        } else {
-          mean = row_moment(x, g.n, false, false, Acc(0)) / n;
-          rstd = Acc(1) / std::sqrt(row_moment(x, g.n, false, true, mean) / n + eps);
-        }
-        if (mean_out) mean_out[off[4]] = mean;
-        if (rstd_out) rstd_out[off[5]] = rstd;
-        write_normalized(x, g.n, mean, rstd, weight, offset, bias, y);
-        continue;
+    T* h = residual ? static_cast<T*>(a.h.data) + off[3] : nullptr;
+    // Contiguous rows: with a residual, h = x + residual (rounded to T) written first, then the passes
+    // read h as their row (the same values the general path computes).
+    const T* row_in = x;
+    if constexpr (kUnit) {
+      if (residual) {
+        add_rows<Acc>(x, r, g.n, h);
+        row_in = h;
       }
     }
-    T* h = residual ? static_cast<T*>(a.h.data) + off[3] : nullptr;
+    if constexpr (kUnit && std::is_same_v<T, Acc>) {  // contiguous f32 / f64: the cloned passes
+      Acc mean = 0, rstd;
+      if (rms) {
+        rstd = Acc(1) / std::sqrt(row_moment(row_in, g.n, true, false, Acc(0)) / n + eps);
+      } else {
+        mean = row_moment(row_in, g.n, false, false, Acc(0)) / n;
+        rstd = Acc(1) / std::sqrt(row_moment(row_in, g.n, false, true, mean) / n + eps);
+      }
+      if (mean_out) mean_out[off[4]] = mean;
+      if (rstd_out) rstd_out[off[5]] = rstd;
+      write_normalized(row_in, g.n, mean, rstd, weight, offset, bias, y);
+      continue;
+    }
     auto value = [&](int64_t j) {  // h's value (x + residual rounded to T), as the GPU computes it
       const Acc v = load<Acc>(x, inner_offset<kUnit>(g.inner, 0, j));
       return r ? rounded<T>(v + load<Acc>(r, inner_offset<kUnit>(g.inner, 1, j))) : v;
@@ -213,10 +228,10 @@ Status forward(const NormForwardProblem& p) {
     alignas(64) Acc held[k16 ? kHeldRow : 1];
     const bool hold = k16 && g.n <= kHeldRow;
     if constexpr (kUnit && k16) {
-      if (!residual) {  // the cloned passes over f32 copies: the row's, or a piece's at a time
+      {  // the cloned passes over f32 copies: the row's, or a piece's at a time
         const auto piece = [&](int64_t c) {
           const int64_t m = std::min(kHeldRow, g.n - c);
-          if (!hold) convert_rows(x + c, 0, 1, 1, static_cast<int>(m), held);
+          if (!hold) convert_rows(row_in + c, 0, 1, 1, static_cast<int>(m), held);
           return m;
         };
         const auto moment = [&](bool squares, bool centered, Acc mean) {
@@ -224,7 +239,7 @@ Status forward(const NormForwardProblem& p) {
           for (int64_t c = 0; c < g.n; c += kHeldRow) total += row_moment(held, piece(c), squares, centered, mean);
           return total;
         };
-        if (hold) convert_rows(x, 0, 1, 1, static_cast<int>(g.n), held);
+        if (hold) convert_rows(row_in, 0, 1, 1, static_cast<int>(g.n), held);
         const Acc mean = rms ? Acc(0) : moment(false, false, Acc(0)) / n;
         const Acc rstd = Acc(1) / std::sqrt(moment(rms, !rms, mean) / n + eps);
         if (mean_out) mean_out[off[4]] = mean;
@@ -368,30 +383,29 @@ Status backward(const NormBackwardProblem& p) {
                        g.n);
         continue;
       } else if constexpr (kUnit) {  // contiguous 16-bit rows through f32 copies, a piece at a time
-        if (!r.dh) {
-          alignas(64) Acc dy[kHeldRow], h[kHeldRow];
-          const bool hold = g.n <= kHeldRow;  // (converted once; longer rows again for the second pass)
-          const auto piece = [&](int64_t c) {
-            const int64_t m = std::min(kHeldRow, g.n - c);
-            convert_rows(r.dy + c, 0, 1, 1, static_cast<int>(m), dy);
-            convert_rows(r.h + c, 0, 1, 1, static_cast<int>(m), h);
-            return m;
-          };
-          GradSums<Acc, W> sums{0, 0};
-          for (int64_t c = 0; c < g.n; c += kHeldRow) {
-            const GradSums<Acc, W> part =
-                row_grad_sums(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, piece(c));
-            sums.gx += part.gx;
-            sums.g += part.g;
-          }
-          for (int64_t c = 0; c < g.n; c += kHeldRow) {
-            const int64_t m = hold ? g.n : piece(c);
-            write_gradient(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, sums.gx / n,
-                           rms ? Acc(0) : sums.g / n, static_cast<const Acc*>(nullptr), dy, m);
-            narrow_row(dy, m, r.dx + c);
-          }
-          continue;
+        alignas(64) Acc dy[kHeldRow], h[kHeldRow], dh[kHeldRow];
+        const bool hold = g.n <= kHeldRow;  // (converted once; longer rows again for the second pass)
+        const auto piece = [&](int64_t c) {
+          const int64_t m = std::min(kHeldRow, g.n - c);
+          convert_rows(r.dy + c, 0, 1, 1, static_cast<int>(m), dy);
+          convert_rows(r.h + c, 0, 1, 1, static_cast<int>(m), h);
+          return m;
+        };
+        GradSums<Acc, W> sums{0, 0};
+        for (int64_t c = 0; c < g.n; c += kHeldRow) {
+          const GradSums<Acc, W> part =
+              row_grad_sums(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, piece(c));
+          sums.gx += part.gx;
+          sums.g += part.g;
         }
+        for (int64_t c = 0; c < g.n; c += kHeldRow) {
+          const int64_t m = hold ? g.n : piece(c);
+          if (r.dh) convert_rows(r.dh + c, 0, 1, 1, static_cast<int>(m), dh);  // (the skip path's gradient)
+          write_gradient(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, sums.gx / n,
+                         rms ? Acc(0) : sums.g / n, r.dh ? static_cast<const Acc*>(dh) : nullptr, dy, m);
+          narrow_row(dy, m, r.dx + c);
+        }
+        continue;
       }
       auto xhat = [&](int64_t j) { return (load<Acc>(r.h, inner_offset<kUnit>(g.inner, 1, j)) - r.mean) * r.rstd; };
       auto grad = [&](int64_t j) { return load<Acc>(r.dy, inner_offset<kUnit>(g.inner, 0, j)) * w_at(j); };
