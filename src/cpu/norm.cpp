@@ -106,15 +106,15 @@ BARACUDA_CPU_CLONES void write_normalized(const A* x, int64_t n, A mean, A rstd,
     for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd;
 }
 
-// The backward's row sums over a contiguous f32 / f64 row: of g xhat and of g, with g = dy (w + offset)
-// (dy without a weight) and xhat = (h - mean) rstd.
-template <class A, class W>
+// The backward's sums over a contiguous row of the compute type: of g xhat and of g, with
+// g = dy (w + offset) (dy without a weight) and xhat = (h - mean) rstd.
+template <class A>
 struct GradSums {
   A gx, g;
 };
 template <class A, class W>
-BARACUDA_CPU_CLONES GradSums<A, W> row_grad_sums(const A* dy, const A* h, const W* weight, A offset, A mean, A rstd,
-                                                 int64_t n) {
+BARACUDA_CPU_CLONES GradSums<A> row_grad_sums(const A* dy, const A* h, const W* weight, A offset, A mean, A rstd,
+                                              int64_t n) {
   A gx[kLanes] = {}, gs[kLanes] = {};
   const int64_t body = n - n % kLanes;
   for (int64_t i = 0; i < body; i += kLanes)
@@ -132,7 +132,8 @@ BARACUDA_CPU_CLONES GradSums<A, W> row_grad_sums(const A* dy, const A* h, const 
   return {lanes_sum(gx), lanes_sum(gs)};
 }
 
-// dx = rstd (g - cb - xhat ca) (+ dh), over a contiguous f32 / f64 row (dx may be dy, h or dh).
+// dx = rstd (g - cb - xhat ca) (+ dh), over a contiguous row of the compute type (dx may be dy, h or
+// dh).
 template <class A, class W>
 BARACUDA_CPU_CLONES void write_gradient(const A* dy, const A* h, const W* weight, A offset, A mean, A rstd, A ca, A cb,
                                         const A* dh, A* dx, int64_t n) {
@@ -146,7 +147,7 @@ BARACUDA_CPU_CLONES void write_gradient(const A* dy, const A* h, const W* weight
 }
 
 // One row's terms of dweight (dy xhat) and dbias (dy) added to sw and sb (each optional) over n
-// contiguous f32 / f64 columns.
+// contiguous columns of the compute type.
 template <class A>
 BARACUDA_CPU_CLONES void add_weight_gradients(const A* dy, const A* h, A mean, A rstd, int64_t n, A* sw, A* sb) {
   if (sw)
@@ -378,7 +379,7 @@ Status backward(const NormBackwardProblem& p) {
     for (int64_t row = 0; row < g.rows; ++row) {
       const Row r = row_of(row);
       if constexpr (kUnit && std::is_same_v<T, Acc>) {  // contiguous f32 / f64: the cloned passes
-        const GradSums<Acc, W> sums = row_grad_sums(r.dy, r.h, weight, offset, r.mean, r.rstd, g.n);
+        const GradSums<Acc> sums = row_grad_sums(r.dy, r.h, weight, offset, r.mean, r.rstd, g.n);
         write_gradient(r.dy, r.h, weight, offset, r.mean, r.rstd, sums.gx / n, rms ? Acc(0) : sums.g / n, r.dh, r.dx,
                        g.n);
         continue;
@@ -391,9 +392,9 @@ Status backward(const NormBackwardProblem& p) {
           convert_rows(r.h + c, 0, 1, 1, static_cast<int>(m), h);
           return m;
         };
-        GradSums<Acc, W> sums{0, 0};
+        GradSums<Acc> sums{0, 0};
         for (int64_t c = 0; c < g.n; c += kHeldRow) {
-          const GradSums<Acc, W> part =
+          const GradSums<Acc> part =
               row_grad_sums(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, piece(c));
           sums.gx += part.gx;
           sums.g += part.g;
