@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/convert.hpp"
@@ -198,61 +199,61 @@ Status forward(const NormForwardProblem& p) {
     const T* r = residual ? static_cast<const T*>(a.residual.data) + off[1] : nullptr;
     T* y = static_cast<T*>(a.y.data) + off[2];
     T* h = residual ? static_cast<T*>(a.h.data) + off[3] : nullptr;
-    // Contiguous rows: with a residual, h = x + residual (rounded to T) written first, then the passes
-    // read h as their row (the same values the general path computes).
-    const T* row_in = x;
+    // A 16-bit row of up to kHeldRow elements is converted once, into f32 that stays in L1 for the
+    // later passes; longer rows, and f32 / f64 ones, are read again.
+    alignas(64) Acc held[k16 ? kHeldRow : 1];
+    const bool hold = k16 && g.n <= kHeldRow;
     if constexpr (kUnit) {
+      // Contiguous rows through the cloned passes: f32 / f64 read in place, 16-bit rows through f32
+      // copies in `held` (the row's, or a piece's at a time, converted again for each pass). With a
+      // residual, h = x + residual (rounded to T) is written first and read as the row (the values the
+      // general path computes).
+      const T* row_in = x;
       if (residual) {
         add_rows<Acc>(x, r, g.n, h);
         row_in = h;
       }
-    }
-    if constexpr (kUnit && std::is_same_v<T, Acc>) {  // contiguous f32 / f64: the cloned passes
-      Acc mean = 0, rstd;
-      if (rms) {
-        rstd = Acc(1) / std::sqrt(row_moment(row_in, g.n, true, false, Acc(0)) / n + eps);
-      } else {
-        mean = row_moment(row_in, g.n, false, false, Acc(0)) / n;
-        rstd = Acc(1) / std::sqrt(row_moment(row_in, g.n, false, true, mean) / n + eps);
-      }
+      constexpr bool kInPlace = std::is_same_v<T, Acc>;
+      if (hold) convert_rows(row_in, 0, 1, 1, static_cast<int>(g.n), held);
+      // The compute type's values of [c, c + m), m as many as a piece holds.
+      const auto piece = [&](int64_t c, int64_t& m) -> const Acc* {
+        m = kInPlace ? g.n - c : std::min(kHeldRow, g.n - c);
+        if constexpr (kInPlace) {
+          return row_in + c;
+        } else {
+          if (!hold) convert_rows(row_in + c, 0, 1, 1, static_cast<int>(m), held);
+          return held;
+        }
+      };
+      const auto moment = [&](bool squares, bool centered, Acc mean) {
+        Acc total = 0;
+        for (int64_t c = 0, m = 0; c < g.n; c += m) {
+          const Acc* v = piece(c, m);  // (before m is read)
+          const Acc part = row_moment(v, m, squares, centered, mean);
+          total = c == 0 ? part : total + part;
+        }
+        return total;
+      };
+      const Acc mean = rms ? Acc(0) : moment(false, false, Acc(0)) / n;
+      const Acc rstd = Acc(1) / std::sqrt(moment(rms, !rms, mean) / n + eps);
       if (mean_out) mean_out[off[4]] = mean;
       if (rstd_out) rstd_out[off[5]] = rstd;
-      write_normalized(row_in, g.n, mean, rstd, weight, offset, bias, y);
+      for (int64_t c = 0, m = 0; c < g.n; c += m) {
+        const Acc* v = piece(c, m);
+        const W *w = weight ? weight + c : nullptr, *b = bias ? bias + c : nullptr;
+        if constexpr (kInPlace) {
+          write_normalized(v, m, mean, rstd, w, offset, b, y + c);
+        } else {
+          write_normalized(v, m, mean, rstd, w, offset, b, held);
+          narrow_row(held, m, y + c);
+        }
+      }
       continue;
     }
     auto value = [&](int64_t j) {  // h's value (x + residual rounded to T), as the GPU computes it
       const Acc v = load<Acc>(x, inner_offset<kUnit>(g.inner, 0, j));
       return r ? rounded<T>(v + load<Acc>(r, inner_offset<kUnit>(g.inner, 1, j))) : v;
     };
-    // A 16-bit row of up to kHeldRow elements is converted once, into f32 that stays in L1 for the
-    // later passes; longer rows, and f32 / f64 ones, are read again.
-    alignas(64) Acc held[k16 ? kHeldRow : 1];
-    const bool hold = k16 && g.n <= kHeldRow;
-    if constexpr (kUnit && k16) {
-      {  // the cloned passes over f32 copies: the row's, or a piece's at a time
-        const auto piece = [&](int64_t c) {
-          const int64_t m = std::min(kHeldRow, g.n - c);
-          if (!hold) convert_rows(row_in + c, 0, 1, 1, static_cast<int>(m), held);
-          return m;
-        };
-        const auto moment = [&](bool squares, bool centered, Acc mean) {
-          Acc total = 0;
-          for (int64_t c = 0; c < g.n; c += kHeldRow) total += row_moment(held, piece(c), squares, centered, mean);
-          return total;
-        };
-        if (hold) convert_rows(row_in, 0, 1, 1, static_cast<int>(g.n), held);
-        const Acc mean = rms ? Acc(0) : moment(false, false, Acc(0)) / n;
-        const Acc rstd = Acc(1) / std::sqrt(moment(rms, !rms, mean) / n + eps);
-        if (mean_out) mean_out[off[4]] = mean;
-        if (rstd_out) rstd_out[off[5]] = rstd;
-        for (int64_t c = 0; c < g.n; c += kHeldRow) {
-          const int64_t m = piece(c);
-          write_normalized(held, m, mean, rstd, weight ? weight + c : nullptr, offset, bias ? bias + c : nullptr, held);
-          narrow_row(held, m, y + c);
-        }
-        continue;
-      }
-    }
     Acc sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < g.n; ++j) {
@@ -378,33 +379,44 @@ Status backward(const NormBackwardProblem& p) {
 #pragma omp parallel for schedule(static) if (g.rows * g.n > kParallelThreshold)
     for (int64_t row = 0; row < g.rows; ++row) {
       const Row r = row_of(row);
-      if constexpr (kUnit && std::is_same_v<T, Acc>) {  // contiguous f32 / f64: the cloned passes
-        const GradSums<Acc> sums = row_grad_sums(r.dy, r.h, weight, offset, r.mean, r.rstd, g.n);
-        write_gradient(r.dy, r.h, weight, offset, r.mean, r.rstd, sums.gx / n, rms ? Acc(0) : sums.g / n, r.dh, r.dx,
-                       g.n);
-        continue;
-      } else if constexpr (kUnit) {  // contiguous 16-bit rows through f32 copies, a piece at a time
-        alignas(64) Acc dy[kHeldRow], h[kHeldRow], dh[kHeldRow];
-        const bool hold = g.n <= kHeldRow;  // (converted once; longer rows again for the second pass)
-        const auto piece = [&](int64_t c) {
-          const int64_t m = std::min(kHeldRow, g.n - c);
-          convert_rows(r.dy + c, 0, 1, 1, static_cast<int>(m), dy);
-          convert_rows(r.h + c, 0, 1, 1, static_cast<int>(m), h);
-          return m;
+      if constexpr (kUnit) {
+        // Contiguous rows through the cloned passes: f32 / f64 read in place, 16-bit rows through f32
+        // copies (the row's, or a piece's at a time, converted again for the second pass; dx computed
+        // into dy's copy, then stored as T).
+        constexpr bool kInPlace = std::is_same_v<T, Acc>;
+        alignas(64) Acc dy[kInPlace ? 1 : kHeldRow], h[kInPlace ? 1 : kHeldRow], dh[kInPlace ? 1 : kHeldRow];
+        const bool whole = kInPlace || g.n <= kHeldRow;
+        // dy and h of [c, c + m) in the compute type, m as many as a piece holds (converted if `fresh`).
+        const auto piece = [&](int64_t c, int64_t& m, bool fresh) -> std::pair<const Acc*, const Acc*> {
+          m = kInPlace ? g.n - c : std::min(kHeldRow, g.n - c);
+          if constexpr (kInPlace) {
+            return {r.dy + c, r.h + c};
+          } else {
+            if (fresh) {
+              convert_rows(r.dy + c, 0, 1, 1, static_cast<int>(m), dy);
+              convert_rows(r.h + c, 0, 1, 1, static_cast<int>(m), h);
+            }
+            return {dy, h};
+          }
         };
         GradSums<Acc> sums{0, 0};
-        for (int64_t c = 0; c < g.n; c += kHeldRow) {
-          const GradSums<Acc> part =
-              row_grad_sums(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, piece(c));
-          sums.gx += part.gx;
-          sums.g += part.g;
+        for (int64_t c = 0, m = 0; c < g.n; c += m) {
+          const auto [dy_c, h_c] = piece(c, m, true);
+          const GradSums<Acc> part = row_grad_sums(dy_c, h_c, weight ? weight + c : nullptr, offset, r.mean, r.rstd, m);
+          sums = c == 0 ? part : GradSums<Acc>{sums.gx + part.gx, sums.g + part.g};
         }
-        for (int64_t c = 0; c < g.n; c += kHeldRow) {
-          const int64_t m = hold ? g.n : piece(c);
-          if (r.dh) convert_rows(r.dh + c, 0, 1, 1, static_cast<int>(m), dh);  // (the skip path's gradient)
-          write_gradient(dy, h, weight ? weight + c : nullptr, offset, r.mean, r.rstd, sums.gx / n,
-                         rms ? Acc(0) : sums.g / n, r.dh ? static_cast<const Acc*>(dh) : nullptr, dy, m);
-          narrow_row(dy, m, r.dx + c);
+        const Acc ca = sums.gx / n, cb = rms ? Acc(0) : sums.g / n;
+        for (int64_t c = 0, m = 0; c < g.n; c += m) {
+          const auto [dy_c, h_c] = piece(c, m, !whole);
+          const W* w = weight ? weight + c : nullptr;
+          if constexpr (kInPlace) {
+            write_gradient(dy_c, h_c, w, offset, r.mean, r.rstd, ca, cb, r.dh ? r.dh + c : nullptr, r.dx + c, m);
+          } else {
+            if (r.dh) convert_rows(r.dh + c, 0, 1, 1, static_cast<int>(m), dh);  // (the skip path's gradient)
+            write_gradient(dy_c, h_c, w, offset, r.mean, r.rstd, ca, cb, r.dh ? static_cast<const Acc*>(dh) : nullptr,
+                           dy, m);
+            narrow_row(dy, m, r.dx + c);
+          }
         }
         continue;
       }

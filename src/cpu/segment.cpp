@@ -210,19 +210,6 @@ SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
   return r;
 }
 
-// Unsorted ids, rows whose columns are one unit-stride run on both sides (and on the indices' side
-// for max / min): each row folded into its segment's state in row order, a segment's rows counted
-// in the workspace; no sort and no gather of rows in segment order (several times faster than the
-// sort: bench/NOTES.md). The same arithmetic in the
-// same order as the sort's (a stable sort keeps row order within a segment), so the same bits; max
-// / min keep the first row attaining (a later one takes over only if strictly past it, or NaN where
-// the best is not). Each thread owns a range of segments and reads every id (a few owners only).
-// A segment's state is its output row itself for f32 / f64; for 16-bit sum and mean, f32 sums in
-// the workspace after the counts, rounded once at the end, where they fit the room select sized
-// for the sort ((S + 1 + N) int64s; so a plan's workspace does not change).
-// The sums of fold_in_row_order for f32 / f64 (their states the output rows themselves): rows of
-// segments [lo, hi) added in row order, counted; in the widest vectors the machine has, as
-// add_unit_rows.
 // add_owned_rows' one-column rows, counted where the caller needs the counts (a mean; an empty
 // segment's value other than +0). p's fields in locals: the stores through counts and out could alias
 // p, for all GCC knows.
@@ -239,6 +226,9 @@ template <bool kCount, class Fold, class T, class Idx>
   }
 }
 
+// The sums of fold_in_row_order for f32 / f64 (their states the output rows themselves): rows of
+// segments [lo, hi) added in row order, counted (one column: add_one_column); in the widest vectors
+// the machine has, as add_unit_rows.
 template <class Fold, class T, class Idx>
 BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi, bool counted,
                                         int64_t* counts) {
@@ -266,6 +256,16 @@ BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids,
   }
 }
 
+// Unsorted ids, rows whose columns are one unit-stride run on both sides (and on the indices' side
+// for max / min): each row folded into its segment's state in row order, a segment's rows counted
+// in the workspace; no sort and no gather of rows in segment order (several times faster than the
+// sort: bench/NOTES.md). The same arithmetic in the same order as the sort's (a stable sort keeps
+// row order within a segment), so the same bits; max / min keep the first row attaining (a later
+// one takes over only if strictly past it, or NaN where the best is not). Each thread owns a range
+// of segments and reads every id (a few owners only). A segment's state is its output row itself
+// for f32 / f64; for 16-bit sum and mean, f32 sums in the workspace after the counts, rounded once
+// at the end, where they fit the room select sized for the sort ((S + 1 + N) int64s; so a plan's
+// workspace does not change).
 template <SegmentReduction R, class T, class Idx>
 bool fold_in_row_order(const SegmentProblem& p) {
   using A = acc_t<T>;

@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <mutex>
 #include <string>
 
 #include "cuda/device/params.h"
@@ -123,18 +122,12 @@ PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   return l;
 }
 
-// A kernel's dynamic shared memory raised to `bytes` where past the default (the attribute: the largest
-// any plan asked so far).
+// A kernel's dynamic shared memory raised to `bytes` where past the default (the largest any plan
+// asked so far stays).
 Status allow_shared(const void* kernel, int64_t bytes) {
   if (bytes <= kSharedDefault) return Status::ok();
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  cudaFuncAttributes attributes{};
-  if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "attention: cudaFuncGetAttributes"); !s)
-    return s;
-  if (attributes.maxDynamicSharedSizeBytes >= bytes) return Status::ok();
-  return cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-                     "attention: cudaFuncSetAttribute (shared memory)");
+  return raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes),
+                                "attention: cudaFuncSetAttribute (shared memory)");
 }
 
 // The backward's blocks: R rows a block of split_kv_dq (as the forward's), keys a tile (both kernels),

@@ -4,14 +4,12 @@
 // one program an element type, index type and what select decides of the kernel (the variant; the
 // warp's WarpSums); the item's span, the dense walk and the grid come from the views.
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
 #include "cuda/common/launch.cuh"
 #include "cuda/elementwise_launch.hpp"
 #include "cuda/indexing/strategies.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/validate.hpp"
 
 namespace baracuda::detail::cuda {
@@ -32,22 +30,6 @@ Expected<const jit::Module*> one_kernel_module(const ElementwiseRun& r, const ch
     prog.kernels = {std::string(kKernelNamespace) + kernel + "<" + args + ">"};
     return prog;
   });
-}
-
-// A kernel attribute raised to `value` (the largest asked so far stays), the CUDA call made once per
-// (kernel, device, attribute, value): each call costs host time, which a short scatter's run
-// otherwise pays on every launch.
-Status raise_attribute(const void* kernel, cudaFuncAttribute attribute, int value) {
-  int device = 0;
-  if (Status s = cuda_status(cudaGetDevice(&device), "cudaGetDevice"); !s) return s;
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, int> set;
-  const std::lock_guard lock(mutex);
-  int& current = set[std::make_tuple(kernel, device, static_cast<int>(attribute))];
-  if (current >= value && current != 0) return Status::ok();
-  if (Status s = cuda_status(cudaFuncSetAttribute(kernel, attribute, value), "cudaFuncSetAttribute"); !s) return s;
-  current = value;
-  return Status::ok();
 }
 
 // Whether each item's table elements are one run (write_run): unit steps along dim and, several
@@ -92,7 +74,10 @@ Status launch_line(const ElementwiseRun& r, const IndexedProblem& p, const Index
   // kernel's largest, the same on every call: a launch of smaller items elsewhere never lowers it
   // under this one.
   const int max_bytes = static_cast<int>(kSharedRowBytes + shift * acc_bytes);
-  if (Status st = raise_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_bytes); !st) return st;
+  if (Status st = raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_bytes,
+                                         "cudaFuncSetAttribute");
+      !st)
+    return st;
   // One wave of resident blocks, each looping over its items with the next tile in flight.
   const int64_t items = span == LineSpan::several ? (lines + several - 1) / several : lines * per_item;
   unsigned blocks = 0;
@@ -175,8 +160,8 @@ Status launch_warp_lines(const ElementwiseRun& r, const IndexedProblem& p, const
   const size_t bytes = size_t(kWarps) * (size_t(g.warp_slots) * acc_bytes + size_t(marks) * sizeof(int));
   // Shared memory before L1: four blocks of 36 KB an SM (three of 68 KB or 64 KB, two of 96 KB), past
   // the 48 KB default.
-  if (Status st =
-          raise_attribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  if (Status st = raise_kernel_attribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared, "cudaFuncSetAttribute");
       !st)
     return st;
   // The kernel's largest sums (one line of kWarpLineBytes a warp, or the largest hash), the same on
@@ -184,7 +169,10 @@ Status launch_warp_lines(const ElementwiseRun& r, const IndexedProblem& p, const
   const int max_bytes = sums == WarpSums::hashed
                             ? kWarps * kMaxHashSlots * static_cast<int>(acc_bytes + sizeof(int))
                             : kWarps * static_cast<int>(kWarpLineBytes + 32 + 16 + kOwnedWords * 4);
-  if (Status st = raise_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_bytes); !st) return st;
+  if (Status st = raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_bytes,
+                                         "cudaFuncSetAttribute");
+      !st)
+    return st;
   // One wave of resident blocks, each warp looping over its items (the next item's loads in flight).
   unsigned blocks = 0;
   if (Status st = one_wave_blocks(kernel, bytes, (g.items + kWarps - 1) / kWarps, r.target.sm_count, blocks); !st)
@@ -272,7 +260,9 @@ Status scatter_columns(const ElementwiseRun& r, const IndexedProblem& p, bool ov
     // the kernel's largest (rows x width sums are at most a shared line's), so that a launch of fewer
     // bytes elsewhere never lowers it under this one.
     const int max_bytes = static_cast<int>(kSharedRowBytes);
-    if (Status st = raise_attribute((*module)->kernels[0], cudaFuncAttributeMaxDynamicSharedMemorySize, max_bytes); !st)
+    if (Status st = raise_kernel_attribute((*module)->kernels[0], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           max_bytes, "cudaFuncSetAttribute");
+        !st)
       return st;
     const int64_t items = cw.lines.numel() * cw.column_tiles * cw.slabs;
     const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(items, 1, int64_t(r.target.sm_count) * 16));

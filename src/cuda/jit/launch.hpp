@@ -23,4 +23,10 @@ Status launch_jit(const void* kernel, int64_t grid, int threads, Params& params,
                      what);
 }
 
+// A kernel attribute raised to `value` on the current device (a dynamic shared memory limit, a carveout):
+// the largest asked so far stays, so that a launch asking less never lowers it under another's. The
+// CUDA call is made once per (kernel, device, attribute, larger value), not on every run (its host
+// cost shows in short runs). `what` names the caller in an error.
+Status raise_kernel_attribute(const void* kernel, cudaFuncAttribute attribute, int value, const char* what);
+
 }  // namespace baracuda::detail::cuda

@@ -6,8 +6,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <tuple>
 
 #include "cuda/jit/jit.hpp"
+#include "cuda/jit/launch.hpp"
 
 namespace baracuda::detail::jit {
 namespace {
@@ -75,3 +78,20 @@ Expected<const Module*> load(const Program& program, int arch, std::string_view 
 }
 
 }  // namespace baracuda::detail::jit
+
+namespace baracuda::detail::cuda {
+
+Status raise_kernel_attribute(const void* kernel, cudaFuncAttribute attribute, int value, const char* what) {
+  int device = 0;
+  if (Status s = cuda_status(cudaGetDevice(&device), what); !s) return s;
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int> raised;  // (kernel, device, attribute): value
+  const std::lock_guard lock(mutex);
+  int& current = raised[std::make_tuple(kernel, device, static_cast<int>(attribute))];
+  if (current >= value) return Status::ok();
+  if (Status s = cuda_status(cudaFuncSetAttribute(kernel, attribute, value), what); !s) return s;
+  current = value;
+  return Status::ok();
+}
+
+}  // namespace baracuda::detail::cuda
