@@ -88,10 +88,19 @@ inline constexpr int kTransposeSide = transposed_piece(sizeof(In) > sizeof(Out) 
 // (0: no bound). At V = 8 (16- and 8-bit) with another input: two rows and three blocks, no spills;
 // four rows, unbounded, left two blocks an SM, a warp waiting on loads most of its cycles
 // (bench/NOTES.md, "Transposed operands").
+// The two at V = 8 are macros so that a device run can time others through BARACUDA_JIT_OPTIONS
+// (-DBARACUDA_TRANSPOSE_ROWS8=4): the device code alone reads them.
+#ifndef BARACUDA_TRANSPOSE_ROWS8
+#define BARACUDA_TRANSPOSE_ROWS8 2
+#endif
+#ifndef BARACUDA_TRANSPOSE_BLOCKS8
+#define BARACUDA_TRANSPOSE_BLOCKS8 3
+#endif
 template <class In, class Out>
-inline constexpr int kTransposeRows = kTransposeSide<In, Out> == 8 ? 2 : kTransposeSide<In, Out>;
+inline constexpr int kTransposeRows =
+    kTransposeSide<In, Out> == 8 ? BARACUDA_TRANSPOSE_ROWS8 : kTransposeSide<In, Out>;
 template <class In, class Out, int kIn>
-inline constexpr int kTransposeMinBlocks = kTransposeSide<In, Out> == 8 && kIn > 1 ? 3 : 0;
+inline constexpr int kTransposeMinBlocks = kTransposeSide<In, Out> == 8 && kIn > 1 ? BARACUDA_TRANSPOSE_BLOCKS8 : 0;
 
 // The walk, and whether each tensor's accesses are whole aligned pieces (the staged input's along Q,
 // the others' along P; an input with stride 0 along P is one value a row, any alignment).
