@@ -97,8 +97,7 @@ inline constexpr int kTransposeSide = transposed_piece(sizeof(In) > sizeof(Out) 
 #define BARACUDA_TRANSPOSE_BLOCKS8 3
 #endif
 template <class In, class Out>
-inline constexpr int kTransposeRows =
-    kTransposeSide<In, Out> == 8 ? BARACUDA_TRANSPOSE_ROWS8 : kTransposeSide<In, Out>;
+inline constexpr int kTransposeRows = kTransposeSide<In, Out> == 8 ? BARACUDA_TRANSPOSE_ROWS8 : kTransposeSide<In, Out>;
 template <class In, class Out, int kIn>
 inline constexpr int kTransposeMinBlocks = kTransposeSide<In, Out> == 8 && kIn > 1 ? BARACUDA_TRANSPOSE_BLOCKS8 : 0;
 
