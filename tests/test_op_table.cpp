@@ -4,15 +4,12 @@
 // or bit-identical to the unaliased call; finite differences of every backward against its forward;
 // each row's error cases; the profiler's cases; and docs/OPS.md against the schemas. A new row is
 // covered by all of them without a line here.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 
-#include "cpu/parallel.hpp"
 #include "harness/op_table.hpp"
 #include "profiler/cases/op_table.hpp"
 #include "profiler/profiler.hpp"
@@ -58,12 +55,6 @@ std::vector<RowCase> row_cases(DTypes which, bool backward_only = false) {
       }
     }
   }
-  return cases;
-}
-
-std::vector<RowCase> cpu_row_cases() {
-  std::vector<RowCase> cases = row_cases(DTypes::each);
-  std::erase_if(cases, [](const RowCase& c) { return c.backend != Backend::cpu; });
   return cases;
 }
 
@@ -270,83 +261,6 @@ TEST_P(OpTableTest, SamplesMatchTheReferenceUnderEveryVariantAndRerunBitIdentica
 }
 
 INSTANTIATE_TEST_SUITE_P(OpTable, OpTableTest, ::testing::ValuesIn(row_cases(DTypes::each)), case_name);
-
-// ---------------------------------------------------------------------------------------------
-// The CPU backend's threads. CTest runs the suite's shards on one thread each (two processes side by
-// side on CI's two cores, two threads each, left a thread waiting at every barrier for one the other
-// process held: the shards ran 20% slower), so here each sample large enough to be split among
-// threads (kParallelThreshold elements over its tensors) runs on three threads against one: a
-// deterministic kernel writes the same bytes, any other matches the reference. Each kernel (SKU)
-// a sample takes, the forced variants' too.
-
-class OpTableThreadsTest : public OpTableTest {};
-
-// The plans whose products go through OpenBLAS or oneDNN, which choose their blocking by the thread
-// count: bit-identical across runs on one thread count, not across thread counts (docs/OPS.md).
-bool splits_products_by_threads(std::string_view plan) {
-  static const std::set<std::string_view> plans = {"MatmulPlan",
-                                                   "MatmulBackwardPlan",
-                                                   "LinearPlan",
-                                                   "LinearBackwardPlan",
-                                                   "GroupedMatmulPlan",
-                                                   "GroupedMatmulBackwardPlan",
-                                                   "AttentionPlan",
-                                                   "AttentionBackwardPlan",
-                                                   "LinearCrossEntropyPlan",
-                                                   "LinearCrossEntropyBackwardPlan"};
-  return plans.count(plan) > 0;
-}
-
-// Restores the thread count a test found, however it ends.
-class OmpThreads {
- public:
-  OmpThreads() : before_(omp_get_max_threads()) {}
-  ~OmpThreads() { omp_set_num_threads(before_); }
-  void set(int n) const { omp_set_num_threads(n); }
-
- private:
-  int before_;
-};
-
-TEST_P(OpTableThreadsTest, SamplesSplitAmongThreadsGiveTheOneThreadBits) {
-  const OmpThreads threads;
-  std::vector<std::unique_ptr<Problem>> samples = row().samples(dtype());
-  for (size_t i = 0; i < samples.size(); ++i) {
-    Problem& p = *samples[i];
-    if (!p.select(stream(), {})) continue;  // (checked above)
-    int64_t elements = 0;
-    for (const ArgSpec& spec : p.arg_specs())
-      if (spec.present) elements += spec.shape.numel();
-    if (elements < detail::cpu::kParallelThreshold) continue;
-    std::optional<ProblemTensors> tensors = prepare(p);
-    if (!tensors) continue;
-    ProblemTensors& t = *tensors;
-    if (!has_elements_out(t)) continue;
-    const std::string where = describe("sample #" + std::to_string(i), p, t);
-    std::set<std::string> ran_skus;
-    std::optional<harness::RefIO> want;  // computed once a sample, where a kernel's bits may change
-    for (const std::string& variant : variants()) {
-      SCOPED_TRACE(where + "; variant " + (variant.empty() ? "(default)" : variant));
-      PlanPreference pref;
-      pref.variant = variant;
-      if (!p.select(stream(), pref) || !ran_skus.insert(p.sku().to_string()).second) continue;
-      threads.set(1);
-      if (!t.run(p, stream())) continue;  // a forced variant that does not fit (checked above)
-      const std::vector<std::vector<unsigned char>> one = output_bytes(t);
-      threads.set(3);
-      ASSERT_OK(t.run(p, stream()));
-      if (p.precision_guarantee().deterministic && !splits_products_by_threads(schema().plan)) {
-        EXPECT_EQ(output_bytes(t), one) << "three threads wrote other bytes than one";
-      } else {
-        if (!want) want = t.reference(p);
-        ASSERT_OK(t.download_outputs());
-        expect_outputs_match(row(), t, *want, row().tolerance(dtype()), p.precision_guarantee().accumulator);
-      }
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(OpTable, OpTableThreadsTest, ::testing::ValuesIn(cpu_row_cases()), case_name);
 
 // ---------------------------------------------------------------------------------------------
 // Aliases: an output given exactly the view of an input of its dtype and shape, holding that input's

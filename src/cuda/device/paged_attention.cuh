@@ -317,6 +317,9 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
         sum += e;
       }
       for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      // Every lane has read m_s[r] before lane 0 rewrites it: a shuffle orders the lanes' execution,
+      // not their shared-memory accesses (racecheck's warp-level WAR hazard here).
+      __syncwarp();
       if (lane == 0) {
         const Acc c = paged_exp(m_old - base);  // (0 from an m_old of -inf)
         corr_s[r] = c;
