@@ -51,31 +51,6 @@ Acc sigmoid(Acc z) {
 // ISA).
 constexpr int kLanes = kSumLanes;
 
-// The sum over a channel's n values of x, or of (x - mean)^2 with `centered`.
-template <class A, class T>
-BARACUDA_CPU_CLONES A channel_moment(const T* x, int64_t n, bool centered, A mean) {
-  A lane[kLanes] = {};
-  const int64_t body = n - n % kLanes;
-  if (centered) {
-    for (int64_t i = 0; i < body; i += kLanes)
-#pragma omp simd
-      for (int u = 0; u < kLanes; ++u) {
-        const A v = to_acc<A>(x[i + u]) - mean;
-        lane[u] += v * v;
-      }
-    for (int64_t i = body; i < n; ++i) {
-      const A v = to_acc<A>(x[i]) - mean;
-      lane[i - body] += v * v;
-    }
-  } else {
-    for (int64_t i = 0; i < body; i += kLanes)
-#pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += to_acc<A>(x[i + u]);
-    for (int64_t i = body; i < n; ++i) lane[i - body] += to_acc<A>(x[i]);
-  }
-  return lanes_sum(lane);
-}
-
 // y = (x - mean) rstd w + b over a channel's n values (no SiLU).
 template <class A, class T>
 BARACUDA_CPU_CLONES void channel_normalized(const T* x, int64_t n, A mean, A rstd, A w, A b, T* y) {
@@ -139,11 +114,11 @@ Status forward(const GroupNormForwardProblem& p) {
     if (unit) {  // a channel's spatial elements contiguous in x and y: the cloned loops
       Acc sum = 0;
       for (int64_t c = 0; c < g.group_channels; ++c)
-        sum += channel_moment(x + c * g.c_stride[0], g.spatial, false, Acc(0));
+        sum += lanes_moment(x + c * g.c_stride[0], g.spatial, false, false, Acc(0));
       const Acc mean = sum / count;
       Acc dev = 0;
       for (int64_t c = 0; c < g.group_channels; ++c)
-        dev += channel_moment(x + c * g.c_stride[0], g.spatial, true, mean);
+        dev += lanes_moment(x + c * g.c_stride[0], g.spatial, false, true, mean);
       const Acc rstd = Acc(1) / std::sqrt(dev / count + eps);
       if (mean_out) mean_out[n * g.mean_stride[0] + group * g.mean_stride[1]] = mean;
       if (rstd_out) rstd_out[n * g.rstd_stride[0] + group * g.rstd_stride[1]] = rstd;

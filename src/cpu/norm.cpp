@@ -64,30 +64,6 @@ Status with_inner(bool unit, F&& f) {
 // sums in vector_math.hpp's fixed lanes (the same bits on every ISA).
 constexpr int kLanes = kSumLanes;
 
-// The sum of x (squares: of x^2) over n, or of (x - mean)^2 with `centered`.
-template <class A>
-BARACUDA_CPU_CLONES A row_moment(const A* x, int64_t n, bool squares, bool centered, A mean) {
-  A lane[kLanes] = {};
-  const int64_t body = n - n % kLanes;
-  if (centered) {
-    for (int64_t i = 0; i < body; i += kLanes)
-#pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += (x[i + u] - mean) * (x[i + u] - mean);
-    for (int64_t i = body; i < n; ++i) lane[i - body] += (x[i] - mean) * (x[i] - mean);
-  } else if (squares) {
-    for (int64_t i = 0; i < body; i += kLanes)
-#pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += x[i + u] * x[i + u];
-    for (int64_t i = body; i < n; ++i) lane[i - body] += x[i] * x[i];
-  } else {
-    for (int64_t i = 0; i < body; i += kLanes)
-#pragma omp simd
-      for (int u = 0; u < kLanes; ++u) lane[u] += x[i + u];
-    for (int64_t i = body; i < n; ++i) lane[i - body] += x[i];
-  }
-  return lanes_sum(lane);
-}
-
 // y = (x - mean) rstd (w + offset) + b over n, each factor where present (the general path's order).
 template <class A, class W>
 BARACUDA_CPU_CLONES void write_normalized(const A* x, int64_t n, A mean, A rstd, const W* weight, A offset,
@@ -229,7 +205,7 @@ Status forward(const NormForwardProblem& p) {
         Acc total = 0;
         for (int64_t c = 0, m = 0; c < g.n; c += m) {
           const Acc* v = piece(c, m);  // (before m is read)
-          const Acc part = row_moment(v, m, squares, centered, mean);
+          const Acc part = lanes_moment(v, m, squares, centered, mean);
           total = c == 0 ? part : total + part;
         }
         return total;

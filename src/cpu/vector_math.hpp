@@ -48,6 +48,38 @@ template <class A>
   return total;
 }
 
+// The sum over n contiguous values of x in the compute type A (with `squares`, of x^2; with
+// `centered`, of (x - mean)^2), in kSumLanes lanes folded by lanes_sum: the norms' row moments and
+// group_norm's channel moments.
+template <class A, class X>
+BARACUDA_CPU_CLONES A lanes_moment(const X* x, int64_t n, bool squares, bool centered, A mean) {
+  A lane[kSumLanes] = {};
+  const int64_t body = n - n % kSumLanes;
+  if (centered) {
+    for (int64_t i = 0; i < body; i += kSumLanes)
+#pragma omp simd
+      for (int u = 0; u < kSumLanes; ++u) {
+        const A v = to_acc<A>(x[i + u]) - mean;
+        lane[u] += v * v;
+      }
+    for (int64_t i = body; i < n; ++i) {
+      const A v = to_acc<A>(x[i]) - mean;
+      lane[i - body] += v * v;
+    }
+  } else if (squares) {
+    for (int64_t i = 0; i < body; i += kSumLanes)
+#pragma omp simd
+      for (int u = 0; u < kSumLanes; ++u) lane[u] += to_acc<A>(x[i + u]) * to_acc<A>(x[i + u]);
+    for (int64_t i = body; i < n; ++i) lane[i - body] += to_acc<A>(x[i]) * to_acc<A>(x[i]);
+  } else {
+    for (int64_t i = 0; i < body; i += kSumLanes)
+#pragma omp simd
+      for (int u = 0; u < kSumLanes; ++u) lane[u] += to_acc<A>(x[i + u]);
+    for (int64_t i = body; i < n; ++i) lane[i - body] += to_acc<A>(x[i]);
+  }
+  return lanes_sum(lane);
+}
+
 // `rows` runs of `columns` values, `step` apart (1: the loop vectorizes, 16-bit conversions too),
 // `row_stride` apart from src, in the compute type A into rows of `to`: one call a tile (a call a row
 // of 64 16-bit values cost as much as its conversions).
