@@ -15,6 +15,7 @@
 // elements and than blocks transposed in registers without shared memory (bench/NOTES.md,
 // "Transposes" and "Transposed operands").
 #include "cuda/common/elementwise_kernels.cuh"
+#include "cuda/common/shared_memory.cuh"
 
 namespace baracuda::detail::cuda {
 
@@ -29,10 +30,15 @@ __global__ void __launch_bounds__(kTransposeThreads, kTransposeMinBlocks<In, Out
   using Piece = Pack<In, V>;
   using Acc = typename Op::Acc;
   __shared__ Piece tile[kTile][L];
+  // (Addressed in 32 bits: cuda/common/shared_memory.cuh.)
+  const uint32_t tile_at = shared_address(tile);
   const int t = static_cast<int>(threadIdx.x), tq = t % L, tp = t / L;
   constexpr int s = S;
   constexpr int R = kTransposeRows<In, Out>;
   auto slot = [](int row, int piece) { return piece ^ (row / V) % L; };
+  auto slot_at = [&](int row, int piece) {
+    return tile_at + static_cast<uint32_t>((row * L + slot(row, piece)) * int{sizeof(Piece)});
+  };
   const int64_t p_tiles = (a.p_size + kTile - 1) / kTile, q_tiles = (a.q_size + kTile - 1) / kTile;
   for (int64_t b = blockIdx.z; b < a.batches; b += gridDim.z) {
     int64_t base[NT];
@@ -52,8 +58,7 @@ __global__ void __launch_bounds__(kTransposeThreads, kTransposeMinBlocks<In, Out
               Piece out;
 #pragma unroll
               for (int k = 0; k < V; ++k) out.v[k] = in[k].v[j];
-              const int row = tq * V + j;
-              tile[row][slot(row, tp)] = out;
+              store_shared(slot_at(tq * V + j, tp), out);
             }
           } else {
             // The block crosses an edge, or the staged rows are not whole pieces: element by element
@@ -63,9 +68,9 @@ __global__ void __launch_bounds__(kTransposeThreads, kTransposeMinBlocks<In, Out
             for (int k = 0; k < V; ++k) {
 #pragma unroll
               for (int j = 0; j < V; ++j) {
-                const int row = tq * V + j;
-                tile[row][slot(row, tp)].v[k] =
+                const In value =
                     p + k < a.p_size && q + j < a.q_size ? load_input(io, s, from + k * a.p_strides[s] + j) : In{};
+                store_shared(slot_at(tq * V + j, tp) + static_cast<uint32_t>(k * int{sizeof(In)}), value);
               }
             }
           }
@@ -104,7 +109,7 @@ __global__ void __launch_bounds__(kTransposeThreads, kTransposeMinBlocks<In, Out
             int64_t at[NT];
 #pragma unroll
             for (int k = 0; k < NT; ++k) at[k] = base[k] + q * a.q_strides[k] + pp * a.p_strides[k];
-            const Piece staged = tile[row][slot(row, tq)];
+            const Piece staged = load_shared<Piece>(slot_at(row, tq));
             if (whole) {
               in[i][s] = staged;
               Pack<Out, V> out[kOut];
