@@ -74,6 +74,24 @@ BARACUDA_CPU_CLONES int64_t add_unit_rows(A* __restrict acc, const A* data, int6
   return count;
 }
 
+// The max / min of add_unit_rows: the rows [q0, q1) of segment s folded into best[0, n) with their
+// positions from q0 (32-bit: a block of positions) in pos[0, n).
+template <class Fold, class A, class K>
+BARACUDA_CPU_CLONES int64_t fold_unit_rows(A* __restrict best, int32_t* __restrict pos, const A* data,
+                                           int64_t row_stride, const SegmentRows<K>& rows, int64_t s, int64_t q0,
+                                           int64_t q1, int n) {
+  int64_t count = 0;
+  for (int64_t q = q0; q < q1; ++q) {
+    if (!rows.holds(q, s)) continue;
+    const A* __restrict from = data + rows.row(q) * row_stride;
+    if (q + kPrefetchRows < q1) prefetch_bytes(data + rows.row(q + kPrefetchRows) * row_stride, n * int64_t{sizeof(A)});
+    const auto r = static_cast<int32_t>(q - q0);
+    for (int j = 0; j < n; ++j) Fold::fold(best[j], pos[j], from[j], r);
+    ++count;
+  }
+  return count;
+}
+
 template <SegmentReduction R, class T, class Idx, class K>
 void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
   using A = acc_t<T>;
@@ -147,7 +165,15 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
           const int64_t q1 = std::min(e, q0 + kPositionBlock);
           std::fill_n(best, n, A(0));
           std::fill_n(pos, n, int32_t{-1});
-          for (int64_t q = q0; q < q1; ++q) {
+          // (f32 / f64 rows of unit stride: straight from the rows, in the widest vectors)
+          bool folded = false;
+          if constexpr (std::is_same_v<T, A>) {
+            if (unit) {
+              count += fold_unit_rows<Fold>(best, pos, data + off[kRowSide][0], p.row_stride, rows, s, q0, q1, n);
+              folded = true;
+            }
+          }
+          for (int64_t q = q0; q < (folded ? q0 : q1); ++q) {
             if (!rows.holds(q, s)) continue;
             const T* src = data + rows.row(q) * p.row_stride;
             if (unit)
