@@ -48,9 +48,15 @@ bool unit_columns(const SegmentProblem& p) {
   return p.columns.rank == 0 || (p.columns.rank == 1 && p.columns.strides[kRowSide][0] == 1);
 }
 
-// The sums' row loops prefetch the row this many ahead: short rows read one after another (D = 32
-// f32: 128 bytes a row) left the hardware prefetcher behind (bench/NOTES.md, "Sixteenth session").
+// The sums' row loops prefetch the row this many ahead where rows start a cache line or more apart:
+// short rows read one after another (D = 32 f32: 128 bytes a row) left the hardware prefetcher
+// behind; rows within a line (D = 1) gain nothing but the instructions (bench/NOTES.md, "Sixteenth
+// session").
 constexpr int64_t kPrefetchRows = 8;
+inline int64_t prefetch_ahead(int64_t row_stride, size_t element_size) {
+  const int64_t bytes = (row_stride < 0 ? -row_stride : row_stride) * static_cast<int64_t>(element_size);
+  return bytes >= 64 ? kPrefetchRows : 0;
+}
 
 // The line of bytes [from, from + bytes) into the cache.
 inline void prefetch_bytes(const void* from, int64_t bytes) {
@@ -63,11 +69,12 @@ inline void prefetch_bytes(const void* from, int64_t bytes) {
 template <class Fold, class A, class K>
 BARACUDA_CPU_CLONES int64_t add_unit_rows(A* __restrict acc, const A* data, int64_t row_stride,
                                           const SegmentRows<K>& rows, int64_t s, int64_t b, int64_t e, int n) {
+  const int64_t ahead = prefetch_ahead(row_stride, sizeof(A));
   int64_t count = 0;
   for (int64_t q = b; q < e; ++q) {
     if (!rows.holds(q, s)) continue;
     const A* __restrict from = data + rows.row(q) * row_stride;
-    if (q + kPrefetchRows < e) prefetch_bytes(data + rows.row(q + kPrefetchRows) * row_stride, n * int64_t{sizeof(A)});
+    if (ahead && q + ahead < e) prefetch_bytes(data + rows.row(q + ahead) * row_stride, n * int64_t{sizeof(A)});
     for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], from[j]);
     ++count;
   }
@@ -80,11 +87,12 @@ template <class Fold, class A, class K>
 BARACUDA_CPU_CLONES int64_t fold_unit_rows(A* __restrict best, int32_t* __restrict pos, const A* data,
                                            int64_t row_stride, const SegmentRows<K>& rows, int64_t s, int64_t q0,
                                            int64_t q1, int n) {
+  const int64_t ahead = prefetch_ahead(row_stride, sizeof(A));
   int64_t count = 0;
   for (int64_t q = q0; q < q1; ++q) {
     if (!rows.holds(q, s)) continue;
     const A* __restrict from = data + rows.row(q) * row_stride;
-    if (q + kPrefetchRows < q1) prefetch_bytes(data + rows.row(q + kPrefetchRows) * row_stride, n * int64_t{sizeof(A)});
+    if (ahead && q + ahead < q1) prefetch_bytes(data + rows.row(q + ahead) * row_stride, n * int64_t{sizeof(A)});
     const auto r = static_cast<int32_t>(q - q0);
     for (int j = 0; j < n; ++j) Fold::fold(best[j], pos[j], from[j], r);
     ++count;
@@ -279,16 +287,63 @@ BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids,
       add_one_column<false, Fold>(p, ids, lo, hi, counts, data, out);
     return;
   }
+  const int64_t ahead = prefetch_ahead(p.row_stride, sizeof(T));
   for (int64_t i = 0; i < p.rows; ++i) {
     const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
     if (s < lo || s >= hi) continue;  // another owner's, or a bad id
     const T* __restrict from = data + i * p.row_stride;
-    if (i + kPrefetchRows < p.rows) prefetch_bytes(from + kPrefetchRows * p.row_stride, length * int64_t{sizeof(T)});
+    if (ahead && i + ahead < p.rows) prefetch_bytes(from + ahead * p.row_stride, length * int64_t{sizeof(T)});
     T* __restrict to = out + s * p.segment_stride;
     if (counts[s]++ == 0) {  // the segment's first row (+0 first, as the sort's sums)
       for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(T(0), from[c]);
     } else {
       for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], from[c]);
+    }
+  }
+}
+
+// A later row `from` (row i) folded into a segment's max / min `to` and their rows `at` (none: null),
+// where it takes over: every test evaluated, no branch, so that the loop vectorizes (with a branch a
+// column, segment_max of unsorted ids ran 0.17x JAX).
+template <class Fold, class T, class Idx>
+[[gnu::always_inline]] inline void take_extremes(const T* __restrict from, T* __restrict to, Idx* __restrict at, Idx i,
+                                                 int64_t length) {
+  if (at) {
+    for (int64_t c = 0; c < length; ++c) {
+      const bool take = Fold::takes_over(from[c], to[c], false);
+      at[c] = take ? i : at[c];
+      to[c] = take ? from[c] : to[c];
+    }
+  } else {
+    for (int64_t c = 0; c < length; ++c) to[c] = Fold::takes_over(from[c], to[c], false) ? from[c] : to[c];
+  }
+}
+
+// The max / min of add_owned_rows (f32 / f64): rows of segments [lo, hi) folded in row order into
+// their output rows, and their rows into `indices` (none: null), a segment's first row copied.
+template <class Fold, class T, class Idx>
+BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
+                                             int64_t* counts, Idx* indices) {
+  const T* data = static_cast<const T*>(p.row_in);
+  T* out = static_cast<T*>(p.segment_out);
+  const int64_t length = p.length, ahead = prefetch_ahead(p.row_stride, sizeof(T));
+  for (int64_t i = 0; i < p.rows; ++i) {
+    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
+    if (s < lo || s >= hi) continue;  // another owner's, or a bad id
+    const T* from = data + i * p.row_stride;
+    if (ahead && i + ahead < p.rows) prefetch_bytes(from + ahead * p.row_stride, length * int64_t{sizeof(T)});
+    T* to = out + s * p.segment_stride;
+    Idx* at = indices ? indices + s * p.indices_stride : nullptr;
+    if (counts[s]++ == 0) {  // the segment's first row
+      std::copy(from, from + length, to);
+      if (at) std::fill(at, at + length, static_cast<Idx>(i));
+    } else if (length == 1) {  // one column: a branch a row, rarely taken, beats the selects
+      if (Fold::takes_over(*from, *to, false)) {
+        *to = *from;
+        if (at) *at = static_cast<Idx>(i);
+      }
+    } else {
+      take_extremes<Fold>(from, to, at, static_cast<Idx>(i), length);
     }
   }
 }
@@ -341,35 +396,18 @@ bool fold_in_row_order(const SegmentProblem& p) {
       // (the sort's sums start at +0 too: the same bits, a first value of -0 or NaN included)
       if constexpr (!kInPlace) std::fill(sums + lo * length, sums + hi * length, A(0));
       if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counted, counts);
-      for (int64_t i = 0; i < (kInPlace && !Fold::kExtreme ? 0 : p.rows); ++i) {
-        const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-        if (s < lo || s >= hi) continue;  // another owner's, or a bad id
-        const T* from = data + i * p.row_stride;
-        if constexpr (!kInPlace) {
+      if constexpr (kInPlace && Fold::kExtreme) fold_owned_extremes<Fold, T>(p, ids, lo, hi, counts, indices);
+      // 16-bit sums and means: f32 sums in the workspace.
+      if constexpr (!kInPlace) {
+        const int64_t ahead = prefetch_ahead(p.row_stride, sizeof(T));
+        for (int64_t i = 0; i < p.rows; ++i) {
+          const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
+          if (s < lo || s >= hi) continue;  // another owner's, or a bad id
+          const T* from = data + i * p.row_stride;
+          if (ahead && i + ahead < p.rows) prefetch_bytes(from + ahead * p.row_stride, length * int64_t{sizeof(T)});
           ++counts[s];
           A* to = sums + s * length;
           for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], to_acc<A>(from[c]));
-        } else {
-          T* to = out + s * p.segment_stride;
-          Idx* at = indices ? indices + s * p.indices_stride : nullptr;
-          if (counts[s]++ == 0) {  // the segment's first row
-            if constexpr (Fold::kExtreme) {
-              std::copy(from, from + length, to);
-              if (at) std::fill(at, at + length, static_cast<Idx>(i));
-            } else {
-              for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(T(0), from[c]);
-            }
-            continue;
-          }
-          if constexpr (Fold::kExtreme) {
-            for (int64_t c = 0; c < length; ++c) {
-              if (!Fold::takes_over(from[c], to[c], false)) continue;
-              to[c] = from[c];
-              if (at) at[c] = static_cast<Idx>(i);
-            }
-          } else {
-            for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], from[c]);  // a loop the compiler vectorizes
-          }
         }
       }
       for (int64_t s = lo; s < (counted ? hi : lo); ++s) {
