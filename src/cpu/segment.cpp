@@ -63,22 +63,31 @@ inline void prefetch_bytes(const void* from, int64_t bytes) {
   for (int64_t byte = 0; byte < bytes; byte += 64) __builtin_prefetch(static_cast<const char*>(from) + byte);
 }
 
+// The rows [b, e) of segment s (unit-stride columns, n of them) handed to fold(row, position from b)
+// in row order, the row `ahead` of each prefetched. Returns the rows folded.
+template <class A, class K, class Fold>
+[[gnu::always_inline]] inline int64_t fold_rows(const A* data, int64_t row_stride, const SegmentRows<K>& rows,
+                                                int64_t s, int64_t b, int64_t e, int n, Fold&& fold) {
+  const int64_t ahead = prefetch_ahead(row_stride, sizeof(A));
+  int64_t count = 0;
+  for (int64_t q = b; q < e; ++q) {
+    if (!rows.holds(q, s)) continue;
+    if (ahead && q + ahead < e) prefetch_bytes(data + rows.row(q + ahead) * row_stride, n * int64_t{sizeof(A)});
+    fold(data + rows.row(q) * row_stride, q - b);
+    ++count;
+  }
+  return count;
+}
+
 // The rows [b, e) of segment s, f32 / f64 with unit-stride columns, summed into acc[0, n) in row
 // order: the loop of every work item that sums, in the widest vectors the machine has (the work
 // items' own code is the baseline ISA's). Returns the rows summed.
 template <class Fold, class A, class K>
 BARACUDA_CPU_CLONES int64_t add_unit_rows(A* __restrict acc, const A* data, int64_t row_stride,
                                           const SegmentRows<K>& rows, int64_t s, int64_t b, int64_t e, int n) {
-  const int64_t ahead = prefetch_ahead(row_stride, sizeof(A));
-  int64_t count = 0;
-  for (int64_t q = b; q < e; ++q) {
-    if (!rows.holds(q, s)) continue;
-    const A* __restrict from = data + rows.row(q) * row_stride;
-    if (ahead && q + ahead < e) prefetch_bytes(data + rows.row(q + ahead) * row_stride, n * int64_t{sizeof(A)});
+  return fold_rows(data, row_stride, rows, s, b, e, n, [&](const A* __restrict from, int64_t) {
     for (int j = 0; j < n; ++j) acc[j] = Fold::add(acc[j], from[j]);
-    ++count;
-  }
-  return count;
+  });
 }
 
 // The max / min of add_unit_rows: the rows [q0, q1) of segment s folded into best[0, n) with their
@@ -87,17 +96,10 @@ template <class Fold, class A, class K>
 BARACUDA_CPU_CLONES int64_t fold_unit_rows(A* __restrict best, int32_t* __restrict pos, const A* data,
                                            int64_t row_stride, const SegmentRows<K>& rows, int64_t s, int64_t q0,
                                            int64_t q1, int n) {
-  const int64_t ahead = prefetch_ahead(row_stride, sizeof(A));
-  int64_t count = 0;
-  for (int64_t q = q0; q < q1; ++q) {
-    if (!rows.holds(q, s)) continue;
-    const A* __restrict from = data + rows.row(q) * row_stride;
-    if (ahead && q + ahead < q1) prefetch_bytes(data + rows.row(q + ahead) * row_stride, n * int64_t{sizeof(A)});
-    const auto r = static_cast<int32_t>(q - q0);
+  return fold_rows(data, row_stride, rows, s, q0, q1, n, [&](const A* __restrict from, int64_t position) {
+    const auto r = static_cast<int32_t>(position);
     for (int j = 0; j < n; ++j) Fold::fold(best[j], pos[j], from[j], r);
-    ++count;
-  }
-  return count;
+  });
 }
 
 template <SegmentReduction R, class T, class Idx, class K>
