@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -116,6 +117,17 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
     int64_t bad = -1;
     ASSERT_TRUE(counter.download(&bad, sizeof bad).is_ok());
     EXPECT_EQ(bad, by_ids ? layout.lead + layout.tail : 0);
+    if (extreme) {  // the values alone (no indices asked: another walk on the CPU) give the same bits
+      Tensor alone = unwrap(harness::random_tensor(backend(), dtype(), contiguous(out_shape), rng_));
+      ASSERT_TRUE(harness::poison(alone).is_ok());
+      SegmentArgs values_only = args;
+      values_only.out = alone.mut();
+      values_only.indices = AnyTensorMut{};
+      ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, values_only));
+      ASSERT_TRUE(alone.download().is_ok());
+      for (int64_t k = 0; k < segs * length; ++k)
+        EXPECT_EQ(std::bit_cast<uint64_t>(alone.at(k)), std::bit_cast<uint64_t>(out.at(k))) << "segment element " << k;
+    }
 
     // The reference: each segment's rows in row order, in double.
     const double inf = std::numeric_limits<double>::infinity();

@@ -91,11 +91,23 @@ BARACUDA_CPU_CLONES int64_t add_unit_rows(A* __restrict acc, const A* data, int6
 }
 
 // The max / min of add_unit_rows: the rows [q0, q1) of segment s folded into best[0, n) with their
-// positions from q0 (32-bit: a block of positions) in pos[0, n).
+// positions from q0 (32-bit: a block of positions) in pos[0, n); pos null (no indices asked): the
+// values alone, the first row taken whole, then selects.
 template <class Fold, class A, class K>
 BARACUDA_CPU_CLONES int64_t fold_unit_rows(A* __restrict best, int32_t* __restrict pos, const A* data,
                                            int64_t row_stride, const SegmentRows<K>& rows, int64_t s, int64_t q0,
                                            int64_t q1, int n) {
+  if (!pos) {
+    bool first = true;
+    return fold_rows(data, row_stride, rows, s, q0, q1, n, [&](const A* __restrict from, int64_t) {
+      if (first) {
+        for (int j = 0; j < n; ++j) best[j] = from[j];
+        first = false;
+      } else {
+        for (int j = 0; j < n; ++j) best[j] = Fold::takes_over(from[j], best[j], false) ? from[j] : best[j];
+      }
+    });
+  }
   return fold_rows(data, row_stride, rows, s, q0, q1, n, [&](const A* __restrict from, int64_t position) {
     const auto r = static_cast<int32_t>(position);
     for (int j = 0; j < n; ++j) Fold::fold(best[j], pos[j], from[j], r);
@@ -178,7 +190,13 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
           // (f32 / f64 rows of unit stride: straight from the rows, in the widest vectors)
           bool folded = false;
           if constexpr (std::is_same_v<T, A>) {
-            if (unit) {
+            if (unit && !indices) {  // values alone: a row of the block stands for every column's
+              const int64_t held =
+                  fold_unit_rows<Fold>(best, nullptr, data + off[kRowSide][0], p.row_stride, rows, s, q0, q1, n);
+              count += held;
+              std::fill_n(pos, n, held ? int32_t{0} : int32_t{-1});
+              folded = true;
+            } else if (unit) {
               count += fold_unit_rows<Fold>(best, pos, data + off[kRowSide][0], p.row_stride, rows, s, q0, q1, n);
               folded = true;
             }
