@@ -192,7 +192,8 @@ TEST_P(SegmentWalkTest, MinAcrossTileEnds) { check_every_layout<SegmentMinPlan>(
 
 // A wide row (D = 2048: tiles of 128 rows, chunks of units a tile) across tile ends.
 // An empty segment's value is the initial, where one is given: the unsorted one-column sums start
-// at +0 and skip the counts only where the initial is +0 (src/cpu/segment.cpp).
+// at +0 and skip the counts only where the initial is +0, max / min without indices where it is
+// their identity (src/cpu/segment.cpp).
 TEST_P(SegmentWalkTest, EmptySegmentsTakeTheInitial) {
   const Layout layout = layouts(tile_rows(1))[0];
   for (std::optional<double> initial :
@@ -201,6 +202,9 @@ TEST_P(SegmentWalkTest, EmptySegmentsTakeTheInitial) {
       SCOPED_TRACE(initial ? "initial " + std::to_string(*initial) : "no initial");
       check<SegmentSumPlan>(Reduction::sum, layout, 1, form, DType::i64, initial);
       check<SegmentMeanPlan>(Reduction::mean, layout, 1, form, DType::i64, initial);
+      // (max / min with no indices asked skip the counts only where the initial is their identity)
+      check<SegmentMaxPlan>(Reduction::max, layout, 1, form, DType::i64, initial);
+      check<SegmentMinPlan>(Reduction::min, layout, 1, form, DType::i64, initial);
     }
 }
 

@@ -341,12 +341,32 @@ template <class Fold, class T, class Idx>
 
 // The max / min of add_owned_rows (f32 / f64): rows of segments [lo, hi) folded in row order into
 // their output rows, and their rows into `indices` (none: null), a segment's first row copied.
+// Uncounted (no indices asked, and an empty segment's value the fold's identity, -inf for max and
+// +inf for min): every owned output starts at the identity, which every value but itself takes
+// over (the same bits as taking the first row), and no count is kept (D = 1: 0.24x JAX with them).
 template <class Fold, class T, class Idx>
 BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
-                                             int64_t* counts, Idx* indices) {
+                                             int64_t* counts, Idx* indices, bool counted, T identity) {
   const T* data = static_cast<const T*>(p.row_in);
   T* out = static_cast<T*>(p.segment_out);
   const int64_t length = p.length, ahead = prefetch_ahead(p.row_stride, sizeof(T));
+  if (!counted) {
+    const int64_t rows = p.rows, id_stride = p.ids_stride, row_stride = p.row_stride, out_stride = p.segment_stride;
+    for (int64_t s = lo; s < hi; ++s) std::fill_n(out + s * out_stride, length, identity);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t s = static_cast<int64_t>(ids[i * id_stride]);
+      if (static_cast<uint64_t>(s - lo) >= static_cast<uint64_t>(hi - lo)) continue;  // not owned, or bad
+      const T* from = data + i * row_stride;
+      T* to = out + s * out_stride;
+      if (length == 1) {
+        *to = Fold::takes_over(*from, *to, false) ? *from : *to;
+      } else {
+        if (ahead && i + ahead < rows) prefetch_bytes(from + ahead * row_stride, length * int64_t{sizeof(T)});
+        take_extremes<Fold>(from, to, static_cast<Idx*>(nullptr), Idx(0), length);
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < p.rows; ++i) {
     const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
     if (s < lo || s >= hi) continue;  // another owner's, or a bad id
@@ -405,9 +425,17 @@ bool fold_in_row_order(const SegmentProblem& p) {
     T* out = static_cast<T*>(p.segment_out);
     const Idx* ids = static_cast<const Idx*>(p.ids);
     const T empty = from_acc<T>(p.empty_value);
-    // One-column sums need no counts where an empty segment's value is +0, the sums' start.
-    const bool counted =
-        !(kInPlace && R == SegmentReduction::sum && length == 1 && p.empty_value == 0 && !std::signbit(p.empty_value));
+    // One-column sums need no counts where an empty segment's value is +0, the sums' start; nor max /
+    // min with no indices asked where it is their identity (fold_owned_extremes).
+    const bool uncounted_sum =
+        kInPlace && R == SegmentReduction::sum && length == 1 && p.empty_value == 0 && !std::signbit(p.empty_value);
+    T identity{};
+    bool uncounted_extremes = false;
+    if constexpr (kInPlace && Fold::kExtreme) {
+      identity = R == SegmentReduction::max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+      uncounted_extremes = !indices && empty == identity;
+    }
+    const bool counted = !uncounted_sum && !uncounted_extremes;
 #pragma omp parallel num_threads(scatter_owners()) if (p.rows * length > kParallelThreshold)
     {
       int64_t lo, hi;
@@ -416,7 +444,8 @@ bool fold_in_row_order(const SegmentProblem& p) {
       // (the sort's sums start at +0 too: the same bits, a first value of -0 or NaN included)
       if constexpr (!kInPlace) std::fill(sums + lo * length, sums + hi * length, A(0));
       if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counted, counts);
-      if constexpr (kInPlace && Fold::kExtreme) fold_owned_extremes<Fold, T>(p, ids, lo, hi, counts, indices);
+      if constexpr (kInPlace && Fold::kExtreme)
+        fold_owned_extremes<Fold, T>(p, ids, lo, hi, counts, indices, counted, identity);
       // 16-bit sums and means: f32 sums in the workspace.
       if constexpr (!kInPlace) {
         const int64_t ahead = prefetch_ahead(p.row_stride, sizeof(T));
