@@ -328,25 +328,29 @@ BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids,
 template <class Fold, class T, class Idx>
 [[gnu::always_inline]] inline void take_extremes(const T* __restrict from, T* __restrict to, Idx* __restrict at, Idx i,
                                                  int64_t length) {
+  using A = acc_t<T>;  // (16-bit values compared in f32, exactly)
   if (at) {
     for (int64_t c = 0; c < length; ++c) {
-      const bool take = Fold::takes_over(from[c], to[c], false);
+      const bool take = Fold::takes_over(to_acc<A>(from[c]), to_acc<A>(to[c]), false);
       at[c] = take ? i : at[c];
       to[c] = take ? from[c] : to[c];
     }
   } else {
-    for (int64_t c = 0; c < length; ++c) to[c] = Fold::takes_over(from[c], to[c], false) ? from[c] : to[c];
+    for (int64_t c = 0; c < length; ++c)
+      to[c] = Fold::takes_over(to_acc<A>(from[c]), to_acc<A>(to[c]), false) ? from[c] : to[c];
   }
 }
 
-// The max / min of add_owned_rows (f32 / f64): rows of segments [lo, hi) folded in row order into
-// their output rows, and their rows into `indices` (none: null), a segment's first row copied.
+// The max / min of add_owned_rows (any floating type): rows of segments [lo, hi) folded in row
+// order into their output rows, and their rows into `indices` (none: null), a segment's first row
+// copied.
 // Uncounted (no indices asked, and an empty segment's value the fold's identity, -inf for max and
 // +inf for min): every owned output starts at the identity, which every value but itself takes
 // over (the same bits as taking the first row), and no count is kept (D = 1: 0.24x JAX with them).
 template <class Fold, class T, class Idx>
 BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
                                              int64_t* counts, Idx* indices, bool counted, T identity) {
+  using A = acc_t<T>;  // (16-bit values compared in f32, exactly)
   const T* data = static_cast<const T*>(p.row_in);
   T* out = static_cast<T*>(p.segment_out);
   const int64_t length = p.length, ahead = prefetch_ahead(p.row_stride, sizeof(T));
@@ -359,7 +363,7 @@ BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx*
       const T* from = data + i * row_stride;
       T* to = out + s * out_stride;
       if (length == 1) {
-        *to = Fold::takes_over(*from, *to, false) ? *from : *to;
+        *to = Fold::takes_over(to_acc<A>(*from), to_acc<A>(*to), false) ? *from : *to;
       } else {
         if (ahead && i + ahead < rows) prefetch_bytes(from + ahead * row_stride, length * int64_t{sizeof(T)});
         take_extremes<Fold>(from, to, static_cast<Idx*>(nullptr), Idx(0), length);
@@ -378,7 +382,7 @@ BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx*
       std::copy(from, from + length, to);
       if (at) std::fill(at, at + length, static_cast<Idx>(i));
     } else if (length == 1) {  // one column: a branch a row, rarely taken, beats the selects
-      if (Fold::takes_over(*from, *to, false)) {
+      if (Fold::takes_over(to_acc<A>(*from), to_acc<A>(*to), false)) {
         *to = *from;
         if (at) *at = static_cast<Idx>(i);
       }
@@ -404,7 +408,10 @@ bool fold_in_row_order(const SegmentProblem& p) {
   using Fold = SegmentFold<R, A>;
   constexpr bool kInPlace = std::is_floating_point_v<T> && std::is_same_v<T, A>;
   constexpr bool kSixteen = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
-  if constexpr (!kInPlace && !(kSixteen && !Fold::kExtreme)) {
+  // Max / min select values, so their state is the output row itself in any floating type; 16-bit
+  // sums and means are f32 sums in the workspace.
+  constexpr bool kSums = !kInPlace && !Fold::kExtreme;
+  if constexpr (!kInPlace && !kSixteen) {
     return false;
   } else {
     Idx* indices = static_cast<Idx*>(p.indices);
@@ -415,7 +422,7 @@ bool fold_in_row_order(const SegmentProblem& p) {
     const int64_t length = p.length;
     int64_t* counts = static_cast<int64_t*>(p.workspace);
     A* sums = nullptr;
-    if constexpr (!kInPlace) {
+    if constexpr (kSums) {
       const CheckedSize sums_bytes = CheckedSize(p.segments) * length * int64_t{sizeof(A)};
       const CheckedSize room = (CheckedSize(p.rows) + 1) * int64_t{sizeof(int64_t)};
       if (!sums_bytes.below(room.saturated())) return false;
@@ -429,12 +436,10 @@ bool fold_in_row_order(const SegmentProblem& p) {
     // min with no indices asked where it is their identity (fold_owned_extremes).
     const bool uncounted_sum =
         kInPlace && R == SegmentReduction::sum && length == 1 && p.empty_value == 0 && !std::signbit(p.empty_value);
-    T identity{};
-    bool uncounted_extremes = false;
-    if constexpr (kInPlace && Fold::kExtreme) {
-      identity = R == SegmentReduction::max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-      uncounted_extremes = !indices && empty == identity;
-    }
+    const double inf = std::numeric_limits<double>::infinity();
+    const T identity = from_acc<T>(R == SegmentReduction::max ? -inf : inf);
+    const bool uncounted_extremes =
+        Fold::kExtreme && !indices && p.empty_value == (R == SegmentReduction::max ? -inf : inf);
     const bool counted = !uncounted_sum && !uncounted_extremes;
 #pragma omp parallel num_threads(scatter_owners()) if (p.rows * length > kParallelThreshold)
     {
@@ -442,12 +447,10 @@ bool fold_in_row_order(const SegmentProblem& p) {
       owned_range(p.segments, lo, hi);
       std::fill(counts + lo, counts + hi, int64_t{0});
       // (the sort's sums start at +0 too: the same bits, a first value of -0 or NaN included)
-      if constexpr (!kInPlace) std::fill(sums + lo * length, sums + hi * length, A(0));
+      if constexpr (kSums) std::fill(sums + lo * length, sums + hi * length, A(0));
       if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counted, counts);
-      if constexpr (kInPlace && Fold::kExtreme)
-        fold_owned_extremes<Fold, T>(p, ids, lo, hi, counts, indices, counted, identity);
-      // 16-bit sums and means: f32 sums in the workspace.
-      if constexpr (!kInPlace) {
+      if constexpr (Fold::kExtreme) fold_owned_extremes<Fold, T>(p, ids, lo, hi, counts, indices, counted, identity);
+      if constexpr (kSums) {
         const int64_t ahead = prefetch_ahead(p.row_stride, sizeof(T));
         for (int64_t i = 0; i < p.rows; ++i) {
           const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
@@ -466,7 +469,7 @@ bool fold_in_row_order(const SegmentProblem& p) {
           if (indices) std::fill_n(indices + s * p.indices_stride, length, static_cast<Idx>(-1));
           continue;
         }
-        if constexpr (kInPlace) {
+        if constexpr (!kSums) {
           if constexpr (R == SegmentReduction::mean)
             for (int64_t c = 0; c < length; ++c) to[c] = to[c] / static_cast<T>(counts[s]);
         } else {
