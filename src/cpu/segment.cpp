@@ -357,17 +357,22 @@ BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx*
   if (!counted) {
     const int64_t rows = p.rows, id_stride = p.ids_stride, row_stride = p.row_stride, out_stride = p.segment_stride;
     for (int64_t s = lo; s < hi; ++s) std::fill_n(out + s * out_stride, length, identity);
+    if (length == 1) {  // its own loop, few registers (a select a row: 2.8 ms against 3.0 with a branch)
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t s = static_cast<int64_t>(ids[i * id_stride]);
+        if (static_cast<uint64_t>(s - lo) >= static_cast<uint64_t>(hi - lo)) continue;  // not owned, or bad
+        const T v = data[i * row_stride];
+        T& to = out[s * out_stride];
+        to = Fold::takes_over(to_acc<A>(v), to_acc<A>(to), false) ? v : to;
+      }
+      return;
+    }
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t s = static_cast<int64_t>(ids[i * id_stride]);
       if (static_cast<uint64_t>(s - lo) >= static_cast<uint64_t>(hi - lo)) continue;  // not owned, or bad
       const T* from = data + i * row_stride;
-      T* to = out + s * out_stride;
-      if (length == 1) {
-        *to = Fold::takes_over(to_acc<A>(*from), to_acc<A>(*to), false) ? *from : *to;
-      } else {
-        if (ahead && i + ahead < rows) prefetch_bytes(from + ahead * row_stride, length * int64_t{sizeof(T)});
-        take_extremes<Fold>(from, to, static_cast<Idx*>(nullptr), Idx(0), length);
-      }
+      if (ahead && i + ahead < rows) prefetch_bytes(from + ahead * row_stride, length * int64_t{sizeof(T)});
+      take_extremes<Fold>(from, out + s * out_stride, static_cast<Idx*>(nullptr), Idx(0), length);
     }
     return;
   }
