@@ -446,8 +446,9 @@ bool fold_in_row_order(const SegmentProblem& p) {
     const T empty = from_acc<T>(p.empty_value);
     // One-column sums need no counts where an empty segment's value is +0, the sums' start; nor max /
     // min with no indices asked where it is their identity (fold_owned_extremes).
-    const bool uncounted_sum =
-        kInPlace && R == SegmentReduction::sum && length == 1 && p.empty_value == 0 && !std::signbit(p.empty_value);
+    // (16-bit sums start at +0 in the workspace whatever the length: no first row to tell)
+    const bool uncounted_sum = R == SegmentReduction::sum && (kSums || (kInPlace && length == 1)) &&
+                               p.empty_value == 0 && !std::signbit(p.empty_value);
     const double inf = std::numeric_limits<double>::infinity();
     const T identity = from_acc<T>(R == SegmentReduction::max ? -inf : inf);
     const bool uncounted_extremes =
@@ -469,14 +470,14 @@ bool fold_in_row_order(const SegmentProblem& p) {
           if (s < lo || s >= hi) continue;  // another owner's, or a bad id
           const T* from = data + i * p.row_stride;
           if (ahead && i + ahead < p.rows) prefetch_bytes(from + ahead * p.row_stride, length * int64_t{sizeof(T)});
-          ++counts[s];
+          if (counted) ++counts[s];
           A* to = sums + s * length;
           for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], to_acc<A>(from[c]));
         }
       }
-      for (int64_t s = lo; s < (counted ? hi : lo); ++s) {
+      for (int64_t s = lo; s < (counted || kSums ? hi : lo); ++s) {
         T* to = out + s * p.segment_stride;
-        if (counts[s] == 0) {
+        if (counted && counts[s] == 0) {
           std::fill_n(to, length, empty);
           if (indices) std::fill_n(indices + s * p.indices_stride, length, static_cast<Idx>(-1));
           continue;
