@@ -75,13 +75,18 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
 
   template <class Plan>
   void check(Reduction r, const Layout& layout, int64_t length, SegmentForm form, DType index_dtype,
-             std::optional<double> initial = std::nullopt) {
+             std::optional<double> initial = std::nullopt, bool ties = false) {
     const int64_t n = layout.rows(), segs = layout.segments();
     std::vector<int64_t> seg_of = layout.segment_of();
     SCOPED_TRACE("rows " + std::to_string(n) + " segments " + std::to_string(segs) + " D " + std::to_string(length));
     const Shape data_shape = length == 1 ? Shape{n} : Shape{n, length};
     const Shape out_shape = length == 1 ? Shape{segs} : Shape{segs, length};
     Tensor data = unwrap(harness::random_tensor(backend(), dtype(), contiguous(data_shape), rng_));
+    if (ties) {  // four values, -0 and +0 among them: every segment ties, and its first row must win
+      constexpr double kValues[] = {-0.0, 0.0, 1.0, -1.0};
+      for (double& v : data.host) v = kValues[rng_() % 4];
+      ASSERT_TRUE(data.upload().is_ok());
+    }
     Tensor out = unwrap(harness::random_tensor(backend(), dtype(), contiguous(out_shape), rng_));
     ASSERT_TRUE(harness::poison(out).is_ok());
     const bool extreme = r == Reduction::max || r == Reduction::min;
@@ -206,6 +211,16 @@ TEST_P(SegmentWalkTest, EmptySegmentsTakeTheInitial) {
       check<SegmentMaxPlan>(Reduction::max, layout, 1, form, DType::i64, initial);
       check<SegmentMinPlan>(Reduction::min, layout, 1, form, DType::i64, initial);
     }
+}
+
+// Ties (and -0 against +0) keep the first row attaining, whatever the walk.
+TEST_P(SegmentWalkTest, TiesKeepTheFirstRow) {
+  for (int64_t length : {int64_t{1}, int64_t{3}})
+    for (const Layout& layout : layouts(tile_rows(length)))
+      for (SegmentForm form : {SegmentForm::sorted_ids, SegmentForm::offsets, SegmentForm::unsorted_ids}) {
+        check<SegmentMaxPlan>(Reduction::max, layout, length, form, DType::i64, std::nullopt, true);
+        check<SegmentMinPlan>(Reduction::min, layout, length, form, DType::i64, std::nullopt, true);
+      }
 }
 
 TEST_P(SegmentWalkTest, WideRowsAcrossTileEnds) {
