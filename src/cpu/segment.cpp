@@ -48,10 +48,10 @@ bool unit_columns(const SegmentProblem& p) {
   return p.columns.rank == 0 || (p.columns.rank == 1 && p.columns.strides[kRowSide][0] == 1);
 }
 
-// The sums' row loops prefetch the row this many ahead where rows start a cache line or more apart:
+// The row loops prefetch the row this many ahead where rows start a cache line or more apart:
 // short rows read one after another (D = 32 f32: 128 bytes a row) left the hardware prefetcher
-// behind; rows within a line (D = 1) gain nothing but the instructions (bench/NOTES.md, "Sixteenth
-// session").
+// behind; rows within a line (D = 1) gain nothing but the instructions (bench/NOTES.md, "CPU segment
+// reductions beside JAX on one core").
 constexpr int64_t kPrefetchRows = 8;
 inline int64_t prefetch_ahead(int64_t row_stride, size_t element_size) {
   const int64_t bytes = (row_stride < 0 ? -row_stride : row_stride) * static_cast<int64_t>(element_size);
@@ -274,62 +274,62 @@ SegmentRows<int64_t> sort_rows(const SegmentProblem& p) {
   return r;
 }
 
-// add_owned_rows' one-column rows, counted where the caller needs the counts (a mean; an empty
-// segment's value other than +0). p's fields in locals: the stores through counts and out could alias
-// p, for all GCC knows.
-template <bool kCount, class Fold, class T, class Idx>
-[[gnu::always_inline]] inline void add_one_column(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
-                                                  int64_t* counts, const T* data, T* out) {
-  const int64_t rows = p.rows, id_stride = p.ids_stride, row_stride = p.row_stride, out_stride = p.segment_stride;
+// The rows of unsorted ids whose segment s is in [lo, hi) (the calling owner's; a bad id is no
+// one's), in row order: row(i, s, from), `from` the row's first element, the row `ahead` prefetched
+// where rows are a line or more apart. p's fields in locals: the stores through the outputs could
+// alias p, for all GCC knows.
+template <class T, class Idx, class Row>
+[[gnu::always_inline]] inline void for_owned_rows(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
+                                                  Row&& row) {
+  const T* data = static_cast<const T*>(p.row_in);
+  const int64_t rows = p.rows, id_stride = p.ids_stride, row_stride = p.row_stride;
+  const int64_t ahead = prefetch_ahead(row_stride, sizeof(T)), row_bytes = p.length * int64_t{sizeof(T)};
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t s = static_cast<int64_t>(ids[i * id_stride]);
     if (static_cast<uint64_t>(s - lo) >= static_cast<uint64_t>(hi - lo)) continue;  // not owned, or bad
-    if constexpr (kCount) ++counts[s];
-    T& to = out[s * out_stride];
-    to = Fold::add(to, data[i * row_stride]);
+    const T* from = data + i * row_stride;
+    if (ahead && i + ahead < rows) prefetch_bytes(from + ahead * row_stride, row_bytes);
+    row(i, s, from);
   }
 }
 
 // The sums of fold_in_row_order for f32 / f64 (their states the output rows themselves): rows of
-// segments [lo, hi) added in row order, counted (one column: add_one_column); in the widest vectors
-// the machine has, as add_unit_rows.
+// segments [lo, hi) added in row order, counted where the caller needs the counts (a mean; an empty
+// segment's value other than +0; one column needs them for nothing else); in the widest vectors the
+// machine has, as add_unit_rows.
 template <class Fold, class T, class Idx>
 BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi, bool counted,
                                         int64_t* counts) {
-  const T* data = static_cast<const T*>(p.row_in);
   T* out = static_cast<T*>(p.segment_out);
-  const int64_t length = p.length;
+  const int64_t length = p.length, out_stride = p.segment_stride;
   if (length == 1) {  // one column: every owned sum from +0 (as the first row's), then no branch a row
-    for (int64_t s = lo; s < hi; ++s) out[s * p.segment_stride] = T(0);
-    if (counted)
-      add_one_column<true, Fold>(p, ids, lo, hi, counts, data, out);
-    else
-      add_one_column<false, Fold>(p, ids, lo, hi, counts, data, out);
+    for (int64_t s = lo; s < hi; ++s) out[s * out_stride] = T(0);
+    const auto add = [&](auto count) {
+      for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
+        if constexpr (decltype(count)::value) ++counts[s];
+        out[s * out_stride] = Fold::add(out[s * out_stride], *from);
+      });
+    };
+    counted ? add(std::true_type{}) : add(std::false_type{});
     return;
   }
-  const int64_t ahead = prefetch_ahead(p.row_stride, sizeof(T));
-  for (int64_t i = 0; i < p.rows; ++i) {
-    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-    if (s < lo || s >= hi) continue;  // another owner's, or a bad id
-    const T* __restrict from = data + i * p.row_stride;
-    if (ahead && i + ahead < p.rows) prefetch_bytes(from + ahead * p.row_stride, length * int64_t{sizeof(T)});
-    T* __restrict to = out + s * p.segment_stride;
+  for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* __restrict from) {
+    T* __restrict to = out + s * out_stride;
     if (counts[s]++ == 0) {  // the segment's first row (+0 first, as the sort's sums)
       for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(T(0), from[c]);
     } else {
       for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], from[c]);
     }
-  }
+  });
 }
 
 // A later row `from` (row i) folded into a segment's max / min `to` and their rows `at` (none: null),
-// where it takes over: every test evaluated, no branch, so that the loop vectorizes (with a branch a
-// column, segment_max of unsorted ids ran 0.17x JAX).
+// where it takes over: every test evaluated, no branch, so that the loop vectorizes.
 template <class Fold, class T, class Idx>
 [[gnu::always_inline]] inline void take_extremes(const T* __restrict from, T* __restrict to, Idx* __restrict at, Idx i,
                                                  int64_t length) {
   using A = acc_t<T>;  // (16-bit values compared in f32, exactly)
-  // (16-bit types picked by their bits: selects of the structs kept the loops scalar, 10x slower)
+  // (16-bit types picked by their bits: selects of the structs kept the loops scalar)
   const auto pick = [](T& dst, const T& src, bool take) {
     if constexpr (std::is_arithmetic_v<T>)
       dst = take ? src : dst;
@@ -350,45 +350,31 @@ template <class Fold, class T, class Idx>
 
 // The max / min of add_owned_rows (any floating type): rows of segments [lo, hi) folded in row
 // order into their output rows, and their rows into `indices` (none: null), a segment's first row
-// copied.
-// Uncounted (no indices asked, and an empty segment's value the fold's identity, -inf for max and
-// +inf for min): every owned output starts at the identity, which every value but itself takes
-// over (the same bits as taking the first row), and no count is kept (D = 1: 0.24x JAX with them).
+// copied. Uncounted (no indices asked, and an empty segment's value the fold's identity, -inf for
+// max and +inf for min): every owned output starts at the identity, which every value but itself
+// takes over (the same bits as taking the first row), and no count is kept.
 template <class Fold, class T, class Idx>
 BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx* ids, int64_t lo, int64_t hi,
                                              int64_t* counts, Idx* indices, bool counted, T identity) {
   using A = acc_t<T>;  // (16-bit values compared in f32, exactly)
-  const T* data = static_cast<const T*>(p.row_in);
   T* out = static_cast<T*>(p.segment_out);
-  const int64_t length = p.length, ahead = prefetch_ahead(p.row_stride, sizeof(T));
+  const int64_t length = p.length, out_stride = p.segment_stride;
   if (!counted) {
-    const int64_t rows = p.rows, id_stride = p.ids_stride, row_stride = p.row_stride, out_stride = p.segment_stride;
     for (int64_t s = lo; s < hi; ++s) std::fill_n(out + s * out_stride, length, identity);
-    if (length == 1) {  // its own loop, few registers (a select a row: 2.8 ms against 3.0 with a branch)
-      for (int64_t i = 0; i < rows; ++i) {
-        const int64_t s = static_cast<int64_t>(ids[i * id_stride]);
-        if (static_cast<uint64_t>(s - lo) >= static_cast<uint64_t>(hi - lo)) continue;  // not owned, or bad
-        const T v = data[i * row_stride];
+    if (length == 1) {  // its own loop, few registers, a select a row (measured faster than a branch)
+      for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
         T& to = out[s * out_stride];
-        to = Fold::takes_over(to_acc<A>(v), to_acc<A>(to), false) ? v : to;
-      }
-      return;
-    }
-    for (int64_t i = 0; i < rows; ++i) {
-      const int64_t s = static_cast<int64_t>(ids[i * id_stride]);
-      if (static_cast<uint64_t>(s - lo) >= static_cast<uint64_t>(hi - lo)) continue;  // not owned, or bad
-      const T* from = data + i * row_stride;
-      if (ahead && i + ahead < rows) prefetch_bytes(from + ahead * row_stride, length * int64_t{sizeof(T)});
-      take_extremes<Fold>(from, out + s * out_stride, static_cast<Idx*>(nullptr), Idx(0), length);
+        to = Fold::takes_over(to_acc<A>(*from), to_acc<A>(to), false) ? *from : to;
+      });
+    } else {
+      for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
+        take_extremes<Fold>(from, out + s * out_stride, static_cast<Idx*>(nullptr), Idx(0), length);
+      });
     }
     return;
   }
-  for (int64_t i = 0; i < p.rows; ++i) {
-    const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-    if (s < lo || s >= hi) continue;  // another owner's, or a bad id
-    const T* from = data + i * p.row_stride;
-    if (ahead && i + ahead < p.rows) prefetch_bytes(from + ahead * p.row_stride, length * int64_t{sizeof(T)});
-    T* to = out + s * p.segment_stride;
+  for_owned_rows<T>(p, ids, lo, hi, [&](int64_t i, int64_t s, const T* from) {
+    T* to = out + s * out_stride;
     Idx* at = indices ? indices + s * p.indices_stride : nullptr;
     if (counts[s]++ == 0) {  // the segment's first row
       std::copy(from, from + length, to);
@@ -401,7 +387,7 @@ BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx*
     } else {
       take_extremes<Fold>(from, to, at, static_cast<Idx>(i), length);
     }
-  }
+  });
 }
 
 // Unsorted ids, rows whose columns are one unit-stride run on both sides (and on the indices' side
@@ -440,7 +426,6 @@ bool fold_in_row_order(const SegmentProblem& p) {
       if (!sums_bytes.below(room.saturated())) return false;
       sums = reinterpret_cast<A*>(counts + p.segments);
     }
-    const T* data = static_cast<const T*>(p.row_in);
     T* out = static_cast<T*>(p.segment_out);
     const Idx* ids = static_cast<const Idx*>(p.ids);
     const T empty = from_acc<T>(p.empty_value);
@@ -464,16 +449,11 @@ bool fold_in_row_order(const SegmentProblem& p) {
       if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counted, counts);
       if constexpr (Fold::kExtreme) fold_owned_extremes<Fold, T>(p, ids, lo, hi, counts, indices, counted, identity);
       if constexpr (kSums) {
-        const int64_t ahead = prefetch_ahead(p.row_stride, sizeof(T));
-        for (int64_t i = 0; i < p.rows; ++i) {
-          const int64_t s = static_cast<int64_t>(ids[i * p.ids_stride]);
-          if (s < lo || s >= hi) continue;  // another owner's, or a bad id
-          const T* from = data + i * p.row_stride;
-          if (ahead && i + ahead < p.rows) prefetch_bytes(from + ahead * p.row_stride, length * int64_t{sizeof(T)});
+        for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
           if (counted) ++counts[s];
           A* to = sums + s * length;
           for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], to_acc<A>(from[c]));
-        }
+        });
       }
       for (int64_t s = lo; s < (counted || kSums ? hi : lo); ++s) {
         T* to = out + s * p.segment_stride;

@@ -86,7 +86,7 @@ template <class In, class Out>
 inline constexpr int kTransposeSide = transposed_piece(sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out));
 // Rows of the other inputs' pieces loaded before use, and the blocks an SM the registers must allow
 // (0: no bound). At V = 8 (16- and 8-bit) with another input: one row and three blocks, no spills
-// under NVRTC with the tile addressed in 32 bits (two rows spilled 24 bytes); four rows, unbounded,
+// under NVRTC with the tile addressed in 32 bits (two rows spilled); four rows, unbounded,
 // left two blocks an SM, a warp waiting on loads most of its cycles (bench/NOTES.md, "Transposed
 // operands", "NVRTC's 64-bit shared pointers").
 // The two at V = 8 are macros so that a device run can time others through BARACUDA_JIT_OPTIONS
