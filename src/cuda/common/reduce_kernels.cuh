@@ -211,7 +211,7 @@ struct alignas(sizeof(X) * kUnit) Elements {
 
 // columns: tile blockIdx.x of lanes x units, split blockIdx.y of the reduced elements.
 template <class X, class Math, class Sink, int kUnit, bool kVec>
-__global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+__device__ __forceinline__ void fold_columns(const ReduceProblem& p, const Math& m, const Sink& sink) {
   using A = typename Math::Acc;
   using State = typename Math::State;
   __shared__ State shared[kReduceBlock][kUnit];
@@ -308,6 +308,19 @@ __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProbl
     }
     __syncthreads();  // shared is rewritten by the next tile
   }
+}
+
+template <class X, class Math, class Sink, int kUnit, bool kVec>
+__global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+  fold_columns<X, Math, Sink, kUnit, kVec>(p, m, sink);
+}
+// The same, bound to 64 registers a thread (four blocks an SM), for the small states the host names
+// (columns_at_four_blocks): left to choose, ptxas gave NVRTC's code for f32 amax 64 registers and a
+// spill, and 78 (three blocks an SM) at a bound of one to three blocks.
+template <class X, class Math, class Sink, int kUnit, bool kVec>
+__global__ void __launch_bounds__(kReduceBlock, 4)
+    columns_four_blocks_kernel(const ReduceProblem p, const Math m, const Sink sink) {
+  fold_columns<X, Math, Sink, kUnit, kVec>(p, m, sink);
 }
 
 // ---------------------------------------------------------------------------------------------

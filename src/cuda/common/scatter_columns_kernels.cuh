@@ -86,23 +86,33 @@ __global__ void __launch_bounds__(kThreads, 4)
     const int64_t base[3] = {it.base[0], it.base[1], it.base[2]};
     __syncthreads();
     const int slots = static_cast<int>(height) * width;
-    for (int s0 = threadIdx.x; s0 < slots; s0 += kBatch * blockDim.x) {
-      T* at[kBatch];
-      T old[kBatch];
-      bool in_table[kBatch];
+    // One loop for each value of `overwrite`: with the flag a run-time test in one loop, NVRTC kept
+    // the test and the shared window's address inside it (20% more instructions than nvcc's code).
+    const auto write_back = [&](auto overwrite_flag) {
+      constexpr bool kOverwrite = decltype(overwrite_flag)::value;
+      for (int s0 = threadIdx.x; s0 < slots; s0 += kBatch * blockDim.x) {
+        T* at[kBatch];
+        T old[kBatch];
+        bool in_table[kBatch];
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int s = s0 + u * static_cast<int>(blockDim.x), c = s & (width - 1);
-        in_table[u] = s < slots && column0 + c < cw.columns;
-        at[u] = table + base[2] + (first + (s >> cw.shift)) * cw.table_dim_stride + c * cw.column_stride[2];
-        old[u] = in_table[u] ? old_value(sums[s], at[u], overwrite) : T{};
-      }
+        for (int u = 0; u < kBatch; ++u) {
+          const int s = s0 + u * static_cast<int>(blockDim.x), c = s & (width - 1);
+          in_table[u] = s < slots && column0 + c < cw.columns;
+          at[u] = table + base[2] + (first + (s >> cw.shift)) * cw.table_dim_stride + c * cw.column_stride[2];
+          old[u] = in_table[u] ? old_value(sums[s], at[u], kOverwrite) : T{};
+        }
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int s = s0 + u * static_cast<int>(blockDim.x);
-        if (in_table[u]) write_slot(sums[s], at[u], old[u], overwrite);
-        if (s < slots) sums[s] = ScatterSum::identity<Acc>();  // ready for the next item
+        for (int u = 0; u < kBatch; ++u) {
+          const int s = s0 + u * static_cast<int>(blockDim.x);
+          if (in_table[u]) write_slot(sums[s], at[u], old[u], kOverwrite);
+          if (s < slots) sums[s] = ScatterSum::identity<Acc>();  // ready for the next item
+        }
       }
+    };
+    if (overwrite) {
+      write_back(std::true_type{});
+    } else {
+      write_back(std::false_type{});
     }
     __syncthreads();
   }
