@@ -59,10 +59,9 @@ template <class X, class Math, bool kStats>
 Status fold(const ElementwiseRun& r, const ReduceProblem& p) {
   using State = typename Math::State;
   constexpr int V = column_unit(sizeof(X), sizeof(State));
-  Expected<const jit::Module*> module = module_for<ProgramTag<X, Math, std::bool_constant<kStats>>>(
-      r, [&] {
-        return fold_program(jit::type_name<X>(), jit::type_name<Math>(), kStats, V, columns_at_four_blocks<X, Math>());
-      });
+  Expected<const jit::Module*> module = module_for<ProgramTag<X, Math, std::bool_constant<kStats>>>(r, [&] {
+    return fold_program(jit::type_name<X>(), jit::type_name<Math>(), kStats, V, columns_at_four_blocks<X, Math>());
+  });
   if (!module || !*module) return module.status();
   const jit::Module& m = **module;
   const Math math(p.params);
