@@ -106,8 +106,9 @@ class UnaryTest : public testing::BackendDTypeTest {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The host's f32 maths. The bounds docs/OPS.md states: exp and log1p within 1 ulp, erf within 0.51
-// ulp, |erf| <= 1, erf monotone; the units of the exact value's binade (2^-149 for subnormals).
+// The host's f32 maths. The bounds docs/OPS.md states: exp and log1p within 1 ulp, the softmax
+// family's exp of x <= 0 (fused multiply-adds) within 0.9, erf within 0.51 ulp, |erf| <= 1, erf monotone; the units of
+// the exact value's binade (2^-149 for subnormals).
 
 namespace simd = ::baracuda::detail::simd_math;
 
@@ -130,16 +131,25 @@ double ulps(float got, long double exact) {
   return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / std::ldexp(1.0L, binade - 23));
 }
 
-enum class F32Fn { exp, log1p, erf };
-const char* fn_name(F32Fn fn) { return fn == F32Fn::exp ? "exp" : fn == F32Fn::log1p ? "log1p" : "erf"; }
+enum class F32Fn { exp, exp_nonpositive, log1p, erf };
+const char* fn_name(F32Fn fn) {
+  return fn == F32Fn::exp               ? "exp"
+         : fn == F32Fn::exp_nonpositive ? "exp_nonpositive"
+         : fn == F32Fn::log1p           ? "log1p"
+                                        : "erf";
+}
 long double exact_of(F32Fn fn, float x) {
   const long double v = x;
-  return fn == F32Fn::exp ? std::exp(v) : fn == F32Fn::log1p ? std::log1p(v) : std::erf(v);
+  return fn == F32Fn::exp || fn == F32Fn::exp_nonpositive ? std::exp(v)
+         : fn == F32Fn::log1p                             ? std::log1p(v)
+                                                          : std::erf(v);
 }
 template <F32Fn kFn>
 [[gnu::always_inline]] inline float call(float x) {
   if constexpr (kFn == F32Fn::exp)
     return simd::exp(x);
+  else if constexpr (kFn == F32Fn::exp_nonpositive)
+    return simd::exp_nonpositive(x);
   else if constexpr (kFn == F32Fn::log1p)
     return simd::log1p(x);
   else
@@ -149,7 +159,7 @@ template <F32Fn kFn>
 // The instruction sets BARACUDA_CPU_CLONES builds (cpu/vector_math.hpp), each applying the inlined
 // math over a range as the library's clones do (this file builds with -ffp-contract=off, as the
 // library: tests/CMakeLists.txt).
-enum class Isa { baseline, avx2, x86_64_v4 };
+enum class Isa { baseline, x86_64_v3, x86_64_v4 };
 template <F32Fn kFn>
 void apply_baseline(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = call<kFn>(x[i]);
@@ -157,7 +167,7 @@ void apply_baseline(const float* x, float* y, size_t n) {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define BARACUDA_TEST_CLONES 1
 template <F32Fn kFn>
-__attribute__((target("avx2"))) void apply_avx2(const float* x, float* y, size_t n) {
+__attribute__((target("arch=x86-64-v3"))) void apply_v3(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = call<kFn>(x[i]);
 }
 template <F32Fn kFn>
@@ -169,19 +179,21 @@ std::vector<Isa> isas_here() {
   std::vector<Isa> isas = {Isa::baseline};
 #if BARACUDA_TEST_CLONES
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) isas.push_back(Isa::avx2);
+  if (__builtin_cpu_supports("x86-64-v3")) isas.push_back(Isa::x86_64_v3);
   if (__builtin_cpu_supports("x86-64-v4")) isas.push_back(Isa::x86_64_v4);
 #endif
   return isas;
 }
-const char* isa_name(Isa isa) { return isa == Isa::baseline ? "x86-64" : isa == Isa::avx2 ? "avx2" : "x86-64-v4"; }
+const char* isa_name(Isa isa) {
+  return isa == Isa::baseline ? "x86-64" : isa == Isa::x86_64_v3 ? "x86-64-v3" : "x86-64-v4";
+}
 template <F32Fn kFn>
 std::vector<float> apply_as(Isa isa, const std::vector<float>& x) {
   std::vector<float> y(x.size());
   switch (isa) {
 #if BARACUDA_TEST_CLONES
-    case Isa::avx2:
-      apply_avx2<kFn>(x.data(), y.data(), x.size());
+    case Isa::x86_64_v3:
+      apply_v3<kFn>(x.data(), y.data(), x.size());
       break;
     case Isa::x86_64_v4:
       apply_v4<kFn>(x.data(), y.data(), x.size());
@@ -193,9 +205,17 @@ std::vector<float> apply_as(Isa isa, const std::vector<float>& x) {
   return y;
 }
 std::vector<float> apply(F32Fn fn, Isa isa, const std::vector<float>& x) {
-  return fn == F32Fn::exp     ? apply_as<F32Fn::exp>(isa, x)
-         : fn == F32Fn::log1p ? apply_as<F32Fn::log1p>(isa, x)
-                              : apply_as<F32Fn::erf>(isa, x);
+  switch (fn) {
+    case F32Fn::exp:
+      return apply_as<F32Fn::exp>(isa, x);
+    case F32Fn::exp_nonpositive:
+      return apply_as<F32Fn::exp_nonpositive>(isa, x);
+    case F32Fn::log1p:
+      return apply_as<F32Fn::log1p>(isa, x);
+    case F32Fn::erf:
+      return apply_as<F32Fn::erf>(isa, x);
+  }
+  return {};
 }
 
 // Every f32 from bits `first` to `last` (both included), `step` apart.
@@ -220,6 +240,10 @@ std::vector<float> grid(F32Fn fn) {
     case F32Fn::exp:
       return concat({specials, f32_range(bits_of(-87.0f), bits_of(-104.5f)), f32_range(0, bits_of(89.0f), 389),
                      f32_range(bits_of(-0.0f), bits_of(-87.0f), 389)});
+    case F32Fn::exp_nonpositive:  // x <= 0 alone (softmax's x - max): every f32 of [-104.5, -87], a walk above
+      return concat({{0.0f, -0.0f, -kInfF, -1e-45f, -1e-39f},
+                     f32_range(bits_of(-87.0f), bits_of(-104.5f)),
+                     f32_range(bits_of(-0.0f), bits_of(-87.0f), 389)});
     case F32Fn::log1p:
       return concat({specials,
                      f32_range(bits_of(0.0143f), bits_of(0.0145f)),
@@ -234,10 +258,10 @@ std::vector<float> grid(F32Fn fn) {
   }
   return {};
 }
-double bound(F32Fn fn) { return fn == F32Fn::erf ? 0.51 : 1.0; }
+double bound(F32Fn fn) { return fn == F32Fn::erf ? 0.51 : fn == F32Fn::exp_nonpositive ? 0.9 : 1.0; }
 
 TEST(UnaryF32Math, WithinTheirUlpBoundsInEveryCloneIsa) {
-  for (F32Fn fn : {F32Fn::exp, F32Fn::log1p, F32Fn::erf}) {
+  for (F32Fn fn : {F32Fn::exp, F32Fn::exp_nonpositive, F32Fn::log1p, F32Fn::erf}) {
     const std::vector<float> x = grid(fn), base = apply(fn, Isa::baseline, x);
     double worst = 0;
     size_t at = 0;
@@ -291,7 +315,7 @@ TEST_P(UnaryTest, HostF32MathWithinItsBounds) {
   if (dtype() == DType::bf16) {
     xs = testing::every_16bit_value(DType::bf16);
   } else {
-    for (F32Fn fn : {F32Fn::exp, F32Fn::log1p, F32Fn::erf}) {
+    for (F32Fn fn : {F32Fn::exp, F32Fn::exp_nonpositive, F32Fn::log1p, F32Fn::erf}) {
       const std::vector<float> g = grid(fn);
       for (size_t i = 0; i < g.size(); i += 7) xs.push_back(g[i]);
     }

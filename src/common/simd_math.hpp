@@ -100,6 +100,38 @@ BARACUDA_SIMD_INLINE float exp(float x) {
   return select(!(x <= 88.72283172607421875f), x + to_float(0x7f800000u), result);
 }
 
+// x = n ln2 + r as reduce_ln2, and e^r = 1 + r (1 + r P(r)) with P exp's polynomial, evaluated with
+// fused multiply-adds (one rounding at the end); for x within [-104, 89]. e^r's bits and n, which the
+// callers put together. An FMA rounds once in every instruction set, so every build gives the same
+// bits; only the cloned loops (cpu/vector_math.hpp), whose wide builds have the instruction, should
+// call it: the baseline build's fmaf is a library call.
+struct FusedExp {
+  uint32_t e;  // e^r's bits
+  int32_t n;
+};
+BARACUDA_SIMD_INLINE FusedExp fused_exp_parts(float x) {
+  const float shifted = __builtin_fmaf(x, 1.44269504088896341f, 12582912.0f);
+  const float n = shifted - 12582912.0f;
+  const float r = __builtin_fmaf(n, 2.12194440e-4f, __builtin_fmaf(n, -0.693359375f, x));
+  float p = 1.9875691500e-4f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  return {of(__builtin_fmaf(__builtin_fmaf(p, r, 1.0f), r, 1.0f)), static_cast<int32_t>(of(shifted) - of(12582912.0f))};
+}
+// e^x for x <= 0 or -inf (not NaN; the softmax family's exp(x - max)), from fused_exp_parts, with
+// exp's subnormal results: within 0.89 ulp over every such f32 (docs/OPS.md), in fewer operations
+// than exp (no overflow path, fused products).
+BARACUDA_SIMD_INLINE float exp_nonpositive(float x) {
+  const FusedExp t = fused_exp_parts(select(x < -104.0f, -104.0f, x));
+  const int32_t m = t.n + 126 < 1 ? t.n + 126 : 1;
+  const float v = to_float(t.e + (static_cast<uint32_t>(m) << 23));
+  const float tiny = to_float(of(v + 1.0f) - of(1.0f));
+  return select(v < 1.0f, tiny, to_float(t.e + (static_cast<uint32_t>(t.n) << 23)));
+}
+
 // 2^n (e^r - 1) + (2^n - 1): no cancellation near 0 (n = 0: e^r - 1 itself); past n = 64 the -1 is
 // below the rounding, and exp's form keeps 2^n from overflowing before the last product. x is
 // clamped to [-64, 89] (expm1 rounds to -1 from -17.4; 2^-92 keeps every product normal). The sign
@@ -251,6 +283,17 @@ BARACUDA_SIMD_MATH(log1p)
 BARACUDA_SIMD_MATH(erf)
 BARACUDA_SIMD_MATH(tanh)
 #undef BARACUDA_SIMD_MATH
+
+// e^x for x <= 0 (not NaN), for the cloned loops alone (f32::exp_nonpositive); other types exp.
+#if !defined(__CUDA_ARCH__)
+template <class A>
+BARACUDA_SIMD_HD A exp_nonpositive(A x) {
+  if constexpr (std::is_same_v<A, float>)
+    return f32::exp_nonpositive(x);
+  else
+    return std::exp(x);
+}
+#endif
 
 // c ? v : w, for a math that would branch around one of them: in bits for f32 on the host (both sides
 // computed, the loop vectorizes), a ternary elsewhere.

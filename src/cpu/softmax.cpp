@@ -153,7 +153,7 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
     const A* x = block(i);
     A* to = i < body ? e + i : tail;
 #pragma omp simd
-    for (int u = 0; u < kLanes; ++u) lane[u] += to[u] = simd_math::exp(x[u] - max);
+    for (int u = 0; u < kLanes; ++u) lane[u] += to[u] = simd_math::exp_nonpositive(x[u] - max);
   }
   for (int i = body; i < n; ++i) e[i] = tail[i - body];
   return SoftmaxStats<A>{max, lane_total(lane)};
@@ -286,11 +286,12 @@ BARACUDA_CPU_CLONES void column_stats(const SoftmaxForwardMath<A>& math, const A
   }
   for (int r = 0; r < rows; ++r)
 #pragma omp simd
-    for (int c = 0; c < cols; ++c) sum[c] += simd_math::exp(v[r * ld + c] - max[c]);
+    for (int c = 0; c < cols; ++c) sum[c] += simd_math::exp_nonpositive(v[r * ld + c] - max[c]);
 #pragma omp simd
   for (int c = 0; c < cols; ++c) {  // the state's max is finite or -inf (its sum then 0)
     const A merged = max[c] > state_max[c] ? max[c] : state_max[c];
-    state_sum[c] = state_sum[c] * simd_math::exp(state_max[c] - merged) + sum[c] * simd_math::exp(max[c] - merged);
+    state_sum[c] = state_sum[c] * simd_math::exp_nonpositive(state_max[c] - merged) +
+                   sum[c] * simd_math::exp_nonpositive(max[c] - merged);
     state_max[c] = merged;
   }
 }
@@ -363,20 +364,20 @@ BARACUDA_CPU_CLONES void write_tile(const typename SoftmaxForwardMath<A>::Writer
       for (int c = 0; c < cols; ++c) y[c] = (x[c] - max[at(c)]) - scale[at(c)];
     else
 #pragma omp simd
-      for (int c = 0; c < cols; ++c) y[c] = simd_math::exp(x[c] - max[at(c)]) * scale[at(c)];
+      for (int c = 0; c < cols; ++c) y[c] = simd_math::exp_nonpositive(x[c] - max[at(c)]) * scale[at(c)];
     narrow(y, cols, out + r * out_ld);
   }
 }
 
-// exp(x) for log_softmax's backward, f32 vectorized: simd_math's exp without its subnormal results
+// exp(x) for log_softmax's backward, f32 vectorized: simd_math's fused exp without subnormal results
 // (under 2^-126, x < -87, it gives 0: a term exp(y) sum moves dx by under 2^-126 |sum|): no subnormal
 // path, where the exp is most of the row's time (bench/NOTES.md).
 template <class A>
 [[gnu::always_inline]] inline A exp_or_zero(A x) {
   if constexpr (std::is_same_v<A, float>) {
     using namespace simd_math::f32;
-    const Reduced t = reduce_ln2(select(x < -87.0f, -87.0f, x));  // NaN stays NaN
-    const float e = to_float(of(expm1_reduced(t.r) + 1.0f) + (static_cast<uint32_t>(t.n) << 23));
+    const FusedExp t = fused_exp_parts(select(x < -87.0f, -87.0f, x));  // NaN stays NaN
+    const float e = to_float(t.e + (static_cast<uint32_t>(t.n) << 23));
     return select(!(x <= 88.72283172607421875f), x + to_float(0x7f800000u), select(x < -87.0f, 0.0f, e));
   } else {
     return std::exp(x);

@@ -9,23 +9,25 @@
 
 namespace baracuda::detail::cpu {
 
-// A function built three times (x86-64-v4, AVX2, baseline x86-64), the widest the running CPU has
-// picked once at load time (GCC's ifunc). The library itself targets baseline x86-64 (SSE2: 4 f32
-// lanes), so a compute-bound tile loop needs this to use the host's width. x86-64-v4 rather than
+// A function built three times (x86-64-v4, x86-64-v3, baseline x86-64), the widest the running CPU
+// has picked once at load time (GCC's ifunc). The library itself targets baseline x86-64 (SSE2: 4
+// f32 lanes), so a compute-bound tile loop needs this to use the host's width. x86-64-v4 rather than
 // AVX-512 F alone: without BW, GCC keeps 16-bit loads, stores and conversions at AVX2 widths (bf16
-// softmax 10-20% slower). The library's host files build with -ffp-contract=off (CMakeLists.txt): the
-// wide builds have FMA, the baseline does not, and the clone taken must not change the bits (calls
-// into libm, e.g. f64 exp, are glibc's, which picks its own variant by CPU). Clang (the
+// softmax 10-20% slower); x86-64-v3 (AVX2 with FMA) rather than AVX2 alone, whose build has no FMA
+// instruction. The library's host files build with -ffp-contract=off (CMakeLists.txt): the wide
+// builds have FMA, the baseline does not, and the clone taken must not change the bits, so a product
+// is fused only where the code says so (__builtin_fmaf: one rounding everywhere, a library call in
+// the baseline build); calls into libm, e.g. f64 exp, are glibc's, which picks its own variant by CPU. Clang (the
 // fuzz and sanitizer builds) and other targets get the one baseline build, as does a build with
 // BARACUDA_NO_CPU_CLONES (the ci preset, under the sanitizers: memory errors do not depend on the ISA, and three
 // clones of every tile loop tripled its build on CI's two cores). What such a function calls must be
 // `[[gnu::always_inline]] inline` (as simd_math's functions are): GCC does not inline a function of
 // no target of its own into a clone unasked, and leaves it a call of the baseline build (softmax's
 // lane_total took 15% of a 128-element row's time on an AVX2 host, and exp_to_87 was a scalar call
-// an element of a vector loop). `objdump -d` of the `.avx2` and `.arch_x86_64_v4` clones lists what
+// an element of a vector loop). `objdump -d` of the `.arch_x86_64_v3` and `.arch_x86_64_v4` clones lists what
 // calls remain.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(BARACUDA_NO_CPU_CLONES)
-#define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define BARACUDA_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define BARACUDA_CPU_CLONES
 #endif
