@@ -240,8 +240,8 @@ std::vector<float> grid(F32Fn fn) {
     case F32Fn::exp:
       return concat({specials, f32_range(bits_of(-87.0f), bits_of(-104.5f)), f32_range(0, bits_of(89.0f), 389),
                      f32_range(bits_of(-0.0f), bits_of(-87.0f), 389)});
-    case F32Fn::exp_nonpositive:  // x <= 0 alone (softmax's x - max): every f32 of [-104.5, -87], a walk above
-      return concat({{0.0f, -0.0f, -kInfF, -1e-45f, -1e-39f},
+    case F32Fn::exp_nonpositive:  // x <= 0 or NaN (x - max): every f32 of [-104.5, -87], a walk above
+      return concat({{0.0f, -0.0f, -kInfF, std::numeric_limits<float>::quiet_NaN(), -1e-45f, -1e-39f},
                      f32_range(bits_of(-87.0f), bits_of(-104.5f)),
                      f32_range(bits_of(-0.0f), bits_of(-87.0f), 389)});
     case F32Fn::log1p:

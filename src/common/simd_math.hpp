@@ -121,15 +121,15 @@ BARACUDA_SIMD_INLINE FusedExp fused_exp_parts(float x) {
   p = __builtin_fmaf(p, r, 5.0000001201e-1f);
   return {of(__builtin_fmaf(__builtin_fmaf(p, r, 1.0f), r, 1.0f)), static_cast<int32_t>(of(shifted) - of(12582912.0f))};
 }
-// e^x for x <= 0 or -inf (not NaN; the softmax family's exp(x - max)), from fused_exp_parts, with
-// exp's subnormal results: within 0.89 ulp over every such f32 (docs/OPS.md), in fewer operations
-// than exp (no overflow path, fused products).
+// e^x for x <= 0, -inf or NaN (exp(x - max) of the softmax family, logsumexp, cross-entropy and
+// attention), from fused_exp_parts, with exp's subnormal results: within 0.89 ulp over every f32 of
+// [-104, 0] (docs/OPS.md), in fewer operations than exp (no overflow path, fused products).
 BARACUDA_SIMD_INLINE float exp_nonpositive(float x) {
   const FusedExp t = fused_exp_parts(select(x < -104.0f, -104.0f, x));
   const int32_t m = t.n + 126 < 1 ? t.n + 126 : 1;
   const float v = to_float(t.e + (static_cast<uint32_t>(m) << 23));
   const float tiny = to_float(of(v + 1.0f) - of(1.0f));
-  return select(v < 1.0f, tiny, to_float(t.e + (static_cast<uint32_t>(t.n) << 23)));
+  return select(x != x, x, select(v < 1.0f, tiny, to_float(t.e + (static_cast<uint32_t>(t.n) << 23))));
 }
 
 // 2^n (e^r - 1) + (2^n - 1): no cancellation near 0 (n = 0: e^r - 1 itself); past n = 64 the -1 is
@@ -284,7 +284,7 @@ BARACUDA_SIMD_MATH(erf)
 BARACUDA_SIMD_MATH(tanh)
 #undef BARACUDA_SIMD_MATH
 
-// e^x for x <= 0 (not NaN), for the cloned loops alone (f32::exp_nonpositive); other types exp.
+// e^x for x <= 0 or NaN, for the cloned loops alone (f32::exp_nonpositive); other types exp.
 #if !defined(__CUDA_ARCH__)
 template <class A>
 BARACUDA_SIMD_HD A exp_nonpositive(A x) {

@@ -120,12 +120,12 @@ BARACUDA_CPU_CLONES A online_softmax_row(A* __restrict s, int n, A& m, A& corr) 
 #pragma omp simd reduction(max : mx)
   for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
   const A base = mx == kNegInf<A> ? A(0) : mx;
-  corr = simd_math::exp(m - base);
+  corr = simd_math::exp_nonpositive(m - base);
   m = mx;
   A sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int j = 0; j < n; ++j) {
-    s[j] = simd_math::exp(s[j] - base);
+    s[j] = simd_math::exp_nonpositive(s[j] - base);
     sum += s[j];
   }
   return sum;
@@ -140,7 +140,7 @@ BARACUDA_CPU_CLONES void probabilities_row(A* __restrict s, int n, A lse) {
     return;
   }
 #pragma omp simd
-  for (int j = 0; j < n; ++j) s[j] = simd_math::exp(s[j] - lse);
+  for (int j = 0; j < n; ++j) s[j] = simd_math::exp_nonpositive(s[j] - lse);
 }
 
 // dS = P (dP - D) cap', in place of dP; cap' = 1 - tanh^2 where there is a soft-cap (t given).

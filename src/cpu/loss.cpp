@@ -56,8 +56,8 @@ BARACUDA_CPU_CLONES RowStats<A> row_stats(const T* x, int64_t n, int64_t step, c
   A sum_lane[kLanes] = {};
   for (int64_t i = 0; i < body; i += kLanes)
 #pragma omp simd
-    for (int u = 0; u < kLanes; ++u) sum_lane[u] += simd_math::exp(at(i + u) - base);
-  for (int64_t i = body; i < n; ++i) sum_lane[i - body] += simd_math::exp(at(i) - base);
+    for (int u = 0; u < kLanes; ++u) sum_lane[u] += simd_math::exp_nonpositive(at(i + u) - base);
+  for (int64_t i = body; i < n; ++i) sum_lane[i - body] += simd_math::exp_nonpositive(at(i) - base);
   return {max, lanes_sum(sum_lane), lanes_sum(wx_lane)};
 }
 
@@ -174,14 +174,15 @@ BARACUDA_CPU_CLONES void row_gradient_values(const T* x, T* dx, int64_t n, int64
                                              int64_t wstep, A lse, A scale, A class_term) {
   if (w) {
     for (int64_t c = 0; c < n; ++c)
-      dx[kUnit ? c : c * dstep] = convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale -
-                                             class_term * convert<A>(w[c * wstep]));
+      dx[kUnit ? c : c * dstep] =
+          convert<T>(simd_math::exp_nonpositive(convert<A>(x[kUnit ? c : c * step]) - lse) * scale -
+                     class_term * convert<A>(w[c * wstep]));
     return;
   }
 #pragma omp simd
   for (int64_t c = 0; c < n; ++c)
     dx[kUnit ? c : c * dstep] =
-        convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - class_term);
+        convert<T>(simd_math::exp_nonpositive(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - class_term);
 }
 
 // A soft-target row's gradient: dx_c = exp(x_c - lse) * scale - g q_c. x may be dx itself.
@@ -192,7 +193,8 @@ BARACUDA_CPU_CLONES void soft_gradient_values(const T* x, const T* y, T* dx, int
   for (int64_t c = 0; c < n; ++c) {
     const A q = device::soft_target_share<A>(convert<A>(y[kUnit ? c : c * ystep]), w ? convert<A>(w[c * wstep]) : A(1),
                                              e, classes);
-    dx[kUnit ? c : c * dstep] = convert<T>(simd_math::exp(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - g * q);
+    dx[kUnit ? c : c * dstep] =
+        convert<T>(simd_math::exp_nonpositive(convert<A>(x[kUnit ? c : c * step]) - lse) * scale - g * q);
   }
 }
 

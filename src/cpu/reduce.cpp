@@ -107,9 +107,9 @@ BARACUDA_CPU_CLONES void fold_tile(const LogSumExpMath<A>& math, const Tile<A, k
     }
   for (int r = 0; r < t.rows; ++r)
 #pragma omp simd
-    for (int c = 0; c < t.cols(); ++c) sum[c] += simd_math::exp(t.at(r, c) - max[c]);
+    for (int c = 0; c < t.cols(); ++c) sum[c] += simd_math::exp_nonpositive(t.at(r, c) - max[c]);
 #pragma omp simd
-  for (int c = 0; c < t.cols(); ++c) old[c] = simd_math::exp(old[c] - max[c]);  // -inf (none yet): 0
+  for (int c = 0; c < t.cols(); ++c) old[c] = simd_math::exp_nonpositive(old[c] - max[c]);  // -inf (none yet): 0
   for (int c = 0; c < t.cols(); ++c) {
     if (probe[c] != A(0) || !(states[c].max < reduce_fn::inf<A>()))
       fold_column(math, t, c, states[c]);
