@@ -20,9 +20,9 @@ constexpr std::string_view kNamespace = "baracuda::detail::cuda::reduce::";
 enum class FoldKernel : int { rows_vec, rows, split_vec, split, finish, columns_vec, columns_unit, columns_one };
 
 // Whether the columns kernels are the ones bound to four blocks an SM (columns_four_blocks_kernel):
-// the extremes' value-only folds of 4-byte elements. Measured with NVRTC's ptxas -v: the bound takes
-// their spill away (f32 amax: 64 registers and a spill unbound, none bound); it adds spills to larger
-// states (ExtremeMath, VarMath, CountMath) and changes nothing for f32 sums.
+// the extremes' value-only folds of 4-byte elements. Left to choose, ptxas spills in those under
+// NVRTC and the bound takes the spill away; the same bound adds spills to larger states (ExtremeMath,
+// VarMath, CountMath) and changes nothing for f32 sums (ptxas -v, bench/NOTES.md).
 template <class Math>
 inline constexpr bool kExtremeValueFold = false;
 template <class A, bool kMax, bool kAbs>

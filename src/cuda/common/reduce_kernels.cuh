@@ -314,9 +314,8 @@ template <class X, class Math, class Sink, int kUnit, bool kVec>
 __global__ void __launch_bounds__(kReduceBlock) columns_kernel(const ReduceProblem p, const Math m, const Sink sink) {
   fold_columns<X, Math, Sink, kUnit, kVec>(p, m, sink);
 }
-// The same, bound to 64 registers a thread (four blocks an SM), for the small states the host names
-// (columns_at_four_blocks): left to choose, ptxas gave NVRTC's code for f32 amax 64 registers and a
-// spill, and 78 (three blocks an SM) at a bound of one to three blocks.
+// The same, bound to four blocks an SM, for the folds the host names (columns_at_four_blocks in
+// cuda/reduce.cpp says why).
 template <class X, class Math, class Sink, int kUnit, bool kVec>
 __global__ void __launch_bounds__(kReduceBlock, 4)
     columns_four_blocks_kernel(const ReduceProblem p, const Math m, const Sink sink) {
