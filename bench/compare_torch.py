@@ -732,6 +732,41 @@ def matmul_case(backward=False):
     return build
 
 
+def grouped_offsets(t, g):
+    """Group ends drawn sorted from [0, T] as the profiler draws them, the same for every peer."""
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    return torch.sort(torch.randint(0, t + 1, (g,), device="cuda", generator=gen)).values.to(torch.int32)
+
+
+def grouped_mm_case(backward=False, loop=False):
+    """torch._grouped_mm of a [T, K] by each expert's weight w [G, N, K] transposed (its shape is
+    T x N x K x G); loop: a torch.mm a group (the ends read on the host once, outside the timing)."""
+    def build(shape, dtype):
+        t, n, k, g = shape
+        offs = grouped_offsets(t, g)
+        ends = [0] + offs.tolist()
+
+        def inputs(grad=False):
+            return rand((t, k), dtype).requires_grad_(grad), rand((g, n, k), dtype).requires_grad_(grad)
+
+        def fn(a, w):
+            if not loop:
+                return torch._grouped_mm(a, w.transpose(-2, -1), offs=offs)
+            out = torch.zeros((t, n), device="cuda", dtype=dtype)
+            for e in range(g):
+                if ends[e + 1] > ends[e]:
+                    torch.mm(a[ends[e]:ends[e + 1]], w[e].t(), out=out[ends[e]:ends[e + 1]])
+            return out
+        if not backward:
+            return (lambda: inputs()), lambda s: fn(*s)
+
+        def make():
+            a, w = inputs(True)
+            return fn(a, w), [a, w], rand((t, n), dtype)
+        return make, lambda s: torch.autograd.grad(s[0], s[1], s[2], retain_graph=True)
+    return build
+
+
 def linear_case(act=None, backward=False, compile=False):
     """F.linear of x [M, K] by w [N, K] and bias [N], then act (the profiler's shape is M x N x K)."""
     def forward(x, w, b):
@@ -908,6 +943,8 @@ ATTENTION_CASES = {
 MATMUL_CASES = {
     "torch.matmul(a, b)": matmul_case(),
     "autograd of torch.matmul(a, b)": matmul_case(True),
+    "torch._grouped_mm(a, b, offs)": grouped_mm_case(),
+    "autograd of torch._grouped_mm(a, b, offs)": grouped_mm_case(True),
     "F.linear(x, w, b)": linear_case(),
     "F.gelu(F.linear(x, w, b))": linear_case(torch.nn.functional.gelu),
     "F.gelu(F.linear(x, w, b), approximate='tanh')": linear_case(gelu_tanh),
@@ -1033,6 +1070,7 @@ EXTRA_FORWARD = {
        for dim in (-1, 0)},
 }
 EXTRA_FORWARD.update({
+    "torch._grouped_mm(a, b, offs)": {"mm loop ms": grouped_mm_case(loop=True)},
     "F.layer_norm(x, [n], w, b)": {"compile ms": norm_case("layer", compile=True), "liger ms": liger_norm_case("layer")},
     "F.rms_norm(x, [n], w)": {"compile ms": norm_case("rms", compile=True), "liger ms": liger_norm_case("rms")},
     "h = x + r; F.rms_norm(h, [n], w)": {"compile ms": norm_case("rms", residual=True, compile=True),

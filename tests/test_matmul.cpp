@@ -7,6 +7,10 @@
 #include <cmath>
 #include <vector>
 
+#if BARACUDA_HAS_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "baracuda/baracuda.hpp"
 #include "harness/data.hpp"
 #include "support/backend.hpp"
@@ -113,35 +117,50 @@ TEST_P(MatmulTest, LinearTrainingStepIsBitIdenticalAcrossRuns) {
   }
 }
 
-// Each group of a grouped matmul is the product MatmulPlan makes of the same rows and weights, bit
-// for bit (the same GEMM, on the CPU); the rows after the last group are zeros. CUDA refuses the plan
-// at select, naming the descriptor.
+// A device int64 for bad_index_count, zeroed, and its value.
+class Counter {
+ public:
+  explicit Counter(Backend backend) : buffer_(unwrap(harness::Buffer::allocate(backend, sizeof(int64_t)))) {
+    const int64_t zero = 0;
+    EXPECT_TRUE(buffer_.upload(&zero, sizeof zero).ok());
+  }
+  int64_t* get() { return static_cast<int64_t*>(buffer_.data()); }
+  int64_t value() {
+    int64_t n = -1;
+    EXPECT_TRUE(buffer_.download(&n, sizeof n).ok());
+    return n;
+  }
+
+ private:
+  harness::Buffer buffer_;
+};
+
+// Each group of a grouped matmul is the product MatmulPlan makes of the same rows and weights: bit
+// for bit on the CPU (the same GEMM); on CUDA (its own kernel against cuBLASLt) within the
+// accumulation's rounding. The rows after the last group are zeros. Group sizes on both sides of
+// the CUDA kernels' tiles (64 and 128 rows), several tiles along K and N.
 TEST_P(MatmulTest, GroupedMatmulIsMatmulPerGroup) {
   GroupedMatmulDescriptor d;
   d.dtype = dtype();
   d.rows = 300;
   d.k = 72;
-  d.n = 40;
+  d.n = 140;
   d.groups = 5;
   d.index_dtype = DType::i64;
-  Expected<GroupedMatmulPlan> plan = GroupedMatmulPlan::select(stream(), d);
-  if (backend() == Backend::cuda) {
-    ASSERT_FALSE(plan.has_value());
-    EXPECT_TRUE(testing::is_error(plan.status(), StatusCode::unsupported, "GroupedMatmulPlan", "stream"));
-    return;
-  }
-  ASSERT_OK(plan.status());
-  // Groups of 0, 120 (oneDNN's side), 3, 0 and 170 rows, then 7 rows in none.
-  const std::vector<int64_t> ends = {0, 120, 123, 123, 293};
+  GroupedMatmulPlan plan = unwrap(GroupedMatmulPlan::select(stream(), d));
+  // Groups of 0, 129 (oneDNN's side, a CUDA tile and a row), 3, 0 and 161 rows, then 7 rows in none.
+  const std::vector<int64_t> ends = {0, 129, 132, 132, 293};
   Tensor offsets = unwrap(harness::random_tensor(backend(), DType::i64, testing::contiguous({5}), rng_));
   for (size_t g = 0; g < ends.size(); ++g) offsets.host[g] = static_cast<double>(ends[g]);
   ASSERT_OK(offsets.upload());
   Tensor a = random(testing::contiguous({d.rows, d.k})), b = random(testing::contiguous({d.groups, d.k, d.n}));
   Tensor out = random(testing::contiguous({d.rows, d.n}));
-  int64_t bad = 0;
-  ASSERT_OK(plan->run(stream(), {}, {a.ref(), b.ref(), offsets.ref(), out.mut(), &bad}));
+  Counter bad(backend());
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, plan.workspace_size())));
+  ASSERT_OK(plan.run(stream(), {ws.data(), ws.size()}, {a.ref(), b.ref(), offsets.ref(), out.mut(), bad.get()}));
   ASSERT_OK(out.download());
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(bad.value(), 0);
+  const double tol = harness::tolerance(dtype());
   int64_t start = 0;
   for (int64_t g = 0; g < d.groups; ++g) {
     const int64_t count = ends[static_cast<size_t>(g)] - start;
@@ -156,8 +175,16 @@ TEST_P(MatmulTest, GroupedMatmulIsMatmulPerGroup) {
           static_cast<const char*>(all_weights.data) + g * d.k * d.n * size, dtype(), {d.k, d.n}, d.k * d.n);
       ASSERT_OK(mm.run(stream(), {}, {rows, weights, {}, want.mut()}));
       ASSERT_OK(want.download());
-      for (int64_t e = 0; e < count * d.n; ++e)
-        ASSERT_EQ(out.at(start * d.n + e), want.at(e)) << "group " << g << ", element " << e;
+      for (int64_t e = 0; e < count * d.n; ++e) {
+        if (backend() == Backend::cpu) {
+          ASSERT_EQ(out.at(start * d.n + e), want.at(e)) << "group " << g << ", element " << e;
+        } else {
+          double magnitude = 0;
+          for (int64_t q = 0; q < d.k; ++q)
+            magnitude += std::fabs(a.at((start + e / d.n) * d.k + q) * b.at((g * d.k + q) * d.n + e % d.n));
+          ASSERT_NEAR(out.at(start * d.n + e), want.at(e), tol * (1 + magnitude) * 2) << "group " << g << ", " << e;
+        }
+      }
     }
     start += count;
   }
@@ -168,7 +195,6 @@ TEST_P(MatmulTest, GroupedMatmulIsMatmulPerGroup) {
 // views (the sanitizers watch); out, da and db against sums of their own; the rows in no group give
 // zero rows of out and da, the empty groups zero db.
 TEST_P(MatmulTest, GroupedMatmulCountsAndClampsBadOffsets) {
-  if (backend() == Backend::cuda) GTEST_SKIP() << "the grouped matmul runs on the CPU only so far";
   const int64_t T = 10, K = 6, N = 5, G = 5;
   GroupedMatmulDescriptor d;
   d.dtype = dtype();
@@ -191,11 +217,14 @@ TEST_P(MatmulTest, GroupedMatmulCountsAndClampsBadOffsets) {
     Tensor db = random(testing::contiguous({G, K, N}));
     GroupedMatmulPlan forward = unwrap(GroupedMatmulPlan::select(stream(), d));
     GroupedMatmulBackwardPlan backward = unwrap(GroupedMatmulBackwardPlan::select(stream(), d));
-    int64_t bad = 0;
-    ASSERT_OK(forward.run(stream(), {}, {a.ref(), b.ref(), offsets.ref(), out.mut(), &bad}));
-    EXPECT_EQ(bad, bad_counts[c]);
-    ASSERT_OK(backward.run(stream(), {}, {dout.ref(), a.ref(), b.ref(), offsets.ref(), da.mut(), db.mut(), &bad}));
-    EXPECT_EQ(bad, 2 * bad_counts[c]);
+    Counter bad(backend());
+    harness::Buffer ws = unwrap(harness::Buffer::allocate(
+        backend(), std::max<size_t>({16, forward.workspace_size(), backward.workspace_size()})));
+    const Workspace w{ws.data(), ws.size()};
+    ASSERT_OK(forward.run(stream(), w, {a.ref(), b.ref(), offsets.ref(), out.mut(), bad.get()}));
+    EXPECT_EQ(bad.value(), bad_counts[c]);
+    ASSERT_OK(backward.run(stream(), w, {dout.ref(), a.ref(), b.ref(), offsets.ref(), da.mut(), db.mut(), bad.get()}));
+    EXPECT_EQ(bad.value(), 2 * bad_counts[c]);
     for (Tensor* t : {&out, &da, &db}) ASSERT_OK(t->download());
     const double tol = harness::tolerance(dtype());
     // A sum of terms, checked within the tolerance its magnitude allows.
@@ -230,6 +259,59 @@ TEST_P(MatmulTest, GroupedMatmulCountsAndClampsBadOffsets) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Matmul, MatmulTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
+
+#if BARACUDA_HAS_CUDA
+// The offsets are read on the device only: a run captured in a CUDA graph, replayed after the
+// offsets change, follows the new routing, bit for bit as a plain run does.
+TEST(GroupedMatmulCuda, RunCapturedInAGraphFollowsNewOffsets) {
+  BARACUDA_SKIP_UNLESS_AVAILABLE(Backend::cuda);
+  std::mt19937_64 rng(7);
+  cudaStream_t native = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&native), cudaSuccess);
+  const Stream s = Stream::cuda(native);
+  GroupedMatmulDescriptor d;
+  d.dtype = DType::bf16;
+  d.rows = 500;
+  d.k = 96;
+  d.n = 136;
+  d.groups = 4;
+  d.transpose_b = true;
+  GroupedMatmulPlan plan = unwrap(GroupedMatmulPlan::select(s, d));
+  auto tensor = [&](DType t, Shape shape) {
+    return unwrap(harness::random_tensor(Backend::cuda, t, testing::contiguous(shape), rng));
+  };
+  Tensor a = tensor(d.dtype, {d.rows, d.k}), b = tensor(d.dtype, {d.groups, d.n, d.k});
+  Tensor offsets = tensor(DType::i32, {d.groups}), out = tensor(d.dtype, {d.rows, d.n});
+  Tensor plain = tensor(d.dtype, {d.rows, d.n});
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(Backend::cuda, std::max<size_t>(16, plan.workspace_size())));
+  const Workspace w{ws.data(), ws.size()};
+  auto set_offsets = [&](std::vector<double> ends) {
+    std::copy(ends.begin(), ends.end(), offsets.host.begin() + offsets.offset);
+    ASSERT_OK(offsets.upload());
+  };
+  set_offsets({100, 100, 300, 480});
+  ASSERT_OK(plan.run(s, w, {a.ref(), b.ref(), offsets.ref(), out.mut()}));  // (kernel attributes set outside)
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(native, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const Status captured = plan.run(s, w, {a.ref(), b.ref(), offsets.ref(), out.mut()});
+  ASSERT_EQ(cudaStreamEndCapture(native, &graph), cudaSuccess);
+  ASSERT_OK(captured);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (const std::vector<double>& ends : {std::vector<double>{7, 200, 201, 500}, std::vector<double>{0, 0, 0, 333}}) {
+    set_offsets(ends);
+    ASSERT_EQ(cudaGraphLaunch(exec, native), cudaSuccess);
+    ASSERT_OK(plan.run(s, w, {a.ref(), b.ref(), offsets.ref(), plain.mut()}));
+    ASSERT_EQ(cudaStreamSynchronize(native), cudaSuccess);
+    ASSERT_OK(out.download());
+    ASSERT_OK(plain.download());
+    for (int64_t e = 0; e < d.rows * d.n; ++e) ASSERT_EQ(out.at(e), plain.at(e)) << e << ", last end " << ends.back();
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(native);
+}
+#endif
 
 }  // namespace
 }  // namespace baracuda

@@ -556,11 +556,6 @@ Status launch(const LaunchContext& ctx, const MatmulProblem& p) {
   return Status::ok();
 }
 
-// (select refuses a grouped plan on CUDA: never reached.)
-Status launch(const LaunchContext&, const GroupedMatmulProblem& p) {
-  return plan_error(StatusCode::unsupported, p.plan, "stream", "a grouped matmul does not run on CUDA yet");
-}
-
 }  // namespace baracuda::detail::cuda
 
 namespace baracuda::detail::jit {

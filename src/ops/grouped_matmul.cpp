@@ -1,6 +1,7 @@
-// The grouped matmul plans (a mixture of experts' layers, forward and backward): validation, and the
-// GEMMs of each group once the backend has read where the groups end (ops/matmul_problem.hpp). The
-// products are MatmulPlan's (matmul.cpp): one GEMM per group over slices of the packed views.
+// The grouped matmul plans (a mixture of experts' layers, forward and backward): validation, and on
+// the CPU the GEMMs of each group once it has read where the groups end (ops/matmul_problem.hpp),
+// MatmulPlan's products (matmul.cpp) over slices of the packed views. CUDA reads the offsets on the
+// device (cuda/grouped_matmul.cpp).
 #include <algorithm>
 #include <string>
 
@@ -98,7 +99,9 @@ MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, int64_t first, int64_
 namespace {
 
 constexpr VariantInfo kVariants[] = {
-    {"blas", true, true, false, "CPU: each group's product by oneDNN or OpenBLAS, as MatmulPlan's; CUDA: not yet"},
+    {"blas", true, true, false,
+     "CPU: each group's product by oneDNN or OpenBLAS, as MatmulPlan's; CUDA: the group sizes read on the device, "
+     "16-bit types on the tensor cores"},
 };
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 
@@ -186,24 +189,30 @@ struct GroupedMatmulHooks {
 
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int>) {
-    if (t.backend == Backend::cuda)
-      return plan_error(StatusCode::unsupported, kPlan, "stream",
-                        "a grouped matmul runs on the CPU backend only so far (its CUDA kernel, which reads the "
-                        "group sizes on the device, is issue 59's)");
+    PlanChoice c;
+    c.variant = 0;
+    if (t.backend == Backend::cuda) {
+#if BARACUDA_HAS_CUDA
+      Expected<const void*> kernels = cuda::grouped_matmul_kernels(t, d, kBackward, kPlan);
+      if (!kernels) return kernels.status();
+      c.kernels = *kernels;
+      c.workspace = cuda::grouped_matmul_workspace(d);
+#endif
+      return c;
+    }
     int64_t multiply_adds = 0;
     if (__builtin_mul_overflow(d.rows, d.k, &multiply_adds) ||
         __builtin_mul_overflow(multiply_adds, d.n, &multiply_adds) || multiply_adds > kCpuMultiplyAdds)
       return plan_error(StatusCode::unsupported, kPlan, "descriptor",
                         "the CPU takes at most 2^40 multiply-adds a product (hours of work past that)");
-    PlanChoice c;
-    c.variant = 0;
     return c;
   }
 
   static bool nothing_to_do(const Descriptor&) { return false; }  // (bad offsets are counted even so)
 
-  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
-    KernelShape k{"blas", Layout::contiguous};
+  static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice&, const Args* a) {
+    const bool sixteen = d.dtype == DType::f16 || d.dtype == DType::bf16;
+    KernelShape k{t.backend == Backend::cpu ? "blas" : sixteen ? "mma" : "fma", Layout::contiguous};
     if (a) k.layout = layout_of(given_views<Args>(kFields, *a));
     return k;
   }

@@ -84,8 +84,8 @@ struct MatmulProblem {
   size_t blas_offset = 0;  // cuBLASLt's workspace, to the end of the plan's
 };
 
-// A grouped plan's work: its views, read by the backend, which learns the group ends from `offsets`
-// (in the stream's memory) and then runs grouped_gemms.
+// A grouped plan's work: its views. The CPU learns the group ends from `offsets` (in the stream's
+// memory) and runs grouped_gemms; CUDA reads them on the device (cuda/grouped_matmul.cpp).
 struct GroupedMatmulProblem {
   std::string_view plan;
   GroupedMatmulDescriptor desc;
@@ -121,7 +121,12 @@ Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& problem);
 }  // namespace cpu
 namespace cuda {
 Status launch(const LaunchContext& ctx, const MatmulProblem& problem);
-Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& problem);  // refused at select
+Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& problem);
+// The grouped plans' kernels (cuda/grouped_matmul.cpp): a jit::Module; and the workspace a run needs
+// (the group ends and tile starts, found on the device).
+Expected<const void*> grouped_matmul_kernels(const PlanTarget& target, const GroupedMatmulDescriptor& d, bool backward,
+                                             std::string_view plan);
+size_t grouped_matmul_workspace(const GroupedMatmulDescriptor& d);
 // Chooses cuBLASLt's algorithm for each GEMM as laid out for contiguous, 16-byte aligned views (the
 // choice is cached for the process; other layouts get theirs at run): the workspace they need, or
 // an error naming the plan when cuBLASLt has none.
@@ -135,5 +140,6 @@ Expected<const void*> matmul_kernels(const PlanTarget& target, DType dtype, std:
 
 namespace baracuda::detail::jit {
 struct Program;
-std::vector<Program> matmul_programs();  // every dtype's passes (cuda/matmul.cpp)
+std::vector<Program> matmul_programs();          // every dtype's passes (cuda/matmul.cpp)
+std::vector<Program> grouped_matmul_programs();  // cuda/grouped_matmul.cpp
 }  // namespace baracuda::detail::jit

@@ -321,4 +321,24 @@ struct VarlenParams {
   long long grad_strides[3][3];
 };
 
+// The grouped matmul (cuda/device/grouped_matmul.cuh, cuda/grouped_matmul.cpp): one product
+// C[m, n] = sum over r of A[m, r] B[r, n] a group, the groups splitting m (forward, da: rows of a
+// packed [T, .] view, B a group's own) or r (db: the sum over a group's rows, C a group's own).
+// Strides in elements; each operand has a unit stride along r or along its other dim.
+struct GroupedMatmulParams {
+  const void* a;
+  const void* b;
+  void* c;
+  long long a_m, a_r;           // A's strides along m and r
+  long long b_r, b_n, b_group;  // B's, and from one group's B to the next (splitting m)
+  long long c_m, c_n, c_group;  // C's, and from one group's C to the next (splitting r)
+  long long m, n, r;            // the extents; the split one is T
+  long long groups;
+  const void* offsets;  // [groups] of i32 or i64: each group's end as given
+  long long offsets_stride;
+  long long* ends;         // [groups + 1] (workspace): the ends clamped and sorted, then T
+  long long* tile_starts;  // [groups + 2]: each group's first m tile (the last: the tail's, then all)
+  unsigned long long* bad_index_count;
+};
+
 }  // namespace baracuda::device

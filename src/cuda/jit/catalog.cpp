@@ -63,6 +63,7 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths) {
   for (Program& p : cross_entropy_programs()) out.push_back(std::move(p));
   for (Program& p : pointwise_loss_programs()) out.push_back(std::move(p));
   for (Program& p : matmul_programs()) out.push_back(std::move(p));
+  for (Program& p : grouped_matmul_programs()) out.push_back(std::move(p));
   for (Program& p : random_programs()) out.push_back(std::move(p));
   for (Program& p : randperm_programs()) out.push_back(std::move(p));
   for (Program& p : multinomial_programs()) out.push_back(std::move(p));

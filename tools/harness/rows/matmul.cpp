@@ -282,6 +282,12 @@ std::vector<Sample<GDesc>> grouped_samples(bool backward) {
   add(grouped(0, 4, 3, 2), Views::contiguous, {}, "no rows", std::nullopt);
   add(grouped(512, 128, 96, 4), Views::contiguous, {}, "oneDNN's side");
   add(grouped(512, 128, 96, 4, true), Views::padded, {}, "oneDNN's side");
+  // CUDA's tiles (64 and 128 rows and columns, K 32 and 16 a step, four stages): groups of several
+  // tiles and partial ones, K past the stages, ragged N, every layout of each operand.
+  add(grouped(700, 200, 300, 6), Views::contiguous, {}, "several tiles a group");
+  add(grouped(700, 200, 300, 6, true), Views::contiguous, {}, "several tiles a group");
+  add(grouped(390, 161, 133, 3), Views::transposed, backward ? "dout" : "a", "several tiles, column-major");
+  add(grouped(390, 161, 133, 3), Views::misaligned, {}, "several tiles, misaligned");
   for (Views v : {Views::padded, Views::misaligned}) {
     add(grouped(30, 12, 7, 3), v);
     add(grouped(30, 12, 7, 3, true), v);
@@ -332,6 +338,29 @@ void matmul_backward_ref(const MDesc& d, RefIO& io) { reference::matmul_backward
 void linear_forward_ref(const LDesc& d, RefIO& io) { reference::linear_forward(d, io); }
 void linear_backward_ref(const LDesc& d, RefIO& io) { reference::linear_backward(d, io); }
 
+// Grouped: T x N x K x G, the weights as nn.Linear keeps them ([G, N, K]), group sizes from the
+// offsets drawn sorted in [0, T] (a mixture of experts' routing, uneven).
+std::vector<Shape> grouped_shapes(Backend backend) {
+  if (backend == Backend::cuda) return {{16384, 4096, 4096, 8}, {16384, 4096, 4096, 64}};
+  return {{2048, 1024, 1024, 8}};
+}
+GDesc grouped_bench(DType dtype, const Shape& s) {
+  GDesc d = grouped(s.dims[0], s.dims[2], s.dims[1], s.dims[3], true);
+  d.dtype = dtype;
+  return d;
+}
+std::vector<BenchSample<GDesc>> grouped_bench_cases(bool backward) {
+  BenchSample<GDesc> c{"grouped_matmul", "torch._grouped_mm(a, b, offs)", {DType::bf16}, grouped_shapes, grouped_bench};
+  if (backward)
+    c = {"grouped_matmul_backward",
+         "autograd of torch._grouped_mm(a, b, offs)",
+         {DType::bf16},
+         grouped_shapes,
+         grouped_bench};
+  c.reference_terms = contracted;
+  return {c};
+}
+
 }  // namespace
 
 std::vector<std::unique_ptr<OpRow>> matmul_rows() {
@@ -365,21 +394,20 @@ std::vector<std::unique_ptr<OpRow>> matmul_rows() {
                                     linear_bench_cases(true),
                                     forward_of<LinearPlan>,
                                     Gradient{"dy", "y", {{"dx", "x"}, {"dweight", "weight"}, {"dbias", "bias"}}}}));
-  // CPU only so far: CUDA refuses every sample (cuda_partial).
-  RowSpec<GroupedMatmulPlan> grouped_forward{
-      grouped_samples_of<false>, grouped_forward_ref, harness::tolerance, {}, grouped_errors(false)};
-  grouped_forward.cuda_partial = true;
-  rows.push_back(make_row<GroupedMatmulPlan>(std::move(grouped_forward)));
-  RowSpec<GroupedMatmulBackwardPlan> grouped_backward{grouped_samples_of<true>,
+  rows.push_back(make_row<GroupedMatmulPlan>({grouped_samples_of<false>,
+                                              grouped_forward_ref,
+                                              harness::tolerance,
+                                              {},
+                                              grouped_errors(false),
+                                              grouped_bench_cases(false)}));
+  rows.push_back(make_row<GroupedMatmulBackwardPlan>({grouped_samples_of<true>,
                                                       grouped_backward_ref,
                                                       harness::tolerance,
                                                       {},
                                                       grouped_errors(true),
-                                                      {},
+                                                      grouped_bench_cases(true),
                                                       forward_of<GroupedMatmulPlan>,
-                                                      Gradient{"dout", "out", {{"da", "a"}, {"db", "b"}}}};
-  grouped_backward.cuda_partial = true;
-  rows.push_back(make_row<GroupedMatmulBackwardPlan>(std::move(grouped_backward)));
+                                                      Gradient{"dout", "out", {{"da", "a"}, {"db", "b"}}}}));
   return rows;
 }
 
