@@ -217,10 +217,10 @@ struct GroupedMatmulHooks {
     return k;
   }
 
-  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
+  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice& c) {
     PrecisionGuarantee g;
     g.compute = g.accumulator = acc_dtype(d.dtype);
-    g.tf32 = d.allow_tf32 && d.dtype == DType::f32;
+    g.tf32 = d.allow_tf32 && d.dtype == DType::f32 && !c.kernels;  // (CUDA's kernels: f32 by FMA, never TF32)
     return g;
   }
 
