@@ -12,6 +12,7 @@
 
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
+#include "cpu/vector_math.hpp"
 #include "ops/multinomial_problem.hpp"
 
 namespace baracuda::detail::cpu {
@@ -38,6 +39,17 @@ W weight(const MultinomialProblem& p, int64_t r, int64_t c) {
   return convert<W>(static_cast<const T*>(p.probs)[r * p.probs_row_stride + c * p.probs_stride]);
 }
 
+// Categories whose keys are drawn at a time (their exponentials in a buffer).
+inline constexpr int64_t kKeyBatch = 1024;
+
+// The exponentials at positions start .. start + n - 1 (mod 2^64) into e: multinomial_key's draws,
+// built per instruction set (cpu/vector_math.hpp), so that the logarithm's fused multiply-adds
+// (philox.h) are the FMA instruction, a library call only in the baseline build.
+BARACUDA_CPU_CLONES void exponentials(unsigned long long seed, unsigned long long start, int64_t n, float* e) {
+  for (int64_t i = 0; i < n; ++i)
+    e[i] = device::philox_exponential_f32(seed, start + static_cast<unsigned long long>(i));
+}
+
 template <class T, class I>
 void without_replacement(const MultinomialProblem& p, Pair* workspace) {
   const int64_t C = p.categories, S = p.desc.samples;
@@ -49,11 +61,17 @@ void without_replacement(const MultinomialProblem& p, Pair* workspace) {
     const bool ok = device::multinomial_row_largest(
         C, [&](long long c) { return weight<T>(p, r, c); }, largest);
     const auto inverse = decltype(largest)(1) / largest;
-    for (int64_t c = 0; c < C; ++c) {
-      const float key = ok ? device::multinomial_key(weight<T>(p, r, c), inverse, p.desc.seed,
-                                                     p.desc.offset + static_cast<uint64_t>(r * C + c))
-                           : device::multinomial_never();
-      pairs[c] = {float_bits(key), c};
+    if (ok) {
+      const unsigned long long start = p.desc.offset + static_cast<uint64_t>(r * C);
+      for (int64_t c0 = 0; c0 < C; c0 += kKeyBatch) {
+        const int64_t n = std::min(kKeyBatch, C - c0);
+        float e[kKeyBatch];
+        exponentials(p.desc.seed, start + static_cast<uint64_t>(c0), n, e);
+        for (int64_t c = c0; c < c0 + n; ++c)
+          pairs[c] = {float_bits(device::multinomial_key_of(e[c - c0], weight<T>(p, r, c), inverse)), c};
+      }
+    } else {
+      for (int64_t c = 0; c < C; ++c) pairs[c] = {float_bits(device::multinomial_never()), c};
     }
     std::partial_sort(pairs, pairs + S, pairs + C);
     for (int64_t j = 0; j < S; ++j)

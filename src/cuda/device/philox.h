@@ -2,7 +2,8 @@
 // Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011): the
 // library's one generator. Plain C++ that the host compiler and NVRTC both read, so the CPU and
 // every GPU compute the same bits: a value is a pure function of (seed, offset + element index),
-// whatever the backend, grid or strides.
+// whatever the backend, grid or strides. Both compile it without FMA contraction; a product is fused
+// only where the code says so (philox_fma), which rounds once on either side.
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
 #include <cmath>  // (the normals' sqrt)
 #endif
@@ -13,8 +14,14 @@ struct Philox4 {
   unsigned int v[4];
 };
 
+// Always inlined on the host too: the CPU loops that draw the f32 normals and exponentials are built
+// per instruction set (cpu/vector_math.hpp's BARACUDA_CPU_CLONES), and GCC inlines a function with no
+// target of its own into such a clone only where it must; left a call, philox_fma would run the
+// baseline build's library fmaf.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define BARACUDA_PHILOX_FN __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define BARACUDA_PHILOX_FN [[gnu::always_inline]] inline
 #else
 #define BARACUDA_PHILOX_FN inline
 #endif
@@ -71,6 +78,24 @@ BARACUDA_PHILOX_FN double philox_bits_double(unsigned long long u) {
   return x;
 #endif
 }
+BARACUDA_PHILOX_FN unsigned int philox_float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  unsigned int u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
+BARACUDA_PHILOX_FN float philox_bits_float(unsigned int u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  __builtin_memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
 
 // c[0] + x (c[1] + x (c[2] + ...)), innermost first.
 template <class F, int N>
@@ -78,6 +103,26 @@ BARACUDA_PHILOX_FN F philox_horner(F x, const F (&c)[N]) {
   F r = c[N - 1];
   for (int k = N - 2; k >= 0; --k) r = c[k] + x * r;
   return r;
+}
+
+// a b + c rounded once: fmaf on the device, the FMA instruction in the CPU's wide builds and the C
+// library's (exact) fmaf in its baseline one, so the same bits everywhere.
+BARACUDA_PHILOX_FN float philox_fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+// philox_horner's polynomial in f32 from term K on, each step one fused multiply-add: written out by
+// the template rather than a loop, which GCC left rolled in the CPU's clones (it weighs each fused
+// step as a call), the coefficients reloaded every step.
+template <int K = 0, int N>
+BARACUDA_PHILOX_FN float philox_horner_fma(float x, const float (&c)[N]) {
+  if constexpr (K == N - 1)
+    return c[K];
+  else
+    return philox_fma(philox_horner_fma<K + 1>(x, c), x, c[K]);
 }
 
 // cos and sin of x + q pi / 2 from c = cos x and s = sin x.
@@ -169,44 +214,44 @@ BARACUDA_PHILOX_FN void philox_exponential_pair(unsigned long long seed, unsigne
 }
 
 // The f32 forms for f32 and 16-bit outputs: four values a block, u from 24 bits (u1 = 1 - u in
-// [2^-24, 1]: normals reach 5.77 standard deviations), log and sin / cos in f32 by the same method
-// (within 2 f32 ulps of log, 3e-7 absolute of sin / cos).
+// [2^-24, 1]: normals reach 5.77 standard deviations), log and sin / cos in f32 by polynomials in
+// fused multiply-adds, with no division (an IEEE division costs the GPU more than the rest of the log)
+// and no branch (on random inputs the CPU mispredicts one half the time): within 1 f32 ulp of log over
+// every f32 of [2^-24, 1], 1e-7 absolute of sin / cos (tests/test_random.cpp).
 BARACUDA_PHILOX_FN float philox_u24(unsigned int bits) {
   return static_cast<float>(bits >> 8) * 5.9604644775390625e-8f;
 }
 BARACUDA_PHILOX_FN float portable_log_f32(float x) {  // x in [2^-24, 1]
-#if defined(__CUDA_ARCH__)
-  const unsigned int bits = __float_as_uint(x);
-#else
-  unsigned int bits;
-  __builtin_memcpy(&bits, &x, sizeof bits);
-#endif
-  int e = static_cast<int>(bits >> 23) - 127;
-  const unsigned int mbits = (bits & 0x7FFFFFu) | (127u << 23);
-#if defined(__CUDA_ARCH__)
-  float m = __uint_as_float(mbits);
-#else
-  float m;
-  __builtin_memcpy(&m, &mbits, sizeof m);  // [1, 2)
-#endif
-  if (m >= 1.41421356f) {
-    m *= 0.5f;
-    ++e;
-  }
-  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  const float coefficients[] = {1.0f, 1.0f / 3, 1.0f / 5, 1.0f / 7, 1.0f / 9, 1.0f / 11};
-  const float series = philox_horner(s2, coefficients);
+  // x = m 2^e, m in [sqrt(1/2), sqrt(2)), from the bits (musl's logf): adding the bits of 1 less those
+  // of sqrt(1/2) carries into the exponent exactly where x's mantissa is sqrt(2)'s or more.
+  const unsigned int shifted = philox_float_bits(x) + (0x3F800000u - 0x3F3504F3u);
+  const int e = static_cast<int>(shifted >> 23) - 127;
+  const float m = philox_bits_float((shifted & 0x7FFFFFu) + 0x3F3504F3u);
+  // log m = log1p(f), f = m - 1 (exact) in [sqrt(1/2) - 1, sqrt(2) - 1): f + f^2 (-1/2 + f P(f)), P of
+  // degree 7 fitted to that interval in f64 (minimax of log1p's relative error), rounded to f32.
+  const float f = m - 1.0f;
+  const float coefficients[] = {-0.5f,        0.333333313f,  -0.250008196f, 0.200012267f,  -0.166233569f,
+                                0.142017573f, -0.131601825f, 0.127615765f,  -0.0763449669f};
+  const float log_m = philox_fma(f * f, philox_horner_fma(f, coefficients), f);
   // ln 2 in two parts, the first exact times any e here.
-  return e * 0.693145751953125f + (e * 1.428606765330187e-6f + 2.0f * s * series);
+  const float fe = static_cast<float>(e);
+  return philox_fma(fe, 0.693145751953125f, philox_fma(fe, 1.428606765330187e-6f, log_m));
 }
 BARACUDA_PHILOX_FN void portable_sincos_2pi_f32(float v, float& cos_out, float& sin_out) {  // v in [0, 1)
-  const float t = v - (v >= 0.5f ? 1.0f : 0.0f);
-  const float q = t < -0.375f ? -2.0f : t < -0.125f ? -1.0f : t < 0.125f ? 0.0f : t < 0.375f ? 1.0f : 2.0f;
-  const float x = 6.28318530718f * (t - 0.25f * q), x2 = x * x;
-  const float cos_series[] = {1.0f, -1.0f / 2, 1.0f / 24, -1.0f / 720, 1.0f / 40320, -1.0f / 3628800};
-  const float sin_series[] = {1.0f, -1.0f / 6, 1.0f / 120, -1.0f / 5040, 1.0f / 362880};
-  const float c = philox_horner(x2, cos_series), sn = x * philox_horner(x2, sin_series);
-  philox_quadrant(static_cast<int>(q), c, sn, cos_out, sin_out);
+  // v = q / 4 + w, q v's nearest quarter (ties up) in quarters, |w| <= 1/8: 4 v + 1/2 and w are exact
+  // for the multiples of 2^-24 that the draws take.
+  const unsigned int q = static_cast<unsigned int>(4.0f * v + 0.5f);
+  const float x = 6.28318530718f * (v - 0.25f * static_cast<float>(q)), x2 = x * x;  // [-pi/4, pi/4]
+  // Cephes' cosf and sinf polynomials on [-pi/4, pi/4] (minimax for f32): 1 - x^2 / 2 + x^4 C(x^2)
+  // and x + x^3 S(x^2).
+  const float cos_series[] = {1.0f, -0.5f, 4.166664568298827e-2f, -1.388731625493765e-3f, 2.443315711809948e-5f};
+  const float sin_series[] = {-1.6666654611e-1f, 8.3321608736e-3f, -1.9515295891e-4f};
+  const float c = philox_horner_fma(x2, cos_series), sn = philox_fma(x * x2, philox_horner_fma(x2, sin_series), x);
+  // philox_quadrant's choice in bits: c and sn swapped in odd quadrants, the signs flipped by xor.
+  const unsigned int k = q & 3u, swap = 0u - (k & 1u);
+  const unsigned int cb = philox_float_bits(c), sb = philox_float_bits(sn);
+  cos_out = philox_bits_float(((sb & swap) | (cb & ~swap)) ^ (((k + 1u) & 2u) << 30));
+  sin_out = philox_bits_float(((cb & swap) | (sb & ~swap)) ^ ((k & 2u) << 30));
 }
 // Normals at positions 4 g .. 4 g + 3: Box-Muller on words (0, 1) and (2, 3) of the block at (g, 0, 1).
 BARACUDA_PHILOX_FN void philox_normal_quad(unsigned long long seed, unsigned long long g, float (&z)[4]) {

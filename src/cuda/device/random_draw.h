@@ -12,11 +12,17 @@
 #include "cuda/device/params.h"
 #include "cuda/device/philox.h"
 
+// (Always inlined on the host, as philox.h's functions: cpu/random.cpp calls them from loops built
+// per instruction set.)
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define BARACUDA_DRAW_FN __host__ __device__ __forceinline__
 #else
 #include <cmath>
+#if defined(__GNUC__)
+#define BARACUDA_DRAW_FN [[gnu::always_inline]] inline
+#else
 #define BARACUDA_DRAW_FN inline
+#endif
 #endif
 
 namespace baracuda::device {
