@@ -43,11 +43,16 @@ W weight(const MultinomialProblem& p, int64_t r, int64_t c) {
 inline constexpr int64_t kKeyBatch = 1024;
 
 // The exponentials at positions start .. start + n - 1 (mod 2^64) into e: multinomial_key's draws,
-// built per instruction set (cpu/vector_math.hpp), so that the logarithm's fused multiply-adds
-// (philox.h) are the FMA instruction, a library call only in the baseline build.
+// each Philox quad drawn once for its four positions (as the CUDA kernel multinomial_few walks them),
+// not once a position. Built per instruction set (cpu/vector_math.hpp), so that the logarithm's fused
+// multiply-adds (philox.h) are the FMA instruction, a library call only in the baseline build.
 BARACUDA_CPU_CLONES void exponentials(unsigned long long seed, unsigned long long start, int64_t n, float* e) {
-  for (int64_t i = 0; i < n; ++i)
-    e[i] = device::philox_exponential_f32(seed, start + static_cast<unsigned long long>(i));
+  for (int64_t i = 0; i < n;) {
+    const unsigned long long position = start + static_cast<unsigned long long>(i);
+    float quad[4];
+    device::philox_exponential_quad(seed, position >> 2, quad);
+    for (int j = static_cast<int>(position & 3); j < 4 && i < n; ++j, ++i) e[i] = quad[j];
+  }
 }
 
 template <class T, class I>
