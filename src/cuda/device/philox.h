@@ -115,8 +115,8 @@ BARACUDA_PHILOX_FN float philox_fma(float a, float b, float c) {
 #endif
 }
 // philox_horner's polynomial in f32 from term K on, each step one fused multiply-add: written out by
-// the template rather than a loop, which GCC left rolled in the CPU's clones (it weighs each fused
-// step as a call), the coefficients reloaded every step.
+// the template rather than a loop, which GCC left rolled in the CPU's clones, the coefficients
+// reloaded every step.
 template <int K = 0, int N>
 BARACUDA_PHILOX_FN float philox_horner_fma(float x, const float (&c)[N]) {
   if constexpr (K == N - 1)
