@@ -311,7 +311,8 @@ def grouped_mm(a, b, offsets, *, transpose_b=False, allow_tf32=False):
     """The products of a mixture of experts, as torch._grouped_mm(a, b, offs): a [T, K] holds the
     groups' rows one group after another, b [G, K, N] (or [G, N, K] with transpose_b, as each
     expert's nn.Linear weight lies) their weights, offsets [G] (int32 or int64) each group's end row;
-    out [T, N], rows after the last group zero. The CPU backend only so far."""
+    out [T, N], rows after the last group zero. On CUDA the offsets are read on the device (no
+    host sync)."""
     fields = _grouped_mm_fields(a, b, offsets, transpose_b, allow_tf32)
     return _run(_bc.GroupedMatmulPlan, _bc.GroupedMatmulDescriptor, fields, a,
                 dict(a=a, b=b, offsets=offsets))["out"]
