@@ -173,7 +173,8 @@ TEST_P(MatmulTest, GroupedMatmulIsMatmulPerGroup) {
                                                          dtype(), {count, d.k}, count * d.k);
       const AnyTensorRef weights = AnyTensorRef::contiguous(
           static_cast<const char*>(all_weights.data) + g * d.k * d.n * size, dtype(), {d.k, d.n}, d.k * d.n);
-      ASSERT_OK(mm.run(stream(), {}, {rows, weights, {}, want.mut()}));
+      harness::Buffer mm_ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, mm.workspace_size())));
+      ASSERT_OK(mm.run(stream(), {mm_ws.data(), mm_ws.size()}, {rows, weights, {}, want.mut()}));
       ASSERT_OK(want.download());
       for (int64_t e = 0; e < count * d.n; ++e) {
         if (backend() == Backend::cpu) {

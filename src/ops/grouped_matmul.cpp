@@ -99,7 +99,7 @@ MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, int64_t first, int64_
 namespace {
 
 constexpr VariantInfo kVariants[] = {
-    {"blas", true, true, false,
+    {"blas", true, true, true,
      "CPU: each group's product by oneDNN or OpenBLAS, as MatmulPlan's; CUDA: the group sizes read on the device, "
      "16-bit types on the tensor cores"},
 };
