@@ -8,6 +8,7 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 namespace baracuda::detail::cpu {
 namespace {
@@ -45,6 +46,11 @@ int64_t bits_of(double v) {
 
 bool onednn_gemm(DType in, DType out, int64_t m, int64_t n, int64_t k, const void* a, GemmMatrix am, const void* b,
                  GemmMatrix bm, void* d, GemmMatrix dm, double alpha, double beta) {
+  // A column-major d as its transpose, d^T = b^T a^T: oneDNN has no fast kernel writing a column-major
+  // f32 destination (its reference one ran a grouped backward's db a thousand times slower).
+  auto transposed = [](GemmMatrix x) { return GemmMatrix{x.data, x.cs, x.rs}; };
+  if (dm.rs == 1 && dm.cs != 1)
+    return onednn_gemm(in, out, n, m, k, b, transposed(bm), a, transposed(am), d, transposed(dm), alpha, beta);
   static std::mutex mutex;
   static std::map<Key, std::optional<dnnl::matmul>> cache;  // nullopt: oneDNN has no kernel for it
   gemm_layout_ok(m, k, am.rs, am.cs);
@@ -83,7 +89,9 @@ bool onednn_gemm(DType in, DType out, int64_t m, int64_t n, int64_t k, const voi
           ops.append_sum(static_cast<float>(beta));
           attr.set_post_ops(ops);
         }
-        made = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, dd), attr, engine()));
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, dd), attr, engine());
+        // Only oneDNN's real kernels: its reference one ("ref:any") is far slower than BLAS.
+        if (!std::string_view(pd.impl_info_str()).starts_with("ref")) made = dnnl::matmul(pd);
       } catch (const dnnl::error&) {
         made.reset();
       }
