@@ -12,8 +12,8 @@ namespace baracuda::detail::cpu {
 // A function built three times (x86-64-v4, x86-64-v3, baseline x86-64), the widest the running CPU
 // has picked once at load time (GCC's ifunc). The library itself targets baseline x86-64 (SSE2: 4
 // f32 lanes), so a compute-bound tile loop needs this to use the host's width. x86-64-v4 rather than
-// AVX-512 F alone: without BW, GCC keeps 16-bit loads, stores and conversions at AVX2 widths (bf16
-// softmax 10-20% slower); x86-64-v3 (AVX2 with FMA) rather than AVX2 alone, whose build has no FMA
+// AVX-512 F alone: without BW, GCC keeps 16-bit loads, stores and conversions at AVX2 widths (the bf16
+// softmax loses its width); x86-64-v3 (AVX2 with FMA) rather than AVX2 alone, whose build has no FMA
 // instruction. The library's host files build with -ffp-contract=off (CMakeLists.txt): the wide
 // builds have FMA, the baseline does not, and the clone taken must not change the bits, so a product
 // is fused only where the code says so (__builtin_fmaf: one rounding everywhere, a library call in

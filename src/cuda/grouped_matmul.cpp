@@ -16,11 +16,7 @@ namespace baracuda::detail::cuda {
 namespace {
 
 bool on_tensor_cores(DType t) { return t == DType::f16 || t == DType::bf16; }
-// The product kernels' tile (cuda/device/grouped_matmul.cuh's kMmaTileM / kFmaTile).
-int64_t tile_size(DType t) { return on_tensor_cores(t) ? 128 : 64; }
-constexpr int kPrepareThreads = 1024;
-constexpr int kProductThreads = 256;
-constexpr int kMmaSharedBytes = 4 * 2 * 128 * 32 * 2;
+int64_t tile_size(DType t) { return on_tensor_cores(t) ? device::kGroupedMmaTile : device::kGroupedFmaTile; }
 // Blocks past this many take further tiles in turn (groups of empty tiles beyond them cost a lookup).
 constexpr int64_t kMaxBlocks = int64_t{1} << 20;
 
@@ -81,12 +77,14 @@ Status run_product(const LaunchContext& ctx, const GroupedMatmulProblem& p, cons
   const void* kernel = jit_module(ctx).kernels[product_index(t, x.split_r, x.a.along_r, x.b.along_r)];
   size_t shared = 0;
   if (on_tensor_cores(t)) {
-    shared = kMmaSharedBytes;
-    if (Status s = raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMmaSharedBytes, x.what);
+    shared = device::kGroupedMmaSharedBytes;
+    if (Status s = raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          device::kGroupedMmaSharedBytes, x.what);
         !s)
       return s;
   }
-  return launch_jit(kernel, std::min(tiles_m * tiles_n, kMaxBlocks), kProductThreads, q, ctx.stream, x.what, shared);
+  return launch_jit(kernel, std::min(tiles_m * tiles_n, kMaxBlocks), device::kGroupedProductThreads, q, ctx.stream,
+                    x.what, shared);
 }
 
 }  // namespace
@@ -138,8 +136,8 @@ Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& p) {
   base.bad_index_count = reinterpret_cast<unsigned long long*>(p.bad_index_count);
   device::GroupedMatmulParams prepare = base;
   prepare.m = d.rows;
-  if (Status s = launch_jit(jit_module(ctx).kernels[d.index_dtype == DType::i64 ? 1 : 0], 1, kPrepareThreads, prepare,
-                            ctx.stream, "grouped_matmul prepare");
+  if (Status s = launch_jit(jit_module(ctx).kernels[d.index_dtype == DType::i64 ? 1 : 0], 1,
+                            device::kGroupedPrepareThreads, prepare, ctx.stream, "grouped_matmul prepare");
       !s)
     return s;
   // op(b[g]) as [K, N]: its strides along K and N.

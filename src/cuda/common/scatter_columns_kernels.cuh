@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     const int slots = static_cast<int>(height) * width;
     // One loop for each value of `overwrite`: with the flag a run-time test in one loop, NVRTC kept
     // the test and the shared window's address inside it, where nvcc made a loop of each
-    // (bench/NOTES.md, "issue 58's two cases past +-3%").
+    // (bench/NOTES.md, the seventeenth session's SASS comparison).
     const auto write_back = [&](auto overwrite_flag) {
       constexpr bool kOverwrite = decltype(overwrite_flag)::value;
       for (int s0 = threadIdx.x; s0 < slots; s0 += kBatch * blockDim.x) {

@@ -101,15 +101,22 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
 
 // 16 bytes from global to shared memory without passing through registers (cp.async; L2 only), and
 // the wait for all of a thread's copies (sm_80+).
+// A shared-memory pointer as the 32-bit address PTX's shared instructions take.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
 __device__ __forceinline__ void copy_async_16(void* to_shared, const void* from) {
-  unsigned to;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(to) : "l"(to_shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(to_shared)), "l"(from) : "memory");
 }
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-// Every group but the one committed last complete (two-stage pipelines).
-__device__ __forceinline__ void copy_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+// Every group but the N committed last complete (an (N + 1)-stage pipeline).
+template <int N>
+__device__ __forceinline__ void copy_async_wait_pending() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 
 // Element `linear` of the walk's sizes: tensor t's offset (elements).
 template <int NT>

@@ -13,7 +13,7 @@ namespace baracuda::device {
 
 // ---- Group ends and tile starts (one block) ----
 
-inline constexpr int kPrepareThreads = 1024;
+inline constexpr int kPrepareThreads = kGroupedPrepareThreads;
 
 // Inclusive scan over the block of v by `op` (sum or max); `shared` holds 32 values. Begins with a
 // barrier, so consecutive calls may share `shared`.
@@ -159,16 +159,11 @@ __device__ __forceinline__ void store_c(const GroupedMatmulParams& p, int64 grou
 
 // ---- 16-bit inputs: tensor cores ----
 
-inline constexpr int kMmaTileM = 128, kMmaTileN = 128, kMmaTileR = 32, kMmaStages = 4, kMmaThreads = 256;
+inline constexpr int kMmaTileM = kGroupedMmaTile, kMmaTileN = kGroupedMmaTile, kMmaTileR = kGroupedMmaStep,
+                     kMmaStages = kGroupedMmaStages, kMmaThreads = kGroupedProductThreads;
 // A stage: A's tile then B's, 8 KiB each.
 inline constexpr int kMmaTileBytes = kMmaTileM * kMmaTileR * 2, kMmaStageBytes = 2 * kMmaTileBytes;
-inline constexpr int kMmaSharedBytes = kMmaStages * kMmaStageBytes;
-
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
+static_assert(kMmaStages * kMmaStageBytes == kGroupedMmaSharedBytes);
 
 // The tiles' layouts in shared memory, by which dim of the operand is contiguous: along r, a tile is
 // [128 rows][32 r] (64-byte rows, their four 16-byte chunks rotated by (row / 2) % 4); along m or n,
@@ -282,7 +277,7 @@ __global__ void __launch_bounds__(kMmaThreads, 2) grouped_mma(const __grid_const
       copy_async_commit();
     }
     for (int step = 0; step < steps; ++step) {
-      asm volatile("cp.async.wait_group %0;" ::"n"(kMmaStages - 2) : "memory");
+      copy_async_wait_pending<kMmaStages - 2>();
       __syncthreads();  // the stage is in; the one loaded next was read by every warp a step ago
       if (step + kMmaStages - 1 < steps) load_stage(step + kMmaStages - 1);
       copy_async_commit();
@@ -310,7 +305,7 @@ __global__ void __launch_bounds__(kMmaThreads, 2) grouped_mma(const __grid_const
             mma_16816<T>(acc[i][q], af[i], bf[q >> 1][(q & 1) * 2], bf[q >> 1][(q & 1) * 2 + 1]);
       }
     }
-    asm volatile("cp.async.wait_all;" ::: "memory");
+    copy_async_wait_all();
     __syncthreads();  // every warp done with the stages before the next tile fills them
     const int g = lane >> 2, t4 = lane & 3;
     for (int i = 0; i < 4; ++i)
@@ -327,7 +322,7 @@ __global__ void __launch_bounds__(kMmaThreads, 2) grouped_mma(const __grid_const
 __device__ __forceinline__ float fused_multiply_add(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ __forceinline__ double fused_multiply_add(double a, double b, double c) { return fma(a, b, c); }
 
-inline constexpr int kFmaTile = 64, kFmaTileR = 16, kFmaThreads = 256;
+inline constexpr int kFmaTile = kGroupedFmaTile, kFmaTileR = 16, kFmaThreads = kGroupedProductThreads;
 
 // A 64 x 64 tile of C a block (each thread 4 x 4), r 16 at a time through shared memory.
 template <class T, bool kSplitR>

@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
     }
   };
   // The tile's k and v rows into the stage's buffers: cp.async where rows are aligned vectors (waited
-  // for by copy_async_wait_one / _all), plain loads otherwise.
+  // for by copy_async_wait_pending / _all), plain loads otherwise.
   auto fetch = [&](int64 t0, int stage) {
     const int n = static_cast<int>(imin(TK, k_end - t0));
     const int64* at = key_at + 2 * TK * stage;
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kPagedThreads, kPagedBlocksPerSm<T>)
       __syncthreads();  // the next tile's offsets are written; every thread is past the previous tile's values
       if (more) {
         fetch(t0 + TK, stage ^ 1);
-        copy_async_wait_one();  // this tile's copies landed (the next tile's may be in flight)
+        copy_async_wait_pending<1>();  // this tile's copies landed (the next tile's may be in flight)
       } else {
         copy_async_wait_all();
       }

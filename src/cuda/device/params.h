@@ -340,5 +340,12 @@ struct GroupedMatmulParams {
   long long* tile_starts;  // [groups + 2]: each group's first m tile (the last: the tail's, then all)
   unsigned long long* bad_index_count;
 };
+// Their launch geometry, which the host's grids and shared memory follow: the prepare kernel's one
+// block; the products' blocks, 16-bit ones on tiles of kGroupedMmaTile rows and columns summing
+// kGroupedMmaStep at a time, kGroupedMmaStages stages of an A and a B tile in shared memory; f32 /
+// f64 ones on tiles of kGroupedFmaTile.
+inline constexpr int kGroupedPrepareThreads = 1024, kGroupedProductThreads = 256;
+inline constexpr int kGroupedMmaTile = 128, kGroupedMmaStep = 32, kGroupedMmaStages = 4, kGroupedFmaTile = 64;
+inline constexpr int kGroupedMmaSharedBytes = kGroupedMmaStages * 2 * kGroupedMmaTile * kGroupedMmaStep * 2;
 
 }  // namespace baracuda::device
