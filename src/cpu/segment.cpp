@@ -43,6 +43,20 @@ void column_offsets(const SegmentProblem& p, int64_t c0, int64_t c1, int64_t (*o
     for (int t = 0; t < kSegmentColumns; ++t) off[t][c - c0] = o[t];
   }
 }
+// A thread's offsets of its current chunk of columns, walked again only when the chunk changes
+// (never, where the rows are one chunk): a walk a column every segment or row was a large share of
+// short rows' time (bench/NOTES.md).
+struct ChunkOffsets {
+  int64_t off[kSegmentColumns][kColumnChunk] = {};
+  int64_t chunk = -1;
+  const int64_t (&of(const SegmentProblem& p, int64_t c0, int64_t c1))[kSegmentColumns][kColumnChunk] {
+    if (chunk != c0) {
+      column_offsets(p, c0, c1, off);
+      chunk = c0;
+    }
+    return off;
+  }
+};
 // The row side's columns are one unit-stride run (the converter's fast path).
 bool unit_columns(const SegmentProblem& p) {
   return p.columns.rank == 0 || (p.columns.rank == 1 && p.columns.strides[kRowSide][0] == 1);
@@ -136,11 +150,11 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
 #pragma omp parallel if (std::max(p.rows, p.segments) * length > kParallelThreshold)
   {
     int64_t last_segment = -1, last_end = 0;
+    ChunkOffsets chunk_offsets;
     const auto item = [&](int64_t w) {
       const int64_t s = w / chunks, c0 = (w % chunks) * kColumnChunk, c1 = std::min(length, c0 + kColumnChunk);
       const int n = static_cast<int>(c1 - c0);
-      int64_t off[kSegmentColumns][kColumnChunk];
-      column_offsets(p, c0, c1, off);
+      const auto& off = chunk_offsets.of(p, c0, c1);
       A acc[kColumnChunk], x[kColumnChunk];
       int64_t at[kColumnChunk];
       std::fill_n(acc, n, A(0));
@@ -449,11 +463,17 @@ bool fold_in_row_order(const SegmentProblem& p) {
       if constexpr (kInPlace && !Fold::kExtreme) add_owned_rows<Fold, T>(p, ids, lo, hi, counted, counts);
       if constexpr (Fold::kExtreme) fold_owned_extremes<Fold, T>(p, ids, lo, hi, counts, indices, counted, identity);
       if constexpr (kSums) {
-        for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
-          if (counted) ++counts[s];
-          A* to = sums + s * length;
-          for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], to_acc<A>(from[c]));
-        });
+        if (length == 1)  // one column: no loop over columns a row (its set-up cost more than the add)
+          for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
+            if (counted) ++counts[s];
+            sums[s] = Fold::add(sums[s], to_acc<A>(*from));
+          });
+        else
+          for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
+            if (counted) ++counts[s];
+            A* to = sums + s * length;
+            for (int64_t c = 0; c < length; ++c) to[c] = Fold::add(to[c], to_acc<A>(from[c]));
+          });
       }
       for (int64_t s = lo; s < (counted || kSums ? hi : lo); ++s) {
         T* to = out + s * p.segment_stride;
@@ -505,12 +525,12 @@ void backward(const SegmentProblem& p) {
   T* ddata = static_cast<T*>(p.row_out);
   const Idx* indices = static_cast<const Idx*>(p.indices);
   const int64_t length = p.length, chunks = ceil_div(length, kColumnChunk);
-#pragma omp parallel for schedule(static) if (p.rows * length > kParallelThreshold)
+  ChunkOffsets chunk_offsets;
+#pragma omp parallel for schedule(static) firstprivate(chunk_offsets) if (p.rows * length > kParallelThreshold)
   for (int64_t w = 0; w < p.rows * chunks; ++w) {
     const int64_t i = w / chunks, c0 = (w % chunks) * kColumnChunk, c1 = std::min(length, c0 + kColumnChunk);
     const int n = static_cast<int>(c1 - c0);
-    int64_t off[kSegmentColumns][kColumnChunk];
-    column_offsets(p, c0, c1, off);
+    const auto& off = chunk_offsets.of(p, c0, c1);
     T* dst = ddata + i * p.row_stride;
     const int64_t s = rows.segment_of(i);
     if (s < 0) {
