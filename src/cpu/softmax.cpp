@@ -34,6 +34,7 @@ namespace {
 constexpr int kBlock = 16;           // elements per partial
 constexpr int64_t kRowPiece = 4096;  // elements per parallel piece of a long row (a multiple of kBlock)
 constexpr int kColumns = 64;
+constexpr int64_t kKeptInBuffer = int64_t{1} << 20;  // 16-bit softmax rows whose exps a buffer keeps (4 MiB)
 constexpr int kLanes = 16;          // a contiguous piece's independent sums: element i into lane i % kLanes
 constexpr int kOuterColumns = 128;  // the outer fast path's columns per work item at most ...
 constexpr int kOuterTile = 8192;    // ... and values per tile (positions along dim x columns): each
@@ -463,8 +464,11 @@ struct Kernel {
     // instead of computing a second exp per element. (A piece that declined the tiled path, a NaN
     // or a max of +-inf, writes nothing before the write pass, which then reads its x.)
     std::vector<Partial>* kept = nullptr;
+    // Where the kept exps go: y itself where it is of the compute type, else a buffer of the row's
+    // length (16-bit outputs: the exps rounded would lose bits; recomputed, they cost a second exp).
+    A* exps = nullptr;
     int64_t offset(int t, int64_t i) const { return base[t] + i * (kUnit ? 1 : stride[t]); }
-    static constexpr bool kKeeps = kUnit && std::is_same_v<Math, SoftmaxForwardMath<A>> && std::is_same_v<Store, A>;
+    static constexpr bool kKeeps = kUnit && std::is_same_v<Math, SoftmaxForwardMath<A>>;
     bool kept_exps() const { return kKeeps && kept; }
 
     Partial piece(int64_t begin, int64_t end) const {
@@ -478,7 +482,7 @@ struct Kernel {
           A buffer_e[kRowPiece];
           A* e = buffer_e;
           if constexpr (kKeeps)
-            if (kept) e = k.out + base[2] + begin;
+            if (kept) e = exps + begin;
           if (const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e)) return *s;
         }
       }
@@ -601,9 +605,9 @@ struct Kernel {
           if constexpr (kKeeps) {
             if (kept) {
               const Partial& q = (*kept)[b / kRowPiece];
-              A* y = k.out + base[2] + b;
-              if (finite(q.max) && q.sum == q.sum)  // the piece's exps are in y
-                scale_row(y, static_cast<int>(piece_end - b), softmax_term(q.max, w.max) * w.scale, y);
+              if (finite(q.max) && q.sum == q.sum)  // the piece's exps are kept
+                scale_row(exps + b, static_cast<int>(piece_end - b), softmax_term(q.max, w.max) * w.scale,
+                          k.out + base[2] + b);
               else
                 write_elements(w, b, piece_end);
               continue;
@@ -634,29 +638,43 @@ struct Kernel {
   void rows() const {
     const int64_t pieces = ceil_div(p.length, kRowPiece);
     auto piece_end = [&](int64_t c) { return std::min(p.length, (c + 1) * kRowPiece); };
-    const bool keeps_exps = Row<kUnit>::kKeeps && p.kind == SoftmaxKind::softmax && pieces > 1;
+    // Softmax's exps kept from the stats pass for the outputs: in y itself, or (16-bit outputs) in a
+    // buffer of the row's length, for rows up to kKeptInBuffer elements.
+    const bool in_buffer = !std::is_same_v<Store, A>;
+    const bool keeps_exps = Row<kUnit>::kKeeps && p.kind == SoftmaxKind::softmax && pieces > 1 &&
+                            (!in_buffer || p.length <= kKeptInBuffer);
+    const auto exps_of = [&](const int64_t (&base)[kSoftmaxTensors], std::vector<A>& buffer) -> A* {
+      if (!keeps_exps) return nullptr;
+      if constexpr (std::is_same_v<Store, A>) return out + base[2];
+      return buffer.data();
+    };
     if (p.rows >= omp_get_max_threads() || pieces == 1) {
-#pragma omp parallel for schedule(static) if (p.rows * p.length > kParallelThreshold)
-      for (int64_t r = 0; r < p.rows; ++r) {
-        int64_t base[kSoftmaxTensors];
-        p.walk.offsets(r, base);
-        if constexpr (kUnit) {
-          if (pieces == 1) {
-            Row<kUnit>{*this, base, p.dim_stride}.whole();
-            continue;
+#pragma omp parallel if (p.rows * p.length > kParallelThreshold)
+      {
+        std::vector<A> buffer(keeps_exps && in_buffer ? static_cast<size_t>(p.length) : 0);
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < p.rows; ++r) {
+          int64_t base[kSoftmaxTensors];
+          p.walk.offsets(r, base);
+          if constexpr (kUnit) {
+            if (pieces == 1) {
+              Row<kUnit>{*this, base, p.dim_stride}.whole();
+              continue;
+            }
           }
+          std::vector<Partial> kept(keeps_exps ? static_cast<size_t>(pieces) : 0);
+          const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr, exps_of(base, buffer)};
+          row.write(row.writer(false), 0, p.length);
         }
-        std::vector<Partial> kept(keeps_exps ? static_cast<size_t>(pieces) : 0);
-        const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr};
-        row.write(row.writer(false), 0, p.length);
       }
       return;
     }
+    std::vector<A> buffer(keeps_exps && in_buffer ? static_cast<size_t>(p.length) : 0);
     for (int64_t r = 0; r < p.rows; ++r) {  // few long rows: the pieces of each in parallel
       int64_t base[kSoftmaxTensors];
       p.walk.offsets(r, base);
       std::vector<Partial> kept(keeps_exps ? static_cast<size_t>(pieces) : 0);
-      const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr};
+      const Row<kUnit> row{*this, base, p.dim_stride, keeps_exps ? &kept : nullptr, exps_of(base, buffer)};
       const typename Math::Writer w = row.writer(true);
 #pragma omp parallel for schedule(static)
       for (int64_t c = 0; c < pieces; ++c) row.write(w, c * kRowPiece, piece_end(c));
