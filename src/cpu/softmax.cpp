@@ -641,9 +641,9 @@ struct Kernel {
     // Softmax's exps kept from the stats pass for the outputs: in y itself, or (16-bit outputs) in a
     // buffer of the row's length, for rows up to kKeptInBuffer elements.
     const bool in_buffer = !std::is_same_v<Store, A>;
-    const bool keeps_exps = Row<kUnit>::kKeeps && p.kind == SoftmaxKind::softmax && pieces > 1 &&
-                            (!in_buffer || p.length <= kKeptInBuffer);
-    const auto exps_of = [&](const int64_t (&base)[kSoftmaxTensors], std::vector<A>& buffer) -> A* {
+    const bool keeps_exps =
+        Row<kUnit>::kKeeps && p.kind == SoftmaxKind::softmax && pieces > 1 && (!in_buffer || p.length <= kKeptInBuffer);
+    const auto exps_of = [&](const int64_t(&base)[kSoftmaxTensors], std::vector<A>& buffer) -> A* {
       if (!keeps_exps) return nullptr;
       if constexpr (std::is_same_v<Store, A>) return out + base[2];
       return buffer.data();
