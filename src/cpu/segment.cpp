@@ -4,6 +4,7 @@
 // unsorted form first sorts the rows by segment with a stable counting sort in the workspace (the
 // "sort" variant). Backward: rows in parallel, each reading its segment's dout.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "common/dispatch.hpp"
@@ -337,6 +338,15 @@ BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids,
   });
 }
 
+// c ? a : b by masks on the bits: GCC made the ternary on takes_over's NaN tests two branches,
+// mispredicted on random rows.
+template <class T>
+[[gnu::always_inline]] inline T select_bits(bool c, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+  const U mask = static_cast<U>(U{0} - static_cast<U>(c));
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
+}
+
 // A later row `from` (row i) folded into a segment's max / min `to` and their rows `at` (none: null),
 // where it takes over: every test evaluated, no branch, so that the loop vectorizes.
 template <class Fold, class T, class Idx>
@@ -378,7 +388,7 @@ BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx*
     if (length == 1) {  // its own loop, few registers, a select a row (measured faster than a branch)
       for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
         T& to = out[s * out_stride];
-        to = Fold::takes_over(to_acc<A>(*from), to_acc<A>(to), false) ? *from : to;
+        to = select_bits(Fold::takes_over(to_acc<A>(*from), to_acc<A>(to), false), *from, to);
       });
     } else {
       for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
