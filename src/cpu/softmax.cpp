@@ -459,7 +459,7 @@ struct Kernel {
     const Kernel& k;
     const int64_t* base;
     const int64_t* stride;
-    // Where given (kept_exps()), each piece's partial: the stats pass then leaves softmax's exps
+    // Where given (softmax, kKeeps), each piece's partial: the stats pass then leaves softmax's exps
     // exp(x - piece max) in y, and the write pass scales them by exp(piece max - row max) / sum
     // instead of computing a second exp per element. (A piece that declined the tiled path, a NaN
     // or a max of +-inf, writes nothing before the write pass, which then reads its x.)
@@ -469,7 +469,6 @@ struct Kernel {
     A* exps = nullptr;
     int64_t offset(int t, int64_t i) const { return base[t] + i * (kUnit ? 1 : stride[t]); }
     static constexpr bool kKeeps = kUnit && std::is_same_v<Math, SoftmaxForwardMath<A>>;
-    bool kept_exps() const { return kKeeps && kept; }
 
     Partial piece(int64_t begin, int64_t end) const {
       if constexpr (kUnit) {

@@ -99,14 +99,14 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
   *reinterpret_cast<uint4*>(p) = v.raw;
 }
 
-// 16 bytes from global to shared memory without passing through registers (cp.async; L2 only), and
-// the wait for all of a thread's copies (sm_80+).
 // A shared-memory pointer as the 32-bit address PTX's shared instructions take.
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   unsigned a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
+// 16 bytes from global to shared memory without passing through registers (cp.async; L2 only), and
+// the waits for a thread's copies (sm_80+).
 __device__ __forceinline__ void copy_async_16(void* to_shared, const void* from) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(to_shared)), "l"(from) : "memory");
 }
