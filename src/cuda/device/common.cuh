@@ -110,6 +110,10 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
 __device__ __forceinline__ void copy_async_16(void* to_shared, const void* from) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(to_shared)), "l"(from) : "memory");
 }
+// 16 bytes into shared memory (a shared address): the first `bytes` from `from`, zeros after them.
+__device__ __forceinline__ void copy_async_16_fill(unsigned to_shared, const void* from, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to_shared), "l"(from), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 // Every group but the N committed last complete (an (N + 1)-stage pipeline).

@@ -6,7 +6,7 @@
 // rows in no group (written as zeros); splitting r (db): a group's C is the sum over its rows, an
 // empty group's zeros.
 // 16-bit types on the tensor cores (mma.sync m16n8k16, f32 accumulators; ldmatrix from tiles that
-// cp.async fills four stages ahead); f32 and f64 by FMA on the CUDA cores (exact, no TF32).
+// cp.async fills two steps ahead, 64 deep); f32 and f64 by FMA on the CUDA cores (exact, no TF32).
 #include "cuda/device/common.cuh"
 
 namespace baracuda::device {
@@ -161,26 +161,39 @@ __device__ __forceinline__ void store_c(const GroupedMatmulParams& p, int64 grou
 
 inline constexpr int kMmaTileM = kGroupedMmaTile, kMmaTileN = kGroupedMmaTile, kMmaTileR = kGroupedMmaStep,
                      kMmaStages = kGroupedMmaStages, kMmaThreads = kGroupedProductThreads;
-// A stage: A's tile then B's, 8 KiB each.
+// A stage: A's tile then B's, 16 KiB each.
 inline constexpr int kMmaTileBytes = kMmaTileM * kMmaTileR * 2, kMmaStageBytes = 2 * kMmaTileBytes;
-static_assert(kMmaStages * kMmaStageBytes == kGroupedMmaSharedBytes);
+static_assert(kMmaStages * kMmaStageBytes == kGroupedMmaSharedBytes && kMmaTileM == kMmaTileN && kMmaTileR == 64);
+// A tile is 1,024 chunks of 16 bytes (eight elements), four a thread.
+inline constexpr int kChunksPerThread = kMmaTileM * kMmaTileR / 8 / kMmaThreads;
 
 // The tiles' layouts in shared memory, by which dim of the operand is contiguous: along r, a tile is
-// [128 rows][32 r] (64-byte rows, their four 16-byte chunks rotated by (row / 2) % 4); along m or n,
-// [32 r][128] (256-byte rows, chunks by r % 8). Either way the eight rows one ldmatrix phase reads
-// fall on eight different bank groups.
+// [128 rows][64 r] (128-byte rows); along m or n, [64 r][128] (256-byte rows). A row's 16-byte
+// chunks are rotated by row % 8, so the eight rows one ldmatrix phase reads fall on eight different
+// bank groups.
 template <bool kAlongR>
-__device__ __forceinline__ int tile_offset(int row, int chunk) {
-  return kAlongR ? row * 64 + ((chunk ^ ((row >> 1) & 3)) << 4) : row * 256 + ((chunk ^ (row & 7)) << 4);
+__device__ __forceinline__ unsigned tile_offset(int row, int chunk) {
+  return row * (kAlongR ? 128 : 256) + ((chunk ^ (row & 7)) << 4);
 }
 
-// Eight contiguous elements from `from` (`valid` of them in range) into 16 bytes of shared memory:
-// cp.async when all eight are there and aligned, else element by element with zeros past `valid`.
-__device__ __forceinline__ void load_chunk(char* to, const unsigned short* from, int valid) {
-  if (valid == 8 && (reinterpret_cast<unsigned long long>(from) & 15) == 0) {
-    copy_async_16(to, from);
-    return;
-  }
+// A thread's chunks of a tile: the same chunk of rows kChunkRows apart, so one source, one count of
+// what is left along r and one offset in the tile describe all four.
+template <bool kAlongR>
+struct ChunkMap {
+  static constexpr int kRowChunks = kAlongR ? 8 : 16, kChunkRows = kMmaThreads / kRowChunks;
+  static __device__ __forceinline__ int row() { return threadIdx.x / kRowChunks; }
+  static __device__ __forceinline__ int chunk() { return threadIdx.x % kRowChunks; }
+  // From the thread's chunk k to the next one: in the tile, and in the operand (rows of i or of r).
+  static constexpr unsigned kTileStep = kChunkRows * (kAlongR ? 128 : 256);
+};
+
+__device__ __forceinline__ int clamp_valid(int64 left) {
+  return left <= 0 ? 0 : left >= 8 ? 8 : static_cast<int>(left);
+}
+
+// Eight contiguous elements from `from` (`valid` of them in range) into 16 bytes of shared memory,
+// element by element with zeros past `valid` (any alignment).
+__device__ __forceinline__ void load_chunk_slowly(char* to, const unsigned short* from, int valid) {
   unsigned short v[8];
   for (int e = 0; e < 8; ++e) v[e] = e < valid ? from[e] : 0;
   uint4 w;
@@ -191,30 +204,63 @@ __device__ __forceinline__ void load_chunk(char* to, const unsigned short* from,
   *reinterpret_cast<uint4*>(to) = w;
 }
 
-__device__ __forceinline__ int clamp_valid(int64 left) {
-  return left <= 0 ? 0 : left >= 8 ? 8 : static_cast<int>(left);
-}
-
-// One operand's tile of 128 (m or n) x 32 (r) into `tile`: the operand's element (i, r) is at
-// base + i * stride_i + r * stride_r, i in [i0, i_end), r in [r0, r_end); kAlongR: stride_r is 1,
-// else stride_i is 1. 512 chunks, two a thread.
+// One operand's tile of 128 (m or n) x 64 (r) into `tile`, element by element (misaligned operands):
+// the operand's element (i, r) is at base + i * stride_i + r * stride_r, i in [i0, i_end), r in
+// [r0, r_end); kAlongR: stride_r is 1, else stride_i is 1.
 template <bool kAlongR>
-__device__ __forceinline__ void load_tile(char* tile, const unsigned short* base, int64 stride_i, int64 stride_r,
-                                          int64 i0, int64 i_end, int64 r0, int64 r_end) {
-  for (int q = threadIdx.x; q < 512; q += kMmaThreads) {
-    if constexpr (kAlongR) {
-      const int row = q >> 2, chunk = q & 3;
-      const int64 i = i0 + row, r = r0 + chunk * 8;
-      const int valid = i < i_end ? clamp_valid(r_end - r) : 0;
-      load_chunk(tile + tile_offset<true>(row, chunk), valid ? base + i * stride_i + r : base, valid);
-    } else {
-      const int row = q >> 4, chunk = q & 15;
-      const int64 r = r0 + row, i = i0 + chunk * 8;
-      const int valid = r < r_end ? clamp_valid(i_end - i) : 0;
-      load_chunk(tile + tile_offset<false>(row, chunk), valid ? base + r * stride_r + i : base, valid);
-    }
+__device__ __forceinline__ void load_tile_slowly(char* tile, const unsigned short* base, int64 stride_i, int64 stride_r,
+                                                 int64 i0, int64 i_end, int64 r0, int64 r_end) {
+  using Map = ChunkMap<kAlongR>;
+  for (int k = 0; k < kChunksPerThread; ++k) {
+    const int row = Map::row() + k * Map::kChunkRows, chunk = Map::chunk();
+    const int64 i = kAlongR ? i0 + row : i0 + chunk * 8, r = kAlongR ? r0 + chunk * 8 : r0 + row;
+    const int valid = kAlongR ? (i < i_end ? clamp_valid(r_end - r) : 0) : (r < r_end ? clamp_valid(i_end - i) : 0);
+    load_chunk_slowly(tile + tile_offset<kAlongR>(row, chunk), valid ? base + i * stride_i + r * stride_r : base,
+                      valid);
   }
 }
+
+// The aligned case, set up once a tile, so a step costs four cp.async and a few adds: the bytes past
+// the operand's end zero-filled by the copy (its src-size).
+template <bool kAlongR>
+struct TileChunks {
+  using Map = ChunkMap<kAlongR>;
+  const unsigned short* src;  // the thread's first chunk at the next step
+  int64 next_chunk;           // elements from one of its chunks to the next
+  int64 advance;              // elements a step moves along r
+  unsigned at;                // the first chunk's offset in the tile
+  int left;                   // r from the first chunk's first element to r_end, at the next step
+  int in_range;               // kAlongR: bit k, chunk k's row is below i_end; else the chunks' bytes below i_end
+
+  __device__ __forceinline__ void set(const unsigned short* base, int64 stride_i, int64 stride_r, int64 i0, int64 i_end,
+                                      int64 r0, int64 r_end) {
+    const int row = Map::row(), chunk = Map::chunk();
+    const int64 i = kAlongR ? i0 + row : i0 + chunk * 8, r = kAlongR ? r0 + chunk * 8 : r0 + row;
+    at = tile_offset<kAlongR>(row, chunk);
+    left = static_cast<int>(r_end - r);  // |r_end - r| < 2^30: the caller's condition
+    next_chunk = Map::kChunkRows * (kAlongR ? stride_i : stride_r);
+    advance = kAlongR ? kMmaTileR : kMmaTileR * stride_r;
+    if constexpr (kAlongR) {
+      in_range = 0;
+      for (int k = 0; k < kChunksPerThread; ++k) in_range |= (i + k * Map::kChunkRows < i_end) << k;
+    } else {
+      in_range = 2 * clamp_valid(i_end - i);
+    }
+    src = base + (kAlongR ? i * stride_i + r : r * stride_r + (in_range ? i : i0));
+  }
+
+  // The next step's chunks into `tile` (a shared address); `fallback`, a readable address for the
+  // chunks wholly out of range.
+  __device__ __forceinline__ void issue(unsigned tile, const void* fallback) {
+    for (int k = 0; k < kChunksPerThread; ++k) {
+      const int bytes =
+          kAlongR ? ((in_range >> k) & 1 ? 2 * clamp_valid(left) : 0) : (left - k * Map::kChunkRows > 0 ? in_range : 0);
+      copy_async_16_fill(tile + at + k * Map::kTileStep, bytes ? src + k * next_chunk : fallback, bytes);
+    }
+    src += advance;
+    left -= kMmaTileR;
+  }
+};
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&d)[4], unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -246,74 +292,116 @@ __device__ __forceinline__ void mma_16816<f16>(float (&c)[4], const unsigned (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// One 128 x 128 tile of C a block at a time (eight warps, 2 x 4, each 64 x 32), over the tiles from
-// blockIdx.x on, gridDim.x apart. kAR / kBR: A's / B's unit stride is along r.
-template <class T, class O, bool kAR, bool kBR, bool kSplitR>
-__global__ void __launch_bounds__(kMmaThreads, 2) grouped_mma(const __grid_constant__ GroupedMatmulParams p) {
-  extern __shared__ __align__(128) char smem[];
+// C's tile `tile` (128 x 128) by the block's eight warps (2 x 4, each 64 x 32). kFast: every chunk of
+// A and B 16-byte aligned, loaded by cp.async from set-up chunks; else element by element (a loop of
+// its own, so the common one keeps its registers).
+template <class T, class O, bool kAR, bool kBR, bool kSplitR, bool kFast>
+__device__ __forceinline__ void mma_tile(const GroupedMatmulParams& p, const GroupTile& tile, char* smem) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
   const unsigned smem_base = shared_address(smem);
+  const unsigned short* a = static_cast<const unsigned short*>(p.a);
+  const unsigned short* b = reinterpret_cast<const unsigned short*>(group_b<kSplitR>(p, tile.group, 2));
+  const int64 m_end = tile.m_end < tile.m0 + kMmaTileM ? tile.m_end : tile.m0 + kMmaTileM;
+  const int64 n_end = p.n < tile.n0 + kMmaTileN ? p.n : tile.n0 + kMmaTileN;
+  const int steps = static_cast<int>((tile.r_end - tile.r_begin + kMmaTileR - 1) / kMmaTileR);
+  TileChunks<kAR> a_chunks;
+  TileChunks<kBR> b_chunks;
+  if constexpr (kFast) {
+    a_chunks.set(a, p.a_m, p.a_r, tile.m0, m_end, tile.r_begin, tile.r_end);
+    b_chunks.set(b, p.b_n, p.b_r, tile.n0, n_end, tile.r_begin, tile.r_end);
+  }
+  auto load_stage = [&](int step) {
+    const int slot = step % kMmaStages;
+    if constexpr (kFast) {
+      const unsigned stage = smem_base + slot * kMmaStageBytes;
+      a_chunks.issue(stage, a);
+      b_chunks.issue(stage + kMmaTileBytes, b);
+    } else {
+      char* stage = smem + slot * kMmaStageBytes;
+      const int64 r0 = tile.r_begin + static_cast<int64>(step) * kMmaTileR;
+      load_tile_slowly<kAR>(stage, a, p.a_m, p.a_r, tile.m0, m_end, r0, tile.r_end);
+      load_tile_slowly<kBR>(stage + kMmaTileBytes, b, p.b_n, p.b_r, tile.n0, n_end, r0, tile.r_end);
+    }
+  };
+  float acc[4][4][4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  for (int s = 0; s < kMmaStages - 1; ++s) {
+    if (s < steps) load_stage(s);
+    copy_async_commit();
+  }
+  for (int step = 0; step < steps; ++step) {
+    copy_async_wait_pending<kMmaStages - 2>();
+    __syncthreads();  // the stage is in; the one loaded next was read by every warp a step ago
+    if (step + kMmaStages - 1 < steps) load_stage(step + kMmaStages - 1);
+    copy_async_commit();
+    const unsigned stage = smem_base + (step % kMmaStages) * kMmaStageBytes;
+    const int j = lane >> 3, row8 = lane & 7;
+    for (int ks = 0; ks < kMmaTileR / 16; ++ks) {
+      unsigned af[4][4], bf[2][4];
+      for (int i = 0; i < 4; ++i) {
+        const int m = warp_m + 16 * i;
+        if constexpr (kAR)
+          ldmatrix_x4(af[i], stage + tile_offset<true>(m + row8 + (j & 1) * 8, ks * 2 + (j >> 1)));
+        else
+          ldmatrix_x4_trans(af[i], stage + tile_offset<false>(ks * 16 + row8 + (j >> 1) * 8, (m >> 3) + (j & 1)));
+      }
+      for (int q = 0; q < 2; ++q) {
+        const int n = warp_n + 16 * q;
+        const unsigned bt = stage + kMmaTileBytes;
+        if constexpr (kBR)
+          ldmatrix_x4(bf[q], bt + tile_offset<true>(n + row8 + (j >> 1) * 8, ks * 2 + (j & 1)));
+        else
+          ldmatrix_x4_trans(bf[q], bt + tile_offset<false>(ks * 16 + row8 + (j & 1) * 8, (n >> 3) + (j >> 1)));
+      }
+      for (int i = 0; i < 4; ++i)
+        for (int q = 0; q < 4; ++q)
+          mma_16816<T>(acc[i][q], af[i], bf[q >> 1][(q & 1) * 2], bf[q >> 1][(q & 1) * 2 + 1]);
+    }
+  }
+  copy_async_wait_all();
+  __syncthreads();  // every warp done with the stages before the next tile fills them
+  // A thread holds pairs of neighbours along n: one 2-element store where C is contiguous along n.
+  O* c = static_cast<O*>(p.c) + (kSplitR ? tile.group * p.c_group : 0);
+  const bool pairs = p.c_n == 1 && p.c_m % 2 == 0 && reinterpret_cast<unsigned long long>(c) % (2 * sizeof(O)) == 0;
+  struct alignas(2 * sizeof(O)) Pair {
+    O x, y;
+  };
+  const int g = lane >> 2, t4 = lane & 3;
+  for (int i = 0; i < 4; ++i)
+    for (int q = 0; q < 4; ++q)
+      for (int h = 0; h < 2; ++h) {
+        const int64 m = tile.m0 + warp_m + 16 * i + g + h * 8, n = tile.n0 + warp_n + 8 * q + 2 * t4;
+        const float v0 = acc[i][q][2 * h], v1 = acc[i][q][2 * h + 1];
+        if (m >= m_end || n >= n_end) continue;
+        if (pairs && n + 1 < n_end) {
+          *reinterpret_cast<Pair*>(c + m * p.c_m + n) = Pair{round_to<O>(v0), round_to<O>(v1)};
+        } else {
+          c[m * p.c_m + n * p.c_n] = round_to<O>(v0);
+          if (n + 1 < n_end) c[m * p.c_m + (n + 1) * p.c_n] = round_to<O>(v1);
+        }
+      }
+}
+
+// The tiles from blockIdx.x on, gridDim.x apart. kAR / kBR: A's / B's unit stride is along r.
+template <class T, class O, bool kAR, bool kBR, bool kSplitR>
+__global__ void __launch_bounds__(kMmaThreads, 2) grouped_mma(const __grid_constant__ GroupedMatmulParams p) {
+  extern __shared__ __align__(128) char smem[];
+  const auto aligned = [](const void* x, int64 s0, int64 s1) {
+    return (reinterpret_cast<unsigned long long>(x) & 15) == 0 && s0 % 8 == 0 && s1 % 8 == 0;
+  };
   GroupTile tile;
   for (int64 t = blockIdx.x; find_tile<kSplitR, kMmaTileM, kMmaTileN>(p, t, tile); t += gridDim.x) {
-    const unsigned short* a = static_cast<const unsigned short*>(p.a);
-    const unsigned short* b = reinterpret_cast<const unsigned short*>(group_b<kSplitR>(p, tile.group, 2));
-    const int64 m_end = tile.m_end < tile.m0 + kMmaTileM ? tile.m_end : tile.m0 + kMmaTileM;
-    const int64 n_end = p.n < tile.n0 + kMmaTileN ? p.n : tile.n0 + kMmaTileN;
-    const int64 r_count = tile.r_end - tile.r_begin;
-    const int steps = static_cast<int>((r_count + kMmaTileR - 1) / kMmaTileR);
-    auto load_stage = [&](int step) {
-      char* stage = smem + (step % kMmaStages) * kMmaStageBytes;
-      const int64 r0 = tile.r_begin + static_cast<int64>(step) * kMmaTileR;
-      load_tile<kAR>(stage, a, p.a_m, p.a_r, tile.m0, m_end, r0, tile.r_end);
-      load_tile<kBR>(stage + kMmaTileBytes, b, p.b_n, p.b_r, tile.n0, n_end, r0, tile.r_end);
-    };
-    float acc[4][4][4];
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j)
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-    for (int s = 0; s < kMmaStages - 1; ++s) {
-      if (s < steps) load_stage(s);
-      copy_async_commit();
-    }
-    for (int step = 0; step < steps; ++step) {
-      copy_async_wait_pending<kMmaStages - 2>();
-      __syncthreads();  // the stage is in; the one loaded next was read by every warp a step ago
-      if (step + kMmaStages - 1 < steps) load_stage(step + kMmaStages - 1);
-      copy_async_commit();
-      const unsigned stage = smem_base + (step % kMmaStages) * kMmaStageBytes;
-      const int j = lane >> 3, row8 = lane & 7;
-      for (int ks = 0; ks < kMmaTileR / 16; ++ks) {
-        unsigned af[4][4], bf[2][4];
-        for (int i = 0; i < 4; ++i) {
-          const int m = warp_m + 16 * i;
-          if constexpr (kAR)
-            ldmatrix_x4(af[i], stage + tile_offset<true>(m + row8 + (j & 1) * 8, ks * 2 + (j >> 1)));
-          else
-            ldmatrix_x4_trans(af[i], stage + tile_offset<false>(ks * 16 + row8 + (j >> 1) * 8, (m >> 3) + (j & 1)));
-        }
-        for (int q = 0; q < 2; ++q) {
-          const int n = warp_n + 16 * q;
-          const unsigned bt = stage + kMmaTileBytes;
-          if constexpr (kBR)
-            ldmatrix_x4(bf[q], bt + tile_offset<true>(n + row8 + (j >> 1) * 8, ks * 2 + (j & 1)));
-          else
-            ldmatrix_x4_trans(bf[q], bt + tile_offset<false>(ks * 16 + row8 + (j & 1) * 8, (n >> 3) + (j >> 1)));
-        }
-        for (int i = 0; i < 4; ++i)
-          for (int q = 0; q < 4; ++q)
-            mma_16816<T>(acc[i][q], af[i], bf[q >> 1][(q & 1) * 2], bf[q >> 1][(q & 1) * 2 + 1]);
-      }
-    }
-    copy_async_wait_all();
-    __syncthreads();  // every warp done with the stages before the next tile fills them
-    const int g = lane >> 2, t4 = lane & 3;
-    for (int i = 0; i < 4; ++i)
-      for (int q = 0; q < 4; ++q)
-        for (int e = 0; e < 4; ++e) {
-          const int64 m = tile.m0 + warp_m + 16 * i + g + (e >> 1) * 8, n = tile.n0 + warp_n + 8 * q + 2 * t4 + (e & 1);
-          if (m < m_end && n < n_end) store_c<kSplitR, O>(p, tile.group, m, n, acc[i][q][e]);
-        }
+    // Every chunk's first element 16-byte aligned, and r's extent within an int.
+    const bool fast = tile.r_end - tile.r_begin < (int64{1} << 30) &&
+                      aligned(p.a, kAR ? p.a_m : p.a_r, kAR ? tile.r_begin : tile.m0) &&
+                      aligned(group_b<kSplitR>(p, tile.group, 2), kBR ? p.b_n : p.b_r, kBR ? tile.r_begin : 0);
+    if (fast)
+      mma_tile<T, O, kAR, kBR, kSplitR, true>(p, tile, smem);
+    else
+      mma_tile<T, O, kAR, kBR, kSplitR, false>(p, tile, smem);
   }
 }
 

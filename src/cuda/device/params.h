@@ -345,7 +345,7 @@ struct GroupedMatmulParams {
 // kGroupedMmaStep at a time, kGroupedMmaStages stages of an A and a B tile in shared memory; f32 /
 // f64 ones on tiles of kGroupedFmaTile.
 inline constexpr int kGroupedPrepareThreads = 1024, kGroupedProductThreads = 256;
-inline constexpr int kGroupedMmaTile = 128, kGroupedMmaStep = 32, kGroupedMmaStages = 4, kGroupedFmaTile = 64;
+inline constexpr int kGroupedMmaTile = 128, kGroupedMmaStep = 64, kGroupedMmaStages = 3, kGroupedFmaTile = 64;
 inline constexpr int kGroupedMmaSharedBytes = kGroupedMmaStages * 2 * kGroupedMmaTile * kGroupedMmaStep * 2;
 
 }  // namespace baracuda::device
