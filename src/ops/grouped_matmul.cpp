@@ -99,9 +99,10 @@ MatmulProblem grouped_gemms(const GroupedMatmulProblem& p, int64_t first, int64_
 namespace {
 
 constexpr VariantInfo kVariants[] = {
-    {"blas", true, true, true,
-     "CPU: each group's product by oneDNN or OpenBLAS, as MatmulPlan's; CUDA: the group sizes read on the device, "
-     "16-bit types on the tensor cores"},
+    {"blas", true, true, false, "CPU: each group's product by oneDNN or OpenBLAS, as MatmulPlan's"},
+    {"tiles", true, false, true,
+     "CUDA: the library's tiled kernels, the group sizes read on the device; 16-bit types on the tensor cores "
+     "(SKU tiles.mma), f32 and f64 by FMA (tiles.fma)"},
 };
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 
@@ -190,7 +191,7 @@ struct GroupedMatmulHooks {
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference&,
                                      std::optional<int>) {
     PlanChoice c;
-    c.variant = 0;
+    c.variant = t.backend == Backend::cuda ? 1 : 0;
     if (t.backend == Backend::cuda) {
 #if BARACUDA_HAS_CUDA
       Expected<const void*> kernels = cuda::grouped_matmul_kernels(t, d, kBackward, kPlan);
@@ -212,7 +213,7 @@ struct GroupedMatmulHooks {
 
   static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice&, const Args* a) {
     const bool sixteen = d.dtype == DType::f16 || d.dtype == DType::bf16;
-    KernelShape k{t.backend == Backend::cpu ? "blas" : sixteen ? "mma" : "fma", Layout::contiguous};
+    KernelShape k{t.backend == Backend::cpu ? "blas" : sixteen ? "tiles.mma" : "tiles.fma", Layout::contiguous};
     if (a) k.layout = layout_of(given_views<Args>(kFields, *a));
     return k;
   }
