@@ -117,6 +117,98 @@ TEST_P(MatmulTest, LinearTrainingStepIsBitIdenticalAcrossRuns) {
   }
 }
 
+// A tensor of `rows` rows of `from` (row-major [*, cols]) starting at row `first`, in a buffer of its
+// own.
+harness::Tensor rows_of(const harness::Tensor& from, int64_t first, int64_t rows, int64_t cols, harness::Tensor fresh) {
+  for (int64_t e = 0; e < rows * cols; ++e)
+    fresh.host[static_cast<size_t>(fresh.offset + fresh.element_offset(e))] = from.at(first * cols + e);
+  EXPECT_OK(fresh.upload());
+  return fresh;
+}
+
+// The batch-invariant preference: each row of out has the bits it has in a product of many rows,
+// whatever the row count (both sides of the CPU's blocks of 6 and 60 rows, and of cuBLASLt's tiles),
+// its place, and a batch dim; linear with a bias and an activation alike. K past one panel (256).
+TEST_P(MatmulTest, BatchInvariantRowsHaveTheSameBitsWhateverTheRowCount) {
+  PlanPreference pref;
+  pref.batch_invariant = true;
+  const int64_t all = backend() == Backend::cuda ? 2049 : 301;
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{24, 40}, {70, 300}, {256, 1100}}) {
+    SCOPED_TRACE("n " + std::to_string(n) + ", k " + std::to_string(k));
+    Tensor a = random(testing::contiguous({all, k})), b = random(testing::contiguous({k, n}));
+    Tensor bias = random(testing::contiguous({n}));
+    auto product = [&](const Tensor& x, const Shape& shape, bool linear) {
+      Shape out_shape = shape;
+      out_shape.dims[shape.rank - 1] = n;
+      Tensor out = random(testing::contiguous(out_shape));
+      harness::Buffer ws;
+      if (linear) {
+        LinearDescriptor d;
+        d.dtype = dtype();
+        d.x = shape;
+        d.out_features = n;
+        d.activation = Activation::gelu;
+        LinearPlan plan = unwrap(LinearPlan::select(stream(), d, pref));
+        EXPECT_TRUE(plan.precision_guarantee().batch_invariant);
+        ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, plan.workspace_size())));
+        // (b read as the weight [n, k]: its first n * k values)
+        const AnyTensorRef w = AnyTensorRef::contiguous(b.ref().data, dtype(), {n, k}, n * k);
+        EXPECT_OK(plan.run(stream(), {ws.data(), ws.size()}, {x.ref(), w, bias.ref(), out.mut(), {}}));
+      } else {
+        MatmulDescriptor d = desc(0, n, k);
+        d.a = shape;
+        MatmulPlan plan = unwrap(MatmulPlan::select(stream(), d, pref));
+        EXPECT_TRUE(plan.precision_guarantee().batch_invariant);
+        EXPECT_EQ(plan.sku().variant, "batch_invariant");
+        ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, plan.workspace_size())));
+        EXPECT_OK(plan.run(stream(), {ws.data(), ws.size()}, {x.ref(), b.ref(), {}, out.mut()}));
+      }
+      EXPECT_OK(out.download());
+      return out;
+    };
+    for (bool linear : {false, true}) {
+      const Tensor whole = product(a, {all, k}, linear);
+      for (int64_t m : {1, 5, 6, 7, 59, 61, 64, 255}) {
+        for (int64_t first : {int64_t{0}, all - m, (all - m) / 3}) {
+          const Tensor part = product(rows_of(a, first, m, k, random(testing::contiguous({m, k}))), {m, k}, linear);
+          for (int64_t e = 0; e < m * n; ++e)
+            ASSERT_EQ(part.at(e), whole.at(first * n + e))
+                << (linear ? "linear" : "matmul") << ", " << m << " rows from row " << first << ", element " << e;
+        }
+      }
+      // Rows 0..2m as a batch of two.
+      const int64_t m = 17;
+      const Tensor batch = product(rows_of(a, 0, 2 * m, k, random(testing::contiguous({2, m, k}))), {2, m, k}, linear);
+      for (int64_t e = 0; e < 2 * m * n; ++e) ASSERT_EQ(batch.at(e), whole.at(e)) << "batched, element " << e;
+    }
+  }
+}
+
+// Plans with no batch-invariant kernel refuse the preference at select, naming it; the backward
+// plans refuse the variant forced.
+TEST_P(MatmulTest, BatchInvariantPreferenceIsRefusedWhereNoKernelHasIt) {
+  PlanPreference pref;
+  pref.batch_invariant = true;
+  MatmulDescriptor d = desc(8, 8, 8);
+  const Status s = MatmulBackwardPlan::select(stream(), d, pref).status();
+  EXPECT_TRUE(testing::is_error(s, StatusCode::unsupported, "MatmulBackwardPlan", "preference.batch_invariant"))
+      << s.to_string();
+  PlanPreference forced;
+  forced.variant = "batch_invariant";
+  const Status f = MatmulBackwardPlan::select(stream(), d, forced).status();
+  EXPECT_TRUE(testing::is_error(f, StatusCode::unsupported, "MatmulBackwardPlan", "preference.variant"))
+      << f.to_string();
+  GroupedMatmulDescriptor g;
+  g.dtype = dtype();
+  g.rows = 8;
+  g.k = g.n = 4;
+  g.groups = 2;
+  const Status gs = GroupedMatmulPlan::select(stream(), g, pref).status();
+  EXPECT_TRUE(testing::is_error(gs, StatusCode::unsupported, "GroupedMatmulPlan", "preference.batch_invariant"))
+      << gs.to_string();
+  EXPECT_FALSE(unwrap(MatmulPlan::select(stream(), d)).precision_guarantee().batch_invariant);
+}
+
 // A device int64 for bad_index_count, zeroed, and its value.
 class Counter {
  public:

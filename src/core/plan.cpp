@@ -14,6 +14,7 @@ std::string PrecisionGuarantee::to_string() const {
   s += bit_stable ? " bit-stable" : " not-bit-stable";
   s += deterministic ? " deterministic" : " nondeterministic";
   if (tf32) s += " tf32-inputs";
+  if (batch_invariant) s += " batch-invariant";
   return s;
 }
 

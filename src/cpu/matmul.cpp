@@ -253,6 +253,103 @@ void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector
     }
 }
 
+// Batch-invariant products (PlanPreference::batch_invariant). BLAS computes a row differently with
+// its place and with M (its kernels pack, split and take tails by shape), so these products are the
+// library's own: each element summed along K in order by fused multiply-adds in the accumulation
+// type from zero, then alpha, beta c, the bias and the activation. A block of kInvariantRows rows
+// shares each load of b, and the rows left over take the same sums one at a time, so a row's bits
+// depend on its own values alone; the work is split by rows and columns, never along K.
+constexpr int kInvariantRows = 6;
+constexpr int64_t kInvariantChunk = 60;   // rows a work item (a multiple of kInvariantRows)
+constexpr int64_t kInvariantDepth = 256;  // terms a panel
+constexpr int kInvariantBlocks = 16;      // column blocks a work item
+
+template <class P, int R>
+BARACUDA_CPU_CLONES void fma_rows(const P* a, int64_t lda, const P* b, int64_t ldb, P* acc, int64_t depth) {
+  constexpr int C = 64 / sizeof(P);  // columns a block: one 64-byte row of b
+  P c[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < C; ++j) c[r][j] = acc[r * C + j];
+  for (int64_t t = 0; t < depth; ++t) {
+    for (int r = 0; r < R; ++r) {
+      const P av = a[r * lda + t];
+#pragma omp simd
+      for (int j = 0; j < C; ++j) c[r][j] = std::fma(av, b[t * ldb + j], c[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < C; ++j) acc[r * C + j] = c[r][j];
+}
+
+template <class T, class O>
+void invariant_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
+  using P = acc_t<T>;
+  constexpr int C = 64 / sizeof(P);
+  constexpr int64_t kGroup = int64_t{C} * kInvariantBlocks;
+  int64_t base[4];
+  bw.kept.offsets(kept, base);
+  O* d = static_cast<O*>(const_cast<void*>(g.d.data)) + base[kGemmD];
+  const O* c = g.c.data && g.beta != 0.0 ? static_cast<const O*>(g.c.data) + base[kGemmC] : nullptr;
+  const int64_t chunks = (g.m + kInvariantChunk - 1) / kInvariantChunk, groups = (g.n + kGroup - 1) / kGroup;
+  const double work = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+#pragma omp parallel if (chunks * groups > 1 && work >= double(1 << 18) && !omp_in_parallel())
+  {
+    std::vector<P> a_panel(static_cast<size_t>(kInvariantChunk * kInvariantDepth));
+    std::vector<P> b_panel(static_cast<size_t>(kInvariantDepth * C));
+    std::vector<P> acc(static_cast<size_t>(kInvariantBlocks * kInvariantChunk * C));
+#pragma omp for schedule(dynamic)
+    for (int64_t item = 0; item < chunks * groups; ++item) {
+      const int64_t i0 = item / groups * kInvariantChunk, g0 = item % groups * kGroup;
+      const int64_t rows = std::min(kInvariantChunk, g.m - i0), blocks = (std::min(kGroup, g.n - g0) + C - 1) / C;
+      std::fill(acc.begin(), acc.end(), P(0));
+      for (int64_t r = 0; r < bw.summed_count; ++r) {
+        int64_t off[4];
+        bw.summed.offsets(r, off);
+        const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
+        const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
+        for (int64_t p0 = 0; p0 < g.k; p0 += kInvariantDepth) {
+          const int64_t depth = std::min(kInvariantDepth, g.k - p0);
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t t = 0; t < depth; ++t)
+              a_panel[i * depth + t] = convert<P>(a[(i0 + i) * g.a.rs + (p0 + t) * g.a.cs]);
+          for (int64_t blk = 0; blk < blocks; ++blk) {
+            const int64_t j0 = g0 + blk * C, cols = std::min<int64_t>(C, g.n - j0);
+            // b's rows read where they lie when they are whole blocks of P, else copied (and padded).
+            const P* panel = b_panel.data();
+            int64_t ldb = C;
+            if constexpr (std::is_same_v<T, P>) {
+              if (g.b.cs == 1 && cols == C) {
+                panel = b + p0 * g.b.rs + j0;
+                ldb = g.b.rs;
+              }
+            }
+            if (panel == b_panel.data())
+              for (int64_t t = 0; t < depth; ++t)
+                for (int j = 0; j < C; ++j)
+                  b_panel[t * C + j] = j < cols ? convert<P>(b[(p0 + t) * g.b.rs + (j0 + j) * g.b.cs]) : P(0);
+            P* out = acc.data() + blk * kInvariantChunk * C;
+            int64_t i = 0;
+            for (; i + kInvariantRows <= rows; i += kInvariantRows)
+              fma_rows<P, kInvariantRows>(a_panel.data() + i * depth, depth, panel, ldb, out + i * C, depth);
+            for (; i < rows; ++i) fma_rows<P, 1>(a_panel.data() + i * depth, depth, panel, ldb, out + i * C, depth);
+          }
+        }
+      }
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const int64_t j0 = g0 + blk * C, cols = std::min<int64_t>(C, g.n - j0);
+        P* out = acc.data() + blk * kInvariantChunk * C;
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j) {
+            P v = static_cast<P>(g.alpha) * out[i * C + j];
+            if (c) v = v + static_cast<P>(g.beta) * convert<P>(c[(i0 + i) * g.c.rs + (j0 + j) * g.c.cs]);
+            out[i * C + j] = v;
+          }
+        finish<O, P>(g, out, C, d + i0 * g.d.rs + j0 * g.d.cs, rows, cols, j0);
+      }
+    }
+  }
+}
+
 // Each kept entry by oneDNN (no summed dims: a 16-bit d would round at every step): c first copied
 // into d where it is another buffer, then d = alpha a b + beta d, then the bias and activation in
 // place. False, having written nothing, where oneDNN takes no such product.
@@ -284,6 +381,10 @@ Status run_gemm(const Gemm& g) {
   if (g.m == 0 || g.n == 0) return Status::ok();
   const BatchWalk bw = batch_walk(g);
   if (bw.kept_count == 0) return Status::ok();
+  if (g.batch_invariant) {
+    for (int64_t e = 0; e < bw.kept_count; ++e) invariant_entry<T, O>(g, bw, e);
+    return Status::ok();
+  }
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   if constexpr (!std::is_same_v<T, double>) {
     // oneDNN for products large enough to pay its call (a few microseconds) and few enough to run one

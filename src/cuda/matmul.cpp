@@ -72,7 +72,12 @@ struct LtCall {
   double alpha = 1.0, beta = 0.0;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void* bias = nullptr;
+  int rows_dim = 0;  // batch-invariant (Gemm::batch_invariant): 1 when m counts out's rows, 2 when n does
 };
+
+// Batch-invariant calls take the algorithm cuBLASLt's heuristic gives this many rows (and a batch of
+// one), whatever their own count: one algorithm a layout, so one order of sums for every row.
+constexpr int64_t kInvariantRows = 1024;
 
 int alignment(const void* p, std::initializer_list<int64_t> strides, DType t) {
   uintptr_t bits = reinterpret_cast<uintptr_t>(p) | 16;
@@ -80,17 +85,41 @@ int alignment(const void* p, std::initializer_list<int64_t> strides, DType t) {
   return static_cast<int>(bits & (~bits + 1));  // the lowest set bit, at most 16
 }
 
-// Everything the heuristic's answer depends on.
+// Everything the heuristic's answer depends on; for a batch-invariant call, not the row count, the
+// batch or the strides (only their alignment).
 std::vector<int64_t> key_of(int device, const LtCall& c, size_t workspace_limit) {
-  std::vector<int64_t> key = {
-      device,     static_cast<int64_t>(c.in),           static_cast<int64_t>(c.out), c.tf32, c.m, c.n, c.k, c.batch,
-      c.epilogue, static_cast<int64_t>(workspace_limit)};
+  const bool invariant = c.rows_dim != 0;
+  std::vector<int64_t> key = {device,
+                              static_cast<int64_t>(c.in),
+                              static_cast<int64_t>(c.out),
+                              c.tf32,
+                              c.rows_dim == 1 ? 0 : c.m,
+                              c.rows_dim == 2 ? 0 : c.n,
+                              c.k,
+                              invariant ? 0 : c.batch,
+                              c.epilogue,
+                              static_cast<int64_t>(workspace_limit),
+                              c.rows_dim};
   for (const LtMatrix* x : {&c.a, &c.b, &c.d}) {
-    key.insert(key.end(), {x->ld, x->batch_stride, x->transposed});
+    key.insert(key.end(), {invariant ? 0 : x->ld, invariant ? 0 : x->batch_stride, x->transposed});
     key.push_back(alignment(x->data, {x->ld, x->batch_stride}, x == &c.d ? c.out : c.in));
   }
   key.push_back(c.bias ? alignment(c.bias, {}, c.out) : 0);
   return key;
+}
+
+// The call the heuristic is asked about for a batch-invariant one: kInvariantRows rows, a batch of one.
+LtCall canonical(LtCall c) {
+  c.batch = 1;
+  (c.rows_dim == 1 ? c.m : c.n) = kInvariantRows;
+  for (LtMatrix* x : {&c.a, &c.b, &c.d}) {
+    x->batch_stride = 0;
+    const bool holds_rows = c.rows_dim == 1 ? x != &c.b : x != &c.a;  // a and d have m; b and d have n
+    if (!holds_rows) continue;
+    (c.rows_dim == 1 ? x->rows : x->cols) = kInvariantRows;
+    x->ld = std::max(x->ld, x->transposed ? x->cols : x->rows);
+  }
+  return c;
 }
 
 // The descriptors of a call, released with it.
@@ -161,7 +190,7 @@ Expected<Algo> algo_for(int device, const LtCall& c, size_t workspace_limit, std
   Expected<cublasLtHandle_t> h = handle_for(device, plan);
   if (!h) return h.status();
   LtDescriptors desc;
-  if (Status s = describe(c, desc, plan); !s) return s;
+  if (Status s = describe(c.rows_dim ? canonical(c) : c, desc, plan); !s) return s;
   cublasLtMatmulPreference_t pref = nullptr;
   if (Status s = blas_status(cublasLtMatmulPreferenceCreate(&pref), plan, "cublasLtMatmulPreferenceCreate"); !s)
     return s;
@@ -175,6 +204,11 @@ Expected<Algo> algo_for(int device, const LtCall& c, size_t workspace_limit, std
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   for (int i = 0; i < 4; ++i) cublasLtMatmulPreferenceSetAttribute(pref, which[i], &align[i], sizeof align[i]);
+  if (c.rows_dim) {  // no split-K: an empty mask leaves only the algorithms without a reduction scheme
+    const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_reduction,
+                                         sizeof no_reduction);
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const DeviceScope scope(device);
@@ -188,6 +222,10 @@ Expected<Algo> algo_for(int device, const LtCall& c, size_t workspace_limit, std
                           ", batch " + std::to_string(c.batch) + ", status " + std::to_string(static_cast<int>(st)) +
                           ")");
   Algo algo{result.algo, result.workspaceSize};
+  if (c.rows_dim) {  // (and the split count pinned to one, should the mask not have said it)
+    const int32_t one = 1;
+    cublasLtMatmulAlgoConfigSetAttribute(&algo.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof one);
+  }
   std::lock_guard lock(mutex);
   cache.emplace(key, algo);
   return algo;
@@ -270,6 +308,7 @@ LtCall lt_call(const Gemm& g, const GemmRun& r, int64_t o, int64_t s, void* accu
   const void* a = offset_by(g.a.data, outer_off[kGemmA] + summed_off[kGemmA], g.in);
   const void* b = offset_by(g.b.data, outer_off[kGemmB] + summed_off[kGemmB], g.in);
   LtCall c;
+  if (g.batch_invariant) c.rows_dim = r.row_major ? 2 : 1;
   c.in = g.in;
   c.out = r.accumulate ? DType::f32 : g.out;
   c.tf32 = g.tf32;

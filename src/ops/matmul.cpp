@@ -428,7 +428,12 @@ MatmulProblem linear_backward(const LinearDescriptor& d, const LinearBackwardArg
 constexpr VariantInfo kVariants[] = {
     {"blas", true, true, true,
      "CPU: oneDNN (2^20 flops and more) or OpenBLAS; CUDA: cuBLASLt, algorithm chosen at select"},
+    {"batch_invariant", true, true, true,
+     "the forward plans' rows bit-identical whatever the other rows and their count (PlanPreference::"
+     "batch_invariant): CPU: the library's fixed-order sums; CUDA: cuBLASLt, one algorithm a layout whatever M, "
+     "no split-K"},
 };
+constexpr int kBatchInvariant = 1;  // kVariants' index
 
 // Every matrix of the plan's GEMMs in a layout BLAS takes, named by its argument.
 template <class Args>
@@ -481,10 +486,13 @@ int64_t product_of(std::initializer_list<int64_t> sizes) {
 template <class Hooks, class Descriptor, class Args>
 struct MatmulFamilyHooks {
   static Expected<PlanChoice> choose(const PlanTarget& t, const Descriptor& d, const PlanPreference& pref,
-                                     std::optional<int>) {
+                                     std::optional<int> forced) {
     const WorkspaceLayout layout = Hooks::layout(t, d);
     PlanChoice c;
-    c.variant = 0;
+    c.variant = forced.value_or(pref.batch_invariant && Hooks::kRowWise ? kBatchInvariant : 0);
+    if (c.variant == kBatchInvariant && !Hooks::kRowWise)
+      return plan_error(StatusCode::unsupported, Hooks::kPlan, "preference.variant",
+                        "batch_invariant is the forward plans' (a weight's gradient sums over every row)");
     c.workspace = layout.blas;
     // (Views broadcast by zero strides can describe products far larger than their memory.)
     if (t.backend == Backend::cpu && Hooks::multiply_adds(d) > kCpuMultiplyAdds)
@@ -497,7 +505,10 @@ struct MatmulFamilyHooks {
     const Args args = contiguous_args<Args>(Hooks::kFields, specs);
     MatmulProblem p =
         Hooks::build(d, args, Workspace{reinterpret_cast<void*>(uintptr_t{1} << 40), layout.blas}, layout);
-    for (Gemm& g : p.gemms) simplify(g);
+    for (Gemm& g : p.gemms) {
+      simplify(g);
+      g.batch_invariant = c.variant == kBatchInvariant;
+    }
     const size_t limit = pref.workspace_limit > layout.blas ? pref.workspace_limit - layout.blas : 0;
     Expected<size_t> blas = cuda::prepare_gemms(t, p, limit);
     if (!blas) return blas.status();
@@ -511,22 +522,26 @@ struct MatmulFamilyHooks {
     return c;
   }
 
-  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice&) {
+  static PrecisionGuarantee precision(const Descriptor& d, const PlanChoice& c) {
     PrecisionGuarantee g;
     g.compute = g.accumulator = acc_dtype(d.dtype);
     g.tf32 = d.allow_tf32 && d.dtype == DType::f32;
+    g.batch_invariant = c.variant == kBatchInvariant;
     return g;
   }
 
-  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice&, const Args* a) {
-    KernelShape k{"blas", Layout::contiguous};
+  static KernelShape kernel(const PlanTarget&, const Descriptor&, const PlanChoice& c, const Args* a) {
+    KernelShape k{std::string(kVariants[c.variant].name), Layout::contiguous};
     if (a) k.layout = layout_of(given_views<Args>(Hooks::kFields, *a));
     return k;
   }
 
   static MatmulProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
     MatmulProblem p = Hooks::build(d, a, ctx.workspace, Hooks::layout(ctx.target, d));
-    for (Gemm& g : p.gemms) simplify(g);
+    for (Gemm& g : p.gemms) {
+      simplify(g);
+      g.batch_invariant = ctx.choice.variant == kBatchInvariant;
+    }
     return p;
   }
 };
@@ -539,6 +554,7 @@ struct MatmulHooks : MatmulFamilyHooks<MatmulHooks<kBackward>, MatmulDescriptor,
   using Descriptor = MatmulDescriptor;
   using Args = std::conditional_t<kBackward, MatmulBackwardArgs, MatmulArgs>;
   static constexpr std::string_view kPlan = kBackward ? "MatmulBackwardPlan" : "MatmulPlan";
+  static constexpr bool kRowWise = !kBackward;  // a row of out from a row of a alone
   static constexpr OpSchema kSchema{kPlan, kBackward ? "matmul_backward" : "matmul", "matmul", kFloats, {}, kVariants};
   static constexpr auto fields() {
     if constexpr (kBackward)
@@ -624,6 +640,7 @@ struct LinearHooks : MatmulFamilyHooks<LinearHooks<kBackward>, LinearDescriptor,
   using Descriptor = LinearDescriptor;
   using Args = std::conditional_t<kBackward, LinearBackwardArgs, LinearArgs>;
   static constexpr std::string_view kPlan = kBackward ? "LinearBackwardPlan" : "LinearPlan";
+  static constexpr bool kRowWise = !kBackward;
   static constexpr OpSchema kSchema{kPlan, kBackward ? "linear_backward" : "linear", "matmul", kFloats, {}, kVariants};
   static constexpr auto fields() {
     if constexpr (kBackward)

@@ -38,6 +38,10 @@ struct Gemm {
   const void* bias = nullptr;
   int64_t bias_stride = 1;
   Activation activation = Activation::none;
+  // Each row summed alike whatever m and the batch (PlanPreference::batch_invariant): the CPU's own
+  // fixed-order sums, cuBLASLt's algorithm chosen without regard to the row count and never split
+  // along k.
+  bool batch_invariant = false;
 
   int64_t batch_count() const;
   int reduced_dims() const;  // the innermost batch dims d does not step along (summed)

@@ -123,6 +123,9 @@ Expected<Plan<Op>> Plan<Op>::select(const Stream& stream, const Descriptor& desc
   if (!forced) return forced.status();
   Expected<detail::PlanChoice> choice = Hooks::choose(*target, desc, preference, *forced);
   if (!choice) return choice.status();
+  if (preference.batch_invariant && !Hooks::precision(desc, *choice).batch_invariant)
+    return detail::plan_error(StatusCode::unsupported, s.plan, "preference.batch_invariant",
+                              "this plan has no batch-invariant kernel for this descriptor");
   if (choice->workspace > preference.workspace_limit)
     return detail::plan_error(StatusCode::unsupported, s.plan, "preference.workspace_limit",
                               "the plan needs " + std::to_string(choice->workspace) + " bytes of workspace");

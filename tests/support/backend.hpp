@@ -68,6 +68,12 @@ inline int rerun_count() {
     ASSERT_TRUE(status_.is_ok()) << status_.to_string(); \
   } while (0)
 
+#define EXPECT_OK(expr)                                  \
+  do {                                                   \
+    const ::baracuda::Status status_ = (expr);           \
+    EXPECT_TRUE(status_.is_ok()) << status_.to_string(); \
+  } while (0)
+
 template <class T>
 T unwrap(Expected<T> e) {
   if (!e) throw std::runtime_error(e.status().to_string());

@@ -28,6 +28,10 @@ struct PlanPreference {
   std::optional<Backend> backend;
   // Force a kernel variant by name (tests and benchmarks); empty lets the plan choose.
   std::string variant;
+  // Each row of the result bit-identical whatever the other rows and how many there are (the batch
+  // an inference server happens to form): plans whose precision_guarantee() cannot say so refuse it
+  // at select. Matmul and linear forward have such a kernel, at a cost docs/OPS.md states.
+  bool batch_invariant = false;
 };
 
 struct PrecisionGuarantee {
@@ -36,6 +40,7 @@ struct PrecisionGuarantee {
   bool bit_stable = true;          // same inputs, same hardware: same bits
   bool deterministic = true;       // no atomics whose order changes the result
   bool tf32 = false;               // f32 inputs rounded to TF32 (10 mantissa bits) before their products
+  bool batch_invariant = false;    // a row's result does not depend on the other rows or their count
   std::string to_string() const;
 };
 

@@ -31,8 +31,14 @@
 // accumulate in f32 and out may be f32 (`out_dtype`); f64 in f64. f32 products in TF32 (10
 // mantissa bits, Hopper's tensor cores) only with `allow_tf32`, and precision_guarantee().tf32 says
 // so. Deterministic: the same GEMM configuration gives the same bits run after run (cuBLASLt's
-// split-K schemes sum in a fixed order); not batch-invariant: the algorithm, chosen for the shape,
-// may change with M.
+// split-K schemes sum in a fixed order). By default not batch-invariant: the algorithm, chosen for
+// the shape, may change with M. With PlanPreference::batch_invariant, MatmulPlan and LinearPlan
+// select the `batch_invariant` variant: each row of out has the same bits whatever the other rows
+// and their count (M, the batch dims), for views of the same layout and 16-byte alignment class. On
+// the CPU the library's own sums (each element along K in order by fused multiply-adds, no BLAS,
+// which computes a row differently with M and with its place); on CUDA cuBLASLt with one algorithm
+// a layout, chosen for 1024 rows whatever M, and no split-K. Its cost against the default is in
+// docs/OPS.md. The backward plans refuse it (a weight's gradient sums over every row).
 #include <optional>
 
 #include "baracuda/core/plan.hpp"
