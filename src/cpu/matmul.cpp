@@ -201,12 +201,21 @@ void gemm_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
   if (g.bias || g.activation != Activation::none) finish<T, T>(g, nullptr, 0, d, g.m, g.n, 0);
 }
 
-// A strided 16-bit matrix into a row-major f32 one.
+// A strided 16-bit matrix into an f32 panel read in its own order (a transposed view, unit stride
+// down its columns, stays column-major: converting it into rows would read it a stride apart), and
+// the operand BLAS takes the panel as, in row-major calls.
 template <class T>
-void to_panel(const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
+BlasOperand to_panel(const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
+  if (rs == 1 && cs != 1 && cols > 1) {
+#pragma omp parallel for schedule(static) if (rows_in_parallel(cols, rows))
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i) dst[j * rows + i] = convert<float>(src[i + j * cs]);
+    return {CblasTrans, std::max<int64_t>(rows, 1)};
+  }
 #pragma omp parallel for schedule(static) if (rows_in_parallel(rows, cols))
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = convert<float>(src[i * rs + j * cs]);
+  return {CblasNoTrans, std::max<int64_t>(cols, 1)};
 }
 
 // One kept batch entry of a 16-bit GEMM through f32 copies, in blocks of at most kBlock rows,
@@ -243,10 +252,9 @@ void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector
         const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
         for (int64_t p0 = 0; p0 < g.k; p0 += kb) {
           const int64_t terms = std::min(kb, g.k - p0);
-          to_panel(a + i0 * g.a.rs + p0 * g.a.cs, rows, terms, g.a.rs, g.a.cs, a32);
-          to_panel(b + p0 * g.b.rs + j0 * g.b.cs, terms, cols, g.b.rs, g.b.cs, b32);
-          blas_gemm<float>(true, rows, cols, terms, g.alpha, a32, {CblasNoTrans, terms}, b32, {CblasNoTrans, cols}, 1.0,
-                           acc, cols);
+          const BlasOperand oa = to_panel(a + i0 * g.a.rs + p0 * g.a.cs, rows, terms, g.a.rs, g.a.cs, a32);
+          const BlasOperand ob = to_panel(b + p0 * g.b.rs + j0 * g.b.cs, terms, cols, g.b.rs, g.b.cs, b32);
+          blas_gemm<float>(true, rows, cols, terms, g.alpha, a32, oa, b32, ob, 1.0, acc, cols);
         }
       }
       finish<O, float>(g, acc, cols, d + i0 * g.d.rs + j0 * g.d.cs, rows, cols, j0);
