@@ -184,6 +184,48 @@ TEST_P(MatmulTest, BatchInvariantRowsHaveTheSameBitsWhateverTheRowCount) {
   }
 }
 
+// The grouped forward on CUDA is batch-invariant: a row routed to the same expert has the same bits
+// whatever the other groups' sizes and its place in its own group (tiles of 128 rows fall elsewhere).
+TEST_P(MatmulTest, GroupedBatchInvariantRowsKeepTheirBitsUnderAnotherRouting) {
+  if (backend() != Backend::cuda) GTEST_SKIP() << "the CPU's grouped products are BLAS's (refused above)";
+  PlanPreference pref;
+  pref.batch_invariant = true;
+  GroupedMatmulDescriptor d;
+  d.dtype = dtype();
+  d.rows = 400;
+  d.k = 300;
+  d.n = 136;
+  d.groups = 3;
+  d.index_dtype = DType::i64;
+  GroupedMatmulPlan plan = unwrap(GroupedMatmulPlan::select(stream(), d, pref));
+  EXPECT_TRUE(plan.precision_guarantee().batch_invariant);
+  Tensor b = random(testing::contiguous({d.groups, d.k, d.n}));
+  harness::Buffer ws = unwrap(harness::Buffer::allocate(backend(), std::max<size_t>(16, plan.workspace_size())));
+  // Routing one: groups of 10, 200 and 190 rows. Routing two: group 0 of 147 rows, a's rows 0..9 at
+  // its rows 137..146 (rows of a from 200 on before them): another tile split, another place.
+  Tensor a = random(testing::contiguous({d.rows, d.k}));
+  auto run = [&](const Tensor& x, std::vector<int64_t> ends) {
+    Tensor offsets = unwrap(harness::random_tensor(backend(), DType::i64, testing::contiguous({d.groups}), rng_));
+    for (size_t g = 0; g < ends.size(); ++g) offsets.host[g] = static_cast<double>(ends[g]);
+    EXPECT_OK(offsets.upload());
+    Tensor out = random(testing::contiguous({d.rows, d.n}));
+    EXPECT_OK(plan.run(stream(), {ws.data(), ws.size()}, {x.ref(), b.ref(), offsets.ref(), out.mut(), nullptr}));
+    EXPECT_OK(out.download());
+    return out;
+  };
+  const Tensor one = run(a, {10, 210, 400});
+  Tensor moved = random(testing::contiguous({d.rows, d.k}));
+  for (int64_t e = 0; e < d.rows * d.k; ++e) {
+    const int64_t p = e / d.k, from = p < 137 ? 200 + p : p < 147 ? p - 137 : p;
+    moved.host[static_cast<size_t>(moved.offset + moved.element_offset(e))] = a.at(from * d.k + e % d.k);
+  }
+  EXPECT_OK(moved.upload());
+  const Tensor two = run(moved, {147, 210, 400});
+  for (int64_t r = 0; r < 10; ++r)
+    for (int64_t j = 0; j < d.n; ++j)
+      ASSERT_EQ(two.at((137 + r) * d.n + j), one.at(r * d.n + j)) << "row " << r << ", col " << j;
+}
+
 // Plans with no batch-invariant kernel refuse the preference at select, naming it; the backward
 // plans refuse the variant forced.
 TEST_P(MatmulTest, BatchInvariantPreferenceIsRefusedWhereNoKernelHasIt) {
@@ -203,9 +245,14 @@ TEST_P(MatmulTest, BatchInvariantPreferenceIsRefusedWhereNoKernelHasIt) {
   g.rows = 8;
   g.k = g.n = 4;
   g.groups = 2;
-  const Status gs = GroupedMatmulPlan::select(stream(), g, pref).status();
-  EXPECT_TRUE(testing::is_error(gs, StatusCode::unsupported, "GroupedMatmulPlan", "preference.batch_invariant"))
+  const Status gs = GroupedMatmulBackwardPlan::select(stream(), g, pref).status();
+  EXPECT_TRUE(testing::is_error(gs, StatusCode::unsupported, "GroupedMatmulBackwardPlan", "preference.batch_invariant"))
       << gs.to_string();
+  if (backend() == Backend::cpu) {  // (each group's product is BLAS's)
+    const Status cs = GroupedMatmulPlan::select(stream(), g, pref).status();
+    EXPECT_TRUE(testing::is_error(cs, StatusCode::unsupported, "GroupedMatmulPlan", "preference.batch_invariant"))
+        << cs.to_string();
+  }
   EXPECT_FALSE(unwrap(MatmulPlan::select(stream(), d)).precision_guarantee().batch_invariant);
 }
 

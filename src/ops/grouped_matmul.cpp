@@ -222,6 +222,9 @@ struct GroupedMatmulHooks {
     PrecisionGuarantee g;
     g.compute = g.accumulator = acc_dtype(d.dtype);
     g.tf32 = d.allow_tf32 && d.dtype == DType::f32 && !c.kernels;  // (CUDA's kernels: f32 by FMA, never TF32)
+    // CUDA's forward: a row of out from its row of a and its group's weights alone, by one order of sums
+    // whatever the routing (fixed tiles, no split along K).
+    g.batch_invariant = !kBackward && c.kernels;
     return g;
   }
 

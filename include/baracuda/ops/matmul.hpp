@@ -124,7 +124,8 @@ struct LinearBackwardArgs {
 // CUDA graph; f16 / bf16 on the tensor cores, f32 and f64 by FMA on the CUDA cores, f32 never in
 // TF32). Deterministic (the same offsets, the same bits). On the CPU not batch-invariant (as
 // MatmulPlan's, a group's product is chosen by its size); on CUDA a row's result depends only on its
-// row and its group's weights (fixed tiles, no split sums).
+// row and its group's weights (fixed tiles, no split sums): the CUDA forward is batch-invariant and
+// accepts PlanPreference::batch_invariant.
 // Workspace on CUDA: (2 G + 3) int64s (the group ends and tile starts).
 struct GroupedMatmulDescriptor {
   DType dtype = DType::f32;        // a, b, out (the backward's dout, da, db)
