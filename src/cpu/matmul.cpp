@@ -93,6 +93,15 @@ BatchWalk batch_walk(const Gemm& g) {
   return b;
 }
 
+// The a and b of the kept entry at `base` and its summed entry `r`.
+template <class T>
+std::pair<const T*, const T*> summed_operands(const Gemm& g, const BatchWalk& bw, const int64_t (&base)[4], int64_t r) {
+  int64_t off[4];
+  bw.summed.offsets(r, off);
+  return {static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA],
+          static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB]};
+}
+
 // d (m x n, its own strides) from the f32 / f64 result `acc` (row-major m x n) or in place: the bias,
 // the activation, the store.
 // Rows in parallel where there are enough elements and no parallel region around (the batch
@@ -190,10 +199,7 @@ void gemm_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
       }
   }
   for (int64_t r = 0; r < bw.summed_count && g.k > 0; ++r) {
-    int64_t off[4];
-    bw.summed.offsets(r, off);
-    const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
-    const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
+    const auto [a, b] = summed_operands<T>(g, bw, base, r);
     // Column-major d: d^T = b^T a^T keeps d's own order.
     blas_gemm<T>(row_major, g.m, g.n, g.k, g.alpha, a, operand(g.m, g.k, g.a, row_major), b,
                  operand(g.k, g.n, g.b, row_major), r == 0 ? beta : 1.0, d, ldd);
@@ -246,10 +252,7 @@ void gemm_entry_16(const Gemm& g, const BatchWalk& bw, int64_t kept, std::vector
         std::fill(acc, acc + rows * cols, 0.0f);
       }
       for (int64_t r = 0; r < bw.summed_count; ++r) {
-        int64_t off[4];
-        bw.summed.offsets(r, off);
-        const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
-        const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
+        const auto [a, b] = summed_operands<T>(g, bw, base, r);
         for (int64_t p0 = 0; p0 < g.k; p0 += kb) {
           const int64_t terms = std::min(kb, g.k - p0);
           const BlasOperand oa = to_panel(a + i0 * g.a.rs + p0 * g.a.cs, rows, terms, g.a.rs, g.a.cs, a32);
@@ -311,10 +314,7 @@ void invariant_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
       const int64_t rows = std::min(kInvariantChunk, g.m - i0), blocks = (std::min(kGroup, g.n - g0) + C - 1) / C;
       std::fill(acc.begin(), acc.end(), P(0));
       for (int64_t r = 0; r < bw.summed_count; ++r) {
-        int64_t off[4];
-        bw.summed.offsets(r, off);
-        const T* a = static_cast<const T*>(g.a.data) + base[kGemmA] + off[kGemmA];
-        const T* b = static_cast<const T*>(g.b.data) + base[kGemmB] + off[kGemmB];
+        const auto [a, b] = summed_operands<T>(g, bw, base, r);
         for (int64_t p0 = 0; p0 < g.k; p0 += kInvariantDepth) {
           const int64_t depth = std::min(kInvariantDepth, g.k - p0);
           for (int64_t i = 0; i < rows; ++i)
