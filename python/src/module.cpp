@@ -36,19 +36,21 @@ void bind_core(nb::module_& m) {
       .def(
           "__init__",
           [](PlanPreference* p, std::optional<size_t> workspace_limit, Determinism determinism,
-             std::optional<Backend> backend, std::string variant) {
+             std::optional<Backend> backend, std::string variant, bool batch_invariant) {
             new (p) PlanPreference{};
             if (workspace_limit) p->workspace_limit = *workspace_limit;
             p->determinism = determinism;
             p->backend = backend;
             p->variant = std::move(variant);
+            p->batch_invariant = batch_invariant;
           },
           nb::kw_only(), nb::arg("workspace_limit") = nb::none(), nb::arg("determinism") = Determinism::any,
-          nb::arg("backend") = nb::none(), nb::arg("variant") = "")
+          nb::arg("backend") = nb::none(), nb::arg("variant") = "", nb::arg("batch_invariant") = false)
       .def_rw("workspace_limit", &PlanPreference::workspace_limit)
       .def_rw("determinism", &PlanPreference::determinism)
       .def_rw("backend", &PlanPreference::backend)
-      .def_rw("variant", &PlanPreference::variant);
+      .def_rw("variant", &PlanPreference::variant)
+      .def_rw("batch_invariant", &PlanPreference::batch_invariant);
 
   nb::class_<PrecisionGuarantee>(m, "PrecisionGuarantee")
       .def_ro("compute", &PrecisionGuarantee::compute)
@@ -56,6 +58,7 @@ void bind_core(nb::module_& m) {
       .def_ro("bit_stable", &PrecisionGuarantee::bit_stable)
       .def_ro("deterministic", &PrecisionGuarantee::deterministic)
       .def_ro("tf32", &PrecisionGuarantee::tf32)
+      .def_ro("batch_invariant", &PrecisionGuarantee::batch_invariant)
       .def("__str__", &PrecisionGuarantee::to_string)
       .def("__repr__", [](const PrecisionGuarantee& p) { return "PrecisionGuarantee(" + p.to_string() + ")"; });
 

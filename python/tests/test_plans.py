@@ -78,6 +78,25 @@ def test_matmul_and_backward(rng):
     np.testing.assert_allclose(db, a.T @ dout, **TOL)
 
 
+def test_matmul_batch_invariant_rows(rng):
+    # A row's bits are the same in a product of 70 rows and alone; the backward refuses the preference.
+    a, b = randn(rng, 70, 300), randn(rng, 300, 24)
+    pref = bc.PlanPreference(batch_invariant=True)
+    whole = poisoned(70, 24)
+    plan = bc.MatmulPlan.select(bc.MatmulDescriptor(a=(70, 300), b=(300, 24)), "cpu", pref)
+    assert plan.precision_guarantee().batch_invariant and plan.sku().variant == "batch_invariant"
+    plan.run(a=a, b=b, out=whole)
+    np.testing.assert_allclose(whole, a @ b, rtol=1e-4, atol=1e-4)
+    for row in (0, 13, 69):
+        one = poisoned(1, 24)
+        bc.MatmulPlan.select(bc.MatmulDescriptor(a=(1, 300), b=(300, 24)), "cpu", pref).run(
+            a=np.ascontiguousarray(a[row:row + 1]), b=b, out=one)
+        assert np.array_equal(one[0], whole[row])
+    with pytest.raises(bc.Error) as e:
+        bc.MatmulBackwardPlan.select(bc.MatmulDescriptor(a=(3, 5), b=(5, 4)), "cpu", pref)
+    assert "preference.batch_invariant" in str(e.value)
+
+
 def test_linear_and_backward(rng):
     x, w, bias = randn(rng, 6, 5), randn(rng, 3, 5), randn(rng, 3)
     y = poisoned(6, 3)
