@@ -323,15 +323,10 @@ void invariant_entry(const Gemm& g, const BatchWalk& bw, int64_t kept) {
           for (int64_t blk = 0; blk < blocks; ++blk) {
             const int64_t j0 = g0 + blk * C, cols = std::min<int64_t>(C, g.n - j0);
             // b's rows read where they lie when they are whole blocks of P, else copied (and padded).
-            const P* panel = b_panel.data();
-            int64_t ldb = C;
-            if constexpr (std::is_same_v<T, P>) {
-              if (g.b.cs == 1 && cols == C) {
-                panel = b + p0 * g.b.rs + j0;
-                ldb = g.b.rs;
-              }
-            }
-            if (panel == b_panel.data())
+            const bool in_place = std::is_same_v<T, P> && g.b.cs == 1 && cols == C;
+            const P* panel = in_place ? reinterpret_cast<const P*>(b + p0 * g.b.rs + j0) : b_panel.data();
+            const int64_t ldb = in_place ? g.b.rs : C;
+            if (!in_place)
               for (int64_t t = 0; t < depth; ++t)
                 for (int j = 0; j < C; ++j)
                   b_panel[t * C + j] = j < cols ? convert<P>(b[(p0 + t) * g.b.rs + (j0 + j) * g.b.cs]) : P(0);

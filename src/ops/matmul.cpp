@@ -503,12 +503,8 @@ struct MatmulFamilyHooks {
     std::array<ArgSpec, std::size(Hooks::kFields)> specs{};
     Hooks::arg_specs(d, specs);
     const Args args = contiguous_args<Args>(Hooks::kFields, specs);
-    MatmulProblem p =
-        Hooks::build(d, args, Workspace{reinterpret_cast<void*>(uintptr_t{1} << 40), layout.blas}, layout);
-    for (Gemm& g : p.gemms) {
-      simplify(g);
-      g.batch_invariant = c.variant == kBatchInvariant;
-    }
+    const MatmulProblem p =
+        built(d, args, Workspace{reinterpret_cast<void*>(uintptr_t{1} << 40), layout.blas}, layout, c.variant);
     const size_t limit = pref.workspace_limit > layout.blas ? pref.workspace_limit - layout.blas : 0;
     Expected<size_t> blas = cuda::prepare_gemms(t, p, limit);
     if (!blas) return blas.status();
@@ -537,10 +533,16 @@ struct MatmulFamilyHooks {
   }
 
   static MatmulProblem problem(const LaunchContext& ctx, const Descriptor& d, const Args& a) {
-    MatmulProblem p = Hooks::build(d, a, ctx.workspace, Hooks::layout(ctx.target, d));
+    return built(d, a, ctx.workspace, Hooks::layout(ctx.target, d), ctx.choice.variant);
+  }
+
+  // The plan's GEMMs as the backends run them: simplified, and batch-invariant with that variant.
+  static MatmulProblem built(const Descriptor& d, const Args& a, const Workspace& ws, const WorkspaceLayout& layout,
+                             int variant) {
+    MatmulProblem p = Hooks::build(d, a, ws, layout);
     for (Gemm& g : p.gemms) {
       simplify(g);
-      g.batch_invariant = ctx.choice.variant == kBatchInvariant;
+      g.batch_invariant = variant == kBatchInvariant;
     }
     return p;
   }
