@@ -2,6 +2,8 @@
 own (and gradcheck in f64), torch.compile(fullgraph=True) without a graph break, patch(model). Needs
 PyTorch (the GPU machine has it; CPU tensors here, CUDA ones where a GPU is)."""
 
+import contextlib
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -38,7 +40,7 @@ def cases(device):
     # inside would move with it
     half, positive = x.detach().clone() * 0.5, (x.detach() > 0).double()
     offs = torch.tensor([2, 2, 7], device=device, dtype=torch.int32)  # groups of 2, 0 and 5 rows; row 7 in none
-    grouped = [] if device == "cuda" else [  # (the CPU backend only so far)
+    grouped = [  # (CUDA: the library's tile kernels, f64 by FMAs)
         ("grouped_mm", lambda a, b: bt.grouped_mm(a, b, offs),
          lambda a, b: torch.cat([a[:2] @ b[0], a[2:2] @ b[1], a[2:7] @ b[2], a[7:] * 0 @ b[0]]),
          (randn(8, 5, device=device), randn(3, 5, 4, device=device))),
@@ -46,12 +48,13 @@ def cases(device):
          lambda a, b: torch.cat([a[:2] @ b[0].T, a[2:7] @ b[2].T, a[7:] * 0 @ b[0].T]) + 0 * b[1].sum(),
          (randn(8, 5, device=device), randn(3, 4, 5, device=device))),
     ]
-    attention = grouped + ([] if device == "cuda" else [  # (CUDA's attention is cuDNN's, f16 / bf16: test_sdpa_bf16)
+    # (f64 attention on CUDA is split_kv's, forward and backward; cuDNN's f16 / bf16: test_sdpa_bf16)
+    attention = grouped + [
         ("sdpa_causal", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, is_causal=True),
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (hq, hk, hv)),
         ("sdpa_mask", lambda q, k, v: bt.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3),
          lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3), (hq, hk, hv)),
-    ])
+    ]
     return attention + [
         ("rms_norm", lambda x, w: bt.rms_norm(x, w, 1e-6), lambda x, w: F.rms_norm(x, (16,), w, 1e-6), (x, w)),
         ("layer_norm", lambda x, w, b: bt.layer_norm(x, w, b), lambda x, w, b: F.layer_norm(x, (16,), w, b), (x, w, b)),
@@ -159,11 +162,12 @@ def test_opcheck(device):
                                     randn(5, device=device), -100, "mean", 0.0)),
         (ops.linear_cross_entropy_grads, (x, randn(5, 8, device=device), torch.tensor([1, 4, -100], device=device),
                                           None, -100, "sum", 0.1)),
-        (ops.attention, tuple(randn(2, s, h, 16, device=device, dtype=torch.float64 if device == "cpu" else torch.bfloat16)
-                              for s, h in ((5, 4), (6, 2), (6, 2))) + (None, True, 0.0)),
-    ] + ([] if device == "cuda" else [
+        (ops.attention, tuple(randn(2, s, h, 16, device=device) for s, h in ((5, 4), (6, 2), (6, 2))) + (None, True, 0.0)),
         (ops.grouped_mm, (randn(6, 8, device=device), randn(3, 8, 4, device=device),
                           torch.tensor([1, 1, 5], device=device, dtype=torch.int32), False)),
+    ] + ([] if device == "cpu" else [  # (CUDA's 16-bit attention: cuDNN's)
+        (ops.attention, tuple(randn(2, s, h, 16, device=device, dtype=torch.bfloat16)
+                              for s, h in ((5, 4), (6, 2), (6, 2))) + (None, True, 0.0)),
     ]):
         torch.library.opcheck(op, args)
 
@@ -194,10 +198,26 @@ def test_patch_keeps_the_model_s_outputs():
     torch.testing.assert_close(model(x), want)
 
 
-def test_zero_copy_output_on_the_input_s_device():
-    x = randn(3, 8, grad=False)
+@pytest.mark.parametrize("device", DEVICES)
+def test_zero_copy_on_the_callers_stream(device):
+    """The plan reads and writes the caller's own memory (DLPack, no copy) and, on CUDA, orders its work
+    on PyTorch's current stream: a side stream's result is there once that stream is waited on."""
+    import baracuda as bc
+    from baracuda import functional as f
+    x = randn(64, 128, device=device, dtype=torch.float32, grad=False)
     y = bt.softmax(x)
     assert y.device == x.device and y.dtype == x.dtype
+    out = torch.empty_like(x)
+    ptr = out.data_ptr()
+    side = torch.cuda.Stream() if device == "cuda" else None
+    with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
+        _, select_stream, run_stream = f._Torch.streams(x)
+        plan = bc.UnaryPlan.select(bc.UnaryDescriptor(kind=bc.UnaryKind.neg, shape=tuple(x.shape)), select_stream)
+        plan.run(x=x, out=out, stream=run_stream)
+    if side is not None:
+        torch.cuda.current_stream().wait_stream(side)
+    assert out.data_ptr() == ptr
+    torch.testing.assert_close(out, -x, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -48,9 +48,9 @@ inline std::string unavailable(Backend backend) {
   return "no CUDA device: " + std::string(cuda_unavailable_reason());
 }
 
-// Runs a bit-identity test makes of each call: 10, or BARACUDA_TEST_RUNS (2 to 10). The sanitize
-// preset asks for 3: a memory error shows in the first run, and ten runs of every variant under
-// ASan cost that preset minutes; the ci preset keeps ten.
+// Runs a bit-identity test makes of each call: 10, or BARACUDA_TEST_RUNS (2 to 10). The ci preset
+// asks for 2: a memory error shows in the first run, and ten runs of every variant under ASan would
+// cost it minutes; the GPU machine's runs keep ten.
 inline int rerun_count() {
   const char* env = std::getenv("BARACUDA_TEST_RUNS");
   const int n = env ? std::atoi(env) : 10;
