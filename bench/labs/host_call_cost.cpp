@@ -60,5 +60,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(n), rounds[rounds.size() / 2],
                 std::string(backend_name(stream.backend())).c_str());
   }
+#ifdef WITH_CUDA
+  if (x != host_x.data()) cudaFree(x), cudaFree(y);
+#endif
   return 0;
 }
