@@ -816,6 +816,14 @@ def randn_case(shape, dtype):
     return (lambda: torch.empty(shape, device="cuda", dtype=dtype)), lambda out: out.normal_()
 
 
+def randint_case(shape, dtype):
+    return (lambda: torch.empty(shape, device="cuda", dtype=dtype)), lambda out: out.random_(0, 1000)
+
+
+def bernoulli_case(shape, dtype):
+    return (lambda: torch.empty(shape, device="cuda", dtype=dtype)), lambda out: out.bernoulli_(0.5)
+
+
 def randperm_case(shape, dtype):
     n = shape[0]
     return (lambda: None), lambda _: torch.randperm(n, device="cuda", dtype=dtype)
@@ -834,6 +842,8 @@ RANDOM_CASES = {
     "torch.multinomial(p, 64, replacement=True)": multinomial_case(64, True),
     "torch.rand(shape)": rand_case,
     "torch.randn(shape)": randn_case,
+    "torch.randint(0, 1000, shape)": randint_case,
+    "torch.bernoulli(shape, 0.5)": bernoulli_case,
     "F.dropout(x, 0.1)": dropout_case(),
     "autograd of F.dropout(x, 0.1)": dropout_case(True),
 }

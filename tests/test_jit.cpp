@@ -74,7 +74,7 @@ std::vector<Program> merged(const std::vector<Program>& programs) {
   std::vector<Program> out;
   std::map<std::string, Filling> open;  // by source and options: the merged program being filled
   for (const Program& p : programs) {
-    std::string key = p.source;
+    std::string key = p.source + "\n" + std::to_string(p.only_arch);
     for (const std::string& o : p.options) key += "\n" + o;
     Filling& f = open[key];
     if (f.count == 0 || f.count == 64) {
@@ -92,7 +92,8 @@ std::vector<Program> merged(const std::vector<Program>& programs) {
 
 TEST(Jit, EveryProgramOfTheCatalogCompiles) {
   ::setenv("BARACUDA_CACHE_DIR", "off", 1);
-  const std::vector<Program> all = catalog({768, 4096});
+  std::vector<Program> all = catalog({768, 4096});
+  std::erase_if(all, [](const Program& p) { return p.only_arch && p.only_arch != kArch; });
   ASSERT_GT(all.size(), 50u);
   const std::vector<Program> programs = merged(all);
   const auto start = std::chrono::steady_clock::now();

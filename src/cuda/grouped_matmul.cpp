@@ -77,9 +77,9 @@ Status run_product(const LaunchContext& ctx, const GroupedMatmulProblem& p, cons
   const void* kernel = jit_module(ctx).kernels[product_index(t, x.split_r, x.a.along_r, x.b.along_r)];
   size_t shared = 0;
   if (on_tensor_cores(t)) {
-    shared = device::kGroupedMmaSharedBytes;
-    if (Status s = raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          device::kGroupedMmaSharedBytes, x.what);
+    shared = grouped_matmul_on_wgmma(ctx.target, t) ? device::kGroupedWgmmaSharedBytes : device::kGroupedMmaSharedBytes;
+    if (Status s = raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared),
+                                          x.what);
         !s)
       return s;
   }
@@ -89,11 +89,13 @@ Status run_product(const LaunchContext& ctx, const GroupedMatmulProblem& p, cons
 
 }  // namespace
 
-jit::Program grouped_matmul_program(DType dtype, DType out_dtype, bool backward) {
+// wgmma: the 16-bit products on Hopper's wgmma (the program compiled for sm_90a), else mma.sync.
+jit::Program grouped_matmul_program(DType dtype, DType out_dtype, bool backward, bool wgmma) {
   jit::Program p;
   const std::string T = jit::device_type(dtype), O = jit::device_type(out_dtype);
   p.name = std::string(backward ? "grouped_matmul_backward<" : "grouped_matmul<") + std::string(dtype_name(dtype)) +
-           (out_dtype == dtype ? "" : ", " + std::string(dtype_name(out_dtype))) + ">";
+           (out_dtype == dtype ? "" : ", " + std::string(dtype_name(out_dtype))) + (wgmma ? ">.wgmma" : ">");
+  if (wgmma) p.only_arch = 90;
   p.source = "#include \"cuda/device/grouped_matmul.cuh\"\n";
   const std::string tile = std::to_string(tile_size(dtype));
   for (const std::string& index : {jit::type_name<int32_t>(), jit::type_name<int64_t>()})
@@ -106,16 +108,18 @@ jit::Program grouped_matmul_program(DType dtype, DType out_dtype, bool backward)
     }
     for (const char* a_along_r : {"false", "true"})
       for (const char* b_along_r : {"false", "true"})
-        p.kernels.push_back("baracuda::device::grouped_mma<" + T + ", " + O + ", " + a_along_r + ", " + b_along_r +
-                            ", " + split_r + ">");
+        p.kernels.push_back(std::string("baracuda::device::") + (wgmma ? "grouped_wgmma<" : "grouped_mma<") + T + ", " +
+                            O + ", " + a_along_r + ", " + b_along_r + ", " + split_r + ">");
   }
   return p;
 }
 
 Expected<const void*> grouped_matmul_kernels(const PlanTarget& target, const GroupedMatmulDescriptor& d, bool backward,
                                              std::string_view plan) {
-  Expected<const jit::Module*> m = jit::load(
-      grouped_matmul_program(d.dtype, backward ? d.dtype : d.out_dtype.value_or(d.dtype), backward), target.arch, plan);
+  Expected<const jit::Module*> m =
+      jit::load(grouped_matmul_program(d.dtype, backward ? d.dtype : d.out_dtype.value_or(d.dtype), backward,
+                                       grouped_matmul_on_wgmma(target, d.dtype)),
+                target.arch, plan);
   if (!m) return m.status();
   return static_cast<const void*>(*m);
 }
@@ -200,9 +204,13 @@ namespace baracuda::detail::jit {
 std::vector<Program> grouped_matmul_programs() {
   std::vector<Program> out;
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-    out.push_back(cuda::grouped_matmul_program(t, t, false));
-    if (t == DType::f16 || t == DType::bf16) out.push_back(cuda::grouped_matmul_program(t, DType::f32, false));
-    out.push_back(cuda::grouped_matmul_program(t, t, true));
+    const bool sixteen = t == DType::f16 || t == DType::bf16;
+    for (bool wgmma : {false, true}) {
+      if (wgmma && !sixteen) continue;
+      out.push_back(cuda::grouped_matmul_program(t, t, false, wgmma));
+      if (sixteen) out.push_back(cuda::grouped_matmul_program(t, DType::f32, false, wgmma));
+      out.push_back(cuda::grouped_matmul_program(t, t, true, wgmma));
+    }
   }
   return out;
 }

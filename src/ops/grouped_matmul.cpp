@@ -213,7 +213,11 @@ struct GroupedMatmulHooks {
 
   static KernelShape kernel(const PlanTarget& t, const Descriptor& d, const PlanChoice&, const Args* a) {
     const bool sixteen = d.dtype == DType::f16 || d.dtype == DType::bf16;
-    KernelShape k{t.backend == Backend::cpu ? "blas" : sixteen ? "tiles.mma" : "tiles.fma", Layout::contiguous};
+    KernelShape k{t.backend == Backend::cpu                   ? "blas"
+                  : cuda::grouped_matmul_on_wgmma(t, d.dtype) ? "tiles.wgmma"
+                  : sixteen                                   ? "tiles.mma"
+                                                              : "tiles.fma",
+                  Layout::contiguous};
     if (a) k.layout = layout_of(given_views<Args>(kFields, *a));
     return k;
   }

@@ -2,6 +2,7 @@
 // What the matmul plans hand to a backend: every plan is a short list of GEMMs over views, each
 // described once here (layouts, batch walks, the dims folded into M or K) for both backends, plus
 // the linear plans' elementwise passes (the activation and its gradient).
+#include <cstdlib>
 #include <span>
 #include <string>
 #include <string_view>
@@ -131,6 +132,16 @@ Status launch(const LaunchContext& ctx, const GroupedMatmulProblem& problem);
 Expected<const void*> grouped_matmul_kernels(const PlanTarget& target, const GroupedMatmulDescriptor& d, bool backward,
                                              std::string_view plan);
 size_t grouped_matmul_workspace(const GroupedMatmulDescriptor& d);
+// Whether the grouped plans' 16-bit products run on wgmma (sm_90a: Hopper), else on mma.sync.
+// BARACUDA_GROUPED_MMA_SYNC=1 keeps Hopper on mma.sync, so that one GPU tests both kernels.
+inline bool grouped_matmul_on_wgmma(const PlanTarget& target, DType dtype) {
+  static const bool mma_sync = [] {
+    const char* e = std::getenv("BARACUDA_GROUPED_MMA_SYNC");
+    return e && e[0] == '1';
+  }();
+  return !mma_sync && target.backend == Backend::cuda && target.arch == 90 &&
+         (dtype == DType::f16 || dtype == DType::bf16);
+}
 // Chooses cuBLASLt's algorithm for each GEMM as laid out for contiguous, 16-byte aligned views (the
 // choice is cached for the process; other layouts get theirs at run): the workspace they need, or
 // an error naming the plan when cuBLASLt has none.

@@ -166,6 +166,9 @@ struct RandomHooks : RandomFamilyHooks<RandomHooks, RandomDescriptor, RandomArgs
     // The kernels' two parameters: [low, high), or normal's (mean, std), or exponential's (-, lambda).
     q.low = d.kind == RandomKind::normal ? d.mean : d.low;
     q.high = d.kind == RandomKind::normal ? d.std : d.kind == RandomKind::exponential ? d.lambda : d.high;
+    // The f32 draws' affine step, one fused multiply-add z scale + shift (random.hpp).
+    q.scale = static_cast<float>(d.kind == RandomKind::exponential ? 1.0 / d.lambda : d.std);
+    q.shift = static_cast<float>(d.kind == RandomKind::normal ? d.mean : 0.0);
     const Strides* strides[1] = {&a.out.strides};
     q.walk = walk_over<1>(d.shape, strides);
     return p;

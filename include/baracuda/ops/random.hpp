@@ -22,7 +22,9 @@
 //                uniforms (normal: words 0-1 and 2-3, cosine for even P, sine for odd; exponential:
 //                words 0-1 for even P, 2-3 for odd), f64 maths. Their log and sin / cos are the
 //                library's own (+ - * and one division: the same bits on both backends, within a few
-//                ulps); mean + std z and z / lambda in f64, rounded to f32, then to a 16-bit dtype.
+//                ulps). f32 and 16-bit outputs: z std + mean and e (1 / lambda) as one f32 fused
+//                multiply-add (std, mean and 1 / lambda rounded to f32 first), then rounded to a 16-bit
+//                dtype; f64: mean + std z and e / lambda in f64.
 //   DropoutPlan  y = x / (1 - p) where bits >= p 2^32 (kept), else 0; `mask` (optional, bool) says
 //                which were kept. DropoutBackwardPlan: dx = dy / (1 - p) where kept, the mask
 //                regenerated from (seed, offset), never stored. p = 0 keeps everything (y = x), p = 1

@@ -168,12 +168,13 @@ static_assert(kMmaStages * kMmaStageBytes == kGroupedMmaSharedBytes && kMmaTileM
 inline constexpr int kChunksPerThread = kMmaTileM * kMmaTileR / 8 / kMmaThreads;
 
 // The tiles' layouts in shared memory, by which dim of the operand is contiguous: along r, a tile is
-// [128 rows][64 r] (128-byte rows); along m or n, [64 r][128] (256-byte rows). A row's 16-byte
-// chunks are rotated by row % 8, so the eight rows one ldmatrix phase reads fall on eight different
-// bank groups.
+// [128 rows][64 r]; along m or n, two halves [64 r][64] one after the other (chunks 0-7 of a row of
+// 128 in the first, 8-15 in the second). Rows of 128 bytes, their 16-byte chunks rotated by row % 8:
+// the eight rows one ldmatrix phase reads fall on eight different bank groups, and it is the
+// 128-byte swizzle wgmma reads (K-major along r, MN-major along m or n; 1,024-byte aligned tiles).
 template <bool kAlongR>
 __device__ __forceinline__ unsigned tile_offset(int row, int chunk) {
-  return row * (kAlongR ? 128 : 256) + ((chunk ^ (row & 7)) << 4);
+  return (chunk >> 3) * 8192 + row * 128 + (((chunk ^ row) & 7) << 4);
 }
 
 // A thread's chunks of a tile: the same chunk of rows kChunkRows apart, so one source, one count of
@@ -184,7 +185,7 @@ struct ChunkMap {
   static __device__ __forceinline__ int row() { return threadIdx.x / kRowChunks; }
   static __device__ __forceinline__ int chunk() { return threadIdx.x % kRowChunks; }
   // From the thread's chunk k to the next one: in the tile, and in the operand (rows of i or of r).
-  static constexpr unsigned kTileStep = kChunkRows * (kAlongR ? 128 : 256);
+  static constexpr unsigned kTileStep = kChunkRows * 128;
 };
 
 __device__ __forceinline__ int clamp_valid(int64 left) {
@@ -385,23 +386,277 @@ __device__ __forceinline__ void mma_tile(const GroupedMatmulParams& p, const Gro
       }
 }
 
+// Whether the tile's loads may take the fast path: every chunk's first element 16-byte aligned, and
+// r's extent within an int.
+template <bool kAR, bool kBR, bool kSplitR>
+__device__ __forceinline__ bool grouped_fast_tile(const GroupedMatmulParams& p, const GroupTile& tile) {
+  const auto aligned = [](const void* x, int64 s0, int64 s1) {
+    return (reinterpret_cast<unsigned long long>(x) & 15) == 0 && s0 % 8 == 0 && s1 % 8 == 0;
+  };
+  return tile.r_end - tile.r_begin < (int64{1} << 30) &&
+         aligned(p.a, kAR ? p.a_m : p.a_r, kAR ? tile.r_begin : tile.m0) &&
+         aligned(group_b<kSplitR>(p, tile.group, 2), kBR ? p.b_n : p.b_r, kBR ? tile.r_begin : 0);
+}
+
 // The tiles from blockIdx.x on, gridDim.x apart. kAR / kBR: A's / B's unit stride is along r.
 template <class T, class O, bool kAR, bool kBR, bool kSplitR>
 __global__ void __launch_bounds__(kMmaThreads, 2) grouped_mma(const __grid_constant__ GroupedMatmulParams p) {
   extern __shared__ __align__(128) char smem[];
-  const auto aligned = [](const void* x, int64 s0, int64 s1) {
-    return (reinterpret_cast<unsigned long long>(x) & 15) == 0 && s0 % 8 == 0 && s1 % 8 == 0;
-  };
   GroupTile tile;
   for (int64 t = blockIdx.x; find_tile<kSplitR, kMmaTileM, kMmaTileN>(p, t, tile); t += gridDim.x) {
-    // Every chunk's first element 16-byte aligned, and r's extent within an int.
-    const bool fast = tile.r_end - tile.r_begin < (int64{1} << 30) &&
-                      aligned(p.a, kAR ? p.a_m : p.a_r, kAR ? tile.r_begin : tile.m0) &&
-                      aligned(group_b<kSplitR>(p, tile.group, 2), kBR ? p.b_n : p.b_r, kBR ? tile.r_begin : 0);
-    if (fast)
+    if (grouped_fast_tile<kAR, kBR, kSplitR>(p, tile))
       mma_tile<T, O, kAR, kBR, kSplitR, true>(p, tile, smem);
     else
       mma_tile<T, O, kAR, kBR, kSplitR, false>(p, tile, smem);
+  }
+}
+
+// ---- 16-bit inputs on Hopper: wgmma (sm_90a) ----
+// The same tiles, stages and loads as grouped_mma; the products by the two warpgroups, each 64 rows
+// of m x the tile's 128 of n, reading A and B from shared memory through descriptors (wgmma.mma_async
+// m64n128k16, f32 accumulators in 64 registers a thread). Compiled only for sm_90a (the program's
+// arch suffix, cuda/grouped_matmul.cpp).
+
+// A shared-memory matrix descriptor of a 128-byte-swizzled tile: start address, the byte offsets
+// between 64-element atoms along m / n (MN-major only) and between groups of eight rows (the
+// 1,024 bytes of an atom), swizzle mode 1 (128 bytes).
+__device__ __forceinline__ unsigned long long wgmma_descriptor(unsigned address, unsigned atoms_apart) {
+  return static_cast<unsigned long long>((address & 0x3FFFF) >> 4) |
+         (static_cast<unsigned long long>(atoms_apart >> 4) << 16) |
+         (static_cast<unsigned long long>(1024 >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+// Shared memory written by the threads (cp.async, stores) made visible to wgmma's reads (the async proxy).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// d += A B over k 16: A 64 x 16 and B 16 x 128 by their descriptors; trans_*: MN-major.
+template <class T>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long a, unsigned long long b,
+                                                 int trans_a, int trans_b);
+template <>
+__device__ __forceinline__ void wgmma_m64n128k16<bf16>(float (&d)[64], unsigned long long a, unsigned long long b,
+                                                       int trans_a, int trans_b) {
+  // (trans_a / trans_b take 0 or 1 only: the immediates below, chosen by the two branches' constant.)
+  if (trans_a == 0 && trans_b == 0)
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+  else if (trans_a == 0)
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 1;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+  else if (trans_b == 0)
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 1, 0;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+  else
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 1, 1;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_m64n128k16<f16>(float (&d)[64], unsigned long long a, unsigned long long b,
+                                                      int trans_a, int trans_b) {
+  // (trans_a / trans_b take 0 or 1 only: the immediates below, chosen by the two branches' constant.)
+  if (trans_a == 0 && trans_b == 0)
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+  else if (trans_a == 0)
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 1;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+  else if (trans_b == 0)
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 1, 0;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+  else
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+        "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+        "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+        "%57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 1, 1;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b));
+}
+
+// C's tile `tile` (128 x 128): warpgroup w the rows [64 w, 64 w + 64). The loads as mma_tile's; a
+// stage refilled only after every warpgroup's products of it are done (the wait before the barrier).
+template <class T, class O, bool kAR, bool kBR, bool kSplitR, bool kFast>
+__device__ __forceinline__ void wgmma_tile(const GroupedMatmulParams& p, const GroupTile& tile, char* smem) {
+  const int warpgroup = threadIdx.x >> 7;
+  const unsigned smem_base = shared_address(smem);
+  const unsigned short* a = static_cast<const unsigned short*>(p.a);
+  const unsigned short* b = reinterpret_cast<const unsigned short*>(group_b<kSplitR>(p, tile.group, 2));
+  const int64 m_end = tile.m_end < tile.m0 + kMmaTileM ? tile.m_end : tile.m0 + kMmaTileM;
+  const int64 n_end = p.n < tile.n0 + kMmaTileN ? p.n : tile.n0 + kMmaTileN;
+  const int steps = static_cast<int>((tile.r_end - tile.r_begin + kMmaTileR - 1) / kMmaTileR);
+  TileChunks<kAR> a_chunks;
+  TileChunks<kBR> b_chunks;
+  if constexpr (kFast) {
+    a_chunks.set(a, p.a_m, p.a_r, tile.m0, m_end, tile.r_begin, tile.r_end);
+    b_chunks.set(b, p.b_n, p.b_r, tile.n0, n_end, tile.r_begin, tile.r_end);
+  }
+  auto load_stage = [&](int step) {
+    const int slot = step % kMmaStages;
+    if constexpr (kFast) {
+      const unsigned stage = smem_base + slot * kMmaStageBytes;
+      a_chunks.issue(stage, a);
+      b_chunks.issue(stage + kMmaTileBytes, b);
+    } else {
+      char* stage = smem + slot * kMmaStageBytes;
+      const int64 r0 = tile.r_begin + static_cast<int64>(step) * kMmaTileR;
+      load_tile_slowly<kAR>(stage, a, p.a_m, p.a_r, tile.m0, m_end, r0, tile.r_end);
+      load_tile_slowly<kBR>(stage + kMmaTileBytes, b, p.b_n, p.b_r, tile.n0, n_end, r0, tile.r_end);
+    }
+  };
+  float acc[64];
+  for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+  for (int s = 0; s < kMmaStages - 1; ++s) {
+    if (s < steps) load_stage(s);
+    copy_async_commit();
+  }
+  // Along r a warpgroup's A rows start 64 rows (8 KiB) into the tile, and a step of 16 is 32 bytes
+  // into each row; along m its half of the tile is the second 8 KiB, a step 16 rows (2 KiB) down.
+  const unsigned a_at = warpgroup * 8192u, a_step = kAR ? 32u : 2048u, b_step = kBR ? 32u : 2048u;
+  for (int step = 0; step < steps; ++step) {
+    copy_async_wait_pending<kMmaStages - 2>();
+    fence_proxy_async();
+    __syncthreads();  // the stage is in; the one loaded next was read by every warpgroup a step ago
+    if (step + kMmaStages - 1 < steps) load_stage(step + kMmaStages - 1);
+    copy_async_commit();
+    const unsigned stage = smem_base + (step % kMmaStages) * kMmaStageBytes;
+    wgmma_fence();
+    for (int ks = 0; ks < kMmaTileR / 16; ++ks)
+      wgmma_m64n128k16<T>(acc, wgmma_descriptor(stage + a_at + ks * a_step, 8192),
+                          wgmma_descriptor(stage + kMmaTileBytes + ks * b_step, 8192), kAR ? 0 : 1, kBR ? 0 : 1);
+    wgmma_commit();
+    wgmma_wait_all();
+    // The accumulators are wgmma's until the wait: no read of them moved above it.
+    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+  }
+  copy_async_wait_all();
+  __syncthreads();  // every warpgroup done with the stages before the next tile fills them
+  // Warp q of the warpgroup holds rows 16 q + lane / 4 and 8 more; of each 8 columns, the pair at
+  // 2 (lane % 4): one 2-element store where C is contiguous along n.
+  O* c = static_cast<O*>(p.c) + (kSplitR ? tile.group * p.c_group : 0);
+  const bool pairs = p.c_n == 1 && p.c_m % 2 == 0 && reinterpret_cast<unsigned long long>(c) % (2 * sizeof(O)) == 0;
+  struct alignas(2 * sizeof(O)) Pair {
+    O x, y;
+  };
+  const int lane = threadIdx.x & 31, row = 64 * warpgroup + 16 * ((threadIdx.x >> 5) & 3) + (lane >> 2);
+  for (int j = 0; j < 16; ++j)
+    for (int h = 0; h < 2; ++h) {
+      const int64 m = tile.m0 + row + 8 * h, n = tile.n0 + 8 * j + 2 * (lane & 3);
+      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      if (m >= m_end || n >= n_end) continue;
+      if (pairs && n + 1 < n_end) {
+        *reinterpret_cast<Pair*>(c + m * p.c_m + n) = Pair{round_to<O>(v0), round_to<O>(v1)};
+      } else {
+        c[m * p.c_m + n * p.c_n] = round_to<O>(v0);
+        if (n + 1 < n_end) c[m * p.c_m + (n + 1) * p.c_n] = round_to<O>(v1);
+      }
+    }
+}
+
+template <class T, class O, bool kAR, bool kBR, bool kSplitR>
+__global__ void __launch_bounds__(kMmaThreads, 2) grouped_wgmma(const __grid_constant__ GroupedMatmulParams p) {
+  extern __shared__ __align__(1024) char smem_raw[];
+  // wgmma's swizzle is of the address: the tiles 1,024-byte aligned (the launch asks 1 KiB more).
+  char* smem = smem_raw + ((1024 - (shared_address(smem_raw) & 1023)) & 1023);
+  GroupTile tile;
+  for (int64 t = blockIdx.x; find_tile<kSplitR, kMmaTileM, kMmaTileN>(p, t, tile); t += gridDim.x) {
+    if (grouped_fast_tile<kAR, kBR, kSplitR>(p, tile))
+      wgmma_tile<T, O, kAR, kBR, kSplitR, true>(p, tile, smem);
+    else
+      wgmma_tile<T, O, kAR, kBR, kSplitR, false>(p, tile, smem);
   }
 }
 

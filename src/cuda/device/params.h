@@ -151,6 +151,7 @@ struct RandomParams {
   unsigned long long threshold;  // bernoulli: bits below it give 1
   unsigned long long range;      // randint: high - low
   double low, high;              // uniform, randint; normal: mean, std; exponential: -, lambda
+  float scale, shift;            // f32 and 16-bit normal: std, mean; exponential: 1 / lambda, 0 (in f32)
   Walk<1> walk;
 };
 
@@ -347,5 +348,7 @@ struct GroupedMatmulParams {
 inline constexpr int kGroupedPrepareThreads = 1024, kGroupedProductThreads = 256;
 inline constexpr int kGroupedMmaTile = 128, kGroupedMmaStep = 64, kGroupedMmaStages = 3, kGroupedFmaTile = 64;
 inline constexpr int kGroupedMmaSharedBytes = kGroupedMmaStages * 2 * kGroupedMmaTile * kGroupedMmaStep * 2;
+// wgmma's (sm_90a) the same stages 1,024-byte aligned: 1 KiB more to align them in.
+inline constexpr int kGroupedWgmmaSharedBytes = kGroupedMmaSharedBytes + 1024;
 
 }  // namespace baracuda::device

@@ -65,14 +65,14 @@ BARACUDA_DRAW_FN void random_group_values(const RandomParams& p, unsigned long l
       for (int j = 0; j < 2; ++j) v[j] = d[j] / p.high;
     }
   } else if constexpr (K == kRandomNormal || K == kRandomExponential) {
+    // In f32 throughout: the affine step in f64 (two conversions and two f64 operations a value) cost
+    // the GPU's normals a tenth of their time.
     float f[4];
-    if constexpr (K == kRandomNormal) {
+    if constexpr (K == kRandomNormal)
       philox_normal_quad(p.seed, (g << 2) >> 2, f);
-      for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(p.low + p.high * static_cast<double>(f[j]));
-    } else {
+    else
       philox_exponential_quad(p.seed, (g << 2) >> 2, f);
-      for (int j = 0; j < 4; ++j) v[j] = static_cast<float>(static_cast<double>(f[j]) / p.high);
-    }
+    for (int j = 0; j < 4; ++j) v[j] = philox_fma(f[j], p.scale, p.shift);
   } else {
     const Philox4 r = philox_bits_block(p.seed, g);
     if constexpr (K == kRandomUniform && G == 2) {

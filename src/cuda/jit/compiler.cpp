@@ -151,7 +151,7 @@ enum class Output { cubin, ptx };
 
 std::vector<std::string> options_for(const Program& program, int arch, Output output = Output::cubin) {
   const char* prefix = output == Output::cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_";
-  std::vector<std::string> opts = {prefix + std::to_string(arch), "-std=c++20"};
+  std::vector<std::string> opts = {prefix + std::to_string(arch) + (program.only_arch ? "a" : ""), "-std=c++20"};
   opts.insert(opts.end(), program.options.begin(), program.options.end());
   // PTX is compiled only to check that a program compiles (CI): NVRTC's fast-compile mode (12.8 on),
   // the front end whole, the optimizer cut short (the catalog 62 -> 11 s, bench/NOTES.md).
@@ -371,6 +371,10 @@ int embedded_source_count() { return static_cast<int>(embedded_sources().size())
 
 Expected<Compiled> compile(const Program& program, int arch, std::string_view plan) {
   if (arch <= 0) return jit_error(plan, program, "no arch to compile for (" + std::to_string(arch) + ")");
+  if (program.only_arch && program.only_arch != arch)
+    return jit_error(
+        plan, program,
+        "compiles for sm_" + std::to_string(program.only_arch) + "a alone, not sm_" + std::to_string(arch));
   const std::string key = cache_key(program, arch);
   const std::string dir = cache_directory();
   const std::string file = cache_file_name(key);
@@ -390,6 +394,10 @@ Expected<Compiled> compile(const Program& program, int arch, std::string_view pl
 
 Expected<Compiled> compile_ptx(const Program& program, int arch, std::string_view plan) {
   if (arch <= 0) return jit_error(plan, program, "no arch to compile for (" + std::to_string(arch) + ")");
+  if (program.only_arch && program.only_arch != arch)
+    return jit_error(
+        plan, program,
+        "compiles for sm_" + std::to_string(program.only_arch) + "a alone, not sm_" + std::to_string(arch));
   return run_nvrtc(program, arch, plan, Output::ptx);
 }
 

@@ -32,6 +32,7 @@ struct Program {
   std::string source;                // the main unit: #include "cuda/device/..." and nothing of the host
   std::vector<std::string> kernels;  // name expressions: "baracuda::device::norm_forward<float, 4>"
   std::vector<std::string> options;  // NVRTC options beyond the arch and the language standard
+  int only_arch = 0;                 // compiled for sm_<only_arch>a alone (90: Hopper's wgmma); 0: any arch
 };
 
 // A program compiled for one arch: its CUBIN (or PTX, from compile_ptx) and each kernel's lowered

@@ -32,6 +32,7 @@ Expected<PrecompileReport> precompile(const PrecompileOptions& options) {
       return Status::error(StatusCode::invalid_problem,
                            "precompile: options.row_lengths: " + std::to_string(n) + " is outside 1..2^40");
   std::vector<jit::Program> programs = jit::catalog(lengths);
+  std::erase_if(programs, [&](const jit::Program& p) { return p.only_arch && p.only_arch != arch; });
   if (!options.only.empty())
     std::erase_if(programs, [&](const jit::Program& p) {
       return std::none_of(options.only.begin(), options.only.end(),

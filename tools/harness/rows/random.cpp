@@ -143,10 +143,13 @@ double expected(const RDesc& d, int64_t i) {
     case RandomKind::randint:
       return d.low + static_cast<double>(philox_bits(d.seed, at) % static_cast<uint64_t>(d.high - d.low));
     case RandomKind::normal:
-      if (d.dtype != DType::f64) return quantize(d.dtype, d.mean + d.std * device::philox_normal_f32(d.seed, at));
+      if (d.dtype != DType::f64)
+        return quantize(d.dtype, std::fmaf(device::philox_normal_f32(d.seed, at), static_cast<float>(d.std),
+                                           static_cast<float>(d.mean)));
       return d.mean + d.std * device::philox_normal(d.seed, at);
     case RandomKind::exponential:
-      if (d.dtype != DType::f64) return quantize(d.dtype, device::philox_exponential_f32(d.seed, at) / d.lambda);
+      if (d.dtype != DType::f64)
+        return quantize(d.dtype, device::philox_exponential_f32(d.seed, at) * static_cast<float>(1.0 / d.lambda));
       return device::philox_exponential(d.seed, at) / d.lambda;
     case RandomKind::uniform:
       break;
@@ -228,6 +231,19 @@ std::vector<Shape> bench_shapes(Backend backend) {
 RDesc uniform_bench(DType dtype, const Shape& s) {
   RDesc d = draw(RandomKind::uniform, s, 1, 0);
   d.dtype = dtype;
+  return d;
+}
+RDesc randint_bench(DType dtype, const Shape& s) {
+  RDesc d = draw(RandomKind::randint, s, 1, 0);
+  d.dtype = dtype;
+  d.low = 0;
+  d.high = 1000;
+  return d;
+}
+RDesc bernoulli_bench(DType dtype, const Shape& s) {
+  RDesc d = draw(RandomKind::bernoulli, s, 1, 0);
+  d.dtype = dtype;
+  d.p = 0.5;
   return d;
 }
 RDesc normal_bench(DType dtype, const Shape& s) {
@@ -410,13 +426,16 @@ MDesc multinomial_replacement_bench(DType dtype, const Shape& s) {
 std::vector<std::unique_ptr<OpRow>> random_rows() {
   std::vector<std::unique_ptr<OpRow>> rows;
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
-  rows.push_back(make_row<RandomPlan>({random_samples,
-                                       random_reference,
-                                       harness::tolerance,
-                                       {},
-                                       random_errors(),
-                                       {{"rand", "torch.rand(shape)", dtypes, bench_shapes, uniform_bench},
-                                        {"randn", "torch.randn(shape)", dtypes, bench_shapes, normal_bench}}}));
+  rows.push_back(make_row<RandomPlan>(
+      {random_samples,
+       random_reference,
+       harness::tolerance,
+       {},
+       random_errors(),
+       {{"rand", "torch.rand(shape)", dtypes, bench_shapes, uniform_bench},
+        {"randn", "torch.randn(shape)", dtypes, bench_shapes, normal_bench},
+        {"randint", "torch.randint(0, 1000, shape)", {DType::i32, DType::i64}, bench_shapes, randint_bench},
+        {"bernoulli", "torch.bernoulli(shape, 0.5)", dtypes, bench_shapes, bernoulli_bench}}}));
   BenchSample<DDesc> fwd{"dropout", "F.dropout(x, 0.1)", dtypes, bench_shapes, dropout_bench};
   fwd.omitted = "mask";
   rows.push_back(make_row<DropoutPlan>(
