@@ -13,6 +13,7 @@
 
 #include "baracuda/baracuda.hpp"
 #include "cuda/device/philox.h"
+#include "cuda/device/random_draw.h"
 #include "harness/data.hpp"
 #include "support/backend.hpp"
 
@@ -38,6 +39,43 @@ TEST(Philox, KnownAnswers) {
   EXPECT_EQ(pi.v[1], 0x94fdccebu);
   EXPECT_EQ(pi.v[2], 0x5001e420u);
   EXPECT_EQ(pi.v[3], 0x24126ea1u);
+}
+
+// randint's remainder without a division (random_draw.h) is bits % range for every range the plan
+// takes: the edges (1, powers of two and their neighbours, 2^32 - 1, 2^32) and random ranges, each with
+// the edge bits and random ones.
+TEST(Philox, RemainderByMultiplicationIsTheModulo) {
+  std::vector<uint64_t> ranges = {1,
+                                  2,
+                                  3,
+                                  5,
+                                  7,
+                                  1000,
+                                  65535,
+                                  65536,
+                                  65537,
+                                  (1ull << 31) - 1,
+                                  1ull << 31,
+                                  (1ull << 31) + 1,
+                                  0xFFFFFFFEull,
+                                  0xFFFFFFFFull,
+                                  1ull << 32};
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 32);
+  };
+  for (int i = 0; i < 2000; ++i) ranges.push_back((next() >> (next() % 32)) + uint64_t{1});
+  for (uint64_t range : ranges) {
+    const uint64_t magic = ~uint64_t{0} / range + 1;  // as ops/random.cpp sets it
+    std::vector<uint32_t> bits = {0, 1, 0xFFFFFFFFu, 0xFFFFFFFEu, 0x80000000u};
+    if (range <= 0xFFFFFFFFull)
+      for (uint64_t b : std::initializer_list<uint64_t>{range - 1, range, range + 1, 2 * range - 1,
+                                                        uint64_t{0xFFFFFFFF} / range * range - 1})
+        if (b <= 0xFFFFFFFFull) bits.push_back(static_cast<uint32_t>(b));
+    for (int k = 0; k < 500; ++k) bits.push_back(next());
+    for (uint32_t b : bits) ASSERT_EQ(device::random_below(b, range, magic), b % range) << b << " mod " << range;
+  }
 }
 
 // The library's own log and sin / cos (philox.h: the same bits on both backends) against the C

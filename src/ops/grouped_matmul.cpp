@@ -102,7 +102,7 @@ constexpr VariantInfo kVariants[] = {
     {"blas", true, true, false, "CPU: each group's product by oneDNN or OpenBLAS, as MatmulPlan's"},
     {"tiles", true, false, true,
      "CUDA: the library's tiled kernels, the group sizes read on the device; 16-bit types on the tensor cores "
-     "(SKU tiles.mma), f32 and f64 by FMA (tiles.fma)"},
+     "(SKU tiles.wgmma on Hopper, tiles.mma elsewhere), f32 and f64 by FMA (tiles.fma)"},
 };
 constexpr DType kIndexTypes[] = {DType::i32, DType::i64};
 

@@ -163,6 +163,7 @@ struct RandomHooks : RandomFamilyHooks<RandomHooks, RandomDescriptor, RandomArgs
     q.offset = d.offset;
     q.threshold = random_threshold(d.p);
     q.range = d.kind == RandomKind::randint ? static_cast<unsigned long long>(d.high - d.low) : 1;
+    q.range_magic = ~0ull / q.range + 1;  // (0 for a range of 1: random_below's product is 0 then)
     // The kernels' two parameters: [low, high), or normal's (mean, std), or exponential's (-, lambda).
     q.low = d.kind == RandomKind::normal ? d.mean : d.low;
     q.high = d.kind == RandomKind::normal ? d.std : d.kind == RandomKind::exponential ? d.lambda : d.high;

@@ -148,10 +148,11 @@ struct RandomParams {
   void* out;
   long long total;
   unsigned long long seed, offset;
-  unsigned long long threshold;  // bernoulli: bits below it give 1
-  unsigned long long range;      // randint: high - low
-  double low, high;              // uniform, randint; normal: mean, std; exponential: -, lambda
-  float scale, shift;            // f32 and 16-bit normal: std, mean; exponential: 1 / lambda, 0 (in f32)
+  unsigned long long threshold;    // bernoulli: bits below it give 1
+  unsigned long long range;        // randint: high - low
+  unsigned long long range_magic;  // randint: 2^64 / range rounded up, mod 2^64 (random_below)
+  double low, high;                // uniform, randint; normal: mean, std; exponential: -, lambda
+  float scale, shift;              // f32 and 16-bit normal: std, mean; exponential: 1 / lambda, 0 (in f32)
   Walk<1> walk;
 };
 

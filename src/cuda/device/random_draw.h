@@ -39,6 +39,18 @@ BARACUDA_DRAW_FN Philox4 philox_bits_block(unsigned long long seed, unsigned lon
   return philox_block(seed, (g << 2) >> 2, 0u);
 }
 
+// bits mod range for range in [1, 2^32], without a division (Lemire, Kaser and Kurz, "Faster
+// remainder by direct computation", 2019: for 32-bit bits and range, with magic = ceil(2^64 / range)
+// mod 2^64, the remainder is the high 64 bits of ((magic bits) mod 2^64) range). A 64-bit modulo is a
+// subroutine of about 70 instructions on the GPU.
+BARACUDA_DRAW_FN unsigned int random_below(unsigned int bits, unsigned long long range, unsigned long long magic) {
+  if (range > 0xFFFFFFFFull) return bits;       // range 2^32
+  const unsigned long long low = magic * bits;  // mod 2^64
+  // The high 64 bits of low * range, range < 2^32: from the two halves of low.
+  const unsigned long long lo = (low & 0xFFFFFFFFull) * range, hi = (low >> 32) * range;
+  return static_cast<unsigned int>((hi + (lo >> 32)) >> 32);
+}
+
 // u in [0, 1) from the top 24 bits (exact in f32), scaled to [low, high) in f32.
 BARACUDA_DRAW_FN float uniform_f32(unsigned int bits, float low, float high) {
   const float u = static_cast<float>(bits >> 8) * 5.9604644775390625e-8f;  // 2^-24
@@ -80,7 +92,7 @@ BARACUDA_DRAW_FN void random_group_values(const RandomParams& p, unsigned long l
     } else {
       for (int j = 0; j < 4; ++j) {
         if constexpr (K == kRandomRandint)
-          v[j] = static_cast<V>(static_cast<long long>(p.low) + static_cast<long long>(r.v[j] % p.range));
+          v[j] = static_cast<V>(static_cast<long long>(p.low) + random_below(r.v[j], p.range, p.range_magic));
         else if constexpr (K == kRandomBernoulli)
           v[j] = r.v[j] < p.threshold ? V(1) : V(0);
         else
