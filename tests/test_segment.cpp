@@ -75,7 +75,7 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
 
   template <class Plan>
   void check(Reduction r, const Layout& layout, int64_t length, SegmentForm form, DType index_dtype,
-             std::optional<double> initial = std::nullopt, bool ties = false) {
+             std::optional<double> initial = std::nullopt, bool ties = false, bool nans = false) {
     const int64_t n = layout.rows(), segs = layout.segments();
     std::vector<int64_t> seg_of = layout.segment_of();
     SCOPED_TRACE("rows " + std::to_string(n) + " segments " + std::to_string(segs) + " D " + std::to_string(length));
@@ -85,6 +85,11 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
     if (ties) {  // four values, -0 and +0 among them: every segment ties, and its first row must win
       constexpr double kValues[] = {-0.0, 0.0, 1.0, -1.0};
       for (double& v : data.host) v = kValues[rng_() % 4];
+      ASSERT_TRUE(data.upload().is_ok());
+    }
+    if (nans) {  // NaNs among numbers and ties: the first NaN of a segment wins, whatever follows it
+      const double kValues[] = {std::numeric_limits<double>::quiet_NaN(), -0.0, 0.0, 2.0, -1.0};
+      for (double& v : data.host) v = kValues[rng_() % 5];
       ASSERT_TRUE(data.upload().is_ok());
     }
     Tensor out = unwrap(harness::random_tensor(backend(), dtype(), contiguous(out_shape), rng_));
@@ -150,7 +155,7 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
           if (r == Reduction::sum || r == Reduction::mean) {
             acc += v;
             sum_abs += std::fabs(v);
-          } else if (at < 0 || (r == Reduction::max ? v > acc : v < acc)) {
+          } else if (at < 0 || (r == Reduction::max ? v > acc : v < acc) || (std::isnan(v) && !std::isnan(acc))) {
             acc = v;
             at = i;
           }
@@ -165,7 +170,9 @@ class SegmentWalkTest : public testing::BackendDTypeTest {
     const double tol = extreme ? 0.0 : harness::tolerance(dtype());
     for (size_t k = 0; k < want.size(); ++k) {
       const double got = out.at(static_cast<int64_t>(k));
-      if (std::isinf(want[k]) || (want[k] == 0 && std::signbit(want[k]))) {  // -0: an initial's sign kept
+      if (std::isnan(want[k])) {
+        EXPECT_TRUE(std::isnan(got)) << "segment element " << k << ": " << got;
+      } else if (std::isinf(want[k]) || (want[k] == 0 && std::signbit(want[k]))) {  // -0: an initial's sign kept
         EXPECT_EQ(got, want[k]) << "segment element " << k;
         EXPECT_EQ(std::signbit(got), std::signbit(want[k])) << "segment element " << k;
       } else {
@@ -211,6 +218,17 @@ TEST_P(SegmentWalkTest, EmptySegmentsTakeTheInitial) {
       check<SegmentMaxPlan>(Reduction::max, layout, 1, form, DType::i64, initial);
       check<SegmentMinPlan>(Reduction::min, layout, 1, form, DType::i64, initial);
     }
+}
+
+// NaNs: a segment's first NaN takes over every number and no later value takes over from it, on
+// every walk, with and without indices (the one-column folds' own NaN branch among them).
+TEST_P(SegmentWalkTest, TheFirstNaNWins) {
+  for (int64_t length : {int64_t{1}, int64_t{3}})
+    for (const Layout& layout : layouts(tile_rows(length)))
+      for (SegmentForm form : {SegmentForm::sorted_ids, SegmentForm::offsets, SegmentForm::unsorted_ids}) {
+        check<SegmentMaxPlan>(Reduction::max, layout, length, form, DType::i64, std::nullopt, false, true);
+        check<SegmentMinPlan>(Reduction::min, layout, length, form, DType::i64, std::nullopt, false, true);
+      }
 }
 
 // Ties (and -0 against +0) keep the first row attaining, whatever the walk.

@@ -558,15 +558,17 @@ TEST_P(SoftmaxTest, SelectPicksTheKernelByShape) {
 
 INSTANTIATE_TEST_SUITE_P(Softmax, SoftmaxTest, ::testing::ValuesIn(testing::all_float_cases()), testing::case_name);
 
-// Long rows, in f32: 2^24 elements (the CPU's pieces in parallel, CUDA's split_row), and split_row's
+// Long rows, in f32: 2^24 elements on CUDA (split_row), 2^20 on the CPU (its pieces of 4,096 in
+// parallel: 2^24 added nothing there but CI time under the sanitizers), and split_row's
 // pieces: one whole and one of one element, a partial last vector, a partial last piece, along
 // strides (rows of an odd length after the first start unaligned) and in 16-byte vectors (one row).
 class SoftmaxLongRowTest : public SoftmaxTest {};
 
 TEST_P(SoftmaxLongRowTest, RowsOfAnyLength) {
+  const int64_t longest = (int64_t{1} << (backend() == Backend::cuda ? 24 : 20)) + 3;
   std::vector<std::pair<Shape, std::string>> cases{
-      {{(int64_t{1} << 24) + 3}, ""}, {{40, 131072}, "split_row"}, {{3, 4095}, "split_row"}, {{3, 8193}, "split_row"},
-      {{2, 70001}, "split_row"},      {{1, 8193}, "split_row"},    {{1, 70001}, "split_row"}};
+      {{longest}, ""},           {{40, 131072}, "split_row"}, {{3, 4095}, "split_row"}, {{3, 8193}, "split_row"},
+      {{2, 70001}, "split_row"}, {{1, 8193}, "split_row"},    {{1, 70001}, "split_row"}};
   for (const auto& [shape, variant] : cases) {
     for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
       SCOPED_TRACE(shape.to_string() + " " + variant);

@@ -109,6 +109,7 @@ BARACUDA_HD bool is_nan_value(A v) {
 // extreme (a later equal value does not take over) and let the first NaN win.
 template <SegmentReduction R, class A>
 struct SegmentFold {
+  static constexpr SegmentReduction kReduction = R;
   static constexpr bool kExtreme = R == SegmentReduction::max || R == SegmentReduction::min;
   // Every test evaluated and joined with & and |: no branch, so that a loop over columns vectorizes.
   BARACUDA_HD static bool takes_over(A v, A best, bool empty) {

@@ -94,6 +94,36 @@ template <class A, class K, class Fold>
   return count;
 }
 
+// c ? a : b by masks on the bits: GCC made the ternary on takes_over's NaN tests two branches,
+// mispredicted on random rows.
+template <class T>
+[[gnu::always_inline]] inline T select_bits(bool c, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+  const U mask = static_cast<U>(U{0} - static_cast<U>(c));
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
+}
+
+// A later value v folded into a segment's max / min `best` (Fold::takes_over's rule) by one compare:
+// a number takes over by `v > b ? v : b` (min: <), which keeps b where b is NaN (in f32 / f64 one
+// maxss / minss; 16-bit values compared in f32 and picked by their bits); a NaN value, rare, takes
+// over only a number, on a branch of its own. (takes_over's every test and a select cost a
+// one-column fold four times the time of a sum's.)
+template <class Fold, class T>
+[[gnu::always_inline]] inline void fold_one_extreme(T& best, T v) {
+  using A = acc_t<T>;
+  static_assert(Fold::kExtreme && std::is_floating_point_v<A>);
+  const A a = to_acc<A>(v), b = to_acc<A>(best);
+  if (a != a) [[unlikely]] {
+    if (b == b) best = v;
+    return;
+  }
+  const bool take = Fold::kReduction == SegmentReduction::max ? a > b : a < b;
+  if constexpr (std::is_same_v<T, A>)
+    best = take ? a : b;
+  else
+    best = select_bits(take, v, best);
+}
+
 // The rows [b, e) of segment s, f32 / f64 with unit-stride columns, summed into acc[0, n) in row
 // order: the loop of every work item that sums, in the widest vectors the machine has (the work
 // items' own code is the baseline ISA's). Returns the rows summed.
@@ -180,7 +210,21 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
         // bench/NOTES.md, "CPU beside JAX on one core")
         A sum = acc[0];
         int64_t where = at[0];
-        for (int64_t q = b; q < e; ++q) {
+        bool folded = false;
+        if constexpr (Fold::kExtreme && std::is_floating_point_v<A>) {
+          if (!indices) {  // values alone: the first row's taken, then fold_one_extreme (no positions)
+            for (int64_t q = b; q < e; ++q) {
+              if (!rows.holds(q, s)) continue;
+              const A v = to_acc<A>(column[rows.row(q) * p.row_stride]);
+              if (count++ == 0)
+                sum = v;
+              else
+                fold_one_extreme<Fold>(sum, v);
+            }
+            folded = true;
+          }
+        }
+        for (int64_t q = b; q < (folded ? b : e); ++q) {
           if (!rows.holds(q, s)) continue;
           const int64_t i = rows.row(q);
           if constexpr (Fold::kExtreme) {
@@ -338,15 +382,6 @@ BARACUDA_CPU_CLONES void add_owned_rows(const SegmentProblem& p, const Idx* ids,
   });
 }
 
-// c ? a : b by masks on the bits: GCC made the ternary on takes_over's NaN tests two branches,
-// mispredicted on random rows.
-template <class T>
-[[gnu::always_inline]] inline T select_bits(bool c, T a, T b) {
-  using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
-  const U mask = static_cast<U>(U{0} - static_cast<U>(c));
-  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
-}
-
 // A later row `from` (row i) folded into a segment's max / min `to` and their rows `at` (none: null),
 // where it takes over: every test evaluated, no branch, so that the loop vectorizes.
 template <class Fold, class T, class Idx>
@@ -385,11 +420,9 @@ BARACUDA_CPU_CLONES void fold_owned_extremes(const SegmentProblem& p, const Idx*
   const int64_t length = p.length, out_stride = p.segment_stride;
   if (!counted) {
     for (int64_t s = lo; s < hi; ++s) std::fill_n(out + s * out_stride, length, identity);
-    if (length == 1) {  // its own loop, few registers, a select a row (measured faster than a branch)
-      for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
-        T& to = out[s * out_stride];
-        to = select_bits(Fold::takes_over(to_acc<A>(*from), to_acc<A>(to), false), *from, to);
-      });
+    if (length == 1) {  // its own loop, few registers, no branch on the data but a NaN's
+      for_owned_rows<T>(p, ids, lo, hi,
+                        [&](int64_t, int64_t s, const T* from) { fold_one_extreme<Fold>(out[s * out_stride], *from); });
     } else {
       for_owned_rows<T>(p, ids, lo, hi, [&](int64_t, int64_t s, const T* from) {
         take_extremes<Fold>(from, out + s * out_stride, static_cast<Idx*>(nullptr), Idx(0), length);

@@ -149,7 +149,9 @@ std::vector<Sample<Desc>> samples() {
     nll.log_probs = true;
     nll.has_weight = true;
     add(nll, v, "nll, weight");
-    add(ce({33, 256}), v);
+    // (a broadcast view gives every row the one target drawn: a bad one, 4 draws in 260, made the mean
+    // 0 / 0, NaN on both sides, and the sample flaky with the test order; so a valid one there)
+    add(ce({33, 256}), v, {}, {}, v == Views::broadcast);
     add(ce({33, 256}, LossReduction::none), v);
     Desc all = ce({5, 6, 7}, LossReduction::sum);
     all.has_weight = true;
