@@ -139,8 +139,9 @@ template <class A>
 }
 
 // The forward partial of n contiguous values: the max, then the sum of exp(v - max) in lanes, the
-// exps also stored into e (for softmax's outputs; one loop, so that GCC inlines its exp). Declines
-// (nullopt: the math's own partial takes the piece) a NaN, or a max of +-inf.
+// exps also stored into e where one is given (softmax's outputs; log_softmax's and a piece's partial
+// need none; each a loop of its own, so that GCC inlines its exp). Declines (nullopt: the math's own
+// partial takes the piece) a NaN, or a max of +-inf.
 template <class A>
 BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, A* e) {
   const Blocks<A> block(v, n);
@@ -149,6 +150,14 @@ BARACUDA_CPU_CLONES std::optional<SoftmaxStats<A>> row_stats(const A* v, int n, 
   if (nan || !finite(max)) return std::nullopt;
   A lane[kLanes];
   for (A& l : lane) l = A(0);
+  if (!e) {
+    for (int i = 0; i < n; i += kLanes) {
+      const A* x = block(i);
+#pragma omp simd
+      for (int u = 0; u < kLanes; ++u) lane[u] += simd_math::exp_nonpositive(x[u] - max);
+    }
+    return SoftmaxStats<A>{max, lane_total(lane)};
+  }
   A tail[kLanes];  // (e may be y itself: nothing past n is written)
   for (int i = 0; i < n; i += kLanes) {
     const A* x = block(i);
@@ -478,8 +487,7 @@ struct Kernel {
         if constexpr (kIn == 2)
           return row_sum(k.math, v[0], v[1], n);
         else {
-          A buffer_e[kRowPiece];
-          A* e = buffer_e;
+          A* e = nullptr;  // (the partial alone, unless the exps are kept for the outputs)
           if constexpr (kKeeps)
             if (kept) e = exps + begin;
           if (const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e)) return *s;
@@ -576,8 +584,9 @@ struct Kernel {
       if constexpr (Math::kIterative) {
         sparse_row<kPower>(writer(false, v[0]), v[0], n, y);
       } else if constexpr (kIn == 1) {
-        A e[kRowPiece];
-        const std::optional<SoftmaxStats<A>> s = row_stats(v[0], n, e);
+        A e[kRowPiece];  // (softmax's exps, scaled into its outputs; log_softmax's are not kept)
+        const std::optional<SoftmaxStats<A>> s =
+            row_stats(v[0], n, k.math.kind == SoftmaxKind::log_softmax ? nullptr : e);
         if (!s) return write(writer(false), 0, n);
         const typename Math::Writer w = k.math.writer(*s);
         if (!w.log) return scale_row(e, n, w.scale, y);
