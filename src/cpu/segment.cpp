@@ -66,11 +66,13 @@ bool unit_columns(const SegmentProblem& p) {
 // The row loops prefetch the row this many ahead where rows start a cache line or more apart:
 // short rows read one after another (D = 32 f32: 128 bytes a row) left the hardware prefetcher
 // behind; rows within a line (D = 1) gain nothing but the instructions (bench/NOTES.md, "CPU segment
-// reductions beside JAX on one core").
-constexpr int64_t kPrefetchRows = 8;
-inline int64_t prefetch_ahead(int64_t row_stride, size_t element_size) {
+// reductions beside JAX on one core"). The sorted walk's rows, read in place one segment after
+// another, at least `min_bytes` ahead too (one core's reads kept more lines in flight; the
+// bench/NOTES.md, twenty-third session).
+constexpr int64_t kPrefetchRows = 8, kSortedPrefetchBytes = 8192;
+inline int64_t prefetch_ahead(int64_t row_stride, size_t element_size, int64_t min_bytes = 0) {
   const int64_t bytes = (row_stride < 0 ? -row_stride : row_stride) * static_cast<int64_t>(element_size);
-  return bytes >= 64 ? kPrefetchRows : 0;
+  return bytes >= 64 ? std::max(kPrefetchRows, min_bytes / bytes) : 0;
 }
 
 // The line of bytes [from, from + bytes) into the cache.
@@ -79,15 +81,17 @@ inline void prefetch_bytes(const void* from, int64_t bytes) {
 }
 
 // The rows [b, e) of segment s (unit-stride columns, n of them) handed to fold(row, position from b)
-// in row order, the row `ahead` of each prefetched. Returns the rows folded.
+// in row order, the row `ahead` of each prefetched (rows in place: past the segment's end too, into
+// the next segment's). Returns the rows folded.
 template <class A, class K, class Fold>
 [[gnu::always_inline]] inline int64_t fold_rows(const A* data, int64_t row_stride, const SegmentRows<K>& rows,
                                                 int64_t s, int64_t b, int64_t e, int n, Fold&& fold) {
-  const int64_t ahead = prefetch_ahead(row_stride, sizeof(A));
+  const int64_t ahead = prefetch_ahead(row_stride, sizeof(A), rows.order ? 0 : kSortedPrefetchBytes);
   int64_t count = 0;
   for (int64_t q = b; q < e; ++q) {
     if (!rows.holds(q, s)) continue;
-    if (ahead && q + ahead < e) prefetch_bytes(data + rows.row(q + ahead) * row_stride, n * int64_t{sizeof(A)});
+    if (ahead && q + ahead < (rows.order ? e : rows.rows))
+      prefetch_bytes(data + rows.row(q + ahead) * row_stride, n * int64_t{sizeof(A)});
     fold(data + rows.row(q) * row_stride, q - b);
     ++count;
   }
