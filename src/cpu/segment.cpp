@@ -67,8 +67,8 @@ bool unit_columns(const SegmentProblem& p) {
 // short rows read one after another (D = 32 f32: 128 bytes a row) left the hardware prefetcher
 // behind; rows within a line (D = 1) gain nothing but the instructions (bench/NOTES.md, "CPU segment
 // reductions beside JAX on one core"). The sorted walk's rows, read in place one segment after
-// another, at least `min_bytes` ahead too (one core's reads kept more lines in flight; the
-// bench/NOTES.md, twenty-third session).
+// another, at least `min_bytes` ahead too, so that one core keeps more lines in flight
+// (bench/NOTES.md, twenty-third session).
 constexpr int64_t kPrefetchRows = 8, kSortedPrefetchBytes = 8192;
 inline int64_t prefetch_ahead(int64_t row_stride, size_t element_size, int64_t min_bytes = 0) {
   const int64_t bytes = (row_stride < 0 ? -row_stride : row_stride) * static_cast<int64_t>(element_size);
@@ -110,8 +110,8 @@ template <class T>
 // A later value v folded into a segment's max / min `best` (Fold::takes_over's rule) by one compare:
 // a number takes over by `v > b ? v : b` (min: <), which keeps b where b is NaN (in f32 / f64 one
 // maxss / minss; 16-bit values compared in f32 and picked by their bits); a NaN value, rare, takes
-// over only a number, on a branch of its own. (takes_over's every test and a select cost a
-// one-column fold four times the time of a sum's.)
+// over only a number, on a branch of its own. (takes_over's every test and a select made a
+// one-column fold several times slower than a sum: bench/NOTES.md.)
 template <class Fold, class T>
 [[gnu::always_inline]] inline void fold_one_extreme(T& best, T v) {
   using A = acc_t<T>;
