@@ -71,7 +71,9 @@ bool unit_columns(const SegmentProblem& p) {
 // (bench/NOTES.md, twenty-third session).
 constexpr int64_t kPrefetchRows = 8, kSortedPrefetchBytes = 8192;
 inline int64_t prefetch_ahead(int64_t row_stride, size_t element_size, int64_t min_bytes = 0) {
-  const int64_t bytes = (row_stride < 0 ? -row_stride : row_stride) * static_cast<int64_t>(element_size);
+  // (unsigned, capped: a dim of one row may carry any stride, 2^62 or INT64_MIN included)
+  const uint64_t stride = row_stride < 0 ? 0 - static_cast<uint64_t>(row_stride) : static_cast<uint64_t>(row_stride);
+  const int64_t bytes = static_cast<int64_t>(std::min<uint64_t>(stride, uint64_t{1} << 32) * element_size);
   return bytes >= 64 ? std::max(kPrefetchRows, min_bytes / bytes) : 0;
 }
 
