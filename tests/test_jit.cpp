@@ -13,10 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cuda/jit/embedded.hpp"
 #include "cuda/jit/jit.hpp"
 
 namespace baracuda::detail::jit {
@@ -116,6 +118,45 @@ TEST(Jit, EveryProgramOfTheCatalogCompiles) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("[ jit ] %zu programs (as %zu) compiled to PTX for compute_%d in %.1f s on %u threads\n", all.size(),
               programs.size(), kArch, seconds, threads);
+}
+
+// A key holds the hashes of the embedded files its program reads, so a change to one family's
+// device code leaves every other family's cached kernels valid: the closure of random.cuh has the
+// draws, Philox and the common header, not the norms'; and no embedded file includes another by a
+// name the key's scan does not know (a file read but not hashed would let a stale kernel be kept).
+TEST(Jit, AKeyHoldsTheFilesItsProgramReadsAndNoOther) {
+  const std::vector<std::string_view> random = included_sources("#include \"cuda/device/random.cuh\"\n");
+  auto has = [](const std::vector<std::string_view>& v, std::string_view path) {
+    return std::find(v.begin(), v.end(), path) != v.end();
+  };
+  for (std::string_view f : {"cuda/device/random.cuh", "cuda/device/random_draw.h", "cuda/device/philox.h",
+                             "cuda/device/common.cuh", "cuda/device/params.h"})
+    EXPECT_TRUE(has(random, f)) << f;
+  EXPECT_FALSE(has(random, "cuda/device/norm.cuh"));
+  EXPECT_TRUE(std::is_sorted(random.begin(), random.end()));
+  const std::regex include(R"re(^[ \t]*#[ \t]*include[ \t]*"([^"]+)")re", std::regex::multiline);
+  for (const EmbeddedSource& file : embedded_sources()) {
+    const std::vector<std::string_view> reads = included_sources("#include \"" + std::string(file.path) + "\"\n");
+    EXPECT_TRUE(has(reads, file.path)) << file.path;
+    const std::string text(file.text);
+    for (std::sregex_iterator m(text.begin(), text.end(), include), end; m != end; ++m) {
+      // (Includes of files not embedded are the host's, under #if: NVRTC never reads them.)
+      const std::string name = (*m)[1].str();
+      const bool embedded_by_another_name = std::any_of(
+          embedded_sources().begin(), embedded_sources().end(),
+          [&](const EmbeddedSource& e) { return e.path != name && e.path.ends_with("/" + name); });
+      EXPECT_FALSE(embedded_by_another_name) << file.path << " includes " << name << " by a relative name";
+      if (std::any_of(embedded_sources().begin(), embedded_sources().end(),
+                      [&](const EmbeddedSource& e) { return e.path == name; })) {
+        EXPECT_TRUE(has(reads, name)) << file.path << " reads " << name << ", not hashed";
+      }
+    }
+  }
+  Program a, b;
+  a.source = "#include \"cuda/device/random.cuh\"\n";
+  b.source = "#include \"cuda/device/norm.cuh\"\n";
+  EXPECT_NE(cache_key(a, kArch), cache_key(b, kArch));
+  EXPECT_EQ(cache_key(a, kArch), cache_key(a, kArch));
 }
 
 TEST(Jit, ADiskHitGivesTheSameCubin) {

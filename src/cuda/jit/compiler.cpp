@@ -113,18 +113,83 @@ std::string nvrtc_version_text() {
 // ---------------------------------------------------------------------------------------------
 // Keys and the disk cache.
 
-const std::string& fingerprint() {
-  static const std::string f = [] {
-    uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-    for (const EmbeddedSource& s : embedded_sources()) {
-      for (std::string_view part : {s.path, std::string_view("\0", 1), s.text, std::string_view("\0", 1)}) {
-        a = fnv1a(part, a);
-        b = fnv1a(part, b);
-      }
+// The names in a text's `#include "..."` lines (every such line, whatever `#if` it sits under: a
+// superset of what is read is a safe key).
+std::vector<std::string_view> quoted_includes(std::string_view text) {
+  std::vector<std::string_view> out;
+  auto skip_blanks = [](std::string_view& t) {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+  };
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    skip_blanks(line);
+    if (!line.starts_with('#')) continue;
+    line.remove_prefix(1);
+    skip_blanks(line);
+    if (!line.starts_with("include")) continue;
+    line.remove_prefix(7);
+    skip_blanks(line);
+    if (!line.starts_with('"')) continue;
+    line.remove_prefix(1);
+    if (const size_t close = line.find('"'); close != std::string_view::npos) out.push_back(line.substr(0, close));
+  }
+  return out;
+}
+
+// Each embedded file's include closure (its own index and those of every embedded file it reads,
+// sorted) and the hash of its path and text: a program's key depends on the files it reads alone,
+// so a change to one family's device code leaves the others' disk cache valid.
+struct SourceGraph {
+  std::vector<std::vector<int>> closure;
+  std::vector<std::string> hash;
+};
+const SourceGraph& source_graph() {
+  static const SourceGraph g = [] {
+    const std::span<const EmbeddedSource> files = embedded_sources();
+    const int n = static_cast<int>(files.size());
+    auto index_of = [&](std::string_view path) {
+      for (int i = 0; i < n; ++i)
+        if (files[i].path == path) return i;
+      return -1;
+    };
+    std::vector<std::vector<int>> direct(n);
+    SourceGraph out{std::vector<std::vector<int>>(n), std::vector<std::string>(n)};
+    for (int i = 0; i < n; ++i) {
+      for (std::string_view name : quoted_includes(files[i].text))
+        if (const int j = index_of(name); j >= 0) direct[i].push_back(j);
+      const std::string part = std::string(files[i].path) + '\0' + std::string(files[i].text);
+      out.hash[i] = hex(fnv1a(part)) + hex(fnv1a(part, 0x84222325cbf29ce4ull));
     }
-    return hex(a) + hex(b);
+    for (int i = 0; i < n; ++i) {
+      std::vector<char> seen(n, 0);
+      std::vector<int> todo = {i};
+      seen[i] = 1;
+      while (!todo.empty()) {
+        const int f = todo.back();
+        todo.pop_back();
+        out.closure[i].push_back(f);
+        for (int j : direct[f])
+          if (!seen[j]) seen[j] = 1, todo.push_back(j);
+      }
+      std::sort(out.closure[i].begin(), out.closure[i].end());
+    }
+    return out;
   }();
-  return f;
+  return g;
+}
+
+std::vector<int> closure_of(std::string_view source) {
+  const std::span<const EmbeddedSource> files = embedded_sources();
+  const SourceGraph& g = source_graph();
+  std::vector<int> out;
+  for (std::string_view name : quoted_includes(source))
+    for (size_t i = 0; i < files.size(); ++i)
+      if (files[i].path == name) out.insert(out.end(), g.closure[i].begin(), g.closure[i].end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 // The caller's own NVRTC options, BARACUDA_JIT_OPTIONS split at spaces ("-lineinfo" for the profiler's
@@ -164,7 +229,8 @@ std::vector<std::string> options_for(const Program& program, int arch, Output ou
 }  // namespace
 
 std::string cache_key(const Program& program, int arch) {
-  std::string k = "baracuda-jit 1\nsources " + fingerprint() + "\nnvrtc " + nvrtc_version_text() + "\n";
+  std::string k = "baracuda-jit 2\nnvrtc " + nvrtc_version_text() + "\n";
+  for (int i : closure_of(program.source)) k += "reads " + source_graph().hash[i] + "\n";
   for (const std::string& o : options_for(program, arch)) k += "option " + o + "\n";
   for (const std::string& name : program.kernels) k += "kernel " + name + "\n";
   k += "source\n" + program.source;
@@ -366,8 +432,11 @@ std::string cache_directory() {
 
 CacheStats cache_stats() { return {g_compiled.load(), g_disk_hits.load(), g_disk_rejected.load()}; }
 
-std::string sources_fingerprint() { return fingerprint(); }
-int embedded_source_count() { return static_cast<int>(embedded_sources().size()); }
+std::vector<std::string_view> included_sources(std::string_view source) {
+  std::vector<std::string_view> out;
+  for (int i : closure_of(source)) out.push_back(embedded_sources()[i].path);
+  return out;
+}
 
 Expected<Compiled> compile(const Program& program, int arch, std::string_view plan) {
   if (arch <= 0) return jit_error(plan, program, "no arch to compile for (" + std::to_string(arch) + ")");

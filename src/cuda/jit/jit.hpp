@@ -119,8 +119,8 @@ const std::string& type_name() {
 // ("baracuda::device::bf16", "float").
 std::string device_type(DType dtype);
 
-// A hash of the embedded device sources (what a cache key starts from) and their count.
-std::string sources_fingerprint();
-int embedded_source_count();
+// The embedded device files a program's source reads (its quoted includes, transitively), sorted:
+// its cache key holds their hashes, and no other file's.
+std::vector<std::string_view> included_sources(std::string_view source);
 
 }  // namespace baracuda::detail::jit
