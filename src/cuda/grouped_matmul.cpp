@@ -55,7 +55,9 @@ Status run_product(const LaunchContext& ctx, const GroupedMatmulProblem& p, cons
                    const Product& x) {
   if (x.m == 0 || x.n == 0) return Status::ok();
   const DType t = p.desc.dtype;
-  const int64_t tile = tile_size(t), tiles_n = (x.n + tile - 1) / tile;
+  const bool wgmma = grouped_matmul_on_wgmma(ctx.target, t);
+  const int64_t tile = tile_size(t), tile_n = wgmma ? device::kGroupedWgmmaTileN : tile;
+  const int64_t tiles_n = (x.n + tile_n - 1) / tile_n;
   // Splitting the rows: at most one partial tile a group, and the rows in no group's.
   const int64_t tiles_m =
       x.split_r ? p.desc.groups * ((x.m + tile - 1) / tile) : (x.m + tile - 1) / tile + p.desc.groups + 1;
@@ -77,7 +79,7 @@ Status run_product(const LaunchContext& ctx, const GroupedMatmulProblem& p, cons
   const void* kernel = jit_module(ctx).kernels[product_index(t, x.split_r, x.a.along_r, x.b.along_r)];
   size_t shared = 0;
   if (on_tensor_cores(t)) {
-    shared = grouped_matmul_on_wgmma(ctx.target, t) ? device::kGroupedWgmmaSharedBytes : device::kGroupedMmaSharedBytes;
+    shared = wgmma ? device::kGroupedWgmmaSharedBytes : device::kGroupedMmaSharedBytes;
     if (Status s = raise_kernel_attribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared),
                                           x.what);
         !s)

@@ -349,7 +349,10 @@ struct GroupedMatmulParams {
 inline constexpr int kGroupedPrepareThreads = 1024, kGroupedProductThreads = 256;
 inline constexpr int kGroupedMmaTile = 128, kGroupedMmaStep = 64, kGroupedMmaStages = 3, kGroupedFmaTile = 64;
 inline constexpr int kGroupedMmaSharedBytes = kGroupedMmaStages * 2 * kGroupedMmaTile * kGroupedMmaStep * 2;
-// wgmma's (sm_90a) the same stages 1,024-byte aligned: 1 KiB more to align them in.
-inline constexpr int kGroupedWgmmaSharedBytes = kGroupedMmaSharedBytes + 1024;
+// wgmma's (sm_90a): tiles of kGroupedMmaTile rows of m by kGroupedWgmmaTileN of n, kGroupedWgmmaStages
+// stages 1,024-byte aligned (1 KiB more to align them in).
+inline constexpr int kGroupedWgmmaTileN = 256, kGroupedWgmmaStages = 4;
+inline constexpr int kGroupedWgmmaSharedBytes =
+    kGroupedWgmmaStages * (kGroupedMmaTile + kGroupedWgmmaTileN) * kGroupedMmaStep * 2 + 1024;
 
 }  // namespace baracuda::device

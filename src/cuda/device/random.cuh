@@ -67,12 +67,68 @@ __device__ __forceinline__ bool pair_aligned(const void* p) {
   return reinterpret_cast<unsigned long long>(p) % sizeof(V) == 0;
 }
 
+// A warp's 64 groups (32 pairs) are drawn so that each of its 16-byte stores writes 512 contiguous
+// bytes: lane l draws groups lane_groups(l) of the 64, where a group of B bytes is 8 (two groups a
+// store), 16 (one a store) or 32 (two halves, one exchanged with the neighbouring lane). A store of
+// a lane's own pair of neighbouring groups (2 B bytes, lanes 2 B apart) writes partial sectors.
+template <int B>
+__device__ __forceinline__ void lane_groups(unsigned l, unsigned (&r)[2]) {
+  static_assert(B == 8 || B == 16 || B == 32, "a group of 8, 16 or 32 bytes");
+  if constexpr (B == 8) {
+    r[0] = 2 * l, r[1] = 2 * l + 1;
+  } else if constexpr (B == 16) {
+    r[0] = l, r[1] = 32 + l;
+  } else {  // lanes 2 p and 2 p + 1 draw groups p, 16 + p (and 32 more): store one half of each
+    r[0] = 16 * (l & 1) + l / 2, r[1] = r[0] + 32;
+  }
+}
+
+template <class V>
+__device__ __forceinline__ V shfl_xor_16(const V& v, int mask) {
+  static_assert(sizeof(V) == 16, "16 bytes");
+  uint4 u = *reinterpret_cast<const uint4*>(&v);
+  u.x = __shfl_xor_sync(0xffffffffu, u.x, mask);
+  u.y = __shfl_xor_sync(0xffffffffu, u.y, mask);
+  u.z = __shfl_xor_sync(0xffffffffu, u.z, mask);
+  u.w = __shfl_xor_sync(0xffffffffu, u.w, mask);
+  return *reinterpret_cast<const V*>(&u);
+}
+
+// Stores lane l's two groups t (lane_groups's) of the warp's 64 at out (16-byte aligned).
+template <class T, int G>
+__device__ __forceinline__ void store_warp_groups(T* out, unsigned l, const unsigned (&r)[2], const T (&t)[2][G]) {
+  constexpr int B = G * static_cast<int>(sizeof(T)), E = 16 / static_cast<int>(sizeof(T));  // E: elements a store
+  using V = RandomGroupVector<T, E>;
+  if constexpr (B == 8) {
+    V w;
+    for (int j = 0; j < E; ++j) w.e[j] = t[j / G][j % G];
+    *reinterpret_cast<V*>(out + r[0] * G) = w;
+  } else if constexpr (B == 16) {
+    for (int h = 0; h < 2; ++h) {
+      V w;
+      for (int j = 0; j < G; ++j) w.e[j] = t[h][j];
+      *reinterpret_cast<V*>(out + r[h] * G) = w;
+    }
+  } else {
+    const bool odd = l & 1;
+    for (int h = 0; h < 2; ++h) {
+      V lo, hi;
+      for (int j = 0; j < E; ++j) lo.e[j] = t[h][j], hi.e[j] = t[h][E + j];
+      // The even lane keeps its group's first half and gets the odd lane's first; the odd lane its
+      // second half and the even lane's second.
+      const V got = shfl_xor_16(odd ? lo : hi, 1), keep = odd ? hi : lo;
+      const unsigned first = r[h] - (odd ? 16 : 0);  // the even lane's group
+      *reinterpret_cast<V*>(out + first * G + (odd ? E : 0)) = odd ? got : keep;
+      *reinterpret_cast<V*>(out + (first + 16) * G + (odd ? E : 0)) = odd ? keep : got;
+    }
+  }
+}
+
 // (Launched 256 threads a block: cuda/random.cpp; four blocks an SM at 64 registers.)
 template <class T, int K>
 __global__ void __launch_bounds__(256, 4) random_fill(const __grid_constant__ RandomParams p) {
   constexpr int G = kRandomGroup<K, (sizeof(T) == 8 && K != kRandomRandint)>;
   using V = typename RandomValue<T, K>::type;
-  using Pair = RandomGroupVector<T, 2 * G>;
   const unsigned long long first = p.offset / G, count = random_group_count<G>(p.offset, p.total);
   const bool contiguous = unit_stride(p.walk, 0);
   T* out = static_cast<T*>(p.out);
@@ -82,15 +138,19 @@ __global__ void __launch_bounds__(256, 4) random_fill(const __grid_constant__ Ra
     random_group_values<K>(p, g, v);
     for (int j = 0; j < G; ++j) t[j] = round_to<T>(v[j]);
   };
+  const unsigned lane = threadIdx.x % 32;
   BARACUDA_FOR_EACH_PAIR(s, count) {
     const unsigned long long g = first + 2 * s, i0 = g * G - p.offset;
-    if (whole_group<2 * G>(contiguous, i0, p.total) && pair_aligned<Pair>(out + i0)) {
+    // The warp's 64 groups from its first lane's (the same test in every lane: the branch is the
+    // warp's, which the exchange of 32-byte groups needs).
+    const unsigned long long w0 = i0 - 2 * lane * G;
+    if (whole_group<64 * G>(contiguous, w0, p.total) && pair_aligned<uint4>(out + w0)) {
+      unsigned r[2];
+      lane_groups<G * static_cast<int>(sizeof(T))>(lane, r);
       T t[2][G];
-      draw(g, t[0]);
-      draw(g + 1, t[1]);
-      Pair w;
-      for (int j = 0; j < 2 * G; ++j) w.e[j] = t[j / G][j % G];
-      *reinterpret_cast<Pair*>(out + i0) = w;
+      draw(g - 2 * lane + r[0], t[0]);
+      draw(g - 2 * lane + r[1], t[1]);
+      store_warp_groups<T, G>(out + w0, lane, r, t);
       continue;
     }
     for (unsigned long long h = 0; h < 2 && 2 * s + h < count; ++h) {
