@@ -248,7 +248,16 @@ void reduce_segments(const SegmentProblem& p, const SegmentRows<K>& rows) {
         // segment's extremes in block order.
         A best[kColumnChunk];
         int32_t pos[kColumnChunk];
-        for (int64_t q0 = b; q0 < e; q0 += kPositionBlock) {
+        bool whole = false;
+        if constexpr (std::is_same_v<T, A>) {
+          // Values alone, the segment one block: its extremes straight into acc (no positions, no
+          // combine: a column's combine a segment cost more than its rows at D = 32; bench/NOTES.md).
+          if (unit && !indices && e - b <= kPositionBlock) {
+            count = fold_unit_rows<Fold>(acc, nullptr, data + off[kRowSide][0], p.row_stride, rows, s, b, e, n);
+            whole = true;
+          }
+        }
+        for (int64_t q0 = b; q0 < (whole ? b : e); q0 += kPositionBlock) {
           const int64_t q1 = std::min(e, q0 + kPositionBlock);
           std::fill_n(best, n, A(0));
           std::fill_n(pos, n, int32_t{-1});
