@@ -12,7 +12,7 @@
 #include "common/hd.hpp"
 #include "common/portable.hpp"
 #if defined(__CUDACC_RTC__)
-#include "cuda/device/params.h"
+#include "cuda/device/walk.h"
 namespace baracuda {
 using device::kMaxRank;
 }

@@ -11,6 +11,7 @@
 // with s_ij = cap(scale q_i . k_j) + bias_ij, p_ij = exp(s_ij - lse_i) (0 where masked, or where lse
 // is -inf: a row with no key), dx_ij = p_ij (dout_i . v_j - delta_i) cap'(.) scale.
 #include "cuda/device/paged_attention.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

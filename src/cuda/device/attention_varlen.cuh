@@ -14,6 +14,7 @@
 //                    the rows with no visible key, zeroed (cuDNN may leave them); with the flag every
 //                    gradient NaN.
 #include "cuda/device/common.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -9,6 +9,7 @@
 // dbias from the first chunk's block) and writes dx. kFlat: the other dims collapse to at most two
 // (outer, inner); kVec: 16-byte vectors along the inner dim.
 #include "cuda/device/norm.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -3,7 +3,7 @@
 // the PTX instructions, sm_80+, so no toolkit header is needed at run time), 16-byte vector
 // access, element offsets from a Walk, and block-wide sums in a fixed order (deterministic).
 // Self-contained: NVRTC compiles it with no include path.
-#include "cuda/device/params.h"
+#include "cuda/device/walk.h"
 
 namespace baracuda::device {
 

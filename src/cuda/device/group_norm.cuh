@@ -11,6 +11,7 @@
 // x's layout and the block size (chosen from the group's size alone): deterministic and
 // batch-invariant.
 #include "cuda/device/norm.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -8,6 +8,7 @@
 // 16-bit types on the tensor cores (mma.sync m16n8k16, f32 accumulators; ldmatrix from tiles that
 // cp.async fills two steps ahead, 64 deep); f32 and f64 by FMA on the CUDA cores (exact, no TF32).
 #include "cuda/device/common.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -5,6 +5,7 @@
 // writes: of two tokens mapped to one row the later in (b, i) order wins, as on the CPU, whatever
 // order the blocks run in. Elements are moved as their bits (E: an unsigned type of their size).
 #include "cuda/device/common.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -14,6 +14,7 @@
 // chunks, order) is fixed by C and the dtypes, so a row's bits never depend on the other rows.
 #include "cuda/device/common.cuh"
 #include "cuda/device/cross_entropy.h"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -4,6 +4,7 @@
 // applying, c copied into out, an f32 accumulator rounded into a 16-bit output, and a vector of
 // ones (the bias gradient as a GEMM). One thread an element, offsets from the walk.
 #include "cuda/device/common.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -7,6 +7,7 @@
 // each sample's search.
 #include "cuda/device/common.cuh"
 #include "cuda/device/multinomial.h"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -10,6 +10,7 @@
 // deviations) over the held or re-read values; every sum is in a fixed order, so a row's results
 // depend on that row alone (batch-invariant) and never change between runs.
 #include "cuda/device/common.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

@@ -15,6 +15,7 @@
 // the same bits every run). A sequence whose length is outside [0, seq_kv], or whose keys reach a block
 // entry outside [0, num_blocks), gets NaN in its rows' out and lse: nothing outside the cache is read.
 #include "cuda/device/common.cuh"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

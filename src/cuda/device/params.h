@@ -1,18 +1,9 @@
 #pragma once
 // Kernel parameter structs of the kernels compiled at select: plain C++ that the host compiler and
 // NVRTC both read (no headers, no std), so a launch passes the struct the host filled, by value.
+#include "cuda/device/walk.h"
+
 namespace baracuda::device {
-
-inline constexpr int kMaxRank = 8;
-
-// A linear index over `sizes` (row-major) to an element offset in each of NT tensors; the host's
-// detail::Walker<NT> (common/elementwise.hpp), field for field.
-template <int NT>
-struct Walk {
-  int rank;
-  long long sizes[kMaxRank];
-  long long strides[NT][kMaxRank];
-};
 
 // The norm kernels (cuda/device/norm.cuh). Row tensors are walked by `row` over the leading dims
 // and by `inner` along the normalized ones.

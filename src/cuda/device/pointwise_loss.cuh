@@ -8,6 +8,7 @@
 // view) is read an element at a time.
 #include "cuda/device/common.cuh"
 #include "cuda/device/pointwise_loss.h"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

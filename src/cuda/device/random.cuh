@@ -5,6 +5,7 @@
 // whole groups (one 8- or 16-byte store where aligned), others element by element through the walk.
 #include "cuda/device/common.cuh"
 #include "cuda/device/random_draw.h"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

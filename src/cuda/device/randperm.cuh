@@ -3,6 +3,7 @@
 // the values in key order written to out (CUB's radix sort runs between them, cuda/randperm_sort.cu).
 #include "cuda/device/common.cuh"
 #include "cuda/device/philox.h"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 

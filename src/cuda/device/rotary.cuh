@@ -9,6 +9,7 @@
 // load, so the compiler would not move them itself).
 #include "cuda/device/common.cuh"
 #include "cuda/device/rotary_math.h"
+#include "cuda/device/params.h"
 
 namespace baracuda::device {
 
