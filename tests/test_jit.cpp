@@ -142,9 +142,9 @@ TEST(Jit, AKeyHoldsTheFilesItsProgramReadsAndNoOther) {
     for (std::sregex_iterator m(text.begin(), text.end(), include), end; m != end; ++m) {
       // (Includes of files not embedded are the host's, under #if: NVRTC never reads them.)
       const std::string name = (*m)[1].str();
-      const bool embedded_by_another_name = std::any_of(
-          embedded_sources().begin(), embedded_sources().end(),
-          [&](const EmbeddedSource& e) { return e.path != name && e.path.ends_with("/" + name); });
+      const bool embedded_by_another_name =
+          std::any_of(embedded_sources().begin(), embedded_sources().end(),
+                      [&](const EmbeddedSource& e) { return e.path != name && e.path.ends_with("/" + name); });
       EXPECT_FALSE(embedded_by_another_name) << file.path << " includes " << name << " by a relative name";
       if (std::any_of(embedded_sources().begin(), embedded_sources().end(),
                       [&](const EmbeddedSource& e) { return e.path == name; })) {

@@ -7,8 +7,8 @@
 // same bits whatever the views' strides and alignment. A weight or pos_weight (often a broadcast
 // view) is read an element at a time.
 #include "cuda/device/common.cuh"
-#include "cuda/device/pointwise_loss.h"
 #include "cuda/device/params.h"
+#include "cuda/device/pointwise_loss.h"
 
 namespace baracuda::device {
 

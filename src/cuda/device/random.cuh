@@ -4,8 +4,8 @@
 // is compiled without FMA contraction, as the host's code is). Contiguous outputs are written by
 // whole groups (one 8- or 16-byte store where aligned), others element by element through the walk.
 #include "cuda/device/common.cuh"
-#include "cuda/device/random_draw.h"
 #include "cuda/device/params.h"
+#include "cuda/device/random_draw.h"
 
 namespace baracuda::device {
 
@@ -139,6 +139,7 @@ __global__ void __launch_bounds__(256, 4) random_fill(const __grid_constant__ Ra
     random_group_values<K>(p, g, v);
     for (int j = 0; j < G; ++j) t[j] = round_to<T>(v[j]);
   };
+  constexpr int kGroupBytes = G * static_cast<int>(sizeof(T));
   const unsigned lane = threadIdx.x % 32;
   BARACUDA_FOR_EACH_PAIR(s, count) {
     const unsigned long long g = first + 2 * s, i0 = g * G - p.offset;
@@ -147,7 +148,7 @@ __global__ void __launch_bounds__(256, 4) random_fill(const __grid_constant__ Ra
     const unsigned long long w0 = i0 - 2 * lane * G;
     if (whole_group<64 * G>(contiguous, w0, p.total) && pair_aligned<uint4>(out + w0)) {
       unsigned r[2];
-      lane_groups<G * static_cast<int>(sizeof(T))>(lane, r);
+      lane_groups<kGroupBytes>(lane, r);
       T t[2][G];
       draw(g - 2 * lane + r[0], t[0]);
       draw(g - 2 * lane + r[1], t[1]);

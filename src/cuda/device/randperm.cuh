@@ -2,8 +2,8 @@
 // randperm's kernels (include/baracuda/ops/random.hpp): the keys of values 0..n-1 (grid-stride), and
 // the values in key order written to out (CUB's radix sort runs between them, cuda/randperm_sort.cu).
 #include "cuda/device/common.cuh"
-#include "cuda/device/philox.h"
 #include "cuda/device/params.h"
+#include "cuda/device/philox.h"
 
 namespace baracuda::device {
 

@@ -8,8 +8,8 @@
 // them: the pairs are its own, so in place is safe, and the loads overlap (a store may alias a later
 // load, so the compiler would not move them itself).
 #include "cuda/device/common.cuh"
-#include "cuda/device/rotary_math.h"
 #include "cuda/device/params.h"
+#include "cuda/device/rotary_math.h"
 
 namespace baracuda::device {
 

@@ -141,6 +141,14 @@ std::vector<std::string_view> quoted_includes(std::string_view text) {
 // Each embedded file's include closure (its own index and those of every embedded file it reads,
 // sorted) and the hash of its path and text: a program's key depends on the files it reads alone,
 // so a change to one family's device code leaves the others' disk cache valid.
+// The index of the embedded file named `path`, or -1.
+int embedded_index(std::string_view path) {
+  const std::span<const EmbeddedSource> files = embedded_sources();
+  for (size_t i = 0; i < files.size(); ++i)
+    if (files[i].path == path) return static_cast<int>(i);
+  return -1;
+}
+
 struct SourceGraph {
   std::vector<std::vector<int>> closure;
   std::vector<std::string> hash;
@@ -149,16 +157,11 @@ const SourceGraph& source_graph() {
   static const SourceGraph g = [] {
     const std::span<const EmbeddedSource> files = embedded_sources();
     const int n = static_cast<int>(files.size());
-    auto index_of = [&](std::string_view path) {
-      for (int i = 0; i < n; ++i)
-        if (files[i].path == path) return i;
-      return -1;
-    };
     std::vector<std::vector<int>> direct(n);
     SourceGraph out{std::vector<std::vector<int>>(n), std::vector<std::string>(n)};
     for (int i = 0; i < n; ++i) {
       for (std::string_view name : quoted_includes(files[i].text))
-        if (const int j = index_of(name); j >= 0) direct[i].push_back(j);
+        if (const int j = embedded_index(name); j >= 0) direct[i].push_back(j);
       const std::string part = std::string(files[i].path) + '\0' + std::string(files[i].text);
       out.hash[i] = hex(fnv1a(part)) + hex(fnv1a(part, 0x84222325cbf29ce4ull));
     }
@@ -181,12 +184,10 @@ const SourceGraph& source_graph() {
 }
 
 std::vector<int> closure_of(std::string_view source) {
-  const std::span<const EmbeddedSource> files = embedded_sources();
   const SourceGraph& g = source_graph();
   std::vector<int> out;
   for (std::string_view name : quoted_includes(source))
-    for (size_t i = 0; i < files.size(); ++i)
-      if (files[i].path == name) out.insert(out.end(), g.closure[i].begin(), g.closure[i].end());
+    if (const int i = embedded_index(name); i >= 0) out.insert(out.end(), g.closure[i].begin(), g.closure[i].end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
