@@ -95,6 +95,18 @@ __device__ __forceinline__ V shfl_xor_16(const V& v, int mask) {
   return *reinterpret_cast<const V*>(&u);
 }
 
+// `pick ? a : b` of 16-byte vectors, word by word through a mask. A plain ?: on the vectors, with
+// the lane's parity as the condition, became a copy of both to local memory read back at an address
+// of that parity, and stores split by the parity into partial sectors (randint i64: bench/NOTES.md).
+template <class V>
+__device__ __forceinline__ V select_16(bool pick, const V& a, const V& b) {
+  static_assert(sizeof(V) == 16, "16 bytes");
+  const unsigned m = 0u - static_cast<unsigned>(pick);
+  const uint4 x = *reinterpret_cast<const uint4*>(&a), y = *reinterpret_cast<const uint4*>(&b);
+  const uint4 u = {(x.x & m) | (y.x & ~m), (x.y & m) | (y.y & ~m), (x.z & m) | (y.z & ~m), (x.w & m) | (y.w & ~m)};
+  return *reinterpret_cast<const V*>(&u);
+}
+
 // Stores lane l's two groups t (lane_groups's) of the warp's 64 at out (16-byte aligned).
 template <class T, int G>
 __device__ __forceinline__ void store_warp_groups(T* out, unsigned l, const unsigned (&r)[2], const T (&t)[2][G]) {
@@ -117,10 +129,11 @@ __device__ __forceinline__ void store_warp_groups(T* out, unsigned l, const unsi
       for (int j = 0; j < E; ++j) lo.e[j] = t[h][j], hi.e[j] = t[h][E + j];
       // The even lane keeps its group's first half and gets the odd lane's first; the odd lane its
       // second half and the even lane's second.
-      const V got = shfl_xor_16(odd ? lo : hi, 1), keep = odd ? hi : lo;
-      const unsigned first = r[h] - (odd ? 16 : 0);  // the even lane's group
-      *reinterpret_cast<V*>(out + first * G + (odd ? E : 0)) = odd ? got : keep;
-      *reinterpret_cast<V*>(out + (first + 16) * G + (odd ? E : 0)) = odd ? keep : got;
+      const V got = shfl_xor_16(select_16(odd, lo, hi), 1), keep = select_16(odd, hi, lo);
+      // The even lane's group, and this lane's half of it: both lanes store at once, whole sectors.
+      T* const at = out + (r[h] - 16 * (l & 1)) * G + E * (l & 1);
+      *reinterpret_cast<V*>(at) = select_16(odd, got, keep);
+      *reinterpret_cast<V*>(at + 16 * G) = select_16(odd, keep, got);
     }
   }
 }
