@@ -20,13 +20,14 @@ int vector_width(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
 }  // namespace
 
 // The program's kernels: [vectorized, by element] (+ the backward's finalize).
-jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool held, int64_t n) {
+jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool held, int64_t n, bool add) {
   jit::Program p;
   const std::string name = backward ? "norm_backward" : "norm_forward";
-  const std::string types =
-      jit::device_type(t) + ", " + jit::device_type(w) + ", " + (kind == NormKind::rms ? "true" : "false");
-  p.name = std::string(kind == NormKind::rms ? "rms_" : "layer_") + name + "<" + std::string(dtype_name(t)) + ", " +
-           std::string(dtype_name(w)) + ", " + (held ? "held" : "streamed") + ", n " + std::to_string(n) + ">";
+  const std::string types = jit::device_type(t) + ", " + jit::device_type(w) + ", " +
+                            (kind == NormKind::rms ? "true" : "false") + (backward ? "" : add ? ", true" : ", false");
+  p.name = std::string(add && !backward ? "add_" : "") + (kind == NormKind::rms ? "rms_" : "layer_") + name + "<" +
+           std::string(dtype_name(t)) + ", " + std::string(dtype_name(w)) + ", " + (held ? "held" : "streamed") +
+           ", n " + std::to_string(n) + ">";
   p.source = "#include \"cuda/device/norm.cuh\"\n";
   for (int vw : {vector_width(t), 1}) {
     const NormBlockShape b = norm_block_shape(n, vw, held, backward, t);
@@ -94,9 +95,9 @@ int64_t held_grid(const NormBlockShape& b, int64_t row_groups, int sm_count) {
 }  // namespace
 
 Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DType dtype, DType weight_dtype,
-                                   bool backward, bool held, int64_t n, std::string_view plan) {
+                                   bool backward, bool held, int64_t n, bool add, std::string_view plan) {
   Expected<const jit::Module*> m =
-      jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n), target.arch, plan);
+      jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n, add), target.arch, plan);
   if (!m) return m.status();
   if (!backward && held && dtype_size(dtype) >= 4) {
     // The staged forward may take more than the default 48 KiB of shared memory a block, and its
@@ -105,7 +106,7 @@ Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DTyp
     const void* kernel = (*m)->kernels[0];
     cudaFuncAttributes attributes{};
     if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
-    const size_t bytes = copy_slot_bytes(b, true, dtype, 2);
+    const size_t bytes = copy_slot_bytes(b, true, dtype, add ? 2 : 1);
     // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
     const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(blocks_per_sm(b));
     const size_t most = 228 * 1024;
@@ -206,8 +207,12 @@ std::vector<Program> norm_programs(const std::vector<int64_t>& row_lengths) {
       for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
         for (DType w : {t, DType::f32}) {
           for (int64_t n : row_lengths) {
-            if (n <= norm_held_limit(backward, t)) out.push_back(cuda::norm_program(kind, t, w, backward, true, n));
-            out.push_back(cuda::norm_program(kind, t, w, backward, false, n));
+            for (bool add : {false, true}) {
+              if (backward && add) continue;  // the backward's dh is read or not at run time
+              if (n <= norm_held_limit(backward, t))
+                out.push_back(cuda::norm_program(kind, t, w, backward, true, n, add));
+              out.push_back(cuda::norm_program(kind, t, w, backward, false, n, add));
+            }
           }
         }
   // One program per key: the streamed ones do not depend on n.

@@ -224,7 +224,7 @@ struct NormHooks {
 #if BARACUDA_HAS_CUDA
     c.knob = c.variant == static_cast<int>(NormVariant::held);
     Expected<const void*> kernels =
-        cuda::norm_kernels(t, K, d.dtype, weight_dtype_of(d), kBackward, c.knob != 0, n, kPlan);
+        cuda::norm_kernels(t, K, d.dtype, weight_dtype_of(d), kBackward, c.knob != 0, n, d.residual, kPlan);
     if (!kernels) return kernels.status();
     c.kernels = *kernels;
 #endif

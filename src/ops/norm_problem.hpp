@@ -98,7 +98,7 @@ Status launch(const LaunchContext& ctx, const NormBackwardProblem& problem);
 // The kernels a plan of this descriptor runs, compiled (or found in the caches) for the target's
 // arch: a jit::Module, owned by the process-wide cache.
 Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DType dtype, DType weight_dtype,
-                                   bool backward, bool held, int64_t n, std::string_view plan);
+                                   bool backward, bool held, int64_t n, bool add, std::string_view plan);
 }  // namespace cuda
 
 }  // namespace baracuda::detail

@@ -134,7 +134,7 @@ inline constexpr int kNormMinBlocks = kThreads >= 1024 ? 1 : 1024 / kThreads;
 // the previous row is reduced and written, so a block always has loads in flight (without it, the
 // loads waited for each row's reductions: bench/NOTES.md). Shared memory: kThreads * kHeld 16-byte
 // slots a staged tensor (cuda/norm.cpp's copy_slot_bytes).
-template <class T, class W, bool kRms, bool kVec, int kHeld, int kRowThreads, int kRows>
+template <class T, class W, bool kRms, bool kAdd, bool kVec, int kHeld, int kRowThreads, int kRows>
 __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads * kRows>)
     norm_forward(const __grid_constant__ NormForwardParams p) {
   using Acc = acc_t<T>;
@@ -162,12 +162,12 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
     const int64 row = first + Group::group();
     if (row < p.rows) {
       const T* x = static_cast<const T*>(p.x) + row_offset(p.row, kX, row);
-      const T* residual = p.residual ? static_cast<const T*>(p.residual) + row_offset(p.row, kResidual, row) : nullptr;
+      const T* residual = kAdd ? static_cast<const T*>(p.residual) + row_offset(p.row, kResidual, row) : nullptr;
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (v < vectors) {
           copy_async_16(copy_slot(0, k), x + v * VW);
-          if (residual) copy_async_16(copy_slot(1, k), residual + v * VW);
+          if constexpr (kAdd) copy_async_16(copy_slot(1, k), residual + v * VW);
         }
       }
     }
@@ -181,9 +181,9 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
     const bool live = row < p.rows;
     const int64 r = live ? row : first;
     const T* x = static_cast<const T*>(p.x) + row_offset(p.row, kX, r);
-    const T* residual = p.residual ? static_cast<const T*>(p.residual) + row_offset(p.row, kResidual, r) : nullptr;
+    const T* residual = kAdd ? static_cast<const T*>(p.residual) + row_offset(p.row, kResidual, r) : nullptr;
     T* y = static_cast<T*>(p.y) + row_offset(p.row, kY, r);
-    T* h = p.h ? static_cast<T*>(p.h) + row_offset(p.row, kH, r) : nullptr;
+    T* h = kAdd ? static_cast<T*>(p.h) + row_offset(p.row, kH, r) : nullptr;
     // h from x and the residual: x + residual rounded to T (written to h on the first pass).
     auto combine = [&](int64 v, Raw out, const Raw& res, bool write_h) {
       for (int i = 0; i < VW; ++i)
@@ -193,7 +193,8 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
     };
     auto load_h = [&](int64 v, bool write_h) {
       const Raw out = Row::load(x, p.inner, kX, v * VW);
-      return residual ? combine(v, out, Row::load(residual, p.inner, kResidual, v * VW), write_h) : out;
+      if constexpr (kAdd) return combine(v, out, Row::load(residual, p.inner, kResidual, v * VW), write_h);
+      return out;
     };
     auto mine = [&](int64 v) { return live && v < vectors; };
     // Pass 1: the sum (LayerNorm) or the sum of squares (RmsNorm).
@@ -209,14 +210,14 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
       copy_async_wait_all();
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
-        if (mine(v)) held[k] = residual ? combine(v, *copy_slot(0, k), *copy_slot(1, k), false) : *copy_slot(0, k);
+        if (mine(v)) held[k] = kAdd ? combine(v, *copy_slot(0, k), *copy_slot(1, k), false) : *copy_slot(0, k);
       }
       // The next rows' copies go out before this row's reductions; h is written after them.
       if (first + stride < p.rows) prefetch(first + stride);
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (mine(v)) {
-          if (h) Row::store(h, p.inner, kH, v * VW, held[k]);
+          if constexpr (kAdd) Row::store(h, p.inner, kH, v * VW, held[k]);
           add(held[k]);
         }
       }
