@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/device/params.h"
@@ -16,6 +17,16 @@ namespace baracuda::detail::cuda {
 namespace {
 
 int vector_width(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
+
+// Rows a held, vectorized forward block copies ahead into shared memory (cuda/device/norm.cuh's
+// kStages), 0 for the other kernels. A block's threads hold up to 64 bytes of a tensor's row each
+// at 1024 threads an SM: two stages of x, or one of x and the residual, fit the SM's 227 KiB.
+// (BARACUDA_NORM_STAGES sets it for measurement: bench/NOTES.md.)
+int forward_stages(const NormBlockShape& b, bool vec, bool add) {
+  if (!vec || b.held == 0) return 0;
+  if (const char* forced = std::getenv("BARACUDA_NORM_STAGES")) return std::clamp(std::atoi(forced), 0, add ? 1 : 2);
+  return add ? 1 : 2;
+}
 
 }  // namespace
 
@@ -31,7 +42,8 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
   p.source = "#include \"cuda/device/norm.cuh\"\n";
   for (int vw : {vector_width(t), 1}) {
     const NormBlockShape b = norm_block_shape(n, vw, held, backward, t);
-    p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + (vw > 1 ? "true" : "false") + ", " +
+    const std::string stages = backward ? "" : std::to_string(forward_stages(b, vw > 1, add)) + ", ";
+    p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + stages + (vw > 1 ? "true" : "false") + ", " +
                         std::to_string(b.held) + ", " + std::to_string(b.row_threads) + ", " + std::to_string(b.rows) +
                         ">");
   }
@@ -78,12 +90,11 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
 // Blocks of a held kernel an SM is planned for (cuda/device/norm.cuh's kNormMinBlocks: 1024 threads).
 int blocks_per_sm(const NormBlockShape& b) { return std::max(1, 1024 / b.threads()); }
 
-// Shared memory of a held, vectorized forward block of 4- or 8-byte elements (cuda/device/norm.cuh:
-// the next rows' x and residual staged there): a 16-byte slot a vector held, a staged tensor; 0 for
-// the other kernels (staging 16-bit rows or the backward's dy and h measured slower or no faster:
-// bench/NOTES.md).
-size_t copy_slot_bytes(const NormBlockShape& b, bool vec, DType dtype, int tensors) {
-  return vec && b.held > 0 && dtype_size(dtype) >= 4 ? static_cast<size_t>(b.threads()) * b.held * 16 * tensors : 0;
+// Shared memory of a forward block (cuda/device/norm.cuh: the next rows' x and residual staged
+// there): a 16-byte slot a vector held, a staged tensor and stage. (Staging the backward's dy and h
+// measured no faster: bench/NOTES.md.)
+size_t copy_slot_bytes(const NormBlockShape& b, bool vec, bool add) {
+  return static_cast<size_t>(b.threads()) * b.held * 16 * (add ? 2 : 1) * forward_stages(b, vec, add);
 }
 
 // Blocks of a held, vectorized forward's grid: as many as the GPU holds at once (each takes rows a
@@ -99,14 +110,14 @@ Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DTyp
   Expected<const jit::Module*> m =
       jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n, add), target.arch, plan);
   if (!m) return m.status();
-  if (!backward && held && dtype_size(dtype) >= 4) {
+  const NormBlockShape b = norm_block_shape(n, vector_width(dtype), held, backward, dtype);
+  if (!backward && forward_stages(b, true, add) > 0) {
     // The staged forward may take more than the default 48 KiB of shared memory a block, and its
     // blocks an SM need the carveout for it (set once here, the same for every plan of the kernel).
-    const NormBlockShape b = norm_block_shape(n, vector_width(dtype), held, backward, dtype);
     const void* kernel = (*m)->kernels[0];
     cudaFuncAttributes attributes{};
     if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
-    const size_t bytes = copy_slot_bytes(b, true, dtype, add ? 2 : 1);
+    const size_t bytes = copy_slot_bytes(b, true, add);
     // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
     const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(blocks_per_sm(b));
     const size_t most = 228 * 1024;
@@ -147,7 +158,7 @@ Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
   const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
   const int64_t row_groups = (g.rows + b.rows - 1) / b.rows;
-  const size_t shared = copy_slot_bytes(b, vec, p.desc.dtype, params.residual ? 2 : 1);
+  const size_t shared = copy_slot_bytes(b, vec, p.desc.residual);
   const int64_t blocks = vec && b.held > 0 ? held_grid(b, row_groups, ctx.target.sm_count)
                                            : std::min<int64_t>(row_groups, int64_t{1} << 20);
   return launch_jit(jit_module(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), params, ctx.stream, "norm_forward",

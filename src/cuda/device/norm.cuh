@@ -130,11 +130,12 @@ inline constexpr int kNormMinBlocks = kThreads >= 1024 ? 1 : 1024 / kThreads;
 // the slots it copied itself, so no barrier is needed between the copy and the read.)
 
 // Held, vectorized forwards run on a grid of the blocks the GPU holds at once, each taking rows
-// gridDim.x * kRows apart; a row's vectors (x, and the residual) are copied to shared memory while
-// the previous row is reduced and written, so a block always has loads in flight (without it, the
-// loads waited for each row's reductions: bench/NOTES.md). Shared memory: kThreads * kHeld 16-byte
-// slots a staged tensor (cuda/norm.cpp's copy_slot_bytes).
-template <class T, class W, bool kRms, bool kAdd, bool kVec, int kHeld, int kRowThreads, int kRows>
+// gridDim.x * kRows apart; with kStages > 0 the block's next kStages rows' vectors (x, and the
+// residual) are copied to shared memory while this row is reduced and written, so a block always
+// has loads in flight (without it, the loads waited for each row's reductions: bench/NOTES.md).
+// Shared memory: kThreads * kHeld 16-byte slots a staged tensor and stage (cuda/norm.cpp's
+// copy_slot_bytes).
+template <class T, class W, bool kRms, bool kAdd, int kStages, bool kVec, int kHeld, int kRowThreads, int kRows>
 __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads * kRows>)
     norm_forward(const __grid_constant__ NormForwardParams p) {
   using Acc = acc_t<T>;
@@ -142,12 +143,14 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
   using Group = RowGroup<kRowThreads, kRows>;
   using Raw = typename Row::Raw;
   constexpr int VW = Row::VW;
-  constexpr bool kStaged = kVec && kHeld > 0 && sizeof(T) >= 4;
+  constexpr bool kStaged = kStages > 0;
+  static_assert(!kStaged || (kVec && kHeld > 0), "staged rows are held 16-byte vectors");
+  constexpr int kTensors = kAdd ? 2 : 1;
   __shared__ Acc shared[32];
   extern __shared__ __align__(16) unsigned char copy_slots[];
-  // Slot k of this thread in tensor slot t (0: x, 1: residual).
-  auto copy_slot = [&](int t, int k) {
-    return reinterpret_cast<Raw*>(copy_slots) + (t * kHeld + k) * Group::kThreads + threadIdx.x;
+  // Slot k of this thread in tensor slot t (0: x, 1: residual) of a stage.
+  auto copy_slot = [&](int stage, int t, int k) {
+    return reinterpret_cast<Raw*>(copy_slots) + ((stage * kTensors + t) * kHeld + k) * Group::kThreads + threadIdx.x;
   };
   const int64 vectors = p.n / VW;  // kVec: the host checked n % VW == 0
   // (An empty row's statistics: mean 0, variance 0.)
@@ -157,8 +160,9 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
   const W* bias = static_cast<const W*>(p.bias);
   const int lane = Group::lane();
   const int64 stride = static_cast<int64>(gridDim.x) * kRows;
-  // The copies of the row group's row in the block's rows from `first` (none past the last row).
-  auto prefetch = [&](int64 first) {
+  // The copies of the row group's row in the block's rows from `first` into a stage (none past the
+  // last row; a group committed all the same, so that every row waits for the same count).
+  auto prefetch = [&](int64 first, int stage) {
     const int64 row = first + Group::group();
     if (row < p.rows) {
       const T* x = static_cast<const T*>(p.x) + row_offset(p.row, kX, row);
@@ -166,16 +170,18 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (v < vectors) {
-          copy_async_16(copy_slot(0, k), x + v * VW);
-          if constexpr (kAdd) copy_async_16(copy_slot(1, k), residual + v * VW);
+          copy_async_16(copy_slot(stage, 0, k), x + v * VW);
+          if constexpr (kAdd) copy_async_16(copy_slot(stage, 1, k), residual + v * VW);
         }
       }
     }
     copy_async_commit();
   };
-  if constexpr (kStaged) prefetch(static_cast<int64>(blockIdx.x) * kRows);
+  if constexpr (kStaged)
+    for (int s = 0; s < kStages; ++s) prefetch(static_cast<int64>(blockIdx.x) * kRows + s * stride, s);
   // Every thread of the block runs every iteration (the sums' shuffles and barriers); a row group
   // past the last row loads and stores nothing.
+  int stage = 0;
   for (int64 first = static_cast<int64>(blockIdx.x) * kRows; first < p.rows; first += stride) {
     const int64 row = first + Group::group();
     const bool live = row < p.rows;
@@ -207,13 +213,16 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
     };
     Raw held[kHeld > 0 ? kHeld : 1];
     if constexpr (kStaged) {
-      copy_async_wait_all();
+      copy_async_wait_pending<kStages - 1>();  // this row's stage, the oldest group
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
-        if (mine(v)) held[k] = kAdd ? combine(v, *copy_slot(0, k), *copy_slot(1, k), false) : *copy_slot(0, k);
+        if (mine(v))
+          held[k] = kAdd ? combine(v, *copy_slot(stage, 0, k), *copy_slot(stage, 1, k), false) : *copy_slot(stage, 0, k);
       }
-      // The next rows' copies go out before this row's reductions; h is written after them.
-      if (first + stride < p.rows) prefetch(first + stride);
+      // The row kStages ahead is copied into the stage just read before this row's reductions; h is
+      // written after them.
+      prefetch(first + kStages * stride, stage);
+      stage = stage + 1 == kStages ? 0 : stage + 1;
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (mine(v)) {
