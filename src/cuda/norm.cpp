@@ -1,5 +1,6 @@
 // The CUDA side of the norm plans: the kernels of cuda/device/norm.cuh, compiled at select for the
-// plan's dtypes, kind, variant and row length (the rows a thread holds), and their launches.
+// plan's dtypes, kind, variant, row length (the rows a thread holds) and fused add (the forward's
+// stages follow from those and the device's shared memory), and their launches.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
 #include "cuda/jit/launch.hpp"
+#include "cuda/runtime.hpp"
 #include "ops/norm_problem.hpp"
 #include "ops/validate.hpp"
 
@@ -18,20 +20,40 @@ namespace {
 
 int vector_width(DType t) { return 16 / static_cast<int>(dtype_size(t)); }
 
-// Rows a held, vectorized forward block copies ahead into shared memory (cuda/device/norm.cuh's
-// kStages), 0 for the other kernels. A block's threads hold up to 64 bytes of a tensor's row each
-// at 1024 threads an SM: two stages of x, or one of x and the residual, fit the SM's 227 KiB.
-// (BARACUDA_NORM_STAGES sets it for measurement: bench/NOTES.md.)
-int forward_stages(const NormBlockShape& b, bool vec, bool add) {
+// Blocks of a held kernel an SM is planned for (cuda/device/norm.cuh's kNormMinBlocks: 1024 threads).
+int blocks_per_sm(const NormBlockShape& b) { return std::max(1, 1024 / b.threads()); }
+
+// Shared memory of one stage of a held, vectorized forward block (cuda/device/norm.cuh: the next
+// rows' x and residual copied there): a 16-byte slot a vector held, a staged tensor.
+int64_t stage_bytes(const NormBlockShape& b, bool add) {
+  return int64_t{b.threads()} * b.held * 16 * (add ? 2 : 1);
+}
+
+// Rows a held, vectorized forward block copies ahead (norm.cuh's kStages), 0 for the other kernels:
+// two of x, or one of x and the residual, as many of those as fit a block's shared memory and the
+// SM's blocks (sm_90: a block's threads hold up to 64 bytes a tensor at 1024 threads an SM, so both
+// fit its 227 KiB; sm_86 / sm_89 fewer). (Staging the backward's dy and h measured no faster:
+// bench/NOTES.md. BARACUDA_NORM_STAGES, read once, sets the count for measurement.)
+int forward_stages(const NormBlockShape& b, bool vec, bool add, const SharedLimits& limits) {
   if (!vec || b.held == 0) return 0;
-  if (const char* forced = std::getenv("BARACUDA_NORM_STAGES")) return std::clamp(std::atoi(forced), 0, add ? 1 : 2);
-  return add ? 1 : 2;
+  static const int forced = [] {
+    const char* e = std::getenv("BARACUDA_NORM_STAGES");
+    return e ? std::atoi(e) : -1;
+  }();
+  constexpr int64_t kReserved = 2048;  // a block's static arrays and the 1 KiB the runtime keeps
+  const int64_t bytes = stage_bytes(b, add);
+  int stages = forced >= 0 ? std::min(forced, 2) : add ? 1 : 2;
+  while (stages > 0 && (stages * bytes + kReserved > limits.block ||
+                        blocks_per_sm(b) * (stages * bytes + kReserved) > limits.sm))
+    --stages;
+  return stages;
 }
 
 }  // namespace
 
 // The program's kernels: [vectorized, by element] (+ the backward's finalize).
-jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool held, int64_t n, bool add) {
+jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool held, int64_t n, bool add,
+                          const SharedLimits& limits) {
   jit::Program p;
   const std::string name = backward ? "norm_backward" : "norm_forward";
   const std::string types = jit::device_type(t) + ", " + jit::device_type(w) + ", " +
@@ -42,7 +64,7 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
   p.source = "#include \"cuda/device/norm.cuh\"\n";
   for (int vw : {vector_width(t), 1}) {
     const NormBlockShape b = norm_block_shape(n, vw, held, backward, t);
-    const std::string stages = backward ? "" : std::to_string(forward_stages(b, vw > 1, add)) + ", ";
+    const std::string stages = backward ? "" : std::to_string(forward_stages(b, vw > 1, add, limits)) + ", ";
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + stages + (vw > 1 ? "true" : "false") + ", " +
                         std::to_string(b.held) + ", " + std::to_string(b.row_threads) + ", " + std::to_string(b.rows) +
                         ">");
@@ -87,14 +109,9 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
   return true;
 }
 
-// Blocks of a held kernel an SM is planned for (cuda/device/norm.cuh's kNormMinBlocks: 1024 threads).
-int blocks_per_sm(const NormBlockShape& b) { return std::max(1, 1024 / b.threads()); }
-
-// Shared memory of a forward block (cuda/device/norm.cuh: the next rows' x and residual staged
-// there): a 16-byte slot a vector held, a staged tensor and stage. (Staging the backward's dy and h
-// measured no faster: bench/NOTES.md.)
-size_t copy_slot_bytes(const NormBlockShape& b, bool vec, bool add) {
-  return static_cast<size_t>(b.threads()) * b.held * 16 * (add ? 2 : 1) * forward_stages(b, vec, add);
+// Dynamic shared memory of a forward block: its stages.
+size_t copy_slot_bytes(const NormBlockShape& b, bool vec, bool add, const SharedLimits& limits) {
+  return static_cast<size_t>(stage_bytes(b, add) * forward_stages(b, vec, add, limits));
 }
 
 // Blocks of a held, vectorized forward's grid: as many as the GPU holds at once (each takes rows a
@@ -107,17 +124,18 @@ int64_t held_grid(const NormBlockShape& b, int64_t row_groups, int sm_count) {
 
 Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DType dtype, DType weight_dtype,
                                    bool backward, bool held, int64_t n, bool add, std::string_view plan) {
+  const SharedLimits limits = shared_limits(target.device);
   Expected<const jit::Module*> m =
-      jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n, add), target.arch, plan);
+      jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n, add, limits), target.arch, plan);
   if (!m) return m.status();
   const NormBlockShape b = norm_block_shape(n, vector_width(dtype), held, backward, dtype);
-  if (!backward && forward_stages(b, true, add) > 0) {
+  if (!backward && forward_stages(b, true, add, limits) > 0) {
     // The staged forward may take more than the default 48 KiB of shared memory a block, and its
     // blocks an SM need the carveout for it (set once here, the same for every plan of the kernel).
     const void* kernel = (*m)->kernels[0];
     cudaFuncAttributes attributes{};
     if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
-    const size_t bytes = copy_slot_bytes(b, true, add);
+    const size_t bytes = copy_slot_bytes(b, true, add, limits);
     // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
     const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(blocks_per_sm(b));
     const size_t most = 228 * 1024;
@@ -158,7 +176,7 @@ Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
   const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
   const int64_t row_groups = (g.rows + b.rows - 1) / b.rows;
-  const size_t shared = copy_slot_bytes(b, vec, p.desc.residual);
+  const size_t shared = copy_slot_bytes(b, vec, p.desc.residual, shared_limits(ctx.target.device));
   const int64_t blocks = vec && b.held > 0 ? held_grid(b, row_groups, ctx.target.sm_count)
                                            : std::min<int64_t>(row_groups, int64_t{1} << 20);
   return launch_jit(jit_module(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), params, ctx.stream, "norm_forward",
@@ -218,11 +236,11 @@ std::vector<Program> norm_programs(const std::vector<int64_t>& row_lengths) {
       for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16})
         for (DType w : {t, DType::f32}) {
           for (int64_t n : row_lengths) {
-            for (bool add : {false, true}) {
+            for (bool add : {false, true}) {  // (stages as sm_90's shared memory allows)
               if (backward && add) continue;  // the backward's dh is read or not at run time
               if (n <= norm_held_limit(backward, t))
-                out.push_back(cuda::norm_program(kind, t, w, backward, true, n, add));
-              out.push_back(cuda::norm_program(kind, t, w, backward, false, n, add));
+                out.push_back(cuda::norm_program(kind, t, w, backward, true, n, add, SharedLimits{}));
+              out.push_back(cuda::norm_program(kind, t, w, backward, false, n, add, SharedLimits{}));
             }
           }
         }

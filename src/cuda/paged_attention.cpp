@@ -25,19 +25,6 @@ namespace {
 constexpr int kThreads = 128;                  // device::kPagedThreads
 constexpr int64_t kSharedDefault = 48 * 1024;  // no opt-in needed
 
-// The device's shared memory: a block's most, opted in (f64 and head dims past 256 need it), and an
-// SM's (sm_90's 227 and 228 KiB where the runtime cannot say).
-struct SharedLimits {
-  int64_t block = 227 * 1024, sm = 228 * 1024;
-};
-SharedLimits shared_limits(const PlanTarget& t) {
-  SharedLimits s;
-  if (Expected<CudaDeviceInfo> info = cuda_device_info(t.device); info && info->shared_per_block > 0) {
-    s.block = info->shared_per_block;
-    s.sm = std::max<int64_t>(info->shared_per_sm, s.block);
-  }
-  return s;
-}
 constexpr int64_t kMinSplitKeys = 256;  // a split's keys at least (its partial costs D_v + 1 values)
 constexpr int64_t kWaves = 8;           // waves of blocks the splits aim for
 
@@ -95,7 +82,7 @@ PagedLayout paged_layout(const PlanTarget& t, const AttentionDescriptor& d) {
   // Two stages where tiles of 64 keys or more fit the default 48 KiB; else one stage of the largest
   // tile there (a tile's barriers and softmax are a fixed cost, which tiles of 32 keys pay twice as
   // often: bench/NOTES.md, eleventh session); else one stage past 48 KiB.
-  const SharedLimits limits = shared_limits(t);
+  const SharedLimits limits = shared_limits(t.device);  // (f64 and head dims past 256 opt in)
   if (!fit(2, kSharedDefault) || l.tile_keys < 64)
     if (!fit(1, kSharedDefault)) fit(1, limits.block);
   l.fits = l.shared <= limits.block;
@@ -157,7 +144,7 @@ BackwardLayout backward_layout(const PlanTarget& t, const AttentionDescriptor& d
       if (l.shared <= limit || tk == 1) return l.shared <= limit;
     }
   };
-  const SharedLimits limits = shared_limits(t);
+  const SharedLimits limits = shared_limits(t.device);
   if (!fit(std::min<int64_t>(96 * 1024, limits.block))) l.fits = fit(limits.block);
   l.tiles = (d.seq_kv + l.tile_keys - 1) / l.tile_keys;
   l.workspace = static_cast<size_t>(round16(d.batch * d.heads_q * d.seq_q * acc));
