@@ -209,9 +209,9 @@ TEST_P(NormTest, RowsPastOneWaveOfBlocksGiveTheirRowsAloneBits) {
     for (Tensor* t : {&b.h, &b.y, &b.rstd, &b.dx, &b.dweight}) EXPECT_TRUE(t->download().is_ok());
     return b;
   };
-  // A block takes rows a grid apart, copying the next ones to shared memory while it reduces one (CUDA:
-  // two rows ahead without the residual, one with it): sizes with blocks of one row and of several,
-  // at least three (the stages reused) on 132 SMs, the last row group part empty.
+  // A block takes rows a grid apart, copying the next ones to shared memory while it reduces one (CUDA,
+  // 4- and 8-byte rows; BARACUDA_NORM_STAGES sets how many): sizes with blocks of one row and of
+  // several, at least three (every stage reused) on 132 SMs, the last row group part empty.
   for (auto [residual, rows, n] : {std::tuple<bool, int64_t, int64_t>{true, 5000, 256},
                                    {true, 700, 4096},
                                    {false, dtype_size(dtype()) == 2 ? 25601 : 13001, 128},

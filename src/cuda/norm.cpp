@@ -30,11 +30,13 @@ int64_t stage_bytes(const NormBlockShape& b, bool add) {
 }
 
 // Rows a held, vectorized forward block copies ahead (norm.cuh's kStages), 0 for the other kernels:
-// two of x, or one of x and the residual, as many of those as fit a block's shared memory and the
-// SM's blocks (sm_90: a block's threads hold up to 64 bytes a tensor at 1024 threads an SM, so both
-// fit its 227 KiB; sm_86 / sm_89 fewer). (Staging the backward's dy and h measured no faster:
-// bench/NOTES.md. BARACUDA_NORM_STAGES, read once, sets the count for measurement.)
-int forward_stages(const NormBlockShape& b, bool vec, bool add, const SharedLimits& limits) {
+// one for 4- and 8-byte rows (x, and the residual), none for 16-bit ones (measured slower when those
+// kernels spilled: bench/NOTES.md), fewer where a block's shared memory or the SM's blocks do not
+// hold them (sm_90: a block's threads hold up to 64 bytes a tensor at 1024 threads an SM, so even
+// two stages of x fit its 227 KiB; sm_86 / sm_89 fewer). BARACUDA_NORM_STAGES, read once, sets the
+// count (up to two, one with the residual) for measurement: two stages, and 16-bit staging now that
+// the plain kernels keep their registers, are compiled and reviewed but not yet run on a GPU.
+int forward_stages(const NormBlockShape& b, bool vec, bool add, DType dtype, const SharedLimits& limits) {
   if (!vec || b.held == 0) return 0;
   static const int forced = [] {
     const char* e = std::getenv("BARACUDA_NORM_STAGES");
@@ -42,7 +44,7 @@ int forward_stages(const NormBlockShape& b, bool vec, bool add, const SharedLimi
   }();
   constexpr int64_t kReserved = 2048;  // a block's static arrays and the 1 KiB the runtime keeps
   const int64_t bytes = stage_bytes(b, add);
-  int stages = forced >= 0 ? std::min(forced, 2) : add ? 1 : 2;
+  int stages = forced >= 0 ? std::min(forced, add ? 1 : 2) : dtype_size(dtype) >= 4 ? 1 : 0;
   while (stages > 0 && (stages * bytes + kReserved > limits.block ||
                         blocks_per_sm(b) * (stages * bytes + kReserved) > limits.sm))
     --stages;
@@ -64,7 +66,7 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
   p.source = "#include \"cuda/device/norm.cuh\"\n";
   for (int vw : {vector_width(t), 1}) {
     const NormBlockShape b = norm_block_shape(n, vw, held, backward, t);
-    const std::string stages = backward ? "" : std::to_string(forward_stages(b, vw > 1, add, limits)) + ", ";
+    const std::string stages = backward ? "" : std::to_string(forward_stages(b, vw > 1, add, t, limits)) + ", ";
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + stages + (vw > 1 ? "true" : "false") + ", " +
                         std::to_string(b.held) + ", " + std::to_string(b.row_threads) + ", " + std::to_string(b.rows) +
                         ">");
@@ -110,8 +112,8 @@ bool vectorizable(const NormGeometry& g, int vw, std::initializer_list<const voi
 }
 
 // Dynamic shared memory of a forward block: its stages.
-size_t copy_slot_bytes(const NormBlockShape& b, bool vec, bool add, const SharedLimits& limits) {
-  return static_cast<size_t>(stage_bytes(b, add) * forward_stages(b, vec, add, limits));
+size_t copy_slot_bytes(const NormBlockShape& b, bool vec, bool add, DType dtype, const SharedLimits& limits) {
+  return static_cast<size_t>(stage_bytes(b, add) * forward_stages(b, vec, add, dtype, limits));
 }
 
 // Blocks of a held, vectorized forward's grid: as many as the GPU holds at once (each takes rows a
@@ -129,13 +131,13 @@ Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DTyp
       jit::load(norm_program(kind, dtype, weight_dtype, backward, held, n, add, limits), target.arch, plan);
   if (!m) return m.status();
   const NormBlockShape b = norm_block_shape(n, vector_width(dtype), held, backward, dtype);
-  if (!backward && forward_stages(b, true, add, limits) > 0) {
+  if (!backward && forward_stages(b, true, add, dtype, limits) > 0) {
     // The staged forward may take more than the default 48 KiB of shared memory a block, and its
     // blocks an SM need the carveout for it (set once here, the same for every plan of the kernel).
     const void* kernel = (*m)->kernels[0];
     cudaFuncAttributes attributes{};
     if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
-    const size_t bytes = copy_slot_bytes(b, true, add, limits);
+    const size_t bytes = copy_slot_bytes(b, true, add, dtype, limits);
     // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
     const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(blocks_per_sm(b));
     const size_t most = 228 * 1024;
@@ -176,7 +178,7 @@ Status launch(const LaunchContext& ctx, const NormForwardProblem& p) {
   const bool vec = vectorizable(g, vw, {params.x, params.residual, params.y, params.h}, {params.weight, params.bias});
   const NormBlockShape b = norm_block_shape(g.n, vec ? vw : 1, held, false, p.desc.dtype);
   const int64_t row_groups = (g.rows + b.rows - 1) / b.rows;
-  const size_t shared = copy_slot_bytes(b, vec, p.desc.residual, shared_limits(ctx.target.device));
+  const size_t shared = copy_slot_bytes(b, vec, p.desc.residual, p.desc.dtype, shared_limits(ctx.target.device));
   const int64_t blocks = vec && b.held > 0 ? held_grid(b, row_groups, ctx.target.sm_count)
                                            : std::min<int64_t>(row_groups, int64_t{1} << 20);
   return launch_jit(jit_module(ctx).kernels[vec ? 0 : 1], blocks, b.threads(), params, ctx.stream, "norm_forward",
