@@ -1,8 +1,9 @@
 // Kernels compiled at select (src/cuda/jit/): every program of the catalog compiles with NVRTC (no GPU
 // needed, so CI compiles every kernel), and the disk cache cannot hurt: a hit gives the same CUBIN, a
-// truncated, corrupt or foreign file is recompiled, an unwritable or disabled directory means no
-// cache, two processes filling one directory at once leave whole files, and NVRTC failing (a bad
-// option, a bad source, no library) is a Status naming the plan and the kernel, never a crash.
+// truncated, corrupt or foreign file is recompiled, pruning removes only the files no compile can
+// read, an unwritable or disabled directory means no cache, two processes filling one directory at
+// once leave whole files, and NVRTC failing (a bad option, a bad source, no library) is a Status
+// naming the plan and the kernel, never a crash.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -209,6 +210,47 @@ TEST(Jit, TruncatedCorruptOrForeignFilesAreRecompiled) {
   }
 }
 
+TEST(Jit, PruningRemovesTheFilesNoCompileCanReadAndKeepsTheRest) {
+  CacheDir dir("prune");
+  const Program p = small_program();
+  const Expected<Compiled> good = compile(p, kArch, "JitTest");
+  ASSERT_TRUE(good) << good.status().to_string();
+  ASSERT_TRUE(compile(p, 80, "JitTest"));  // another arch's file of these sources: kept
+  ASSERT_EQ(dir.files().size(), 2u);
+  const std::string key = cache_key(p, kArch);
+  auto plant = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir.path() / name, std::ios::binary) << bytes;
+  };
+  // Another build's device files: a `reads` line whose hash no embedded file has now.
+  const size_t reads = key.find("reads ");
+  ASSERT_NE(reads, std::string::npos);
+  std::string stale_key = key;
+  stale_key.replace(reads + 6, 4, "zzzz");
+  plant("stale.cubin", cache_file(stale_key, *good));
+  // Another NVRTC, and a key of the first format (every embedded file's hash in one line).
+  std::string other_nvrtc = key;
+  other_nvrtc.replace(key.find("nvrtc ") + 6, 1, "7");
+  plant("nvrtc.cubin", cache_file(other_nvrtc, *good));
+  plant("format1.cubin", cache_file("baracuda-jit 1\nsources 0123\n", *good));
+  std::string torn = cache_file(key, *good);
+  torn.resize(torn.size() / 2);
+  plant("torn.cubin", torn);
+  plant("notes.txt", "not a cache file");
+  const PruneReport r = prune_disk_cache();
+  EXPECT_EQ(r.files, 4);
+  EXPECT_GT(r.bytes, 0);
+  std::vector<std::string> left;
+  for (const fs::path& f : dir.files()) left.push_back(f.filename().string());
+  std::sort(left.begin(), left.end());
+  ASSERT_EQ(left.size(), 3u);
+  EXPECT_EQ(left[2], "notes.txt");
+  const CacheStats before = cache_stats();
+  ASSERT_TRUE(compile(p, kArch, "JitTest"));
+  ASSERT_TRUE(compile(p, 80, "JitTest"));
+  EXPECT_EQ(cache_stats().disk_hits - before.disk_hits, 2);  // the current files stayed
+  EXPECT_EQ(prune_disk_cache().files, 0);
+}
+
 TEST(Jit, AnUnwritableOrDisabledCacheIsNoCache) {
   const Program p = small_program();
   // A directory below a regular file can never be made (root can write anywhere else).
@@ -280,6 +322,18 @@ TEST(Jit, TwoProcessesFillingOneCacheLeaveWholeFiles) {
   for (const Program& p : programs) ASSERT_TRUE(compile(p, kArch, "JitTest"));
   EXPECT_EQ(cache_stats().compiled - before.compiled, 0);  // every one a disk hit
   EXPECT_EQ(cache_stats().disk_rejected - before.disk_rejected, 0);
+}
+
+TEST(Jit, TheWarmCommandPrunesWhenAsked) {
+  CacheDir dir("warm-prune");
+  fs::create_directories(dir.path());
+  std::ofstream(dir.path() / "stale.cubin", std::ios::binary) << "BRCDJIT1 not whole";
+  const std::string env = "BARACUDA_CACHE_DIR=" + dir.path().string();
+  ASSERT_EQ(warm(env, "--lengths 768 --threads 1 --only 'random<'"), 0);
+  EXPECT_TRUE(fs::exists(dir.path() / "stale.cubin"));  // kept unless asked
+  ASSERT_EQ(warm(env, "--lengths 768 --threads 1 --only 'random<' --prune"), 0);
+  EXPECT_FALSE(fs::exists(dir.path() / "stale.cubin"));
+  EXPECT_EQ(dir.files().size(), 6u);  // the random draws' programs
 }
 
 TEST(Jit, NoNvrtcIsAStatusNotACrash) {

@@ -25,9 +25,7 @@ int blocks_per_sm(const NormBlockShape& b) { return std::max(1, 1024 / b.threads
 
 // Shared memory of one stage of a held, vectorized forward block (cuda/device/norm.cuh: the next
 // rows' x and residual copied there): a 16-byte slot a vector held, a staged tensor.
-int64_t stage_bytes(const NormBlockShape& b, bool add) {
-  return int64_t{b.threads()} * b.held * 16 * (add ? 2 : 1);
-}
+int64_t stage_bytes(const NormBlockShape& b, bool add) { return int64_t{b.threads()} * b.held * 16 * (add ? 2 : 1); }
 
 // Rows a held, vectorized forward block copies ahead (norm.cuh's kStages), 0 for the other kernels:
 // one for 4- and 8-byte rows (x, and the residual), none for 16-bit ones (measured slower when those
@@ -45,8 +43,8 @@ int forward_stages(const NormBlockShape& b, bool vec, bool add, DType dtype, con
   constexpr int64_t kReserved = 2048;  // a block's static arrays and the 1 KiB the runtime keeps
   const int64_t bytes = stage_bytes(b, add);
   int stages = forced >= 0 ? std::min(forced, add ? 1 : 2) : dtype_size(dtype) >= 4 ? 1 : 0;
-  while (stages > 0 && (stages * bytes + kReserved > limits.block ||
-                        blocks_per_sm(b) * (stages * bytes + kReserved) > limits.sm))
+  while (stages > 0 &&
+         (stages * bytes + kReserved > limits.block || blocks_per_sm(b) * (stages * bytes + kReserved) > limits.sm))
     --stages;
   return stages;
 }
@@ -59,7 +57,10 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
   jit::Program p;
   const std::string name = backward ? "norm_backward" : "norm_forward";
   const std::string types = jit::device_type(t) + ", " + jit::device_type(w) + ", " +
-                            (kind == NormKind::rms ? "true" : "false") + (backward ? "" : add ? ", true" : ", false");
+                            (kind == NormKind::rms ? "true" : "false") +
+                            (backward ? ""
+                             : add    ? ", true"
+                                      : ", false");
   p.name = std::string(add && !backward ? "add_" : "") + (kind == NormKind::rms ? "rms_" : "layer_") + name + "<" +
            std::string(dtype_name(t)) + ", " + std::string(dtype_name(w)) + ", " + (held ? "held" : "streamed") +
            ", n " + std::to_string(n) + ">";

@@ -2,9 +2,10 @@
 // every core, so that select never waits on NVRTC (deployment images; the GPU machine before a test
 // run): baracuda::precompile (baracuda/core/kernels.hpp) from the command line. Needs no GPU: the
 // arch is device 0's, or --arch.
-//   baracuda-jit-warm [--arch 90] [--threads N] [--lengths 768,4096,...] [--only norm,random<,...]
+//   baracuda-jit-warm [--arch 90] [--threads N] [--lengths 768,4096,...] [--only norm,random<,...] [--prune]
 // --only keeps the programs whose names start with one of the prefixes (the families a deployment
-// uses).
+// uses); --prune then removes the files no compile can read again (other builds' device sources,
+// another NVRTC: a library upgrade leaves its old files behind).
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +18,8 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: baracuda-jit-warm [--arch SM] [--threads N] [--lengths N,N,...] [--only PREFIX,...]\n");
+  std::fprintf(
+      stderr, "usage: baracuda-jit-warm [--arch SM] [--threads N] [--lengths N,N,...] [--only PREFIX,...] [--prune]\n");
   return 2;
 }
 
@@ -59,6 +61,8 @@ int main(int argc, char** argv) {
       }
     } else if (!std::strcmp(argv[i], "--only") && has_value) {
       options.only = split(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--prune")) {
+      options.prune = true;
     } else {
       return usage();
     }
@@ -74,5 +78,8 @@ int main(int argc, char** argv) {
       r->arch, static_cast<long long>(r->programs), r->seconds, static_cast<long long>(r->compiled),
       static_cast<long long>(r->from_cache), r->median_seconds, r->p90_seconds,
       r->cache_directory.empty() ? "off" : r->cache_directory.c_str());
+  if (options.prune)
+    std::printf("pruned %lld files (%.1f MB) no compile can read again\n", static_cast<long long>(r->pruned_files),
+                static_cast<double>(r->pruned_bytes) / 1e6);
   return 0;
 }

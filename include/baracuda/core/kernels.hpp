@@ -16,6 +16,7 @@ struct PrecompileOptions {
   int threads = 0;                   // 0: one a core
   std::vector<int64_t> row_lengths;  // the norms' row lengths; empty: the common models' hidden sizes
   std::vector<std::string> only;     // program name prefixes ("norm", "random"); empty: every program
+  bool prune = false;                // then remove the cache's files no compile can read again
 };
 
 struct PrecompileReport {
@@ -27,6 +28,8 @@ struct PrecompileReport {
   double median_seconds = 0;  // a program's
   double p90_seconds = 0;
   std::string cache_directory;  // "" when the disk cache is off (BARACUDA_CACHE_DIR=off)
+  int64_t pruned_files = 0;     // with options.prune: files of other sources or another NVRTC,
+  int64_t pruned_bytes = 0;     // or not whole (each change of the device files leaves its own)
 };
 
 // Compiles every kernel the library compiles at select (for `options.only` and the row lengths) into

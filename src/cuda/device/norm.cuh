@@ -217,7 +217,8 @@ __global__ void __launch_bounds__(kRowThreads* kRows, kNormMinBlocks<kRowThreads
       for (int k = 0; k < kHeld; ++k) {
         const int64 v = lane + static_cast<int64>(k) * kRowThreads;
         if (mine(v))
-          held[k] = kAdd ? combine(v, *copy_slot(stage, 0, k), *copy_slot(stage, 1, k), false) : *copy_slot(stage, 0, k);
+          held[k] =
+              kAdd ? combine(v, *copy_slot(stage, 0, k), *copy_slot(stage, 1, k), false) : *copy_slot(stage, 0, k);
       }
       // The row kStages ahead is copied into the stage just read before this row's reductions; h is
       // written after them.

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <string>
@@ -278,16 +279,27 @@ bool get(std::string_view data, size_t& pos, std::string_view& out) {
   return true;
 }
 
-std::optional<Compiled> deserialize(std::string_view data, const std::string& key, size_t kernels) {
+// A whole file's body (magic and checksum right) and the position after its key, which it returns.
+std::optional<std::string_view> stored_key(std::string_view data, std::string_view* body = nullptr,
+                                           size_t* after = nullptr) {
   uint64_t sum = 0;
   if (data.size() < sizeof kMagic + sizeof sum || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return {};
   std::memcpy(&sum, data.data() + data.size() - sizeof sum, sizeof sum);
-  const std::string_view body = data.substr(0, data.size() - sizeof sum);
-  if (fnv1a(body) != sum) return {};
+  const std::string_view whole = data.substr(0, data.size() - sizeof sum);
+  if (fnv1a(whole) != sum) return {};
   size_t pos = sizeof kMagic;
-  std::string_view stored_key, cubin;
+  std::string_view key;
+  if (!get(whole, pos, key)) return {};
+  if (body) *body = whole;
+  if (after) *after = pos;
+  return key;
+}
+
+std::optional<Compiled> deserialize(std::string_view data, const std::string& key, size_t kernels) {
+  std::string_view body, cubin;
+  size_t pos = 0;
+  if (stored_key(data, &body, &pos) != std::optional<std::string_view>(key)) return {};
   uint64_t names = 0;
-  if (!get(body, pos, stored_key) || stored_key != key) return {};
   if (body.size() - pos < sizeof names) return {};
   std::memcpy(&names, body.data() + pos, sizeof names);
   pos += sizeof names;
@@ -460,6 +472,40 @@ Expected<Compiled> compile(const Program& program, int arch, std::string_view pl
   Expected<Compiled> c = run_nvrtc(program, arch, plan);
   if (c && !dir.empty()) write_atomically(dir, file, serialize(key, *c));
   return c;
+}
+
+std::string cache_file(const std::string& key, const Compiled& c) { return serialize(key, c); }
+
+PruneReport prune_disk_cache() {
+  PruneReport r;
+  const std::string dir = cache_directory();
+  if (dir.empty() || !nvrtc().create) return r;  // no NVRTC: no version to hold the keys to
+  const std::vector<std::string>& hashes = source_graph().hash;
+  const std::string header = "baracuda-jit 2\nnvrtc " + nvrtc_version_text() + "\n";
+  // A key these sources and this NVRTC could ask for: the header, then every file it read as it is now.
+  auto current = [&](std::string_view key) {
+    if (!key.starts_with(header)) return false;
+    key.remove_prefix(header.size());
+    while (key.starts_with("reads ")) {
+      const size_t end = key.find('\n');
+      if (end == std::string_view::npos) return false;
+      if (std::find(hashes.begin(), hashes.end(), key.substr(6, end - 6)) == hashes.end()) return false;
+      key.remove_prefix(end + 1);
+    }
+    return true;
+  };
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".cubin") continue;  // (a writer's temporary file, or not ours)
+    const std::optional<std::string> data = read_file(e.path().string());
+    if (!data) continue;
+    if (const std::optional<std::string_view> key = stored_key(*data); key && current(*key)) continue;
+    if (std::filesystem::remove(e.path(), ec)) {
+      ++r.files;
+      r.bytes += static_cast<int64_t>(data->size());
+    }
+  }
+  return r;
 }
 
 Expected<Compiled> compile_ptx(const Program& program, int arch, std::string_view plan) {

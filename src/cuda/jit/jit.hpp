@@ -82,6 +82,18 @@ std::vector<Program> catalog(const std::vector<int64_t>& row_lengths);
 // keys by it.
 std::string cache_key(const Program& program, int arch);
 
+// The disk cache's file of a key and its compiled program (the tests write stale files with it).
+std::string cache_file(const std::string& key, const Compiled& c);
+
+// Removes the disk cache's files that no compile can read again: keys of other sources (another
+// build's device files: each change to them leaves the old files behind), of another NVRTC or key
+// format, and files that are not whole. Other archs' files of these sources stay. Nothing without
+// NVRTC (no version to hold the keys to) or without a cache directory.
+struct PruneReport {
+  int64_t files = 0, bytes = 0;
+};
+PruneReport prune_disk_cache();
+
 // A kernel's hold on its module where the kernel's types are compile-time (a template's own static
 // slot): the first module loaded for an arch, read after that with one atomic load, so that a plan's
 // run costs no cache lookup. Another arch's lookups go to `load` (processes of mixed GPUs).

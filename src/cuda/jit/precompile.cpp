@@ -75,6 +75,11 @@ Expected<PrecompileReport> precompile(const PrecompileOptions& options) {
   r.median_seconds = seconds[seconds.size() / 2];
   r.p90_seconds = seconds[static_cast<size_t>(0.9 * static_cast<double>(seconds.size() - 1))];
   r.cache_directory = jit::cache_directory();
+  if (options.prune) {
+    const jit::PruneReport pruned = jit::prune_disk_cache();
+    r.pruned_files = pruned.files;
+    r.pruned_bytes = pruned.bytes;
+  }
   return r;
 }
 
