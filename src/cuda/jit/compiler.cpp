@@ -494,13 +494,17 @@ PruneReport prune_disk_cache() {
     }
     return true;
   };
+  // The names first, by increments that report errors rather than throw; a writer's temporary file
+  // (or anything not ours) is not a .cubin.
+  std::vector<std::filesystem::path> files;
   std::error_code ec;
-  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".cubin") continue;  // (a writer's temporary file, or not ours)
-    const std::optional<std::string> data = read_file(e.path().string());
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".cubin") files.push_back(it->path());
+  for (const std::filesystem::path& f : files) {
+    const std::optional<std::string> data = read_file(f.string());
     if (!data) continue;
     if (const std::optional<std::string_view> key = stored_key(*data); key && current(*key)) continue;
-    if (std::filesystem::remove(e.path(), ec)) {
+    if (std::filesystem::remove(f, ec)) {
       ++r.files;
       r.bytes += static_cast<int64_t>(data->size());
     }
