@@ -56,11 +56,9 @@ jit::Program norm_program(NormKind kind, DType t, DType w, bool backward, bool h
                           const SharedLimits& limits) {
   jit::Program p;
   const std::string name = backward ? "norm_backward" : "norm_forward";
-  const std::string types = jit::device_type(t) + ", " + jit::device_type(w) + ", " +
-                            (kind == NormKind::rms ? "true" : "false") +
-                            (backward ? ""
-                             : add    ? ", true"
-                                      : ", false");
+  const std::string add_arg = backward ? "" : add ? ", true" : ", false";  // (the backward reads dh at run time)
+  const std::string types =
+      jit::device_type(t) + ", " + jit::device_type(w) + ", " + (kind == NormKind::rms ? "true" : "false") + add_arg;
   p.name = std::string(add && !backward ? "add_" : "") + (kind == NormKind::rms ? "rms_" : "layer_") + name + "<" +
            std::string(dtype_name(t)) + ", " + std::string(dtype_name(w)) + ", " + (held ? "held" : "streamed") +
            ", n " + std::to_string(n) + ">";
@@ -139,9 +137,9 @@ Expected<const void*> norm_kernels(const PlanTarget& target, NormKind kind, DTyp
     cudaFuncAttributes attributes{};
     if (Status s = cuda_status(cudaFuncGetAttributes(&attributes, kernel), "norm: cudaFuncGetAttributes"); !s) return s;
     const size_t bytes = copy_slot_bytes(b, true, add, dtype, limits);
-    // (Percent of the SM's 228 KiB; a block also reserves 1 KiB, and has its static arrays.)
+    // (Percent of the SM's shared memory; a block also reserves 1 KiB, and has its static arrays.)
     const size_t per_sm_bytes = (bytes + attributes.sharedSizeBytes + 1024) * static_cast<size_t>(blocks_per_sm(b));
-    const size_t most = 228 * 1024;
+    const size_t most = static_cast<size_t>(limits.sm);
     const int carveout = static_cast<int>(std::min<size_t>(100, (per_sm_bytes * 100 + most - 1) / most));
     if (Status s = cuda_status(
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),

@@ -139,9 +139,6 @@ std::vector<std::string_view> quoted_includes(std::string_view text) {
   return out;
 }
 
-// Each embedded file's include closure (its own index and those of every embedded file it reads,
-// sorted) and the hash of its path and text: a program's key depends on the files it reads alone,
-// so a change to one family's device code leaves the others' disk cache valid.
 // The index of the embedded file named `path`, or -1.
 int embedded_index(std::string_view path) {
   const std::span<const EmbeddedSource> files = embedded_sources();
@@ -150,6 +147,9 @@ int embedded_index(std::string_view path) {
   return -1;
 }
 
+// Each embedded file's include closure (its own index and those of every embedded file it reads,
+// sorted) and the hash of its path and text: a program's key depends on the files it reads alone,
+// so a change to one family's device code leaves the others' disk cache valid.
 struct SourceGraph {
   std::vector<std::vector<int>> closure;
   std::vector<std::string> hash;
