@@ -20,8 +20,11 @@
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 el() { echo "== $1 at $(( $(date +%s) - t0 )) s"; }
-tar -xJf .shipx/ship.tar.xz && mkdir -p /tmp/bcache && tar -C /tmp/bcache -xJf .shipx/cache.tar.xz || exit 1
-el extracted
+# (A script run before this one in the same call may have unpacked and warmed already.)
+if [ ! -f /tmp/bcache/.warm ]; then
+  tar -xJf .shipx/ship.tar.xz && mkdir -p /tmp/bcache && tar -C /tmp/bcache -xJf .shipx/cache.tar.xz || exit 1
+  el extracted
+fi
 export BARACUDA_CACHE_DIR=/tmp/bcache LD_LIBRARY_PATH=$PWD/.ship:$LD_LIBRARY_PATH OMP_NUM_THREADS=1
 T=.ship/baracuda_tests
 chmod +x .ship/*
@@ -34,7 +37,9 @@ shards() { local log=$1 filter=$2 to=$3 n=$4; shift 4
 summary() { grep -E "^\[  (PASSED|FAILED)  \]|ERROR SUMMARY|RACECHECK SUMMARY" "$1" | sed 's/ *([0-9]* ms total)//' | sort | uniq -c
   grep -E "^\[  FAILED  \]" "$1" | sort -u | head -30; grep -B2 -A10 "Failure$" "$1" | head -60
   echo "started $(grep -c '^\[ RUN' "$1"), ok $(grep -c '^\[       OK' "$1"), skipped $(grep -c '^\[  SKIPPED' "$1")"; }
-timeout "${WTIME:-60}" .ship/baracuda-jit-warm --arch 90 --threads 16 2>&1 | tail -1; el warm
+if [ ! -f /tmp/bcache/.warm ]; then
+  timeout "${WTIME:-60}" .ship/baracuda-jit-warm --arch 90 --threads 16 2>&1 | tail -1; touch /tmp/bcache/.warm; el warm
+fi
 FILTER=${TF:-'*cuda*:*Cuda*:*CUDA*:*Gpu*:*GPU*'}
 [ -n "$TFILE" ] && FILTER=$(paste -sd: "$TFILE")
 shards "$OUT/suite.log" "$FILTER" "${STIME:-540}" 16; el suite; summary "$OUT/suite.log"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/checked.hpp"
 #include "cuda/device/params.h"
 #include "cuda/jit/jit.hpp"
 #include "cuda/jit/launch.hpp"
@@ -13,8 +14,11 @@
 
 namespace baracuda::detail::cuda {
 
-// The program's kernels: [flat spatial dims in vectors, flat, any spatial dims] (+ the backward's
-// finalize).
+// 16-byte vectors a thread holds in the held forward (its kHeld).
+constexpr int kGroupHeld = 8;
+
+// The program's kernels: [flat spatial dims in vectors, flat, any spatial dims], then the forward's
+// held kernel or the backward's finalize.
 jit::Program group_norm_program(DType t, DType w, bool backward, bool silu) {
   jit::Program p;
   const std::string name = backward ? "group_norm_backward" : "group_norm_forward";
@@ -25,6 +29,8 @@ jit::Program group_norm_program(DType t, DType w, bool backward, bool silu) {
     p.kernels.push_back("baracuda::device::" + name + "<" + types + ", " + shape + ">");
   if (backward)
     p.kernels.push_back("baracuda::device::norm_finalize<" + jit::device_type(t) + ", " + jit::device_type(w) + ">");
+  else
+    p.kernels.push_back("baracuda::device::group_norm_forward_held<" + types + ", " + std::to_string(kGroupHeld) + ">");
   return p;
 }
 
@@ -77,6 +83,22 @@ int kernel_index(const GroupNormGeometry& g, DType dtype, std::initializer_list<
   return 0;
 }
 
+// The held forward's blocks for a group of `vectors` 16-byte vectors, from the group's size alone (so
+// every sum's order is batch-invariant): one block of 64 to 512 threads where the group fits it,
+// else on sm_90 a cluster of up to 8 blocks of 256 (several clusters an SM, so one's loads overlap
+// another's reduction), else none (cluster 0: the two-pass kernels, which read x twice).
+struct HeldShape {
+  int threads = 0, cluster = 0;
+};
+HeldShape held_shape(int64_t vectors, int arch) {
+  if (vectors <= 0) return {};
+  if (vectors <= 512 * kGroupHeld)
+    return {static_cast<int>(std::clamp<int64_t>((ceil_div(vectors, kGroupHeld) + 31) / 32 * 32, 64, 512)), 1};
+  const int64_t cluster = ceil_div(vectors, int64_t{256} * kGroupHeld);
+  if (arch >= 90 && cluster <= 8) return {256, static_cast<int>(cluster)};
+  return {};
+}
+
 }  // namespace
 
 Expected<const void*> group_norm_kernels(const PlanTarget& target, DType dtype, DType weight_dtype, bool backward,
@@ -97,11 +119,21 @@ Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
   params.mean = p.args.mean.data;
   params.rstd = p.args.rstd.data;
   const int threads = group_norm_threads(g.group_size());
-  const int64_t blocks = group_norm_blocks(g.samples * g.groups);
+  const int64_t items = g.samples * g.groups, blocks = group_norm_blocks(items);
   // (No channel or no spatial element: nothing to normalize, only statistics asked for have elements.)
   if (blocks == 0 || (g.group_size() == 0 && !params.mean && !params.rstd)) return Status::ok();
-  return launch_jit(jit_module(ctx).kernels[kernel_index(g, p.desc.dtype, {params.x, params.y})], blocks, threads,
-                    params, ctx.stream, "group_norm_forward");
+  const jit::Module& m = jit_module(ctx);
+  const int index = kernel_index(g, p.desc.dtype, {params.x, params.y});
+  const HeldShape held = held_shape(g.group_size() / (16 / static_cast<int64_t>(dtype_size(p.desc.dtype))), ctx.target.arch);
+  if (index == 0 && held.cluster > 0) {
+    const Expected<int> resident =
+        resident_clusters(m.kernels[3], held.threads, held.cluster, ctx.target.sm_count, "group_norm_forward");
+    if (!resident) return resident.status();
+    if (*resident > 0)  // (else the device cannot place the cluster: the two-pass kernel)
+      return launch_jit_clusters(m.kernels[3], std::min<int64_t>(items, *resident), held.threads, held.cluster, params,
+                                 ctx.stream, "group_norm_forward");
+  }
+  return launch_jit(m.kernels[index], blocks, threads, params, ctx.stream, "group_norm_forward");
 }
 
 Status launch(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {

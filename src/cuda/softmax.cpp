@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cuda/elementwise_launch.hpp"
+#include "cuda/jit/launch.hpp"
 #include "ops/softmax_problem.hpp"
 
 namespace baracuda::detail::cuda {
@@ -54,27 +55,9 @@ unsigned blocks_for(int64_t work, int64_t cap) {
 Status launch_clusters(const ElementwiseRun& r, const jit::Module& m, int index, const SoftmaxKernelArgs& a,
                        int64_t units, int threads, int cluster, const char* what) {
   const void* kernel = m.kernels[index];
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(cluster));
-  config.blockDim = dim3(threads);
-  config.stream = native(r.stream);
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster;
-  attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = cluster > 1 ? 1 : 0;
-  int resident = 0;
-  if (cluster > 1) {
-    if (Status s = cuda_status(cudaOccupancyMaxActiveClusters(&resident, kernel, &config), what); !s) return s;
-  } else {
-    if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, 0), what); !s)
-      return s;
-    resident *= r.target.sm_count;
-  }
-  config.gridDim = dim3(blocks_for(units, std::max(resident, 1)) * static_cast<unsigned>(cluster));
-  void* args[] = {const_cast<SoftmaxKernelArgs*>(&a)};
-  return cuda_status(cudaLaunchKernelExC(&config, kernel, args), what);
+  const Expected<int> resident = resident_clusters(kernel, threads, cluster, r.target.sm_count, what);
+  if (!resident) return resident.status();
+  return launch_jit_clusters(kernel, blocks_for(units, std::max(*resident, 1)), threads, cluster, a, r.stream, what);
 }
 
 template <class Math, class Load, class Store>

@@ -3,14 +3,20 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #if BARACUDA_HAS_CUDA
 #include <cuda_runtime.h>
 #endif
 
 namespace baracuda::harness {
+namespace {
+size_t padded_size(size_t bytes) { return (std::max<size_t>(bytes, 1) + 255) / 256 * 256; }
+}  // namespace
 
 #if BARACUDA_HAS_CUDA
 namespace {
@@ -20,6 +26,52 @@ Status cuda_error(cudaError_t err, const char* what) {
   return Status::error(StatusCode::backend_error,
                        std::string(what) + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
 }
+
+// Device blocks kept for reuse by (device, padded size), so a test's thousands of samples do not
+// each pay cudaMalloc and cudaFree: cudaFree waits for the whole device, and in the GPU suite, 16
+// processes time-slice one GPU, so every such wait costs other processes' slices too. A block goes
+// back to the pool at release: every stream the harness uses (the legacy default stream, or a
+// blocking stream) orders the next owner's uploads and kernels after the last owner's work.
+// BARACUDA_HARNESS_POOL=0 allocates and frees each buffer (for a sanitizer's view of each, or to
+// measure the pool).
+class DevicePool {
+ public:
+  static DevicePool& instance() {
+    static DevicePool* pool = new DevicePool;  // never destroyed: the CUDA runtime may be gone at exit
+    return *pool;
+  }
+  bool enabled() const { return enabled_; }
+  void* take(int device, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find({device, bytes});
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= bytes;
+    return p;
+  }
+  // False when the block is not kept (too large, or the pool is full): the caller frees it.
+  bool give(int device, size_t bytes, void* p) {
+    if (bytes > kLargestKept) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cached_ + bytes > kMostCached) return false;
+    free_[{device, bytes}].push_back(p);
+    cached_ += bytes;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kLargestKept = size_t{256} << 20;
+  static constexpr size_t kMostCached = size_t{1} << 30;
+  DevicePool() {
+    const char* env = std::getenv("BARACUDA_HARNESS_POOL");
+    enabled_ = !(env && std::strcmp(env, "0") == 0);
+  }
+  bool enabled_ = true;
+  std::mutex mutex_;
+  std::map<std::pair<int, size_t>, std::vector<void*>> free_;
+  size_t cached_ = 0;
+};
 }  // namespace
 #endif
 
@@ -28,7 +80,7 @@ Expected<Buffer> Buffer::allocate(Backend backend, size_t bytes, int device) {
   b.backend_ = backend;
   b.device_ = device;
   b.size_ = bytes;
-  const size_t padded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;  // aligned_alloc: a multiple of 256
+  const size_t padded = padded_size(bytes);  // aligned_alloc: a multiple of 256
   if (backend == Backend::cpu) {
     b.data_ = std::aligned_alloc(256, padded);
     if (!b.data_)
@@ -37,6 +89,8 @@ Expected<Buffer> Buffer::allocate(Backend backend, size_t bytes, int device) {
   }
 #if BARACUDA_HAS_CUDA
   if (Status s = cuda_error(cudaSetDevice(device), "cudaSetDevice"); !s) return s;
+  DevicePool& pool = DevicePool::instance();
+  if (pool.enabled() && (b.data_ = pool.take(device, padded))) return b;
   if (Status s = cuda_error(cudaMalloc(&b.data_, padded), "cudaMalloc"); !s) {
     b.data_ = nullptr;
     return s;
@@ -53,7 +107,8 @@ void Buffer::release() {
     std::free(data_);
   } else {
 #if BARACUDA_HAS_CUDA
-    cudaFree(data_);
+    DevicePool& pool = DevicePool::instance();
+    if (!pool.enabled() || !pool.give(device_, padded_size(size_), data_)) cudaFree(data_);
 #endif
   }
   data_ = nullptr;

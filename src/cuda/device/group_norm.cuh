@@ -129,6 +129,111 @@ __global__ void __launch_bounds__(512, sizeof(T) >= 4 ? 2 : 1)
   }
 }
 
+// The moments of a cluster's blocks (sm_90; the block's alone before), the same on every thread:
+// each block's by block_moments, then the blocks' in rank order through distributed shared memory.
+// `shared` holds 99 values: block_moments' 96, then the block's moments for the others to read.
+template <class Acc>
+__device__ __forceinline__ Moments<Acc> cluster_moments(Moments<Acc> m, Acc* shared) {
+  m = block_moments(m, shared);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned blocks = __clusterSizeInBlocks();
+  if (blocks == 1) return m;
+  if (threadIdx.x == 0) {
+    shared[96] = m.n;
+    shared[97] = m.mean;
+    shared[98] = m.m2;
+  }
+  __cluster_barrier_arrive();  // (release and acquire: the other blocks' moments are visible after)
+  __cluster_barrier_wait();
+  Moments<Acc> all{Acc(0), Acc(0), Acc(0)};
+  for (unsigned rank = 0; rank < blocks; ++rank) {
+    const Acc* theirs = static_cast<const Acc*>(__cluster_map_shared_rank(shared + 96, rank));
+    all = merge(all, Moments<Acc>{theirs[0], theirs[1], theirs[2]});
+  }
+  __cluster_barrier_arrive();  // no block overwrites its moments, or exits, while another reads them
+  __cluster_barrier_wait();
+  return all;
+#else
+  return m;
+#endif
+}
+
+// The forward of a group held in registers: a cluster of blocks (one block for groups that fit it)
+// takes a (sample, group) at a time, kHeld 16-byte vectors a thread, so x is read once. Vector j of
+// the group is thread j mod (the cluster's threads) of block rank j / blockDim mod the cluster's
+// size: consecutive threads, consecutive vectors. For flat spatial dims with vectors along the fast
+// axis (kernel_index 0 of cuda/group_norm.cpp), groups of at most kHeld vectors a thread.
+template <class T, class W, bool kSilu, int kHeld>
+__global__ void __launch_bounds__(512) group_norm_forward_held(const __grid_constant__ GroupNormParams p) {
+  using Acc = acc_t<T>;
+  constexpr int VW = kVectorWidth<T>;
+  using Raw = Pack<T, VW>;
+  __shared__ Acc shared[99];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const int blocks = static_cast<int>(__clusterSizeInBlocks()), rank = static_cast<int>(__clusterRelativeBlockRank());
+#else
+  const int blocks = 1, rank = 0;
+#endif
+  const W* weight = static_cast<const W*>(p.weight);
+  const W* bias = static_cast<const W*>(p.bias);
+  const Acc eps = static_cast<Acc>(p.eps);
+  // The thread's vectors, the same in every group: their channel (within the group) and spatial
+  // element, found once (a group has at most 2^31 vectors here).
+  const int total = static_cast<int>(p.group_channels * p.spatial / VW);
+  const int fast_n = static_cast<int>((p.channel_minor ? p.group_channels : p.spatial) / VW);
+  int c[kHeld], s[kHeld];
+#pragma unroll
+  for (int u = 0; u < kHeld; ++u) {
+    const int j = (u * blocks + rank) * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
+    const int slow = j / fast_n, fast = (j - slow * fast_n) * VW;
+    c[u] = j < total ? (p.channel_minor ? fast : slow) : -1;  // -1: no vector
+    s[u] = p.channel_minor ? slow : fast;
+  }
+  const int64 x_spatial = p.space.strides[0][0], y_spatial = p.space.strides[1][0];
+  for (int64 item = blockIdx.x / blocks; item < p.samples * p.groups; item += gridDim.x / blocks) {
+    const int64 n = item / p.groups, g = item - n * p.groups, c0 = g * p.group_channels;
+    const T* x = group_base<const T>(p, p.x, 0, n, g);
+    T* y = group_base<T>(p, p.y, 1, n, g);
+    Raw v[kHeld];
+#pragma unroll
+    for (int u = 0; u < kHeld; ++u)
+      if (c[u] >= 0) v[u] = *reinterpret_cast<const Raw*>(x + c[u] * p.c_stride[0] + s[u] * x_spatial);
+    Moments<Acc> m{Acc(0), Acc(0), Acc(0)};
+#pragma unroll
+    for (int u = 0; u < kHeld; ++u)
+      if (c[u] >= 0) m = merge(m, moments_of<Acc>(v[u]));
+    m = cluster_moments(m, shared);
+    const Acc mean = m.mean, rstd = reciprocal_sqrt(m.m2 / m.n + eps);
+    if (rank == 0 && threadIdx.x == 0) {
+      if (p.mean) static_cast<Acc*>(p.mean)[n * p.mean_stride[0] + g * p.mean_stride[1]] = mean;
+      if (p.rstd) static_cast<Acc*>(p.rstd)[n * p.rstd_stride[0] + g * p.rstd_stride[1]] = rstd;
+    }
+#pragma unroll
+    for (int u = 0; u < kHeld; ++u) {
+      if (c[u] < 0) continue;
+      // The affine's scale and shift: one channel's for the whole vector unless channels are fastest.
+      Acc w[VW], b[VW];
+      for (int e = 0; e < VW; ++e) {
+        if (e > 0 && !p.channel_minor) {
+          w[e] = w[0];
+          b[e] = b[0];
+          continue;
+        }
+        const int64 channel = c0 + c[u] + e;
+        w[e] = weight ? to_acc<Acc>(weight[channel * p.weight_stride]) : Acc(1);
+        b[e] = bias ? to_acc<Acc>(bias[channel * p.bias_stride]) : Acc(0);
+      }
+      Raw out;
+      for (int e = 0; e < VW; ++e) {
+        Acc z = (to_acc<Acc>(v[u].e[e]) - mean) * rstd * w[e] + b[e];
+        if (kSilu) z *= sigmoid_of(z);
+        out.e[e] = round_to<T>(z);
+      }
+      *reinterpret_cast<Raw*>(y + c[u] * p.c_stride[1] + s[u] * y_spatial) = out;
+    }
+  }
+}
+
 // dz (the gradient reaching the norm's affine output) and xhat of one element.
 template <class Acc, bool kSilu>
 __device__ __forceinline__ Acc group_grad(Acc dy, Acc x, Acc mean, Acc rstd, Acc w, Acc b, Acc& xhat) {

@@ -81,6 +81,26 @@ Expected<const Module*> load(const Program& program, int arch, std::string_view 
 
 namespace baracuda::detail::cuda {
 
+Expected<int> resident_clusters(const void* kernel, int threads, int cluster, int sm_count, const char* what) {
+  int resident = 0;
+  if (cluster <= 1) {
+    if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, 0), what); !s)
+      return s;
+    return resident * sm_count;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(cluster));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute.val.clusterDim.y = attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  if (Status s = cuda_status(cudaOccupancyMaxActiveClusters(&resident, kernel, &config), what); !s) return s;
+  return resident;
+}
+
 Status raise_kernel_attribute(const void* kernel, cudaFuncAttribute attribute, int value, const char* what) {
   int device = 0;
   if (Status s = cuda_status(cudaGetDevice(&device), what); !s) return s;

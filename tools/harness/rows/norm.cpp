@@ -224,6 +224,15 @@ std::vector<Sample<GroupDesc>> group_samples(bool backward) {
   }
   add(group_norm({2, 32, 40, 40}, 32), Views::channels_last, "channels-last, groups of 1600");
   add(group_norm({2, 64, 24, 24}, 4), Views::channels_last, "channels-last, groups of 9216", {DType::f32, DType::bf16});
+  // The held forward's sizes (cuda/group_norm.cpp's held_shape, 8 vectors a thread): one block to
+  // 4,096 vectors, a cluster of 256-thread blocks to 16,384 (sm_90), the two-pass kernel past it;
+  // each side of both in f32 (4 elements a vector) and bf16 (8), with more groups than the device
+  // holds clusters at once beside the first threshold.
+  for (int64_t spatial : {8192, 8196, 32768, 32772})
+    add(group_norm({spatial == 8196 ? 100 : 1, 2, spatial}, 1), Views::contiguous, "held sizes", {DType::f32});
+  for (int64_t spatial : {16384, 16392, 65536, 65544})
+    add(group_norm({spatial == 16392 ? 100 : 1, 2, spatial}, 1), Views::contiguous, "held sizes", {DType::bf16});
+  add(group_norm({1, 32, 64, 64}, 2), Views::channels_last, "channels-last, groups of 2^16", {DType::f32, DType::bf16});
   return out;
 }
 
