@@ -637,6 +637,9 @@ NORM_CASES = {
     "F.group_norm(x, 32, w, b)": group_norm_case(),
     "F.silu(F.group_norm(x, 32, w, b))": group_norm_case(silu=True),
     "autograd of F.group_norm(x, 32, w, b)": group_norm_case(True),
+    "F.group_norm(x, 32, w, b), x channels_last": group_norm_case(channels_last=True),
+    "F.silu(F.group_norm(x, 32, w, b)), x channels_last": group_norm_case(silu=True, channels_last=True),
+    "autograd of F.group_norm(x, 32, w, b), x channels_last": group_norm_case(True, channels_last=True),
     "F.batch_norm(x, rm, rv, w, b, training=True)": batch_norm_case(),
     "autograd of F.batch_norm(x, rm, rv, w, b, training=True)": batch_norm_case(True),
 }
@@ -1088,6 +1091,9 @@ EXTRA_FORWARD.update({
     "F.cross_entropy(x, t)": {"compile ms": cross_entropy_case(compile=True), "liger ms": liger_cross_entropy},
     "F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(compile=True)},
     "F.silu(F.group_norm(x, 32, w, b))": {"compile ms": group_norm_case(silu=True, compile=True)},
+    "F.group_norm(x, 32, w, b), x channels_last": {"compile ms": group_norm_case(compile=True, channels_last=True)},
+    "F.silu(F.group_norm(x, 32, w, b)), x channels_last":
+        {"compile ms": group_norm_case(silu=True, compile=True, channels_last=True)},
     "F.batch_norm(x, rm, rv, w, b, training=True)": {"compile ms": batch_norm_case(compile=True)},
     "F.gelu(F.linear(x, w, b))": {"compile ms": linear_case(torch.nn.functional.gelu, compile=True)},
     "F.gelu(F.linear(x, w, b), approximate='tanh')": {"compile ms": linear_case(gelu_tanh, compile=True)},
@@ -1106,6 +1112,8 @@ EXTRA_BACKWARD = {
     "autograd of F.cross_entropy(x, p), p probabilities": {
         "compile ms": cross_entropy_case(True, compile=True, soft=True)},
     "autograd of F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(True, compile=True)},
+    "autograd of F.group_norm(x, 32, w, b), x channels_last":
+        {"compile ms": group_norm_case(True, compile=True, channels_last=True)},
     "autograd of F.batch_norm(x, rm, rv, w, b, training=True)": {"compile ms": batch_norm_case(True, compile=True)},
     "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)": {
         f"{b} ms": attention_case(True, b) for b in SDPA_BACKENDS},

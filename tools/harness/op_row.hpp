@@ -34,6 +34,7 @@ struct BenchSample {
   std::string_view transposed{};  // an input viewed as the transpose of a contiguous buffer (x.t())
   std::span<const ValueRange> value_ranges{};          // its inputs' own ranges, as a Sample's (sqrt's x >= 0)
   int64_t (*reference_terms)(const Shape&) = nullptr;  // see BenchCase
+  std::string_view channels_last{};  // the arguments (comma-separated) viewed channels-last ([N, C, *] as [N, *, C])
 };
 
 template <class Plan>
@@ -156,7 +157,7 @@ class TypedRow final : public OpRow {
       const auto describe = b.describe;
       bench_.push_back(
           {b.name, b.torch, b.dtypes, b.shapes, b.deterministic, b.skewed, b.gathered, b.omitted, b.transposed,
-           b.reference_terms,
+           b.channels_last, b.reference_terms,
            [this, describe, ranges = b.value_ranges](DType dtype, const Shape& shape) -> std::unique_ptr<Problem> {
              Sample<Descriptor> sample{describe(dtype, shape)};
              sample.value_ranges.assign(ranges.begin(), ranges.end());

@@ -171,6 +171,7 @@ struct BenchCase {
   std::string_view gathered;                        // an input read only where indexed: its bytes count as the output's
   std::string_view omitted;                         // an optional output left empty: not computed, not counted
   std::string_view transposed;                      // an input viewed as the transpose of a contiguous buffer
+  std::string_view channels_last;                   // arguments (comma-separated) viewed [N, C, *] as [N, *, C]
   // How many terms the reference sums for each element of an output (a matmul's K), where that is
   // more than the inputs' elements per output element: the profiler checks that many times fewer.
   int64_t (*reference_terms)(const Shape&) = nullptr;

@@ -40,6 +40,19 @@ void CaseTensor::view_transposed() {
   std::swap(strides_[r - 1], strides_[r - 2]);
 }
 
+void CaseTensor::view_channels_last() {
+  const int r = shape_.rank;
+  if (r < 3) return;
+  int64_t stride = 1;
+  strides_[1] = stride;
+  stride *= shape_.dims[1];
+  for (int d = r - 1; d >= 2; --d) {
+    strides_[d] = stride;
+    stride *= shape_.dims[d];
+  }
+  strides_[0] = stride;
+}
+
 Status CaseTensor::allocate_random(const Stream& stream, DType dtype, Shape shape, int sets, uint64_t seed, double lo,
                                    double hi) {
   if (Status s = allocate(stream, dtype, shape, sets); !s) return s;

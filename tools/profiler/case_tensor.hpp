@@ -38,6 +38,8 @@ class CaseTensor {
   // From now on, view the buffers as the transpose of a contiguous tensor with the last two dims of
   // shape() swapped (x.t() of a row-major [M, N]: shape [N, M], strides [1, N]); the values stay.
   void view_transposed();
+  // [N, C, *] stored as [N, *, C] (PyTorch's channels_last memory format).
+  void view_channels_last();
   void* data(int set) const { return buffers_[set].data(); }
   HostSnapshot snapshot() const { return {dtype_, host0_}; }
   harness::HostView host_view() const { return {dtype_, shape_, strides_, nullptr, host0_.data()}; }

@@ -273,13 +273,32 @@ GroupDesc group_bench_desc(DType dtype, const Shape& shape) {
   return d;
 }
 
+// Each also channels-last (NHWC: x and the tensors shaped like it), as PyTorch's channels_last x.
 std::vector<BenchSample<GroupDesc>> group_bench(bool backward) {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
   if (backward)
     return {{"group_norm_backward", "autograd of F.group_norm(x, 32, w, b)", dtypes, group_shapes,
-             group_bench_desc<false>}};
+             group_bench_desc<false>},
+            {.name = "group_norm_backward_nhwc",
+             .torch = "autograd of F.group_norm(x, 32, w, b), x channels_last",
+             .dtypes = dtypes,
+             .shapes = group_shapes,
+             .describe = group_bench_desc<false>,
+             .channels_last = "dy,x,dx"}};
   return {{"group_norm", "F.group_norm(x, 32, w, b)", dtypes, group_shapes, group_bench_desc<false>},
-          {"group_norm_silu", "F.silu(F.group_norm(x, 32, w, b))", dtypes, group_shapes, group_bench_desc<true>}};
+          {"group_norm_silu", "F.silu(F.group_norm(x, 32, w, b))", dtypes, group_shapes, group_bench_desc<true>},
+          {.name = "group_norm_nhwc",
+           .torch = "F.group_norm(x, 32, w, b), x channels_last",
+           .dtypes = dtypes,
+           .shapes = group_shapes,
+           .describe = group_bench_desc<false>,
+           .channels_last = "x,y"},
+          {.name = "group_norm_silu_nhwc",
+           .torch = "F.silu(F.group_norm(x, 32, w, b)), x channels_last",
+           .dtypes = dtypes,
+           .shapes = group_shapes,
+           .describe = group_bench_desc<true>,
+           .channels_last = "x,y"}};
 }
 
 template <bool kBackward>

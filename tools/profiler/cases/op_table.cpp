@@ -19,6 +19,17 @@ PlanPreference preference_of(const harness::BenchCase& bench, PlanPreference pre
   return preference;
 }
 
+// Whether `name` is one of the comma-separated `names`.
+bool names_in(std::string_view names, std::string_view name) {
+  while (!names.empty()) {
+    const size_t comma = names.find(',');
+    if (names.substr(0, comma) == name) return true;
+    if (comma == std::string_view::npos) break;
+    names.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 double arg_bytes(const ArgSpec& s) { return static_cast<double>(s.shape.numel()) * dtype_size(s.dtype); }
 
 // The fewest bytes the op must move: each input read once, each output written once (and read too
@@ -66,6 +77,7 @@ class TableCase final : public ProfilerCase {
       }
       if (Status s = allocate(c, k, sets); !s) return s;
       if (specs_[k].name == bench_.transposed) tensors_[k].view_transposed();
+      if (names_in(bench_.channels_last, specs_[k].name)) tensors_[k].view_channels_last();
       for (int set = 0; set < sets; ++set) problem_->bind(set, static_cast<int>(k), tensors_[k].mut(set));
     }
     return Status::ok();
