@@ -5,9 +5,11 @@
 // (deterministic).
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "common/convert.hpp"
 #include "common/dispatch.hpp"
+#include "common/unary_math.hpp"
 #include "cpu/norm_dtypes.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/vector_math.hpp"
@@ -41,9 +43,16 @@ void each_element(const GroupNormGeometry& g, F&& f) {
   }
 }
 
+// (f32's exp branch-free, so that the SiLU loops vectorize.)
 template <class Acc>
 Acc sigmoid(Acc z) {
-  return Acc(1) / (Acc(1) + std::exp(-z));
+  return unary_fn::sigmoid(z);
+}
+
+// The affine output z, and with kSilu z sigmoid(z).
+template <bool kSilu, class A>
+[[gnu::always_inline]] inline A activated(A z) {
+  return kSilu ? z * sigmoid(z) : z;
 }
 
 // The unit-stride channels' loops (a channel's spatial elements contiguous), in the widest vectors
@@ -51,11 +60,11 @@ Acc sigmoid(Acc z) {
 // ISA).
 constexpr int kLanes = kSumLanes;
 
-// y = (x - mean) rstd w + b over a channel's n values (no SiLU).
-template <class A, class T>
+// y = (x - mean) rstd w + b (kSilu: its SiLU) over a channel's n values.
+template <bool kSilu, class A, class T>
 BARACUDA_CPU_CLONES void channel_normalized(const T* x, int64_t n, A mean, A rstd, A w, A b, T* y) {
 #pragma omp simd
-  for (int64_t s = 0; s < n; ++s) y[s] = convert<T>((to_acc<A>(x[s]) - mean) * rstd * w + b);
+  for (int64_t s = 0; s < n; ++s) y[s] = convert<T>(activated<kSilu>((to_acc<A>(x[s]) - mean) * rstd * w + b));
 }
 
 // The backward's sums over a channel's n values: of dy and of dy xhat, xhat = (x - mean) rstd (no SiLU).
@@ -88,6 +97,167 @@ BARACUDA_CPU_CLONES void channel_gradient(const T* dy, const T* x, int64_t n, A 
     dx[s] = convert<T>(rstd * (to_acc<A>(dy[s]) * w - mean_g - ((to_acc<A>(x[s]) - mean) * rstd) * mean_gx));
 }
 
+// Channels-last data whose channels are unit-strided (x [N, *, C] as PyTorch's channels_last): a
+// sample at a time, each spatial element's C channels one contiguous row, every loop vectorized
+// along the channels, each channel's sums in spatial order and a group's in channel order (a
+// group's channels interleave with the others' in memory, so walking a group alone would take a
+// call for every spatial element's few channels). The per-channel arrays: the statistics of the
+// channel's group, its weight and bias, its sums.
+
+// acc[c] += x[c] (kCentered: (x[c] - mean[c])^2) over `rows` rows of n channels, `stride` apart.
+template <bool kCentered, class A, class T>
+BARACUDA_CPU_CLONES void rows_moment(const T* x, int64_t rows, int64_t stride, int64_t n, const A* mean, A* acc) {
+  for (int64_t r = 0; r < rows; ++r, x += stride)
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) {
+      const A v = kCentered ? to_acc<A>(x[c]) - mean[c] : to_acc<A>(x[c]);
+      acc[c] += kCentered ? v * v : v;
+    }
+}
+
+// y = (x - mean[c]) rstd[c] w[c] + b[c] (kSilu: its SiLU) over a row of n channels.
+template <bool kSilu, class A, class T>
+BARACUDA_CPU_CLONES void row_normalized(const T* x, int64_t n, const A* mean, const A* rstd, const A* w, const A* b,
+                                        T* y) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c)
+    y[c] = convert<T>(activated<kSilu>((to_acc<A>(x[c]) - mean[c]) * rstd[c] * w[c] + b[c]));
+}
+
+// s_dz[c] += dy[c], s_dzx[c] += dy[c] xhat over `rows` rows of dy and x (no SiLU).
+template <class A, class T>
+BARACUDA_CPU_CLONES void rows_gradient_sums(const T* dy, int64_t dy_stride, const T* x, int64_t x_stride, int64_t rows,
+                                            int64_t n, const A* mean, const A* rstd, A* s_dz, A* s_dzx) {
+  for (int64_t r = 0; r < rows; ++r, dy += dy_stride, x += x_stride)
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) {
+      const A g = to_acc<A>(dy[c]);
+      s_dz[c] += g;
+      s_dzx[c] += g * ((to_acc<A>(x[c]) - mean[c]) * rstd[c]);
+    }
+}
+
+// dx = rstd[c] (dy w[c] - mean_g[c] - xhat mean_gx[c]) over a row of n channels (no SiLU).
+template <class A, class T>
+BARACUDA_CPU_CLONES void row_gradient(const T* dy, const T* x, int64_t n, const A* mean, const A* rstd, const A* w,
+                                      const A* mean_g, const A* mean_gx, T* dx) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c)
+    dx[c] = convert<T>(rstd[c] * (to_acc<A>(dy[c]) * w[c] - mean_g[c] - ((to_acc<A>(x[c]) - mean[c]) * rstd[c]) *
+                                                                            mean_gx[c]));
+}
+
+// Whether views `views` are channels-last rows: flat spatial dims of at least one element, the
+// channels unit-strided.
+bool channel_rows(const GroupNormGeometry& g, std::initializer_list<int> views) {
+  if (!g.channel_minor || g.spatial == 0 || g.group_size() == 0 || g.space.rank != 1) return false;
+  for (int t : views)
+    if (g.c_stride[t] != 1) return false;
+  return true;
+}
+
+// Each group's sum of per-channel values v, spread to its channels: out[c] = f(the sum over c's group).
+template <class A, class F>
+void per_group(const GroupNormGeometry& g, const std::vector<A>& v, std::vector<A>& out, F&& f) {
+  for (int64_t group = 0; group < g.groups; ++group) {
+    const int64_t c0 = group * g.group_channels;
+    A sum = 0;
+    for (int64_t c = c0; c < c0 + g.group_channels; ++c) sum += v[c];
+    const A value = f(sum, group);
+    for (int64_t c = c0; c < c0 + g.group_channels; ++c) out[c] = value;
+  }
+}
+
+// The per-channel weight and bias (1 and 0 where there is none).
+template <class A, class W>
+void channel_affine(const GroupNormGeometry& g, const W* weight, const W* bias, std::vector<A>& w, std::vector<A>& b) {
+  for (int64_t c = 0; c < g.channels; ++c) {
+    w[c] = weight ? load<A>(weight, c * g.weight_stride) : A(1);
+    b[c] = bias ? load<A>(bias, c * g.bias_stride) : A(0);
+  }
+}
+
+template <class T, class W>
+void forward_channel_rows(const GroupNormForwardProblem& p) {
+  using Acc = acc_t<T>;
+  const GroupNormGeometry& g = p.geometry;
+  const GroupNormArgs& a = p.args;
+  const int64_t C = g.channels, xs = g.space.strides[0][0], ys = g.space.strides[1][0];
+  const Acc count = static_cast<Acc>(g.group_size()), eps = static_cast<Acc>(p.desc.eps);
+  std::vector<Acc> w(C), b(C);
+  channel_affine<Acc>(g, p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr,
+                      p.desc.has_bias ? static_cast<const W*>(a.bias.data) : nullptr, w, b);
+#pragma omp parallel for schedule(static) if (g.samples * C * g.spatial > kParallelThreshold)
+  for (int64_t n = 0; n < g.samples; ++n) {
+    const T* x = static_cast<const T*>(a.x.data) + n * g.n_stride[0];
+    T* y = static_cast<T*>(a.y.data) + n * g.n_stride[1];
+    std::vector<Acc> acc(C, Acc(0)), mean(C), rstd(C);
+    rows_moment<false>(x, g.spatial, xs, C, static_cast<const Acc*>(nullptr), acc.data());
+    per_group(g, acc, mean, [&](Acc sum, int64_t group) {
+      if (Acc* out = static_cast<Acc*>(a.mean.data)) out[n * g.mean_stride[0] + group * g.mean_stride[1]] = sum / count;
+      return sum / count;
+    });
+    std::fill(acc.begin(), acc.end(), Acc(0));
+    rows_moment<true>(x, g.spatial, xs, C, mean.data(), acc.data());
+    per_group(g, acc, rstd, [&](Acc dev, int64_t group) {
+      const Acc r = Acc(1) / std::sqrt(dev / count + eps);
+      if (Acc* out = static_cast<Acc*>(a.rstd.data)) out[n * g.rstd_stride[0] + group * g.rstd_stride[1]] = r;
+      return r;
+    });
+    for (int64_t s = 0; s < g.spatial; ++s) {
+      if (p.desc.silu)
+        row_normalized<true>(x + s * xs, C, mean.data(), rstd.data(), w.data(), b.data(), y + s * ys);
+      else
+        row_normalized<false>(x + s * xs, C, mean.data(), rstd.data(), w.data(), b.data(), y + s * ys);
+    }
+  }
+}
+
+// The backward of channels-last rows (no SiLU): the per-(sample, channel) sums kept in `sums` as the
+// item loop keeps them, dx where it is asked for.
+template <class T, class W>
+void backward_channel_rows(const GroupNormBackwardProblem& p, acc_t<T>* sums) {
+  using Acc = acc_t<T>;
+  const GroupNormGeometry& g = p.geometry;
+  const GroupNormBackwardArgs& a = p.args;
+  const int64_t C = g.channels;
+  const int64_t dys = g.space.strides[0][0], xs = g.space.strides[1][0], dxs = g.space.strides[2][0];
+  const Acc count = static_cast<Acc>(g.group_size());
+  std::vector<Acc> w(C), unused(C);
+  channel_affine<Acc>(g, p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr, static_cast<const W*>(nullptr),
+                      w, unused);
+  const Acc* mean_in = static_cast<const Acc*>(a.mean.data);
+  const Acc* rstd_in = static_cast<const Acc*>(a.rstd.data);
+#pragma omp parallel for schedule(static) if (g.samples * C * g.spatial > kParallelThreshold)
+  for (int64_t n = 0; n < g.samples; ++n) {
+    const T* dy = static_cast<const T*>(a.dy.data) + n * g.n_stride[0];
+    const T* x = static_cast<const T*>(a.x.data) + n * g.n_stride[1];
+    std::vector<Acc> mean(C), rstd(C), s_dz(C, Acc(0)), s_dzx(C, Acc(0)), mean_g(C), mean_gx(C);
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t group = c / g.group_channels;
+      mean[c] = mean_in[n * g.mean_stride[0] + group * g.mean_stride[1]];
+      rstd[c] = rstd_in[n * g.rstd_stride[0] + group * g.rstd_stride[1]];
+    }
+    rows_gradient_sums(dy, dys, x, xs, g.spatial, C, mean.data(), rstd.data(), s_dz.data(), s_dzx.data());
+    if (sums)
+      for (int64_t c = 0; c < C; ++c) {
+        sums[n * C + c] = s_dzx[c];
+        sums[(g.samples + n) * C + c] = s_dz[c];
+      }
+    if (!a.dx.data) continue;
+    for (int64_t c = 0; c < C; ++c) {  // g = dz w, and g xhat
+      s_dz[c] *= w[c];
+      s_dzx[c] *= w[c];
+    }
+    per_group(g, s_dz, mean_g, [&](Acc sum, int64_t) { return sum / count; });
+    per_group(g, s_dzx, mean_gx, [&](Acc sum, int64_t) { return sum / count; });
+    T* dx = static_cast<T*>(a.dx.data) + n * g.n_stride[2];
+    for (int64_t s = 0; s < g.spatial; ++s)
+      row_gradient(dy + s * dys, x + s * xs, C, mean.data(), rstd.data(), w.data(), mean_g.data(), mean_gx.data(),
+                   dx + s * dxs);
+  }
+}
+
 template <class T, class W>
 Status forward(const GroupNormForwardProblem& p) {
   using Acc = acc_t<T>;
@@ -105,6 +275,10 @@ Status forward(const GroupNormForwardProblem& p) {
   // No channel or no spatial element: nothing to normalize, and only statistics asked for have
   // elements (a loop over N x groups empty groups could otherwise run for hours).
   if (g.group_size() == 0 && !mean_out && !rstd_out) return Status::ok();
+  if (channel_rows(g, {0, 1})) {
+    forward_channel_rows<T, W>(p);
+    return Status::ok();
+  }
   const int64_t items = g.samples * g.groups;
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < items; ++item) {
@@ -127,14 +301,10 @@ Status forward(const GroupNormForwardProblem& p) {
         T* yc = y + c * g.c_stride[1];
         const Acc w = weight ? load<Acc>(weight, (c0 + c) * g.weight_stride) : Acc(1);
         const Acc b = bias ? load<Acc>(bias, (c0 + c) * g.bias_stride) : Acc(0);
-        if (silu) {
-          for (int64_t s = 0; s < g.spatial; ++s) {
-            const Acc z = (load<Acc>(xc, s) - mean) * rstd * w + b;
-            yc[s] = convert<T>(z * sigmoid(z));
-          }
-        } else {
-          channel_normalized(xc, g.spatial, mean, rstd, w, b, yc);
-        }
+        if (silu)
+          channel_normalized<true>(xc, g.spatial, mean, rstd, w, b, yc);
+        else
+          channel_normalized<false>(xc, g.spatial, mean, rstd, w, b, yc);
       }
       continue;
     }
@@ -187,8 +357,10 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   // A channel's spatial elements contiguous in dy and x, and no SiLU: the cloned loops.
   const bool unit = !silu && elements && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 &&
                     g.space.strides[1][0] == 1;
+  const bool rows = !silu && channel_rows(g, {0, 1}) && (!dx_base || g.c_stride[2] == 1);
+  if (rows) backward_channel_rows<T, W>(p, keep_sums ? sums : nullptr);
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
-  for (int64_t item = 0; item < items; ++item) {
+  for (int64_t item = 0; item < (rows ? 0 : items); ++item) {
     const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
     const T* dy = static_cast<const T*>(a.dy.data) + n * g.n_stride[0] + c0 * g.c_stride[0];
     const T* x = static_cast<const T*>(a.x.data) + n * g.n_stride[1] + c0 * g.c_stride[1];
