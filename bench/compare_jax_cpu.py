@@ -83,6 +83,7 @@ OWN_SHAPES = ("softmax", "log_softmax", "softmax_dim0", "softmax_backward", "log
               "index_select_rows", "embedding",
               "embedding_backward", "segment_sum_sorted", "segment_sum_unsorted", "segment_max_sorted",
               "segment_max_unsorted", "segment_min_sorted", "segment_min_unsorted", "group_norm", "group_norm_backward",
+              "group_norm_silu", "group_norm_nhwc", "group_norm_silu_nhwc", "group_norm_backward_nhwc",
               "batch_norm", "batch_norm_backward")
 
 DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"
@@ -276,7 +277,7 @@ def norm_case(op, shape, dtype):
 # every dim but 1) of x [N, C, H, W], the weight and bias [C] (f32 beside 16-bit data for BatchNorm,
 # as the profiler's cases), f32 statistics for 16-bit x: the forward, and the backward as the pullback
 # of (x, w, b).
-def _group_norm(x, w, b, eps=1e-5):
+def _group_norm(x, w, b, eps=1e-5, silu=False):
     n, c = x.shape[:2]
     g = math.gcd(c, 32)
     xf = (x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x).reshape(n, g, -1)
@@ -284,7 +285,20 @@ def _group_norm(x, w, b, eps=1e-5):
     var = jnp.mean(jnp.square(xf - mean), -1, keepdims=True)
     y = ((xf - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape)
     shape = (1, c) + (1,) * (x.ndim - 2)
-    return (y * w.reshape(shape) + b.reshape(shape)).astype(x.dtype)
+    y = y * w.reshape(shape) + b.reshape(shape)
+    return (jax.nn.silu(y) if silu else y).astype(x.dtype)
+
+
+# The same of x [N, H, W, C] (channels last: JAX's and flax.linen.GroupNorm's layout; the profiler's
+# _nhwc cases, whose shape is given as [N, C, H, W]).
+def _group_norm_nhwc(x, w, b, eps=1e-5, silu=False):
+    n, c = x.shape[0], x.shape[-1]
+    g = math.gcd(c, 32)
+    xf = (x.astype(jnp.float32) if x.dtype == jnp.bfloat16 else x).reshape(n, -1, g, c // g)
+    mean = jnp.mean(xf, (1, 3), keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), (1, 3), keepdims=True)
+    y = ((xf - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape) * w + b
+    return (jax.nn.silu(y) if silu else y).astype(x.dtype)
 
 
 def _batch_norm(x, w, b, eps=1e-5):
@@ -296,21 +310,32 @@ def _batch_norm(x, w, b, eps=1e-5):
     return ((xf - mean) * jax.lax.rsqrt(var + eps) * w.reshape(shape) + b.reshape(shape)).astype(x.dtype)
 
 
-CHANNEL_NORM = {"group_norm": _group_norm, "batch_norm": _batch_norm}
+CHANNEL_NORM = {"group_norm": _group_norm, "batch_norm": _batch_norm,
+                "group_norm_silu": lambda x, w, b: _group_norm(x, w, b, silu=True),
+                "group_norm_nhwc": _group_norm_nhwc,
+                "group_norm_silu_nhwc": lambda x, w, b: _group_norm_nhwc(x, w, b, silu=True)}
+
+
+# An op's channel-norm name: group_norm_backward_nhwc is group_norm_nhwc's backward.
+def channel_norm_base(op):
+    return op.replace("_backward", "")
 
 
 def channel_norm_case(op, shape, dtype):
-    base = op.removesuffix("_backward")
+    base = channel_norm_base(op)
     f = CHANNEL_NORM[base]
+    channels = (shape[1],)
+    if base.endswith("_nhwc"):
+        shape = (shape[0],) + tuple(shape[2:]) + (shape[1],)
     wdtype = jnp.float32 if base == "batch_norm" else dtype
 
     def args(seed):
         key = jax.random.PRNGKey(seed)
         x = jax.random.uniform(key, shape, jnp.float32, -1.0, 1.0).astype(dtype)
-        w = jax.random.uniform(jax.random.fold_in(key, 1), shape[1:2], jnp.float32, 0.5, 1.5).astype(wdtype)
-        b = jax.random.uniform(jax.random.fold_in(key, 2), shape[1:2], jnp.float32, -1.0, 1.0).astype(wdtype)
+        w = jax.random.uniform(jax.random.fold_in(key, 1), channels, jnp.float32, 0.5, 1.5).astype(wdtype)
+        b = jax.random.uniform(jax.random.fold_in(key, 2), channels, jnp.float32, -1.0, 1.0).astype(wdtype)
         return x, w, b
-    if not op.endswith("_backward"):
+    if "_backward" not in op:
         return jax.jit(f), args
 
     def make_pullback(seed):
@@ -391,7 +416,7 @@ def jax_case(op, shape, dtype):
         return random_case(op, shape, dtype)
     if op.removesuffix("_backward") in NORM:
         return norm_case(op, shape, dtype)
-    if op.removesuffix("_backward") in CHANNEL_NORM:
+    if channel_norm_base(op) in CHANNEL_NORM:
         return channel_norm_case(op, shape, dtype)
     if op in ("cross_entropy", "cross_entropy_backward"):
         return cross_entropy_case(op, shape, dtype)

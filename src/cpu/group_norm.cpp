@@ -147,14 +147,18 @@ BARACUDA_CPU_CLONES void row_gradient(const T* dy, const T* x, int64_t n, const 
                                                                             mean_gx[c]));
 }
 
-// Whether views `views` are channels-last rows: flat spatial dims of at least one element, the
-// channels unit-strided.
+// Whether views `views` are channels-last rows: flat spatial dims of at least one element, or none
+// ([N, C]: one row a sample), the channels unit-strided.
 bool channel_rows(const GroupNormGeometry& g, std::initializer_list<int> views) {
-  if (!g.channel_minor || g.spatial == 0 || g.group_size() == 0 || g.space.rank != 1) return false;
+  if (g.spatial == 0 || g.group_size() == 0 || g.space.rank > 1 || (g.space.rank == 1 && !g.channel_minor))
+    return false;
   for (int t : views)
     if (g.c_stride[t] != 1) return false;
   return true;
 }
+
+// The step between a view's rows (spatial elements).
+int64_t row_step(const GroupNormGeometry& g, int t) { return g.space.rank == 1 ? g.space.strides[t][0] : 0; }
 
 // Each group's sum of per-channel values v, spread to its channels: out[c] = f(the sum over c's group).
 template <class A, class F>
@@ -182,7 +186,7 @@ void forward_channel_rows(const GroupNormForwardProblem& p) {
   using Acc = acc_t<T>;
   const GroupNormGeometry& g = p.geometry;
   const GroupNormArgs& a = p.args;
-  const int64_t C = g.channels, xs = g.space.strides[0][0], ys = g.space.strides[1][0];
+  const int64_t C = g.channels, xs = row_step(g, 0), ys = row_step(g, 1);
   const Acc count = static_cast<Acc>(g.group_size()), eps = static_cast<Acc>(p.desc.eps);
   std::vector<Acc> w(C), b(C);
   channel_affine<Acc>(g, p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr,
@@ -221,7 +225,7 @@ void backward_channel_rows(const GroupNormBackwardProblem& p, acc_t<T>* sums) {
   const GroupNormGeometry& g = p.geometry;
   const GroupNormBackwardArgs& a = p.args;
   const int64_t C = g.channels;
-  const int64_t dys = g.space.strides[0][0], xs = g.space.strides[1][0], dxs = g.space.strides[2][0];
+  const int64_t dys = row_step(g, 0), xs = row_step(g, 1), dxs = row_step(g, 2);
   const Acc count = static_cast<Acc>(g.group_size());
   std::vector<Acc> w(C), unused(C);
   channel_affine<Acc>(g, p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr, static_cast<const W*>(nullptr),
