@@ -84,6 +84,7 @@ OWN_SHAPES = ("softmax", "log_softmax", "softmax_dim0", "softmax_backward", "log
               "embedding_backward", "segment_sum_sorted", "segment_sum_unsorted", "segment_max_sorted",
               "segment_max_unsorted", "segment_min_sorted", "segment_min_unsorted", "group_norm", "group_norm_backward",
               "group_norm_silu", "group_norm_nhwc", "group_norm_silu_nhwc", "group_norm_backward_nhwc",
+              "group_norm_silu_backward", "group_norm_silu_backward_nhwc",
               "batch_norm", "batch_norm_backward")
 
 DEFAULT_OPS = ("sum,sum_dim0,amax,amax_dim0,argmax,argmax_dim0,var,var_dim0,logsumexp,logsumexp_dim0,"

@@ -640,6 +640,9 @@ NORM_CASES = {
     "F.group_norm(x, 32, w, b), x channels_last": group_norm_case(channels_last=True),
     "F.silu(F.group_norm(x, 32, w, b)), x channels_last": group_norm_case(silu=True, channels_last=True),
     "autograd of F.group_norm(x, 32, w, b), x channels_last": group_norm_case(True, channels_last=True),
+    "autograd of F.silu(F.group_norm(x, 32, w, b))": group_norm_case(True, silu=True),
+    "autograd of F.silu(F.group_norm(x, 32, w, b)), x channels_last": group_norm_case(True, silu=True,
+                                                                                      channels_last=True),
     "F.batch_norm(x, rm, rv, w, b, training=True)": batch_norm_case(),
     "autograd of F.batch_norm(x, rm, rv, w, b, training=True)": batch_norm_case(True),
 }
@@ -1114,6 +1117,9 @@ EXTRA_BACKWARD = {
     "autograd of F.group_norm(x, 32, w, b)": {"compile ms": group_norm_case(True, compile=True)},
     "autograd of F.group_norm(x, 32, w, b), x channels_last":
         {"compile ms": group_norm_case(True, compile=True, channels_last=True)},
+    "autograd of F.silu(F.group_norm(x, 32, w, b))": {"compile ms": group_norm_case(True, silu=True, compile=True)},
+    "autograd of F.silu(F.group_norm(x, 32, w, b)), x channels_last":
+        {"compile ms": group_norm_case(True, silu=True, compile=True, channels_last=True)},
     "autograd of F.batch_norm(x, rm, rv, w, b, training=True)": {"compile ms": batch_norm_case(True, compile=True)},
     "autograd of F.scaled_dot_product_attention(q, k, v, is_causal=True)": {
         f"{b} ms": attention_case(True, b) for b in SDPA_BACKENDS},

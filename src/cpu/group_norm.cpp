@@ -55,6 +55,15 @@ template <bool kSilu, class A>
   return kSilu ? z * sigmoid(z) : z;
 }
 
+// dz, the gradient reaching the norm's affine output z = xhat w + b, from dy (kSilu: through SiLU,
+// recomputing z).
+template <bool kSilu, class A>
+[[gnu::always_inline]] inline A dz_of(A dy, A xhat, A w, A b) {
+  if constexpr (!kSilu) return dy;
+  const A z = xhat * w + b, sig = sigmoid(z);
+  return dy * sig * (A(1) + z * (A(1) - sig));
+}
+
 // The unit-stride channels' loops (a channel's spatial elements contiguous), in the widest vectors
 // the machine has (BARACUDA_CPU_CLONES), sums in vector_math.hpp's fixed lanes (the same bits on every
 // ISA).
@@ -67,34 +76,37 @@ BARACUDA_CPU_CLONES void channel_normalized(const T* x, int64_t n, A mean, A rst
   for (int64_t s = 0; s < n; ++s) y[s] = convert<T>(activated<kSilu>((to_acc<A>(x[s]) - mean) * rstd * w + b));
 }
 
-// The backward's sums over a channel's n values: of dy and of dy xhat, xhat = (x - mean) rstd (no SiLU).
-template <class A, class T>
-BARACUDA_CPU_CLONES void channel_gradient_sums(const T* dy, const T* x, int64_t n, A mean, A rstd, A& s_dz, A& s_dzx) {
+// The backward's sums over a channel's n values: of dz and of dz xhat, xhat = (x - mean) rstd.
+template <bool kSilu, class A, class T>
+BARACUDA_CPU_CLONES void channel_gradient_sums(const T* dy, const T* x, int64_t n, A mean, A rstd, A w, A b, A& s_dz,
+                                               A& s_dzx) {
   A dz[kLanes] = {}, dzx[kLanes] = {};
   const int64_t body = n - n % kLanes;
   for (int64_t i = 0; i < body; i += kLanes)
 #pragma omp simd
     for (int u = 0; u < kLanes; ++u) {
-      const A g = to_acc<A>(dy[i + u]);
+      const A xhat = (to_acc<A>(x[i + u]) - mean) * rstd, g = dz_of<kSilu>(to_acc<A>(dy[i + u]), xhat, w, b);
       dz[u] += g;
-      dzx[u] += g * ((to_acc<A>(x[i + u]) - mean) * rstd);
+      dzx[u] += g * xhat;
     }
   for (int64_t i = body; i < n; ++i) {
-    const A g = to_acc<A>(dy[i]);
+    const A xhat = (to_acc<A>(x[i]) - mean) * rstd, g = dz_of<kSilu>(to_acc<A>(dy[i]), xhat, w, b);
     dz[i - body] += g;
-    dzx[i - body] += g * ((to_acc<A>(x[i]) - mean) * rstd);
+    dzx[i - body] += g * xhat;
   }
   s_dz = lanes_sum(dz);
   s_dzx = lanes_sum(dzx);
 }
 
-// dx = rstd (dy w - mean_g - xhat mean_gx) over a channel's n values (no SiLU).
-template <class A, class T>
-BARACUDA_CPU_CLONES void channel_gradient(const T* dy, const T* x, int64_t n, A mean, A rstd, A w, A mean_g, A mean_gx,
-                                          T* dx) {
+// dx = rstd (dz w - mean_g - xhat mean_gx) over a channel's n values.
+template <bool kSilu, class A, class T>
+BARACUDA_CPU_CLONES void channel_gradient(const T* dy, const T* x, int64_t n, A mean, A rstd, A w, A b, A mean_g,
+                                          A mean_gx, T* dx) {
 #pragma omp simd
-  for (int64_t s = 0; s < n; ++s)
-    dx[s] = convert<T>(rstd * (to_acc<A>(dy[s]) * w - mean_g - ((to_acc<A>(x[s]) - mean) * rstd) * mean_gx));
+  for (int64_t s = 0; s < n; ++s) {
+    const A xhat = (to_acc<A>(x[s]) - mean) * rstd;
+    dx[s] = convert<T>(rstd * (dz_of<kSilu>(to_acc<A>(dy[s]), xhat, w, b) * w - mean_g - xhat * mean_gx));
+  }
 }
 
 // Channels-last data whose channels are unit-strided (x [N, *, C] as PyTorch's channels_last): a
@@ -124,27 +136,29 @@ BARACUDA_CPU_CLONES void row_normalized(const T* x, int64_t n, const A* mean, co
     y[c] = convert<T>(activated<kSilu>((to_acc<A>(x[c]) - mean[c]) * rstd[c] * w[c] + b[c]));
 }
 
-// s_dz[c] += dy[c], s_dzx[c] += dy[c] xhat over `rows` rows of dy and x (no SiLU).
-template <class A, class T>
+// s_dz[c] += dz, s_dzx[c] += dz xhat over `rows` rows of dy and x.
+template <bool kSilu, class A, class T>
 BARACUDA_CPU_CLONES void rows_gradient_sums(const T* dy, int64_t dy_stride, const T* x, int64_t x_stride, int64_t rows,
-                                            int64_t n, const A* mean, const A* rstd, A* s_dz, A* s_dzx) {
+                                            int64_t n, const A* mean, const A* rstd, const A* w, const A* b, A* s_dz,
+                                            A* s_dzx) {
   for (int64_t r = 0; r < rows; ++r, dy += dy_stride, x += x_stride)
 #pragma omp simd
     for (int64_t c = 0; c < n; ++c) {
-      const A g = to_acc<A>(dy[c]);
+      const A xhat = (to_acc<A>(x[c]) - mean[c]) * rstd[c], g = dz_of<kSilu>(to_acc<A>(dy[c]), xhat, w[c], b[c]);
       s_dz[c] += g;
-      s_dzx[c] += g * ((to_acc<A>(x[c]) - mean[c]) * rstd[c]);
+      s_dzx[c] += g * xhat;
     }
 }
 
-// dx = rstd[c] (dy w[c] - mean_g[c] - xhat mean_gx[c]) over a row of n channels (no SiLU).
-template <class A, class T>
+// dx = rstd[c] (dz w[c] - mean_g[c] - xhat mean_gx[c]) over a row of n channels.
+template <bool kSilu, class A, class T>
 BARACUDA_CPU_CLONES void row_gradient(const T* dy, const T* x, int64_t n, const A* mean, const A* rstd, const A* w,
-                                      const A* mean_g, const A* mean_gx, T* dx) {
+                                      const A* b, const A* mean_g, const A* mean_gx, T* dx) {
 #pragma omp simd
-  for (int64_t c = 0; c < n; ++c)
-    dx[c] = convert<T>(rstd[c] * (to_acc<A>(dy[c]) * w[c] - mean_g[c] - ((to_acc<A>(x[c]) - mean[c]) * rstd[c]) *
-                                                                            mean_gx[c]));
+  for (int64_t c = 0; c < n; ++c) {
+    const A xhat = (to_acc<A>(x[c]) - mean[c]) * rstd[c];
+    dx[c] = convert<T>(rstd[c] * (dz_of<kSilu>(to_acc<A>(dy[c]), xhat, w[c], b[c]) * w[c] - mean_g[c] - xhat * mean_gx[c]));
+  }
 }
 
 // Whether views `views` are channels-last rows: flat spatial dims of at least one element, or none
@@ -217,9 +231,9 @@ void forward_channel_rows(const GroupNormForwardProblem& p) {
   }
 }
 
-// The backward of channels-last rows (no SiLU): the per-(sample, channel) sums kept in `sums` as the
-// item loop keeps them, dx where it is asked for.
-template <class T, class W>
+// The backward of channels-last rows: the per-(sample, channel) sums kept in `sums` as the item loop
+// keeps them, dx where it is asked for.
+template <bool kSilu, class T, class W>
 void backward_channel_rows(const GroupNormBackwardProblem& p, acc_t<T>* sums) {
   using Acc = acc_t<T>;
   const GroupNormGeometry& g = p.geometry;
@@ -227,9 +241,9 @@ void backward_channel_rows(const GroupNormBackwardProblem& p, acc_t<T>* sums) {
   const int64_t C = g.channels;
   const int64_t dys = row_step(g, 0), xs = row_step(g, 1), dxs = row_step(g, 2);
   const Acc count = static_cast<Acc>(g.group_size());
-  std::vector<Acc> w(C), unused(C);
-  channel_affine<Acc>(g, p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr, static_cast<const W*>(nullptr),
-                      w, unused);
+  std::vector<Acc> w(C), b(C);  // (the bias only with SiLU: z's)
+  channel_affine<Acc>(g, p.desc.has_weight ? static_cast<const W*>(a.weight.data) : nullptr,
+                      kSilu && p.desc.has_bias ? static_cast<const W*>(a.bias.data) : nullptr, w, b);
   const Acc* mean_in = static_cast<const Acc*>(a.mean.data);
   const Acc* rstd_in = static_cast<const Acc*>(a.rstd.data);
 #pragma omp parallel for schedule(static) if (g.samples * C * g.spatial > kParallelThreshold)
@@ -242,7 +256,8 @@ void backward_channel_rows(const GroupNormBackwardProblem& p, acc_t<T>* sums) {
       mean[c] = mean_in[n * g.mean_stride[0] + group * g.mean_stride[1]];
       rstd[c] = rstd_in[n * g.rstd_stride[0] + group * g.rstd_stride[1]];
     }
-    rows_gradient_sums(dy, dys, x, xs, g.spatial, C, mean.data(), rstd.data(), s_dz.data(), s_dzx.data());
+    rows_gradient_sums<kSilu>(dy, dys, x, xs, g.spatial, C, mean.data(), rstd.data(), w.data(), b.data(), s_dz.data(),
+                              s_dzx.data());
     if (sums)
       for (int64_t c = 0; c < C; ++c) {
         sums[n * C + c] = s_dzx[c];
@@ -257,8 +272,8 @@ void backward_channel_rows(const GroupNormBackwardProblem& p, acc_t<T>* sums) {
     per_group(g, s_dzx, mean_gx, [&](Acc sum, int64_t) { return sum / count; });
     T* dx = static_cast<T*>(a.dx.data) + n * g.n_stride[2];
     for (int64_t s = 0; s < g.spatial; ++s)
-      row_gradient(dy + s * dys, x + s * xs, C, mean.data(), rstd.data(), w.data(), mean_g.data(), mean_gx.data(),
-                   dx + s * dxs);
+      row_gradient<kSilu>(dy + s * dys, x + s * xs, C, mean.data(), rstd.data(), w.data(), b.data(), mean_g.data(),
+                          mean_gx.data(), dx + s * dxs);
   }
 }
 
@@ -359,10 +374,11 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   const bool elements = g.spatial > 0;
   const int64_t items = elements ? g.samples * g.groups : 0;
   // A channel's spatial elements contiguous in dy and x, and no SiLU: the cloned loops.
-  const bool unit = !silu && elements && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 &&
+  const bool unit = elements && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 &&
                     g.space.strides[1][0] == 1;
-  const bool rows = !silu && channel_rows(g, {0, 1}) && (!dx_base || g.c_stride[2] == 1);
-  if (rows) backward_channel_rows<T, W>(p, keep_sums ? sums : nullptr);
+  const bool rows = channel_rows(g, {0, 1}) && (!dx_base || g.c_stride[2] == 1);
+  if (rows && silu) backward_channel_rows<true, T, W>(p, keep_sums ? sums : nullptr);
+  if (rows && !silu) backward_channel_rows<false, T, W>(p, keep_sums ? sums : nullptr);
 #pragma omp parallel for schedule(static) if (items * g.group_size() > kParallelThreshold)
   for (int64_t item = 0; item < (rows ? 0 : items); ++item) {
     const int64_t n = item / g.groups, group = item % g.groups, c0 = group * g.group_channels;
@@ -376,19 +392,20 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
     // dz and xhat of element (c, s).
     auto grad = [&](int64_t c, int64_t s, Acc w, Acc b, Acc& xhat) {
       xhat = (load<Acc>(x, at(1, c, s)) - mean) * rstd;
-      Acc dz = load<Acc>(dy, at(0, c, s));
-      if (silu) {
-        const Acc z = xhat * w + b, sig = sigmoid(z);
-        dz *= sig * (Acc(1) + z * (Acc(1) - sig));
-      }
-      return dz;
+      const Acc dy_value = load<Acc>(dy, at(0, c, s));
+      return silu ? dz_of<true>(dy_value, xhat, w, b) : dy_value;
     };
     Acc sum_g = 0, sum_gx = 0;
     for (int64_t c = 0; c < g.group_channels; ++c) {
       const Acc w = w_of(c), b = b_of(c);
       Acc s_dz = 0, s_dzx = 0;
       if (unit) {
-        channel_gradient_sums(dy + c * g.c_stride[0], x + c * g.c_stride[1], g.spatial, mean, rstd, s_dz, s_dzx);
+        if (silu)
+          channel_gradient_sums<true>(dy + c * g.c_stride[0], x + c * g.c_stride[1], g.spatial, mean, rstd, w, b, s_dz,
+                                      s_dzx);
+        else
+          channel_gradient_sums<false>(dy + c * g.c_stride[0], x + c * g.c_stride[1], g.spatial, mean, rstd, w, b, s_dz,
+                                       s_dzx);
       } else {
         for (int64_t s = 0; s < g.spatial; ++s) {
           Acc xhat;
@@ -408,9 +425,15 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
     T* dx = dx_base + n * g.n_stride[2] + c0 * g.c_stride[2];
     const Acc mean_g = sum_g / count, mean_gx = sum_gx / count;
     if (unit && g.space.strides[2][0] == 1) {
-      for (int64_t c = 0; c < g.group_channels; ++c)
-        channel_gradient(dy + c * g.c_stride[0], x + c * g.c_stride[1], g.spatial, mean, rstd, w_of(c), mean_g, mean_gx,
-                         dx + c * g.c_stride[2]);
+      for (int64_t c = 0; c < g.group_channels; ++c) {
+        const T* dyc = dy + c * g.c_stride[0];
+        const T* xc = x + c * g.c_stride[1];
+        T* dxc = dx + c * g.c_stride[2];
+        if (silu)
+          channel_gradient<true>(dyc, xc, g.spatial, mean, rstd, w_of(c), b_of(c), mean_g, mean_gx, dxc);
+        else
+          channel_gradient<false>(dyc, xc, g.spatial, mean, rstd, w_of(c), b_of(c), mean_g, mean_gx, dxc);
+      }
       continue;
     }
     each_element(g, [&](int64_t c, int64_t s) {
