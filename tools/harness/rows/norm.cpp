@@ -273,40 +273,37 @@ GroupDesc group_bench_desc(DType dtype, const Shape& shape) {
   return d;
 }
 
-// Each also channels-last (NHWC: x and the tensors shaped like it), as PyTorch's channels_last x.
-std::vector<BenchSample<GroupDesc>> group_bench(bool backward) {
+// GroupNorm with and without SiLU, each also channels-last (NHWC: x and the tensors shaped like it,
+// named by `views`), as PyTorch's channels_last x.
+template <bool kSilu>
+void add_group_bench(std::vector<BenchSample<GroupDesc>>& out, std::string_view name, std::string_view torch,
+                     std::string_view nhwc_name, std::string_view nhwc_torch, std::string_view views) {
   const std::vector<DType> dtypes = {DType::f32, DType::bf16};
-  if (backward)
-    return {{"group_norm_backward", "autograd of F.group_norm(x, 32, w, b)", dtypes, group_shapes,
-             group_bench_desc<false>},
-            {.name = "group_norm_backward_nhwc",
-             .torch = "autograd of F.group_norm(x, 32, w, b), x channels_last",
-             .dtypes = dtypes,
-             .shapes = group_shapes,
-             .describe = group_bench_desc<false>,
-             .channels_last = "dy,x,dx"},
-            {"group_norm_silu_backward", "autograd of F.silu(F.group_norm(x, 32, w, b))", dtypes, group_shapes,
-             group_bench_desc<true>},
-            {.name = "group_norm_silu_backward_nhwc",
-             .torch = "autograd of F.silu(F.group_norm(x, 32, w, b)), x channels_last",
-             .dtypes = dtypes,
-             .shapes = group_shapes,
-             .describe = group_bench_desc<true>,
-             .channels_last = "dy,x,dx"}};
-  return {{"group_norm", "F.group_norm(x, 32, w, b)", dtypes, group_shapes, group_bench_desc<false>},
-          {"group_norm_silu", "F.silu(F.group_norm(x, 32, w, b))", dtypes, group_shapes, group_bench_desc<true>},
-          {.name = "group_norm_nhwc",
-           .torch = "F.group_norm(x, 32, w, b), x channels_last",
-           .dtypes = dtypes,
-           .shapes = group_shapes,
-           .describe = group_bench_desc<false>,
-           .channels_last = "x,y"},
-          {.name = "group_norm_silu_nhwc",
-           .torch = "F.silu(F.group_norm(x, 32, w, b)), x channels_last",
-           .dtypes = dtypes,
-           .shapes = group_shapes,
-           .describe = group_bench_desc<true>,
-           .channels_last = "x,y"}};
+  out.push_back({name, torch, dtypes, group_shapes, group_bench_desc<kSilu>});
+  out.push_back({.name = nhwc_name,
+                 .torch = nhwc_torch,
+                 .dtypes = dtypes,
+                 .shapes = group_shapes,
+                 .describe = group_bench_desc<kSilu>,
+                 .channels_last = views});
+}
+
+std::vector<BenchSample<GroupDesc>> group_bench(bool backward) {
+  std::vector<BenchSample<GroupDesc>> out;
+  if (backward) {
+    add_group_bench<false>(out, "group_norm_backward", "autograd of F.group_norm(x, 32, w, b)",
+                           "group_norm_backward_nhwc", "autograd of F.group_norm(x, 32, w, b), x channels_last",
+                           "dy,x,dx");
+    add_group_bench<true>(out, "group_norm_silu_backward", "autograd of F.silu(F.group_norm(x, 32, w, b))",
+                          "group_norm_silu_backward_nhwc",
+                          "autograd of F.silu(F.group_norm(x, 32, w, b)), x channels_last", "dy,x,dx");
+  } else {
+    add_group_bench<false>(out, "group_norm", "F.group_norm(x, 32, w, b)", "group_norm_nhwc",
+                           "F.group_norm(x, 32, w, b), x channels_last", "x,y");
+    add_group_bench<true>(out, "group_norm_silu", "F.silu(F.group_norm(x, 32, w, b))", "group_norm_silu_nhwc",
+                          "F.silu(F.group_norm(x, 32, w, b)), x channels_last", "x,y");
+  }
+  return out;
 }
 
 template <bool kBackward>
