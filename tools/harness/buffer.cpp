@@ -50,6 +50,14 @@ class DevicePool {
     cached_ -= bytes;
     return p;
   }
+  // Frees every kept block (a cudaMalloc that ran out of memory tries again after).
+  void release_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [key, blocks] : free_)
+      for (void* p : blocks) cudaFree(p);
+    free_.clear();
+    cached_ = 0;
+  }
   // False when the block is not kept (too large, or the pool is full): the caller frees it.
   bool give(int device, size_t bytes, void* p) {
     if (bytes > kLargestKept) return false;
@@ -91,6 +99,11 @@ Expected<Buffer> Buffer::allocate(Backend backend, size_t bytes, int device) {
   if (Status s = cuda_error(cudaSetDevice(device), "cudaSetDevice"); !s) return s;
   DevicePool& pool = DevicePool::instance();
   if (pool.enabled() && (b.data_ = pool.take(device, padded))) return b;
+  if (pool.enabled() && cudaMalloc(&b.data_, padded) == cudaSuccess) return b;
+  if (pool.enabled()) {  // out of memory, perhaps for the blocks the pool keeps: free them, try again
+    cudaGetLastError();
+    pool.release_all();
+  }
   if (Status s = cuda_error(cudaMalloc(&b.data_, padded), "cudaMalloc"); !s) {
     b.data_ = nullptr;
     return s;

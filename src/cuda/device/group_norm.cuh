@@ -2,7 +2,8 @@
 // GroupNorm forward and backward (include/baracuda/ops/norm.hpp), compiled at select. A block takes
 // one (sample, group) at a time, groups strided over the grid, and walks the group in memory order
 // (channels fastest for channels-last views), with kVec in 16-byte vectors along that fast axis.
-// The forward reads the group twice: once for its statistics (each vector's mean and squared
+// The forward holds a group in registers where it fits (group_norm_forward_held: x read once);
+// otherwise it reads the group twice: once for its statistics (each vector's mean and squared
 // deviations, merged into the thread's by Chan's formula, then over the block in a fixed order: as
 // robust as two passes, constant groups giving variance 0), once to write the output. The backward
 // sums dz and dz * xhat channel by channel (block sums; each channel's pair is kept for dweight and

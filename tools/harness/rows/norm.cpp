@@ -229,10 +229,21 @@ std::vector<Sample<GroupDesc>> group_samples(bool backward) {
   // each side of both in f32 (4 elements a vector) and bf16 (8), with more groups than the device
   // holds clusters at once beside the first threshold.
   for (int64_t spatial : {8192, 8196, 32768, 32772})
-    add(group_norm({spatial == 8196 ? 100 : 1, 2, spatial}, 1), Views::contiguous, "held sizes", {DType::f32});
+    add(group_norm({spatial == 8196 ? 400 : 1, 2, spatial}, 1), Views::contiguous, "held sizes", {DType::f32});
   for (int64_t spatial : {16384, 16392, 65536, 65544})
     add(group_norm({spatial == 16392 ? 100 : 1, 2, spatial}, 1), Views::contiguous, "held sizes", {DType::bf16});
   add(group_norm({1, 32, 64, 64}, 2), Views::channels_last, "channels-last, groups of 2^16", {DType::f32, DType::bf16});
+  // The held forward's options (groups of whole vectors in every dtype): SiLU, no weight or bias,
+  // an f32 weight beside 16-bit data.
+  GroupDesc held_silu = group_norm({2, 16, 8, 8}, 8);
+  held_silu.silu = true;
+  add(held_silu, Views::contiguous, "held, silu");
+  GroupDesc held_bare = group_norm({2, 16, 8, 8}, 8);
+  held_bare.has_weight = held_bare.has_bias = false;
+  add(held_bare, Views::contiguous, "held, no weight, no bias");
+  GroupDesc held_f32_weight = group_norm({2, 16, 8, 8}, 8);
+  held_f32_weight.weight_dtype = DType::f32;
+  if (!backward) add(held_f32_weight, Views::contiguous, "held, f32 weight");  // (the forward's kernel)
   return out;
 }
 
