@@ -157,7 +157,8 @@ BARACUDA_CPU_CLONES void row_gradient(const T* dy, const T* x, int64_t n, const 
 #pragma omp simd
   for (int64_t c = 0; c < n; ++c) {
     const A xhat = (to_acc<A>(x[c]) - mean[c]) * rstd[c];
-    dx[c] = convert<T>(rstd[c] * (dz_of<kSilu>(to_acc<A>(dy[c]), xhat, w[c], b[c]) * w[c] - mean_g[c] - xhat * mean_gx[c]));
+    dx[c] =
+        convert<T>(rstd[c] * (dz_of<kSilu>(to_acc<A>(dy[c]), xhat, w[c], b[c]) * w[c] - mean_g[c] - xhat * mean_gx[c]));
   }
 }
 
@@ -374,8 +375,8 @@ Status backward(const LaunchContext& ctx, const GroupNormBackwardProblem& p) {
   const bool elements = g.spatial > 0;
   const int64_t items = elements ? g.samples * g.groups : 0;
   // A channel's spatial elements contiguous in dy and x, and no SiLU: the cloned loops.
-  const bool unit = elements && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 &&
-                    g.space.strides[1][0] == 1;
+  const bool unit =
+      elements && g.space.rank == 1 && !g.channel_minor && g.space.strides[0][0] == 1 && g.space.strides[1][0] == 1;
   const bool rows = channel_rows(g, {0, 1}) && (!dx_base || g.c_stride[2] == 1);
   if (rows && silu) backward_channel_rows<true, T, W>(p, keep_sums ? sums : nullptr);
   if (rows && !silu) backward_channel_rows<false, T, W>(p, keep_sums ? sums : nullptr);

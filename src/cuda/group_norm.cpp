@@ -124,7 +124,8 @@ Status launch(const LaunchContext& ctx, const GroupNormForwardProblem& p) {
   if (blocks == 0 || (g.group_size() == 0 && !params.mean && !params.rstd)) return Status::ok();
   const jit::Module& m = jit_module(ctx);
   const int index = kernel_index(g, p.desc.dtype, {params.x, params.y});
-  const HeldShape held = held_shape(g.group_size() / (16 / static_cast<int64_t>(dtype_size(p.desc.dtype))), ctx.target.arch);
+  const HeldShape held =
+      held_shape(g.group_size() / (16 / static_cast<int64_t>(dtype_size(p.desc.dtype))), ctx.target.arch);
   if (index == 0 && held.cluster > 0) {
     const Expected<int> resident =
         resident_clusters(m.kernels[3], held.threads, held.cluster, ctx.target.sm_count, "group_norm_forward");
